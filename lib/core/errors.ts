@@ -1,0 +1,216 @@
+/**
+ * The closed family of slotwise errors.
+ *
+ * Every error has a `_tag` (its class name, stable across threads and versions) and a `reason`
+ * (a short kebab-case code naming which rule was broken). Callers branch on `_tag` and `reason`,
+ * never on the message text. `details` holds the plain data the message was built from, so an
+ * error can be rebuilt on the far side of a thread boundary (see `toJSON` / `reviveError`).
+ */
+export abstract class SlotwiseError extends Error {
+  abstract readonly _tag: string;
+  readonly reason: string;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  protected constructor(reason: string, message: string, details: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+    super(message, options);
+    this.reason = reason;
+    this.details = Object.freeze({ ...details });
+  }
+
+  override get name(): string {
+    return this._tag;
+  }
+
+  toJSON(): SerializedSlotwiseError {
+    return { _tag: this._tag, reason: this.reason, message: this.message, details: { ...this.details } };
+  }
+}
+
+/** The wire form of a {@link SlotwiseError}: plain data, structured-cloneable and JSON-safe. */
+export interface SerializedSlotwiseError {
+  readonly _tag: string;
+  readonly reason: string;
+  readonly message: string;
+  readonly details: Record<string, unknown>;
+}
+
+/** An argument broke a rule: `details.argument` names it, the message says what is allowed. */
+export class IllegalArgumentError extends SlotwiseError {
+  readonly _tag = 'IllegalArgumentError' as const;
+  constructor(
+    reason: 'invalid-type' | 'invalid-value' | 'out-of-range' | 'unknown-key' | 'missing',
+    message: string,
+    details: { argument: string } & Record<string, unknown>,
+  ) {
+    super(reason, message, details);
+  }
+}
+
+/** An operation was called in a lifecycle state that does not allow it. */
+export class IllegalStateError extends SlotwiseError {
+  readonly _tag = 'IllegalStateError' as const;
+  constructor(
+    message: string,
+    details: { component: string; operation: string; state: string; allowed: readonly string[] },
+  ) {
+    super('wrong-state', message, details);
+  }
+}
+
+/** A configuration option has an unknown name or a value outside its rule. */
+export class ConfigurationError extends SlotwiseError {
+  readonly _tag = 'ConfigurationError' as const;
+  constructor(reason: 'unknown-option' | 'invalid-value', message: string, details: { option: string } & Record<string, unknown>) {
+    super(reason, message, details);
+  }
+}
+
+/** A ResourceProfile could not be built or an operation on profiles has no meaning. */
+export class ResourceProfileError extends SlotwiseError {
+  readonly _tag = 'ResourceProfileError' as const;
+  constructor(
+    reason:
+      | 'negative-amount'
+      | 'not-finite'
+      | 'not-integer'
+      | 'invalid-name'
+      | 'unknown-field'
+      | 'invalid-size'
+      | 'insufficient-resources'
+      | 'unknown-profile'
+      | 'invalid-multiplier',
+    message: string,
+    details: { field: string } & Record<string, unknown>,
+  ) {
+    super(reason, message, details);
+  }
+}
+
+/** A reservation against a {@link ResourceBudgetManager} did not fit, or a release exceeded what was reserved. */
+export class ResourceBudgetError extends SlotwiseError {
+  readonly _tag = 'ResourceBudgetError' as const;
+  constructor(reason: 'insufficient-budget' | 'over-release', message: string, details: Record<string, unknown>) {
+    super(reason, message, details);
+  }
+}
+
+/** A slot could not be allocated in a TaskSlotTable; nothing changed. */
+export class SlotAllocationError extends SlotwiseError {
+  readonly _tag = 'SlotAllocationError' as const;
+  constructor(
+    reason: 'index-out-of-range' | 'index-taken' | 'allocation-conflict' | 'insufficient-resources',
+    message: string,
+    details: Record<string, unknown>,
+  ) {
+    super(reason, message, details);
+  }
+}
+
+/** No slot with the given AllocationID is in the table. */
+export class SlotNotFoundError extends SlotwiseError {
+  readonly _tag = 'SlotNotFoundError' as const;
+  constructor(message: string, details: { allocationId: string } & Record<string, unknown>) {
+    super('unknown-allocation', message, details);
+  }
+}
+
+/** A task was offered to a slot that is not active (still only allocated, or releasing). */
+export class SlotNotActiveError extends SlotwiseError {
+  readonly _tag = 'SlotNotActiveError' as const;
+  constructor(reason: 'slot-allocated' | 'slot-releasing', message: string, details: Record<string, unknown>) {
+    super(reason, message, details);
+  }
+}
+
+/** A task names a slot that belongs to another job or allocation. */
+export class SlotOwnerMismatchError extends SlotwiseError {
+  readonly _tag = 'SlotOwnerMismatchError' as const;
+  constructor(reason: 'job-mismatch' | 'allocation-mismatch', message: string, details: Record<string, unknown>) {
+    super(reason, message, details);
+  }
+}
+
+/** A task with this ExecutionAttemptID is already in the table. */
+export class DuplicateTaskError extends SlotwiseError {
+  readonly _tag = 'DuplicateTaskError' as const;
+  constructor(message: string, details: { executionAttemptId: string } & Record<string, unknown>) {
+    super('duplicate-execution-attempt', message, details);
+  }
+}
+
+/** No task with this ExecutionAttemptID is in the table. */
+export class TaskNotFoundError extends SlotwiseError {
+  readonly _tag = 'TaskNotFoundError' as const;
+  constructor(message: string, details: { executionAttemptId: string } & Record<string, unknown>) {
+    super('unknown-execution-attempt', message, details);
+  }
+}
+
+/** A slot's MemoryManager could not serve a request. */
+export class MemoryAllocationError extends SlotwiseError {
+  readonly _tag = 'MemoryAllocationError' as const;
+  constructor(
+    reason: 'insufficient-memory' | 'shut-down' | 'invalid-request' | 'not-owner',
+    message: string,
+    details: Record<string, unknown>,
+  ) {
+    super(reason, message, details);
+  }
+}
+
+/** A wait outlived its deadline. */
+export class TimeoutError extends SlotwiseError {
+  readonly _tag = 'TimeoutError' as const;
+  constructor(message: string, details: { operation: string; timeoutMs: number } & Record<string, unknown>) {
+    super('deadline-exceeded', message, details);
+  }
+}
+
+/** Every concrete error class, by tag: the closed family. */
+export const ERROR_CLASSES = {
+  IllegalArgumentError,
+  IllegalStateError,
+  ConfigurationError,
+  ResourceProfileError,
+  ResourceBudgetError,
+  SlotAllocationError,
+  SlotNotFoundError,
+  SlotNotActiveError,
+  SlotOwnerMismatchError,
+  DuplicateTaskError,
+  TaskNotFoundError,
+  MemoryAllocationError,
+  TimeoutError,
+} as const;
+
+export type SlotwiseErrorTag = keyof typeof ERROR_CLASSES;
+export type AnySlotwiseError = InstanceType<(typeof ERROR_CLASSES)[SlotwiseErrorTag]>;
+
+export function isSlotwiseError(value: unknown): value is AnySlotwiseError {
+  return value instanceof SlotwiseError;
+}
+
+/**
+ * Rebuilds an error from its wire form, as the same class with the same reason and details.
+ * An unknown tag (a newer peer) comes back as a plain Error whose name is the tag.
+ */
+export function reviveError(serialized: SerializedSlotwiseError): Error {
+  const cls = (ERROR_CLASSES as Record<string, unknown>)[serialized._tag] as
+    | (abstract new (...args: never[]) => SlotwiseError)
+    | undefined;
+  if (cls === undefined) {
+    const error = new Error(serialized.message);
+    error.name = serialized._tag;
+    return error;
+  }
+  // Rebuild without running the constructor's argument checks: the fields were valid when sent.
+  const error = Object.create(cls.prototype) as SlotwiseError & { -readonly [K in keyof SlotwiseError]: SlotwiseError[K] };
+  Object.defineProperties(error, {
+    message: { value: serialized.message, writable: true, configurable: true },
+    reason: { value: serialized.reason, enumerable: true },
+    details: { value: Object.freeze({ ...serialized.details }), enumerable: true },
+    _tag: { value: serialized._tag, enumerable: true },
+    stack: { value: `${serialized._tag}: ${serialized.message}\n    (revived from another thread)`, writable: true, configurable: true },
+  });
+  return error;
+}

@@ -1,0 +1,180 @@
+/**
+ * The ID family of seed 001. Each ID is a string at run time (so it crosses threads as itself and
+ * serves as a map key) and a distinct branded type at compile time, so an AllocationID cannot be
+ * passed where a JobID is expected.
+ *
+ * - ResourceID: one TaskExecutor (a worker), e.g. `taskexecutor-3f9a1c`.
+ * - SlotID: a physical slot, a ResourceID plus a slot number (`taskexecutor-3f9a1c/2`).
+ * - JobID: one job, 32 hex characters like Flink's.
+ * - AllocationID: one lease of a slot to a job (a new one for every allocation), 32 hex characters.
+ * - ExecutionAttemptID: one attempt of one subtask, 32 hex characters, optionally followed by a
+ *   readable label (`…_tokenize_3_1` for vertex `tokenize`, subtask 3, attempt 1).
+ */
+import { IllegalArgumentError } from './errors.js';
+
+declare const brand: unique symbol;
+type Brand<T, B extends string> = T & { readonly [brand]: B };
+
+export type ResourceID = Brand<string, 'ResourceID'>;
+export type JobID = Brand<string, 'JobID'>;
+export type AllocationID = Brand<string, 'AllocationID'>;
+export type ExecutionAttemptID = Brand<string, 'ExecutionAttemptID'>;
+
+export interface SlotID {
+  readonly resourceId: ResourceID;
+  readonly slotNumber: number;
+}
+
+const HEX32 = /^[0-9a-f]{32}$/;
+const LABEL = /^[A-Za-z0-9][\w.:-]*$/;
+
+function randomHex(bytes: number): string {
+  const buffer = new Uint8Array(bytes);
+  globalThis.crypto.getRandomValues(buffer);
+  let out = '';
+  for (const b of buffer) out += b.toString(16).padStart(2, '0');
+  return out;
+}
+
+function requireString(kind: string, value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new IllegalArgumentError('invalid-type', `${kind} must be a non-empty string, got ${describe(value)}`, {
+      argument: kind,
+      value: describe(value),
+    });
+  }
+  return value;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === 'object') return Object.prototype.toString.call(value);
+  return `${typeof value} ${String(value)}`;
+}
+
+function hexId<T extends string>(kind: string) {
+  return {
+    /** A new random ID (16 random bytes as 32 hex characters, like Flink's AbstractID). */
+    generate(): T {
+      return randomHex(16) as T;
+    },
+    /** Checks a string received from outside (a wire message, a user) and brands it. */
+    parse(value: unknown): T {
+      const s = requireString(kind, value);
+      if (!HEX32.test(s)) {
+        throw new IllegalArgumentError('invalid-value', `${kind} must be 32 lower-case hex characters, got ${JSON.stringify(s)}`, {
+          argument: kind,
+          value: s,
+        });
+      }
+      return s as T;
+    },
+    is(value: unknown): value is T {
+      return typeof value === 'string' && HEX32.test(value);
+    },
+    /** The first 8 characters: enough to tell IDs apart in a log line. */
+    short(id: T): string {
+      return id.slice(0, 8);
+    },
+  };
+}
+
+export const JobID = hexId<JobID>('JobID');
+export const AllocationID = hexId<AllocationID>('AllocationID');
+
+export const ExecutionAttemptID = {
+  /**
+   * A new attempt ID. With a label (`vertex`, `subtask`, `attempt`) the string reads
+   * `<32 hex>_<vertex>_<subtask>_<attempt>`, as Flink prints its attempts.
+   */
+  generate(label?: { vertex: string; subtask: number; attempt: number }): ExecutionAttemptID {
+    const id = randomHex(16);
+    if (label === undefined) return id as ExecutionAttemptID;
+    if (!LABEL.test(label.vertex)) {
+      throw new IllegalArgumentError('invalid-value', `vertex name in an ExecutionAttemptID must match ${LABEL}, got ${JSON.stringify(label.vertex)}`, {
+        argument: 'vertex',
+        value: label.vertex,
+      });
+    }
+    for (const key of ['subtask', 'attempt'] as const) {
+      if (!Number.isSafeInteger(label[key]) || label[key] < 0) {
+        throw new IllegalArgumentError('invalid-value', `${key} in an ExecutionAttemptID must be a non-negative integer, got ${label[key]}`, {
+          argument: key,
+          value: label[key],
+        });
+      }
+    }
+    return `${id}_${label.vertex}_${label.subtask}_${label.attempt}` as ExecutionAttemptID;
+  },
+  parse(value: unknown): ExecutionAttemptID {
+    const s = requireString('ExecutionAttemptID', value);
+    if (!HEX32.test(s.slice(0, 32)) || (s.length > 32 && s[32] !== '_')) {
+      throw new IllegalArgumentError('invalid-value', `ExecutionAttemptID must start with 32 lower-case hex characters, got ${JSON.stringify(s)}`, {
+        argument: 'ExecutionAttemptID',
+        value: s,
+      });
+    }
+    return s as ExecutionAttemptID;
+  },
+  is(value: unknown): value is ExecutionAttemptID {
+    return typeof value === 'string' && HEX32.test(value.slice(0, 32)) && (value.length === 32 || value[32] === '_');
+  },
+  short(id: ExecutionAttemptID): string {
+    return id.length > 32 ? `${id.slice(0, 8)}${id.slice(32)}` : id.slice(0, 8);
+  },
+};
+
+const RESOURCE_ID = /^[A-Za-z0-9][\w.:-]{0,127}$/;
+
+export const ResourceID = {
+  /** A new TaskExecutor ID: `<prefix>-<12 hex>`; the prefix defaults to `taskexecutor`. */
+  generate(prefix = 'taskexecutor'): ResourceID {
+    return ResourceID.parse(`${prefix}-${randomHex(6)}`);
+  },
+  /** A ResourceID is any readable name of 1–128 characters: letters, digits, `_ . : -`. */
+  parse(value: unknown): ResourceID {
+    const s = requireString('ResourceID', value);
+    if (!RESOURCE_ID.test(s)) {
+      throw new IllegalArgumentError('invalid-value', `ResourceID must be 1-128 characters of letters, digits, '_', '.', ':' or '-', starting with a letter or digit; got ${JSON.stringify(s)}`, {
+        argument: 'ResourceID',
+        value: s,
+      });
+    }
+    return s as ResourceID;
+  },
+  is(value: unknown): value is ResourceID {
+    return typeof value === 'string' && RESOURCE_ID.test(value);
+  },
+};
+
+export const SlotID = {
+  of(resourceId: ResourceID, slotNumber: number): SlotID {
+    ResourceID.parse(resourceId);
+    if (!Number.isSafeInteger(slotNumber) || slotNumber < 0) {
+      throw new IllegalArgumentError('invalid-value', `slot number must be a non-negative integer, got ${slotNumber}`, {
+        argument: 'slotNumber',
+        value: slotNumber,
+      });
+    }
+    return Object.freeze({ resourceId, slotNumber });
+  },
+  toString(slotId: SlotID): string {
+    return `${slotId.resourceId}/${slotId.slotNumber}`;
+  },
+  parse(value: unknown): SlotID {
+    const s = requireString('SlotID', value);
+    const at = s.lastIndexOf('/');
+    const number = Number(s.slice(at + 1));
+    if (at <= 0 || s.slice(at + 1) === '' || !Number.isSafeInteger(number)) {
+      throw new IllegalArgumentError('invalid-value', `SlotID must read <ResourceID>/<slot number>, got ${JSON.stringify(s)}`, {
+        argument: 'SlotID',
+        value: s,
+      });
+    }
+    return SlotID.of(ResourceID.parse(s.slice(0, at)), number);
+  },
+  equals(a: SlotID, b: SlotID): boolean {
+    return a.resourceId === b.resourceId && a.slotNumber === b.slotNumber;
+  },
+};
