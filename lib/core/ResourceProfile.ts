@@ -1,0 +1,377 @@
+/**
+ * ResourceProfile: the resources a slot offers or a task asks for, with the semantics of Flink's
+ * modern ResourceProfile (UNKNOWN / ANY, isMatching as an equality test, fine-grained arithmetic).
+ *
+ * CPU and extended-resource amounts are held as integers in units of 1e-8 (Flink keeps CPU as a
+ * BigDecimal of scale 8), so merge and subtract are exact: 0.1 + 0.2 cores equals 0.3 cores and
+ * a slot given back restores exactly what was taken.
+ */
+import { ResourceProfileError } from './errors.js';
+import { formatMemorySize, MiB, parseMemorySize, type MemorySizeInput } from './MemorySize.js';
+
+const SCALE = 1e8;
+const STANDARD = ['cpuCores', 'taskHeapMemory', 'taskOffHeapMemory', 'managedMemory', 'networkMemory'] as const;
+const MEMORY = STANDARD.slice(1) as readonly MemoryField[];
+const IS_MEMORY = new Set<string>(MEMORY);
+const KEY_PREFIX = ['c', 'h', 'o', 'm', 'n'] as const;
+const NAME = /^[A-Za-z][A-Za-z0-9_.-]*$/;
+
+type StandardField = (typeof STANDARD)[number];
+type MemoryField = Exclude<StandardField, 'cpuCores'>;
+/** The five standard amounts, in STANDARD order: CPU in 1e-8 units, memory in bytes. */
+type Amounts = readonly number[];
+
+/** A profile as plain data; memory sizes may be written as strings (`'256m'`). Missing fields are 0. */
+export interface ResourceSpec {
+  cpuCores?: number;
+  taskHeapMemory?: MemorySizeInput;
+  taskOffHeapMemory?: MemorySizeInput;
+  managedMemory?: MemorySizeInput;
+  networkMemory?: MemorySizeInput;
+  extendedResources?: Record<string, number>;
+}
+
+/** The wire form of a profile: plain, structured-cloneable data (memory in bytes). */
+export type ResourceProfileJSON =
+  | 'UNKNOWN'
+  | 'ANY'
+  | {
+      cpuCores: number;
+      taskHeapMemory: number;
+      taskOffHeapMemory: number;
+      managedMemory: number;
+      networkMemory: number;
+      extendedResources: Record<string, number>;
+    };
+
+/** One field in which a profile falls short of a requirement (cores, bytes, or an extended amount). */
+export interface ResourceShortfall {
+  readonly field: string;
+  readonly available: number;
+  readonly required: number;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || value === null || value === undefined) return String(value);
+  if (typeof value === 'object') return Object.prototype.toString.call(value);
+  return `${typeof value} ${String(value)}`;
+}
+
+let createProfile: (kind: ResourceProfile['kind'], amounts: Amounts, extended: ReadonlyMap<string, number>) => ResourceProfile;
+
+/** Checks a cores/extended amount and converts it to 1e-8 units. */
+function toUnits(field: string, value: unknown): number {
+  const rule = `${field} must be a finite non-negative number`;
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new ResourceProfileError('not-finite', `${rule}, got ${describe(value)}`, { field, value: describe(value) });
+  if (value < 0) throw new ResourceProfileError('negative-amount', `${rule}, got ${value}`, { field, value });
+  const units = Math.round(value * SCALE) + 0;
+  if (!Number.isSafeInteger(units)) {
+    throw new ResourceProfileError('invalid-size', `${rule} of at most ${Number.MAX_SAFE_INTEGER / SCALE}, got ${value}`, { field, value });
+  }
+  return units;
+}
+
+/** Checks a memory size (bytes or a size string) and returns bytes. */
+function toBytes(field: string, value: unknown): number {
+  const parsed = parseMemorySize(value);
+  if (parsed.ok) return parsed.bytes;
+  const message = `${field} ${parsed.problem}`;
+  const details = { field, value: describe(value) };
+  if (typeof value === 'string') throw new ResourceProfileError('invalid-size', message, details);
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new ResourceProfileError('not-finite', message, details);
+  if (value < 0) throw new ResourceProfileError('negative-amount', message, details);
+  if (!Number.isInteger(value)) throw new ResourceProfileError('not-integer', message, details);
+  throw new ResourceProfileError('invalid-size', message, details);
+}
+
+function checkName(name: unknown): string {
+  if (typeof name !== 'string' || !NAME.test(name) || (STANDARD as readonly string[]).includes(name)) {
+    const message = `extended resource name must match ${NAME} and not be a standard field (${STANDARD.join(', ')}), got ${describe(name)}`;
+    throw new ResourceProfileError('invalid-name', message, { field: 'extendedResources', value: describe(name) });
+  }
+  return name;
+}
+
+/** Refuses a merged or multiplied amount that no longer fits a safe integer. */
+function checked(field: string, amount: number): number {
+  if (!Number.isSafeInteger(amount)) {
+    const limit = IS_MEMORY.has(field) ? `${Number.MAX_SAFE_INTEGER} bytes` : `${Number.MAX_SAFE_INTEGER / SCALE}`;
+    throw new ResourceProfileError('invalid-size', `${field} would exceed the largest representable amount, ${limit}`, { field, limit });
+  }
+  return amount;
+}
+
+/** Prints shortfalls as `cpuCores available 1, required 2; managedMemory available 64 mb, required 128 mb`. */
+export function formatShortfall(shortfall: readonly ResourceShortfall[], [have, need] = ['available', 'required']): string {
+  const show = (field: string, n: number) => (IS_MEMORY.has(field) ? formatMemorySize(n) : n === Infinity ? '∞' : String(n));
+  return shortfall.map((s) => `${s.field} ${have} ${show(s.field, s.available)}, ${need} ${show(s.field, s.required)}`).join('; ');
+}
+
+/** Builds a specified profile field by field; every setter checks its value at once. */
+export class ResourceProfileBuilder {
+  readonly #amounts = [0, 0, 0, 0, 0];
+  readonly #extended = new Map<string, number>();
+
+  /** CPU cores, fractions allowed, kept to 8 decimal places. */
+  setCpuCores(cores: number): this {
+    this.#amounts[0] = toUnits('cpuCores', cores);
+    return this;
+  }
+  /** Task heap memory (Flink: taskmanager.memory.task.heap.size share of the slot). */
+  setTaskHeapMemory(size: MemorySizeInput): this { return this.#memory(1, size); }
+  /** Task heap memory in whole mebibytes. */
+  setTaskHeapMemoryMB(mb: number): this { return this.#memoryMB(1, mb); }
+  /** Task off-heap memory (direct / native memory used by user code). */
+  setTaskOffHeapMemory(size: MemorySizeInput): this { return this.#memory(2, size); }
+  /** Task off-heap memory in whole mebibytes. */
+  setTaskOffHeapMemoryMB(mb: number): this { return this.#memoryMB(2, mb); }
+  /** Managed memory (Flink's MemoryManager: sorting, hash tables, RocksDB). */
+  setManagedMemory(size: MemorySizeInput): this { return this.#memory(3, size); }
+  /** Managed memory in whole mebibytes. */
+  setManagedMemoryMB(mb: number): this { return this.#memoryMB(3, mb); }
+  /** Network memory (buffers for shuffles between tasks). */
+  setNetworkMemory(size: MemorySizeInput): this { return this.#memory(4, size); }
+  /** Network memory in whole mebibytes. */
+  setNetworkMemoryMB(mb: number): this { return this.#memoryMB(4, mb); }
+  /** An extended resource (e.g. `gpu`), fractions allowed; amount 0 removes it. */
+  setExtendedResource(name: string, amount: number): this {
+    const units = toUnits(checkName(name), amount);
+    if (units === 0) this.#extended.delete(name);
+    else this.#extended.set(name, units);
+    return this;
+  }
+  /** Sets every extended resource in the record (others already set are kept, like Flink's putAll). */
+  setExtendedResources(resources: Record<string, number>): this {
+    if (typeof resources !== 'object' || resources === null || Array.isArray(resources)) {
+      const message = `extendedResources must be an object of name → amount, got ${describe(resources)}`;
+      throw new ResourceProfileError('not-finite', message, { field: 'extendedResources', value: describe(resources) });
+    }
+    for (const [name, amount] of Object.entries(resources)) this.setExtendedResource(name, amount);
+    return this;
+  }
+  /** The profile built so far. */
+  build(): ResourceProfile {
+    return createProfile('specified', [...this.#amounts], this.#extended);
+  }
+
+  #memory(index: 1 | 2 | 3 | 4, size: unknown): this {
+    this.#amounts[index] = toBytes(STANDARD[index], size);
+    return this;
+  }
+  #memoryMB(index: 1 | 2 | 3 | 4, mb: number): this {
+    const field = STANDARD[index];
+    if (typeof mb === 'number' && Number.isFinite(mb) && mb >= 0 && !Number.isInteger(mb)) {
+      throw new ResourceProfileError('not-integer', `${field} in MB must be a whole number of mebibytes, got ${mb}; pass a size string like '${mb}m' for fractions`, { field, value: mb });
+    }
+    return this.#memory(index, typeof mb === 'number' && Number.isInteger(mb) ? mb * MiB : mb);
+  }
+}
+
+/**
+ * The resources of a slot or a requirement (Flink's ResourceProfile): CPU cores, four kinds of
+ * memory and named extended resources. Immutable; compare with {@link equals} or {@link key}.
+ */
+export class ResourceProfile {
+  /** A requirement whose size is not known (Flink's UNKNOWN): any slot will do, amounts are undefined. */
+  static readonly UNKNOWN: ResourceProfile = new ResourceProfile('unknown', [0, 0, 0, 0, 0], new Map());
+  /** Infinite in every standard field (Flink's ANY): matches any requirement, an unbounded budget. */
+  static readonly ANY: ResourceProfile = new ResourceProfile('any', [Infinity, Infinity, Infinity, Infinity, Infinity], new Map());
+  /** Nothing at all (Flink's ZERO). */
+  static readonly ZERO: ResourceProfile = new ResourceProfile('specified', [0, 0, 0, 0, 0], new Map());
+
+  /** Whether this is UNKNOWN, ANY, or a profile with amounts. */
+  readonly kind: 'unknown' | 'any' | 'specified';
+  /** Canonical string, equal iff {@link equals}: a Map key for indexing slots by profile. */
+  readonly key: string;
+  readonly #amounts: Amounts;
+  readonly #extended: ReadonlyMap<string, number>;
+
+  private constructor(kind: ResourceProfile['kind'], amounts: Amounts, extended: ReadonlyMap<string, number>) {
+    this.kind = kind;
+    this.#amounts = amounts;
+    // Sorted so that the key, toString and toJSON do not depend on insertion order.
+    this.#extended = new Map([...extended].filter(([, u]) => u !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    this.key =
+      kind === 'unknown' ? 'UNKNOWN'
+      : kind === 'any' ? 'ANY'
+      : [...amounts.map((a, i) => `${KEY_PREFIX[i]}${a}`), ...[...this.#extended].map(([n, u]) => `${n}=${u}`)].join('|');
+    Object.freeze(this);
+  }
+
+  static {
+    // The builder is the only outside caller of the private constructor.
+    createProfile = (kind, amounts, extended) => new ResourceProfile(kind, amounts, extended);
+  }
+
+  /** A builder for a specified profile, every field starting at 0. */
+  static newBuilder(): ResourceProfileBuilder {
+    return new ResourceProfileBuilder();
+  }
+
+  /** A profile from plain data: a spec object (missing fields 0, unknown keys refused), a profile, `'UNKNOWN'` or `'ANY'`. */
+  static fromSpec(spec: ResourceSpec | ResourceProfile | 'UNKNOWN' | 'ANY'): ResourceProfile {
+    if (spec instanceof ResourceProfile) return spec;
+    if (spec === 'UNKNOWN') return ResourceProfile.UNKNOWN;
+    if (spec === 'ANY') return ResourceProfile.ANY;
+    const allowed = [...STANDARD, 'extendedResources'];
+    if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
+        const message = `a resource spec must be a ResourceProfile, 'UNKNOWN', 'ANY' or an object with fields ${allowed.join(', ')}; got ${describe(spec)}`;
+      throw new ResourceProfileError('unknown-field', message, { field: 'spec', value: describe(spec) });
+    }
+    const unknown = Object.keys(spec).find((k) => !allowed.includes(k));
+    if (unknown !== undefined) {
+      const message = `unknown resource field ${JSON.stringify(unknown)}; allowed fields are ${allowed.join(', ')}`;
+      throw new ResourceProfileError('unknown-field', message, { field: unknown, allowed });
+    }
+    const b = new ResourceProfileBuilder();
+    if (spec.cpuCores !== undefined) b.setCpuCores(spec.cpuCores);
+    if (spec.taskHeapMemory !== undefined) b.setTaskHeapMemory(spec.taskHeapMemory);
+    if (spec.taskOffHeapMemory !== undefined) b.setTaskOffHeapMemory(spec.taskOffHeapMemory);
+    if (spec.managedMemory !== undefined) b.setManagedMemory(spec.managedMemory);
+    if (spec.networkMemory !== undefined) b.setNetworkMemory(spec.networkMemory);
+    if (spec.extendedResources !== undefined) b.setExtendedResources(spec.extendedResources);
+    return b.build();
+  }
+
+  /** The inverse of {@link toJSON}; the data is checked as {@link fromSpec} checks it. */
+  static fromJSON(json: unknown): ResourceProfile {
+    return ResourceProfile.fromSpec(json as ResourceProfileJSON);
+  }
+
+  /** Whether this is Flink's UNKNOWN (no amounts). */
+  isUnknown(): boolean { return this.kind === 'unknown'; }
+  /** Whether this is Flink's ANY (infinite in every standard field). */
+  isAny(): boolean { return this.kind === 'any'; }
+
+  /** CPU cores (8 decimal places). */
+  get cpuCores(): number { return this.#amount('cpuCores', 0) / SCALE; }
+  /** Task heap memory in bytes. */
+  get taskHeapMemory(): number { return this.#amount('taskHeapMemory', 1); }
+  /** Task off-heap memory in bytes. */
+  get taskOffHeapMemory(): number { return this.#amount('taskOffHeapMemory', 2); }
+  /** Managed memory in bytes. */
+  get managedMemory(): number { return this.#amount('managedMemory', 3); }
+  /** Network memory in bytes. */
+  get networkMemory(): number { return this.#amount('networkMemory', 4); }
+  /** Extended resources (name → amount, names sorted), frozen; empty on ANY. */
+  get extendedResources(): Readonly<Record<string, number>> {
+    this.#requireKnown('extendedResources');
+    return Object.freeze(Object.fromEntries([...this.#extended].map(([n, u]) => [n, u / SCALE])));
+  }
+  /** Heap + off-heap + managed + network, in bytes (Flink's getTotalMemory). */
+  get totalMemory(): number {
+    this.#requireKnown('totalMemory');
+    return this.operatorsMemory + this.networkMemory;
+  }
+  /** Heap + off-heap + managed, in bytes: the memory operators use (Flink's getOperatorsMemory). */
+  get operatorsMemory(): number {
+    this.#requireKnown('operatorsMemory');
+    return this.taskHeapMemory + this.taskOffHeapMemory + this.managedMemory;
+  }
+
+  /**
+   * Flink's isMatching: whether a slot of this profile may serve `required`. Not a ≥ test — true
+   * only if this is ANY, the two are equal, or `required` is UNKNOWN. Throws on an UNKNOWN receiver.
+   */
+  isMatching(required: ResourceProfile): boolean {
+    this.#requireKnown('isMatching');
+    return this.isAny() || this.equals(required) || required.isUnknown();
+  }
+
+  /** Whether every field is at least `other`'s (ANY ≥ everything; UNKNOWN ≥ nothing but is ≤ everything). */
+  allFieldsNoLessThan(other: ResourceProfile): boolean {
+    if (this.isAny() || this.equals(other)) return true;
+    if (this.isUnknown()) return false;
+    if (other.isUnknown()) return true;
+    return this.shortfall(other).length === 0;
+  }
+
+  /** Field-wise sum (Flink's merge); ANY absorbs everything, then UNKNOWN does. */
+  merge(other: ResourceProfile): ResourceProfile {
+    if (this.isAny() || other.isAny()) return ResourceProfile.ANY;
+    if (this.isUnknown() || other.isUnknown()) return ResourceProfile.UNKNOWN;
+    const extended = new Map(this.#extended);
+    for (const [n, u] of other.#extended) extended.set(n, checked(n, (extended.get(n) ?? 0) + u));
+    const amounts = this.#amounts.map((a, i) => checked(STANDARD[i]!, a + other.#amounts[i]!));
+    return new ResourceProfile('specified', amounts, extended);
+  }
+
+  /** Field-wise difference (Flink's subtract); refuses to go below zero in any field ('insufficient-resources'). */
+  subtract(other: ResourceProfile): ResourceProfile {
+    if (this.isAny() || other.isAny()) return ResourceProfile.ANY;
+    if (this.isUnknown() || other.isUnknown()) return ResourceProfile.UNKNOWN;
+    const [short] = this.shortfall(other);
+    if (short !== undefined) {
+      throw new ResourceProfileError('insufficient-resources', `cannot subtract ${other} from ${this}: ${formatShortfall([short])}`, { ...short });
+    }
+    const extended = new Map(this.#extended);
+    for (const [n, u] of other.#extended) extended.set(n, extended.get(n)! - u);
+    return new ResourceProfile('specified', this.#amounts.map((a, i) => a - other.#amounts[i]!), extended);
+  }
+
+  /** Every field times `n`, a non-negative safe integer (Flink's multiply). */
+  multiply(n: number): ResourceProfile {
+    if (!Number.isSafeInteger(n) || n < 0) {
+      const message = `multiplier must be a non-negative whole number, got ${describe(n)}`;
+      throw new ResourceProfileError('invalid-multiplier', message, { field: 'multiplier', value: describe(n) });
+    }
+    if (this.kind !== 'specified') return this;
+    if (n === 0) return ResourceProfile.ZERO;
+    const amounts = this.#amounts.map((a, i) => checked(STANDARD[i]!, a * n));
+    return new ResourceProfile('specified', amounts, new Map([...this.#extended].map(([k, u]) => [k, checked(k, u * n)])));
+  }
+
+  /** Every field (standard, then extended) where this has less than `required`; empty when it suffices or either is UNKNOWN. */
+  shortfall(required: ResourceProfile): ResourceShortfall[] {
+    if (this.isUnknown() || required.isUnknown() || this.isAny()) return [];
+    const out: ResourceShortfall[] = [];
+    STANDARD.forEach((field, i) => {
+      const [have, need] = [this.#amounts[i]!, required.#amounts[i]!];
+      const scale = i === 0 ? SCALE : 1;
+      if (have < need) out.push({ field, available: have / scale, required: need / scale });
+    });
+    for (const [n, need] of required.#extended) {
+      const have = this.#extended.get(n) ?? 0;
+      if (have < need) out.push({ field: n, available: have / SCALE, required: need / SCALE });
+    }
+    return out;
+  }
+
+  /** Value equality (same kind, same amounts, same extended resources). */
+  equals(other: unknown): boolean {
+    return other instanceof ResourceProfile && other.key === this.key;
+  }
+
+  /** Flink's toString, memory printed readably: `ResourceProfile{cpuCores=1, taskHeapMemory=256 mb, …, gpu=1}`. */
+  toString(): string {
+    if (this.kind !== 'specified') return `ResourceProfile{${this.kind.toUpperCase()}}`;
+    const fields = [`cpuCores=${this.cpuCores}`, ...MEMORY.map((f) => `${f}=${formatMemorySize(this[f])}`)];
+    for (const [n, u] of this.#extended) fields.push(`${n}=${u / SCALE}`);
+    return `ResourceProfile{${fields.join(', ')}}`;
+  }
+
+  /** Plain data (`'UNKNOWN'`, `'ANY'`, or amounts in cores and bytes), for threads and inspectors. */
+  toJSON(): ResourceProfileJSON {
+    if (this.kind === 'unknown') return 'UNKNOWN';
+    if (this.kind === 'any') return 'ANY';
+    const { cpuCores, taskHeapMemory, taskOffHeapMemory, managedMemory, networkMemory } = this;
+    return { cpuCores, taskHeapMemory, taskOffHeapMemory, managedMemory, networkMemory, extendedResources: { ...this.extendedResources } };
+  }
+
+  /** Node's console / util.inspect shows the readable form. */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return this.toString();
+  }
+
+  #requireKnown(what: string): void {
+    if (this.kind === 'unknown') {
+      const message = `${what} is not defined for ResourceProfile.UNKNOWN (an unknown requirement has no amounts); check isUnknown() first`;
+      throw new ResourceProfileError('unknown-profile', message, { field: what });
+    }
+  }
+  #amount(field: StandardField, index: number): number {
+    this.#requireKnown(field);
+    return this.#amounts[index]!;
+  }
+}

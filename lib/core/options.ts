@@ -1,0 +1,224 @@
+/**
+ * Configuration: Flink's option names (where Flink has one), Flink's defaults unless the seeds or
+ * DESIGN.md say otherwise, one table. `resolveOptions` validates every key at the door — an unknown
+ * name or a value outside its rule is a ConfigurationError naming the option and the rule — and
+ * returns the fully resolved, frozen options. Durations resolve to milliseconds, sizes to bytes.
+ */
+import { formatDuration, parseDuration, type DurationInput } from './Duration.js';
+import { ConfigurationError } from './errors.js';
+import { formatMemorySize, parseMemorySize, type MemorySizeInput } from './MemorySize.js';
+
+type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
+
+interface OptionSpec<In, Out> {
+  readonly default: Out;
+  readonly doc: string;
+  readonly parse: (input: unknown) => Parsed<Out>;
+  readonly format: (value: Out) => string;
+  /** Present only so TypeScript can infer the accepted input type. */
+  readonly _input?: In;
+}
+
+function duration(defaultMs: number, doc: string, min = 1): OptionSpec<DurationInput, number> {
+  return {
+    default: defaultMs,
+    doc,
+    format: formatDuration,
+    parse: (input) => {
+      const parsed = parseDuration(input);
+      if (!parsed.ok) return parsed;
+      if (parsed.ms < min) return { ok: false, problem: `must be at least ${formatDuration(min)}, got ${formatDuration(parsed.ms)}` };
+      return { ok: true, value: parsed.ms };
+    },
+  };
+}
+
+function integer(defaultValue: number, doc: string, min: number, allowUnbounded = false): OptionSpec<number, number> {
+  return {
+    default: defaultValue,
+    doc,
+    format: (v) => (v === Infinity ? 'unbounded' : String(v)),
+    parse: (input) => {
+      if (allowUnbounded && input === Infinity) return { ok: true, value: Infinity };
+      if (typeof input !== 'number' || !Number.isSafeInteger(input) || input < min) {
+        return { ok: false, problem: `must be an integer >= ${min}${allowUnbounded ? ' or Infinity' : ''}, got ${JSON.stringify(input) ?? String(input)}` };
+      }
+      return { ok: true, value: input };
+    },
+  };
+}
+
+function positiveNumber(defaultValue: number, doc: string, allowUnbounded = false): OptionSpec<number, number> {
+  return {
+    default: defaultValue,
+    doc,
+    format: (v) => (v === Infinity ? 'unbounded' : String(v)),
+    parse: (input) => {
+      if (allowUnbounded && input === Infinity) return { ok: true, value: Infinity };
+      if (typeof input !== 'number' || !Number.isFinite(input) || input <= 0) {
+        return { ok: false, problem: `must be a finite number > 0${allowUnbounded ? ' or Infinity' : ''}, got ${String(input)}` };
+      }
+      return { ok: true, value: input };
+    },
+  };
+}
+
+/** A number that, when not set, is derived from other options (`derivedDoc` says how). */
+function derivedNumber(derivedDoc: string, doc: string): OptionSpec<number, number | undefined> {
+  const inner = positiveNumber(1, doc);
+  return { default: undefined, doc, format: (v) => (v === undefined ? derivedDoc : String(v)), parse: inner.parse };
+}
+
+function memory(defaultBytes: number, doc: string, rule?: (bytes: number) => string | undefined, allowUnbounded = false): OptionSpec<MemorySizeInput, number> {
+  return {
+    default: defaultBytes,
+    doc,
+    format: (v) => (v === Infinity ? 'unbounded' : formatMemorySize(v)),
+    parse: (input) => {
+      if (allowUnbounded && input === Infinity) return { ok: true, value: Infinity };
+      const parsed = parseMemorySize(input);
+      if (!parsed.ok) return { ok: false, problem: parsed.problem };
+      const broken = rule?.(parsed.bytes);
+      return broken === undefined ? { ok: true, value: parsed.bytes } : { ok: false, problem: broken };
+    },
+  };
+}
+
+function oneOf<const T extends string>(values: readonly T[], defaultValue: T, doc: string): OptionSpec<T, T> {
+  return {
+    default: defaultValue,
+    doc,
+    format: (v) => v,
+    parse: (input) =>
+      values.includes(input as T)
+        ? { ok: true, value: input as T }
+        : { ok: false, problem: `must be one of ${values.map((v) => `'${v}'`).join(', ')}, got ${JSON.stringify(input)}` },
+  };
+}
+
+function resources(doc: string): OptionSpec<Record<string, number>, Readonly<Record<string, number>>> {
+  return {
+    default: Object.freeze({}),
+    doc,
+    format: (v) => (Object.keys(v).length === 0 ? 'none' : Object.entries(v).map(([k, n]) => `${k}=${n}`).join(', ')),
+    parse: (input) => {
+      if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+        return { ok: false, problem: `must be an object of resource name -> amount, e.g. { gpu: 2 }, got ${String(input)}` };
+      }
+      for (const [name, amount] of Object.entries(input)) {
+        if (!/^[A-Za-z][A-Za-z0-9_.-]*$/.test(name)) return { ok: false, problem: `resource name ${JSON.stringify(name)} must start with a letter and use letters, digits, '_', '.', '-'` };
+        if (typeof amount !== 'number' || !Number.isFinite(amount) || amount < 0) return { ok: false, problem: `amount of '${name}' must be a finite number >= 0, got ${String(amount)}` };
+      }
+      return { ok: true, value: Object.freeze({ ...(input as Record<string, number>) }) };
+    },
+  };
+}
+
+const isPowerOfTwoPageSize = (bytes: number) =>
+  bytes >= 4096 && bytes <= 16 * 1024 * 1024 && (bytes & (bytes - 1)) === 0 ? undefined : `must be a power of two from 4 kb to 16 mb, got ${formatMemorySize(bytes)}`;
+
+/** Every option slotwise knows: its default, its rule and what it means. */
+export const OPTIONS = {
+  'taskmanager.numberOfTaskSlots': integer(1, 'Static slots per TaskExecutor; the default slot profile is the total divided by this.', 1),
+  'taskmanager.cpu.cores': derivedNumber('number of slots', 'CPU cores a TaskExecutor offers (bookkeeping for matching; Flink does not isolate CPU).'),
+  'taskmanager.memory.task.heap.size': memory(256 * 1024 * 1024, 'Task heap a TaskExecutor offers; a slot\'s share bounds its task threads\' heap.'),
+  'taskmanager.memory.task.off-heap.size': memory(0, 'Task off-heap memory a TaskExecutor offers.'),
+  'taskmanager.memory.managed.size': memory(128 * 1024 * 1024, 'Managed memory a TaskExecutor offers; each slot gets its share as MemoryManager pages.'),
+  'taskmanager.memory.network.size': memory(64 * 1024 * 1024, 'Network memory a TaskExecutor offers (Flink derives it from network.min/max/fraction; here it is one size).'),
+  'taskmanager.extended-resources': resources('Extended resources a TaskExecutor offers, e.g. { gpu: 2 } (Flink: external-resource.<name>.amount).'),
+  'taskmanager.memory.segment-size': memory(32 * 1024, 'Page size of a slot\'s MemoryManager.', isPowerOfTwoPageSize),
+  'taskmanager.slot.timeout': duration(10_000, 'An allocated slot not activated by then is reported for freeing.'),
+  'task.cancellation.timeout': duration(180_000, 'A releasing slot whose tasks have not terminated by then is reported as stuck.'),
+  'slot.request.timeout': duration(300_000, 'A slot request not fulfilled by then fails with its reason (seed 000).'),
+  'heartbeat.interval': duration(10_000, 'How often heartbeats are sent.'),
+  'heartbeat.timeout': duration(30_000, 'A peer silent for this long is lost (the seed\'s 30 s; Flink\'s default is 50 s).'),
+  'resourcemanager.taskmanager-timeout': duration(30_000, 'An idle TaskExecutor is released after this.'),
+  'slotmanager.requirement-check.delay': duration(50, 'Requirement changes within this window are coalesced into one check.', 0),
+  'slotmanager.number-of-slots.max': integer(Infinity, 'The most slots the cluster may hold.', 1, true),
+  'slotmanager.max-total-resource.cpu': positiveNumber(Infinity, 'The most CPU cores all TaskExecutors may offer together.', true),
+  'slotmanager.max-total-resource.memory': memory(Infinity, 'The most memory all TaskExecutors may offer together.', undefined, true),
+  'slotmanager.redundant-taskmanager-num': integer(0, 'Spare TaskExecutors kept for fast failover.', 0),
+  'taskmanager.load-balance.mode': oneOf(['none', 'slots'] as const, 'none', '`slots` spreads slots over TaskExecutors by least utilisation.'),
+  'resourcemanager.start-worker.max-failure-rate': positiveNumber(10, 'Worker start failures allowed per minute before starts are delayed.'),
+  'restart-strategy.type': oneOf(['fixed-delay', 'none'] as const, 'fixed-delay', 'How failed tasks are restarted.'),
+  'restart-strategy.fixed-delay.attempts': integer(3, 'Restart attempts before the job fails.', 0),
+  'restart-strategy.fixed-delay.delay': duration(10_000, 'Delay between restart attempts.', 0),
+} as const;
+
+export type OptionName = keyof typeof OPTIONS;
+type InputOf<S> = S extends OptionSpec<infer In, unknown> ? In : never;
+type OutputOf<S> = S extends OptionSpec<unknown, infer Out> ? Out : never;
+
+/** What a user passes: any subset of the options, durations and sizes with or without units. */
+export type SlotwiseOptions = { readonly [K in OptionName]?: InputOf<(typeof OPTIONS)[K]> };
+/** Every option present and resolved: durations in ms, sizes in bytes. */
+export type ResolvedOptions = { readonly [K in OptionName]: OutputOf<(typeof OPTIONS)[K]> };
+
+/** The default of every option. */
+export const DEFAULTS: ResolvedOptions = Object.freeze(
+  Object.fromEntries(Object.entries(OPTIONS).map(([name, spec]) => [name, spec.default])) as unknown as ResolvedOptions,
+);
+
+/**
+ * Validates `options` and fills in the defaults. Throws ConfigurationError for an unknown option
+ * (suggesting the nearest name) or a value outside its rule (naming the rule); nothing is
+ * half-applied because nothing is applied until every option passed.
+ */
+export function resolveOptions(options: SlotwiseOptions | ResolvedOptions = {}): ResolvedOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigurationError('invalid-value', `options must be an object of option name -> value, got ${String(options)}`, { option: '(options)' });
+  }
+  const resolved: Record<string, unknown> = { ...DEFAULTS };
+  for (const [name, input] of Object.entries(options)) {
+    const spec = (OPTIONS as Record<string, OptionSpec<unknown, unknown>>)[name];
+    if (spec === undefined) {
+      const hint = nearestOption(name);
+      throw new ConfigurationError('unknown-option', `unknown option '${name}'${hint ? `; did you mean '${hint}'?` : ''} (known options: see OPTIONS)`, {
+        option: name,
+        suggestion: hint,
+      });
+    }
+    if (input === undefined) continue;
+    const parsed = spec.parse(input);
+    if (!parsed.ok) throw new ConfigurationError('invalid-value', `option '${name}' ${parsed.problem}`, { option: name, value: String(input) });
+    resolved[name] = parsed.value;
+  }
+  if ((resolved['heartbeat.timeout'] as number) <= (resolved['heartbeat.interval'] as number)) {
+    throw new ConfigurationError(
+      'invalid-value',
+      `option 'heartbeat.timeout' (${formatDuration(resolved['heartbeat.timeout'] as number)}) must be longer than 'heartbeat.interval' (${formatDuration(resolved['heartbeat.interval'] as number)})`,
+      { option: 'heartbeat.timeout' },
+    );
+  }
+  return Object.freeze(resolved) as unknown as ResolvedOptions;
+}
+
+/** One line per option: name, default, meaning (for the README and `--help`). */
+export function describeOptions(): Array<{ name: OptionName; default: string; doc: string }> {
+  return (Object.keys(OPTIONS) as OptionName[]).map((name) => {
+    const spec = OPTIONS[name] as OptionSpec<unknown, unknown>;
+    return { name, default: spec.format(spec.default), doc: spec.doc };
+  });
+}
+
+function nearestOption(name: string): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of Object.keys(OPTIONS)) {
+    const d = editDistance(name, candidate);
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return bestDistance <= Math.max(3, Math.floor(name.length / 4)) ? best : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}

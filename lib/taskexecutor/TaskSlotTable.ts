@@ -1,0 +1,495 @@
+/**
+ * TaskSlotTable: the TaskExecutor's slots (seed 001, Flink's TaskSlotTableImpl) as a running XState
+ * actor with a synchronous, validated API in front of it.
+ *
+ * Each call checks its arguments and the table's state, asks the machine's own decision functions
+ * whether the operation is allowed, and either throws the typed error that names the reason (the
+ * table unchanged) or sends the event. Like Flink's, the table is single-threaded: call it from
+ * one mailbox only (the TaskExecutor's). Notifications for the TaskExecutor (a slot timed out, a
+ * slot was freed, a releasing slot's tasks are stuck) are delivered through `slotActions`, on the
+ * `executor` (a microtask by default), never while the table is in the middle of an event.
+ */
+import { createActor, type Actor, type InspectionEvent } from 'xstate';
+import type { Clock } from '../core/clock.js';
+import { parseDuration, type DurationInput } from '../core/Duration.js';
+import {
+  DuplicateTaskError,
+  IllegalArgumentError,
+  IllegalStateError,
+  SlotAllocationError,
+  SlotNotActiveError,
+  SlotNotFoundError,
+  SlotOwnerMismatchError,
+  TaskNotFoundError,
+} from '../core/errors.js';
+import { AllocationID, ExecutionAttemptID, JobID, ResourceID, SlotID } from '../core/ids.js';
+import { DEFAULTS } from '../core/options.js';
+import { ResourceBudgetManager } from '../core/ResourceBudgetManager.js';
+import { formatShortfall, ResourceProfile } from '../core/ResourceProfile.js';
+import { parseMemorySize, type MemorySizeInput } from '../core/MemorySize.js';
+import { currentTicket, type TaskSlotOutput, type TaskSlotPayload, type TaskSlotStateName } from '../../machines/taskSlot.machine.js';
+import {
+  addTaskRefusalIn,
+  decideAllocation,
+  slotOf,
+  slotState,
+  taskSlotTableMachine,
+  type SlotAllocationRequest,
+  type TaskSlotRef,
+  type TaskSlotTableContext,
+  type TaskSlotTableStateName,
+} from '../../machines/taskSlotTable.machine.js';
+import { MemoryManager } from './MemoryManager.js';
+import type { SlotReport, SlotStatus } from './SlotReport.js';
+import { defaultSlotResourceProfile } from './TaskExecutorResourceUtils.js';
+
+export type { SlotAllocationRequest, TaskSlotOutput, TaskSlotPayload };
+
+/** What the table tells its TaskExecutor (Flink's SlotActions, plus two notices of ours). */
+export interface SlotActions {
+  /** A slot stayed allocated past its timeout. Free it only if `isValidTimeout(allocationId, ticket)` still holds. */
+  timeoutSlot(allocationId: AllocationID, ticket: string): void;
+  /** A slot left the table and its resources returned (freed empty, or its last task was removed while releasing). */
+  slotFreed?(allocationId: AllocationID, jobId: JobID, index: number): void;
+  /** A releasing slot's tasks did not terminate within the release timeout (task.cancellation.timeout). */
+  releaseTimedOut?(allocationId: AllocationID, executionAttemptIds: readonly ExecutionAttemptID[]): void;
+  /** A slot finished closing; `leaks` lists the managed memory its tasks never released. */
+  slotClosed?(output: TaskSlotOutput): void;
+}
+
+export interface TaskSlotTableOptions {
+  /** The TaskExecutor's total resources. */
+  readonly totalResourceProfile: ResourceProfile;
+  /** Static slots; default `taskmanager.numberOfTaskSlots` (1). */
+  readonly numberSlots?: number;
+  /** Default: the total divided by the number of static slots. */
+  readonly defaultSlotResourceProfile?: ResourceProfile;
+  /** Default `taskmanager.slot.timeout` (10 s). */
+  readonly slotTimeout?: DurationInput;
+  /** Default `task.cancellation.timeout` (180 s). */
+  readonly releaseTimeout?: DurationInput;
+  /** Page size of each slot's MemoryManager; default `taskmanager.memory.segment-size` (32 kb). */
+  readonly pageSize?: MemorySizeInput;
+  /** Default: notifications are dropped. */
+  readonly slotActions?: SlotActions;
+  /** Default: the system clock. Drives slot and release timeouts. */
+  readonly clock?: Clock;
+  /** Where notifications run; default `queueMicrotask`. */
+  readonly executor?: (task: () => void) => void;
+  /** Receives every XState inspection event of the table and its slots. */
+  readonly inspect?: (event: InspectionEvent) => void;
+}
+
+/** A read-only view of one slot. */
+export interface TaskSlotInfo {
+  readonly index: number;
+  readonly allocationId: AllocationID;
+  readonly jobId: JobID;
+  readonly resourceProfile: ResourceProfile;
+  readonly state: TaskSlotStateName;
+  readonly tasks: readonly ExecutionAttemptID[];
+  readonly memoryManager: MemoryManager;
+}
+
+/** The result of freeSlot: whether the slot left at once, and its closing, shared by every caller. */
+export interface FreeSlotResult {
+  readonly index: number;
+  /** `freed`: it was empty and left the table; `releasing`: its tasks were failed and it leaves with the last one. */
+  readonly state: 'freed' | 'releasing';
+  readonly closed: Promise<TaskSlotOutput>;
+}
+
+const COMPONENT = 'TaskSlotTable';
+
+export class TaskSlotTable {
+  readonly numberSlots: number;
+  readonly totalResourceProfile: ResourceProfile;
+  readonly defaultSlotResourceProfile: ResourceProfile;
+  readonly slotTimeout: number;
+  readonly #actor: Actor<typeof taskSlotTableMachine>;
+  readonly #closings = new Map<string, Promise<TaskSlotOutput>>();
+  #closed: Promise<void> | undefined;
+
+  constructor(options: TaskSlotTableOptions) {
+    if (typeof options !== 'object' || options === null) throw illegal('options', 'invalid-type', 'must be an object');
+    if (!(options.totalResourceProfile instanceof ResourceProfile) || options.totalResourceProfile.isUnknown()) {
+      throw illegal('totalResourceProfile', 'invalid-value', 'must be a known ResourceProfile (specified or ANY)');
+    }
+    const numberSlots = options.numberSlots ?? DEFAULTS['taskmanager.numberOfTaskSlots'];
+    if (!Number.isSafeInteger(numberSlots) || numberSlots < 0) throw illegal('numberSlots', 'out-of-range', `must be an integer >= 0, got ${numberSlots}`);
+    const defaultSlot = options.defaultSlotResourceProfile ?? defaultSlotResourceProfile(options.totalResourceProfile, Math.max(numberSlots, 1));
+    if (!(defaultSlot instanceof ResourceProfile) || defaultSlot.isUnknown()) {
+      throw illegal('defaultSlotResourceProfile', 'invalid-value', 'must be a known ResourceProfile');
+    }
+    const slotTimeout = duration('slotTimeout', options.slotTimeout, DEFAULTS['taskmanager.slot.timeout']);
+    const releaseTimeout = duration('releaseTimeout', options.releaseTimeout, DEFAULTS['task.cancellation.timeout']);
+    const pageSize = parseMemorySize(options.pageSize ?? DEFAULTS['taskmanager.memory.segment-size']);
+    if (!pageSize.ok) throw illegal('pageSize', 'invalid-value', pageSize.problem);
+    MemoryManager.create(0, pageSize.bytes); // checks the page size rule once, here, instead of at the first allocation
+
+    this.numberSlots = numberSlots;
+    this.totalResourceProfile = options.totalResourceProfile;
+    this.defaultSlotResourceProfile = defaultSlot;
+    this.slotTimeout = slotTimeout;
+    const execute = options.executor ?? queueMicrotask;
+    const actions = options.slotActions;
+    this.#actor = createActor(taskSlotTableMachine, {
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+      input: {
+        numberSlots,
+        budget: new ResourceBudgetManager(options.totalResourceProfile),
+        defaultSlotProfile: defaultSlot,
+        slotTimeout,
+        releaseTimeout,
+        createMemoryManager: (profile) => MemoryManager.create(profile.managedMemory, pageSize.bytes),
+      },
+    });
+    this.#actor.on('slotTimedOut', (e) => execute(() => actions?.timeoutSlot(e.allocationId, e.ticket)));
+    this.#actor.on('slotFreed', (e) => execute(() => actions?.slotFreed?.(e.allocationId, e.jobId, e.index)));
+    this.#actor.on('slotReleaseTimedOut', (e) => execute(() => actions?.releaseTimedOut?.(e.allocationId, e.executionAttemptIds)));
+    this.#actor.on('slotClosed', (e) => execute(() => actions?.slotClosed?.(e.output)));
+    this.#actor.start();
+  }
+
+  /** The running actor, for inspection (`actor.subscribe`, the Stately inspector). Do not send to it. */
+  get actor(): Actor<typeof taskSlotTableMachine> {
+    return this.#actor;
+  }
+
+  get state(): TaskSlotTableStateName {
+    return this.#actor.getSnapshot().value as TaskSlotTableStateName;
+  }
+
+  /** What is left of the TaskExecutor's resources for new slots. */
+  get availableResources(): ResourceProfile {
+    return this.#context.budget.available;
+  }
+
+  /** created → running. */
+  start(): void {
+    this.#requireState('start', ['created']);
+    this.#actor.send({ type: 'START' });
+  }
+
+  /**
+   * Allocates a slot for a job (Flink's allocateSlot). A negative index asks for a dynamic slot;
+   * UNKNOWN asks for the default slot profile. Returns true when a slot was allocated, false when
+   * this was an identical repeat of an existing allocation (accepted, nothing changed). Refusals
+   * (index out of range or taken, the AllocationID held with other terms, resources short) throw
+   * SlotAllocationError and change nothing. The slot starts `allocated`; unless it is activated
+   * within `slotTimeout` the table reports it through `slotActions.timeoutSlot`.
+   */
+  allocateSlot(request: SlotAllocationRequest): boolean {
+    this.#requireState('allocateSlot', ['running']);
+    checkAllocationRequest(request);
+    const verdict = decideAllocation(this.#context, request);
+    switch (verdict.kind) {
+      case 'duplicate':
+        return false;
+      case 'allocate':
+        this.#actor.send({ type: 'ALLOCATE_SLOT', ...request });
+        return true;
+      case 'refuse': {
+        const id = AllocationID.short(request.allocationId);
+        switch (verdict.reason) {
+          case 'index-out-of-range':
+            throw new SlotAllocationError('index-out-of-range', `slot index ${verdict.index} is out of range: this table has ${verdict.numberSlots} static slots (0..${verdict.numberSlots - 1}); ask for a negative index to get a dynamic slot`, { ...verdict, allocationId: request.allocationId });
+          case 'index-taken':
+            throw new SlotAllocationError('index-taken', `cannot allocate ${id}: slot index ${verdict.index} is already held by allocation ${AllocationID.short(verdict.holder)}`, { ...verdict, allocationId: request.allocationId });
+          case 'allocation-conflict':
+            throw new SlotAllocationError('allocation-conflict', `allocation ${id} is already held by slot ${verdict.existing.index} for job ${JobID.short(verdict.existing.jobId)} with ${verdict.existing.profile}; a repeat must name the same job, profile and index`, { allocationId: request.allocationId, existingIndex: verdict.existing.index, existingJobId: verdict.existing.jobId });
+          case 'insufficient-resources':
+            throw new SlotAllocationError('insufficient-resources', `cannot allocate ${id} at index ${verdict.index}: the TaskExecutor has not enough resources left (${formatShortfall(verdict.available.shortfall(verdict.profile))})`, { allocationId: request.allocationId, index: verdict.index, requested: verdict.profile.toJSON(), available: verdict.available.toJSON() });
+        }
+      }
+    }
+  }
+
+  /** allocated → active (Flink's markSlotActive): cancels the slot timeout. False if the slot is releasing. */
+  markSlotActive(allocationId: AllocationID): boolean {
+    this.#requireState('markSlotActive', ['running']);
+    const slot = this.#slot('markSlotActive', allocationId);
+    this.#actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId });
+    return slotState(slot) === 'active';
+  }
+
+  /** active → allocated (Flink's markSlotInactive): the slot timeout starts again. False if the slot is releasing. */
+  markSlotInactive(allocationId: AllocationID, slotTimeout?: DurationInput): boolean {
+    this.#requireState('markSlotInactive', ['running']);
+    const slot = this.#slot('markSlotInactive', allocationId);
+    const timeout = slotTimeout === undefined ? undefined : duration('slotTimeout', slotTimeout, this.slotTimeout);
+    if (slotState(slot) === 'releasing') return false;
+    this.#actor.send({ type: 'MARK_SLOT_INACTIVE', allocationId, ...(timeout === undefined ? {} : { slotTimeout: timeout }) });
+    return true;
+  }
+
+  /**
+   * Frees a slot (Flink's freeSlot). An empty slot leaves the table at once and its resources
+   * return; a slot with tasks goes to releasing, its tasks are failed with `cause`, and it leaves
+   * when its last task is removed. Either way `closed` settles when the slot's memory is shut down;
+   * freeing a releasing slot again returns the same `closed`.
+   */
+  freeSlot(allocationId: AllocationID, cause?: unknown): FreeSlotResult {
+    this.#requireState('freeSlot', ['running', 'closing']);
+    const slot = this.#slot('freeSlot', allocationId);
+    const index = slot.getSnapshot().context.index;
+    const closed = this.#closingOf(slot);
+    this.#actor.send({ type: 'FREE_SLOT', allocationId, cause: cause ?? new Error(`slot ${AllocationID.short(allocationId)} was freed`) });
+    return { index, state: slotOf(this.#context, allocationId) === slot ? 'releasing' : 'freed', closed };
+  }
+
+  /**
+   * Adds a task to its slot (Flink's addTask): the slot must exist and be active, for the task's
+   * job, and the ExecutionAttemptID must be new to the table. Each refusal has its own error.
+   */
+  addTask(task: TaskSlotPayload): void {
+    this.#requireState('addTask', ['running']);
+    checkPayload(task);
+    const refusal = addTaskRefusalIn(this.#context, task);
+    if (refusal !== undefined) {
+      const id = ExecutionAttemptID.short(task.executionAttemptId);
+      const slot = AllocationID.short(task.allocationId);
+      const details = { executionAttemptId: task.executionAttemptId, allocationId: task.allocationId, jobId: task.jobId };
+      switch (refusal.reason) {
+        case 'slot-not-found':
+          throw new SlotNotFoundError(`cannot add task ${id}: no slot with allocation ${slot} in this table`, details);
+        case 'slot-allocated':
+          throw new SlotNotActiveError('slot-allocated', `cannot add task ${id}: slot ${slot} is allocated but not active; mark it active first`, details);
+        case 'slot-releasing':
+          throw new SlotNotActiveError('slot-releasing', `cannot add task ${id}: slot ${slot} is releasing`, details);
+        case 'job-mismatch':
+          throw new SlotOwnerMismatchError('job-mismatch', `cannot add task ${id} of job ${JobID.short(refusal.actual)}: slot ${slot} belongs to job ${JobID.short(refusal.expected)}`, { ...details, expected: refusal.expected });
+        case 'allocation-mismatch':
+          throw new SlotOwnerMismatchError('allocation-mismatch', `cannot add task ${id}: slot ${slot} is held under allocation ${AllocationID.short(refusal.expected)}`, { ...details, expected: refusal.expected });
+        case 'duplicate-execution-attempt':
+          throw new DuplicateTaskError(`task ${id} is already in this table`, details);
+      }
+    }
+    this.#actor.send({ type: 'ADD_TASK', task });
+  }
+
+  /**
+   * Removes a terminated task (Flink's removeTask) and returns it. If its slot is releasing and
+   * this was its last task, the slot leaves the table.
+   */
+  removeTask(executionAttemptId: ExecutionAttemptID): TaskSlotPayload {
+    this.#requireState('removeTask', ['running', 'closing']);
+    const task = this.getTask(executionAttemptId);
+    if (task === undefined) {
+      throw new TaskNotFoundError(`no task ${describeId(executionAttemptId)} in this table`, { executionAttemptId: String(executionAttemptId) });
+    }
+    this.#actor.send({ type: 'REMOVE_TASK', executionAttemptId });
+    return task;
+  }
+
+  /** Whether a reported slot timeout is still current: the slot is still allocated and not re-registered since. */
+  isValidTimeout(allocationId: AllocationID, ticket: string): boolean {
+    const slot = slotOf(this.#context, allocationId);
+    return slot !== undefined && slotState(slot) === 'allocated' && currentTicket(slot.getSnapshot().context) === ticket;
+  }
+
+  // ------------------------------------------------------------------------------ lookups
+
+  getTaskSlot(allocationId: AllocationID): TaskSlotInfo | undefined {
+    const slot = slotOf(this.#context, allocationId);
+    return slot === undefined ? undefined : info(slot);
+  }
+
+  /** Every slot in the table, by index. */
+  getTaskSlots(): TaskSlotInfo[] {
+    return Object.values(this.#context.slots).map(info).sort((a, b) => a.index - b.index);
+  }
+
+  /** The slot's MemoryManager, for a task being submitted to it (Flink's getTaskMemoryManager). */
+  getTaskMemoryManager(allocationId: AllocationID): MemoryManager {
+    return this.#slot('getTaskMemoryManager', allocationId).getSnapshot().context.memoryManager as MemoryManager;
+  }
+
+  getTask(executionAttemptId: ExecutionAttemptID): TaskSlotPayload | undefined {
+    const allocationId = this.#context.taskSlots[executionAttemptId];
+    if (allocationId === undefined) return undefined;
+    return slotOf(this.#context, allocationId)?.getSnapshot().context.tasks[executionAttemptId];
+  }
+
+  /** The AllocationID of the slot a task runs in. */
+  getSlotOfTask(executionAttemptId: ExecutionAttemptID): AllocationID | undefined {
+    return this.#context.taskSlots[executionAttemptId];
+  }
+
+  /** Every task of a job in this table. */
+  getTasks(jobId: JobID): TaskSlotPayload[] {
+    return this.getAllocationIdsPerJob(jobId).flatMap((id) => Object.values(slotOf(this.#context, id)!.getSnapshot().context.tasks));
+  }
+
+  getAllocationIdsPerJob(jobId: JobID): AllocationID[] {
+    return [...(this.#context.slotsPerJob[jobId] ?? [])];
+  }
+
+  /** The active slots of a job. */
+  getActiveSlots(jobId: JobID): AllocationID[] {
+    return this.getAllocationIdsPerJob(jobId).filter((id) => slotState(slotOf(this.#context, id)!) === 'active');
+  }
+
+  getOwningJob(allocationId: AllocationID): JobID | undefined {
+    return slotOf(this.#context, allocationId)?.getSnapshot().context.jobId;
+  }
+
+  /** Whether `index` holds a slot allocated to this job under this AllocationID (Flink's isAllocated). */
+  isAllocated(index: number, jobId: JobID, allocationId: AllocationID): boolean {
+    const slot = this.#context.slots[index];
+    const c = slot?.getSnapshot().context;
+    return c !== undefined && c.jobId === jobId && c.allocationId === allocationId && slotState(slot!) !== 'releasing';
+  }
+
+  isSlotFree(index: number): boolean {
+    return this.#context.slots[index] === undefined;
+  }
+
+  hasAllocatedSlots(jobId: JobID): boolean {
+    return (this.#context.slotsPerJob[jobId]?.length ?? 0) > 0;
+  }
+
+  /** Every static slot (free ones with the default profile) and every live dynamic slot. */
+  createSlotReport(resourceId: ResourceID): SlotReport {
+    const slots: SlotStatus[] = [];
+    const statusOf = (slot: TaskSlotRef): SlotStatus => {
+      const c = slot.getSnapshot().context;
+      const state = slotState(slot);
+      return { slotId: SlotID.of(resourceId, c.index), resourceProfile: c.resourceProfile, allocationId: c.allocationId, jobId: c.jobId, state: state === 'done' ? 'releasing' : state };
+    };
+    for (let index = 0; index < this.numberSlots; index++) {
+      const slot = this.#context.slots[index];
+      slots.push(
+        slot === undefined
+          ? { slotId: SlotID.of(resourceId, index), resourceProfile: this.defaultSlotResourceProfile, allocationId: null, jobId: null, state: 'free' }
+          : statusOf(slot),
+      );
+    }
+    for (const [index, slot] of Object.entries(this.#context.slots)) {
+      if (Number(index) >= this.numberSlots) slots.push(statusOf(slot));
+    }
+    return { resourceId, slots };
+  }
+
+  /**
+   * Closes the table: every slot is freed (tasks failed with `cause`), and the returned promise
+   * settles when every slot has closed. Calling it again returns the same promise.
+   */
+  closeAsync(cause?: unknown): Promise<void> {
+    if (this.#closed !== undefined) return this.#closed;
+    const slots = Object.values(this.#context.slots);
+    const closings = slots.map((slot) => this.#closingOf(slot));
+    this.#closed = new Promise<void>((resolve, reject) => {
+      const settle = () => (this.#actor.getSnapshot().status === 'done' ? resolve() : undefined);
+      this.#actor.subscribe({ complete: resolve, error: reject });
+      this.#actor.send({ type: 'CLOSE', cause: cause ?? new Error('the TaskSlotTable is closing') });
+      settle();
+    });
+    void Promise.allSettled(closings);
+    return this.#closed;
+  }
+
+  /** A plain picture of the table, for logs, tests and the demo. */
+  describe(): { state: TaskSlotTableStateName; available: string; slots: Array<Omit<TaskSlotInfo, 'memoryManager' | 'resourceProfile'> & { resourceProfile: string }> } {
+    return {
+      state: this.state,
+      available: this.availableResources.toString(),
+      slots: this.getTaskSlots().map(({ memoryManager: _, resourceProfile, ...rest }) => ({ ...rest, resourceProfile: resourceProfile.toString() })),
+    };
+  }
+
+  // ------------------------------------------------------------------------------ internals
+
+  get #context(): TaskSlotTableContext {
+    return this.#actor.getSnapshot().context;
+  }
+
+  #requireState(operation: string, allowed: readonly TaskSlotTableStateName[]): void {
+    const state = this.state;
+    if (!allowed.includes(state)) {
+      throw new IllegalStateError(`${COMPONENT}.${operation} is not allowed while the table is ${state} (allowed: ${allowed.join(', ')})`, {
+        component: COMPONENT,
+        operation,
+        state,
+        allowed,
+      });
+    }
+  }
+
+  #slot(operation: string, allocationId: AllocationID): TaskSlotRef {
+    if (!AllocationID.is(allocationId)) throw illegal('allocationId', 'invalid-value', `must be an AllocationID (32 hex characters), got ${describeId(allocationId)}`);
+    const slot = slotOf(this.#context, allocationId);
+    if (slot === undefined) {
+      throw new SlotNotFoundError(`${COMPONENT}.${operation}: no slot with allocation ${AllocationID.short(allocationId)} in this table`, { allocationId });
+    }
+    return slot;
+  }
+
+  /** The slot's closing completion, shared by every caller (Flink's closingFuture). */
+  #closingOf(slot: TaskSlotRef): Promise<TaskSlotOutput> {
+    let closing = this.#closings.get(slot.id);
+    if (closing === undefined) {
+      closing = new Promise<TaskSlotOutput>((resolve, reject) => {
+        slot.subscribe({
+          complete: () => {
+            this.#closings.delete(slot.id);
+            resolve(slot.getSnapshot().output!);
+          },
+          error: reject,
+        });
+      });
+      this.#closings.set(slot.id, closing);
+    }
+    return closing;
+  }
+}
+
+function info(slot: TaskSlotRef): TaskSlotInfo {
+  const c = slot.getSnapshot().context;
+  return {
+    index: c.index,
+    allocationId: c.allocationId,
+    jobId: c.jobId,
+    resourceProfile: c.resourceProfile,
+    state: slotState(slot),
+    tasks: Object.keys(c.tasks) as ExecutionAttemptID[],
+    memoryManager: c.memoryManager as MemoryManager,
+  };
+}
+
+function illegal(argument: string, reason: 'invalid-type' | 'invalid-value' | 'out-of-range', rule: string): IllegalArgumentError {
+  return new IllegalArgumentError(reason, `${COMPONENT}: ${argument} ${rule}`, { argument });
+}
+
+function duration(argument: string, input: DurationInput | undefined, fallback: number): number {
+  if (input === undefined) return fallback;
+  const parsed = parseDuration(input);
+  if (!parsed.ok) throw illegal(argument, 'invalid-value', parsed.problem);
+  if (parsed.ms <= 0) throw illegal(argument, 'out-of-range', `must be longer than 0 ms, got ${parsed.ms}`);
+  return parsed.ms;
+}
+
+function describeId(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value) : String(value);
+}
+
+function checkAllocationRequest(request: SlotAllocationRequest): void {
+  if (typeof request !== 'object' || request === null) throw illegal('request', 'invalid-type', 'must be an object { index, jobId, allocationId, resourceProfile }');
+  if (!Number.isSafeInteger(request.index)) throw illegal('index', 'invalid-value', `must be an integer (negative for a dynamic slot), got ${String(request.index)}`);
+  if (!JobID.is(request.jobId)) throw illegal('jobId', 'invalid-value', `must be a JobID (32 hex characters), got ${describeId(request.jobId)}`);
+  if (!AllocationID.is(request.allocationId)) throw illegal('allocationId', 'invalid-value', `must be an AllocationID (32 hex characters), got ${describeId(request.allocationId)}`);
+  if (!(request.resourceProfile instanceof ResourceProfile)) throw illegal('resourceProfile', 'invalid-type', 'must be a ResourceProfile (UNKNOWN for the default slot profile)');
+  if (request.resourceProfile.isAny()) throw illegal('resourceProfile', 'invalid-value', 'must not be ANY: a slot needs a finite profile');
+  if (request.slotTimeout !== undefined && (!Number.isFinite(request.slotTimeout) || request.slotTimeout <= 0)) {
+    throw illegal('slotTimeout', 'out-of-range', `must be a number of ms > 0, got ${String(request.slotTimeout)}`);
+  }
+}
+
+function checkPayload(task: TaskSlotPayload): void {
+  if (typeof task !== 'object' || task === null) throw illegal('task', 'invalid-type', 'must be an object { executionAttemptId, jobId, allocationId, failExternally }');
+  if (!ExecutionAttemptID.is(task.executionAttemptId)) throw illegal('task.executionAttemptId', 'invalid-value', `must be an ExecutionAttemptID, got ${describeId(task.executionAttemptId)}`);
+  if (!JobID.is(task.jobId)) throw illegal('task.jobId', 'invalid-value', `must be a JobID, got ${describeId(task.jobId)}`);
+  if (!AllocationID.is(task.allocationId)) throw illegal('task.allocationId', 'invalid-value', `must be an AllocationID, got ${describeId(task.allocationId)}`);
+  if (typeof task.failExternally !== 'function') throw illegal('task.failExternally', 'invalid-type', 'must be a function (cause) => void');
+}

@@ -1,0 +1,251 @@
+/**
+ * TaskSlot (seed 001): one slot of a TaskExecutor, leased to one job under one AllocationID.
+ *
+ *   allocated ──MARK_ACTIVE──▶ active ──MARK_INACTIVE──▶ allocated
+ *       │  └─ after slotTimeout: report SLOT_TIMED_OUT (ticket) ─┘        │
+ *       └──────────────CLOSE──────────────┐   ┌──────────CLOSE───────────┘
+ *                                         ▼   ▼
+ *                releasing.terminatingTasks ──(no tasks left)──▶ releasing.shuttingDownMemory ──▶ done
+ *                  (entry: fail every task;                         (MemoryManager.shutdown(),
+ *                   after releaseTimeout: report stuck tasks)        leak report → output)
+ *
+ * Flink's TaskSlot has no FREE state: a freed slot leaves the TaskSlotTable; here the actor ends in
+ * `done` with its leak report as output. Tasks are added only while `active`, only with the slot's
+ * JobID and AllocationID, never the same ExecutionAttemptID twice (`addTaskRefusal`).
+ *
+ * Pure: the only effects are calls on the objects handed in (a task's failExternally, the memory
+ * manager's shutdown) and the two notifications, which default to sendParent and are replaced with
+ * `provide()` when the slot runs without a TaskSlotTable.
+ */
+import { assign, fromPromise, sendParent, setup } from 'xstate';
+import type { AllocationID, ExecutionAttemptID, JobID } from '../lib/core/ids.js';
+import type { ResourceProfile } from '../lib/core/ResourceProfile.js';
+
+/** What a slot holds for each task: Flink's TaskSlotPayload. */
+export interface TaskSlotPayload {
+  readonly executionAttemptId: ExecutionAttemptID;
+  readonly jobId: JobID;
+  readonly allocationId: AllocationID;
+  /** Asked when the slot closes under the task; the task must terminate and then be removed. */
+  failExternally(cause: unknown): void;
+}
+
+/** What a memory manager reports when shut down: the pages an owner still held. */
+export interface SlotMemoryLeakReport {
+  readonly leakedPages: number;
+  readonly leakedBytes: number;
+  readonly owners: ReadonlyArray<{ readonly owner: string; readonly pages: number }>;
+}
+
+/** The slot's own MemoryManager, as far as the slot's lifecycle needs it. */
+export interface SlotMemoryManager {
+  shutdown(): SlotMemoryLeakReport;
+}
+
+export interface TaskSlotInput {
+  readonly index: number;
+  readonly resourceProfile: ResourceProfile;
+  readonly jobId: JobID;
+  readonly allocationId: AllocationID;
+  readonly memoryManager: SlotMemoryManager;
+  /** ms an allocated slot may wait to be activated (taskmanager.slot.timeout). */
+  readonly slotTimeout: number;
+  /** ms a releasing slot waits for its tasks before reporting them stuck (task.cancellation.timeout). */
+  readonly releaseTimeout: number;
+  /** Makes timeout tickets unique across every slot of a table (a table passes its spawn counter). */
+  readonly ticketPrefix?: string;
+}
+
+export interface TaskSlotContext extends Omit<TaskSlotInput, 'ticketPrefix'> {
+  readonly ticketPrefix: string;
+  readonly tasks: Readonly<Record<ExecutionAttemptID, TaskSlotPayload>>;
+  /** Counts registrations of the slot timeout; the current ticket is `${ticketPrefix}${timeoutRegistrations}`. */
+  readonly timeoutRegistrations: number;
+  readonly closeCause: unknown;
+  readonly leaks: SlotMemoryLeakReport | null;
+  /** Set when the memory manager's shutdown threw: the slot still ends, and says why it could not verify. */
+  readonly shutdownError: string | null;
+}
+
+export type TaskSlotEvent =
+  | { type: 'MARK_ACTIVE' }
+  | { type: 'MARK_INACTIVE'; slotTimeout?: number }
+  | { type: 'ADD_TASK'; task: TaskSlotPayload }
+  | { type: 'REMOVE_TASK'; executionAttemptId: ExecutionAttemptID }
+  | { type: 'CLOSE'; cause?: unknown };
+
+/** Sent to the parent (the TaskSlotTable). */
+export type TaskSlotNotification =
+  | { type: 'SLOT_TIMED_OUT'; allocationId: AllocationID; ticket: string }
+  | { type: 'SLOT_RELEASE_TIMED_OUT'; allocationId: AllocationID; executionAttemptIds: ExecutionAttemptID[] };
+
+export interface TaskSlotOutput {
+  readonly index: number;
+  readonly allocationId: AllocationID;
+  readonly jobId: JobID;
+  readonly leaks: SlotMemoryLeakReport;
+  readonly shutdownError: string | null;
+}
+
+export type TaskSlotStateName = 'allocated' | 'active' | 'releasing' | 'done';
+
+/** Why a task may not be added to this slot, or undefined when it may. Same order as Flink's checks. */
+export type AddTaskRefusal =
+  | { reason: 'slot-allocated' | 'slot-releasing' }
+  | { reason: 'job-mismatch'; expected: JobID; actual: JobID }
+  | { reason: 'allocation-mismatch'; expected: AllocationID; actual: AllocationID }
+  | { reason: 'duplicate-execution-attempt' };
+
+export function addTaskRefusal(state: TaskSlotStateName, context: TaskSlotContext, task: TaskSlotPayload): AddTaskRefusal | undefined {
+  if (state !== 'active') return { reason: state === 'allocated' ? 'slot-allocated' : 'slot-releasing' };
+  if (task.jobId !== context.jobId) return { reason: 'job-mismatch', expected: context.jobId, actual: task.jobId };
+  if (task.allocationId !== context.allocationId) return { reason: 'allocation-mismatch', expected: context.allocationId, actual: task.allocationId };
+  if (Object.hasOwn(context.tasks, task.executionAttemptId)) return { reason: 'duplicate-execution-attempt' };
+  return undefined;
+}
+
+/** The top-level state of a TaskSlot snapshot value. */
+export function taskSlotStateName(value: unknown): TaskSlotStateName {
+  if (typeof value === 'string') return value as TaskSlotStateName;
+  return 'releasing';
+}
+
+export function currentTicket(context: TaskSlotContext): string {
+  return `${context.ticketPrefix}${context.timeoutRegistrations}`;
+}
+
+function without<K extends string, V>(record: Readonly<Record<K, V>>, key: K): Record<K, V> {
+  const copy = { ...record };
+  delete copy[key];
+  return copy;
+}
+
+export const taskSlotMachine = setup({
+  types: {
+    context: {} as TaskSlotContext,
+    events: {} as TaskSlotEvent,
+    input: {} as TaskSlotInput,
+    output: {} as TaskSlotOutput,
+  },
+  delays: {
+    slotTimeout: ({ context }) => context.slotTimeout,
+    releaseTimeout: ({ context }) => context.releaseTimeout,
+  },
+  guards: {
+    canAddTask: ({ context, event }) =>
+      event.type === 'ADD_TASK' && addTaskRefusal('active', context, event.task) === undefined,
+    holdsTask: ({ context, event }) =>
+      event.type === 'REMOVE_TASK' && Object.hasOwn(context.tasks, event.executionAttemptId),
+    isEmpty: ({ context }) => Object.keys(context.tasks).length === 0,
+  },
+  actions: {
+    registerTimeout: assign({ timeoutRegistrations: ({ context }) => context.timeoutRegistrations + 1 }),
+    updateSlotTimeout: assign({
+      slotTimeout: ({ context, event }) =>
+        event.type === 'MARK_INACTIVE' && event.slotTimeout !== undefined ? event.slotTimeout : context.slotTimeout,
+    }),
+    addTask: assign({
+      tasks: ({ context, event }) => (event.type === 'ADD_TASK' ? { ...context.tasks, [event.task.executionAttemptId]: event.task } : context.tasks),
+    }),
+    removeTask: assign({
+      tasks: ({ context, event }) => (event.type === 'REMOVE_TASK' ? without(context.tasks, event.executionAttemptId) : context.tasks),
+    }),
+    recordCloseCause: assign({ closeCause: ({ event }) => (event.type === 'CLOSE' ? event.cause : undefined) }),
+    /** Flink: task.failExternally(cause) for every task still in the slot. A payload that throws is still waited for. */
+    failTasks: ({ context }) => {
+      for (const task of Object.values(context.tasks)) {
+        try {
+          task.failExternally(context.closeCause);
+        } catch {
+          // The task is asked, not forced: it still has to terminate and be removed.
+        }
+      }
+    },
+    notifySlotTimedOut: sendParent(({ context }) => ({
+      type: 'SLOT_TIMED_OUT' as const,
+      allocationId: context.allocationId,
+      ticket: currentTicket(context),
+    })),
+    notifyReleaseTimedOut: sendParent(({ context }) => ({
+      type: 'SLOT_RELEASE_TIMED_OUT' as const,
+      allocationId: context.allocationId,
+      executionAttemptIds: Object.keys(context.tasks) as ExecutionAttemptID[],
+    })),
+  },
+  actors: {
+    shutdownMemory: fromPromise<SlotMemoryLeakReport, SlotMemoryManager>(async ({ input }) => input.shutdown()),
+  },
+}).createMachine({
+  id: 'taskSlot',
+  context: ({ input }) => ({
+    index: input.index,
+    resourceProfile: input.resourceProfile,
+    jobId: input.jobId,
+    allocationId: input.allocationId,
+    memoryManager: input.memoryManager,
+    slotTimeout: input.slotTimeout,
+    releaseTimeout: input.releaseTimeout,
+    ticketPrefix: input.ticketPrefix ?? '',
+    tasks: {},
+    timeoutRegistrations: 0,
+    closeCause: undefined,
+    leaks: null,
+    shutdownError: null,
+  }),
+  initial: 'allocated',
+  on: {
+    REMOVE_TASK: { guard: 'holdsTask', actions: 'removeTask' },
+  },
+  states: {
+    allocated: {
+      entry: 'registerTimeout',
+      after: { slotTimeout: { actions: 'notifySlotTimedOut' } },
+      on: {
+        MARK_ACTIVE: { target: 'active' },
+        // Flink re-registers the timeout when an allocated slot is marked inactive again.
+        MARK_INACTIVE: { target: 'allocated', reenter: true, actions: 'updateSlotTimeout' },
+        CLOSE: { target: 'releasing', actions: 'recordCloseCause' },
+      },
+    },
+    active: {
+      on: {
+        // Flink's markActive() on an active slot succeeds and changes nothing.
+        MARK_ACTIVE: {},
+        MARK_INACTIVE: { target: 'allocated', actions: 'updateSlotTimeout' },
+        ADD_TASK: { guard: 'canAddTask', actions: 'addTask' },
+        CLOSE: { target: 'releasing', actions: 'recordCloseCause' },
+      },
+    },
+    releasing: {
+      entry: 'failTasks',
+      initial: 'terminatingTasks',
+      on: {
+        // Closing twice is closing once.
+        CLOSE: {},
+      },
+      states: {
+        terminatingTasks: {
+          always: { guard: 'isEmpty', target: 'shuttingDownMemory' },
+          after: { releaseTimeout: { actions: 'notifyReleaseTimedOut' } },
+        },
+        shuttingDownMemory: {
+          invoke: {
+            id: 'shutdownMemory',
+            src: 'shutdownMemory',
+            input: ({ context }) => context.memoryManager,
+            onDone: { target: '#taskSlot.done', actions: assign({ leaks: ({ event }) => event.output }) },
+            onError: { target: '#taskSlot.done', actions: assign({ shutdownError: ({ event }) => String((event.error as Error)?.message ?? event.error) }) },
+          },
+        },
+      },
+    },
+    done: { type: 'final' },
+  },
+  output: ({ context }) => ({
+    index: context.index,
+    allocationId: context.allocationId,
+    jobId: context.jobId,
+    leaks: context.leaks ?? { leakedPages: 0, leakedBytes: 0, owners: [] },
+    shutdownError: context.shutdownError,
+  }),
+});
