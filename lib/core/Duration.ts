@@ -29,14 +29,19 @@ export function parseDuration(input: unknown): { ok: true; ms: number } | { ok: 
   return { ok: true, ms: Math.round(Number(match[1]) * factor) };
 }
 
-/** `90000` → `1.5 min`, `10000` → `10 s`, `250` → `250 ms`. */
+/**
+ * `90000` → `1.5 min`, `10000` → `10 s`, `250` → `250 ms`: the largest unit that states the duration
+ * exactly with at most two decimals (`1001` → `1001 ms`), so `parseDuration` reads it back unchanged.
+ */
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms)) return '∞';
   const units: Array<[string, number]> = [['h', 3_600_000], ['min', 60_000], ['s', 1000]];
   for (const [name, size] of units) {
     if (ms >= size) {
-      const value = ms / size;
-      return `${Number.isInteger(value) ? value : Number(value.toFixed(2))} ${name}`;
+      const value = Number((ms / size).toFixed(2));
+      // Only a unit that states the duration exactly: 1001 ms is not '1 s', 100 s is not '1.67 min'
+      // (a rounded text would make "timeout (1 s) must be longer than interval (1 s)" messages).
+      if (Math.abs(value * size - ms) < 1e-6) return `${value} ${name}`;
     }
   }
   return `${ms} ms`;

@@ -68,6 +68,9 @@ export class SimulatedClock implements Clock {
 
   /** Moves time forward to `time`, firing every timer due up to it. */
   advanceTo(time: number): void {
+    // NaN would slip past `time < now` and poison now(); Infinity would never return while a
+    // periodic timer (a heartbeat) keeps rescheduling itself.
+    if (!Number.isFinite(time)) throw new RangeError(`SimulatedClock.advanceTo needs a finite time, got ${time}`);
     if (time < this.#now) throw new RangeError(`SimulatedClock cannot go back from ${this.#now} to ${time}`);
     for (;;) {
       const next = this.#earliestDue(time);

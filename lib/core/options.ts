@@ -10,6 +10,15 @@ import { formatMemorySize, parseMemorySize, type MemorySizeInput } from './Memor
 
 type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
 
+/** A rejected value as a message shows it; never throws (JSON.stringify does on a BigInt and prints Infinity as null). */
+function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : Object.prototype.toString.call(value);
+  return String(value);
+}
+
 interface OptionSpec<In, Out> {
   readonly default: Out;
   readonly doc: string;
@@ -41,7 +50,7 @@ function integer(defaultValue: number, doc: string, min: number, allowUnbounded 
     parse: (input) => {
       if (allowUnbounded && input === Infinity) return { ok: true, value: Infinity };
       if (typeof input !== 'number' || !Number.isSafeInteger(input) || input < min) {
-        return { ok: false, problem: `must be an integer >= ${min}${allowUnbounded ? ' or Infinity' : ''}, got ${JSON.stringify(input) ?? String(input)}` };
+        return { ok: false, problem: `must be an integer >= ${min}${allowUnbounded ? ' or Infinity' : ''}, got ${describeValue(input)}` };
       }
       return { ok: true, value: input };
     },
@@ -56,7 +65,7 @@ function positiveNumber(defaultValue: number, doc: string, allowUnbounded = fals
     parse: (input) => {
       if (allowUnbounded && input === Infinity) return { ok: true, value: Infinity };
       if (typeof input !== 'number' || !Number.isFinite(input) || input <= 0) {
-        return { ok: false, problem: `must be a finite number > 0${allowUnbounded ? ' or Infinity' : ''}, got ${String(input)}` };
+        return { ok: false, problem: `must be a finite number > 0${allowUnbounded ? ' or Infinity' : ''}, got ${describeValue(input)}` };
       }
       return { ok: true, value: input };
     },
@@ -92,7 +101,7 @@ function oneOf<const T extends string>(values: readonly T[], defaultValue: T, do
     parse: (input) =>
       values.includes(input as T)
         ? { ok: true, value: input as T }
-        : { ok: false, problem: `must be one of ${values.map((v) => `'${v}'`).join(', ')}, got ${JSON.stringify(input)}` },
+        : { ok: false, problem: `must be one of ${values.map((v) => `'${v}'`).join(', ')}, got ${describeValue(input)}` },
   };
 }
 
@@ -103,11 +112,11 @@ function resources(doc: string): OptionSpec<Record<string, number>, Readonly<Rec
     format: (v) => (Object.keys(v).length === 0 ? 'none' : Object.entries(v).map(([k, n]) => `${k}=${n}`).join(', ')),
     parse: (input) => {
       if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-        return { ok: false, problem: `must be an object of resource name -> amount, e.g. { gpu: 2 }, got ${String(input)}` };
+        return { ok: false, problem: `must be an object of resource name -> amount, e.g. { gpu: 2 }, got ${describeValue(input)}` };
       }
       for (const [name, amount] of Object.entries(input)) {
         if (!/^[A-Za-z][A-Za-z0-9_.-]*$/.test(name)) return { ok: false, problem: `resource name ${JSON.stringify(name)} must start with a letter and use letters, digits, '_', '.', '-'` };
-        if (typeof amount !== 'number' || !Number.isFinite(amount) || amount < 0) return { ok: false, problem: `amount of '${name}' must be a finite number >= 0, got ${String(amount)}` };
+        if (typeof amount !== 'number' || !Number.isFinite(amount) || amount < 0) return { ok: false, problem: `amount of '${name}' must be a finite number >= 0, got ${describeValue(amount)}` };
       }
       return { ok: true, value: Object.freeze({ ...(input as Record<string, number>) }) };
     },
@@ -166,11 +175,12 @@ export const DEFAULTS: ResolvedOptions = Object.freeze(
  */
 export function resolveOptions(options: SlotwiseOptions | ResolvedOptions = {}): ResolvedOptions {
   if (typeof options !== 'object' || options === null) {
-    throw new ConfigurationError('invalid-value', `options must be an object of option name -> value, got ${String(options)}`, { option: '(options)' });
+    throw new ConfigurationError('invalid-value', `options must be an object of option name -> value, got ${describeValue(options)}`, { option: '(options)' });
   }
   const resolved: Record<string, unknown> = { ...DEFAULTS };
   for (const [name, input] of Object.entries(options)) {
-    const spec = (OPTIONS as Record<string, OptionSpec<unknown, unknown>>)[name];
+    // Own keys only: 'toString' or a JSON '__proto__' key must be an unknown option, not Object.prototype's.
+    const spec = Object.hasOwn(OPTIONS, name) ? (OPTIONS as Record<string, OptionSpec<unknown, unknown>>)[name] : undefined;
     if (spec === undefined) {
       const hint = nearestOption(name);
       throw new ConfigurationError('unknown-option', `unknown option '${name}'${hint ? `; did you mean '${hint}'?` : ''} (known options: see OPTIONS)`, {
@@ -180,7 +190,7 @@ export function resolveOptions(options: SlotwiseOptions | ResolvedOptions = {}):
     }
     if (input === undefined) continue;
     const parsed = spec.parse(input);
-    if (!parsed.ok) throw new ConfigurationError('invalid-value', `option '${name}' ${parsed.problem}`, { option: name, value: String(input) });
+    if (!parsed.ok) throw new ConfigurationError('invalid-value', `option '${name}' ${parsed.problem}`, { option: name, value: describeValue(input) });
     resolved[name] = parsed.value;
   }
   if ((resolved['heartbeat.timeout'] as number) <= (resolved['heartbeat.interval'] as number)) {

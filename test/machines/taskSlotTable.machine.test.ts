@@ -1,0 +1,203 @@
+import { expect } from 'chai';
+import { createActor } from 'xstate';
+import { SimulatedClock } from '../../lib/core/clock.js';
+import { AllocationID, JobID } from '../../lib/core/ids.js';
+import { ResourceBudgetManager } from '../../lib/core/ResourceBudgetManager.js';
+import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
+import { MemoryManager } from '../../lib/taskexecutor/MemoryManager.js';
+import { slotState, taskSlotTableMachine, type TaskSlotTableEmitted } from '../../machines/taskSlotTable.machine.js';
+import { fakeTask, flushMicrotasks, profile } from '../support/fixtures.js';
+
+/** The machine alone, on a simulated clock, with 2 static slots of 1 core / 100 mb each. */
+function startTable() {
+  const clock = new SimulatedClock();
+  const emitted: TaskSlotTableEmitted[] = [];
+  const actor = createActor(taskSlotTableMachine, {
+    clock,
+    input: {
+      numberSlots: 2,
+      budget: new ResourceBudgetManager(profile(2, 200)),
+      defaultSlotProfile: profile(1, 100),
+      slotTimeout: 10_000,
+      releaseTimeout: 180_000,
+      createMemoryManager: (p) => MemoryManager.create(p.managedMemory, 4096),
+    },
+  });
+  actor.on('*', (e) => emitted.push(e));
+  actor.start();
+  const jobId = JobID.generate();
+  const allocate = (index: number, allocationId = AllocationID.generate(), resourceProfile = ResourceProfile.UNKNOWN, job = jobId) => {
+    actor.send({ type: 'ALLOCATE_SLOT', index, jobId: job, allocationId, resourceProfile });
+    return allocationId;
+  };
+  return { actor, clock, emitted, jobId, allocate, ctx: () => actor.getSnapshot().context };
+}
+
+describe('taskSlotTable machine', () => {
+  describe('lifecycle', () => {
+    it('is created, then running on START, closing on CLOSE, closed when every slot has closed', async () => {
+      const { actor, allocate } = startTable();
+      expect(actor.getSnapshot().value).to.equal('created');
+      actor.send({ type: 'START' });
+      expect(actor.getSnapshot().value).to.equal('running');
+      allocate(0);
+      actor.send({ type: 'CLOSE' });
+      expect(actor.getSnapshot().value).to.equal('closing');
+      await flushMicrotasks();
+      expect(actor.getSnapshot().value).to.equal('closed');
+      expect(actor.getSnapshot().status).to.equal('done');
+    });
+
+    it('closes at once when it holds no slots', () => {
+      const { actor } = startTable();
+      actor.send({ type: 'START' });
+      actor.send({ type: 'CLOSE' });
+      expect(actor.getSnapshot().value).to.equal('closed');
+    });
+
+    it('refuses every slot operation before START', () => {
+      const { actor, allocate } = startTable();
+      const before = actor.getSnapshot().context;
+      allocate(0);
+      expect(actor.getSnapshot().context).to.equal(before);
+      expect(actor.getSnapshot().value).to.equal('created');
+    });
+
+    it('refuses allocations and activations while closing, but still lets tasks leave', async () => {
+      const { actor, allocate, ctx, jobId } = startTable();
+      actor.send({ type: 'START' });
+      const id = allocate(0);
+      actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
+      const task = fakeTask(jobId, id);
+      actor.send({ type: 'ADD_TASK', task });
+      actor.send({ type: 'CLOSE', cause: 'shutting down' });
+      expect(task.failed).to.deep.equal(['shutting down']);
+      const before = ctx();
+      allocate(1);
+      actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
+      expect(ctx()).to.equal(before);
+      actor.send({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId });
+      expect(ctx().slots).to.deep.equal({});
+      await flushMicrotasks();
+      expect(actor.getSnapshot().value).to.equal('closed');
+    });
+  });
+
+  describe('ledger', () => {
+    it('spawns a TaskSlot actor per allocation and records it in every index', () => {
+      const { actor, allocate, ctx, jobId } = startTable();
+      actor.send({ type: 'START' });
+      const id = allocate(1);
+      const slot = ctx().slots[1]!;
+      expect(slot.getSnapshot().context).to.include({ index: 1, allocationId: id, jobId });
+      expect(slotState(slot)).to.equal('allocated');
+      expect(ctx().allocations).to.deep.equal({ [id]: 1 });
+      expect(ctx().slotsPerJob).to.deep.equal({ [jobId]: [id] });
+      expect(ctx().budget.available.equals(profile(1, 100))).to.equal(true);
+      expect(Object.keys(actor.getSnapshot().children)).to.deep.equal([slot.id]);
+    });
+
+    it('gives a dynamic request the next free index at or above the static slots', () => {
+      const { actor, allocate, ctx } = startTable();
+      actor.send({ type: 'START' });
+      allocate(-1, undefined, profile(0.5, 10));
+      allocate(-1, undefined, profile(0.5, 10));
+      expect(Object.keys(ctx().slots).map(Number)).to.deep.equal([2, 3]);
+    });
+
+    it('accepts an identical repeat of an allocation and changes nothing', () => {
+      const { actor, allocate, ctx } = startTable();
+      actor.send({ type: 'START' });
+      const id = allocate(0);
+      const before = ctx();
+      allocate(0, id);
+      expect(ctx()).to.equal(before);
+    });
+
+    it('refuses a taken index, a conflicting repeat, an index out of range and what the budget cannot cover, unchanged', () => {
+      const { actor, allocate, ctx } = startTable();
+      actor.send({ type: 'START' });
+      const id = allocate(0);
+      const before = ctx();
+      allocate(0); // taken
+      allocate(1, id); // same AllocationID, another index
+      allocate(0, id, profile(0.5, 10)); // same AllocationID, another profile
+      allocate(2); // out of range
+      allocate(1, undefined, profile(2, 100)); // more CPU than is left
+      expect(ctx()).to.equal(before);
+    });
+
+    it('frees an empty slot at once: it leaves every index and its budget returns', async () => {
+      const { actor, allocate, ctx, emitted, jobId } = startTable();
+      actor.send({ type: 'START' });
+      const id = allocate(0);
+      actor.send({ type: 'FREE_SLOT', allocationId: id });
+      expect(ctx().slots).to.deep.equal({});
+      expect(ctx().allocations).to.deep.equal({});
+      expect(ctx().slotsPerJob).to.deep.equal({});
+      expect(ctx().budget.available.equals(profile(2, 200))).to.equal(true);
+      expect(ctx().closingSlots).to.equal(1);
+      expect(emitted).to.deep.include({ type: 'slotFreed', allocationId: id, jobId, index: 0 });
+      await flushMicrotasks();
+      expect(ctx().closingSlots).to.equal(0);
+      expect(actor.getSnapshot().children).to.deep.equal({});
+      expect(emitted.map((e) => e.type)).to.deep.equal(['slotFreed', 'slotClosed']);
+    });
+
+    it('keeps a slot with tasks as releasing until its last task is removed', () => {
+      const { actor, allocate, ctx, jobId, emitted } = startTable();
+      actor.send({ type: 'START' });
+      const id = allocate(0);
+      actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
+      const a = fakeTask(jobId, id);
+      const b = fakeTask(jobId, id);
+      actor.send({ type: 'ADD_TASK', task: a });
+      actor.send({ type: 'ADD_TASK', task: b });
+      actor.send({ type: 'FREE_SLOT', allocationId: id, cause: 'canceled' });
+      expect(slotState(ctx().slots[0]!)).to.equal('releasing');
+      expect(a.failed).to.deep.equal(['canceled']);
+      expect(ctx().budget.available.equals(profile(1, 100))).to.equal(true);
+      actor.send({ type: 'REMOVE_TASK', executionAttemptId: a.executionAttemptId });
+      expect(ctx().slots[0]).to.not.equal(undefined);
+      actor.send({ type: 'REMOVE_TASK', executionAttemptId: b.executionAttemptId });
+      expect(ctx().slots).to.deep.equal({});
+      expect(ctx().taskSlots).to.deep.equal({});
+      expect(ctx().budget.available.equals(profile(2, 200))).to.equal(true);
+      expect(emitted.filter((e) => e.type === 'slotFreed')).to.have.length(1);
+    });
+
+    it('maps each task to its slot and refuses a task for an inactive or unknown slot', () => {
+      const { actor, allocate, ctx, jobId } = startTable();
+      actor.send({ type: 'START' });
+      const id = allocate(0);
+      const before = ctx();
+      actor.send({ type: 'ADD_TASK', task: fakeTask(jobId, id) }); // not active yet
+      actor.send({ type: 'ADD_TASK', task: fakeTask(jobId, AllocationID.generate()) }); // unknown slot
+      expect(ctx()).to.equal(before);
+      actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
+      const task = fakeTask(jobId, id);
+      actor.send({ type: 'ADD_TASK', task });
+      expect(ctx().taskSlots).to.deep.equal({ [task.executionAttemptId]: id });
+    });
+  });
+
+  describe('slot timeouts', () => {
+    it('passes a slot timeout on as an emitted notice with the slot ticket', () => {
+      const { actor, allocate, clock, emitted } = startTable();
+      actor.send({ type: 'START' });
+      const id = allocate(0);
+      clock.increment(10_000);
+      expect(emitted).to.deep.equal([{ type: 'slotTimedOut', allocationId: id, ticket: '1.1' }]);
+    });
+
+    it('gives every slot its own ticket space, so a re-allocated AllocationID never reuses a ticket', () => {
+      const { actor, allocate, clock, emitted } = startTable();
+      actor.send({ type: 'START' });
+      const id = allocate(0);
+      actor.send({ type: 'FREE_SLOT', allocationId: id });
+      allocate(0, id);
+      clock.increment(10_000);
+      expect(emitted.filter((e) => e.type === 'slotTimedOut')).to.deep.equal([{ type: 'slotTimedOut', allocationId: id, ticket: '2.1' }]);
+    });
+  });
+});
