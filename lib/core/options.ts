@@ -155,7 +155,7 @@ export const OPTIONS = {
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;
-type InputOf<S> = S extends OptionSpec<infer In, unknown> ? In : never;
+type InputOf<S> = S extends OptionSpec<infer In, infer _Out> ? In : never;
 type OutputOf<S> = S extends OptionSpec<unknown, infer Out> ? Out : never;
 
 /** What a user passes: any subset of the options, durations and sizes with or without units. */
