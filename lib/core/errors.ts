@@ -195,7 +195,8 @@ export function isSlotwiseError(value: unknown): value is AnySlotwiseError {
  * An unknown tag (a newer peer) comes back as a plain Error whose name is the tag.
  */
 export function reviveError(serialized: SerializedSlotwiseError): Error {
-  const cls = (ERROR_CLASSES as Record<string, unknown>)[serialized._tag] as
+  // hasOwn: a tag such as 'constructor' must not find Object.prototype's members.
+  const cls = (Object.hasOwn(ERROR_CLASSES, serialized._tag) ? (ERROR_CLASSES as Record<string, unknown>)[serialized._tag] : undefined) as
     | (abstract new (...args: never[]) => SlotwiseError)
     | undefined;
   if (cls === undefined) {

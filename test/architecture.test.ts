@@ -1,0 +1,151 @@
+/**
+ * Holds the line of the design (STYLE.md §1): statecharts in machines/ are pure — they import only
+ * xstate, each other and the pure modules of lib/core/, which in turn import no Node built-in — so
+ * a machine runs anywhere (a worker, a browser, the Stately inspector). Effects come in through
+ * `machine.provide(...)` from lib/.
+ */
+import { expect } from 'chai';
+import { readdirSync, readFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const MACHINES = join(ROOT, 'machines');
+const CORE = join(ROOT, 'lib', 'core');
+
+/** Every .ts source file under `dir` (declaration files excluded). */
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts'))
+    .map((entry) => join(entry.parentPath, entry.name))
+    .sort();
+}
+
+/**
+ * The module specifiers a source imports or re-exports: `import … from '…'`, `import '…'`,
+ * `import type … from '…'`, `export … from '…'` and `import('…')`. Comments are dropped first, so
+ * an example in a doc comment is not an import.
+ */
+function importSpecifiers(source: string): string[] {
+  const code = source.replace(/^\s*\/\*[\s\S]*?\*\//gm, '').replace(/(^|\s)\/\/.*$/gm, '$1');
+  const found: string[] = [];
+  // The clause between the keyword and `from` holds only names, braces, commas and `*`: it cannot
+  // run on into another statement (no `=`, `(`, `;` or quote).
+  for (const m of code.matchAll(/\b(?:import|export)\s+(?:[\w$*\s{},]+?\s+from\s*)?(['"])([^'"\n]+)\1/g)) found.push(m[2]!);
+  for (const m of code.matchAll(/\bimport\s*\(\s*(['"])([^'"\n]+)\1\s*\)/g)) found.push(m[2]!);
+  return found;
+}
+
+const isNodeBuiltin = (specifier: string) => specifier.startsWith('node:') || isBuiltin(specifier);
+const isUnder = (path: string, dir: string) => path === dir || path.startsWith(dir + sep);
+const rel = (path: string) => relative(ROOT, path).split(sep).join('/');
+
+/** Why `file` (in machines/) may not import `specifier`, or undefined when it may. */
+function machineImportViolation(file: string, specifier: string): string | undefined {
+  if (specifier === 'xstate') return undefined;
+  if (isNodeBuiltin(specifier)) return 'a Node built-in';
+  if (!specifier.startsWith('.')) return `a package other than 'xstate'`;
+  const target = resolve(dirname(file), specifier);
+  if (isUnder(target, MACHINES) || isUnder(target, CORE)) return undefined;
+  return `${rel(target)}, outside machines/ and lib/core/`;
+}
+
+function violations(files: string[], rule: (file: string, specifier: string) => string | undefined): string[] {
+  return files.flatMap((file) =>
+    importSpecifiers(readFileSync(file, 'utf8')).flatMap((specifier) => {
+      const broken = rule(file, specifier);
+      return broken === undefined ? [] : [`${rel(file)} imports '${specifier}' (${broken})`];
+    }),
+  );
+}
+
+describe('architecture', () => {
+  const machineFiles = sourceFiles(MACHINES);
+  const coreFiles = sourceFiles(CORE);
+
+  describe('the import scanner', () => {
+    it('finds every form of import and re-export, across lines, and ignores comments', () => {
+      const source = [
+        `/** Example: import { readFileSync } from 'node:fs'; */`,
+        `// import worker from 'node:worker_threads';`,
+        `import { assign, setup } from 'xstate';`,
+        `import type { AllocationID } from '../lib/core/ids.js';`,
+        `import {`,
+        `  a,`,
+        `  type B,`,
+        `} from './other.machine.js';`,
+        `import Default, * as ns from "comlink";`,
+        `import './side-effect.js';`,
+        `export { x } from '../lib/rpc/protocol.js';`,
+        `export * from './all.js';`,
+        `const lazy = () => import('node:os');`,
+        `const url = 'https://example.org'; // import from 'nowhere'`,
+        `export const from = 'not an import';`,
+      ].join('\n');
+      expect(importSpecifiers(source)).to.deep.equal([
+        'xstate',
+        '../lib/core/ids.js',
+        './other.machine.js',
+        'comlink',
+        './side-effect.js',
+        '../lib/rpc/protocol.js',
+        './all.js',
+        'node:os',
+      ]);
+    });
+
+    it('reads real imports from the machines (every machine imports xstate)', () => {
+      expect(machineFiles, 'no .ts files found in machines/').to.not.be.empty;
+      for (const file of machineFiles.filter((f) => f.endsWith('.machine.ts'))) {
+        expect(importSpecifiers(readFileSync(file, 'utf8')), rel(file)).to.include('xstate');
+      }
+    });
+
+    it('tells allowed machine imports from forbidden ones', () => {
+      const file = join(MACHINES, 'example.machine.ts');
+      for (const ok of ['xstate', './taskSlot.machine.js', '../lib/core/ids.js', '../machines/x.js']) {
+        expect(machineImportViolation(file, ok), ok).to.equal(undefined);
+      }
+      for (const bad of ['node:fs', 'fs', 'worker_threads', 'fs/promises', 'comlink', 'xstate/dev', '../lib/rpc/connect.js', '../lib/core/../rpc/connect.js', '../lib/coreish.js', '../test/support/fixtures.js']) {
+        expect(machineImportViolation(file, bad), bad).to.be.a('string');
+      }
+    });
+  });
+
+  describe('imports', () => {
+    it(`machines/ imports only 'xstate', other files in machines/ and lib/core/`, () => {
+      const found = violations(machineFiles, machineImportViolation);
+      expect(found, `machines must stay pure; offending imports:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
+    });
+
+    it('lib/core/ imports only lib/core/: no Node built-in, no package, no other lib/ folder, so the machines that use it run anywhere', () => {
+      expect(coreFiles, 'no .ts files found in lib/core/').to.not.be.empty;
+      const found = violations(coreFiles, (file, specifier) => {
+        if (isNodeBuiltin(specifier)) return 'a Node built-in';
+        if (!specifier.startsWith('.')) return 'a package';
+        const target = resolve(dirname(file), specifier);
+        return isUnder(target, CORE) ? undefined : `${rel(target)}, outside lib/core/`;
+      });
+      expect(found, `lib/core must stay pure; offending imports:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
+    });
+  });
+
+  describe('machine exports', () => {
+    const machineModules = machineFiles.filter((file) => file.endsWith('.machine.ts'));
+
+    for (const file of machineModules) {
+      const base = file.slice(file.lastIndexOf(sep) + 1, -'.machine.ts'.length);
+      const name = `${base}Machine`;
+
+      it(`${rel(file)} exports a const machine named ${name}`, async () => {
+        expect(readFileSync(file, 'utf8'), `${rel(file)} has no 'export const ${name}'`).to.match(new RegExp(`^export const ${name}\\b`, 'm'));
+        const module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+        expect(module, `${rel(file)} exports ${Object.keys(module).join(', ')}`).to.have.property(name);
+        const machine = module[name] as { config?: unknown; id?: unknown };
+        expect(machine.config, `${name}.config`).to.be.an('object');
+        expect(machine.id, `${name}.id`).to.be.a('string').and.not.equal('');
+      });
+    }
+  });
+});
