@@ -56,7 +56,7 @@ export interface TaskSlotTableContext extends TaskSlotTableInput {
   readonly slotsPerJob: Readonly<Record<JobID, readonly AllocationID[]>>;
   /** Slot actors that left the ledger and are still closing (shutting their memory down). */
   readonly closingSlots: number;
-  /** Slots spawned so far: names each actor uniquely and prefixes its timeout tickets. */
+  /** Slots spawned so far: prefixes each slot's timeout tickets, so no two slots ever share a ticket. */
   readonly spawned: number;
 }
 
@@ -167,17 +167,22 @@ function without<K extends string | number, V>(record: Readonly<Record<K, V>>, k
   return copy;
 }
 
-/** The ledger after a slot leaves it: every index, map and the budget in one step. */
-function removeFromLedger(context: TaskSlotTableContext, slot: TaskSlotRef): Partial<TaskSlotTableContext> {
-  const { index, allocationId, jobId, resourceProfile } = slot.getSnapshot().context;
-  const jobSlots = (context.slotsPerJob[jobId] ?? []).filter((id) => id !== allocationId);
-  return {
-    slots: without(context.slots, index),
-    allocations: without(context.allocations, allocationId),
-    slotsPerJob: jobSlots.length === 0 ? without(context.slotsPerJob, jobId) : { ...context.slotsPerJob, [jobId]: jobSlots },
-    budget: context.budget.release(resourceProfile),
-    closingSlots: context.closingSlots + 1,
-  };
+/** The ledger after slots leave it: every index, map and the budget in one step. */
+function removeFromLedger(context: TaskSlotTableContext, ...leaving: TaskSlotRef[]): Partial<TaskSlotTableContext> {
+  const slots = { ...context.slots };
+  const allocations = { ...context.allocations };
+  const slotsPerJob = { ...context.slotsPerJob };
+  let budget = context.budget;
+  for (const slot of leaving) {
+    const { index, allocationId, jobId, resourceProfile } = slot.getSnapshot().context;
+    delete slots[index];
+    delete allocations[allocationId];
+    const jobSlots = (slotsPerJob[jobId] ?? []).filter((id) => id !== allocationId);
+    if (jobSlots.length === 0) delete slotsPerJob[jobId];
+    else slotsPerJob[jobId] = jobSlots;
+    budget = budget.release(resourceProfile);
+  }
+  return { slots, allocations, slotsPerJob, budget, closingSlots: context.closingSlots + leaving.length };
 }
 
 /**
@@ -192,6 +197,18 @@ function planFreeSlot(context: TaskSlotTableContext, slot: TaskSlotRef): { remov
     removal: removeFromLedger(context, slot),
     freed: { type: 'slotFreed', allocationId: slotContext.allocationId, jobId: slotContext.jobId, index: slotContext.index },
   };
+}
+
+/**
+ * `slot-<index>`, or `slot-<index>.<k>` while an earlier actor of that index is still closing.
+ * Actor ids must stay few: every id becomes an event type (`xstate.done.actor.<id>`) and XState
+ * caches transitions per event type for the life of the process, so a fresh id per allocation
+ * would leak a few hundred bytes per slot ever allocated.
+ */
+function freeChildId(index: number, children: Readonly<Record<string, unknown>>): string {
+  let id = `slot-${index}`;
+  for (let k = 1; children[id] !== undefined; k++) id = `slot-${index}.${k}`;
+  return id;
 }
 
 export const taskSlotTableMachine = setup({
@@ -211,14 +228,14 @@ export const taskSlotTableMachine = setup({
     allSlotsClosed: ({ context }) => Object.keys(context.slots).length === 0 && context.closingSlots === 0,
   },
   actions: {
-    allocateSlot: assign(({ context, event, spawn }) => {
+    allocateSlot: assign(({ context, event, spawn, self }) => {
       if (event.type !== 'ALLOCATE_SLOT') return {};
       const verdict = decideAllocation(context, event);
       if (verdict.kind !== 'allocate') return {};
       const { index, profile } = verdict;
       const spawned = context.spawned + 1;
       const slot = spawn('taskSlot', {
-        id: `slot-${index}-${spawned}`,
+        id: freeChildId(index, self.getSnapshot().children),
         input: {
           index,
           resourceProfile: profile,
@@ -258,16 +275,15 @@ export const taskSlotTableMachine = setup({
     }),
     freeAllSlots: enqueueActions(({ context, event, enqueue }) => {
       const cause = event.type === 'CLOSE' ? event.cause : undefined;
-      let current = context;
-      for (const slot of Object.values(context.slots)) {
-        const plan = planFreeSlot(current, slot);
-        if (plan !== undefined) {
-          current = { ...current, ...plan.removal };
-          enqueue.assign(plan.removal);
-          enqueue.emit(plan.freed);
-        }
-        enqueue.sendTo(slot, { type: 'CLOSE', cause });
+      const slots = Object.values(context.slots);
+      const empty = slots.filter((slot) => Object.keys(slot.getSnapshot().context.tasks).length === 0);
+      // One removal for every empty slot: removing them one by one would copy the ledger per slot.
+      enqueue.assign(removeFromLedger(context, ...empty));
+      for (const slot of empty) {
+        const { allocationId, jobId, index } = slot.getSnapshot().context;
+        enqueue.emit({ type: 'slotFreed', allocationId, jobId, index });
       }
+      for (const slot of slots) enqueue.sendTo(slot, { type: 'CLOSE', cause });
     }),
     addTask: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'ADD_TASK') return;

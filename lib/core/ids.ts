@@ -28,11 +28,21 @@ export interface SlotID {
 const HEX32 = /^[0-9a-f]{32}$/;
 const LABEL = /^[A-Za-z0-9][\w.:-]*$/;
 
+// IDs are made in bursts (an AllocationID per slot request, an attempt ID per task): draw random
+// bytes a few kilobytes at a time instead of one crypto call per ID.
+const POOL_SIZE = 4096;
+const pool = new Uint8Array(POOL_SIZE);
+let poolOffset = POOL_SIZE;
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
+
 function randomHex(bytes: number): string {
-  const buffer = new Uint8Array(bytes);
-  globalThis.crypto.getRandomValues(buffer);
+  if (poolOffset + bytes > POOL_SIZE) {
+    globalThis.crypto.getRandomValues(pool);
+    poolOffset = 0;
+  }
   let out = '';
-  for (const b of buffer) out += b.toString(16).padStart(2, '0');
+  for (let i = poolOffset; i < poolOffset + bytes; i++) out += HEX[pool[i]!]!;
+  poolOffset += bytes;
   return out;
 }
 

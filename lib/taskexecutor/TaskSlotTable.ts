@@ -235,7 +235,9 @@ export class TaskSlotTable {
     const slot = this.#slot('freeSlot', allocationId);
     const index = slot.getSnapshot().context.index;
     const closed = this.#closingOf(slot);
-    this.#actor.send({ type: 'FREE_SLOT', allocationId, cause: cause ?? new Error(`slot ${AllocationID.short(allocationId)} was freed`) });
+    // The cause reaches only the tasks still running; build a default one only when there are some.
+    const hasTasks = Object.keys(slot.getSnapshot().context.tasks).length > 0;
+    this.#actor.send({ type: 'FREE_SLOT', allocationId, cause: cause ?? (hasTasks ? new Error(`slot ${AllocationID.short(allocationId)} was freed`) : undefined) });
     return { index, state: slotOf(this.#context, allocationId) === slot ? 'releasing' : 'freed', closed };
   }
 
