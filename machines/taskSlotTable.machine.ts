@@ -2,6 +2,7 @@
  * TaskSlotTable (seed 001): the TaskExecutor's ledger of slots, one TaskSlot actor per live slot.
  *
  *   created ──START──▶ running ──CLOSE──▶ closing ──(every slot closed)──▶ closed
+ *      └──────────────────────CLOSE (never started)───────────────────────────┘
  *
  * In `running`: ALLOCATE_SLOT, MARK_SLOT_ACTIVE, MARK_SLOT_INACTIVE, ADD_TASK. In `running` and
  * `closing`: FREE_SLOT, REMOVE_TASK, and the slots' own reports. Entering `closing` frees every slot.
@@ -341,7 +342,8 @@ export const taskSlotTableMachine = setup({
   },
   states: {
     created: {
-      on: { START: { target: 'running' } },
+      // Flink: closing a table that never started takes it straight to CLOSED.
+      on: { START: { target: 'running' }, CLOSE: { target: 'closed' } },
     },
     running: {
       on: {
