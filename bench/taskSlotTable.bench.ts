@@ -12,7 +12,7 @@ import { Bench } from 'tinybench';
 import { SimulatedClock } from '../lib/core/clock.js';
 import { AllocationID, ExecutionAttemptID, JobID } from '../lib/core/ids.js';
 import { ResourceProfile } from '../lib/core/ResourceProfile.js';
-import { defaultSlotResourceProfile } from '../lib/taskexecutor/TaskExecutorResourceUtils.js';
+import { defaultSlotResourceProfile } from '../lib/core/TaskExecutorResourceUtils.js';
 import { TaskSlotTable, type TaskSlotPayload } from '../lib/taskexecutor/TaskSlotTable.js';
 import { PlainTaskSlotTable } from './support/PlainTaskSlotTable.js';
 import { exposedGc, printJson, printTable, round, rowNamed, runBench, settledHeapUsed } from './support/report.js';

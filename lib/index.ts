@@ -28,7 +28,7 @@ export { DEFAULTS, describeOptions, OPTIONS, resolveOptions } from './core/optio
 export { ResourceBudgetManager } from './core/ResourceBudgetManager.js';
 export { formatShortfall, ResourceProfile, ResourceProfileBuilder } from './core/ResourceProfile.js';
 export { DEFAULT_PAGE_SIZE, MemoryManager } from './taskexecutor/MemoryManager.js';
-export { defaultSlotResourceProfile, totalResourceProfile } from './taskexecutor/TaskExecutorResourceUtils.js';
+export { defaultSlotResourceProfile, totalResourceProfile } from './core/TaskExecutorResourceUtils.js';
 export { TaskSlotTable } from './taskexecutor/TaskSlotTable.js';
 export { machines, taskSlotMachine, taskSlotTableMachine } from '../machines/index.js';
 
@@ -39,5 +39,5 @@ export type { MemorySizeInput } from './core/MemorySize.js';
 export type { OptionName, ResolvedOptions, SlotwiseOptions } from './core/options.js';
 export type { ResourceProfileJSON, ResourceShortfall, ResourceSpec } from './core/ResourceProfile.js';
 export type { MemoryLeakReport, MemorySegment, SharedMemoryHandle } from './taskexecutor/MemoryManager.js';
-export type { SlotReport, SlotStatus, SlotStatusState } from './taskexecutor/SlotReport.js';
+export type { SlotReport, SlotStatus, SlotStatusState } from './core/SlotReport.js';
 export type { FreeSlotResult, SlotActions, SlotAllocationRequest, TaskSlotInfo, TaskSlotOutput, TaskSlotPayload, TaskSlotTableOptions } from './taskexecutor/TaskSlotTable.js';

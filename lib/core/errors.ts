@@ -166,6 +166,34 @@ export class TimeoutError extends SlotwiseError {
   }
 }
 
+/** A call names a TaskExecutor that is not registered (or no longer is). */
+export class UnknownTaskExecutorError extends SlotwiseError {
+  readonly _tag = 'UnknownTaskExecutorError' as const;
+  constructor(message: string, details: { resourceId: string } & Record<string, unknown>) {
+    super('not-registered', message, details);
+  }
+}
+
+/** A resource requirement or slot request was refused, failed or timed out; `details.why` says why it waited. */
+export class SlotRequestError extends SlotwiseError {
+  readonly _tag = 'SlotRequestError' as const;
+  constructor(
+    reason: 'never-satisfiable' | 'duplicate-request' | 'timed-out' | 'canceled' | 'suspended',
+    message: string,
+    details: { jobId: string } & Record<string, unknown>,
+  ) {
+    super(reason, message, details);
+  }
+}
+
+/** A call to another endpoint got no answer within its deadline. */
+export class RpcTimeoutError extends SlotwiseError {
+  readonly _tag = 'RpcTimeoutError' as const;
+  constructor(message: string, details: { gateway: string; method: string; timeoutMs: number } & Record<string, unknown>) {
+    super('no-answer', message, details);
+  }
+}
+
 /** Every concrete error class, by tag: the closed family. */
 export const ERROR_CLASSES = {
   IllegalArgumentError,
@@ -181,6 +209,9 @@ export const ERROR_CLASSES = {
   TaskNotFoundError,
   MemoryAllocationError,
   TimeoutError,
+  UnknownTaskExecutorError,
+  SlotRequestError,
+  RpcTimeoutError,
 } as const;
 
 export type SlotwiseErrorTag = keyof typeof ERROR_CLASSES;

@@ -78,6 +78,12 @@ function derivedNumber(derivedDoc: string, doc: string): OptionSpec<number, numb
   return { default: undefined, doc, format: (v) => (v === undefined ? derivedDoc : String(v)), parse: inner.parse };
 }
 
+/** One of `values`, or unset: then derived from other options (`derivedDoc` says how). */
+function derivedChoice<const T extends string>(values: readonly T[], derivedDoc: string, doc: string): OptionSpec<T, T | undefined> {
+  const inner = oneOf(values, values[0]!, doc);
+  return { default: undefined, doc, format: (v) => (v === undefined ? derivedDoc : v), parse: inner.parse };
+}
+
 function memory(defaultBytes: number, doc: string, rule?: (bytes: number) => string | undefined, allowUnbounded = false): OptionSpec<MemorySizeInput, number> {
   return {
     default: defaultBytes,
@@ -148,6 +154,8 @@ export const OPTIONS = {
   'slotmanager.max-total-resource.memory': memory(Infinity, 'The most memory all TaskExecutors may offer together.', undefined, true),
   'slotmanager.redundant-taskmanager-num': integer(0, 'Spare TaskExecutors kept for fast failover.', 0),
   'taskmanager.load-balance.mode': oneOf(['none', 'slots'] as const, 'none', '`slots` spreads slots over TaskExecutors by least utilisation.'),
+  'slotmanager.placement-policy': derivedChoice(['first-fit', 'spread', 'pack'] as const, 'from taskmanager.load-balance.mode', 'Which TaskExecutor gets a slot: first-fit (registration order), spread (least utilised), pack (most utilised that fits). Unset: spread if the load-balance mode is `slots`, else first-fit.'),
+  'rpc.ask.timeout': duration(10_000, 'Deadline of a call to another endpoint, e.g. a slot request to a TaskExecutor (Flink: pekko.ask.timeout).'),
   'resourcemanager.start-worker.max-failure-rate': positiveNumber(10, 'Worker start failures allowed per minute before starts are delayed.'),
   'restart-strategy.type': oneOf(['fixed-delay', 'none'] as const, 'fixed-delay', 'How failed tasks are restarted.'),
   'restart-strategy.fixed-delay.attempts': integer(3, 'Restart attempts before the job fails.', 0),

@@ -40,8 +40,8 @@ import {
   type TaskSlotTableStateName,
 } from '../../machines/taskSlotTable.machine.js';
 import { MemoryManager } from './MemoryManager.js';
-import type { SlotReport, SlotStatus } from './SlotReport.js';
-import { defaultSlotResourceProfile } from './TaskExecutorResourceUtils.js';
+import type { SlotReport, SlotStatus } from '../core/SlotReport.js';
+import { defaultSlotResourceProfile } from '../core/TaskExecutorResourceUtils.js';
 
 export type { SlotAllocationRequest, TaskSlotOutput, TaskSlotPayload };
 

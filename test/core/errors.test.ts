@@ -17,6 +17,9 @@ import {
   SlotwiseError,
   TaskNotFoundError,
   TimeoutError,
+  UnknownTaskExecutorError,
+  SlotRequestError,
+  RpcTimeoutError,
   type AnySlotwiseError,
   type SlotwiseErrorTag,
 } from '../../lib/core/errors.js';
@@ -42,6 +45,9 @@ const SAMPLES: Record<SlotwiseErrorTag, () => AnySlotwiseError> = {
   TaskNotFoundError: () => new TaskNotFoundError('no task in this table', { executionAttemptId: `${'f'.repeat(32)}_map_1_0` }),
   MemoryAllocationError: () => new MemoryAllocationError('insufficient-memory', 'cannot allocate 4 pages: 2 free', { requested: 4, free: 2, owners: [['op-1', 2]] }),
   TimeoutError: () => new TimeoutError('TaskExecutorGateway.requestSlot timed out after 10 s', { operation: 'requestSlot', timeoutMs: 10_000 }),
+  UnknownTaskExecutorError: () => new UnknownTaskExecutorError('slot report from taskexecutor-1, which is not registered', { resourceId: 'taskexecutor-1' }),
+  SlotRequestError: () => new SlotRequestError('timed-out', 'slot request waited 5 min: no TaskExecutor has room', { jobId: 'a'.repeat(32), why: 'no TaskExecutor has room' }),
+  RpcTimeoutError: () => new RpcTimeoutError('TaskExecutorGateway.requestSlot got no answer within 10 s', { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: 10_000 }),
 };
 
 const TAGS = Object.keys(ERROR_CLASSES) as SlotwiseErrorTag[];

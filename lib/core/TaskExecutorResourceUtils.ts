@@ -3,9 +3,9 @@
  * total it offers, and the default profile of one static slot (the total divided by the number of
  * slots, memory rounded down to whole bytes).
  */
-import { IllegalArgumentError } from '../core/errors.js';
-import type { ResolvedOptions } from '../core/options.js';
-import { ResourceProfile } from '../core/ResourceProfile.js';
+import { IllegalArgumentError } from './errors.js';
+import type { ResolvedOptions } from './options.js';
+import { ResourceProfile } from './ResourceProfile.js';
 
 /** The total resources a TaskExecutor configured with `options` offers to its slots. */
 export function totalResourceProfile(options: ResolvedOptions): ResourceProfile {

@@ -3,8 +3,8 @@
  * static slot, free ones with the default slot profile, plus every live dynamic slot. `state` is
  * ours (Flink's SlotStatus says only whether an allocation is present).
  */
-import type { AllocationID, JobID, ResourceID, SlotID } from '../core/ids.js';
-import type { ResourceProfile } from '../core/ResourceProfile.js';
+import type { AllocationID, JobID, ResourceID, SlotID } from './ids.js';
+import type { ResourceProfile } from './ResourceProfile.js';
 
 export type SlotStatusState = 'free' | 'allocated' | 'active' | 'releasing';
 

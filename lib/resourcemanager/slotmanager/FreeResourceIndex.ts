@@ -1,0 +1,156 @@
+/**
+ * The hot path of matching: for a requirement, the best TaskExecutor that can take it, without
+ * looking at every executor or slot.
+ *
+ * For every distinct requirement profile asked for (UNKNOWN counts as "each executor's own default
+ * slot"), optionally narrowed to one host, the index keeps a candidate set: the executors whose
+ * available resources cover the requirement, in a binary heap ordered by the cluster's policy.
+ * Sets are built on first use (one pass over the executors) and then kept in step: whenever an
+ * executor's capacity changes, each tracked set re-checks that executor alone (O(sets · log n)).
+ * Heap entries are never removed eagerly; an entry whose executor has changed since (its `version`)
+ * or left the set is skipped when it reaches the top, and a heap that grows past twice its live
+ * size is rebuilt.
+ */
+import type { ResourceProfile } from '../../core/ResourceProfile.js';
+import type { CandidateOrder } from './SlotMatchingStrategy.js';
+import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
+
+interface Entry {
+  readonly taskManager: TaskManagerRegistration;
+  readonly version: number;
+  readonly utilization: number;
+  readonly seq: number;
+}
+
+class CandidateSet {
+  readonly members = new Set<TaskManagerRegistration>();
+  #heap: Entry[] = [];
+
+  constructor(
+    readonly requirement: ResourceProfile,
+    readonly host: string | null,
+    readonly order: CandidateOrder,
+  ) {}
+
+  covers(taskManager: TaskManagerRegistration): boolean {
+    return this.host === null || taskManager.host === this.host;
+  }
+
+  update(taskManager: TaskManagerRegistration): void {
+    if (taskManager.canFit(this.requirement)) {
+      this.members.add(taskManager);
+      this.#push({ taskManager, version: taskManager.version, utilization: taskManager.utilization, seq: taskManager.seq });
+      if (this.#heap.length > 2 * this.members.size + 64) this.#rebuild();
+    } else {
+      this.members.delete(taskManager);
+    }
+  }
+
+  remove(taskManager: TaskManagerRegistration): void {
+    this.members.delete(taskManager);
+  }
+
+  best(): TaskManagerRegistration | undefined {
+    const heap = this.#heap;
+    while (heap.length > 0) {
+      const top = heap[0]!;
+      if (top.version === top.taskManager.version && this.members.has(top.taskManager)) return top.taskManager;
+      this.#pop();
+    }
+    return undefined;
+  }
+
+  #rebuild(): void {
+    this.#heap = [...this.members].map((t) => ({ taskManager: t, version: t.version, utilization: t.utilization, seq: t.seq }));
+    for (let i = (this.#heap.length >> 1) - 1; i >= 0; i--) this.#siftDown(i);
+  }
+
+  #push(entry: Entry): void {
+    const heap = this.#heap;
+    heap.push(entry);
+    let i = heap.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (this.order(heap[i]!, heap[parent]!) >= 0) break;
+      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
+      i = parent;
+    }
+  }
+
+  #pop(): void {
+    const heap = this.#heap;
+    const last = heap.pop()!;
+    if (heap.length > 0) {
+      heap[0] = last;
+      this.#siftDown(0);
+    }
+  }
+
+  #siftDown(start: number): void {
+    const heap = this.#heap;
+    let i = start;
+    for (;;) {
+      const left = 2 * i + 1;
+      const right = left + 1;
+      let smallest = i;
+      if (left < heap.length && this.order(heap[left]!, heap[smallest]!) < 0) smallest = left;
+      if (right < heap.length && this.order(heap[right]!, heap[smallest]!) < 0) smallest = right;
+      if (smallest === i) return;
+      [heap[i], heap[smallest]] = [heap[smallest]!, heap[i]!];
+      i = smallest;
+    }
+  }
+}
+
+/** How many requirement × host sets the index keeps before forgetting the least recently used. */
+const MAX_TRACKED_SETS = 256;
+
+export class FreeResourceIndex {
+  readonly #sets = new Map<string, CandidateSet>();
+
+  constructor(
+    private readonly order: CandidateOrder,
+    /** Every registered executor, for building a set on first use. */
+    private readonly taskManagers: () => Iterable<TaskManagerRegistration>,
+  ) {}
+
+  /** The best executor that can take `requirement` (UNKNOWN: its own default slot), on `host` if given. */
+  best(requirement: ResourceProfile, host: string | null = null): TaskManagerRegistration | undefined {
+    return this.#setFor(requirement, host).best();
+  }
+
+  /** Every executor that can take `requirement` right now (for explanations and tests; O(candidates)). */
+  candidates(requirement: ResourceProfile, host: string | null = null): ReadonlySet<TaskManagerRegistration> {
+    return this.#setFor(requirement, host).members;
+  }
+
+  /** An executor's capacity changed (or it registered): re-check it in every tracked set. */
+  taskManagerChanged(taskManager: TaskManagerRegistration): void {
+    for (const set of this.#sets.values()) if (set.covers(taskManager)) set.update(taskManager);
+  }
+
+  taskManagerRemoved(taskManager: TaskManagerRegistration): void {
+    for (const set of this.#sets.values()) set.remove(taskManager);
+  }
+
+  /** Sets currently tracked (requirement × host). */
+  get trackedSets(): number {
+    return this.#sets.size;
+  }
+
+  #setFor(requirement: ResourceProfile, host: string | null): CandidateSet {
+    const key = host === null ? requirement.key : `${requirement.key}@${host}`;
+    let set = this.#sets.get(key);
+    if (set !== undefined) {
+      // Refresh its place in the LRU order.
+      this.#sets.delete(key);
+      this.#sets.set(key, set);
+      return set;
+    }
+    set = new CandidateSet(requirement, host, this.order);
+    for (const taskManager of this.taskManagers()) if (set.covers(taskManager)) set.update(taskManager);
+    this.#sets.set(key, set);
+    if (this.#sets.size > MAX_TRACKED_SETS) this.#sets.delete(this.#sets.keys().next().value!);
+    return set;
+  }
+}

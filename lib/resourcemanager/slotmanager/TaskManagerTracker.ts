@@ -1,0 +1,376 @@
+/**
+ * TaskManagerTracker (seed 003): the registered TaskExecutors with their slot records, the
+ * pending workers, and the index that finds an executor for a requirement without scanning. Every
+ * change of capacity goes through here, so records, index and totals move in step.
+ *
+ * Slot records move through the ResourceManager-side slot machine (free → pending → allocated →
+ * free, `resourceSlot.machine.ts`) via its compiled transition table: an illegal step (seed 000's
+ * precondition checks) throws an IllegalStateError and changes nothing.
+ */
+import type { Clock } from '../../core/clock.js';
+import { IllegalArgumentError, IllegalStateError } from '../../core/errors.js';
+import type { AllocationID, JobID, ResourceID } from '../../core/ids.js';
+import { ResourceProfile } from '../../core/ResourceProfile.js';
+import { FreeResourceIndex } from './FreeResourceIndex.js';
+import { PendingTaskManager, type PendingTaskManagerID } from './PendingTaskManager.js';
+import { transitionResourceSlot } from './ResourceSlotTransitions.js';
+import { candidateOrder, type SlotMatchingPolicy } from './SlotMatchingStrategy.js';
+import { saturatingSubtract, TaskManagerRegistration, type ResourceSlotRecord, type TaskManagerInfo } from './TaskManagerRegistration.js';
+import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
+
+/** Capacity a plan set aside on an executor for one slot of a job, not yet asked of the executor. */
+export interface SlotReservation {
+  readonly taskManager: TaskManagerRegistration;
+  /** The static slot it will use, or null for a dynamic slot. */
+  readonly staticSlot: ResourceSlotRecord | null;
+  /** The effective profile (UNKNOWN resolved to the executor's default slot). */
+  readonly profile: ResourceProfile;
+  readonly jobId: JobID;
+}
+
+/** Where a requirement would rather go; the index tries these first, then any executor. */
+export interface PlacementPreference {
+  readonly resourceId?: ResourceID;
+  readonly host?: string;
+}
+
+export interface TaskManagerTrackerOptions {
+  readonly policy: SlotMatchingPolicy;
+  readonly clock: Clock;
+  /** Told whenever an executor becomes idle (idleSince set) or busy again (null). */
+  readonly onIdleChanged?: (taskManager: TaskManagerRegistration) => void;
+}
+
+export class TaskManagerTracker {
+  readonly policy: SlotMatchingPolicy;
+  readonly #clock: Clock;
+  readonly #onIdleChanged: (taskManager: TaskManagerRegistration) => void;
+  readonly #taskManagers = new Map<ResourceID, TaskManagerRegistration>();
+  readonly #slots = new Map<AllocationID, ResourceSlotRecord>();
+  readonly #pending = new Map<PendingTaskManagerID, PendingTaskManager>();
+  readonly #index: FreeResourceIndex;
+  #seq = 0;
+  #registeredResource = ResourceProfile.ZERO;
+  #registeredSlots = 0;
+  /** Sum of every executor's `used`: with #registeredResource, the cluster's free resources in O(1). */
+  #usedResource = ResourceProfile.ZERO;
+
+  constructor(options: TaskManagerTrackerOptions) {
+    this.policy = options.policy;
+    this.#clock = options.clock;
+    this.#onIdleChanged = options.onIdleChanged ?? (() => {});
+    this.#index = new FreeResourceIndex(candidateOrder(options.policy), () => this.#taskManagers.values());
+  }
+
+  // ------------------------------------------------------------------ registered executors
+
+  addTaskManager(info: TaskManagerInfo): TaskManagerRegistration {
+    if (this.#taskManagers.has(info.resourceId)) {
+      throw new IllegalStateError(`TaskExecutor ${info.resourceId} is already registered`, { component: 'TaskManagerTracker', operation: 'addTaskManager', state: 'registered', allowed: ['unregistered'] });
+    }
+    const taskManager = new TaskManagerRegistration(info, ++this.#seq, this.#clock.now());
+    this.#taskManagers.set(info.resourceId, taskManager);
+    this.#registeredResource = this.#registeredResource.merge(info.totalResourceProfile);
+    this.#registeredSlots += info.numberOfStaticSlots;
+    this.#index.taskManagerChanged(taskManager);
+    return taskManager;
+  }
+
+  /** Forgets an executor and every slot record it had (the caller frees them in the ResourceTracker first). */
+  removeTaskManager(resourceId: ResourceID): TaskManagerRegistration {
+    const taskManager = this.#require(resourceId);
+    for (const slot of this.slotsOf(taskManager)) if (slot.allocationId !== null) this.#slots.delete(slot.allocationId);
+    this.#taskManagers.delete(resourceId);
+    this.#registeredResource = this.#registeredResource.subtract(taskManager.totalResourceProfile);
+    this.#usedResource = saturatingSubtract(this.#usedResource, taskManager.used);
+    this.#registeredSlots -= taskManager.numberOfStaticSlots;
+    this.#index.taskManagerRemoved(taskManager);
+    return taskManager;
+  }
+
+  getTaskManager(resourceId: ResourceID): TaskManagerRegistration | undefined {
+    return this.#taskManagers.get(resourceId);
+  }
+
+  /** In registration order. */
+  get taskManagers(): IterableIterator<TaskManagerRegistration> {
+    return this.#taskManagers.values();
+  }
+
+  get numberOfTaskManagers(): number {
+    return this.#taskManagers.size;
+  }
+
+  /** Sum of the registered executors' totals. */
+  get registeredResource(): ResourceProfile {
+    return this.#registeredResource;
+  }
+
+  /** What the registered executors have free (not pending, allocated or reserved), summed. */
+  get freeRegisteredResource(): ResourceProfile {
+    return saturatingSubtract(this.#registeredResource, this.#usedResource);
+  }
+
+  /** Static slots of the registered executors. */
+  get numberOfRegisteredSlots(): number {
+    return this.#registeredSlots;
+  }
+
+  /** Blocks or unblocks an executor for new slots (see TaskManagerRegistration.blocked). */
+  setBlocked(taskManager: TaskManagerRegistration, blocked: boolean): void {
+    if (taskManager.blocked === blocked) return;
+    taskManager.blocked = blocked;
+    taskManager.version++;
+    this.#index.taskManagerChanged(taskManager);
+  }
+
+  /** Every slot record of an executor that is not free, static ones first. */
+  slotsOf(taskManager: TaskManagerRegistration): ResourceSlotRecord[] {
+    return [...taskManager.staticSlots.filter((s) => s.state !== 'free'), ...taskManager.dynamicSlots.values()];
+  }
+
+  // ------------------------------------------------------------------ matching and reserving
+
+  /**
+   * The executor a requirement should go to under the cluster's policy: the preferred executor if
+   * it fits, else the best on the preferred host, else the best anywhere. O(log n).
+   */
+  findTaskManager(requirement: ResourceProfile, preference?: PlacementPreference): TaskManagerRegistration | undefined {
+    if (preference?.resourceId !== undefined) {
+      const preferred = this.#taskManagers.get(preference.resourceId);
+      if (preferred !== undefined && preferred.canFit(requirement)) return preferred;
+    }
+    if (preference?.host !== undefined) {
+      const onHost = this.#index.best(requirement, preference.host);
+      if (onHost !== undefined) return onHost;
+    }
+    return this.#index.best(requirement);
+  }
+
+  /** Every executor that can take `requirement` now (O(candidates); for explanations). */
+  candidatesFor(requirement: ResourceProfile): ReadonlySet<TaskManagerRegistration> {
+    return this.#index.candidates(requirement);
+  }
+
+  /** Sets capacity aside on `taskManager` for one slot of `jobId`; a static slot when the profile is its default. */
+  reserve(taskManager: TaskManagerRegistration, requirement: ResourceProfile, jobId: JobID): SlotReservation {
+    if (!taskManager.canFit(requirement)) {
+      throw new IllegalStateError(`TaskExecutor ${taskManager.resourceId} cannot fit ${requirement} (available ${taskManager.available})`, {
+        component: 'TaskManagerTracker',
+        operation: 'reserve',
+        state: 'insufficient',
+        allowed: ['fits'],
+      });
+    }
+    const profile = taskManager.effectiveProfile(requirement);
+    const staticSlot = taskManager.freeStaticSlotFor(profile) ?? null;
+    if (staticSlot !== null) {
+      staticSlot.reserved = true;
+      taskManager.freeStaticSlots--;
+    }
+    taskManager.reservations++;
+    this.#take(taskManager, profile);
+    return { taskManager, staticSlot, profile, jobId };
+  }
+
+  /** Undoes a reservation that will not be used. */
+  cancelReservation(reservation: SlotReservation): void {
+    this.#endReservation(reservation, true);
+    this.#giveBack(reservation.taskManager, reservation.profile);
+  }
+
+  // ------------------------------------------------------------------ slot records (the syncer's side)
+
+  /** A reservation becomes a pending slot under `allocationId` (free → pending). */
+  assignPending(reservation: SlotReservation, allocationId: AllocationID, tracked: boolean): ResourceSlotRecord {
+    if (this.#slots.has(allocationId)) throw this.#duplicate(allocationId);
+    const { taskManager, staticSlot, profile, jobId } = reservation;
+    this.#endReservation(reservation, false);
+    const slot = staticSlot ?? { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile, reserved: false, tracked };
+    transitionResourceSlot(slot, 'ASSIGN_PENDING', describeSlot(slot));
+    slot.allocationId = allocationId;
+    slot.jobId = jobId;
+    slot.tracked = tracked;
+    if (staticSlot === null) taskManager.dynamicSlots.set(allocationId, slot);
+    this.#slots.set(allocationId, slot);
+    taskManager.occupiedSlots++;
+    this.#updateIdle(taskManager);
+    return slot;
+  }
+
+  /** The executor acknowledged or reported the allocation (pending → allocated). */
+  completeAllocation(allocationId: AllocationID): ResourceSlotRecord {
+    const slot = this.#requireSlot(allocationId);
+    transitionResourceSlot(slot, 'COMPLETE_ALLOCATION', describeSlot(slot));
+    return slot;
+  }
+
+  /**
+   * A slot report shows an allocation the SlotManager did not know of (free → allocated). A static
+   * index is used when it is free and the profile is the default; otherwise a dynamic record.
+   */
+  adopt(taskManager: TaskManagerRegistration, allocation: { index: number; allocationId: AllocationID; jobId: JobID; profile: ResourceProfile }): ResourceSlotRecord {
+    if (this.#slots.has(allocation.allocationId)) throw this.#duplicate(allocation.allocationId);
+    const candidate = taskManager.staticSlots[allocation.index];
+    const useStatic = candidate !== undefined && candidate.state === 'free' && !candidate.reserved && candidate.profile.equals(allocation.profile);
+    const slot = useStatic ? candidate : { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile: allocation.profile, reserved: false, tracked: true };
+    transitionResourceSlot(slot, 'ADOPT', describeSlot(slot));
+    slot.allocationId = allocation.allocationId;
+    slot.jobId = allocation.jobId;
+    slot.tracked = true;
+    if (useStatic) taskManager.freeStaticSlots--;
+    else taskManager.dynamicSlots.set(allocation.allocationId, slot);
+    this.#slots.set(allocation.allocationId, slot);
+    taskManager.occupiedSlots++;
+    this.#take(taskManager, slot.profile);
+    return slot;
+  }
+
+  /**
+   * The slot is free again (pending or allocated → free): refused, timed out, released by its job,
+   * reported free, or its executor was lost. A static record stays, free; a dynamic one goes.
+   */
+  free(allocationId: AllocationID, event: 'FREE' | 'FAIL_ALLOCATION' = 'FREE'): ResourceSlotRecord {
+    const slot = this.#requireSlot(allocationId);
+    transitionResourceSlot(slot, event, describeSlot(slot));
+    const { taskManager } = slot;
+    this.#slots.delete(allocationId);
+    const freed = { ...slot };
+    slot.allocationId = null;
+    slot.jobId = null;
+    slot.tracked = false;
+    if (slot.index >= 0) taskManager.freeStaticSlots++;
+    else taskManager.dynamicSlots.delete(allocationId);
+    taskManager.occupiedSlots--;
+    this.#giveBack(taskManager, slot.profile);
+    return freed;
+  }
+
+  getSlot(allocationId: AllocationID): ResourceSlotRecord | undefined {
+    return this.#slots.get(allocationId);
+  }
+
+  /** Every pending or allocated slot, in no particular order. */
+  get slots(): IterableIterator<ResourceSlotRecord> {
+    return this.#slots.values();
+  }
+
+  get numberOfOccupiedSlots(): number {
+    return this.#slots.size;
+  }
+
+  // ------------------------------------------------------------------ pending workers
+
+  addPendingTaskManager(spec: WorkerResourceSpec): PendingTaskManager {
+    const pending = new PendingTaskManager(spec, this.#clock.now());
+    this.#pending.set(pending.id, pending);
+    return pending;
+  }
+
+  removePendingTaskManager(id: PendingTaskManagerID): PendingTaskManager {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) throw new IllegalArgumentError('invalid-value', `no pending worker ${id}`, { argument: 'id' });
+    this.#pending.delete(id);
+    return pending;
+  }
+
+  getPendingTaskManager(id: PendingTaskManagerID): PendingTaskManager | undefined {
+    return this.#pending.get(id);
+  }
+
+  /** In the order they were asked for. */
+  get pendingTaskManagers(): IterableIterator<PendingTaskManager> {
+    return this.#pending.values();
+  }
+
+  get numberOfPendingTaskManagers(): number {
+    return this.#pending.size;
+  }
+
+  /** Sum of the pending workers' totals. */
+  get pendingResource(): ResourceProfile {
+    let sum = ResourceProfile.ZERO;
+    for (const pending of this.#pending.values()) sum = sum.merge(pending.totalResourceProfile);
+    return sum;
+  }
+
+  get numberOfPendingSlots(): number {
+    let sum = 0;
+    for (const pending of this.#pending.values()) sum += pending.spec.numberOfSlots;
+    return sum;
+  }
+
+  /**
+   * The pending worker a registering executor of this shape replaces: the one it was started for
+   * (`preferredId`) if it matches, else the oldest of the same shape with planned slots, else the
+   * oldest of the same shape (Flink prefers one with allocations, then any).
+   */
+  findMatchingPendingTaskManager(total: ResourceProfile, defaultSlot: ResourceProfile, preferredId?: PendingTaskManagerID): PendingTaskManager | undefined {
+    const sameShape = (p: PendingTaskManager) => p.totalResourceProfile.equals(total) && p.defaultSlotResourceProfile.equals(defaultSlot);
+    const preferred = preferredId === undefined ? undefined : this.#pending.get(preferredId);
+    if (preferred !== undefined && sameShape(preferred)) return preferred;
+    let fallback: PendingTaskManager | undefined;
+    for (const pending of this.#pending.values()) {
+      if (!sameShape(pending)) continue;
+      if (pending.hasPendingAllocations) return pending;
+      fallback ??= pending;
+    }
+    return fallback;
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  #take(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
+    taskManager.take(profile);
+    this.#usedResource = this.#usedResource.merge(profile);
+    this.#updateIdle(taskManager);
+    this.#index.taskManagerChanged(taskManager);
+  }
+
+  #giveBack(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
+    taskManager.giveBack(profile);
+    this.#usedResource = saturatingSubtract(this.#usedResource, profile);
+    this.#updateIdle(taskManager);
+    this.#index.taskManagerChanged(taskManager);
+  }
+
+  /** Closes a reservation; its static slot goes back to free only when the reservation is dropped. */
+  #endReservation(reservation: SlotReservation, releaseStaticSlot: boolean): void {
+    const { taskManager, staticSlot } = reservation;
+    if (taskManager.reservations === 0) {
+      throw new IllegalStateError(`no reservation is open on TaskExecutor ${taskManager.resourceId}`, { component: 'TaskManagerTracker', operation: 'endReservation', state: 'none', allowed: ['reserved'] });
+    }
+    taskManager.reservations--;
+    if (staticSlot !== null) {
+      staticSlot.reserved = false;
+      if (releaseStaticSlot) taskManager.freeStaticSlots++;
+    }
+  }
+
+  #updateIdle(taskManager: TaskManagerRegistration): void {
+    const idle = taskManager.occupiedSlots === 0 && taskManager.reservations === 0;
+    if (idle === (taskManager.idleSince !== null)) return;
+    taskManager.idleSince = idle ? this.#clock.now() : null;
+    this.#onIdleChanged(taskManager);
+  }
+
+  #require(resourceId: ResourceID): TaskManagerRegistration {
+    const taskManager = this.#taskManagers.get(resourceId);
+    if (taskManager === undefined) throw new IllegalArgumentError('invalid-value', `TaskExecutor ${resourceId} is not registered`, { argument: 'resourceId', value: resourceId });
+    return taskManager;
+  }
+
+  #requireSlot(allocationId: AllocationID): ResourceSlotRecord {
+    const slot = this.#slots.get(allocationId);
+    if (slot === undefined) throw new IllegalArgumentError('invalid-value', `no slot with allocation ${allocationId}`, { argument: 'allocationId', value: allocationId });
+    return slot;
+  }
+
+  #duplicate(allocationId: AllocationID): IllegalStateError {
+    return new IllegalStateError(`allocation ${allocationId} is already held by another slot`, { component: 'TaskManagerTracker', operation: 'allocate', state: 'duplicate', allowed: ['unknown allocation'] });
+  }
+}
+
+export function describeSlot(slot: ResourceSlotRecord): string {
+  return slot.index >= 0 ? `${slot.taskManager.resourceId}/${slot.index}` : `${slot.taskManager.resourceId}/dynamic(${slot.allocationId ?? 'new'})`;
+}

@@ -1,0 +1,68 @@
+/**
+ * Why a slot request waits or cannot be fulfilled — Flink answers with a bare timeout five minutes
+ * later; a slotwise request says which dimension is short, on which executors, and whether a worker
+ * of the configured shape could ever hold it.
+ */
+import type { ResourceID } from '../../core/ids.js';
+import { formatShortfall, type ResourceProfile, type ResourceShortfall } from '../../core/ResourceProfile.js';
+import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
+
+export type WaitReason =
+  /** New or pending workers will hold it once they register. */
+  | { readonly kind: 'waiting-for-workers'; readonly workers: number }
+  /** No registered executor has room now, and no worker can be started for it. */
+  | { readonly kind: 'insufficient-resources'; readonly closest: readonly ExecutorShortfall[]; readonly couldFitWhenFree: readonly ResourceID[] }
+  /** It is larger than a worker of the configured shape, and no registered executor is big enough. */
+  | { readonly kind: 'exceeds-worker-shape'; readonly shortfall: readonly ResourceShortfall[] }
+  /** Starting the workers it needs would pass `slotmanager.number-of-slots.max`. */
+  | { readonly kind: 'max-slots-reached'; readonly limit: number; readonly wouldBe: number }
+  /** Starting the workers it needs would pass `slotmanager.max-total-resource.cpu` / `.memory`. */
+  | { readonly kind: 'max-resources-reached'; readonly dimension: 'cpu' | 'memory'; readonly limit: number; readonly wouldBe: number };
+
+export interface ExecutorShortfall {
+  readonly resourceId: ResourceID;
+  readonly shortfall: readonly ResourceShortfall[];
+}
+
+/** One line a person can read. */
+export function describeWaitReason(reason: WaitReason): string {
+  switch (reason.kind) {
+    case 'waiting-for-workers':
+      return `waiting for ${reason.workers} worker${reason.workers === 1 ? '' : 's'} to start and register`;
+    case 'insufficient-resources': {
+      const closest = reason.closest.map((c) => `${c.resourceId} (${formatShortfall(c.shortfall)})`).join('; ');
+      const later = reason.couldFitWhenFree.length > 0 ? `; it fits ${reason.couldFitWhenFree.join(', ')} once slots there are freed` : '';
+      return reason.closest.length === 0 ? 'no TaskExecutor is registered and none can be started' : `no TaskExecutor has room: closest ${closest}${later}`;
+    }
+    case 'exceeds-worker-shape':
+      return `larger than any worker can ever be (${formatShortfall(reason.shortfall, ['worker has', 'needs'])})`;
+    case 'max-slots-reached':
+      return `starting a worker would make ${reason.wouldBe} slots, over slotmanager.number-of-slots.max = ${reason.limit}`;
+    case 'max-resources-reached':
+      return `starting a worker would make ${reason.wouldBe} ${reason.dimension === 'cpu' ? 'cores' : 'bytes'}, over slotmanager.max-total-resource.${reason.dimension} = ${reason.limit}`;
+  }
+}
+
+/**
+ * The executors closest to holding `requirement` (fewest short dimensions, then smallest relative
+ * deficit), and those whose total could hold it once their slots are freed. One pass over the
+ * executors: only run when a requirement cannot be placed, never on the matching path.
+ */
+export function explainShortage(requirement: ResourceProfile, taskManagers: Iterable<TaskManagerRegistration>, limit = 3): Extract<WaitReason, { kind: 'insufficient-resources' }> {
+  const scored: Array<{ resourceId: ResourceID; shortfall: ResourceShortfall[]; score: number; seq: number }> = [];
+  const couldFitWhenFree: ResourceID[] = [];
+  for (const taskManager of taskManagers) {
+    const effective = taskManager.effectiveProfile(requirement);
+    const shortfall = taskManager.available.shortfall(effective);
+    if (shortfall.length === 0) continue;
+    const deficit = shortfall.reduce((sum, s) => sum + (s.required - s.available) / Math.max(s.required, 1e-9), 0);
+    scored.push({ resourceId: taskManager.resourceId, shortfall, score: shortfall.length * 10 + deficit, seq: taskManager.seq });
+    if (couldFitWhenFree.length < limit && taskManager.totalResourceProfile.allFieldsNoLessThan(effective)) couldFitWhenFree.push(taskManager.resourceId);
+  }
+  scored.sort((a, b) => a.score - b.score || a.seq - b.seq);
+  return {
+    kind: 'insufficient-resources',
+    closest: scored.slice(0, limit).map(({ resourceId, shortfall }) => ({ resourceId, shortfall })),
+    couldFitWhenFree,
+  };
+}

@@ -1,0 +1,27 @@
+/**
+ * The slot calls the ResourceManager makes on a TaskExecutor (a part of Flink's
+ * TaskExecutorGateway). Only the SlotStatusSyncer calls them. In tests they are in-process doubles;
+ * the runtime carries them across threads.
+ */
+import type { AllocationID, JobID } from '../core/ids.js';
+import type { ResourceProfile } from '../core/ResourceProfile.js';
+
+export interface SlotRequest {
+  /** A static slot index, or -1 for a dynamic slot (the TaskExecutor picks the index). */
+  readonly index: number;
+  readonly jobId: JobID;
+  readonly allocationId: AllocationID;
+  readonly resourceProfile: ResourceProfile;
+  /** Where the job's JobMaster can be reached: the TaskExecutor offers the slot there. */
+  readonly targetAddress: string;
+}
+
+export interface TaskExecutorSlotGateway {
+  /**
+   * Allocates the slot in the TaskExecutor's table (seed 000 step 4). Resolves on acknowledgement;
+   * rejects if the TaskExecutor refuses (a SlotAllocationError, e.g. the index is taken).
+   */
+  requestSlot(request: SlotRequest): Promise<void>;
+  /** Frees every slot of the job that is allocated but not active (seed 003: reclaim on job end). */
+  freeInactiveSlots(jobId: JobID): Promise<void>;
+}
