@@ -1,0 +1,73 @@
+/**
+ * What the SlotManager shows of itself (executors, slots, pending workers, jobs) and the checks on
+ * what a registering TaskExecutor says of itself.
+ */
+import { IllegalArgumentError } from '../../core/errors.js';
+import { ResourceID, type JobID } from '../../core/ids.js';
+import { ResourceProfile, type ResourceProfileJSON } from '../../core/ResourceProfile.js';
+import type { SlotReport } from '../../core/SlotReport.js';
+import type { ReadonlyResourceTracker } from './ResourceTracker.js';
+import type { TaskManagerInfo } from './TaskManagerRegistration.js';
+import type { TaskManagerTracker } from './TaskManagerTracker.js';
+
+export interface SlotManagerOverview {
+  readonly state: 'suspended' | 'started';
+  readonly taskManagers: ReadonlyArray<{
+    readonly resourceId: ResourceID;
+    readonly host: string;
+    readonly total: ResourceProfileJSON;
+    readonly available: ResourceProfileJSON;
+    readonly utilization: number;
+    readonly slots: { readonly free: number; readonly pending: number; readonly allocated: number };
+    readonly idleSince: number | null;
+    readonly blocked: boolean;
+  }>;
+  readonly pendingWorkers: readonly object[];
+  readonly slots: { readonly pending: number; readonly allocated: number; readonly inFlight: number };
+  readonly jobs: ReadonlyArray<{ readonly jobId: JobID; readonly required: number; readonly acquired: number }>;
+}
+
+export function describeOverview(state: 'suspended' | 'started', tracker: TaskManagerTracker, resources: ReadonlyResourceTracker, inFlight: number): SlotManagerOverview {
+  let pending = 0;
+  let allocated = 0;
+  const taskManagers = [...tracker.taskManagers].map((tm) => {
+    const slots = { free: tm.freeStaticSlots, pending: 0, allocated: 0 };
+    for (const slot of tracker.slotsOf(tm)) slots[slot.state === 'pending' ? 'pending' : 'allocated']++;
+    pending += slots.pending;
+    allocated += slots.allocated;
+    return {
+      resourceId: tm.resourceId,
+      host: tm.host,
+      total: tm.totalResourceProfile.toJSON(),
+      available: tm.available.toJSON(),
+      utilization: tm.utilization,
+      slots,
+      idleSince: tm.idleSince,
+      blocked: tm.blocked,
+    };
+  });
+  const count = (list: ReadonlyArray<{ numberOfRequiredSlots: number }>) => list.reduce((n, r) => n + r.numberOfRequiredSlots, 0);
+  return {
+    state,
+    taskManagers,
+    pendingWorkers: [...tracker.pendingTaskManagers].map((p) => p.toJSON()),
+    slots: { pending, allocated, inFlight },
+    jobs: resources.jobs().map((jobId) => ({ jobId, required: count(resources.getRequiredResources(jobId)), acquired: count(resources.getAcquiredResources(jobId)) })),
+  };
+}
+
+/** Refuses a registration whose description of the executor is malformed or disagrees with its report. */
+export function checkRegistration(info: TaskManagerInfo, report: SlotReport): void {
+  const fail = (argument: string, rule: string) => new IllegalArgumentError('invalid-value', `registerTaskManager: ${argument} ${rule}`, { argument });
+  if (typeof info !== 'object' || info === null) throw fail('request', 'must be an object describing the TaskExecutor');
+  if (!ResourceID.is(info.resourceId)) throw fail('resourceId', `must be a ResourceID, got ${String(info.resourceId)}`);
+  if (typeof info.host !== 'string' || info.host === '') throw fail('host', 'must be a non-empty string');
+  if (!(info.totalResourceProfile instanceof ResourceProfile) || info.totalResourceProfile.kind !== 'specified') throw fail('totalResourceProfile', 'must be a specified ResourceProfile');
+  if (!(info.defaultSlotResourceProfile instanceof ResourceProfile) || info.defaultSlotResourceProfile.kind !== 'specified') throw fail('defaultSlotResourceProfile', 'must be a specified ResourceProfile');
+  if (!Number.isSafeInteger(info.numberOfStaticSlots) || info.numberOfStaticSlots < 0) throw fail('numberOfStaticSlots', 'must be an integer >= 0');
+  if (!info.totalResourceProfile.allFieldsNoLessThan(info.defaultSlotResourceProfile.multiply(info.numberOfStaticSlots))) {
+    throw fail('totalResourceProfile', `must hold ${info.numberOfStaticSlots} default slots of ${info.defaultSlotResourceProfile}, got ${info.totalResourceProfile}`);
+  }
+  if (typeof info.gateway?.requestSlot !== 'function' || typeof info.gateway.freeInactiveSlots !== 'function') throw fail('gateway', 'must have requestSlot and freeInactiveSlots');
+  if (report?.resourceId !== info.resourceId || !Array.isArray(report.slots)) throw fail('initialSlotReport', `must be the slot report of ${info.resourceId}`);
+}
