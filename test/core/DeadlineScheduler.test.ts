@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { SimulatedClock, type Clock, type TimerHandle } from '../../lib/core/clock.js';
 import { DeadlineScheduler } from '../../lib/core/DeadlineScheduler.js';
 import { IllegalArgumentError } from '../../lib/core/errors.js';
+import { seededRandom as random } from '../support/random.js';
 
 /** A scheduler on a SimulatedClock that records every (key, deadline, now) it is handed. */
 function start<K = string>(onDue?: (key: K, deadline: number, scheduler: DeadlineScheduler<K>) => void) {
@@ -42,17 +43,6 @@ class ManualClock implements Clock {
   }
 }
 
-/** A deterministic PRNG (mulberry32), so a failure replays. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('DeadlineScheduler', () => {
   describe('firing', () => {

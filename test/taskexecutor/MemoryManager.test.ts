@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { DEFAULT_PAGE_SIZE, MemoryManager } from '../../lib/taskexecutor/MemoryManager.js';
 import type { MemorySegment } from '../../lib/taskexecutor/MemoryManager.js';
 import { IllegalArgumentError, MemoryAllocationError } from '../../lib/core/errors.js';
+import { seededRandom as prng } from '../support/random.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -20,17 +21,6 @@ function refused(fn: () => unknown, reason: string): MemoryAllocationError {
   expect.fail(`expected a MemoryAllocationError '${reason}'`);
 }
 
-/** A small seeded PRNG (mulberry32), so a failing interleaving can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('MemoryManager', () => {
   describe('sizes', () => {
