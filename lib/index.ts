@@ -30,7 +30,18 @@ export { formatShortfall, ResourceProfile, ResourceProfileBuilder } from './core
 export { DEFAULT_PAGE_SIZE, MemoryManager } from './taskexecutor/MemoryManager.js';
 export { defaultSlotResourceProfile, totalResourceProfile } from './core/TaskExecutorResourceUtils.js';
 export { TaskSlotTable } from './taskexecutor/TaskSlotTable.js';
-export { machines, taskSlotMachine, taskSlotTableMachine } from '../machines/index.js';
+export { ResourceCounter } from './core/ResourceCounter.js';
+export { DeadlineScheduler } from './core/DeadlineScheduler.js';
+export { FineGrainedSlotManager } from './resourcemanager/slotmanager/FineGrainedSlotManager.js';
+export { DefaultResourceAllocationStrategy } from './resourcemanager/slotmanager/ResourceAllocationStrategy.js';
+export { NO_RESOURCE_ALLOCATOR } from './resourcemanager/slotmanager/ResourceAllocator.js';
+export { ResourceRequirement, ResourceRequirements } from './resourcemanager/slotmanager/ResourceRequirement.js';
+export { DefaultResourceTracker } from './resourcemanager/slotmanager/ResourceTracker.js';
+export { SLOT_MATCHING_POLICIES } from './resourcemanager/slotmanager/SlotMatchingStrategy.js';
+export { TaskManagerTracker } from './resourcemanager/slotmanager/TaskManagerTracker.js';
+export { describeWaitReason } from './resourcemanager/slotmanager/WaitReason.js';
+export { WorkerResourceSpec } from './resourcemanager/slotmanager/WorkerResourceSpec.js';
+export { machines, resourceSlotMachine, slotManagerMachine, taskSlotMachine, taskSlotTableMachine } from '../machines/index.js';
 
 export type { Clock, TimerHandle } from './core/clock.js';
 export type { DurationInput } from './core/Duration.js';
@@ -41,3 +52,13 @@ export type { ResourceProfileJSON, ResourceShortfall, ResourceSpec } from './cor
 export type { MemoryLeakReport, MemorySegment, SharedMemoryHandle } from './taskexecutor/MemoryManager.js';
 export type { SlotReport, SlotStatus, SlotStatusState } from './core/SlotReport.js';
 export type { FreeSlotResult, SlotActions, SlotAllocationRequest, TaskSlotInfo, TaskSlotOutput, TaskSlotPayload, TaskSlotTableOptions } from './taskexecutor/TaskSlotTable.js';
+export type { PendingRequestInfo, RegistrationResult, SlotManagerOptions, TaskManagerRegistrationRequest } from './resourcemanager/slotmanager/FineGrainedSlotManager.js';
+export type { PendingTaskManagerID } from './resourcemanager/slotmanager/PendingTaskManager.js';
+export type { DemandOutcome, ResourceAllocationResult, ResourceAllocationStrategy, ResourceDemand } from './resourcemanager/slotmanager/ResourceAllocationStrategy.js';
+export type { ResourceAllocator } from './resourcemanager/slotmanager/ResourceAllocator.js';
+export type { ResourceEventListener, WaitingRequirement } from './resourcemanager/slotmanager/ResourceEventListener.js';
+export type { SlotManagerOverview } from './resourcemanager/slotmanager/SlotManagerOverview.js';
+export type { SlotMatchingPolicy } from './resourcemanager/slotmanager/SlotMatchingStrategy.js';
+export type { PlacementPreference } from './resourcemanager/slotmanager/TaskManagerTracker.js';
+export type { WaitReason } from './resourcemanager/slotmanager/WaitReason.js';
+export type { SlotRequest, TaskExecutorSlotGateway } from './rpc/TaskExecutorSlotGateway.js';
