@@ -194,6 +194,14 @@ export class RpcTimeoutError extends SlotwiseError {
   }
 }
 
+/** The endpoint (its mailbox) or the connection to it is closed or lost: the call was not run. */
+export class EndpointClosedError extends SlotwiseError {
+  readonly _tag = 'EndpointClosedError' as const;
+  constructor(message: string, details: { endpoint: string } & Record<string, unknown>, reason: 'closed' | 'lost' = 'closed') {
+    super(reason, message, details);
+  }
+}
+
 /** Every concrete error class, by tag: the closed family. */
 export const ERROR_CLASSES = {
   IllegalArgumentError,
@@ -212,6 +220,7 @@ export const ERROR_CLASSES = {
   UnknownTaskExecutorError,
   SlotRequestError,
   RpcTimeoutError,
+  EndpointClosedError,
 } as const;
 
 export type SlotwiseErrorTag = keyof typeof ERROR_CLASSES;

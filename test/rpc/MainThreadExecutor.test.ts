@@ -1,0 +1,117 @@
+import { expect } from 'chai';
+import { SimulatedClock } from '../../lib/core/clock.js';
+import { EndpointClosedError, IllegalStateError } from '../../lib/core/errors.js';
+import { MainThreadExecutor } from '../../lib/rpc/MainThreadExecutor.js';
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('MainThreadExecutor', () => {
+  it('runs tasks one at a time, in the order they were queued, each to completion', async () => {
+    const mailbox = new MainThreadExecutor('TaskExecutor te-1');
+    const log: string[] = [];
+    mailbox.execute(() => {
+      log.push('a:start');
+      mailbox.execute(() => log.push('c')); // queued behind b, not run inside a
+      log.push('a:end');
+    });
+    mailbox.execute(() => log.push('b'));
+    expect(log).to.deep.equal([]); // nothing runs synchronously inside execute()
+    await settle();
+    expect(log).to.deep.equal(['a:start', 'a:end', 'b', 'c']);
+  });
+
+  it('re-enters async completions through the mailbox: interleaved calls never run at the same time', async () => {
+    const mailbox = new MainThreadExecutor('ResourceManager');
+    const log: string[] = [];
+    let inside = 0;
+    const step = (name: string) => {
+      expect(inside, `${name} ran while another task was running`).to.equal(0);
+      inside++;
+      log.push(name);
+      inside--;
+    };
+    const remote = (ms: number) => new Promise<number>((resolve) => setTimeout(() => resolve(ms), ms));
+    for (const [name, ms] of [['x', 3], ['y', 1], ['z', 2]] as const) {
+      mailbox.execute(() => {
+        step(`${name}:call`);
+        mailbox.whenComplete(remote(ms), (value) => step(`${name}:done(${value})`));
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(log.slice(0, 3)).to.deep.equal(['x:call', 'y:call', 'z:call']);
+    expect(log.slice(3)).to.deep.equal(['y:done(1)', 'z:done(2)', 'x:done(3)']);
+  });
+
+  it('callAsync settles with the result or the error of the task, run inside the mailbox', async () => {
+    const mailbox = new MainThreadExecutor('JobMaster');
+    expect(await mailbox.callAsync(() => (mailbox.assertRunningInMainThread(), 42))).to.equal(42);
+    expect(await mailbox.callAsync(async () => 'later')).to.equal('later');
+    const error = await mailbox.callAsync(() => {
+      throw new Error('boom');
+    }).catch((e: unknown) => e);
+    expect((error as Error).message).to.equal('boom');
+  });
+
+  it('fails loudly when state is touched from outside its mailbox, or from another endpoint\'s', async () => {
+    const rm = new MainThreadExecutor('ResourceManager');
+    const te = new MainThreadExecutor('TaskExecutor te-1');
+    expect(() => rm.assertRunningInMainThread('the SlotManager')).to.throw(IllegalStateError, /the SlotManager of ResourceManager was touched outside its main thread/);
+    const seen = await te.callAsync(() => {
+      try {
+        rm.assertRunningInMainThread();
+        return 'no error';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    });
+    expect(seen).to.match(/from TaskExecutor te-1's/);
+    expect(rm.isInMainThread).to.equal(false);
+  });
+
+  it('schedules delayed tasks on the injected clock and lets them be canceled', async () => {
+    const clock = new SimulatedClock();
+    const mailbox = new MainThreadExecutor('TaskExecutor te-1', clock);
+    const log: string[] = [];
+    mailbox.schedule(() => log.push('heartbeat'), 10_000);
+    const timeout = mailbox.schedule(() => log.push('timeout'), 30_000);
+    clock.increment(9_999);
+    await settle();
+    expect(log).to.deep.equal([]);
+    clock.increment(1);
+    await settle();
+    expect(log).to.deep.equal(['heartbeat']);
+    expect(timeout.cancel()).to.equal(true);
+    clock.increment(60_000);
+    await settle();
+    expect(log).to.deep.equal(['heartbeat']);
+    expect(timeout.cancel()).to.equal(false);
+    expect(() => mailbox.schedule(() => {}, -1)).to.throw(/delay/);
+  });
+
+  it('keeps running after a task throws, reporting the error', async () => {
+    const errors: unknown[] = [];
+    const mailbox = new MainThreadExecutor('RM', undefined, (e) => errors.push(e));
+    const log: string[] = [];
+    mailbox.execute(() => {
+      throw new Error('bad task');
+    });
+    mailbox.execute(() => log.push('next'));
+    await settle();
+    expect(log).to.deep.equal(['next']);
+    expect((errors[0] as Error).message).to.equal('bad task');
+  });
+
+  it('closing rejects what is still queued and everything after with EndpointClosedError, and cancels timers', async () => {
+    const clock = new SimulatedClock();
+    const mailbox = new MainThreadExecutor('TaskExecutor te-9', clock);
+    const queued = mailbox.callAsync(() => 'never');
+    mailbox.schedule(() => expect.fail('a timer ran after close'), 1000);
+    mailbox.close();
+    const error = await queued.catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(EndpointClosedError);
+    expect((error as EndpointClosedError).message).to.match(/TaskExecutor te-9 is closed/);
+    expect(await mailbox.callAsync(() => 1).catch((e: unknown) => e)).to.be.instanceOf(EndpointClosedError);
+    expect(clock.pendingTimers).to.equal(0);
+    expect(mailbox.isClosed).to.equal(true);
+  });
+});
