@@ -10,7 +10,8 @@
  * a slot request takes no new slots until its next slot report, so the retry goes elsewhere.
  *
  * Single-threaded like Flink's: call it from the ResourceManager's mailbox only. Listener and
- * allocator callbacks must not call back into it synchronously (a re-entrant call throws).
+ * allocator callbacks must not call back into it synchronously: a call made while a requirement
+ * check runs throws IllegalStateError. A listener that throws is logged and ignored.
  */
 import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import { systemClock, type Clock } from '../../core/clock.js';
@@ -162,6 +163,8 @@ export class FineGrainedSlotManager {
   start(): void {
     if (this.state === 'started') throw this.#wrongState('start', ['suspended']);
     this.#actor.send({ type: 'START' });
+    // A first check right away: spare workers (redundant-taskmanager-num) are wanted before any job.
+    this.#scheduleCheck();
   }
 
   /** Forgets every executor, slot, requirement and request (Flink's suspend); waiting requests fail. */
@@ -239,11 +242,14 @@ export class FineGrainedSlotManager {
     if (report?.resourceId !== resourceId || !Array.isArray(report.slots)) {
       throw new IllegalArgumentError('invalid-value', `the slot report must be { resourceId: '${resourceId}', slots: [...] }`, { argument: 'report' });
     }
+    let changed = false;
     if (taskManager.blocked && !this.#releasing.has(resourceId)) {
+      // Its report is the fresh view the block waited for: it may take slots again.
       this.tracker.setBlocked(taskManager, false);
       this.#deadlines.cancel(`unblock:${resourceId}`);
+      changed = true;
     }
-    if (this.#applyReport(taskManager, report)) this.#scheduleCheck();
+    if (this.#applyReport(taskManager, report) || changed) this.#scheduleCheck();
   }
 
   // ------------------------------------------------------------------ requirements (declarative, seed 003)
@@ -273,11 +279,12 @@ export class FineGrainedSlotManager {
     this.#requireStarted('clearResourceRequirements');
     if (!JobID.is(jobId)) throw new IllegalArgumentError('invalid-type', `jobId must be a JobID, got ${String(jobId)}`, { argument: 'jobId' });
     const requests = [...this.#requests.values()].filter((r) => r.jobId === jobId);
-    if (!this.resourceTracker.jobs().includes(jobId) && !this.#targets.has(jobId) && requests.length === 0) {
+    const holdsSlots = [...this.tracker.slots].some((slot) => slot.jobId === jobId);
+    if (!this.resourceTracker.jobs().includes(jobId) && !this.#targets.has(jobId) && requests.length === 0 && !holdsSlots) {
       this.#log(`clearResourceRequirements: job ${jobId} is unknown (ignored)`);
       return false;
     }
-    if (this.resourceTracker.getAcquiredResources(jobId).length > 0) this.#syncer.freeInactiveSlots(jobId);
+    if (holdsSlots) this.#syncer.freeInactiveSlots(jobId);
     this.#targets.delete(jobId);
     this.resourceTracker.notifyResourceRequirements(jobId, []);
     for (const pending of this.tracker.pendingTaskManagers) pending.clearPendingAllocationsOfJob(jobId);
@@ -620,8 +627,15 @@ export class FineGrainedSlotManager {
     return undefined;
   }
 
+  /** A listener that throws is logged, never allowed to break the SlotManager (or its statechart). */
   #notify(call: (listener: ResourceEventListener) => void): void {
-    this.#execute(() => call(this.#listener));
+    this.#execute(() => {
+      try {
+        call(this.#listener);
+      } catch (error) {
+        this.#log(`a ResourceEventListener callback threw: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+      }
+    });
   }
 
   #requireStarted(operation: string): void {

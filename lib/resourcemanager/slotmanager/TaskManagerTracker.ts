@@ -48,6 +48,7 @@ export class TaskManagerTracker {
   readonly #taskManagers = new Map<ResourceID, TaskManagerRegistration>();
   readonly #slots = new Map<AllocationID, ResourceSlotRecord>();
   readonly #pending = new Map<PendingTaskManagerID, PendingTaskManager>();
+  readonly #blocked = new Set<TaskManagerRegistration>();
   readonly #index: FreeResourceIndex;
   #seq = 0;
   #registeredResource = ResourceProfile.ZERO;
@@ -73,6 +74,8 @@ export class TaskManagerTracker {
     this.#registeredResource = this.#registeredResource.merge(info.totalResourceProfile);
     this.#registeredSlots += info.numberOfStaticSlots;
     this.#index.taskManagerChanged(taskManager);
+    // It arrives idle: whoever releases idle executors must hear of it like of any other.
+    this.#onIdleChanged(taskManager);
     return taskManager;
   }
 
@@ -81,6 +84,7 @@ export class TaskManagerTracker {
     const taskManager = this.#require(resourceId);
     for (const slot of this.slotsOf(taskManager)) if (slot.allocationId !== null) this.#slots.delete(slot.allocationId);
     this.#taskManagers.delete(resourceId);
+    this.#blocked.delete(taskManager);
     this.#registeredResource = this.#registeredResource.subtract(taskManager.totalResourceProfile);
     this.#usedResource = saturatingSubtract(this.#usedResource, taskManager.used);
     this.#registeredSlots -= taskManager.numberOfStaticSlots;
@@ -106,9 +110,14 @@ export class TaskManagerTracker {
     return this.#registeredResource;
   }
 
-  /** What the registered executors have free (not pending, allocated or reserved), summed. */
+  /**
+   * What the registered executors can still take (not pending, allocated or reserved), summed.
+   * Blocked executors (being released, or in doubt after a refused request) count as having nothing.
+   */
   get freeRegisteredResource(): ResourceProfile {
-    return saturatingSubtract(this.#registeredResource, this.#usedResource);
+    let free = saturatingSubtract(this.#registeredResource, this.#usedResource);
+    for (const taskManager of this.#blocked) free = saturatingSubtract(free, taskManager.available);
+    return free;
   }
 
   /** Static slots of the registered executors. */
@@ -120,6 +129,8 @@ export class TaskManagerTracker {
   setBlocked(taskManager: TaskManagerRegistration, blocked: boolean): void {
     if (taskManager.blocked === blocked) return;
     taskManager.blocked = blocked;
+    if (blocked) this.#blocked.add(taskManager);
+    else this.#blocked.delete(taskManager);
     taskManager.version++;
     this.#index.taskManagerChanged(taskManager);
   }

@@ -1,0 +1,178 @@
+/**
+ * The SlotManager statechart alone: its lifecycle (suspended ⇄ started) and the coalescing of
+ * requirement checks over `requirementCheckDelay`, on a SimulatedClock, with the coordinator's
+ * effects replaced by actions that record.
+ */
+import { expect } from 'chai';
+import { createActor, type InspectionEvent } from 'xstate';
+import { SimulatedClock } from '../../lib/core/clock.js';
+import { machines } from '../../machines/index.js';
+import { slotManagerMachine, type RequirementCheckSummary } from '../../machines/slotManager.machine.js';
+
+const SUMMARY: RequirementCheckSummary = { placed: 2, onWorkers: 1, unfulfilled: 0, workersRequested: 1, waiting: { 'abcd1234 default': 'waiting for 1 worker to start and register' } };
+
+/** The machine on a simulated clock; `effects` lists the provided actions in the order they ran. */
+function startMachine(requirementCheckDelay = 50) {
+  const clock = new SimulatedClock();
+  const effects: string[] = [];
+  const trace: string[] = [];
+  const actor = createActor(
+    slotManagerMachine.provide({
+      actions: {
+        checkResourceRequirements: () => effects.push(`check@${clock.now()}`),
+        clearState: () => effects.push(`clear@${clock.now()}`),
+      },
+    }),
+    {
+      clock,
+      input: { requirementCheckDelay },
+      // A simplified trace: the events the machine received, by type (it has no child actors).
+      inspect: (e: InspectionEvent) => {
+        if (e.type === '@xstate.event') trace.push(e.event.type);
+      },
+    },
+  ).start();
+  return { actor, clock, effects, trace, value: () => actor.getSnapshot().value, context: () => actor.getSnapshot().context };
+}
+
+describe('slotManager machine', () => {
+  it('is registered in machines/index as slotManager', () => {
+    expect((machines as Record<string, unknown>).slotManager).to.equal(slotManagerMachine);
+  });
+
+  it('starts suspended with no checks and no summary, and goes to started.idle on START', () => {
+    const { actor, value, context, effects } = startMachine();
+    expect(value()).to.equal('suspended');
+    expect(context()).to.deep.equal({ requirementCheckDelay: 50, checks: 0, lastCheck: null });
+    expect(actor.getSnapshot().can({ type: 'START' })).to.equal(true);
+    expect(actor.getSnapshot().can({ type: 'REQUIREMENTS_CHANGED' })).to.equal(false);
+    actor.send({ type: 'START' });
+    expect(value()).to.deep.equal({ started: 'idle' });
+    expect(actor.getSnapshot().can({ type: 'START' })).to.equal(false);
+    expect(effects).to.deep.equal([]);
+  });
+
+  it('ignores requirement changes while suspended: nothing is scheduled', () => {
+    const { actor, clock, effects, value } = startMachine();
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    expect(value()).to.equal('suspended');
+    expect(clock.pendingTimers).to.equal(0);
+    clock.increment(1000);
+    expect(effects).to.deep.equal([]);
+  });
+
+  it('schedules one check requirementCheckDelay after a change, then is idle again', () => {
+    const { actor, clock, effects, value } = startMachine(50);
+    actor.send({ type: 'START' });
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    expect(value()).to.deep.equal({ started: 'checkScheduled' });
+    clock.increment(49);
+    expect(effects).to.deep.equal([]);
+    clock.increment(1);
+    expect(effects).to.deep.equal(['check@50']);
+    expect(value()).to.deep.equal({ started: 'idle' });
+    clock.increment(10_000);
+    expect(effects).to.deep.equal(['check@50']);
+  });
+
+  it('coalesces every change inside the window into the one check already scheduled (the window is not extended)', () => {
+    const { actor, clock, effects, trace } = startMachine(50);
+    actor.send({ type: 'START' });
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    clock.increment(10);
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    clock.increment(39);
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    clock.increment(1);
+    expect(effects).to.deep.equal(['check@50']);
+    clock.increment(500);
+    expect(effects).to.deep.equal(['check@50']);
+    expect(trace.filter((t) => t !== 'xstate.init')).to.deep.equal([
+      'START',
+      'REQUIREMENTS_CHANGED',
+      'REQUIREMENTS_CHANGED',
+      'REQUIREMENTS_CHANGED',
+      'REQUIREMENTS_CHANGED',
+      'xstate.after.requirementCheckDelay.slotManager.started.checkScheduled',
+    ]);
+  });
+
+  it('schedules a new check for a change that arrives after the last check ran', () => {
+    const { actor, clock, effects } = startMachine(50);
+    actor.send({ type: 'START' });
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    clock.increment(50);
+    clock.increment(25);
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    clock.increment(50);
+    expect(effects).to.deep.equal(['check@50', 'check@125']);
+  });
+
+  it('with a delay of 0 runs the check on the next timer turn, without moving time', () => {
+    const { actor, clock, effects } = startMachine(0);
+    actor.send({ type: 'START' });
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    expect(effects).to.deep.equal([]);
+    clock.flush();
+    expect(effects).to.deep.equal(['check@0']);
+  });
+
+  it('on SUSPEND from checkScheduled cancels the pending check and runs clearState', () => {
+    const { actor, clock, effects, value } = startMachine(50);
+    actor.send({ type: 'START' });
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    clock.increment(20);
+    actor.send({ type: 'SUSPEND' });
+    expect(value()).to.equal('suspended');
+    expect(effects).to.deep.equal(['clear@20']);
+    expect(clock.pendingTimers, 'the delayed check is cancelled with its state').to.equal(0);
+    clock.increment(1000);
+    expect(effects).to.deep.equal(['clear@20']);
+  });
+
+  it('runs clearState on SUSPEND from idle too, and ignores SUSPEND while suspended', () => {
+    const { actor, effects, value } = startMachine();
+    actor.send({ type: 'SUSPEND' });
+    expect(effects).to.deep.equal([]);
+    actor.send({ type: 'START' });
+    actor.send({ type: 'SUSPEND' });
+    expect(value()).to.equal('suspended');
+    expect(effects).to.deep.equal(['clear@0']);
+  });
+
+  it('can be started again after a suspend, and schedules checks as before', () => {
+    const { actor, clock, effects } = startMachine(50);
+    actor.send({ type: 'START' });
+    actor.send({ type: 'SUSPEND' });
+    actor.send({ type: 'START' });
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    clock.increment(50);
+    expect(effects).to.deep.equal(['clear@0', 'check@50']);
+  });
+
+  it('records the summary of each CHECKED and counts the checks, in idle and in checkScheduled alike', () => {
+    const { actor, context, value } = startMachine();
+    actor.send({ type: 'START' });
+    actor.send({ type: 'CHECKED', summary: SUMMARY });
+    expect(context().checks).to.equal(1);
+    expect(context().lastCheck).to.deep.equal(SUMMARY);
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    const second = { ...SUMMARY, placed: 0, waiting: {} };
+    actor.send({ type: 'CHECKED', summary: second });
+    expect(value(), 'CHECKED does not leave checkScheduled').to.deep.equal({ started: 'checkScheduled' });
+    expect(context().checks).to.equal(2);
+    expect(context().lastCheck).to.deep.equal(second);
+  });
+
+  it('ignores CHECKED while suspended, and keeps the count across a suspend', () => {
+    const { actor, context } = startMachine();
+    actor.send({ type: 'CHECKED', summary: SUMMARY });
+    expect(context().checks).to.equal(0);
+    actor.send({ type: 'START' });
+    actor.send({ type: 'CHECKED', summary: SUMMARY });
+    actor.send({ type: 'SUSPEND' });
+    expect(context().checks).to.equal(1);
+    expect(context().lastCheck).to.deep.equal(SUMMARY);
+  });
+});
