@@ -20,6 +20,8 @@ import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
 
 /** Capacity a plan set aside on an executor for one slot of a job, not yet asked of the executor. */
 export interface SlotReservation {
+  /** Open until it is turned into a pending slot or canceled; a reservation is used once. */
+  readonly open: boolean;
   readonly taskManager: TaskManagerRegistration;
   /** The static slot it will use, or null for a dynamic slot. */
   readonly staticSlot: ResourceSlotRecord | null;
@@ -53,8 +55,8 @@ export class TaskManagerTracker {
   #seq = 0;
   #registeredResource = ResourceProfile.ZERO;
   #registeredSlots = 0;
-  /** Sum of every executor's `used`: with #registeredResource, the cluster's free resources in O(1). */
-  #usedResource = ResourceProfile.ZERO;
+  /** Sum of `available` over the executors that are not blocked, kept in step with every change. */
+  #freeResource = ResourceProfile.ZERO;
 
   constructor(options: TaskManagerTrackerOptions) {
     this.policy = options.policy;
@@ -73,6 +75,7 @@ export class TaskManagerTracker {
     this.#taskManagers.set(info.resourceId, taskManager);
     this.#registeredResource = this.#registeredResource.merge(info.totalResourceProfile);
     this.#registeredSlots += info.numberOfStaticSlots;
+    this.#freeResource = this.#freeResource.merge(taskManager.available);
     this.#index.taskManagerChanged(taskManager);
     // It arrives idle: whoever releases idle executors must hear of it like of any other.
     this.#onIdleChanged(taskManager);
@@ -84,9 +87,9 @@ export class TaskManagerTracker {
     const taskManager = this.#require(resourceId);
     for (const slot of this.slotsOf(taskManager)) if (slot.allocationId !== null) this.#slots.delete(slot.allocationId);
     this.#taskManagers.delete(resourceId);
+    if (!taskManager.blocked) this.#freeResource = saturatingSubtract(this.#freeResource, taskManager.available);
     this.#blocked.delete(taskManager);
     this.#registeredResource = this.#registeredResource.subtract(taskManager.totalResourceProfile);
-    this.#usedResource = saturatingSubtract(this.#usedResource, taskManager.used);
     this.#registeredSlots -= taskManager.numberOfStaticSlots;
     this.#index.taskManagerRemoved(taskManager);
     return taskManager;
@@ -115,9 +118,7 @@ export class TaskManagerTracker {
    * Blocked executors (being released, or in doubt after a refused request) count as having nothing.
    */
   get freeRegisteredResource(): ResourceProfile {
-    let free = saturatingSubtract(this.#registeredResource, this.#usedResource);
-    for (const taskManager of this.#blocked) free = saturatingSubtract(free, taskManager.available);
-    return free;
+    return this.#freeResource;
   }
 
   /** Static slots of the registered executors. */
@@ -129,8 +130,13 @@ export class TaskManagerTracker {
   setBlocked(taskManager: TaskManagerRegistration, blocked: boolean): void {
     if (taskManager.blocked === blocked) return;
     taskManager.blocked = blocked;
-    if (blocked) this.#blocked.add(taskManager);
-    else this.#blocked.delete(taskManager);
+    if (blocked) {
+      this.#blocked.add(taskManager);
+      this.#freeResource = saturatingSubtract(this.#freeResource, taskManager.available);
+    } else {
+      this.#blocked.delete(taskManager);
+      this.#freeResource = this.#freeResource.merge(taskManager.available);
+    }
     taskManager.version++;
     this.#index.taskManagerChanged(taskManager);
   }
@@ -181,12 +187,12 @@ export class TaskManagerTracker {
     }
     taskManager.reservations++;
     this.#take(taskManager, profile);
-    return { taskManager, staticSlot, profile, jobId };
+    return { open: true, taskManager, staticSlot, profile, jobId };
   }
 
   /** Undoes a reservation that will not be used. */
   cancelReservation(reservation: SlotReservation): void {
-    this.#endReservation(reservation, true);
+    this.#endReservation(reservation, true); // throws, changing nothing, if it was used already
     this.#giveBack(reservation.taskManager, reservation.profile);
   }
 
@@ -195,6 +201,9 @@ export class TaskManagerTracker {
   /** A reservation becomes a pending slot under `allocationId` (free → pending). */
   assignPending(reservation: SlotReservation, allocationId: AllocationID, tracked: boolean): ResourceSlotRecord {
     if (this.#slots.has(allocationId)) throw this.#duplicate(allocationId);
+    if (!reservation.open) {
+      throw new IllegalStateError(`the reservation on TaskExecutor ${reservation.taskManager.resourceId} was already used or canceled`, { component: 'TaskManagerTracker', operation: 'assignPending', state: 'closed', allowed: ['open'] });
+    }
     const { taskManager, staticSlot, profile, jobId } = reservation;
     this.#endReservation(reservation, false);
     const slot = staticSlot ?? { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile, reserved: false, tracked };
@@ -221,6 +230,9 @@ export class TaskManagerTracker {
    * index is used when it is free and the profile is the default; otherwise a dynamic record.
    */
   adopt(taskManager: TaskManagerRegistration, allocation: { index: number; allocationId: AllocationID; jobId: JobID; profile: ResourceProfile }): ResourceSlotRecord {
+    if (!(allocation.profile instanceof ResourceProfile) || allocation.profile.kind !== 'specified') {
+      throw new IllegalArgumentError('invalid-value', `a reported allocation needs a specified profile, got ${String(allocation.profile)}`, { argument: 'profile' });
+    }
     if (this.#slots.has(allocation.allocationId)) throw this.#duplicate(allocation.allocationId);
     const candidate = taskManager.staticSlots[allocation.index];
     const useStatic = candidate !== undefined && candidate.state === 'free' && !candidate.reserved && candidate.profile.equals(allocation.profile);
@@ -332,26 +344,36 @@ export class TaskManagerTracker {
   // ------------------------------------------------------------------ internals
 
   #take(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
-    taskManager.take(profile);
-    this.#usedResource = this.#usedResource.merge(profile);
+    this.#withFreeResourceUpdated(taskManager, () => taskManager.take(profile));
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
   }
 
   #giveBack(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
-    taskManager.giveBack(profile);
-    this.#usedResource = saturatingSubtract(this.#usedResource, profile);
+    this.#withFreeResourceUpdated(taskManager, () => taskManager.giveBack(profile));
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
+  }
+
+  /** Runs a capacity change, moving the executor's `available` in the free sum from before to after. */
+  #withFreeResourceUpdated(taskManager: TaskManagerRegistration, change: () => void): void {
+    if (taskManager.blocked) return change();
+    const before = taskManager.available;
+    change();
+    this.#freeResource = saturatingSubtract(this.#freeResource, before).merge(taskManager.available);
   }
 
   /** Closes a reservation; its static slot goes back to free only when the reservation is dropped. */
   #endReservation(reservation: SlotReservation, releaseStaticSlot: boolean): void {
     const { taskManager, staticSlot } = reservation;
+    if (!reservation.open) {
+      throw new IllegalStateError(`the reservation on TaskExecutor ${taskManager.resourceId} was already used or canceled`, { component: 'TaskManagerTracker', operation: 'endReservation', state: 'closed', allowed: ['open'] });
+    }
     if (taskManager.reservations === 0) {
       throw new IllegalStateError(`no reservation is open on TaskExecutor ${taskManager.resourceId}`, { component: 'TaskManagerTracker', operation: 'endReservation', state: 'none', allowed: ['reserved'] });
     }
     taskManager.reservations--;
+    (reservation as { open: boolean }).open = false;
     if (staticSlot !== null) {
       staticSlot.reserved = false;
       if (releaseStaticSlot) taskManager.freeStaticSlots++;

@@ -11,7 +11,13 @@ export type WaitReason =
   /** New or pending workers will hold it once they register. */
   | { readonly kind: 'waiting-for-workers'; readonly workers: number }
   /** No registered executor has room now, and no worker can be started for it. */
-  | { readonly kind: 'insufficient-resources'; readonly closest: readonly ExecutorShortfall[]; readonly couldFitWhenFree: readonly ResourceID[] }
+  | {
+      readonly kind: 'insufficient-resources';
+      readonly closest: readonly ExecutorShortfall[];
+      readonly couldFitWhenFree: readonly ResourceID[];
+      /** Executors with room that take no new slots now (one refused a request, or is being released). */
+      readonly passedOver: readonly ResourceID[];
+    }
   /** It is larger than a worker of the configured shape, and no registered executor is big enough. */
   | { readonly kind: 'exceeds-worker-shape'; readonly shortfall: readonly ResourceShortfall[] }
   /** Starting the workers it needs would pass `slotmanager.number-of-slots.max`. */
@@ -32,7 +38,9 @@ export function describeWaitReason(reason: WaitReason): string {
     case 'insufficient-resources': {
       const closest = reason.closest.map((c) => `${c.resourceId} (${formatShortfall(c.shortfall)})`).join('; ');
       const later = reason.couldFitWhenFree.length > 0 ? `; it fits ${reason.couldFitWhenFree.join(', ')} once slots there are freed` : '';
-      return reason.closest.length === 0 ? 'no TaskExecutor is registered and none can be started' : `no TaskExecutor has room: closest ${closest}${later}`;
+      const passed = reason.passedOver.length > 0 ? `; ${reason.passedOver.join(', ')} ${reason.passedOver.length === 1 ? 'has' : 'have'} room but take no new slots for now (a refused request, or being released)` : '';
+      if (reason.closest.length === 0 && reason.passedOver.length === 0) return 'no TaskExecutor is registered and none can be started';
+      return `no TaskExecutor has room${closest ? `: closest ${closest}` : ''}${later}${passed}`;
     }
     case 'exceeds-worker-shape':
       return `larger than any worker can ever be (${formatShortfall(reason.shortfall, ['worker has', 'needs'])})`;
@@ -51,10 +59,14 @@ export function describeWaitReason(reason: WaitReason): string {
 export function explainShortage(requirement: ResourceProfile, taskManagers: Iterable<TaskManagerRegistration>, limit = 3): Extract<WaitReason, { kind: 'insufficient-resources' }> {
   const scored: Array<{ resourceId: ResourceID; shortfall: ResourceShortfall[]; score: number; seq: number }> = [];
   const couldFitWhenFree: ResourceID[] = [];
+  const passedOver: ResourceID[] = [];
   for (const taskManager of taskManagers) {
     const effective = taskManager.effectiveProfile(requirement);
     const shortfall = taskManager.available.shortfall(effective);
-    if (shortfall.length === 0) continue;
+    if (shortfall.length === 0) {
+      if (taskManager.blocked && passedOver.length < limit) passedOver.push(taskManager.resourceId);
+      continue;
+    }
     const deficit = shortfall.reduce((sum, s) => sum + (s.required - s.available) / Math.max(s.required, 1e-9), 0);
     scored.push({ resourceId: taskManager.resourceId, shortfall, score: shortfall.length * 10 + deficit, seq: taskManager.seq });
     if (couldFitWhenFree.length < limit && taskManager.totalResourceProfile.allFieldsNoLessThan(effective)) couldFitWhenFree.push(taskManager.resourceId);
@@ -64,5 +76,6 @@ export function explainShortage(requirement: ResourceProfile, taskManagers: Iter
     kind: 'insufficient-resources',
     closest: scored.slice(0, limit).map(({ resourceId, shortfall }) => ({ resourceId, shortfall })),
     couldFitWhenFree,
+    passedOver,
   };
 }

@@ -379,7 +379,7 @@ describe('FineGrainedSlotManager: placing slots', () => {
         jobId: job,
         allocationId,
         state: 'waiting',
-        reason: { kind: 'insufficient-resources', closest: [{ resourceId: te.resourceId, shortfall: [{ field: 'taskHeapMemory', available: 100 * 1024 * 1024, required: 150 * 1024 * 1024 }] }], couldFitWhenFree: [te.resourceId] },
+        reason: { kind: 'insufficient-resources', closest: [{ resourceId: te.resourceId, shortfall: [{ field: 'taskHeapMemory', available: 100 * 1024 * 1024, required: 150 * 1024 * 1024 }] }], couldFitWhenFree: [te.resourceId], passedOver: [] },
       });
       expect(request!.description).to.include('taskHeapMemory available 100 mb, required 150 mb');
       expect(request!.description).to.equal(describeWaitReason(request!.reason!));

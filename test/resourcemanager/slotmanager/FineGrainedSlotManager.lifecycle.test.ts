@@ -236,7 +236,7 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       expect(timedOut[0]).to.deep.equal({
         type: 'resourceRequirementsTimedOut',
         jobId: job,
-        waiting: [{ resourceProfile: UNKNOWN, missing: 2, onWorkers: 0, reason: { kind: 'insufficient-resources', closest: [], couldFitWhenFree: [] }, since }],
+        waiting: [{ resourceProfile: UNKNOWN, missing: 2, onWorkers: 0, reason: { kind: 'insufficient-resources', closest: [], couldFitWhenFree: [], passedOver: [] }, since }],
       });
     });
 
