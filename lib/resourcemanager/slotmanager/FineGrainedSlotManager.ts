@@ -109,6 +109,7 @@ export class FineGrainedSlotManager {
   readonly #releasing = new Set<ResourceIDType>();
   #checking = false;
   #recheck = false;
+  #deferring = 0;
 
   constructor(options: SlotManagerOptions = {}) {
     this.options = resolveOptions(options.configuration ?? {});
@@ -133,6 +134,7 @@ export class FineGrainedSlotManager {
       rpcTimeout: this.options['rpc.ask.timeout'],
       execute: options.execute ?? ((task) => task()),
       onAllocationSettled: (outcome) => this.#allocationSettled(outcome),
+      isRequested: (allocationId, jobId) => this.#requests.get(allocationId)?.jobId === jobId,
       log: this.#log,
     });
     this.#deadlines = new DeadlineScheduler(this.#clock, (key) => this.#deadlineDue(key));
@@ -369,10 +371,24 @@ export class FineGrainedSlotManager {
     if (this.state !== 'started') return;
     if (this.options['slotmanager.requirement-check.delay'] > 0) {
       this.#actor.send({ type: 'REQUIREMENTS_CHANGED' });
-    } else if (this.#checking) {
+    } else if (this.#checking || this.#deferring > 0) {
       this.#recheck = true;
     } else {
       this.#checkResourceRequirements();
+    }
+  }
+
+  /**
+   * Runs `change` with immediate checks (a delay of 0) held back until it is complete, so that a
+   * check never runs in the middle of applying a slot report.
+   */
+  #deferChecks<T>(change: () => T): T {
+    this.#deferring++;
+    try {
+      return change();
+    } finally {
+      this.#deferring--;
+      if (this.#deferring === 0 && this.#recheck && !this.#checking) this.#checkResourceRequirements();
     }
   }
 
@@ -391,7 +407,13 @@ export class FineGrainedSlotManager {
 
   #runCheck(): void {
     const demands: ResourceDemand[] = [];
-    for (const r of this.#requests.values()) {
+    for (const r of [...this.#requests.values()]) {
+      const holder = r.state === 'waiting' ? this.tracker.getSlot(r.allocationId) : undefined;
+      if (holder !== undefined) {
+        // A slot report showed this AllocationID held by another job meanwhile: it cannot be used again.
+        this.#failRequest(r, 'duplicate-request', `allocation ${AllocationID.short(r.allocationId)} is held by job ${JobID.short(holder.jobId!)} on ${holder.taskManager.resourceId}`);
+        continue;
+      }
       if (r.state === 'waiting') demands.push({ jobId: r.jobId, profile: r.profile, count: 1, allocationId: r.allocationId, ...(r.preference ? { preference: r.preference } : {}) });
     }
     for (const [jobId, requirements] of this.resourceTracker.getMissingResources()) {
@@ -502,7 +524,7 @@ export class FineGrainedSlotManager {
     const request = this.#requests.get(outcome.allocationId);
     if (request !== undefined) request.state = 'waiting';
     const taskManager = this.tracker.getTaskManager(outcome.resourceId);
-    if (taskManager !== undefined && !taskManager.blocked) {
+    if (taskManager !== undefined && !taskManager.blocked && !outcome.superseded) {
       // Until its next slot report the executor's view is in doubt: place the retry elsewhere.
       this.tracker.setBlocked(taskManager, true);
       this.#deadlines.schedule(`unblock:${taskManager.resourceId}`, this.#clock.now() + this.options['heartbeat.interval']);
@@ -511,12 +533,15 @@ export class FineGrainedSlotManager {
   }
 
   #applyReport(taskManager: TaskManagerRegistration, report: SlotReport): boolean {
-    const result = this.#syncer.reportSlotStatus(taskManager, report);
-    for (const slot of result.completed) {
-      const request = this.#requests.get(slot.allocationId!);
-      if (request !== undefined) this.#fulfilled(request, taskManager.resourceId, slot.index);
-    }
-    return result.adopted.length > 0 || result.freed.length > 0;
+    return this.#deferChecks(() => {
+      const result = this.#syncer.reportSlotStatus(taskManager, report);
+      // Requests the report answered are fulfilled before any check could plan them again.
+      for (const slot of [...result.completed, ...result.adopted]) {
+        const request = this.#requests.get(slot.allocationId!);
+        if (request !== undefined && request.jobId === slot.jobId) this.#fulfilled(request, taskManager.resourceId, slot.index);
+      }
+      return result.adopted.length > 0 || result.freed.length > 0;
+    });
   }
 
   #fulfilled(request: SlotRequestRecord, resourceId: ResourceIDType, index: number): void {
@@ -525,7 +550,7 @@ export class FineGrainedSlotManager {
     this.#notify((l) => l.slotRequestFulfilled?.(request.jobId, request.allocationId, resourceId, index));
   }
 
-  #failRequest(request: SlotRequestRecord, reason: 'timed-out' | 'canceled' | 'suspended', message: string): void {
+  #failRequest(request: SlotRequestRecord, reason: 'timed-out' | 'canceled' | 'suspended' | 'duplicate-request', message: string): void {
     this.#requests.delete(request.allocationId);
     this.#deadlines.cancel(`request:${request.allocationId}`);
     if (request.state === 'allocating') this.#syncer.freeSlot(request.allocationId);

@@ -13,7 +13,7 @@
  * - freeInactiveSlots: ask every executor holding slots of a finished job to free the inactive ones.
  */
 import type { Clock } from '../../core/clock.js';
-import { RpcTimeoutError, isSlotwiseError } from '../../core/errors.js';
+import { RpcTimeoutError, SlotAllocationError, isSlotwiseError } from '../../core/errors.js';
 import { AllocationID, type JobID, type ResourceID } from '../../core/ids.js';
 import type { SlotReport } from '../../core/SlotReport.js';
 import type { ResourceTracker } from './ResourceTracker.js';
@@ -22,7 +22,16 @@ import { describeSlot, type SlotReservation, type TaskManagerTracker } from './T
 
 export type AllocationOutcome =
   | { readonly ok: true; readonly slot: ResourceSlotRecord }
-  | { readonly ok: false; readonly allocationId: AllocationID; readonly jobId: JobID; readonly resourceId: ResourceID; readonly error: unknown; readonly tracked: boolean };
+  | {
+      readonly ok: false;
+      readonly allocationId: AllocationID;
+      readonly jobId: JobID;
+      readonly resourceId: ResourceID;
+      readonly error: unknown;
+      readonly tracked: boolean;
+      /** The executor's slot report showed another allocation in the slot: no reason to doubt the executor. */
+      readonly superseded: boolean;
+    };
 
 export interface ReconcileResult {
   /** Pending slots the report confirmed. */
@@ -45,6 +54,12 @@ export interface SlotStatusSyncerOptions {
   readonly execute?: (task: () => void) => void;
   /** Told when an allocation settles (acknowledged, refused, or no answer), on `execute`. */
   readonly onAllocationSettled: (outcome: AllocationOutcome) => void;
+  /**
+   * Whether an AllocationID belongs to an imperative slot request (seed 000): such an allocation,
+   * found in a report (its answer came late, or never), answers the request and is not counted in
+   * the job's ResourceTracker.
+   */
+  readonly isRequested?: (allocationId: AllocationID, jobId: JobID) => boolean;
   readonly log?: (message: string) => void;
 }
 
@@ -125,8 +140,16 @@ export class SlotStatusSyncer {
         this.#inFlight.delete(allocationId);
         completed.push(this.#o.tracker.completeAllocation(allocationId));
       } else if (known === undefined) {
-        const slot = this.#o.tracker.adopt(taskManager, { index: status.slotId.slotNumber, allocationId, jobId: status.jobId!, profile: status.resourceProfile });
-        this.#o.resourceTracker.notifyAcquiredResource(status.jobId!, slot.profile);
+        // The executor holds that static index: a request still pending for it there cannot succeed.
+        const occupant = taskManager.staticSlots[status.slotId.slotNumber];
+        if (occupant?.state === 'pending' && occupant.allocationId !== null) {
+          const attempt = this.#inFlight.get(occupant.allocationId);
+          const error = new SlotAllocationError('index-taken', `${describeSlot(occupant)} is held by allocation ${allocationId}, as its slot report shows`, { index: occupant.index, holder: allocationId });
+          if (attempt !== undefined) this.#settle(attempt, occupant, error, true);
+        }
+        const tracked = !(this.#o.isRequested?.(allocationId, status.jobId!) ?? false);
+        const slot = this.#o.tracker.adopt(taskManager, { index: status.slotId.slotNumber, allocationId, jobId: status.jobId!, profile: status.resourceProfile }, tracked);
+        if (tracked) this.#o.resourceTracker.notifyAcquiredResource(status.jobId!, slot.profile);
         adopted.push(slot);
       }
     }
@@ -149,7 +172,8 @@ export class SlotStatusSyncer {
     this.#inFlight.clear();
   }
 
-  #settle(attempt: Attempt, slot: ResourceSlotRecord, error: unknown): void {
+  /** `superseded`: the executor's own report overtook the answer (no reason to doubt the executor). */
+  #settle(attempt: Attempt, slot: ResourceSlotRecord, error: unknown, superseded = false): void {
     // Given up already (freed, reported, superseded by a new attempt, or the syncer closed): ignore.
     if (this.#inFlight.get(attempt.allocationId) !== attempt) return;
     this.#inFlight.delete(attempt.allocationId);
@@ -161,7 +185,7 @@ export class SlotStatusSyncer {
     this.#o.log?.(`slot request ${describeSlot(slot)} for ${attempt.allocationId} failed: ${describe(error)}`);
     if (tracked) this.#o.resourceTracker.notifyLostResource(jobId!, slot.profile);
     this.#o.tracker.free(attempt.allocationId, 'FAIL_ALLOCATION');
-    this.#o.onAllocationSettled({ ok: false, allocationId: attempt.allocationId, jobId: jobId!, resourceId: taskManager.resourceId, error, tracked });
+    this.#o.onAllocationSettled({ ok: false, allocationId: attempt.allocationId, jobId: jobId!, resourceId: taskManager.resourceId, error, tracked, superseded });
   }
 
   #withDeadline<T>(taskManager: TaskManagerRegistration, call: () => Promise<T>, method = 'requestSlot'): Promise<T> {

@@ -229,18 +229,18 @@ export class TaskManagerTracker {
    * A slot report shows an allocation the SlotManager did not know of (free → allocated). A static
    * index is used when it is free and the profile is the default; otherwise a dynamic record.
    */
-  adopt(taskManager: TaskManagerRegistration, allocation: { index: number; allocationId: AllocationID; jobId: JobID; profile: ResourceProfile }): ResourceSlotRecord {
+  adopt(taskManager: TaskManagerRegistration, allocation: { index: number; allocationId: AllocationID; jobId: JobID; profile: ResourceProfile }, tracked = true): ResourceSlotRecord {
     if (!(allocation.profile instanceof ResourceProfile) || allocation.profile.kind !== 'specified') {
       throw new IllegalArgumentError('invalid-value', `a reported allocation needs a specified profile, got ${String(allocation.profile)}`, { argument: 'profile' });
     }
     if (this.#slots.has(allocation.allocationId)) throw this.#duplicate(allocation.allocationId);
     const candidate = taskManager.staticSlots[allocation.index];
     const useStatic = candidate !== undefined && candidate.state === 'free' && !candidate.reserved && candidate.profile.equals(allocation.profile);
-    const slot = useStatic ? candidate : { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile: allocation.profile, reserved: false, tracked: true };
+    const slot = useStatic ? candidate : { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile: allocation.profile, reserved: false, tracked };
     transitionResourceSlot(slot, 'ADOPT', describeSlot(slot));
     slot.allocationId = allocation.allocationId;
     slot.jobId = allocation.jobId;
-    slot.tracked = true;
+    slot.tracked = tracked;
     if (useStatic) taskManager.freeStaticSlots--;
     else taskManager.dynamicSlots.set(allocation.allocationId, slot);
     this.#slots.set(allocation.allocationId, slot);

@@ -407,4 +407,41 @@ describe('FineGrainedSlotManager: placing slots', () => {
       expect(h.checks()).to.equal(before + 1);
     });
   });
+
+  describe('slot reports that overtake answers (found by the property test)', () => {
+    it('fulfils a waiting slot request whose late acknowledgement shows up in a report, instead of planning it twice', async () => {
+      const h = createSlotManager({ allocator: false });
+      const te = h.register();
+      te.gateway.willAnswer('never');
+      const job = JobID.generate();
+      const allocationId = AllocationID.generate();
+      h.sm.requestSlot(job, allocationId, UNKNOWN);
+      await h.check();
+      await h.advance(RPC_TIMEOUT + 1000); // no answer: the request waits again under its AllocationID
+      h.sm.reportSlotStatus(te.resourceId, te.report([{ index: 0, jobId: job, allocationId }])); // the executor had taken it
+      await h.check();
+      expect(h.listener.calls.filter((e) => e.type === 'slotRequestFulfilled')).to.have.length(1);
+      expect(h.sm.getPendingRequests()).to.deep.equal([]);
+      expect(h.sm.tracker.getSlot(allocationId)).to.include({ state: 'allocated', index: 0, tracked: false });
+      expect(h.acquired(job)).to.equal(0); // an imperative slot is not counted among declared requirements
+    });
+
+    it('records an unknown allocation in the static slot the report names, failing the request still pending for it', async () => {
+      const h = createSlotManager({ allocator: false, configuration: { 'taskmanager.numberOfTaskSlots': 1, 'taskmanager.cpu.cores': 1 } });
+      const te = h.register();
+      te.gateway.willAnswer('never');
+      const job = JobID.generate();
+      h.declare(job, [UNKNOWN, 1]);
+      await h.check();
+      const pending = te.gateway.requestSlotCalls[0]!;
+      const other = AllocationID.generate();
+      h.sm.reportSlotStatus(te.resourceId, te.report([{ index: 0, jobId: job, allocationId: other }]));
+      await h.check();
+      expect(h.sm.tracker.getSlot(other)).to.include({ state: 'allocated', index: 0 });
+      expect(h.sm.tracker.getSlot(pending.allocationId)).to.equal(undefined);
+      expect(h.acquired(job)).to.equal(1); // the reported slot now serves the requirement
+      expect(h.sm.tracker.getTaskManager(te.resourceId)!.blocked).to.equal(false);
+    });
+  });
 });
+
