@@ -14,12 +14,13 @@ const STANDARD = ['cpuCores', 'taskHeapMemory', 'taskOffHeapMemory', 'managedMem
 const MEMORY = STANDARD.slice(1) as readonly MemoryField[];
 const IS_MEMORY = new Set<string>(MEMORY);
 const KEY_PREFIX = ['c', 'h', 'o', 'm', 'n'] as const;
+const NO_EXTENDED: ReadonlyMap<string, number> = new Map();
 const NAME = /^[A-Za-z][A-Za-z0-9_.-]*$/;
 
 type StandardField = (typeof STANDARD)[number];
 type MemoryField = Exclude<StandardField, 'cpuCores'>;
 /** The five standard amounts, in STANDARD order: CPU in 1e-8 units, memory in bytes. */
-type Amounts = readonly number[];
+type Amounts = readonly [number, number, number, number, number];
 
 /** A profile as plain data; memory sizes may be written as strings (`'256m'`). Missing fields are 0. */
 export interface ResourceSpec {
@@ -152,7 +153,7 @@ export class ResourceProfileBuilder {
   }
   /** The profile built so far. */
   build(): ResourceProfile {
-    return createProfile('specified', [...this.#amounts], this.#extended);
+    return createProfile('specified', [...this.#amounts] as unknown as Amounts, this.#extended);
   }
 
   #memory(index: 1 | 2 | 3 | 4, size: unknown): this {
@@ -182,21 +183,30 @@ export class ResourceProfile {
 
   /** Whether this is UNKNOWN, ANY, or a profile with amounts. */
   readonly kind: 'unknown' | 'any' | 'specified';
-  /** Canonical string, equal iff {@link equals}: a Map key for indexing slots by profile. */
-  readonly key: string;
-  readonly #amounts: Amounts;
-  readonly #extended: ReadonlyMap<string, number>;
+  /**
+   * The raw amounts — CPU in 1e-8 cores, then task heap, task off-heap, managed and network memory
+   * in bytes — and the extended resources (name → 1e-8 units, names sorted). Read the getters
+   * instead; these are public so that deep-equality checks (chai's `deep.equal`) compare by value.
+   */
+  readonly amounts: Amounts;
+  readonly extended: ReadonlyMap<string, number>;
+  /** The canonical key, built on first use: most profiles (intermediate sums) never need one. */
+  #key: string | undefined;
 
   private constructor(kind: ResourceProfile['kind'], amounts: Amounts, extended: ReadonlyMap<string, number>) {
     this.kind = kind;
-    this.#amounts = amounts;
-    // Sorted so that the key, toString and toJSON do not depend on insertion order.
-    this.#extended = new Map([...extended].filter(([, u]) => u !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-    this.key =
-      kind === 'unknown' ? 'UNKNOWN'
-      : kind === 'any' ? 'ANY'
-      : [...amounts.map((a, i) => `${KEY_PREFIX[i]}${a}`), ...[...this.#extended].map(([n, u]) => `${n}=${u}`)].join('|');
+    this.amounts = Object.freeze(amounts) as Amounts;
+    // Sorted so that the key, toString and toJSON do not depend on insertion order; no copy when empty.
+    this.extended = extended.size === 0 ? NO_EXTENDED : new Map([...extended].filter(([, u]) => u !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
     Object.freeze(this);
+  }
+
+  /** Canonical string, equal iff {@link equals}: a Map key for indexing slots by profile. */
+  get key(): string {
+    return (this.#key ??=
+      this.kind === 'unknown' ? 'UNKNOWN'
+      : this.kind === 'any' ? 'ANY'
+      : [...this.amounts.map((a, i) => `${KEY_PREFIX[i]}${a}`), ...[...this.extended].map(([n, u]) => `${n}=${u}`)].join('|'));
   }
 
   static {
@@ -257,7 +267,7 @@ export class ResourceProfile {
   /** Extended resources (name → amount, names sorted), frozen; empty on ANY. */
   get extendedResources(): Readonly<Record<string, number>> {
     this.#requireKnown('extendedResources');
-    return Object.freeze(Object.fromEntries([...this.#extended].map(([n, u]) => [n, u / SCALE])));
+    return Object.freeze(Object.fromEntries([...this.extended].map(([n, u]) => [n, u / SCALE])));
   }
   /** Heap + off-heap + managed + network, in bytes (Flink's getTotalMemory). */
   get totalMemory(): number {
@@ -284,16 +294,22 @@ export class ResourceProfile {
     if (this.isAny() || this.equals(other)) return true;
     if (this.isUnknown()) return false;
     if (other.isUnknown()) return true;
-    return this.shortfall(other).length === 0;
+    return this.#covers(other);
   }
 
   /** Field-wise sum (Flink's merge); ANY absorbs everything, then UNKNOWN does. */
   merge(other: ResourceProfile): ResourceProfile {
     if (this.isAny() || other.isAny()) return ResourceProfile.ANY;
     if (this.isUnknown() || other.isUnknown()) return ResourceProfile.UNKNOWN;
-    const extended = new Map(this.#extended);
-    for (const [n, u] of other.#extended) extended.set(n, checked(n, (extended.get(n) ?? 0) + u));
-    const amounts = this.#amounts.map((a, i) => checked(STANDARD[i]!, a + other.#amounts[i]!));
+    let extended = this.extended;
+    if (other.extended.size > 0) {
+      const sum = new Map(this.extended);
+      for (const [n, u] of other.extended) sum.set(n, checked(n, (sum.get(n) ?? 0) + u));
+      extended = sum;
+    }
+    const a = this.amounts;
+    const b = other.amounts;
+    const amounts: Amounts = [checked('cpuCores', a[0] + b[0]), checked('taskHeapMemory', a[1] + b[1]), checked('taskOffHeapMemory', a[2] + b[2]), checked('managedMemory', a[3] + b[3]), checked('networkMemory', a[4] + b[4])];
     return new ResourceProfile('specified', amounts, extended);
   }
 
@@ -301,13 +317,19 @@ export class ResourceProfile {
   subtract(other: ResourceProfile): ResourceProfile {
     if (this.isAny() || other.isAny()) return ResourceProfile.ANY;
     if (this.isUnknown() || other.isUnknown()) return ResourceProfile.UNKNOWN;
-    const [short] = this.shortfall(other);
-    if (short !== undefined) {
+    if (!this.#covers(other)) {
+      const short = this.shortfall(other)[0]!;
       throw new ResourceProfileError('insufficient-resources', `cannot subtract ${other} from ${this}: ${formatShortfall([short])}`, { ...short });
     }
-    const extended = new Map(this.#extended);
-    for (const [n, u] of other.#extended) extended.set(n, extended.get(n)! - u);
-    return new ResourceProfile('specified', this.#amounts.map((a, i) => a - other.#amounts[i]!), extended);
+    let extended = this.extended;
+    if (other.extended.size > 0) {
+      const rest = new Map(this.extended);
+      for (const [n, u] of other.extended) rest.set(n, rest.get(n)! - u);
+      extended = rest;
+    }
+    const a = this.amounts;
+    const b = other.amounts;
+    return new ResourceProfile('specified', [a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3], a[4] - b[4]], extended);
   }
 
   /** Every field times `n`, a non-negative safe integer (Flink's multiply). */
@@ -318,8 +340,8 @@ export class ResourceProfile {
     }
     if (this.kind !== 'specified') return this;
     if (n === 0) return ResourceProfile.ZERO;
-    const amounts = this.#amounts.map((a, i) => checked(STANDARD[i]!, a * n));
-    return new ResourceProfile('specified', amounts, new Map([...this.#extended].map(([k, u]) => [k, checked(k, u * n)])));
+    const amounts = this.amounts.map((a, i) => checked(STANDARD[i]!, a * n)) as unknown as Amounts;
+    return new ResourceProfile('specified', amounts, new Map([...this.extended].map(([k, u]) => [k, checked(k, u * n)])));
   }
 
   /** Every field (standard, then extended) where this has less than `required`; empty when it suffices or either is UNKNOWN. */
@@ -327,12 +349,12 @@ export class ResourceProfile {
     if (this.isUnknown() || required.isUnknown() || this.isAny()) return [];
     const out: ResourceShortfall[] = [];
     STANDARD.forEach((field, i) => {
-      const [have, need] = [this.#amounts[i]!, required.#amounts[i]!];
+      const [have, need] = [this.amounts[i]!, required.amounts[i]!];
       const scale = i === 0 ? SCALE : 1;
       if (have < need) out.push({ field, available: have / scale, required: need / scale });
     });
-    for (const [n, need] of required.#extended) {
-      const have = this.#extended.get(n) ?? 0;
+    for (const [n, need] of required.extended) {
+      const have = this.extended.get(n) ?? 0;
       if (have < need) out.push({ field: n, available: have / SCALE, required: need / SCALE });
     }
     return out;
@@ -340,14 +362,30 @@ export class ResourceProfile {
 
   /** Value equality (same kind, same amounts, same extended resources). */
   equals(other: unknown): boolean {
-    return other instanceof ResourceProfile && other.key === this.key;
+    if (other === this) return true;
+    if (!(other instanceof ResourceProfile) || other.kind !== this.kind) return false;
+    const a = this.amounts;
+    const b = other.amounts;
+    if (a[0] !== b[0] || a[1] !== b[1] || a[2] !== b[2] || a[3] !== b[3] || a[4] !== b[4]) return false;
+    if (this.extended.size !== other.extended.size) return false;
+    for (const [n, u] of this.extended) if (other.extended.get(n) !== u) return false;
+    return true;
+  }
+
+  /** Every field at least `other`'s (both specified); allocation-free, for the matching hot path. */
+  #covers(other: ResourceProfile): boolean {
+    const a = this.amounts;
+    const b = other.amounts;
+    if (a[0] < b[0] || a[1] < b[1] || a[2] < b[2] || a[3] < b[3] || a[4] < b[4]) return false;
+    for (const [n, need] of other.extended) if ((this.extended.get(n) ?? 0) < need) return false;
+    return true;
   }
 
   /** Flink's toString, memory printed readably: `ResourceProfile{cpuCores=1, taskHeapMemory=256 mb, …, gpu=1}`. */
   toString(): string {
     if (this.kind !== 'specified') return `ResourceProfile{${this.kind.toUpperCase()}}`;
     const fields = [`cpuCores=${this.cpuCores}`, ...MEMORY.map((f) => `${f}=${formatMemorySize(this[f])}`)];
-    for (const [n, u] of this.#extended) fields.push(`${n}=${u / SCALE}`);
+    for (const [n, u] of this.extended) fields.push(`${n}=${u / SCALE}`);
     return `ResourceProfile{${fields.join(', ')}}`;
   }
 
@@ -372,6 +410,6 @@ export class ResourceProfile {
   }
   #amount(field: StandardField, index: number): number {
     this.#requireKnown(field);
-    return this.#amounts[index]!;
+    return this.amounts[index]!;
   }
 }

@@ -449,6 +449,7 @@ export class FineGrainedSlotManager {
 
   /** Pending workers that carry no slot and are not needed for redundancy are canceled (Flink's reconcile). */
   #cancelUnneededPendingWorkers(): void {
+    if (![...this.tracker.pendingTaskManagers].some((p) => !p.hasPendingAllocations)) return;
     const spec = this.workerSpec;
     const redundant = this.options['slotmanager.redundant-taskmanager-num'];
     const needed = spec === null ? ResourceProfile.ZERO : spec.totalResourceProfile.multiply(redundant);

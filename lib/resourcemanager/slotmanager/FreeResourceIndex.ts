@@ -23,38 +23,62 @@ interface Entry {
 }
 
 class CandidateSet {
-  readonly members = new Set<TaskManagerRegistration>();
+  /**
+   * Membership flags, flipped in place. A registered executor's key is never deleted (only on
+   * removal): deleting and re-adding the same key in a Set leaves dead entries in its hash chain,
+   * and the executor first fit keeps picking does exactly that on every allocate and free.
+   */
+  readonly #flags = new Map<TaskManagerRegistration, boolean>();
+  #size = 0;
   #heap: Entry[] = [];
 
   constructor(
     readonly requirement: ResourceProfile,
     readonly host: string | null,
     readonly order: CandidateOrder,
+    /** Whether the order looks at utilisation (spread, pack); if not, an entry stays valid while its executor stays in. */
+    readonly byUtilization: boolean,
   ) {}
+
+  /** The executors in the set (built on demand: for explanations and tests, not the hot path). */
+  get members(): ReadonlySet<TaskManagerRegistration> {
+    const out = new Set<TaskManagerRegistration>();
+    for (const [taskManager, member] of this.#flags) if (member) out.add(taskManager);
+    return out;
+  }
 
   covers(taskManager: TaskManagerRegistration): boolean {
     return this.host === null || taskManager.host === this.host;
   }
 
   update(taskManager: TaskManagerRegistration): void {
+    const was = this.#flags.get(taskManager) === true;
     if (taskManager.canFit(this.requirement)) {
-      this.members.add(taskManager);
+      if (!was) {
+        this.#flags.set(taskManager, true);
+        this.#size++;
+      } else if (!this.byUtilization) {
+        return; // still in, same place in a registration-order heap: its entry is still right
+      }
       this.#push({ taskManager, version: taskManager.version, utilization: taskManager.utilization, seq: taskManager.seq });
-      if (this.#heap.length > 2 * this.members.size + 64) this.#rebuild();
-    } else {
-      this.members.delete(taskManager);
+      if (this.#heap.length > 2 * this.#size + 64) this.#rebuild();
+    } else if (was) {
+      this.#flags.set(taskManager, false);
+      this.#size--;
     }
   }
 
   remove(taskManager: TaskManagerRegistration): void {
-    this.members.delete(taskManager);
+    if (this.#flags.get(taskManager) === true) this.#size--;
+    this.#flags.delete(taskManager);
   }
 
   best(): TaskManagerRegistration | undefined {
     const heap = this.#heap;
     while (heap.length > 0) {
       const top = heap[0]!;
-      if (top.version === top.taskManager.version && this.members.has(top.taskManager)) return top.taskManager;
+      const current = !this.byUtilization || top.version === top.taskManager.version;
+      if (current && this.#flags.get(top.taskManager) === true) return top.taskManager;
       this.#pop();
     }
     return undefined;
@@ -107,11 +131,14 @@ const MAX_TRACKED_SETS = 256;
 
 export class FreeResourceIndex {
   readonly #sets = new Map<string, CandidateSet>();
+  #lastKey: string | undefined;
 
   constructor(
     private readonly order: CandidateOrder,
     /** Every registered executor, for building a set on first use. */
     private readonly taskManagers: () => Iterable<TaskManagerRegistration>,
+    /** Whether the order looks at utilisation (spread, pack) rather than registration order alone. */
+    private readonly byUtilization = true,
   ) {}
 
   /** The best executor that can take `requirement` (UNKNOWN: its own default slot), on `host` if given. */
@@ -142,12 +169,16 @@ export class FreeResourceIndex {
     const key = host === null ? requirement.key : `${requirement.key}@${host}`;
     let set = this.#sets.get(key);
     if (set !== undefined) {
-      // Refresh its place in the LRU order.
-      this.#sets.delete(key);
-      this.#sets.set(key, set);
+      // Refresh its place in the LRU order (unless it is the most recent already: the common case).
+      if (key !== this.#lastKey) {
+        this.#sets.delete(key);
+        this.#sets.set(key, set);
+        this.#lastKey = key;
+      }
       return set;
     }
-    set = new CandidateSet(requirement, host, this.order);
+    this.#lastKey = key;
+    set = new CandidateSet(requirement, host, this.order, this.byUtilization);
     for (const taskManager of this.taskManagers()) if (set.covers(taskManager)) set.update(taskManager);
     this.#sets.set(key, set);
     if (this.#sets.size > MAX_TRACKED_SETS) this.#sets.delete(this.#sets.keys().next().value!);

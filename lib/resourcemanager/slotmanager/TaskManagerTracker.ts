@@ -15,7 +15,7 @@ import { FreeResourceIndex } from './FreeResourceIndex.js';
 import { PendingTaskManager, type PendingTaskManagerID } from './PendingTaskManager.js';
 import { transitionResourceSlot } from './ResourceSlotTransitions.js';
 import { candidateOrder, type SlotMatchingPolicy } from './SlotMatchingStrategy.js';
-import { saturatingSubtract, TaskManagerRegistration, type ResourceSlotRecord, type TaskManagerInfo } from './TaskManagerRegistration.js';
+import { TaskManagerRegistration, type ResourceSlotRecord, type TaskManagerInfo } from './TaskManagerRegistration.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
 
 /** Capacity a plan set aside on an executor for one slot of a job, not yet asked of the executor. */
@@ -55,14 +55,14 @@ export class TaskManagerTracker {
   #seq = 0;
   #registeredResource = ResourceProfile.ZERO;
   #registeredSlots = 0;
-  /** Sum of `available` over the executors that are not blocked, kept in step with every change. */
-  #freeResource = ResourceProfile.ZERO;
+  /** Sum of `available` over the executors that are not blocked; undefined when a change made it stale. */
+  #freeResource: ResourceProfile | undefined = ResourceProfile.ZERO;
 
   constructor(options: TaskManagerTrackerOptions) {
     this.policy = options.policy;
     this.#clock = options.clock;
     this.#onIdleChanged = options.onIdleChanged ?? (() => {});
-    this.#index = new FreeResourceIndex(candidateOrder(options.policy), () => this.#taskManagers.values());
+    this.#index = new FreeResourceIndex(candidateOrder(options.policy), () => this.#taskManagers.values(), options.policy !== 'first-fit');
   }
 
   // ------------------------------------------------------------------ registered executors
@@ -75,7 +75,7 @@ export class TaskManagerTracker {
     this.#taskManagers.set(info.resourceId, taskManager);
     this.#registeredResource = this.#registeredResource.merge(info.totalResourceProfile);
     this.#registeredSlots += info.numberOfStaticSlots;
-    this.#freeResource = this.#freeResource.merge(taskManager.available);
+    this.#freeResource = undefined;
     this.#index.taskManagerChanged(taskManager);
     // It arrives idle: whoever releases idle executors must hear of it like of any other.
     this.#onIdleChanged(taskManager);
@@ -87,7 +87,7 @@ export class TaskManagerTracker {
     const taskManager = this.#require(resourceId);
     for (const slot of this.slotsOf(taskManager)) if (slot.allocationId !== null) this.#slots.delete(slot.allocationId);
     this.#taskManagers.delete(resourceId);
-    if (!taskManager.blocked) this.#freeResource = saturatingSubtract(this.#freeResource, taskManager.available);
+    this.#freeResource = undefined;
     this.#blocked.delete(taskManager);
     this.#registeredResource = this.#registeredResource.subtract(taskManager.totalResourceProfile);
     this.#registeredSlots -= taskManager.numberOfStaticSlots;
@@ -118,6 +118,13 @@ export class TaskManagerTracker {
    * Blocked executors (being released, or in doubt after a refused request) count as having nothing.
    */
   get freeRegisteredResource(): ResourceProfile {
+    // Summed on demand (once per requirement check at most), not kept up on every capacity change:
+    // that would cost the matching hot path two profile operations per allocate and per free.
+    if (this.#freeResource === undefined) {
+      let free = ResourceProfile.ZERO;
+      for (const taskManager of this.#taskManagers.values()) if (!taskManager.blocked) free = free.merge(taskManager.available);
+      this.#freeResource = free;
+    }
     return this.#freeResource;
   }
 
@@ -130,13 +137,9 @@ export class TaskManagerTracker {
   setBlocked(taskManager: TaskManagerRegistration, blocked: boolean): void {
     if (taskManager.blocked === blocked) return;
     taskManager.blocked = blocked;
-    if (blocked) {
-      this.#blocked.add(taskManager);
-      this.#freeResource = saturatingSubtract(this.#freeResource, taskManager.available);
-    } else {
-      this.#blocked.delete(taskManager);
-      this.#freeResource = this.#freeResource.merge(taskManager.available);
-    }
+    if (blocked) this.#blocked.add(taskManager);
+    else this.#blocked.delete(taskManager);
+    this.#freeResource = undefined;
     taskManager.version++;
     this.#index.taskManagerChanged(taskManager);
   }
@@ -344,23 +347,17 @@ export class TaskManagerTracker {
   // ------------------------------------------------------------------ internals
 
   #take(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
-    this.#withFreeResourceUpdated(taskManager, () => taskManager.take(profile));
+    taskManager.take(profile);
+    this.#freeResource = undefined;
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
   }
 
   #giveBack(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
-    this.#withFreeResourceUpdated(taskManager, () => taskManager.giveBack(profile));
+    taskManager.giveBack(profile);
+    this.#freeResource = undefined;
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
-  }
-
-  /** Runs a capacity change, moving the executor's `available` in the free sum from before to after. */
-  #withFreeResourceUpdated(taskManager: TaskManagerRegistration, change: () => void): void {
-    if (taskManager.blocked) return change();
-    const before = taskManager.available;
-    change();
-    this.#freeResource = saturatingSubtract(this.#freeResource, before).merge(taskManager.available);
   }
 
   /** Closes a reservation; its static slot goes back to free only when the reservation is dropped. */
