@@ -1,0 +1,69 @@
+/**
+ * The three gateways (Flink's TaskExecutorGateway, ResourceManagerGateway, JobMasterGateway): what
+ * one endpoint may ask another. Every method returns a promise and takes only wire data
+ * (protocol.ts), because the caller may sit on another thread or in another process. Calls carry a
+ * deadline (`rpc.ask.timeout`) and fail fast once the peer is closed or lost (see connect.ts).
+ */
+import type { AllocationID, ExecutionAttemptID, JobID, ResourceID } from '../core/ids.js';
+import type {
+  RegistrationResponse,
+  ResourceRequirementsWire,
+  SlotOfferWire,
+  SlotReportWire,
+  SlotRequestWire,
+  TaskDeploymentDescriptor,
+  TaskExecutionStateWire,
+  TaskExecutorRegistrationWire,
+} from './protocol.js';
+
+/** Served by each TaskExecutor (in its worker); called by the ResourceManager and JobMasters. */
+export interface TaskExecutorGateway {
+  /** Seed 004 steps 22–24: allocate the slot, connect to the job's JobMaster, offer it there. */
+  requestSlot(request: SlotRequestWire): Promise<void>;
+  /** Frees a slot (its tasks are failed first). */
+  freeSlot(allocationId: AllocationID, cause: string): Promise<void>;
+  /** Frees every slot of the job that is allocated but not active (job ended). */
+  freeInactiveSlots(jobId: JobID): Promise<void>;
+  /** Runs a subtask attempt in its slot. Resolves once accepted; progress goes to the JobMaster. */
+  submitTask(descriptor: TaskDeploymentDescriptor): Promise<void>;
+  /** Cancels an attempt: its AbortSignal first, a forced stop after a deadline. */
+  cancelTask(executionAttemptId: ExecutionAttemptID): Promise<void>;
+  /** The ResourceManager's heartbeat; answered with the current slot report. */
+  heartbeatFromResourceManager(): Promise<SlotReportWire>;
+  /** A JobMaster's heartbeat for a job; answered with the job's attempts still running here. */
+  heartbeatFromJobManager(jobId: JobID): Promise<ExecutionAttemptID[]>;
+  /** The ResourceManager lets go of this TaskExecutor (it should re-register or stop). */
+  disconnectResourceManager(cause: string): Promise<void>;
+  /** Shuts the TaskExecutor down gracefully: tasks failed, slots freed, then it exits. */
+  shutdown(cause: string): Promise<void>;
+}
+
+/** Served by the ResourceManager (main thread); called by TaskExecutors and JobMasters. */
+export interface ResourceManagerGateway {
+  registerTaskExecutor(registration: TaskExecutorRegistrationWire): Promise<RegistrationResponse>;
+  /** The first slot report after registration (Flink: sendSlotReport). */
+  sendSlotReport(resourceId: ResourceID, registrationId: string, report: SlotReportWire): Promise<void>;
+  /** A slot became free on the TaskExecutor. */
+  notifySlotAvailable(resourceId: ResourceID, allocationId: AllocationID): Promise<void>;
+  /** A TaskExecutor says goodbye (graceful shutdown). */
+  disconnectTaskExecutor(resourceId: ResourceID, cause: string): Promise<void>;
+  registerJobMaster(jobId: JobID, address: string): Promise<void>;
+  declareRequiredResources(requirements: ResourceRequirementsWire): Promise<void>;
+  disconnectJobMaster(jobId: JobID, cause: string, terminal: boolean): Promise<void>;
+}
+
+/** Served by each JobMaster (main thread); called by TaskExecutors. */
+export interface JobMasterGateway {
+  /** Slots offered for the job; resolves with the AllocationIDs it accepts (the rest are freed). */
+  offerSlots(resourceId: ResourceID, offers: readonly SlotOfferWire[]): Promise<AllocationID[]>;
+  updateTaskExecutionState(state: TaskExecutionStateWire): Promise<void>;
+  /** A slot of the job was freed on the TaskExecutor (its tasks, if any, are gone). */
+  notifySlotFreed(resourceId: ResourceID, allocationId: AllocationID, cause: string): Promise<void>;
+}
+
+/** The gateway names, as they appear in RpcTimeoutError and channel names. */
+export const GATEWAY = {
+  taskExecutor: 'TaskExecutorGateway',
+  resourceManager: 'ResourceManagerGateway',
+  jobMaster: 'JobMasterGateway',
+} as const;

@@ -1,0 +1,104 @@
+/**
+ * The wire shapes of the gateways: plain, structured-cloneable data only (no class instances, no
+ * functions), so the same messages cross a MessagePort to a worker thread and the IPC channel of
+ * a child process. Types only; converters live beside the code that sends them.
+ */
+import type { AllocationID, ExecutionAttemptID, JobID, ResourceID } from '../core/ids.js';
+import type { ResourceProfileJSON } from '../core/ResourceProfile.js';
+import type { SlotStatusState } from '../core/SlotReport.js';
+
+export interface SlotStatusWire {
+  readonly slotNumber: number;
+  readonly resourceProfile: ResourceProfileJSON;
+  readonly allocationId: AllocationID | null;
+  readonly jobId: JobID | null;
+  readonly state: SlotStatusState;
+}
+
+export interface SlotReportWire {
+  readonly resourceId: ResourceID;
+  readonly slots: readonly SlotStatusWire[];
+}
+
+/** What a TaskExecutor says of itself when it registers (seed 004 step 22). */
+export interface TaskExecutorRegistrationWire {
+  readonly resourceId: ResourceID;
+  readonly host: string;
+  readonly totalResourceProfile: ResourceProfileJSON;
+  readonly defaultSlotResourceProfile: ResourceProfileJSON;
+  readonly numberOfSlots: number;
+  /** The pending worker it was started for, if any. */
+  readonly pendingWorkerId?: string;
+  /** 'thread' or 'process': how it runs, for the overview. */
+  readonly mode: 'thread' | 'process';
+}
+
+export type RegistrationResponse =
+  | { readonly kind: 'accepted'; readonly registrationId: string; readonly heartbeatIntervalMs: number; readonly heartbeatTimeoutMs: number }
+  | { readonly kind: 'refused'; readonly reason: string };
+
+export interface SlotRequestWire {
+  /** A static index, or -1 for a dynamic slot. */
+  readonly index: number;
+  readonly jobId: JobID;
+  readonly allocationId: AllocationID;
+  readonly resourceProfile: ResourceProfileJSON;
+  /** The JobMaster's address: the TaskExecutor offers the slot there. */
+  readonly targetAddress: string;
+}
+
+/** A slot a TaskExecutor offers to a JobMaster (Flink's SlotOffer). */
+export interface SlotOfferWire {
+  readonly allocationId: AllocationID;
+  readonly index: number;
+  readonly resourceProfile: ResourceProfileJSON;
+}
+
+/** Everything a TaskExecutor needs to run one subtask attempt (Flink's TaskDeploymentDescriptor). */
+export interface TaskDeploymentDescriptor {
+  readonly jobId: JobID;
+  readonly jobName: string;
+  readonly vertexId: string;
+  readonly vertexName: string;
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+  readonly attemptNumber: number;
+  readonly executionAttemptId: ExecutionAttemptID;
+  readonly allocationId: AllocationID;
+  /** An absolute file path or file: URL of a module whose default export is `async (context, inputs) => output`. */
+  readonly taskModule: string;
+  /** The outputs of the upstream subtasks this one consumes (structured-cloneable). */
+  readonly inputs: unknown;
+  /** Free-form, structured-cloneable parameters the vertex passes its subtasks. */
+  readonly config?: unknown;
+}
+
+export type ExecutionState = 'deploying' | 'initializing' | 'running' | 'finished' | 'failed' | 'canceled';
+
+/** A task's state change, reported by the TaskExecutor to its JobMaster. */
+export interface TaskExecutionStateWire {
+  readonly jobId: JobID;
+  readonly executionAttemptId: ExecutionAttemptID;
+  readonly state: ExecutionState;
+  /** With 'finished': what the task returned. */
+  readonly output?: unknown;
+  /** With 'failed': why (a serialized error: _tag/reason/message/details, or name/message/stack). */
+  readonly error?: SerializedError;
+  readonly resourceId: ResourceID;
+}
+
+export interface SerializedError {
+  readonly _tag?: string;
+  readonly name: string;
+  readonly reason?: string;
+  readonly message: string;
+  readonly details?: Record<string, unknown>;
+  readonly stack?: string;
+}
+
+/** What a JobMaster declares (Flink's ResourceRequirements): everything the job needs now. */
+export interface ResourceRequirementsWire {
+  readonly jobId: JobID;
+  readonly targetAddress: string;
+  readonly requirements: ReadonlyArray<{ readonly resourceProfile: ResourceProfileJSON; readonly numberOfRequiredSlots: number }>;
+}
