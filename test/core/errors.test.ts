@@ -21,6 +21,7 @@ import {
   SlotRequestError,
   RpcTimeoutError,
   EndpointClosedError,
+  TaskExecutionError,
   type AnySlotwiseError,
   type SlotwiseErrorTag,
 } from '../../lib/core/errors.js';
@@ -48,6 +49,7 @@ const SAMPLES: Record<SlotwiseErrorTag, () => AnySlotwiseError> = {
   TimeoutError: () => new TimeoutError('TaskExecutorGateway.requestSlot timed out after 10 s', { operation: 'requestSlot', timeoutMs: 10_000 }),
   UnknownTaskExecutorError: () => new UnknownTaskExecutorError('slot report from taskexecutor-1, which is not registered', { resourceId: 'taskexecutor-1' }),
   SlotRequestError: () => new SlotRequestError('timed-out', 'slot request waited 5 min: no TaskExecutor has room', { jobId: 'a'.repeat(32), why: 'no TaskExecutor has room' }),
+  TaskExecutionError: () => new TaskExecutionError('out-of-memory', 'task tokenize#3 ran out of its 64 mb heap', { executionAttemptId: `${'a'.repeat(32)}_tokenize_3_0`, vertexName: 'tokenize', cause: 'Worker terminated due to reaching memory limit', code: 'ERR_WORKER_OUT_OF_MEMORY' }),
   EndpointClosedError: () => new EndpointClosedError('TaskExecutor taskexecutor-1 is closed: the call was not run', { endpoint: 'TaskExecutor taskexecutor-1' }),
   RpcTimeoutError: () => new RpcTimeoutError('TaskExecutorGateway.requestSlot got no answer within 10 s', { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: 10_000 }),
 };

@@ -1,0 +1,276 @@
+/**
+ * ResourceManager endpoint (seed 004): TaskExecutor registration (a duplicate or stale ResourceID
+ * refused with its reason), heartbeats (a silent executor, or one whose worker ended, is lost at
+ * once and its slots freed), JobMaster registration and requirements, all handed to the
+ * FineGrainedSlotManager, which asks the ResourceManagerDriver for workers as it plans.
+ *
+ * Runs on the main thread, on its own MainThreadExecutor: gateway calls from workers and JobMasters
+ * are served there, and every async completion re-enters through it.
+ */
+import { systemClock, type Clock } from '../core/clock.js';
+import { IllegalArgumentError, isSlotwiseError } from '../core/errors.js';
+import { JobID, ResourceID, type AllocationID } from '../core/ids.js';
+import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
+import { ResourceProfile } from '../core/ResourceProfile.js';
+import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
+import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
+import type { RegistrationResponse, ResourceRequirementsWire, SlotReportWire, TaskExecutorRegistrationWire } from '../rpc/protocol.js';
+import { slotReportFromWire } from '../rpc/slotReportWire.js';
+import { requirementsFromWire } from './requirementsWire.js';
+import type { ResourceManagerDriver } from './ResourceManagerDriver.js';
+import { FineGrainedSlotManager } from './slotmanager/FineGrainedSlotManager.js';
+import type { PendingTaskManagerID } from './slotmanager/PendingTaskManager.js';
+import type { ResourceAllocator } from './slotmanager/ResourceAllocator.js';
+import type { ResourceEventListener } from './slotmanager/ResourceEventListener.js';
+import { WorkerResourceSpec } from './slotmanager/WorkerResourceSpec.js';
+
+export interface ResourceManagerOptions {
+  readonly configuration?: SlotwiseOptions | ResolvedOptions;
+  readonly clock?: Clock;
+  /** Starts and stops workers. */
+  readonly driver: ResourceManagerDriver;
+  /** false: a fixed set of workers started by the caller (the SlotManager asks for none). Default true. */
+  readonly workersOnDemand?: boolean;
+  /** Told what the SlotManager tells about jobs (slots lost, requirements waiting, ...). */
+  readonly listener?: ResourceEventListener;
+  readonly log?: (message: string) => void;
+}
+
+interface TaskExecutorRegistration {
+  readonly resourceId: ResourceID;
+  readonly registrationId: string;
+  readonly gateway: TaskExecutorGateway;
+  readonly info: TaskExecutorRegistrationWire;
+  /** When the last heartbeat was answered (clock ms). */
+  lastHeartbeat: number;
+  inSlotManager: boolean;
+}
+
+export class ResourceManager implements ResourceManagerGateway {
+  readonly mailbox: MainThreadExecutor;
+  readonly options: ResolvedOptions;
+  readonly slotManager: FineGrainedSlotManager;
+  readonly #driver: ResourceManagerDriver;
+  readonly #clock: Clock;
+  readonly #log: (message: string) => void;
+  readonly #taskExecutors = new Map<ResourceID, TaskExecutorRegistration>();
+  /** Workers declared lost or ended: their ResourceIDs may not register again. */
+  readonly #stale = new Map<ResourceID, string>();
+  readonly #jobMasters = new Map<JobID, { address: string; gateway: JobMasterGateway }>();
+  readonly #jobMastersByAddress = new Map<string, JobMasterGateway>();
+  #registrations = 0;
+  #heartbeat: { cancel(): boolean } | null = null;
+  #closed = false;
+
+  constructor(options: ResourceManagerOptions) {
+    this.options = resolveOptions(options.configuration ?? {});
+    this.#driver = options.driver;
+    this.#clock = options.clock ?? systemClock;
+    this.#log = options.log ?? (() => {});
+    this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) => this.#log(`uncaught in mailbox: ${describe(error)}`));
+    const onDemand = options.workersOnDemand ?? true;
+    const allocator: ResourceAllocator = {
+      isSupported: onDemand,
+      allocateWorker: (id, spec) => {
+        this.#driver.requestResource(spec, id);
+        return true;
+      },
+      cancelWorker: (id) => this.#driver.cancelPendingWorker(id),
+      releaseWorker: (resourceId, reason) => this.#driver.releaseResource(resourceId, reason),
+    };
+    const listener = options.listener ?? {};
+    this.slotManager = new FineGrainedSlotManager({
+      configuration: this.options,
+      workerSpec: WorkerResourceSpec.fromOptions(this.options),
+      allocator,
+      clock: this.#clock,
+      execute: (task) => this.mailbox.execute(task),
+      log: (message) => this.#log(`SlotManager: ${message}`),
+      listener: {
+        ...listener,
+        slotsLost: (jobId, allocationIds, resourceId, cause) => {
+          const jobMaster = this.#jobMasters.get(jobId);
+          for (const allocationId of allocationIds) void jobMaster?.gateway.notifySlotFreed(resourceId, allocationId, cause).catch(() => {});
+          listener.slotsLost?.(jobId, allocationIds, resourceId, cause);
+        },
+      },
+    });
+  }
+
+  /** Starts the SlotManager, the driver and the heartbeats. */
+  start(): void {
+    this.mailbox.execute(() => {
+      this.slotManager.start();
+      this.#driver.start({
+        onWorkerTerminated: (resourceId, reason) => this.mailbox.execute(() => this.#workerTerminated(resourceId, reason)),
+        resourceManagerGateway: (resourceId) => this.#gatewayFor(resourceId),
+        jobMasterGateway: (address) => this.#jobMastersByAddress.get(address),
+      });
+      this.#scheduleHeartbeat();
+    });
+  }
+
+  /** Registered TaskExecutors, for the overview. */
+  get taskExecutors(): readonly ResourceID[] {
+    return [...this.#taskExecutors.keys()];
+  }
+
+  // ------------------------------------------------------------------ ResourceManagerGateway (as served to one worker)
+
+  async registerTaskExecutor(registration: TaskExecutorRegistrationWire): Promise<RegistrationResponse> {
+    this.mailbox.assertRunningInMainThread('ResourceManager.registerTaskExecutor');
+    if (!ResourceID.is(registration?.resourceId)) throw new IllegalArgumentError('invalid-value', `registerTaskExecutor: resourceId must be a ResourceID, got ${String(registration?.resourceId)}`, { argument: 'resourceId' });
+    const { resourceId } = registration;
+    const stale = this.#stale.get(resourceId);
+    if (stale !== undefined) return { kind: 'refused', reason: `stale: TaskExecutor ${resourceId} was declared lost (${stale}); a new worker takes its place` };
+    const gateway = this.#driver.taskExecutorGateway(resourceId);
+    if (gateway === undefined) return { kind: 'refused', reason: `unknown: no live worker ${resourceId} was started by this ResourceManager` };
+    const previous = this.#taskExecutors.get(resourceId);
+    if (previous !== undefined) {
+      // The same worker registering again (it lost us): replace the old registration, as Flink does.
+      this.#log(`TaskExecutor ${resourceId} registers again; replacing its registration`);
+      this.#closeConnection(resourceId, 'it registered again', false);
+    }
+    const registrationId = `registration-${++this.#registrations}`;
+    this.#taskExecutors.set(resourceId, { resourceId, registrationId, gateway, info: registration, lastHeartbeat: this.#clock.now(), inSlotManager: false });
+    this.#driver.markRegistered(resourceId);
+    return { kind: 'accepted', registrationId, heartbeatIntervalMs: this.options['heartbeat.interval'], heartbeatTimeoutMs: this.options['heartbeat.timeout'] };
+  }
+
+  async sendSlotReport(resourceId: ResourceID, registrationId: string, report: SlotReportWire): Promise<void> {
+    const registration = this.#taskExecutors.get(resourceId);
+    if (registration === undefined || registration.registrationId !== registrationId) {
+      throw new IllegalArgumentError('invalid-value', `sendSlotReport: ${resourceId} is not registered under ${registrationId}`, { argument: 'registrationId' });
+    }
+    const info = registration.info;
+    const result = this.slotManager.registerTaskManager(
+      {
+        resourceId,
+        host: info.host,
+        totalResourceProfile: ResourceProfile.fromJSON(info.totalResourceProfile),
+        defaultSlotResourceProfile: ResourceProfile.fromJSON(info.defaultSlotResourceProfile),
+        numberOfStaticSlots: info.numberOfSlots,
+        gateway: registration.gateway,
+        ...(info.pendingWorkerId === undefined ? {} : { pendingWorkerId: info.pendingWorkerId as PendingTaskManagerID }),
+      },
+      slotReportFromWire(report),
+    );
+    if (result.kind === 'rejected') {
+      this.#log(`TaskExecutor ${resourceId} rejected by the SlotManager: ${result.reason}`);
+      this.#closeConnection(resourceId, result.reason, true);
+      this.#driver.releaseResource(resourceId, result.reason);
+      return;
+    }
+    registration.inSlotManager = true;
+  }
+
+  async notifySlotAvailable(resourceId: ResourceID, allocationId: AllocationID): Promise<void> {
+    if (!this.#taskExecutors.get(resourceId)?.inSlotManager) return;
+    this.slotManager.freeSlot(allocationId);
+  }
+
+  async disconnectTaskExecutor(resourceId: ResourceID, cause: string): Promise<void> {
+    this.#closeConnection(resourceId, `it disconnected: ${cause}`, true);
+  }
+
+  async registerJobMaster(jobId: JobID, address: string): Promise<void> {
+    if (!JobID.is(jobId)) throw new IllegalArgumentError('invalid-value', `registerJobMaster: jobId must be a JobID`, { argument: 'jobId' });
+    if (!this.#jobMastersByAddress.has(address)) throw new IllegalArgumentError('invalid-value', `registerJobMaster: no JobMaster is served at ${address}; call serveJobMaster first`, { argument: 'address' });
+    this.#jobMasters.set(jobId, { address, gateway: this.#jobMastersByAddress.get(address)! });
+  }
+
+  async declareRequiredResources(requirements: ResourceRequirementsWire): Promise<void> {
+    this.slotManager.declareResourceRequirements(requirementsFromWire(requirements));
+  }
+
+  async disconnectJobMaster(jobId: JobID, cause: string, terminal: boolean): Promise<void> {
+    this.#log(`JobMaster of ${JobID.short(jobId)} disconnected: ${cause}`);
+    if (terminal) this.slotManager.clearResourceRequirements(jobId);
+    this.#jobMasters.delete(jobId);
+  }
+
+  // ------------------------------------------------------------------ for the main thread
+
+  /** Makes a JobMaster reachable at `address` for TaskExecutors (they connect when offered a slot of its job). */
+  serveJobMaster(address: string, gateway: JobMasterGateway): void {
+    this.#jobMastersByAddress.set(address, gateway);
+  }
+
+  withdrawJobMaster(address: string): void {
+    this.#jobMastersByAddress.delete(address);
+  }
+
+  /** Stops heartbeats, the SlotManager and every worker. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#heartbeat?.cancel();
+    await this.mailbox.callAsync(() => this.slotManager.close()).catch(() => {});
+    await this.#driver.close();
+    this.mailbox.close();
+  }
+
+  // ------------------------------------------------------------------ heartbeats and losses
+
+  #scheduleHeartbeat(): void {
+    this.#heartbeat = this.mailbox.schedule(() => {
+      this.#heartbeatRound();
+      if (!this.#closed) this.#scheduleHeartbeat();
+    }, this.options['heartbeat.interval']);
+  }
+
+  /** Asks every registered executor for its heartbeat (its slot report); a silent one is lost. */
+  #heartbeatRound(): void {
+    const now = this.#clock.now();
+    for (const registration of [...this.#taskExecutors.values()]) {
+      if (now - registration.lastHeartbeat >= this.options['heartbeat.timeout']) {
+        const cause = `no heartbeat for ${now - registration.lastHeartbeat} ms (heartbeat.timeout ${this.options['heartbeat.timeout']} ms)`;
+        this.#closeConnection(registration.resourceId, cause, true);
+        this.#driver.releaseResource(registration.resourceId, cause);
+        continue;
+      }
+      this.mailbox.whenComplete(registration.gateway.heartbeatFromResourceManager(), (report, error) => {
+        if (this.#taskExecutors.get(registration.resourceId) !== registration) return;
+        if (error !== undefined) return; // silence counts against heartbeat.timeout
+        registration.lastHeartbeat = this.#clock.now();
+        if (registration.inSlotManager && report !== undefined) this.slotManager.reportSlotStatus(registration.resourceId, slotReportFromWire(report));
+      });
+    }
+  }
+
+  #workerTerminated(resourceId: ResourceID, reason: string): void {
+    this.#log(`worker ${resourceId} ended: ${reason}`);
+    this.#closeConnection(resourceId, `its worker ended: ${reason}`, true);
+  }
+
+  /** Flink's closeTaskManagerConnection: the SlotManager frees its slots and tells their jobs. */
+  #closeConnection(resourceId: ResourceID, cause: string, stale: boolean): void {
+    if (stale) this.#stale.set(resourceId, cause);
+    const registration = this.#taskExecutors.get(resourceId);
+    if (registration === undefined) return;
+    this.#taskExecutors.delete(resourceId);
+    if (registration.inSlotManager && this.slotManager.state === 'started') this.slotManager.unregisterTaskManager(resourceId, cause);
+  }
+
+  /** The gateway a worker gets: every call runs on the mailbox and may only speak for that worker. */
+  #gatewayFor(resourceId: ResourceID): ResourceManagerGateway {
+    const guard = (claimed: ResourceID, method: string) => {
+      if (claimed !== resourceId) throw new IllegalArgumentError('invalid-value', `${method}: worker ${resourceId} may not speak for ${String(claimed)}`, { argument: 'resourceId' });
+    };
+    return {
+      registerTaskExecutor: (registration) => this.mailbox.callAsync(() => (guard(registration?.resourceId, 'registerTaskExecutor'), this.registerTaskExecutor(registration))),
+      sendSlotReport: (id, registrationId, report) => this.mailbox.callAsync(() => (guard(id, 'sendSlotReport'), this.sendSlotReport(id, registrationId, report))),
+      notifySlotAvailable: (id, allocationId) => this.mailbox.callAsync(() => (guard(id, 'notifySlotAvailable'), this.notifySlotAvailable(id, allocationId))),
+      disconnectTaskExecutor: (id, cause) => this.mailbox.callAsync(() => (guard(id, 'disconnectTaskExecutor'), this.disconnectTaskExecutor(id, cause))),
+      registerJobMaster: () => Promise.reject(new IllegalArgumentError('invalid-value', 'a TaskExecutor may not register a JobMaster', { argument: 'caller' })),
+      declareRequiredResources: () => Promise.reject(new IllegalArgumentError('invalid-value', 'a TaskExecutor may not declare requirements', { argument: 'caller' })),
+      disconnectJobMaster: () => Promise.reject(new IllegalArgumentError('invalid-value', 'a TaskExecutor may not disconnect a JobMaster', { argument: 'caller' })),
+    };
+  }
+}
+
+function describe(error: unknown): string {
+  if (isSlotwiseError(error)) return `${error._tag}(${error.reason}): ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}
+

@@ -1,0 +1,450 @@
+/**
+ * TaskExecutor endpoint (seeds 001 and 004): the worker-side half of the runtime. It owns a
+ * TaskSlotTable and one task runner (a piscina pool) per slot, registers at the ResourceManager and
+ * keeps doing so while it lives (re-registering when the ResourceManager is lost), answers
+ * heartbeats with its slot report, allocates slots on the ResourceManager's request and offers
+ * them to the job's JobMaster (seed 004 steps 22–24), runs the subtasks it is given and reports
+ * their states to the JobMaster.
+ *
+ * Everything runs on its MainThreadExecutor: gateway calls arrive there (the caller serves this
+ * object with the mailbox), and every async completion re-enters through it.
+ */
+import { systemClock, type Clock } from '../core/clock.js';
+import { IllegalArgumentError, IllegalStateError, isSlotwiseError, SlotNotActiveError, SlotNotFoundError, SlotOwnerMismatchError, TaskNotFoundError } from '../core/errors.js';
+import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../core/ids.js';
+import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
+import { ResourceProfile } from '../core/ResourceProfile.js';
+import { totalResourceProfile } from '../core/TaskExecutorResourceUtils.js';
+import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
+import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
+import type { ExecutionState, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor } from '../rpc/protocol.js';
+import { slotReportToWire } from '../rpc/slotReportWire.js';
+import type { SharedMemoryHandle } from './MemoryManager.js';
+import { TaskSlotTable, type TaskSlotOutput } from './TaskSlotTable.js';
+
+/** What a slot's task runner is given for one attempt (the task worker's payload). */
+export interface TaskInvocation {
+  readonly taskModule: string;
+  readonly context: {
+    readonly jobId: JobID;
+    readonly jobName: string;
+    readonly vertexId: string;
+    readonly vertexName: string;
+    readonly subtaskIndex: number;
+    readonly parallelism: number;
+    readonly attemptNumber: number;
+    readonly executionAttemptId: ExecutionAttemptID;
+    readonly allocationId: AllocationID;
+  };
+  readonly inputs: unknown;
+  readonly config: unknown;
+  readonly memory: SharedMemoryHandle | null;
+}
+
+/** Runs a slot's tasks (a piscina pool in production, a double in tests). */
+export interface SlotTaskRunner {
+  run(invocation: TaskInvocation, options: { signal: AbortSignal }): Promise<{ output: unknown; leakedPagesReleased?: number }>;
+  close(): Promise<void>;
+}
+
+export interface TaskExecutorOptions {
+  readonly resourceId: ResourceID;
+  readonly host?: string;
+  readonly mode: 'thread' | 'process';
+  readonly configuration?: SlotwiseOptions | ResolvedOptions;
+  readonly pendingWorkerId?: string;
+  readonly clock?: Clock;
+  /** The ResourceManager, connected (calls carry deadlines and fail fast when it is lost). */
+  readonly resourceManager: ResourceManagerGateway;
+  /** A JobMaster by its address, connected. */
+  readonly connectJobMaster: (address: string) => JobMasterGateway;
+  /** Makes the task runner of a slot; its heap limit comes from the slot's profile. */
+  readonly createTaskRunner: (slot: { name: string; heapLimitMb: number | undefined }) => SlotTaskRunner;
+  /** Called once when the TaskExecutor has stopped (the worker should exit with `code`). */
+  readonly onTerminated?: (code: number, reason: string) => void;
+  readonly log?: (message: string) => void;
+}
+
+type Lifecycle = 'created' | 'registering' | 'registered' | 'shutting-down' | 'stopped';
+
+interface RunningTask {
+  readonly descriptor: TaskDeploymentDescriptor;
+  readonly controller: AbortController;
+  state: ExecutionState;
+  cancelCause: string | null;
+}
+
+export class TaskExecutor implements TaskExecutorGateway {
+  readonly resourceId: ResourceID;
+  readonly mailbox: MainThreadExecutor;
+  readonly options: ResolvedOptions;
+  readonly table: TaskSlotTable;
+  readonly #o: TaskExecutorOptions;
+  readonly #clock: Clock;
+  readonly #log: (message: string) => void;
+  readonly #tasks = new Map<ExecutionAttemptID, RunningTask>();
+  readonly #runners = new Map<AllocationID, SlotTaskRunner>();
+  readonly #jobMasters = new Map<JobID, { address: string; gateway: JobMasterGateway }>();
+  #lifecycle: Lifecycle = 'created';
+  #registrationId: string | null = null;
+  #registrationAttempt = 0;
+  #heartbeatTimeoutMs: number;
+  #lastHeartbeat = 0;
+  #watchdog: { cancel(): boolean } | null = null;
+  #registrationDeadline: { cancel(): boolean } | null = null;
+
+  constructor(options: TaskExecutorOptions) {
+    this.#o = options;
+    this.resourceId = options.resourceId;
+    this.options = resolveOptions(options.configuration ?? {});
+    this.#clock = options.clock ?? systemClock;
+    this.#log = options.log ?? (() => {});
+    this.#heartbeatTimeoutMs = this.options['heartbeat.timeout'];
+    this.mailbox = new MainThreadExecutor(`TaskExecutor ${options.resourceId}`, this.#clock, (error) => this.#log(`uncaught in mailbox: ${describe(error)}`));
+    this.table = new TaskSlotTable({
+      totalResourceProfile: totalResourceProfile(this.options),
+      numberSlots: this.options['taskmanager.numberOfTaskSlots'],
+      slotTimeout: this.options['taskmanager.slot.timeout'],
+      releaseTimeout: this.options['task.cancellation.timeout'],
+      pageSize: this.options['taskmanager.memory.segment-size'],
+      clock: this.#clock,
+      executor: (task) => this.mailbox.execute(task),
+      slotActions: {
+        timeoutSlot: (allocationId, ticket) => {
+          // Flink's TaskExecutor.timeoutSlot: free it only if the timeout is still current.
+          if (this.table.isValidTimeout(allocationId, ticket)) this.#freeSlotInternal(allocationId, 'the slot was not activated within taskmanager.slot.timeout');
+        },
+        slotFreed: (allocationId, jobId) => this.#slotFreed(allocationId, jobId),
+        releaseTimedOut: (allocationId, ids) => this.#log(`slot ${AllocationID.short(allocationId)}: tasks ${ids.map(ExecutionAttemptID.short).join(', ')} did not stop within task.cancellation.timeout`),
+        slotClosed: (output) => this.#slotClosed(output),
+      },
+    });
+    this.table.start();
+  }
+
+  get lifecycle(): Lifecycle {
+    return this.#lifecycle;
+  }
+
+  get isRegistered(): boolean {
+    return this.#lifecycle === 'registered';
+  }
+
+  /** Starts registering at the ResourceManager (retried with backoff until accepted or the registration timeout). */
+  start(): void {
+    this.mailbox.execute(() => {
+      if (this.#lifecycle !== 'created') return;
+      this.#register('first registration');
+    });
+  }
+
+  // ------------------------------------------------------------------ TaskExecutorGateway
+
+  async requestSlot(request: SlotRequestWire): Promise<void> {
+    this.#requireRunning('requestSlot');
+    const profile = ResourceProfile.fromJSON(request.resourceProfile);
+    const allocated = this.table.allocateSlot({ index: request.index, jobId: request.jobId, allocationId: request.allocationId, resourceProfile: profile });
+    this.#rememberJobMaster(request.jobId, request.targetAddress);
+    if (allocated) this.#offerSlot(request.jobId, request.allocationId);
+  }
+
+  async freeSlot(allocationId: AllocationID, cause: string): Promise<void> {
+    this.#requireRunning('freeSlot');
+    if (this.table.getTaskSlot(allocationId) === undefined) throw new SlotNotFoundError(`${this.resourceId} has no slot ${AllocationID.short(allocationId)}`, { allocationId });
+    this.#freeSlotInternal(allocationId, cause);
+  }
+
+  async freeInactiveSlots(jobId: JobID): Promise<void> {
+    this.#requireRunning('freeInactiveSlots');
+    for (const allocationId of this.table.getAllocationIdsPerJob(jobId)) {
+      if (this.table.getTaskSlot(allocationId)?.state === 'allocated') this.#freeSlotInternal(allocationId, `job ${JobID.short(jobId)} ended`);
+    }
+  }
+
+  async submitTask(descriptor: TaskDeploymentDescriptor): Promise<void> {
+    this.#requireRunning('submitTask');
+    checkDescriptor(descriptor);
+    const { allocationId, jobId, executionAttemptId } = descriptor;
+    const slot = this.table.getTaskSlot(allocationId);
+    if (slot === undefined) throw new SlotNotFoundError(`could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.resourceId} has no slot ${AllocationID.short(allocationId)}`, { allocationId, executionAttemptId });
+    if (slot.jobId !== jobId) throw new SlotOwnerMismatchError('job-mismatch', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(slot.jobId)}`, { allocationId, jobId, expected: slot.jobId });
+    if (!this.table.markSlotActive(allocationId)) throw new SlotNotActiveError('slot-releasing', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} is releasing`, { allocationId });
+    const controller = new AbortController();
+    const task: RunningTask = { descriptor, controller, state: 'deploying', cancelCause: null };
+    this.table.addTask({ executionAttemptId, jobId, allocationId, failExternally: (cause) => this.#cancel(executionAttemptId, `the slot was freed: ${describe(cause)}`) });
+    this.#tasks.set(executionAttemptId, task);
+    this.#report(task, 'deploying');
+    this.mailbox.execute(() => this.#run(task));
+  }
+
+  async cancelTask(executionAttemptId: ExecutionAttemptID): Promise<void> {
+    this.#requireRunning('cancelTask');
+    if (!this.#tasks.has(executionAttemptId)) throw new TaskNotFoundError(`${this.resourceId} runs no task ${ExecutionAttemptID.short(executionAttemptId)}`, { executionAttemptId });
+    this.#cancel(executionAttemptId, 'canceled by the JobMaster');
+  }
+
+  async heartbeatFromResourceManager(): Promise<SlotReportWire> {
+    this.#lastHeartbeat = this.#clock.now();
+    return slotReportToWire(this.table.createSlotReport(this.resourceId));
+  }
+
+  async heartbeatFromJobManager(jobId: JobID): Promise<ExecutionAttemptID[]> {
+    return [...this.#tasks.values()].filter((t) => t.descriptor.jobId === jobId).map((t) => t.descriptor.executionAttemptId);
+  }
+
+  async disconnectResourceManager(cause: string): Promise<void> {
+    if (this.#lifecycle !== 'registered') return;
+    this.#log(`the ResourceManager disconnected: ${cause}; registering again`);
+    this.#register('disconnected by the ResourceManager');
+  }
+
+  async shutdown(cause: string): Promise<void> {
+    return this.#shutdown(cause, 0);
+  }
+
+  async #shutdown(cause: string, exitCode: number): Promise<void> {
+    if (this.#lifecycle === 'shutting-down' || this.#lifecycle === 'stopped') return;
+    this.#lifecycle = 'shutting-down';
+    this.#watchdog?.cancel();
+    this.#registrationDeadline?.cancel();
+    this.#log(`shutting down: ${cause}`);
+    const deadline = this.options['task.cancellation.grace-period'] + this.options['rpc.ask.timeout'];
+    const closed = this.table.closeAsync(new Error(`the TaskExecutor is shutting down: ${cause}`));
+    await Promise.race([closed, new Promise<void>((resolve) => this.#clock.setTimeout(resolve, deadline))]);
+    await Promise.allSettled([...this.#runners.values()].map((runner) => runner.close()));
+    this.#runners.clear();
+    await this.#o.resourceManager.disconnectTaskExecutor(this.resourceId, cause).catch(() => {});
+    this.#terminate(exitCode, cause);
+  }
+
+  // ------------------------------------------------------------------ registration and heartbeats
+
+  #register(why: string): void {
+    this.#lifecycle = 'registering';
+    this.#registrationId = null;
+    this.#watchdog?.cancel();
+    this.#registrationAttempt = 0;
+    this.#registrationDeadline?.cancel();
+    this.#registrationDeadline = this.mailbox.schedule(() => {
+      if (this.#lifecycle === 'registering') void this.#shutdown(`could not register at the ResourceManager within taskmanager.registration.timeout (${why})`, 1);
+    }, this.options['taskmanager.registration.timeout']);
+    this.#attemptRegistration();
+  }
+
+  #attemptRegistration(): void {
+    if (this.#lifecycle !== 'registering') return;
+    const attempt = ++this.#registrationAttempt;
+    const registration = {
+      resourceId: this.resourceId,
+      host: this.#o.host ?? 'localhost',
+      totalResourceProfile: this.table.totalResourceProfile.toJSON(),
+      defaultSlotResourceProfile: this.table.defaultSlotResourceProfile.toJSON(),
+      numberOfSlots: this.table.numberSlots,
+      mode: this.#o.mode,
+      ...(this.#o.pendingWorkerId === undefined ? {} : { pendingWorkerId: this.#o.pendingWorkerId }),
+    };
+    this.mailbox.whenComplete(this.#o.resourceManager.registerTaskExecutor(registration), (response, error) => {
+      if (this.#lifecycle !== 'registering' || attempt !== this.#registrationAttempt) return;
+      if (response?.kind === 'accepted') {
+        this.#registrationId = response.registrationId;
+        this.#heartbeatTimeoutMs = response.heartbeatTimeoutMs;
+        this.#registered();
+        return;
+      }
+      const initial = this.options['cluster.registration.initial-timeout'];
+      const delay = Math.min(initial * 2 ** (attempt - 1), this.options['cluster.registration.max-timeout']);
+      this.#log(`registration attempt ${attempt} ${response?.kind === 'refused' ? `refused: ${response.reason}` : `failed: ${describe(error)}`}; retrying in ${delay} ms`);
+      this.mailbox.schedule(() => this.#attemptRegistration(), delay);
+    });
+  }
+
+  #registered(): void {
+    this.#registrationDeadline?.cancel();
+    this.#lifecycle = 'registered';
+    this.#lastHeartbeat = this.#clock.now();
+    const report = slotReportToWire(this.table.createSlotReport(this.resourceId));
+    this.mailbox.whenComplete(this.#o.resourceManager.sendSlotReport(this.resourceId, this.#registrationId!, report), (_, error) => {
+      if (error !== undefined) this.#log(`sending the first slot report failed: ${describe(error)}`);
+    });
+    this.#armWatchdog();
+  }
+
+  /** The ResourceManager heartbeats us; silence for heartbeat.timeout means it is lost (Flink: re-register). */
+  #armWatchdog(): void {
+    this.#watchdog?.cancel();
+    const due = this.#lastHeartbeat + this.#heartbeatTimeoutMs - this.#clock.now();
+    this.#watchdog = this.mailbox.schedule(() => {
+      if (this.#lifecycle !== 'registered') return;
+      if (this.#clock.now() - this.#lastHeartbeat >= this.#heartbeatTimeoutMs) {
+        this.#log(`no heartbeat from the ResourceManager for ${this.#heartbeatTimeoutMs} ms: registering again`);
+        this.#register('the ResourceManager was lost');
+      } else {
+        this.#armWatchdog();
+      }
+    }, Math.max(0, due));
+  }
+
+  // ------------------------------------------------------------------ slots
+
+  #rememberJobMaster(jobId: JobID, address: string): void {
+    const known = this.#jobMasters.get(jobId);
+    if (known?.address === address) return;
+    this.#jobMasters.set(jobId, { address, gateway: this.#o.connectJobMaster(address) });
+  }
+
+  /** Offers the slot to its job's JobMaster; a rejected or unanswered offer frees the slot. */
+  #offerSlot(jobId: JobID, allocationId: AllocationID): void {
+    const slot = this.table.getTaskSlot(allocationId);
+    const jobMaster = this.#jobMasters.get(jobId);
+    if (slot === undefined || jobMaster === undefined) return;
+    const offer = { allocationId, index: slot.index, resourceProfile: slot.resourceProfile.toJSON() };
+    this.mailbox.whenComplete(jobMaster.gateway.offerSlots(this.resourceId, [offer]), (accepted, error) => {
+      if (this.table.getTaskSlot(allocationId) === undefined) return;
+      if (error !== undefined || !accepted?.includes(allocationId)) {
+        this.#freeSlotInternal(allocationId, error !== undefined ? `the JobMaster did not answer the offer: ${describe(error)}` : 'the JobMaster rejected the offer');
+      } else if (this.table.state === 'running') {
+        this.table.markSlotActive(allocationId);
+      }
+    });
+  }
+
+  #freeSlotInternal(allocationId: AllocationID, cause: string): void {
+    if (this.table.getTaskSlot(allocationId) === undefined || this.table.state === 'closed') return;
+    this.table.freeSlot(allocationId, new Error(cause));
+  }
+
+  #slotFreed(allocationId: AllocationID, jobId: JobID): void {
+    if (this.#lifecycle === 'registered') {
+      this.mailbox.whenComplete(this.#o.resourceManager.notifySlotAvailable(this.resourceId, allocationId), (_, error) => {
+        if (error !== undefined) this.#log(`notifySlotAvailable failed: ${describe(error)}`);
+      });
+    }
+    const jobMaster = this.#jobMasters.get(jobId);
+    if (jobMaster !== undefined) {
+      this.mailbox.whenComplete(jobMaster.gateway.notifySlotFreed(this.resourceId, allocationId, 'freed'), () => {});
+      if (!this.table.hasAllocatedSlots(jobId)) this.#jobMasters.delete(jobId);
+    }
+  }
+
+  #slotClosed(output: TaskSlotOutput): void {
+    if (output.leaks.leakedPages > 0) {
+      this.#log(`slot ${output.index} (${AllocationID.short(output.allocationId)}) closed with ${output.leaks.leakedPages} managed-memory pages never released: ${output.leaks.owners.map((o) => `${o.owner}=${o.pages}`).join(', ')}`);
+    }
+    const runner = this.#runners.get(output.allocationId);
+    this.#runners.delete(output.allocationId);
+    void runner?.close();
+  }
+
+  // ------------------------------------------------------------------ tasks
+
+  #runnerFor(allocationId: AllocationID): SlotTaskRunner {
+    let runner = this.#runners.get(allocationId);
+    if (runner === undefined) {
+      const slot = this.table.getTaskSlot(allocationId)!;
+      const heap = slot.resourceProfile.taskHeapMemory;
+      runner = this.#o.createTaskRunner({ name: `${this.resourceId}/${slot.index}`, heapLimitMb: heap > 0 ? Math.max(1, Math.floor(heap / (1024 * 1024))) : undefined });
+      this.#runners.set(allocationId, runner);
+    }
+    return runner;
+  }
+
+  #run(task: RunningTask): void {
+    const { descriptor } = task;
+    if (task.cancelCause !== null) return this.#finish(task, 'canceled', undefined, { name: 'TaskCanceled', message: task.cancelCause });
+    const memoryManager = this.table.getTaskMemoryManager(descriptor.allocationId);
+    const invocation: TaskInvocation = {
+      taskModule: descriptor.taskModule,
+      context: {
+        jobId: descriptor.jobId,
+        jobName: descriptor.jobName,
+        vertexId: descriptor.vertexId,
+        vertexName: descriptor.vertexName,
+        subtaskIndex: descriptor.subtaskIndex,
+        parallelism: descriptor.parallelism,
+        attemptNumber: descriptor.attemptNumber,
+        executionAttemptId: descriptor.executionAttemptId,
+        allocationId: descriptor.allocationId,
+      },
+      inputs: descriptor.inputs,
+      config: descriptor.config,
+      memory: memoryManager.totalPages > 0 ? memoryManager.share() : null,
+    };
+    this.#report(task, 'initializing');
+    let result: Promise<{ output: unknown }>;
+    try {
+      result = this.#runnerFor(descriptor.allocationId).run(invocation, { signal: task.controller.signal });
+    } catch (error) {
+      result = Promise.reject(error);
+    }
+    this.#report(task, 'running');
+    this.mailbox.whenComplete(result, (value, error) => {
+      if (error === undefined) return this.#finish(task, 'finished', value!.output);
+      const canceled = task.cancelCause !== null || (isSlotwiseError(error) && error.reason === 'canceled');
+      this.#finish(task, canceled ? 'canceled' : 'failed', undefined, serializeError(error));
+    });
+  }
+
+  #cancel(executionAttemptId: ExecutionAttemptID, cause: string): void {
+    const task = this.#tasks.get(executionAttemptId);
+    if (task === undefined || task.cancelCause !== null) return;
+    task.cancelCause = cause;
+    task.controller.abort(new Error(cause));
+  }
+
+  #finish(task: RunningTask, state: 'finished' | 'failed' | 'canceled', output: unknown, error?: SerializedError): void {
+    const { executionAttemptId } = task.descriptor;
+    if (!this.#tasks.has(executionAttemptId)) return;
+    this.#tasks.delete(executionAttemptId);
+    this.#report(task, state, output, error);
+    if (this.table.getTask(executionAttemptId) !== undefined) this.table.removeTask(executionAttemptId);
+  }
+
+  #report(task: RunningTask, state: ExecutionState, output?: unknown, error?: SerializedError): void {
+    task.state = state;
+    const jobMaster = this.#jobMasters.get(task.descriptor.jobId);
+    if (jobMaster === undefined) return;
+    const update = { jobId: task.descriptor.jobId, executionAttemptId: task.descriptor.executionAttemptId, state, resourceId: this.resourceId, ...(output === undefined ? {} : { output }), ...(error === undefined ? {} : { error }) };
+    this.mailbox.whenComplete(jobMaster.gateway.updateTaskExecutionState(update), (_, failure) => {
+      if (failure !== undefined) this.#log(`reporting ${state} of ${ExecutionAttemptID.short(task.descriptor.executionAttemptId)} failed: ${describe(failure)}`);
+    });
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  #requireRunning(operation: string): void {
+    this.mailbox.assertRunningInMainThread(`TaskExecutor.${operation}`);
+    if (this.#lifecycle === 'shutting-down' || this.#lifecycle === 'stopped') {
+      throw new IllegalStateError(`TaskExecutor ${this.resourceId} is ${this.#lifecycle}: ${operation} refused`, { component: 'TaskExecutor', operation, state: this.#lifecycle, allowed: ['registering', 'registered'] });
+    }
+  }
+
+  #terminate(code: number, reason: string): void {
+    if (this.#lifecycle === 'stopped') return;
+    this.#lifecycle = 'stopped';
+    this.mailbox.close();
+    this.#o.onTerminated?.(code, reason);
+  }
+}
+
+function checkDescriptor(d: TaskDeploymentDescriptor): void {
+  const fail = (field: string, rule: string) => new IllegalArgumentError('invalid-value', `submitTask: ${field} ${rule}`, { argument: field });
+  if (typeof d !== 'object' || d === null) throw fail('descriptor', 'must be a TaskDeploymentDescriptor object');
+  if (!JobID.is(d.jobId)) throw fail('jobId', 'must be a JobID');
+  if (!AllocationID.is(d.allocationId)) throw fail('allocationId', 'must be an AllocationID');
+  if (!ExecutionAttemptID.is(d.executionAttemptId)) throw fail('executionAttemptId', 'must be an ExecutionAttemptID');
+  if (typeof d.taskModule !== 'string' || d.taskModule === '') throw fail('taskModule', 'must be the path or file: URL of a module');
+  for (const key of ['subtaskIndex', 'parallelism', 'attemptNumber'] as const) {
+    if (!Number.isSafeInteger(d[key]) || d[key] < 0) throw fail(key, 'must be an integer >= 0');
+  }
+}
+
+export function serializeError(error: unknown): SerializedError {
+  if (isSlotwiseError(error)) return { _tag: error._tag, name: error.name, reason: error.reason, message: error.message, details: { ...error.details }, ...(error.stack ? { stack: error.stack } : {}) };
+  if (error instanceof Error) return { name: error.name, message: error.message, ...(error.stack ? { stack: error.stack } : {}) };
+  return { name: 'Error', message: String(error) };
+}
+
+function describe(error: unknown): string {
+  if (isSlotwiseError(error)) return `${error._tag}(${error.reason}): ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}

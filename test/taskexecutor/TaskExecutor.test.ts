@@ -1,0 +1,307 @@
+/**
+ * The TaskExecutor endpoint in-process: fake ResourceManager and JobMaster gateways, a fake task
+ * runner, a SimulatedClock. (Real threads and processes are in test/integration.)
+ */
+import { expect } from 'chai';
+import { SimulatedClock } from '../../lib/core/clock.js';
+import { IllegalStateError, RpcTimeoutError, SlotNotFoundError, SlotOwnerMismatchError, TaskExecutionError } from '../../lib/core/errors.js';
+import { AllocationID, ExecutionAttemptID, JobID, ResourceID, type ExecutionAttemptID as EAID } from '../../lib/core/ids.js';
+import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
+import type { JobMasterGateway, ResourceManagerGateway } from '../../lib/rpc/gateways.js';
+import type { RegistrationResponse, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../../lib/rpc/protocol.js';
+import { TaskExecutor, type SlotTaskRunner, type TaskInvocation } from '../../lib/taskexecutor/TaskExecutor.js';
+
+const settle = async () => {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
+}
+
+function harness(options: { registration?: Array<RegistrationResponse | Error> } = {}) {
+  const clock = new SimulatedClock();
+  const calls: Array<[string, ...unknown[]]> = [];
+  const answers = [...(options.registration ?? [])];
+  const resourceManager: ResourceManagerGateway = {
+    registerTaskExecutor: async (registration) => {
+      calls.push(['registerTaskExecutor', registration]);
+      const answer = answers.shift() ?? { kind: 'accepted', registrationId: 'r-1', heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 };
+      if (answer instanceof Error) throw answer;
+      return answer;
+    },
+    sendSlotReport: async (resourceId, registrationId, report) => void calls.push(['sendSlotReport', registrationId, report.slots.length]),
+    notifySlotAvailable: async (resourceId, allocationId) => void calls.push(['notifySlotAvailable', allocationId]),
+    disconnectTaskExecutor: async (resourceId, cause) => void calls.push(['disconnectTaskExecutor', cause]),
+    registerJobMaster: async () => {},
+    declareRequiredResources: async () => {},
+    disconnectJobMaster: async () => {},
+  };
+  const states: TaskExecutionStateWire[] = [];
+  const offers: Array<AllocationID[]> = [];
+  let offerAnswer: (ids: AllocationID[]) => Promise<AllocationID[]> = async (ids) => ids;
+  const jobMaster: JobMasterGateway = {
+    offerSlots: (resourceId, slotOffers) => {
+      const ids = slotOffers.map((o) => o.allocationId);
+      offers.push(ids);
+      return offerAnswer(ids);
+    },
+    updateTaskExecutionState: async (state) => void states.push(state),
+    notifySlotFreed: async (resourceId, allocationId) => void calls.push(['notifySlotFreed', allocationId]),
+  };
+  const runs = new Map<EAID, { invocation: TaskInvocation; signal: AbortSignal; result: ReturnType<typeof deferred<{ output: unknown }>> }>();
+  const runner: SlotTaskRunner = {
+    run: (invocation, { signal }) => {
+      const result = deferred<{ output: unknown }>();
+      runs.set(invocation.context.executionAttemptId, { invocation, signal, result });
+      signal.addEventListener('abort', () => result.reject(new TaskExecutionError('canceled', 'canceled', { executionAttemptId: invocation.context.executionAttemptId, vertexName: invocation.context.vertexName, cause: 'aborted' })));
+      return result.promise;
+    },
+    close: async () => void calls.push(['runner.close']),
+  };
+  const terminated: Array<[number, string]> = [];
+  const te = new TaskExecutor({
+    resourceId: ResourceID.parse('te-test'),
+    mode: 'thread',
+    clock,
+    configuration: { 'taskmanager.numberOfTaskSlots': 2, 'taskmanager.cpu.cores': 2, 'taskmanager.memory.managed.size': '1m', 'taskmanager.memory.segment-size': '64k' },
+    resourceManager,
+    connectJobMaster: (address) => (calls.push(['connectJobMaster', address]), jobMaster),
+    createTaskRunner: (slot) => (calls.push(['createTaskRunner', slot.name, slot.heapLimitMb]), runner),
+    onTerminated: (code, reason) => terminated.push([code, reason]),
+  });
+  const call = <T>(fn: () => Promise<T>) => te.mailbox.callAsync(fn);
+  return {
+    te, clock, calls, states, offers, runs, terminated, call,
+    setOfferAnswer: (f: typeof offerAnswer) => (offerAnswer = f),
+    /** Registers and lets the first report go out. */
+    async started() {
+      te.start();
+      await settle();
+      return te;
+    },
+  };
+}
+
+const jobId = JobID.generate();
+
+function descriptor(allocationId: AllocationID, overrides: Partial<TaskDeploymentDescriptor> = {}): TaskDeploymentDescriptor {
+  return {
+    jobId,
+    jobName: 'wordcount',
+    vertexId: 'v1',
+    vertexName: 'tokenize',
+    subtaskIndex: 0,
+    parallelism: 1,
+    attemptNumber: 0,
+    executionAttemptId: ExecutionAttemptID.generate({ vertex: 'tokenize', subtask: 0, attempt: 0 }),
+    allocationId,
+    taskModule: '/tasks/tokenize.js',
+    inputs: ['to be or not'],
+    ...overrides,
+  };
+}
+
+async function slotFor(h: ReturnType<typeof harness>, index = 0) {
+  const allocationId = AllocationID.generate();
+  await h.call(() => h.te.requestSlot({ index, jobId, allocationId, resourceProfile: 'UNKNOWN', targetAddress: 'jobmaster@wordcount' }));
+  await settle();
+  return allocationId;
+}
+
+describe('TaskExecutor endpoint', () => {
+  describe('registration and heartbeats', () => {
+    it('registers with its resources, then sends its first slot report', async () => {
+      const h = harness();
+      await h.started();
+      expect(h.te.isRegistered).to.equal(true);
+      const [name, registration] = h.calls[0] as [string, Record<string, unknown>];
+      expect(name).to.equal('registerTaskExecutor');
+      expect(registration).to.include({ resourceId: 'te-test', numberOfSlots: 2, mode: 'thread' });
+      expect(ResourceProfile.fromJSON(registration['totalResourceProfile']).cpuCores).to.equal(2);
+      expect(h.calls[1]).to.deep.equal(['sendSlotReport', 'r-1', 2]);
+    });
+
+    it('retries a refused or failed registration with growing waits, and is accepted later', async () => {
+      const h = harness({ registration: [{ kind: 'refused', reason: 'stale' }, new Error('no answer'), { kind: 'refused', reason: 'busy' }] });
+      await h.started();
+      expect(h.te.isRegistered).to.equal(false);
+      h.clock.increment(100); // cluster.registration.initial-timeout
+      await settle();
+      h.clock.increment(200);
+      await settle();
+      expect(h.te.isRegistered).to.equal(false);
+      h.clock.increment(400);
+      await settle();
+      expect(h.te.isRegistered).to.equal(true);
+      expect(h.calls.filter((c) => c[0] === 'registerTaskExecutor')).to.have.length(4);
+    });
+
+    it('gives up and stops after taskmanager.registration.timeout', async () => {
+      const refusals = Array.from({ length: 100 }, () => ({ kind: 'refused', reason: 'never' }) as const);
+      const h = harness({ registration: refusals });
+      await h.started();
+      for (let t = 0; t < 310; t++) {
+        h.clock.increment(1000);
+        await settle();
+      }
+      expect(h.terminated).to.have.length(1);
+      expect(h.terminated[0]![0]).to.equal(1);
+      expect(h.te.lifecycle).to.equal('stopped');
+    });
+
+    it('answers the ResourceManager heartbeat with its slot report', async () => {
+      const h = harness();
+      await h.started();
+      const allocationId = await slotFor(h);
+      const report = await h.call(() => h.te.heartbeatFromResourceManager());
+      expect(report.slots.find((s) => s.allocationId === allocationId)).to.include({ slotNumber: 0, state: 'active' });
+    });
+
+    it('registers again when the ResourceManager stays silent for heartbeat.timeout', async () => {
+      const h = harness();
+      await h.started();
+      h.clock.increment(29_000);
+      await settle();
+      await h.call(() => h.te.heartbeatFromResourceManager()); // keeps it alive
+      h.clock.increment(29_000);
+      await settle();
+      expect(h.calls.filter((c) => c[0] === 'registerTaskExecutor')).to.have.length(1);
+      h.clock.increment(2_000);
+      await settle();
+      expect(h.calls.filter((c) => c[0] === 'registerTaskExecutor')).to.have.length(2);
+      expect(h.te.isRegistered).to.equal(true);
+    });
+  });
+
+  describe('slots (seed 004 steps 22–24)', () => {
+    it('allocates a requested slot, connects to the JobMaster at its address and offers it; accepted → active', async () => {
+      const h = harness();
+      await h.started();
+      const allocationId = await slotFor(h);
+      expect(h.calls).to.deep.include(['connectJobMaster', 'jobmaster@wordcount']);
+      expect(h.offers).to.deep.equal([[allocationId]]);
+      expect(h.te.table.getTaskSlot(allocationId)).to.include({ state: 'active', index: 0 });
+    });
+
+    it('frees a slot the JobMaster rejects, or does not answer for, and tells the ResourceManager', async () => {
+      const h = harness();
+      await h.started();
+      h.setOfferAnswer(async () => []);
+      const rejected = await slotFor(h, 0);
+      h.setOfferAnswer(() => Promise.reject(new RpcTimeoutError('no answer', { gateway: 'JobMasterGateway', method: 'offerSlots', timeoutMs: 10_000 })));
+      const unanswered = await slotFor(h, 1);
+      await settle();
+      expect(h.te.table.getTaskSlot(rejected)).to.equal(undefined);
+      expect(h.te.table.getTaskSlot(unanswered)).to.equal(undefined);
+      expect(h.calls.filter((c) => c[0] === 'notifySlotAvailable').map((c) => c[1])).to.have.members([rejected, unanswered]);
+    });
+
+    it('refuses a taken index with the table\'s typed error', async () => {
+      const h = harness();
+      await h.started();
+      await slotFor(h, 0);
+      const error = await h.call(() => h.te.requestSlot({ index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: 'UNKNOWN', targetAddress: 'jm' })).catch((e: unknown) => e);
+      expect(error).to.have.property('_tag', 'SlotAllocationError');
+      expect(error).to.have.property('reason', 'index-taken');
+    });
+
+    it('fails loudly when its gateway is called outside its mailbox', async () => {
+      const h = harness();
+      await h.started();
+      const error = await h.te.requestSlot({ index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: 'UNKNOWN', targetAddress: 'jm' }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(IllegalStateError);
+    });
+  });
+
+  describe('tasks', () => {
+    it('runs a submitted task on its slot\'s runner and reports deploying → initializing → running → finished with the output', async () => {
+      const h = harness();
+      await h.started();
+      const allocationId = await slotFor(h);
+      const tdd = descriptor(allocationId);
+      await h.call(() => h.te.submitTask(tdd));
+      await settle();
+      const run = h.runs.get(tdd.executionAttemptId)!;
+      expect(run.invocation).to.deep.include({ taskModule: '/tasks/tokenize.js', inputs: ['to be or not'] });
+      expect(run.invocation.context).to.include({ vertexName: 'tokenize', subtaskIndex: 0, allocationId });
+      expect(run.invocation.memory).to.have.property('totalPages', 8); // 1 mb / 2 slots / 64 kb pages
+      expect(h.calls).to.deep.include(['createTaskRunner', 'te-test/0', 128]); // 256 mb heap / 2 slots
+      run.result.resolve({ output: { to: 1, be: 1 } });
+      await settle();
+      expect(h.states.map((s) => s.state)).to.deep.equal(['deploying', 'initializing', 'running', 'finished']);
+      expect(h.states[3]!.output).to.deep.equal({ to: 1, be: 1 });
+      expect(h.te.table.getTask(tdd.executionAttemptId)).to.equal(undefined);
+      expect(h.te.table.getTaskSlot(allocationId)!.state).to.equal('active');
+    });
+
+    it('reports a task that fails with its serialized error, and keeps the slot', async () => {
+      const h = harness();
+      await h.started();
+      const allocationId = await slotFor(h);
+      const tdd = descriptor(allocationId);
+      await h.call(() => h.te.submitTask(tdd));
+      await settle();
+      h.runs.get(tdd.executionAttemptId)!.result.reject(new TaskExecutionError('threw', 'boom', { executionAttemptId: tdd.executionAttemptId, vertexName: 'tokenize', cause: 'boom' }));
+      await settle();
+      const failed = h.states.at(-1)!;
+      expect(failed.state).to.equal('failed');
+      expect(failed.error).to.include({ _tag: 'TaskExecutionError', reason: 'threw', message: 'boom' });
+      expect(h.te.table.getTaskSlot(allocationId)).to.not.equal(undefined);
+    });
+
+    it('refuses a task for an unknown slot or for another job\'s slot', async () => {
+      const h = harness();
+      await h.started();
+      const allocationId = await slotFor(h);
+      expect(await h.call(() => h.te.submitTask(descriptor(AllocationID.generate()))).catch((e: unknown) => e)).to.be.instanceOf(SlotNotFoundError);
+      expect(await h.call(() => h.te.submitTask(descriptor(allocationId, { jobId: JobID.generate() }))).catch((e: unknown) => e)).to.be.instanceOf(SlotOwnerMismatchError);
+    });
+
+    it('cancels a task through its AbortSignal and reports it canceled', async () => {
+      const h = harness();
+      await h.started();
+      const allocationId = await slotFor(h);
+      const tdd = descriptor(allocationId);
+      await h.call(() => h.te.submitTask(tdd));
+      await settle();
+      await h.call(() => h.te.cancelTask(tdd.executionAttemptId));
+      await settle();
+      expect(h.runs.get(tdd.executionAttemptId)!.signal.aborted).to.equal(true);
+      expect(h.states.at(-1)!.state).to.equal('canceled');
+    });
+
+    it('freeing a slot with a running task cancels the task, then frees the slot and tells the ResourceManager', async () => {
+      const h = harness();
+      await h.started();
+      const allocationId = await slotFor(h);
+      const tdd = descriptor(allocationId);
+      await h.call(() => h.te.submitTask(tdd));
+      await settle();
+      await h.call(() => h.te.freeSlot(allocationId, 'job canceled'));
+      await settle();
+      expect(h.states.at(-1)!.state).to.equal('canceled');
+      expect(h.te.table.getTaskSlot(allocationId)).to.equal(undefined);
+      expect(h.calls).to.deep.include(['notifySlotAvailable', allocationId]);
+      expect(h.calls).to.deep.include(['runner.close']);
+    });
+
+    it('shuts down gracefully: running tasks canceled, slots freed, the ResourceManager told, then it stops', async () => {
+      const h = harness();
+      await h.started();
+      const allocationId = await slotFor(h);
+      const tdd = descriptor(allocationId);
+      await h.call(() => h.te.submitTask(tdd));
+      await settle();
+      await h.call(() => h.te.shutdown('released: idle'));
+      await settle();
+      expect(h.states.at(-1)!.state).to.equal('canceled');
+      expect(h.calls).to.deep.include(['disconnectTaskExecutor', 'released: idle']);
+      expect(h.terminated).to.deep.equal([[0, 'released: idle']]);
+      expect(h.te.table.state).to.equal('closed');
+    });
+  });
+});
