@@ -202,6 +202,23 @@ export class EndpointClosedError extends SlotwiseError {
   }
 }
 
+/**
+ * A task attempt did not produce an output: it threw, outgrew its thread's heap, ended its thread,
+ * was canceled, named a module without a default export function, or returned something that
+ * cannot cross threads. Only that attempt failed: the slot and its pool live on.
+ * `details.cause` is the original message.
+ */
+export class TaskExecutionError extends SlotwiseError {
+  readonly _tag = 'TaskExecutionError' as const;
+  constructor(
+    reason: 'threw' | 'out-of-memory' | 'thread-exited' | 'canceled' | 'bad-module' | 'bad-output',
+    message: string,
+    details: { executionAttemptId: string; vertexName: string; cause: string; stack?: string; code?: string } & Record<string, unknown>,
+  ) {
+    super(reason, message, details);
+  }
+}
+
 /** Every concrete error class, by tag: the closed family. */
 export const ERROR_CLASSES = {
   IllegalArgumentError,
@@ -221,6 +238,7 @@ export const ERROR_CLASSES = {
   SlotRequestError,
   RpcTimeoutError,
   EndpointClosedError,
+  TaskExecutionError,
 } as const;
 
 export type SlotwiseErrorTag = keyof typeof ERROR_CLASSES;
