@@ -1,0 +1,187 @@
+/**
+ * The drivers that start TaskExecutors on this machine: on worker threads (the default) or in child
+ * processes (hard memory isolation). Both speak to their workers through a Link (lib/rpc): the
+ * ResourceManager's gateway on channel `rm`, the TaskExecutor's on `te`, each JobMaster's on
+ * `jm:<address>`. A worker that ends — exit, error, crash, abort — is reported at once.
+ *
+ * Release is graceful first (the TaskExecutor's shutdown: tasks failed, slots freed) and forced
+ * after `task.cancellation.grace-period` + `rpc.ask.timeout` (terminate / SIGKILL). Deaths are
+ * awaited with a deadline too: a worker stuck in a synchronous native call may never emit `exit`.
+ * Workers that end before they register count as start failures; more than
+ * `resourcemanager.start-worker.max-failure-rate` of them in a minute delay further starts.
+ */
+import { systemClock, type Clock } from '../core/clock.js';
+import { ResourceID } from '../core/ids.js';
+import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
+import { connectGateway, serveGateway } from '../rpc/connect.js';
+import { GATEWAY, type TaskExecutorGateway } from '../rpc/gateways.js';
+import { Link } from '../rpc/Link.js';
+import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
+import type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from './ResourceManagerDriver.js';
+import type { PendingTaskManagerID } from './slotmanager/PendingTaskManager.js';
+import type { WorkerResourceSpec } from './slotmanager/WorkerResourceSpec.js';
+import { spawnWorker, type SpawnedWorker, type WorkerBootstrap } from './spawnWorker.js';
+
+export interface LocalDriverOptions {
+  readonly mode: 'thread' | 'process';
+  readonly configuration?: SlotwiseOptions | ResolvedOptions;
+  readonly clock?: Clock;
+  /** The ResourceManager's mailbox: the gateways served to workers run there. */
+  readonly mailbox: MainThreadExecutor;
+  readonly log?: (message: string) => void;
+  /** The worker entry module (default: lib/taskexecutor/taskExecutorMain, .ts or .js like this file). */
+  readonly entry?: URL;
+}
+
+interface Worker extends WorkerInfo {
+  readonly link: Link;
+  readonly process: SpawnedWorker;
+  readonly gateway: TaskExecutorGateway;
+  ended: Promise<void>;
+}
+
+const START_FAILURE_WINDOW_MS = 60_000;
+const START_RETRY_DELAY_MS = 3_000;
+
+export class LocalResourceManagerDriver implements ResourceManagerDriver {
+  readonly mode: 'thread' | 'process';
+  readonly #o: LocalDriverOptions;
+  readonly #options: ResolvedOptions;
+  readonly #clock: Clock;
+  readonly #log: (message: string) => void;
+  readonly #workers = new Map<ResourceID, Worker>();
+  readonly #startFailures: number[] = [];
+  #context: ResourceManagerDriverContext | null = null;
+  #delayedStarts = 0;
+  #closing = false;
+
+  constructor(options: LocalDriverOptions) {
+    this.#o = options;
+    this.mode = options.mode;
+    this.#options = resolveOptions(options.configuration ?? {});
+    this.#clock = options.clock ?? systemClock;
+    this.#log = options.log ?? (() => {});
+  }
+
+  start(context: ResourceManagerDriverContext): void {
+    this.#context = context;
+  }
+
+  requestResource(spec: WorkerResourceSpec, pendingWorkerId: PendingTaskManagerID | null): ResourceID {
+    const resourceId = ResourceID.generate(this.mode === 'thread' ? 'taskexecutor' : 'taskexecutor-process');
+    const delay = this.#startDelay();
+    if (delay > 0) {
+      this.#log(`worker starts are failing (${this.#startFailures.length} in the last minute): starting ${resourceId} in ${delay} ms`);
+      this.#delayedStarts++;
+      this.#clock.setTimeout(() => {
+        this.#delayedStarts--;
+        if (!this.#closing) this.#start(resourceId, spec, pendingWorkerId);
+      }, delay);
+    } else {
+      this.#start(resourceId, spec, pendingWorkerId);
+    }
+    return resourceId;
+  }
+
+  releaseResource(resourceId: ResourceID, reason: string): void {
+    const worker = this.#workers.get(resourceId);
+    if (worker === undefined || worker.state === 'stopping') return;
+    worker.state = 'stopping';
+    const deadline = this.#options['task.cancellation.grace-period'] + this.#options['rpc.ask.timeout'];
+    const forced = this.#clock.setTimeout(() => {
+      this.#log(`worker ${resourceId} did not stop within ${deadline} ms: terminating it`);
+      worker.process.kill();
+      // A worker blocked in a synchronous native call may never report its exit: stop waiting.
+      this.#clock.setTimeout(() => worker.link.close(`terminated; no exit seen within ${deadline} ms`), deadline);
+    }, deadline);
+    worker.gateway.shutdown(reason).catch(() => worker.process.kill());
+    void worker.ended.then(() => this.#clock.clearTimeout(forced));
+  }
+
+  cancelPendingWorker(pendingWorkerId: PendingTaskManagerID): void {
+    for (const worker of this.#workers.values()) {
+      if (worker.pendingWorkerId === pendingWorkerId && worker.state === 'starting') this.releaseResource(worker.resourceId, 'its pending worker is no longer needed');
+    }
+  }
+
+  markRegistered(resourceId: ResourceID): void {
+    const worker = this.#workers.get(resourceId);
+    if (worker !== undefined && worker.state === 'starting') worker.state = 'running';
+  }
+
+  taskExecutorGateway(resourceId: ResourceID): TaskExecutorGateway | undefined {
+    const worker = this.#workers.get(resourceId);
+    return worker === undefined || worker.link.closed ? undefined : worker.gateway;
+  }
+
+  workers(): readonly WorkerInfo[] {
+    return [...this.#workers.values()].map(({ resourceId, pendingWorkerId, spec, startedAt, state }) => ({ resourceId, pendingWorkerId, spec, startedAt, state }));
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true;
+    const workers = [...this.#workers.values()];
+    for (const worker of workers) this.releaseResource(worker.resourceId, 'the cluster is closing');
+    await Promise.all(workers.map((w) => w.ended));
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  #start(resourceId: ResourceID, spec: WorkerResourceSpec, pendingWorkerId: PendingTaskManagerID | null): void {
+    const context = this.#context;
+    if (context === null) throw new Error('the driver was not started');
+    const bootstrap: WorkerBootstrap = {
+      resourceId,
+      pendingWorkerId,
+      mode: this.mode,
+      configuration: {
+        ...this.#options,
+        'taskmanager.numberOfTaskSlots': spec.numberOfSlots,
+        'taskmanager.cpu.cores': spec.totalResourceProfile.cpuCores,
+        'taskmanager.memory.task.heap.size': spec.totalResourceProfile.taskHeapMemory,
+        'taskmanager.memory.task.off-heap.size': spec.totalResourceProfile.taskOffHeapMemory,
+        'taskmanager.memory.managed.size': spec.totalResourceProfile.managedMemory,
+        'taskmanager.memory.network.size': spec.totalResourceProfile.networkMemory,
+        'taskmanager.extended-resources': spec.totalResourceProfile.extendedResources,
+      },
+    };
+    const spawned = spawnWorker(this.mode, bootstrap, {
+      ...(this.#o.entry ? { entry: this.#o.entry } : {}),
+      heapLimitMb: Math.ceil(spec.totalResourceProfile.taskHeapMemory / (1024 * 1024)),
+    });
+    const link = new Link(`${this.mode} ${resourceId}`, spawned.transport);
+    serveGateway(link, 'rm', context.resourceManagerGateway(resourceId), { mailbox: this.#o.mailbox });
+    link.onUnknownChannel('jm:', (channel) => {
+      const gateway = context.jobMasterGateway(channel.slice('jm:'.length));
+      if (gateway !== undefined) serveGateway(link, channel, gateway, { mailbox: this.#o.mailbox });
+    });
+    const gateway = connectGateway<TaskExecutorGateway>(link, 'te', { gateway: GATEWAY.taskExecutor, timeoutMs: this.#options['rpc.ask.timeout'], clock: this.#clock, endpoint: resourceId });
+    let resolveEnded!: () => void;
+    const worker: Worker = {
+      resourceId,
+      pendingWorkerId,
+      spec,
+      startedAt: this.#clock.now(),
+      state: 'starting',
+      link,
+      process: spawned,
+      gateway,
+      ended: new Promise<void>((resolve) => (resolveEnded = resolve)),
+    };
+    this.#workers.set(resourceId, worker);
+    link.onClosed((reason) => {
+      if (this.#workers.get(resourceId) !== worker) return;
+      this.#workers.delete(resourceId);
+      if (worker.state === 'starting') this.#startFailures.push(this.#clock.now());
+      resolveEnded();
+      context.onWorkerTerminated(resourceId, reason);
+    });
+  }
+
+  /** 0, or how long to wait before the next start while starts keep failing. */
+  #startDelay(): number {
+    const now = this.#clock.now();
+    while (this.#startFailures.length > 0 && now - this.#startFailures[0]! > START_FAILURE_WINDOW_MS) this.#startFailures.shift();
+    return this.#startFailures.length >= this.#options['resourcemanager.start-worker.max-failure-rate'] ? START_RETRY_DELAY_MS * (1 + this.#delayedStarts) : 0;
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * Starts one TaskExecutor worker, on a thread or in a child process, and hands back the transport
+ * to it. The worker entry is chosen by this module's own extension (.ts under tsx in tests, .js
+ * from dist/ after tsc), so the same code runs in both.
+ */
+import type { ResourceID } from '../core/ids.js';
+import type { ResolvedOptions } from '../core/options.js';
+import { forkProcess } from '../rpc/forkProcess.js';
+import { startWorker } from '../rpc/startWorker.js';
+import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
+
+/** What a worker is told when it starts. */
+export interface WorkerBootstrap {
+  readonly resourceId: ResourceID;
+  readonly pendingWorkerId: string | null;
+  readonly mode: 'thread' | 'process';
+  readonly configuration: ResolvedOptions;
+}
+
+export interface SpawnedWorker {
+  readonly transport: Transport;
+  /** Forced stop: terminate the thread, SIGKILL the process. */
+  kill(): void;
+}
+
+/** The first message a child process gets (before any Link frame). */
+export const BOOTSTRAP_MESSAGE = 'slotwiseBootstrap';
+
+const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+export const DEFAULT_WORKER_ENTRY = new URL(`../taskexecutor/taskExecutorMain${extension}`, import.meta.url);
+
+/** Heap above the tasks' own for the TaskExecutor runtime in a child process. */
+const PROCESS_HEAP_OVERHEAD_MB = 96;
+
+export function spawnWorker(mode: 'thread' | 'process', bootstrap: WorkerBootstrap, options: { entry?: URL; heapLimitMb: number }): SpawnedWorker {
+  const entry = options.entry ?? DEFAULT_WORKER_ENTRY;
+  if (mode === 'thread') {
+    const worker = startWorker(entry, bootstrap);
+    return { transport: portTransport(worker), kill: () => void worker.terminate() };
+  }
+  // The process's own heap limit is the hard bound: a task that blows it takes down this one process only.
+  const child = forkProcess(entry, [], { execArgv: [`--max-old-space-size=${options.heapLimitMb + PROCESS_HEAP_OVERHEAD_MB}`] });
+  child.send({ [BOOTSTRAP_MESSAGE]: bootstrap });
+  return { transport: processTransport(child), kill: () => void child.kill('SIGKILL') };
+}

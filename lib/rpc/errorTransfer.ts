@@ -1,0 +1,83 @@
+/**
+ * Errors that cross threads as themselves. comlink's own 'throw' handler sends an Error as
+ * `{ name, message, stack }` and rebuilds a plain Error, so a SlotAllocationError thrown in a worker
+ * would arrive as an Error whose `_tag`, `reason` and `details` are gone (STYLE.md §6, §8). This
+ * module replaces that handler, once, at import: a SlotwiseError travels as its `toJSON()` (plus
+ * its stack) and is revived as the same class with the same reason and details; any other Error
+ * keeps name, message, stack (and a string `code`, e.g. ERR_WORKER_OUT_OF_MEMORY); any other
+ * thrown value travels as itself.
+ *
+ * Both sides of a gateway must load it: serving (to serialize) and connecting (to revive);
+ * connect.ts imports it for them. It patches the `comlink` instance that the bare specifier
+ * resolves to — the one connect.ts uses (`comlink/dist/esm/…` is a second copy with its own table).
+ */
+import { transferHandlers, type TransferHandler } from 'comlink';
+import { isSlotwiseError, reviveError } from '../core/errors.js';
+import type { SerializedError } from './protocol.js';
+
+/** An error on the wire: protocol.ts's SerializedError, plus Node's `code` when it has one. */
+export type WireError = SerializedError & { readonly code?: string };
+
+/** What a thrown value becomes on the wire. */
+export type SerializedThrow = { readonly isError: true; readonly error: WireError } | { readonly isError: false; readonly value: unknown };
+
+/** comlink's wrapper around a thrown value (its marker symbol is private; its own canHandle spots it). */
+interface Thrown {
+  readonly value: unknown;
+}
+
+const INSTALLED = Symbol.for('slotwise.errorTransfer');
+
+/** An error's wire form: a SlotwiseError with `_tag`, `reason`, `details`; another Error with name, message, stack. */
+export function serializeError(error: unknown): WireError {
+  if (isSlotwiseError(error)) {
+    return { ...error.toJSON(), name: error.name, ...(error.stack === undefined ? {} : { stack: error.stack }) };
+  }
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return {
+      name: error.name,
+      message: error.message,
+      ...(error.stack === undefined ? {} : { stack: error.stack }),
+      ...(typeof code === 'string' ? { code } : {}),
+    };
+  }
+  return { name: 'Error', message: String(error) };
+}
+
+/** The error a wire form stands for: the same SlotwiseError class (reason, details), or an Error with name, message, stack. */
+export function deserializeError(wire: WireError): Error {
+  if (typeof wire._tag === 'string') {
+    const error = reviveError({ _tag: wire._tag, reason: wire.reason ?? '', message: wire.message, details: wire.details ?? {} });
+    // Keep the thrower's stack: it says where, on the other side, the error came from.
+    if (typeof wire.stack === 'string') error.stack = wire.stack;
+    return error;
+  }
+  const error = new Error(wire.message);
+  error.name = wire.name;
+  if (typeof wire.stack === 'string') error.stack = wire.stack;
+  if (typeof wire.code === 'string') Object.defineProperty(error, 'code', { value: wire.code, enumerable: true, writable: true, configurable: true });
+  return error;
+}
+
+/** A thrown value's wire form (what the installed handler serializes). */
+export function serializeThrown(value: unknown): SerializedThrow {
+  return value instanceof Error ? { isError: true, error: serializeError(value) } : { isError: false, value };
+}
+
+/** Installs the handler (idempotent; done at import). */
+export function installErrorTransfer(): void {
+  const current = transferHandlers.get('throw') as (TransferHandler<Thrown, SerializedThrow> & { [INSTALLED]?: true }) | undefined;
+  if (current === undefined || current[INSTALLED] === true) return;
+  const handler: TransferHandler<Thrown, SerializedThrow> & { [INSTALLED]: true } = {
+    [INSTALLED]: true,
+    canHandle: (value: unknown): value is Thrown => current.canHandle(value),
+    serialize: (thrown) => [serializeThrown(thrown.value), []],
+    deserialize: (serialized) => {
+      throw serialized.isError ? deserializeError(serialized.error) : serialized.value;
+    },
+  };
+  transferHandlers.set('throw', handler as TransferHandler<unknown, unknown>);
+}
+
+installErrorTransfer();

@@ -1,0 +1,60 @@
+/**
+ * The entry of a TaskExecutor worker, on a worker thread (bootstrap in workerData, transport over
+ * parentPort) or in a child process (bootstrap as the first IPC message, transport over IPC).
+ * It wires a TaskExecutor to its Link: the ResourceManager on channel `rm`, JobMasters on
+ * `jm:<address>`, its own gateway served on `te` through its mailbox. When the TaskExecutor stops,
+ * the worker ends with its exit code.
+ */
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { connectGateway, serveGateway } from '../rpc/connect.js';
+import { GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
+import { Link } from '../rpc/Link.js';
+import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
+import type { WorkerBootstrap } from '../resourcemanager/spawnWorker.js';
+import { SlotTaskPool } from './SlotTaskPool.js';
+import { TaskExecutor } from './TaskExecutor.js';
+
+const BOOTSTRAP_MESSAGE = 'slotwiseBootstrap';
+
+async function bootstrap(): Promise<{ bootstrap: WorkerBootstrap; transport: Transport }> {
+  if (!isMainThread && parentPort !== null) return { bootstrap: workerData as WorkerBootstrap, transport: portTransport(parentPort) };
+  const data = await new Promise<WorkerBootstrap>((resolve) => {
+    const onMessage = (message: unknown) => {
+      const value = (message as Record<string, unknown> | null)?.[BOOTSTRAP_MESSAGE];
+      if (value === undefined) return;
+      process.off('message', onMessage);
+      resolve(value as WorkerBootstrap);
+    };
+    process.on('message', onMessage);
+  });
+  return { bootstrap: data, transport: processTransport(process) };
+}
+
+const { bootstrap: config, transport } = await bootstrap();
+const link = new Link(`TaskExecutor ${config.resourceId}`, transport);
+const timeoutMs = config.configuration['rpc.ask.timeout'];
+const resourceManager = connectGateway<ResourceManagerGateway>(link, 'rm', { gateway: GATEWAY.resourceManager, timeoutMs, endpoint: 'ResourceManager' });
+const log = (message: string) => process.stderr.write(`[${config.resourceId}] ${message}\n`);
+const debug = process.env['SLOTWISE_DEBUG'] !== undefined;
+
+const taskExecutor = new TaskExecutor({
+  resourceId: config.resourceId,
+  mode: config.mode,
+  configuration: config.configuration,
+  ...(config.pendingWorkerId === null ? {} : { pendingWorkerId: config.pendingWorkerId }),
+  resourceManager,
+  connectJobMaster: (address) => connectGateway<JobMasterGateway>(link, `jm:${address}`, { gateway: GATEWAY.jobMaster, timeoutMs, endpoint: address }),
+  createTaskRunner: ({ name, heapLimitMb }) =>
+    new SlotTaskPool({ name, ...(heapLimitMb === undefined ? {} : { heapLimitMb }), cancelGraceMs: config.configuration['task.cancellation.grace-period'] }),
+  onTerminated: (code, reason) => {
+    if (debug) log(`stopped (${code}): ${reason}`);
+    link.close(`the TaskExecutor stopped: ${reason}`);
+    // Give the last frames (disconnect, final states) a moment to leave, then end the worker.
+    setTimeout(() => process.exit(code), 50).unref();
+  },
+  ...(debug ? { log } : {}),
+});
+serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox });
+// The ResourceManager gone (the link closed under us): nothing left to work for.
+link.onClosed(() => setTimeout(() => process.exit(0), 50).unref());
+taskExecutor.start();
