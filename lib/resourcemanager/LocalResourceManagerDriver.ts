@@ -16,7 +16,6 @@ import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../c
 import { connectGateway, serveGateway } from '../rpc/connect.js';
 import { GATEWAY, type TaskExecutorGateway } from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
-import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from './ResourceManagerDriver.js';
 import type { PendingTaskManagerID } from './slotmanager/PendingTaskManager.js';
 import type { WorkerResourceSpec } from './slotmanager/WorkerResourceSpec.js';
@@ -26,8 +25,6 @@ export interface LocalDriverOptions {
   readonly mode: 'thread' | 'process';
   readonly configuration?: SlotwiseOptions | ResolvedOptions;
   readonly clock?: Clock;
-  /** The ResourceManager's mailbox: the gateways served to workers run there. */
-  readonly mailbox: MainThreadExecutor;
   readonly log?: (message: string) => void;
   /** The worker entry module (default: lib/taskexecutor/taskExecutorMain, .ts or .js like this file). */
   readonly entry?: URL;
@@ -98,6 +95,14 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     void worker.ended.then(() => this.#clock.clearTimeout(forced));
   }
 
+  /** Stops a worker at once, without a graceful shutdown (as a crash would): for tests and chaos drills. */
+  killWorker(resourceId: ResourceID): boolean {
+    const worker = this.#workers.get(resourceId);
+    if (worker === undefined) return false;
+    worker.process.kill();
+    return true;
+  }
+
   cancelPendingWorker(pendingWorkerId: PendingTaskManagerID): void {
     for (const worker of this.#workers.values()) {
       if (worker.pendingWorkerId === pendingWorkerId && worker.state === 'starting') this.releaseResource(worker.resourceId, 'its pending worker is no longer needed');
@@ -150,10 +155,10 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
       heapLimitMb: Math.ceil(spec.totalResourceProfile.taskHeapMemory / (1024 * 1024)),
     });
     const link = new Link(`${this.mode} ${resourceId}`, spawned.transport);
-    serveGateway(link, 'rm', context.resourceManagerGateway(resourceId), { mailbox: this.#o.mailbox });
+    serveGateway(link, 'rm', context.resourceManagerGateway(resourceId), { mailbox: context.mailbox });
     link.onUnknownChannel('jm:', (channel) => {
       const gateway = context.jobMasterGateway(channel.slice('jm:'.length));
-      if (gateway !== undefined) serveGateway(link, channel, gateway, { mailbox: this.#o.mailbox });
+      if (gateway !== undefined) serveGateway(link, channel, gateway, { mailbox: context.mailbox });
     });
     const gateway = connectGateway<TaskExecutorGateway>(link, 'te', { gateway: GATEWAY.taskExecutor, timeoutMs: this.#options['rpc.ask.timeout'], clock: this.#clock, endpoint: resourceId });
     let resolveEnded!: () => void;

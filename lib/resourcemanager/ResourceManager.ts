@@ -14,6 +14,7 @@ import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../c
 import { ResourceProfile } from '../core/ResourceProfile.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
+import type { TaskExecutorSlotGateway } from '../rpc/TaskExecutorSlotGateway.js';
 import type { RegistrationResponse, ResourceRequirementsWire, SlotReportWire, TaskExecutorRegistrationWire } from '../rpc/protocol.js';
 import { slotReportFromWire } from '../rpc/slotReportWire.js';
 import { requirementsFromWire } from './requirementsWire.js';
@@ -102,6 +103,7 @@ export class ResourceManager implements ResourceManagerGateway {
     this.mailbox.execute(() => {
       this.slotManager.start();
       this.#driver.start({
+        mailbox: this.mailbox,
         onWorkerTerminated: (resourceId, reason) => this.mailbox.execute(() => this.#workerTerminated(resourceId, reason)),
         resourceManagerGateway: (resourceId) => this.#gatewayFor(resourceId),
         jobMasterGateway: (address) => this.#jobMastersByAddress.get(address),
@@ -121,10 +123,14 @@ export class ResourceManager implements ResourceManagerGateway {
     this.mailbox.assertRunningInMainThread('ResourceManager.registerTaskExecutor');
     if (!ResourceID.is(registration?.resourceId)) throw new IllegalArgumentError('invalid-value', `registerTaskExecutor: resourceId must be a ResourceID, got ${String(registration?.resourceId)}`, { argument: 'resourceId' });
     const { resourceId } = registration;
+    const refuse = (reason: string): RegistrationResponse => {
+      this.#log(`refused the registration of ${resourceId}: ${reason}`);
+      return { kind: 'refused', reason };
+    };
     const stale = this.#stale.get(resourceId);
-    if (stale !== undefined) return { kind: 'refused', reason: `stale: TaskExecutor ${resourceId} was declared lost (${stale}); a new worker takes its place` };
+    if (stale !== undefined) return refuse(`stale: TaskExecutor ${resourceId} was declared lost (${stale}); a new worker takes its place`);
     const gateway = this.#driver.taskExecutorGateway(resourceId);
-    if (gateway === undefined) return { kind: 'refused', reason: `unknown: no live worker ${resourceId} was started by this ResourceManager` };
+    if (gateway === undefined) return refuse(`unknown: no live worker ${resourceId} was started by this ResourceManager`);
     const previous = this.#taskExecutors.get(resourceId);
     if (previous !== undefined) {
       // The same worker registering again (it lost us): replace the old registration, as Flink does.
@@ -150,7 +156,7 @@ export class ResourceManager implements ResourceManagerGateway {
         totalResourceProfile: ResourceProfile.fromJSON(info.totalResourceProfile),
         defaultSlotResourceProfile: ResourceProfile.fromJSON(info.defaultSlotResourceProfile),
         numberOfStaticSlots: info.numberOfSlots,
-        gateway: registration.gateway,
+        gateway: slotGateway(registration.gateway),
         ...(info.pendingWorkerId === undefined ? {} : { pendingWorkerId: info.pendingWorkerId as PendingTaskManagerID }),
       },
       slotReportFromWire(report),
@@ -267,6 +273,14 @@ export class ResourceManager implements ResourceManagerGateway {
       disconnectJobMaster: () => Promise.reject(new IllegalArgumentError('invalid-value', 'a TaskExecutor may not disconnect a JobMaster', { argument: 'caller' })),
     };
   }
+}
+
+/** The SlotManager's view of a TaskExecutor's gateway: profiles go on the wire as JSON. */
+function slotGateway(gateway: TaskExecutorGateway): TaskExecutorSlotGateway {
+  return {
+    requestSlot: (request) => gateway.requestSlot({ ...request, resourceProfile: request.resourceProfile.toJSON() }),
+    freeInactiveSlots: (jobId) => gateway.freeInactiveSlots(jobId),
+  };
 }
 
 function describe(error: unknown): string {

@@ -6,11 +6,14 @@
  */
 import type { ResourceID } from '../core/ids.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
+import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { PendingTaskManagerID } from './slotmanager/PendingTaskManager.js';
 import type { WorkerResourceSpec } from './slotmanager/WorkerResourceSpec.js';
 
 /** What the ResourceManager gives its driver. */
 export interface ResourceManagerDriverContext {
+  /** The ResourceManager's mailbox: whatever a worker calls on the main thread runs there. */
+  readonly mailbox: MainThreadExecutor;
   /** A worker ended (exit, error, crash, or after release): reported at once, whatever the cause. */
   onWorkerTerminated(resourceId: ResourceID, reason: string): void;
   /** The ResourceManager as the worker `resourceId` may call it (calls are checked against that id). */

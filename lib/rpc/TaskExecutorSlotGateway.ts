@@ -21,7 +21,9 @@ export interface TaskExecutorSlotGateway {
    * Allocates the slot in the TaskExecutor's table (seed 000 step 4). Resolves on acknowledgement;
    * rejects if the TaskExecutor refuses (a SlotAllocationError, e.g. the index is taken).
    */
-  requestSlot(request: SlotRequest): Promise<void>;
+  // Function-typed properties (not methods) so that strictFunctionTypes checks what is passed in:
+  // a wire gateway taking JSON profiles must not pass for one taking ResourceProfiles.
+  readonly requestSlot: (request: SlotRequest) => Promise<void>;
   /** Frees every slot of the job that is allocated but not active (seed 003: reclaim on job end). */
-  freeInactiveSlots(jobId: JobID): Promise<void>;
+  readonly freeInactiveSlots: (jobId: JobID) => Promise<void>;
 }

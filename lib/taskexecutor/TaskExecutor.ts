@@ -19,27 +19,8 @@ import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } fr
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ExecutionState, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor } from '../rpc/protocol.js';
 import { slotReportToWire } from '../rpc/slotReportWire.js';
-import type { SharedMemoryHandle } from './MemoryManager.js';
+import type { TaskInvocation } from './SlotTaskPool.js';
 import { TaskSlotTable, type TaskSlotOutput } from './TaskSlotTable.js';
-
-/** What a slot's task runner is given for one attempt (the task worker's payload). */
-export interface TaskInvocation {
-  readonly taskModule: string;
-  readonly context: {
-    readonly jobId: JobID;
-    readonly jobName: string;
-    readonly vertexId: string;
-    readonly vertexName: string;
-    readonly subtaskIndex: number;
-    readonly parallelism: number;
-    readonly attemptNumber: number;
-    readonly executionAttemptId: ExecutionAttemptID;
-    readonly allocationId: AllocationID;
-  };
-  readonly inputs: unknown;
-  readonly config: unknown;
-  readonly memory: SharedMemoryHandle | null;
-}
 
 /** Runs a slot's tasks (a piscina pool in production, a double in tests). */
 export interface SlotTaskRunner {

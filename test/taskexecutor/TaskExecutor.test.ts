@@ -9,7 +9,8 @@ import { AllocationID, ExecutionAttemptID, JobID, ResourceID, type ExecutionAtte
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../../lib/rpc/gateways.js';
 import type { RegistrationResponse, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../../lib/rpc/protocol.js';
-import { TaskExecutor, type SlotTaskRunner, type TaskInvocation } from '../../lib/taskexecutor/TaskExecutor.js';
+import type { TaskInvocation } from '../../lib/taskexecutor/SlotTaskPool.js';
+import { TaskExecutor, type SlotTaskRunner } from '../../lib/taskexecutor/TaskExecutor.js';
 
 const settle = async () => {
   for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -56,7 +57,7 @@ function harness(options: { registration?: Array<RegistrationResponse | Error> }
   const runner: SlotTaskRunner = {
     run: (invocation, { signal }) => {
       const result = deferred<{ output: unknown }>();
-      runs.set(invocation.context.executionAttemptId, { invocation, signal, result });
+      runs.set(invocation.context.executionAttemptId as EAID, { invocation, signal, result });
       signal.addEventListener('abort', () => result.reject(new TaskExecutionError('canceled', 'canceled', { executionAttemptId: invocation.context.executionAttemptId, vertexName: invocation.context.vertexName, cause: 'aborted' })));
       return result.promise;
     },
