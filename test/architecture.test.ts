@@ -13,6 +13,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const MACHINES = join(ROOT, 'machines');
 const CORE = join(ROOT, 'lib', 'core');
+const LIB = join(ROOT, 'lib');
+/** The endpoint wings (DESIGN.md): side by side on rpc/, core/ and machines/, never importing each other. */
+const WINGS = ['taskexecutor', 'resourcemanager', 'jobmaster'].map((wing) => join(LIB, wing));
 
 /** Every .ts source file under `dir` (declaration files excluded). */
 function sourceFiles(dir: string): string[] {
@@ -128,6 +131,22 @@ describe('architecture', () => {
         return isUnder(target, CORE) ? undefined : `${rel(target)}, outside lib/core/`;
       });
       expect(found, `lib/core must stay pure; offending imports:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
+    });
+  });
+
+  describe('wings', () => {
+    it('taskexecutor/, resourcemanager/ and jobmaster/ do not import each other; rpc/ imports none of them', () => {
+      const wingOf = (path: string) => WINGS.find((wing) => isUnder(path, wing));
+      const libFiles = sourceFiles(LIB);
+      const found = violations(libFiles, (file, specifier) => {
+        if (!specifier.startsWith('.')) return undefined;
+        const target = resolve(dirname(file), specifier);
+        const [from, to] = [wingOf(file), wingOf(target)];
+        if (to === undefined) return undefined;
+        if (isUnder(file, join(LIB, 'rpc')) || isUnder(file, CORE)) return `${rel(to)} is an endpoint wing`;
+        return from !== undefined && from !== to ? `another wing, ${rel(to)}` : undefined;
+      });
+      expect(found, `wings must talk through rpc/ only; offending imports:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
     });
   });
 

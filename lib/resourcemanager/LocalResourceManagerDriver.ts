@@ -19,7 +19,8 @@ import { Link } from '../rpc/Link.js';
 import type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from './ResourceManagerDriver.js';
 import type { PendingTaskManagerID } from './slotmanager/PendingTaskManager.js';
 import type { WorkerResourceSpec } from './slotmanager/WorkerResourceSpec.js';
-import { spawnWorker, type SpawnedWorker, type WorkerBootstrap } from './spawnWorker.js';
+import type { WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
+import { spawnWorker, type SpawnedWorker } from './spawnWorker.js';
 
 export interface LocalDriverOptions {
   readonly mode: 'thread' | 'process';

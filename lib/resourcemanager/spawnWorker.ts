@@ -3,19 +3,10 @@
  * to it. The worker entry is chosen by this module's own extension (.ts under tsx in tests, .js
  * from dist/ after tsc), so the same code runs in both.
  */
-import type { ResourceID } from '../core/ids.js';
-import type { ResolvedOptions } from '../core/options.js';
 import { forkProcess } from '../rpc/forkProcess.js';
 import { startWorker } from '../rpc/startWorker.js';
 import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
-
-/** What a worker is told when it starts. */
-export interface WorkerBootstrap {
-  readonly resourceId: ResourceID;
-  readonly pendingWorkerId: string | null;
-  readonly mode: 'thread' | 'process';
-  readonly configuration: ResolvedOptions;
-}
+import { BOOTSTRAP_MESSAGE, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
 
 export interface SpawnedWorker {
   readonly transport: Transport;
@@ -23,8 +14,6 @@ export interface SpawnedWorker {
   kill(): void;
 }
 
-/** The first message a child process gets (before any Link frame). */
-export const BOOTSTRAP_MESSAGE = 'slotwiseBootstrap';
 
 const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 export const DEFAULT_WORKER_ENTRY = new URL(`../taskexecutor/taskExecutorMain${extension}`, import.meta.url);

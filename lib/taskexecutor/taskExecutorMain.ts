@@ -10,11 +10,9 @@ import { connectGateway, serveGateway } from '../rpc/connect.js';
 import { GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
 import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
-import type { WorkerBootstrap } from '../resourcemanager/spawnWorker.js';
+import { BOOTSTRAP_MESSAGE, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
 import { SlotTaskPool } from './SlotTaskPool.js';
 import { TaskExecutor } from './TaskExecutor.js';
-
-const BOOTSTRAP_MESSAGE = 'slotwiseBootstrap';
 
 async function bootstrap(): Promise<{ bootstrap: WorkerBootstrap; transport: Transport }> {
   if (!isMainThread && parentPort !== null) return { bootstrap: workerData as WorkerBootstrap, transport: portTransport(parentPort) };

@@ -1,0 +1,16 @@
+/**
+ * What a TaskExecutor worker is told when it starts: the contract between a driver (main side) and
+ * the worker entry (worker side), which otherwise share nothing. On a thread it is the workerData;
+ * in a child process it is the first IPC message, under BOOTSTRAP_MESSAGE, before any Link frame.
+ */
+import type { ResourceID } from '../core/ids.js';
+import type { ResolvedOptions } from '../core/options.js';
+
+export interface WorkerBootstrap {
+  readonly resourceId: ResourceID;
+  readonly pendingWorkerId: string | null;
+  readonly mode: 'thread' | 'process';
+  readonly configuration: ResolvedOptions;
+}
+
+export const BOOTSTRAP_MESSAGE = 'slotwiseBootstrap';
