@@ -21,6 +21,11 @@ export {
   SlotwiseError,
   TaskNotFoundError,
   TimeoutError,
+  UnknownTaskExecutorError,
+  SlotRequestError,
+  RpcTimeoutError,
+  EndpointClosedError,
+  TaskExecutionError,
 } from './core/errors.js';
 export { AllocationID, ExecutionAttemptID, JobID, ResourceID, SlotID } from './core/ids.js';
 export { formatMemorySize, GiB, KiB, MiB, parseMemorySize } from './core/MemorySize.js';
@@ -41,6 +46,14 @@ export { SLOT_MATCHING_POLICIES } from './resourcemanager/slotmanager/SlotMatchi
 export { TaskManagerTracker } from './resourcemanager/slotmanager/TaskManagerTracker.js';
 export { describeWaitReason } from './resourcemanager/slotmanager/WaitReason.js';
 export { WorkerResourceSpec } from './resourcemanager/slotmanager/WorkerResourceSpec.js';
+export { ResourceManager } from './resourcemanager/ResourceManager.js';
+export { LocalResourceManagerDriver } from './resourcemanager/LocalResourceManagerDriver.js';
+export { TaskExecutor } from './taskexecutor/TaskExecutor.js';
+export { SlotTaskPool } from './taskexecutor/SlotTaskPool.js';
+export { MainThreadExecutor } from './rpc/MainThreadExecutor.js';
+export { GATEWAY } from './rpc/gateways.js';
+export { Link } from './rpc/Link.js';
+export { connectGateway, serveGateway } from './rpc/connect.js';
 export { machines, resourceSlotMachine, slotManagerMachine, taskSlotMachine, taskSlotTableMachine } from '../machines/index.js';
 
 export type { Clock, TimerHandle } from './core/clock.js';
@@ -62,3 +75,11 @@ export type { SlotMatchingPolicy } from './resourcemanager/slotmanager/SlotMatch
 export type { PlacementPreference } from './resourcemanager/slotmanager/TaskManagerTracker.js';
 export type { WaitReason } from './resourcemanager/slotmanager/WaitReason.js';
 export type { SlotRequest, TaskExecutorSlotGateway } from './rpc/TaskExecutorSlotGateway.js';
+export type { ResourceManagerOptions } from './resourcemanager/ResourceManager.js';
+export type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from './resourcemanager/ResourceManagerDriver.js';
+export type { LocalDriverOptions } from './resourcemanager/LocalResourceManagerDriver.js';
+export type { SlotTaskRunner, TaskExecutorOptions } from './taskexecutor/TaskExecutor.js';
+export type { TaskContext } from './taskexecutor/taskWorker.js';
+export type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from './rpc/gateways.js';
+export type { ExecutionState, SlotOfferWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from './rpc/protocol.js';
+export type { Gateway } from './rpc/connect.js';

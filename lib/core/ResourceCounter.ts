@@ -57,7 +57,7 @@ let construct: (entries: ReadonlyMap<string, Entry>) => ResourceCounter;
 
 /** An immutable map ResourceProfile → positive count (Flink's ResourceCounter). */
 export class ResourceCounter {
-  static readonly #EMPTY = new ResourceCounter(new Map());
+  static #EMPTY: ResourceCounter;
   readonly #entries: ReadonlyMap<string, Entry>;
 
   private constructor(entries: ReadonlyMap<string, Entry>) {
@@ -66,6 +66,8 @@ export class ResourceCounter {
   }
 
   static {
+    // `this`, not the class name: tsc's ES2022 output binds the name only after the class body has run.
+    this.#EMPTY = new this(new Map());
     construct = (entries) => (entries.size === 0 ? ResourceCounter.#EMPTY : new ResourceCounter(entries));
   }
 
