@@ -59,6 +59,8 @@ export class ResourceManager implements ResourceManagerGateway {
   readonly #stale = new Map<ResourceID, string>();
   readonly #jobMasters = new Map<JobID, { address: string; gateway: JobMasterGateway }>();
   readonly #jobMastersByAddress = new Map<string, JobMasterGateway>();
+  /** Workers started for a pending worker and not registered yet: if one ends, its pending worker is gone. */
+  readonly #startingWorkers = new Map<ResourceID, PendingTaskManagerID>();
   #registrations = 0;
   #heartbeat: { cancel(): boolean } | null = null;
   #closed = false;
@@ -73,22 +75,33 @@ export class ResourceManager implements ResourceManagerGateway {
     const allocator: ResourceAllocator = {
       isSupported: onDemand,
       allocateWorker: (id, spec) => {
-        this.#driver.requestResource(spec, id);
+        this.#startingWorkers.set(this.#driver.requestResource(spec, id), id);
         return true;
       },
       cancelWorker: (id) => this.#driver.cancelPendingWorker(id),
       releaseWorker: (resourceId, reason) => this.#driver.releaseResource(resourceId, reason),
     };
-    const listener = options.listener ?? {};
+    const listener: ResourceEventListener = options.listener ?? {};
+    // The SlotManager's timers (its coalesced checks, idle releases, request timeouts) fire into our mailbox.
+    const clock = this.#clock;
+    const mailboxClock: Clock = {
+      now: () => clock.now(),
+      setTimeout: (fn, delayMs) => clock.setTimeout(() => this.mailbox.execute(fn), delayMs),
+      clearTimeout: (handle) => clock.clearTimeout(handle),
+    };
     this.slotManager = new FineGrainedSlotManager({
       configuration: this.options,
       workerSpec: WorkerResourceSpec.fromOptions(this.options),
       allocator,
-      clock: this.#clock,
+      clock: mailboxClock,
       execute: (task) => this.mailbox.execute(task),
       log: (message) => this.#log(`SlotManager: ${message}`),
+      // Delegating calls, not a spread: a listener that is a class instance keeps its methods.
       listener: {
-        ...listener,
+        notEnoughResourcesAvailable: (...args) => listener.notEnoughResourcesAvailable?.(...args),
+        resourceRequirementsTimedOut: (...args) => listener.resourceRequirementsTimedOut?.(...args),
+        slotRequestFulfilled: (...args) => listener.slotRequestFulfilled?.(...args),
+        slotRequestFailed: (...args) => listener.slotRequestFailed?.(...args),
         slotsLost: (jobId, allocationIds, resourceId, cause) => {
           const jobMaster = this.#jobMasters.get(jobId);
           for (const allocationId of allocationIds) void jobMaster?.gateway.notifySlotFreed(resourceId, allocationId, cause).catch(() => {});
@@ -133,17 +146,19 @@ export class ResourceManager implements ResourceManagerGateway {
     if (gateway === undefined) return refuse(`unknown: no live worker ${resourceId} was started by this ResourceManager`);
     const previous = this.#taskExecutors.get(resourceId);
     if (previous !== undefined) {
-      // The same worker registering again (it lost us): replace the old registration, as Flink does.
+      // The same worker registering again (it lost us): replace the old registration. Its slots stay
+      // in the SlotManager, and the slot report that follows reconciles them (nobody is told they were lost).
       this.#log(`TaskExecutor ${resourceId} registers again; replacing its registration`);
-      this.#closeConnection(resourceId, 'it registered again', false);
     }
     const registrationId = `registration-${++this.#registrations}`;
-    this.#taskExecutors.set(resourceId, { resourceId, registrationId, gateway, info: registration, lastHeartbeat: this.#clock.now(), inSlotManager: false });
+    this.#taskExecutors.set(resourceId, { resourceId, registrationId, gateway, info: registration, lastHeartbeat: this.#clock.now(), inSlotManager: previous?.inSlotManager ?? false });
+    this.#startingWorkers.delete(resourceId);
     this.#driver.markRegistered(resourceId);
     return { kind: 'accepted', registrationId, heartbeatIntervalMs: this.options['heartbeat.interval'], heartbeatTimeoutMs: this.options['heartbeat.timeout'] };
   }
 
   async sendSlotReport(resourceId: ResourceID, registrationId: string, report: SlotReportWire): Promise<void> {
+    this.mailbox.assertRunningInMainThread('ResourceManager.sendSlotReport');
     const registration = this.#taskExecutors.get(resourceId);
     if (registration === undefined || registration.registrationId !== registrationId) {
       throw new IllegalArgumentError('invalid-value', `sendSlotReport: ${resourceId} is not registered under ${registrationId}`, { argument: 'registrationId' });
@@ -161,6 +176,7 @@ export class ResourceManager implements ResourceManagerGateway {
       },
       slotReportFromWire(report),
     );
+    if (result.kind === 'ignored') return; // registered before: the report was reconciled as a slot report
     if (result.kind === 'rejected') {
       this.#log(`TaskExecutor ${resourceId} rejected by the SlotManager: ${result.reason}`);
       this.#closeConnection(resourceId, result.reason, true);
@@ -171,25 +187,32 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 
   async notifySlotAvailable(resourceId: ResourceID, allocationId: AllocationID): Promise<void> {
+    this.mailbox.assertRunningInMainThread('ResourceManager.notifySlotAvailable');
     if (!this.#taskExecutors.get(resourceId)?.inSlotManager) return;
+    // Only the executor holding a slot may free it.
+    if (this.slotManager.tracker.getSlot(allocationId)?.taskManager.resourceId !== resourceId) return;
     this.slotManager.freeSlot(allocationId);
   }
 
   async disconnectTaskExecutor(resourceId: ResourceID, cause: string): Promise<void> {
+    this.mailbox.assertRunningInMainThread('ResourceManager.disconnectTaskExecutor');
     this.#closeConnection(resourceId, `it disconnected: ${cause}`, true);
   }
 
   async registerJobMaster(jobId: JobID, address: string): Promise<void> {
+    this.mailbox.assertRunningInMainThread('ResourceManager.registerJobMaster');
     if (!JobID.is(jobId)) throw new IllegalArgumentError('invalid-value', `registerJobMaster: jobId must be a JobID`, { argument: 'jobId' });
     if (!this.#jobMastersByAddress.has(address)) throw new IllegalArgumentError('invalid-value', `registerJobMaster: no JobMaster is served at ${address}; call serveJobMaster first`, { argument: 'address' });
     this.#jobMasters.set(jobId, { address, gateway: this.#jobMastersByAddress.get(address)! });
   }
 
   async declareRequiredResources(requirements: ResourceRequirementsWire): Promise<void> {
+    this.mailbox.assertRunningInMainThread('ResourceManager.declareRequiredResources');
     this.slotManager.declareResourceRequirements(requirementsFromWire(requirements));
   }
 
   async disconnectJobMaster(jobId: JobID, cause: string, terminal: boolean): Promise<void> {
+    this.mailbox.assertRunningInMainThread('ResourceManager.disconnectJobMaster');
     this.#log(`JobMaster of ${JobID.short(jobId)} disconnected: ${cause}`);
     if (terminal) this.slotManager.clearResourceRequirements(jobId);
     this.#jobMasters.delete(jobId);
@@ -246,12 +269,16 @@ export class ResourceManager implements ResourceManagerGateway {
 
   #workerTerminated(resourceId: ResourceID, reason: string): void {
     this.#log(`worker ${resourceId} ended: ${reason}`);
+    const pending = this.#startingWorkers.get(resourceId);
+    this.#startingWorkers.delete(resourceId);
+    if (pending !== undefined && this.slotManager.state === 'started') this.slotManager.pendingWorkerFailed(pending, reason);
     this.#closeConnection(resourceId, `its worker ended: ${reason}`, true);
   }
 
   /** Flink's closeTaskManagerConnection: the SlotManager frees its slots and tells their jobs. */
   #closeConnection(resourceId: ResourceID, cause: string, stale: boolean): void {
-    if (stale) this.#stale.set(resourceId, cause);
+    // The first cause is the one worth keeping (a release that follows a lost heartbeat says less).
+    if (stale && !this.#stale.has(resourceId)) this.#stale.set(resourceId, cause);
     const registration = this.#taskExecutors.get(resourceId);
     if (registration === undefined) return;
     this.#taskExecutors.delete(resourceId);

@@ -234,6 +234,19 @@ export class FineGrainedSlotManager {
     return true;
   }
 
+  /**
+   * A worker started for a pending worker ended before it registered: the pending worker is gone,
+   * and its planned slots are planned again (on a new worker, if still needed).
+   */
+  pendingWorkerFailed(pendingWorkerId: PendingTaskManagerID, reason: string): boolean {
+    this.#requireStarted('pendingWorkerFailed');
+    if (this.tracker.getPendingTaskManager(pendingWorkerId) === undefined) return false;
+    this.#log(`pending worker ${pendingWorkerId} ended before it registered: ${reason}`);
+    this.tracker.removePendingTaskManager(pendingWorkerId);
+    this.#scheduleCheck();
+    return true;
+  }
+
   /** Reconciles a TaskExecutor's slot report (a heartbeat's payload). */
   reportSlotStatus(resourceId: ResourceIDType, report: SlotReport): void {
     this.#requireStarted('reportSlotStatus');
