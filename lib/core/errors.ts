@@ -219,6 +219,35 @@ export class TaskExecutionError extends SlotwiseError {
   }
 }
 
+/**
+ * A job graph was refused: `reason` names the rule, the message names what is wrong (the vertex,
+ * the edge, the cycle) and what is allowed. Nothing was submitted.
+ */
+export class JobGraphError extends SlotwiseError {
+  readonly _tag = 'JobGraphError' as const;
+  constructor(
+    reason:
+      | 'no-vertices'
+      | 'duplicate-vertex'
+      | 'unknown-vertex'
+      | 'cycle'
+      | 'invalid-parallelism'
+      | 'incompatible-parallelism'
+      | 'invalid-co-location'
+      | 'invalid-resources'
+      | 'invalid-task-module'
+      | 'invalid-name'
+      | 'invalid-restart-strategy'
+      | 'invalid-edge'
+      | 'invalid-config'
+      | 'unknown-field',
+    message: string,
+    details: Record<string, unknown> = {},
+  ) {
+    super(reason, message, details);
+  }
+}
+
 /** Every concrete error class, by tag: the closed family. */
 export const ERROR_CLASSES = {
   IllegalArgumentError,
@@ -239,6 +268,7 @@ export const ERROR_CLASSES = {
   RpcTimeoutError,
   EndpointClosedError,
   TaskExecutionError,
+  JobGraphError,
 } as const;
 
 export type SlotwiseErrorTag = keyof typeof ERROR_CLASSES;

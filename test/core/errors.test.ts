@@ -22,6 +22,7 @@ import {
   RpcTimeoutError,
   EndpointClosedError,
   TaskExecutionError,
+  JobGraphError,
   type AnySlotwiseError,
   type SlotwiseErrorTag,
 } from '../../lib/core/errors.js';
@@ -52,6 +53,7 @@ const SAMPLES: Record<SlotwiseErrorTag, () => AnySlotwiseError> = {
   TaskExecutionError: () => new TaskExecutionError('out-of-memory', 'task tokenize#3 ran out of its 64 mb heap', { executionAttemptId: `${'a'.repeat(32)}_tokenize_3_0`, vertexName: 'tokenize', cause: 'Worker terminated due to reaching memory limit', code: 'ERR_WORKER_OUT_OF_MEMORY' }),
   EndpointClosedError: () => new EndpointClosedError('TaskExecutor taskexecutor-1 is closed: the call was not run', { endpoint: 'TaskExecutor taskexecutor-1' }),
   RpcTimeoutError: () => new RpcTimeoutError('TaskExecutorGateway.requestSlot got no answer within 10 s', { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: 10_000 }),
+  JobGraphError: () => new JobGraphError('cycle', 'the edges form a cycle: map -> reduce -> map; a job graph must be acyclic', { vertices: ['map', 'reduce', 'map'] }),
 };
 
 const TAGS = Object.keys(ERROR_CLASSES) as SlotwiseErrorTag[];

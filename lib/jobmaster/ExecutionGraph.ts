@@ -1,0 +1,177 @@
+/**
+ * The job graph unfolded into subtasks: one ExecutionVertex per (vertex, subtask index), with the
+ * producer / consumer relations of its edges. Pure topology: what each subtask consumes and who
+ * consumes it. The attempts that run a subtask are records (`Execution`) the JobMaster keeps.
+ *
+ * Edges connect subtasks the way Flink's EdgeManagerBuildUtil does:
+ * - all-to-all: every downstream subtask consumes every upstream subtask;
+ * - pointwise, p_up >= p_down: downstream i consumes the contiguous block
+ *   [i * p_up / p_down, (i + 1) * p_up / p_down) of upstream subtasks;
+ * - pointwise, p_up < p_down: upstream j feeds the contiguous block of downstream subtasks
+ *   [ceil(j * p_down / p_up), ceil((j + 1) * p_down / p_up)).
+ * JobGraph only admits pointwise edges whose parallelisms divide, so the blocks are equal.
+ */
+import { IllegalArgumentError } from '../core/errors.js';
+import { ExecutionAttemptID } from '../core/ids.js';
+import type { JobEdge, JobGraph, JobVertex } from './JobGraph.js';
+
+/** One subtask of a job vertex; its string form (`key`) is `<vertexId>#<subtaskIndex>`, e.g. `tokenize#3`. */
+export interface ExecutionVertexID {
+  readonly vertexId: string;
+  readonly subtaskIndex: number;
+}
+
+export const ExecutionVertexID = {
+  of(vertexId: string, subtaskIndex: number): ExecutionVertexID {
+    return Object.freeze({ vertexId, subtaskIndex });
+  },
+  /** `tokenize#3`: a Map key and a readable name. Vertex ids cannot contain `#`, so it parses back. */
+  key(id: ExecutionVertexID): string {
+    return `${id.vertexId}#${id.subtaskIndex}`;
+  },
+  parse(key: string): ExecutionVertexID {
+    const at = key.lastIndexOf('#');
+    const index = Number(key.slice(at + 1));
+    if (at <= 0 || !Number.isSafeInteger(index) || index < 0 || key.slice(at + 1) === '') {
+      throw new IllegalArgumentError('invalid-value', `an ExecutionVertexID reads <vertexId>#<subtaskIndex>, got ${JSON.stringify(key)}`, { argument: 'key', value: key });
+    }
+    return ExecutionVertexID.of(key.slice(0, at), index);
+  },
+};
+
+export interface ExecutionVertex {
+  readonly id: ExecutionVertexID;
+  /** `ExecutionVertexID.key(id)`. */
+  readonly key: string;
+  readonly jobVertex: JobVertex;
+}
+
+/** The producers one subtask consumes through one input edge (Flink's ConsumedPartitionGroup). */
+export interface ExecutionInput {
+  readonly edge: JobEdge;
+  /** Upstream subtasks in subtask order. Consumers that read the same producers share this array. */
+  readonly producers: readonly ExecutionVertex[];
+}
+
+/** Upstream subtask range [start, end) consumed by downstream subtask `down` of a pointwise edge. */
+export function pointwiseProducerRange(upstream: number, downstream: number, down: number): [number, number] {
+  if (upstream >= downstream) return [Math.floor((down * upstream) / downstream), Math.floor(((down + 1) * upstream) / downstream)];
+  // Flink: upstream j feeds [ceil(j * down / up), ceil((j + 1) * down / up)); invert that.
+  const up = Math.floor((down * upstream) / downstream);
+  return [up, up + 1];
+}
+
+export class ExecutionGraph {
+  readonly jobGraph: JobGraph;
+  readonly #vertices = new Map<string, ExecutionVertex>();
+  readonly #byJobVertex = new Map<string, readonly ExecutionVertex[]>();
+  readonly #inputs = new Map<string, readonly ExecutionInput[]>();
+  readonly #consumers = new Map<string, ExecutionVertex[]>();
+  readonly #ordered: readonly ExecutionVertex[];
+  readonly #sinks: readonly ExecutionVertex[];
+
+  constructor(jobGraph: JobGraph) {
+    this.jobGraph = jobGraph;
+    for (const jobVertex of jobGraph.vertices) {
+      const subtasks = Array.from({ length: jobVertex.parallelism }, (_, subtaskIndex) => {
+        const id = ExecutionVertexID.of(jobVertex.id, subtaskIndex);
+        const vertex: ExecutionVertex = Object.freeze({ id, key: ExecutionVertexID.key(id), jobVertex });
+        this.#vertices.set(vertex.key, vertex);
+        this.#consumers.set(vertex.key, []);
+        return vertex;
+      });
+      this.#byJobVertex.set(jobVertex.id, Object.freeze(subtasks));
+    }
+    // Topological order of job vertices makes every producer known before its consumers.
+    for (const jobVertex of jobGraph.vertices) {
+      const consumers = this.#byJobVertex.get(jobVertex.id)!;
+      const inputs = consumers.map(() => [] as ExecutionInput[]);
+      for (const edge of jobGraph.inputsOf(jobVertex.id)) {
+        const producers = this.#byJobVertex.get(edge.from)!;
+        // One shared array per distinct producer block (all-to-all: one for the whole edge).
+        const blocks = new Map<number, readonly ExecutionVertex[]>();
+        consumers.forEach((consumer, i) => {
+          const [start, end] = edge.pattern === 'all-to-all' ? [0, producers.length] : pointwiseProducerRange(producers.length, consumers.length, i);
+          let block = blocks.get(start);
+          if (block === undefined) blocks.set(start, (block = Object.freeze(producers.slice(start, end))));
+          inputs[i]!.push(Object.freeze({ edge, producers: block }));
+          for (const producer of block) this.#consumers.get(producer.key)!.push(consumer);
+        });
+      }
+      consumers.forEach((consumer, i) => this.#inputs.set(consumer.key, Object.freeze(inputs[i]!)));
+    }
+    this.#ordered = Object.freeze(jobGraph.vertices.flatMap((v) => this.#byJobVertex.get(v.id)!));
+    this.#sinks = Object.freeze(jobGraph.vertices.filter((v) => jobGraph.outputsOf(v.id).length === 0).flatMap((v) => this.#byJobVertex.get(v.id)!));
+  }
+
+  /** Number of subtasks. */
+  get size(): number {
+    return this.#vertices.size;
+  }
+
+  /** The subtask with this id or key; throws IllegalArgumentError if the graph has none. */
+  vertex(id: ExecutionVertexID | string): ExecutionVertex {
+    const key = typeof id === 'string' ? id : ExecutionVertexID.key(id);
+    const vertex = this.#vertices.get(key);
+    if (vertex === undefined) {
+      throw new IllegalArgumentError('invalid-value', `no subtask ${key} in job '${this.jobGraph.name}' (vertices: ${this.jobGraph.vertices.map((v) => `${v.id} x${v.parallelism}`).join(', ')})`, {
+        argument: 'executionVertexId',
+        value: key,
+      });
+    }
+    return vertex;
+  }
+
+  /** The subtasks of one job vertex, by subtask index. */
+  subtasksOf(vertexId: string): readonly ExecutionVertex[] {
+    return this.#byJobVertex.get(this.jobGraph.vertex(vertexId).id)!;
+  }
+
+  /** What `ev` consumes, one entry per input edge (declaration order). */
+  inputsOf(ev: ExecutionVertex | ExecutionVertexID | string): readonly ExecutionInput[] {
+    return this.#inputs.get(this.#resolve(ev).key)!;
+  }
+
+  /** Every upstream subtask `ev` consumes: input edges in declaration order, subtasks ascending. */
+  producersOf(ev: ExecutionVertex | ExecutionVertexID | string): readonly ExecutionVertex[] {
+    return this.inputsOf(ev).flatMap((input) => input.producers);
+  }
+
+  /** Every downstream subtask that consumes `ev`: output edges in declaration order, subtasks ascending. */
+  consumersOf(ev: ExecutionVertex | ExecutionVertexID | string): readonly ExecutionVertex[] {
+    return this.#consumers.get(this.#resolve(ev).key)!;
+  }
+
+  /** Every subtask: job vertices in topological order, each one's subtasks by index. */
+  verticesInTopologicalOrder(): readonly ExecutionVertex[] {
+    return this.#ordered;
+  }
+
+  /** The subtasks of the vertices without outputs: their outputs are the job's result. */
+  sinks(): readonly ExecutionVertex[] {
+    return this.#sinks;
+  }
+
+  #resolve(ev: ExecutionVertex | ExecutionVertexID | string): ExecutionVertex {
+    return typeof ev === 'object' && 'key' in ev ? this.vertex(ev.key) : this.vertex(ev);
+  }
+}
+
+/** The life of one attempt of a subtask (Flink's ExecutionState, the states slotwise uses). */
+export type ExecutionState = 'created' | 'scheduled' | 'deploying' | 'initializing' | 'running' | 'finished' | 'failed' | 'canceled';
+
+export const TERMINAL_EXECUTION_STATES: ReadonlySet<ExecutionState> = new Set(['finished', 'failed', 'canceled']);
+
+/** One attempt of one subtask, as plain data; the JobMaster replaces it as the attempt moves on. */
+export interface Execution {
+  readonly vertexId: ExecutionVertexID;
+  readonly attemptNumber: number;
+  readonly attemptId: ExecutionAttemptID;
+  readonly state: ExecutionState;
+}
+
+/** A new attempt (state `created`) with a labelled ExecutionAttemptID (`…_tokenize_3_1`). */
+export function createExecution(vertexId: ExecutionVertexID, attemptNumber: number): Execution {
+  const attemptId = ExecutionAttemptID.generate({ vertex: vertexId.vertexId, subtask: vertexId.subtaskIndex, attempt: attemptNumber });
+  return Object.freeze({ vertexId, attemptNumber, attemptId, state: 'created' });
+}

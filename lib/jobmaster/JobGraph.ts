@@ -1,0 +1,192 @@
+/**
+ * The job a user writes (DESIGN.md, "The job model"): vertices naming a task module, a parallelism,
+ * resources, a slot sharing group and an optional co-location group; edges `pointwise` or
+ * `all-to-all`; a restart strategy. `JobGraph.create` validates everything that can be checked
+ * without touching the disk, synchronously, and refuses with a JobGraphError naming what is wrong
+ * and what is allowed; `validateTaskModules` then loads each task module.
+ */
+import { stat } from 'node:fs/promises';
+import { pathToFileURL } from 'node:url';
+import { DEFAULTS, type ResolvedOptions } from '../core/options.js';
+import type { ResourceProfile, ResourceSpec } from '../core/ResourceProfile.js';
+import { checkCoLocation, checkFields, GRAPH_FIELDS, isRecord, refuse, resolveEdge, resolveProfile, resolveRestartStrategy, resolveVertex, show } from './jobGraphRules.js';
+import { findCycle, topologicalOrder } from './topology.js';
+
+export type DistributionPattern = 'pointwise' | 'all-to-all';
+
+export interface JobVertexSpec {
+  /** Letters, digits, `_ . : -`, starting with a letter or digit (it labels ExecutionAttemptIDs). */
+  id: string;
+  /** An absolute path or a `file:` URL, e.g. `new URL('./tasks/tokenize.ts', import.meta.url)`. */
+  taskModule: string | URL;
+  /** Subtasks, an integer from 1 to 32768. */
+  parallelism: number;
+  /** Per subtask; default UNKNOWN (any slot will do). */
+  resources?: ResourceSpec | ResourceProfile | 'UNKNOWN';
+  /** Default `'default'`. */
+  slotSharingGroup?: string;
+  /** Subtask i of every vertex in the group runs in the same slot as subtask i of the others. */
+  coLocationGroup?: string;
+  /** Handed to every subtask as `context.config`; must survive a structured clone. */
+  config?: unknown;
+}
+
+export interface JobEdgeSpec {
+  from: string;
+  to: string;
+  pattern: DistributionPattern;
+}
+
+export type RestartStrategySpec = { type: 'fixed-delay'; attempts: number; delay: number | string } | { type: 'none' };
+export type RestartStrategy = { readonly type: 'fixed-delay'; readonly attempts: number; readonly delayMs: number } | { readonly type: 'none' };
+
+export interface JobGraphSpec {
+  name: string;
+  vertices: JobVertexSpec[];
+  edges?: JobEdgeSpec[];
+  /** Default: fixed-delay from the `restart-strategy.*` options (3 attempts, 10 s apart). */
+  restartStrategy?: RestartStrategySpec;
+  /** The profile of one slot of each named slot sharing group; unset: the sum of what shares it. */
+  slotSharingGroups?: Record<string, ResourceSpec | ResourceProfile | 'UNKNOWN'>;
+}
+
+export interface JobVertex {
+  readonly id: string;
+  /** Absolute path of the task module. */
+  readonly taskModule: string;
+  readonly parallelism: number;
+  readonly resourceProfile: ResourceProfile;
+  readonly slotSharingGroup: string;
+  readonly coLocationGroup: string | null;
+  readonly config: unknown;
+}
+
+export interface JobEdge {
+  readonly from: string;
+  readonly to: string;
+  readonly pattern: DistributionPattern;
+}
+
+/** A validated, immutable job graph; vertices in topological order (ties in declaration order). */
+export class JobGraph {
+  readonly name: string;
+  readonly vertices: readonly JobVertex[];
+  /** In declaration order. */
+  readonly edges: readonly JobEdge[];
+  readonly restartStrategy: RestartStrategy;
+  /** The configured profile of each slot sharing group that has one (UNKNOWN entries are left out). */
+  readonly slotSharingGroups: ReadonlyMap<string, ResourceProfile>;
+  readonly #byId: ReadonlyMap<string, JobVertex>;
+  readonly #inputs = new Map<string, JobEdge[]>();
+  readonly #outputs = new Map<string, JobEdge[]>();
+
+  private constructor(name: string, vertices: JobVertex[], edges: JobEdge[], restartStrategy: RestartStrategy, groups: Map<string, ResourceProfile>) {
+    this.name = name;
+    this.vertices = Object.freeze(vertices);
+    this.edges = Object.freeze(edges);
+    this.restartStrategy = restartStrategy;
+    this.slotSharingGroups = groups;
+    this.#byId = new Map(vertices.map((v) => [v.id, v]));
+    for (const v of vertices) [this.#inputs, this.#outputs].forEach((m) => m.set(v.id, []));
+    for (const e of edges) {
+      this.#inputs.get(e.to)!.push(e);
+      this.#outputs.get(e.from)!.push(e);
+    }
+    for (const list of [...this.#inputs.values(), ...this.#outputs.values()]) Object.freeze(list);
+  }
+
+  /**
+   * Validates `spec` and builds the graph; throws JobGraphError (see its reasons) on the first rule
+   * broken. `options` supply the default restart strategy (`restart-strategy.*`).
+   */
+  static create(spec: JobGraphSpec, options: ResolvedOptions = DEFAULTS): JobGraph {
+    if (!isRecord(spec)) return refuse('no-vertices', `a job graph must be an object { name, vertices, edges?, restartStrategy?, slotSharingGroups? }, got ${show(spec)}`);
+    checkFields('the job graph', spec, GRAPH_FIELDS);
+    if (typeof spec.name !== 'string' || spec.name.trim() === '') refuse('invalid-name', `the job name must be a non-empty string, got ${show(spec.name)}`);
+    if (!Array.isArray(spec.vertices) || spec.vertices.length === 0) {
+      refuse('no-vertices', `a job needs at least one vertex in 'vertices', got ${show(spec.vertices)}`);
+    }
+    const byId = new Map<string, JobVertex>();
+    spec.vertices.forEach((vertexSpec, index) => {
+      const vertex = resolveVertex(vertexSpec, index);
+      if (byId.has(vertex.id)) refuse('duplicate-vertex', `vertex id '${vertex.id}' is declared twice (vertices[${index}]); vertex ids must be unique`, { vertex: vertex.id });
+      byId.set(vertex.id, vertex);
+    });
+    const declared = [...byId.values()];
+
+    if (spec.edges !== undefined && !Array.isArray(spec.edges)) refuse('invalid-edge', `edges must be an array of { from, to, pattern }, got ${show(spec.edges)}`);
+    const edges = (spec.edges ?? []).map((edgeSpec, index) => resolveEdge(edgeSpec, index, byId));
+    const seen = new Set<string>();
+    for (const e of edges) {
+      const key = `${e.from}\u0000${e.to}`;
+      if (seen.has(key)) refuse('invalid-edge', `the edge ${e.from} -> ${e.to} is declared twice; a vertex consumes another's output through one edge`, { from: e.from, to: e.to });
+      seen.add(key);
+    }
+
+    const order = topologicalOrder(declared.map((v) => v.id), edges);
+    if (order.length < declared.length) {
+      const cycle = findCycle(declared.map((v) => v.id).filter((id) => !order.includes(id)), edges);
+      refuse('cycle', `the edges form a cycle: ${cycle.join(' -> ')}; a job graph must be acyclic`, { vertices: cycle });
+    }
+
+    for (const e of edges) {
+      const [up, down] = [byId.get(e.from)!.parallelism, byId.get(e.to)!.parallelism];
+      if (e.pattern === 'pointwise' && Math.max(up, down) % Math.min(up, down) !== 0) {
+        refuse('incompatible-parallelism', `the pointwise edge ${e.from} (parallelism ${up}) -> ${e.to} (parallelism ${down}) needs one parallelism to divide the other; change one, or use 'all-to-all'`, { from: e.from, to: e.to, parallelisms: [up, down] });
+      }
+    }
+    checkCoLocation(declared);
+
+    const groups = new Map<string, ResourceProfile>();
+    if (spec.slotSharingGroups !== undefined) {
+      if (!isRecord(spec.slotSharingGroups)) refuse('invalid-resources', `slotSharingGroups must be an object of group name -> resources, got ${show(spec.slotSharingGroups)}`);
+      const used = new Set(declared.map((v) => v.slotSharingGroup));
+      for (const [group, resources] of Object.entries(spec.slotSharingGroups)) {
+        if (!used.has(group)) refuse('invalid-resources', `slotSharingGroups names '${group}', which no vertex is in; groups in use: ${[...used].join(', ')}`, { group });
+        const profile = resolveProfile(`slot sharing group '${group}'`, resources);
+        if (!profile.isUnknown()) groups.set(group, profile);
+      }
+    }
+    const restartStrategy = resolveRestartStrategy(spec.restartStrategy, options);
+    return new JobGraph(spec.name, order.map((id) => byId.get(id)!), edges, restartStrategy, groups);
+  }
+
+  /** The vertex with this id; throws JobGraphError('unknown-vertex') if there is none. */
+  vertex(id: string): JobVertex {
+    return this.#byId.get(id) ?? refuse('unknown-vertex', `no vertex '${id}' in job '${this.name}'; vertices are ${[...this.#byId.keys()].join(', ')}`, { vertex: id });
+  }
+
+  /** The edges into `vertexId`, in declaration order. */
+  inputsOf(vertexId: string): readonly JobEdge[] {
+    return this.#inputs.get(this.vertex(vertexId).id)!;
+  }
+
+  /** The edges out of `vertexId`, in declaration order. */
+  outputsOf(vertexId: string): readonly JobEdge[] {
+    return this.#outputs.get(this.vertex(vertexId).id)!;
+  }
+
+  /**
+   * Loads every task module (a dynamic import in this thread, so its top-level code runs here
+   * once) and checks that its default export is a function. Rejects with JobGraphError
+   * ('invalid-task-module') naming the vertex and the module.
+   */
+  async validateTaskModules(): Promise<void> {
+    for (const vertex of this.vertices) {
+      const where = `vertex '${vertex.id}': task module ${vertex.taskModule}`;
+      const details = { vertex: vertex.id, taskModule: vertex.taskModule };
+      const file = await stat(vertex.taskModule).catch(() => undefined);
+      if (file === undefined || !file.isFile()) refuse('invalid-task-module', `${where} does not exist or is not a file`, details);
+      let module: Record<string, unknown>;
+      try {
+        module = (await import(pathToFileURL(vertex.taskModule).href)) as Record<string, unknown>;
+      } catch (error) {
+        return refuse('invalid-task-module', `${where} cannot be loaded: ${(error as Error)?.message ?? String(error)}`, details);
+      }
+      if (typeof module.default !== 'function') {
+        const exported = Object.keys(module).filter((k) => k !== 'default');
+        refuse('invalid-task-module', `${where} has no default export function (it exports ${exported.length > 0 ? exported.join(', ') : 'nothing'}); export the task as 'export default async function (context, inputs) { ... }'`, details);
+      }
+    }
+  }
+}

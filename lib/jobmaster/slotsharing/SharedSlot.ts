@@ -1,0 +1,236 @@
+/**
+ * One physical slot shared by the subtasks of an ExecutionSlotSharingGroup (Flink's SharedSlot):
+ * a logical slot per subtask, all completed when the physical slot arrives, all failed when its
+ * request fails. The physical slot goes back exactly once — `cancelSlotRequest` while the request
+ * still waits, `releaseSlot` once it holds a slot — when its last logical slot is released or
+ * canceled, or when the slot is lost; whichever path comes first, the others find it released.
+ */
+import { IllegalStateError } from '../../core/errors.js';
+import type { AllocationID, ResourceID } from '../../core/ids.js';
+import type { ResourceProfile } from '../../core/ResourceProfile.js';
+import { ExecutionVertexID } from '../ExecutionGraph.js';
+import type { ExecutionSlotSharingGroup } from './SlotSharingStrategy.js';
+
+/** A slot leased to the job on a TaskExecutor. */
+export interface PhysicalSlot {
+  readonly allocationId: AllocationID;
+  readonly resourceId: ResourceID;
+  readonly resourceProfile: ResourceProfile;
+}
+
+export interface PhysicalSlotRequest {
+  readonly requestId: string;
+  readonly resourceProfile: ResourceProfile;
+}
+
+/** Where physical slots come from (the JobMaster's slot pool); the allocator's only effect. */
+export interface PhysicalSlotProvider {
+  /** Resolves with the slot, or rejects when it cannot be had. */
+  allocatePhysicalSlot(request: PhysicalSlotRequest): Promise<PhysicalSlot>;
+  /** Gives up a request still waiting. Should reject its promise; a slot it delivers anyway is given back with releaseSlot. */
+  cancelSlotRequest(requestId: string, cause: Error): void;
+  /** Gives back a slot the job no longer needs (or has lost). */
+  releaseSlot(slot: PhysicalSlot, cause: Error): void;
+}
+
+/** A subtask's share of a physical slot. */
+export interface LogicalSlot {
+  readonly executionVertexId: ExecutionVertexID;
+  /** Unique within the allocator, like Flink's logical SlotRequestId. */
+  readonly slotRequestId: string;
+  readonly groupId: string;
+  readonly physicalSlot: PhysicalSlot;
+  readonly allocationId: AllocationID;
+  readonly resourceId: ResourceID;
+  /** False once released (returned by the subtask, or lost with its physical slot). */
+  isAlive(): boolean;
+  /** Resolves (never rejects) with the cause once the logical slot is released. */
+  readonly released: Promise<Error>;
+}
+
+type LogicalRequest =
+  | { readonly kind: 'pending'; readonly id: string; readonly promise: Promise<LogicalSlot>; readonly resolve: (slot: LogicalSlot) => void; readonly reject: (cause: Error) => void }
+  | { readonly kind: 'fulfilled'; readonly id: string; readonly promise: Promise<LogicalSlot>; readonly release: (cause: Error) => void };
+
+export type SharedSlotState = { readonly kind: 'requested' } | { readonly kind: 'allocated'; readonly slot: PhysicalSlot } | { readonly kind: 'released'; readonly cause: Error };
+
+const ignore = () => {};
+
+interface Settle {
+  readonly resolve: (slot: PhysicalSlot) => void;
+  readonly reject: (cause: Error) => void;
+}
+
+export class SharedSlot {
+  readonly requestId: string;
+  readonly group: ExecutionSlotSharingGroup;
+  /** Resolves with the physical slot; rejects if the request fails or is given up first. Always handled. */
+  readonly allocated: Promise<PhysicalSlot>;
+  #state: SharedSlotState = { kind: 'requested' };
+  readonly #requests = new Map<string, LogicalRequest>();
+  readonly #provider: PhysicalSlotProvider;
+  readonly #onReleased: (slot: SharedSlot) => void;
+  readonly #nextLogicalId: () => string;
+  readonly #settle: Settle;
+
+  /**
+   * Requests the physical slot at once. `onReleased` runs once, when the SharedSlot is released by
+   * whatever path (the allocator forgets it then).
+   */
+  constructor(options: { requestId: string; group: ExecutionSlotSharingGroup; provider: PhysicalSlotProvider; onReleased: (slot: SharedSlot) => void; nextLogicalId: () => string }) {
+    this.requestId = options.requestId;
+    this.group = options.group;
+    this.#provider = options.provider;
+    this.#onReleased = options.onReleased;
+    this.#nextLogicalId = options.nextLogicalId;
+    let settle!: Settle;
+    this.allocated = new Promise<PhysicalSlot>((resolve, reject) => (settle = { resolve, reject }));
+    this.allocated.catch(ignore);
+    this.#settle = settle;
+    let physical: Promise<PhysicalSlot>;
+    try {
+      physical = this.#provider.allocatePhysicalSlot({ requestId: this.requestId, resourceProfile: this.group.resourceProfile });
+    } catch (error) {
+      physical = Promise.reject(error); // a provider that throws fails the request like one that rejects
+    }
+    physical.then(
+      (slot) => this.#fulfil(slot),
+      (cause: unknown) => this.#fail(cause instanceof Error ? cause : new Error(String(cause))),
+    );
+  }
+
+  get state(): SharedSlotState {
+    return this.#state;
+  }
+
+  /** The subtasks holding or waiting for a logical slot here. */
+  get logicalSlotCount(): number {
+    return this.#requests.size;
+  }
+
+  /** The subtask's logical slot; the same promise while its request lives (Flink de-duplicates too). */
+  allocateLogicalSlot(id: ExecutionVertexID): Promise<LogicalSlot> {
+    if (this.#state.kind === 'released') {
+      throw new IllegalStateError(`SharedSlot ${this.requestId} of group ${this.group.id} is released; allocate from a new one`, { component: 'SharedSlot', operation: 'allocateLogicalSlot', state: 'released', allowed: ['requested', 'allocated'] });
+    }
+    const key = ExecutionVertexID.key(id);
+    const existing = this.#requests.get(key);
+    if (existing !== undefined) return existing.promise;
+    const requestId = this.#nextLogicalId();
+    if (this.#state.kind === 'allocated') return this.#fulfilled(id, requestId, this.#state.slot).promise;
+    let resolve!: (slot: LogicalSlot) => void;
+    let reject!: (cause: Error) => void;
+    const promise = new Promise<LogicalSlot>((res, rej) => ((resolve = res), (reject = rej)));
+    promise.catch(ignore); // the caller may drop it; a failed slot must not be an unhandled rejection
+    this.#requests.set(key, { kind: 'pending', id: requestId, promise, resolve, reject });
+    return promise;
+  }
+
+  /**
+   * Cancels a logical slot request still waiting: its promise rejects with `cause`. A logical slot
+   * already handed out is left alone (Flink: the subtask owns it and must return it). Returns
+   * whether a request was canceled.
+   */
+  cancelLogicalSlotRequest(id: ExecutionVertexID, cause: Error): boolean {
+    const key = ExecutionVertexID.key(id);
+    const request = this.#requests.get(key);
+    if (request?.kind !== 'pending') return false;
+    this.#requests.delete(key);
+    request.reject(cause);
+    this.#releaseIfEmpty(cause);
+    return true;
+  }
+
+  /** Returns a subtask's logical slot (or cancels its waiting request). Returns whether it had one. */
+  returnLogicalSlot(id: ExecutionVertexID, cause: Error): boolean {
+    const key = ExecutionVertexID.key(id);
+    const request = this.#requests.get(key);
+    if (request === undefined) return false;
+    this.#requests.delete(key);
+    if (request.kind === 'pending') request.reject(cause);
+    else request.release(cause);
+    this.#releaseIfEmpty(cause);
+    return true;
+  }
+
+  /** The physical slot is gone or the job is done with it: every logical slot fails or is released. */
+  release(cause: Error): void {
+    if (this.#state.kind === 'released') return;
+    const requests = [...this.#requests.values()];
+    this.#requests.clear();
+    this.#releaseOnce(cause);
+    for (const request of requests) {
+      if (request.kind === 'pending') request.reject(cause);
+      else request.release(cause);
+    }
+  }
+
+  #fulfil(slot: PhysicalSlot): void {
+    if (this.#state.kind === 'released') {
+      // Canceled while waiting, delivered anyway: it is ours to give back.
+      this.#provider.releaseSlot(slot, this.#state.cause);
+      return;
+    }
+    this.#state = { kind: 'allocated', slot };
+    this.#settle.resolve(slot);
+    for (const [key, request] of this.#requests) {
+      if (request.kind !== 'pending') continue;
+      request.resolve(this.#fulfilled(ExecutionVertexID.parse(key), request.id, slot, request.promise).slot);
+    }
+  }
+
+  #fail(cause: Error): void {
+    if (this.#state.kind === 'released') return; // our own cancel coming back
+    // The request failed: there is no slot to give back, only waiting subtasks to fail.
+    this.#state = { kind: 'released', cause };
+    this.#settle.reject(cause);
+    const requests = [...this.#requests.values()];
+    this.#requests.clear();
+    this.#onReleased(this);
+    for (const request of requests) if (request.kind === 'pending') request.reject(cause);
+  }
+
+  /** Records a handed-out logical slot; `promise` is the request's own when it waited. */
+  #fulfilled(id: ExecutionVertexID, requestId: string, slot: PhysicalSlot, waited?: Promise<LogicalSlot>): { slot: LogicalSlot; promise: Promise<LogicalSlot> } {
+    let alive = true;
+    let markReleased!: (cause: Error) => void;
+    const released = new Promise<Error>((resolve) => (markReleased = resolve));
+    const logical: LogicalSlot = Object.freeze({
+      executionVertexId: id,
+      slotRequestId: requestId,
+      groupId: this.group.id,
+      physicalSlot: slot,
+      allocationId: slot.allocationId,
+      resourceId: slot.resourceId,
+      isAlive: () => alive,
+      released,
+    });
+    const promise = waited ?? Promise.resolve(logical);
+    const release = (cause: Error) => {
+      alive = false;
+      markReleased(cause);
+    };
+    this.#requests.set(ExecutionVertexID.key(id), { kind: 'fulfilled', id: requestId, promise, release });
+    return { slot: logical, promise };
+  }
+
+  #releaseIfEmpty(cause: Error): void {
+    if (this.#requests.size === 0) this.#releaseOnce(cause);
+  }
+
+  /** The one place the physical slot goes back. */
+  #releaseOnce(cause: Error): void {
+    const previous = this.#state;
+    if (previous.kind === 'released') return;
+    this.#state = { kind: 'released', cause };
+    // Forgotten by the allocator before the provider hears of it: a provider that hands the slot
+    // on synchronously (and so re-enters the allocator) must find a fresh SharedSlot, not this one.
+    this.#onReleased(this);
+    if (previous.kind === 'requested') {
+      this.#settle.reject(cause);
+      this.#provider.cancelSlotRequest(this.requestId, cause);
+    } else {
+      this.#provider.releaseSlot(previous.slot, cause);
+    }
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * The physical slot requests one `allocateSlotsFor` call depends on (Flink's
+ * SharingPhysicalSlotRequestBulk): one per SharedSlot involved, with the subtasks of the call that
+ * wait on it. The bulk checker fails what is still pending at the deadline.
+ *
+ * Departure from Flink: when one request of the bulk fails (or is given up), Flink clears the whole
+ * bulk so that no timeout follows — the scheduler is about to fail the job anyway. Here only that
+ * request leaves the bulk; the others still time out with their reason if they never come.
+ */
+import type { ExecutionVertexID } from '../ExecutionGraph.js';
+import type { PhysicalSlotRequestBulk } from './PhysicalSlotRequestBulkChecker.js';
+import type { SharedSlot } from './SharedSlot.js';
+
+export interface BulkEntry {
+  readonly sharedSlot: SharedSlot;
+  /** The subtasks of this bulk that take a logical slot from it. */
+  readonly executions: readonly ExecutionVertexID[];
+}
+
+export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk {
+  readonly size: number;
+  /** Physical request id -> the subtasks of this bulk waiting on it; insertion order is request order. */
+  readonly #pending = new Map<string, readonly ExecutionVertexID[]>();
+  readonly #cancelLogicalSlotRequest: (id: ExecutionVertexID, cause: Error) => void;
+  #listeners: Array<() => void> = [];
+
+  /** `cancelLogicalSlotRequest` fails one subtask's waiting logical slot (the allocator's cancel). */
+  constructor(entries: readonly BulkEntry[], cancelLogicalSlotRequest: (id: ExecutionVertexID, cause: Error) => void) {
+    this.size = entries.length;
+    this.#cancelLogicalSlotRequest = cancelLogicalSlotRequest;
+    for (const { sharedSlot, executions } of entries) {
+      // A SharedSlot that holds its physical slot already is fulfilled for this bulk from the start.
+      if (sharedSlot.state.kind !== 'requested') continue;
+      this.#pending.set(sharedSlot.requestId, executions);
+      const settle = () => this.#settle(sharedSlot.requestId);
+      sharedSlot.allocated.then(settle, settle);
+    }
+  }
+
+  pendingRequestIds(): readonly string[] {
+    return [...this.#pending.keys()];
+  }
+
+  /** The subtasks of this bulk that still wait for a physical slot. */
+  pendingExecutions(): readonly ExecutionVertexID[] {
+    return [...this.#pending.values()].flat();
+  }
+
+  /**
+   * Fails the waiting logical slots of the bulk. Subtasks whose slot already came keep it (Flink:
+   * canceling a completed logical slot request does nothing; the scheduler returns those).
+   */
+  cancel(cause: Error): void {
+    for (const executions of [...this.#pending.values()]) {
+      for (const id of executions) this.#cancelLogicalSlotRequest(id, cause);
+    }
+  }
+
+  whenSettled(listener: () => void): void {
+    if (this.#pending.size === 0) listener();
+    else this.#listeners.push(listener);
+  }
+
+  #settle(requestId: string): void {
+    if (!this.#pending.delete(requestId) || this.#pending.size > 0) return;
+    const listeners = this.#listeners;
+    this.#listeners = [];
+    for (const listener of listeners) listener();
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * Logical slots for subtasks out of shared physical slots (seed 002; Flink's
+ * SlotSharingExecutionSlotAllocator). One SharedSlot per ExecutionSlotSharingGroup, created on the
+ * first request of any member and reused by the others; one physical request per SharedSlot with
+ * the group's profile; one logical slot per subtask. A SharedSlot whose physical request failed,
+ * or whose last logical slot went back, is forgotten: a later request for the group asks anew.
+ *
+ * `allocateSlotsFor` follows Flink's steps: group the subtasks, get or request each group's
+ * SharedSlot, take a logical slot per subtask, then hand the physical requests of the call to the
+ * bulk checker as one bulk.
+ */
+import { DEFAULTS } from '../../core/options.js';
+import { IllegalArgumentError, SlotRequestError } from '../../core/errors.js';
+import type { AllocationID, JobID } from '../../core/ids.js';
+import { ExecutionVertexID } from '../ExecutionGraph.js';
+import type { PhysicalSlotRequestBulkChecker } from './PhysicalSlotRequestBulkChecker.js';
+import { SharedSlot, type LogicalSlot, type PhysicalSlotProvider } from './SharedSlot.js';
+import { SharingPhysicalSlotRequestBulk } from './SharingPhysicalSlotRequestBulk.js';
+import type { ExecutionSlotSharingGroup, SlotSharingStrategy } from './SlotSharingStrategy.js';
+
+export interface SlotSharingExecutionSlotAllocatorOptions {
+  readonly jobId: JobID;
+  /** Which group each subtask belongs to. */
+  readonly strategy: Pick<SlotSharingStrategy, 'getExecutionSlotSharingGroup'>;
+  readonly provider: PhysicalSlotProvider;
+  /** Fails bulks not fulfilled within `allocationTimeoutMs`; without one, requests wait forever. */
+  readonly bulkChecker?: PhysicalSlotRequestBulkChecker;
+  /** `slot.request.timeout`; default 5 min. */
+  readonly allocationTimeoutMs?: number;
+}
+
+export class SlotSharingExecutionSlotAllocator {
+  readonly #jobId: JobID;
+  readonly #strategy: Pick<SlotSharingStrategy, 'getExecutionSlotSharingGroup'>;
+  readonly #provider: PhysicalSlotProvider;
+  readonly #bulkChecker: PhysicalSlotRequestBulkChecker | undefined;
+  readonly #timeoutMs: number;
+  /** Group id -> its live SharedSlot. */
+  readonly #sharedSlots = new Map<string, SharedSlot>();
+  #nextPhysical = 1;
+  #nextLogical = 1;
+
+  constructor(options: SlotSharingExecutionSlotAllocatorOptions) {
+    this.#jobId = options.jobId;
+    this.#strategy = options.strategy;
+    this.#provider = options.provider;
+    this.#bulkChecker = options.bulkChecker;
+    this.#timeoutMs = options.allocationTimeoutMs ?? DEFAULTS['slot.request.timeout'];
+  }
+
+  /** The live SharedSlots, by group id (for the overview and tests). */
+  get sharedSlots(): ReadonlyMap<string, SharedSlot> {
+    return this.#sharedSlots;
+  }
+
+  /**
+   * A logical slot for each subtask, keyed by `ExecutionVertexID.key`, in the order given. A subtask that already has
+   * a logical slot or request gets the same promise again. Throws IllegalArgumentError (and
+   * requests nothing) if a subtask belongs to no group.
+   */
+  allocateSlotsFor(ids: Iterable<ExecutionVertexID>): Map<string, Promise<LogicalSlot>> {
+    // Every subtask is looked up before anything is requested: an unknown one changes nothing.
+    const wanted = new Map<string, { id: ExecutionVertexID; group: ExecutionSlotSharingGroup }>();
+    for (const id of ids) wanted.set(ExecutionVertexID.key(id), { id, group: this.#groupOf(id) });
+    const byGroup = new Map<ExecutionSlotSharingGroup, ExecutionVertexID[]>();
+    for (const { id, group } of wanted.values()) byGroup.set(group, [...(byGroup.get(group) ?? []), id]);
+    const slots = new Map<ExecutionSlotSharingGroup, SharedSlot>();
+    for (const group of byGroup.keys()) slots.set(group, this.#getOrAllocateSharedSlot(group));
+
+    const result = new Map<string, Promise<LogicalSlot>>();
+    for (const [key, { id, group }] of wanted) result.set(key, slots.get(group)!.allocateLogicalSlot(id));
+    // The bulk is built from `slots`, not #sharedSlots: a physical request that failed at once has
+    // already left #sharedSlots (Flink's comment on createBulk says the same).
+    const bulk = new SharingPhysicalSlotRequestBulk(
+      [...byGroup].map(([group, executions]) => ({ sharedSlot: slots.get(group)!, executions })),
+      (id, cause) => this.#cancel(id, cause),
+    );
+    this.#bulkChecker?.schedulePendingRequestBulkTimeoutCheck(bulk, this.#timeoutMs);
+    return result;
+  }
+
+  /**
+   * Cancels a subtask's logical slot request still waiting (its promise rejects with `cause`,
+   * default SlotRequestError 'canceled'); when no member of the group waits or holds a slot any
+   * more, the physical request is canceled too. A logical slot already handed out is left alone
+   * (Flink): return it with `releaseLogicalSlot`. Returns whether a request was canceled.
+   */
+  cancel(id: ExecutionVertexID, cause?: Error): boolean {
+    return this.#cancel(id, cause ?? this.#canceled(id));
+  }
+
+  /**
+   * Returns a subtask's logical slot (or cancels its waiting request). The SharedSlot gives its
+   * physical slot back when this was its last logical slot. Releasing twice does nothing the
+   * second time. Returns whether the subtask had a logical slot or request.
+   */
+  releaseLogicalSlot(id: ExecutionVertexID, cause?: Error): boolean {
+    const slot = this.#sharedSlots.get(this.#groupOf(id).id);
+    return slot?.returnLogicalSlot(id, cause ?? this.#released(id)) ?? false;
+  }
+
+  /**
+   * The physical slot with this AllocationID is lost (its TaskExecutor went away, or it was freed
+   * under the job): every logical slot on it is released with `cause` and the SharedSlot is
+   * forgotten. Returns whether a SharedSlot held it.
+   */
+  releasePhysicalSlot(allocationId: AllocationID, cause: Error): boolean {
+    for (const slot of this.#sharedSlots.values()) {
+      if (slot.state.kind === 'allocated' && slot.state.slot.allocationId === allocationId) {
+        slot.release(cause);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Releases every SharedSlot (waiting requests fail with `cause`): the job is over. */
+  releaseAll(cause: Error): void {
+    for (const slot of [...this.#sharedSlots.values()]) slot.release(cause);
+  }
+
+  #cancel(id: ExecutionVertexID, cause: Error): boolean {
+    const slot = this.#sharedSlots.get(this.#groupOf(id).id);
+    return slot?.cancelLogicalSlotRequest(id, cause) ?? false;
+  }
+
+  #getOrAllocateSharedSlot(group: ExecutionSlotSharingGroup): SharedSlot {
+    const existing = this.#sharedSlots.get(group.id);
+    if (existing !== undefined) return existing;
+    const slot = new SharedSlot({
+      requestId: `${group.id}/p${this.#nextPhysical++}`,
+      group,
+      provider: this.#provider,
+      nextLogicalId: () => `l${this.#nextLogical++}`,
+      // Only the current SharedSlot of a group may remove the group's entry.
+      onReleased: (released) => {
+        if (this.#sharedSlots.get(group.id) === released) this.#sharedSlots.delete(group.id);
+      },
+    });
+    this.#sharedSlots.set(group.id, slot);
+    return slot;
+  }
+
+  #groupOf(id: ExecutionVertexID): ExecutionSlotSharingGroup {
+    const group = this.#strategy.getExecutionSlotSharingGroup(id);
+    if (group === undefined) {
+      const key = typeof id === 'object' && id !== null ? ExecutionVertexID.key(id) : String(id);
+      throw new IllegalArgumentError('invalid-value', `subtask ${key} is in no ExecutionSlotSharingGroup of job ${this.#jobId}; pass subtasks of the job's ExecutionGraph`, { argument: 'executionVertexId', value: key });
+    }
+    return group;
+  }
+
+  #canceled(id: ExecutionVertexID): Error {
+    const key = ExecutionVertexID.key(id);
+    return new SlotRequestError('canceled', `the slot request of subtask ${key} was canceled`, { jobId: this.#jobId, executionVertexId: key });
+  }
+
+  #released(id: ExecutionVertexID): Error {
+    const key = ExecutionVertexID.key(id);
+    return new SlotRequestError('canceled', `subtask ${key} returned its slot`, { jobId: this.#jobId, executionVertexId: key });
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * Which subtasks share a slot (seed 002): Flink's LocalInputPreferredSlotSharingStrategy, building
+ * ExecutionSlotSharingGroups — each becomes one SharedSlot, one physical slot request.
+ *
+ * Job vertices are walked in topological order, and each one in two passes (Flink's build()):
+ * 1. every subtask tries (a) the group its co-location constraint chose already, then (b) the group
+ *    of an upstream producer in the same slot sharing group that holds no subtask of this vertex;
+ * 2. the subtasks left over take (c) the oldest group of their slot sharing group still free of this
+ *    vertex, else (d) a new group.
+ * The two passes matter: were they interleaved, subtask 1 of a 2 -> 4 pointwise edge would take in
+ * (c) the group subtask 2 is about to find in (b), and subtask 2 would lose its local input.
+ *
+ * Candidates in (b) are kept per consumed producer block (Flink's ConsumedPartitionGroup): a
+ * candidate is dropped once looked at — taken, or already holding this vertex — so an all-to-all
+ * edge costs O(p), not O(p²). Everything is in declaration / creation order: deterministic.
+ */
+import { ResourceProfile } from '../../core/ResourceProfile.js';
+import { ExecutionVertexID, type ExecutionGraph, type ExecutionVertex } from '../ExecutionGraph.js';
+
+/** Subtasks that share one slot. */
+export interface ExecutionSlotSharingGroup {
+  /** `<slot sharing group>[<n>]`, e.g. `default[0]`: n counts the groups of that slot sharing group. */
+  readonly id: string;
+  /** The slot sharing group it belongs to. */
+  readonly slotSharingGroup: string;
+  /** Its subtasks, in the order they joined. */
+  readonly members: readonly ExecutionVertexID[];
+  /**
+   * What its slot must offer: the slot sharing group's configured profile if it has one, else the
+   * sum (merge) of its members' profiles — UNKNOWN as soon as one member is UNKNOWN (Flink's
+   * getPhysicalSlotResourceProfile over ResourceProfile.merge).
+   */
+  readonly resourceProfile: ResourceProfile;
+}
+
+/** The read side the allocator uses. */
+export interface SlotSharingStrategy {
+  /** The group of a subtask; undefined for a subtask the graph does not have. */
+  getExecutionSlotSharingGroup(id: ExecutionVertexID): ExecutionSlotSharingGroup | undefined;
+  /** Every group, in creation order. */
+  getExecutionSlotSharingGroups(): readonly ExecutionSlotSharingGroup[];
+}
+
+interface GroupBuilder {
+  readonly id: string;
+  readonly slotSharingGroup: string;
+  readonly members: ExecutionVertexID[];
+  /** Job vertices with a subtask in the group: the group is no longer available to them. */
+  readonly jobVertices: Set<string>;
+}
+
+export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrategy {
+  readonly #byKey = new Map<string, ExecutionSlotSharingGroup>();
+  readonly #groups: readonly ExecutionSlotSharingGroup[];
+
+  constructor(graph: ExecutionGraph) {
+    const built = build(graph);
+    const configured = graph.jobGraph.slotSharingGroups;
+    this.#groups = Object.freeze(
+      built.groups.map((g) => {
+        const profile = configured.get(g.slotSharingGroup) ?? sumOf(g.members.map((m) => graph.vertex(m).jobVertex.resourceProfile));
+        const group: ExecutionSlotSharingGroup = Object.freeze({ id: g.id, slotSharingGroup: g.slotSharingGroup, members: Object.freeze([...g.members]), resourceProfile: profile });
+        for (const member of g.members) this.#byKey.set(ExecutionVertexID.key(member), group);
+        return group;
+      }),
+    );
+  }
+
+  getExecutionSlotSharingGroup(id: ExecutionVertexID): ExecutionSlotSharingGroup | undefined {
+    return this.#byKey.get(ExecutionVertexID.key(id));
+  }
+
+  getExecutionSlotSharingGroups(): readonly ExecutionSlotSharingGroup[] {
+    return this.#groups;
+  }
+}
+
+function sumOf(profiles: readonly ResourceProfile[]): ResourceProfile {
+  return profiles.reduce((sum, p) => sum.merge(p), ResourceProfile.ZERO);
+}
+
+function build(graph: ExecutionGraph): { groups: GroupBuilder[] } {
+  const groups: GroupBuilder[] = [];
+  const groupOf = new Map<string, GroupBuilder>();
+  /** Per slot sharing group, its groups in creation order. */
+  const bySharingGroup = new Map<string, GroupBuilder[]>();
+  /** `<co-location group>#<subtask index>` -> the group the constraint chose. */
+  const byConstraint = new Map<string, GroupBuilder>();
+  /** Per consumed producer block: candidate groups not yet looked at, in producer order. */
+  const candidates = new Map<readonly ExecutionVertex[], GroupBuilder[]>();
+
+  const join = (ev: ExecutionVertex, group: GroupBuilder) => {
+    group.members.push(ev.id);
+    group.jobVertices.add(ev.jobVertex.id);
+    groupOf.set(ev.key, group);
+  };
+  const availableTo = (group: GroupBuilder, ev: ExecutionVertex) => !group.jobVertices.has(ev.jobVertex.id);
+
+  const producerGroupFor = (ev: ExecutionVertex): GroupBuilder | undefined => {
+    for (const input of graph.inputsOf(ev)) {
+      let list = candidates.get(input.producers);
+      if (list === undefined) {
+        const producerVertex = graph.jobGraph.vertex(input.edge.from);
+        const same = producerVertex.slotSharingGroup === ev.jobVertex.slotSharingGroup;
+        list = same ? [...new Set(input.producers.map((p) => groupOf.get(p.key)!))] : [];
+        candidates.set(input.producers, list);
+      }
+      while (list.length > 0) {
+        const group = list.shift()!;
+        if (availableTo(group, ev)) return group;
+      }
+    }
+    return undefined;
+  };
+
+  for (const jobVertex of graph.jobGraph.vertices) {
+    const subtasks = graph.subtasksOf(jobVertex.id);
+    const constraintKey = (ev: ExecutionVertex) => `${jobVertex.coLocationGroup}#${ev.id.subtaskIndex}`;
+
+    // Pass 1: co-location, then a producer's group.
+    const remaining: ExecutionVertex[] = [];
+    for (const ev of subtasks) {
+      const group = (jobVertex.coLocationGroup !== null ? byConstraint.get(constraintKey(ev)) : undefined) ?? producerGroupFor(ev);
+      if (group === undefined) remaining.push(ev);
+      else join(ev, group);
+    }
+
+    // Pass 2: the oldest group still free of this vertex, else a new one. A group passed over
+    // holds this vertex already and never frees up for it again: one cursor per vertex suffices.
+    const own = bySharingGroup.get(jobVertex.slotSharingGroup) ?? [];
+    bySharingGroup.set(jobVertex.slotSharingGroup, own);
+    let cursor = 0;
+    for (const ev of remaining) {
+      while (cursor < own.length && !availableTo(own[cursor]!, ev)) cursor++;
+      let group = own[cursor];
+      if (group === undefined) {
+        group = { id: `${jobVertex.slotSharingGroup}[${own.length}]`, slotSharingGroup: jobVertex.slotSharingGroup, members: [], jobVertices: new Set() };
+        own.push(group);
+        groups.push(group);
+      }
+      join(ev, group);
+    }
+
+    if (jobVertex.coLocationGroup !== null) {
+      for (const ev of subtasks) if (!byConstraint.has(constraintKey(ev))) byConstraint.set(constraintKey(ev), groupOf.get(ev.key)!);
+    }
+  }
+  return { groups };
+}
