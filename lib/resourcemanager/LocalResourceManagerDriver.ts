@@ -19,7 +19,7 @@ import { Link } from '../rpc/Link.js';
 import type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from './ResourceManagerDriver.js';
 import type { PendingTaskManagerID } from './slotmanager/PendingTaskManager.js';
 import type { WorkerResourceSpec } from './slotmanager/WorkerResourceSpec.js';
-import type { WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
+import { INSPECT_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
 import { spawnWorker, type SpawnedWorker } from './spawnWorker.js';
 
 export interface LocalDriverOptions {
@@ -29,6 +29,11 @@ export interface LocalDriverOptions {
   readonly log?: (message: string) => void;
   /** The worker entry module (default: lib/taskexecutor/taskExecutorMain, .ts or .js like this file). */
   readonly entry?: URL;
+  /**
+   * Receives the statechart inspection events of every worker's TaskSlotTable (already converted
+   * to plain Stately inspection events by the worker). Without it, workers do not inspect at all.
+   */
+  readonly inspect?: (origin: ResourceID, event: unknown) => void;
 }
 
 interface Worker extends WorkerInfo {
@@ -140,6 +145,7 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
       resourceId,
       pendingWorkerId,
       mode: this.mode,
+      inspect: this.#o.inspect !== undefined,
       configuration: {
         ...this.#options,
         'taskmanager.numberOfTaskSlots': spec.numberOfSlots,
@@ -159,8 +165,11 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     serveGateway(link, 'rm', context.resourceManagerGateway(resourceId), { mailbox: context.mailbox });
     link.onUnknownChannel('jm:', (channel) => {
       const gateway = context.jobMasterGateway(channel.slice('jm:'.length));
-      if (gateway !== undefined) serveGateway(link, channel, gateway, { mailbox: context.mailbox });
+      // Not on our mailbox: a JobMaster served by the ResourceManager runs its calls on its own.
+      if (gateway !== undefined) serveGateway(link, channel, gateway);
     });
+    const inspect = this.#o.inspect;
+    if (inspect !== undefined) link.channel(INSPECT_CHANNEL).addEventListener('message', (event) => inspect(resourceId, event.data));
     const gateway = connectGateway<TaskExecutorGateway>(link, 'te', { gateway: GATEWAY.taskExecutor, timeoutMs: this.#options['rpc.ask.timeout'], clock: this.#clock, endpoint: resourceId });
     let resolveEnded!: () => void;
     const worker: Worker = {

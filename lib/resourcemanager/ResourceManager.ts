@@ -7,6 +7,7 @@
  * Runs on the main thread, on its own MainThreadExecutor: gateway calls from workers and JobMasters
  * are served there, and every async completion re-enters through it.
  */
+import type { InspectionEvent } from 'xstate';
 import { systemClock, type Clock } from '../core/clock.js';
 import { IllegalArgumentError, isSlotwiseError } from '../core/errors.js';
 import { JobID, ResourceID, type AllocationID } from '../core/ids.js';
@@ -35,6 +36,8 @@ export interface ResourceManagerOptions {
   /** Told what the SlotManager tells about jobs (slots lost, requirements waiting, ...). */
   readonly listener?: ResourceEventListener;
   readonly log?: (message: string) => void;
+  /** Receives every XState inspection event of the SlotManager's statechart. */
+  readonly inspect?: (event: InspectionEvent) => void;
 }
 
 interface TaskExecutorRegistration {
@@ -96,6 +99,7 @@ export class ResourceManager implements ResourceManagerGateway {
       clock: mailboxClock,
       execute: (task) => this.mailbox.execute(task),
       log: (message) => this.#log(`SlotManager: ${message}`),
+      ...(options.inspect ? { inspect: options.inspect } : {}),
       // Delegating calls, not a spread: a listener that is a class instance keeps its methods.
       listener: {
         notEnoughResourcesAvailable: (...args) => listener.notEnoughResourcesAvailable?.(...args),
@@ -220,9 +224,16 @@ export class ResourceManager implements ResourceManagerGateway {
 
   // ------------------------------------------------------------------ for the main thread
 
-  /** Makes a JobMaster reachable at `address` for TaskExecutors (they connect when offered a slot of its job). */
-  serveJobMaster(address: string, gateway: JobMasterGateway): void {
-    this.#jobMastersByAddress.set(address, gateway);
+  /**
+   * Makes a JobMaster reachable at `address` for TaskExecutors (they connect when offered a slot of
+   * its job). With its mailbox, every call runs there.
+   */
+  serveJobMaster(address: string, gateway: JobMasterGateway, mailbox?: MainThreadExecutor): void {
+    this.#jobMastersByAddress.set(address, mailbox === undefined ? gateway : {
+      offerSlots: (resourceId, offers) => mailbox.callAsync(() => gateway.offerSlots(resourceId, offers)),
+      updateTaskExecutionState: (state) => mailbox.callAsync(() => gateway.updateTaskExecutionState(state)),
+      notifySlotFreed: (resourceId, allocationId, cause) => mailbox.callAsync(() => gateway.notifySlotFreed(resourceId, allocationId, cause)),
+    });
   }
 
   withdrawJobMaster(address: string): void {

@@ -10,7 +10,12 @@ export interface WorkerBootstrap {
   readonly resourceId: ResourceID;
   readonly pendingWorkerId: string | null;
   readonly mode: 'thread' | 'process';
+  /** Whether the worker sends its statecharts' inspection events on {@link INSPECT_CHANNEL}. */
+  readonly inspect: boolean;
   readonly configuration: ResolvedOptions;
 }
 
 export const BOOTSTRAP_MESSAGE = 'slotwiseBootstrap';
+
+/** The Link channel on which a worker sends its inspection events (plain Stately inspection events). */
+export const INSPECT_CHANNEL = 'inspect';

@@ -9,6 +9,7 @@
  * Everything runs on its MainThreadExecutor: gateway calls arrive there (the caller serves this
  * object with the mailbox), and every async completion re-enters through it.
  */
+import type { InspectionEvent } from 'xstate';
 import { systemClock, type Clock } from '../core/clock.js';
 import { IllegalArgumentError, IllegalStateError, isSlotwiseError, SlotNotActiveError, SlotNotFoundError, SlotOwnerMismatchError, TaskNotFoundError } from '../core/errors.js';
 import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../core/ids.js';
@@ -44,6 +45,8 @@ export interface TaskExecutorOptions {
   /** Called once when the TaskExecutor has stopped (the worker should exit with `code`). */
   readonly onTerminated?: (code: number, reason: string) => void;
   readonly log?: (message: string) => void;
+  /** Receives every XState inspection event of the TaskSlotTable and its TaskSlots. */
+  readonly inspect?: (event: InspectionEvent) => void;
 }
 
 type Lifecycle = 'created' | 'registering' | 'registered' | 'shutting-down' | 'stopped';
@@ -89,6 +92,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       releaseTimeout: this.options['task.cancellation.timeout'],
       pageSize: this.options['taskmanager.memory.segment-size'],
       clock: this.#clock,
+      ...(options.inspect ? { inspect: options.inspect } : {}),
       executor: (task) => this.mailbox.execute(task),
       slotActions: {
         timeoutSlot: (allocationId, ticket) => {

@@ -10,7 +10,8 @@ import { connectGateway, serveGateway } from '../rpc/connect.js';
 import { GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
 import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
-import { BOOTSTRAP_MESSAGE, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
+import { BOOTSTRAP_MESSAGE, INSPECT_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
+import { createWorkerInspector } from '../inspect.js';
 import { SlotTaskPool } from './SlotTaskPool.js';
 import { TaskExecutor } from './TaskExecutor.js';
 
@@ -34,6 +35,7 @@ const timeoutMs = config.configuration['rpc.ask.timeout'];
 const resourceManager = connectGateway<ResourceManagerGateway>(link, 'rm', { gateway: GATEWAY.resourceManager, timeoutMs, endpoint: 'ResourceManager' });
 const log = (message: string) => process.stderr.write(`[${config.resourceId}] ${message}\n`);
 const debug = process.env['SLOTWISE_DEBUG'] !== undefined;
+const inspectChannel = link.channel(INSPECT_CHANNEL);
 
 const taskExecutor = new TaskExecutor({
   resourceId: config.resourceId,
@@ -51,6 +53,7 @@ const taskExecutor = new TaskExecutor({
     setTimeout(() => process.exit(code), 50).unref();
   },
   ...(debug ? { log } : {}),
+  ...(config.inspect ? { inspect: createWorkerInspector((event) => inspectChannel.postMessage(event)) } : {}),
 });
 serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox });
 // The ResourceManager gone (the link closed under us): nothing left to work for.

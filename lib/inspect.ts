@@ -1,0 +1,140 @@
+/**
+ * Inspection: where the statecharts' XState inspection events go when a MiniCluster is started with
+ * `inspect`. Main-side actors (the SlotManager, each JobMaster's job status) hand their events to
+ * `inspect`; each worker converts its own (its TaskSlotTable and TaskSlots) to plain Stately
+ * inspection events, sends them over its Link, and the driver hands them to `forward`.
+ *
+ * Two sinks: a callback that receives every event as plain data (`origin` says which thread it came
+ * from), or the Stately inspector — a local relay on `port` (default 8080) that a browser opens at
+ * http://localhost:<port> to watch every actor live.
+ *
+ * Session ids of XState actors are counters per thread, so two workers both have an `x:1`: events
+ * from a worker get their ids prefixed with its ResourceID and their names suffixed with it.
+ */
+import { createServer } from 'node:net';
+import { createInspector, createWebSocketInspector, type StatelyInspectionEvent } from '@statelyai/inspect';
+import { configure } from 'safe-stable-stringify';
+import type { InspectionEvent } from 'xstate';
+import { ConfigurationError } from './core/errors.js';
+
+/** One inspection event: a plain Stately inspection event and the thread it came from. */
+export type InspectionRecord = StatelyInspectionEvent & {
+  /** 'main' for the SlotManager and the JobMasters, the ResourceID of a TaskExecutor for its slots. */
+  readonly origin: string;
+};
+
+export type InspectOption =
+  | ((event: InspectionRecord) => void)
+  | {
+      readonly stately: {
+        /** The relay's HTTP and WebSocket port (default 8080). */
+        readonly port?: number;
+        /** Open the system browser on the relay page (default false). */
+        readonly open?: boolean;
+      };
+    };
+
+export interface InspectionSink {
+  /** For `createActor(machine, { inspect })` on the main thread. */
+  readonly inspect: (event: InspectionEvent) => void;
+  /** For the events a worker sent (already plain Stately events). */
+  readonly forward: (origin: string, event: unknown) => void;
+  /** Resolves when the sink can take events (the relay listens). */
+  readonly ready: Promise<void>;
+  /** The relay's page for the Stately inspector, or null for a callback. */
+  readonly url: string | null;
+  close(): Promise<void>;
+}
+
+const SERIALIZE_DEPTH = 8;
+const stringify = configure({ maximumDepth: SERIALIZE_DEPTH, bigint: true });
+
+/**
+ * Plain data a structured clone and JSON both carry: functions dropped, cycles and depth cut. The
+ * inspector's own conversion leaves an actor's first snapshot and the events' payloads as they are,
+ * and those hold functions and actor references.
+ */
+export function toPlainInspectionEvent(event: StatelyInspectionEvent): StatelyInspectionEvent {
+  const text = stringify(event);
+  return text === undefined ? event : (JSON.parse(text) as StatelyInspectionEvent);
+}
+
+/** The worker side: an XState `inspect` observer that posts plain events with `send`. */
+export function createWorkerInspector(send: (event: StatelyInspectionEvent) => void): (event: InspectionEvent) => void {
+  const inspector = createInspector({ send }, { serialize: toPlainInspectionEvent, autoStart: false });
+  return (event) => inspector.inspect.next?.(event);
+}
+
+export function createInspectionSink(option: InspectOption): InspectionSink {
+  if (typeof option === 'function') {
+    const callback = option;
+    const deliver = (origin: string, event: StatelyInspectionEvent) => {
+      try {
+        callback({ ...event, origin });
+      } catch {
+        // A failing observer must not break the runtime it watches.
+      }
+    };
+    const inspector = createInspector({ send: (event) => deliver('main', event) }, { serialize: toPlainInspectionEvent, autoStart: false });
+    return {
+      inspect: (event) => inspector.inspect.next?.(event),
+      forward: (origin, event) => deliver(origin, fromWorker(origin, event)),
+      ready: Promise.resolve(),
+      url: null,
+      close: async () => {},
+    };
+  }
+  if (typeof option !== 'object' || option === null || typeof option.stately !== 'object' || option.stately === null) {
+    throw new ConfigurationError('invalid-value', "inspect must be a function (event) => void or { stately: { port?, open? } }", { option: 'inspect' });
+  }
+  const port = option.stately.port ?? 8080;
+  if (!Number.isSafeInteger(port) || port < 1 || port > 65535) {
+    throw new ConfigurationError('invalid-value', `inspect.stately.port must be an integer in [1, 65535], got ${String(port)}`, { option: 'inspect.stately.port' });
+  }
+  return statelySink(port, option.stately.open ?? false);
+}
+
+function statelySink(port: number, open: boolean): InspectionSink {
+  let relay: { stop(): void } | null = null;
+  let inspector: ReturnType<typeof createWebSocketInspector> | null = null;
+  const ready = (async () => {
+    // The relay does not report a busy port (it would crash the process): look first.
+    await assertPortFree(port);
+    const { createInspectorServer } = await import('@statelyai/inspect/server');
+    relay = createInspectorServer({ port, autoOpen: open });
+    inspector = createWebSocketInspector({ url: `ws://localhost:${port}`, serialize: toPlainInspectionEvent });
+  })();
+  return {
+    inspect: (event) => inspector?.inspect.next?.(event),
+    forward: (origin, event) => inspector?.adapter.send(fromWorker(origin, event)),
+    ready,
+    url: `http://localhost:${port}`,
+    close: async () => {
+      await ready.catch(() => {});
+      // Let the events converted on the last ticks leave before the socket closes.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      inspector?.stop();
+      relay?.stop();
+    },
+  };
+}
+
+function assertPortFree(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) =>
+      reject(new ConfigurationError('invalid-value', `inspect.stately.port ${port} is not free (${error.code ?? error.message}); choose another port`, { option: 'inspect.stately.port' })),
+    );
+    probe.listen(port, () => probe.close(() => resolve()));
+  });
+}
+
+/** A worker's event with its session ids made unique across threads. */
+function fromWorker(origin: string, raw: unknown): StatelyInspectionEvent {
+  const event = { ...(raw as Record<string, unknown>) };
+  for (const key of ['sessionId', 'rootId', 'parentId', 'sourceId'] as const) {
+    if (typeof event[key] === 'string' && event[key] !== 'anonymous') event[key] = `${origin}/${event[key] as string}`;
+  }
+  if (event['type'] === '@xstate.actor' && typeof event['name'] === 'string') event['name'] = `${event['name'] as string} @ ${origin}`;
+  return event as unknown as StatelyInspectionEvent;
+}

@@ -1,0 +1,469 @@
+/**
+ * JobMaster endpoint (seeds 002 and 004): runs one job. It registers at the ResourceManager,
+ * declares what the job needs (declarative, seed 003), accepts offered slots into its slot pool,
+ * packs subtasks into shared slots (SlotSharingExecutionSlotAllocator), deploys a subtask once its
+ * slot is there and its inputs are ready (the outputs of its producers), tracks execution states,
+ * restarts failed subtasks and what depends on them under the restart strategy, releases its slots
+ * at the end and completes the job's result with the sink outputs.
+ *
+ * Runs on the main thread on its own MainThreadExecutor; TaskExecutors call its gateway through
+ * their Link, and it calls theirs.
+ */
+import { createActor, type Actor, type InspectionEvent } from 'xstate';
+import { systemClock, type Clock } from '../core/clock.js';
+import { isSlotwiseError } from '../core/errors.js';
+import { AllocationID, ExecutionAttemptID, type JobID, type ResourceID } from '../core/ids.js';
+import type { ResolvedOptions } from '../core/options.js';
+import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
+import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
+import type { ExecutionState, SerializedError, SlotOfferWire, TaskExecutionStateWire } from '../rpc/protocol.js';
+import { jobStatusMachine, type JobStatus } from '../../machines/jobStatus.machine.js';
+import { ExecutionGraph, type ExecutionVertex } from './ExecutionGraph.js';
+import type { JobGraph } from './JobGraph.js';
+import { JobSlotPool } from './JobSlotPool.js';
+import type { LogicalSlot } from './slotsharing/SharedSlot.js';
+import { PhysicalSlotRequestBulkChecker } from './slotsharing/PhysicalSlotRequestBulkChecker.js';
+import { LocalInputPreferredSlotSharingStrategy } from './slotsharing/SlotSharingStrategy.js';
+import { SlotSharingExecutionSlotAllocator } from './slotsharing/SlotSharingExecutionSlotAllocator.js';
+
+export type JobEvent =
+  | { readonly type: 'status'; readonly status: JobStatus; readonly cause: string | null; readonly timestamp: number }
+  | {
+      readonly type: 'task';
+      readonly vertexId: string;
+      readonly subtaskIndex: number;
+      readonly attemptNumber: number;
+      readonly executionAttemptId: ExecutionAttemptID;
+      readonly state: ExecutionState | 'scheduled';
+      readonly resourceId: ResourceID | null;
+      readonly allocationId: AllocationID | null;
+      readonly error: SerializedError | null;
+      readonly timestamp: number;
+    };
+
+export interface JobResult {
+  readonly jobId: JobID;
+  readonly jobName: string;
+  readonly status: 'finished' | 'failed' | 'canceled';
+  /** With 'finished': each sink vertex's outputs, by subtask index. */
+  readonly outputs: Readonly<Record<string, unknown[]>>;
+  /** With 'failed': the error that ended it (the last task failure, or why slots never came). */
+  readonly error: SerializedError | null;
+  readonly restarts: number;
+  readonly durationMs: number;
+}
+
+export interface JobMasterOptions {
+  readonly jobId: JobID;
+  readonly jobGraph: JobGraph;
+  /** Where TaskExecutors reach this JobMaster (the ResourceManager serves it there). */
+  readonly address: string;
+  readonly options: ResolvedOptions;
+  readonly clock?: Clock;
+  /** The ResourceManager, as this JobMaster may call it. */
+  readonly resourceManager: Pick<ResourceManagerGateway, 'registerJobMaster' | 'declareRequiredResources' | 'disconnectJobMaster'>;
+  /** A registered TaskExecutor's gateway. */
+  readonly taskExecutor: (resourceId: ResourceID) => TaskExecutorGateway | undefined;
+  /** Why this job's slot requests wait (the SlotManager's reasons), for timeout messages. */
+  readonly reasonFor?: () => string;
+  readonly onEvent?: (event: JobEvent) => void;
+  readonly inspect?: (event: InspectionEvent) => void;
+  readonly log?: (message: string) => void;
+}
+
+interface ExecutionRecord {
+  readonly vertex: ExecutionVertex;
+  attemptNumber: number;
+  executionAttemptId: ExecutionAttemptID;
+  state: ExecutionState | 'scheduled';
+  slot: LogicalSlot | null;
+  output: unknown;
+  hasOutput: boolean;
+}
+
+const TERMINAL: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
+
+export class JobMaster implements JobMasterGateway {
+  readonly jobId: JobID;
+  readonly jobGraph: JobGraph;
+  readonly address: string;
+  readonly mailbox: MainThreadExecutor;
+  readonly graph: ExecutionGraph;
+  readonly result: Promise<JobResult>;
+  readonly #o: JobMasterOptions;
+  readonly #clock: Clock;
+  readonly #log: (message: string) => void;
+  readonly #status: Actor<typeof jobStatusMachine>;
+  readonly #pool: JobSlotPool;
+  readonly #allocator: SlotSharingExecutionSlotAllocator;
+  readonly #bulkChecker: PhysicalSlotRequestBulkChecker;
+  readonly #executions = new Map<string, ExecutionRecord>();
+  readonly #byAttempt = new Map<ExecutionAttemptID, ExecutionRecord>();
+  #resolveResult!: (result: JobResult) => void;
+  #startedAt = 0;
+  #declareScheduled = false;
+  #restartTimer: { cancel(): boolean } | null = null;
+  #lastError: SerializedError | null = null;
+  #closed = false;
+
+  constructor(options: JobMasterOptions) {
+    this.#o = options;
+    this.jobId = options.jobId;
+    this.jobGraph = options.jobGraph;
+    this.address = options.address;
+    this.#clock = options.clock ?? systemClock;
+    this.#log = options.log ?? (() => {});
+    this.mailbox = new MainThreadExecutor(`JobMaster ${options.jobGraph.name}`, this.#clock, (error) => this.#log(`uncaught in mailbox: ${describe(error)}`));
+    this.graph = new ExecutionGraph(options.jobGraph);
+    this.result = new Promise<JobResult>((resolve) => (this.#resolveResult = resolve));
+    this.#status = createActor(jobStatusMachine, options.inspect ? { inspect: options.inspect } : {});
+    this.#status.subscribe((snapshot) => this.#emit({ type: 'status', status: snapshot.value as JobStatus, cause: snapshot.context.failureCause, timestamp: this.#clock.now() }));
+    this.#status.start();
+    // Timers fire into the mailbox, like everything else of this endpoint.
+    const clock = this.#clock;
+    const mailboxClock: Clock = { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimeout(() => this.mailbox.execute(fn), ms), clearTimeout: (h) => clock.clearTimeout(h) };
+    this.#pool = new JobSlotPool({
+      onRequirementsChanged: () => this.#declareSoon(),
+      freeSlot: (slot, cause) => {
+        const gateway = this.#o.taskExecutor(slot.resourceId);
+        if (gateway !== undefined) this.mailbox.whenComplete(gateway.freeSlot(slot.allocationId, cause.message), () => {});
+      },
+    });
+    this.#bulkChecker = new PhysicalSlotRequestBulkChecker({ clock: mailboxClock, jobId: this.jobId, reasonFor: () => this.#o.reasonFor?.() ?? 'no reason known' });
+    this.#allocator = new SlotSharingExecutionSlotAllocator({
+      jobId: this.jobId,
+      strategy: new LocalInputPreferredSlotSharingStrategy(this.graph),
+      provider: this.#pool,
+      bulkChecker: this.#bulkChecker,
+      allocationTimeoutMs: options.options['slot.request.timeout'],
+    });
+    for (const vertex of this.graph.verticesInTopologicalOrder()) {
+      const record: ExecutionRecord = { vertex, attemptNumber: 0, executionAttemptId: this.#attemptId(vertex, 0), state: 'scheduled', slot: null, output: undefined, hasOutput: false };
+      this.#executions.set(vertex.key, record);
+      this.#byAttempt.set(record.executionAttemptId, record);
+    }
+  }
+
+  get status(): JobStatus {
+    return this.#status.getSnapshot().value as JobStatus;
+  }
+
+  /** The status statechart (for inspection). */
+  get statusActor(): Actor<typeof jobStatusMachine> {
+    return this.#status;
+  }
+
+  /** Per subtask: its attempt, state, executor and slot (for overviews). */
+  executions(): Array<{ key: string; vertexId: string; subtaskIndex: number; attemptNumber: number; state: string; resourceId: ResourceID | null; allocationId: AllocationID | null }> {
+    return [...this.#executions.values()].map((r) => ({
+      key: r.vertex.key,
+      vertexId: r.vertex.id.vertexId,
+      subtaskIndex: r.vertex.id.subtaskIndex,
+      attemptNumber: r.attemptNumber,
+      state: r.state,
+      resourceId: r.slot?.resourceId ?? null,
+      allocationId: r.slot?.allocationId ?? null,
+    }));
+  }
+
+  /** Registers at the ResourceManager and schedules every subtask. */
+  start(): void {
+    this.mailbox.execute(() => {
+      this.#startedAt = this.#clock.now();
+      this.#status.send({ type: 'START' });
+      this.mailbox.whenComplete(this.#o.resourceManager.registerJobMaster(this.jobId, this.address), (_, error) => {
+        if (error !== undefined) return this.#failJob(serialize(error), 'could not register at the ResourceManager');
+        this.#schedule([...this.#executions.values()]);
+      });
+    });
+  }
+
+  /** Cancels the job: running subtasks are canceled, slots given back; the result says 'canceled'. */
+  cancel(): Promise<void> {
+    return this.mailbox.callAsync(() => {
+      if (TERMINAL.has(this.status) || this.status === 'canceling') return;
+      this.#restartTimer?.cancel();
+      this.#status.send({ type: 'CANCEL' });
+      for (const record of this.#executions.values()) this.#cancelExecution(record, 'the job was canceled');
+      this.#checkCanceled();
+    });
+  }
+
+  // ------------------------------------------------------------------ JobMasterGateway (served to TaskExecutors)
+
+  async offerSlots(resourceId: ResourceID, offers: readonly SlotOfferWire[]): Promise<AllocationID[]> {
+    this.mailbox.assertRunningInMainThread('JobMaster.offerSlots');
+    if (this.#closed || TERMINAL.has(this.status) || this.status === 'canceling') return [];
+    return this.#pool.offerSlots(resourceId, offers);
+  }
+
+  async updateTaskExecutionState(update: TaskExecutionStateWire): Promise<void> {
+    this.mailbox.assertRunningInMainThread('JobMaster.updateTaskExecutionState');
+    const record = this.#byAttempt.get(update.executionAttemptId);
+    // An older attempt, or a subtask restarted meanwhile: ignore.
+    if (record === undefined || record.executionAttemptId !== update.executionAttemptId || TERMINAL.has(record.state)) return;
+    record.state = update.state;
+    this.#emitTask(record, update.error ?? null);
+    if (update.state === 'finished') this.#finished(record, update.output);
+    else if (update.state === 'failed') this.#failed(record, update.error ?? { name: 'Error', message: 'the task failed' });
+    else if (update.state === 'canceled') this.#canceledByExecutor(record);
+  }
+
+  async notifySlotFreed(resourceId: ResourceID, allocationId: AllocationID, cause: string): Promise<void> {
+    this.mailbox.assertRunningInMainThread('JobMaster.notifySlotFreed');
+    const slot = this.#pool.slotLost(allocationId);
+    if (slot === undefined) return;
+    const inSlot = [...this.#executions.values()].filter((r) => r.slot?.allocationId === allocationId && !TERMINAL.has(r.state));
+    this.#allocator.releasePhysicalSlot(allocationId, new Error(cause));
+    for (const record of inSlot) {
+      record.slot = null;
+      if (record.state === 'scheduled') {
+        // Not deployed yet (waiting for its inputs): it simply needs another slot.
+        if (this.status === 'running') this.#schedule([record]);
+        continue;
+      }
+      // Deployed there: that attempt is gone with the slot.
+      record.state = 'failed';
+      const error = { name: 'SlotLost', message: `its slot ${AllocationID.short(allocationId)} on ${resourceId} was freed: ${cause}` };
+      this.#emitTask(record, error);
+      this.#failed(record, error);
+    }
+  }
+
+  // ------------------------------------------------------------------ scheduling and deployment
+
+  #schedule(records: ExecutionRecord[]): void {
+    const slots = this.#allocator.allocateSlotsFor(records.map((r) => r.vertex.id));
+    for (const record of records) {
+      const attempt = record.executionAttemptId;
+      this.#emitTask(record, null);
+      this.mailbox.whenComplete(slots.get(record.vertex.key)!, (slot, error) => {
+        if (record.executionAttemptId !== attempt || TERMINAL.has(this.status)) {
+          if (slot !== undefined) this.#allocator.releaseLogicalSlot(record.vertex.id);
+          return;
+        }
+        if (error !== undefined) return this.#slotFailed(record, error);
+        record.slot = slot!;
+        this.#tryDeploy(record);
+      });
+    }
+  }
+
+  #inputsReady(record: ExecutionRecord): boolean {
+    return this.graph.producersOf(record.vertex).every((p) => this.#executions.get(p.key)!.hasOutput);
+  }
+
+  #tryDeploy(record: ExecutionRecord): void {
+    if (record.state !== 'scheduled' || record.slot === null || !this.#inputsReady(record) || this.status !== 'running') return;
+    const gateway = this.#o.taskExecutor(record.slot.resourceId);
+    if (gateway === undefined) return this.#failed(record, { name: 'TaskExecutorLost', message: `TaskExecutor ${record.slot.resourceId} is gone` });
+    const inputs: Record<string, unknown[]> = {};
+    for (const input of this.graph.inputsOf(record.vertex)) inputs[input.edge.from] = input.producers.map((p) => this.#executions.get(p.key)!.output);
+    const { jobVertex, id } = record.vertex;
+    record.state = 'deploying';
+    const attempt = record.executionAttemptId;
+    this.mailbox.whenComplete(
+      gateway.submitTask({
+        jobId: this.jobId,
+        jobName: this.jobGraph.name,
+        vertexId: jobVertex.id,
+        vertexName: jobVertex.id,
+        subtaskIndex: id.subtaskIndex,
+        parallelism: jobVertex.parallelism,
+        attemptNumber: record.attemptNumber,
+        executionAttemptId: attempt,
+        allocationId: record.slot.allocationId,
+        taskModule: jobVertex.taskModule,
+        inputs,
+        config: jobVertex.config,
+      }),
+      (_, error) => {
+        if (error !== undefined && record.executionAttemptId === attempt && !TERMINAL.has(record.state)) {
+          record.state = 'failed';
+          const failure = serialize(error);
+          this.#emitTask(record, failure);
+          this.#failed(record, failure);
+        }
+      },
+    );
+  }
+
+  #finished(record: ExecutionRecord, output: unknown): void {
+    record.output = output;
+    record.hasOutput = true;
+    // Batch semantics: a finished subtask needs its slot no more (its group's shared slot may).
+    this.#allocator.releaseLogicalSlot(record.vertex.id);
+    record.slot = null;
+    if ([...this.#executions.values()].every((r) => r.state === 'finished')) return this.#complete();
+    for (const consumer of this.graph.consumersOf(record.vertex)) this.#tryDeploy(this.#executions.get(consumer.key)!);
+  }
+
+  // ------------------------------------------------------------------ failures and restarts
+
+  #slotFailed(record: ExecutionRecord, error: unknown): void {
+    if (this.status === 'canceling' || TERMINAL.has(this.status)) return;
+    const failure = serialize(error);
+    if (isSlotwiseError(error) && error._tag === 'SlotRequestError') return this.#failJob(failure, 'its slots did not come in time');
+    // A shared slot whose physical slot failed: ask again, as part of the normal failover.
+    this.#failed(record, failure);
+  }
+
+  #failed(record: ExecutionRecord, error: SerializedError): void {
+    if (!TERMINAL.has(record.state)) record.state = 'failed';
+    this.#lastError = error;
+    if (this.status === 'canceling') return this.#checkCanceled();
+    if (TERMINAL.has(this.status)) return;
+    const message = `${record.vertex.key} (attempt ${record.attemptNumber}) failed: ${error.message}`;
+    this.#log(message);
+    if (this.status === 'restarting') return this.#status.send({ type: 'TASK_FAILED', cause: message });
+    this.#status.send({ type: 'TASK_FAILED', cause: message });
+    const strategy = this.jobGraph.restartStrategy;
+    const restarts = this.#status.getSnapshot().context.restarts;
+    if (strategy.type === 'none' || restarts >= strategy.attempts) {
+      this.#status.send({ type: 'FAIL', cause: strategy.type === 'none' ? message : `${message}; no restart left (${restarts} of ${strategy.attempts} made)` });
+      return this.#terminate('failed', error);
+    }
+    this.#status.send({ type: 'RESTART' });
+    this.#restartTimer = this.mailbox.schedule(() => this.#restart(), strategy.delayMs);
+  }
+
+  /**
+   * Restarts the failed subtasks (each subtask is its own failover region: outputs are kept by the
+   * JobMaster, so producers need not run again, and consumers are still waiting for their inputs).
+   */
+  #restart(): void {
+    if (this.status !== 'restarting') return;
+    const toRestart = [...this.#executions.values()].filter((r) => r.state === 'failed' || r.state === 'canceled');
+    for (const record of toRestart) {
+      this.#allocator.releaseLogicalSlot(record.vertex.id);
+      this.#byAttempt.delete(record.executionAttemptId);
+      record.attemptNumber++;
+      record.executionAttemptId = this.#attemptId(record.vertex, record.attemptNumber);
+      this.#byAttempt.set(record.executionAttemptId, record);
+      record.state = 'scheduled';
+      record.slot = null;
+    }
+    this.#status.send({ type: 'RESTARTED' });
+    this.#schedule(toRestart);
+  }
+
+  #cancelExecution(record: ExecutionRecord, cause: string): void {
+    if (record.state === 'deploying' || record.state === 'initializing' || record.state === 'running') {
+      const gateway = record.slot === null ? undefined : this.#o.taskExecutor(record.slot.resourceId);
+      if (gateway !== undefined) this.mailbox.whenComplete(gateway.cancelTask(record.executionAttemptId), () => {});
+      this.#log(`canceling ${record.vertex.key}: ${cause}`);
+    }
+    if (record.state === 'scheduled') {
+      this.#allocator.cancel(record.vertex.id, new Error(cause));
+      record.state = 'canceled';
+      this.#emitTask(record, null);
+    }
+  }
+
+  #canceledByExecutor(record: ExecutionRecord): void {
+    if (this.status === 'canceling') return this.#checkCanceled();
+    // Canceled though the job is not canceling (its slot was freed under it): a failure of that attempt.
+    if (!TERMINAL.has(this.status) && this.status !== 'restarting') this.#failed(record, { name: 'TaskCanceled', message: `${record.vertex.key} was canceled by its TaskExecutor` });
+  }
+
+  #checkCanceled(): void {
+    if (this.status !== 'canceling') return;
+    const busy = [...this.#executions.values()].some((r) => r.state === 'deploying' || r.state === 'initializing' || r.state === 'running');
+    if (busy) return;
+    this.#status.send({ type: 'ALL_CANCELED' });
+    this.#terminate('canceled', null);
+  }
+
+  #failJob(error: SerializedError, why: string): void {
+    if (TERMINAL.has(this.status)) return;
+    this.#lastError = error;
+    const cause = `${why}: ${error.message}`;
+    if (this.status === 'running' || this.status === 'restarting') this.#status.send({ type: 'TASK_FAILED', cause });
+    if (this.status === 'failing') this.#status.send({ type: 'FAIL', cause });
+    for (const record of this.#executions.values()) this.#cancelExecution(record, cause);
+    this.#terminate('failed', error);
+  }
+
+  #complete(): void {
+    this.#status.send({ type: 'ALL_FINISHED' });
+    this.#terminate('finished', null);
+  }
+
+  #terminate(status: JobResult['status'], error: SerializedError | null): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#restartTimer?.cancel();
+    const cause = new Error(`job ${this.jobGraph.name} ${status}`);
+    this.#allocator.releaseAll(cause);
+    this.#pool.close(cause);
+    this.#bulkChecker.close();
+    const outputs: Record<string, unknown[]> = {};
+    if (status === 'finished') {
+      for (const sink of this.graph.sinks()) (outputs[sink.id.vertexId] ??= [])[sink.id.subtaskIndex] = this.#executions.get(sink.key)!.output;
+    }
+    this.mailbox.whenComplete(this.#o.resourceManager.disconnectJobMaster(this.jobId, `job ${status}`, true), () => {});
+    this.#resolveResult({
+      jobId: this.jobId,
+      jobName: this.jobGraph.name,
+      status,
+      outputs,
+      error: status === 'failed' ? (error ?? this.#lastError) : null,
+      restarts: this.#status.getSnapshot().context.restarts,
+      durationMs: this.#clock.now() - this.#startedAt,
+    });
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  #declareSoon(): void {
+    if (this.#declareScheduled || this.#closed) return;
+    this.#declareScheduled = true;
+    // Every change of a mailbox turn goes out as one declaration.
+    this.mailbox.execute(() => {
+      this.#declareScheduled = false;
+      if (this.#closed) return;
+      const requirements = { jobId: this.jobId, targetAddress: this.address, requirements: this.#pool.requirements() };
+      this.mailbox.whenComplete(this.#o.resourceManager.declareRequiredResources(requirements), (_, error) => {
+        if (error !== undefined) this.#failJob(serialize(error), 'the ResourceManager refused its requirements');
+      });
+    });
+  }
+
+  #attemptId(vertex: ExecutionVertex, attempt: number): ExecutionAttemptID {
+    return ExecutionAttemptID.generate({ vertex: vertex.id.vertexId, subtask: vertex.id.subtaskIndex, attempt });
+  }
+
+  #emitTask(record: ExecutionRecord, error: SerializedError | null): void {
+    this.#emit({
+      type: 'task',
+      vertexId: record.vertex.id.vertexId,
+      subtaskIndex: record.vertex.id.subtaskIndex,
+      attemptNumber: record.attemptNumber,
+      executionAttemptId: record.executionAttemptId,
+      state: record.state,
+      resourceId: record.slot?.resourceId ?? null,
+      allocationId: record.slot?.allocationId ?? null,
+      error,
+      timestamp: this.#clock.now(),
+    });
+  }
+
+  #emit(event: JobEvent): void {
+    try {
+      this.#o.onEvent?.(event);
+    } catch (error) {
+      this.#log(`a job event listener threw: ${describe(error)}`);
+    }
+  }
+}
+
+function serialize(error: unknown): SerializedError {
+  if (isSlotwiseError(error)) return { _tag: error._tag, name: error.name, reason: error.reason, message: error.message, details: { ...error.details } };
+  if (error instanceof Error) return { name: error.name, message: error.message, ...(error.stack ? { stack: error.stack } : {}) };
+  if (typeof error === 'object' && error !== null && 'message' in error) return error as SerializedError;
+  return { name: 'Error', message: String(error) };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
