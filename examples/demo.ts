@@ -1,108 +1,167 @@
 /**
- * `npm start`: a TaskExecutor's slot table at work, on the real clock.
+ * `npm start`: a word count on an in-process cluster.
  *
- * A TaskExecutor with 3 cores, 768 mb heap and 192 mb managed memory: 2 static slots of 1 core,
- * 256 mb heap and 64 mb managed memory each, and room left for a dynamic slot.
- * Job A gets slot 0, activates it and runs two tasks in it (slot sharing); job B gets slot 1 but
- * never activates it, so the slot times out and the TaskExecutor frees it; a dynamic slot asks
- * for a custom profile; finally job A's slot is freed while a task still runs in it, and the table
- * closes. (The end-to-end issue turns this into a real job on worker threads.)
+ * Starts a MiniCluster (2 TaskExecutors × 4 slots on worker threads by default), submits the word
+ * count of examples/wordcount (source → tokenize → count → sink; the counters ask for more heap
+ * than a default slot), prints each subtask's progress and the slot table as it changes (which
+ * subtask runs in which slot of which executor), checks the result against a single loop's count,
+ * closes the cluster and exits 0 — or 1 when the job failed or the counts differ.
  */
-import { AllocationID, ExecutionAttemptID, JobID, ResourceID, SlotID } from '../lib/core/ids.js';
-import { formatMemorySize } from '../lib/core/MemorySize.js';
-import { ResourceProfile } from '../lib/core/ResourceProfile.js';
-import { TaskSlotTable, type TaskSlotPayload } from '../lib/taskexecutor/TaskSlotTable.js';
+import { parseArgs } from 'node:util';
+import { MiniCluster, type ClusterOverview } from '../lib/index.js';
+import { countWords, generatedText } from './wordcount/text.js';
+import { wordCountJob, type WordCountResult } from './wordcount/wordCountJob.js';
 
-const SLOT_TIMEOUT_MS = 300;
-const resourceId = ResourceID.parse('taskexecutor-demo');
+const HELP = `Usage: npm start -- [options]
+
+Runs a word count over generated text on an in-process slotwise cluster.
+
+  --lines <n>         lines of text to generate (default 20000)
+  --seed <n>          seed of the text (default 42)
+  --parallelism <n>   subtasks of source and tokenize (default 2)
+  --counters <n>      subtasks of count, each asking 1 core and 384 mb heap (default 2)
+  --executors <n>     TaskExecutors (default 2)
+  --slots <n>         slots per TaskExecutor; each slot brings 1 core, 256 mb heap,
+                      64 mb managed and 32 mb network memory (default 4)
+  --mode <m>          thread (default) or process
+  --inspect [port]    relay every statechart to the Stately inspector on this port
+                      (default 8080); open http://localhost:<port> and keep the cluster
+                      up until Ctrl-C
+  --help              this text`;
+
+function positiveInteger(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 1) {
+    console.error(`--${name} must be an integer >= 1, got '${value}'\n\n${HELP}`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const { values } = (() => {
+  try {
+    return parseArgs({
+      options: {
+        lines: { type: 'string' },
+        seed: { type: 'string' },
+        parallelism: { type: 'string' },
+        counters: { type: 'string' },
+        executors: { type: 'string' },
+        slots: { type: 'string' },
+        mode: { type: 'string' },
+        inspect: { type: 'boolean' },
+        port: { type: 'string' },
+        help: { type: 'boolean' },
+      },
+      args: normalizeInspect(process.argv.slice(2)),
+    });
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${HELP}`);
+    process.exit(2);
+  }
+})();
+
+/** `--inspect 9000` → `--inspect --port 9000` (parseArgs has no optional values). */
+function normalizeInspect(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    out.push(args[i]!);
+    if (args[i] === '--inspect' && args[i + 1] !== undefined && /^\d+$/.test(args[i + 1]!)) out.push('--port', args[++i]!);
+  }
+  return out;
+}
+
+if (values.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+const lines = positiveInteger('lines', values.lines, 20_000);
+const seed = positiveInteger('seed', values.seed, 42);
+const parallelism = positiveInteger('parallelism', values.parallelism, 2);
+const counters = positiveInteger('counters', values.counters, 2);
+const executors = positiveInteger('executors', values.executors, 2);
+const slots = positiveInteger('slots', values.slots, 4);
+const port = positiveInteger('port', values.port, 8080);
+const mode = values.mode ?? 'thread';
+if (mode !== 'thread' && mode !== 'process') {
+  console.error(`--mode must be thread or process, got '${mode}'\n\n${HELP}`);
+  process.exit(2);
+}
+
 const started = Date.now();
-const log = (line: string) => console.log(`${String(Date.now() - started).padStart(5)} ms  ${line}`);
+const say = (line: string) => console.log(`${((Date.now() - started) / 1000).toFixed(2).padStart(6)} s  ${line}`);
 
-let timedOut: () => void = () => {};
-const slotTimedOut = new Promise<void>((resolve) => (timedOut = resolve));
+const cluster = await MiniCluster.start({
+  mode,
+  taskExecutors: executors,
+  slotsPerTaskExecutor: slots,
+  resources: { cpuCores: slots, taskHeapMemory: `${256 * slots}m`, managedMemory: `${64 * slots}m`, networkMemory: `${32 * slots}m` },
+  ...(values.inspect ? { inspect: { stately: { port } } } : {}),
+});
+say(`cluster up: ${executors} TaskExecutor(s) (${mode}s) × ${slots} slots of 1 core, 256 mb heap, 64 mb managed, 32 mb network`);
+if (values.inspect) say(`Stately inspector relay: open http://localhost:${port} in a browser`);
 
-const table: TaskSlotTable = new TaskSlotTable({
-  totalResourceProfile: ResourceProfile.fromSpec({ cpuCores: 3, taskHeapMemory: '768m', managedMemory: '192m', networkMemory: '96m' }),
-  defaultSlotResourceProfile: ResourceProfile.fromSpec({ cpuCores: 1, taskHeapMemory: '256m', managedMemory: '64m', networkMemory: '32m' }),
-  numberSlots: 2,
-  slotTimeout: SLOT_TIMEOUT_MS,
-  slotActions: {
-    // What the TaskExecutor does with a timeout (Flink's TaskExecutor.timeoutSlot): free the slot if the timeout is still current.
-    timeoutSlot(allocationId, ticket) {
-      if (!table.isValidTimeout(allocationId, ticket)) return log(`slot ${AllocationID.short(allocationId)}: stale timeout ignored`);
-      log(`slot ${AllocationID.short(allocationId)} was not activated within ${SLOT_TIMEOUT_MS} ms: the TaskExecutor frees it`);
-      table.freeSlot(allocationId, new Error('slot timed out'));
-      timedOut();
-    },
-    slotFreed: (allocationId, _job, index) => log(`slot ${index} (${AllocationID.short(allocationId)}) left the table; its resources are back`),
-    slotClosed: ({ index, leaks }) =>
-      log(`slot ${index} closed; managed memory never released: ${leaks.leakedPages === 0 ? 'none' : leaks.owners.map((o) => `${o.pages} pages by ${o.owner.slice(0, 8)}…`).join(', ')}`),
-  },
+const job = await cluster.submitJob(wordCountJob({ input: { lines, seed }, parallelism, counters }));
+say(`submitted '${job.name}' (${job.jobId}): ${lines} lines, source×${parallelism} → tokenize×${parallelism} → count×${counters} → sink×1`);
+
+let lastTable = '';
+let tableTimer: NodeJS.Timeout | null = null;
+const showTable = () => {
+  tableTimer = null;
+  const table = renderSlotTable(cluster.overview());
+  if (table !== lastTable) console.log(table);
+  lastTable = table;
+};
+job.onEvent((event) => {
+  if (event.type === 'status') return say(`job ${event.status}${event.cause ? `: ${event.cause}` : ''}`);
+  if (event.state === 'running' || event.state === 'finished' || event.state === 'failed') {
+    const where = event.resourceId ? ` on ${event.resourceId}` : '';
+    say(`${event.vertexId}#${event.subtaskIndex} ${event.state}${where}${event.error ? `: ${event.error.message}` : ''}`);
+  }
+  if (event.state === 'running' || event.state === 'finished') tableTimer ??= setTimeout(showTable, 0);
 });
 
-function printReport(title: string): void {
-  console.log(`\n  ${title}`);
-  console.log('  slot                    state      job       allocation  profile');
-  for (const s of table.createSlotReport(resourceId).slots) {
-    const slot = table.getTaskSlot(s.allocationId!);
-    const tasks = slot && slot.tasks.length > 0 ? `  tasks: ${slot.tasks.map(ExecutionAttemptID.short).join(', ')}` : '';
-    console.log(
-      `  ${SlotID.toString(s.slotId).padEnd(23)} ${s.state.padEnd(10)} ${(s.jobId ? JobID.short(s.jobId) : '-').padEnd(9)} ${(s.allocationId ? AllocationID.short(s.allocationId) : '-').padEnd(11)} ${s.resourceProfile}${tasks}`,
-    );
+const result = await job.result;
+if (tableTimer !== null) clearTimeout(tableTimer);
+let exitCode = 0;
+if (result.status !== 'finished') {
+  say(`the job ${result.status}: ${result.error?.message ?? 'no error reported'}`);
+  exitCode = 1;
+} else {
+  const answer = result.outputs['sink']![0] as WordCountResult;
+  const expected = countWords(generatedText(seed, lines));
+  const same = Object.keys(expected).length === answer.distinctWords && Object.entries(expected).every(([word, n]) => answer.counts[word] === n);
+  say(`finished in ${result.durationMs} ms with ${result.restarts} restart(s): ${answer.totalWords} words, ${answer.distinctWords} distinct`);
+  console.log(`\n  most frequent:\n${answer.top.map(([word, n]) => `    ${word.padEnd(12)} ${n}`).join('\n')}\n`);
+  say(same ? 'the counts match a single loop over the same text' : 'the counts DIFFER from a single loop over the same text');
+  if (!same) exitCode = 1;
+}
+
+if (values.inspect) {
+  say('the cluster stays up for the inspector; Ctrl-C to close it');
+  await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+}
+await cluster.close();
+say('cluster closed');
+process.exitCode = exitCode;
+
+function renderSlotTable(overview: ClusterOverview): string {
+  const rows = [['executor', 'slot', 'state', 'resources', 'subtasks']];
+  for (const te of overview.taskExecutors) {
+    for (const slot of te.slots) {
+      if (slot.state !== 'free') rows.push([te.resourceId, slot.slot, slot.state, shortProfile(slot.resourceProfile), slot.tasks.join(', ') || '-']);
+    }
+    const free = te.slots.filter((slot) => slot.state === 'free').length;
+    if (free > 0) rows.push([te.resourceId, `${free} ×`, 'free', shortProfile(te.slots.find((slot) => slot.state === 'free')!.resourceProfile), '']);
   }
-  console.log(`  available for new slots: ${table.availableResources}\n`);
+  for (const pending of overview.pendingRequests) rows.push(['(waiting)', '', `${pending.missing} missing`, pending.profile, pending.why]);
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  return rows.map((r) => '    ' + r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ')).join('\n') + '\n';
 }
 
-function task(jobId: JobID, allocationId: AllocationID, vertex: string, subtask: number): TaskSlotPayload {
-  const executionAttemptId = ExecutionAttemptID.generate({ vertex, subtask, attempt: 0 });
-  return { executionAttemptId, jobId, allocationId, failExternally: (cause) => log(`task ${ExecutionAttemptID.short(executionAttemptId)} asked to fail: ${(cause as Error).message}`) };
+function shortProfile(profile: string): string {
+  const cpu = /cpuCores=([\d.]+)/.exec(profile)?.[1];
+  const heap = /taskHeapMemory=([^,}]+)/.exec(profile)?.[1];
+  return cpu === undefined ? profile : `${cpu} core, ${heap} heap`;
 }
-
-table.start();
-log(`table ${table.state}: ${table.numberSlots} static slots of ${table.defaultSlotResourceProfile}`);
-printReport('slot report of a fresh TaskExecutor');
-
-const jobA = JobID.generate();
-const jobB = JobID.generate();
-const slotA = AllocationID.generate();
-const slotB = AllocationID.generate();
-const dynamic = AllocationID.generate();
-
-table.allocateSlot({ index: 0, jobId: jobA, allocationId: slotA, resourceProfile: ResourceProfile.UNKNOWN });
-log(`job ${JobID.short(jobA)} allocated slot 0 as ${AllocationID.short(slotA)} (default profile)`);
-table.allocateSlot({ index: 1, jobId: jobB, allocationId: slotB, resourceProfile: ResourceProfile.UNKNOWN });
-log(`job ${JobID.short(jobB)} allocated slot 1 as ${AllocationID.short(slotB)}; it will never activate it`);
-try {
-  table.allocateSlot({ index: 0, jobId: jobB, allocationId: AllocationID.generate(), resourceProfile: ResourceProfile.UNKNOWN });
-} catch (error) {
-  log(`refused: ${(error as Error).name} (${(error as { reason: string }).reason}): ${(error as Error).message}`);
-}
-
-table.markSlotActive(slotA);
-const source = task(jobA, slotA, 'source', 0);
-const tokenize = task(jobA, slotA, 'tokenize', 0);
-table.addTask(source);
-table.addTask(tokenize);
-log(`slot 0 active; tasks ${ExecutionAttemptID.short(source.executionAttemptId)} and ${ExecutionAttemptID.short(tokenize.executionAttemptId)} share it`);
-const pages = table.getTaskMemoryManager(slotA).allocatePages(tokenize.executionAttemptId, 4);
-log(`tokenize took ${pages.length} pages of managed memory (${formatMemorySize(pages.length * pages[0]!.bytes.byteLength)}); ${formatMemorySize(table.getTaskMemoryManager(slotA).availableMemory)} left in its slot`);
-
-table.allocateSlot({ index: -1, jobId: jobA, allocationId: dynamic, resourceProfile: ResourceProfile.fromSpec({ cpuCores: 0.5, taskHeapMemory: '64m' }) });
-table.markSlotActive(dynamic);
-log(`a dynamic slot for a custom profile landed at index ${table.getTaskSlot(dynamic)!.index}`);
-printReport('slot report with two jobs');
-
-await slotTimedOut;
-table.removeTask(source.executionAttemptId);
-log(`task ${ExecutionAttemptID.short(source.executionAttemptId)} finished and left its slot`);
-printReport('after the timeout and one finished task');
-
-const { state, closed } = table.freeSlot(slotA, new Error('job A canceled'));
-log(`freeing slot 0 with a task still in it: ${state}`);
-// tokenize terminates without giving its pages back: the slot's close reports the leak.
-table.removeTask(tokenize.executionAttemptId);
-await closed;
-
-await table.closeAsync();
-log(`table ${table.state}`);
-printReport('final slot report');

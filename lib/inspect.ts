@@ -47,6 +47,8 @@ export interface InspectionSink {
 }
 
 const SERIALIZE_DEPTH = 8;
+/** Events held until the relay's socket is open (the adapter drops the oldest beyond). */
+const MAX_DEFERRED = 10_000;
 const stringify = configure({ maximumDepth: SERIALIZE_DEPTH, bigint: true });
 
 /**
@@ -96,24 +98,26 @@ export function createInspectionSink(option: InspectOption): InspectionSink {
 
 function statelySink(port: number, open: boolean): InspectionSink {
   let relay: { stop(): void } | null = null;
-  let inspector: ReturnType<typeof createWebSocketInspector> | null = null;
+  // Created now, started once the relay listens: what happens before (the SlotManager starting, the
+  // first workers) waits in the adapter's queue instead of being lost.
+  const inspector = createWebSocketInspector({ url: `ws://localhost:${port}`, serialize: toPlainInspectionEvent, autoStart: false, maxDeferredEvents: MAX_DEFERRED });
   const ready = (async () => {
     // The relay does not report a busy port (it would crash the process): look first.
     await assertPortFree(port);
     const { createInspectorServer } = await import('@statelyai/inspect/server');
     relay = createInspectorServer({ port, autoOpen: open });
-    inspector = createWebSocketInspector({ url: `ws://localhost:${port}`, serialize: toPlainInspectionEvent });
+    inspector.start();
   })();
   return {
-    inspect: (event) => inspector?.inspect.next?.(event),
-    forward: (origin, event) => inspector?.adapter.send(fromWorker(origin, event)),
+    inspect: (event) => inspector.inspect.next?.(event),
+    forward: (origin, event) => inspector.adapter.send(fromWorker(origin, event)),
     ready,
     url: `http://localhost:${port}`,
     close: async () => {
-      await ready.catch(() => {});
+      if (!(await ready.then(() => true, () => false))) return;
       // Let the events converted on the last ticks leave before the socket closes.
       await new Promise((resolve) => setTimeout(resolve, 50));
-      inspector?.stop();
+      inspector.stop();
       relay?.stop();
     },
   };

@@ -77,6 +77,8 @@ interface ExecutionRecord {
   executionAttemptId: ExecutionAttemptID;
   state: ExecutionState | 'scheduled';
   slot: LogicalSlot | null;
+  /** A slot was asked for and has not come (nor failed) yet. */
+  awaitingSlot: boolean;
   output: unknown;
   hasOutput: boolean;
 }
@@ -117,7 +119,14 @@ export class JobMaster implements JobMasterGateway {
     this.graph = new ExecutionGraph(options.jobGraph);
     this.result = new Promise<JobResult>((resolve) => (this.#resolveResult = resolve));
     this.#status = createActor(jobStatusMachine, options.inspect ? { inspect: options.inspect } : {});
-    this.#status.subscribe((snapshot) => this.#emit({ type: 'status', status: snapshot.value as JobStatus, cause: snapshot.context.failureCause, timestamp: this.#clock.now() }));
+    let last: JobStatus | null = null;
+    this.#status.subscribe((snapshot) => {
+      const status = snapshot.value as JobStatus;
+      if (status === last) return;
+      last = status;
+      const cause = status === 'created' || status === 'running' || status === 'finished' ? null : snapshot.context.failureCause;
+      this.#emit({ type: 'status', status, cause, timestamp: this.#clock.now() });
+    });
     this.#status.start();
     // Timers fire into the mailbox, like everything else of this endpoint.
     const clock = this.#clock;
@@ -138,7 +147,7 @@ export class JobMaster implements JobMasterGateway {
       allocationTimeoutMs: options.options['slot.request.timeout'],
     });
     for (const vertex of this.graph.verticesInTopologicalOrder()) {
-      const record: ExecutionRecord = { vertex, attemptNumber: 0, executionAttemptId: this.#attemptId(vertex, 0), state: 'scheduled', slot: null, output: undefined, hasOutput: false };
+      const record: ExecutionRecord = { vertex, attemptNumber: 0, executionAttemptId: this.#attemptId(vertex, 0), state: 'scheduled', slot: null, awaitingSlot: false, output: undefined, hasOutput: false };
       this.#executions.set(vertex.key, record);
       this.#byAttempt.set(record.executionAttemptId, record);
     }
@@ -218,7 +227,8 @@ export class JobMaster implements JobMasterGateway {
     for (const record of inSlot) {
       record.slot = null;
       if (record.state === 'scheduled') {
-        // Not deployed yet (waiting for its inputs): it simply needs another slot.
+        // Not deployed yet (waiting for its inputs): it simply needs another slot — now, or with
+        // the restart when this loss fails a subtask too.
         if (this.status === 'running') this.#schedule([record]);
         continue;
       }
@@ -236,8 +246,10 @@ export class JobMaster implements JobMasterGateway {
     const slots = this.#allocator.allocateSlotsFor(records.map((r) => r.vertex.id));
     for (const record of records) {
       const attempt = record.executionAttemptId;
+      record.awaitingSlot = true;
       this.#emitTask(record, null);
       this.mailbox.whenComplete(slots.get(record.vertex.key)!, (slot, error) => {
+        if (record.executionAttemptId === attempt) record.awaitingSlot = false;
         if (record.executionAttemptId !== attempt || TERMINAL.has(this.status)) {
           if (slot !== undefined) this.#allocator.releaseLogicalSlot(record.vertex.id);
           return;
@@ -334,6 +346,8 @@ export class JobMaster implements JobMasterGateway {
   #restart(): void {
     if (this.status !== 'restarting') return;
     const toRestart = [...this.#executions.values()].filter((r) => r.state === 'failed' || r.state === 'canceled');
+    // Subtasks not deployed yet whose slot went while the job was restarting: only a slot again.
+    const toReslot = [...this.#executions.values()].filter((r) => r.state === 'scheduled' && r.slot === null && !r.awaitingSlot);
     for (const record of toRestart) {
       this.#allocator.releaseLogicalSlot(record.vertex.id);
       this.#byAttempt.delete(record.executionAttemptId);
@@ -344,7 +358,7 @@ export class JobMaster implements JobMasterGateway {
       record.slot = null;
     }
     this.#status.send({ type: 'RESTARTED' });
-    this.#schedule(toRestart);
+    this.#schedule([...toRestart, ...toReslot]);
   }
 
   #cancelExecution(record: ExecutionRecord, cause: string): void {
