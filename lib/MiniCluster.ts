@@ -161,13 +161,19 @@ export class MiniCluster {
   }
 
   /** Validates and submits a job. Throws JobGraphError for a bad graph or task module. */
-  submitJob(job: JobGraphSpec | JobGraph): Promise<JobClient> {
+  async submitJob(job: JobGraphSpec | JobGraph): Promise<JobClient> {
     this.#requireOpen('submitJob');
     return this.dispatcher.submitJob(job);
   }
 
   listJobs(): JobSummary[] {
     return this.dispatcher.listJobs();
+  }
+
+  /** Cancels a job of this cluster (IllegalArgumentError for an unknown JobID). */
+  async cancelJob(jobId: JobID): Promise<void> {
+    this.#requireOpen('cancelJob');
+    return this.dispatcher.cancelJob(jobId);
   }
 
   /** The cluster now: executors and their slots (which subtask runs where), waiting requests with reasons, jobs. */

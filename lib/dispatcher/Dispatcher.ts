@@ -3,7 +3,7 @@
  * starts a JobMaster for each and keeps the registry of jobs; several jobs share the cluster.
  */
 import { systemClock, type Clock } from '../core/clock.js';
-import { IllegalArgumentError } from '../core/errors.js';
+import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
 import { JobID } from '../core/ids.js';
 import type { ResolvedOptions } from '../core/options.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
@@ -59,7 +59,7 @@ export class Dispatcher {
 
   /** Validates the job (its graph, then its task modules) and starts it. */
   async submitJob(job: JobGraphSpec | JobGraph): Promise<JobClient> {
-    if (this.#closed) throw new IllegalArgumentError('invalid-value', 'the cluster is closing: no new job is taken', { argument: 'job' });
+    if (this.#closed) throw new IllegalStateError('the Dispatcher is closed: no new job is taken', { component: 'Dispatcher', operation: 'submitJob', state: 'closed', allowed: ['open'] });
     const graph = job instanceof JobGraph ? job : JobGraph.create(job, this.#s.options);
     await graph.validateTaskModules();
     const jobId = JobID.generate();

@@ -23,4 +23,10 @@ describe('MiniCluster.close', function () {
     expect(code, `the process did not end by itself (killed after 45 s?)\n${stderr}`).to.equal(0);
     expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).to.deep.equal({ running: 'canceled', waiting: 'canceled', executors: 0 });
   });
+
+  it('does the same with TaskExecutors in child processes', async () => {
+    const { code, stdout, stderr } = await runScript('process');
+    expect(code, `the process did not end by itself (killed after 45 s?)\n${stderr}`).to.equal(0);
+    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).to.deep.equal({ running: 'canceled', waiting: 'canceled', executors: 0 });
+  });
 });

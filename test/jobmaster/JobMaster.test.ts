@@ -1,0 +1,269 @@
+/**
+ * The JobMaster alone (no threads): a fake ResourceManager and fake TaskExecutors that record what
+ * they are asked, slot offers and task states driven by the test, a simulated clock for restart
+ * delays and slot request timeouts.
+ */
+import { expect } from 'chai';
+import { SimulatedClock } from '../../lib/core/clock.js';
+import { AllocationID, ResourceID, type ExecutionAttemptID, JobID } from '../../lib/core/ids.js';
+import { resolveOptions, type SlotwiseOptions } from '../../lib/core/options.js';
+import { ResourceProfile, type ResourceSpec } from '../../lib/core/ResourceProfile.js';
+import { JobGraph, type JobGraphSpec } from '../../lib/jobmaster/JobGraph.js';
+import { JobMaster, type JobEvent } from '../../lib/jobmaster/JobMaster.js';
+import type { TaskExecutorGateway } from '../../lib/rpc/gateways.js';
+import type { ExecutionState, ResourceRequirementsWire, SlotOfferWire, TaskDeploymentDescriptor } from '../../lib/rpc/protocol.js';
+import { edge, vertex } from './support.js';
+
+const DEFAULT_SLOT: ResourceSpec = { cpuCores: 1, taskHeapMemory: '128m' };
+
+class Harness {
+  readonly clock = new SimulatedClock(0);
+  readonly declared: ResourceRequirementsWire[] = [];
+  readonly disconnected: Array<{ cause: string; terminal: boolean }> = [];
+  readonly submitted: TaskDeploymentDescriptor[] = [];
+  readonly canceled: ExecutionAttemptID[] = [];
+  readonly freed: AllocationID[] = [];
+  readonly events: JobEvent[] = [];
+  readonly executors = new Map<ResourceID, TaskExecutorGateway>();
+  readonly master: JobMaster;
+  registerFails: Error | null = null;
+
+  constructor(spec: Omit<JobGraphSpec, 'name'>, options: SlotwiseOptions = {}) {
+    const resolved = resolveOptions({ 'restart-strategy.fixed-delay.delay': '1 s', ...options });
+    this.master = new JobMaster({
+      jobId: JobID.generate(),
+      jobGraph: JobGraph.create({ name: 'job', ...spec }, resolved),
+      address: 'jobmaster-test',
+      options: resolved,
+      clock: this.clock,
+      resourceManager: {
+        registerJobMaster: async () => {
+          if (this.registerFails) throw this.registerFails;
+        },
+        declareRequiredResources: async (requirements) => void this.declared.push(requirements),
+        disconnectJobMaster: async (_jobId, cause, terminal) => void this.disconnected.push({ cause, terminal }),
+      },
+      taskExecutor: (resourceId) => this.executors.get(resourceId),
+      reasonFor: () => 'no TaskExecutor has 4 cores',
+      onEvent: (event) => this.events.push(event),
+    });
+  }
+
+  addExecutor(name: string): ResourceID {
+    const resourceId = ResourceID.parse(name);
+    const gateway = {
+      submitTask: async (descriptor: TaskDeploymentDescriptor) => void this.submitted.push(descriptor),
+      cancelTask: async (attempt: ExecutionAttemptID) => void this.canceled.push(attempt),
+      freeSlot: async (allocationId: AllocationID) => void this.freed.push(allocationId),
+    } as unknown as TaskExecutorGateway;
+    this.executors.set(resourceId, gateway);
+    return resourceId;
+  }
+
+  /** Lets the mailbox and every promise chain run. */
+  async settle(): Promise<void> {
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  async start(): Promise<void> {
+    this.master.start();
+    await this.settle();
+  }
+
+  /** The latest declaration, as `profile → count` (UNKNOWN as 'UNKNOWN'). */
+  lastDeclaration(): Record<string, number> {
+    const last = this.declared.at(-1);
+    return Object.fromEntries((last?.requirements ?? []).map((r) => [ResourceProfile.fromJSON(r.resourceProfile).isUnknown() ? 'UNKNOWN' : ResourceProfile.fromJSON(r.resourceProfile).toString(), r.numberOfRequiredSlots]));
+  }
+
+  async offer(resourceId: ResourceID, count: number, spec: ResourceSpec = DEFAULT_SLOT): Promise<AllocationID[]> {
+    const offers: SlotOfferWire[] = Array.from({ length: count }, (_, index) => ({ allocationId: AllocationID.generate(), index, resourceProfile: ResourceProfile.fromSpec(spec).toJSON() }));
+    const accepted = await this.master.mailbox.callAsync(() => this.master.offerSlots(resourceId, offers));
+    await this.settle();
+    return accepted;
+  }
+
+  async report(descriptor: TaskDeploymentDescriptor, state: ExecutionState, extra: { output?: unknown; error?: { name: string; message: string } } = {}): Promise<void> {
+    await this.master.mailbox.callAsync(() =>
+      this.master.updateTaskExecutionState({ jobId: descriptor.jobId, executionAttemptId: descriptor.executionAttemptId, state, resourceId: ResourceID.parse('taskexecutor-a'), ...extra }),
+    );
+    await this.settle();
+  }
+
+  /** Reports running then finished with `output`. */
+  async finish(descriptor: TaskDeploymentDescriptor, output: unknown): Promise<void> {
+    await this.report(descriptor, 'running');
+    await this.report(descriptor, 'finished', { output });
+  }
+
+  submittedFor(vertexId: string, subtask = 0): TaskDeploymentDescriptor[] {
+    return this.submitted.filter((d) => d.vertexId === vertexId && d.subtaskIndex === subtask);
+  }
+
+  statuses(): string[] {
+    return this.events.filter((e) => e.type === 'status').map((e) => (e as { status: string }).status);
+  }
+
+  async advance(ms: number): Promise<void> {
+    this.clock.increment(ms);
+    await this.settle();
+  }
+}
+
+describe('JobMaster', () => {
+  it('declares one slot per shared group, deploys a subtask once its slot and inputs are there, and finishes with the sink outputs', async () => {
+    const h = new Harness({ vertices: [vertex('src', 2), vertex('sink', 1)], edges: [edge('src', 'sink', 'all-to-all')] });
+    await h.start();
+    expect(h.master.status).to.equal('running');
+    // src#0 and sink#0 share a slot, src#1 has its own: two default slots.
+    expect(h.lastDeclaration()).to.deep.equal({ UNKNOWN: 2 });
+    const te = h.addExecutor('taskexecutor-a');
+    expect(await h.offer(te, 3)).to.have.length(2); // the third is not needed
+    // The sources deploy; the sink waits for its inputs.
+    expect(h.submitted.map((d) => `${d.vertexId}#${d.subtaskIndex}`).sort()).to.deep.equal(['src#0', 'src#1']);
+    await h.finish(h.submittedFor('src', 0)[0]!, 'a');
+    expect(h.submittedFor('sink')).to.have.length(0);
+    await h.finish(h.submittedFor('src', 1)[0]!, 'b');
+    const sink = h.submittedFor('sink')[0]!;
+    expect(sink.inputs).to.deep.equal({ src: ['a', 'b'] });
+    expect(sink.allocationId).to.equal(h.submittedFor('src', 0)[0]!.allocationId);
+    await h.finish(sink, 'ab');
+    const result = await h.master.result;
+    expect(result).to.deep.include({ status: 'finished', outputs: { sink: ['ab'] }, error: null, restarts: 0 });
+    expect(h.statuses()).to.deep.equal(['created', 'running', 'finished']);
+    // Its slots go back, and it leaves the ResourceManager for good.
+    expect(h.freed).to.have.length(2);
+    expect(h.disconnected).to.deep.equal([{ cause: 'job finished', terminal: true }]);
+  });
+
+  it('accepts only offers that match what it asked for: a profile asked for exactly, or any slot for UNKNOWN', async () => {
+    const h = new Harness({ vertices: [vertex('big', 1, { resources: { cpuCores: 2, taskHeapMemory: '512m' } })] });
+    await h.start();
+    expect(Object.values(h.lastDeclaration())).to.deep.equal([1]);
+    const te = h.addExecutor('taskexecutor-a');
+    expect(await h.offer(te, 1)).to.deep.equal([]);
+    expect(await h.offer(te, 1, { cpuCores: 2, taskHeapMemory: '512m' })).to.have.length(1);
+    expect(h.submittedFor('big')).to.have.length(1);
+  });
+
+  it('restarts a failed subtask after the restart delay with the next attempt number, keeping the outputs it already has', async () => {
+    const h = new Harness({ vertices: [vertex('src', 1), vertex('map', 1, { slotSharingGroup: 'other' })], edges: [edge('src', 'map')] });
+    await h.start();
+    const te = h.addExecutor('taskexecutor-a');
+    await h.offer(te, 2);
+    await h.finish(h.submittedFor('src')[0]!, 1);
+    const first = h.submittedFor('map')[0]!;
+    await h.report(first, 'failed', { error: { name: 'Error', message: 'flaky' } });
+    expect(h.master.status).to.equal('restarting');
+    await h.advance(999);
+    expect(h.submittedFor('map')).to.have.length(1);
+    await h.advance(1);
+    // The slot it had was released with the attempt; a new one is asked for.
+    await h.offer(te, 1);
+    const second = h.submittedFor('map')[1]!;
+    expect(second.attemptNumber).to.equal(1);
+    expect(second.executionAttemptId).not.to.equal(first.executionAttemptId);
+    expect(second.inputs).to.deep.equal({ src: [1] });
+    expect(h.submittedFor('src')).to.have.length(1); // the producer did not run again
+    // A late state of the old attempt changes nothing.
+    await h.report(first, 'finished', { output: 'stale' });
+    expect(h.master.status).to.equal('running');
+    await h.finish(second, 2);
+    expect(await h.master.result).to.deep.include({ status: 'finished', restarts: 1, outputs: { map: [2] } });
+    expect(h.statuses()).to.deep.equal(['created', 'running', 'failing', 'restarting', 'running', 'finished']);
+  });
+
+  it('fails the job with the task’s error once the restart attempts are spent', async () => {
+    const h = new Harness({ vertices: [vertex('boom', 1)], restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 } });
+    await h.start();
+    const te = h.addExecutor('taskexecutor-a');
+    await h.offer(te, 1);
+    await h.report(h.submittedFor('boom')[0]!, 'failed', { error: { name: 'RangeError', message: 'boom 1' } });
+    await h.advance(0);
+    await h.offer(te, 1);
+    await h.report(h.submittedFor('boom')[1]!, 'failed', { error: { name: 'RangeError', message: 'boom 2' } });
+    const result = await h.master.result;
+    expect(result.status).to.equal('failed');
+    expect(result.error).to.deep.include({ name: 'RangeError', message: 'boom 2' });
+    expect(result.restarts).to.equal(1);
+    expect(h.disconnected.at(-1)).to.deep.equal({ cause: 'job failed', terminal: true });
+  });
+
+  it("with restart strategy 'none', fails at the first task failure", async () => {
+    const h = new Harness({ vertices: [vertex('boom', 1)], restartStrategy: { type: 'none' } });
+    await h.start();
+    await h.offer(h.addExecutor('taskexecutor-a'), 1);
+    await h.report(h.submittedFor('boom')[0]!, 'failed', { error: { name: 'Error', message: 'once' } });
+    expect(await h.master.result).to.deep.include({ status: 'failed', restarts: 0 });
+  });
+
+  it('fails the job when its slots do not come within slot.request.timeout, with the SlotManager’s reason', async () => {
+    const h = new Harness({ vertices: [vertex('a', 2)] }, { 'slot.request.timeout': '30 s' });
+    await h.start();
+    await h.advance(29_999);
+    expect(h.master.status).to.equal('running');
+    await h.advance(1);
+    const result = await h.master.result;
+    expect(result.status).to.equal('failed');
+    expect(result.error?.message).to.contain('no TaskExecutor has 4 cores');
+    expect(h.submitted).to.have.length(0);
+  });
+
+  it('a slot freed under a running subtask fails that attempt; a subtask still waiting for inputs only gets another slot', async () => {
+    const h = new Harness({ vertices: [vertex('src', 1), vertex('sink', 1)], edges: [edge('src', 'sink')] }, { 'restart-strategy.fixed-delay.delay': 0 });
+    await h.start();
+    const te = h.addExecutor('taskexecutor-a');
+    const [allocation] = await h.offer(te, 1);
+    const src = h.submittedFor('src')[0]!;
+    await h.report(src, 'running');
+    await h.master.mailbox.callAsync(() => h.master.notifySlotFreed(te, allocation!, 'its worker ended'));
+    await h.settle();
+    const failed = h.events.find((e) => e.type === 'task' && e.state === 'failed');
+    expect(failed).to.deep.include({ vertexId: 'src', attemptNumber: 0 });
+    await h.advance(0);
+    await h.offer(te, 1);
+    expect(h.submittedFor('src').map((d) => d.attemptNumber)).to.deep.equal([0, 1]);
+    await h.finish(h.submittedFor('src')[1]!, 'x');
+    await h.finish(h.submittedFor('sink')[0]!, 'y');
+    expect(await h.master.result).to.deep.include({ status: 'finished', restarts: 1 });
+  });
+
+  it('cancel: cancels what runs, fails nothing, and ends canceled when the executors confirm', async () => {
+    const h = new Harness({ vertices: [vertex('a', 1), vertex('b', 1, { slotSharingGroup: 'other' })] });
+    await h.start();
+    await h.offer(h.addExecutor('taskexecutor-a'), 1);
+    const a = h.submittedFor('a')[0]!;
+    await h.report(a, 'running');
+    const canceled = h.master.cancel();
+    await h.settle();
+    expect(h.master.status).to.equal('canceling');
+    expect(h.canceled).to.deep.equal([a.executionAttemptId]);
+    await h.report(a, 'canceled');
+    await canceled;
+    const result = await h.master.result;
+    expect(result).to.deep.include({ status: 'canceled', error: null });
+    expect(h.statuses()).to.deep.equal(['created', 'running', 'canceling', 'canceled']);
+    // A second cancel is a no-op.
+    await h.master.cancel();
+  });
+
+  it('fails the job when it cannot register at the ResourceManager', async () => {
+    const h = new Harness({ vertices: [vertex('a', 1)] });
+    h.registerFails = new Error('the ResourceManager is gone');
+    await h.start();
+    const result = await h.master.result;
+    expect(result.status).to.equal('failed');
+    expect(result.error?.message).to.contain('the ResourceManager is gone');
+  });
+
+  it('ignores offers and states once the job has ended', async () => {
+    const h = new Harness({ vertices: [vertex('a', 1)] });
+    await h.start();
+    const te = h.addExecutor('taskexecutor-a');
+    await h.offer(te, 1);
+    await h.finish(h.submittedFor('a')[0]!, 1);
+    expect(await h.offer(te, 1)).to.deep.equal([]);
+    await h.report(h.submittedFor('a')[0]!, 'failed', { error: { name: 'Error', message: 'late' } });
+    expect(h.master.status).to.equal('finished');
+  });
+});
