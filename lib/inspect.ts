@@ -11,11 +11,12 @@
  * Session ids of XState actors are counters per thread, so two workers both have an `x:1`: events
  * from a worker get their ids prefixed with its ResourceID and their names suffixed with it.
  */
-import { createServer } from 'node:net';
-import { createInspector, createWebSocketInspector, type StatelyInspectionEvent } from '@statelyai/inspect';
+import { spawn } from 'node:child_process';
+import { createInspector, type StatelyInspectionEvent } from '@statelyai/inspect';
 import { configure } from 'safe-stable-stringify';
 import type { InspectionEvent } from 'xstate';
 import { ConfigurationError } from './core/errors.js';
+import { StatelyRelay } from './inspectRelay.js';
 
 /** One inspection event: a plain Stately inspection event and the thread it came from. */
 export type InspectionRecord = StatelyInspectionEvent & {
@@ -47,7 +48,7 @@ export interface InspectionSink {
 }
 
 const SERIALIZE_DEPTH = 8;
-/** Events held until the relay's socket is open (the adapter drops the oldest beyond). */
+/** Events held until the relay listens (later ones dropped beyond). */
 const MAX_DEFERRED = 10_000;
 const stringify = configure({ maximumDepth: SERIALIZE_DEPTH, bigint: true });
 
@@ -97,40 +98,43 @@ export function createInspectionSink(option: InspectOption): InspectionSink {
 }
 
 function statelySink(port: number, open: boolean): InspectionSink {
-  let relay: { stop(): void } | null = null;
-  // Created now, started once the relay listens: what happens before (the SlotManager starting, the
-  // first workers) waits in the adapter's queue instead of being lost.
-  const inspector = createWebSocketInspector({ url: `ws://localhost:${port}`, serialize: toPlainInspectionEvent, autoStart: false, maxDeferredEvents: MAX_DEFERRED });
+  let relay: StatelyRelay | null = null;
+  // Events published before the relay listens (the SlotManager starting, the first workers) wait
+  // here instead of being lost; the relay keeps them for the pages that connect later.
+  const early: StatelyInspectionEvent[] = [];
+  const publish = (event: StatelyInspectionEvent) => {
+    if (relay) relay.publish(event);
+    else if (early.length < MAX_DEFERRED) early.push(event);
+  };
+  const inspector = createInspector({ send: publish }, { serialize: toPlainInspectionEvent, autoStart: false });
+  inspector.start();
   const ready = (async () => {
-    // The relay does not report a busy port (it would crash the process): look first.
-    await assertPortFree(port);
-    const { createInspectorServer } = await import('@statelyai/inspect/server');
-    relay = createInspectorServer({ port, autoOpen: open });
-    inspector.start();
+    relay = await StatelyRelay.start({ port });
+    for (const event of early.splice(0)) relay.publish(event);
+    if (open) openBrowser(relay.url);
   })();
   return {
     inspect: (event) => inspector.inspect.next?.(event),
-    forward: (origin, event) => inspector.adapter.send(fromWorker(origin, event)),
+    forward: (origin, event) => publish(fromWorker(origin, event)),
     ready,
     url: `http://localhost:${port}`,
     close: async () => {
       if (!(await ready.then(() => true, () => false))) return;
-      // Let the events converted on the last ticks leave before the socket closes.
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      inspector.stop();
-      relay?.stop();
+      await relay?.close();
     },
   };
 }
 
-function assertPortFree(port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', (error: NodeJS.ErrnoException) =>
-      reject(new ConfigurationError('invalid-value', `inspect.stately.port ${port} is not free (${error.code ?? error.message}); choose another port`, { option: 'inspect.stately.port' })),
-    );
-    probe.listen(port, () => probe.close(() => resolve()));
-  });
+/** Best effort: the page is also printed, and a missing opener must not fail the cluster. */
+function openBrowser(url: string): void {
+  const command = process.platform === 'darwin' ? 'open' : process.platform === 'win32' ? 'explorer' : 'xdg-open';
+  try {
+    const child = spawn(command, [url], { detached: true, stdio: 'ignore' });
+    child.on('error', () => {});
+    child.unref();
+  } catch {
+    // No opener on this machine.
+  }
 }
 
 /** A worker's event with its session ids made unique across threads. */

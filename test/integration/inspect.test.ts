@@ -4,7 +4,8 @@
  * from its worker thread, with session ids that do not collide — or the Stately inspector's relay.
  */
 import { expect } from 'chai';
-import { createWebSocketReceiver, type StatelyInspectionEvent } from '@statelyai/inspect';
+import type { StatelyInspectionEvent } from '@statelyai/inspect';
+import { WebSocket } from 'ws';
 import { MiniCluster } from '../../lib/MiniCluster.js';
 import type { InspectionRecord } from '../../lib/inspect.js';
 import { ConfigurationError } from '../../lib/core/errors.js';
@@ -55,23 +56,34 @@ describe('inspection of a MiniCluster', function () {
     expect(jobStates).to.deep.equal(['created', 'running', 'finished']);
   });
 
-  it('relays them to the Stately inspector over its local WebSocket server', async () => {
+  it('relays them to the Stately inspector: the page, the past to a late client, the live events, and close() ends its connection', async () => {
     const port = 20_000 + Math.floor(Math.random() * 20_000);
     const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, inspect: { stately: { port } } });
-    const received: StatelyInspectionEvent[] = [];
-    const receiver = createWebSocketReceiver({ server: `ws://localhost:${port}` });
-    const subscription = receiver.subscribe((event) => received.push(event));
+    let client: WebSocket | null = null;
     try {
+      const page = await (await fetch(`http://localhost:${port}/`)).text();
+      expect(page).to.contain('https://stately.ai/inspect').and.to.contain(`:${port}`);
       expect((await (await cluster.submitJob(job)).result).status).to.equal('finished');
-      const deadline = Date.now() + 10_000;
-      while (!received.some((e) => e.type === '@xstate.actor' && e.name.startsWith('taskSlotTable @ ')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-      const names = received.filter((e) => e.type === '@xstate.actor').map((e) => (e as { name: string }).name);
-      expect(names).to.include('slotManager');
-      expect(names.some((n) => n.startsWith('taskSlotTable @ taskexecutor-'))).to.equal(true);
+      // Connected only now: the relay sends what happened before, then what happens next.
+      const received: StatelyInspectionEvent[] = [];
+      client = new WebSocket(`ws://localhost:${port}`);
+      client.on('message', (data) => received.push(JSON.parse(data.toString()) as StatelyInspectionEvent));
+      await new Promise((resolve, reject) => client!.once('open', resolve).once('error', reject));
+      const names = () => received.filter((e) => e.type === '@xstate.actor').map((e) => (e as { name: string }).name);
+      await until(() => names().some((n) => n.startsWith('taskSlotTable @ taskexecutor-')));
+      expect(names()).to.include('slotManager');
+      expect(names()).to.include('jobStatus');
+      const before = names().filter((n) => n === 'jobStatus').length;
+      expect((await (await cluster.submitJob(job)).result).status).to.equal('finished');
+      await until(() => names().filter((n) => n === 'jobStatus').length === before + 1);
     } finally {
-      subscription.unsubscribe();
+      const closed = client && new Promise((resolve) => client!.once('close', resolve));
       await cluster.close();
+      // An open inspector page does not keep the process alive: the relay ended the connection.
+      await closed;
     }
+    const refused = await fetch(`http://localhost:${port}/`).then(() => 'served', () => 'refused');
+    expect(refused).to.equal('refused');
   });
 
   it('refuses a busy port and a malformed option at the door', async () => {
@@ -95,3 +107,11 @@ describe('inspection of a MiniCluster', function () {
     }
   });
 });
+
+async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

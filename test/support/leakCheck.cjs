@@ -1,0 +1,74 @@
+/**
+ * A root hook: after the last test, nothing the tests started may still be running. It compares the
+ * process's active resources (sockets, timers, workers, child processes, message ports) with those at
+ * the start and fails the run, naming what is left, if more remain after a grace period (timers, which
+ * end by themselves, only warn). Without it a
+ * leaked handle shows only as a run that never exits (mocha runs with `exit` so CI still ends).
+ */
+'use strict';
+
+const GRACE_MS = 5000;
+
+// SLOTWISE_LEAK_TRACE=1 records where each timer and handle was created, to name the leak's origin
+// (off by default: tracking every async resource slows the suite).
+const traced = new Map();
+if (process.env.SLOTWISE_LEAK_TRACE === '1') {
+  require('node:async_hooks')
+    .createHook({
+      init(id, type, _trigger, resource) {
+        if (type === 'PROMISE' || type === 'TickObject' || type === 'Immediate') return;
+        traced.set(id, { type, resource, stack: new Error().stack.split('\n').slice(3, 15).join('\n') });
+      },
+      destroy(id) {
+        traced.delete(id);
+      },
+    })
+    .enable();
+}
+
+function origins() {
+  const lines = [];
+  for (const { type, resource, stack } of traced.values()) {
+    if (typeof resource.hasRef === 'function' && !resource.hasRef()) continue;
+    if (stack.includes('mocha/lib') || stack.includes('leakCheck.cjs')) continue;
+    lines.push(`${type}\n${stack}`);
+  }
+  return lines.length > 0 ? `\ncreated at:\n${lines.join('\n\n')}` : ' (SLOTWISE_LEAK_TRACE=1 names where they were created)';
+}
+
+function count() {
+  const counts = new Map();
+  for (const type of process.getActiveResourcesInfo()) counts.set(type, (counts.get(type) ?? 0) + 1);
+  return counts;
+}
+
+function extra(baseline) {
+  const left = [];
+  for (const [type, n] of count()) {
+    const more = n - (baseline.get(type) ?? 0);
+    if (more > 0) left.push(`${more} × ${type}`);
+  }
+  return left;
+}
+
+let baseline = new Map();
+
+exports.mochaHooks = {
+  beforeAll() {
+    baseline = count();
+  },
+  async afterAll() {
+    this.timeout(GRACE_MS + 5000);
+    const deadline = Date.now() + GRACE_MS;
+    let left = extra(baseline);
+    while (left.length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      left = extra(baseline);
+    }
+    if (left.length === 0) return;
+    const message = `the tests left resources running ${GRACE_MS} ms after the last one: ${left.join(', ')}${origins()}`;
+    // A pending timer ends by itself (a deadline not yet due); a socket, port, worker or child does not.
+    if (left.every((entry) => entry.endsWith('× Timeout'))) console.warn(`warning: ${message}`);
+    else throw new Error(message);
+  },
+};
