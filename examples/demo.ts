@@ -150,10 +150,13 @@ function renderSlotTable(overview: ClusterOverview): string {
   const rows = [['executor', 'slot', 'state', 'resources', 'subtasks']];
   for (const te of overview.taskExecutors) {
     for (const slot of te.slots) {
-      if (slot.state !== 'free') rows.push([te.resourceId, slot.slot, slot.state, shortProfile(slot.resourceProfile), slot.tasks.join(', ') || '-']);
+      if (slot.state !== 'free' && slot.state !== 'unavailable') rows.push([te.resourceId, slot.slot, slot.state, shortProfile(slot.resourceProfile), slot.tasks.join(', ') || '-']);
     }
-    const free = te.slots.filter((slot) => slot.state === 'free').length;
-    if (free > 0) rows.push([te.resourceId, `${free} ×`, 'free', shortProfile(te.slots.find((slot) => slot.state === 'free')!.resourceProfile), '']);
+    // Idle static slots in one line each: free, and those whose resources dynamic slots took.
+    for (const state of ['free', 'unavailable'] as const) {
+      const idle = te.slots.filter((slot) => slot.state === state);
+      if (idle.length > 0) rows.push([te.resourceId, `${idle.length} ×`, state, shortProfile(idle[0]!.resourceProfile), state === 'unavailable' ? 'resources taken by dynamic slots' : '']);
+    }
   }
   for (const pending of overview.pendingRequests) rows.push(['(waiting)', '', `${pending.missing} missing`, pending.profile, pending.why]);
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));

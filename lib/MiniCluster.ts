@@ -44,9 +44,12 @@ export interface ClusterOverview {
     readonly resourceId: ResourceID;
     readonly mode: 'thread' | 'process';
     readonly utilization: number;
+    /** What no slot holds yet: the budget that free static slots and new dynamic slots draw on. */
+    readonly available: string;
     readonly slots: ReadonlyArray<{
       readonly slot: string;
-      readonly state: 'free' | 'pending' | 'allocated';
+      /** 'unavailable': a free static slot whose resources dynamic slots have taken. */
+      readonly state: 'free' | 'unavailable' | 'pending' | 'allocated';
       readonly jobId: JobID | null;
       readonly resourceProfile: string;
       /** `vertex#subtask (state)` of the subtasks running or deployed in it. */
@@ -186,14 +189,22 @@ export class MiniCluster {
       }
     }
     const taskExecutors = [...tracker.taskManagers].map((tm) => {
+      // Dynamic slots take from the same budget: a free static slot is usable only while what is
+      // left still covers it (taken in index order, as the SlotManager would).
+      let left = tm.available;
+      const usable = (profile: ResourceProfile) => {
+        if (!left.allFieldsNoLessThan(profile)) return false;
+        left = left.subtract(profile);
+        return true;
+      };
       const slots = [...tm.staticSlots, ...tm.dynamicSlots.values()].map((slot) => ({
         slot: slot.index >= 0 ? `${slot.index}` : 'dynamic',
-        state: slot.state,
+        state: slot.state === 'free' && !usable(slot.profile) ? ('unavailable' as const) : slot.state,
         jobId: slot.jobId,
         resourceProfile: slot.profile.toString(),
         tasks: slot.allocationId === null ? [] : (tasksBySlot.get(slot.allocationId) ?? []),
       }));
-      return { resourceId: tm.resourceId, mode: this.mode, utilization: tm.utilization, slots };
+      return { resourceId: tm.resourceId, mode: this.mode, utilization: tm.utilization, available: tm.available.toString(), slots };
     });
     const pendingRequests = this.resourceManager.slotManager.getPendingRequests().map((r) => ({
       jobId: r.jobId,

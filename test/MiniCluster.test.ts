@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { ConfigurationError, IllegalArgumentError, IllegalStateError, JobGraphError, ResourceProfileError } from '../lib/core/errors.js';
 import { JobID } from '../lib/core/ids.js';
 import { MiniCluster, type MiniClusterOptions } from '../lib/MiniCluster.js';
+import type { JobEvent } from '../lib/jobmaster/JobMaster.js';
 
 const OK = new URL('./fixtures/tasks/ok.ts', import.meta.url);
 
@@ -80,6 +81,23 @@ describe('MiniCluster', () => {
       expect(cluster.listJobs()[0]!.status).to.equal('canceled');
     });
 
+    it('replays the status changes so far to a listener that subscribes late; task events only from then on', async () => {
+      const job = await cluster.submitJob({ name: 'late listener', vertices: [{ id: 'a', taskModule: OK, parallelism: 1 }] });
+      const early: JobEvent[] = [];
+      job.onEvent((event) => early.push(event));
+      await cluster.cancelJob(job.jobId);
+      await job.result;
+      const late: JobEvent[] = [];
+      const unsubscribe = job.onEvent((event) => late.push(event));
+      const statuses = (events: JobEvent[]) => events.flatMap((e) => (e.type === 'status' ? [e.status] : []));
+      expect(statuses(early)[0]).to.equal('created');
+      expect(statuses(early).at(-1)).to.equal('canceled');
+      expect(statuses(late)).to.deep.equal(statuses(early));
+      expect(late.every((e) => e.type === 'status')).to.equal(true);
+      unsubscribe();
+      expect(() => job.onEvent('listener' as never)).to.throw(IllegalArgumentError, /onEvent takes a function/);
+    });
+
     it('refuses to cancel a job it does not know', async () => {
       const error = await cluster.cancelJob(JobID.generate()).catch((e: unknown) => e);
       expect(error).to.be.instanceOf(IllegalArgumentError);
@@ -93,6 +111,52 @@ describe('MiniCluster', () => {
       expect(late).to.be.instanceOf(IllegalStateError);
       expect((late as Error).message).to.contain('MiniCluster.submitJob: the cluster is closed');
       expect(() => cluster.killTaskExecutor('taskexecutor-x' as never)).to.throw(IllegalStateError);
+    });
+  });
+
+  describe('the job store (jobstore.max-capacity, jobstore.expiration-time)', () => {
+    const waiting = (name: string) => ({ name, vertices: [{ id: 'a', taskModule: OK, parallelism: 1 }] });
+    async function endedJob(cluster: MiniCluster, name: string) {
+      const job = await cluster.submitJob(waiting(name));
+      await cluster.cancelJob(job.jobId);
+      await job.result;
+      return job;
+    }
+
+    it('keeps at most jobstore.max-capacity ended jobs, dropping the oldest; running jobs always stay', async () => {
+      const cluster = await MiniCluster.start({ taskExecutors: 0, configuration: { 'jobstore.max-capacity': 1 } });
+      try {
+        const running = await cluster.submitJob(waiting('running'));
+        const first = await endedJob(cluster, 'first');
+        const second = await endedJob(cluster, 'second');
+        expect(cluster.listJobs().map((j) => j.name).sort()).to.deep.equal(['running', 'second']);
+        const error = await cluster.cancelJob(first.jobId).catch((e: unknown) => e);
+        expect(error).to.be.instanceOf(IllegalArgumentError);
+        expect((error as Error).message).to.contain('jobstore.max-capacity');
+        // The client of a dropped job still has its result.
+        expect((await first.result).status).to.equal('canceled');
+        expect(running.status).to.equal('running');
+        expect(second.status).to.equal('canceled');
+      } finally {
+        await cluster.close();
+      }
+    });
+
+    it('drops an ended job once jobstore.expiration-time has passed since it ended', async () => {
+      const cluster = await MiniCluster.start({ taskExecutors: 0, configuration: { 'jobstore.expiration-time': '5 ms' } });
+      try {
+        await endedJob(cluster, 'brief');
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        expect(cluster.listJobs()).to.deep.equal([]);
+      } finally {
+        await cluster.close();
+      }
+    });
+
+    it('refuses a negative capacity at the door', async () => {
+      const error = await MiniCluster.start({ taskExecutors: 0, configuration: { 'jobstore.max-capacity': -1 } }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(ConfigurationError);
+      expect((error as Error).message).to.contain('jobstore.max-capacity');
     });
   });
 });

@@ -164,6 +164,8 @@ export const OPTIONS = {
   'restart-strategy.type': oneOf(['fixed-delay', 'none'] as const, 'fixed-delay', 'How failed tasks are restarted.'),
   'restart-strategy.fixed-delay.attempts': integer(3, 'Restart attempts before the job fails.', 0),
   'restart-strategy.fixed-delay.delay': duration(10_000, 'Delay between restart attempts.', 0),
+  'jobstore.expiration-time': duration(3_600_000, 'How long the Dispatcher keeps an ended job (its status and result) after it ended.'),
+  'jobstore.max-capacity': integer(Infinity, 'The most ended jobs the Dispatcher keeps; the oldest go first.', 0, true),
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;

@@ -1,6 +1,10 @@
 /**
  * Dispatcher (seed 004): takes jobs, validates their graphs (task modules loaded and checked),
  * starts a JobMaster for each and keeps the registry of jobs; several jobs share the cluster.
+ *
+ * Ended jobs stay listed, with their status and result, for `jobstore.expiration-time` after they
+ * ended and up to `jobstore.max-capacity` of them (the oldest go first), like Flink's job store;
+ * expired ones are dropped when a job ends or the registry is read.
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
@@ -37,7 +41,11 @@ export interface JobClient {
   readonly status: JobStatus;
   /** Settles when the job ends (finished, failed or canceled); never rejects. */
   readonly result: Promise<JobResult>;
-  /** Status changes and task state changes; returns a function that unsubscribes. */
+  /**
+   * Status changes and task state changes; returns a function that unsubscribes. A new listener
+   * first receives, at once, the status changes so far (from `created` on), so subscribing after
+   * `submitJob` returns misses none of them; task events are delivered from subscription on.
+   */
   onEvent(listener: (event: JobEvent) => void): () => void;
   cancel(): Promise<void>;
 }
@@ -51,6 +59,8 @@ export interface JobSummary {
 export class Dispatcher {
   readonly #s: DispatcherServices;
   readonly #jobs = new Map<JobID, { master: JobMaster; client: JobClient }>();
+  /** Ended jobs and when they ended, oldest first. */
+  readonly #ended = new Map<JobID, number>();
   #closed = false;
 
   constructor(services: DispatcherServices) {
@@ -65,17 +75,28 @@ export class Dispatcher {
     const jobId = JobID.generate();
     const address = `jobmaster-${jobId}`;
     const listeners = new Set<(event: JobEvent) => void>();
+    // The status changes so far (a handful), replayed to each new listener.
+    const statusHistory: JobEvent[] = [];
+    const deliver = (listener: (event: JobEvent) => void, event: JobEvent) => {
+      try {
+        listener(event);
+      } catch (error) {
+        // One failing listener must neither break the JobMaster nor keep the others from their events.
+        this.#s.log?.(`[${graph.name}] a job event listener threw: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    };
     const master = new JobMaster({
       jobId,
       jobGraph: graph,
       address,
       options: this.#s.options,
-      clock: this.#s.clock ?? systemClock,
+      clock: this.#clock,
       resourceManager: this.#s.resourceManager,
       taskExecutor: this.#s.taskExecutor,
       reasonFor: () => this.#s.reasonFor(jobId),
       onEvent: (event) => {
-        for (const listener of listeners) listener(event);
+        if (event.type === 'status') statusHistory.push(event);
+        for (const listener of listeners) deliver(listener, event);
       },
       ...(this.#s.inspect ? { inspect: this.#s.inspect } : {}),
       ...(this.#s.log ? { log: (m: string) => this.#s.log!(`[${graph.name}] ${m}`) } : {}),
@@ -89,8 +110,12 @@ export class Dispatcher {
       },
       result: master.result,
       onEvent: (listener) => {
+        if (typeof listener !== 'function') throw new IllegalArgumentError('invalid-type', `onEvent takes a function (event) => void, got ${typeof listener}`, { argument: 'listener' });
+        for (const event of statusHistory) deliver(listener, event);
         listeners.add(listener);
-        return () => listeners.delete(listener);
+        return () => {
+          listeners.delete(listener);
+        };
       },
       cancel: () => master.cancel(),
     };
@@ -98,26 +123,48 @@ export class Dispatcher {
     void master.result.then(() => {
       // Late messages (final states, freed slots) may still come; withdraw the address a moment later.
       setTimeout(() => this.#s.withdrawJobMaster(address), 1000).unref();
+      this.#ended.set(jobId, this.#clock.now());
+      this.#expire();
     });
     master.start();
     return client;
   }
 
   getJob(jobId: JobID): JobClient | undefined {
+    this.#expire();
     return this.#jobs.get(jobId)?.client;
   }
 
   getJobMaster(jobId: JobID): JobMaster | undefined {
+    this.#expire();
     return this.#jobs.get(jobId)?.master;
   }
 
   listJobs(): JobSummary[] {
+    this.#expire();
     return [...this.#jobs.values()].map(({ client }) => ({ jobId: client.jobId, name: client.name, status: client.status }));
   }
 
+  get #clock(): Clock {
+    return this.#s.clock ?? systemClock;
+  }
+
+  /** Drops the ended jobs past jobstore.expiration-time, then the oldest beyond jobstore.max-capacity. */
+  #expire(): void {
+    const now = this.#clock.now();
+    const expiration = this.#s.options['jobstore.expiration-time'];
+    const capacity = this.#s.options['jobstore.max-capacity'];
+    for (const [jobId, endedAt] of this.#ended) {
+      if (now - endedAt < expiration && this.#ended.size <= capacity) break;
+      this.#ended.delete(jobId);
+      this.#jobs.delete(jobId);
+    }
+  }
+
   async cancelJob(jobId: JobID): Promise<void> {
+    this.#expire();
     const job = this.#jobs.get(jobId);
-    if (job === undefined) throw new IllegalArgumentError('invalid-value', `no job ${jobId} in this cluster`, { argument: 'jobId' });
+    if (job === undefined) throw new IllegalArgumentError('invalid-value', `no job ${jobId} in this cluster (ended jobs are kept for jobstore.expiration-time, at most jobstore.max-capacity)`, { argument: 'jobId' });
     await job.client.cancel();
   }
 

@@ -56,6 +56,8 @@ describe('options', () => {
         'restart-strategy.type': 'fixed-delay',
         'restart-strategy.fixed-delay.attempts': 3,
         'restart-strategy.fixed-delay.delay': 10_000,
+        'jobstore.expiration-time': 3_600_000,
+        'jobstore.max-capacity': Infinity,
       });
     });
 
@@ -320,6 +322,8 @@ describe('options', () => {
         'restart-strategy.type': 'fixed-delay',
         'restart-strategy.fixed-delay.attempts': '3',
         'restart-strategy.fixed-delay.delay': '10 s',
+        'jobstore.expiration-time': '1 h',
+        'jobstore.max-capacity': 'unbounded',
       });
     });
 

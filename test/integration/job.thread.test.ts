@@ -113,6 +113,20 @@ describe('jobs on a MiniCluster (worker threads)', function () {
       expect(job.status).to.equal('canceled');
       await until('its slots to be free', () => cluster.overview().taskExecutors.every((te) => te.slots.every((s) => s.jobId !== job.jobId)));
     });
+
+    it('shows the static slots whose resources a dynamic slot took as unavailable, and free again once it is gone', async () => {
+      // 3 of the executor's 4 cores in one dynamic slot: one static slot is still covered, three are not.
+      const job = await cluster.submitJob({ name: 'big', vertices: [sleepVertex('big', 1, 60_000, { resources: { cpuCores: 3, taskHeapMemory: '256m' } })] });
+      const executor = await until('the dynamic slot to run its task', () =>
+        cluster.overview().taskExecutors.find((te) => te.slots.some((s) => s.slot === 'dynamic' && s.tasks.some((t) => t.includes('(running)')))),
+      );
+      expect(executor.slots.filter((s) => s.slot !== 'dynamic').map((s) => s.state)).to.deep.equal(['free', 'unavailable', 'unavailable', 'unavailable']);
+      expect(executor.available).to.match(/^ResourceProfile\{cpuCores=1(\.0+)?,/);
+      await job.cancel();
+      await until('its static slots to be free again', () =>
+        cluster.overview().taskExecutors.find((te) => te.resourceId === executor.resourceId)!.slots.every((s) => s.state === 'free'),
+      );
+    });
   });
 
   it('a job that needs more slots than exist waits, saying why, and runs once a TaskExecutor is added', async () => {
