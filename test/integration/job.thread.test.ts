@@ -149,6 +149,33 @@ describe('jobs on a MiniCluster (worker threads)', function () {
     }
   });
 
+  it('with TaskExecutors on demand: starts the workers a job needs, runs it, and releases them once idle', async () => {
+    const cluster = await MiniCluster.start({
+      taskExecutors: 'on-demand',
+      slotsPerTaskExecutor: 2,
+      resources: resources(2),
+      configuration: { 'resourcemanager.taskmanager-timeout': '300 ms' },
+    });
+    try {
+      expect(cluster.overview().taskExecutors).to.deep.equal([]);
+      // Three sharing groups: three slots, so two workers of two slots.
+      const job = await cluster.submitJob({
+        name: 'on demand',
+        vertices: [sleepVertex('a', 1, 0), sleepVertex('b', 1, 0, { slotSharingGroup: 'b' }), sleepVertex('c', 1, 0, { slotSharingGroup: 'c' })],
+      });
+      const executors = new Set<string>();
+      job.onEvent((event) => {
+        if (event.type === 'task' && event.resourceId !== null) executors.add(event.resourceId);
+      });
+      const result = await job.result;
+      expect(result.status, result.error?.message).to.equal('finished');
+      expect(executors.size).to.equal(2);
+      await until('the idle workers to be released', () => cluster.overview().taskExecutors.length === 0 && cluster.overview().pendingWorkers === 0);
+    } finally {
+      await cluster.close();
+    }
+  });
+
   it('a job asking more than any TaskExecutor can hold fails at once, naming what is short', async () => {
     const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 1, resources: resources(1) });
     try {
