@@ -187,9 +187,10 @@ export function resourceSlotStatesAllowing(event: ResourceSlotEventType): readon
  * and `checkState(state == PENDING)`. `what` names the slot in the message (e.g. its SlotID):
  * "slot te-1/0: COMPLETE_ALLOCATION is not allowed in state free (allowed in: pending)".
  */
-export function transitionResourceSlot(record: { state: ResourceSlotState }, event: ResourceSlotEventType, what: string): void {
+export function transitionResourceSlot(record: { state: ResourceSlotState }, event: ResourceSlotEventType, what: string | (() => string)): void {
   const target = nextResourceSlotState(record.state, event);
-  if (target === undefined) throw illegalTransition(record.state, event, what);
+  // `what` names the slot in the error; a function builds that name only when it is needed.
+  if (target === undefined) throw illegalTransition(record.state, event, typeof what === 'function' ? what() : what);
   record.state = target;
 }
 

@@ -210,7 +210,7 @@ export class TaskManagerTracker {
     const { taskManager, staticSlot, profile, jobId } = reservation;
     this.#endReservation(reservation, false);
     const slot = staticSlot ?? { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile, reserved: false, tracked };
-    transitionResourceSlot(slot, 'ASSIGN_PENDING', describeSlot(slot));
+    transitionResourceSlot(slot, 'ASSIGN_PENDING', () => describeSlot(slot));
     slot.allocationId = allocationId;
     slot.jobId = jobId;
     slot.tracked = tracked;
@@ -224,7 +224,7 @@ export class TaskManagerTracker {
   /** The executor acknowledged or reported the allocation (pending → allocated). */
   completeAllocation(allocationId: AllocationID): ResourceSlotRecord {
     const slot = this.#requireSlot(allocationId);
-    transitionResourceSlot(slot, 'COMPLETE_ALLOCATION', describeSlot(slot));
+    transitionResourceSlot(slot, 'COMPLETE_ALLOCATION', () => describeSlot(slot));
     return slot;
   }
 
@@ -240,7 +240,7 @@ export class TaskManagerTracker {
     const candidate = taskManager.staticSlots[allocation.index];
     const useStatic = candidate !== undefined && candidate.state === 'free' && !candidate.reserved && candidate.profile.equals(allocation.profile);
     const slot = useStatic ? candidate : { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile: allocation.profile, reserved: false, tracked };
-    transitionResourceSlot(slot, 'ADOPT', describeSlot(slot));
+    transitionResourceSlot(slot, 'ADOPT', () => describeSlot(slot));
     slot.allocationId = allocation.allocationId;
     slot.jobId = allocation.jobId;
     slot.tracked = tracked;
@@ -258,7 +258,7 @@ export class TaskManagerTracker {
    */
   free(allocationId: AllocationID, event: 'FREE' | 'FAIL_ALLOCATION' = 'FREE'): ResourceSlotRecord {
     const slot = this.#requireSlot(allocationId);
-    transitionResourceSlot(slot, event, describeSlot(slot));
+    transitionResourceSlot(slot, event, () => describeSlot(slot));
     const { taskManager } = slot;
     this.#slots.delete(allocationId);
     const freed = { ...slot };
