@@ -9,6 +9,7 @@ import { WebSocket } from 'ws';
 import { MiniCluster } from '../../lib/MiniCluster.js';
 import type { InspectionRecord } from '../../lib/inspect.js';
 import { ConfigurationError } from '../../lib/core/errors.js';
+import { eventually } from '../support/eventually.js';
 
 const sleep = new URL('../fixtures/tasks/sleep.ts', import.meta.url);
 const job = { name: 'inspected', vertices: [{ id: 'nap', taskModule: sleep, parallelism: 2, config: { ms: 10 }, slotSharingGroup: 'apart' }] };
@@ -70,12 +71,12 @@ describe('inspection of a MiniCluster', function () {
       client.on('message', (data) => received.push(JSON.parse(data.toString()) as StatelyInspectionEvent));
       await new Promise((resolve, reject) => client!.once('open', resolve).once('error', reject));
       const names = () => received.filter((e) => e.type === '@xstate.actor').map((e) => (e as { name: string }).name);
-      await until(() => names().some((n) => n.startsWith('taskSlotTable @ taskexecutor-')));
+      await eventually(() => names().some((n) => n.startsWith('taskSlotTable @ taskexecutor-')), 'the TaskSlotTable of the executor');
       expect(names()).to.include('slotManager');
       expect(names()).to.include('jobStatus');
       const before = names().filter((n) => n === 'jobStatus').length;
       expect((await (await cluster.submitJob(job)).result).status).to.equal('finished');
-      await until(() => names().filter((n) => n === 'jobStatus').length === before + 1);
+      await eventually(() => names().filter((n) => n === 'jobStatus').length === before + 1, 'the second job’s status actor');
     } finally {
       const closed = client && new Promise((resolve) => client!.once('close', resolve));
       await cluster.close();
@@ -107,11 +108,3 @@ describe('inspection of a MiniCluster', function () {
     }
   });
 });
-
-async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -3,6 +3,7 @@ import { MessageChannel } from 'node:worker_threads';
 import { IllegalArgumentError } from '../../lib/core/errors.js';
 import { Link, type ChannelMessageEvent, type CloseKind } from '../../lib/rpc/Link.js';
 import { portTransport, type Transport } from '../../lib/rpc/Transport.js';
+import { eventually } from '../support/eventually.js';
 
 /** A transport that records what it sends. */
 function spy(inner: Transport): Transport & { readonly sent: unknown[] } {
@@ -22,14 +23,6 @@ function spy(inner: Transport): Transport & { readonly sent: unknown[] } {
   };
 }
 
-/** Waits (a few ms at a time) until `check` holds; messages between ports take a wake-up. */
-async function eventually(check: () => boolean, what: string, ms = 2_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
 
 const collect = (into: unknown[]) => (event: ChannelMessageEvent) => into.push(event.data);
 

@@ -30,15 +30,22 @@ describe('MainThreadExecutor', () => {
       log.push(name);
       inside--;
     };
-    const remote = (ms: number) => new Promise<number>((resolve) => setTimeout(() => resolve(ms), ms));
-    for (const [name, ms] of [['x', 3], ['y', 1], ['z', 2]] as const) {
+    // Remote answers that arrive in the order the test chooses (no timers: the order is exact).
+    const answers = new Map<string, (value: number) => void>();
+    const remote = (name: string) => new Promise<number>((resolve) => answers.set(name, resolve));
+    for (const name of ['x', 'y', 'z']) {
       mailbox.execute(() => {
         step(`${name}:call`);
-        mailbox.whenComplete(remote(ms), (value) => step(`${name}:done(${value})`));
+        mailbox.whenComplete(remote(name), (value) => step(`${name}:done(${value})`));
       });
     }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(log.slice(0, 3)).to.deep.equal(['x:call', 'y:call', 'z:call']);
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+    await settle();
+    expect(log).to.deep.equal(['x:call', 'y:call', 'z:call']);
+    for (const [name, value] of [['y', 1], ['z', 2], ['x', 3]] as const) {
+      answers.get(name)!(value);
+      await settle();
+    }
     expect(log.slice(3)).to.deep.equal(['y:done(1)', 'z:done(2)', 'x:done(3)']);
   });
 

@@ -6,6 +6,7 @@ import { connectGateway, gatewayStatus, serveGateway, type Gateway } from '../..
 import { Link } from '../../lib/rpc/Link.js';
 import { MainThreadExecutor } from '../../lib/rpc/MainThreadExecutor.js';
 import { portTransport, type Transport } from '../../lib/rpc/Transport.js';
+import { eventually } from '../support/eventually.js';
 
 interface Probe {
   echo(value: unknown): Promise<unknown>;
@@ -49,13 +50,6 @@ class ProbeEndpoint implements Probe {
   }
 }
 
-async function eventually(check: () => boolean, what: string, ms = 2_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
 
 const rejection = (promise: Promise<unknown>) =>
   promise.then(
