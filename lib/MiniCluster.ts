@@ -151,9 +151,8 @@ export class MiniCluster {
   /** Starts one more TaskExecutor of the configured shape; resolves when it has registered. */
   async addTaskExecutor(): Promise<ResourceID> {
     this.#requireOpen('addTaskExecutor');
-    const before = new Set(this.resourceManager.taskExecutors);
     const resourceId = await this.resourceManager.mailbox.callAsync(() => this.#driver.requestResource(this.#spec, null));
-    await this.#waitForExecutors(before.size + 1);
+    await this.#waitUntil(() => this.resourceManager.slotManager.tracker.getTaskManager(resourceId) !== undefined, () => `TaskExecutor ${resourceId} did not register`, 'addTaskExecutor');
     return resourceId;
   }
 
@@ -231,16 +230,20 @@ export class MiniCluster {
     return reasons.map((r) => `${r.kind === 'requirement' ? r.missing : 1} × ${r.resourceProfile.isUnknown() ? 'default slot' : r.resourceProfile}: ${r.reason === null ? r.description : describeWaitReason(r.reason)}`).join('; ');
   }
 
-  async #waitForExecutors(count: number): Promise<void> {
+  /**
+   * Waits until `count` TaskExecutors are registered with their slots, i.e. in the SlotManager (a
+   * TaskExecutor registers at the ResourceManager first and sends its slot report after).
+   */
+  #waitForExecutors(count: number): Promise<void> {
+    const tracker = this.resourceManager.slotManager.tracker;
+    return this.#waitUntil(() => tracker.numberOfTaskManagers >= count, () => `only ${tracker.numberOfTaskManagers} of ${count} TaskExecutors registered`, 'start');
+  }
+
+  async #waitUntil(done: () => boolean, failure: () => string, operation: string): Promise<void> {
     const deadline = Date.now() + this.#startTimeoutMs;
-    while (this.resourceManager.taskExecutors.length < count) {
+    while (!done()) {
       if (Date.now() > deadline) {
-        throw new IllegalStateError(`only ${this.resourceManager.taskExecutors.length} of ${count} TaskExecutors registered within ${this.#startTimeoutMs} ms`, {
-          component: 'MiniCluster',
-          operation: 'start',
-          state: 'starting',
-          allowed: ['started'],
-        });
+        throw new IllegalStateError(`${failure()} within ${this.#startTimeoutMs} ms`, { component: 'MiniCluster', operation, state: 'starting', allowed: ['started'] });
       }
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
