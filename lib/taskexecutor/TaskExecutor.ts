@@ -150,9 +150,10 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.#requireRunning('submitTask');
     checkDescriptor(descriptor);
     const { allocationId, jobId, executionAttemptId } = descriptor;
-    const slot = this.table.getTaskSlot(allocationId);
-    if (slot === undefined) throw new SlotNotFoundError(`could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.resourceId} has no slot ${AllocationID.short(allocationId)}`, { allocationId, executionAttemptId });
-    if (slot.jobId !== jobId) throw new SlotOwnerMismatchError('job-mismatch', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(slot.jobId)}`, { allocationId, jobId, expected: slot.jobId });
+    // The owner alone (not getTaskSlot, which lists the slot's tasks): this runs for every task.
+    const owner = this.table.getOwningJob(allocationId);
+    if (owner === undefined) throw new SlotNotFoundError(`could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.resourceId} has no slot ${AllocationID.short(allocationId)}`, { allocationId, executionAttemptId });
+    if (owner !== jobId) throw new SlotOwnerMismatchError('job-mismatch', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(owner)}`, { allocationId, jobId, expected: owner });
     if (!this.table.markSlotActive(allocationId)) throw new SlotNotActiveError('slot-releasing', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} is releasing`, { allocationId });
     const controller = new AbortController();
     const task: RunningTask = { descriptor, controller, state: 'deploying', cancelCause: null };

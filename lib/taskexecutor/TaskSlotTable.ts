@@ -32,6 +32,7 @@ import {
   addTaskRefusalIn,
   decideAllocation,
   slotOf,
+  slotOfTask,
   slotState,
   taskSlotTableMachine,
   type SlotAllocationRequest,
@@ -206,10 +207,17 @@ export class TaskSlotTable {
     }
   }
 
-  /** allocated → active (Flink's markSlotActive): cancels the slot timeout. False if the slot is releasing. */
+  /**
+   * allocated → active (Flink's markSlotActive): cancels the slot timeout. False if the slot is
+   * releasing. A slot already active stays so and no event is sent (a TaskExecutor marks the slot
+   * active for every task it is given).
+   */
   markSlotActive(allocationId: AllocationID): boolean {
     this.#requireState('markSlotActive', ['running']);
     const slot = this.#slot('markSlotActive', allocationId);
+    const state = slotState(slot);
+    if (state === 'active') return true;
+    if (state !== 'allocated') return false;
     this.#actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId });
     return slotState(slot) === 'active';
   }
@@ -309,14 +317,12 @@ export class TaskSlotTable {
   }
 
   getTask(executionAttemptId: ExecutionAttemptID): TaskSlotPayload | undefined {
-    const allocationId = this.#context.taskSlots[executionAttemptId];
-    if (allocationId === undefined) return undefined;
-    return slotOf(this.#context, allocationId)?.getSnapshot().context.tasks[executionAttemptId];
+    return slotOfTask(this.#context, executionAttemptId)?.getSnapshot().context.tasks[executionAttemptId];
   }
 
   /** The AllocationID of the slot a task runs in. */
   getSlotOfTask(executionAttemptId: ExecutionAttemptID): AllocationID | undefined {
-    return this.#context.taskSlots[executionAttemptId];
+    return slotOfTask(this.#context, executionAttemptId)?.getSnapshot().context.allocationId;
   }
 
   /** Every task of a job in this table. */

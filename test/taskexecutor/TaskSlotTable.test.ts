@@ -228,6 +228,20 @@ describe('TaskSlotTable', () => {
       expect(table.isValidTimeout(allocationId, staleTicket)).to.equal(false);
     });
 
+    it('marks an active slot active again without sending an event (a TaskExecutor does so for every task)', () => {
+      const events: string[] = [];
+      const { table, jobId } = startedTable({ inspect: (e) => void (e.type === '@xstate.event' && events.push((e as { event: { type: string } }).event.type)) });
+      const allocationId = AllocationID.generate();
+      table.allocateSlot({ index: 0, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN });
+      expect(table.markSlotActive(allocationId)).to.equal(true);
+      expect(events.filter((type) => type === 'MARK_SLOT_ACTIVE' || type === 'MARK_ACTIVE')).to.deep.equal(['MARK_SLOT_ACTIVE', 'MARK_ACTIVE']);
+      events.length = 0;
+      expect(table.markSlotActive(allocationId)).to.equal(true);
+      expect(table.markSlotActive(allocationId)).to.equal(true);
+      expect(events).to.deep.equal([]);
+      expect(table.getTaskSlot(allocationId)!.state).to.equal('active');
+    });
+
     it('refuses to activate or deactivate a slot it does not have', () => {
       const { table } = startedTable();
       expectRefusal(table, () => table.markSlotActive(AllocationID.generate()), SlotNotFoundError, 'unknown-allocation');
