@@ -393,9 +393,9 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   /**
    * Queues a state update for the task's JobMaster. Updates go out in order, as one
-   * updateTaskExecutionStates call per job once the current turn of the event loop is over (its
-   * mailbox tasks and every promise continuation they set off), and before anything else this
-   * TaskExecutor sends that JobMaster (a slot offer, a freed slot) or its link closes.
+   * updateTaskExecutionStates call per job once the event loop has handled every message waiting
+   * for it (setImmediate), and before anything else this TaskExecutor sends that JobMaster (a slot
+   * offer, a freed slot) or its link closes.
    */
   #report(task: RunningTask, state: ExecutionState, output?: unknown, error?: SerializedError): void {
     task.state = state;
@@ -412,8 +412,9 @@ export class TaskExecutor implements TaskExecutorGateway {
     pending.updates.push(update);
     if (!this.#reportFlushScheduled) {
       this.#reportFlushScheduled = true;
-      // A tick queued from a microtask runs once the microtask queue is empty (see Link).
-      queueMicrotask(() => process.nextTick(() => this.mailbox.execute(() => this.#flushAllReports())));
+      // After the event loop's poll phase: every task result that arrived in it (each a message
+      // of its own, each followed by its own ticks) shares one call, hence one cross-thread hop.
+      setImmediate(() => this.mailbox.execute(() => this.#flushAllReports()));
     }
   }
 
