@@ -4,7 +4,9 @@
  *
  * Each call checks its arguments and the table's state, asks the machine's own decision functions
  * whether the operation is allowed, and either throws the typed error that names the reason (the
- * table unchanged) or sends the event. Like Flink's, the table is single-threaded: call it from
+ * table unchanged) or sends the event. Adding and removing a task, which happen for every task, go
+ * straight to the TaskSlot actor when the table's own event would only forward them there (it
+ * still decides when a releasing slot loses its last task). Like Flink's, the table is single-threaded: call it from
  * one mailbox only (the TaskExecutor's). Notifications for the TaskExecutor (a slot timed out, a
  * slot was freed, a releasing slot's tasks are stuck) are delivered through `slotActions`, on the
  * `executor` (a microtask by default), never while the table is in the middle of an event.
@@ -276,7 +278,8 @@ export class TaskSlotTable {
           throw new DuplicateTaskError(`task ${id} is already in this table`, details);
       }
     }
-    this.#actor.send({ type: 'ADD_TASK', task });
+    // Straight to the slot: the table's own ADD_TASK only forwards it there (the table-wide checks ran above).
+    slotOf(this.#context, task.allocationId)!.send({ type: 'ADD_TASK', task });
   }
 
   /**
@@ -285,11 +288,15 @@ export class TaskSlotTable {
    */
   removeTask(executionAttemptId: ExecutionAttemptID): TaskSlotPayload {
     this.#requireState('removeTask', ['running', 'closing']);
-    const task = this.getTask(executionAttemptId);
-    if (task === undefined) {
+    const slot = slotOfTask(this.#context, executionAttemptId);
+    const task = slot?.getSnapshot().context.tasks[executionAttemptId];
+    if (slot === undefined || task === undefined) {
       throw new TaskNotFoundError(`no task ${describeId(executionAttemptId)} in this table`, { executionAttemptId: String(executionAttemptId) });
     }
-    this.#actor.send({ type: 'REMOVE_TASK', executionAttemptId });
+    // A releasing slot may leave the ledger with this task: the table decides. Otherwise the
+    // table's REMOVE_TASK only forwards it to the slot.
+    if (slotState(slot) === 'releasing') this.#actor.send({ type: 'REMOVE_TASK', executionAttemptId });
+    else slot.send({ type: 'REMOVE_TASK', executionAttemptId });
     return task;
   }
 

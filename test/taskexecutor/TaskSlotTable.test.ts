@@ -315,6 +315,31 @@ describe('TaskSlotTable', () => {
       expectRefusal(table, () => table.addTask({ ...task, failExternally: undefined as never }), IllegalArgumentError, undefined, /failExternally/);
     });
 
+    it('sends an added or removed task to its slot alone, and through the table only when the slot is releasing', () => {
+      const events: Array<[string, string]> = [];
+      const { table, jobId } = startedTable({
+        inspect: (e) => {
+          if (e.type === '@xstate.event' && /TASK/.test(e.event.type)) events.push([e.actorRef === table.actor ? 'table' : 'slot', e.event.type]);
+        },
+      });
+      const allocationId = AllocationID.generate();
+      table.allocateSlot({ index: 0, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN });
+      table.markSlotActive(allocationId);
+      const a = fakeTask(jobId, allocationId);
+      const b = fakeTask(jobId, allocationId);
+      table.addTask(a);
+      table.addTask(b);
+      table.removeTask(a.executionAttemptId);
+      expect(events).to.deep.equal([['slot', 'ADD_TASK'], ['slot', 'ADD_TASK'], ['slot', 'REMOVE_TASK']]);
+      events.length = 0;
+      table.freeSlot(allocationId);
+      table.removeTask(b.executionAttemptId);
+      // The table decides whether the slot leaves with its last task: here it does.
+      expect(events).to.deep.equal([['table', 'REMOVE_TASK'], ['slot', 'REMOVE_TASK']]);
+      expect(table.getTaskSlot(allocationId)).to.equal(undefined);
+      expect(table.isSlotFree(0)).to.equal(true);
+    });
+
     it('removes a task and returns it; an unknown attempt is refused', () => {
       const { table, jobId, allocationId } = activeSlot();
       const task = fakeTask(jobId, allocationId);
