@@ -305,6 +305,8 @@ console.log(`TaskExecutor / bare piscina, process mode: ${round(ratioProcess)}×
 console.log(`SlotTaskPool ×${SLOTS} / bare piscina:            ${round(ratioDirect)}×  (what the slots' pools alone keep)`);
 const reportsPerTask = (cluster: TaskCluster) => cluster.jobMaster.reports / Math.max(1, cluster.jobMaster.stateCounts.finished);
 console.log(`task states the JobMaster heard per task: thread ${round(reportsPerTask(threadCluster))}, process ${round(reportsPerTask(processCluster))}`);
+const reportCallsPerTask = (cluster: TaskCluster) => cluster.jobMaster.batches / Math.max(1, cluster.jobMaster.stateCounts.finished);
+console.log(`updateTaskExecutionStates calls per task: thread ${round(reportCallsPerTask(threadCluster))}, process ${round(reportCallsPerTask(processCluster))}`);
 
 const closeStarted = performance.now();
 await Promise.all([threadCluster.close(), processCluster.close(), bare.pool.destroy(), ...direct.pools.map((pool) => pool.close())]);
@@ -331,6 +333,7 @@ printJson({
   cpuMicrosPerTask: Object.fromEntries(KEYS.map((key) => [key, round(figures[key].cpuMicrosPerTask)])),
   aloneP50Micros: Object.fromEntries(KEYS.map((key) => [key, round(sequential[key].p50Micros)])),
   reportsPerTask: round(reportsPerTask(threadCluster)),
+  reportCallsPerTask: { thread: round(reportCallsPerTask(threadCluster)), process: round(reportCallsPerTask(processCluster)) },
   setupMs: Math.round(setupMs),
   roundsMs: Math.round(roundsMs),
   closeMs: Math.round(closeMs),

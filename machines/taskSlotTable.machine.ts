@@ -8,8 +8,10 @@
  * `closing`: FREE_SLOT, REMOVE_TASK, and the slots' own reports. Entering `closing` frees every slot.
  *
  * The ledger follows Flink's TaskSlotTableImpl: slots by index (static 0..n-1, dynamic ≥ n),
- * AllocationID → index, ExecutionAttemptID → AllocationID, JobID → AllocationIDs, and an immutable
- * ResourceBudgetManager. A slot leaves the ledger (its budget returns) when it is freed empty, or
+ * AllocationID → index, JobID → AllocationIDs, and an immutable ResourceBudgetManager. Tasks live
+ * in their TaskSlot actors only (Flink's ExecutionAttemptID → TaskSlot map is `slotOfTask`, a look
+ * through the few live slots): adding or removing a task changes one slot's context, never a
+ * table-wide record. A slot leaves the ledger (its budget returns) when it is freed empty, or
  * when a releasing slot loses its last task; its actor then finishes closing (memory shutdown) on
  * its own and the table counts it until it is done.
  *
@@ -53,7 +55,6 @@ export interface TaskSlotTableInput {
 export interface TaskSlotTableContext extends TaskSlotTableInput {
   readonly slots: Readonly<Record<number, TaskSlotRef>>;
   readonly allocations: Readonly<Record<AllocationID, number>>;
-  readonly taskSlots: Readonly<Record<ExecutionAttemptID, AllocationID>>;
   readonly slotsPerJob: Readonly<Record<JobID, readonly AllocationID[]>>;
   /** Slot actors that left the ledger and are still closing (shutting their memory down). */
   readonly closingSlots: number;
@@ -143,6 +144,15 @@ export function slotOf(context: TaskSlotTableContext, allocationId: AllocationID
   return index === undefined ? undefined : context.slots[index];
 }
 
+/** The live slot that holds the attempt (a look through the ledger's slots, which are few), or undefined. */
+export function slotOfTask(context: TaskSlotTableContext, executionAttemptId: ExecutionAttemptID): TaskSlotRef | undefined {
+  for (const index in context.slots) {
+    const slot = context.slots[index as unknown as number]!;
+    if (Object.hasOwn(slot.getSnapshot().context.tasks, executionAttemptId)) return slot;
+  }
+  return undefined;
+}
+
 export function slotState(slot: TaskSlotRef): TaskSlotStateName {
   return taskSlotStateName(slot.getSnapshot().value);
 }
@@ -156,17 +166,11 @@ export function addTaskRefusalIn(context: TaskSlotTableContext, task: TaskSlotPa
   const refusal = addTaskRefusal(slotState(slot), slot.getSnapshot().context, task);
   if (refusal !== undefined) return refusal;
   // An attempt may live in one slot of the whole table, not merely once per slot.
-  if (Object.hasOwn(context.taskSlots, task.executionAttemptId)) return { reason: 'duplicate-execution-attempt' };
+  if (slotOfTask(context, task.executionAttemptId) !== undefined) return { reason: 'duplicate-execution-attempt' };
   return undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
-
-function without<K extends string | number, V>(record: Readonly<Record<K, V>>, key: K): Record<K, V> {
-  const copy = { ...record } as Record<K, V>;
-  delete copy[key];
-  return copy;
-}
 
 /** The ledger after slots leave it: every index, map and the budget in one step. */
 function removeFromLedger(context: TaskSlotTableContext, ...leaving: TaskSlotRef[]): Partial<TaskSlotTableContext> {
@@ -225,7 +229,7 @@ export const taskSlotTableMachine = setup({
     isIdenticalAllocation: ({ context, event }) => event.type === 'ALLOCATE_SLOT' && decideAllocation(context, event).kind === 'duplicate',
     slotExists: ({ context, event }) => 'allocationId' in event && slotOf(context, event.allocationId as AllocationID) !== undefined,
     canAddTask: ({ context, event }) => event.type === 'ADD_TASK' && addTaskRefusalIn(context, event.task) === undefined,
-    taskExists: ({ context, event }) => event.type === 'REMOVE_TASK' && Object.hasOwn(context.taskSlots, event.executionAttemptId),
+    taskExists: ({ context, event }) => event.type === 'REMOVE_TASK' && slotOfTask(context, event.executionAttemptId) !== undefined,
     allSlotsClosed: ({ context }) => Object.keys(context.slots).length === 0 && context.closingSlots === 0,
   },
   actions: {
@@ -258,7 +262,9 @@ export const taskSlotTableMachine = setup({
     }),
     markSlotActive: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'MARK_SLOT_ACTIVE') return;
-      enqueue.sendTo(slotOf(context, event.allocationId)!, { type: 'MARK_ACTIVE' });
+      const slot = slotOf(context, event.allocationId)!;
+      // Marking an active slot active changes nothing (Flink's markActive): no event for the slot.
+      if (slotState(slot) !== 'active') enqueue.sendTo(slot, { type: 'MARK_ACTIVE' });
     }),
     markSlotInactive: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'MARK_SLOT_INACTIVE') return;
@@ -288,14 +294,12 @@ export const taskSlotTableMachine = setup({
     }),
     addTask: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'ADD_TASK') return;
-      enqueue.assign({ taskSlots: { ...context.taskSlots, [event.task.executionAttemptId]: event.task.allocationId } });
       enqueue.sendTo(slotOf(context, event.task.allocationId)!, { type: 'ADD_TASK', task: event.task });
     }),
     removeTask: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'REMOVE_TASK') return;
-      const slot = slotOf(context, context.taskSlots[event.executionAttemptId]!)!;
+      const slot = slotOfTask(context, event.executionAttemptId)!;
       const slotContext = slot.getSnapshot().context;
-      enqueue.assign({ taskSlots: without(context.taskSlots, event.executionAttemptId) });
       // A releasing slot leaves the ledger with its last task (Flink: removeTask → slotActions.freeSlot).
       if (slotState(slot) === 'releasing' && Object.keys(slotContext.tasks).length === 1) {
         enqueue.assign(removeFromLedger(context, slot));
@@ -327,7 +331,6 @@ export const taskSlotTableMachine = setup({
     ...input,
     slots: {},
     allocations: {},
-    taskSlots: {},
     slotsPerJob: {},
     closingSlots: 0,
     spawned: 0,

@@ -28,7 +28,7 @@ export class BenchJobMaster implements JobMasterGateway {
   readonly offers: Array<{ resourceId: ResourceID; offer: SlotOfferWire }> = [];
   /** How many reports of each state arrived. */
   readonly stateCounts: Record<ExecutionState, number> = { deploying: 0, initializing: 0, running: 0, finished: 0, failed: 0, canceled: 0 };
-  /** updateTaskExecutionState calls received. */
+  /** Task states received (single or batched). */
   reports = 0;
   readonly #waiters = new Map<ExecutionAttemptID, Waiter>();
   #offerWaiter: { count: number; resolve: () => void } | null = null;
@@ -50,11 +50,12 @@ export class BenchJobMaster implements JobMasterGateway {
     else waiter.reject(new Error(`task ${ExecutionAttemptID.short(state.executionAttemptId)} ${state.state}: ${state.error?.message ?? 'no error'}`));
   }
 
-  /**
-   * The batched form, for a TaskExecutor that sends its reports together (proposed in the report
-   * of bench/tasks.bench.ts); counted like single reports.
-   */
+  /** updateTaskExecutionStates calls received (each state in them is counted in `reports` too). */
+  batches = 0;
+
+  /** The batched form the TaskExecutor sends: its states are counted like single reports. */
   async updateTaskExecutionStates(states: readonly TaskExecutionStateWire[]): Promise<void> {
+    this.batches++;
     for (const state of states) await this.updateTaskExecutionState(state);
   }
 

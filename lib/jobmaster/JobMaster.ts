@@ -11,7 +11,7 @@
  */
 import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import { systemClock, type Clock } from '../core/clock.js';
-import { isSlotwiseError } from '../core/errors.js';
+import { IllegalArgumentError, isSlotwiseError } from '../core/errors.js';
 import { AllocationID, ExecutionAttemptID, type JobID, type ResourceID } from '../core/ids.js';
 import type { ResolvedOptions } from '../core/options.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
@@ -208,6 +208,19 @@ export class JobMaster implements JobMasterGateway {
 
   async updateTaskExecutionState(update: TaskExecutionStateWire): Promise<void> {
     this.mailbox.assertRunningInMainThread('JobMaster.updateTaskExecutionState');
+    checkStateUpdate(update, 'update');
+    this.#applyStateUpdate(update);
+  }
+
+  async updateTaskExecutionStates(updates: readonly TaskExecutionStateWire[]): Promise<void> {
+    this.mailbox.assertRunningInMainThread('JobMaster.updateTaskExecutionStates');
+    if (!Array.isArray(updates)) throw new IllegalArgumentError('invalid-type', `updateTaskExecutionStates: updates must be an array of task execution states, got ${updates === null ? 'null' : typeof updates}`, { argument: 'updates' });
+    // All checked before any is applied: a refused batch changes nothing.
+    updates.forEach((update, i) => checkStateUpdate(update, `updates[${i}]`));
+    for (const update of updates) this.#applyStateUpdate(update);
+  }
+
+  #applyStateUpdate(update: TaskExecutionStateWire): void {
     const record = this.#byAttempt.get(update.executionAttemptId);
     // An older attempt, or a subtask restarted meanwhile: ignore.
     if (record === undefined || record.executionAttemptId !== update.executionAttemptId || TERMINAL.has(record.state)) return;
@@ -468,6 +481,19 @@ export class JobMaster implements JobMasterGateway {
     } catch (error) {
       this.#log(`a job event listener threw: ${describe(error)}`);
     }
+  }
+}
+
+const EXECUTION_STATES: ReadonlySet<string> = new Set<ExecutionState>(['deploying', 'initializing', 'running', 'finished', 'failed', 'canceled']);
+
+/** A TaskExecutor's state update, as far as the JobMaster reads it. */
+function checkStateUpdate(update: TaskExecutionStateWire, argument: string): void {
+  if (typeof update !== 'object' || update === null) throw new IllegalArgumentError('invalid-type', `${argument} must be a task execution state object, got ${update === null ? 'null' : typeof update}`, { argument });
+  if (typeof update.executionAttemptId !== 'string' || update.executionAttemptId === '') {
+    throw new IllegalArgumentError('invalid-value', `${argument}.executionAttemptId must be an ExecutionAttemptID, got ${String(update.executionAttemptId)}`, { argument: `${argument}.executionAttemptId` });
+  }
+  if (!EXECUTION_STATES.has(update.state)) {
+    throw new IllegalArgumentError('invalid-value', `${argument}.state must be one of ${[...EXECUTION_STATES].join(', ')}, got ${String(update.state)}`, { argument: `${argument}.state`, value: String(update.state), allowed: [...EXECUTION_STATES] });
   }
 }
 

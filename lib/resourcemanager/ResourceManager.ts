@@ -232,6 +232,7 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#jobMastersByAddress.set(address, mailbox === undefined ? gateway : {
       offerSlots: (resourceId, offers) => mailbox.callAsync(() => gateway.offerSlots(resourceId, offers)),
       updateTaskExecutionState: (state) => mailbox.callAsync(() => gateway.updateTaskExecutionState(state)),
+      updateTaskExecutionStates: (states) => mailbox.callAsync(() => gateway.updateTaskExecutionStates(states)),
       notifySlotFreed: (resourceId, allocationId, cause) => mailbox.callAsync(() => gateway.notifySlotFreed(resourceId, allocationId, cause)),
     });
   }

@@ -57,6 +57,11 @@ export interface JobMasterGateway {
   /** Slots offered for the job; resolves with the AllocationIDs it accepts (the rest are freed). */
   offerSlots(resourceId: ResourceID, offers: readonly SlotOfferWire[]): Promise<AllocationID[]>;
   updateTaskExecutionState(state: TaskExecutionStateWire): Promise<void>;
+  /**
+   * Several state changes at once, applied in their order as if each came through
+   * updateTaskExecutionState (a TaskExecutor sends what one turn of its mailbox produced as one call).
+   */
+  updateTaskExecutionStates(states: readonly TaskExecutionStateWire[]): Promise<void>;
   /** A slot of the job was freed on the TaskExecutor (its tasks, if any, are gone). */
   notifySlotFreed(resourceId: ResourceID, allocationId: AllocationID, cause: string): Promise<void>;
 }

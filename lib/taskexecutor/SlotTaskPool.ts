@@ -15,10 +15,14 @@
  * process with its own `--max-old-space-size`): there an over-limit task kills only its
  * TaskExecutor, whose exit the ResourceManager sees at once.
  *
- * Cancel: aborting a run's `signal` first fires the task's own `context.signal` (through a
- * MessageChannel sent with the task), so a cooperative task can stop cleanly; if the attempt has
+ * Cancel: aborting a run's `signal` first fires the task's own `context.signal` (an 'abort' for
+ * that run on the pool's BroadcastChannel), so a cooperative task can stop cleanly; if the attempt has
  * not ended after `cancelGraceMs` (default 5 s), piscina's abort terminates its thread (the pool
  * starts another). Either way the run rejects with TaskExecutionError `canceled`.
+ *
+ * No channel per run: a run marks itself started in the pool's shared flags and its logs come on
+ * the pool's BroadcastChannel (a MessageChannel created, transferred and closed per run cost about
+ * as much as piscina's own work for a trivial task).
  *
  * The pool uses `atomics: 'disabled'` (an error a task leaves behind arrives as a pool `'error'`
  * instead of inside the next task) and always listens for `'error'` (unhandled, it would crash the
@@ -26,7 +30,8 @@
  */
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import { randomUUID } from 'node:crypto';
+import { BroadcastChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { IllegalArgumentError, IllegalStateError, TaskExecutionError } from '../core/errors.js';
 import type { TaskDeploymentDescriptor } from '../rpc/protocol.js';
@@ -35,6 +40,7 @@ import type {
   ControlFromTask,
   ControlToTask,
   HeapLimitProbe,
+  TaskControl,
   TaskInvocationContext,
   TaskWorkerOutcome,
   TaskWorkerPayload,
@@ -125,6 +131,15 @@ export interface HeapLimitCheck {
 }
 
 const DEFAULT_CANCEL_GRACE_MS = 5_000;
+/** Started flags in the first shared buffer; a pool with more runs outstanding gets a buffer twice as large. */
+const INITIAL_RUN_FLAGS = 64;
+
+/** A run not settled yet: who it is (for its logs) and where its started flag is. */
+interface ActiveRun {
+  readonly ctx: TaskInvocationContext;
+  readonly flags: Int32Array;
+  readonly index: number;
+}
 const MiB = 1024 * 1024;
 /** V8's default young generation on 64-bit Node 20 (3 × 16 MiB semi-spaces), if the thread does not say. */
 const DEFAULT_YOUNG_GENERATION_MB = 48;
@@ -157,12 +172,18 @@ export class SlotTaskPool {
 
   readonly #pool: Piscina;
   readonly #log: (entry: SlotTaskPoolLogEntry) => void;
+  /** 'abort' to the runs, 'log' from them. */
+  readonly #control: BroadcastChannel;
+  readonly #controlName = `slotwise-slot-task-pool:${randomUUID()}`;
+  readonly #runs = new Map<number, ActiveRun>();
+  #flags = new Int32Array(new SharedArrayBuffer(INITIAL_RUN_FLAGS * Int32Array.BYTES_PER_ELEMENT));
+  #freeFlags: number[] = [];
+  #unusedFlag = 0;
+  #nextRun = 1;
   #closing: Promise<void> | null = null;
   #completed = 0;
   #failed = 0;
   #canceled = 0;
-  #running = 0;
-  #queued = 0;
   #poolErrors = 0;
 
   constructor(options: SlotTaskPoolOptions) {
@@ -205,6 +226,10 @@ export class SlotTaskPool {
       concurrentTasksPerWorker: 1,
       ...(heapLimitMb === undefined ? {} : { resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
     });
+    this.#control = new BroadcastChannel(this.#controlName);
+    this.#control.onmessage = (event) => this.#onControl((event as { data: ControlFromTask }).data);
+    // Logs are welcome while the pool lives; the channel alone must not keep a process alive.
+    this.#control.unref();
     // Always: an unhandled pool 'error' crashes the process (TOOLCHAIN.md).
     this.#pool.on('error', (error: unknown) => {
       this.#poolErrors++;
@@ -214,12 +239,14 @@ export class SlotTaskPool {
   }
 
   get stats(): SlotTaskPoolStats {
+    let running = 0;
+    for (const run of this.#runs.values()) if (isStarted(run)) running++;
     return {
       completed: this.#completed,
       failed: this.#failed,
       canceled: this.#canceled,
-      running: this.#running,
-      queued: this.#queued,
+      running,
+      queued: this.#runs.size - running,
       poolErrors: this.#poolErrors,
       threads: this.#pool.threads.length,
     };
@@ -257,53 +284,26 @@ export class SlotTaskPool {
       throw this.#error('canceled', ctx, `canceled before it started: ${reasonText(signal.reason)}`, { stoppedBy: 'before-start' });
     }
 
-    const { port1, port2 } = new MessageChannel();
+    const runNumber = this.#nextRun++;
+    const active = this.#claimFlag(ctx);
+    this.#runs.set(runNumber, active);
     const forced = new AbortController();
-    let started = false;
     let settled = false;
     let cancelReason: string | null = null;
     let stoppedBy: 'before-start' | 'cooperative' | 'forced' | null = null;
     let graceTimer: NodeJS.Timeout | undefined;
-    this.#queued++;
-
-    const onControl = (message: ControlFromTask) => {
-      if (message?.type === 'started') {
-        if (!started && !settled) {
-          started = true;
-          this.#queued--;
-          this.#running++;
-        }
-      } else if (message?.type === 'log') {
-        this.#emit({
-          source: 'task',
-          level: 'info',
-          pool: this.name,
-          message: message.message,
-          executionAttemptId: ctx.executionAttemptId,
-          vertexName: ctx.vertexName,
-          subtaskIndex: ctx.subtaskIndex,
-        });
-      }
-    };
-    /** Reads what the task posted and is still queued on our end, in order. */
-    const drain = () => {
-      for (let entry = receiveMessageOnPort(port1); entry !== undefined; entry = receiveMessageOnPort(port1)) {
-        onControl(entry.message as ControlFromTask);
-      }
-    };
-    port1.on('message', onControl);
 
     const onAbort = () => {
       if (settled || cancelReason !== null) return;
       cancelReason = reasonText(signal?.reason);
-      drain();
+      const started = isStarted(active);
       if (!started || this.cancelGraceMs === 0) {
         // Still queued (or no grace): nothing to stop cooperatively.
         stoppedBy = started ? 'forced' : 'before-start';
         forced.abort(cancelReason);
         return;
       }
-      port1.postMessage({ type: 'abort', reason: cancelReason } satisfies ControlToTask);
+      this.#control.postMessage({ type: 'abort', run: runNumber, reason: cancelReason } satisfies ControlToTask);
       graceTimer = setTimeout(() => {
         if (settled) return;
         stoppedBy = 'forced';
@@ -321,22 +321,23 @@ export class SlotTaskPool {
     };
     signal?.addEventListener('abort', onAbort, { once: true });
 
-    const payload: TaskWorkerPayload = { ...invocation, control: port2 };
+    const control: TaskControl = { channel: this.#controlName, run: runNumber, started: active.flags.buffer as SharedArrayBuffer, index: active.index };
+    const payload: TaskWorkerPayload = { ...invocation, control };
     let outcome: TaskWorkerOutcome;
     try {
       try {
-        outcome = (await this.#pool.run(payload, { transferList: [port2], signal: forced.signal })) as TaskWorkerOutcome;
+        outcome = (await this.#pool.run(payload, { signal: forced.signal })) as TaskWorkerOutcome;
       } finally {
-        // Logs the task posted before it ended are on our port already: read them before the result.
-        drain();
+        // Logs the task posted before it ended are on our channel already: read them before the result.
+        this.#drainControl();
       }
     } catch (error) {
       settled = true;
-      this.#cleanup(port1, signal, onAbort, graceTimer, started);
+      this.#cleanup(runNumber, active, signal, onAbort, graceTimer);
       throw this.#fromPiscina(error, ctx, cancelReason, stoppedBy);
     }
     settled = true;
-    this.#cleanup(port1, signal, onAbort, graceTimer, started);
+    this.#cleanup(runNumber, active, signal, onAbort, graceTimer);
 
     if (cancelReason !== null) {
       // The task ended on its own after the cancel (on its signal or by finishing): the attempt is canceled either way.
@@ -397,16 +398,53 @@ export class SlotTaskPool {
 
   /** Terminates the threads; a running attempt rejects `canceled`. Idempotent. */
   close(): Promise<void> {
-    this.#closing ??= this.#pool.destroy();
+    this.#closing ??= this.#pool.destroy().finally(() => this.#control.close());
     return this.#closing;
   }
 
-  #cleanup(port: MessagePort, signal: AbortSignal | undefined, onAbort: () => void, graceTimer: NodeJS.Timeout | undefined, started: boolean): void {
+  /** A started flag for a new run, cleared: a free one, or one of a new, larger buffer when all are taken. */
+  #claimFlag(ctx: TaskInvocationContext): ActiveRun {
+    let index = this.#freeFlags.pop();
+    if (index === undefined) {
+      if (this.#unusedFlag === this.#flags.length) {
+        // Runs still holding flags of the old buffer keep it; their flags are not reused.
+        this.#flags = new Int32Array(new SharedArrayBuffer(this.#flags.length * 2 * Int32Array.BYTES_PER_ELEMENT));
+        this.#freeFlags = [];
+        this.#unusedFlag = 0;
+      }
+      index = this.#unusedFlag++;
+    }
+    Atomics.store(this.#flags, index, 0);
+    return { ctx, flags: this.#flags, index };
+  }
+
+  #cleanup(runNumber: number, active: ActiveRun, signal: AbortSignal | undefined, onAbort: () => void, graceTimer: NodeJS.Timeout | undefined): void {
     clearTimeout(graceTimer);
     signal?.removeEventListener('abort', onAbort);
-    port.close();
-    if (started) this.#running--;
-    else this.#queued--;
+    this.#runs.delete(runNumber);
+    if (active.flags === this.#flags) this.#freeFlags.push(active.index);
+  }
+
+  /** A message from a run: its log lines. */
+  #onControl(message: ControlFromTask): void {
+    if (message?.type !== 'log') return;
+    const ctx = this.#runs.get(message.run)?.ctx;
+    this.#emit({
+      source: 'task',
+      level: 'info',
+      pool: this.name,
+      message: message.message,
+      ...(ctx === undefined ? {} : { executionAttemptId: ctx.executionAttemptId, vertexName: ctx.vertexName, subtaskIndex: ctx.subtaskIndex }),
+    });
+  }
+
+  /** Reads what the runs posted and is still queued on our end, in order. */
+  #drainControl(): void {
+    // Node takes a BroadcastChannel here as well as a MessagePort; @types/node 20 names only the port.
+    const port = this.#control as unknown as MessagePort;
+    for (let entry = receiveMessageOnPort(port); entry !== undefined; entry = receiveMessageOnPort(port)) {
+      this.#onControl(entry.message as ControlFromTask);
+    }
   }
 
   #fromPiscina(
@@ -482,6 +520,10 @@ export class SlotTaskPool {
       // A failing logger must not fail the run.
     }
   }
+}
+
+function isStarted(run: ActiveRun): boolean {
+  return Atomics.load(run.flags, run.index) === 1;
 }
 
 function label(ctx: TaskInvocationContext): string {

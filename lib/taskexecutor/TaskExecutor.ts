@@ -18,7 +18,7 @@ import { ResourceProfile } from '../core/ResourceProfile.js';
 import { totalResourceProfile } from '../core/TaskExecutorResourceUtils.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
-import type { ExecutionState, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor } from '../rpc/protocol.js';
+import type { ExecutionState, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../rpc/protocol.js';
 import { slotReportToWire } from '../rpc/slotReportWire.js';
 import type { TaskInvocation } from './SlotTaskPool.js';
 import { TaskSlotTable, type TaskSlotOutput } from './TaskSlotTable.js';
@@ -69,6 +69,9 @@ export class TaskExecutor implements TaskExecutorGateway {
   readonly #tasks = new Map<ExecutionAttemptID, RunningTask>();
   readonly #runners = new Map<AllocationID, SlotTaskRunner>();
   readonly #jobMasters = new Map<JobID, { address: string; gateway: JobMasterGateway }>();
+  /** State updates not sent yet, per job: what a turn of the event loop produced goes out as one call. */
+  readonly #pendingReports = new Map<JobID, { gateway: JobMasterGateway; updates: TaskExecutionStateWire[] }>();
+  #reportFlushScheduled = false;
   #lifecycle: Lifecycle = 'created';
   #registrationId: string | null = null;
   #registrationAttempt = 0;
@@ -150,9 +153,10 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.#requireRunning('submitTask');
     checkDescriptor(descriptor);
     const { allocationId, jobId, executionAttemptId } = descriptor;
-    const slot = this.table.getTaskSlot(allocationId);
-    if (slot === undefined) throw new SlotNotFoundError(`could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.resourceId} has no slot ${AllocationID.short(allocationId)}`, { allocationId, executionAttemptId });
-    if (slot.jobId !== jobId) throw new SlotOwnerMismatchError('job-mismatch', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(slot.jobId)}`, { allocationId, jobId, expected: slot.jobId });
+    // The owner alone (not getTaskSlot, which lists the slot's tasks): this runs for every task.
+    const owner = this.table.getOwningJob(allocationId);
+    if (owner === undefined) throw new SlotNotFoundError(`could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.resourceId} has no slot ${AllocationID.short(allocationId)}`, { allocationId, executionAttemptId });
+    if (owner !== jobId) throw new SlotOwnerMismatchError('job-mismatch', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(owner)}`, { allocationId, jobId, expected: owner });
     if (!this.table.markSlotActive(allocationId)) throw new SlotNotActiveError('slot-releasing', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} is releasing`, { allocationId });
     const controller = new AbortController();
     const task: RunningTask = { descriptor, controller, state: 'deploying', cancelCause: null };
@@ -283,6 +287,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     const jobMaster = this.#jobMasters.get(jobId);
     if (slot === undefined || jobMaster === undefined) return;
     const offer = { allocationId, index: slot.index, resourceProfile: slot.resourceProfile.toJSON() };
+    this.#flushReports(jobId);
     this.mailbox.whenComplete(jobMaster.gateway.offerSlots(this.resourceId, [offer]), (accepted, error) => {
       if (this.table.getTaskSlot(allocationId) === undefined) return;
       if (error !== undefined || !accepted?.includes(allocationId)) {
@@ -306,6 +311,8 @@ export class TaskExecutor implements TaskExecutorGateway {
     }
     const jobMaster = this.#jobMasters.get(jobId);
     if (jobMaster !== undefined) {
+      // The slot's tasks' last states first: the JobMaster fails what is still running in a freed slot.
+      this.#flushReports(jobId);
       this.mailbox.whenComplete(jobMaster.gateway.notifySlotFreed(this.resourceId, allocationId, 'freed'), () => {});
       if (!this.table.hasAllocatedSlots(jobId)) this.#jobMasters.delete(jobId);
     }
@@ -384,13 +391,49 @@ export class TaskExecutor implements TaskExecutorGateway {
     if (this.table.getTask(executionAttemptId) !== undefined) this.table.removeTask(executionAttemptId);
   }
 
+  /**
+   * Queues a state update for the task's JobMaster. Updates go out in order, as one
+   * updateTaskExecutionStates call per job once the event loop has handled every message waiting
+   * for it (setImmediate), and before anything else this TaskExecutor sends that JobMaster (a slot
+   * offer, a freed slot) or its link closes.
+   */
   #report(task: RunningTask, state: ExecutionState, output?: unknown, error?: SerializedError): void {
     task.state = state;
-    const jobMaster = this.#jobMasters.get(task.descriptor.jobId);
+    const { jobId, executionAttemptId } = task.descriptor;
+    const jobMaster = this.#jobMasters.get(jobId);
     if (jobMaster === undefined) return;
-    const update = { jobId: task.descriptor.jobId, executionAttemptId: task.descriptor.executionAttemptId, state, resourceId: this.resourceId, ...(output === undefined ? {} : { output }), ...(error === undefined ? {} : { error }) };
-    this.mailbox.whenComplete(jobMaster.gateway.updateTaskExecutionState(update), (_, failure) => {
-      if (failure !== undefined) this.#log(`reporting ${state} of ${ExecutionAttemptID.short(task.descriptor.executionAttemptId)} failed: ${describe(failure)}`);
+    const update: TaskExecutionStateWire = { jobId, executionAttemptId, state, resourceId: this.resourceId, ...(output === undefined ? {} : { output }), ...(error === undefined ? {} : { error }) };
+    let pending = this.#pendingReports.get(jobId);
+    if (pending === undefined || pending.gateway !== jobMaster.gateway) {
+      if (pending !== undefined) this.#flushReports(jobId);
+      pending = { gateway: jobMaster.gateway, updates: [] };
+      this.#pendingReports.set(jobId, pending);
+    }
+    pending.updates.push(update);
+    if (!this.#reportFlushScheduled) {
+      this.#reportFlushScheduled = true;
+      // After the event loop's poll phase: every task result that arrived in it (each a message
+      // of its own, each followed by its own ticks) shares one call, hence one cross-thread hop.
+      setImmediate(() => this.mailbox.execute(() => this.#flushAllReports()));
+    }
+  }
+
+  #flushAllReports(): void {
+    this.#reportFlushScheduled = false;
+    for (const jobId of [...this.#pendingReports.keys()]) this.#flushReports(jobId);
+  }
+
+  /** Sends the job's queued state updates now (one call), if there are any. */
+  #flushReports(jobId: JobID): void {
+    const pending = this.#pendingReports.get(jobId);
+    if (pending === undefined) return;
+    this.#pendingReports.delete(jobId);
+    const { updates } = pending;
+    this.mailbox.whenComplete(pending.gateway.updateTaskExecutionStates(updates), (_, failure) => {
+      if (failure !== undefined) {
+        const what = updates.map((u) => `${u.state} of ${ExecutionAttemptID.short(u.executionAttemptId)}`);
+        this.#log(`reporting ${what.length > 4 ? `${what.slice(0, 4).join(', ')} and ${what.length - 4} more` : what.join(', ')} failed: ${describe(failure)}`);
+      }
     });
   }
 
@@ -406,6 +449,8 @@ export class TaskExecutor implements TaskExecutorGateway {
   #terminate(code: number, reason: string): void {
     if (this.#lifecycle === 'stopped') return;
     this.#lifecycle = 'stopped';
+    // The last states go out before the link closes.
+    this.#flushAllReports();
     this.mailbox.close();
     this.#o.onTerminated?.(code, reason);
   }

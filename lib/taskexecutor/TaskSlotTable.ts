@@ -4,7 +4,9 @@
  *
  * Each call checks its arguments and the table's state, asks the machine's own decision functions
  * whether the operation is allowed, and either throws the typed error that names the reason (the
- * table unchanged) or sends the event. Like Flink's, the table is single-threaded: call it from
+ * table unchanged) or sends the event. Adding and removing a task, which happen for every task, go
+ * straight to the TaskSlot actor when the table's own event would only forward them there (it
+ * still decides when a releasing slot loses its last task). Like Flink's, the table is single-threaded: call it from
  * one mailbox only (the TaskExecutor's). Notifications for the TaskExecutor (a slot timed out, a
  * slot was freed, a releasing slot's tasks are stuck) are delivered through `slotActions`, on the
  * `executor` (a microtask by default), never while the table is in the middle of an event.
@@ -32,6 +34,7 @@ import {
   addTaskRefusalIn,
   decideAllocation,
   slotOf,
+  slotOfTask,
   slotState,
   taskSlotTableMachine,
   type SlotAllocationRequest,
@@ -206,10 +209,17 @@ export class TaskSlotTable {
     }
   }
 
-  /** allocated → active (Flink's markSlotActive): cancels the slot timeout. False if the slot is releasing. */
+  /**
+   * allocated → active (Flink's markSlotActive): cancels the slot timeout. False if the slot is
+   * releasing. A slot already active stays so and no event is sent (a TaskExecutor marks the slot
+   * active for every task it is given).
+   */
   markSlotActive(allocationId: AllocationID): boolean {
     this.#requireState('markSlotActive', ['running']);
     const slot = this.#slot('markSlotActive', allocationId);
+    const state = slotState(slot);
+    if (state === 'active') return true;
+    if (state !== 'allocated') return false;
     this.#actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId });
     return slotState(slot) === 'active';
   }
@@ -268,7 +278,8 @@ export class TaskSlotTable {
           throw new DuplicateTaskError(`task ${id} is already in this table`, details);
       }
     }
-    this.#actor.send({ type: 'ADD_TASK', task });
+    // Straight to the slot: the table's own ADD_TASK only forwards it there (the table-wide checks ran above).
+    slotOf(this.#context, task.allocationId)!.send({ type: 'ADD_TASK', task });
   }
 
   /**
@@ -277,11 +288,15 @@ export class TaskSlotTable {
    */
   removeTask(executionAttemptId: ExecutionAttemptID): TaskSlotPayload {
     this.#requireState('removeTask', ['running', 'closing']);
-    const task = this.getTask(executionAttemptId);
-    if (task === undefined) {
+    const slot = slotOfTask(this.#context, executionAttemptId);
+    const task = slot?.getSnapshot().context.tasks[executionAttemptId];
+    if (slot === undefined || task === undefined) {
       throw new TaskNotFoundError(`no task ${describeId(executionAttemptId)} in this table`, { executionAttemptId: String(executionAttemptId) });
     }
-    this.#actor.send({ type: 'REMOVE_TASK', executionAttemptId });
+    // A releasing slot may leave the ledger with this task: the table decides. Otherwise the
+    // table's REMOVE_TASK only forwards it to the slot.
+    if (slotState(slot) === 'releasing') this.#actor.send({ type: 'REMOVE_TASK', executionAttemptId });
+    else slot.send({ type: 'REMOVE_TASK', executionAttemptId });
     return task;
   }
 
@@ -309,14 +324,12 @@ export class TaskSlotTable {
   }
 
   getTask(executionAttemptId: ExecutionAttemptID): TaskSlotPayload | undefined {
-    const allocationId = this.#context.taskSlots[executionAttemptId];
-    if (allocationId === undefined) return undefined;
-    return slotOf(this.#context, allocationId)?.getSnapshot().context.tasks[executionAttemptId];
+    return slotOfTask(this.#context, executionAttemptId)?.getSnapshot().context.tasks[executionAttemptId];
   }
 
   /** The AllocationID of the slot a task runs in. */
   getSlotOfTask(executionAttemptId: ExecutionAttemptID): AllocationID | undefined {
-    return this.#context.taskSlots[executionAttemptId];
+    return slotOfTask(this.#context, executionAttemptId)?.getSnapshot().context.allocationId;
   }
 
   /** Every task of a job in this table. */

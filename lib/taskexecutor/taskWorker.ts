@@ -25,7 +25,7 @@ import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { format } from 'node:util';
 import v8 from 'node:v8';
-import { resourceLimits, type MessagePort } from 'node:worker_threads';
+import { BroadcastChannel, resourceLimits } from 'node:worker_threads';
 import { MemoryManager, type SharedMemoryHandle } from './MemoryManager.js';
 
 /** The plain, structured-cloneable context of one attempt (DESIGN.md, "The job model"). */
@@ -67,20 +67,37 @@ export interface TaskContext extends TaskInvocationContext {
 /** A task module's default export. */
 export type TaskFunction = (context: TaskContext, inputs: unknown) => unknown;
 
-/** What the pool sends per call: a TaskInvocation plus its control port. */
+/**
+ * How a run talks with its pool, without a channel of its own (a MessageChannel per run, created,
+ * transferred and closed, cost more than a trivial task): the pool's BroadcastChannel `channel`
+ * carries 'abort' in and 'log' out, each naming the run; the run marks itself started by storing
+ * 1 at `index` of the pool's shared `started` flags (no message, so no wake-up of the pool's thread).
+ */
+export interface TaskControl {
+  /** The name of the pool's BroadcastChannel. */
+  readonly channel: string;
+  /** The run's number in its pool. */
+  readonly run: number;
+  /** An Int32Array's buffer: the pool's started flags. */
+  readonly started: SharedArrayBuffer;
+  /** This run's flag in `started`. */
+  readonly index: number;
+}
+
+/** What the pool sends per call: a TaskInvocation plus how to reach its pool. */
 export interface TaskWorkerPayload {
   readonly taskModule: string;
   readonly context: TaskInvocationContext;
   readonly inputs: unknown;
   readonly config?: unknown;
   readonly memory: SharedMemoryHandle | null;
-  /** The task's end of the pool's control channel: 'abort' in; 'started' and 'log' out. Optional: without it the signal never fires and logs go to the console. */
-  readonly control?: MessagePort;
+  /** Optional: without it the signal never fires and logs go to the console. */
+  readonly control?: TaskControl;
 }
 
-/** Messages on the control channel. */
-export type ControlToTask = { readonly type: 'abort'; readonly reason: string };
-export type ControlFromTask = { readonly type: 'started' } | { readonly type: 'log'; readonly message: string };
+/** Messages on a pool's control channel. */
+export type ControlToTask = { readonly type: 'abort'; readonly run: number; readonly reason: string };
+export type ControlFromTask = { readonly type: 'log'; readonly run: number; readonly message: string };
 
 /** An error as plain data. */
 export interface WorkerErrorInfo {
@@ -124,26 +141,46 @@ let typeScriptLoader: Promise<void> | undefined;
  */
 const loadedTasks = new Map<string, Promise<TaskFunction>>();
 
+/** This thread's end of each pool's control channel, and the runs each may abort. */
+const controlChannels = new Map<string, { readonly channel: BroadcastChannel; readonly running: Map<number, AbortController> }>();
+
+function controlChannel(name: string): { readonly channel: BroadcastChannel; readonly running: Map<number, AbortController> } {
+  let entry = controlChannels.get(name);
+  if (entry === undefined) {
+    const channel = new BroadcastChannel(name);
+    const running = new Map<number, AbortController>();
+    channel.onmessage = (event) => {
+      const message = (event as { data: ControlToTask }).data;
+      const controller = message?.type === 'abort' ? running.get(message.run) : undefined;
+      if (controller !== undefined && !controller.signal.aborted) controller.abort(new DOMException(message.reason, 'AbortError'));
+    };
+    // The thread lives as long as its pool wants it, not as long as this channel.
+    channel.unref();
+    entry = { channel, running };
+    controlChannels.set(name, entry);
+  }
+  return entry;
+}
+
 /** Runs one task attempt; never rejects for the task's own failures (see the module comment). */
 export default async function runTask(payload: TaskWorkerPayload): Promise<TaskWorkerOutcome> {
   const { taskModule, context, inputs, config, memory, control } = payload;
   const controller = new AbortController();
-  const onControl = (message: ControlToTask) => {
-    if (message?.type === 'abort' && !controller.signal.aborted) {
-      controller.abort(new DOMException(message.reason, 'AbortError'));
-    }
-  };
-  control?.on('message', onControl);
+  const pool = control === undefined ? undefined : controlChannel(control.channel);
   const post = (message: ControlFromTask) => {
     try {
-      control?.postMessage(message);
+      pool?.channel.postMessage(message);
     } catch {
-      // The pool closed its end (the run is over): nothing to tell.
+      // The channel is closed (the thread is ending): nothing to tell.
     }
   };
 
   try {
-    post({ type: 'started' });
+    if (control !== undefined) {
+      // Abortable first, then started: a pool that sees the flag may send its abort at once.
+      pool!.running.set(control.run, controller);
+      Atomics.store(new Int32Array(control.started), control.index, 1);
+    }
 
     let fn: TaskFunction;
     try {
@@ -168,7 +205,7 @@ export default async function runTask(payload: TaskWorkerPayload): Promise<TaskW
       log: (...args: unknown[]) => {
         const message = format(...args);
         if (control === undefined) console.log(`${label}: ${message}`);
-        else post({ type: 'log', message });
+        else post({ type: 'log', run: control.run, message });
       },
     });
 
@@ -198,8 +235,7 @@ export default async function runTask(payload: TaskWorkerPayload): Promise<TaskW
     }
     return { ok: true, output, leakedPagesReleased };
   } finally {
-    // The pool closes the channel once it has read the last messages.
-    control?.off('message', onControl);
+    if (control !== undefined) pool!.running.delete(control.run);
   }
 }
 

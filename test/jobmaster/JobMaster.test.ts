@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai';
 import { SimulatedClock } from '../../lib/core/clock.js';
+import { IllegalArgumentError } from '../../lib/core/errors.js';
 import { AllocationID, ResourceID, type ExecutionAttemptID, JobID } from '../../lib/core/ids.js';
 import { resolveOptions, type SlotwiseOptions } from '../../lib/core/options.js';
 import { ResourceProfile, type ResourceSpec } from '../../lib/core/ResourceProfile.js';
@@ -134,6 +135,45 @@ describe('JobMaster', () => {
     // Its slots go back, and it leaves the ResourceManager for good.
     expect(h.freed).to.have.length(2);
     expect(h.disconnected).to.deep.equal([{ cause: 'job finished', terminal: true }]);
+  });
+
+  it('applies a batch of task states in order, as if each came alone, and ignores a stale one inside it', async () => {
+    const h = new Harness({ vertices: [vertex('src', 1), vertex('sink', 1, { slotSharingGroup: 'other' })], edges: [edge('src', 'sink')] });
+    await h.start();
+    const te = h.addExecutor('taskexecutor-a');
+    await h.offer(te, 2);
+    const src = h.submittedFor('src')[0]!;
+    const wire = (d: TaskDeploymentDescriptor, state: ExecutionState, extra: object = {}) => ({ jobId: d.jobId, executionAttemptId: d.executionAttemptId, state, resourceId: te, ...extra });
+    await h.master.mailbox.callAsync(() =>
+      h.master.updateTaskExecutionStates([wire(src, 'deploying'), wire(src, 'initializing'), wire(src, 'running'), wire(src, 'finished', { output: 'a' }), wire(src, 'failed')]),
+    );
+    await h.settle();
+    // In order: src finished (the later 'failed' of a finished attempt is ignored), so the sink was deployed with its output.
+    const states = h.events.filter((e): e is Extract<JobEvent, { type: 'task' }> => e.type === 'task' && e.vertexId === 'src').map((e) => e.state);
+    expect(states).to.deep.equal(['scheduled', 'deploying', 'initializing', 'running', 'finished']);
+    const sink = h.submittedFor('sink')[0]!;
+    expect(sink.inputs).to.deep.equal({ src: ['a'] });
+    await h.master.mailbox.callAsync(() => h.master.updateTaskExecutionStates([wire(sink, 'running'), wire(sink, 'finished', { output: 'b' })]));
+    expect(await h.master.result).to.deep.include({ status: 'finished', outputs: { sink: ['b'] } });
+  });
+
+  it('refuses a malformed batch of task states with IllegalArgumentError and applies none of it', async () => {
+    const h = new Harness({ vertices: [vertex('only', 1)] });
+    await h.start();
+    const te = h.addExecutor('taskexecutor-a');
+    await h.offer(te, 1);
+    const d = h.submittedFor('only')[0]!;
+    const good = { jobId: d.jobId, executionAttemptId: d.executionAttemptId, state: 'finished' as const, output: 1, resourceId: te };
+    const call = (updates: unknown) => h.master.mailbox.callAsync(() => h.master.updateTaskExecutionStates(updates as never)).catch((e: unknown) => e);
+    const notArray = await call(good);
+    expect(notArray).to.be.instanceOf(IllegalArgumentError).and.to.have.property('message').that.matches(/updates must be an array/);
+    const badState = await call([good, { ...good, state: 'exploded' }]);
+    expect(badState).to.be.instanceOf(IllegalArgumentError).and.to.have.property('message').that.matches(/updates\[1\]\.state must be one of deploying, /);
+    expect(await call([null])).to.be.instanceOf(IllegalArgumentError);
+    await h.settle();
+    // Nothing was applied: the good first update of the refused batch did not finish the job.
+    expect(h.master.status).to.equal('running');
+    expect(h.master.executions()[0]!.state).to.equal('deploying');
   });
 
   it('accepts only offers that match what it asked for: a profile asked for exactly, or any slot for UNKNOWN', async () => {

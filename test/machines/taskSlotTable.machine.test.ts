@@ -5,7 +5,7 @@ import { AllocationID, JobID } from '../../lib/core/ids.js';
 import { ResourceBudgetManager } from '../../lib/core/ResourceBudgetManager.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import { MemoryManager } from '../../lib/taskexecutor/MemoryManager.js';
-import { slotState, taskSlotTableMachine, type TaskSlotTableEmitted } from '../../machines/taskSlotTable.machine.js';
+import { slotOfTask, slotState, taskSlotTableMachine, type TaskSlotTableEmitted } from '../../machines/taskSlotTable.machine.js';
 import { fakeTask, flushMicrotasks, profile } from '../support/fixtures.js';
 
 /** The machine alone, on a simulated clock, with 2 static slots of 1 core / 100 mb each. */
@@ -161,9 +161,40 @@ describe('taskSlotTable machine', () => {
       expect(ctx().slots[0]).to.not.equal(undefined);
       actor.send({ type: 'REMOVE_TASK', executionAttemptId: b.executionAttemptId });
       expect(ctx().slots).to.deep.equal({});
-      expect(ctx().taskSlots).to.deep.equal({});
+      expect(slotOfTask(ctx(), a.executionAttemptId)).to.equal(undefined);
+      expect(slotOfTask(ctx(), b.executionAttemptId)).to.equal(undefined);
       expect(ctx().budget.available.equals(profile(2, 200))).to.equal(true);
       expect(emitted.filter((e) => e.type === 'slotFreed')).to.have.length(1);
+    });
+
+    it('sends MARK_ACTIVE only to a slot that is not active yet', () => {
+      const { actor, allocate, ctx } = startTable();
+      actor.send({ type: 'START' });
+      const id = allocate(0);
+      const slot = ctx().slots[0]!;
+      const seen: string[] = [];
+      const subscription = actor.system.inspect((e) => void (e.type === '@xstate.event' && e.actorRef === slot && seen.push(e.event.type)));
+      actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
+      actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
+      subscription.unsubscribe();
+      expect(seen).to.deep.equal(['MARK_ACTIVE']);
+      expect(slotState(slot)).to.equal('active');
+    });
+
+    it('keeps tasks in their slot only: adding and removing one leaves the table-wide ledger as it was', () => {
+      const { actor, allocate, ctx, jobId } = startTable();
+      actor.send({ type: 'START' });
+      const id = allocate(0);
+      actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
+      const { slots, allocations, slotsPerJob, budget } = ctx();
+      const task = fakeTask(jobId, id);
+      actor.send({ type: 'ADD_TASK', task });
+      expect(ctx()).to.include({ slots, allocations, slotsPerJob, budget });
+      actor.send({ type: 'ADD_TASK', task }); // the same attempt again: refused
+      expect(Object.keys(ctx().slots[0]!.getSnapshot().context.tasks)).to.deep.equal([task.executionAttemptId]);
+      actor.send({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId });
+      expect(ctx()).to.include({ slots, allocations, slotsPerJob, budget });
+      expect(slotOfTask(ctx(), task.executionAttemptId)).to.equal(undefined);
     });
 
     it('maps each task to its slot and refuses a task for an inactive or unknown slot', () => {
@@ -177,7 +208,8 @@ describe('taskSlotTable machine', () => {
       actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
       const task = fakeTask(jobId, id);
       actor.send({ type: 'ADD_TASK', task });
-      expect(ctx().taskSlots).to.deep.equal({ [task.executionAttemptId]: id });
+      expect(slotOfTask(ctx(), task.executionAttemptId)).to.equal(ctx().slots[0]);
+      expect(Object.keys(ctx().slots[0]!.getSnapshot().context.tasks)).to.deep.equal([task.executionAttemptId]);
     });
   });
 

@@ -187,6 +187,7 @@ export class TestingJobMasterGateway implements JobMasterGateway {
     return offers.map((o) => o.allocationId);
   }
   async updateTaskExecutionState(): Promise<void> {}
+  async updateTaskExecutionStates(): Promise<void> {}
   async notifySlotFreed(resourceId: ResourceID, allocationId: AllocationID, cause: string): Promise<void> {
     this.freed.push({ resourceId, allocationId, cause });
   }

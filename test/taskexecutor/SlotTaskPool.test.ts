@@ -270,6 +270,20 @@ describe('SlotTaskPool (real threads)', function () {
   });
 
   // Last (mocha runs a suite's own tests before its nested suites): the counters after everything above.
+  it('keeps many outstanding runs apart (more than its first 64 started flags): each output and log line is its own run\'s', async () => {
+    const invocations = Array.from({ length: 150 }, (_, i) => invocation('ok', { inputs: [i, 1], vertexName: 'many', subtaskIndex: i }));
+    const runs = invocations.map((inv) => pool.run(inv, { signal: new AbortController().signal }));
+    const { running, queued } = pool.stats;
+    expect(running + queued).to.equal(150);
+    const results = await Promise.all(runs);
+    expect(results.map((r) => (r.output as { sum: number }).sum)).to.deep.equal(invocations.map((_, i) => i + 1));
+    for (const inv of invocations) {
+      const lines = logs.filter((e) => e.source === 'task' && e.executionAttemptId === inv.context.executionAttemptId);
+      expect(lines.map((e) => [e.message, e.subtaskIndex])).to.deep.equal([['summing 2 inputs', inv.context.subtaskIndex]]);
+    }
+    expect(pool.stats).to.include({ running: 0, queued: 0 });
+  });
+
   describe('stats', () => {
     it('counts what it ran, and never saw an unclaimed pool error', () => {
       const stats = pool.stats;

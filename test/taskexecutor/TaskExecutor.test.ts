@@ -42,6 +42,10 @@ function harness(options: { registration?: Array<RegistrationResponse | Error> }
     disconnectJobMaster: async () => {},
   };
   const states: TaskExecutionStateWire[] = [];
+  /** The size of each updateTaskExecutionStates call. */
+  const batches: number[] = [];
+  /** How many states the JobMaster had heard at each notifySlotFreed. */
+  const statesAtSlotFreed: number[] = [];
   const offers: Array<AllocationID[]> = [];
   let offerAnswer: (ids: AllocationID[]) => Promise<AllocationID[]> = async (ids) => ids;
   const jobMaster: JobMasterGateway = {
@@ -51,7 +55,14 @@ function harness(options: { registration?: Array<RegistrationResponse | Error> }
       return offerAnswer(ids);
     },
     updateTaskExecutionState: async (state) => void states.push(state),
-    notifySlotFreed: async (resourceId, allocationId) => void calls.push(['notifySlotFreed', allocationId]),
+    updateTaskExecutionStates: async (batch) => {
+      batches.push(batch.length);
+      states.push(...batch);
+    },
+    notifySlotFreed: async (resourceId, allocationId) => {
+      statesAtSlotFreed.push(states.length);
+      calls.push(['notifySlotFreed', allocationId]);
+    },
   };
   const runs = new Map<EAID, { invocation: TaskInvocation; signal: AbortSignal; result: ReturnType<typeof deferred<{ output: unknown }>> }>();
   const runner: SlotTaskRunner = {
@@ -76,7 +87,7 @@ function harness(options: { registration?: Array<RegistrationResponse | Error> }
   });
   const call = <T>(fn: () => Promise<T>) => te.mailbox.callAsync(fn);
   return {
-    te, clock, calls, states, offers, runs, terminated, call,
+    te, clock, calls, states, batches, statesAtSlotFreed, offers, runs, terminated, call,
     setOfferAnswer: (f: typeof offerAnswer) => (offerAnswer = f),
     /** Registers and lets the first report go out. */
     async started() {
@@ -237,6 +248,31 @@ describe('TaskExecutor endpoint', () => {
       expect(h.states[3]!.output).to.deep.equal({ to: 1, be: 1 });
       expect(h.te.table.getTask(tdd.executionAttemptId)).to.equal(undefined);
       expect(h.te.table.getTaskSlot(allocationId)!.state).to.equal('active');
+    });
+
+    it('sends the states of one turn as one updateTaskExecutionStates call, in order, and a task\'s end before its freed slot', async () => {
+      const h = harness();
+      await h.started();
+      const allocationId = await slotFor(h);
+      const a = descriptor(allocationId);
+      const b = descriptor(allocationId, { executionAttemptId: ExecutionAttemptID.generate({ vertex: 'tokenize', subtask: 1, attempt: 0 }), subtaskIndex: 1 });
+      h.batches.length = 0;
+      await Promise.all([h.call(() => h.te.submitTask(a)), h.call(() => h.te.submitTask(b))]);
+      await settle();
+      expect(h.batches).to.deep.equal([6]);
+      expect(h.states.map((s) => `${s.executionAttemptId === a.executionAttemptId ? 'a' : 'b'}:${s.state}`)).to.deep.equal([
+        'a:deploying', 'b:deploying', 'a:initializing', 'a:running', 'b:initializing', 'b:running',
+      ]);
+      h.runs.get(a.executionAttemptId)!.result.resolve({ output: 1 });
+      await settle();
+      expect(h.batches).to.deep.equal([6, 1]);
+      expect(h.states.at(-1)).to.include({ executionAttemptId: a.executionAttemptId, state: 'finished', output: 1 });
+      // Freeing the slot cancels b: its 'canceled' must reach the JobMaster before notifySlotFreed.
+      const before = h.states.length;
+      await h.call(() => h.te.freeSlot(allocationId, 'job canceled'));
+      await settle();
+      expect(h.states.slice(before).map((s) => `${s.executionAttemptId === b.executionAttemptId ? 'b' : 'a'}:${s.state}`)).to.deep.equal(['b:canceled']);
+      expect(h.statesAtSlotFreed).to.deep.equal([before + 1]);
     });
 
     it('reports a task that fails with its serialized error, and keeps the slot', async () => {

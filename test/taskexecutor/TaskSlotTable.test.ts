@@ -228,6 +228,20 @@ describe('TaskSlotTable', () => {
       expect(table.isValidTimeout(allocationId, staleTicket)).to.equal(false);
     });
 
+    it('marks an active slot active again without sending an event (a TaskExecutor does so for every task)', () => {
+      const events: string[] = [];
+      const { table, jobId } = startedTable({ inspect: (e) => void (e.type === '@xstate.event' && events.push((e as { event: { type: string } }).event.type)) });
+      const allocationId = AllocationID.generate();
+      table.allocateSlot({ index: 0, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN });
+      expect(table.markSlotActive(allocationId)).to.equal(true);
+      expect(events.filter((type) => type === 'MARK_SLOT_ACTIVE' || type === 'MARK_ACTIVE')).to.deep.equal(['MARK_SLOT_ACTIVE', 'MARK_ACTIVE']);
+      events.length = 0;
+      expect(table.markSlotActive(allocationId)).to.equal(true);
+      expect(table.markSlotActive(allocationId)).to.equal(true);
+      expect(events).to.deep.equal([]);
+      expect(table.getTaskSlot(allocationId)!.state).to.equal('active');
+    });
+
     it('refuses to activate or deactivate a slot it does not have', () => {
       const { table } = startedTable();
       expectRefusal(table, () => table.markSlotActive(AllocationID.generate()), SlotNotFoundError, 'unknown-allocation');
@@ -299,6 +313,31 @@ describe('TaskSlotTable', () => {
       const task = fakeTask(jobId, allocationId);
       expectRefusal(table, () => table.addTask({ ...task, executionAttemptId: 'x' as ExecutionAttemptID }), IllegalArgumentError, undefined, /executionAttemptId/);
       expectRefusal(table, () => table.addTask({ ...task, failExternally: undefined as never }), IllegalArgumentError, undefined, /failExternally/);
+    });
+
+    it('sends an added or removed task to its slot alone, and through the table only when the slot is releasing', () => {
+      const events: Array<[string, string]> = [];
+      const { table, jobId } = startedTable({
+        inspect: (e) => {
+          if (e.type === '@xstate.event' && /TASK/.test(e.event.type)) events.push([e.actorRef === table.actor ? 'table' : 'slot', e.event.type]);
+        },
+      });
+      const allocationId = AllocationID.generate();
+      table.allocateSlot({ index: 0, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN });
+      table.markSlotActive(allocationId);
+      const a = fakeTask(jobId, allocationId);
+      const b = fakeTask(jobId, allocationId);
+      table.addTask(a);
+      table.addTask(b);
+      table.removeTask(a.executionAttemptId);
+      expect(events).to.deep.equal([['slot', 'ADD_TASK'], ['slot', 'ADD_TASK'], ['slot', 'REMOVE_TASK']]);
+      events.length = 0;
+      table.freeSlot(allocationId);
+      table.removeTask(b.executionAttemptId);
+      // The table decides whether the slot leaves with its last task: here it does.
+      expect(events).to.deep.equal([['table', 'REMOVE_TASK'], ['slot', 'REMOVE_TASK']]);
+      expect(table.getTaskSlot(allocationId)).to.equal(undefined);
+      expect(table.isSlotFree(0)).to.equal(true);
     });
 
     it('removes a task and returns it; an unknown attempt is refused', () => {

@@ -31,6 +31,15 @@ export class TestingJobMaster implements JobMasterGateway {
     this.#wake();
   }
 
+  /** Counts the batched calls, and records their states in order like single ones. */
+  batches = 0;
+
+  async updateTaskExecutionStates(states: readonly TaskExecutionStateWire[]): Promise<void> {
+    this.batches++;
+    this.states.push(...states);
+    this.#wake();
+  }
+
   async notifySlotFreed(resourceId: ResourceID, allocationId: AllocationID, cause: string): Promise<void> {
     this.freed.push({ resourceId, allocationId, cause });
     this.#wake();
