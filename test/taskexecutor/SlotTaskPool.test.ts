@@ -112,11 +112,9 @@ describe('SlotTaskPool (real threads)', function () {
 
   it('fails a task over its heap limit with "out-of-memory"; the thread is replaced and the pool runs the next task', async function () {
     if (processWideHeapFlag) this.skip();
-    const started = Date.now();
     const error = await failsWith(pool.run(invocation('heapHog')), 'out-of-memory');
     expect(error.details).to.include({ code: 'ERR_WORKER_OUT_OF_MEMORY', heapLimitMb: 64 });
     expect(error.message).to.contain("thread's limit is 64 MB");
-    expect(Date.now() - started).to.be.below(10_000);
     expect((await pool.run(invocation('ok', { inputs: [7] }))).output).to.have.property('sum', 7);
     expect(pool.stats.threads).to.equal(1);
   });
@@ -135,10 +133,9 @@ describe('SlotTaskPool (real threads)', function () {
       await logged(logs, /spinning cooperatively/);
       expect(pool.stats.running).to.equal(1);
       const threadsBefore = pool.threadIds();
-      const t0 = Date.now();
       controller.abort('job canceled');
       const error = await failsWith(run, 'canceled');
-      expect(Date.now() - t0).to.be.below(250); // the grace is 300 ms: the task stopped itself
+      // The task stopped itself (no forced stop after the 300 ms grace).
       expect(error.details).to.include({ stoppedBy: 'cooperative' });
       expect(error.message).to.contain('canceled (job canceled)').and.contain('AbortError: job canceled');
       expect(pool.threadIds()).to.deep.equal(threadsBefore); // same thread: nothing was terminated
@@ -152,7 +149,8 @@ describe('SlotTaskPool (real threads)', function () {
       controller.abort('slot freed');
       const error = await failsWith(run, 'canceled');
       const took = Date.now() - t0;
-      expect(took).to.be.within(290, 2_000);
+      // Never before the grace period (a lower bound holds however loaded the machine is).
+      expect(took).to.be.at.least(290);
       expect(error.details).to.include({ stoppedBy: 'forced', graceMs: 300 });
       expect(logs.some((e) => e.source === 'pool' && e.level === 'warn' && /did not stop within 300 ms/.test(e.message))).to.equal(true);
       expect((await pool.run(invocation('ok', { inputs: [2] }))).output).to.have.property('sum', 2);
