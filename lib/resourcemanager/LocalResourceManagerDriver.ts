@@ -19,13 +19,14 @@ import { Link } from '../rpc/Link.js';
 import type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from './ResourceManagerDriver.js';
 import type { PendingTaskManagerID } from './slotmanager/PendingTaskManager.js';
 import type { WorkerResourceSpec } from './slotmanager/WorkerResourceSpec.js';
-import { INSPECT_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
+import { INSPECT_CHANNEL, LOG_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
 import { spawnWorker, type SpawnedWorker } from './spawnWorker.js';
 
 export interface LocalDriverOptions {
   readonly mode: 'thread' | 'process';
   readonly configuration?: SlotwiseOptions | ResolvedOptions;
   readonly clock?: Clock;
+  /** Runtime messages of the driver and of every worker's TaskExecutor (those prefixed with its ResourceID). */
   readonly log?: (message: string) => void;
   /** The worker entry module (default: lib/taskexecutor/taskExecutorMain, .ts or .js like this file). */
   readonly entry?: URL;
@@ -146,6 +147,7 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
       pendingWorkerId,
       mode: this.mode,
       inspect: this.#o.inspect !== undefined,
+      log: this.#o.log !== undefined,
       configuration: {
         ...this.#options,
         'taskmanager.numberOfTaskSlots': spec.numberOfSlots,
@@ -170,6 +172,8 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     });
     const inspect = this.#o.inspect;
     if (inspect !== undefined) link.channel(INSPECT_CHANNEL).addEventListener('message', (event) => inspect(resourceId, event.data));
+    const log = this.#o.log;
+    if (log !== undefined) link.channel(LOG_CHANNEL).addEventListener('message', (event) => log(`[${resourceId}] ${String(event.data)}`));
     const gateway = connectGateway<TaskExecutorGateway>(link, 'te', { gateway: GATEWAY.taskExecutor, timeoutMs: this.#options['rpc.ask.timeout'], clock: this.#clock, endpoint: resourceId });
     let resolveEnded!: () => void;
     const worker: Worker = {

@@ -12,6 +12,8 @@ export interface WorkerBootstrap {
   readonly mode: 'thread' | 'process';
   /** Whether the worker sends its statecharts' inspection events on {@link INSPECT_CHANNEL}. */
   readonly inspect: boolean;
+  /** Whether the worker sends its TaskExecutor's runtime messages on {@link LOG_CHANNEL}. */
+  readonly log: boolean;
   readonly configuration: ResolvedOptions;
 }
 
@@ -19,3 +21,6 @@ export const BOOTSTRAP_MESSAGE = 'slotwiseBootstrap';
 
 /** The Link channel on which a worker sends its inspection events (plain Stately inspection events). */
 export const INSPECT_CHANNEL = 'inspect';
+
+/** The Link channel on which a worker sends its TaskExecutor's runtime messages (strings). */
+export const LOG_CHANNEL = 'log';

@@ -10,7 +10,7 @@ import { connectGateway, serveGateway } from '../rpc/connect.js';
 import { GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
 import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
-import { BOOTSTRAP_MESSAGE, INSPECT_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
+import { BOOTSTRAP_MESSAGE, INSPECT_CHANNEL, LOG_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
 import { createWorkerInspector } from '../inspect.js';
 import { SlotTaskPool } from './SlotTaskPool.js';
 import { TaskExecutor } from './TaskExecutor.js';
@@ -33,8 +33,13 @@ const { bootstrap: config, transport } = await bootstrap();
 const link = new Link(`TaskExecutor ${config.resourceId}`, transport);
 const timeoutMs = config.configuration['rpc.ask.timeout'];
 const resourceManager = connectGateway<ResourceManagerGateway>(link, 'rm', { gateway: GATEWAY.resourceManager, timeoutMs, endpoint: 'ResourceManager' });
-const log = (message: string) => process.stderr.write(`[${config.resourceId}] ${message}\n`);
 const debug = process.env['SLOTWISE_DEBUG'] !== undefined;
+const logChannel = link.channel(LOG_CHANNEL);
+// Runtime messages go to the cluster's `log` when it has one, and to stderr under SLOTWISE_DEBUG.
+const log = (message: string) => {
+  if (config.log) logChannel.postMessage(message);
+  if (debug) process.stderr.write(`[${config.resourceId}] ${message}\n`);
+};
 const inspectChannel = link.channel(INSPECT_CHANNEL);
 
 const taskExecutor = new TaskExecutor({
@@ -52,7 +57,7 @@ const taskExecutor = new TaskExecutor({
     // Give the last frames (disconnect, final states) a moment to leave, then end the worker.
     setTimeout(() => process.exit(code), 50).unref();
   },
-  ...(debug ? { log } : {}),
+  ...(debug || config.log ? { log } : {}),
   ...(config.inspect ? { inspect: createWorkerInspector((event) => inspectChannel.postMessage(event)) } : {}),
 });
 serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox });

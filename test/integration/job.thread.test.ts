@@ -176,6 +176,14 @@ describe('jobs on a MiniCluster (worker threads)', function () {
     }
   });
 
+  it('passes the runtime messages of the TaskExecutors on to the cluster’s log, each with its ResourceID', async () => {
+    const lines: string[] = [];
+    const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 1, resources: resources(1), log: (message) => lines.push(message) });
+    const [executor] = cluster.overview().taskExecutors.map((te) => te.resourceId);
+    await cluster.close();
+    expect(lines).to.include(`[${executor}] shutting down: the cluster is closing`);
+  });
+
   it('a job asking more than any TaskExecutor can hold fails at once, naming what is short', async () => {
     const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 1, resources: resources(1) });
     try {
