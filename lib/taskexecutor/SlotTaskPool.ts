@@ -165,23 +165,31 @@ interface ActiveRun {
   readonly index: number;
 }
 
-/** A run not settled yet: queued here, or in a batch sent to a thread. */
-interface PendingRun extends ActiveRun {
-  readonly number: number;
-  readonly invocation: TaskInvocation;
-  readonly signal: AbortSignal | undefined;
-  readonly resolve: (result: TaskResult) => void;
-  readonly reject: (error: unknown) => void;
-  onAbort: (() => void) | undefined;
+/** A run not settled yet: queued here, or in a batch sent to a thread. (A class: one shape for every run, hot on the TaskExecutor's thread.) */
+class PendingRun implements ActiveRun {
+  readonly ctx: TaskInvocationContext;
+  onAbort: (() => void) | undefined = undefined;
   /** The batch it is in, or null while queued here. */
-  batch: Batch | null;
-  settled: boolean;
-  cancelReason: string | null;
-  stoppedBy: 'before-start' | 'cooperative' | 'forced' | null;
-  graceTimer: NodeJS.Timeout | undefined;
+  batch: Batch | null = null;
+  settled = false;
+  cancelReason: string | null = null;
+  stoppedBy: 'before-start' | 'cooperative' | 'forced' | null = null;
+  graceTimer: NodeJS.Timeout | undefined = undefined;
   /** Sent alone: its batch could not be sent to a thread (one of its invocations cannot be cloned). */
-  solo: boolean;
-  requeues: number;
+  solo = false;
+  requeues = 0;
+
+  constructor(
+    readonly flags: Int32Array,
+    readonly index: number,
+    readonly number: number,
+    readonly invocation: TaskInvocation,
+    readonly signal: AbortSignal | undefined,
+    readonly resolve: (result: TaskResult) => void,
+    readonly reject: (error: unknown) => void,
+  ) {
+    this.ctx = invocation.context;
+  }
 }
 
 /** Runs sent to a thread in one pool call. */
@@ -345,22 +353,8 @@ export class SlotTaskPool {
       throw this.#error('canceled', ctx, `canceled before it started: ${reasonText(signal.reason)}`, { stoppedBy: 'before-start' });
     }
     return new Promise<TaskResult>((resolve, reject) => {
-      const run: PendingRun = {
-        ...this.#claimFlag(ctx),
-        number: this.#nextRun++,
-        invocation,
-        signal,
-        resolve,
-        reject,
-        onAbort: undefined,
-        batch: null,
-        settled: false,
-        cancelReason: null,
-        stoppedBy: null,
-        graceTimer: undefined,
-        solo: false,
-        requeues: 0,
-      };
+      const { flags, index } = this.#claimFlag(ctx);
+      const run = new PendingRun(flags, index, this.#nextRun++, invocation, signal, resolve, reject);
       this.#runs.set(run.number, run);
       if (signal !== undefined) {
         run.onAbort = () => this.#cancel(run);
