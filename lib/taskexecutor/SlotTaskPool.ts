@@ -295,7 +295,11 @@ export class SlotTaskPool {
       ...(heapLimitMb === undefined ? {} : { resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
     });
     this.#control = new BroadcastChannel(this.#controlName);
-    this.#control.onmessage = (event) => this.#onControl((event as { data: ControlFromTask }).data);
+    this.#control.onmessage = (event) => {
+      this.#onControl((event as { data: ControlFromTask }).data);
+      // A batch's outcomes come close together: read the ones already here without an event each.
+      this.#drainControl();
+    };
     // Logs are welcome while the pool lives; the channel alone must not keep a process alive.
     this.#control.unref();
     // Always: an unhandled pool 'error' crashes the process (TOOLCHAIN.md).
