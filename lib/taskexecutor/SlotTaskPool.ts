@@ -180,8 +180,9 @@ class PendingRun implements ActiveRun {
   requeues = 0;
 
   constructor(
-    readonly flags: Int32Array,
-    readonly index: number,
+    /** Its started flag; a run re-queued after its thread was lost gets a new one. */
+    public flags: Int32Array,
+    public index: number,
     readonly number: number,
     readonly invocation: TaskInvocation,
     readonly signal: AbortSignal | undefined,
@@ -477,7 +478,9 @@ export class SlotTaskPool {
     for (const run of batch.runs) {
       if (run.batch !== batch) continue;
       run.batch = null;
-      if (run.settled) this.#freeFlag(run);
+      // After a lost thread its flags are not reused: a terminated thread may run on for a moment
+      // and must find nothing there to claim (a few flags per lost thread).
+      if (run.settled && result !== null) this.#freeFlag(run);
     }
     this.#scheduleDispatch();
   }
@@ -520,7 +523,8 @@ export class SlotTaskPool {
       return;
     }
     run.batch = null;
-    Atomics.store(run.flags, run.index, RUN_QUEUED);
+    // A new flag: the lost thread's (see #batchEnded).
+    ({ flags: run.flags, index: run.index } = this.#claimFlag(run.ctx));
     // Ahead of the runs queued after it (several re-queued runs keep their order: the batch's runs are walked in order).
     let at = 0;
     while (at < this.#queue.length && this.#queue[at]!.number < run.number) at++;
