@@ -445,7 +445,9 @@ export class SlotTaskPool {
     const items: TaskWorkerBatch['items'][number][] = [];
     for (const run of runs) {
       run.batch = batch;
-      items.push({ ...run.invocation, run: run.number, started: run.flags.buffer as SharedArrayBuffer, index: run.index });
+      const { taskModule, context, inputs, config, memory } = run.invocation;
+      // Listed, not spread: one shape for every item.
+      items.push({ taskModule, context, inputs, config, memory, run: run.number, started: run.flags.buffer as SharedArrayBuffer, index: run.index });
     }
     const payload: TaskWorkerBatch = { channel: this.#controlName, items };
     this.#pool.run(payload, { name: 'runBatch', signal: batch.forced.signal }).then(
