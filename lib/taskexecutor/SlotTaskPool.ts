@@ -34,8 +34,10 @@
  * loses no outcome. A run still queued in a batch is canceled by claiming its flag first (the thread
  * then skips it). When a batch's thread is lost (a forced cancel terminated it, the run out of heap
  * or exiting), the run that was running gets the error and the batch's other unsettled runs are
- * re-queued (a run not started at most 3 times). A batch that cannot be cloned is re-sent one run
- * per call, so only the run whose invocation cannot be sent is refused.
+ * re-queued (each at most 3 times; after that it fails with the error that lost the thread). A
+ * batch that cannot be cloned is re-sent one run per call, so only the run whose invocation cannot
+ * be sent is refused. With more than one thread, a run queued in a batch waits for the runs before
+ * it in that batch even if another thread is free (a slot's pool has one thread by default).
  *
  * The pool uses `atomics: 'disabled'` (an error a task leaves behind arrives as a pool `'error'`
  * instead of inside the next task) and always listens for `'error'` (unhandled, it would crash the
@@ -155,7 +157,7 @@ const RUN_STARTED = 1;
 const RUN_CANCELED = 2;
 /** At most this many runs per pool call (batch). */
 const MAX_BATCH = 16;
-/** A run not started is re-queued at most this often after its batch's thread was lost (then it fails with that error). */
+/** A run is re-queued at most this often after its batch's thread was lost (then it fails with that error). */
 const MAX_REQUEUES = 3;
 
 /** Where a run's started flag is. */
