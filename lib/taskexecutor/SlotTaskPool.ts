@@ -24,6 +24,21 @@
  * the pool's BroadcastChannel (a MessageChannel created, transferred and closed per run cost about
  * as much as piscina's own work for a trivial task).
  *
+ * Batches: runs waiting for a thread go to it several per piscina call (up to 16; the pool keeps two
+ * calls out per thread and splits the waiting runs over the free places, so every thread gets work
+ * and a run submitted to an idle pool goes alone at once). piscina's own work per call costs the
+ * TaskExecutor's thread more than a trivial task does: a batch pays it once. In the thread the runs
+ * of a batch run one after another, each with its own signal, started flag and outcome, and each
+ * run's outcome is posted on the channel before the next one starts (the last one comes back as the
+ * call's result), so a run settles when it ends, not when its batch does, and a thread lost later
+ * loses no outcome. A run still queued in a batch is canceled by claiming its flag first (the thread
+ * then skips it). When a batch's thread is lost (a forced cancel terminated it, the run out of heap
+ * or exiting), the run that was running gets the error and the batch's other unsettled runs are
+ * re-queued (each at most 3 times; after that it fails with the error that lost the thread). A
+ * batch that cannot be cloned is re-sent one run per call, so only the run whose invocation cannot
+ * be sent is refused. With more than one thread, a run queued in a batch waits for the runs before
+ * it in that batch even if another thread is free (a slot's pool has one thread by default).
+ *
  * The pool uses `atomics: 'disabled'` (an error a task leaves behind arrives as a pool `'error'`
  * instead of inside the next task) and always listens for `'error'` (unhandled, it would crash the
  * TaskExecutor): such errors are logged and counted in {@link SlotTaskPool.stats}.
@@ -40,10 +55,10 @@ import type {
   ControlFromTask,
   ControlToTask,
   HeapLimitProbe,
-  TaskControl,
   TaskInvocationContext,
+  TaskWorkerBatch,
+  TaskWorkerBatchResult,
   TaskWorkerOutcome,
-  TaskWorkerPayload,
 } from './taskWorker.js';
 
 export type { TaskContext, TaskFunction, TaskInvocationContext } from './taskWorker.js';
@@ -116,6 +131,8 @@ export interface SlotTaskPoolStats {
   readonly poolErrors: number;
   /** Live threads. */
   readonly threads: number;
+  /** Pool calls sent to the threads: each carries a batch of 1 to 16 runs (several when runs were waiting). */
+  readonly batches: number;
 }
 
 export interface HeapLimitCheck {
@@ -134,11 +151,57 @@ const DEFAULT_CANCEL_GRACE_MS = 5_000;
 /** Started flags in the first shared buffer; a pool with more runs outstanding gets a buffer twice as large. */
 const INITIAL_RUN_FLAGS = 64;
 
-/** A run not settled yet: who it is (for its logs) and where its started flag is. */
+/** A started flag's values, as in taskWorker.ts (not imported: this module must not load the thread's code). */
+const RUN_QUEUED = 0;
+const RUN_STARTED = 1;
+const RUN_CANCELED = 2;
+/** At most this many runs per pool call (batch). */
+const MAX_BATCH = 16;
+/** A run is re-queued at most this often after its batch's thread was lost (then it fails with that error). */
+const MAX_REQUEUES = 3;
+
+/** Where a run's started flag is. */
 interface ActiveRun {
   readonly ctx: TaskInvocationContext;
   readonly flags: Int32Array;
   readonly index: number;
+}
+
+/** A run not settled yet: queued here, or in a batch sent to a thread. (A class: one shape for every run, hot on the TaskExecutor's thread.) */
+class PendingRun implements ActiveRun {
+  readonly ctx: TaskInvocationContext;
+  onAbort: (() => void) | undefined = undefined;
+  /** The batch it is in, or null while queued here. */
+  batch: Batch | null = null;
+  settled = false;
+  cancelReason: string | null = null;
+  stoppedBy: 'before-start' | 'cooperative' | 'forced' | null = null;
+  graceTimer: NodeJS.Timeout | undefined = undefined;
+  /** Sent alone: its batch could not be sent to a thread (one of its invocations cannot be cloned). */
+  solo = false;
+  requeues = 0;
+
+  constructor(
+    /** Its started flag; a run re-queued after its thread was lost gets a new one. */
+    public flags: Int32Array,
+    public index: number,
+    readonly number: number,
+    readonly invocation: TaskInvocation,
+    readonly signal: AbortSignal | undefined,
+    readonly resolve: (result: TaskResult) => void,
+    readonly reject: (error: unknown) => void,
+  ) {
+    this.ctx = invocation.context;
+  }
+}
+
+/** Runs sent to a thread in one pool call. */
+interface Batch {
+  readonly runs: readonly PendingRun[];
+  /** Aborting it terminates the thread running the batch (piscina's abort). */
+  readonly forced: AbortController;
+  /** The run whose cancel forced that stop. */
+  forcedRun: PendingRun | null;
 }
 const MiB = 1024 * 1024;
 /** V8's default young generation on 64-bit Node 20 (3 × 16 MiB semi-spaces), if the thread does not say. */
@@ -175,7 +238,12 @@ export class SlotTaskPool {
   /** 'abort' to the runs, 'log' from them. */
   readonly #control: BroadcastChannel;
   readonly #controlName = `slotwise-slot-task-pool:${randomUUID()}`;
-  readonly #runs = new Map<number, ActiveRun>();
+  readonly #runs = new Map<number, PendingRun>();
+  /** Runs not yet in a batch, in order. */
+  #queue: PendingRun[] = [];
+  #batchesInFlight = 0;
+  readonly #maxBatchesInFlight: number;
+  #dispatchScheduled = false;
   #flags = new Int32Array(new SharedArrayBuffer(INITIAL_RUN_FLAGS * Int32Array.BYTES_PER_ELEMENT));
   #freeFlags: number[] = [];
   #unusedFlag = 0;
@@ -185,6 +253,7 @@ export class SlotTaskPool {
   #failed = 0;
   #canceled = 0;
   #poolErrors = 0;
+  #batches = 0;
 
   constructor(options: SlotTaskPoolOptions) {
     const { name, heapLimitMb, maxThreads = 1, idleTimeoutMs, cancelGraceMs = DEFAULT_CANCEL_GRACE_MS } = options;
@@ -207,6 +276,8 @@ export class SlotTaskPool {
     this.heapLimitMb = heapLimitMb;
     this.cancelGraceMs = cancelGraceMs;
     this.#log = options.log ?? consoleLog;
+    // One batch running per thread and one waiting behind it, so a thread that ends a batch finds the next.
+    this.#maxBatchesInFlight = maxThreads * 2;
 
     // Run from .ts (tests, under tsx) or from .js (dist/): the worker file follows this module.
     const ownExtension = extname(fileURLToPath(import.meta.url));
@@ -227,7 +298,11 @@ export class SlotTaskPool {
       ...(heapLimitMb === undefined ? {} : { resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
     });
     this.#control = new BroadcastChannel(this.#controlName);
-    this.#control.onmessage = (event) => this.#onControl((event as { data: ControlFromTask }).data);
+    this.#control.onmessage = (event) => {
+      this.#onControl((event as { data: ControlFromTask }).data);
+      // A batch's outcomes come close together: read the ones already here without an event each.
+      this.#drainControl();
+    };
     // Logs are welcome while the pool lives; the channel alone must not keep a process alive.
     this.#control.unref();
     // Always: an unhandled pool 'error' crashes the process (TOOLCHAIN.md).
@@ -249,6 +324,7 @@ export class SlotTaskPool {
       queued: this.#runs.size - running,
       poolErrors: this.#poolErrors,
       threads: this.#pool.threads.length,
+      batches: this.#batches,
     };
   }
 
@@ -283,94 +359,245 @@ export class SlotTaskPool {
       this.#canceled++;
       throw this.#error('canceled', ctx, `canceled before it started: ${reasonText(signal.reason)}`, { stoppedBy: 'before-start' });
     }
-
-    const runNumber = this.#nextRun++;
-    const active = this.#claimFlag(ctx);
-    this.#runs.set(runNumber, active);
-    const forced = new AbortController();
-    let settled = false;
-    let cancelReason: string | null = null;
-    let stoppedBy: 'before-start' | 'cooperative' | 'forced' | null = null;
-    let graceTimer: NodeJS.Timeout | undefined;
-
-    const onAbort = () => {
-      if (settled || cancelReason !== null) return;
-      cancelReason = reasonText(signal?.reason);
-      const started = isStarted(active);
-      if (!started || this.cancelGraceMs === 0) {
-        // Still queued (or no grace): nothing to stop cooperatively.
-        stoppedBy = started ? 'forced' : 'before-start';
-        forced.abort(cancelReason);
-        return;
+    return new Promise<TaskResult>((resolve, reject) => {
+      const { flags, index } = this.#claimFlag(ctx);
+      const run = new PendingRun(flags, index, this.#nextRun++, invocation, signal, resolve, reject);
+      this.#runs.set(run.number, run);
+      if (signal !== undefined) {
+        run.onAbort = () => this.#cancel(run);
+        signal.addEventListener('abort', run.onAbort, { once: true });
       }
-      this.#control.postMessage({ type: 'abort', run: runNumber, reason: cancelReason } satisfies ControlToTask);
-      graceTimer = setTimeout(() => {
-        if (settled) return;
-        stoppedBy = 'forced';
-        this.#emit({
-          source: 'pool',
-          level: 'warn',
-          pool: this.name,
-          message: `task ${label(ctx)} did not stop within ${this.cancelGraceMs} ms of its cancel: terminating its thread`,
-          executionAttemptId: ctx.executionAttemptId,
-          vertexName: ctx.vertexName,
-          subtaskIndex: ctx.subtaskIndex,
-        });
-        forced.abort(cancelReason);
-      }, this.cancelGraceMs);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
+      this.#queue.push(run);
+      this.#scheduleDispatch();
+    });
+  }
 
-    const control: TaskControl = { channel: this.#controlName, run: runNumber, started: active.flags.buffer as SharedArrayBuffer, index: active.index };
-    const payload: TaskWorkerPayload = { ...invocation, control };
-    let outcome: TaskWorkerOutcome;
-    try {
-      try {
-        outcome = (await this.#pool.run(payload, { signal: forced.signal })) as TaskWorkerOutcome;
-      } finally {
-        // Logs the task posted before it ended are on our channel already: read them before the result.
-        this.#drainControl();
-      }
-    } catch (error) {
-      settled = true;
-      this.#cleanup(runNumber, active, signal, onAbort, graceTimer);
-      throw this.#fromPiscina(error, ctx, cancelReason, stoppedBy);
+  /** A run's signal fired. */
+  #cancel(run: PendingRun): void {
+    if (run.settled || run.cancelReason !== null) return;
+    const reason = reasonText(run.signal?.reason);
+    run.cancelReason = reason;
+    const batch = run.batch;
+    // Queued here, or in a batch whose thread has not claimed it yet: it never runs (its thread skips it).
+    if (batch === null || Atomics.compareExchange(run.flags, run.index, RUN_QUEUED, RUN_CANCELED) === RUN_QUEUED) {
+      run.stoppedBy = 'before-start';
+      this.#failed++;
+      this.#canceled++;
+      this.#reject(run, this.#error('canceled', run.ctx, `canceled (${reason}); it had not started`, { stoppedBy: 'before-start', graceMs: this.cancelGraceMs }));
+      return;
     }
-    settled = true;
-    this.#cleanup(runNumber, active, signal, onAbort, graceTimer);
+    if (this.cancelGraceMs === 0) {
+      this.#force(run, batch);
+      return;
+    }
+    this.#control.postMessage({ type: 'abort', run: run.number, reason } satisfies ControlToTask);
+    run.graceTimer = setTimeout(() => {
+      // Its outcome may be here already: a thread is only terminated for a run still running.
+      this.#drainControl();
+      if (run.settled || run.batch !== batch) return;
+      const { ctx } = run;
+      this.#emit({
+        source: 'pool',
+        level: 'warn',
+        pool: this.name,
+        message: `task ${label(ctx)} did not stop within ${this.cancelGraceMs} ms of its cancel: terminating its thread`,
+        executionAttemptId: ctx.executionAttemptId,
+        vertexName: ctx.vertexName,
+        subtaskIndex: ctx.subtaskIndex,
+      });
+      this.#force(run, batch);
+    }, this.cancelGraceMs);
+  }
 
-    if (cancelReason !== null) {
+  /** Terminates the thread running `run` (and its batch): the batch's other unfinished runs are re-queued. */
+  #force(run: PendingRun, batch: Batch): void {
+    run.stoppedBy = 'forced';
+    batch.forcedRun = run;
+    batch.forced.abort(run.cancelReason ?? 'canceled');
+  }
+
+  #scheduleDispatch(): void {
+    if (this.#dispatchScheduled) return;
+    this.#dispatchScheduled = true;
+    // A microtask later: runs submitted in the same turn share batches.
+    queueMicrotask(() => this.#dispatch());
+  }
+
+  /**
+   * Sends queued runs to the threads in batches, while fewer than {@link #maxBatchesInFlight} are
+   * out: the queue is split over the free places (so every thread gets work), MAX_BATCH at most each.
+   */
+  #dispatch(): void {
+    this.#dispatchScheduled = false;
+    if (this.#closing !== null) return;
+    if (this.#queue.some((run) => run.settled)) this.#queue = this.#queue.filter((run) => !run.settled);
+    while (this.#queue.length > 0 && this.#batchesInFlight < this.#maxBatchesInFlight) {
+      const places = this.#maxBatchesInFlight - this.#batchesInFlight;
+      const size = Math.min(MAX_BATCH, Math.ceil(this.#queue.length / places));
+      let take = 1;
+      if (!this.#queue[0]!.solo) while (take < size && !this.#queue[take]!.solo) take++;
+      this.#startBatch(this.#queue.splice(0, take));
+    }
+  }
+
+  #startBatch(runs: PendingRun[]): void {
+    const batch: Batch = { runs, forced: new AbortController(), forcedRun: null };
+    this.#batchesInFlight++;
+    this.#batches++;
+    const items: TaskWorkerBatch['items'][number][] = [];
+    for (const run of runs) {
+      run.batch = batch;
+      const { taskModule, context, inputs, config, memory } = run.invocation;
+      // Listed, not spread: one shape for every item.
+      items.push({ taskModule, context, inputs, config, memory, run: run.number, started: run.flags.buffer as SharedArrayBuffer, index: run.index });
+    }
+    const payload: TaskWorkerBatch = { channel: this.#controlName, items };
+    this.#pool.run(payload, { name: 'runBatch', signal: batch.forced.signal }).then(
+      (result: unknown) => this.#batchEnded(batch, result as TaskWorkerBatchResult, undefined),
+      (error: unknown) => this.#batchEnded(batch, null, error),
+    );
+  }
+
+  #batchEnded(batch: Batch, result: TaskWorkerBatchResult | null, error: unknown): void {
+    this.#batchesInFlight--;
+    // The outcomes and logs its runs posted before it ended are on our channel already.
+    this.#drainControl();
+    const last = result?.last;
+    if (last != null) {
+      const run = this.#runs.get(last.run);
+      if (run !== undefined && run.batch === batch) this.#settleOutcome(run, last.outcome);
+    }
+    if (result === null) {
+      this.#batchFailed(batch, error);
+    } else {
+      for (const run of batch.runs) {
+        if (run.settled) continue;
+        // Defensive: a batch that returned has posted or returned every outcome.
+        if (Atomics.load(run.flags, run.index) === RUN_STARTED) {
+          this.#failed++;
+          this.#reject(run, this.#error('thread-exited', run.ctx, 'ended without its outcome reaching the pool', {}));
+        } else this.#requeue(run, new Error('the batch ended before it started'));
+      }
+    }
+    for (const run of batch.runs) {
+      if (run.batch !== batch) continue;
+      run.batch = null;
+      // After a lost thread its flags are not reused: a terminated thread may run on for a moment
+      // and must find nothing there to claim (a few flags per lost thread).
+      if (run.settled && result !== null) this.#freeFlag(run);
+    }
+    this.#scheduleDispatch();
+  }
+
+  /**
+   * The batch's call rejected: its thread was terminated (a forced cancel, the pool closing), ran out
+   * of heap or exited, or the batch could not be sent. The run that was running gets the error;
+   * the runs that had not started are re-queued (a batch that could not be sent: one by one).
+   */
+  #batchFailed(batch: Batch, error: unknown): void {
+    const name = typeof error === 'object' && error !== null && typeof (error as { name?: unknown }).name === 'string' ? (error as { name: string }).name : 'Error';
+    if (name === 'DataCloneError' && batch.runs.length > 1) {
+      for (const run of batch.runs) {
+        if (run.settled) continue;
+        run.solo = true;
+        this.#requeue(run, error, true);
+      }
+      return;
+    }
+    for (const run of batch.runs) {
+      if (run.settled) continue;
+      const started = Atomics.load(run.flags, run.index) === RUN_STARTED;
+      const own = batch.forcedRun === null ? started || name === 'DataCloneError' || this.#closing !== null : run === batch.forcedRun;
+      if (own) this.#reject(run, this.#fromPiscina(error, run.ctx, run.cancelReason, run.stoppedBy));
+      else this.#requeue(run, error);
+    }
+  }
+
+  /** Puts a run of a lost batch back at the head of the queue (at most MAX_REQUEUES times), or fails it. */
+  #requeue(run: PendingRun, error: unknown, free = false): void {
+    if (run.cancelReason !== null) {
+      // Its cancel was on its way to a thread that is gone: the thread's termination stopped it.
+      this.#failed++;
+      this.#canceled++;
+      this.#reject(run, this.#error('canceled', run.ctx, `canceled (${run.cancelReason}); its thread was terminated`, { stoppedBy: 'forced', graceMs: this.cancelGraceMs }));
+      return;
+    }
+    if (this.#closing !== null || (!free && ++run.requeues > MAX_REQUEUES)) {
+      this.#reject(run, this.#fromPiscina(this.#closing !== null ? new Error('Terminating worker thread') : error, run.ctx, null, null));
+      return;
+    }
+    run.batch = null;
+    // A new flag: the lost thread's (see #batchEnded).
+    ({ flags: run.flags, index: run.index } = this.#claimFlag(run.ctx));
+    // Ahead of the runs queued after it (several re-queued runs keep their order: the batch's runs are walked in order).
+    let at = 0;
+    while (at < this.#queue.length && this.#queue[at]!.number < run.number) at++;
+    this.#queue.splice(at, 0, run);
+  }
+
+  /** A run's outcome from its thread. */
+  #settleOutcome(run: PendingRun, outcome: TaskWorkerOutcome): void {
+    if (run.settled) return;
+    const { ctx } = run;
+    if (run.cancelReason !== null) {
       // The task ended on its own after the cancel (on its signal or by finishing): the attempt is canceled either way.
       this.#failed++;
       this.#canceled++;
       const how = outcome.ok ? 'it returned after the cancel' : `it stopped: ${outcome.error.name}: ${outcome.error.message}`;
-      throw this.#error('canceled', ctx, `canceled (${cancelReason}); ${how}`, {
-        stoppedBy: 'cooperative',
-        leakedPagesReleased: outcome.leakedPagesReleased,
-        ...(outcome.ok ? {} : { pagesLeft: outcome.pagesLeft }),
-      });
+      this.#reject(
+        run,
+        this.#error('canceled', ctx, `canceled (${run.cancelReason}); ${how}`, {
+          stoppedBy: 'cooperative',
+          leakedPagesReleased: outcome.leakedPagesReleased,
+          ...(outcome.ok ? {} : { pagesLeft: outcome.pagesLeft }),
+        }),
+      );
+      return;
     }
     if (outcome.ok) {
       this.#completed++;
-      return { output: outcome.output, leakedPagesReleased: outcome.leakedPagesReleased };
+      if (this.#finish(run)) run.resolve({ output: outcome.output, leakedPagesReleased: outcome.leakedPagesReleased });
+      return;
     }
     this.#failed++;
     const { error } = outcome;
     const what =
       outcome.failure === 'bad-module'
-        ? `could not load its task module ${invocation.taskModule}`
+        ? `could not load its task module ${run.invocation.taskModule}`
         : outcome.failure === 'bad-output'
           ? 'returned an output that cannot cross threads'
           : 'threw';
-    throw this.#error(outcome.failure, ctx, `${what}: ${error.name}: ${error.message}`, {
-      cause: error.message,
-      causeName: error.name,
-      ...(error.stack === undefined ? {} : { stack: error.stack }),
-      ...(error.code === undefined ? {} : { code: error.code }),
-      ...(error.tag === undefined ? {} : { causeTag: error.tag, causeReason: error.reason, causeDetails: error.details }),
-      leakedPagesReleased: outcome.leakedPagesReleased,
-      pagesLeft: outcome.pagesLeft,
-    });
+    this.#reject(
+      run,
+      this.#error(outcome.failure, ctx, `${what}: ${error.name}: ${error.message}`, {
+        cause: error.message,
+        causeName: error.name,
+        ...(error.stack === undefined ? {} : { stack: error.stack }),
+        ...(error.code === undefined ? {} : { code: error.code }),
+        ...(error.tag === undefined ? {} : { causeTag: error.tag, causeReason: error.reason, causeDetails: error.details }),
+        leakedPagesReleased: outcome.leakedPagesReleased,
+        pagesLeft: outcome.pagesLeft,
+      }),
+    );
+  }
+
+  #reject(run: PendingRun, error: Error): void {
+    if (this.#finish(run)) run.reject(error);
+  }
+
+  /** Marks a run settled and lets go of it; false when it was already. Its flag is freed once no thread can read it. */
+  #finish(run: PendingRun): boolean {
+    if (run.settled) return false;
+    run.settled = true;
+    clearTimeout(run.graceTimer);
+    if (run.onAbort !== undefined) run.signal?.removeEventListener('abort', run.onAbort);
+    this.#runs.delete(run.number);
+    if (run.batch === null) this.#freeFlag(run);
+    return true;
+  }
+
+  #freeFlag(run: ActiveRun): void {
+    if (run.flags === this.#flags) this.#freeFlags.push(run.index);
   }
 
   /**
@@ -398,7 +625,13 @@ export class SlotTaskPool {
 
   /** Terminates the threads; a running attempt rejects `canceled`. Idempotent. */
   close(): Promise<void> {
-    this.#closing ??= this.#pool.destroy().finally(() => this.#control.close());
+    if (this.#closing === null) {
+      this.#closing = this.#pool.destroy().finally(() => this.#control.close());
+      // Runs not sent to a thread yet end as piscina ends the ones it holds.
+      const queued = this.#queue;
+      this.#queue = [];
+      for (const run of queued) if (!run.settled) this.#reject(run, this.#fromPiscina(new Error('Terminating worker thread'), run.ctx, null, null));
+    }
     return this.#closing;
   }
 
@@ -418,15 +651,13 @@ export class SlotTaskPool {
     return { ctx, flags: this.#flags, index };
   }
 
-  #cleanup(runNumber: number, active: ActiveRun, signal: AbortSignal | undefined, onAbort: () => void, graceTimer: NodeJS.Timeout | undefined): void {
-    clearTimeout(graceTimer);
-    signal?.removeEventListener('abort', onAbort);
-    this.#runs.delete(runNumber);
-    if (active.flags === this.#flags) this.#freeFlags.push(active.index);
-  }
-
-  /** A message from a run: its log lines. */
+  /** A message from a run: its log lines, or its outcome (a run of a batch that goes on). */
   #onControl(message: ControlFromTask): void {
+    if (message?.type === 'outcome') {
+      const run = this.#runs.get(message.run);
+      if (run !== undefined) this.#settleOutcome(run, message.outcome);
+      return;
+    }
     if (message?.type !== 'log') return;
     const ctx = this.#runs.get(message.run)?.ctx;
     this.#emit({

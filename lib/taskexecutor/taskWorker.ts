@@ -95,9 +95,33 @@ export interface TaskWorkerPayload {
   readonly control?: TaskControl;
 }
 
+/**
+ * Several runs in one pool call ({@link runBatch}): run one after another, each with its own
+ * signal, started flag and outcome. A run whose flag the pool has already set to
+ * {@link RUN_CANCELED} (canceled while queued) is skipped.
+ */
+export interface TaskWorkerBatch {
+  /** The name of the pool's BroadcastChannel. */
+  readonly channel: string;
+  readonly items: readonly (Omit<TaskWorkerPayload, 'control'> & { readonly run: number; readonly started: SharedArrayBuffer; readonly index: number })[];
+}
+
+/** What {@link runBatch} returns: the outcome of the last run it ran (the others were posted as each ended), or null. */
+export interface TaskWorkerBatchResult {
+  readonly last: { readonly run: number; readonly outcome: TaskWorkerOutcome } | null;
+}
+
+/** A started flag's values: queued, started (set by the thread), canceled before it started (set by the pool). */
+export const RUN_QUEUED = 0;
+export const RUN_STARTED = 1;
+export const RUN_CANCELED = 2;
+
 /** Messages on a pool's control channel. */
 export type ControlToTask = { readonly type: 'abort'; readonly run: number; readonly reason: string };
-export type ControlFromTask = { readonly type: 'log'; readonly run: number; readonly message: string };
+export type ControlFromTask =
+  | { readonly type: 'log'; readonly run: number; readonly message: string }
+  /** A run of a batch has ended (posted at once, so the pool settles it while the batch goes on). */
+  | { readonly type: 'outcome'; readonly run: number; readonly outcome: TaskWorkerOutcome };
 
 /** An error as plain data. */
 export interface WorkerErrorInfo {
@@ -164,22 +188,51 @@ function controlChannel(name: string): { readonly channel: BroadcastChannel; rea
 
 /** Runs one task attempt; never rejects for the task's own failures (see the module comment). */
 export default async function runTask(payload: TaskWorkerPayload): Promise<TaskWorkerOutcome> {
+  return (await runClaimed(payload, false)) as TaskWorkerOutcome;
+}
+
+/**
+ * Runs the items of a batch one after another. Each claims its started flag (queued → started)
+ * before it runs, so the pool can cancel a queued item by claiming it first (queued → canceled);
+ * each ended item's outcome is posted at once, except the last one's, which is returned.
+ */
+export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchResult> {
+  const pool = controlChannel(batch.channel);
+  let last: TaskWorkerBatchResult['last'] = null;
+  for (const item of batch.items) {
+    // The previous item's outcome goes before this item starts: if this one ends the thread, that one is not lost.
+    if (last !== null) postControl(pool.channel, { type: 'outcome', run: last.run, outcome: last.outcome });
+    last = null;
+    const { run, started, index, ...invocation } = item;
+    const outcome = await runClaimed({ ...invocation, control: { channel: batch.channel, run, started, index } }, true);
+    // null: canceled while queued, and settled by the pool already.
+    if (outcome !== null) last = { run, outcome };
+  }
+  return { last };
+}
+
+function postControl(channel: BroadcastChannel | undefined, message: ControlFromTask): void {
+  try {
+    channel?.postMessage(message);
+  } catch {
+    // The channel is closed (the thread is ending): nothing to tell.
+  }
+}
+
+/** Runs one attempt; with `claim`, only if its flag is still queued (null when the pool canceled it first). */
+async function runClaimed(payload: TaskWorkerPayload, claim: boolean): Promise<TaskWorkerOutcome | null> {
   const { taskModule, context, inputs, config, memory, control } = payload;
   const controller = new AbortController();
   const pool = control === undefined ? undefined : controlChannel(control.channel);
-  const post = (message: ControlFromTask) => {
-    try {
-      pool?.channel.postMessage(message);
-    } catch {
-      // The channel is closed (the thread is ending): nothing to tell.
-    }
-  };
+  const post = (message: ControlFromTask) => postControl(pool?.channel, message);
 
   try {
     if (control !== undefined) {
       // Abortable first, then started: a pool that sees the flag may send its abort at once.
       pool!.running.set(control.run, controller);
-      Atomics.store(new Int32Array(control.started), control.index, 1);
+      const flags = new Int32Array(control.started);
+      if (!claim) Atomics.store(flags, control.index, RUN_STARTED);
+      else if (Atomics.compareExchange(flags, control.index, RUN_QUEUED, RUN_STARTED) !== RUN_QUEUED) return null;
     }
 
     let fn: TaskFunction;

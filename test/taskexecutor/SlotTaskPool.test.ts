@@ -292,3 +292,145 @@ describe('SlotTaskPool (real threads)', function () {
     });
   });
 });
+
+/**
+ * Runs waiting for a thread go to it several per pool call (a batch). With one thread the pool keeps
+ * two batches out and splits the waiting runs over them: n runs submitted in one turn to an idle
+ * pool make a batch of ceil(n / 2) and one of the rest, which is how these tests put runs together.
+ */
+describe('SlotTaskPool batches (real threads)', function () {
+  this.timeout(30_000);
+
+  const logs: SlotTaskPoolLogEntry[] = [];
+  let pool: SlotTaskPool;
+
+  before(() => {
+    pool = new SlotTaskPool({ name: 'slot-batches', cancelGraceMs: 300, log: (entry) => logs.push(entry) });
+  });
+
+  // Each test waits for its own runs' log lines.
+  beforeEach(() => {
+    logs.length = 0;
+  });
+
+  after(async () => {
+    await pool.close();
+  });
+
+  const linesOf = (inv: TaskInvocation) => logs.filter((e) => e.source === 'task' && e.executionAttemptId === inv.context.executionAttemptId);
+  /** Records the order in which runs settle. */
+  const track = <T,>(order: string[], name: string, run: Promise<T>): Promise<T> => {
+    run.then(
+      () => order.push(name),
+      () => order.push(name),
+    );
+    return run;
+  };
+
+  it('sends runs waiting together in one pool call, and isolates them: one that throws fails alone', async () => {
+    const before = pool.stats.batches;
+    const names = ['ok', 'throws', 'ok', 'ok', 'ok', 'ok'];
+    const invocations = names.map((name, i) => invocation(name, { inputs: [i], vertexName: `isolated-${i}`, subtaskIndex: i }));
+    const runs = invocations.map((inv) => pool.run(inv));
+    const results = await Promise.allSettled(runs);
+    // Six runs, two pool calls: [ok, throws, ok] and [ok, ok, ok].
+    await new Promise(setImmediate); // the runs go out a microtask after they are submitted
+    expect(pool.stats.batches - before).to.equal(2);
+    expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+    await failsWith(runs[1]!, 'threw');
+    results.forEach((r, i) => {
+      if (i !== 1) expect((r as PromiseFulfilledResult<{ output: { sum: number } }>).value.output.sum).to.equal(i);
+    });
+    expect(pool.stats).to.include({ running: 0, queued: 0, poolErrors: 0 });
+  });
+
+  it("settles each run of a batch as it ends: a fast run resolves while the slow one after it in the same batch still runs", async () => {
+    const before = pool.stats.batches;
+    const order: string[] = [];
+    const controller = new AbortController();
+    const fast = track(order, 'fast', pool.run(invocation('ok', { inputs: [1], vertexName: 'fast' })));
+    const slow = track(order, 'slow', pool.run(invocation('spin', { config: { cooperative: true, checkEvery: 10_000 }, vertexName: 'slow' }), { signal: controller.signal }));
+    const third = track(order, 'third', pool.run(invocation('ok', { inputs: [3], vertexName: 'third' })));
+    // [fast, slow] and [third].
+    await new Promise(setImmediate); // the runs go out a microtask after they are submitted
+    expect(pool.stats.batches - before).to.equal(2);
+    expect((await fast).output).to.have.property('sum', 1);
+    await logged(logs, /spinning cooperatively/);
+    expect(order).to.deep.equal(['fast']);
+    expect(pool.stats).to.include({ running: 1, queued: 1 });
+    controller.abort('enough');
+    expect((await failsWith(slow, 'canceled')).details).to.include({ stoppedBy: 'cooperative' });
+    expect((await third).output).to.have.property('sum', 3);
+    expect(order).to.deep.equal(['fast', 'slow', 'third']);
+  });
+
+  it('cancels a run queued in a batch behind a running one without running it; the rest of the batch runs', async () => {
+    const blocker = new AbortController();
+    const queuedController = new AbortController();
+    const invocations = [
+      invocation('spin', { config: { cooperative: true, checkEvery: 10_000 }, vertexName: 'blocker' }),
+      invocation('ok', { inputs: [1], vertexName: 'skipped' }),
+      invocation('ok', { inputs: [2], vertexName: 'after-skipped' }),
+      invocation('ok', { inputs: [3], vertexName: 'next-batch' }),
+    ];
+    const before = pool.stats.batches;
+    const running = pool.run(invocations[0]!, { signal: blocker.signal });
+    const skipped = pool.run(invocations[1]!, { signal: queuedController.signal });
+    const others = [pool.run(invocations[2]!), pool.run(invocations[3]!)];
+    // [blocker, skipped] and [after-skipped, next-batch].
+    await new Promise(setImmediate); // the runs go out a microtask after they are submitted
+    expect(pool.stats.batches - before).to.equal(2);
+    await logged(logs, /spinning cooperatively/);
+    queuedController.abort('not needed');
+    const error = await failsWith(skipped, 'canceled');
+    expect(error.details).to.include({ stoppedBy: 'before-start' });
+    blocker.abort();
+    await failsWith(running, 'canceled');
+    expect((await Promise.all(others)).map((r) => (r.output as { sum: number }).sum)).to.deep.equal([2, 3]);
+    expect(linesOf(invocations[1]!)).to.have.lengthOf(0); // it never ran
+    expect(pool.stats).to.include({ running: 0, queued: 0 });
+  });
+
+  it("re-queues the runs of a batch whose thread was terminated to stop one of them; they run once and finish", async () => {
+    const controller = new AbortController();
+    const invocations = [
+      invocation('spin', { config: { cooperative: false }, vertexName: 'stuck' }),
+      ...Array.from({ length: 5 }, (_, i) => invocation('ok', { inputs: [i + 1], vertexName: `requeued-${i}`, subtaskIndex: i })),
+    ];
+    const before = pool.stats.batches;
+    const threadsBefore = pool.threadIds();
+    const stuck = pool.run(invocations[0]!, { signal: controller.signal });
+    const oks = invocations.slice(1).map((inv) => pool.run(inv));
+    // [stuck, requeued-0, requeued-1] and [requeued-2 … 4].
+    await new Promise(setImmediate); // the runs go out a microtask after they are submitted
+    expect(pool.stats.batches - before).to.equal(2);
+    await logged(logs, /spinning forever/);
+    controller.abort('slot freed');
+    const error = await failsWith(stuck, 'canceled');
+    expect(error.details).to.include({ stoppedBy: 'forced', graceMs: 300 });
+    expect((await Promise.all(oks)).map((r) => (r.output as { sum: number }).sum)).to.deep.equal([1, 2, 3, 4, 5]);
+    for (const inv of invocations.slice(1)) expect(linesOf(inv).map((e) => e.message)).to.deep.equal(['summing 1 inputs']);
+    expect(pool.threadIds()).to.not.deep.equal(threadsBefore); // the stuck run's thread was replaced
+    expect(pool.stats).to.include({ running: 0, queued: 0, poolErrors: 0 });
+  });
+
+  it('gives a thread-ending run its error and re-queues the runs after it in its batch', async () => {
+    const invocations = [invocation('exits', { vertexName: 'exits' }), invocation('ok', { inputs: [1], vertexName: 'after-exit' }), invocation('ok', { inputs: [2], vertexName: 'other-batch' })];
+    const before = pool.stats.batches;
+    const [exits, afterExit, other] = invocations.map((inv) => pool.run(inv));
+    // [exits, after-exit] and [other-batch].
+    await new Promise(setImmediate); // the runs go out a microtask after they are submitted
+    expect(pool.stats.batches - before).to.equal(2);
+    expect((await failsWith(exits!, 'thread-exited')).details).to.include({ exitCode: 1 });
+    expect((await afterExit!).output).to.have.property('sum', 1);
+    expect((await other!).output).to.have.property('sum', 2);
+    expect(linesOf(invocations[1]!)).to.have.lengthOf(1);
+  });
+
+  it('refuses only the run that cannot be sent to a thread when it came in a batch', async () => {
+    const runs = [pool.run(invocation('ok', { inputs: [1] })), pool.run(invocation('ok', { inputs: [() => 2] })), pool.run(invocation('ok', { inputs: [3] })), pool.run(invocation('ok', { inputs: [4] }))];
+    const results = await Promise.allSettled(runs);
+    expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).to.be.instanceOf(IllegalArgumentError);
+  });
+});
