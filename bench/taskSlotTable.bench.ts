@@ -117,7 +117,7 @@ const leftovers = {
   slots: actors.table.describe().slots.length,
   closingSlots: snapshot.context.closingSlots,
   children: Object.keys(snapshot.children).length,
-  taskIndex: Object.values(snapshot.context.slots).reduce((n, slot) => n + Object.keys(slot.getSnapshot().context.tasks).length, 0),
+  taskIndex: Object.values(snapshot.context.slots).reduce((n, slot) => n + slot.getSnapshot().context.tasks.size, 0),
   jobs: Object.keys(snapshot.context.slotsPerJob).length,
   pendingTimers: actors.clock.pendingTimers,
   availableIsTotal: actors.table.availableResources.equals(actors.table.totalResourceProfile),

@@ -148,7 +148,7 @@ export function slotOf(context: TaskSlotTableContext, allocationId: AllocationID
 export function slotOfTask(context: TaskSlotTableContext, executionAttemptId: ExecutionAttemptID): TaskSlotRef | undefined {
   for (const index in context.slots) {
     const slot = context.slots[index as unknown as number]!;
-    if (Object.hasOwn(slot.getSnapshot().context.tasks, executionAttemptId)) return slot;
+    if (slot.getSnapshot().context.tasks.has(executionAttemptId)) return slot;
   }
   return undefined;
 }
@@ -197,7 +197,7 @@ function removeFromLedger(context: TaskSlotTableContext, ...leaving: TaskSlotRef
  */
 function planFreeSlot(context: TaskSlotTableContext, slot: TaskSlotRef): { removal: Partial<TaskSlotTableContext>; freed: TaskSlotTableEmitted } | undefined {
   const slotContext = slot.getSnapshot().context;
-  if (Object.keys(slotContext.tasks).length > 0) return undefined;
+  if (slotContext.tasks.size > 0) return undefined;
   return {
     removal: removeFromLedger(context, slot),
     freed: { type: 'slotFreed', allocationId: slotContext.allocationId, jobId: slotContext.jobId, index: slotContext.index },
@@ -283,7 +283,7 @@ export const taskSlotTableMachine = setup({
     freeAllSlots: enqueueActions(({ context, event, enqueue }) => {
       const cause = event.type === 'CLOSE' ? event.cause : undefined;
       const slots = Object.values(context.slots);
-      const empty = slots.filter((slot) => Object.keys(slot.getSnapshot().context.tasks).length === 0);
+      const empty = slots.filter((slot) => slot.getSnapshot().context.tasks.size === 0);
       // One removal for every empty slot: removing them one by one would copy the ledger per slot.
       enqueue.assign(removeFromLedger(context, ...empty));
       for (const slot of empty) {
@@ -301,7 +301,7 @@ export const taskSlotTableMachine = setup({
       const slot = slotOfTask(context, event.executionAttemptId)!;
       const slotContext = slot.getSnapshot().context;
       // A releasing slot leaves the ledger with its last task (Flink: removeTask → slotActions.freeSlot).
-      if (slotState(slot) === 'releasing' && Object.keys(slotContext.tasks).length === 1) {
+      if (slotState(slot) === 'releasing' && slotContext.tasks.size === 1) {
         enqueue.assign(removeFromLedger(context, slot));
         enqueue.emit({ type: 'slotFreed', allocationId: slotContext.allocationId, jobId: slotContext.jobId, index: slotContext.index });
       }

@@ -246,7 +246,7 @@ export class TaskSlotTable {
     const index = slot.getSnapshot().context.index;
     const closed = this.#closingOf(slot);
     // The cause reaches only the tasks still running; build a default one only when there are some.
-    const hasTasks = Object.keys(slot.getSnapshot().context.tasks).length > 0;
+    const hasTasks = slot.getSnapshot().context.tasks.size > 0;
     this.#actor.send({ type: 'FREE_SLOT', allocationId, cause: cause ?? (hasTasks ? new Error(`slot ${AllocationID.short(allocationId)} was freed`) : undefined) });
     return { index, state: slotOf(this.#context, allocationId) === slot ? 'releasing' : 'freed', closed };
   }
@@ -289,7 +289,7 @@ export class TaskSlotTable {
   removeTask(executionAttemptId: ExecutionAttemptID): TaskSlotPayload {
     this.#requireState('removeTask', ['running', 'closing']);
     const slot = slotOfTask(this.#context, executionAttemptId);
-    const task = slot?.getSnapshot().context.tasks[executionAttemptId];
+    const task = slot?.getSnapshot().context.tasks.get(executionAttemptId);
     if (slot === undefined || task === undefined) {
       throw new TaskNotFoundError(`no task ${describeId(executionAttemptId)} in this table`, { executionAttemptId: String(executionAttemptId) });
     }
@@ -324,7 +324,7 @@ export class TaskSlotTable {
   }
 
   getTask(executionAttemptId: ExecutionAttemptID): TaskSlotPayload | undefined {
-    return slotOfTask(this.#context, executionAttemptId)?.getSnapshot().context.tasks[executionAttemptId];
+    return slotOfTask(this.#context, executionAttemptId)?.getSnapshot().context.tasks.get(executionAttemptId);
   }
 
   /** The AllocationID of the slot a task runs in. */
@@ -334,7 +334,7 @@ export class TaskSlotTable {
 
   /** Every task of a job in this table. */
   getTasks(jobId: JobID): TaskSlotPayload[] {
-    return this.getAllocationIdsPerJob(jobId).flatMap((id) => Object.values(slotOf(this.#context, id)!.getSnapshot().context.tasks));
+    return this.getAllocationIdsPerJob(jobId).flatMap((id) => slotOf(this.#context, id)!.getSnapshot().context.tasks.values());
   }
 
   getAllocationIdsPerJob(jobId: JobID): AllocationID[] {
@@ -468,7 +468,7 @@ function info(slot: TaskSlotRef): TaskSlotInfo {
     jobId: c.jobId,
     resourceProfile: c.resourceProfile,
     state: slotState(slot),
-    tasks: Object.keys(c.tasks) as ExecutionAttemptID[],
+    tasks: c.tasks.ids(),
     memoryManager: c.memoryManager as MemoryManager,
   };
 }

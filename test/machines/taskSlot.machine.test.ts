@@ -17,7 +17,7 @@ function startSlot(options: { slotTimeout?: number; releaseTimeout?: number; man
     actions: {
       notifySlotTimedOut: ({ context }) => notifications.push({ type: 'SLOT_TIMED_OUT', allocationId: context.allocationId, ticket: currentTicket(context) }),
       notifyReleaseTimedOut: ({ context }) =>
-        notifications.push({ type: 'SLOT_RELEASE_TIMED_OUT', allocationId: context.allocationId, executionAttemptIds: Object.keys(context.tasks) as never }),
+        notifications.push({ type: 'SLOT_RELEASE_TIMED_OUT', allocationId: context.allocationId, executionAttemptIds: context.tasks.ids() as never }),
     },
   });
   const actor = createActor(machine, {
@@ -44,7 +44,7 @@ describe('taskSlot machine', () => {
       expect(value).to.equal('allocated');
       expect(context).to.include({ index: 0, jobId, allocationId, memoryManager });
       expect(context.resourceProfile.equals(profile(1, 100, 1))).to.equal(true);
-      expect(context.tasks).to.deep.equal({});
+      expect(context.tasks.toJSON()).to.deep.equal({});
     });
 
     it('reports a timeout with its ticket when not activated within the slot timeout', () => {
@@ -61,7 +61,7 @@ describe('taskSlot machine', () => {
       const task = fakeTask(jobId, allocationId);
       expect(actor.getSnapshot().can({ type: 'ADD_TASK', task })).to.equal(false);
       actor.send({ type: 'ADD_TASK', task });
-      expect(actor.getSnapshot().context.tasks).to.deep.equal({});
+      expect(actor.getSnapshot().context.tasks.toJSON()).to.deep.equal({});
       expect(addTaskRefusal('allocated', actor.getSnapshot().context, task)).to.deep.equal({ reason: 'slot-allocated' });
     });
 
@@ -103,7 +103,7 @@ describe('taskSlot machine', () => {
       const b = fakeTask(jobId, allocationId);
       actor.send({ type: 'ADD_TASK', task: a });
       actor.send({ type: 'ADD_TASK', task: b });
-      expect(Object.keys(actor.getSnapshot().context.tasks)).to.have.members([a.executionAttemptId, b.executionAttemptId]);
+      expect(actor.getSnapshot().context.tasks.ids()).to.have.members([a.executionAttemptId, b.executionAttemptId]);
     });
 
     it('refuses a task of another job, another allocation, or a repeated attempt, each for its own reason, unchanged', () => {
@@ -124,7 +124,7 @@ describe('taskSlot machine', () => {
         actor.send({ type: 'ADD_TASK', task });
         expect(actor.getSnapshot().context).to.equal(before);
       }
-      expect(actor.getSnapshot().context.tasks[first.executionAttemptId]).to.equal(first);
+      expect(actor.getSnapshot().context.tasks.get(first.executionAttemptId)).to.equal(first);
     });
 
     it('marked inactive goes back to allocated, keeps its tasks, and its timeout runs again', () => {
@@ -133,7 +133,7 @@ describe('taskSlot machine', () => {
       actor.send({ type: 'ADD_TASK', task: fakeTask(jobId, allocationId) });
       actor.send({ type: 'MARK_INACTIVE' });
       expect(actor.getSnapshot().value).to.equal('allocated');
-      expect(Object.keys(actor.getSnapshot().context.tasks)).to.have.length(1);
+      expect(actor.getSnapshot().context.tasks.ids()).to.have.length(1);
       clock.increment(1_000);
       expect(notifications).to.have.length(1);
     });
@@ -145,7 +145,7 @@ describe('taskSlot machine', () => {
       actor.send({ type: 'ADD_TASK', task });
       expect(actor.getSnapshot().can({ type: 'REMOVE_TASK', executionAttemptId: ExecutionAttemptID.generate() })).to.equal(false);
       actor.send({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId });
-      expect(actor.getSnapshot().context.tasks).to.deep.equal({});
+      expect(actor.getSnapshot().context.tasks.toJSON()).to.deep.equal({});
     });
   });
 

@@ -24,6 +24,7 @@ import {
   type TaskSlotInput,
   type TaskSlotNotification,
   type TaskSlotPayload,
+  type TaskSet,
 } from '../../machines/taskSlot.machine.js';
 import { fakeTask, flushMicrotasks, profile, type FakeTask } from '../support/fixtures.js';
 
@@ -167,7 +168,7 @@ function eventsFor(snapshot: SlotModelSnapshot): ModelEvent[] {
   ];
 }
 
-const sortedTaskNames = (tasks: Record<string, unknown>) => Object.keys(tasks).map((id) => idNames.get(id) ?? id).sort();
+const sortedTaskNames = (tasks: TaskSet<TaskSlotPayload>) => tasks.ids().map((id) => idNames.get(id) ?? id).sort();
 
 /** What identifies a model state: everything that decides what can happen next. */
 function serializeModel(snapshot: SlotModelSnapshot): string {
@@ -216,7 +217,7 @@ function startRealSlot(shutdownFails: boolean) {
     actions: {
       notifySlotTimedOut: ({ context }) => notifications.push({ type: 'SLOT_TIMED_OUT', allocationId: context.allocationId, ticket: currentTicket(context) }),
       notifyReleaseTimedOut: ({ context }) =>
-        notifications.push({ type: 'SLOT_RELEASE_TIMED_OUT', allocationId: context.allocationId, executionAttemptIds: Object.keys(context.tasks) as ExecutionAttemptID[] }),
+        notifications.push({ type: 'SLOT_RELEASE_TIMED_OUT', allocationId: context.allocationId, executionAttemptIds: context.tasks.ids() }),
     },
   });
   const actor = createActor(machine, { clock, input: input(memoryManager) }).start();
@@ -257,7 +258,7 @@ function expectedNotifications(after: SlotModelSnapshot): TaskSlotNotification[]
   return after.actions.flatMap((action): TaskSlotNotification[] => {
     if (action.type === 'notifySlotTimedOut') return [{ type: 'SLOT_TIMED_OUT', allocationId, ticket: currentTicket(context) }];
     if (action.type === 'notifyReleaseTimedOut') {
-      return [{ type: 'SLOT_RELEASE_TIMED_OUT', allocationId, executionAttemptIds: Object.keys(context.tasks) as ExecutionAttemptID[] }];
+      return [{ type: 'SLOT_RELEASE_TIMED_OUT', allocationId, executionAttemptIds: context.tasks.ids() }];
     }
     return [];
   });
@@ -288,7 +289,7 @@ async function walk(path: StatePath<SlotModelSnapshot, ModelEvent>): Promise<voi
     const settling = apply(real, model, step.event, armedAt);
     if (settling !== undefined) await settling;
     for (const action of next.actions) if (action.type === 'schedule') armedAt.set(action.id!, real.clock.now());
-    if (next.actions.some((action) => action.type === 'failTasks')) expectedFailures += Object.keys(next.machine.context.tasks).length;
+    if (next.actions.some((action) => action.type === 'failTasks')) expectedFailures += next.machine.context.tasks.size;
     model = next;
 
     const snapshot = real.actor.getSnapshot();

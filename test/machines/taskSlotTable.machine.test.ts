@@ -191,7 +191,7 @@ describe('taskSlotTable machine', () => {
       actor.send({ type: 'ADD_TASK', task });
       expect(ctx()).to.include({ slots, allocations, slotsPerJob, budget });
       actor.send({ type: 'ADD_TASK', task }); // the same attempt again: refused
-      expect(Object.keys(ctx().slots[0]!.getSnapshot().context.tasks)).to.deep.equal([task.executionAttemptId]);
+      expect(ctx().slots[0]!.getSnapshot().context.tasks.ids()).to.deep.equal([task.executionAttemptId]);
       actor.send({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId });
       expect(ctx()).to.include({ slots, allocations, slotsPerJob, budget });
       expect(slotOfTask(ctx(), task.executionAttemptId)).to.equal(undefined);
@@ -209,7 +209,7 @@ describe('taskSlotTable machine', () => {
       const task = fakeTask(jobId, id);
       actor.send({ type: 'ADD_TASK', task });
       expect(slotOfTask(ctx(), task.executionAttemptId)).to.equal(ctx().slots[0]);
-      expect(Object.keys(ctx().slots[0]!.getSnapshot().context.tasks)).to.deep.equal([task.executionAttemptId]);
+      expect(ctx().slots[0]!.getSnapshot().context.tasks.ids()).to.deep.equal([task.executionAttemptId]);
     });
   });
 

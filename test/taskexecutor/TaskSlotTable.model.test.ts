@@ -186,7 +186,7 @@ function project(actor: TableActor): TableView {
     slots: Object.values(context.slots)
       .map((slot) => {
         const c = slot.getSnapshot().context;
-        return { index: c.index, allocation: label(c.allocationId), job: label(c.jobId), state: slotState(slot), tasks: Object.keys(c.tasks).map(label).sort() };
+        return { index: c.index, allocation: label(c.allocationId), job: label(c.jobId), state: slotState(slot), tasks: c.tasks.ids().map(label).sort() };
       })
       .sort((a, b) => a.index - b.index),
     closing: context.closingSlots > 0,
