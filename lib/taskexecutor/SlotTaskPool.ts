@@ -60,6 +60,7 @@ import type {
   TaskWorkerBatchResult,
   TaskWorkerOutcome,
 } from './taskWorker.js';
+import { RUN_CANCELED, RUN_QUEUED, RUN_STARTED } from './runFlags.js';
 
 export type { TaskContext, TaskFunction, TaskInvocationContext } from './taskWorker.js';
 
@@ -151,10 +152,6 @@ const DEFAULT_CANCEL_GRACE_MS = 5_000;
 /** Started flags in the first shared buffer; a pool with more runs outstanding gets a buffer twice as large. */
 const INITIAL_RUN_FLAGS = 64;
 
-/** A started flag's values, as in taskWorker.ts (not imported: this module must not load the thread's code). */
-const RUN_QUEUED = 0;
-const RUN_STARTED = 1;
-const RUN_CANCELED = 2;
 /** At most this many runs per pool call (batch). */
 const MAX_BATCH = 16;
 /** A run is re-queued at most this often after its batch's thread was lost (then it fails with that error). */

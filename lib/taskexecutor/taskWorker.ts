@@ -27,6 +27,7 @@ import { format } from 'node:util';
 import v8 from 'node:v8';
 import { BroadcastChannel, resourceLimits } from 'node:worker_threads';
 import { MemoryManager, type SharedMemoryHandle } from './MemoryManager.js';
+import { RUN_QUEUED, RUN_STARTED } from './runFlags.js';
 
 /** The plain, structured-cloneable context of one attempt (DESIGN.md, "The job model"). */
 export interface TaskInvocationContext {
@@ -98,7 +99,7 @@ export interface TaskWorkerPayload {
 /**
  * Several runs in one pool call ({@link runBatch}): run one after another, each with its own
  * signal, started flag and outcome. A run whose flag the pool has already set to
- * {@link RUN_CANCELED} (canceled while queued) is skipped.
+ * RUN_CANCELED (runFlags.ts) (canceled while queued) is skipped.
  */
 export interface TaskWorkerBatch {
   /** The name of the pool's BroadcastChannel. */
@@ -110,11 +111,6 @@ export interface TaskWorkerBatch {
 export interface TaskWorkerBatchResult {
   readonly last: { readonly run: number; readonly outcome: TaskWorkerOutcome } | null;
 }
-
-/** A started flag's values: queued, started (set by the thread), canceled before it started (set by the pool). */
-export const RUN_QUEUED = 0;
-export const RUN_STARTED = 1;
-export const RUN_CANCELED = 2;
 
 /** Messages on a pool's control channel. */
 export type ControlToTask = { readonly type: 'abort'; readonly run: number; readonly reason: string };
