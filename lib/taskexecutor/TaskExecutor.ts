@@ -388,7 +388,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     if (!this.#tasks.has(executionAttemptId)) return;
     this.#tasks.delete(executionAttemptId);
     this.#report(task, state, output, error);
-    if (this.table.getTask(executionAttemptId) !== undefined) this.table.removeTask(executionAttemptId);
+    this.table.removeTaskIfPresent(executionAttemptId);
   }
 
   /**

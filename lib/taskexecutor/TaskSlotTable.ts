@@ -288,11 +288,26 @@ export class TaskSlotTable {
    */
   removeTask(executionAttemptId: ExecutionAttemptID): TaskSlotPayload {
     this.#requireState('removeTask', ['running', 'closing']);
-    const slot = slotOfTask(this.#context, executionAttemptId);
-    const task = slot?.getSnapshot().context.tasks.get(executionAttemptId);
-    if (slot === undefined || task === undefined) {
+    const task = this.#remove(executionAttemptId);
+    if (task === undefined) {
       throw new TaskNotFoundError(`no task ${describeId(executionAttemptId)} in this table`, { executionAttemptId: String(executionAttemptId) });
     }
+    return task;
+  }
+
+  /**
+   * Removes the task if the table still holds it, in one lookup; otherwise (already removed, or the
+   * table closed) does nothing and returns undefined. What a TaskExecutor does when a task ends.
+   */
+  removeTaskIfPresent(executionAttemptId: ExecutionAttemptID): TaskSlotPayload | undefined {
+    const state = this.state;
+    return state === 'running' || state === 'closing' ? this.#remove(executionAttemptId) : undefined;
+  }
+
+  #remove(executionAttemptId: ExecutionAttemptID): TaskSlotPayload | undefined {
+    const slot = slotOfTask(this.#context, executionAttemptId);
+    const task = slot?.getSnapshot().context.tasks.get(executionAttemptId);
+    if (slot === undefined || task === undefined) return undefined;
     // A releasing slot may leave the ledger with this task: the table decides. Otherwise the
     // table's REMOVE_TASK only forwards it to the slot.
     if (slotState(slot) === 'releasing') this.#actor.send({ type: 'REMOVE_TASK', executionAttemptId });

@@ -348,6 +348,17 @@ describe('TaskSlotTable', () => {
       expect(table.getTask(task.executionAttemptId)).to.equal(undefined);
       expectRefusal(table, () => table.removeTask(task.executionAttemptId), TaskNotFoundError, 'unknown-execution-attempt');
     });
+
+    it('removeTaskIfPresent removes a task it holds and ignores one it does not, also once the table is closed', async () => {
+      const { table, jobId, allocationId } = activeSlot();
+      const task = fakeTask(jobId, allocationId);
+      table.addTask(task);
+      expect(table.removeTaskIfPresent(task.executionAttemptId)).to.equal(task);
+      expect(table.getTask(task.executionAttemptId)).to.equal(undefined);
+      expect(table.removeTaskIfPresent(task.executionAttemptId)).to.equal(undefined);
+      await table.closeAsync();
+      expect(table.removeTaskIfPresent(task.executionAttemptId)).to.equal(undefined);
+    });
   });
 
   describe('freeSlot', () => {
