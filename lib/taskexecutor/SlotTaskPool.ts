@@ -361,7 +361,7 @@ export class SlotTaskPool {
       const run = new PendingRun(flags, index, this.#nextRun++, invocation, signal, resolve, reject);
       this.#runs.set(run.number, run);
       if (signal !== undefined) {
-        run.onAbort = () => this.#cancel(run);
+        run.onAbort = () => this.#cancel(run, reasonText(signal.reason));
         signal.addEventListener('abort', run.onAbort, { once: true });
       }
       this.#queue.push(run);
@@ -369,10 +369,25 @@ export class SlotTaskPool {
     });
   }
 
-  /** A run's signal fired. */
-  #cancel(run: PendingRun): void {
+  /**
+   * Cancels every run of the attempt `executionAttemptId` still queued or running here, as aborting
+   * its signal would (see the module comment): the run rejects with TaskExecutionError 'canceled'.
+   * False when no such run is here (never submitted, or settled already). For a caller that would
+   * otherwise make an AbortController per run only to cancel a few (a TaskExecutor).
+   */
+  cancel(executionAttemptId: string, reason: string): boolean {
+    let found = false;
+    for (const run of this.#runs.values()) {
+      if (run.ctx.executionAttemptId !== executionAttemptId || run.settled) continue;
+      found = true;
+      this.#cancel(run, reason);
+    }
+    return found;
+  }
+
+  /** A run's signal fired, or {@link cancel} named it. */
+  #cancel(run: PendingRun, reason: string): void {
     if (run.settled || run.cancelReason !== null) return;
-    const reason = reasonText(run.signal?.reason);
     run.cancelReason = reason;
     const batch = run.batch;
     // Queued here, or in a batch whose thread has not claimed it yet: it never runs (its thread skips it).

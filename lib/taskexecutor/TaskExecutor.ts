@@ -25,7 +25,15 @@ import { TaskSlotTable, type TaskSlotOutput } from './TaskSlotTable.js';
 
 /** Runs a slot's tasks (a piscina pool in production, a double in tests). */
 export interface SlotTaskRunner {
-  run(invocation: TaskInvocation, options: { signal: AbortSignal }): Promise<{ output: unknown; leakedPagesReleased?: number }>;
+  /** Runs one attempt: resolves with its output; rejects when it fails or is canceled. */
+  run(invocation: TaskInvocation): Promise<{ output: unknown; leakedPagesReleased?: number }>;
+  /**
+   * Cancels the attempt if it is queued or running here (its run then rejects, canceled); false if
+   * it is not here. A cancel names the attempt rather than aborting a signal: a TaskExecutor runs
+   * thousands of attempts and cancels few, and an AbortController per attempt costs more than a
+   * trivial task's bookkeeping.
+   */
+  cancel(executionAttemptId: ExecutionAttemptID, reason: string): boolean;
   close(): Promise<void>;
 }
 
@@ -53,7 +61,8 @@ type Lifecycle = 'created' | 'registering' | 'registered' | 'shutting-down' | 's
 
 interface RunningTask {
   readonly descriptor: TaskDeploymentDescriptor;
-  readonly controller: AbortController;
+  /** The slot's runner once the attempt was handed to it (a cancel before that stops it in #run). */
+  runner: SlotTaskRunner | null;
   state: ExecutionState;
   cancelCause: string | null;
 }
@@ -158,8 +167,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     if (owner === undefined) throw new SlotNotFoundError(`could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.resourceId} has no slot ${AllocationID.short(allocationId)}`, { allocationId, executionAttemptId });
     if (owner !== jobId) throw new SlotOwnerMismatchError('job-mismatch', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(owner)}`, { allocationId, jobId, expected: owner });
     if (!this.table.markSlotActive(allocationId)) throw new SlotNotActiveError('slot-releasing', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} is releasing`, { allocationId });
-    const controller = new AbortController();
-    const task: RunningTask = { descriptor, controller, state: 'deploying', cancelCause: null };
+    const task: RunningTask = { descriptor, runner: null, state: 'deploying', cancelCause: null };
     this.table.addTask({ executionAttemptId, jobId, allocationId, failExternally: (cause) => this.#cancel(executionAttemptId, `the slot was freed: ${describe(cause)}`) });
     this.#tasks.set(executionAttemptId, task);
     this.#report(task, 'deploying');
@@ -364,7 +372,8 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.#report(task, 'initializing');
     let result: Promise<{ output: unknown }>;
     try {
-      result = this.#runnerFor(descriptor.allocationId).run(invocation, { signal: task.controller.signal });
+      task.runner = this.#runnerFor(descriptor.allocationId);
+      result = task.runner.run(invocation);
     } catch (error) {
       result = Promise.reject(error);
     }
@@ -380,7 +389,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     const task = this.#tasks.get(executionAttemptId);
     if (task === undefined || task.cancelCause !== null) return;
     task.cancelCause = cause;
-    task.controller.abort(new Error(cause));
+    task.runner?.cancel(executionAttemptId, cause);
   }
 
   #finish(task: RunningTask, state: 'finished' | 'failed' | 'canceled', output: unknown, error?: SerializedError): void {

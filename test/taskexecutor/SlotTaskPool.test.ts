@@ -9,6 +9,7 @@ import { IllegalArgumentError, IllegalStateError, isSlotwiseError, reviveError, 
 import { AllocationID, ExecutionAttemptID, JobID } from '../../lib/core/ids.js';
 import { MemoryManager } from '../../lib/taskexecutor/MemoryManager.js';
 import { SlotTaskPool, type SlotTaskPoolLogEntry, type TaskInvocation } from '../../lib/taskexecutor/SlotTaskPool.js';
+import { eventually } from '../support/eventually.js';
 
 const task = (name: string) => fileURLToPath(new URL(`../fixtures/tasks/${name}.ts`, import.meta.url));
 
@@ -168,6 +169,25 @@ describe('SlotTaskPool (real threads)', function () {
       blocker.abort();
       await failsWith(running, 'canceled');
     });
+
+    it('cancels by ExecutionAttemptID as its signal would: a running run stops cooperatively, a queued one never runs, an unknown one is refused', async () => {
+      const spinning = invocation('spin', { config: { cooperative: true, checkEvery: 10_000 } });
+      const running = pool.run(spinning);
+      const queuedInvocation = invocation('ok');
+      const queued = pool.run(queuedInvocation);
+      // Its own log line (earlier tests logged the same words).
+      const id = spinning.context.executionAttemptId;
+      await eventually(() => logs.some((e) => e.executionAttemptId === id && /spinning cooperatively/.test(e.message)), 'the spinning run to start');
+      expect(pool.cancel(queuedInvocation.context.executionAttemptId, 'job canceled')).to.equal(true);
+      expect((await failsWith(queued, 'canceled')).details).to.include({ stoppedBy: 'before-start' });
+      expect(pool.cancel(spinning.context.executionAttemptId, 'slot freed')).to.equal(true);
+      const error = await failsWith(running, 'canceled');
+      expect(error.details).to.include({ stoppedBy: 'cooperative' });
+      expect(error.message).to.contain('canceled (slot freed)');
+      // Settled: nothing left to cancel.
+      expect(pool.cancel(spinning.context.executionAttemptId, 'again')).to.equal(false);
+      expect(pool.stats.running + pool.stats.queued).to.equal(0);
+    });
   });
 
   it('fails a missing module, or one without a default export function, with "bad-module"', async () => {
@@ -287,7 +307,7 @@ describe('SlotTaskPool (real threads)', function () {
       const stats = pool.stats;
       expect(stats.completed).to.be.at.least(7);
       expect(stats.failed).to.be.at.least(13);
-      expect(stats.canceled).to.equal(5);
+      expect(stats.canceled).to.equal(7); // five through signals, two by ExecutionAttemptID
       expect(stats).to.include({ running: 0, queued: 0, poolErrors: 0, threads: 1 });
     });
   });

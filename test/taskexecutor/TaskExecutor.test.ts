@@ -64,13 +64,20 @@ function harness(options: { registration?: Array<RegistrationResponse | Error> }
       calls.push(['notifySlotFreed', allocationId]);
     },
   };
-  const runs = new Map<EAID, { invocation: TaskInvocation; signal: AbortSignal; result: ReturnType<typeof deferred<{ output: unknown }>> }>();
+  const runs = new Map<EAID, { invocation: TaskInvocation; canceled: string | null; result: ReturnType<typeof deferred<{ output: unknown }>> }>();
   const runner: SlotTaskRunner = {
-    run: (invocation, { signal }) => {
+    run: (invocation) => {
       const result = deferred<{ output: unknown }>();
-      runs.set(invocation.context.executionAttemptId as EAID, { invocation, signal, result });
-      signal.addEventListener('abort', () => result.reject(new TaskExecutionError('canceled', 'canceled', { executionAttemptId: invocation.context.executionAttemptId, vertexName: invocation.context.vertexName, cause: 'aborted' })));
+      runs.set(invocation.context.executionAttemptId as EAID, { invocation, canceled: null, result });
       return result.promise;
+    },
+    cancel: (executionAttemptId, reason) => {
+      const run = runs.get(executionAttemptId);
+      if (run === undefined || run.canceled !== null) return false;
+      run.canceled = reason;
+      const { context } = run.invocation;
+      run.result.reject(new TaskExecutionError('canceled', 'canceled', { executionAttemptId: context.executionAttemptId, vertexName: context.vertexName, cause: reason }));
+      return true;
     },
     close: async () => void calls.push(['runner.close']),
   };
@@ -298,7 +305,7 @@ describe('TaskExecutor endpoint', () => {
       expect(await h.call(() => h.te.submitTask(descriptor(allocationId, { jobId: JobID.generate() }))).catch((e: unknown) => e)).to.be.instanceOf(SlotOwnerMismatchError);
     });
 
-    it('cancels a task through its AbortSignal and reports it canceled', async () => {
+    it('cancels a task through its slot runner and reports it canceled', async () => {
       const h = harness();
       await h.started();
       const allocationId = await slotFor(h);
@@ -307,7 +314,7 @@ describe('TaskExecutor endpoint', () => {
       await settle();
       await h.call(() => h.te.cancelTask(tdd.executionAttemptId));
       await settle();
-      expect(h.runs.get(tdd.executionAttemptId)!.signal.aborted).to.equal(true);
+      expect(h.runs.get(tdd.executionAttemptId)!.canceled).to.equal('canceled by the JobMaster');
       expect(h.states.at(-1)!.state).to.equal('canceled');
     });
 
