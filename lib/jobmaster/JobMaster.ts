@@ -224,6 +224,8 @@ export class JobMaster implements JobMasterGateway {
     const record = this.#byAttempt.get(update.executionAttemptId);
     // An older attempt, or a subtask restarted meanwhile: ignore.
     if (record === undefined || record.executionAttemptId !== update.executionAttemptId || TERMINAL.has(record.state)) return;
+    // Nothing changes (a TaskExecutor repeating 'deploying', where the JobMaster put it): no event.
+    if (record.state === update.state) return;
     record.state = update.state;
     this.#emitTask(record, update.error ?? null);
     if (update.state === 'finished') this.#finished(record, update.output);
@@ -285,7 +287,10 @@ export class JobMaster implements JobMasterGateway {
     const inputs: Record<string, unknown[]> = {};
     for (const input of this.graph.inputsOf(record.vertex)) inputs[input.edge.from] = input.producers.map((p) => this.#executions.get(p.key)!.output);
     const { jobVertex, id } = record.vertex;
+    // As Flink's Execution.deploy: the JobMaster moves the attempt to DEPLOYING as it submits it;
+    // the TaskExecutor reports what comes after (initializing, running, the end).
     record.state = 'deploying';
+    this.#emitTask(record, null);
     const attempt = record.executionAttemptId;
     this.mailbox.whenComplete(
       gateway.submitTask({

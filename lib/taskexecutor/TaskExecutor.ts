@@ -170,7 +170,8 @@ export class TaskExecutor implements TaskExecutorGateway {
     const task: RunningTask = { descriptor, runner: null, state: 'deploying', cancelCause: null };
     this.table.addTask({ executionAttemptId, jobId, allocationId, failExternally: (cause) => this.#cancel(executionAttemptId, `the slot was freed: ${describe(cause)}`) });
     this.#tasks.set(executionAttemptId, task);
-    this.#report(task, 'deploying');
+    // Deploying, where the JobMaster put it when it submitted (Flink's Task does not report it):
+    // the reports start with initializing.
     this.mailbox.execute(() => this.#run(task));
   }
 

@@ -22,7 +22,7 @@ describe('runtime on worker threads', function () {
     const finished = await cluster.jobMaster.until(() => cluster.jobMaster.terminalState(tdd.executionAttemptId), 'the task to finish');
     expect(finished.state).to.equal('finished');
     expect(finished.output).to.deep.include({ sum: 6, config: { greeting: 'hi' }, hasMemoryManager: true });
-    expect(cluster.jobMaster.states.filter((s) => s.executionAttemptId === tdd.executionAttemptId).map((s) => s.state)).to.deep.equal(['deploying', 'initializing', 'running', 'finished']);
+    expect(cluster.jobMaster.states.filter((s) => s.executionAttemptId === tdd.executionAttemptId).map((s) => s.state)).to.deep.equal(['initializing', 'running', 'finished']);
     // Heartbeats carry the slot report: the slot shows active.
     await new Promise((resolve) => setTimeout(resolve, 500));
     const overview = cluster.rm.slotManager.overview();

@@ -237,7 +237,7 @@ describe('TaskExecutor endpoint', () => {
   });
 
   describe('tasks', () => {
-    it('runs a submitted task on its slot\'s runner and reports deploying → initializing → running → finished with the output', async () => {
+    it('runs a submitted task on its slot\'s runner and reports initializing → running → finished with the output', async () => {
       const h = harness();
       await h.started();
       const allocationId = await slotFor(h);
@@ -251,8 +251,8 @@ describe('TaskExecutor endpoint', () => {
       expect(h.calls).to.deep.include(['createTaskRunner', 'te-test/0', 128]); // 256 mb heap / 2 slots
       run.result.resolve({ output: { to: 1, be: 1 } });
       await settle();
-      expect(h.states.map((s) => s.state)).to.deep.equal(['deploying', 'initializing', 'running', 'finished']);
-      expect(h.states[3]!.output).to.deep.equal({ to: 1, be: 1 });
+      expect(h.states.map((s) => s.state)).to.deep.equal(['initializing', 'running', 'finished']); // deploying is the JobMaster's own
+      expect(h.states[2]!.output).to.deep.equal({ to: 1, be: 1 });
       expect(h.te.table.getTask(tdd.executionAttemptId)).to.equal(undefined);
       expect(h.te.table.getTaskSlot(allocationId)!.state).to.equal('active');
     });
@@ -266,13 +266,13 @@ describe('TaskExecutor endpoint', () => {
       h.batches.length = 0;
       await Promise.all([h.call(() => h.te.submitTask(a)), h.call(() => h.te.submitTask(b))]);
       await settle();
-      expect(h.batches).to.deep.equal([6]);
+      expect(h.batches).to.deep.equal([4]);
       expect(h.states.map((s) => `${s.executionAttemptId === a.executionAttemptId ? 'a' : 'b'}:${s.state}`)).to.deep.equal([
-        'a:deploying', 'b:deploying', 'a:initializing', 'a:running', 'b:initializing', 'b:running',
+        'a:initializing', 'a:running', 'b:initializing', 'b:running',
       ]);
       h.runs.get(a.executionAttemptId)!.result.resolve({ output: 1 });
       await settle();
-      expect(h.batches).to.deep.equal([6, 1]);
+      expect(h.batches).to.deep.equal([4, 1]);
       expect(h.states.at(-1)).to.include({ executionAttemptId: a.executionAttemptId, state: 'finished', output: 1 });
       // Freeing the slot cancels b: its 'canceled' must reach the JobMaster before notifySlotFreed.
       const before = h.states.length;
