@@ -40,6 +40,10 @@ export class BenchJobMaster implements JobMasterGateway {
   }
 
   async updateTaskExecutionState(state: TaskExecutionStateWire): Promise<void> {
+    this.#apply(state);
+  }
+
+  #apply(state: TaskExecutionStateWire): void {
     this.reports++;
     this.stateCounts[state.state]++;
     if (state.state !== 'finished' && state.state !== 'failed' && state.state !== 'canceled') return;
@@ -56,7 +60,8 @@ export class BenchJobMaster implements JobMasterGateway {
   /** The batched form the TaskExecutor sends: its states are counted like single reports. */
   async updateTaskExecutionStates(states: readonly TaskExecutionStateWire[]): Promise<void> {
     this.batches++;
-    for (const state of states) await this.updateTaskExecutionState(state);
+    // All in this turn, as the JobMaster applies a batch: the tasks launched in answer go out together.
+    for (const state of states) this.#apply(state);
   }
 
   async notifySlotFreed(): Promise<void> {}

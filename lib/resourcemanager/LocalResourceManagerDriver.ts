@@ -14,6 +14,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import { ResourceID } from '../core/ids.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { connectGateway, serveGateway } from '../rpc/connect.js';
+import { batchSubmissions, type BatchingTaskExecutorGateway } from '../rpc/batchedSubmissions.js';
 import { GATEWAY, type TaskExecutorGateway } from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
 import type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from './ResourceManagerDriver.js';
@@ -174,7 +175,8 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     if (inspect !== undefined) link.channel(INSPECT_CHANNEL).addEventListener('message', (event) => inspect(resourceId, event.data));
     const log = this.#o.log;
     if (log !== undefined) link.channel(LOG_CHANNEL).addEventListener('message', (event) => log(`[${resourceId}] ${String(event.data)}`));
-    const gateway = connectGateway<TaskExecutorGateway>(link, 'te', { gateway: GATEWAY.taskExecutor, timeoutMs: this.#options['rpc.ask.timeout'], clock: this.#clock, endpoint: resourceId });
+    // The submitTask calls of one turn (a JobMaster deploying, the next tasks after a finished batch) go as one call.
+    const gateway = batchSubmissions(connectGateway<BatchingTaskExecutorGateway>(link, 'te', { gateway: GATEWAY.taskExecutor, timeoutMs: this.#options['rpc.ask.timeout'], clock: this.#clock, endpoint: resourceId }));
     let resolveEnded!: () => void;
     const worker: Worker = {
       resourceId,

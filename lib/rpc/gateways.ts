@@ -26,7 +26,7 @@ export interface TaskExecutorGateway {
   freeInactiveSlots(jobId: JobID): Promise<void>;
   /** Runs a subtask attempt in its slot. Resolves once accepted; progress goes to the JobMaster. */
   submitTask(descriptor: TaskDeploymentDescriptor): Promise<void>;
-  /** Cancels an attempt: its AbortSignal first, a forced stop after a deadline. */
+  /** Cancels an attempt: the task is asked to stop (its context.signal), then stopped by force after a deadline. */
   cancelTask(executionAttemptId: ExecutionAttemptID): Promise<void>;
   /** The ResourceManager's heartbeat; answered with the current slot report. */
   heartbeatFromResourceManager(): Promise<SlotReportWire>;

@@ -16,7 +16,9 @@ import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../cor
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { ResourceProfile } from '../core/ResourceProfile.js';
 import { totalResourceProfile } from '../core/TaskExecutorResourceUtils.js';
-import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
+import type { BatchingTaskExecutorGateway, SubmitTaskOutcome } from '../rpc/batchedSubmissions.js';
+import { serializeError as toWireError } from '../rpc/errorTransfer.js';
+import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ExecutionState, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../rpc/protocol.js';
 import { slotReportToWire } from '../rpc/slotReportWire.js';
@@ -67,7 +69,7 @@ interface RunningTask {
   cancelCause: string | null;
 }
 
-export class TaskExecutor implements TaskExecutorGateway {
+export class TaskExecutor implements BatchingTaskExecutorGateway {
   readonly resourceId: ResourceID;
   readonly mailbox: MainThreadExecutor;
   readonly options: ResolvedOptions;
@@ -160,6 +162,32 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   async submitTask(descriptor: TaskDeploymentDescriptor): Promise<void> {
     this.#requireRunning('submitTask');
+    this.#submit(descriptor);
+  }
+
+  /**
+   * Several submitTask calls in one (what a JobMaster's gateway sends for the submissions of one
+   * turn): each descriptor is accepted or refused on its own, in order, exactly as submitTask would;
+   * the answer says, per descriptor, null (accepted) or the error that refused it.
+   */
+  async submitTasks(descriptors: readonly TaskDeploymentDescriptor[]): Promise<SubmitTaskOutcome[]> {
+    this.#requireRunning('submitTasks');
+    if (!Array.isArray(descriptors)) {
+      throw new IllegalArgumentError('invalid-type', `submitTasks: descriptors must be an array of task deployment descriptors, got ${descriptors === null ? 'null' : typeof descriptors}`, { argument: 'descriptors' });
+    }
+    const outcomes: SubmitTaskOutcome[] = [];
+    for (const descriptor of descriptors) {
+      try {
+        this.#submit(descriptor);
+        outcomes.push(null);
+      } catch (error) {
+        outcomes.push(toWireError(error));
+      }
+    }
+    return outcomes;
+  }
+
+  #submit(descriptor: TaskDeploymentDescriptor): void {
     checkDescriptor(descriptor);
     const { allocationId, jobId, executionAttemptId } = descriptor;
     // The owner alone (not getTaskSlot, which lists the slot's tasks): this runs for every task.

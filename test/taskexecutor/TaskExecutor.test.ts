@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { SimulatedClock } from '../../lib/core/clock.js';
-import { IllegalStateError, RpcTimeoutError, SlotNotFoundError, SlotOwnerMismatchError, TaskExecutionError } from '../../lib/core/errors.js';
+import { IllegalArgumentError, IllegalStateError, RpcTimeoutError, SlotNotFoundError, SlotOwnerMismatchError, TaskExecutionError } from '../../lib/core/errors.js';
 import { AllocationID, ExecutionAttemptID, JobID, ResourceID, type ExecutionAttemptID as EAID } from '../../lib/core/ids.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../../lib/rpc/gateways.js';
@@ -255,6 +255,23 @@ describe('TaskExecutor endpoint', () => {
       expect(h.states[2]!.output).to.deep.equal({ to: 1, be: 1 });
       expect(h.te.table.getTask(tdd.executionAttemptId)).to.equal(undefined);
       expect(h.te.table.getTaskSlot(allocationId)!.state).to.equal('active');
+    });
+
+    it('submitTasks accepts or refuses each descriptor as submitTask would, in order, and runs the accepted ones', async () => {
+      const h = harness();
+      await h.started();
+      const allocationId = await slotFor(h);
+      const ok = descriptor(allocationId);
+      const unknownSlot = descriptor(AllocationID.generate());
+      const duplicate = { ...ok };
+      const outcomes = await h.call(() => h.te.submitTasks([ok, unknownSlot, duplicate]));
+      expect(outcomes[0]).to.equal(null);
+      expect(outcomes[1]).to.include({ _tag: 'SlotNotFoundError' });
+      expect(outcomes[2]).to.include({ _tag: 'DuplicateTaskError' });
+      await settle();
+      expect([...h.runs.keys()]).to.deep.equal([ok.executionAttemptId]);
+      const notAnArray = await h.call(() => h.te.submitTasks(ok as never)).catch((e: unknown) => e);
+      expect(notAnArray).to.be.instanceOf(IllegalArgumentError).and.to.have.property('message').that.matches(/descriptors must be an array/);
     });
 
     it('sends the states of one turn as one updateTaskExecutionStates call, in order, and a task\'s end before its freed slot', async () => {
