@@ -11,7 +11,9 @@
  *
  * Flink's TaskSlot has no FREE state: a freed slot leaves the TaskSlotTable; here the actor ends in
  * `done` with its leak report as output. Tasks are added only while `active`, only with the slot's
- * JobID and AllocationID, never the same ExecutionAttemptID twice (`addTaskRefusal`).
+ * JobID and AllocationID, never the same ExecutionAttemptID twice (`addTaskRefusal`). ADD_TASKS and
+ * REMOVE_TASKS do the same for the tasks a TaskExecutor started or ended in one turn: one event
+ * (one snapshot for the inspector) instead of one per task, all added or none.
  *
  * Pure: the only effects are calls on the objects handed in (a task's failExternally, the memory
  * manager's shutdown) and the two notifications, which default to sendParent and are replaced with
@@ -75,7 +77,11 @@ export type TaskSlotEvent =
   | { type: 'MARK_ACTIVE' }
   | { type: 'MARK_INACTIVE'; slotTimeout?: number }
   | { type: 'ADD_TASK'; task: TaskSlotPayload }
+  /** Several tasks at once (a TaskExecutor's submissions of one turn): all are added, or none when any is refused. */
+  | { type: 'ADD_TASKS'; tasks: readonly TaskSlotPayload[] }
   | { type: 'REMOVE_TASK'; executionAttemptId: ExecutionAttemptID }
+  /** Several removals at once (the tasks that ended in one turn); IDs the slot does not hold are skipped. */
+  | { type: 'REMOVE_TASKS'; executionAttemptIds: readonly ExecutionAttemptID[] }
   | { type: 'CLOSE'; cause?: unknown };
 
 /** Sent to the parent (the TaskSlotTable). */
@@ -108,6 +114,18 @@ export function addTaskRefusal(state: TaskSlotStateName, context: TaskSlotContex
   return undefined;
 }
 
+/** Why the tasks may not all be added to this slot (the first refusal, and which task), or undefined when they may. */
+export function addTasksRefusal(state: TaskSlotStateName, context: TaskSlotContext, tasks: readonly TaskSlotPayload[]): { index: number; refusal: AddTaskRefusal } | undefined {
+  const seen = new Set<ExecutionAttemptID>();
+  for (let index = 0; index < tasks.length; index++) {
+    const task = tasks[index]!;
+    const refusal = seen.has(task.executionAttemptId) ? { reason: 'duplicate-execution-attempt' as const } : addTaskRefusal(state, context, task);
+    if (refusal !== undefined) return { index, refusal };
+    seen.add(task.executionAttemptId);
+  }
+  return undefined;
+}
+
 /** The top-level state of a TaskSlot snapshot value. */
 export function taskSlotStateName(value: unknown): TaskSlotStateName {
   if (typeof value === 'string') return value as TaskSlotStateName;
@@ -132,8 +150,12 @@ export const taskSlotMachine = setup({
   guards: {
     canAddTask: ({ context, event }) =>
       event.type === 'ADD_TASK' && addTaskRefusal('active', context, event.task) === undefined,
+    canAddTasks: ({ context, event }) =>
+      event.type === 'ADD_TASKS' && event.tasks.length > 0 && addTasksRefusal('active', context, event.tasks) === undefined,
     holdsTask: ({ context, event }) =>
       event.type === 'REMOVE_TASK' && context.tasks.has(event.executionAttemptId),
+    holdsAnyTask: ({ context, event }) =>
+      event.type === 'REMOVE_TASKS' && event.executionAttemptIds.some((id) => context.tasks.has(id)),
     isEmpty: ({ context }) => context.tasks.size === 0,
   },
   actions: {
@@ -145,8 +167,14 @@ export const taskSlotMachine = setup({
     addTask: assign({
       tasks: ({ context, event }) => (event.type === 'ADD_TASK' ? context.tasks.with(event.task) : context.tasks),
     }),
+    addTasks: assign({
+      tasks: ({ context, event }) => (event.type === 'ADD_TASKS' ? event.tasks.reduce((tasks, task) => tasks.with(task), context.tasks) : context.tasks),
+    }),
     removeTask: assign({
       tasks: ({ context, event }) => (event.type === 'REMOVE_TASK' ? context.tasks.without(event.executionAttemptId) : context.tasks),
+    }),
+    removeTasks: assign({
+      tasks: ({ context, event }) => (event.type === 'REMOVE_TASKS' ? event.executionAttemptIds.reduce((tasks, id) => tasks.without(id), context.tasks) : context.tasks),
     }),
     recordCloseCause: assign({ closeCause: ({ event }) => (event.type === 'CLOSE' ? event.cause : undefined) }),
     /** Flink: task.failExternally(cause) for every task still in the slot. A payload that throws is still waited for. */
@@ -193,6 +221,7 @@ export const taskSlotMachine = setup({
   initial: 'allocated',
   on: {
     REMOVE_TASK: { guard: 'holdsTask', actions: 'removeTask' },
+    REMOVE_TASKS: { guard: 'holdsAnyTask', actions: 'removeTasks' },
   },
   states: {
     allocated: {
@@ -211,6 +240,7 @@ export const taskSlotMachine = setup({
         MARK_ACTIVE: {},
         MARK_INACTIVE: { target: 'allocated', actions: 'updateSlotTimeout' },
         ADD_TASK: { guard: 'canAddTask', actions: 'addTask' },
+        ADD_TASKS: { guard: 'canAddTasks', actions: 'addTasks' },
         CLOSE: { target: 'releasing', actions: 'recordCloseCause' },
       },
     },

@@ -23,7 +23,7 @@ import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ExecutionState, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../rpc/protocol.js';
 import { slotReportToWire } from '../rpc/slotReportWire.js';
 import type { TaskInvocation } from './SlotTaskPool.js';
-import { TaskSlotTable, type TaskSlotOutput } from './TaskSlotTable.js';
+import { TaskSlotTable, type TaskSlotOutput, type TaskSlotPayload } from './TaskSlotTable.js';
 
 /** Runs a slot's tasks (a piscina pool in production, a double in tests). */
 export interface SlotTaskRunner {
@@ -61,12 +61,34 @@ export interface TaskExecutorOptions {
 
 type Lifecycle = 'created' | 'registering' | 'registered' | 'shutting-down' | 'stopped';
 
-interface RunningTask {
-  readonly descriptor: TaskDeploymentDescriptor;
+/** A submitted attempt: what the TaskExecutor tracks, and what its slot holds (the slot's TaskSlotPayload). */
+class RunningTask implements TaskSlotPayload {
+  readonly executionAttemptId: ExecutionAttemptID;
+  readonly jobId: JobID;
+  readonly allocationId: AllocationID;
   /** The slot's runner once the attempt was handed to it (a cancel before that stops it in #run). */
-  runner: SlotTaskRunner | null;
-  state: ExecutionState;
-  cancelCause: string | null;
+  runner: SlotTaskRunner | null = null;
+  state: ExecutionState = 'deploying';
+  cancelCause: string | null = null;
+
+  constructor(
+    readonly descriptor: TaskDeploymentDescriptor,
+    private readonly cancel: (executionAttemptId: ExecutionAttemptID, cause: string) => void,
+  ) {
+    this.executionAttemptId = descriptor.executionAttemptId;
+    this.jobId = descriptor.jobId;
+    this.allocationId = descriptor.allocationId;
+  }
+
+  /** The slot closes under it (Flink's failExternally): cancel it. */
+  failExternally(cause: unknown): void {
+    this.cancel(this.executionAttemptId, `the slot was freed: ${describe(cause)}`);
+  }
+
+  /** What the inspector shows of it in its slot (not its inputs, nor its runner). */
+  toJSON(): { executionAttemptId: ExecutionAttemptID; jobId: JobID; allocationId: AllocationID; state: ExecutionState } {
+    return { executionAttemptId: this.executionAttemptId, jobId: this.jobId, allocationId: this.allocationId, state: this.state };
+  }
 }
 
 export class TaskExecutor implements BatchingTaskExecutorGateway {
@@ -78,6 +100,10 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   readonly #clock: Clock;
   readonly #log: (message: string) => void;
   readonly #tasks = new Map<ExecutionAttemptID, RunningTask>();
+  /** #cancel, bound once for every task's failExternally. */
+  readonly #cancelTask = (executionAttemptId: ExecutionAttemptID, cause: string): void => this.#cancel(executionAttemptId, cause);
+  /** Tasks that ended in this turn, still in their slots: removed together (one TaskSlot event per slot). */
+  #ended: ExecutionAttemptID[] = [];
   readonly #runners = new Map<AllocationID, SlotTaskRunner>();
   readonly #jobMasters = new Map<JobID, { address: string; gateway: JobMasterGateway }>();
   /** State updates not sent yet, per job: what a turn of the event loop produced goes out as one call. */
@@ -162,7 +188,8 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   async submitTask(descriptor: TaskDeploymentDescriptor): Promise<void> {
     this.#requireRunning('submitTask');
-    this.#submit(descriptor);
+    const [error] = this.#submit([descriptor]);
+    if (error !== undefined) throw error;
   }
 
   /**
@@ -175,19 +202,44 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     if (!Array.isArray(descriptors)) {
       throw new IllegalArgumentError('invalid-type', `submitTasks: descriptors must be an array of task deployment descriptors, got ${descriptors === null ? 'null' : typeof descriptors}`, { argument: 'descriptors' });
     }
-    const outcomes: SubmitTaskOutcome[] = [];
-    for (const descriptor of descriptors) {
-      try {
-        this.#submit(descriptor);
-        outcomes.push(null);
-      } catch (error) {
-        outcomes.push(toWireError(error));
-      }
-    }
-    return outcomes;
+    return this.#submit(descriptors).map((error) => (error === undefined ? null : toWireError(error)));
   }
 
-  #submit(descriptor: TaskDeploymentDescriptor): void {
+  /**
+   * Accepts or refuses each descriptor in order (the refusal, or undefined when accepted); the
+   * accepted ones enter their slots together (one TaskSlot event per slot, not one per task).
+   */
+  #submit(descriptors: readonly TaskDeploymentDescriptor[]): Array<Error | undefined> {
+    const errors: Array<Error | undefined> = [];
+    const candidates: RunningTask[] = [];
+    const candidateAt: number[] = [];
+    for (const descriptor of descriptors) {
+      try {
+        candidates.push(this.#candidate(descriptor));
+        candidateAt.push(errors.length);
+        errors.push(undefined);
+      } catch (error) {
+        errors.push(error as Error);
+      }
+    }
+    const refusals = this.table.addTasks(candidates);
+    for (let i = 0; i < candidates.length; i++) {
+      const task = candidates[i]!;
+      const refusal = refusals[i];
+      if (refusal !== undefined) {
+        errors[candidateAt[i]!] = refusal;
+        continue;
+      }
+      this.#tasks.set(task.executionAttemptId, task);
+      // Deploying, where the JobMaster put it when it submitted (Flink's Task does not report it):
+      // the reports start with initializing.
+      this.mailbox.execute(() => this.#run(task));
+    }
+    return errors;
+  }
+
+  /** A descriptor checked against its slot (which is marked active), as a task the table may still refuse. */
+  #candidate(descriptor: TaskDeploymentDescriptor): RunningTask {
     checkDescriptor(descriptor);
     const { allocationId, jobId, executionAttemptId } = descriptor;
     // The owner alone (not getTaskSlot, which lists the slot's tasks): this runs for every task.
@@ -195,12 +247,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     if (owner === undefined) throw new SlotNotFoundError(`could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.resourceId} has no slot ${AllocationID.short(allocationId)}`, { allocationId, executionAttemptId });
     if (owner !== jobId) throw new SlotOwnerMismatchError('job-mismatch', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(owner)}`, { allocationId, jobId, expected: owner });
     if (!this.table.markSlotActive(allocationId)) throw new SlotNotActiveError('slot-releasing', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} is releasing`, { allocationId });
-    const task: RunningTask = { descriptor, runner: null, state: 'deploying', cancelCause: null };
-    this.table.addTask({ executionAttemptId, jobId, allocationId, failExternally: (cause) => this.#cancel(executionAttemptId, `the slot was freed: ${describe(cause)}`) });
-    this.#tasks.set(executionAttemptId, task);
-    // Deploying, where the JobMaster put it when it submitted (Flink's Task does not report it):
-    // the reports start with initializing.
-    this.mailbox.execute(() => this.#run(task));
+    return new RunningTask(descriptor, this.#cancelTask);
   }
 
   async cancelTask(executionAttemptId: ExecutionAttemptID): Promise<void> {
@@ -426,7 +473,14 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     if (!this.#tasks.has(executionAttemptId)) return;
     this.#tasks.delete(executionAttemptId);
     this.#report(task, state, output, error);
-    this.table.removeTaskIfPresent(executionAttemptId);
+    // Out of its slot once this turn's other endings are in too: queued behind them in the mailbox.
+    if (this.#ended.push(executionAttemptId) === 1) this.mailbox.execute(() => this.#removeEnded());
+  }
+
+  #removeEnded(): void {
+    const ended = this.#ended;
+    this.#ended = [];
+    this.table.removeTasksIfPresent(ended);
   }
 
   /**

@@ -33,6 +33,7 @@ import { currentTicket, type TaskSlotOutput, type TaskSlotPayload, type TaskSlot
 import {
   addTaskRefusalIn,
   decideAllocation,
+  type TableAddTaskRefusal,
   slotOf,
   slotOfTask,
   slotState,
@@ -259,27 +260,45 @@ export class TaskSlotTable {
     this.#requireState('addTask', ['running']);
     checkPayload(task);
     const refusal = addTaskRefusalIn(this.#context, task);
-    if (refusal !== undefined) {
-      const id = ExecutionAttemptID.short(task.executionAttemptId);
-      const slot = AllocationID.short(task.allocationId);
-      const details = { executionAttemptId: task.executionAttemptId, allocationId: task.allocationId, jobId: task.jobId };
-      switch (refusal.reason) {
-        case 'slot-not-found':
-          throw new SlotNotFoundError(`cannot add task ${id}: no slot with allocation ${slot} in this table`, details);
-        case 'slot-allocated':
-          throw new SlotNotActiveError('slot-allocated', `cannot add task ${id}: slot ${slot} is allocated but not active; mark it active first`, details);
-        case 'slot-releasing':
-          throw new SlotNotActiveError('slot-releasing', `cannot add task ${id}: slot ${slot} is releasing`, details);
-        case 'job-mismatch':
-          throw new SlotOwnerMismatchError('job-mismatch', `cannot add task ${id} of job ${JobID.short(refusal.actual)}: slot ${slot} belongs to job ${JobID.short(refusal.expected)}`, { ...details, expected: refusal.expected });
-        case 'allocation-mismatch':
-          throw new SlotOwnerMismatchError('allocation-mismatch', `cannot add task ${id}: slot ${slot} is held under allocation ${AllocationID.short(refusal.expected)}`, { ...details, expected: refusal.expected });
-        case 'duplicate-execution-attempt':
-          throw new DuplicateTaskError(`task ${id} is already in this table`, details);
-      }
-    }
+    if (refusal !== undefined) throw addTaskError(task, refusal);
     // Straight to the slot: the table's own ADD_TASK only forwards it there (the table-wide checks ran above).
     slotOf(this.#context, task.allocationId)!.send({ type: 'ADD_TASK', task });
+  }
+
+  /**
+   * Adds several tasks as {@link addTask} would add each in turn, with one event per slot instead
+   * of one per task (a TaskExecutor's submissions of one turn). Returns, per task in order, the
+   * error that refused it (what addTask would throw) or undefined when it was added; a refused task
+   * changes nothing and does not stop the others.
+   */
+  addTasks(tasks: readonly TaskSlotPayload[]): Array<Error | undefined> {
+    this.#requireState('addTasks', ['running']);
+    if (!Array.isArray(tasks)) throw illegal('tasks', 'invalid-type', 'must be an array of tasks');
+    const errors: Array<Error | undefined> = [];
+    const accepted = new Set<ExecutionAttemptID>();
+    const perSlot = new Map<TaskSlotRef, TaskSlotPayload[]>();
+    for (const task of tasks) {
+      try {
+        checkPayload(task);
+      } catch (error) {
+        errors.push(error as Error);
+        continue;
+      }
+      // The table as it will be once the tasks before this one are in: only they can refuse it anew.
+      const refusal = accepted.has(task.executionAttemptId) ? ({ reason: 'duplicate-execution-attempt' } as const) : addTaskRefusalIn(this.#context, task);
+      if (refusal !== undefined) {
+        errors.push(addTaskError(task, refusal));
+        continue;
+      }
+      accepted.add(task.executionAttemptId);
+      const slot = slotOf(this.#context, task.allocationId)!;
+      const batch = perSlot.get(slot);
+      if (batch === undefined) perSlot.set(slot, [task]);
+      else batch.push(task);
+      errors.push(undefined);
+    }
+    for (const [slot, batch] of perSlot) slot.send(batch.length === 1 ? { type: 'ADD_TASK', task: batch[0]! } : { type: 'ADD_TASKS', tasks: batch });
+    return errors;
   }
 
   /**
@@ -302,6 +321,37 @@ export class TaskSlotTable {
   removeTaskIfPresent(executionAttemptId: ExecutionAttemptID): TaskSlotPayload | undefined {
     const state = this.state;
     return state === 'running' || state === 'closing' ? this.#remove(executionAttemptId) : undefined;
+  }
+
+  /**
+   * Removes the tasks the table still holds, as {@link removeTaskIfPresent} would one by one, with
+   * one event per slot (the tasks that ended in one turn); returns each removed task, or undefined
+   * for an ID the table did not hold. A releasing slot's tasks go one by one: the table decides
+   * when such a slot leaves the ledger.
+   */
+  removeTasksIfPresent(executionAttemptIds: readonly ExecutionAttemptID[]): Array<TaskSlotPayload | undefined> {
+    const state = this.state;
+    if (state !== 'running' && state !== 'closing') return executionAttemptIds.map(() => undefined);
+    const removed: Array<TaskSlotPayload | undefined> = [];
+    const perSlot = new Map<TaskSlotRef, ExecutionAttemptID[]>();
+    for (const executionAttemptId of executionAttemptIds) {
+      const slot = slotOfTask(this.#context, executionAttemptId);
+      const task = slot?.getSnapshot().context.tasks.get(executionAttemptId);
+      if (slot === undefined || task === undefined || perSlot.get(slot)?.includes(executionAttemptId)) {
+        removed.push(undefined);
+        continue;
+      }
+      removed.push(task);
+      if (slotState(slot) === 'releasing') {
+        this.#actor.send({ type: 'REMOVE_TASK', executionAttemptId });
+        continue;
+      }
+      const batch = perSlot.get(slot);
+      if (batch === undefined) perSlot.set(slot, [executionAttemptId]);
+      else batch.push(executionAttemptId);
+    }
+    for (const [slot, batch] of perSlot) slot.send(batch.length === 1 ? { type: 'REMOVE_TASK', executionAttemptId: batch[0]! } : { type: 'REMOVE_TASKS', executionAttemptIds: batch });
+    return removed;
   }
 
   #remove(executionAttemptId: ExecutionAttemptID): TaskSlotPayload | undefined {
@@ -513,6 +563,27 @@ function checkAllocationRequest(request: SlotAllocationRequest): void {
   if (request.resourceProfile.isAny()) throw illegal('resourceProfile', 'invalid-value', 'must not be ANY: a slot needs a finite profile');
   if (request.slotTimeout !== undefined && (!Number.isFinite(request.slotTimeout) || request.slotTimeout <= 0)) {
     throw illegal('slotTimeout', 'out-of-range', `must be a number of ms > 0, got ${String(request.slotTimeout)}`);
+  }
+}
+
+/** The typed error for an addTask refusal. */
+function addTaskError(task: TaskSlotPayload, refusal: TableAddTaskRefusal): Error {
+  const id = ExecutionAttemptID.short(task.executionAttemptId);
+  const slot = AllocationID.short(task.allocationId);
+  const details = { executionAttemptId: task.executionAttemptId, allocationId: task.allocationId, jobId: task.jobId };
+  switch (refusal.reason) {
+    case 'slot-not-found':
+      return new SlotNotFoundError(`cannot add task ${id}: no slot with allocation ${slot} in this table`, details);
+    case 'slot-allocated':
+      return new SlotNotActiveError('slot-allocated', `cannot add task ${id}: slot ${slot} is allocated but not active; mark it active first`, details);
+    case 'slot-releasing':
+      return new SlotNotActiveError('slot-releasing', `cannot add task ${id}: slot ${slot} is releasing`, details);
+    case 'job-mismatch':
+      return new SlotOwnerMismatchError('job-mismatch', `cannot add task ${id} of job ${JobID.short(refusal.actual)}: slot ${slot} belongs to job ${JobID.short(refusal.expected)}`, { ...details, expected: refusal.expected });
+    case 'allocation-mismatch':
+      return new SlotOwnerMismatchError('allocation-mismatch', `cannot add task ${id}: slot ${slot} is held under allocation ${AllocationID.short(refusal.expected)}`, { ...details, expected: refusal.expected });
+    case 'duplicate-execution-attempt':
+      return new DuplicateTaskError(`task ${id} is already in this table`, details);
   }
 }
 

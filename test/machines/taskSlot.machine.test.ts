@@ -3,7 +3,7 @@ import { createActor } from 'xstate';
 import { SimulatedClock } from '../../lib/core/clock.js';
 import { AllocationID, ExecutionAttemptID, JobID } from '../../lib/core/ids.js';
 import { MemoryManager } from '../../lib/taskexecutor/MemoryManager.js';
-import { addTaskRefusal, currentTicket, taskSlotMachine, type TaskSlotNotification } from '../../machines/taskSlot.machine.js';
+import { addTaskRefusal, addTasksRefusal, currentTicket, taskSlotMachine, type TaskSlotNotification } from '../../machines/taskSlot.machine.js';
 import { fakeTask, flushMicrotasks, profile } from '../support/fixtures.js';
 
 /** A standalone TaskSlot actor: its parent notifications are captured instead of sent. */
@@ -125,6 +125,26 @@ describe('taskSlot machine', () => {
         expect(actor.getSnapshot().context).to.equal(before);
       }
       expect(actor.getSnapshot().context.tasks.get(first.executionAttemptId)).to.equal(first);
+    });
+
+    it('adds several tasks in one event, or none of them when any would be refused (the first refusal says which)', () => {
+      const { actor, jobId, allocationId } = startSlot();
+      actor.send({ type: 'ADD_TASKS', tasks: [fakeTask(jobId, allocationId)] });
+      expect(actor.getSnapshot().context.tasks.size).to.equal(0); // allocated, not active
+      actor.send({ type: 'MARK_ACTIVE' });
+      const [a, b] = [fakeTask(jobId, allocationId), fakeTask(jobId, allocationId)];
+      const twice = [a, fakeTask(JobID.generate(), allocationId), fakeTask(jobId, allocationId, a.executionAttemptId)];
+      expect(addTasksRefusal('active', actor.getSnapshot().context, twice)).to.deep.include({ index: 1 });
+      const before = actor.getSnapshot().context;
+      actor.send({ type: 'ADD_TASKS', tasks: twice });
+      expect(actor.getSnapshot().context).to.equal(before);
+      expect(addTasksRefusal('active', before, [a, fakeTask(jobId, allocationId, a.executionAttemptId)])).to.deep.equal({ index: 1, refusal: { reason: 'duplicate-execution-attempt' } });
+      actor.send({ type: 'ADD_TASKS', tasks: [a, b] });
+      expect(actor.getSnapshot().context.tasks.ids()).to.have.members([a.executionAttemptId, b.executionAttemptId]);
+      // Removals in one event skip what the slot does not hold.
+      actor.send({ type: 'REMOVE_TASKS', executionAttemptIds: [ExecutionAttemptID.generate(), a.executionAttemptId] });
+      expect(actor.getSnapshot().context.tasks.ids()).to.deep.equal([b.executionAttemptId]);
+      expect(actor.getSnapshot().can({ type: 'REMOVE_TASKS', executionAttemptIds: [a.executionAttemptId] })).to.equal(false);
     });
 
     it('marked inactive goes back to allocated, keeps its tasks, and its timeout runs again', () => {

@@ -340,6 +340,61 @@ describe('TaskSlotTable', () => {
       expect(table.isSlotFree(0)).to.equal(true);
     });
 
+    it('addTasks adds what addTask would add one by one, with one event per slot, and gives each refusal its own error while the rest go in', () => {
+      const events: Array<[string, string, number]> = [];
+      const { table, jobId } = startedTable({
+        numberSlots: 3,
+        inspect: (e) => {
+          if (e.type === '@xstate.event' && /TASK/.test(e.event.type)) {
+            const event = e.event as { type: string; tasks?: unknown[]; executionAttemptIds?: unknown[] };
+            events.push([e.actorRef === table.actor ? 'table' : 'slot', event.type, (event.tasks ?? event.executionAttemptIds ?? [1]).length]);
+          }
+        },
+      });
+      const [s0, s1, inactive] = [AllocationID.generate(), AllocationID.generate(), AllocationID.generate()];
+      table.allocateSlot({ index: 0, jobId, allocationId: s0, resourceProfile: ResourceProfile.UNKNOWN });
+      table.allocateSlot({ index: 1, jobId, allocationId: s1, resourceProfile: ResourceProfile.UNKNOWN });
+      table.allocateSlot({ index: 2, jobId, allocationId: inactive, resourceProfile: ResourceProfile.UNKNOWN });
+      table.markSlotActive(s0);
+      table.markSlotActive(s1);
+      const earlier = fakeTask(jobId, s1);
+      table.addTask(earlier);
+      events.length = 0;
+      const [a, b, c] = [fakeTask(jobId, s0), fakeTask(jobId, s0), fakeTask(jobId, s1)];
+      const errors = table.addTasks([
+        a,
+        fakeTask(jobId, inactive),
+        b,
+        fakeTask(jobId, s0, a.executionAttemptId), // the same attempt as one before it in this call
+        fakeTask(jobId, s0, earlier.executionAttemptId), // already in another slot
+        { ...fakeTask(jobId, s0), executionAttemptId: 'x' as ExecutionAttemptID },
+        c,
+      ]);
+      expect(errors.map((e) => e?.constructor.name)).to.deep.equal([undefined, 'SlotNotActiveError', undefined, 'DuplicateTaskError', 'DuplicateTaskError', 'IllegalArgumentError', undefined]);
+      expect(table.getTasks(jobId)).to.have.members([earlier, a, b, c]);
+      expect(events).to.deep.equal([['slot', 'ADD_TASKS', 2], ['slot', 'ADD_TASK', 1]]);
+      events.length = 0;
+      // Removals: one event per slot; an unknown ID and a repeat are skipped.
+      expect(table.removeTasksIfPresent([a.executionAttemptId, c.executionAttemptId, b.executionAttemptId, ExecutionAttemptID.generate(), a.executionAttemptId])).to.deep.equal([a, c, b, undefined, undefined]);
+      expect(events).to.deep.equal([['slot', 'REMOVE_TASKS', 2], ['slot', 'REMOVE_TASK', 1]]);
+      expect(table.getTasks(jobId)).to.deep.equal([earlier]);
+      expect(() => table.addTasks('nope' as never)).to.throw(IllegalArgumentError, /tasks must be an array/);
+    });
+
+    it('removeTasksIfPresent lets a releasing slot leave with its last task, as removing them one by one would', async () => {
+      const { table, jobId, allocationId } = activeSlot();
+      const [a, b] = [fakeTask(jobId, allocationId), fakeTask(jobId, allocationId)];
+      expect(table.addTasks([a, b])).to.deep.equal([undefined, undefined]);
+      table.freeSlot(allocationId);
+      expect(a.failed).to.have.length(1);
+      expect(table.getTaskSlot(allocationId)?.state).to.equal('releasing');
+      expect(table.removeTasksIfPresent([a.executionAttemptId, b.executionAttemptId])).to.deep.equal([a, b]);
+      expect(table.getTaskSlot(allocationId)).to.equal(undefined);
+      expect(table.isSlotFree(0)).to.equal(true);
+      await table.closeAsync();
+      expect(table.removeTasksIfPresent([a.executionAttemptId])).to.deep.equal([undefined]);
+    });
+
     it('removes a task and returns it; an unknown attempt is refused', () => {
       const { table, jobId, allocationId } = activeSlot();
       const task = fakeTask(jobId, allocationId);
