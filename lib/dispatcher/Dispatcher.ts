@@ -6,7 +6,7 @@
  * ended and up to `jobstore.max-capacity` of them (the oldest go first), like Flink's job store;
  * expired ones are dropped when a job ends or the registry is read.
  */
-import { systemClock, type Clock } from '../core/clock.js';
+import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
 import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
 import { JobID } from '../core/ids.js';
 import type { ResolvedOptions } from '../core/options.js';
@@ -17,6 +17,9 @@ import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
 import { JobMaster, type JobEvent, type JobResult } from '../jobmaster/JobMaster.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 import type { InspectionEvent } from 'xstate';
+
+/** How long an ended job's JobMaster stays reachable for late messages (final states, freed slots). */
+export const JOBMASTER_WITHDRAW_DELAY_MS = 1_000;
 
 /** What the Dispatcher needs from the cluster around it. */
 export interface DispatcherServices {
@@ -61,6 +64,8 @@ export class Dispatcher {
   readonly #jobs = new Map<JobID, { master: JobMaster; client: JobClient }>();
   /** Ended jobs and when they ended, oldest first. */
   readonly #ended = new Map<JobID, number>();
+  /** JobMaster addresses to withdraw once late messages had their moment, by address. */
+  readonly #withdrawals = new Map<string, TimerHandle>();
   #closed = false;
 
   constructor(services: DispatcherServices) {
@@ -121,8 +126,7 @@ export class Dispatcher {
     };
     this.#jobs.set(jobId, { master, client });
     void master.result.then(() => {
-      // Late messages (final states, freed slots) may still come; withdraw the address a moment later.
-      setTimeout(() => this.#s.withdrawJobMaster(address), 1000).unref();
+      this.#scheduleWithdrawal(address);
       this.#ended.set(jobId, this.#clock.now());
       this.#expire();
     });
@@ -147,6 +151,21 @@ export class Dispatcher {
 
   get #clock(): Clock {
     return this.#s.clock ?? systemClock;
+  }
+
+  /**
+   * Late messages for an ended job (final states, freed slots) may still come: its JobMaster's
+   * address is withdrawn JOBMASTER_WITHDRAW_DELAY_MS later on the clock, or at once on close.
+   */
+  #scheduleWithdrawal(address: string): void {
+    if (this.#closed) return this.#s.withdrawJobMaster(address);
+    const handle = this.#clock.setTimeout(() => {
+      this.#withdrawals.delete(address);
+      this.#s.withdrawJobMaster(address);
+    }, JOBMASTER_WITHDRAW_DELAY_MS);
+    // A system-clock timer must not keep the process alive for this.
+    (handle as { unref?: () => void }).unref?.();
+    this.#withdrawals.set(address, handle);
   }
 
   /** Drops the ended jobs past jobstore.expiration-time, then the oldest beyond jobstore.max-capacity. */
@@ -174,5 +193,10 @@ export class Dispatcher {
     const running = [...this.#jobs.values()].filter(({ client }) => !['finished', 'failed', 'canceled'].includes(client.status));
     await Promise.all(running.map(({ client }) => client.cancel()));
     await Promise.race([Promise.all(running.map(({ client }) => client.result)), new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
+    for (const [address, handle] of this.#withdrawals) {
+      this.#clock.clearTimeout(handle);
+      this.#s.withdrawJobMaster(address);
+    }
+    this.#withdrawals.clear();
   }
 }

@@ -1,0 +1,48 @@
+/**
+ * The Dispatcher on fakes and a simulated clock: what happens around a job's end.
+ */
+import { expect } from 'chai';
+import { SimulatedClock } from '../../lib/core/clock.js';
+import { resolveOptions } from '../../lib/core/options.js';
+import { Dispatcher, JOBMASTER_WITHDRAW_DELAY_MS } from '../../lib/dispatcher/Dispatcher.js';
+import { vertex } from '../jobmaster/support.js';
+
+function harness() {
+  const clock = new SimulatedClock();
+  const served: string[] = [];
+  const withdrawn: string[] = [];
+  const dispatcher = new Dispatcher({
+    options: resolveOptions({}),
+    clock,
+    resourceManager: { registerJobMaster: async () => {}, declareRequiredResources: async () => {}, disconnectJobMaster: async () => {} },
+    serveJobMaster: (address) => void served.push(address),
+    withdrawJobMaster: (address) => void withdrawn.push(address),
+    taskExecutor: () => undefined,
+    reasonFor: () => 'no TaskExecutor in this test',
+  });
+  return { clock, served, withdrawn, dispatcher };
+}
+
+describe('Dispatcher', () => {
+  it("keeps an ended job's JobMaster reachable for late messages, then withdraws it on the clock", async () => {
+    const { clock, served, withdrawn, dispatcher } = harness();
+    const client = await dispatcher.submitJob({ name: 'waits', vertices: [vertex('only', 1)] });
+    expect(served).to.have.length(1);
+    await client.cancel();
+    expect((await client.result).status).to.equal('canceled');
+    clock.increment(JOBMASTER_WITHDRAW_DELAY_MS - 1);
+    expect(withdrawn).to.deep.equal([]);
+    clock.increment(1);
+    expect(withdrawn).to.deep.equal(served);
+  });
+
+  it('withdraws at once, on close, what was still waiting to be withdrawn', async () => {
+    const { served, withdrawn, dispatcher } = harness();
+    const client = await dispatcher.submitJob({ name: 'waits', vertices: [vertex('only', 1)] });
+    await client.cancel();
+    await client.result;
+    expect(withdrawn).to.deep.equal([]);
+    await dispatcher.close(1_000);
+    expect(withdrawn).to.deep.equal(served);
+  });
+});
