@@ -10,6 +10,8 @@ import { ResourceProfileError } from './errors.js';
 import { formatMemorySize, MiB, parseMemorySize, type MemorySizeInput } from './MemorySize.js';
 
 const SCALE = 1e8;
+/** CPU and extended-resource amounts are held in units of 1 / UNITS_PER_CORE (see {@link ResourceProfile.amounts}). */
+export const UNITS_PER_CORE = SCALE;
 const STANDARD = ['cpuCores', 'taskHeapMemory', 'taskOffHeapMemory', 'managedMemory', 'networkMemory'] as const;
 const MEMORY = STANDARD.slice(1) as readonly MemoryField[];
 const IS_MEMORY = new Set<string>(MEMORY);
@@ -242,6 +244,31 @@ export class ResourceProfile {
     if (spec.networkMemory !== undefined) b.setNetworkMemory(spec.networkMemory);
     if (spec.extendedResources !== undefined) b.setExtendedResources(spec.extendedResources);
     return b.build();
+  }
+
+  /**
+   * A specified profile from raw amounts as {@link amounts} and {@link extended} hold them: CPU in
+   * 1e-8 cores, the four memory sizes in bytes, extended resources as name → 1e-8 units (0 drops
+   * the name). Every amount must be a non-negative safe integer; for code that keeps running totals
+   * as plain numbers and turns them into a profile only when asked.
+   */
+  static fromAmounts(amounts: readonly number[], extended: ReadonlyMap<string, number> = NO_EXTENDED): ResourceProfile {
+    if (!Array.isArray(amounts) || amounts.length !== STANDARD.length) {
+      throw new ResourceProfileError('invalid-size', `amounts must be an array of ${STANDARD.length} numbers (${STANDARD.join(', ')}), got ${describe(amounts)}`, { field: 'amounts', value: describe(amounts) });
+    }
+    const unit = (field: string, value: unknown): number => {
+      if (typeof value !== 'number' || !Number.isFinite(value)) throw new ResourceProfileError('not-finite', `${field} must be a finite amount, got ${describe(value)}`, { field, value: describe(value) });
+      if (value < 0) throw new ResourceProfileError('negative-amount', `${field} must be non-negative, got ${value}`, { field, value });
+      if (!Number.isSafeInteger(value)) throw new ResourceProfileError('not-integer', `${field} must be a whole number of units, got ${value}`, { field, value });
+      return value + 0;
+    };
+    if (!(extended instanceof Map)) {
+      throw new ResourceProfileError('invalid-name', `extended must be a Map of name → units, got ${describe(extended)}`, { field: 'extendedResources', value: describe(extended) });
+    }
+    const checkedAmounts = STANDARD.map((field, i) => unit(field, amounts[i])) as unknown as Amounts;
+    const checkedExtended = new Map<string, number>();
+    for (const [name, units] of extended) if (unit(checkName(name), units) !== 0) checkedExtended.set(name, units);
+    return new ResourceProfile('specified', checkedAmounts, checkedExtended);
   }
 
   /** The inverse of {@link toJSON}; the data is checked as {@link fromSpec} checks it. */

@@ -439,4 +439,23 @@ describe('ResourceProfile', () => {
       expect(refusal(() => ResourceProfile.fromJSON(null)).reason).to.equal('unknown-field');
     });
   });
+
+  describe('fromAmounts', () => {
+    it('builds the profile whose raw amounts and extended units are the ones given, dropping zero extended amounts', () => {
+      const original = ResourceProfile.fromSpec({ cpuCores: 0.3, taskHeapMemory: '256m', managedMemory: 7, extendedResources: { gpu: 0.1, fpga: 2 } });
+      const rebuilt = ResourceProfile.fromAmounts(original.amounts, new Map([...original.extended, ['tpu', 0]]));
+      expect(rebuilt.equals(original)).to.equal(true);
+      expect(rebuilt.key).to.equal(original.key);
+      expect(ResourceProfile.fromAmounts([0, 0, 0, 0, 0]).equals(ResourceProfile.ZERO)).to.equal(true);
+    });
+
+    it('refuses anything but five non-negative safe integers and valid extended names', () => {
+      expect(refusal(() => ResourceProfile.fromAmounts([0, 0, 0, 0])).reason).to.equal('invalid-size');
+      expect(refusal(() => ResourceProfile.fromAmounts([-1, 0, 0, 0, 0])).reason).to.equal('negative-amount');
+      expect(refusal(() => ResourceProfile.fromAmounts([0.5, 0, 0, 0, 0])).reason).to.equal('not-integer');
+      expect(refusal(() => ResourceProfile.fromAmounts([0, Infinity, 0, 0, 0])).reason).to.equal('not-finite');
+      expect(refusal(() => ResourceProfile.fromAmounts([0, 0, 0, 0, 0], new Map([['cpuCores', 1]]))).reason).to.equal('invalid-name');
+      expect(refusal(() => ResourceProfile.fromAmounts([0, 0, 0, 0, 0], new Map([['gpu', -1]]))).reason).to.equal('negative-amount');
+    });
+  });
 });
