@@ -31,6 +31,8 @@ class CandidateSet {
   readonly #flags = new Map<TaskManagerRegistration, boolean>();
   #size = 0;
   #heap: Entry[] = [];
+  /** When the index last handed this set out (its LRU stamp). */
+  lastUsed = 0;
 
   constructor(
     readonly requirement: ResourceProfile,
@@ -131,7 +133,8 @@ const MAX_TRACKED_SETS = 256;
 
 export class FreeResourceIndex {
   readonly #sets = new Map<string, CandidateSet>();
-  #lastKey: string | undefined;
+  /** Stamps the sets' use, for forgetting the least recently used (no Map reordering per lookup). */
+  #clock = 0;
 
   constructor(
     private readonly order: CandidateOrder,
@@ -169,19 +172,24 @@ export class FreeResourceIndex {
     const key = host === null ? requirement.key : `${requirement.key}@${host}`;
     let set = this.#sets.get(key);
     if (set !== undefined) {
-      // Refresh its place in the LRU order (unless it is the most recent already: the common case).
-      if (key !== this.#lastKey) {
-        this.#sets.delete(key);
-        this.#sets.set(key, set);
-        this.#lastKey = key;
-      }
+      set.lastUsed = ++this.#clock;
       return set;
     }
-    this.#lastKey = key;
     set = new CandidateSet(requirement, host, this.order, this.byUtilization);
     for (const taskManager of this.taskManagers()) if (set.covers(taskManager)) set.update(taskManager);
+    set.lastUsed = ++this.#clock;
     this.#sets.set(key, set);
-    if (this.#sets.size > MAX_TRACKED_SETS) this.#sets.delete(this.#sets.keys().next().value!);
+    if (this.#sets.size > MAX_TRACKED_SETS) {
+      let oldest: string | undefined;
+      let oldestUse = Infinity;
+      for (const [k, s] of this.#sets) {
+        if (s.lastUsed < oldestUse) {
+          oldest = k;
+          oldestUse = s.lastUsed;
+        }
+      }
+      this.#sets.delete(oldest!);
+    }
     return set;
   }
 }

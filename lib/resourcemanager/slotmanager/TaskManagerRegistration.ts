@@ -181,13 +181,13 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   #addToUsed(profile: ResourceProfile): boolean {
     const used = this.#used;
     const b = profile.amounts;
-    const sums = [used[0]! + b[0], used[1]! + b[1], used[2]! + b[2], used[3]! + b[3], used[4]! + b[4]];
-    if (!sums.every(Number.isSafeInteger)) return false;
+    for (let i = 0; i < 5; i++) if (used[i]! + b[i]! > Number.MAX_SAFE_INTEGER) return false;
+    const extended = this.#usedExtended;
     if (profile.extended.size > 0) {
-      for (const [name, units] of profile.extended) if (!Number.isSafeInteger((this.#usedExtended.get(name) ?? 0) + units)) return false;
-      for (const [name, units] of profile.extended) this.#usedExtended.set(name, (this.#usedExtended.get(name) ?? 0) + units);
+      for (const [name, units] of profile.extended) if ((extended.get(name) ?? 0) + units > Number.MAX_SAFE_INTEGER) return false;
+      for (const [name, units] of profile.extended) extended.set(name, (extended.get(name) ?? 0) + units);
     }
-    for (let i = 0; i < 5; i++) used[i] = sums[i]!;
+    for (let i = 0; i < 5; i++) used[i] = used[i]! + b[i]!;
     return true;
   }
 
@@ -218,14 +218,17 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     const used = this.#used;
     const available = this.#available;
     let covered = t[0] >= used[0]! && t[1] >= used[1]! && t[2] >= used[2]! && t[3] >= used[3]! && t[4] >= used[4]!;
-    if (covered) for (const [name, units] of this.#usedExtended) if ((total.extended.get(name) ?? 0) < units) covered = false;
+    if (covered && this.#usedExtended.size > 0) for (const [name, units] of this.#usedExtended) if ((total.extended.get(name) ?? 0) < units) covered = false;
     if (covered) {
       for (let i = 0; i < 5; i++) available[i] = t[i]! - used[i]!;
-      const availableExtended = this.#availableExtended;
-      availableExtended.clear();
-      for (const [name, units] of total.extended) {
-        const left = units - (this.#usedExtended.get(name) ?? 0);
-        if (left !== 0) availableExtended.set(name, left);
+      // Only the total's extended resources can be available (and are, unless all used): updated in place.
+      if (total.extended.size > 0) {
+        const availableExtended = this.#availableExtended;
+        for (const [name, units] of total.extended) {
+          const left = units - (this.#usedExtended.get(name) ?? 0);
+          if (left !== 0) availableExtended.set(name, left);
+          else availableExtended.delete(name);
+        }
       }
     } else {
       const saturated = saturatingSubtract(total, this.used);
