@@ -458,4 +458,30 @@ describe('ResourceProfile', () => {
       expect(refusal(() => ResourceProfile.fromAmounts([0, 0, 0, 0, 0], new Map([['gpu', -1]]))).reason).to.equal('negative-amount');
     });
   });
+
+  describe('running totals (fitsWithin, addTo, subtractFrom)', () => {
+    it('adds to and takes off plain numbers exactly as merge and subtract would, and tests fits as allFieldsNoLessThan', () => {
+      const amounts = [0, 0, 0, 0, 0];
+      const extended = new Map<string, number>();
+      const a = profile({ cpuCores: 0.1, taskHeapMemory: '100m', extendedResources: { gpu: 1 } });
+      const b = profile({ cpuCores: 0.2, managedMemory: '1m', extendedResources: { gpu: 0.5, fpga: 2 } });
+      expect([a.addTo(amounts, extended), b.addTo(amounts, extended)]).to.deep.equal([true, true]);
+      expect(ResourceProfile.fromAmounts(amounts, extended).key).to.equal(a.merge(b).key);
+      expect([b.fitsWithin(amounts, extended), slot.fitsWithin(amounts, extended)]).to.deep.equal([true, false]);
+      expect(a.subtractFrom(amounts, extended)).to.equal(true);
+      expect(ResourceProfile.fromAmounts(amounts, extended).key).to.equal(b.key);
+      expect(b.subtractFrom(amounts, extended)).to.equal(true);
+      expect([amounts, [...extended]]).to.deep.equal([[0, 0, 0, 0, 0], []]);
+    });
+
+    it('changes nothing and answers false when a sum would overflow or an amount would go below zero; refuses UNKNOWN and ANY', () => {
+      const amounts = [0, Number.MAX_SAFE_INTEGER, 0, 0, 0];
+      const extended = new Map([['gpu', 1e8]]);
+      expect(profile({ taskHeapMemory: 1 }).addTo(amounts, extended)).to.equal(false);
+      expect(profile({ extendedResources: { gpu: 2 } }).subtractFrom(amounts, extended)).to.equal(false);
+      expect([amounts, [...extended]]).to.deep.equal([[0, Number.MAX_SAFE_INTEGER, 0, 0, 0], [['gpu', 1e8]]]);
+      expect(refusal(() => UNKNOWN.fitsWithin(amounts, extended)).reason).to.equal('unknown-profile');
+      expect(refusal(() => ANY.addTo(amounts, extended)).reason).to.equal('unknown-profile');
+    });
+  });
 });

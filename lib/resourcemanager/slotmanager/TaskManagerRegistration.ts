@@ -84,6 +84,8 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   readonly #usedExtended = new Map<string, number>();
   /** Available (total − used, at least zero), likewise. */
   readonly #available: number[];
+  /** The total's raw amounts, in a plain array (cheaper to read than the profile's frozen one). */
+  readonly #total: number[];
   readonly #availableExtended: Map<string, number>;
   /** The profiles, built from the numbers on first read after a change (undefined: not built yet). */
   #usedProfile: ResourceProfile | undefined = ResourceProfile.ZERO;
@@ -99,7 +101,8 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     this.seq = seq;
     const total = info.totalResourceProfile;
     this.#numeric = total instanceof ResourceProfile && total.kind === 'specified';
-    this.#available = this.#numeric ? [...total.amounts] : [0, 0, 0, 0, 0];
+    this.#total = this.#numeric ? [...total.amounts] : [0, 0, 0, 0, 0];
+    this.#available = [...this.#total];
     this.#availableExtended = this.#numeric ? new Map(total.extended) : new Map();
     this.#availableProfile = total;
     this.idleSince = now;
@@ -140,11 +143,7 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     if (!this.#numeric) return this.available.allFieldsNoLessThan(profile);
     // Against a specified `available`: UNKNOWN is covered, ANY (infinite) is not.
     if (profile.kind !== 'specified') return profile.kind === 'unknown';
-    const a = this.#available;
-    const b = profile.amounts;
-    if (a[0]! < b[0] || a[1]! < b[1] || a[2]! < b[2] || a[3]! < b[3] || a[4]! < b[4]) return false;
-    if (profile.extended.size > 0) for (const [name, need] of profile.extended) if ((this.#availableExtended.get(name) ?? 0) < need) return false;
-    return true;
+    return profile.fitsWithin(this.#available, this.#availableExtended);
   }
 
   /** A free static slot this requirement may take (its effective profile is the default), if any. */
@@ -155,7 +154,7 @@ export class TaskManagerRegistration implements TaskManagerInfo {
 
   /** Adds `profile` to what is used (a slot was reserved, became pending, or was adopted). */
   take(profile: ResourceProfile): void {
-    if (this.#numeric && profile.kind === 'specified' && this.#addToUsed(profile)) {
+    if (this.#numeric && profile.kind === 'specified' && profile.addTo(this.#used, this.#usedExtended)) {
       this.#usedChanged();
       return;
     }
@@ -168,7 +167,7 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   giveBack(profile: ResourceProfile): void {
     if (this.#numeric && profile.kind === 'specified') {
       // Below zero somewhere (a slot report overtook the plan): the profile arithmetic saturates.
-      if (!this.#subtractFromUsed(profile)) this.#load(saturatingSubtract(this.used, profile), this.#used, this.#usedExtended);
+      if (!profile.subtractFrom(this.#used, this.#usedExtended)) this.#load(saturatingSubtract(this.used, profile), this.#used, this.#usedExtended);
       this.#usedChanged();
       return;
     }
@@ -177,47 +176,15 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     this.#recompute();
   }
 
-  /** used += profile, unless a sum would leave the safe integers (then changes nothing, false: merge throws for it). */
-  #addToUsed(profile: ResourceProfile): boolean {
-    const used = this.#used;
-    const b = profile.amounts;
-    for (let i = 0; i < 5; i++) if (used[i]! + b[i]! > Number.MAX_SAFE_INTEGER) return false;
-    const extended = this.#usedExtended;
-    if (profile.extended.size > 0) {
-      for (const [name, units] of profile.extended) if ((extended.get(name) ?? 0) + units > Number.MAX_SAFE_INTEGER) return false;
-      for (const [name, units] of profile.extended) extended.set(name, (extended.get(name) ?? 0) + units);
-    }
-    for (let i = 0; i < 5; i++) used[i] = used[i]! + b[i]!;
-    return true;
-  }
-
-  /** used −= profile, unless some field would go below zero (then changes nothing, false). */
-  #subtractFromUsed(profile: ResourceProfile): boolean {
-    const used = this.#used;
-    const b = profile.amounts;
-    if (used[0]! < b[0] || used[1]! < b[1] || used[2]! < b[2] || used[3]! < b[3] || used[4]! < b[4]) return false;
-    const extended = this.#usedExtended;
-    if (profile.extended.size > 0) {
-      for (const [name, units] of profile.extended) if ((extended.get(name) ?? 0) < units) return false;
-      for (const [name, units] of profile.extended) {
-        const left = extended.get(name)! - units;
-        if (left === 0) extended.delete(name);
-        else extended.set(name, left);
-      }
-    }
-    for (let i = 0; i < 5; i++) used[i] = used[i]! - b[i]!;
-    return true;
-  }
-
   /** available = total − used (saturating) and the utilisation, from the numbers. */
   #usedChanged(): void {
     this.#usedProfile = undefined;
     this.#availableProfile = undefined;
     const total = this.totalResourceProfile;
-    const t = total.amounts;
+    const t = this.#total;
     const used = this.#used;
     const available = this.#available;
-    let covered = t[0] >= used[0]! && t[1] >= used[1]! && t[2] >= used[2]! && t[3] >= used[3]! && t[4] >= used[4]!;
+    let covered = t[0]! >= used[0]! && t[1]! >= used[1]! && t[2]! >= used[2]! && t[3]! >= used[3]! && t[4]! >= used[4]!;
     if (covered && this.#usedExtended.size > 0) for (const [name, units] of this.#usedExtended) if ((total.extended.get(name) ?? 0) < units) covered = false;
     if (covered) {
       for (let i = 0; i < 5; i++) available[i] = t[i]! - used[i]!;
@@ -236,8 +203,8 @@ export class TaskManagerRegistration implements TaskManagerInfo {
       this.#availableProfile = saturated;
     }
     // As ResourceProfile computes cpuCores (units / UNITS_PER_CORE) and totalMemory ((heap + off-heap + managed) + network).
-    const totalCpu = t[0] / UNITS_PER_CORE;
-    const totalMemory = t[1] + t[2] + t[3] + t[4];
+    const totalCpu = t[0]! / UNITS_PER_CORE;
+    const totalMemory = t[1]! + t[2]! + t[3]! + t[4]!;
     const cpu = totalCpu > 0 ? used[0]! / UNITS_PER_CORE / totalCpu : 0;
     const memory = totalMemory > 0 ? (used[1]! + used[2]! + used[3]! + used[4]!) / totalMemory : 0;
     this.utilization = Math.max(cpu, memory);
