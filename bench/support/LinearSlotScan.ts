@@ -8,7 +8,7 @@
  *
  * Fair to the scan: occupied slots cost one field read each; an executor is tested once per walk
  * even when several of its slots are free (its slots are adjacent); the test is the same
- * `ResourceProfile.allFieldsNoLessThan` the tracker uses. The scan keeps no state between walks
+ * `TaskManagerRegistration.hasAvailable` the tracker uses (its running totals, no profile built). The scan keeps no state between walks
  * except counters, so the allocation bookkeeping that follows a match (reserve, assignPending,
  * completeAllocation, free on the tracker) is shared with the indexed path unchanged.
  */
@@ -42,7 +42,7 @@ export class LinearSlotScan {
       if (taskManager === tested) continue;
       tested = taskManager;
       if (taskManager.blocked) continue;
-      if (taskManager.available.allFieldsNoLessThan(unknown ? taskManager.defaultSlotResourceProfile : requirement)) {
+      if (taskManager.hasAvailable(unknown ? taskManager.defaultSlotResourceProfile : requirement)) {
         this.visited += i + 1;
         return taskManager;
       }

@@ -10,6 +10,8 @@ import { ResourceProfileError } from './errors.js';
 import { formatMemorySize, MiB, parseMemorySize, type MemorySizeInput } from './MemorySize.js';
 
 const SCALE = 1e8;
+/** CPU and extended-resource amounts are held in units of 1 / UNITS_PER_CORE (see {@link ResourceProfile.amounts}). */
+export const UNITS_PER_CORE = SCALE;
 const STANDARD = ['cpuCores', 'taskHeapMemory', 'taskOffHeapMemory', 'managedMemory', 'networkMemory'] as const;
 const MEMORY = STANDARD.slice(1) as readonly MemoryField[];
 const IS_MEMORY = new Set<string>(MEMORY);
@@ -190,11 +192,17 @@ export class ResourceProfile {
    */
   readonly amounts: Amounts;
   readonly extended: ReadonlyMap<string, number>;
+  /**
+   * The same amounts in a plain array that is never handed out: V8 reads the elements of a frozen
+   * array many times slower than a plain one's, and the arithmetic below reads them on every step.
+   */
+  readonly #units: Amounts;
   /** The canonical key, built on first use: most profiles (intermediate sums) never need one. */
   #key: string | undefined;
 
   private constructor(kind: ResourceProfile['kind'], amounts: Amounts, extended: ReadonlyMap<string, number>) {
     this.kind = kind;
+    this.#units = [...amounts] as unknown as Amounts;
     this.amounts = Object.freeze(amounts) as Amounts;
     // Sorted so that the key, toString and toJSON do not depend on insertion order; no copy when empty.
     this.extended = extended.size === 0 ? NO_EXTENDED : new Map([...extended].filter(([, u]) => u !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
@@ -242,6 +250,31 @@ export class ResourceProfile {
     if (spec.networkMemory !== undefined) b.setNetworkMemory(spec.networkMemory);
     if (spec.extendedResources !== undefined) b.setExtendedResources(spec.extendedResources);
     return b.build();
+  }
+
+  /**
+   * A specified profile from raw amounts as {@link amounts} and {@link extended} hold them: CPU in
+   * 1e-8 cores, the four memory sizes in bytes, extended resources as name → 1e-8 units (0 drops
+   * the name). Every amount must be a non-negative safe integer; for code that keeps running totals
+   * as plain numbers and turns them into a profile only when asked.
+   */
+  static fromAmounts(amounts: readonly number[], extended: ReadonlyMap<string, number> = NO_EXTENDED): ResourceProfile {
+    if (!Array.isArray(amounts) || amounts.length !== STANDARD.length) {
+      throw new ResourceProfileError('invalid-size', `amounts must be an array of ${STANDARD.length} numbers (${STANDARD.join(', ')}), got ${describe(amounts)}`, { field: 'amounts', value: describe(amounts) });
+    }
+    const unit = (field: string, value: unknown): number => {
+      if (typeof value !== 'number' || !Number.isFinite(value)) throw new ResourceProfileError('not-finite', `${field} must be a finite amount, got ${describe(value)}`, { field, value: describe(value) });
+      if (value < 0) throw new ResourceProfileError('negative-amount', `${field} must be non-negative, got ${value}`, { field, value });
+      if (!Number.isSafeInteger(value)) throw new ResourceProfileError('not-integer', `${field} must be a whole number of units, got ${value}`, { field, value });
+      return value + 0;
+    };
+    if (!(extended instanceof Map)) {
+      throw new ResourceProfileError('invalid-name', `extended must be a Map of name → units, got ${describe(extended)}`, { field: 'extendedResources', value: describe(extended) });
+    }
+    const checkedAmounts = STANDARD.map((field, i) => unit(field, amounts[i])) as unknown as Amounts;
+    const checkedExtended = new Map<string, number>();
+    for (const [name, units] of extended) if (unit(checkName(name), units) !== 0) checkedExtended.set(name, units);
+    return new ResourceProfile('specified', checkedAmounts, checkedExtended);
   }
 
   /** The inverse of {@link toJSON}; the data is checked as {@link fromSpec} checks it. */
@@ -307,8 +340,8 @@ export class ResourceProfile {
       for (const [n, u] of other.extended) sum.set(n, checked(n, (sum.get(n) ?? 0) + u));
       extended = sum;
     }
-    const a = this.amounts;
-    const b = other.amounts;
+    const a = this.#units;
+    const b = other.#units;
     const amounts: Amounts = [checked('cpuCores', a[0] + b[0]), checked('taskHeapMemory', a[1] + b[1]), checked('taskOffHeapMemory', a[2] + b[2]), checked('managedMemory', a[3] + b[3]), checked('networkMemory', a[4] + b[4])];
     return new ResourceProfile('specified', amounts, extended);
   }
@@ -327,8 +360,8 @@ export class ResourceProfile {
       for (const [n, u] of other.extended) rest.set(n, rest.get(n)! - u);
       extended = rest;
     }
-    const a = this.amounts;
-    const b = other.amounts;
+    const a = this.#units;
+    const b = other.#units;
     return new ResourceProfile('specified', [a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3], a[4] - b[4]], extended);
   }
 
@@ -364,8 +397,8 @@ export class ResourceProfile {
   equals(other: unknown): boolean {
     if (other === this) return true;
     if (!(other instanceof ResourceProfile) || other.kind !== this.kind) return false;
-    const a = this.amounts;
-    const b = other.amounts;
+    const a = this.#units;
+    const b = other.#units;
     if (a[0] !== b[0] || a[1] !== b[1] || a[2] !== b[2] || a[3] !== b[3] || a[4] !== b[4]) return false;
     if (this.extended.size !== other.extended.size) return false;
     for (const [n, u] of this.extended) if (other.extended.get(n) !== u) return false;
@@ -374,10 +407,52 @@ export class ResourceProfile {
 
   /** Every field at least `other`'s (both specified); allocation-free, for the matching hot path. */
   #covers(other: ResourceProfile): boolean {
-    const a = this.amounts;
-    const b = other.amounts;
+    const a = this.#units;
+    const b = other.#units;
     if (a[0] < b[0] || a[1] < b[1] || a[2] < b[2] || a[3] < b[3] || a[4] < b[4]) return false;
     for (const [n, need] of other.extended) if ((this.extended.get(n) ?? 0) < need) return false;
+    return true;
+  }
+
+  /**
+   * For running totals kept as plain numbers (`amounts` in {@link amounts} order and units,
+   * `extended` name → units without zeros): whether every amount of this specified profile is at
+   * most theirs, as `allFieldsNoLessThan` would find of a profile holding them.
+   */
+  fitsWithin(amounts: ArrayLike<number>, extended: ReadonlyMap<string, number>): boolean {
+    this.#requireSpecified('fitsWithin');
+    const b = this.#units;
+    if (amounts[0]! < b[0] || amounts[1]! < b[1] || amounts[2]! < b[2] || amounts[3]! < b[3] || amounts[4]! < b[4]) return false;
+    if (this.extended.size > 0) for (const [n, need] of this.extended) if ((extended.get(n) ?? 0) < need) return false;
+    return true;
+  }
+
+  /** Adds this specified profile to a running total (see {@link fitsWithin}); false, changing nothing, if a sum would pass the safe integers. */
+  addTo(amounts: number[], extended: Map<string, number>): boolean {
+    this.#requireSpecified('addTo');
+    const b = this.#units;
+    for (let i = 0; i < 5; i++) if (amounts[i]! + b[i]! > Number.MAX_SAFE_INTEGER) return false;
+    if (this.extended.size > 0) {
+      for (const [n, units] of this.extended) if ((extended.get(n) ?? 0) + units > Number.MAX_SAFE_INTEGER) return false;
+      for (const [n, units] of this.extended) extended.set(n, (extended.get(n) ?? 0) + units);
+    }
+    for (let i = 0; i < 5; i++) amounts[i] = amounts[i]! + b[i]!;
+    return true;
+  }
+
+  /** Takes this specified profile off a running total (see {@link fitsWithin}); false, changing nothing, if any amount would go below zero. */
+  subtractFrom(amounts: number[], extended: Map<string, number>): boolean {
+    this.#requireSpecified('subtractFrom');
+    if (!this.fitsWithin(amounts, extended)) return false;
+    if (this.extended.size > 0) {
+      for (const [n, units] of this.extended) {
+        const left = extended.get(n)! - units;
+        if (left === 0) extended.delete(n);
+        else extended.set(n, left);
+      }
+    }
+    const b = this.#units;
+    for (let i = 0; i < 5; i++) amounts[i] = amounts[i]! - b[i]!;
     return true;
   }
 
@@ -408,8 +483,13 @@ export class ResourceProfile {
       throw new ResourceProfileError('unknown-profile', message, { field: what });
     }
   }
+  #requireSpecified(what: string): void {
+    if (this.kind !== 'specified') {
+      throw new ResourceProfileError('unknown-profile', `${what} needs a specified profile, not ResourceProfile.${this.kind.toUpperCase()}`, { field: what });
+    }
+  }
   #amount(field: StandardField, index: number): number {
     this.#requireKnown(field);
-    return this.amounts[index]!;
+    return this.#units[index]!;
   }
 }

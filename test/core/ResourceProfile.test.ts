@@ -439,4 +439,49 @@ describe('ResourceProfile', () => {
       expect(refusal(() => ResourceProfile.fromJSON(null)).reason).to.equal('unknown-field');
     });
   });
+
+  describe('fromAmounts', () => {
+    it('builds the profile whose raw amounts and extended units are the ones given, dropping zero extended amounts', () => {
+      const original = ResourceProfile.fromSpec({ cpuCores: 0.3, taskHeapMemory: '256m', managedMemory: 7, extendedResources: { gpu: 0.1, fpga: 2 } });
+      const rebuilt = ResourceProfile.fromAmounts(original.amounts, new Map([...original.extended, ['tpu', 0]]));
+      expect(rebuilt.equals(original)).to.equal(true);
+      expect(rebuilt.key).to.equal(original.key);
+      expect(ResourceProfile.fromAmounts([0, 0, 0, 0, 0]).equals(ResourceProfile.ZERO)).to.equal(true);
+    });
+
+    it('refuses anything but five non-negative safe integers and valid extended names', () => {
+      expect(refusal(() => ResourceProfile.fromAmounts([0, 0, 0, 0])).reason).to.equal('invalid-size');
+      expect(refusal(() => ResourceProfile.fromAmounts([-1, 0, 0, 0, 0])).reason).to.equal('negative-amount');
+      expect(refusal(() => ResourceProfile.fromAmounts([0.5, 0, 0, 0, 0])).reason).to.equal('not-integer');
+      expect(refusal(() => ResourceProfile.fromAmounts([0, Infinity, 0, 0, 0])).reason).to.equal('not-finite');
+      expect(refusal(() => ResourceProfile.fromAmounts([0, 0, 0, 0, 0], new Map([['cpuCores', 1]]))).reason).to.equal('invalid-name');
+      expect(refusal(() => ResourceProfile.fromAmounts([0, 0, 0, 0, 0], new Map([['gpu', -1]]))).reason).to.equal('negative-amount');
+    });
+  });
+
+  describe('running totals (fitsWithin, addTo, subtractFrom)', () => {
+    it('adds to and takes off plain numbers exactly as merge and subtract would, and tests fits as allFieldsNoLessThan', () => {
+      const amounts = [0, 0, 0, 0, 0];
+      const extended = new Map<string, number>();
+      const a = profile({ cpuCores: 0.1, taskHeapMemory: '100m', extendedResources: { gpu: 1 } });
+      const b = profile({ cpuCores: 0.2, managedMemory: '1m', extendedResources: { gpu: 0.5, fpga: 2 } });
+      expect([a.addTo(amounts, extended), b.addTo(amounts, extended)]).to.deep.equal([true, true]);
+      expect(ResourceProfile.fromAmounts(amounts, extended).key).to.equal(a.merge(b).key);
+      expect([b.fitsWithin(amounts, extended), slot.fitsWithin(amounts, extended)]).to.deep.equal([true, false]);
+      expect(a.subtractFrom(amounts, extended)).to.equal(true);
+      expect(ResourceProfile.fromAmounts(amounts, extended).key).to.equal(b.key);
+      expect(b.subtractFrom(amounts, extended)).to.equal(true);
+      expect([amounts, [...extended]]).to.deep.equal([[0, 0, 0, 0, 0], []]);
+    });
+
+    it('changes nothing and answers false when a sum would overflow or an amount would go below zero; refuses UNKNOWN and ANY', () => {
+      const amounts = [0, Number.MAX_SAFE_INTEGER, 0, 0, 0];
+      const extended = new Map([['gpu', 1e8]]);
+      expect(profile({ taskHeapMemory: 1 }).addTo(amounts, extended)).to.equal(false);
+      expect(profile({ extendedResources: { gpu: 2 } }).subtractFrom(amounts, extended)).to.equal(false);
+      expect([amounts, [...extended]]).to.deep.equal([[0, Number.MAX_SAFE_INTEGER, 0, 0, 0], [['gpu', 1e8]]]);
+      expect(refusal(() => UNKNOWN.fitsWithin(amounts, extended)).reason).to.equal('unknown-profile');
+      expect(refusal(() => ANY.addTo(amounts, extended)).reason).to.equal('unknown-profile');
+    });
+  });
 });

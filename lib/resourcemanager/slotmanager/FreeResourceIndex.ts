@@ -9,7 +9,8 @@
  * executor's capacity changes, each tracked set re-checks that executor alone (O(sets · log n)).
  * Heap entries are never removed eagerly; an entry whose executor has changed since (its `version`)
  * or left the set is skipped when it reaches the top, and a heap that grows past twice its live
- * size is rebuilt.
+ * size is rebuilt. In registration order (first fit) an executor's entry never goes stale while it
+ * is in the heap: one that leaves the set and comes back before its entry was popped reuses it.
  */
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { CandidateOrder } from './SlotMatchingStrategy.js';
@@ -22,15 +23,23 @@ interface Entry {
   readonly seq: number;
 }
 
+/** An executor's standing in a set: in it; out of it; out of it but with its entry still in the heap (registration order only). */
+const IN = 1;
+const OUT = 0;
+const OUT_QUEUED = 2;
+type Standing = typeof IN | typeof OUT | typeof OUT_QUEUED;
+
 class CandidateSet {
   /**
    * Membership flags, flipped in place. A registered executor's key is never deleted (only on
    * removal): deleting and re-adding the same key in a Set leaves dead entries in its hash chain,
    * and the executor first fit keeps picking does exactly that on every allocate and free.
    */
-  readonly #flags = new Map<TaskManagerRegistration, boolean>();
+  readonly #flags = new Map<TaskManagerRegistration, Standing>();
   #size = 0;
   #heap: Entry[] = [];
+  /** When the index last handed this set out (its LRU stamp). */
+  lastUsed = 0;
 
   constructor(
     readonly requirement: ResourceProfile,
@@ -43,7 +52,7 @@ class CandidateSet {
   /** The executors in the set (built on demand: for explanations and tests, not the hot path). */
   get members(): ReadonlySet<TaskManagerRegistration> {
     const out = new Set<TaskManagerRegistration>();
-    for (const [taskManager, member] of this.#flags) if (member) out.add(taskManager);
+    for (const [taskManager, standing] of this.#flags) if (standing === IN) out.add(taskManager);
     return out;
   }
 
@@ -52,24 +61,25 @@ class CandidateSet {
   }
 
   update(taskManager: TaskManagerRegistration): void {
-    const was = this.#flags.get(taskManager) === true;
+    const standing = this.#flags.get(taskManager);
     if (taskManager.canFit(this.requirement)) {
-      if (!was) {
-        this.#flags.set(taskManager, true);
+      if (standing !== IN) {
+        this.#flags.set(taskManager, IN);
         this.#size++;
+        if (standing === OUT_QUEUED) return; // back before its entry was popped: that entry is still right
       } else if (!this.byUtilization) {
         return; // still in, same place in a registration-order heap: its entry is still right
       }
       this.#push({ taskManager, version: taskManager.version, utilization: taskManager.utilization, seq: taskManager.seq });
       if (this.#heap.length > 2 * this.#size + 64) this.#rebuild();
-    } else if (was) {
-      this.#flags.set(taskManager, false);
+    } else if (standing === IN) {
+      this.#flags.set(taskManager, this.byUtilization ? OUT : OUT_QUEUED);
       this.#size--;
     }
   }
 
   remove(taskManager: TaskManagerRegistration): void {
-    if (this.#flags.get(taskManager) === true) this.#size--;
+    if (this.#flags.get(taskManager) === IN) this.#size--;
     this.#flags.delete(taskManager);
   }
 
@@ -78,7 +88,10 @@ class CandidateSet {
     while (heap.length > 0) {
       const top = heap[0]!;
       const current = !this.byUtilization || top.version === top.taskManager.version;
-      if (current && this.#flags.get(top.taskManager) === true) return top.taskManager;
+      const standing = this.#flags.get(top.taskManager);
+      if (current && standing === IN) return top.taskManager;
+      // Registration order keeps one entry per executor: popping it leaves the executor without one.
+      if (standing === OUT_QUEUED) this.#flags.set(top.taskManager, OUT);
       this.#pop();
     }
     return undefined;
@@ -87,6 +100,8 @@ class CandidateSet {
   #rebuild(): void {
     this.#heap = [...this.members].map((t) => ({ taskManager: t, version: t.version, utilization: t.utilization, seq: t.seq }));
     for (let i = (this.#heap.length >> 1) - 1; i >= 0; i--) this.#siftDown(i);
+    // Only members have an entry now.
+    for (const [taskManager, standing] of this.#flags) if (standing === OUT_QUEUED) this.#flags.set(taskManager, OUT);
   }
 
   #push(entry: Entry): void {
@@ -131,7 +146,8 @@ const MAX_TRACKED_SETS = 256;
 
 export class FreeResourceIndex {
   readonly #sets = new Map<string, CandidateSet>();
-  #lastKey: string | undefined;
+  /** Stamps the sets' use, for forgetting the least recently used (no Map reordering per lookup). */
+  #clock = 0;
 
   constructor(
     private readonly order: CandidateOrder,
@@ -169,19 +185,24 @@ export class FreeResourceIndex {
     const key = host === null ? requirement.key : `${requirement.key}@${host}`;
     let set = this.#sets.get(key);
     if (set !== undefined) {
-      // Refresh its place in the LRU order (unless it is the most recent already: the common case).
-      if (key !== this.#lastKey) {
-        this.#sets.delete(key);
-        this.#sets.set(key, set);
-        this.#lastKey = key;
-      }
+      set.lastUsed = ++this.#clock;
       return set;
     }
-    this.#lastKey = key;
     set = new CandidateSet(requirement, host, this.order, this.byUtilization);
     for (const taskManager of this.taskManagers()) if (set.covers(taskManager)) set.update(taskManager);
+    set.lastUsed = ++this.#clock;
     this.#sets.set(key, set);
-    if (this.#sets.size > MAX_TRACKED_SETS) this.#sets.delete(this.#sets.keys().next().value!);
+    if (this.#sets.size > MAX_TRACKED_SETS) {
+      let oldest: string | undefined;
+      let oldestUse = Infinity;
+      for (const [k, s] of this.#sets) {
+        if (s.lastUsed < oldestUse) {
+          oldest = k;
+          oldestUse = s.lastUsed;
+        }
+      }
+      this.#sets.delete(oldest!);
+    }
     return set;
   }
 }

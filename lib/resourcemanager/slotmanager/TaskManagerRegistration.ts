@@ -5,13 +5,18 @@
  *
  * Capacity: `used` is the sum of every pending, allocated or reserved slot's profile; `available`
  * is total − used (never below zero: a slot report may show more than the SlotManager planned).
+ * Both are kept as plain mutable numbers (the profiles' raw amounts) and turned into immutable
+ * ResourceProfiles only when read: every reserve and free changes them, and a new profile per
+ * step was most of the matching hot path's cost. The numbers give the same results as the profile
+ * arithmetic they replace; whatever they do not cover (a total or profile that is UNKNOWN or ANY,
+ * an overflow, a step that would go below zero) is done by that profile arithmetic itself.
  * Static slots are records 0..n-1 that live as long as the executor (free ⇄ pending ⇄ allocated);
  * dynamic slots exist only while pending or allocated. A static slot is used when a requirement's
  * effective profile is the executor's default slot profile and one is free; anything else gets a
  * dynamic slot carved from what is available, as in Flink's fine-grained resource management.
  */
 import type { AllocationID, JobID, ResourceID } from '../../core/ids.js';
-import { ResourceProfile } from '../../core/ResourceProfile.js';
+import { ResourceProfile, UNITS_PER_CORE } from '../../core/ResourceProfile.js';
 import type { ResourceSlotState } from '../../../machines/resourceSlot.machine.js';
 import type { TaskExecutorSlotGateway } from '../../rpc/TaskExecutorSlotGateway.js';
 
@@ -50,8 +55,6 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   readonly seq: number;
   readonly staticSlots: ResourceSlotRecord[];
   readonly dynamicSlots = new Map<AllocationID, ResourceSlotRecord>();
-  used: ResourceProfile = ResourceProfile.ZERO;
-  available: ResourceProfile;
   /** max over CPU and memory of used/total (Flink's utilisation score); 0 for a zero total. */
   utilization = 0;
   /** Free static slot records. */
@@ -70,6 +73,24 @@ export class TaskManagerRegistration implements TaskManagerInfo {
    */
   blocked = false;
 
+  /**
+   * Whether the numbers below are the truth (true while the total and every profile taken are
+   * specified); once false, `#usedProfile` and `#availableProfile` are, as profile arithmetic
+   * keeps them.
+   */
+  #numeric: boolean;
+  /** Used, as raw amounts (ResourceProfile.amounts order and units); extended resources without zeros. */
+  readonly #used = [0, 0, 0, 0, 0];
+  readonly #usedExtended = new Map<string, number>();
+  /** Available (total − used, at least zero), likewise. */
+  readonly #available: number[];
+  /** The total's raw amounts, in a plain array (cheaper to read than the profile's frozen one). */
+  readonly #total: number[];
+  readonly #availableExtended: Map<string, number>;
+  /** The profiles, built from the numbers on first read after a change (undefined: not built yet). */
+  #usedProfile: ResourceProfile | undefined = ResourceProfile.ZERO;
+  #availableProfile: ResourceProfile | undefined;
+
   constructor(info: TaskManagerInfo, seq: number, now: number) {
     this.resourceId = info.resourceId;
     this.host = info.host;
@@ -78,7 +99,12 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     this.numberOfStaticSlots = info.numberOfStaticSlots;
     this.gateway = info.gateway;
     this.seq = seq;
-    this.available = info.totalResourceProfile;
+    const total = info.totalResourceProfile;
+    this.#numeric = total instanceof ResourceProfile && total.kind === 'specified';
+    this.#total = this.#numeric ? [...total.amounts] : [0, 0, 0, 0, 0];
+    this.#available = [...this.#total];
+    this.#availableExtended = this.#numeric ? new Map(total.extended) : new Map();
+    this.#availableProfile = total;
     this.idleSince = now;
     this.freeStaticSlots = info.numberOfStaticSlots;
     this.staticSlots = Array.from({ length: info.numberOfStaticSlots }, (_, index) => ({
@@ -98,8 +124,26 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     return requirement.isUnknown() ? this.defaultSlotResourceProfile : requirement;
   }
 
+  /** What the slots (pending, allocated, reserved) use: the sum of their profiles. */
+  get used(): ResourceProfile {
+    return (this.#usedProfile ??= ResourceProfile.fromAmounts(this.#used, this.#usedExtended));
+  }
+
+  /** What is left for new slots: total − used, never below zero. */
+  get available(): ResourceProfile {
+    return (this.#availableProfile ??= ResourceProfile.fromAmounts(this.#available, this.#availableExtended));
+  }
+
   canFit(requirement: ResourceProfile): boolean {
-    return !this.blocked && this.available.allFieldsNoLessThan(this.effectiveProfile(requirement));
+    return !this.blocked && this.hasAvailable(this.effectiveProfile(requirement));
+  }
+
+  /** `available.allFieldsNoLessThan(profile)`, without building `available` (blocked or not). */
+  hasAvailable(profile: ResourceProfile): boolean {
+    if (!this.#numeric) return this.available.allFieldsNoLessThan(profile);
+    // Against a specified `available`: UNKNOWN is covered, ANY (infinite) is not.
+    if (profile.kind !== 'specified') return profile.kind === 'unknown';
+    return profile.fitsWithin(this.#available, this.#availableExtended);
   }
 
   /** A free static slot this requirement may take (its effective profile is the default), if any. */
@@ -110,21 +154,85 @@ export class TaskManagerRegistration implements TaskManagerInfo {
 
   /** Adds `profile` to what is used (a slot was reserved, became pending, or was adopted). */
   take(profile: ResourceProfile): void {
-    this.used = this.used.merge(profile);
+    if (this.#numeric && profile.kind === 'specified' && profile.addTo(this.#used, this.#usedExtended)) {
+      this.#usedChanged();
+      return;
+    }
+    this.#leaveNumeric();
+    this.#usedProfile = this.#usedProfile!.merge(profile);
     this.#recompute();
   }
 
   /** Gives `profile` back (a slot was freed or a reservation dropped). */
   giveBack(profile: ResourceProfile): void {
-    this.used = saturatingSubtract(this.used, profile);
+    if (this.#numeric && profile.kind === 'specified') {
+      // Below zero somewhere (a slot report overtook the plan): the profile arithmetic saturates.
+      if (!profile.subtractFrom(this.#used, this.#usedExtended)) this.#load(saturatingSubtract(this.used, profile), this.#used, this.#usedExtended);
+      this.#usedChanged();
+      return;
+    }
+    this.#leaveNumeric();
+    this.#usedProfile = saturatingSubtract(this.#usedProfile!, profile);
     this.#recompute();
   }
 
+  /** available = total − used (saturating) and the utilisation, from the numbers. */
+  #usedChanged(): void {
+    this.#usedProfile = undefined;
+    this.#availableProfile = undefined;
+    const total = this.totalResourceProfile;
+    const t = this.#total;
+    const used = this.#used;
+    const available = this.#available;
+    let covered = t[0]! >= used[0]! && t[1]! >= used[1]! && t[2]! >= used[2]! && t[3]! >= used[3]! && t[4]! >= used[4]!;
+    if (covered && this.#usedExtended.size > 0) for (const [name, units] of this.#usedExtended) if ((total.extended.get(name) ?? 0) < units) covered = false;
+    if (covered) {
+      for (let i = 0; i < 5; i++) available[i] = t[i]! - used[i]!;
+      // Only the total's extended resources can be available (and are, unless all used): updated in place.
+      if (total.extended.size > 0) {
+        const availableExtended = this.#availableExtended;
+        for (const [name, units] of total.extended) {
+          const left = units - (this.#usedExtended.get(name) ?? 0);
+          if (left !== 0) availableExtended.set(name, left);
+          else availableExtended.delete(name);
+        }
+      }
+    } else {
+      const saturated = saturatingSubtract(total, this.used);
+      this.#load(saturated, available, this.#availableExtended);
+      this.#availableProfile = saturated;
+    }
+    // As ResourceProfile computes cpuCores (units / UNITS_PER_CORE) and totalMemory ((heap + off-heap + managed) + network).
+    const totalCpu = t[0]! / UNITS_PER_CORE;
+    const totalMemory = t[1]! + t[2]! + t[3]! + t[4]!;
+    const cpu = totalCpu > 0 ? used[0]! / UNITS_PER_CORE / totalCpu : 0;
+    const memory = totalMemory > 0 ? (used[1]! + used[2]! + used[3]! + used[4]!) / totalMemory : 0;
+    this.utilization = Math.max(cpu, memory);
+    this.version++;
+  }
+
+  /** Copies a specified profile's amounts into `amounts` and `extended`. */
+  #load(profile: ResourceProfile, amounts: number[], extended: Map<string, number>): void {
+    for (let i = 0; i < 5; i++) amounts[i] = profile.amounts[i]!;
+    extended.clear();
+    for (const [name, units] of profile.extended) extended.set(name, units);
+  }
+
+  /** From here on the profiles are the truth, kept by profile arithmetic (UNKNOWN / ANY involved, or an overflow to report). */
+  #leaveNumeric(): void {
+    if (!this.#numeric) return;
+    this.#usedProfile = this.used;
+    this.#availableProfile = this.available;
+    this.#numeric = false;
+  }
+
+  /** The profile-arithmetic step (outside the numeric mode). */
   #recompute(): void {
     const total = this.totalResourceProfile;
-    this.available = saturatingSubtract(total, this.used);
-    const cpu = total.cpuCores > 0 ? this.used.cpuCores / total.cpuCores : 0;
-    const memory = total.totalMemory > 0 ? this.used.totalMemory / total.totalMemory : 0;
+    const used = this.#usedProfile!;
+    this.#availableProfile = saturatingSubtract(total, used);
+    const cpu = total.cpuCores > 0 ? used.cpuCores / total.cpuCores : 0;
+    const memory = total.totalMemory > 0 ? used.totalMemory / total.totalMemory : 0;
     this.utilization = Math.max(cpu, memory);
     this.version++;
   }

@@ -1,0 +1,69 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
+import { saturatingSubtract, TaskManagerRegistration } from '../../../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
+import { executorInfo, profile } from './support.js';
+
+/**
+ * The registration keeps used / available as running numbers; these tests hold them to the profile
+ * arithmetic they stand for: used = merge of what was taken, saturating subtract of what was given
+ * back; available = total − used, saturating; utilisation = max(cpu, memory) of used / total.
+ */
+describe('TaskManagerRegistration capacity', () => {
+  const total = profile(4, 400, 100, { gpu: 2 });
+  const registration = (t: ResourceProfile = total) => new TaskManagerRegistration({ ...executorInfo(1, { total: t, slots: 1, defaultSlot: profile(1) }), totalResourceProfile: t }, 1, 0);
+
+  /** Small specified profiles, some with extended resources the executor has or lacks. */
+  const step = fc.record({
+    give: fc.boolean(),
+    cpu: fc.constantFrom(0, 0.1, 0.2, 0.3, 1, 2.5),
+    heapMB: fc.constantFrom(0, 1, 50, 100, 300),
+    managedMB: fc.constantFrom(0, 10, 60),
+    extended: fc.constantFrom<Record<string, number>>({}, { gpu: 1 }, { gpu: 0.3 }, { fpga: 1 }),
+  });
+
+  it('matches profile arithmetic on any sequence of takes and give-backs, including give-backs beyond what is used', () => {
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
+        const tm = registration();
+        let used = ResourceProfile.ZERO;
+        let version = 0;
+        for (const s of steps) {
+          const p = profile(s.cpu, s.heapMB, s.managedMB, s.extended);
+          if (s.give) {
+            tm.giveBack(p);
+            used = saturatingSubtract(used, p);
+          } else {
+            tm.take(p);
+            used = used.merge(p);
+          }
+          const available = saturatingSubtract(total, used);
+          const utilization = Math.max(used.cpuCores / total.cpuCores, used.totalMemory / total.totalMemory);
+          expect([tm.used.key, tm.available.key, tm.utilization, tm.version]).to.deep.equal([used.key, available.key, utilization, ++version]);
+          for (const r of [p, profile(1, 100), profile(0.5, 0, 0, { gpu: 1 }), ResourceProfile.UNKNOWN, ResourceProfile.ANY]) {
+            expect(tm.hasAvailable(r), `${tm.available} ≥ ${r}`).to.equal(tm.available.allFieldsNoLessThan(r));
+          }
+        }
+      }),
+      { numRuns: 300, seed: 20240611 },
+    );
+  });
+
+  it('keeps profile arithmetic for what the numbers do not cover: UNKNOWN taken, an ANY total, an overflow', () => {
+    const unknownTaken = registration();
+    unknownTaken.take(profile(1, 100));
+    expect(() => unknownTaken.take(ResourceProfile.UNKNOWN)).to.throw(/not defined for ResourceProfile.UNKNOWN/);
+    expect([unknownTaken.used, unknownTaken.available]).to.deep.equal([ResourceProfile.UNKNOWN, ResourceProfile.UNKNOWN]);
+
+    const unbounded = registration(ResourceProfile.ANY);
+    unbounded.take(profile(1, 100));
+    expect([unbounded.used.key, unbounded.available, unbounded.hasAvailable(profile(1000))]).to.deep.equal([profile(1, 100).key, ResourceProfile.ANY, true]);
+
+    const huge = ResourceProfile.newBuilder().setTaskHeapMemory(Number.MAX_SAFE_INTEGER).build();
+    const full = registration(huge);
+    full.take(huge);
+    const before = [full.used.key, full.available.key, full.version];
+    expect(() => full.take(profile(0, 1))).to.throw(/exceed the largest representable amount/);
+    expect([full.used.key, full.available.key, full.version]).to.deep.equal(before);
+  });
+});
