@@ -170,6 +170,10 @@ class PendingRun implements ActiveRun {
   onAbort: (() => void) | undefined = undefined;
   /** The batch it is in, or null while queued here. */
   batch: Batch | null = null;
+  /** Its place in that batch (the thread runs a batch's runs in this order). */
+  position = 0;
+  /** Told once that it started (see {@link RunStartListener}). */
+  startNoticed = false;
   settled = false;
   cancelReason: string | null = null;
   stoppedBy: 'before-start' | 'cooperative' | 'forced' | null = null;
@@ -185,11 +189,27 @@ class PendingRun implements ActiveRun {
     readonly number: number,
     readonly invocation: TaskInvocation,
     readonly signal: AbortSignal | undefined,
+    readonly listener: RunStartListener | undefined,
     readonly resolve: (result: TaskResult) => void,
     readonly reject: (error: unknown) => void,
   ) {
     this.ctx = invocation.context;
   }
+}
+
+/**
+ * Told once when a run starts on its thread: when nothing is left before it there (it starts
+ * within a message's latency), or when it is heard logging, and at the latest just before it
+ * settles; never for a run canceled before it started. No message per run says so: the pool
+ * infers it — a batch sent while a thread is free starts at once, the runs of a batch run one
+ * after another (the next starts as the previous one's outcome is posted), and a thread takes the
+ * next batch when it returns one. With a thread per pool (a slot's default) that is exact to a
+ * message's latency; with more threads a start may be told late. Outcomes and logs come on
+ * different channels than a batch's return, so a start may be heard before the end of the run
+ * before it. A run re-queued after its thread was lost is not told again.
+ */
+export interface RunStartListener {
+  started(): void;
 }
 
 /** Runs sent to a thread in one pool call. */
@@ -239,6 +259,9 @@ export class SlotTaskPool {
   /** Runs not yet in a batch, in order. */
   #queue: PendingRun[] = [];
   #batchesInFlight = 0;
+  /** The batches sent and not returned, in the order they were sent. */
+  readonly #inFlight: Batch[] = [];
+  readonly #threadCount: number;
   readonly #maxBatchesInFlight: number;
   #dispatchScheduled = false;
   #flags = new Int32Array(new SharedArrayBuffer(INITIAL_RUN_FLAGS * Int32Array.BYTES_PER_ELEMENT));
@@ -274,6 +297,7 @@ export class SlotTaskPool {
     this.cancelGraceMs = cancelGraceMs;
     this.#log = options.log ?? consoleLog;
     // One batch running per thread and one waiting behind it, so a thread that ends a batch finds the next.
+    this.#threadCount = maxThreads;
     this.#maxBatchesInFlight = maxThreads * 2;
 
     // Run from .ts (tests, under tsx) or from .js (dist/): the worker file follows this module.
@@ -340,25 +364,28 @@ export class SlotTaskPool {
    * `bad-output`), IllegalArgumentError when the invocation cannot be sent to a thread, or
    * IllegalStateError after {@link close}. Aborting `signal` cancels the attempt (see the module comment).
    */
-  async run(invocation: TaskInvocation, options: { readonly signal?: AbortSignal } = {}): Promise<TaskResult> {
+  run(invocation: TaskInvocation, options: { readonly signal?: AbortSignal; readonly listener?: RunStartListener } = {}): Promise<TaskResult> {
+    // Not async: the caller's reactions hang on the very promise a run settles (see #settleOutcome).
     if (this.#closing !== null) {
-      throw new IllegalStateError(`SlotTaskPool ${this.name} is closed: it runs no more tasks`, {
-        component: `SlotTaskPool ${this.name}`,
-        operation: 'run',
-        state: 'closed',
-        allowed: ['open'],
-      });
+      return Promise.reject(
+        new IllegalStateError(`SlotTaskPool ${this.name} is closed: it runs no more tasks`, {
+          component: `SlotTaskPool ${this.name}`,
+          operation: 'run',
+          state: 'closed',
+          allowed: ['open'],
+        }),
+      );
     }
     const { signal } = options;
     const ctx = invocation.context;
     if (signal?.aborted) {
       this.#failed++;
       this.#canceled++;
-      throw this.#error('canceled', ctx, `canceled before it started: ${reasonText(signal.reason)}`, { stoppedBy: 'before-start' });
+      return Promise.reject(this.#error('canceled', ctx, `canceled before it started: ${reasonText(signal.reason)}`, { stoppedBy: 'before-start' }));
     }
     return new Promise<TaskResult>((resolve, reject) => {
       const { flags, index } = this.#claimFlag(ctx);
-      const run = new PendingRun(flags, index, this.#nextRun++, invocation, signal, resolve, reject);
+      const run = new PendingRun(flags, index, this.#nextRun++, invocation, signal, options.listener, resolve, reject);
       this.#runs.set(run.number, run);
       if (signal !== undefined) {
         run.onAbort = () => this.#cancel(run, reasonText(signal.reason));
@@ -454,15 +481,21 @@ export class SlotTaskPool {
 
   #startBatch(runs: PendingRun[]): void {
     const batch: Batch = { runs, forced: new AbortController(), forcedRun: null };
+    // A thread is free for it (fewer batches out than threads): its first run starts now.
+    const startsNow = this.#batchesInFlight < this.#threadCount;
     this.#batchesInFlight++;
+    this.#inFlight.push(batch);
     this.#batches++;
     const items: TaskWorkerBatch['items'][number][] = [];
-    for (const run of runs) {
+    for (let position = 0; position < runs.length; position++) {
+      const run = runs[position]!;
       run.batch = batch;
+      run.position = position;
       const { taskModule, context, inputs, config, memory } = run.invocation;
       // Listed, not spread: one shape for every item.
       items.push({ taskModule, context, inputs, config, memory, run: run.number, started: run.flags.buffer as SharedArrayBuffer, index: run.index });
     }
+    if (startsNow) this.#noticeNextStart(batch, 0);
     const payload: TaskWorkerBatch = { channel: this.#controlName, items };
     this.#pool.run(payload, { name: 'runBatch', signal: batch.forced.signal }).then(
       (result: unknown) => this.#batchEnded(batch, result as TaskWorkerBatchResult, undefined),
@@ -472,6 +505,8 @@ export class SlotTaskPool {
 
   #batchEnded(batch: Batch, result: TaskWorkerBatchResult | null, error: unknown): void {
     this.#batchesInFlight--;
+    const at = this.#inFlight.indexOf(batch);
+    if (at >= 0) this.#inFlight.splice(at, 1);
     // The outcomes and logs its runs posted before it ended are on our channel already.
     this.#drainControl();
     const last = result?.last;
@@ -498,6 +533,9 @@ export class SlotTaskPool {
       // and must find nothing there to claim (a few flags per lost thread).
       if (run.settled && result !== null) this.#freeFlag(run);
     }
+    // Its thread takes the oldest batch still waiting for one (told after this batch's last run was heard to end).
+    const next = this.#inFlight[this.#threadCount - 1];
+    if (next !== undefined) queueMicrotask(() => this.#noticeNextStart(next, 0));
     this.#scheduleDispatch();
   }
 
@@ -550,6 +588,15 @@ export class SlotTaskPool {
   /** A run's outcome from its thread. */
   #settleOutcome(run: PendingRun, outcome: TaskWorkerOutcome): void {
     if (run.settled) return;
+    this.#noticeStart(run);
+    const { batch, position } = run;
+    this.#settle(run, outcome);
+    // The thread went on with the next run of the batch as it posted this outcome. Told after the
+    // reactions to this run's settling (queued just now), so a listener hears this run end first.
+    if (batch !== null) queueMicrotask(() => this.#noticeNextStart(batch, position + 1));
+  }
+
+  #settle(run: PendingRun, outcome: TaskWorkerOutcome): void {
     const { ctx } = run;
     if (run.cancelReason !== null) {
       // The task ended on its own after the cancel (on its signal or by finishing): the attempt is canceled either way.
@@ -591,6 +638,27 @@ export class SlotTaskPool {
         pagesLeft: outcome.pagesLeft,
       }),
     );
+  }
+
+  /** The first run of `batch` from `position` on that will still run (not settled, not canceled before it started): it is starting. */
+  #noticeNextStart(batch: Batch, position: number): void {
+    for (let i = position; i < batch.runs.length; i++) {
+      const run = batch.runs[i]!;
+      if (run.settled || run.batch !== batch || Atomics.load(run.flags, run.index) === RUN_CANCELED) continue;
+      this.#noticeStart(run);
+      return;
+    }
+  }
+
+  #noticeStart(run: PendingRun): void {
+    if (run.startNoticed || run.settled) return;
+    run.startNoticed = true;
+    if (run.listener === undefined) return;
+    try {
+      run.listener.started();
+    } catch (error) {
+      this.#emit({ source: 'pool', level: 'error', pool: this.name, message: `a run's start listener threw: ${error instanceof Error ? error.message : String(error)}`, executionAttemptId: run.ctx.executionAttemptId, vertexName: run.ctx.vertexName, subtaskIndex: run.ctx.subtaskIndex });
+    }
   }
 
   #reject(run: PendingRun, error: Error): void {
@@ -671,7 +739,10 @@ export class SlotTaskPool {
       return;
     }
     if (message?.type !== 'log') return;
-    const ctx = this.#runs.get(message.run)?.ctx;
+    const logging = this.#runs.get(message.run);
+    // It logs: it runs (told after what settled before it in this read was heard).
+    if (logging !== undefined && !logging.startNoticed) queueMicrotask(() => this.#noticeStart(logging));
+    const ctx = logging?.ctx;
     this.#emit({
       source: 'task',
       level: 'info',

@@ -22,13 +22,17 @@ import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.j
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ExecutionState, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../rpc/protocol.js';
 import { slotReportToWire } from '../rpc/slotReportWire.js';
-import type { TaskInvocation } from './SlotTaskPool.js';
+import type { RunStartListener, TaskInvocation } from './SlotTaskPool.js';
 import { TaskSlotTable, type TaskSlotOutput, type TaskSlotPayload } from './TaskSlotTable.js';
 
 /** Runs a slot's tasks (a piscina pool in production, a double in tests). */
 export interface SlotTaskRunner {
-  /** Runs one attempt: resolves with its output; rejects when it fails or is canceled. */
-  run(invocation: TaskInvocation): Promise<{ output: unknown; leakedPagesReleased?: number }>;
+  /**
+   * Runs one attempt: resolves with its output; rejects when it fails or is canceled. Tells
+   * `options.listener` when the attempt starts on its thread (it may wait behind others first),
+   * at the latest just before it settles; never if it is canceled before it starts.
+   */
+  run(invocation: TaskInvocation, options?: { listener?: RunStartListener }): Promise<{ output: unknown; leakedPagesReleased?: number }>;
   /**
    * Cancels the attempt if it is queued or running here (its run then rejects, canceled); false if
    * it is not here. A cancel names the attempt rather than aborting a signal: a TaskExecutor runs
@@ -61,8 +65,14 @@ export interface TaskExecutorOptions {
 
 type Lifecycle = 'created' | 'registering' | 'registered' | 'shutting-down' | 'stopped';
 
-/** A submitted attempt: what the TaskExecutor tracks, and what its slot holds (the slot's TaskSlotPayload). */
-class RunningTask implements TaskSlotPayload {
+/** What a submitted attempt tells its TaskExecutor (one object for every attempt: no closure per task). */
+interface TaskCallbacks {
+  cancel(executionAttemptId: ExecutionAttemptID, cause: string): void;
+  started(task: RunningTask): void;
+}
+
+/** A submitted attempt: what the TaskExecutor tracks, what its slot holds (the slot's TaskSlotPayload), and what its runner tells when it starts. */
+class RunningTask implements TaskSlotPayload, RunStartListener {
   readonly executionAttemptId: ExecutionAttemptID;
   readonly jobId: JobID;
   readonly allocationId: AllocationID;
@@ -73,7 +83,7 @@ class RunningTask implements TaskSlotPayload {
 
   constructor(
     readonly descriptor: TaskDeploymentDescriptor,
-    private readonly cancel: (executionAttemptId: ExecutionAttemptID, cause: string) => void,
+    private readonly callbacks: TaskCallbacks,
   ) {
     this.executionAttemptId = descriptor.executionAttemptId;
     this.jobId = descriptor.jobId;
@@ -82,7 +92,12 @@ class RunningTask implements TaskSlotPayload {
 
   /** The slot closes under it (Flink's failExternally): cancel it. */
   failExternally(cause: unknown): void {
-    this.cancel(this.executionAttemptId, `the slot was freed: ${describe(cause)}`);
+    this.callbacks.cancel(this.executionAttemptId, `the slot was freed: ${describe(cause)}`);
+  }
+
+  /** Its runner started it on a thread. */
+  started(): void {
+    this.callbacks.started(this);
   }
 
   /** What the inspector shows of it in its slot (not its inputs, nor its runner). */
@@ -100,8 +115,11 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   readonly #clock: Clock;
   readonly #log: (message: string) => void;
   readonly #tasks = new Map<ExecutionAttemptID, RunningTask>();
-  /** #cancel, bound once for every task's failExternally. */
-  readonly #cancelTask = (executionAttemptId: ExecutionAttemptID, cause: string): void => this.#cancel(executionAttemptId, cause);
+  /** For every task: its failExternally cancels it; its runner's start notice reports it running (in the mailbox). */
+  readonly #taskCallbacks: TaskCallbacks = {
+    cancel: (executionAttemptId, cause) => this.#cancel(executionAttemptId, cause),
+    started: (task) => this.mailbox.execute(() => this.#started(task)),
+  };
   /** Tasks that ended in this turn, still in their slots: removed together (one TaskSlot event per slot). */
   #ended: ExecutionAttemptID[] = [];
   readonly #runners = new Map<AllocationID, SlotTaskRunner>();
@@ -247,7 +265,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     if (owner === undefined) throw new SlotNotFoundError(`could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.resourceId} has no slot ${AllocationID.short(allocationId)}`, { allocationId, executionAttemptId });
     if (owner !== jobId) throw new SlotOwnerMismatchError('job-mismatch', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(owner)}`, { allocationId, jobId, expected: owner });
     if (!this.table.markSlotActive(allocationId)) throw new SlotNotActiveError('slot-releasing', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} is releasing`, { allocationId });
-    return new RunningTask(descriptor, this.#cancelTask);
+    return new RunningTask(descriptor, this.#taskCallbacks);
   }
 
   async cancelTask(executionAttemptId: ExecutionAttemptID): Promise<void> {
@@ -449,16 +467,20 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     let result: Promise<{ output: unknown }>;
     try {
       task.runner = this.#runnerFor(descriptor.allocationId);
-      result = task.runner.run(invocation);
+      // Running once it starts on the slot's thread (it may wait there behind the slot's other tasks).
+      result = task.runner.run(invocation, { listener: task });
     } catch (error) {
       result = Promise.reject(error);
     }
-    this.#report(task, 'running');
     this.mailbox.whenComplete(result, (value, error) => {
       if (error === undefined) return this.#finish(task, 'finished', value!.output);
       const canceled = task.cancelCause !== null || (isSlotwiseError(error) && error.reason === 'canceled');
       this.#finish(task, canceled ? 'canceled' : 'failed', undefined, serializeError(error));
     });
+  }
+
+  #started(task: RunningTask): void {
+    if (this.#tasks.get(task.executionAttemptId) === task && task.state === 'initializing') this.#report(task, 'running');
   }
 
   #cancel(executionAttemptId: ExecutionAttemptID, cause: string): void {

@@ -384,6 +384,40 @@ describe('SlotTaskPool batches (real threads)', function () {
     expect(order).to.deep.equal(['fast', 'slow', 'third']);
   });
 
+  it('tells each run when it starts: one at a time, in order, each before its own end, the second only after the first ended', async () => {
+    const completedBefore = pool.stats.completed;
+    const events: string[] = [];
+    /** Runs settled when each start was told. */
+    const settledAtStart: Record<string, number> = {};
+    const submit = (name: string, inv: TaskInvocation) => {
+      const started = () => {
+        events.push(`${name} started`);
+        settledAtStart[name] = pool.stats.completed - completedBefore;
+      };
+      const run = pool.run(inv, { listener: { started } });
+      run.then(
+        () => events.push(`${name} ended`),
+        () => events.push(`${name} ended`),
+      );
+      return run;
+    };
+    // One thread, two places: [slow, second] and [third].
+    const runs = [
+      submit('slow', invocation('sleep', { config: { ms: 150 }, vertexName: 'slow' })),
+      submit('second', invocation('ok', { inputs: [2], vertexName: 'second' })),
+      submit('third', invocation('ok', { inputs: [3], vertexName: 'third' })),
+    ];
+    await new Promise(setImmediate);
+    expect(events).to.deep.equal(['slow started']);
+    await Promise.all(runs);
+    await new Promise(setImmediate);
+    expect(events.filter((e) => e.endsWith('started'))).to.deep.equal(['slow started', 'second started', 'third started']);
+    for (const name of ['slow', 'second', 'third']) expect(events.indexOf(`${name} started`)).to.be.below(events.indexOf(`${name} ended`));
+    expect(settledAtStart).to.deep.include({ slow: 0 });
+    expect(settledAtStart['second']).to.equal(1); // the slow one had ended
+    expect(settledAtStart['third']).to.be.at.least(1);
+  });
+
   it('cancels a run queued in a batch behind a running one without running it; the rest of the batch runs', async () => {
     const blocker = new AbortController();
     const queuedController = new AbortController();

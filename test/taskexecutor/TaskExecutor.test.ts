@@ -64,11 +64,15 @@ function harness(options: { registration?: Array<RegistrationResponse | Error> }
       calls.push(['notifySlotFreed', allocationId]);
     },
   };
-  const runs = new Map<EAID, { invocation: TaskInvocation; canceled: string | null; result: ReturnType<typeof deferred<{ output: unknown }>> }>();
+  const runs = new Map<EAID, { invocation: TaskInvocation; canceled: string | null; result: ReturnType<typeof deferred<{ output: unknown }>>; start: () => void }>();
+  /** Whether the runner starts an attempt as it gets it (a free thread), or waits for the test's `start()`. */
+  const runner_ = { startsAtOnce: true };
   const runner: SlotTaskRunner = {
-    run: (invocation) => {
+    run: (invocation, options) => {
       const result = deferred<{ output: unknown }>();
-      runs.set(invocation.context.executionAttemptId as EAID, { invocation, canceled: null, result });
+      const start = () => options?.listener?.started();
+      runs.set(invocation.context.executionAttemptId as EAID, { invocation, canceled: null, result, start });
+      if (runner_.startsAtOnce) start();
       return result.promise;
     },
     cancel: (executionAttemptId, reason) => {
@@ -94,7 +98,7 @@ function harness(options: { registration?: Array<RegistrationResponse | Error> }
   });
   const call = <T>(fn: () => Promise<T>) => te.mailbox.callAsync(fn);
   return {
-    te, clock, calls, states, batches, statesAtSlotFreed, offers, runs, terminated, call,
+    te, clock, calls, states, batches, statesAtSlotFreed, offers, runs, terminated, call, runner: runner_,
     setOfferAnswer: (f: typeof offerAnswer) => (offerAnswer = f),
     /** Registers and lets the first report go out. */
     async started() {
@@ -257,6 +261,27 @@ describe('TaskExecutor endpoint', () => {
       expect(h.te.table.getTaskSlot(allocationId)!.state).to.equal('active');
     });
 
+    it('reports running only once the slot runner says the attempt started (it may wait behind others), and not after it ended', async () => {
+      const h = harness();
+      h.runner.startsAtOnce = false;
+      await h.started();
+      const allocationId = await slotFor(h);
+      const [a, b] = [descriptor(allocationId), descriptor(allocationId, { executionAttemptId: ExecutionAttemptID.generate({ vertex: 'tokenize', subtask: 1, attempt: 0 }), subtaskIndex: 1 })];
+      await h.call(() => h.te.submitTasks([a, b]));
+      await settle();
+      const states = () => h.states.map((s) => `${s.executionAttemptId === a.executionAttemptId ? 'a' : 'b'}:${s.state}`);
+      expect(states()).to.deep.equal(['a:initializing', 'b:initializing']);
+      h.runs.get(a.executionAttemptId)!.start();
+      await settle();
+      expect(states()).to.deep.equal(['a:initializing', 'b:initializing', 'a:running']);
+      h.runs.get(a.executionAttemptId)!.result.resolve({ output: 1 });
+      await settle();
+      h.runs.get(b.executionAttemptId)!.start();
+      h.runs.get(a.executionAttemptId)!.start(); // a late, repeated notice changes nothing
+      await settle();
+      expect(states()).to.deep.equal(['a:initializing', 'b:initializing', 'a:running', 'a:finished', 'b:running']);
+    });
+
     it('submitTasks accepts or refuses each descriptor as submitTask would, in order, and runs the accepted ones', async () => {
       const h = harness();
       await h.started();
@@ -284,8 +309,9 @@ describe('TaskExecutor endpoint', () => {
       await Promise.all([h.call(() => h.te.submitTask(a)), h.call(() => h.te.submitTask(b))]);
       await settle();
       expect(h.batches).to.deep.equal([4]);
+      // Each task's own states in order (its start notice comes from its runner, after both were handed over).
       expect(h.states.map((s) => `${s.executionAttemptId === a.executionAttemptId ? 'a' : 'b'}:${s.state}`)).to.deep.equal([
-        'a:initializing', 'a:running', 'b:initializing', 'b:running',
+        'a:initializing', 'b:initializing', 'a:running', 'b:running',
       ]);
       h.runs.get(a.executionAttemptId)!.result.resolve({ output: 1 });
       await settle();
