@@ -15,10 +15,11 @@
  * process with its own `--max-old-space-size`): there an over-limit task kills only its
  * TaskExecutor, whose exit the ResourceManager sees at once.
  *
- * Cancel: aborting a run's `signal` first fires the task's own `context.signal` (an 'abort' for
- * that run on the pool's BroadcastChannel), so a cooperative task can stop cleanly; if the attempt has
- * not ended after `cancelGraceMs` (default 5 s), piscina's abort terminates its thread (the pool
- * starts another). Either way the run rejects with TaskExecutionError `canceled`.
+ * Cancel: aborting a run's `signal` (or {@link SlotTaskPool.cancel} naming its attempt) first fires
+ * the task's own `context.signal` (an 'abort' for that run on the pool's BroadcastChannel), so a
+ * cooperative task can stop cleanly; if the attempt has not ended after `cancelGraceMs` (default
+ * 5 s), piscina's abort terminates its thread (the pool starts another). Either way the run
+ * rejects with TaskExecutionError `canceled`.
  *
  * No channel per run: a run marks itself started in the pool's shared flags and its logs come on
  * the pool's BroadcastChannel (a MessageChannel created, transferred and closed per run cost about
