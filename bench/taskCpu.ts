@@ -13,14 +13,13 @@
  * CPU per task is steadier than tasks/s on a shared machine, but still moves ±10 % between
  * identical runs: compare builds with alternating runs and medians (docs/profiling.md).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
+import { childPids, cpuTicks, USER_HZ } from './support/procStat.js';
 import { startTaskCluster, TASK_FIXTURE } from './support/taskCluster.js';
 
 const SLOTS = 2;
 const IN_FLIGHT = 64;
 const WARMUP_TASKS = 3_000;
-/** Clock ticks per second of /proc/<pid>/task/<tid>/stat (USER_HZ: 100 on Linux). */
-const USER_HZ = 100;
 
 const mode = process.argv[2] ?? 'thread';
 const tasks = Number(process.argv[3] ?? 20_000);
@@ -50,24 +49,16 @@ function drive(count: number): Promise<void> {
 /** CPU ticks so far of every thread of this process and of its child processes, by "pid/tid". */
 function threadTicks(): Map<string, number> {
   const ticks = new Map<string, number>();
-  const fields = (stat: string) => stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const pids = [String(process.pid)];
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
+  for (const pid of [String(process.pid), ...childPids()]) {
+    let tids: string[];
     try {
-      if (Number(fields(readFileSync(`/proc/${pid}/stat`, 'utf8'))[1]) === process.pid) pids.push(pid);
+      tids = readdirSync(`/proc/${pid}/task`);
     } catch {
-      // Gone between the listing and the read.
+      continue;
     }
-  }
-  for (const pid of pids) {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        const f = fields(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'));
-        ticks.set(`${pid}/${tid}`, Number(f[11]) + Number(f[12]));
-      } catch {
-        // Gone between the listing and the read.
-      }
+    for (const tid of tids) {
+      const spent = cpuTicks(`/proc/${pid}/task/${tid}/stat`);
+      if (spent !== undefined) ticks.set(`${pid}/${tid}`, spent);
     }
   }
   return ticks;

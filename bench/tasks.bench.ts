@@ -9,8 +9,8 @@
  *   one thread (SlotTaskPool), inside the TaskExecutor.
  * - bare piscina: lib/taskexecutor/taskWorker.ts on a plain Piscina of SLOTS threads (atomics
  *   'disabled') on the main thread, given the same payload (module, context, inputs, no managed
- *   memory) minus the control port, with the same IN_FLIGHT: the per-task work in the thread is
- *   identical, nothing else is there.
+ *   memory) one task per call through its default export, with the same IN_FLIGHT: the task's own
+ *   work in the thread is the same, without a pool's batches, cancel channel and start flags.
  * - For the breakdown: SLOTS SlotTaskPools driven directly from the main thread (what a slot's
  *   pool adds to bare piscina, without the TaskExecutor, the Link and the reports).
  *
@@ -26,13 +26,13 @@
  * Target: TaskExecutor ≥ 0.8× bare piscina, per mode. Run with `npm run bench -- tasks`. The last
  * line of output is one JSON object with every figure.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { Bench } from 'tinybench';
 import { SlotTaskPool } from '../lib/taskexecutor/SlotTaskPool.js';
 import type { TaskWorkerOutcome, TaskWorkerPayload } from '../lib/taskexecutor/taskWorker.js';
+import { childPids, cpuTicks, USER_HZ } from './support/procStat.js';
 import { printJson, round, runBench, type BenchRow } from './support/report.js';
 import { startTaskCluster, TASK_FIXTURE, type TaskCluster } from './support/taskCluster.js';
 
@@ -141,30 +141,11 @@ function drive(run: RunOne, count: number, inFlight: number, latencies?: Latenci
 
 // ------------------------------------------------------------------------------ CPU time
 
-/** Clock ticks per second of /proc/<pid>/stat (USER_HZ: 100 on Linux). */
-const USER_HZ = 100;
-
 /** CPU ms of this process's child processes (the process-mode TaskExecutor), from /proc; 0 where there is no /proc. */
 function childrenCpuMs(): number {
-  let ms = 0;
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return 0;
-  }
-  for (const pid of entries) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      // Fields after "(comm) ": state ppid … utime (14th field overall) stime (15th).
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[1]) === process.pid) ms += ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
-    } catch {
-      // The process ended between the listing and the read.
-    }
-  }
-  return ms;
+  let ticks = 0;
+  for (const pid of childPids()) ticks += cpuTicks(`/proc/${pid}/stat`) ?? 0;
+  return (ticks * 1000) / USER_HZ;
 }
 
 /** CPU ms used so far by every thread of this process and by its child processes. */

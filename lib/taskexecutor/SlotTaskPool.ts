@@ -259,7 +259,6 @@ export class SlotTaskPool {
   readonly #runs = new Map<number, PendingRun>();
   /** Runs not yet in a batch, in order. */
   #queue: PendingRun[] = [];
-  #batchesInFlight = 0;
   /** The batches sent and not returned, in the order they were sent. */
   readonly #inFlight: Batch[] = [];
   readonly #threadCount: number;
@@ -471,8 +470,8 @@ export class SlotTaskPool {
     this.#dispatchScheduled = false;
     if (this.#closing !== null) return;
     if (this.#queue.some((run) => run.settled)) this.#queue = this.#queue.filter((run) => !run.settled);
-    while (this.#queue.length > 0 && this.#batchesInFlight < this.#maxBatchesInFlight) {
-      const places = this.#maxBatchesInFlight - this.#batchesInFlight;
+    while (this.#queue.length > 0 && this.#inFlight.length < this.#maxBatchesInFlight) {
+      const places = this.#maxBatchesInFlight - this.#inFlight.length;
       const size = Math.min(MAX_BATCH, Math.ceil(this.#queue.length / places));
       let take = 1;
       if (!this.#queue[0]!.solo) while (take < size && !this.#queue[take]!.solo) take++;
@@ -483,8 +482,7 @@ export class SlotTaskPool {
   #startBatch(runs: PendingRun[]): void {
     const batch: Batch = { runs, forced: new AbortController(), forcedRun: null };
     // A thread is free for it (fewer batches out than threads): its first run starts now.
-    const startsNow = this.#batchesInFlight < this.#threadCount;
-    this.#batchesInFlight++;
+    const startsNow = this.#inFlight.length < this.#threadCount;
     this.#inFlight.push(batch);
     this.#batches++;
     const items: TaskWorkerBatch['items'][number][] = [];
@@ -505,7 +503,6 @@ export class SlotTaskPool {
   }
 
   #batchEnded(batch: Batch, result: TaskWorkerBatchResult | null, error: unknown): void {
-    this.#batchesInFlight--;
     const at = this.#inFlight.indexOf(batch);
     if (at >= 0) this.#inFlight.splice(at, 1);
     // The outcomes and logs its runs posted before it ended are on our channel already.
@@ -838,7 +835,7 @@ export class SlotTaskPool {
 }
 
 function isStarted(run: ActiveRun): boolean {
-  return Atomics.load(run.flags, run.index) === 1;
+  return Atomics.load(run.flags, run.index) === RUN_STARTED;
 }
 
 function label(ctx: TaskInvocationContext): string {

@@ -17,12 +17,12 @@ import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../c
 import { ResourceProfile } from '../core/ResourceProfile.js';
 import { totalResourceProfile } from '../core/TaskExecutorResourceUtils.js';
 import type { BatchingTaskExecutorGateway, SubmitTaskOutcome } from '../rpc/batchedSubmissions.js';
-import { serializeError as toWireError } from '../rpc/errorTransfer.js';
+import { serializeError } from '../rpc/errorTransfer.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ExecutionState, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../rpc/protocol.js';
 import { slotReportToWire } from '../rpc/slotReportWire.js';
-import type { RunStartListener, TaskInvocation } from './SlotTaskPool.js';
+import { invocationFor, type RunStartListener, type TaskInvocation } from './SlotTaskPool.js';
 import { TaskSlotTable, type TaskSlotOutput, type TaskSlotPayload } from './TaskSlotTable.js';
 
 /** Runs a slot's tasks (a piscina pool in production, a double in tests). */
@@ -220,7 +220,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     if (!Array.isArray(descriptors)) {
       throw new IllegalArgumentError('invalid-type', `submitTasks: descriptors must be an array of task deployment descriptors, got ${descriptors === null ? 'null' : typeof descriptors}`, { argument: 'descriptors' });
     }
-    return this.#submit(descriptors).map((error) => (error === undefined ? null : toWireError(error)));
+    return this.#submit(descriptors).map((error) => (error === undefined ? null : serializeError(error)));
   }
 
   /**
@@ -446,23 +446,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     const { descriptor } = task;
     if (task.cancelCause !== null) return this.#finish(task, 'canceled', undefined, { name: 'TaskCanceled', message: task.cancelCause });
     const memoryManager = this.table.getTaskMemoryManager(descriptor.allocationId);
-    const invocation: TaskInvocation = {
-      taskModule: descriptor.taskModule,
-      context: {
-        jobId: descriptor.jobId,
-        jobName: descriptor.jobName,
-        vertexId: descriptor.vertexId,
-        vertexName: descriptor.vertexName,
-        subtaskIndex: descriptor.subtaskIndex,
-        parallelism: descriptor.parallelism,
-        attemptNumber: descriptor.attemptNumber,
-        executionAttemptId: descriptor.executionAttemptId,
-        allocationId: descriptor.allocationId,
-      },
-      inputs: descriptor.inputs,
-      config: descriptor.config,
-      memory: memoryManager.totalPages > 0 ? memoryManager.share() : null,
-    };
+    const invocation = invocationFor(descriptor, memoryManager.totalPages > 0 ? memoryManager.share() : null);
     this.#report(task, 'initializing');
     let result: Promise<{ output: unknown }>;
     try {
@@ -580,12 +564,6 @@ function checkDescriptor(d: TaskDeploymentDescriptor): void {
   for (const key of ['subtaskIndex', 'parallelism', 'attemptNumber'] as const) {
     if (!Number.isSafeInteger(d[key]) || d[key] < 0) throw fail(key, 'must be an integer >= 0');
   }
-}
-
-export function serializeError(error: unknown): SerializedError {
-  if (isSlotwiseError(error)) return { _tag: error._tag, name: error.name, reason: error.reason, message: error.message, details: { ...error.details }, ...(error.stack ? { stack: error.stack } : {}) };
-  if (error instanceof Error) return { name: error.name, message: error.message, ...(error.stack ? { stack: error.stack } : {}) };
-  return { name: 'Error', message: String(error) };
 }
 
 function describe(error: unknown): string {

@@ -258,11 +258,8 @@ export class TaskSlotTable {
    */
   addTask(task: TaskSlotPayload): void {
     this.#requireState('addTask', ['running']);
-    checkPayload(task);
-    const refusal = addTaskRefusalIn(this.#context, task);
-    if (refusal !== undefined) throw addTaskError(task, refusal);
-    // Straight to the slot: the table's own ADD_TASK only forwards it there (the table-wide checks ran above).
-    slotOf(this.#context, task.allocationId)!.send({ type: 'ADD_TASK', task });
+    const [error] = this.#add([task]);
+    if (error !== undefined) throw error;
   }
 
   /**
@@ -274,6 +271,15 @@ export class TaskSlotTable {
   addTasks(tasks: readonly TaskSlotPayload[]): Array<Error | undefined> {
     this.#requireState('addTasks', ['running']);
     if (!Array.isArray(tasks)) throw illegal('tasks', 'invalid-type', 'must be an array of tasks');
+    return this.#add(tasks);
+  }
+
+  /**
+   * Checks each task against the table as the tasks before it leave it, then sends each slot its
+   * accepted tasks: straight to the slot, as the table's own ADD_TASK would only forward them there
+   * (the table-wide checks ran here).
+   */
+  #add(tasks: readonly TaskSlotPayload[]): Array<Error | undefined> {
     const errors: Array<Error | undefined> = [];
     const accepted = new Set<ExecutionAttemptID>();
     const perSlot = new Map<TaskSlotRef, TaskSlotPayload[]>();
@@ -307,7 +313,7 @@ export class TaskSlotTable {
    */
   removeTask(executionAttemptId: ExecutionAttemptID): TaskSlotPayload {
     this.#requireState('removeTask', ['running', 'closing']);
-    const task = this.#remove(executionAttemptId);
+    const [task] = this.#removeAll([executionAttemptId]);
     if (task === undefined) {
       throw new TaskNotFoundError(`no task ${describeId(executionAttemptId)} in this table`, { executionAttemptId: String(executionAttemptId) });
     }
@@ -319,8 +325,7 @@ export class TaskSlotTable {
    * table closed) does nothing and returns undefined. What a TaskExecutor does when a task ends.
    */
   removeTaskIfPresent(executionAttemptId: ExecutionAttemptID): TaskSlotPayload | undefined {
-    const state = this.state;
-    return state === 'running' || state === 'closing' ? this.#remove(executionAttemptId) : undefined;
+    return this.removeTasksIfPresent([executionAttemptId])[0];
   }
 
   /**
@@ -332,6 +337,15 @@ export class TaskSlotTable {
   removeTasksIfPresent(executionAttemptIds: readonly ExecutionAttemptID[]): Array<TaskSlotPayload | undefined> {
     const state = this.state;
     if (state !== 'running' && state !== 'closing') return executionAttemptIds.map(() => undefined);
+    return this.#removeAll(executionAttemptIds);
+  }
+
+  /**
+   * Each task the table holds leaves its slot: one event per slot, straight to the slot as the
+   * table's own REMOVE_TASK would only forward it there — except from a releasing slot, which may
+   * leave the ledger with the task: the table decides.
+   */
+  #removeAll(executionAttemptIds: readonly ExecutionAttemptID[]): Array<TaskSlotPayload | undefined> {
     const removed: Array<TaskSlotPayload | undefined> = [];
     const perSlot = new Map<TaskSlotRef, ExecutionAttemptID[]>();
     for (const executionAttemptId of executionAttemptIds) {
@@ -352,17 +366,6 @@ export class TaskSlotTable {
     }
     for (const [slot, batch] of perSlot) slot.send(batch.length === 1 ? { type: 'REMOVE_TASK', executionAttemptId: batch[0]! } : { type: 'REMOVE_TASKS', executionAttemptIds: batch });
     return removed;
-  }
-
-  #remove(executionAttemptId: ExecutionAttemptID): TaskSlotPayload | undefined {
-    const slot = slotOfTask(this.#context, executionAttemptId);
-    const task = slot?.getSnapshot().context.tasks.get(executionAttemptId);
-    if (slot === undefined || task === undefined) return undefined;
-    // A releasing slot may leave the ledger with this task: the table decides. Otherwise the
-    // table's REMOVE_TASK only forwards it to the slot.
-    if (slotState(slot) === 'releasing') this.#actor.send({ type: 'REMOVE_TASK', executionAttemptId });
-    else slot.send({ type: 'REMOVE_TASK', executionAttemptId });
-    return task;
   }
 
   /** Whether a reported slot timeout is still current: the slot is still allocated and not re-registered since. */

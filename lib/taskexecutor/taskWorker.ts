@@ -69,12 +69,13 @@ export interface TaskContext extends TaskInvocationContext {
 export type TaskFunction = (context: TaskContext, inputs: unknown) => unknown;
 
 /**
- * How a run talks with its pool, without a channel of its own (a MessageChannel per run, created,
- * transferred and closed, cost more than a trivial task): the pool's BroadcastChannel `channel`
- * carries 'abort' in and 'log' out, each naming the run; the run marks itself started by storing
- * 1 at `index` of the pool's shared `started` flags (no message, so no wake-up of the pool's thread).
+ * How a run of a batch talks with its pool, without a channel of its own (a MessageChannel per run,
+ * created, transferred and closed, cost more than a trivial task): the pool's BroadcastChannel
+ * `channel` carries 'abort' in and 'log' out, each naming the run; the run claims its flag at
+ * `index` of the pool's shared `started` flags (queued → started; no message, so no wake-up of the
+ * pool's thread).
  */
-export interface TaskControl {
+interface TaskControl {
   /** The name of the pool's BroadcastChannel. */
   readonly channel: string;
   /** The run's number in its pool. */
@@ -85,15 +86,13 @@ export interface TaskControl {
   readonly index: number;
 }
 
-/** What the pool sends per call: a TaskInvocation plus how to reach its pool. */
+/** One attempt to run (a TaskInvocation): alone through the default export, whose signal never fires and whose logs go to the console, or as an item of a batch. */
 export interface TaskWorkerPayload {
   readonly taskModule: string;
   readonly context: TaskInvocationContext;
   readonly inputs: unknown;
   readonly config?: unknown;
   readonly memory: SharedMemoryHandle | null;
-  /** Optional: without it the signal never fires and logs go to the console. */
-  readonly control?: TaskControl;
 }
 
 /**
@@ -104,7 +103,7 @@ export interface TaskWorkerPayload {
 export interface TaskWorkerBatch {
   /** The name of the pool's BroadcastChannel. */
   readonly channel: string;
-  readonly items: readonly (Omit<TaskWorkerPayload, 'control'> & { readonly run: number; readonly started: SharedArrayBuffer; readonly index: number })[];
+  readonly items: readonly (TaskWorkerPayload & { readonly run: number; readonly started: SharedArrayBuffer; readonly index: number })[];
 }
 
 /** What {@link runBatch} returns: the outcome of the last run it ran (the others were posted as each ended), or null. */
@@ -184,7 +183,8 @@ function controlChannel(name: string): { readonly channel: BroadcastChannel; rea
 
 /** Runs one task attempt; never rejects for the task's own failures (see the module comment). */
 export default async function runTask(payload: TaskWorkerPayload): Promise<TaskWorkerOutcome> {
-  return (await runClaimed(payload, false)) as TaskWorkerOutcome;
+  // Without a pool's control there is no flag to claim: never null.
+  return (await runClaimed(payload, undefined)) as TaskWorkerOutcome;
 }
 
 /**
@@ -200,7 +200,7 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
     if (last !== null) postControl(pool.channel, { type: 'outcome', run: last.run, outcome: last.outcome });
     last = null;
     const { run, started, index, ...invocation } = item;
-    const outcome = await runClaimed({ ...invocation, control: { channel: batch.channel, run, started, index } }, true);
+    const outcome = await runClaimed(invocation, { channel: batch.channel, run, started, index });
     // null: canceled while queued, and settled by the pool already.
     if (outcome !== null) last = { run, outcome };
   }
@@ -215,9 +215,9 @@ function postControl(channel: BroadcastChannel | undefined, message: ControlFrom
   }
 }
 
-/** Runs one attempt; with `claim`, only if its flag is still queued (null when the pool canceled it first). */
-async function runClaimed(payload: TaskWorkerPayload, claim: boolean): Promise<TaskWorkerOutcome | null> {
-  const { taskModule, context, inputs, config, memory, control } = payload;
+/** Runs one attempt; with a pool's `control`, only if its flag is still queued (null when the pool canceled it first). */
+async function runClaimed(payload: TaskWorkerPayload, control: TaskControl | undefined): Promise<TaskWorkerOutcome | null> {
+  const { taskModule, context, inputs, config, memory } = payload;
   const controller = new AbortController();
   const pool = control === undefined ? undefined : controlChannel(control.channel);
   const post = (message: ControlFromTask) => postControl(pool?.channel, message);
@@ -226,9 +226,7 @@ async function runClaimed(payload: TaskWorkerPayload, claim: boolean): Promise<T
     if (control !== undefined) {
       // Abortable first, then started: a pool that sees the flag may send its abort at once.
       pool!.running.set(control.run, controller);
-      const flags = new Int32Array(control.started);
-      if (!claim) Atomics.store(flags, control.index, RUN_STARTED);
-      else if (Atomics.compareExchange(flags, control.index, RUN_QUEUED, RUN_STARTED) !== RUN_QUEUED) return null;
+      if (Atomics.compareExchange(new Int32Array(control.started), control.index, RUN_QUEUED, RUN_STARTED) !== RUN_QUEUED) return null;
     }
 
     let fn: TaskFunction;
