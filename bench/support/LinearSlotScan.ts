@@ -8,7 +8,7 @@
  *
  * Fair to the scan: occupied slots cost one field read each; an executor is tested once per walk
  * even when several of its slots are free (its slots are adjacent); the test is the same
- * `TaskManagerRegistration.hasAvailable` the tracker uses (its running totals, no profile built). The scan keeps no state between walks
+ * `TaskManagerRegistration.canFit` the tracker uses (its running totals, no profile built). The scan keeps no state between walks
  * except counters, so the allocation bookkeeping that follows a match (reserve, assignPending,
  * completeAllocation, free on the tracker) is shared with the indexed path unchanged.
  */
@@ -32,7 +32,6 @@ export class LinearSlotScan {
   /** The executor of the first free slot that can take `requirement`, or undefined after walking every slot. */
   firstFit(requirement: ResourceProfile): TaskManagerRegistration | undefined {
     const slots = this.slots;
-    const unknown = requirement.isUnknown();
     let tested: TaskManagerRegistration | undefined;
     this.walks++;
     for (let i = 0; i < slots.length; i++) {
@@ -41,8 +40,7 @@ export class LinearSlotScan {
       const taskManager = slot.taskManager;
       if (taskManager === tested) continue;
       tested = taskManager;
-      if (taskManager.blocked) continue;
-      if (taskManager.hasAvailable(unknown ? taskManager.defaultSlotResourceProfile : requirement)) {
+      if (taskManager.canFit(requirement)) {
         this.visited += i + 1;
         return taskManager;
       }

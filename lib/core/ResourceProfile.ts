@@ -265,7 +265,8 @@ export class ResourceProfile {
     const unit = (field: string, value: unknown): number => {
       if (typeof value !== 'number' || !Number.isFinite(value)) throw new ResourceProfileError('not-finite', `${field} must be a finite amount, got ${describe(value)}`, { field, value: describe(value) });
       if (value < 0) throw new ResourceProfileError('negative-amount', `${field} must be non-negative, got ${value}`, { field, value });
-      if (!Number.isSafeInteger(value)) throw new ResourceProfileError('not-integer', `${field} must be a whole number of units, got ${value}`, { field, value });
+      if (!Number.isInteger(value)) throw new ResourceProfileError('not-integer', `${field} must be a whole number of units, got ${value}`, { field, value });
+      if (!Number.isSafeInteger(value)) throw new ResourceProfileError('invalid-size', `${field} must be at most ${Number.MAX_SAFE_INTEGER} units, got ${value}`, { field, value });
       return value + 0;
     };
     if (!(extended instanceof Map)) {
@@ -420,7 +421,7 @@ export class ResourceProfile {
    * most theirs, as `allFieldsNoLessThan` would find of a profile holding them.
    */
   fitsWithin(amounts: ArrayLike<number>, extended: ReadonlyMap<string, number>): boolean {
-    this.#requireSpecified('fitsWithin');
+    this.#requireRunningTotal('fitsWithin', amounts, extended);
     const b = this.#units;
     if (amounts[0]! < b[0] || amounts[1]! < b[1] || amounts[2]! < b[2] || amounts[3]! < b[3] || amounts[4]! < b[4]) return false;
     if (this.extended.size > 0) for (const [n, need] of this.extended) if ((extended.get(n) ?? 0) < need) return false;
@@ -429,7 +430,7 @@ export class ResourceProfile {
 
   /** Adds this specified profile to a running total (see {@link fitsWithin}); false, changing nothing, if a sum would pass the safe integers. */
   addTo(amounts: number[], extended: Map<string, number>): boolean {
-    this.#requireSpecified('addTo');
+    this.#requireRunningTotal('addTo', amounts, extended);
     const b = this.#units;
     for (let i = 0; i < 5; i++) if (amounts[i]! + b[i]! > Number.MAX_SAFE_INTEGER) return false;
     if (this.extended.size > 0) {
@@ -442,7 +443,6 @@ export class ResourceProfile {
 
   /** Takes this specified profile off a running total (see {@link fitsWithin}); false, changing nothing, if any amount would go below zero. */
   subtractFrom(amounts: number[], extended: Map<string, number>): boolean {
-    this.#requireSpecified('subtractFrom');
     if (!this.fitsWithin(amounts, extended)) return false;
     if (this.extended.size > 0) {
       for (const [n, units] of this.extended) {
@@ -483,11 +483,16 @@ export class ResourceProfile {
       throw new ResourceProfileError('unknown-profile', message, { field: what });
     }
   }
-  #requireSpecified(what: string): void {
+  /** This profile specified, and a running total as {@link fitsWithin} takes it (five amounts, a Map). */
+  #requireRunningTotal(what: string, amounts: ArrayLike<number>, extended: ReadonlyMap<string, number>): void {
     if (this.kind !== 'specified') {
       throw new ResourceProfileError('unknown-profile', `${what} needs a specified profile, not ResourceProfile.${this.kind.toUpperCase()}`, { field: what });
     }
+    if (amounts?.length !== STANDARD.length || !(extended instanceof Map)) {
+      throw new ResourceProfileError('invalid-size', `${what} needs a running total of ${STANDARD.length} amounts (${STANDARD.join(', ')}) and a Map of extended resources, got ${describe(amounts)} and ${describe(extended)}`, { field: what });
+    }
   }
+
   #amount(field: StandardField, index: number): number {
     this.#requireKnown(field);
     return this.#units[index]!;

@@ -86,6 +86,9 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   readonly #available: number[];
   /** The total's raw amounts, in a plain array (cheaper to read than the profile's frozen one). */
   readonly #total: number[];
+  /** The total's cores and memory, as the utilisation divides by them. */
+  readonly #totalCpu: number;
+  readonly #totalMemory: number;
   readonly #availableExtended: Map<string, number>;
   /** The profiles, built from the numbers on first read after a change (undefined: not built yet). */
   #usedProfile: ResourceProfile | undefined = ResourceProfile.ZERO;
@@ -103,6 +106,9 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     this.#numeric = total instanceof ResourceProfile && total.kind === 'specified';
     this.#total = this.#numeric ? [...total.amounts] : [0, 0, 0, 0, 0];
     this.#available = [...this.#total];
+    const t = this.#total;
+    this.#totalCpu = t[0]! / UNITS_PER_CORE;
+    this.#totalMemory = t[1]! + t[2]! + t[3]! + t[4]!;
     this.#availableExtended = this.#numeric ? new Map(total.extended) : new Map();
     this.#availableProfile = total;
     this.idleSince = now;
@@ -154,9 +160,13 @@ export class TaskManagerRegistration implements TaskManagerInfo {
 
   /** Adds `profile` to what is used (a slot was reserved, became pending, or was adopted). */
   take(profile: ResourceProfile): void {
-    if (this.#numeric && profile.kind === 'specified' && profile.addTo(this.#used, this.#usedExtended)) {
-      this.#usedChanged();
-      return;
+    if (this.#numeric && profile.kind === 'specified') {
+      if (profile.addTo(this.#used, this.#usedExtended)) {
+        this.#usedChanged();
+        return;
+      }
+      // Past the safe integers: the profile arithmetic reports it, and nothing changes.
+      this.used.merge(profile);
     }
     this.#leaveNumeric();
     this.#usedProfile = this.#usedProfile!.merge(profile);
@@ -166,8 +176,8 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   /** Gives `profile` back (a slot was freed or a reservation dropped). */
   giveBack(profile: ResourceProfile): void {
     if (this.#numeric && profile.kind === 'specified') {
-      // Below zero somewhere (a slot report overtook the plan): the profile arithmetic saturates.
-      if (!profile.subtractFrom(this.#used, this.#usedExtended)) this.#load(saturatingSubtract(this.used, profile), this.#used, this.#usedExtended);
+      // Below zero somewhere (a slot report overtook the plan): what is used stops at zero.
+      if (!profile.subtractFrom(this.#used, this.#usedExtended)) subtractStoppingAtZero(this.#used, this.#usedExtended, profile);
       this.#usedChanged();
       return;
     }
@@ -180,42 +190,21 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   #usedChanged(): void {
     this.#usedProfile = undefined;
     this.#availableProfile = undefined;
-    const total = this.totalResourceProfile;
     const t = this.#total;
     const used = this.#used;
     const available = this.#available;
-    let covered = t[0]! >= used[0]! && t[1]! >= used[1]! && t[2]! >= used[2]! && t[3]! >= used[3]! && t[4]! >= used[4]!;
-    if (covered && this.#usedExtended.size > 0) for (const [name, units] of this.#usedExtended) if ((total.extended.get(name) ?? 0) < units) covered = false;
-    if (covered) {
-      for (let i = 0; i < 5; i++) available[i] = t[i]! - used[i]!;
-      // Only the total's extended resources can be available (and are, unless all used): updated in place.
-      if (total.extended.size > 0) {
-        const availableExtended = this.#availableExtended;
-        for (const [name, units] of total.extended) {
-          const left = units - (this.#usedExtended.get(name) ?? 0);
-          if (left !== 0) availableExtended.set(name, left);
-          else availableExtended.delete(name);
-        }
-      }
-    } else {
-      const saturated = saturatingSubtract(total, this.used);
-      this.#load(saturated, available, this.#availableExtended);
-      this.#availableProfile = saturated;
+    for (let i = 0; i < 5; i++) available[i] = Math.max(0, t[i]! - used[i]!);
+    // Only the total's extended resources can be available (and are, unless all used): updated in place.
+    for (const [name, units] of this.totalResourceProfile.extended) {
+      const left = units - (this.#usedExtended.get(name) ?? 0);
+      if (left > 0) this.#availableExtended.set(name, left);
+      else this.#availableExtended.delete(name);
     }
     // As ResourceProfile computes cpuCores (units / UNITS_PER_CORE) and totalMemory ((heap + off-heap + managed) + network).
-    const totalCpu = t[0]! / UNITS_PER_CORE;
-    const totalMemory = t[1]! + t[2]! + t[3]! + t[4]!;
-    const cpu = totalCpu > 0 ? used[0]! / UNITS_PER_CORE / totalCpu : 0;
-    const memory = totalMemory > 0 ? (used[1]! + used[2]! + used[3]! + used[4]!) / totalMemory : 0;
+    const cpu = this.#totalCpu > 0 ? used[0]! / UNITS_PER_CORE / this.#totalCpu : 0;
+    const memory = this.#totalMemory > 0 ? (used[1]! + used[2]! + used[3]! + used[4]!) / this.#totalMemory : 0;
     this.utilization = Math.max(cpu, memory);
     this.version++;
-  }
-
-  /** Copies a specified profile's amounts into `amounts` and `extended`. */
-  #load(profile: ResourceProfile, amounts: number[], extended: Map<string, number>): void {
-    for (let i = 0; i < 5; i++) amounts[i] = profile.amounts[i]!;
-    extended.clear();
-    for (const [name, units] of profile.extended) extended.set(name, units);
   }
 
   /** From here on the profiles are the truth, kept by profile arithmetic (UNKNOWN / ANY involved, or an overflow to report). */
@@ -235,6 +224,16 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     const memory = total.totalMemory > 0 ? used.totalMemory / total.totalMemory : 0;
     this.utilization = Math.max(cpu, memory);
     this.version++;
+  }
+}
+
+/** amounts − profile field by field, stopping at zero (running totals as ResourceProfile.fitsWithin takes them). */
+function subtractStoppingAtZero(amounts: number[], extended: Map<string, number>, profile: ResourceProfile): void {
+  for (let i = 0; i < 5; i++) amounts[i] = Math.max(0, amounts[i]! - profile.amounts[i]!);
+  for (const [name, units] of profile.extended) {
+    const left = (extended.get(name) ?? 0) - units;
+    if (left > 0) extended.set(name, left);
+    else extended.delete(name);
   }
 }
 
