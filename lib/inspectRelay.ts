@@ -4,9 +4,11 @@
  * http://localhost:<port>/ serves a page that embeds the inspector (https://stately.ai/inspect) and
  * opens a WebSocket back to this server; every inspection event the cluster publishes is sent to every
  * connected page as one JSON text message, which the page posts into the inspector's frame once the
- * frame says `@statelyai.connected`. A page that connects late first gets the events kept so far (the
- * last `historyLimit`), so it still learns of the actors started before it came. Messages a client
+ * frame says `@statelyai.connected`. A page that connects late first gets the announcements of the
+ * live actors whose announcement left the history, then the last 10,000 events, so it still learns
+ * of the actors started before it came (the SlotManager, every TaskSlotTable). Messages a client
  * sends are passed on to the other clients, so any Stately WebSocket inspector or receiver can join.
+ * It listens on localhost only: the events carry task configs and outputs.
  *
  * `close()` ends every connection and both servers: an open browser tab never keeps the process
  * alive (the relay of `@statelyai/inspect/server` leaves its connections open, which did).
@@ -17,34 +19,41 @@ import { ConfigurationError } from './core/errors.js';
 
 export interface StatelyRelayOptions {
   readonly port: number;
-  /** The inspector the page embeds. */
-  readonly inspectorUrl?: string;
-  /** How many past events a late page receives first (default 10,000). */
-  readonly historyLimit?: number;
 }
 
-export const DEFAULT_INSPECTOR_URL = 'https://stately.ai/inspect';
-const DEFAULT_HISTORY_LIMIT = 10_000;
+const INSPECTOR_URL = 'https://stately.ai/inspect';
+/** How many past events a late page receives. */
+const HISTORY_LIMIT = 10_000;
+
+/** A kept event; `actor` is the session id when it announces an actor (`@xstate.actor`). */
+interface Kept {
+  readonly text: string;
+  readonly actor?: string;
+}
 
 export class StatelyRelay {
   readonly url: string;
   readonly #http: Server;
   readonly #sockets: WebSocketServer;
-  readonly #history: string[] = [];
-  readonly #historyLimit: number;
+  /** The last HISTORY_LIMIT events, oldest first. */
+  readonly #history: Kept[] = [];
+  /** Announcements of live actors that left the history, by session id (a late page needs them first). */
+  readonly #olderActors = new Map<string, string>();
+  /** The session ids of the actors announced and not ended. */
+  readonly #live = new Set<string>();
   #closed: Promise<void> | null = null;
 
-  private constructor(http: Server, sockets: WebSocketServer, port: number, historyLimit: number) {
+  private constructor(http: Server, sockets: WebSocketServer, port: number) {
     this.#http = http;
     this.#sockets = sockets;
-    this.#historyLimit = historyLimit;
     this.url = `http://localhost:${port}`;
     sockets.on('connection', (socket) => {
-      for (const message of this.#history) socket.send(message);
+      for (const text of this.#olderActors.values()) socket.send(text);
+      for (const { text } of this.#history) socket.send(text);
       socket.on('message', (data, isBinary) => {
         if (isBinary) return;
         const text = data.toString();
-        this.#remember(text);
+        this.#remember({ text });
         for (const other of sockets.clients) if (other !== socket && other.readyState === WebSocket.OPEN) other.send(text);
       });
       // A page that goes away mid-send must not take the relay with it.
@@ -52,12 +61,10 @@ export class StatelyRelay {
     });
   }
 
-  /** Listens on `port` (all interfaces' localhost); a port in use fails with ConfigurationError. */
+  /** Listens on localhost:`port`; a port in use fails with ConfigurationError. */
   static async start(options: StatelyRelayOptions): Promise<StatelyRelay> {
     const { port } = options;
-    const inspectorUrl = options.inspectorUrl ?? DEFAULT_INSPECTOR_URL;
-    const historyLimit = options.historyLimit ?? DEFAULT_HISTORY_LIMIT;
-    const page = bridgePage(port, inspectorUrl);
+    const page = bridgePage(port, INSPECTOR_URL);
     const http = createServer((request, response) => {
       response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
       response.end(page);
@@ -66,22 +73,25 @@ export class StatelyRelay {
       http.once('error', (error: NodeJS.ErrnoException) =>
         reject(new ConfigurationError('invalid-value', `inspect.stately.port ${port} is not free (${error.code ?? error.message}); choose another port`, { option: 'inspect.stately.port' })),
       );
-      http.listen(port, () => resolve());
+      http.listen(port, 'localhost', () => resolve());
     });
     const sockets = new WebSocketServer({ server: http });
-    return new StatelyRelay(http, sockets, port, historyLimit);
-  }
-
-  /** How many pages (or other WebSocket clients) are connected. */
-  get clients(): number {
-    return this.#sockets.clients.size;
+    return new StatelyRelay(http, sockets, port);
   }
 
   /** Sends one event to every connected client and keeps it for those that come later. */
   publish(event: unknown): void {
     if (this.#closed) return;
     const text = JSON.stringify(event);
-    this.#remember(text);
+    const { type, sessionId, snapshot } = (event ?? {}) as { type?: unknown; sessionId?: unknown; snapshot?: { status?: unknown } };
+    const announces = type === '@xstate.actor' && typeof sessionId === 'string';
+    if (announces) this.#live.add(sessionId);
+    if (type === '@xstate.snapshot' && typeof sessionId === 'string' && typeof snapshot?.status === 'string' && snapshot.status !== 'active') {
+      // An actor that ended (done, error, stopped) needs no announcement any more.
+      this.#live.delete(sessionId);
+      this.#olderActors.delete(sessionId);
+    }
+    this.#remember(announces ? { text, actor: sessionId } : { text });
     for (const client of this.#sockets.clients) if (client.readyState === WebSocket.OPEN) client.send(text);
   }
 
@@ -98,9 +108,11 @@ export class StatelyRelay {
     return this.#closed;
   }
 
-  #remember(text: string): void {
-    this.#history.push(text);
-    if (this.#history.length > this.#historyLimit) this.#history.splice(0, this.#history.length - this.#historyLimit);
+  #remember(kept: Kept): void {
+    this.#history.push(kept);
+    if (this.#history.length <= HISTORY_LIMIT) return;
+    const leaving = this.#history.shift()!;
+    if (leaving.actor !== undefined && this.#live.has(leaving.actor)) this.#olderActors.set(leaving.actor, leaving.text);
   }
 }
 
