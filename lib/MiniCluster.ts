@@ -152,7 +152,10 @@ export class MiniCluster {
   async addTaskExecutor(): Promise<ResourceID> {
     this.#requireOpen('addTaskExecutor');
     const resourceId = await this.resourceManager.mailbox.callAsync(() => this.#driver.requestResource(this.#spec, null));
-    await this.#waitUntil(() => this.resourceManager.slotManager.tracker.getTaskManager(resourceId) !== undefined, () => `TaskExecutor ${resourceId} did not register`, 'addTaskExecutor');
+    await this.#waitUntil(() => this.resourceManager.slotManager.tracker.getTaskManager(resourceId) !== undefined, () => `TaskExecutor ${resourceId} did not register`, 'addTaskExecutor', () =>
+      // The driver forgets a worker whose link closed: it will never register.
+      this.#driver.workers().some((worker) => worker.resourceId === resourceId) ? undefined : `TaskExecutor ${resourceId} ended before it registered`,
+    );
     return resourceId;
   }
 
@@ -239,9 +242,13 @@ export class MiniCluster {
     return this.#waitUntil(() => tracker.numberOfTaskManagers >= count, () => `only ${tracker.numberOfTaskManagers} of ${count} TaskExecutors registered`, 'start');
   }
 
-  async #waitUntil(done: () => boolean, failure: () => string, operation: string): Promise<void> {
+  /** Polls `done` until it holds; fails at the start timeout, at once when the cluster closes or `lost` names why it never will. */
+  async #waitUntil(done: () => boolean, failure: () => string, operation: string, lost: () => string | undefined = () => undefined): Promise<void> {
     const deadline = Date.now() + this.#startTimeoutMs;
     while (!done()) {
+      this.#requireOpen(operation);
+      const why = lost();
+      if (why !== undefined) throw new IllegalStateError(why, { component: 'MiniCluster', operation, state: 'starting', allowed: ['started'] });
       if (Date.now() > deadline) {
         throw new IllegalStateError(`${failure()} within ${this.#startTimeoutMs} ms`, { component: 'MiniCluster', operation, state: 'starting', allowed: ['started'] });
       }

@@ -224,7 +224,7 @@ export class JobMaster implements JobMasterGateway {
     const record = this.#byAttempt.get(update.executionAttemptId);
     // An older attempt, or a subtask restarted meanwhile: ignore.
     if (record === undefined || record.executionAttemptId !== update.executionAttemptId || TERMINAL.has(record.state)) return;
-    // Nothing changes (a TaskExecutor repeating 'deploying', where the JobMaster put it): no event.
+    // Nothing changes (a state repeated, e.g. 'deploying', where the JobMaster put the attempt itself): no event.
     if (record.state === update.state) return;
     record.state = update.state;
     this.#emitTask(record, update.error ?? null);
@@ -494,7 +494,7 @@ const EXECUTION_STATES: ReadonlySet<string> = new Set<ExecutionState>(['deployin
 /** A TaskExecutor's state update, as far as the JobMaster reads it. */
 function checkStateUpdate(update: TaskExecutionStateWire, argument: string): void {
   if (typeof update !== 'object' || update === null) throw new IllegalArgumentError('invalid-type', `${argument} must be a task execution state object, got ${update === null ? 'null' : typeof update}`, { argument });
-  if (typeof update.executionAttemptId !== 'string' || update.executionAttemptId === '') {
+  if (!ExecutionAttemptID.is(update.executionAttemptId)) {
     throw new IllegalArgumentError('invalid-value', `${argument}.executionAttemptId must be an ExecutionAttemptID, got ${String(update.executionAttemptId)}`, { argument: `${argument}.executionAttemptId` });
   }
   if (!EXECUTION_STATES.has(update.state)) {

@@ -26,10 +26,10 @@ describe('inspection of a MiniCluster', function () {
       const result = await (await cluster.submitJob(job)).result;
       expect(result.status).to.equal('finished');
       // Inspection events are converted on a later tick: wait for the slots' last snapshots.
-      const deadline = Date.now() + 10_000;
-      while (events.filter((e) => e.type === '@xstate.snapshot' && e.origin === executor && (e.snapshot as { value?: unknown }).value === 'done').length < 2 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await eventually(
+        () => events.filter((e) => e.type === '@xstate.snapshot' && e.origin === executor && (e.snapshot as { value?: unknown }).value === 'done').length >= 2,
+        "the slots' last snapshots",
+      );
     } finally {
       await cluster.close();
     }

@@ -4,11 +4,13 @@
  * fails, two jobs at once, cancel. Few clusters, generous timeouts, no timing assertions.
  */
 import { expect } from 'chai';
+import { IllegalStateError } from '../../lib/core/errors.js';
 import { MiniCluster } from '../../lib/MiniCluster.js';
 import type { JobEvent, JobResult } from '../../lib/jobmaster/JobMaster.js';
 import type { JobVertexSpec } from '../../lib/jobmaster/JobGraph.js';
 import { countWords, generatedText } from '../../examples/wordcount/text.js';
 import { wordCountJob, type WordCountResult } from '../../examples/wordcount/wordCountJob.js';
+import { until } from '../support/eventually.js';
 
 const fixture = (name: string) => new URL(`../fixtures/tasks/${name}.ts`, import.meta.url);
 const sleepVertex = (id: string, parallelism: number, ms: number, extra: Partial<JobVertexSpec> = {}): JobVertexSpec => ({
@@ -21,16 +23,6 @@ const sleepVertex = (id: string, parallelism: number, ms: number, extra: Partial
 
 /** Slots of 1 core and 256 mb heap (the counters of the word count ask 384 mb: dynamic slots). */
 const resources = (slots: number) => ({ cpuCores: slots, taskHeapMemory: `${256 * slots}m`, managedMemory: `${64 * slots}m`, networkMemory: `${32 * slots}m` });
-
-async function until<T>(what: string, probe: () => T | undefined | null | false, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined && value !== null && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe('jobs on a MiniCluster (worker threads)', function () {
   this.timeout(60_000);
@@ -147,6 +139,14 @@ describe('jobs on a MiniCluster (worker threads)', function () {
     } finally {
       await cluster.close();
     }
+  });
+
+  it('addTaskExecutor gives up at once when the cluster closes while it waits for the registration', async () => {
+    // A start timeout past the test's own: waiting it out would fail the test.
+    const cluster = await MiniCluster.start({ taskExecutors: 0, startTimeoutMs: 120_000 });
+    const adding = cluster.addTaskExecutor().then(() => null, (e: unknown) => e);
+    await cluster.close();
+    expect(await adding).to.be.instanceOf(IllegalStateError).and.to.have.property('message').that.matches(/closed/);
   });
 
   it('with TaskExecutors on demand: starts the workers a job needs, runs it, and releases them once idle', async () => {

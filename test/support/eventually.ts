@@ -1,12 +1,20 @@
 /**
- * Polls `check` (every few ms) until it holds, for what crosses threads or sockets and so takes an
- * unknown number of wake-ups. The deadline is generous: it only bounds a test that would hang, it
- * does not time anything.
+ * Polling for what crosses threads or sockets and so takes an unknown number of wake-ups. The
+ * deadlines are generous: they only bound a test that would hang, they do not time anything.
  */
-export async function eventually(check: () => boolean, what: string, ms = 10_000): Promise<void> {
+
+/** Polls `probe` until it gives a value (not undefined, null or false) and resolves with it. */
+export async function until<T>(what: string, probe: () => T | undefined | null | false, ms = 20_000): Promise<T> {
   const deadline = Date.now() + ms;
-  while (!check()) {
+  for (;;) {
+    const value = probe();
+    if (value !== undefined && value !== null && value !== false) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
+}
+
+/** Polls `check` until it holds. */
+export async function eventually(check: () => boolean, what: string, ms = 10_000): Promise<void> {
+  await until(what, check, ms);
 }
