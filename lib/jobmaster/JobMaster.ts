@@ -101,6 +101,8 @@ export class JobMaster implements JobMasterGateway {
   readonly #bulkChecker: PhysicalSlotRequestBulkChecker;
   readonly #executions = new Map<string, ExecutionRecord>();
   readonly #byAttempt = new Map<ExecutionAttemptID, ExecutionRecord>();
+  /** Subtasks whose current attempt finished: the job is done when this reaches every subtask. */
+  #finishedCount = 0;
   #resolveResult!: (result: JobResult) => void;
   #startedAt = 0;
   #declareScheduled = false;
@@ -137,8 +139,16 @@ export class JobMaster implements JobMasterGateway {
         const gateway = this.#o.taskExecutor(slot.resourceId);
         if (gateway !== undefined) this.mailbox.whenComplete(gateway.freeSlot(slot.allocationId, cause.message), () => {});
       },
+      clock: mailboxClock,
+      idleSlotTimeoutMs: options.options['slot.idle.timeout'],
     });
-    this.#bulkChecker = new PhysicalSlotRequestBulkChecker({ clock: mailboxClock, jobId: this.jobId, reasonFor: () => this.#o.reasonFor?.() ?? 'no reason known' });
+    this.#bulkChecker = new PhysicalSlotRequestBulkChecker({
+      clock: mailboxClock,
+      jobId: this.jobId,
+      reasonFor: () => this.#o.reasonFor?.() ?? 'no reason known',
+      // A bulk that slots the job holds can serve is waiting for its turn, not failing.
+      heldSlotProfiles: () => this.#pool.heldSlots.map((slot) => slot.resourceProfile),
+    });
     this.#allocator = new SlotSharingExecutionSlotAllocator({
       jobId: this.jobId,
       strategy: new LocalInputPreferredSlotSharingStrategy(this.graph),
@@ -324,7 +334,7 @@ export class JobMaster implements JobMasterGateway {
     // Batch semantics: a finished subtask needs its slot no more (its group's shared slot may).
     this.#allocator.releaseLogicalSlot(record.vertex.id);
     record.slot = null;
-    if ([...this.#executions.values()].every((r) => r.state === 'finished')) return this.#complete();
+    if (++this.#finishedCount === this.#executions.size) return this.#complete();
     for (const consumer of this.graph.consumersOf(record.vertex)) this.#tryDeploy(this.#executions.get(consumer.key)!);
   }
 

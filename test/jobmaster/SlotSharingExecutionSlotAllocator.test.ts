@@ -13,7 +13,7 @@ const ids = (...keys: string[]) => keys.map(id);
 const FIVE_MIN = 5 * 60_000;
 
 /** source (2) -> sink (2), pointwise, 1 core each: groups default[0] = {source#0, sink#0}, default[1] = {source#1, sink#1}. */
-function setup(options: { reason?: string; timeoutMs?: number } = {}) {
+function setup(options: { reason?: string; timeoutMs?: number; held?: ResourceProfile[] } = {}) {
   const { graph, strategy } = jobOf([vertex('source', 2, { resources: { cpuCores: 1 } }), vertex('sink', 2, { resources: { cpuCores: 1 } })], [edge('source', 'sink')]);
   const provider = new TestingPhysicalSlotProvider();
   const clock = new SimulatedClock();
@@ -23,6 +23,7 @@ function setup(options: { reason?: string; timeoutMs?: number } = {}) {
     clock,
     jobId,
     ...(options.reason === undefined ? {} : { reasonFor: (requestIds: readonly string[]) => (asked.push([...requestIds]), options.reason!) }),
+    ...(options.held === undefined ? {} : { heldSlotProfiles: () => options.held! }),
   });
   const allocator = new SlotSharingExecutionSlotAllocator({ jobId, strategy, provider, bulkChecker, allocationTimeoutMs: options.timeoutMs ?? FIVE_MIN });
   return { graph, strategy, provider, clock, jobId, bulkChecker, allocator, asked, all: ids('source#0', 'source#1', 'sink#0', 'sink#1') };
@@ -227,6 +228,34 @@ describe('SlotSharingExecutionSlotAllocator', () => {
       allocator.allocateSlotsFor(ids('sink#0'));
       expect(bulkChecker.pendingBulks).to.equal(0);
       expect(clock.pendingTimers).to.equal(0);
+    });
+
+    it('keeps a bulk that a slot the job holds can serve (it waits for its turn), checking again each timeout', async () => {
+      const held: ResourceProfile[] = [];
+      const { allocator, provider, clock, bulkChecker, all } = setup({ reason: 'no room', held });
+      const slots = allocator.allocateSlotsFor(all);
+      held.push(provider.fulfil('default[0]/p1').resourceProfile);
+      await settle();
+      clock.increment(FIVE_MIN * 3);
+      expect(await isSettled(slots.get('source#1')!)).to.equal(false);
+      expect(bulkChecker.pendingBulks).to.equal(1);
+      expect(clock.pendingTimers).to.equal(1);
+      // The job's slot is gone and nothing can serve the bulk any more: it fails one whole timeout later.
+      held.length = 0;
+      clock.increment(FIVE_MIN);
+      expect(await isSettled(slots.get('source#1')!)).to.equal(false);
+      clock.increment(FIVE_MIN);
+      const error = (await rejection(slots.get('source#1')!)) as SlotRequestError;
+      expect(error.reason).to.equal('timed-out');
+      expect(error.details).to.deep.include({ why: 'no room', requestIds: ['default[1]/p2'] });
+    });
+
+    it('fails a bulk that no held slot matches at its deadline, though the job holds slots', async () => {
+      const held = [ResourceProfile.fromSpec({ cpuCores: 1 })];
+      const { allocator, clock, all } = setup({ reason: 'no room', held });
+      const slots = allocator.allocateSlotsFor(all);
+      clock.increment(FIVE_MIN);
+      expect(((await rejection(slots.get('source#0')!)) as SlotRequestError).reason).to.equal('timed-out');
     });
 
     it('uses a default reason when none is given, and close() clears every timer', async () => {

@@ -7,6 +7,7 @@
  * bulk so that no timeout follows — the scheduler is about to fail the job anyway. Here only that
  * request leaves the bulk; the others still time out with their reason if they never come.
  */
+import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { ExecutionVertexID } from '../ExecutionGraph.js';
 import type { PhysicalSlotRequestBulk } from './PhysicalSlotRequestBulkChecker.js';
 import type { SharedSlot } from './SharedSlot.js';
@@ -21,6 +22,8 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk {
   readonly size: number;
   /** Physical request id -> the subtasks of this bulk waiting on it; insertion order is request order. */
   readonly #pending = new Map<string, readonly ExecutionVertexID[]>();
+  /** Physical request id -> the profile it asks for. */
+  readonly #profiles = new Map<string, ResourceProfile>();
   readonly #cancelLogicalSlotRequest: (id: ExecutionVertexID, cause: Error) => void;
   #listeners: Array<() => void> = [];
 
@@ -32,6 +35,7 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk {
       // A SharedSlot that holds its physical slot already is fulfilled for this bulk from the start.
       if (sharedSlot.state.kind !== 'requested') continue;
       this.#pending.set(sharedSlot.requestId, executions);
+      this.#profiles.set(sharedSlot.requestId, sharedSlot.group.resourceProfile);
       const settle = () => this.#settle(sharedSlot.requestId);
       sharedSlot.allocated.then(settle, settle);
     }
@@ -39,6 +43,16 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk {
 
   pendingRequestIds(): readonly string[] {
     return [...this.#pending.keys()];
+  }
+
+  /** The distinct profiles the pending requests ask for. */
+  pendingRequestProfiles(): readonly ResourceProfile[] {
+    const distinct = new Map<string, ResourceProfile>();
+    for (const requestId of this.#pending.keys()) {
+      const profile = this.#profiles.get(requestId)!;
+      distinct.set(profile.key, profile);
+    }
+    return [...distinct.values()];
   }
 
   /** The subtasks of this bulk that still wait for a physical slot. */
@@ -62,6 +76,7 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk {
   }
 
   #settle(requestId: string): void {
+    this.#profiles.delete(requestId);
     if (!this.#pending.delete(requestId) || this.#pending.size > 0) return;
     const listeners = this.#listeners;
     this.#listeners = [];
