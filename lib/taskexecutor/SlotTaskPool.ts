@@ -44,11 +44,9 @@
  * instead of inside the next task) and always listens for `'error'` (unhandled, it would crash the
  * TaskExecutor): such errors are logged and counted in {@link SlotTaskPool.stats}.
  */
-import { extname } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { BroadcastChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import { IllegalArgumentError, IllegalStateError, TaskExecutionError } from '../core/errors.js';
 import type { TaskDeploymentDescriptor } from '../rpc/protocol.js';
 import type { SharedMemoryHandle } from './MemoryManager.js';
@@ -62,6 +60,7 @@ import type {
   TaskWorkerOutcome,
 } from './taskWorker.js';
 import { RUN_CANCELED, RUN_QUEUED, RUN_STARTED } from './runFlags.js';
+import { createTaskThreads } from './taskThreads.js';
 
 export type { TaskContext, TaskFunction, TaskInvocationContext } from './taskWorker.js';
 
@@ -116,6 +115,12 @@ export interface SlotTaskPoolOptions {
   readonly cancelGraceMs?: number;
   /** Where task logs and pool warnings go; default the console. */
   readonly log?: (entry: SlotTaskPoolLogEntry) => void;
+  /**
+   * Threads booted ahead of need (a TaskThreadReserve's, made with `createTaskThreads` for the
+   * same heap limit); the pool owns them from now on and destroys them on close. Unset: the pool
+   * makes its own from the options above.
+   */
+  readonly threads?: Piscina;
 }
 
 export interface SlotTaskPoolStats {
@@ -300,24 +305,25 @@ export class SlotTaskPool {
     this.#threadCount = maxThreads;
     this.#maxBatchesInFlight = maxThreads * 2;
 
-    // Run from .ts (tests, under tsx) or from .js (dist/): the worker file follows this module.
-    const ownExtension = extname(fileURLToPath(import.meta.url));
-    const workerFile = options.workerFile ?? new URL(`./taskWorker${ownExtension}`, import.meta.url);
-    const filename = workerFile instanceof URL || workerFile.startsWith('file:') ? fileURLToPath(workerFile) : workerFile;
-    const execArgv = options.execArgv ?? (ownExtension === '.ts' ? ['--import', 'tsx'] : []);
-
-    this.#pool = new Piscina({
-      filename,
-      name: 'default',
-      execArgv: [...execArgv],
-      atomics: 'disabled',
-      maxThreads,
-      // Warm threads unless they should idle out: a slot's first task then skips the thread start.
-      minThreads: idleTimeoutMs === undefined ? maxThreads : 0,
-      ...(idleTimeoutMs === undefined ? {} : { idleTimeout: idleTimeoutMs }),
-      concurrentTasksPerWorker: 1,
-      ...(heapLimitMb === undefined ? {} : { resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
-    });
+    const onError = (error: unknown) => {
+      this.#poolErrors++;
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      this.#emit({ source: 'pool', level: 'error', pool: this.name, message: `pool error (no task to receive it): ${message}` });
+    };
+    if (options.threads !== undefined) {
+      // Booted ahead of need (TaskThreadReserve): ours alone from now on, its errors ours to report.
+      this.#pool = options.threads;
+      this.#pool.on('error', onError);
+    } else {
+      this.#pool = createTaskThreads({
+        ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
+        maxThreads,
+        ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
+        ...(options.workerFile === undefined ? {} : { workerFile: options.workerFile }),
+        ...(options.execArgv === undefined ? {} : { execArgv: options.execArgv }),
+        onError,
+      });
+    }
     this.#control = new BroadcastChannel(this.#controlName);
     this.#control.onmessage = (event) => {
       this.#onControl((event as { data: ControlFromTask }).data);
@@ -326,12 +332,6 @@ export class SlotTaskPool {
     };
     // Logs are welcome while the pool lives; the channel alone must not keep a process alive.
     this.#control.unref();
-    // Always: an unhandled pool 'error' crashes the process (TOOLCHAIN.md).
-    this.#pool.on('error', (error: unknown) => {
-      this.#poolErrors++;
-      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      this.#emit({ source: 'pool', level: 'error', pool: this.name, message: `pool error (no task to receive it): ${message}` });
-    });
   }
 
   get stats(): SlotTaskPoolStats {

@@ -56,6 +56,11 @@ export interface TaskExecutorOptions {
   readonly connectJobMaster: (address: string) => JobMasterGateway;
   /** Makes the task runner of a slot; its heap limit comes from the slot's profile. */
   readonly createTaskRunner: (slot: { name: string; heapLimitMb: number | undefined }) => SlotTaskRunner;
+  /**
+   * The runners' background work (task threads booted ahead of need, TaskThreadReserve): started
+   * once the TaskExecutor is registered, with the default slot's heap limit; closed at shutdown.
+   */
+  readonly taskThreads?: { start(defaultHeapLimitMb: number | undefined): void; close(): Promise<void> };
   /** Called once when the TaskExecutor has stopped (the worker should exit with `code`). */
   readonly onTerminated?: (code: number, reason: string) => void;
   readonly log?: (message: string) => void;
@@ -304,6 +309,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     await Promise.race([closed, new Promise<void>((resolve) => this.#clock.setTimeout(resolve, deadline))]);
     await Promise.allSettled([...this.#runners.values()].map((runner) => runner.close()));
     this.#runners.clear();
+    await this.#o.taskThreads?.close().catch(() => {});
     await this.#o.resourceManager.disconnectTaskExecutor(this.resourceId, cause).catch(() => {});
     this.#terminate(exitCode, cause);
   }
@@ -352,6 +358,8 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   #registered(): void {
     this.#registrationDeadline?.cancel();
     this.#lifecycle = 'registered';
+    // Registered: threads may now boot in the background for the slots to come.
+    this.#o.taskThreads?.start(heapLimitMbOf(this.table.defaultSlotResourceProfile));
     this.#lastHeartbeat = this.#clock.now();
     const report = slotReportToWire(this.table.createSlotReport(this.resourceId));
     this.mailbox.whenComplete(this.#o.resourceManager.sendSlotReport(this.resourceId, this.#registrationId!, report), (_, error) => {
@@ -435,8 +443,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     let runner = this.#runners.get(allocationId);
     if (runner === undefined) {
       const slot = this.table.getTaskSlot(allocationId)!;
-      const heap = slot.resourceProfile.taskHeapMemory;
-      runner = this.#o.createTaskRunner({ name: `${this.resourceId}/${slot.index}`, heapLimitMb: heap > 0 ? Math.max(1, Math.floor(heap / (1024 * 1024))) : undefined });
+      runner = this.#o.createTaskRunner({ name: `${this.resourceId}/${slot.index}`, heapLimitMb: heapLimitMbOf(slot.resourceProfile) });
       this.#runners.set(allocationId, runner);
     }
     return runner;
@@ -552,6 +559,12 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.mailbox.close();
     this.#o.onTerminated?.(code, reason);
   }
+}
+
+/** The heap limit (MB) of a slot's task threads: its profile's task heap; undefined when it has none. */
+export function heapLimitMbOf(profile: ResourceProfile): number | undefined {
+  const heap = profile.taskHeapMemory;
+  return heap > 0 ? Math.max(1, Math.floor(heap / (1024 * 1024))) : undefined;
 }
 
 function checkDescriptor(d: TaskDeploymentDescriptor): void {

@@ -13,6 +13,7 @@ import { portTransport, processTransport, type Transport } from '../rpc/Transpor
 import { BOOTSTRAP_MESSAGE, INSPECT_CHANNEL, LOG_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
 import { createWorkerInspector } from '../inspect.js';
 import { SlotTaskPool } from './SlotTaskPool.js';
+import { TaskThreadReserve } from './TaskThreadReserve.js';
 import { TaskExecutor } from './TaskExecutor.js';
 
 async function bootstrap(): Promise<{ bootstrap: WorkerBootstrap; transport: Transport }> {
@@ -42,6 +43,12 @@ const log = (message: string) => {
 };
 const inspectChannel = link.channel(INSPECT_CHANNEL);
 
+// Task threads booted ahead of need, one taken per slot allocation and destroyed with it.
+const taskThreads = new TaskThreadReserve({
+  spare: config.configuration['taskmanager.task-threads.spare'] ?? config.configuration['taskmanager.numberOfTaskSlots'],
+  log,
+});
+
 const taskExecutor = new TaskExecutor({
   resourceId: config.resourceId,
   mode: config.mode,
@@ -49,8 +56,20 @@ const taskExecutor = new TaskExecutor({
   ...(config.pendingWorkerId === null ? {} : { pendingWorkerId: config.pendingWorkerId }),
   resourceManager,
   connectJobMaster: (address) => connectGateway<JobMasterGateway>(link, `jm:${address}`, { gateway: GATEWAY.jobMaster, timeoutMs, endpoint: address }),
-  createTaskRunner: ({ name, heapLimitMb }) =>
-    new SlotTaskPool({ name, ...(heapLimitMb === undefined ? {} : { heapLimitMb }), cancelGraceMs: config.configuration['task.cancellation.grace-period'] }),
+  createTaskRunner: ({ name, heapLimitMb }) => {
+    const pool = new SlotTaskPool({
+      name,
+      ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
+      cancelGraceMs: config.configuration['task.cancellation.grace-period'],
+      threads: taskThreads.take(heapLimitMb),
+    });
+    return {
+      run: (invocation, options) => pool.run(invocation, options),
+      cancel: (executionAttemptId, reason) => pool.cancel(executionAttemptId, reason),
+      close: () => pool.close().finally(() => taskThreads.released(heapLimitMb)),
+    };
+  },
+  taskThreads,
   onTerminated: (code, reason) => {
     if (debug) log(`stopped (${code}): ${reason}`);
     link.close(`the TaskExecutor stopped: ${reason}`);
