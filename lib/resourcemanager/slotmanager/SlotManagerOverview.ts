@@ -64,6 +64,10 @@ export function checkRegistration(info: TaskManagerInfo, report: SlotReport): vo
   if (typeof info.host !== 'string' || info.host === '') throw fail('host', 'must be a non-empty string');
   if (!(info.totalResourceProfile instanceof ResourceProfile) || info.totalResourceProfile.kind !== 'specified') throw fail('totalResourceProfile', 'must be a specified ResourceProfile');
   if (!(info.defaultSlotResourceProfile instanceof ResourceProfile) || info.defaultSlotResourceProfile.kind !== 'specified') throw fail('defaultSlotResourceProfile', 'must be a specified ResourceProfile');
+  if (info.defaultSlotResourceProfile.equals(ResourceProfile.ZERO)) {
+    // A slot of nothing always fits: such an executor would take any number of UNKNOWN slots.
+    throw fail('defaultSlotResourceProfile', `must hold some resource, got ResourceProfile.ZERO (the total ${info.totalResourceProfile} over ${info.numberOfStaticSlots} slots); give the TaskExecutor resources or fewer slots`);
+  }
   if (!Number.isSafeInteger(info.numberOfStaticSlots) || info.numberOfStaticSlots < 0) throw fail('numberOfStaticSlots', 'must be an integer >= 0');
   if (!info.totalResourceProfile.allFieldsNoLessThan(info.defaultSlotResourceProfile.multiply(info.numberOfStaticSlots))) {
     throw fail('totalResourceProfile', `must hold ${info.numberOfStaticSlots} default slots of ${info.defaultSlotResourceProfile}, got ${info.totalResourceProfile}`);

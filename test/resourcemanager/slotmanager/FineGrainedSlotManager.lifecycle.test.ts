@@ -5,11 +5,11 @@
  * In-process doubles and a SimulatedClock; `execute: (f) => f()`.
  */
 import { expect } from 'chai';
-import { IllegalStateError, SlotRequestError, UnknownTaskExecutorError } from '../../../lib/core/errors.js';
+import { IllegalArgumentError, IllegalStateError, SlotRequestError, UnknownTaskExecutorError } from '../../../lib/core/errors.js';
 import { AllocationID, JobID, ResourceID } from '../../../lib/core/ids.js';
 import { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
 import { profile } from '../../support/fixtures.js';
-import { createSlotManager, type Harness } from './doubles.js';
+import { createSlotManager, WorkerResourceSpec, type Harness } from './doubles.js';
 
 const UNKNOWN = ResourceProfile.UNKNOWN;
 const IDLE_TIMEOUT = 30_000;
@@ -73,6 +73,39 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       expect(h.listener.calls).to.have.length(3);
       h.sm.start();
       expect(h.sm.overview()).to.deep.include({ state: 'started', taskManagers: [], jobs: [] });
+    });
+  });
+
+  describe('registration', () => {
+    it('refuses an executor whose default slot profile is ZERO with IllegalArgumentError saying so, and registers nothing', async () => {
+      const h = createSlotManager({ allocator: false });
+      const zero = WorkerResourceSpec.create(ResourceProfile.ZERO, 2);
+      let error: unknown;
+      try {
+        h.register({ spec: zero });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).to.be.instanceOf(IllegalArgumentError);
+      expect((error as IllegalArgumentError).details).to.deep.equal({ argument: 'defaultSlotResourceProfile' });
+      expect((error as Error).message).to.match(/^registerTaskManager: defaultSlotResourceProfile must hold some resource, got ResourceProfile.ZERO \(the total ResourceProfile\{cpuCores=0, .*\} over 2 slots\)/);
+      expect(h.sm.overview().taskManagers).to.deep.equal([]);
+      const job = JobID.generate();
+      h.declare(job, [UNKNOWN, 5]);
+      await h.check();
+      expect(h.acquired(job), 'no slot of nothing is handed out').to.equal(0);
+    });
+
+    it('registers an executor whose total does not divide evenly: 2 cores over 3 slots are 3 default slots of 0.66666666 cores', async () => {
+      const h = createSlotManager({ allocator: false });
+      const te = h.register({ spec: WorkerResourceSpec.create(profile(2, 300), 3) });
+      expect(te.result).to.deep.equal({ kind: 'registered' });
+      const [tm] = h.sm.overview().taskManagers;
+      expect(tm!.slots).to.deep.equal({ free: 3, pending: 0, allocated: 0 });
+      const job = JobID.generate();
+      h.declare(job, [UNKNOWN, 3]);
+      await h.check();
+      expect(te.gateway.requestSlotCalls.map((c) => [c.index, c.resourceProfile.cpuCores])).to.deep.equal([[0, 0.66666666], [1, 0.66666666], [2, 0.66666666]]);
     });
   });
 
