@@ -296,6 +296,57 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
     });
   });
 
+  describe('a worker the allocator refuses to start', () => {
+    const REFUSED = (workers: number) =>
+      `the ResourceAllocator refused to start the ${workers === 1 ? 'worker' : `${workers} workers`} it was planned on (allocateWorker answered false); a later requirement check tries again`;
+
+    it('makes the requirements planned on it unfulfillable at once: the job is told, and getPendingRequests says why', async () => {
+      const h = createSlotManager();
+      h.allocator.refuse = true;
+      const job = JobID.generate();
+      h.declare(job, [UNKNOWN, 3]);
+      await h.check();
+      expect(h.allocator.allocateWorkerCalls, 'two workers of 2 slots were planned').to.have.length(2);
+      const [waiting, ...more] = h.sm.getPendingRequests();
+      expect(more).to.deep.equal([]);
+      expect(waiting).to.deep.include({ kind: 'requirement', jobId: job, missing: 3, onWorkers: 0, reason: { kind: 'worker-start-refused', workers: 2 }, description: REFUSED(2) });
+      const notified = h.listener.of('notEnoughResourcesAvailable');
+      expect(notified.map((c) => [c.jobId, c.waiting.map((w) => [w.missing, w.onWorkers, w.reason.kind])])).to.deep.equal([[job, [[3, 0, 'worker-start-refused']]]]);
+      expect(h.sm.overview().pendingWorkers).to.deep.equal([]);
+    });
+
+    it('leaves what another worker or an executor holds as it is: only the slots of the refused worker are unfulfilled', async () => {
+      const h = createSlotManager();
+      h.register();
+      // The first worker asked for starts, the second is refused.
+      h.allocator.onAllocateWorker = () => (h.allocator.refuse = h.allocator.allocateWorkerCalls.length > 1);
+      const job = JobID.generate();
+      h.declare(job, [UNKNOWN, 5]);
+      await h.check();
+      expect(h.acquired(job), 'two slots on the registered executor').to.equal(2);
+      expect(h.sm.getPendingRequests()).to.have.length(1);
+      expect(h.sm.getPendingRequests()[0]).to.deep.include({ missing: 3, onWorkers: 2, reason: { kind: 'worker-start-refused', workers: 1 } });
+      expect(h.listener.of('notEnoughResourcesAvailable')).to.have.length(1);
+      expect(h.sm.overview().pendingWorkers).to.have.length(1);
+    });
+
+    it('says so for a slot request (seed 000) planned on it, and waits for workers again once a start is accepted', async () => {
+      const h = createSlotManager();
+      h.allocator.refuse = true;
+      const job = JobID.generate();
+      const allocationId = AllocationID.generate();
+      h.sm.requestSlot(job, allocationId, UNKNOWN);
+      await h.check();
+      expect(h.sm.getPendingRequests()).to.deep.equal([
+        { kind: 'slot-request', jobId: job, allocationId, resourceProfile: UNKNOWN, since: 0, state: 'waiting', reason: { kind: 'worker-start-refused', workers: 1 }, description: REFUSED(1) },
+      ]);
+      h.allocator.refuse = false;
+      h.sm.triggerResourceRequirementsCheck();
+      await h.check();
+      expect(h.sm.getPendingRequests()[0]).to.deep.include({ reason: { kind: 'waiting-for-workers', workers: 1 }, description: 'waiting for 1 worker to start and register' });
+    });
+  });
+
   describe('clearResourceRequirements', () => {
     it('reclaims the job\'s inactive slots on each executor holding them, cancels its slot requests, and drops its requirements', async () => {
       const h = createSlotManager({ allocator: false });
