@@ -3,9 +3,10 @@
  * SharingPhysicalSlotRequestBulk): one per SharedSlot involved, with the subtasks of the call that
  * wait on it. The bulk checker fails what is still pending at the deadline.
  *
- * Departure from Flink: when one request of the bulk fails (or is given up), Flink clears the whole
- * bulk so that no timeout follows — the scheduler is about to fail the job anyway. Here only that
- * request leaves the bulk; the others still time out with their reason if they never come.
+ * When one physical request of the bulk fails (its provider rejected it), the bulk's other waiting
+ * subtasks fail at once with that cause and the bulk is cleared, so that no timeout follows: Flink
+ * clears the bulk too (its scheduler then fails them). A request given up by the job (its subtasks
+ * canceled, or the bulk timed out) only leaves the bulk.
  */
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { ExecutionVertexID } from '../ExecutionGraph.js';
@@ -36,8 +37,10 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk {
       if (sharedSlot.state.kind !== 'requested') continue;
       this.#pending.set(sharedSlot.requestId, executions);
       this.#profiles.set(sharedSlot.requestId, sharedSlot.group.resourceProfile);
-      const settle = () => this.#settle(sharedSlot.requestId);
-      sharedSlot.allocated.then(settle, settle);
+      sharedSlot.allocated.then(
+        () => this.#settle(sharedSlot.requestId),
+        (cause: Error) => this.#ended(sharedSlot, cause),
+      );
     }
   }
 
@@ -75,9 +78,28 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk {
     else this.#listeners.push(listener);
   }
 
+  /** A request ended without a slot: a failed one fails the rest of the bulk with its cause. */
+  #ended(sharedSlot: SharedSlot, cause: Error): void {
+    const state = sharedSlot.state;
+    if (state.kind !== 'released' || !state.requestFailed || !this.#pending.delete(sharedSlot.requestId)) {
+      this.#settle(sharedSlot.requestId);
+      return;
+    }
+    // Cleared first: the cancels below settle their own requests, which must find nothing left here.
+    const rest = [...this.#pending.values()];
+    this.#pending.clear();
+    this.#profiles.clear();
+    for (const executions of rest) for (const id of executions) this.#cancelLogicalSlotRequest(id, cause);
+    this.#notifySettled();
+  }
+
   #settle(requestId: string): void {
     this.#profiles.delete(requestId);
     if (!this.#pending.delete(requestId) || this.#pending.size > 0) return;
+    this.#notifySettled();
+  }
+
+  #notifySettled(): void {
     const listeners = this.#listeners;
     this.#listeners = [];
     for (const listener of listeners) listener();
