@@ -11,6 +11,7 @@ import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from './co
 import { ResourceProfile, type ResourceSpec } from './core/ResourceProfile.js';
 import { Dispatcher, type JobClient, type JobSummary } from './dispatcher/Dispatcher.js';
 import type { JobGraph, JobGraphSpec } from './jobmaster/JobGraph.js';
+import type { TaskExecutorMetricsWire } from './rpc/protocol.js';
 import { LocalResourceManagerDriver } from './resourcemanager/LocalResourceManagerDriver.js';
 import { ResourceManager } from './resourcemanager/ResourceManager.js';
 import type { SlotMatchingPolicy } from './resourcemanager/slotmanager/SlotMatchingStrategy.js';
@@ -215,6 +216,18 @@ export class MiniCluster {
       why: r.description,
     }));
     return { taskExecutors, pendingWorkers: tracker.numberOfPendingTaskManagers, pendingRequests, jobs: this.dispatcher.listJobs() };
+  }
+
+  /**
+   * Each running TaskExecutor's figures, asked of it now: its slots by state, running tasks, and
+   * its task threads (booted so far, spare, in use). A TaskExecutor that does not answer within
+   * rpc.ask.timeout is left out.
+   */
+  async taskExecutorMetrics(): Promise<TaskExecutorMetricsWire[]> {
+    this.#requireOpen('taskExecutorMetrics');
+    const asked = this.#driver.workers().map((worker) => this.#driver.taskExecutorGateway(worker.resourceId)?.requestMetrics());
+    const answers = await Promise.allSettled(asked.filter((call) => call !== undefined));
+    return answers.flatMap((answer) => (answer.status === 'fulfilled' ? [answer.value] : []));
   }
 
   /** Cancels running jobs, frees their slots, stops every TaskExecutor; the same promise every time. */

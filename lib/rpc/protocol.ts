@@ -102,3 +102,25 @@ export interface ResourceRequirementsWire {
   readonly targetAddress: string;
   readonly requirements: ReadonlyArray<{ readonly resourceProfile: ResourceProfileJSON; readonly numberOfRequiredSlots: number }>;
 }
+
+/** Figures of one TaskExecutor (TaskExecutorGateway.requestMetrics). */
+export interface TaskExecutorMetricsWire {
+  readonly resourceId: ResourceID;
+  /** Slots by state now: allocated (not active yet), active, releasing. Free static slots are `numberOfSlots` minus the static ones taken. */
+  readonly slots: { readonly numberOfSlots: number; readonly allocated: number; readonly active: number; readonly releasing: number };
+  /** Attempts submitted here and not ended yet. */
+  readonly runningTasks: number;
+  /** Task threads (TaskThreadReserve): null when this TaskExecutor's runners keep no reserve. */
+  readonly taskThreads: {
+    /** Threads booted since it started, spares and on-demand ones. */
+    readonly started: number;
+    /** Slot allocations that took a spare thread (no boot to wait for). */
+    readonly servedFromSpare: number;
+    /** Slot allocations that booted their own (no spare of their heap limit). */
+    readonly bootedOnDemand: number;
+    /** Spare threads now. */
+    readonly spare: number;
+    /** Threads held by allocated slots now. */
+    readonly inUse: number;
+  } | null;
+}

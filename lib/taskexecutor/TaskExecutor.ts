@@ -20,7 +20,7 @@ import type { BatchingTaskExecutorGateway, SubmitTaskOutcome } from '../rpc/batc
 import { serializeError } from '../rpc/errorTransfer.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
-import type { ExecutionState, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../rpc/protocol.js';
+import type { ExecutionState, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor, TaskExecutionStateWire, TaskExecutorMetricsWire } from '../rpc/protocol.js';
 import { slotReportToWire } from '../rpc/slotReportWire.js';
 import { invocationFor, type RunStartListener, type TaskInvocation } from './SlotTaskPool.js';
 import { TaskSlotTable, type TaskSlotOutput, type TaskSlotPayload } from './TaskSlotTable.js';
@@ -60,7 +60,11 @@ export interface TaskExecutorOptions {
    * The runners' background work (task threads booted ahead of need, TaskThreadReserve): started
    * once the TaskExecutor is registered, with the default slot's heap limit; closed at shutdown.
    */
-  readonly taskThreads?: { start(defaultHeapLimitMb: number | undefined): void; close(): Promise<void> };
+  readonly taskThreads?: {
+    start(defaultHeapLimitMb: number | undefined): void;
+    close(): Promise<void>;
+    readonly stats: { readonly started: number; readonly served: number; readonly bootedOnDemand: number; readonly spare: number; readonly inUse: number };
+  };
   /** Called once when the TaskExecutor has stopped (the worker should exit with `code`). */
   readonly onTerminated?: (code: number, reason: string) => void;
   readonly log?: (message: string) => void;
@@ -246,6 +250,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       }
     }
     const refusals = this.table.addTasks(candidates);
+    const accepted: RunningTask[] = [];
     for (let i = 0; i < candidates.length; i++) {
       const task = candidates[i]!;
       const refusal = refusals[i];
@@ -254,10 +259,11 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
         continue;
       }
       this.#tasks.set(task.executionAttemptId, task);
-      // Deploying, where the JobMaster put it when it submitted (Flink's Task does not report it):
-      // the reports start with initializing.
-      this.mailbox.execute(() => this.#run(task));
+      accepted.push(task);
     }
+    // Deploying, where the JobMaster put them when it submitted (Flink's Task does not report it):
+    // the reports start with initializing, once the call has been answered.
+    if (accepted.length > 0) this.mailbox.execute(() => this.#runAll(accepted));
     return errors;
   }
 
@@ -296,6 +302,19 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   async shutdown(cause: string): Promise<void> {
     return this.#shutdown(cause, 0);
+  }
+
+  async requestMetrics(): Promise<TaskExecutorMetricsWire> {
+    this.mailbox.assertRunningInMainThread('TaskExecutor.requestMetrics');
+    const slots = { numberOfSlots: this.table.numberSlots, allocated: 0, active: 0, releasing: 0 };
+    for (const slot of this.table.getTaskSlots()) slots[slot.state === 'done' ? 'releasing' : slot.state]++;
+    const threads = this.#o.taskThreads?.stats;
+    return {
+      resourceId: this.resourceId,
+      slots,
+      runningTasks: this.#tasks.size,
+      taskThreads: threads === undefined ? null : { started: threads.started, servedFromSpare: threads.served, bootedOnDemand: threads.bootedOnDemand, spare: threads.spare, inUse: threads.inUse },
+    };
   }
 
   async #shutdown(cause: string, exitCode: number): Promise<void> {
@@ -447,6 +466,10 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       this.#runners.set(allocationId, runner);
     }
     return runner;
+  }
+
+  #runAll(tasks: readonly RunningTask[]): void {
+    for (const task of tasks) this.#run(task);
   }
 
   #run(task: RunningTask): void {

@@ -33,6 +33,8 @@ export interface TaskThreadReserveStats {
   readonly bootedOnDemand: number;
   /** Spare threads now, all heap limits. */
   readonly spare: number;
+  /** Threads taken by slots and not released yet. */
+  readonly inUse: number;
 }
 
 /** A heap limit as a map key ('none' for no limit). */
@@ -64,7 +66,9 @@ export class TaskThreadReserve {
   get stats(): TaskThreadReserveStats {
     let spare = 0;
     for (const list of this.#spares.values()) spare += list.length;
-    return { started: this.#started, served: this.#served, bootedOnDemand: this.#bootedOnDemand, spare };
+    let inUse = 0;
+    for (const count of this.#inUse.values()) inUse += count;
+    return { started: this.#started, served: this.#served, bootedOnDemand: this.#bootedOnDemand, spare, inUse };
   }
 
   /**

@@ -11,7 +11,6 @@ import { GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../
 import { Link } from '../rpc/Link.js';
 import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
 import { BOOTSTRAP_MESSAGE, INSPECT_CHANNEL, LOG_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
-import { createWorkerInspector } from '../inspect.js';
 import { SlotTaskPool } from './SlotTaskPool.js';
 import { TaskThreadReserve } from './TaskThreadReserve.js';
 import { TaskExecutor } from './TaskExecutor.js';
@@ -42,6 +41,8 @@ const log = (message: string) => {
   if (debug) process.stderr.write(`[${config.resourceId}] ${message}\n`);
 };
 const inspectChannel = link.channel(INSPECT_CHANNEL);
+// Loaded only when asked for: the inspector and its serializer cost a worker more to load than the rest of it.
+const inspect = config.inspect ? (await import('../inspect.js')).createWorkerInspector((event) => inspectChannel.postMessage(event)) : undefined;
 
 // Task threads booted ahead of need, one taken per slot allocation and destroyed with it.
 const taskThreads = new TaskThreadReserve({
@@ -77,7 +78,7 @@ const taskExecutor = new TaskExecutor({
     setTimeout(() => process.exit(code), 50).unref();
   },
   ...(debug || config.log ? { log } : {}),
-  ...(config.inspect ? { inspect: createWorkerInspector((event) => inspectChannel.postMessage(event)) } : {}),
+  ...(inspect === undefined ? {} : { inspect }),
 });
 serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox });
 // The ResourceManager gone (the link closed under us): nothing left to work for.

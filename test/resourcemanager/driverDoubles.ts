@@ -7,7 +7,7 @@
  */
 import { ResourceID, type AllocationID, type JobID } from '../../lib/core/ids.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../../lib/rpc/gateways.js';
-import type { SlotReportWire, SlotRequestWire, TaskExecutorRegistrationWire } from '../../lib/rpc/protocol.js';
+import type { SlotReportWire, SlotRequestWire, TaskExecutorMetricsWire, TaskExecutorRegistrationWire } from '../../lib/rpc/protocol.js';
 import type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from '../../lib/resourcemanager/ResourceManagerDriver.js';
 import type { PendingTaskManagerID } from '../../lib/resourcemanager/slotmanager/PendingTaskManager.js';
 import type { WorkerResourceSpec } from '../../lib/resourcemanager/slotmanager/WorkerResourceSpec.js';
@@ -77,6 +77,9 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
   }
   async freeSlot(allocationId: AllocationID, cause: string): Promise<void> {
     this.calls.push(['freeSlot', allocationId, cause]);
+  }
+  async requestMetrics(): Promise<TaskExecutorMetricsWire> {
+    return { resourceId: this.resourceId, slots: { numberOfSlots: this.spec.numberOfSlots, allocated: 0, active: 0, releasing: 0 }, runningTasks: 0, taskThreads: null };
   }
   async submitTask(): Promise<void> {
     this.calls.push(['submitTask']);
