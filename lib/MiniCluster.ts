@@ -11,6 +11,7 @@ import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from './co
 import { ResourceProfile, type ResourceSpec } from './core/ResourceProfile.js';
 import { Dispatcher, type JobClient, type JobSummary } from './dispatcher/Dispatcher.js';
 import type { JobGraph, JobGraphSpec } from './jobmaster/JobGraph.js';
+import { DefaultTaskModuleChecker } from './jobmaster/TaskModuleChecker.js';
 import { LocalResourceManagerDriver } from './resourcemanager/LocalResourceManagerDriver.js';
 import { ResourceManager } from './resourcemanager/ResourceManager.js';
 import type { SlotMatchingPolicy } from './resourcemanager/slotmanager/SlotMatchingStrategy.js';
@@ -123,6 +124,8 @@ export class MiniCluster {
       reasonFor: (jobId) => this.#reasonFor(jobId),
       ...(this.#inspection ? { inspect: this.#inspection.inspect } : {}),
       ...(log ? { log } : {}),
+      // User code at submit runs where the tasks would: a thread of its own, or a child process.
+      taskModuleChecker: new DefaultTaskModuleChecker({ mode, timeoutMs: this.options['dispatcher.task-module-check.timeout'] }),
     });
     this.#fixedExecutors = executors === 'on-demand' ? 0 : executors;
   }

@@ -19,6 +19,8 @@ function harness() {
     withdrawJobMaster: (address) => void withdrawn.push(address),
     taskExecutor: () => undefined,
     reasonFor: () => 'no TaskExecutor in this test',
+    // No checker thread here: every module passes (TaskModuleChecker.test.ts checks for real).
+    taskModuleChecker: { check: async (modules) => modules.map(() => ({ status: 'valid' as const })), close: async () => {} },
   });
   return { clock, served, withdrawn, dispatcher };
 }
