@@ -151,6 +151,15 @@ export class MiniCluster {
     return cluster;
   }
 
+  /**
+   * The Stately inspector relay's page, with its token (`http://localhost:<port>/?token=…`; the
+   * port picked when `inspect.stately.port` is 0), or null when the cluster was not started with
+   * `inspect: { stately }`. Only holders of this URL can watch or send events.
+   */
+  get inspectorUrl(): string | null {
+    return this.#inspection?.url ?? null;
+  }
+
   /** Starts one more TaskExecutor of the configured shape; resolves when it has registered. */
   async addTaskExecutor(): Promise<ResourceID> {
     this.#requireOpen('addTaskExecutor');
