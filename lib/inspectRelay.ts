@@ -120,7 +120,12 @@ export class StatelyRelay {
   /** Why a request may not have the page or a WebSocket, or null when it may. */
   #refusal(request: IncomingMessage, upgrade: boolean): { status: number; text: string } | null {
     if (!this.#hosts.has(request.headers.host ?? '')) return { status: 403, text: 'Forbidden: this relay answers to localhost only' };
-    const url = new URL(request.url ?? '/', 'http://localhost');
+    let url: URL;
+    try {
+      url = new URL(request.url ?? '/', 'http://localhost');
+    } catch {
+      return { status: 400, text: 'Bad Request' };
+    }
     if (url.pathname !== '/') return { status: 404, text: 'Not Found' };
     if (!upgrade && request.method !== 'GET' && request.method !== 'HEAD') return { status: 405, text: 'Method Not Allowed' };
     const token = Buffer.from(url.searchParams.get('token') ?? '');

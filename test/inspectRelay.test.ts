@@ -74,6 +74,9 @@ describe('StatelyRelay', function () {
     expect((await fetch(relay.url, { method: 'POST' })).status).to.equal(405);
     // DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends Host: evil.example.
     expect(await getWithHost(relay.port, `/${new URL(relay.url).search}`, `evil.example:${relay.port}`)).to.equal(403);
+    // A path that is no URL is a bad request, not a crash.
+    expect(await getWithHost(relay.port, '//x:99999', `localhost:${relay.port}`)).to.equal(400);
+    expect((await fetch(relay.url)).status).to.equal(200);
   });
 
   it('lets in WebSocket clients with the token, from its own page or no browser, and refuses the rest', async () => {
