@@ -25,8 +25,8 @@ Runs a word count over generated text on an in-process slotwise cluster.
                       64 mb managed and 32 mb network memory (default 4)
   --mode <m>          thread (default) or process
   --inspect [port]    relay every statechart to the Stately inspector on this port
-                      (default 8080); open http://localhost:<port> and keep the cluster
-                      up until Ctrl-C
+                      (default 8080); open the URL it prints (it holds the relay's
+                      token) and keep the cluster up until Ctrl-C
   --help              this text`;
 
 function positiveInteger(name: string, value: string | undefined, fallback: number): number {
@@ -100,7 +100,7 @@ const cluster = await MiniCluster.start({
   ...(values.inspect ? { inspect: { stately: { port } } } : {}),
 });
 say(`cluster up: ${executors} TaskExecutor(s) (${mode}s) × ${slots} slots of 1 core, 256 mb heap, 64 mb managed, 32 mb network`);
-if (values.inspect) say(`Stately inspector relay: open http://localhost:${port} in a browser`);
+if (values.inspect) say(`Stately inspector relay: open ${cluster.inspectorUrl} in a browser`);
 
 const job = await cluster.submitJob(wordCountJob({ input: { lines, seed }, parallelism, counters }));
 say(`submitted '${job.name}' (${job.jobId}): ${lines} lines, source×${parallelism} → tokenize×${parallelism} → count×${counters} → sink×1`);

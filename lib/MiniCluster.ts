@@ -11,6 +11,7 @@ import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from './co
 import { ResourceProfile, type ResourceSpec } from './core/ResourceProfile.js';
 import { Dispatcher, type JobClient, type JobSummary } from './dispatcher/Dispatcher.js';
 import type { JobGraph, JobGraphSpec } from './jobmaster/JobGraph.js';
+import { DefaultTaskModuleChecker } from './jobmaster/TaskModuleChecker.js';
 import type { TaskExecutorMetricsWire } from './rpc/protocol.js';
 import { LocalResourceManagerDriver } from './resourcemanager/LocalResourceManagerDriver.js';
 import { ResourceManager } from './resourcemanager/ResourceManager.js';
@@ -124,6 +125,8 @@ export class MiniCluster {
       reasonFor: (jobId) => this.#reasonFor(jobId),
       ...(this.#inspection ? { inspect: this.#inspection.inspect } : {}),
       ...(log ? { log } : {}),
+      // User code at submit runs where the tasks would: a thread of its own, or a child process.
+      taskModuleChecker: new DefaultTaskModuleChecker({ mode, timeoutMs: this.options['dispatcher.task-module-check.timeout'] }),
     });
     this.#fixedExecutors = executors === 'on-demand' ? 0 : executors;
   }
@@ -147,6 +150,15 @@ export class MiniCluster {
       throw error;
     }
     return cluster;
+  }
+
+  /**
+   * The Stately inspector relay's page, with its token (`http://localhost:<port>/?token=…`; the
+   * port picked when `inspect.stately.port` is 0), or null when the cluster was not started with
+   * `inspect: { stately }`. Only holders of this URL can watch or send events.
+   */
+  get inspectorUrl(): string | null {
+    return this.#inspection?.url ?? null;
   }
 
   /** Starts one more TaskExecutor of the configured shape; resolves when it has registered. */

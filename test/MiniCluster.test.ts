@@ -142,16 +142,7 @@ describe('MiniCluster', () => {
       }
     });
 
-    it('drops an ended job once jobstore.expiration-time has passed since it ended', async () => {
-      const cluster = await MiniCluster.start({ taskExecutors: 0, configuration: { 'jobstore.expiration-time': '5 ms' } });
-      try {
-        await endedJob(cluster, 'brief');
-        await new Promise((resolve) => setTimeout(resolve, 30));
-        expect(cluster.listJobs()).to.deep.equal([]);
-      } finally {
-        await cluster.close();
-      }
-    });
+    // jobstore.expiration-time is crossed on a simulated clock in test/dispatcher/Dispatcher.test.ts.
 
     it('refuses a negative capacity at the door', async () => {
       const error = await MiniCluster.start({ taskExecutors: 0, configuration: { 'jobstore.max-capacity': -1 } }).catch((e: unknown) => e);

@@ -174,6 +174,7 @@ export const OPTIONS = {
   'restart-strategy.fixed-delay.delay': duration(10_000, 'Delay between restart attempts.', 0),
   'jobstore.expiration-time': duration(3_600_000, 'How long the Dispatcher keeps an ended job (its status and result) after it ended.'),
   'jobstore.max-capacity': integer(Infinity, 'The most ended jobs the Dispatcher keeps; the oldest go first.', 0, true),
+  'dispatcher.task-module-check.timeout': duration(10_000, 'How long a task module may take to load in the checker worker (a short-lived thread, or a child process in process mode, never the main thread) before its submit fails with invalid-task-module, timed-out (ours).'),
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;

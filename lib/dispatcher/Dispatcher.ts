@@ -1,6 +1,7 @@
 /**
- * Dispatcher (seed 004): takes jobs, validates their graphs (task modules loaded and checked),
- * starts a JobMaster for each and keeps the registry of jobs; several jobs share the cluster.
+ * Dispatcher (seed 004): takes jobs, validates their graphs (their task modules loaded and checked
+ * in a checker worker, never on this thread), starts a JobMaster for each and keeps the registry
+ * of jobs; several jobs share the cluster.
  *
  * Ended jobs stay listed, with their status and result, for `jobstore.expiration-time` after they
  * ended and up to `jobstore.max-capacity` of them (the oldest go first), like Flink's job store;
@@ -15,6 +16,7 @@ import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ResourceID } from '../core/ids.js';
 import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
 import { JobMaster, type JobEvent, type JobResult } from '../jobmaster/JobMaster.js';
+import { DefaultTaskModuleChecker, type TaskModuleChecker } from '../jobmaster/TaskModuleChecker.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 import type { InspectionEvent } from 'xstate';
 
@@ -35,6 +37,12 @@ export interface DispatcherServices {
   readonly reasonFor: (jobId: JobID) => string;
   readonly inspect?: (event: InspectionEvent) => void;
   readonly log?: (message: string) => void;
+  /**
+   * Loads and checks the task modules of each submitted job off this thread (default: worker
+   * threads, each module bounded by `dispatcher.task-module-check.timeout`). The Dispatcher closes
+   * it when it closes.
+   */
+  readonly taskModuleChecker?: TaskModuleChecker;
 }
 
 /** A submitted job, as its submitter sees it. */
@@ -66,17 +74,22 @@ export class Dispatcher {
   readonly #ended = new Map<JobID, number>();
   /** JobMaster addresses to withdraw once late messages had their moment, by address. */
   readonly #withdrawals = new Map<string, TimerHandle>();
+  readonly #checker: TaskModuleChecker;
   #closed = false;
 
   constructor(services: DispatcherServices) {
     this.#s = services;
+    this.#checker = services.taskModuleChecker ?? new DefaultTaskModuleChecker({ timeoutMs: services.options['dispatcher.task-module-check.timeout'], ...(services.clock ? { clock: services.clock } : {}) });
   }
 
   /** Validates the job (its graph, then its task modules) and starts it. */
   async submitJob(job: JobGraphSpec | JobGraph): Promise<JobClient> {
-    if (this.#closed) throw new IllegalStateError('the Dispatcher is closed: no new job is taken', { component: 'Dispatcher', operation: 'submitJob', state: 'closed', allowed: ['open'] });
+    this.#requireOpen();
     const graph = job instanceof JobGraph ? job : JobGraph.create(job, this.#s.options);
-    await graph.validateTaskModules();
+    // Loaded in a checker worker, never here: a module's top-level code must not run in the coordinator.
+    await graph.validateTaskModules(this.#checker);
+    // The Dispatcher may have closed while the modules were checked.
+    this.#requireOpen();
     const jobId = JobID.generate();
     const address = `jobmaster-${jobId}`;
     const listeners = new Set<(event: JobEvent) => void>();
@@ -149,6 +162,10 @@ export class Dispatcher {
     return [...this.#jobs.values()].map(({ client }) => ({ jobId: client.jobId, name: client.name, status: client.status }));
   }
 
+  #requireOpen(): void {
+    if (this.#closed) throw new IllegalStateError('the Dispatcher is closed: no new job is taken', { component: 'Dispatcher', operation: 'submitJob', state: 'closed', allowed: ['open'] });
+  }
+
   get #clock(): Clock {
     return this.#s.clock ?? systemClock;
   }
@@ -187,16 +204,20 @@ export class Dispatcher {
     await job.client.cancel();
   }
 
-  /** Cancels every running job and waits (bounded) for them to end. */
+  /** Cancels every running job and waits (bounded) for them to end; ends the task module checker's workers. */
   async close(timeoutMs: number): Promise<void> {
     this.#closed = true;
+    const checkerClosed = this.#checker.close();
     const running = [...this.#jobs.values()].filter(({ client }) => !['finished', 'failed', 'canceled'].includes(client.status));
     await Promise.all(running.map(({ client }) => client.cancel()));
-    await Promise.race([Promise.all(running.map(({ client }) => client.result)), new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
+    let deadline: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([Promise.all(running.map(({ client }) => client.result)), new Promise((resolve) => (deadline = setTimeout(resolve, timeoutMs).unref()))]);
+    clearTimeout(deadline);
     for (const [address, handle] of this.#withdrawals) {
       this.#clock.clearTimeout(handle);
       this.#s.withdrawJobMaster(address);
     }
     this.#withdrawals.clear();
+    await checkerClosed;
   }
 }

@@ -56,6 +56,8 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
   readonly #log: (message: string) => void;
   readonly #workers = new Map<ResourceID, Worker>();
   readonly #startFailures: number[] = [];
+  /** Every worker started and not yet exited (threads stopped, children reaped): close() waits for them. */
+  readonly #running = new Set<SpawnedWorker>();
   #context: ResourceManagerDriverContext | null = null;
   #delayedStarts = 0;
   #closing = false;
@@ -131,11 +133,17 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     return [...this.#workers.values()].map(({ resourceId, pendingWorkerId, spec, startedAt, state }) => ({ resourceId, pendingWorkerId, spec, startedAt, state }));
   }
 
+  /**
+   * Releases every worker and resolves once each has exited — a thread stopped, a child process
+   * reaped, those that ended earlier included — not merely once its link closed (a child
+   * disconnects ~50 ms before it exits, and stayed defunct that long after close()).
+   */
   async close(): Promise<void> {
     this.#closing = true;
     const workers = [...this.#workers.values()];
     for (const worker of workers) this.releaseResource(worker.resourceId, 'the cluster is closing');
     await Promise.all(workers.map((w) => w.ended));
+    await Promise.all([...this.#running].map((spawned) => this.#exitOf(spawned)));
   }
 
   // ------------------------------------------------------------------ internals
@@ -164,6 +172,8 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
       ...(this.#o.entry ? { entry: this.#o.entry } : {}),
       heapLimitMb: Math.ceil(spec.totalResourceProfile.taskHeapMemory / (1024 * 1024)),
     });
+    this.#running.add(spawned);
+    void spawned.exited.then(() => this.#running.delete(spawned));
     const link = new Link(`${this.mode} ${resourceId}`, spawned.transport);
     serveGateway(link, 'rm', context.resourceManagerGateway(resourceId), { mailbox: context.mailbox });
     link.onUnknownChannel('jm:', (channel) => {
@@ -196,6 +206,27 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
       if (worker.state === 'starting') this.#startFailures.push(this.#clock.now());
       resolveEnded();
       context.onWorkerTerminated(resourceId, reason);
+    });
+  }
+
+  /**
+   * Resolves when `spawned` has exited. Its link is closed by now: one still running after
+   * `task.cancellation.grace-period` is killed, and given up on (logged) after another.
+   */
+  #exitOf(spawned: SpawnedWorker): Promise<void> {
+    const grace = this.#options['task.cancellation.grace-period'];
+    return new Promise<void>((resolve) => {
+      let timer = this.#clock.setTimeout(() => {
+        spawned.kill();
+        timer = this.#clock.setTimeout(() => {
+          this.#log(`a worker did not exit within ${2 * grace} ms of its link closing, even when killed: no longer waiting for it`);
+          resolve();
+        }, grace);
+      }, grace);
+      void spawned.exited.then(() => {
+        this.#clock.clearTimeout(timer);
+        resolve();
+      });
     });
   }
 

@@ -60,6 +60,7 @@ describe('options', () => {
         'restart-strategy.fixed-delay.delay': 10_000,
         'jobstore.expiration-time': 3_600_000,
         'jobstore.max-capacity': Infinity,
+        'dispatcher.task-module-check.timeout': 10_000,
       });
     });
 
@@ -229,6 +230,8 @@ describe('options', () => {
       { what: 'an infinite timeout', options: { 'taskmanager.slot.timeout': Infinity }, rule: /\(finite, >= 0\), got Infinity$/ },
       { what: 'Infinity CPU cores', options: { 'taskmanager.cpu.cores': Infinity }, rule: /must be a finite number > 0, got Infinity$/ },
       { what: 'an infinite segment size', options: { 'taskmanager.memory.segment-size': Infinity }, rule: /got Infinity$/ },
+      { what: 'a zero task module check timeout', options: { 'dispatcher.task-module-check.timeout': 0 }, rule: /must be at least 1 ms, got 0 ms$/ },
+      { what: 'an unparsable task module check timeout', options: { 'dispatcher.task-module-check.timeout': 'soon' }, rule: /got "soon"$/ },
       { what: 'an infinite failure rate', options: { 'resourcemanager.start-worker.max-failure-rate': Infinity }, rule: /must be a finite number > 0, got Infinity$/ },
     ];
 
@@ -328,6 +331,7 @@ describe('options', () => {
         'restart-strategy.fixed-delay.delay': '10 s',
         'jobstore.expiration-time': '1 h',
         'jobstore.max-capacity': 'unbounded',
+        'dispatcher.task-module-check.timeout': '10 s',
       });
     });
 
