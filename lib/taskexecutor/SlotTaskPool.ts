@@ -30,9 +30,9 @@
  * and a run submitted to an idle pool goes alone at once). piscina's own work per call costs the
  * TaskExecutor's thread more than a trivial task does: a batch pays it once. In the thread the runs
  * of a batch run one after another, each with its own signal, started flag and outcome, and each
- * run's outcome is posted on the channel before the next one starts (the last one comes back as the
- * call's result), so a run settles when it ends, not when its batch does, and a thread lost later
- * loses no outcome. A run still queued in a batch is canceled by claiming its flag first (the thread
+ * run's outcome is posted on the channel before the next one starts (the call itself returns
+ * nothing; its thread is free once its last run's outcome is heard), so a run settles when it ends,
+ * not when its batch does, and a thread lost later loses no outcome. A run still queued in a batch is canceled by claiming its flag first (the thread
  * then skips it). When a batch's thread is lost (a forced cancel terminated it, the run out of heap
  * or exiting), the run that was running gets the error and the batch's other unsettled runs are
  * re-queued (each at most 3 times; after that it fails with the error that lost the thread). A
@@ -50,19 +50,12 @@ import type { Piscina } from 'piscina';
 import { IllegalArgumentError, IllegalStateError, TaskExecutionError } from '../core/errors.js';
 import type { TaskDeploymentDescriptor } from '../rpc/protocol.js';
 import type { SharedMemoryHandle } from './MemoryManager.js';
-import type {
-  ControlFromTask,
-  ControlToTask,
-  HeapLimitProbe,
-  TaskInvocationContext,
-  TaskWorkerBatch,
-  TaskWorkerBatchResult,
-  TaskWorkerOutcome,
-} from './taskWorker.js';
+import type { ControlFromTask, ControlToTask, HeapLimitProbe, TaskInvocationContext, TaskWorkerBatch, TaskWorkerBatchItem, TaskWorkerOutcome } from './taskThreadProtocol.js';
 import { RUN_CANCELED, RUN_QUEUED, RUN_STARTED } from './runFlags.js';
 import { createTaskThreads } from './taskThreads.js';
 
-export type { TaskContext, TaskFunction, TaskInvocationContext } from './taskWorker.js';
+export type { TaskContext, TaskFunction } from './taskWorker.js';
+export type { TaskInvocationContext } from './taskThreadProtocol.js';
 
 /** Why an attempt failed: TaskExecutionError's reasons. */
 export type TaskFailureReason = ConstructorParameters<typeof TaskExecutionError>[0];
@@ -473,8 +466,16 @@ export class SlotTaskPool {
     while (this.#queue.length > 0 && this.#inFlight.length < this.#maxBatchesInFlight) {
       const places = this.#maxBatchesInFlight - this.#inFlight.length;
       const size = Math.min(MAX_BATCH, Math.ceil(this.#queue.length / places));
+      // One batch shares one flags buffer and one managed memory: runs whose differ go in the next.
+      const first = this.#queue[0]!;
       let take = 1;
-      if (!this.#queue[0]!.solo) while (take < size && !this.#queue[take]!.solo) take++;
+      if (!first.solo) {
+        while (take < size) {
+          const run = this.#queue[take]!;
+          if (run.solo || run.flags.buffer !== first.flags.buffer || run.invocation.memory?.data !== first.invocation.memory?.data) break;
+          take++;
+        }
+      }
       this.#startBatch(this.#queue.splice(0, take));
     }
   }
@@ -485,34 +486,32 @@ export class SlotTaskPool {
     const startsNow = this.#inFlight.length < this.#threadCount;
     this.#inFlight.push(batch);
     this.#batches++;
-    const items: TaskWorkerBatch['items'][number][] = [];
+    const items: TaskWorkerBatchItem[] = [];
     for (let position = 0; position < runs.length; position++) {
       const run = runs[position]!;
       run.batch = batch;
       run.position = position;
-      const { taskModule, context, inputs, config, memory } = run.invocation;
+      const { taskModule, context, inputs, config } = run.invocation;
       // Listed, not spread: one shape for every item.
-      items.push({ taskModule, context, inputs, config, memory, run: run.number, started: run.flags.buffer as SharedArrayBuffer, index: run.index });
+      items.push({ taskModule, context, inputs, config, run: run.number, index: run.index });
     }
     if (startsNow) this.#noticeNextStart(batch, 0);
-    const payload: TaskWorkerBatch = { channel: this.#controlName, items };
+    const first = runs[0]!;
+    const payload: TaskWorkerBatch = { channel: this.#controlName, started: first.flags.buffer as SharedArrayBuffer, memory: first.invocation.memory, items };
     this.#pool.run(payload, { name: 'runBatch', signal: batch.forced.signal }).then(
-      (result: unknown) => this.#batchEnded(batch, result as TaskWorkerBatchResult, undefined),
-      (error: unknown) => this.#batchEnded(batch, null, error),
+      () => this.#batchEnded(batch, true, undefined),
+      (error: unknown) => this.#batchEnded(batch, false, error),
     );
   }
 
-  #batchEnded(batch: Batch, result: TaskWorkerBatchResult | null, error: unknown): void {
+  #batchEnded(batch: Batch, returned: boolean, error: unknown): void {
     const at = this.#inFlight.indexOf(batch);
-    if (at >= 0) this.#inFlight.splice(at, 1);
+    // Done already: its last run's outcome came first (see #settleOutcome).
+    if (at < 0) return;
+    this.#inFlight.splice(at, 1);
     // The outcomes and logs its runs posted before it ended are on our channel already.
     this.#drainControl();
-    const last = result?.last;
-    if (last != null) {
-      const run = this.#runs.get(last.run);
-      if (run !== undefined && run.batch === batch) this.#settleOutcome(run, last.outcome);
-    }
-    if (result === null) {
+    if (!returned) {
       this.#batchFailed(batch, error);
     } else {
       for (const run of batch.runs) {
@@ -529,7 +528,7 @@ export class SlotTaskPool {
       run.batch = null;
       // After a lost thread its flags are not reused: a terminated thread may run on for a moment
       // and must find nothing there to claim (a few flags per lost thread).
-      if (run.settled && result !== null) this.#freeFlag(run);
+      if (run.settled && returned) this.#freeFlag(run);
     }
     // Its thread takes the oldest batch still waiting for one (told after this batch's last run was heard to end).
     const next = this.#inFlight[this.#threadCount - 1];
@@ -589,9 +588,12 @@ export class SlotTaskPool {
     this.#noticeStart(run);
     const { batch, position } = run;
     this.#settle(run, outcome);
+    if (batch === null) return;
+    // Its last run has ended: the thread is returning the call, and is free for the next batch.
+    if (batch.runs.every((r) => r.settled)) return this.#batchEnded(batch, true, undefined);
     // The thread went on with the next run of the batch as it posted this outcome. Told after the
     // reactions to this run's settling (queued just now), so a listener hears this run end first.
-    if (batch !== null) queueMicrotask(() => this.#noticeNextStart(batch, position + 1));
+    queueMicrotask(() => this.#noticeNextStart(batch, position + 1));
   }
 
   #settle(run: PendingRun, outcome: TaskWorkerOutcome): void {
