@@ -10,7 +10,7 @@
 import type { InspectionEvent } from 'xstate';
 import { systemClock, type Clock } from '../core/clock.js';
 import { IllegalArgumentError, isSlotwiseError } from '../core/errors.js';
-import { JobID, ResourceID, type AllocationID } from '../core/ids.js';
+import { JobID, ResourceID, ResourceManagerId, type AllocationID } from '../core/ids.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { ResourceProfile } from '../core/ResourceProfile.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
@@ -51,6 +51,8 @@ interface TaskExecutorRegistration {
 }
 
 export class ResourceManager implements ResourceManagerGateway {
+  /** Who this ResourceManager is to its TaskExecutors: its slot requests carry it. */
+  readonly resourceManagerId: ResourceManagerId = ResourceManagerId.generate();
   readonly mailbox: MainThreadExecutor;
   readonly options: ResolvedOptions;
   readonly slotManager: FineGrainedSlotManager;
@@ -158,7 +160,7 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#taskExecutors.set(resourceId, { resourceId, registrationId, gateway, info: registration, lastHeartbeat: this.#clock.now(), inSlotManager: previous?.inSlotManager ?? false });
     this.#startingWorkers.delete(resourceId);
     this.#driver.markRegistered(resourceId);
-    return { kind: 'accepted', registrationId, heartbeatIntervalMs: this.options['heartbeat.interval'], heartbeatTimeoutMs: this.options['heartbeat.timeout'] };
+    return { kind: 'accepted', registrationId, resourceManagerId: this.resourceManagerId, heartbeatIntervalMs: this.options['heartbeat.interval'], heartbeatTimeoutMs: this.options['heartbeat.timeout'] };
   }
 
   async sendSlotReport(resourceId: ResourceID, registrationId: string, report: SlotReportWire): Promise<void> {
@@ -175,7 +177,7 @@ export class ResourceManager implements ResourceManagerGateway {
         totalResourceProfile: ResourceProfile.fromJSON(info.totalResourceProfile),
         defaultSlotResourceProfile: ResourceProfile.fromJSON(info.defaultSlotResourceProfile),
         numberOfStaticSlots: info.numberOfSlots,
-        gateway: slotGateway(registration.gateway),
+        gateway: slotGateway(registration.gateway, this.resourceManagerId),
         ...(info.pendingWorkerId === undefined ? {} : { pendingWorkerId: info.pendingWorkerId as PendingTaskManagerID }),
       },
       slotReportFromWire(report),
@@ -314,10 +316,10 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 }
 
-/** The SlotManager's view of a TaskExecutor's gateway: profiles go on the wire as JSON. */
-function slotGateway(gateway: TaskExecutorGateway): TaskExecutorSlotGateway {
+/** The SlotManager's view of a TaskExecutor's gateway: profiles go on the wire as JSON; requests name this ResourceManager. */
+function slotGateway(gateway: TaskExecutorGateway, resourceManagerId: ResourceManagerId): TaskExecutorSlotGateway {
   return {
-    requestSlot: (request) => gateway.requestSlot({ ...request, resourceProfile: request.resourceProfile.toJSON() }),
+    requestSlot: (request) => gateway.requestSlot({ ...request, resourceProfile: request.resourceProfile.toJSON(), resourceManagerId }),
     freeInactiveSlots: (jobId) => gateway.freeInactiveSlots(jobId),
   };
 }

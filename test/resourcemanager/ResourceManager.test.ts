@@ -306,7 +306,7 @@ describe('ResourceManager endpoint', () => {
       const requests = h.driver.executor(resourceId).slotRequests;
       expect(requests).to.have.length(2);
       for (const request of requests) {
-        expect(request).to.include({ jobId: h.jobId, targetAddress: ADDRESS });
+        expect(request).to.include({ jobId: h.jobId, targetAddress: ADDRESS, resourceManagerId: h.rm.resourceManagerId });
         expect(request.resourceProfile).to.not.be.instanceOf(ResourceProfile);
         expect(structuredClone(request)).to.deep.equal(request);
         if (typeof request.resourceProfile === 'object') expect(Object.getPrototypeOf(request.resourceProfile)).to.equal(Object.prototype);
