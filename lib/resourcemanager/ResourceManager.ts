@@ -8,6 +8,9 @@
  * told — and asked to register again (Flink's closeTaskManagerConnection): if it is alive it comes
  * back as a new registration whose slot report is reconciled, the slots its jobs were told are
  * lost being freed on it; if it does not within heartbeat.timeout it is stopped through the driver.
+ * With a fixed set of workers (workersOnDemand false) a worker gone for good is replaced through
+ * the driver, whose start-failure rate (resourcemanager.start-worker.max-failure-rate) bounds how
+ * fast replacements that keep failing are started.
  *
  * Runs on the main thread, on its own MainThreadExecutor: gateway calls from workers and JobMasters
  * are served there, and every async completion re-enters through it.
@@ -37,7 +40,10 @@ export interface ResourceManagerOptions {
   readonly clock?: Clock;
   /** Starts and stops workers. */
   readonly driver: ResourceManagerDriver;
-  /** false: a fixed set of workers started by the caller (the SlotManager asks for none). Default true. */
+  /**
+   * false: a fixed set of workers started by the caller (the SlotManager asks for none); one that
+   * is gone for good after it registered is replaced through the driver. Default true.
+   */
   readonly workersOnDemand?: boolean;
   /** Told what the SlotManager tells about jobs (slots lost, requirements waiting, ...). */
   readonly listener?: ResourceEventListener;
@@ -80,7 +86,10 @@ export class ResourceManager implements ResourceManagerGateway {
   readonly #stale = new Map<ResourceID, string>();
   /** Declared lost on heartbeat timeout and not registered again yet. */
   readonly #lost = new Map<ResourceID, LostTaskExecutor>();
+  /** With workersOnDemand false: the workers that make up the fixed cluster, by the spec they were started with. */
+  readonly #fixedWorkers = new Map<ResourceID, WorkerResourceSpec>();
   readonly #heartbeats: HeartbeatMonitor<ResourceID>;
+  readonly #onDemand: boolean;
   readonly #jobMasters = new Map<JobID, { address: string; gateway: JobMasterGateway }>();
   readonly #jobMastersByAddress = new Map<string, JobMasterGateway>();
   /** Workers started for a pending worker and not registered yet: if one ends, its pending worker is gone. */
@@ -95,6 +104,7 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#log = options.log ?? (() => {});
     this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) => this.#log(`uncaught in mailbox: ${describe(error)}`));
     const onDemand = options.workersOnDemand ?? true;
+    this.#onDemand = onDemand;
     this.#heartbeats = new HeartbeatMonitor<ResourceID>({
       mailbox: this.mailbox,
       intervalMs: this.options['heartbeat.interval'],
@@ -195,6 +205,7 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#taskExecutors.set(resourceId, { resourceId, registrationId, gateway, info: registration, inSlotManager: previous?.inSlotManager ?? false, revoked });
     this.#heartbeats.monitorTarget(resourceId);
     this.#startingWorkers.delete(resourceId);
+    if (!this.#onDemand && !this.#fixedWorkers.has(resourceId)) this.#fixedWorkers.set(resourceId, this.#specOf(resourceId));
     this.#driver.markRegistered(resourceId);
     return { kind: 'accepted', registrationId, resourceManagerId: this.resourceManagerId, heartbeatIntervalMs: this.options['heartbeat.interval'], heartbeatTimeoutMs: this.options['heartbeat.timeout'] };
   }
@@ -221,6 +232,7 @@ export class ResourceManager implements ResourceManagerGateway {
     if (result.kind === 'ignored') return; // registered before: the report was reconciled as a slot report
     if (result.kind === 'rejected') {
       this.#log(`TaskExecutor ${resourceId} rejected by the SlotManager: ${result.reason}`);
+      this.#fixedWorkers.delete(resourceId); // refused on purpose: no replacement
       this.#closeConnection(resourceId, result.reason, true);
       this.#driver.releaseResource(resourceId, result.reason);
       return;
@@ -325,13 +337,14 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#lost.set(resourceId, { cause, revoked, deadline });
   }
 
-  /** Declared lost and not registered again in time: hung, or gone. Stop it. */
+  /** Declared lost and not registered again in time: hung, or gone. Stop it; a fixed worker is replaced. */
   #notBackInTime(resourceId: ResourceID): void {
     const lost = this.#lost.get(resourceId);
     if (lost === undefined) return;
     this.#lost.delete(resourceId);
     const reason = `${lost.cause}, and it did not register again within heartbeat.timeout`;
-    this.#stale.set(resourceId, `${reason}; its worker was stopped`);
+    const replacement = this.#replaceIfFixed(resourceId, reason);
+    this.#stale.set(resourceId, `${reason}; ${replacement === undefined ? 'its worker was stopped' : `${replacement} was started in its place`}`);
     this.#driver.releaseResource(resourceId, reason);
   }
 
@@ -346,8 +359,30 @@ export class ResourceManager implements ResourceManagerGateway {
       this.#lost.delete(resourceId);
     }
     const ended = lost === undefined ? `its worker ended: ${reason}` : `${lost.cause}, then its worker ended: ${reason}`;
-    if (!this.#stale.has(resourceId)) this.#stale.set(resourceId, ended);
+    const replacement = this.#replaceIfFixed(resourceId, ended);
+    if (!this.#stale.has(resourceId)) this.#stale.set(resourceId, replacement === undefined ? ended : `${ended}; ${replacement} was started in its place`);
     this.#closeConnection(resourceId, `its worker ended: ${reason}`, true);
+  }
+
+  /**
+   * A worker of the fixed cluster is gone for good: start one of the same spec in its place (the
+   * driver delays starts while they keep failing). Returns the new worker, if one was started.
+   */
+  #replaceIfFixed(resourceId: ResourceID, why: string): ResourceID | undefined {
+    const spec = this.#fixedWorkers.get(resourceId);
+    if (spec === undefined) return undefined;
+    this.#fixedWorkers.delete(resourceId);
+    if (this.#closed) return undefined;
+    const replacement = this.#driver.requestResource(spec, null);
+    this.#fixedWorkers.set(replacement, spec);
+    this.#log(`TaskExecutor ${resourceId} of the fixed cluster is gone (${why}): started ${replacement} in its place`);
+    return replacement;
+  }
+
+  /** The spec a fixed worker was started with (the driver knows it), else the one the options describe. */
+  #specOf(resourceId: ResourceID): WorkerResourceSpec {
+    const started = this.#driver.workers().find((worker) => worker.resourceId === resourceId);
+    return started?.spec ?? WorkerResourceSpec.fromOptions(this.options);
   }
 
   /**

@@ -355,6 +355,67 @@ describe('ResourceManager endpoint', () => {
     });
   });
 
+  describe('a fixed cluster (workersOnDemand false) keeps its size', () => {
+    it('replaces a TaskExecutor whose worker ended through the driver, with the same spec, and registers the new one', async () => {
+      const h = await harness({ workersOnDemand: false });
+      const [a, b] = [await h.worker(), await h.worker()];
+      h.driver.terminate(a, 'exit code 134');
+      await settle();
+      expect(h.driver.requestResourceCalls).to.have.length(1);
+      const { resourceId: replacement, spec, pendingWorkerId } = h.driver.requestResourceCalls[0]!;
+      expect(spec.totalResourceProfile.equals(h.spec.totalResourceProfile) && spec.numberOfSlots === h.spec.numberOfSlots).to.equal(true);
+      expect(pendingWorkerId).to.equal(null);
+      expect(h.logs.some((m) => m.includes(`started ${replacement} in its place`))).to.equal(true);
+      await h.register(replacement);
+      expect(h.rm.taskExecutors).to.have.members([b, replacement]);
+      expect(h.overview().taskManagers).to.have.length(2);
+      expect(refusal(await h.call(() => h.rm.registerTaskExecutor(registrationWire(a, h.spec))))).to.match(new RegExp(`^stale: .*exit code 134; ${replacement} was started in its place`));
+    });
+
+    it('replaces a TaskExecutor that stayed away for heartbeat.timeout after it was declared lost, and stops the old one', async () => {
+      const h = await harness({ workersOnDemand: false });
+      const id = await h.worker();
+      h.driver.executor(id).heartbeat = 'silent';
+      await h.advance(3_000);
+      expect(h.driver.requestResourceCalls).to.deep.equal([]); // it may still come back
+      await h.advance(3_000);
+      expect(h.driver.releaseResourceCalls.map((c) => c.resourceId)).to.deep.equal([id]);
+      expect(h.driver.requestResourceCalls).to.have.length(1);
+      h.driver.terminate(id, 'released'); // its exit after the release: no second replacement
+      await settle();
+      expect(h.driver.requestResourceCalls).to.have.length(1);
+    });
+
+    it('starts another when a replacement ends before it registers (the driver paces starts that keep failing)', async () => {
+      const h = await harness({ workersOnDemand: false });
+      const id = await h.worker();
+      h.driver.terminate(id, 'exit code 1');
+      await settle();
+      const first = h.driver.requestResourceCalls[0]!.resourceId;
+      h.driver.terminate(first, 'exit code 1 before registering');
+      await settle();
+      expect(h.driver.requestResourceCalls.map((c) => c.resourceId)).to.have.length(2).and.not.include(id);
+    });
+
+    it('does not replace a worker the SlotManager refused over its maxima', async () => {
+      const h = await harness({ workersOnDemand: false, configuration: { 'slotmanager.number-of-slots.max': 2 } });
+      await h.worker();
+      const refused = h.driver.startWorker();
+      await h.register(refused);
+      h.driver.terminate(refused, 'released');
+      await settle();
+      expect(h.driver.requestResourceCalls).to.deep.equal([]);
+    });
+
+    it('leaves replacing to the SlotManager when workers are started on demand', async () => {
+      const h = await harness();
+      const id = await h.worker();
+      h.driver.terminate(id, 'exit code 134');
+      await h.advance(1_000);
+      expect(h.driver.requestResourceCalls).to.deep.equal([]); // no job needs a worker
+    });
+  });
+
   describe('JobMasters and requirements', () => {
     it('refuses to register a JobMaster at an address nobody serves', async () => {
       const h = await harness();
