@@ -6,22 +6,14 @@
  */
 import { expect } from 'chai';
 import { SimulatedClock } from '../../lib/core/clock.js';
-import type { SlotwiseOptions } from '../../lib/core/options.js';
+import { resolveOptions, type SlotwiseOptions } from '../../lib/core/options.js';
 import { LocalResourceManagerDriver } from '../../lib/resourcemanager/LocalResourceManagerDriver.js';
 import { ResourceManager } from '../../lib/resourcemanager/ResourceManager.js';
 import { WorkerResourceSpec } from '../../lib/resourcemanager/slotmanager/WorkerResourceSpec.js';
-import { resolveOptions } from '../../lib/core/options.js';
 import { until } from '../support/eventually.js';
+import { SMALL_WORKER } from './support/cluster.js';
 
-const OPTIONS: SlotwiseOptions = {
-  'taskmanager.numberOfTaskSlots': 1,
-  'taskmanager.cpu.cores': 1,
-  'taskmanager.memory.task.heap.size': '64m',
-  'taskmanager.memory.managed.size': '1m',
-  'taskmanager.memory.network.size': '1m',
-  'taskmanager.memory.segment-size': '64k',
-  'resourcemanager.start-worker.max-failure-rate': 1,
-};
+const OPTIONS: SlotwiseOptions = { ...SMALL_WORKER, 'resourcemanager.start-worker.max-failure-rate': 1 };
 
 describe('a fixed cluster replaces a lost TaskExecutor (worker threads)', function () {
   this.timeout(60_000);

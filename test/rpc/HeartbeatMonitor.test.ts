@@ -30,6 +30,12 @@ function harness(o: { intervalMs?: number; timeoutMs?: number } = {}) {
   const inMailbox = (fn: () => void) => mailbox.callAsync(fn);
   return {
     clock, mailbox, monitor, lost, rounds, logs, inMailbox,
+    /** Monitors `targets` (heard from now) and starts the rounds. */
+    watch: (...targets: string[]) =>
+      inMailbox(() => {
+        for (const target of targets) monitor.monitorTarget(target);
+        monitor.start();
+      }),
     async advance(ms: number, step = 100) {
       for (let left = ms; left > 0; left -= step) {
         clock.increment(Math.min(step, left));
@@ -42,11 +48,7 @@ function harness(o: { intervalMs?: number; timeoutMs?: number } = {}) {
 describe('HeartbeatMonitor', () => {
   it('runs a round every interval with the monitored targets, and loses a silent one exactly at the timeout', async () => {
     const h = harness();
-    await h.inMailbox(() => {
-      h.monitor.monitorTarget('a');
-      h.monitor.monitorTarget('b');
-      h.monitor.start();
-    });
+    await h.watch('a', 'b');
     await h.advance(2_000);
     expect(h.rounds).to.deep.equal([['a', 'b'], ['a', 'b']]);
     await h.inMailbox(() => h.monitor.reportHeartbeat('a'));
@@ -61,10 +63,7 @@ describe('HeartbeatMonitor', () => {
 
   it('gives every target a fresh timeout when it wakes late (a blocked event loop), and loses a silent one a timeout later', async () => {
     const h = harness();
-    await h.inMailbox(() => {
-      h.monitor.monitorTarget('a');
-      h.monitor.start();
-    });
+    await h.watch('a');
     h.clock.stall(10_000);
     await settle();
     expect(h.lost).to.deep.equal([]);
@@ -78,10 +77,7 @@ describe('HeartbeatMonitor', () => {
 
   it('does not forgive a lateness within half of (timeout - interval)', async () => {
     const h = harness();
-    await h.inMailbox(() => {
-      h.monitor.monitorTarget('a');
-      h.monitor.start();
-    });
+    await h.watch('a');
     await h.advance(2_000);
     h.clock.stall(1_500); // the wake-up due at 3000 comes 500 ms late: within the 1000 ms forgiven
     await settle();
@@ -90,10 +86,7 @@ describe('HeartbeatMonitor', () => {
 
   it('waits for what is queued behind its round: a heartbeat handled then keeps the target', async () => {
     const h = harness();
-    await h.inMailbox(() => {
-      h.monitor.monitorTarget('a');
-      h.monitor.start();
-    });
+    await h.watch('a');
     await h.advance(2_900);
     h.clock.increment(100); // the round is queued ...
     h.mailbox.execute(() => h.monitor.reportHeartbeat('a')); // ... and the heartbeat behind it
@@ -104,10 +97,7 @@ describe('HeartbeatMonitor', () => {
 
   it('waits for a message that arrived while its round ran: one delivered on this turn of the event loop keeps the target', async () => {
     const h = harness();
-    await h.inMailbox(() => {
-      h.monitor.monitorTarget('a');
-      h.monitor.start();
-    });
+    await h.watch('a');
     await h.advance(2_900);
     // A message event of this turn (setImmediate stands in for the port's delivery).
     setImmediate(() => h.mailbox.execute(() => h.monitor.reportHeartbeat('a')));
