@@ -3,7 +3,7 @@
  * functions), so the same messages cross a MessagePort to a worker thread and the IPC channel of
  * a child process. Types only; converters live beside the code that sends them.
  */
-import type { AllocationID, ExecutionAttemptID, JobID, ResourceID } from '../core/ids.js';
+import type { AllocationID, ExecutionAttemptID, JobID, ResourceID, ResourceManagerId } from '../core/ids.js';
 import type { ResourceProfileJSON } from '../core/ResourceProfile.js';
 import type { SlotStatusState } from '../core/SlotReport.js';
 
@@ -34,7 +34,14 @@ export interface TaskExecutorRegistrationWire {
 }
 
 export type RegistrationResponse =
-  | { readonly kind: 'accepted'; readonly registrationId: string; readonly heartbeatIntervalMs: number; readonly heartbeatTimeoutMs: number }
+  | {
+      readonly kind: 'accepted';
+      readonly registrationId: string;
+      /** The ResourceManager that accepted it: its slot requests carry this id. */
+      readonly resourceManagerId: ResourceManagerId;
+      readonly heartbeatIntervalMs: number;
+      readonly heartbeatTimeoutMs: number;
+    }
   | { readonly kind: 'refused'; readonly reason: string };
 
 export interface SlotRequestWire {
@@ -45,6 +52,8 @@ export interface SlotRequestWire {
   readonly resourceProfile: ResourceProfileJSON;
   /** The JobMaster's address: the TaskExecutor offers the slot there. */
   readonly targetAddress: string;
+  /** The ResourceManager asking (Flink's resourceManagerId): a TaskExecutor grants slots only to the one it is registered at. */
+  readonly resourceManagerId: ResourceManagerId;
 }
 
 /** A slot a TaskExecutor offers to a JobMaster (Flink's SlotOffer). */
