@@ -12,6 +12,7 @@
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import { ResourceID } from '../core/ids.js';
+import { formatLogRecord, type LogLevel, type LogRecord, type LogSink } from '../core/Logger.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { connectGateway, serveGateway } from '../rpc/connect.js';
 import { batchSubmissions, type BatchingTaskExecutorGateway } from '../rpc/batchedSubmissions.js';
@@ -27,8 +28,12 @@ export interface LocalDriverOptions {
   readonly mode: 'thread' | 'process';
   readonly configuration?: SlotwiseOptions | ResolvedOptions;
   readonly clock?: Clock;
-  /** Runtime messages of the driver and of every worker's TaskExecutor (those prefixed with its ResourceID). */
+  /** Runtime messages of the driver and of every worker (task pool warnings and task logs included), as lines prefixed with the worker's ResourceID. */
   readonly log?: (message: string) => void;
+  /** The same as records with their fields and level (a worker's carry its ResourceID); when set, `log` gets nothing. */
+  readonly logger?: LogSink;
+  /** The least level a worker sends (default 'debug': all). */
+  readonly logLevel?: LogLevel;
   /** The worker entry module (default: lib/taskexecutor/taskExecutorMain, .ts or .js like this file). */
   readonly entry?: URL;
   /**
@@ -53,7 +58,8 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
   readonly #o: LocalDriverOptions;
   readonly #options: ResolvedOptions;
   readonly #clock: Clock;
-  readonly #log: (message: string) => void;
+  readonly #logRecord: LogSink | null;
+  readonly #log: (message: string, level?: LogLevel) => void;
   readonly #workers = new Map<ResourceID, Worker>();
   readonly #startFailures: number[] = [];
   /** Every worker started and not yet exited (threads stopped, children reaped): close() waits for them. */
@@ -67,7 +73,9 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     this.mode = options.mode;
     this.#options = resolveOptions(options.configuration ?? {});
     this.#clock = options.clock ?? systemClock;
-    this.#log = options.log ?? (() => {});
+    const log = options.log;
+    this.#logRecord = options.logger ?? (log === undefined ? null : (record) => log(formatLogRecord(record)));
+    this.#log = (message, level = 'info') => this.#logRecord?.({ level, source: 'runtime', message });
   }
 
   start(context: ResourceManagerDriverContext): void {
@@ -78,7 +86,7 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     const resourceId = ResourceID.generate(this.mode === 'thread' ? 'taskexecutor' : 'taskexecutor-process');
     const delay = this.#startDelay();
     if (delay > 0) {
-      this.#log(`worker starts are failing (${this.#startFailures.length} in the last minute): starting ${resourceId} in ${delay} ms`);
+      this.#log(`worker starts are failing (${this.#startFailures.length} in the last minute): starting ${resourceId} in ${delay} ms`, 'warn');
       this.#delayedStarts++;
       this.#clock.setTimeout(() => {
         this.#delayedStarts--;
@@ -96,7 +104,7 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     worker.state = 'stopping';
     const deadline = this.#options['task.cancellation.grace-period'] + this.#options['rpc.ask.timeout'];
     const forced = this.#clock.setTimeout(() => {
-      this.#log(`worker ${resourceId} did not stop within ${deadline} ms: terminating it`);
+      this.#log(`worker ${resourceId} did not stop within ${deadline} ms: terminating it`, 'warn');
       worker.process.kill();
       // A worker blocked in a synchronous native call may never report its exit: stop waiting.
       this.#clock.setTimeout(() => worker.link.close(`terminated; no exit seen within ${deadline} ms`), deadline);
@@ -156,7 +164,8 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
       pendingWorkerId,
       mode: this.mode,
       inspect: this.#o.inspect !== undefined,
-      log: this.#o.log !== undefined,
+      log: this.#logRecord !== null,
+      ...(this.#o.logLevel === undefined ? {} : { logLevel: this.#o.logLevel }),
       configuration: {
         ...this.#options,
         'taskmanager.numberOfTaskSlots': spec.numberOfSlots,
@@ -183,8 +192,8 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     });
     const inspect = this.#o.inspect;
     if (inspect !== undefined) link.channel(INSPECT_CHANNEL).addEventListener('message', (event) => inspect(resourceId, event.data));
-    const log = this.#o.log;
-    if (log !== undefined) link.channel(LOG_CHANNEL).addEventListener('message', (event) => log(`[${resourceId}] ${String(event.data)}`));
+    const logRecord = this.#logRecord;
+    if (logRecord !== null) link.channel(LOG_CHANNEL).addEventListener('message', (event) => logRecord({ ...(event.data as LogRecord), resourceId }));
     // The submitTask calls of one turn (a JobMaster deploying, the next tasks after a finished batch) go as one call.
     const gateway = batchSubmissions(connectGateway<BatchingTaskExecutorGateway>(link, 'te', { gateway: GATEWAY.taskExecutor, timeoutMs: this.#options['rpc.ask.timeout'], clock: this.#clock, endpoint: resourceId }));
     let resolveEnded!: () => void;

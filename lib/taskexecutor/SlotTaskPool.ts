@@ -87,6 +87,8 @@ export interface SlotTaskPoolLogEntry {
   readonly pool: string;
   readonly message: string;
   readonly executionAttemptId?: string;
+  readonly jobId?: string;
+  readonly vertexId?: string;
   readonly vertexName?: string;
   readonly subtaskIndex?: number;
 }
@@ -434,6 +436,8 @@ export class SlotTaskPool {
         pool: this.name,
         message: `task ${label(ctx)} did not stop within ${this.cancelGraceMs} ms of its cancel: terminating its thread`,
         executionAttemptId: ctx.executionAttemptId,
+        jobId: ctx.jobId,
+        vertexId: ctx.vertexId,
         vertexName: ctx.vertexName,
         subtaskIndex: ctx.subtaskIndex,
       });
@@ -657,7 +661,7 @@ export class SlotTaskPool {
     try {
       run.listener.started();
     } catch (error) {
-      this.#emit({ source: 'pool', level: 'error', pool: this.name, message: `a run's start listener threw: ${error instanceof Error ? error.message : String(error)}`, executionAttemptId: run.ctx.executionAttemptId, vertexName: run.ctx.vertexName, subtaskIndex: run.ctx.subtaskIndex });
+      this.#emit({ source: 'pool', level: 'error', pool: this.name, message: `a run's start listener threw: ${error instanceof Error ? error.message : String(error)}`, executionAttemptId: run.ctx.executionAttemptId, jobId: run.ctx.jobId, vertexId: run.ctx.vertexId, vertexName: run.ctx.vertexName, subtaskIndex: run.ctx.subtaskIndex });
     }
   }
 
@@ -748,7 +752,7 @@ export class SlotTaskPool {
       level: 'info',
       pool: this.name,
       message: message.message,
-      ...(ctx === undefined ? {} : { executionAttemptId: ctx.executionAttemptId, vertexName: ctx.vertexName, subtaskIndex: ctx.subtaskIndex }),
+      ...(ctx === undefined ? {} : { executionAttemptId: ctx.executionAttemptId, jobId: ctx.jobId, vertexId: ctx.vertexId, vertexName: ctx.vertexName, subtaskIndex: ctx.subtaskIndex }),
     });
   }
 
