@@ -18,23 +18,9 @@ import { configure } from 'safe-stable-stringify';
 import type { InspectionEvent } from 'xstate';
 import { ConfigurationError } from './core/errors.js';
 import { StatelyRelay } from './inspectRelay.js';
+import type { InspectionRecord, InspectOption } from './InspectionRecord.js';
 
-/** One inspection event: a plain Stately inspection event and the thread it came from. */
-export type InspectionRecord = StatelyInspectionEvent & {
-  /** 'main' for the SlotManager and the JobMasters, the ResourceID of a TaskExecutor for its slots. */
-  readonly origin: string;
-};
-
-export type InspectOption =
-  | ((event: InspectionRecord) => void)
-  | {
-      readonly stately: {
-        /** The relay's HTTP and WebSocket port on localhost (default 8080; 0 picks a free one). */
-        readonly port?: number;
-        /** Open the system browser on the relay page (default false). */
-        readonly open?: boolean;
-      };
-    };
+export type { InspectionRecord, InspectOption } from './InspectionRecord.js';
 
 export interface InspectionSink {
   /** For `createActor(machine, { inspect })` on the main thread. */
@@ -74,7 +60,7 @@ export function createInspectionSink(option: InspectOption): InspectionSink {
     const callback = option;
     const deliver = (origin: string, event: StatelyInspectionEvent) => {
       try {
-        callback({ ...event, origin });
+        callback({ ...event, origin } as InspectionRecord);
       } catch {
         // A failing observer must not break the runtime it watches.
       }
