@@ -36,7 +36,8 @@ export interface DispatcherServices {
   /** Why the job's slot requests wait (for timeout messages). */
   readonly reasonFor: (jobId: JobID) => string;
   readonly inspect?: (event: InspectionEvent) => void;
-  readonly log?: (message: string) => void;
+  /** Runtime messages of the Dispatcher and its JobMasters, with the job they concern. */
+  readonly log?: (message: string, fields?: { readonly jobId: JobID; readonly jobName: string }, level?: 'info' | 'warn') => void;
   /**
    * Loads and checks the task modules of each submitted job off this thread (default: worker
    * threads, each module bounded by `dispatcher.task-module-check.timeout`). The Dispatcher closes
@@ -44,6 +45,21 @@ export interface DispatcherServices {
    */
   readonly taskModuleChecker?: TaskModuleChecker;
 }
+
+/** The options of {@link Dispatcher.submitJob}. */
+export interface SubmitJobOptions {
+  /**
+   * Aborting it cancels the job, as `cancel()` would; aborted before the job started, `submitJob`
+   * rejects with the signal's reason and starts nothing (piscina's and fetch's convention).
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** A job's status changed (`created` → `running` → … → `finished` | `failed` | `canceled`); `cause` says why it failed or restarts. */
+export type JobStatusChangedEvent = Extract<JobEvent, { readonly type: 'status' }>;
+
+/** A subtask attempt changed state (`scheduled`, `deploying`, `initializing`, `running`, `finished`, `failed`, `canceled`), where it runs. */
+export type TaskStateChangedEvent = Extract<JobEvent, { readonly type: 'task' }>;
 
 /** A submitted job, as its submitter sees it. */
 export interface JobClient {
@@ -83,11 +99,15 @@ export class Dispatcher {
   }
 
   /** Validates the job (its graph, then its task modules) and starts it. */
-  async submitJob(job: JobGraphSpec | JobGraph): Promise<JobClient> {
+  async submitJob(job: JobGraphSpec | JobGraph, options: SubmitJobOptions = {}): Promise<JobClient> {
     this.#requireOpen();
+    const signal = checkSubmitJobOptions(options);
+    signal?.throwIfAborted();
     const graph = job instanceof JobGraph ? job : JobGraph.create(job, this.#s.options);
     // Loaded in a checker worker, never here: a module's top-level code must not run in the coordinator.
     await graph.validateTaskModules(this.#checker);
+    // Aborted while the task modules were checked: nothing was started.
+    signal?.throwIfAborted();
     // The Dispatcher may have closed while the modules were checked.
     this.#requireOpen();
     const jobId = JobID.generate();
@@ -100,7 +120,7 @@ export class Dispatcher {
         listener(event);
       } catch (error) {
         // One failing listener must neither break the JobMaster nor keep the others from their events.
-        this.#s.log?.(`[${graph.name}] a job event listener threw: ${error instanceof Error ? error.message : String(error)}`);
+        this.#s.log?.(`a job event listener threw: ${error instanceof Error ? error.message : String(error)}`, { jobId, jobName: graph.name }, 'warn');
       }
     };
     const master = new JobMaster({
@@ -117,7 +137,7 @@ export class Dispatcher {
         for (const listener of listeners) deliver(listener, event);
       },
       ...(this.#s.inspect ? { inspect: this.#s.inspect } : {}),
-      ...(this.#s.log ? { log: (m: string) => this.#s.log!(`[${graph.name}] ${m}`) } : {}),
+      ...(this.#s.log ? { log: (m: string) => this.#s.log!(m, { jobId, jobName: graph.name }) } : {}),
     });
     this.#s.serveJobMaster(address, master, master.mailbox);
     const client: JobClient = {
@@ -138,6 +158,11 @@ export class Dispatcher {
       cancel: () => master.cancel(),
     };
     this.#jobs.set(jobId, { master, client });
+    if (signal !== undefined) {
+      const onAbort = () => void master.cancel();
+      signal.addEventListener('abort', onAbort, { once: true });
+      void master.result.then(() => signal.removeEventListener('abort', onAbort));
+    }
     void master.result.then(() => {
       this.#scheduleWithdrawal(address);
       this.#ended.set(jobId, this.#clock.now());
@@ -220,4 +245,19 @@ export class Dispatcher {
     this.#withdrawals.clear();
     await checkerClosed;
   }
+}
+
+/** The signal of valid options; IllegalArgumentError for anything else. */
+function checkSubmitJobOptions(options: SubmitJobOptions): AbortSignal | undefined {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new IllegalArgumentError('invalid-type', `submitJob options must be an object { signal? }, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`, { argument: 'options' });
+  }
+  const unknown = Object.keys(options).find((key) => key !== 'signal');
+  if (unknown !== undefined) throw new IllegalArgumentError('unknown-key', `unknown submitJob option '${unknown}'; known: signal`, { argument: `options.${unknown}` });
+  const { signal } = options;
+  if (signal === undefined) return undefined;
+  if (!(signal instanceof AbortSignal)) {
+    throw new IllegalArgumentError('invalid-type', `submitJob options.signal must be an AbortSignal (new AbortController().signal), got ${signal === null ? 'null' : typeof signal}`, { argument: 'options.signal' });
+  }
+  return signal;
 }
