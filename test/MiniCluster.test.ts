@@ -7,18 +7,9 @@ import { ConfigurationError, IllegalArgumentError, IllegalStateError, JobGraphEr
 import { JobID } from '../lib/core/ids.js';
 import { MiniCluster, type MiniClusterOptions } from '../lib/MiniCluster.js';
 import type { JobEvent } from '../lib/jobmaster/JobMaster.js';
+import { startRefusal as refusal } from './support/startRefusal.js';
 
 const OK = new URL('./fixtures/tasks/ok.ts', import.meta.url);
-
-async function refusal(options: MiniClusterOptions): Promise<unknown> {
-  return MiniCluster.start(options).then(
-    async (cluster) => {
-      await cluster.close();
-      return undefined;
-    },
-    (error: unknown) => error,
-  );
-}
 
 describe('MiniCluster', () => {
   describe('start refuses bad options, naming the option and what is allowed', () => {
