@@ -28,7 +28,7 @@ describe('the compiled build (dist)', function () {
     const smoke = fileURLToPath(new URL('../fixtures/compiled/smoke.mjs', import.meta.url));
     // A clean environment: no tsx hooks inherited from the test runner.
     const env = { ...process.env, NODE_OPTIONS: '' };
-    const output = execFileSync(process.execPath, [smoke, join(outDir, 'lib', 'index.js')], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
+    const output = execFileSync(process.execPath, [smoke, join(outDir, 'lib', 'index.js'), join(outDir, 'lib', 'internals.js')], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
     const lines = output.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines).to.deep.equal([
       { mode: 'thread', state: 'finished', output: { sum: 6, vertex: 'sum' }, error: null },
