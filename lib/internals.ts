@@ -17,7 +17,6 @@ export { MainThreadExecutor } from './rpc/MainThreadExecutor.js';
 export { GATEWAY } from './rpc/gateways.js';
 export { Link } from './rpc/Link.js';
 export { connectGateway, serveGateway } from './rpc/connect.js';
-export { createInspectionSink } from './inspect.js';
 
 export type { ResourceManagerOptions } from './resourcemanager/ResourceManager.js';
 export type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from './resourcemanager/ResourceManagerDriver.js';
@@ -29,4 +28,3 @@ export type { JobMasterOptions } from './jobmaster/JobMaster.js';
 export type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from './rpc/gateways.js';
 export type { SlotOfferWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from './rpc/protocol.js';
 export type { Gateway } from './rpc/connect.js';
-export type { InspectionSink } from './inspect.js';
