@@ -30,9 +30,9 @@
  * and a run submitted to an idle pool goes alone at once). piscina's own work per call costs the
  * TaskExecutor's thread more than a trivial task does: a batch pays it once. In the thread the runs
  * of a batch run one after another, each with its own signal, started flag and outcome, and each
- * run's outcome is posted on the channel before the next one starts (the call itself returns
- * nothing; its thread is free once its last run's outcome is heard), so a run settles when it ends,
- * not when its batch does, and a thread lost later loses no outcome. A run still queued in a batch is canceled by claiming its flag first (the thread
+ * run's outcome is posted on the channel before the next one starts (the last one comes back as the
+ * call's result), so a run settles when it ends, not when its batch does, and a thread lost later
+ * loses no outcome. A run still queued in a batch is canceled by claiming its flag first (the thread
  * then skips it). When a batch's thread is lost (a forced cancel terminated it, the run out of heap
  * or exiting), the run that was running gets the error and the batch's other unsettled runs are
  * re-queued (each at most 3 times; after that it fails with the error that lost the thread). A
@@ -50,7 +50,7 @@ import type { Piscina } from 'piscina';
 import { IllegalArgumentError, IllegalStateError, TaskExecutionError } from '../core/errors.js';
 import type { TaskDeploymentDescriptor } from '../rpc/protocol.js';
 import type { SharedMemoryHandle } from './MemoryManager.js';
-import type { ControlFromTask, ControlToTask, HeapLimitProbe, TaskInvocationContext, TaskWorkerBatch, TaskWorkerBatchItem, TaskWorkerOutcome } from './taskThreadProtocol.js';
+import type { ControlFromTask, ControlToTask, HeapLimitProbe, TaskInvocationContext, TaskWorkerBatch, TaskWorkerBatchItem, TaskWorkerBatchResult, TaskWorkerOutcome } from './taskThreadProtocol.js';
 import { RUN_CANCELED, RUN_QUEUED, RUN_STARTED } from './runFlags.js';
 import { createTaskThreads } from './taskThreads.js';
 
@@ -503,18 +503,21 @@ export class SlotTaskPool {
     const first = runs[0]!;
     const payload: TaskWorkerBatch = { channel: this.#controlName, started: first.flags.buffer as SharedArrayBuffer, memory: first.invocation.memory, items };
     this.#pool.run(payload, { name: 'runBatch', signal: batch.forced.signal }).then(
-      () => this.#batchEnded(batch, true, undefined),
-      (error: unknown) => this.#batchEnded(batch, false, error),
+      (result: unknown) => this.#batchEnded(batch, true, undefined, result as TaskWorkerBatchResult),
+      (error: unknown) => this.#batchEnded(batch, false, error, null),
     );
   }
 
-  #batchEnded(batch: Batch, returned: boolean, error: unknown): void {
+  #batchEnded(batch: Batch, returned: boolean, error: unknown, last: TaskWorkerBatchResult): void {
     const at = this.#inFlight.indexOf(batch);
-    // Done already: its last run's outcome came first (see #settleOutcome).
     if (at < 0) return;
     this.#inFlight.splice(at, 1);
     // The outcomes and logs its runs posted before it ended are on our channel already.
     this.#drainControl();
+    if (last !== null) {
+      const run = this.#runs.get(last.run);
+      if (run !== undefined && run.batch === batch) this.#settleOutcome(run, last.outcome);
+    }
     if (!returned) {
       this.#batchFailed(batch, error);
     } else {
@@ -593,8 +596,6 @@ export class SlotTaskPool {
     const { batch, position } = run;
     this.#settle(run, outcome);
     if (batch === null) return;
-    // Its last run has ended: the thread is returning the call, and is free for the next batch.
-    if (batch.runs.every((r) => r.settled)) return this.#batchEnded(batch, true, undefined);
     // The thread went on with the next run of the batch as it posted this outcome. Told after the
     // reactions to this run's settling (queued just now), so a listener hears this run end first.
     queueMicrotask(() => this.#noticeNextStart(batch, position + 1));

@@ -63,7 +63,7 @@ export interface TaskExecutorOptions {
    * once the TaskExecutor is registered, with the default slot's heap limit; closed at shutdown.
    */
   readonly taskThreads?: {
-    start(defaultHeapLimitMb: number | undefined): void;
+    start(defaultHeapLimitMb: number | undefined, freeSlots: () => number): void;
     close(): Promise<void>;
     readonly stats: { readonly started: number; readonly served: number; readonly bootedOnDemand: number; readonly spare: number; readonly inUse: number };
   };
@@ -378,7 +378,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.#registrationDeadline?.cancel();
     this.#lifecycle = 'registered';
     // Registered: threads may now boot in the background for the slots to come.
-    this.#o.taskThreads?.start(heapLimitMbOf(this.table.defaultSlotResourceProfile));
+    this.#o.taskThreads?.start(heapLimitMbOf(this.table.defaultSlotResourceProfile), () => this.#freeStaticSlots());
     this.#registrationId = response.registrationId;
     this.#resourceManagerId = response.resourceManagerId;
     this.#monitorResourceManager(response.heartbeatIntervalMs, response.heartbeatTimeoutMs);
@@ -484,6 +484,13 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     const runner = this.#runners.get(output.allocationId);
     this.#runners.delete(output.allocationId);
     void runner?.close();
+  }
+
+  /** Static slots nobody holds: how many allocations could still take a spare thread of the default slot. */
+  #freeStaticSlots(): number {
+    let free = 0;
+    for (let index = 0; index < this.table.numberSlots; index++) if (this.table.isSlotFree(index)) free++;
+    return free;
   }
 
   // ------------------------------------------------------------------ tasks

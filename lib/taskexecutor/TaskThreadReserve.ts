@@ -9,8 +9,9 @@
  *   (a job using such slots probably asks for more of them), and dropped with the last one.
  * - A taken thread belongs to that one allocation and is destroyed with it: threads are never
  *   shared between jobs, so no job sees another's globals, prototypes or module state.
- * - Refilling boots one thread at a time, in the background, and only when nothing else is
- *   booting: it competes with running tasks for the CPU as little as it can.
+ * - Refilling boots one thread at a time, in the background, and never more spares than slots
+ *   could still be allocated (`freeSlots`): while a job holds every slot, nothing boots to compete
+ *   with its tasks for the CPU; the spares come back as its slots are freed.
  */
 import type { Piscina } from 'piscina';
 import { createTaskThreads, threadsReady, type TaskThreadsOptions } from './taskThreads.js';
@@ -53,6 +54,7 @@ export class TaskThreadReserve {
   #running = false;
   /** The default slot's heap limit, once started. */
   #defaultKey: string | null = null;
+  #freeSlots: () => number = () => Infinity;
   #closed = false;
   #started = 0;
   #served = 0;
@@ -73,10 +75,14 @@ export class TaskThreadReserve {
 
   /**
    * Starts filling the reserve, in the background: spares of the default slot's heap limit (MB;
-   * undefined: no limit) are kept always. Idempotent (the first call's limit stays).
+   * undefined: no limit) are kept always, as many as `freeSlots()` says slots could still be
+   * allocated (default: no bound beyond `spare`). Idempotent (the first call's settings stay).
    */
-  start(defaultHeapLimitMb: number | undefined): void {
-    if (!this.#running) this.#defaultKey = keyOf(defaultHeapLimitMb);
+  start(defaultHeapLimitMb: number | undefined, freeSlots: () => number = () => Infinity): void {
+    if (!this.#running) {
+      this.#defaultKey = keyOf(defaultHeapLimitMb);
+      this.#freeSlots = freeSlots;
+    }
     this.#running = true;
     this.#refill();
   }
@@ -134,8 +140,11 @@ export class TaskThreadReserve {
     return pool;
   }
 
-  /** The heap limit whose spares are furthest below `spare`, if any is. */
+  /** The heap limit whose spares are furthest below their target, if any is: `spare` each, no more in all than slots are free. */
   #mostNeeded(): number | undefined | null {
+    let total = 0;
+    for (const list of this.#spares.values()) total += list.length;
+    if (total >= this.#freeSlots()) return null;
     let best: { key: string; have: number } | null = null;
     const consider = (key: string) => {
       const have = this.#spares.get(key)?.length ?? 0;

@@ -8,7 +8,7 @@
  *   claiming it first; no message says a run started.
  * - Each run's {@link TaskWorkerOutcome} is posted on the pool's BroadcastChannel as the run ends
  *   (before the next run starts), so a run settles when it ends, not when its batch does; the
- *   call itself resolves with nothing once the batch is done.
+ *   last run's comes back as the call's result ({@link TaskWorkerBatchResult}) instead.
  * - The channel also carries 'abort' to a run (its context.signal fires) and a run's 'log' lines.
  */
 import type { SharedMemoryHandle } from './MemoryManager.js';
@@ -56,6 +56,9 @@ export interface TaskWorkerBatchItem {
   /** Its flag in the batch's `started`. */
   readonly index: number;
 }
+
+/** What a runBatch call resolves with: the outcome of its last run, or null when that one did not run (canceled while queued). */
+export type TaskWorkerBatchResult = { readonly run: number; readonly outcome: TaskWorkerOutcome } | null;
 
 /** Messages on a pool's control channel. */
 export type ControlToTask = { readonly type: 'abort'; readonly run: number; readonly reason: string };

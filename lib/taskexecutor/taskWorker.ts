@@ -14,8 +14,9 @@
  *    over the slot's managed memory, or null), `signal` (fired by the pool's cancel) and `log()`.
  *    The view and the signal are made when the task first reads them: most tasks never do, and an
  *    AbortController per run cost more than a trivial task;
- * 3. calls `default(context, inputs)`; the outcome is posted on the pool's channel, and one that
- *    cannot be cloned is reported as a `bad-output` failure instead (no extra clone to check it);
+ * 3. calls `default(context, inputs)`; the outcome is posted on the pool's channel (or, for the
+ *    batch's last run, returned as the call's result), and one that cannot be cloned is reported
+ *    as a `bad-output` failure instead;
  * 4. when the task returned, releases every page it still holds in its view and reports how many
  *    (`leakedPagesReleased`); when it threw, its pages stay held so the slot's shutdown report
  *    shows the leak.
@@ -38,6 +39,7 @@ import type {
   HeapLimitProbe,
   TaskInvocationContext,
   TaskWorkerBatch,
+  TaskWorkerBatchResult,
   TaskWorkerOutcome,
   TaskWorkerPayload,
   WorkerErrorInfo,
@@ -221,10 +223,13 @@ export default async function runTask(payload: TaskWorkerPayload): Promise<TaskW
  * before it runs, so the pool can cancel a queued item by claiming it first; each ended item's
  * outcome is posted at once on the pool's channel, before the next item starts.
  */
-export async function runBatch(batch: TaskWorkerBatch): Promise<null> {
+export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchResult> {
   const pool = controlChannel(batch.channel);
   const flags = new Int32Array(batch.started);
-  for (const item of batch.items) {
+  const { items } = batch;
+  let last: TaskWorkerBatchResult = null;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
     const abort = new RunAbort();
     // Abortable first, then started: a pool that sees the flag may send its abort at once.
     pool.running.set(item.run, abort);
@@ -232,12 +237,23 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<null> {
       if (Atomics.compareExchange(flags, item.index, RUN_QUEUED, RUN_STARTED) !== RUN_QUEUED) continue; // canceled while queued
       const sink: LogSink = { pool, run: item.run, label: '' };
       const outcome = await runOne(item.taskModule, new RunContext(item.context, item.config, batch.memory, abort, sink), item.inputs, abort);
-      postOutcome(pool.channel, item.run, outcome);
+      if (i < items.length - 1) {
+        postOutcome(pool.channel, item.run, outcome);
+        continue;
+      }
+      // The last one comes back as the call's result (one message fewer, and a batch is often a
+      // single run): it must be cloneable there, or piscina's post of it would end the thread.
+      try {
+        structuredClone(outcome);
+        last = { run: item.run, outcome };
+      } catch (error) {
+        last = { run: item.run, outcome: badOutput(outcome, error) };
+      }
     } finally {
       pool.running.delete(item.run);
     }
   }
-  return null;
+  return last;
 }
 
 /** Posts a run's outcome; one the channel cannot clone goes as a bad-output failure instead. */

@@ -83,6 +83,28 @@ describe('TaskThreadReserve', () => {
     expect(reserve.stats).to.include({ served: 2, bootedOnDemand: 1, inUse: 3 });
   });
 
+  it('boots no more spares than slots could still be allocated: none while a job holds every slot', async () => {
+    const { reserve, pools, bootAll } = setup(2);
+    let free = 2;
+    reserve.start(128, () => free);
+    await bootAll();
+    expect(pools).to.have.length(2);
+    // Both slots taken: the two spares go, nothing boots in their place while the slots are held.
+    free = 1;
+    reserve.take(128);
+    free = 0;
+    reserve.take(128);
+    await bootAll();
+    expect(pools).to.have.length(2);
+    expect(reserve.stats).to.include({ spare: 0, inUse: 2 });
+    // One slot freed: one spare for it.
+    free = 1;
+    reserve.released(128);
+    await bootAll();
+    expect(pools).to.have.length(3);
+    expect(reserve.stats).to.include({ spare: 1, inUse: 1 });
+  });
+
   it('keeps spares of another heap limit only while a slot of that limit is allocated', async () => {
     const { reserve, pools, bootAll } = setup(1);
     reserve.start(128);
