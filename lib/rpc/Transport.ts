@@ -21,6 +21,16 @@ export interface Transport {
   /** Stops sending and listening; see each adapter for what the peer sees. */
   close(): void;
   readonly closed: boolean;
+  /**
+   * Calls `callback` once every message that had arrived when it was called has been handed to
+   * the `onMessage` handlers (the Link asks before it judges a call's deadline: an answer already
+   * received must win over a timer that happened to run first). Optional: without it the Link waits
+   * two event-loop turns, which is enough for a carrier whose messages Node delivers in its poll
+   * phase (a MessagePort, an IPC pipe, a socket) — between two `setImmediate` callbacks lies a
+   * whole poll phase that began after the call. It must call back; it must not deliver messages
+   * in the middle of another delivery.
+   */
+  afterIncoming?(callback: () => void): void;
 }
 
 // The Node adapters, re-exported so that code importing them from here keeps working.
