@@ -1,10 +1,12 @@
 /**
  * Link: many named channels over one Transport, with outgoing messages batched.
  *
- * Each channel is a comlink Endpoint (`postMessage`, `addEventListener('message')`,
- * `removeEventListener`), so a gateway can be exposed on one and wrapped on the other side. On the
- * wire a batch is one flat array `[name, message, name, message, …]`; the name `0` carries control
- * frames (only `bye`, a graceful close).
+ * Each channel is an Endpoint (`postMessage`, `addEventListener('message')`,
+ * `removeEventListener` — comlink's Endpoint shape too): a gateway is served on one and called
+ * from the other side (connect.ts). On the wire a batch is one flat array
+ * `[name, message, name, message, …]`; the name `0` carries control frames (only `bye`, a
+ * graceful close). The Link knows nothing of what a channel carries, and nothing of the carrier
+ * beyond the Transport contract.
  *
  * Why batch: a cross-thread hop costs 100–300 µs of wake-up here (TOOLCHAIN.md), and a transport
  * message costs a clone and a native call whatever its size. Everything posted during one job — the
@@ -13,6 +15,11 @@
  * queued from inside a microtask runs only once the microtask queue is empty. So 64 calls made in
  * a loop, or 64 answers produced by 64 promise chains, cross as one message, and no event-loop
  * turn is added to any of them.
+ *
+ * For deadlines that measure the peer, not our own queue, it tells what it sees: `whenSent` once a
+ * batch has been handed to the transport (a call's clock starts there), `onReceived` after each
+ * message from the peer (the peer is alive), `afterIncoming` once what has arrived is delivered
+ * (so a timer that ran first does not judge a call whose answer is already here).
  *
  * Messages for a channel nobody listens to yet are buffered (bounded) and delivered, in order, to
  * its first listener; `onUnknownChannel(prefix, handler)` lets a side open channels lazily (the
@@ -45,7 +52,10 @@ export class Link {
   readonly #unknownHandlers = new Map<string, (name: string) => void>();
   readonly #closedHandlers = new Set<(reason: string, kind: CloseKind) => void>();
   readonly #side: LinkSide;
+  readonly #receivedHandlers = new Set<() => void>();
   #outbox: unknown[] = [];
+  /** Told once the batch being gathered has been handed to the transport. */
+  #sentCallbacks: Array<() => void> = [];
   #flushScheduled = false;
   #buffered = 0;
   #dropped = 0;
@@ -159,6 +169,31 @@ export class Link {
   }
 
   /**
+   * Calls `callback` once the messages posted so far have been handed to the transport — right
+   * after the send of the batch they travel in has returned — or never if the link closes first.
+   * Until then a message waits in our own outbox: a caller starts a call's deadline here.
+   */
+  whenSent(callback: () => void): void {
+    if (!this.closed) this.#sentCallbacks.push(callback);
+  }
+
+  /** `handler` is told after each transport message from the peer has been delivered (the peer is alive). Returns an unsubscribe. */
+  onReceived(handler: () => void): () => void {
+    this.#receivedHandlers.add(handler);
+    return () => this.#receivedHandlers.delete(handler);
+  }
+
+  /**
+   * Calls `callback` once every message from the peer that has arrived by now has been delivered
+   * (Transport.afterIncoming, else two event-loop turns) — at once, on a later turn, if the link is
+   * closed. A timer that ran first must not judge a call whose answer is already here.
+   */
+  afterIncoming(callback: () => void): void {
+    if (!this.closed && this.#transport.afterIncoming !== undefined) this.#transport.afterIncoming(callback);
+    else setImmediate(() => setImmediate(callback));
+  }
+
+  /**
    * Closes the link: what is queued goes out, followed by a `bye` so the peer's link closes too
    * (kind 'lost' there); the transport is closed; every channel closes (kind 'closed') and its
    * close handlers are told at once. Later sends are dropped. Idempotent.
@@ -194,6 +229,20 @@ export class Link {
     if (this.closed || this.#outbox.length === 0) return;
     const batch = this.#outbox;
     this.#outbox = [];
+    this.#send(batch);
+    const callbacks = this.#sentCallbacks;
+    if (callbacks.length === 0 || this.closed) return;
+    this.#sentCallbacks = [];
+    for (const callback of callbacks) {
+      try {
+        callback();
+      } catch (error) {
+        rethrowLater(error);
+      }
+    }
+  }
+
+  #send(batch: unknown[]): void {
     try {
       this.#transport.send(batch);
       return;
@@ -242,6 +291,13 @@ export class Link {
         channel.deliver(message);
       }
     }
+    for (const handler of this.#receivedHandlers) {
+      try {
+        handler();
+      } catch (error) {
+        rethrowLater(error);
+      }
+    }
   }
 
   #control(frame: ControlFrame): void {
@@ -281,6 +337,8 @@ export class Link {
     this.#closeReason = reason;
     this.#closeKind = kind;
     this.#outbox = [];
+    this.#sentCallbacks = [];
+    this.#receivedHandlers.clear();
     const channels = [...this.#channels.values()];
     this.#channels.clear();
     for (const channel of channels) channel.shutdown(reason, kind);

@@ -169,4 +169,36 @@ describe('Link', () => {
     expect(failed).to.have.length(1);
     expect(() => a.channel('x').postMessage('x', [new ArrayBuffer(1)])).to.throw(IllegalArgumentError, /transfer lists are not supported/);
   });
+
+  it('tells whenSent once the batch holding what was posted has been handed to the transport, and never after close', async () => {
+    const { a, sent } = pair();
+    const told: number[] = [];
+    a.channel('x').postMessage('m1');
+    a.whenSent(() => told.push(sent.length));
+    expect(told, 'not while it waits in the outbox').to.deep.equal([]);
+    await eventually(() => told.length === 1, 'whenSent');
+    expect(told).to.deep.equal([1]);
+    a.channel('x').postMessage('m2');
+    a.whenSent(() => told.push(sent.length));
+    a.close('closing');
+    expect(told, 'closing sends what is queued, and tells').to.deep.equal([1, 2]);
+    a.whenSent(() => told.push(-1));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(told).to.deep.equal([1, 2]);
+  });
+
+  it('tells onReceived after each transport message from the peer has been delivered', async () => {
+    const { a, b } = pair();
+    const seen: string[] = [];
+    b.channel('x').addEventListener('message', (event) => seen.push(`message ${String(event.data)}`));
+    const stop = b.onReceived(() => seen.push('received'));
+    a.channel('x').postMessage(1);
+    a.channel('x').postMessage(2);
+    await eventually(() => seen.length === 3, 'the batch');
+    expect(seen).to.deep.equal(['message 1', 'message 2', 'received']);
+    stop();
+    a.channel('x').postMessage(3);
+    await eventually(() => seen.length === 4, 'the next message');
+    expect(seen.at(-1)).to.equal('message 3');
+  });
 });
