@@ -133,3 +133,41 @@ export interface TaskExecutorMetricsWire {
     readonly inUse: number;
   } | null;
 }
+
+// ------------------------------------------------------------------ gateway calls (connect.ts)
+//
+// A gateway call on a Link channel is one CallFrame; its answer is one ResultFrame or ErrorFrame
+// with the same id, on the same channel the other way. Ids are numbers unique per channel and
+// side; nothing else travels (no paths, no GET/SET, no proxies): a call names one method of the
+// served gateway and passes its arguments as they are, structured-cloneable.
+
+/** A call of `method` with `args` on the gateway served on the channel. */
+export interface CallFrame {
+  readonly kind: 'call';
+  readonly id: number;
+  readonly method: string;
+  readonly args: readonly unknown[];
+}
+
+/** The call `id` returned `value`. */
+export interface ResultFrame {
+  readonly kind: 'result';
+  readonly id: number;
+  readonly value: unknown;
+}
+
+/** The call `id` threw (or its promise rejected with) `thrown`. */
+export interface ErrorFrame {
+  readonly kind: 'error';
+  readonly id: number;
+  readonly thrown: SerializedThrow;
+}
+
+export type AnswerFrame = ResultFrame | ErrorFrame;
+export type GatewayFrame = CallFrame | AnswerFrame;
+
+/** An error on the wire: SerializedError, plus Node's `code` when it has one (ERR_WORKER_OUT_OF_MEMORY). */
+export type WireError = SerializedError & { readonly code?: string };
+
+/** A thrown value on the wire: an Error as a WireError (revived as its own class), anything else as itself. */
+export type SerializedThrow = { readonly isError: true; readonly error: WireError } | { readonly isError: false; readonly value: unknown };

@@ -4,25 +4,13 @@ import { IllegalArgumentError } from '../../lib/core/errors.js';
 import { Link, type ChannelMessageEvent, type CloseKind } from '../../lib/rpc/Link.js';
 import { portTransport, type Transport } from '../../lib/rpc/Transport.js';
 import { eventually } from '../support/eventually.js';
+import { watched } from './support/transports.js';
 
 /** A transport that records what it sends. */
 function spy(inner: Transport): Transport & { readonly sent: unknown[] } {
   const sent: unknown[] = [];
-  return {
-    sent,
-    send: (message) => {
-      sent.push(message);
-      inner.send(message);
-    },
-    onMessage: (handler) => inner.onMessage(handler),
-    onClose: (handler) => inner.onClose(handler),
-    close: () => inner.close(),
-    get closed() {
-      return inner.closed;
-    },
-  };
+  return Object.assign(watched(inner, (message) => sent.push(message)), { sent });
 }
-
 
 const collect = (into: unknown[]) => (event: ChannelMessageEvent) => into.push(event.data);
 
