@@ -65,7 +65,8 @@ export class GatewayCaller {
   #unsent: PendingCall[] = [];
   #lastHeardAt = -Infinity;
   #closedBy: { readonly reason: string; readonly kind: CloseKind } | undefined;
-  readonly #stopHearing: () => void;
+  /** Set while calls are in flight: a link may carry many idle gateways (one per JobMaster a TaskExecutor ever served). */
+  #stopHearing: (() => void) | undefined;
 
   constructor(link: Link, channel: Channel, options: GatewayCallerOptions) {
     this.#link = link;
@@ -77,7 +78,6 @@ export class GatewayCaller {
     channel.addEventListener('message', this.#onMessage);
     channel.onClose(this.#onClose);
     channel.onUndeliverable(this.#onUndeliverable);
-    this.#stopHearing = link.onReceived(this.#heard);
   }
 
   /** Calls waiting for an answer. */
@@ -90,6 +90,7 @@ export class GatewayCaller {
     return new Promise<unknown>((resolve, reject) => {
       const frame: CallFrame = { kind: 'call', id: this.#ids.next++, method, args };
       const call: PendingCall = { frame, resolve, reject, batch: undefined, settled: false };
+      if (this.#pending.size === 0) this.#stopHearing = this.#link.onReceived(this.#heard);
       this.#pending.set(frame.id, call);
       if (this.#unsent.push(call) === 1) this.#link.whenSent(this.#sent);
       this.channel.postMessage(frame);
@@ -123,7 +124,7 @@ export class GatewayCaller {
   };
 
   readonly #heard = (): void => {
-    if (this.#pending.size > 0) this.#lastHeardAt = this.#o.clock.now();
+    this.#lastHeardAt = this.#o.clock.now();
   };
 
   /** Takes `call` out of every table; false if it was settled already. */
@@ -131,6 +132,7 @@ export class GatewayCaller {
     if (call.settled) return false;
     call.settled = true;
     this.#pending.delete(call.frame.id);
+    if (this.#pending.size === 0) this.#stopHearing?.();
     const batch = call.batch;
     if (batch !== undefined && --batch.waiting === 0) {
       if (batch.timer !== undefined) this.#o.clock.clearTimeout(batch.timer);
@@ -173,7 +175,7 @@ export class GatewayCaller {
 
   readonly #onClose = (reason: string, kind: CloseKind): void => {
     this.#closedBy = { reason, kind };
-    this.#stopHearing();
+    this.#stopHearing?.();
     for (const batch of this.#batches) {
       if (batch.timer !== undefined) this.#o.clock.clearTimeout(batch.timer);
     }
