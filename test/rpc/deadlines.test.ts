@@ -114,6 +114,16 @@ describe('gateway call deadlines: a deadline measures a silent peer, not our own
     expect(await answer).to.equal('on time');
   });
 
+  it('lets the answer win when our own thread was blocked past the deadline while it arrived', async () => {
+    const answer = gateway.answerLater();
+    await turns();
+    // Our event loop is blocked for 12 s (a big batch of our own) right after the peer answered:
+    // the deadline timer fires late, in the timers phase, before the answer is delivered.
+    serverSide.afterNextSend(() => clock.stall(12_000));
+    probe.release('answered while we were busy');
+    expect(await answer).to.equal('answered while we were busy');
+  });
+
   it('does the same over a MessagePort, whose carrier has no afterIncoming (two event-loop turns)', async () => {
     for (const link of links) link.close('replaced');
     const { port1, port2 } = new MessageChannel();
