@@ -2,9 +2,10 @@
  * What a gateway call costs in CPU, thread by thread: a profiling aid beside bench/rpc.bench.ts,
  * not a benchmark (`npm run bench` does not run it). Usage:
  *
- *   node --import tsx bench/rpcCpu.ts [calls] [rounds]     (default: 40000 calls, 5 rounds)
+ *   node --import tsx bench/rpcCpu.ts [calls] [rounds] [in flight]     (default: 40000 5 64)
  *
- * Calls EchoGateway.echo on a worker thread (test/fixtures/echoWorker.ts) with 64 in flight, in
+ * Calls EchoGateway.echo on a worker thread (test/fixtures/echoWorker.ts), 64 in flight (or as
+ * many as asked; 1: one call at a time), in
  * interleaved rounds against a raw postMessage round trip to another such worker and, for
  * reference, comlink's own `wrap` over a Link to a worker exposing the same object with comlink's
  * `expose`. Prints, per round and as medians, the CPU per call on the calling (main) thread, on
@@ -22,12 +23,13 @@ import { portTransport } from '../lib/rpc/Transport.js';
 import { ECHO_CHANNEL, type EchoGateway } from '../test/fixtures/echoWorker.js';
 import { cpuTicks, USER_HZ } from './support/procStat.js';
 
-const IN_FLIGHT = 64;
 const WORKER_ENTRY = new URL('../test/fixtures/echoWorker.ts', import.meta.url);
 const PAYLOAD = { allocationId: 'alloc-5f0c9a7e2b1d4c3a', jobId: 'job-9e8d7c6b5a4f3e2d', index: 3 };
 
 const calls = Number(process.argv[2] ?? 40_000);
 const rounds = Number(process.argv[3] ?? 5);
+const IN_FLIGHT = Number(process.argv[4] ?? 64);
+if (!Number.isSafeInteger(IN_FLIGHT) || IN_FLIGHT < 1) throw new Error(`in flight must be a positive integer, got ${process.argv[4]}`);
 if (!Number.isSafeInteger(calls) || calls < IN_FLIGHT) throw new Error(`calls must be an integer >= ${IN_FLIGHT}, got ${process.argv[2]}`);
 if (!Number.isSafeInteger(rounds) || rounds < 1) throw new Error(`rounds must be a positive integer, got ${process.argv[3]}`);
 
