@@ -153,6 +153,8 @@ const DEFAULT_CANCEL_GRACE_MS = 5_000;
 /** Started flags in the first shared buffer; a pool with more runs outstanding gets a buffer twice as large. */
 const INITIAL_RUN_FLAGS = 64;
 
+/** piscina's options for a batch call without a signal. */
+const RUN_BATCH = { name: 'runBatch' } as const;
 /** At most this many runs per pool call (batch). */
 const MAX_BATCH = 16;
 /** A run is re-queued at most this often after its batch's thread was lost (then it fails with that error). */
@@ -216,8 +218,12 @@ export interface RunStartListener {
 /** Runs sent to a thread in one pool call. */
 interface Batch {
   readonly runs: readonly PendingRun[];
-  /** Aborting it terminates the thread running the batch (piscina's abort). */
-  readonly forced: AbortController;
+  /**
+   * Aborting it terminates the thread running the batch (piscina's abort), when the pool has more
+   * than one thread (which one runs the batch is piscina's to know); with one thread, null: that
+   * thread is terminated directly, and no signal (and its listeners) is paid for every call.
+   */
+  readonly forced: AbortController | null;
   /** The run whose cancel forced that stop. */
   forcedRun: PendingRun | null;
 }
@@ -264,6 +270,8 @@ export class SlotTaskPool {
   readonly #threadCount: number;
   readonly #maxBatchesInFlight: number;
   #dispatchScheduled = false;
+  /** The buffers the pool's thread was last sent (null: it may have none, send them with the next batch). */
+  #sent: { readonly started: SharedArrayBuffer; readonly memory: TaskInvocation['memory'] } | null = null;
   #flags = new Int32Array(new SharedArrayBuffer(INITIAL_RUN_FLAGS * Int32Array.BYTES_PER_ELEMENT));
   #freeFlags: number[] = [];
   #unusedFlag = 0;
@@ -302,6 +310,8 @@ export class SlotTaskPool {
 
     const onError = (error: unknown) => {
       this.#poolErrors++;
+      // piscina replaces a thread that died this way: the next batch brings the buffers again.
+      this.#sent = null;
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
       this.#emit({ source: 'pool', level: 'error', pool: this.name, message: `pool error (no task to receive it): ${message}` });
     };
@@ -449,7 +459,9 @@ export class SlotTaskPool {
   #force(run: PendingRun, batch: Batch): void {
     run.stoppedBy = 'forced';
     batch.forcedRun = run;
-    batch.forced.abort(run.cancelReason ?? 'canceled');
+    if (batch.forced !== null) batch.forced.abort(run.cancelReason ?? 'canceled');
+    // piscina sees the thread exit, fails its call and starts another thread.
+    else void this.#pool.threads[0]?.terminate();
   }
 
   #scheduleDispatch(): void {
@@ -485,7 +497,7 @@ export class SlotTaskPool {
   }
 
   #startBatch(runs: PendingRun[]): void {
-    const batch: Batch = { runs, forced: new AbortController(), forcedRun: null };
+    const batch: Batch = { runs, forced: this.#threadCount === 1 ? null : new AbortController(), forcedRun: null };
     // A thread is free for it (fewer batches out than threads): its first run starts now.
     const startsNow = this.#inFlight.length < this.#threadCount;
     this.#inFlight.push(batch);
@@ -501,8 +513,13 @@ export class SlotTaskPool {
     }
     if (startsNow) this.#noticeNextStart(batch, 0);
     const first = runs[0]!;
-    const payload: TaskWorkerBatch = { channel: this.#controlName, started: first.flags.buffer as SharedArrayBuffer, memory: first.invocation.memory, items };
-    this.#pool.run(payload, { name: 'runBatch', signal: batch.forced.signal }).then(
+    const started = first.flags.buffer as SharedArrayBuffer;
+    const { memory } = first.invocation;
+    // The buffers go only when the thread may not have them: it keeps the last ones per channel.
+    const fresh = this.#threadCount > 1 || this.#sent === null || this.#sent.started !== started || this.#sent.memory !== memory;
+    const payload: TaskWorkerBatch = fresh ? { channel: this.#controlName, started, memory, items } : { channel: this.#controlName, items };
+    if (this.#threadCount === 1) this.#sent = { started, memory };
+    this.#pool.run(payload, batch.forced === null ? RUN_BATCH : { name: 'runBatch', signal: batch.forced.signal }).then(
       (result: unknown) => this.#batchEnded(batch, true, undefined, result as TaskWorkerBatchResult),
       (error: unknown) => this.#batchEnded(batch, false, error, null),
     );
@@ -549,6 +566,8 @@ export class SlotTaskPool {
    * the runs that had not started are re-queued (a batch that could not be sent: one by one).
    */
   #batchFailed(batch: Batch, error: unknown): void {
+    // The thread may be a new one (a lost one is replaced): it has none of the buffers.
+    this.#sent = null;
     const name = typeof error === 'object' && error !== null && typeof (error as { name?: unknown }).name === 'string' ? (error as { name: string }).name : 'Error';
     if (name === 'DataCloneError' && batch.runs.length > 1) {
       for (const run of batch.runs) {
@@ -793,7 +812,8 @@ export class SlotTaskPool {
       });
     }
     this.#failed++;
-    if (cancelReason !== null && name === 'AbortError') {
+    // Forced: piscina's abort (AbortError), or its only thread terminated under it (it exited).
+    if (cancelReason !== null && (name === 'AbortError' || stoppedBy === 'forced')) {
       this.#canceled++;
       const how =
         stoppedBy === 'before-start'

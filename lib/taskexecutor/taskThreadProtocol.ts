@@ -39,10 +39,14 @@ export interface TaskWorkerPayload {
 export interface TaskWorkerBatch {
   /** The name of the pool's BroadcastChannel. */
   readonly channel: string;
-  /** An Int32Array's buffer: the pool's started flags (runFlags.ts). */
-  readonly started: SharedArrayBuffer;
-  /** The slot's managed memory for every run of the batch, or null. */
-  readonly memory: SharedMemoryHandle | null;
+  /**
+   * An Int32Array's buffer: the pool's started flags (runFlags.ts). Sent when it changes (the
+   * first call on a thread, a grown buffer, after a lost thread); omitted, the thread uses the
+   * last one it was sent on this channel (a SharedArrayBuffer costs every message it rides in).
+   */
+  readonly started?: SharedArrayBuffer;
+  /** The slot's managed memory for every run of the batch, or null; omitted like `started`. */
+  readonly memory?: SharedMemoryHandle | null;
   readonly items: readonly TaskWorkerBatchItem[];
 }
 

@@ -108,10 +108,12 @@ class RunAbort {
   }
 }
 
-/** This thread's end of a pool's control channel, and the runs it may abort. */
+/** This thread's end of a pool's control channel, the runs it may abort, and the buffers it was last sent. */
 interface PoolChannel {
   readonly channel: BroadcastChannel;
   readonly running: Map<number, RunAbort>;
+  flags: Int32Array | null;
+  memory: SharedMemoryHandle | null;
 }
 
 const controlChannels = new Map<string, PoolChannel>();
@@ -127,7 +129,7 @@ function controlChannel(name: string): PoolChannel {
     };
     // The thread lives as long as its pool wants it, not as long as this channel.
     channel.unref();
-    entry = { channel, running };
+    entry = { channel, running, flags: null, memory: null };
     controlChannels.set(name, entry);
   }
   return entry;
@@ -209,13 +211,7 @@ class RunContext implements TaskContext {
 export default async function runTask(payload: TaskWorkerPayload): Promise<TaskWorkerOutcome> {
   const abort = new RunAbort();
   const sink: LogSink = { pool: undefined, run: 0, label: labelOf(payload.context) };
-  const outcome = await runOne(payload.taskModule, new RunContext(payload.context, payload.config, payload.memory, abort, sink), payload.inputs, abort);
-  try {
-    structuredClone(outcome);
-    return outcome;
-  } catch (error) {
-    return badOutput(outcome, error);
-  }
+  return cloneable(await runOne(payload.taskModule, new RunContext(payload.context, payload.config, payload.memory, abort, sink), payload.inputs, abort));
 }
 
 /**
@@ -225,7 +221,11 @@ export default async function runTask(payload: TaskWorkerPayload): Promise<TaskW
  */
 export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchResult> {
   const pool = controlChannel(batch.channel);
-  const flags = new Int32Array(batch.started);
+  if (batch.started !== undefined) pool.flags = new Int32Array(batch.started);
+  if (batch.memory !== undefined) pool.memory = batch.memory;
+  const { flags, memory } = pool;
+  // The pool sends its buffers again after any lost thread; a thread that has none fails the call, and the pool re-sends.
+  if (flags === null) throw new Error(`no started flags for channel ${batch.channel} on this thread`);
   const { items } = batch;
   let last: TaskWorkerBatchResult = null;
   for (let i = 0; i < items.length; i++) {
@@ -236,24 +236,30 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
     try {
       if (Atomics.compareExchange(flags, item.index, RUN_QUEUED, RUN_STARTED) !== RUN_QUEUED) continue; // canceled while queued
       const sink: LogSink = { pool, run: item.run, label: '' };
-      const outcome = await runOne(item.taskModule, new RunContext(item.context, item.config, batch.memory, abort, sink), item.inputs, abort);
+      const outcome = await runOne(item.taskModule, new RunContext(item.context, item.config, memory, abort, sink), item.inputs, abort);
       if (i < items.length - 1) {
         postOutcome(pool.channel, item.run, outcome);
         continue;
       }
       // The last one comes back as the call's result (one message fewer, and a batch is often a
       // single run): it must be cloneable there, or piscina's post of it would end the thread.
-      try {
-        structuredClone(outcome);
-        last = { run: item.run, outcome };
-      } catch (error) {
-        last = { run: item.run, outcome: badOutput(outcome, error) };
-      }
+      last = { run: item.run, outcome: cloneable(outcome) };
     } finally {
       pool.running.delete(item.run);
     }
   }
   return last;
+}
+
+/** The outcome, or its bad-output failure when it cannot be cloned (an output of a primitive always can). */
+function cloneable(outcome: TaskWorkerOutcome): TaskWorkerOutcome {
+  if (outcome.ok && (typeof outcome.output !== 'object' || outcome.output === null) && typeof outcome.output !== 'function' && typeof outcome.output !== 'symbol') return outcome;
+  try {
+    structuredClone(outcome);
+    return outcome;
+  } catch (error) {
+    return badOutput(outcome, error);
+  }
 }
 
 /** Posts a run's outcome; one the channel cannot clone goes as a bad-output failure instead. */
