@@ -48,30 +48,17 @@ import { randomUUID } from 'node:crypto';
 import { BroadcastChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import { IllegalArgumentError, IllegalStateError, TaskExecutionError } from '../core/errors.js';
-import type { TaskDeploymentDescriptor } from '../rpc/protocol.js';
-import type { SharedMemoryHandle } from './MemoryManager.js';
 import type { ControlFromTask, ControlToTask, HeapLimitProbe, TaskInvocationContext, TaskWorkerBatch, TaskWorkerBatchItem, TaskWorkerBatchResult, TaskWorkerOutcome } from './taskThreadProtocol.js';
 import { RUN_CANCELED, RUN_QUEUED, RUN_STARTED } from './runFlags.js';
 import { createTaskThreads } from './taskThreads.js';
 
 export type { TaskContext, TaskFunction } from './taskWorker.js';
+export type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
+import type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
 export type { TaskInvocationContext } from './taskThreadProtocol.js';
 
 /** Why an attempt failed: TaskExecutionError's reasons. */
 export type TaskFailureReason = ConstructorParameters<typeof TaskExecutionError>[0];
-
-/** One task attempt to run on a slot's pool. */
-export interface TaskInvocation {
-  /** An absolute path or a file: URL; its default export is `async (context, inputs) => output`. */
-  readonly taskModule: string;
-  readonly context: TaskInvocationContext;
-  /** The upstream outputs (structured-cloneable). */
-  readonly inputs: unknown;
-  /** The vertex's parameters (structured-cloneable), seen by the task as `context.config`. */
-  readonly config?: unknown;
-  /** The slot's managed memory (`MemoryManager.share()`), or null: its SharedArrayBuffers are shared with the thread, not copied. */
-  readonly memory: SharedMemoryHandle | null;
-}
 
 export interface TaskResult {
   /** What the task returned (a structured clone of it). */
@@ -200,21 +187,6 @@ class PendingRun implements ActiveRun {
   }
 }
 
-/**
- * Told once when a run starts on its thread: when nothing is left before it there (it starts
- * within a message's latency), or when it is heard logging, and at the latest just before it
- * settles; never for a run canceled before it started. No message per run says so: the pool
- * infers it — a batch sent while a thread is free starts at once, the runs of a batch run one
- * after another (the next starts as the previous one's outcome is posted), and a thread takes the
- * next batch when it returns one. With a thread per pool (a slot's default) that is exact to a
- * message's latency; with more threads a start may be told late. Outcomes and logs come on
- * different channels than a batch's return, so a start may be heard before the end of the run
- * before it. A run re-queued after its thread was lost is not told again.
- */
-export interface RunStartListener {
-  started(): void;
-}
-
 /** Runs sent to a thread in one pool call. */
 interface Batch {
   readonly runs: readonly PendingRun[];
@@ -230,27 +202,6 @@ interface Batch {
 const MiB = 1024 * 1024;
 /** V8's default young generation on 64-bit Node 20 (3 × 16 MiB semi-spaces), if the thread does not say. */
 const DEFAULT_YOUNG_GENERATION_MB = 48;
-
-/** The invocation for a deployment descriptor on a slot whose managed memory is `memory`. */
-export function invocationFor(descriptor: TaskDeploymentDescriptor, memory: SharedMemoryHandle | null): TaskInvocation {
-  return {
-    taskModule: descriptor.taskModule,
-    context: {
-      jobId: descriptor.jobId,
-      jobName: descriptor.jobName,
-      vertexId: descriptor.vertexId,
-      vertexName: descriptor.vertexName,
-      subtaskIndex: descriptor.subtaskIndex,
-      parallelism: descriptor.parallelism,
-      attemptNumber: descriptor.attemptNumber,
-      executionAttemptId: descriptor.executionAttemptId,
-      allocationId: descriptor.allocationId,
-    },
-    inputs: descriptor.inputs,
-    config: descriptor.config,
-    memory,
-  };
-}
 
 export class SlotTaskPool {
   readonly name: string;

@@ -24,7 +24,7 @@ import { HeartbeatMonitor } from '../rpc/HeartbeatMonitor.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ExecutionState, RegistrationResponse, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor, TaskExecutionStateWire, TaskExecutorMetricsWire } from '../rpc/protocol.js';
 import { slotReportToWire } from '../rpc/slotReportWire.js';
-import { invocationFor, type RunStartListener, type TaskInvocation } from './SlotTaskPool.js';
+import { invocationFor, type RunStartListener, type TaskInvocation } from './TaskInvocation.js';
 import { TaskSlotTable, type TaskSlotOutput, type TaskSlotPayload } from './TaskSlotTable.js';
 
 /** Runs a slot's tasks (a piscina pool in production, a double in tests). */
