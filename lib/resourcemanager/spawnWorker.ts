@@ -1,8 +1,12 @@
 /**
  * Starts one TaskExecutor worker, on a thread or in a child process, and hands back the transport
  * to it. The worker entry is chosen by this module's own extension (.ts under tsx in tests, .js
- * from dist/ after tsc), so the same code runs in both.
+ * from dist/ after tsc), so the same code runs in both; from dist/, the one-file bundle of the
+ * entry that `npm run build` writes beside it (scripts/bundleWorkers.ts) when it is there: a worker
+ * then compiles one file instead of resolving and loading ~40 modules.
  */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { forkProcess } from '../rpc/forkProcess.js';
 import { startWorker } from '../rpc/startWorker.js';
 import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
@@ -20,7 +24,9 @@ export interface SpawnedWorker {
 }
 
 const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-export const DEFAULT_WORKER_ENTRY = new URL(`../taskexecutor/taskExecutorMain${extension}`, import.meta.url);
+const BUNDLED_ENTRY = new URL('../taskexecutor/taskExecutorMain.bundle.js', import.meta.url);
+export const DEFAULT_WORKER_ENTRY =
+  extension === '.js' && existsSync(fileURLToPath(BUNDLED_ENTRY)) ? BUNDLED_ENTRY : new URL(`../taskexecutor/taskExecutorMain${extension}`, import.meta.url);
 
 /** Heap above the tasks' own for the TaskExecutor runtime in a child process. */
 const PROCESS_HEAP_OVERHEAD_MB = 96;
