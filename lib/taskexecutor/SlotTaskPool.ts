@@ -99,10 +99,10 @@ export interface SlotTaskPoolOptions {
   readonly log?: (entry: SlotTaskPoolLogEntry) => void;
   /**
    * Threads booted ahead of need (a TaskThreadReserve's, made with `createTaskThreads` for the
-   * same heap limit); the pool owns them from now on and destroys them on close. Unset: the pool
-   * makes its own from the options above.
+   * same heap limit), or the promise of them; the pool owns them from now on and destroys them on
+   * close. Unset: the pool makes its own from the options above.
    */
-  readonly threads?: Piscina;
+  readonly threads?: Piscina | Promise<Piscina>;
 }
 
 export interface SlotTaskPoolStats {
@@ -208,7 +208,9 @@ export class SlotTaskPool {
   readonly heapLimitMb: number | undefined;
   readonly cancelGraceMs: number;
 
-  readonly #pool: Piscina;
+  /** The pool's piscina, once it is there (see the constructor). */
+  #pool: Piscina | null = null;
+  readonly #poolReady: Promise<Piscina>;
   readonly #log: (entry: SlotTaskPoolLogEntry) => void;
   /** 'abort' to the runs, 'log' from them. */
   readonly #control: BroadcastChannel;
@@ -266,12 +268,11 @@ export class SlotTaskPool {
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
       this.#emit({ source: 'pool', level: 'error', pool: this.name, message: `pool error (no task to receive it): ${message}` });
     };
-    if (options.threads !== undefined) {
-      // Booted ahead of need (TaskThreadReserve): ours alone from now on, its errors ours to report.
-      this.#pool = options.threads;
-      this.#pool.on('error', onError);
-    } else {
-      this.#pool = createTaskThreads({
+    // Booted ahead of need (TaskThreadReserve): ours alone from now on, its errors ours to report.
+    // Else made here. Either may still be on its way (piscina loading): runs wait in the queue.
+    const threads =
+      options.threads ??
+      createTaskThreads({
         ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
         maxThreads,
         ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
@@ -279,7 +280,17 @@ export class SlotTaskPool {
         ...(options.execArgv === undefined ? {} : { execArgv: options.execArgv }),
         onError,
       });
-    }
+    const adopt = (pool: Piscina): Piscina => {
+      if (options.threads !== undefined) pool.on('error', onError);
+      this.#pool = pool;
+      this.#scheduleDispatch();
+      return pool;
+    };
+    this.#poolReady = threads instanceof Promise ? threads.then(adopt) : Promise.resolve(adopt(threads));
+    // A pool that could not be made fails the runs waiting for it (and close() still resolves).
+    this.#poolReady.catch((error: unknown) => {
+      for (const run of this.#queue.splice(0)) if (!run.settled) this.#reject(run, this.#fromPiscina(error, run.ctx, null, null));
+    });
     this.#control = new BroadcastChannel(this.#controlName);
     this.#control.onmessage = (event) => {
       this.#onControl((event as { data: ControlFromTask }).data);
@@ -300,14 +311,14 @@ export class SlotTaskPool {
       running,
       queued: this.#runs.size - running,
       poolErrors: this.#poolErrors,
-      threads: this.#pool.threads.length,
+      threads: this.#pool?.threads.length ?? 0,
       batches: this.#batches,
     };
   }
 
   /** The ids of the live threads (a replaced thread gets a new id). */
   threadIds(): number[] {
-    return this.#pool.threads.map((worker) => worker.threadId);
+    return this.#pool?.threads.map((worker) => worker.threadId) ?? [];
   }
 
   get closed(): boolean {
@@ -412,7 +423,7 @@ export class SlotTaskPool {
     batch.forcedRun = run;
     if (batch.forced !== null) batch.forced.abort(run.cancelReason ?? 'canceled');
     // piscina sees the thread exit, fails its call and starts another thread.
-    else void this.#pool.threads[0]?.terminate();
+    else void this.#pool?.threads[0]?.terminate();
   }
 
   #scheduleDispatch(): void {
@@ -428,7 +439,8 @@ export class SlotTaskPool {
    */
   #dispatch(): void {
     this.#dispatchScheduled = false;
-    if (this.#closing !== null) return;
+    // No pool yet (piscina still loading): the runs wait; adopting the pool dispatches them.
+    if (this.#closing !== null || this.#pool === null) return;
     if (this.#queue.some((run) => run.settled)) this.#queue = this.#queue.filter((run) => !run.settled);
     while (this.#queue.length > 0 && this.#inFlight.length < this.#maxBatchesInFlight) {
       const places = this.#maxBatchesInFlight - this.#inFlight.length;
@@ -470,7 +482,7 @@ export class SlotTaskPool {
     const fresh = this.#threadCount > 1 || this.#sent === null || this.#sent.started !== started || this.#sent.memory !== memory;
     const payload: TaskWorkerBatch = fresh ? { channel: this.#controlName, started, memory, items } : { channel: this.#controlName, items };
     if (this.#threadCount === 1) this.#sent = { started, memory };
-    this.#pool.run(payload, batch.forced === null ? RUN_BATCH : { name: 'runBatch', signal: batch.forced.signal }).then(
+    this.#pool!.run(payload, batch.forced === null ? RUN_BATCH : { name: 'runBatch', signal: batch.forced.signal }).then(
       (result: unknown) => this.#batchEnded(batch, true, undefined, result as TaskWorkerBatchResult),
       (error: unknown) => this.#batchEnded(batch, false, error, null),
     );
@@ -669,7 +681,7 @@ export class SlotTaskPool {
         allowed: ['open'],
       });
     }
-    const probe = (await this.#pool.run(null, { name: 'heapLimit' })) as HeapLimitProbe;
+    const probe = (await (await this.#poolReady).run(null, { name: 'heapLimit' })) as HeapLimitProbe;
     const heapSizeLimitMb = probe.heapSizeLimit / MiB;
     const youngGenerationMb = probe.resourceLimits.maxYoungGenerationSizeMb ?? DEFAULT_YOUNG_GENERATION_MB;
     const actualMb = heapSizeLimitMb - youngGenerationMb;
@@ -681,7 +693,7 @@ export class SlotTaskPool {
   /** Terminates the threads; a running attempt rejects `canceled`. Idempotent. */
   close(): Promise<void> {
     if (this.#closing === null) {
-      this.#closing = this.#pool.destroy().finally(() => this.#control.close());
+      this.#closing = this.#poolReady.then((pool) => pool.destroy(), () => {}).finally(() => this.#control.close());
       // Runs not sent to a thread yet end as piscina ends the ones it holds.
       const queued = this.#queue;
       this.#queue = [];

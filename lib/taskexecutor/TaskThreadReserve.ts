@@ -14,13 +14,15 @@
  *   with its tasks for the CPU; the spares come back as its slots are freed.
  */
 import type { Piscina } from 'piscina';
-import { createTaskThreads, threadsReady, type TaskThreadsOptions } from './taskThreads.js';
+import { createTaskThreads, loadTaskThreads, threadsReady, type TaskThreadsOptions } from './taskThreads.js';
 
 export interface TaskThreadReserveOptions {
   /** Spare threads per heap limit (0: none kept; every allocation boots its own). */
   readonly spare: number;
-  /** Makes a pool of one thread (default `createTaskThreads`; tests pass doubles). */
-  readonly create?: (options: TaskThreadsOptions) => Piscina;
+  /** Makes a pool of one thread (default `createTaskThreads`, which loads piscina first if it must; tests pass doubles). */
+  readonly create?: (options: TaskThreadsOptions) => Piscina | Promise<Piscina>;
+  /** Loads what `create` needs before spares boot (default piscina itself; tests: nothing). */
+  readonly load?: () => Promise<void>;
   /** Where errors of spare threads go (a spare has no task that could receive them). */
   readonly log: (message: string) => void;
 }
@@ -43,13 +45,16 @@ const keyOf = (heapLimitMb: number | undefined): string => (heapLimitMb === unde
 
 export class TaskThreadReserve {
   readonly #o: TaskThreadReserveOptions;
-  readonly #create: (options: TaskThreadsOptions) => Piscina;
+  readonly #create: (options: TaskThreadsOptions) => Piscina | Promise<Piscina>;
   /** Spare pools by heap limit. */
   readonly #spares = new Map<string, Piscina[]>();
   /** Pools handed to a slot: their owner reports their errors. */
   readonly #taken = new WeakSet<Piscina>();
   /** Allocated slots (taken threads) by heap limit: spares of a limit other than the default's are kept while this is > 0. */
   readonly #inUse = new Map<string, number>();
+  readonly #load: () => Promise<void>;
+  /** Spares boot once what `create` needs is loaded. */
+  #loaded = false;
   #booting = false;
   #running = false;
   /** The default slot's heap limit, once started. */
@@ -63,6 +68,7 @@ export class TaskThreadReserve {
   constructor(options: TaskThreadReserveOptions) {
     this.#o = options;
     this.#create = options.create ?? createTaskThreads;
+    this.#load = options.load ?? (options.create === undefined ? loadTaskThreads : () => Promise.resolve());
   }
 
   get stats(): TaskThreadReserveStats {
@@ -83,27 +89,38 @@ export class TaskThreadReserve {
       this.#defaultKey = keyOf(defaultHeapLimitMb);
       this.#freeSlots = freeSlots;
     }
+    if (this.#running) return this.#refill();
     this.#running = true;
-    this.#refill();
+    // piscina is loaded now, after registration, not while the TaskExecutor starts.
+    this.#load().then(
+      () => {
+        this.#loaded = true;
+        this.#refill();
+      },
+      (error: unknown) => this.#o.log(`task threads cannot be made: ${error instanceof Error ? error.message : String(error)}`),
+    );
   }
 
   /**
    * A pool of one task thread with this heap limit, for one slot allocation: a spare when there is
-   * one, else one booting now. The caller owns it from now on: it listens for its 'error' events,
-   * destroys it when the slot closes and then calls `released`.
+   * one, else one booting now (a promise of it while piscina is still loading). The caller owns it
+   * from now on: it listens for its 'error' events, destroys it when the slot closes and then calls
+   * `released`.
    */
-  take(heapLimitMb: number | undefined): Piscina {
+  take(heapLimitMb: number | undefined): Piscina | Promise<Piscina> {
     const key = keyOf(heapLimitMb);
     this.#inUse.set(key, (this.#inUse.get(key) ?? 0) + 1);
-    let pool = this.#spares.get(key)?.shift();
-    if (pool !== undefined) this.#served++;
-    else {
-      pool = this.#boot(heapLimitMb);
-      this.#bootedOnDemand++;
+    const spare = this.#spares.get(key)?.shift();
+    if (spare !== undefined) {
+      this.#served++;
+      this.#taken.add(spare);
+      this.#refill();
+      return spare;
     }
-    this.#taken.add(pool);
+    this.#bootedOnDemand++;
+    const booting = this.#boot(heapLimitMb, true);
     this.#refill();
-    return pool;
+    return booting;
   }
 
   /** A slot that took a thread of this heap limit has closed (its owner destroyed the thread). */
@@ -128,16 +145,23 @@ export class TaskThreadReserve {
     await Promise.allSettled(spares.map((pool) => pool.destroy()));
   }
 
-  #boot(heapLimitMb: number | undefined): Piscina {
+  /** A pool booting now (a promise of it while what it needs loads); `taken` for a slot, else a spare. */
+  #boot(heapLimitMb: number | undefined, taken: boolean): Piscina | Promise<Piscina> {
     this.#started++;
-    const pool: Piscina = this.#create({
+    let pool: Piscina | undefined;
+    const made = this.#create({
       ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
       // Spare, nobody's task can receive it; taken, its owner's listener reports it.
       onError: (error) => {
-        if (!this.#taken.has(pool)) this.#o.log(`a spare task thread (heap limit ${keyOf(heapLimitMb)} MB) reported an error: ${error instanceof Error ? error.message : String(error)}`);
+        if (pool === undefined || !this.#taken.has(pool)) this.#o.log(`a spare task thread (heap limit ${keyOf(heapLimitMb)} MB) reported an error: ${error instanceof Error ? error.message : String(error)}`);
       },
     });
-    return pool;
+    const keep = (made: Piscina) => {
+      pool = made;
+      if (taken) this.#taken.add(made);
+      return made;
+    };
+    return made instanceof Promise ? made.then(keep) : keep(made);
   }
 
   /** The heap limit whose spares are furthest below their target, if any is: `spare` each, no more in all than slots are free. */
@@ -159,11 +183,12 @@ export class TaskThreadReserve {
 
   /** Boots the next spare once the one booting is up: one at a time, while any limit is short. */
   #refill(): void {
-    if (this.#booting || !this.#running || this.#closed) return;
+    if (this.#booting || !this.#running || !this.#loaded || this.#closed) return;
     const heapLimitMb = this.#mostNeeded();
     if (heapLimitMb === null) return;
     const key = keyOf(heapLimitMb);
-    const pool = this.#boot(heapLimitMb);
+    // Loaded: made at once (a double may hand a promise; spares are plain pools then).
+    const pool = this.#boot(heapLimitMb, false) as Piscina;
     let list = this.#spares.get(key);
     if (list === undefined) this.#spares.set(key, (list = []));
     list.push(pool);

@@ -8,10 +8,13 @@
  * an 'error' listener from the first moment (unhandled, it crashes the TaskExecutor). The pool
  * keeps its threads warm (`minThreads` = `maxThreads`): piscina boots them at once and loads the
  * worker file in each before it reports ready, so the first task skips the ~50 ms boot.
+ *
+ * piscina itself is loaded on first need (`loadTaskThreads`), not when a TaskExecutor's worker
+ * starts: a TaskExecutor registers first and loads it after, in the background.
  */
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 
 export interface TaskThreadsOptions {
   /** The slot profile's task heap in MB → each thread's `maxOldGenerationSizeMb`; undefined = no limit. */
@@ -32,12 +35,30 @@ export interface TaskThreadsOptions {
 const OWN_EXTENSION = extname(fileURLToPath(import.meta.url));
 const DEFAULT_WORKER_FILE = fileURLToPath(new URL(`./taskWorker${OWN_EXTENSION}`, import.meta.url));
 
-/** A piscina pool of task threads, booting now. */
-export function createTaskThreads(options: TaskThreadsOptions): Piscina {
+let PiscinaClass: typeof Piscina | undefined;
+let loading: Promise<typeof Piscina> | undefined;
+
+/** Loads piscina, once; resolves when task threads can be made. */
+export function loadTaskThreads(): Promise<void> {
+  loading ??= import('piscina').then((module) => (PiscinaClass = module.Piscina));
+  return loading.then(() => undefined);
+}
+
+/** Whether piscina is loaded (task threads can be made at once). */
+export function taskThreadsLoaded(): boolean {
+  return PiscinaClass !== undefined;
+}
+
+/** A piscina pool of task threads, booting now: at once once piscina is loaded, else when it is. */
+export function createTaskThreads(options: TaskThreadsOptions): Piscina | Promise<Piscina> {
+  return PiscinaClass === undefined ? loadTaskThreads().then(() => createLoaded(options)) : createLoaded(options);
+}
+
+function createLoaded(options: TaskThreadsOptions): Piscina {
   const { heapLimitMb, maxThreads = 1, idleTimeoutMs, workerFile } = options;
   const filename = workerFile === undefined ? DEFAULT_WORKER_FILE : workerFile instanceof URL || workerFile.startsWith('file:') ? fileURLToPath(workerFile) : workerFile;
   const execArgv = options.execArgv ?? (OWN_EXTENSION === '.ts' ? ['--import', 'tsx'] : []);
-  const pool = new Piscina({
+  const pool = new PiscinaClass!({
     filename,
     name: 'default',
     execArgv: [...execArgv],

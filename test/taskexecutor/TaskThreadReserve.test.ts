@@ -60,6 +60,7 @@ describe('TaskThreadReserve', () => {
     await bootAll();
     expect(pools).to.have.length(0);
     reserve.start(128);
+    await new Promise((resolve) => setImmediate(resolve)); // what the pools need is loaded first
     expect(pools).to.have.length(1); // the second waits for the first to be up
     await bootAll();
     expect(pools.map((p) => p.heapLimitMb)).to.deep.equal([128, 128]);
