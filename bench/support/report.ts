@@ -4,6 +4,7 @@
  * script or CI reads). Benchmarks report; nothing here asserts a timing.
  */
 import type { Bench, Task } from 'tinybench';
+import { threadCpuMicros } from './procStat.js';
 
 /** One task's figures. An errored or unfinished task keeps its row, with NaN figures and `error` set. */
 export interface BenchRow {
@@ -107,4 +108,58 @@ export function settledHeapUsed(): number {
   const gc = exposedGc();
   if (gc !== undefined) for (let i = 0; i < 3; i++) gc();
   return process.memoryUsage().heapUsed;
+}
+
+/** The smallest, middle and largest of a few figures (one per interleaved round). */
+export interface Spread {
+  readonly min: number;
+  readonly median: number;
+  readonly max: number;
+}
+
+/** min / median / max of `values` (the median of an even count is the mean of the middle two). */
+export function spreadOf(values: readonly number[]): Spread {
+  if (values.length === 0) return { min: NaN, median: NaN, max: NaN };
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  const median = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return { min: sorted[0]!, median, max: sorted[sorted.length - 1]! };
+}
+
+/** `1.2 / 1.5 / 2.1` (min / median / max), rounded for printing. */
+export function formatSpread(s: Spread, digits = 3): string {
+  return `${round(s.min, digits)} / ${round(s.median, digits)} / ${round(s.max, digits)}`;
+}
+
+/** The spread rounded for the JSON line. */
+export function roundedSpread(s: Spread): Spread {
+  return { min: round(s.min), median: round(s.median), max: round(s.max) };
+}
+
+/** What ops cost on average: wall time, and CPU time of the main thread (see threadCpuMicros). */
+export interface OpCost {
+  readonly wallMicros: number;
+  readonly cpuMicros: number;
+  readonly ops: number;
+}
+
+/**
+ * Runs `op` back to back for at least `budgetMs` of wall time and at least `minOps` times
+ * (awaiting it when it returns a promise) and returns the mean cost per op.
+ */
+export async function timeOps(op: () => void | Promise<void>, budgetMs: number, minOps = 3): Promise<OpCost> {
+  let ops = 0;
+  const cpuStarted = threadCpuMicros();
+  const started = performance.now();
+  let now = started;
+  while (ops < minOps || now - started < budgetMs) {
+    const pending = op();
+    if (pending !== undefined) await pending;
+    ops++;
+    // Reading the clock costs ~0.1 µs: look at it every 16 ops once past the minimum.
+    if (ops < minOps || (ops & 15) === 0) now = performance.now();
+  }
+  const wall = performance.now() - started;
+  const cpu = threadCpuMicros() - cpuStarted;
+  return { wallMicros: (wall * 1000) / ops, cpuMicros: cpu / ops, ops };
 }
