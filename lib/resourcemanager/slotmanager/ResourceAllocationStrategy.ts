@@ -15,7 +15,7 @@ import { ResourceCounter } from '../../core/ResourceCounter.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { PendingTaskManagerID } from './PendingTaskManager.js';
 import type { PlacementPreference, SlotReservation, TaskManagerTracker } from './TaskManagerTracker.js';
-import { explainShortage, type WaitReason } from './WaitReason.js';
+import type { WaitReason } from './WaitReason.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
 
 /** `count` slots of `profile` for a job (UNKNOWN: each executor's default slot). */
@@ -122,9 +122,9 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
       let refusal: WaitReason | undefined;
       if (left > 0) {
         if (this.workerSpec === null) {
-          refusal = explainShortage(demand.profile, tracker.taskManagers);
+          refusal = tracker.explainShortage(demand.profile);
         } else if (!this.workerSpec.totalResourceProfile.allFieldsNoLessThan(effectiveOn(this.workerSpec, demand.profile))) {
-          const shortage = explainShortage(demand.profile, tracker.taskManagers);
+          const shortage = tracker.explainShortage(demand.profile);
           refusal = shortage.couldFitWhenFree.length > 0 ? shortage : { kind: 'exceeds-worker-shape', shortfall: this.workerSpec.totalResourceProfile.shortfall(effectiveOn(this.workerSpec, demand.profile)) };
         } else {
           while (left > 0) {

@@ -14,8 +14,10 @@ import { ResourceProfile } from '../../core/ResourceProfile.js';
 import { FreeResourceIndex } from './FreeResourceIndex.js';
 import { PendingTaskManager, type PendingTaskManagerID } from './PendingTaskManager.js';
 import { transitionResourceSlot } from './ResourceSlotTransitions.js';
+import { ShortageIndex } from './ShortageIndex.js';
 import { candidateOrder, type SlotMatchingPolicy } from './SlotMatchingStrategy.js';
 import { TaskManagerRegistration, type ResourceSlotRecord, type TaskManagerInfo } from './TaskManagerRegistration.js';
+import type { WaitReason } from './WaitReason.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
 
 /** Capacity a plan set aside on an executor for one slot of a job, not yet asked of the executor. */
@@ -52,6 +54,7 @@ export class TaskManagerTracker {
   readonly #pending = new Map<PendingTaskManagerID, PendingTaskManager>();
   readonly #blocked = new Set<TaskManagerRegistration>();
   readonly #index: FreeResourceIndex;
+  readonly #shortages: ShortageIndex;
   #seq = 0;
   #registeredResource = ResourceProfile.ZERO;
   #registeredSlots = 0;
@@ -63,6 +66,12 @@ export class TaskManagerTracker {
     this.#clock = options.clock;
     this.#onIdleChanged = options.onIdleChanged ?? (() => {});
     this.#index = new FreeResourceIndex(candidateOrder(options.policy), () => this.#taskManagers.values(), options.policy !== 'first-fit');
+    this.#shortages = new ShortageIndex(
+      () => this.#taskManagers.values(),
+      () => this.#blocked,
+      (taskManager) => this.#taskManagers.get(taskManager.resourceId) === taskManager,
+      () => this.#taskManagers.size,
+    );
   }
 
   // ------------------------------------------------------------------ registered executors
@@ -77,6 +86,7 @@ export class TaskManagerTracker {
     this.#registeredSlots += info.numberOfStaticSlots;
     this.#freeResource = undefined;
     this.#index.taskManagerChanged(taskManager);
+    this.#shortages.taskManagerAdded(taskManager);
     // It arrives idle: whoever releases idle executors must hear of it like of any other.
     this.#onIdleChanged(taskManager);
     return taskManager;
@@ -92,6 +102,7 @@ export class TaskManagerTracker {
     this.#registeredResource = this.#registeredResource.subtract(taskManager.totalResourceProfile);
     this.#registeredSlots -= taskManager.numberOfStaticSlots;
     this.#index.taskManagerRemoved(taskManager);
+    this.#shortages.taskManagerRemoved(taskManager);
     return taskManager;
   }
 
@@ -165,6 +176,15 @@ export class TaskManagerTracker {
       if (onHost !== undefined) return onHost;
     }
     return this.#index.best(requirement);
+  }
+
+  /**
+   * Why no executor takes `requirement` now: what `explainShortage(requirement, taskManagers)`
+   * answers, kept up incrementally (ShortageIndex): O(log n) per executor changed since the last
+   * call, when no unblocked executor can take it.
+   */
+  explainShortage(requirement: ResourceProfile): Extract<WaitReason, { kind: 'insufficient-resources' }> {
+    return this.#shortages.explain(requirement);
   }
 
   /** Every executor that can take `requirement` now (O(candidates); for explanations). */
@@ -351,6 +371,7 @@ export class TaskManagerTracker {
     this.#freeResource = undefined;
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
+    this.#shortages.taskManagerChanged(taskManager);
   }
 
   #giveBack(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
@@ -358,6 +379,7 @@ export class TaskManagerTracker {
     this.#freeResource = undefined;
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
+    this.#shortages.taskManagerChanged(taskManager);
   }
 
   /** Closes a reservation; its static slot goes back to free only when the reservation is dropped. */

@@ -52,9 +52,18 @@ export function describeWaitReason(reason: WaitReason): string {
 }
 
 /**
+ * How far an executor is from holding a requirement, from what it falls short in (non-empty):
+ * ten per short dimension, plus the relative deficit of each (lower is closer).
+ */
+export function shortfallScore(shortfall: readonly ResourceShortfall[]): number {
+  return shortfall.length * 10 + shortfall.reduce((sum, s) => sum + (s.required - s.available) / Math.max(s.required, 1e-9), 0);
+}
+
+/**
  * The executors closest to holding `requirement` (fewest short dimensions, then smallest relative
  * deficit), and those whose total could hold it once their slots are freed. One pass over the
- * executors: only run when a requirement cannot be placed, never on the matching path.
+ * executors: the reference answer; the SlotManager asks the tracker's ShortageIndex, which keeps
+ * the same answer up incrementally instead of recomputing it on every requirement check.
  */
 export function explainShortage(requirement: ResourceProfile, taskManagers: Iterable<TaskManagerRegistration>, limit = 3): Extract<WaitReason, { kind: 'insufficient-resources' }> {
   const scored: Array<{ resourceId: ResourceID; shortfall: ResourceShortfall[]; score: number; seq: number }> = [];
@@ -67,8 +76,7 @@ export function explainShortage(requirement: ResourceProfile, taskManagers: Iter
       if (taskManager.blocked && passedOver.length < limit) passedOver.push(taskManager.resourceId);
       continue;
     }
-    const deficit = shortfall.reduce((sum, s) => sum + (s.required - s.available) / Math.max(s.required, 1e-9), 0);
-    scored.push({ resourceId: taskManager.resourceId, shortfall, score: shortfall.length * 10 + deficit, seq: taskManager.seq });
+    scored.push({ resourceId: taskManager.resourceId, shortfall, score: shortfallScore(shortfall), seq: taskManager.seq });
     if (couldFitWhenFree.length < limit && taskManager.totalResourceProfile.allFieldsNoLessThan(effective)) couldFitWhenFree.push(taskManager.resourceId);
   }
   scored.sort((a, b) => a.score - b.score || a.seq - b.seq);
