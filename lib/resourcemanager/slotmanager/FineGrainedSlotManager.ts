@@ -77,6 +77,8 @@ interface SlotRequestRecord {
   readonly since: number;
   state: 'waiting' | 'allocating';
   reason: WaitReason | null;
+  /** Its timeout's key, built once: a key built again is a new string the scheduler's Map must compare character by character. */
+  readonly deadlineKey: DeadlineKey;
 }
 
 interface JobWait {
@@ -107,6 +109,7 @@ export class FineGrainedSlotManager {
   readonly #waits = new Map<JobID, JobWait>();
   /** Executors blocked because they are being released (not merely after a failed request). */
   readonly #releasing = new Set<ResourceIDType>();
+  readonly #idleKeys = new Map<ResourceIDType, DeadlineKey>();
   #checking = false;
   #recheck = false;
   #deferring = 0;
@@ -239,7 +242,8 @@ export class FineGrainedSlotManager {
     }
     this.tracker.removeTaskManager(resourceId);
     this.#releasing.delete(resourceId);
-    this.#deadlines.cancel(`idle:${resourceId}`);
+    this.#deadlines.cancel(this.#idleKey(resourceId));
+    this.#idleKeys.delete(resourceId);
     this.#deadlines.cancel(`unblock:${resourceId}`);
     for (const [jobId, allocationIds] of lost) this.#notify((l) => l.slotsLost?.(jobId, allocationIds, resourceId, cause));
     this.#scheduleCheck();
@@ -349,8 +353,9 @@ export class FineGrainedSlotManager {
     this.#refuseNeverSatisfiable(jobId, profile);
     const place = typeof preference === 'string' ? { host: preference } : preference;
     const since = this.#clock.now();
-    this.#requests.set(allocationId, { jobId, allocationId, profile, preference: place, targetAddress, since, state: 'waiting', reason: null });
-    this.#deadlines.schedule(`request:${allocationId}`, since + this.options['slot.request.timeout']);
+    const deadlineKey: DeadlineKey = `request:${allocationId}`;
+    this.#requests.set(allocationId, { jobId, allocationId, profile, preference: place, targetAddress, since, state: 'waiting', reason: null, deadlineKey });
+    this.#deadlines.schedule(deadlineKey, since + this.options['slot.request.timeout']);
     this.#scheduleCheck();
     return 'accepted';
   }
@@ -597,13 +602,13 @@ export class FineGrainedSlotManager {
 
   #fulfilled(request: SlotRequestRecord, resourceId: ResourceIDType, index: number): void {
     this.#requests.delete(request.allocationId);
-    this.#deadlines.cancel(`request:${request.allocationId}`);
+    this.#deadlines.cancel(request.deadlineKey);
     this.#notify((l) => l.slotRequestFulfilled?.(request.jobId, request.allocationId, resourceId, index));
   }
 
   #failRequest(request: SlotRequestRecord, reason: 'timed-out' | 'canceled' | 'suspended' | 'duplicate-request', message: string): void {
     this.#requests.delete(request.allocationId);
-    this.#deadlines.cancel(`request:${request.allocationId}`);
+    this.#deadlines.cancel(request.deadlineKey);
     if (request.state === 'allocating') this.#syncer.freeSlot(request.allocationId);
     const why = request.reason === null ? undefined : describeWaitReason(request.reason);
     const error = new SlotRequestError(reason, `slot request ${AllocationID.short(request.allocationId)} of job ${JobID.short(request.jobId)} for ${request.profile}: ${message}${why ? `; it waited because ${why}` : ''}`, {
@@ -641,8 +646,19 @@ export class FineGrainedSlotManager {
 
   #idleChanged(taskManager: TaskManagerRegistration): void {
     if (!this.#allocator.isSupported) return;
-    if (taskManager.idleSince === null) this.#deadlines.cancel(`idle:${taskManager.resourceId}`);
-    else this.#deadlines.schedule(`idle:${taskManager.resourceId}`, taskManager.idleSince + this.options['resourcemanager.taskmanager-timeout']);
+    const key = this.#idleKey(taskManager.resourceId);
+    if (taskManager.idleSince === null) this.#deadlines.cancel(key);
+    else this.#deadlines.schedule(key, taskManager.idleSince + this.options['resourcemanager.taskmanager-timeout']);
+  }
+
+  /** The idle deadline's key of an executor, built once per executor (see SlotRequestRecord.deadlineKey). */
+  #idleKey(resourceId: ResourceIDType): DeadlineKey {
+    let key = this.#idleKeys.get(resourceId);
+    if (key === undefined) {
+      key = `idle:${resourceId}`;
+      this.#idleKeys.set(resourceId, key);
+    }
+    return key;
   }
 
   /** An executor idle for resourcemanager.taskmanager-timeout is released, unless the redundant workers need it. */
@@ -654,7 +670,7 @@ export class FineGrainedSlotManager {
       const free = [...this.tracker.pendingTaskManagers].reduce((sum, p) => sum.merge(p.unusedResource), this.tracker.freeRegisteredResource);
       const without = free.allFieldsNoLessThan(taskManager.available) ? free.subtract(taskManager.available) : ResourceProfile.ZERO;
       if (!without.allFieldsNoLessThan(this.workerSpec.totalResourceProfile.multiply(redundant))) {
-        this.#deadlines.schedule(`idle:${resourceId}`, this.#clock.now() + this.options['resourcemanager.taskmanager-timeout']);
+        this.#deadlines.schedule(this.#idleKey(resourceId), this.#clock.now() + this.options['resourcemanager.taskmanager-timeout']);
         return;
       }
     }
@@ -678,6 +694,7 @@ export class FineGrainedSlotManager {
     this.#targets.clear();
     this.#waits.clear();
     this.#releasing.clear();
+    this.#idleKeys.clear();
     this.#deadlines.clear();
   }
 
