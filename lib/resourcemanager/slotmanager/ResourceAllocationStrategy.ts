@@ -76,6 +76,12 @@ export interface ResourceAllocationLimits {
   readonly redundantTaskManagers: number;
 }
 
+/** Slots and resources of the registered executors and every pending or planned worker. */
+interface Totals {
+  slots: number;
+  resource: ResourceProfile;
+}
+
 /** A worker (pending or planned) as the plan fills it. */
 interface WorkerPlan {
   readonly id: PendingTaskManagerID | null;
@@ -96,10 +102,10 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
     const outcomes: DemandOutcome[] = [];
     const pending: WorkerPlan[] = [...tracker.pendingTaskManagers].map((p) => ({ id: p.id, spec: p.spec, available: p.totalResourceProfile, allocations: new Map() }));
     const fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }> = [];
-    const totals = {
-      slots: tracker.numberOfRegisteredSlots + tracker.numberOfPendingSlots,
-      resource: tracker.registeredResource.merge(tracker.pendingResource),
-    };
+    // What the cluster would have with every pending and planned worker: summed only when a new
+    // worker is considered (a profile merge per check is a good part of a check that places one slot).
+    let planned: Totals | undefined;
+    const totals = (): Totals => (planned ??= { slots: tracker.numberOfRegisteredSlots + tracker.numberOfPendingSlots, resource: tracker.registeredResource.merge(tracker.pendingResource) });
 
     for (const demand of demands) {
       let left = demand.count;
@@ -128,9 +134,9 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
           refusal = shortage.couldFitWhenFree.length > 0 ? shortage : { kind: 'exceeds-worker-shape', shortfall: this.workerSpec.totalResourceProfile.shortfall(effectiveOn(this.workerSpec, demand.profile)) };
         } else {
           while (left > 0) {
-            refusal = this.#limitReason(totals, this.workerSpec);
+            refusal = this.#limitReason(totals(), this.workerSpec);
             if (refusal !== undefined) break;
-            const worker = this.#newWorker(this.workerSpec, 'requirements', totals);
+            const worker = this.#newWorker(this.workerSpec, 'requirements', totals());
             fresh.push(worker);
             left = this.#fill([worker], demand, left, touched);
           }
@@ -166,14 +172,14 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
     return left;
   }
 
-  #newWorker(spec: WorkerResourceSpec, purpose: PlannedWorker['purpose'], totals: { slots: number; resource: ResourceProfile }) {
+  #newWorker(spec: WorkerResourceSpec, purpose: PlannedWorker['purpose'], totals: Totals) {
     totals.slots += spec.numberOfSlots;
     totals.resource = totals.resource.merge(spec.totalResourceProfile);
     return { id: null, spec, available: spec.totalResourceProfile, allocations: new Map<JobID, ResourceCounter>(), purpose };
   }
 
   /** Why one more worker may not be started, or undefined when it may. */
-  #limitReason(totals: { slots: number; resource: ResourceProfile }, spec: WorkerResourceSpec): WaitReason | undefined {
+  #limitReason(totals: Totals, spec: WorkerResourceSpec): WaitReason | undefined {
     const slots = totals.slots + spec.numberOfSlots;
     if (slots > this.limits.maxSlots) return { kind: 'max-slots-reached', limit: this.limits.maxSlots, wouldBe: slots };
     const after = totals.resource.merge(spec.totalResourceProfile);
@@ -186,9 +192,10 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
    * Flink's redundancy rule: the free resources of registered executors and of every planned
    * worker must cover `redundant` whole workers; start empty workers until they do (or a limit says no).
    */
-  #topUpRedundancy(tracker: TaskManagerTracker, pending: WorkerPlan[], fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }>, totals: { slots: number; resource: ResourceProfile }): void {
+  #topUpRedundancy(tracker: TaskManagerTracker, pending: WorkerPlan[], fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }>, plannedTotals: () => Totals): void {
     const spec = this.workerSpec;
     if (spec === null || this.limits.redundantTaskManagers === 0) return;
+    const totals = plannedTotals();
     const needed = spec.totalResourceProfile.multiply(this.limits.redundantTaskManagers);
     let free = [...pending, ...fresh].reduce((sum, w) => sum.merge(w.available), tracker.freeRegisteredResource);
     while (!free.allFieldsNoLessThan(needed) && this.#limitReason(totals, spec) === undefined) {
