@@ -12,7 +12,7 @@
  * - reportSlotStatus: reconcile a slot report (see the method).
  * - freeInactiveSlots: ask every executor holding slots of a finished job to free the inactive ones.
  */
-import type { Clock } from '../../core/clock.js';
+import type { Clock, TimerHandle } from '../../core/clock.js';
 import { RpcTimeoutError, SlotAllocationError, isSlotwiseError } from '../../core/errors.js';
 import { AllocationID, type JobID, type ResourceID } from '../../core/ids.js';
 import type { SlotReport } from '../../core/SlotReport.js';
@@ -65,6 +65,10 @@ export interface SlotStatusSyncerOptions {
 
 interface Attempt {
   readonly allocationId: AllocationID;
+  readonly slot: ResourceSlotRecord;
+  /** The executor answered or the deadline passed, whichever came first (the other is ignored). */
+  answered: boolean;
+  timer: TimerHandle | undefined;
 }
 
 export class SlotStatusSyncer {
@@ -92,17 +96,36 @@ export class SlotStatusSyncer {
     const allocationId = request.allocationId ?? AllocationID.generate();
     const slot = this.#o.tracker.assignPending(reservation, allocationId, request.tracked);
     if (request.tracked) this.#o.resourceTracker.notifyAcquiredResource(reservation.jobId, slot.profile);
-    const attempt: Attempt = { allocationId };
+    const attempt: Attempt = { allocationId, slot, answered: false, timer: undefined };
     this.#inFlight.set(allocationId, attempt);
     const { taskManager } = reservation;
-    const call = this.#withDeadline(taskManager, () =>
-      taskManager.gateway.requestSlot({ index: slot.index, jobId: reservation.jobId, allocationId, resourceProfile: slot.profile, targetAddress: request.targetAddress }),
+    // What #withDeadline does, without its promise and closures per call (this runs once per slot a
+    // check places): the first of the answer and the deadline settles the attempt, one microtask
+    // later, as the deadline promise's own continuation did.
+    const { clock, rpcTimeout } = this.#o;
+    attempt.timer = clock.setTimeout(
+      () => this.#answered(attempt, new RpcTimeoutError(`TaskExecutorGateway.requestSlot on ${taskManager.resourceId} got no answer within ${rpcTimeout} ms`, { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: rpcTimeout, resourceId: taskManager.resourceId })),
+      rpcTimeout,
     );
+    let call: Promise<void>;
+    try {
+      call = taskManager.gateway.requestSlot({ index: slot.index, jobId: reservation.jobId, allocationId, resourceProfile: slot.profile, targetAddress: request.targetAddress });
+    } catch (error) {
+      call = Promise.reject(error);
+    }
     call.then(
-      () => this.#execute(() => this.#settle(attempt, slot, undefined)),
-      (error: unknown) => this.#execute(() => this.#settle(attempt, slot, error ?? new Error('slot request failed'))),
+      () => this.#answered(attempt, undefined),
+      (error: unknown) => this.#answered(attempt, error ?? new Error('slot request failed')),
     );
     return slot;
+  }
+
+  /** The executor answered (`error` undefined: acknowledged) or the deadline passed: settle the attempt in the next microtask. */
+  #answered(attempt: Attempt, error: unknown): void {
+    if (attempt.answered) return;
+    attempt.answered = true;
+    this.#o.clock.clearTimeout(attempt.timer);
+    queueMicrotask(() => this.#execute(() => this.#settle(attempt, attempt.slot, error)));
   }
 
   /** The slot is free (released by its job, or by its executor): free it here too. */
