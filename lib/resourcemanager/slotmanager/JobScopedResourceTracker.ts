@@ -77,7 +77,7 @@ export class JobScopedResourceTracker {
       return;
     }
     // Flink: the choice among fulfilled requirements is arbitrary for correctness; we take the first.
-    const [requirement] = this.#mapping.getRequirementsFulfilledBy(resource).getResources();
+    const requirement = this.#mapping.getFirstRequirementFulfilledBy(resource);
     if (requirement === undefined) {
       throw new IllegalStateError(`job ${this.jobId} lost a resource ${resource} but holds no such resource; report only resources the job acquired`, {
         component: 'JobScopedResourceTracker',
