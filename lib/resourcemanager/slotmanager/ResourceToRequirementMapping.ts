@@ -29,10 +29,15 @@ function checkAmount(value: unknown, argument: string): number {
   return value;
 }
 
-/** Refuses an increment that would take a count or a total past the safe integers (as ResourceCounter does), before anything changes. */
-function checkIncrement(map: Map<string, Side>, primary: ResourceProfile, secondary: ResourceProfile, n: number): void {
+/** The pair's count and its side's total, or undefined when the pair is not recorded. */
+function lookup(map: Map<string, Side>, primary: ResourceProfile, secondary: ResourceProfile): { side: Side | undefined; entry: [ResourceProfile, number] | undefined } {
   const side = map.get(primary.key);
-  if (!Number.isSafeInteger((side?.total ?? 0) + n) || !Number.isSafeInteger((side?.counts.get(secondary.key)?.[1] ?? 0) + n)) {
+  return { side, entry: side?.counts.get(secondary.key) };
+}
+
+/** Refuses an increment that would take a count or a total past the safe integers (as ResourceCounter does), before anything changes. */
+function checkIncrement(at: ReturnType<typeof lookup>, secondary: ResourceProfile, n: number): void {
+  if (!Number.isSafeInteger((at.side?.total ?? 0) + n) || !Number.isSafeInteger((at.entry?.[1] ?? 0) + n)) {
     throw new IllegalArgumentError('out-of-range', `the count of ${secondary} would exceed ${Number.MAX_SAFE_INTEGER}`, { argument: 'count', value: n });
   }
 }
@@ -43,13 +48,13 @@ function checkIncrement(map: Map<string, Side>, primary: ResourceProfile, second
  * goes to the end, as in a ResourceCounter. Counts change in place: every acquired slot passes
  * here, and a new counter (a Map copy) per slot was most of what acquiring a slot cost.
  */
-function update(map: Map<string, Side>, primary: ResourceProfile, secondary: ResourceProfile, delta: number): void {
-  let side = map.get(primary.key);
+function update(map: Map<string, Side>, at: ReturnType<typeof lookup>, primary: ResourceProfile, secondary: ResourceProfile, delta: number): void {
+  let side = at.side;
   if (side === undefined) {
     side = { profile: primary, counts: new Map(), total: 0, counter: undefined };
     map.set(primary.key, side);
   }
-  const entry = side.counts.get(secondary.key);
+  const entry = at.entry;
   const count = (entry?.[1] ?? 0) + delta;
   if (count > 0) {
     if (entry === undefined) side.counts.set(secondary.key, [secondary, count]);
@@ -77,10 +82,12 @@ export class ResourceToRequirementMapping {
     checkResourceProfile(requirement, 'requirement');
     checkResourceProfile(resource, 'resource');
     checkAmount(n, 'n');
-    checkIncrement(this.#requirementToFulfillingResources, requirement, resource, n);
-    checkIncrement(this.#resourceToFulfilledRequirements, resource, requirement, n);
-    update(this.#requirementToFulfillingResources, requirement, resource, n);
-    update(this.#resourceToFulfilledRequirements, resource, requirement, n);
+    const forward = lookup(this.#requirementToFulfillingResources, requirement, resource);
+    const backward = lookup(this.#resourceToFulfilledRequirements, resource, requirement);
+    checkIncrement(forward, resource, n);
+    checkIncrement(backward, requirement, n);
+    update(this.#requirementToFulfillingResources, forward, requirement, resource, n);
+    update(this.#resourceToFulfilledRequirements, backward, resource, requirement, n);
   }
 
   /**
@@ -92,7 +99,8 @@ export class ResourceToRequirementMapping {
     checkResourceProfile(requirement, 'requirement');
     checkResourceProfile(resource, 'resource');
     checkAmount(n, 'n');
-    const recorded = this.#requirementToFulfillingResources.get(requirement.key)?.counts.get(resource.key)?.[1] ?? 0;
+    const forward = lookup(this.#requirementToFulfillingResources, requirement, resource);
+    const recorded = forward.entry?.[1] ?? 0;
     if (recorded < n) {
       throw new IllegalStateError(`cannot take ${n} of ${resource} away from requirement ${requirement}: only ${recorded} recorded`, {
         component: 'ResourceToRequirementMapping',
@@ -101,8 +109,8 @@ export class ResourceToRequirementMapping {
         allowed: [`at least ${n} recorded`],
       });
     }
-    update(this.#requirementToFulfillingResources, requirement, resource, -n);
-    update(this.#resourceToFulfilledRequirements, resource, requirement, -n);
+    update(this.#requirementToFulfillingResources, forward, requirement, resource, -n);
+    update(this.#resourceToFulfilledRequirements, lookup(this.#resourceToFulfilledRequirements, resource, requirement), resource, requirement, -n);
   }
 
   /** The resources fulfilling `requirement`, with counts (empty when none). */

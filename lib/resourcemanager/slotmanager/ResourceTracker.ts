@@ -47,11 +47,16 @@ export interface ResourceTracker extends ReadonlyResourceTracker {
   clear(): void;
 }
 
+/** The JobID checkJobId passed last: a job's slots arrive by the thousand, and its ID need not be matched against the pattern for each. */
+let lastValidJobId: JobID | undefined;
+
 function checkJobId(jobId: unknown): JobID {
+  if (jobId === lastValidJobId) return jobId as JobID;
   if (!JobID.is(jobId)) {
     const shown = typeof jobId === 'string' ? JSON.stringify(jobId) : String(jobId);
     throw new IllegalArgumentError('invalid-type', `jobId must be a JobID (32 lower-case hex characters), got ${shown}`, { argument: 'jobId', value: shown });
   }
+  lastValidJobId = jobId;
   return jobId;
 }
 
