@@ -68,6 +68,18 @@ interface Attempt {
   readonly slot: ResourceSlotRecord;
   /** The executor answered or the deadline passed, whichever came first (the other is ignored). */
   answered: boolean;
+  readonly deadline: DeadlineBatch;
+}
+
+/**
+ * The slot requests sent at one clock time: they share their deadline and one clock timer (a check
+ * sends thousands at once, and a timer per request was a good part of sending one). The timer is
+ * cleared once every request of the batch is answered, as each request's own timer was.
+ */
+interface DeadlineBatch {
+  readonly at: number;
+  readonly attempts: Attempt[];
+  unanswered: number;
   timer: TimerHandle | undefined;
 }
 
@@ -76,6 +88,8 @@ export class SlotStatusSyncer {
   readonly #execute: (task: () => void) => void;
   /** Allocations asked of an executor and not answered yet, with the attempt that asked. */
   readonly #inFlight = new Map<AllocationID, Attempt>();
+  /** The batch new requests join while the clock stays at its time. */
+  #batch: DeadlineBatch | undefined;
 
   constructor(options: SlotStatusSyncerOptions) {
     this.#o = options;
@@ -96,17 +110,14 @@ export class SlotStatusSyncer {
     const allocationId = request.allocationId ?? AllocationID.generate();
     const slot = this.#o.tracker.assignPending(reservation, allocationId, request.tracked);
     if (request.tracked) this.#o.resourceTracker.notifyAcquiredResource(reservation.jobId, slot.profile);
-    const attempt: Attempt = { allocationId, slot, answered: false, timer: undefined };
+    // What #withDeadline does, without its promise, closures and timer per call (this runs once per
+    // slot a check places): the first of the answer and the deadline settles the attempt, one
+    // microtask later, as the deadline promise's own continuation did.
+    const attempt: Attempt = { allocationId, slot, answered: false, deadline: this.#deadlineBatch() };
+    attempt.deadline.attempts.push(attempt);
+    attempt.deadline.unanswered++;
     this.#inFlight.set(allocationId, attempt);
     const { taskManager } = reservation;
-    // What #withDeadline does, without its promise and closures per call (this runs once per slot a
-    // check places): the first of the answer and the deadline settles the attempt, one microtask
-    // later, as the deadline promise's own continuation did.
-    const { clock, rpcTimeout } = this.#o;
-    attempt.timer = clock.setTimeout(
-      () => this.#answered(attempt, new RpcTimeoutError(`TaskExecutorGateway.requestSlot on ${taskManager.resourceId} got no answer within ${rpcTimeout} ms`, { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: rpcTimeout, resourceId: taskManager.resourceId })),
-      rpcTimeout,
-    );
     let call: Promise<void>;
     try {
       call = taskManager.gateway.requestSlot({ index: slot.index, jobId: reservation.jobId, allocationId, resourceProfile: slot.profile, targetAddress: request.targetAddress });
@@ -120,11 +131,38 @@ export class SlotStatusSyncer {
     return slot;
   }
 
+  /** The batch a request sent now joins (a new one, with its timer, when the clock has moved). */
+  #deadlineBatch(): DeadlineBatch {
+    const { clock, rpcTimeout } = this.#o;
+    const at = clock.now() + rpcTimeout;
+    if (this.#batch?.at === at && this.#batch.timer !== undefined) return this.#batch;
+    const batch: DeadlineBatch = { at, attempts: [], unanswered: 0, timer: undefined };
+    batch.timer = clock.setTimeout(() => this.#deadlinePassed(batch), rpcTimeout);
+    this.#batch = batch;
+    return batch;
+  }
+
+  #deadlinePassed(batch: DeadlineBatch): void {
+    batch.timer = undefined;
+    if (this.#batch === batch) this.#batch = undefined;
+    const { rpcTimeout } = this.#o;
+    for (const attempt of batch.attempts) {
+      if (attempt.answered) continue;
+      const { resourceId } = attempt.slot.taskManager;
+      this.#answered(attempt, new RpcTimeoutError(`TaskExecutorGateway.requestSlot on ${resourceId} got no answer within ${rpcTimeout} ms`, { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: rpcTimeout, resourceId }));
+    }
+  }
+
   /** The executor answered (`error` undefined: acknowledged) or the deadline passed: settle the attempt in the next microtask. */
   #answered(attempt: Attempt, error: unknown): void {
     if (attempt.answered) return;
     attempt.answered = true;
-    this.#o.clock.clearTimeout(attempt.timer);
+    const batch = attempt.deadline;
+    if (--batch.unanswered === 0 && batch.timer !== undefined) {
+      this.#o.clock.clearTimeout(batch.timer);
+      batch.timer = undefined;
+      if (this.#batch === batch) this.#batch = undefined;
+    }
     queueMicrotask(() => this.#execute(() => this.#settle(attempt, attempt.slot, error)));
   }
 
