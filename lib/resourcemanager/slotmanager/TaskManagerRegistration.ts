@@ -59,6 +59,8 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   utilization = 0;
   /** Free static slot records. */
   freeStaticSlots: number;
+  /** No static slot below this index is free and unreserved (where the search for one starts). */
+  #staticCursor = 0;
   /** Slots pending or allocated, static and dynamic. */
   occupiedSlots = 0;
   /** Reservations made by a plan and not yet turned into pending slots. */
@@ -155,7 +157,22 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   /** A free static slot this requirement may take (its effective profile is the default), if any. */
   freeStaticSlotFor(requirement: ResourceProfile): ResourceSlotRecord | undefined {
     if (this.freeStaticSlots === 0 || !this.effectiveProfile(requirement).equals(this.defaultSlotResourceProfile)) return undefined;
-    return this.staticSlots.find((slot) => slot.state === 'free' && !slot.reserved);
+    // The lowest free index, as a scan from 0 finds it, without walking the taken ones below it again.
+    const slots = this.staticSlots;
+    for (let i = this.#staticCursor; i < slots.length; i++) {
+      const slot = slots[i]!;
+      if (slot.state === 'free' && !slot.reserved) {
+        this.#staticCursor = i;
+        return slot;
+      }
+    }
+    this.#staticCursor = slots.length;
+    return undefined;
+  }
+
+  /** The static slot at `index` is free and unreserved again (freed, or its reservation dropped). */
+  staticSlotFreed(index: number): void {
+    if (index < this.#staticCursor) this.#staticCursor = index;
   }
 
   /** Adds `profile` to what is used (a slot was reserved, became pending, or was adopted). */

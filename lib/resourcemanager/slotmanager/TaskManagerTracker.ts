@@ -285,8 +285,12 @@ export class TaskManagerTracker {
     slot.allocationId = null;
     slot.jobId = null;
     slot.tracked = false;
-    if (slot.index >= 0) taskManager.freeStaticSlots++;
-    else taskManager.dynamicSlots.delete(allocationId);
+    if (slot.index >= 0) {
+      taskManager.freeStaticSlots++;
+      taskManager.staticSlotFreed(slot.index);
+    } else {
+      taskManager.dynamicSlots.delete(allocationId);
+    }
     taskManager.occupiedSlots--;
     this.#giveBack(taskManager, slot.profile);
     return freed;
@@ -395,7 +399,10 @@ export class TaskManagerTracker {
     (reservation as { open: boolean }).open = false;
     if (staticSlot !== null) {
       staticSlot.reserved = false;
-      if (releaseStaticSlot) taskManager.freeStaticSlots++;
+      if (releaseStaticSlot) {
+        taskManager.freeStaticSlots++;
+        taskManager.staticSlotFreed(staticSlot.index);
+      }
     }
   }
 
