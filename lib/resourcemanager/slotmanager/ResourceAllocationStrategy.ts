@@ -82,6 +82,20 @@ interface Totals {
   resource: ResourceProfile;
 }
 
+/**
+ * What the cluster would have with every pending and planned worker, summed only when a new
+ * worker is considered (a profile merge per check is a good part of a check that places one slot).
+ */
+class PlannedTotals {
+  #totals: Totals | undefined;
+
+  constructor(private readonly tracker: TaskManagerTracker) {}
+
+  get totals(): Totals {
+    return (this.#totals ??= { slots: this.tracker.numberOfRegisteredSlots + this.tracker.numberOfPendingSlots, resource: this.tracker.registeredResource.merge(this.tracker.pendingResource) });
+  }
+}
+
 /** A worker (pending or planned) as the plan fills it. */
 interface WorkerPlan {
   readonly id: PendingTaskManagerID | null;
@@ -102,10 +116,7 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
     const outcomes: DemandOutcome[] = [];
     const pending: WorkerPlan[] = [...tracker.pendingTaskManagers].map((p) => ({ id: p.id, spec: p.spec, available: p.totalResourceProfile, allocations: new Map() }));
     const fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }> = [];
-    // What the cluster would have with every pending and planned worker: summed only when a new
-    // worker is considered (a profile merge per check is a good part of a check that places one slot).
-    let planned: Totals | undefined;
-    const totals = (): Totals => (planned ??= { slots: tracker.numberOfRegisteredSlots + tracker.numberOfPendingSlots, resource: tracker.registeredResource.merge(tracker.pendingResource) });
+    const planned = new PlannedTotals(tracker);
 
     for (const demand of demands) {
       let left = demand.count;
@@ -134,9 +145,9 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
           refusal = shortage.couldFitWhenFree.length > 0 ? shortage : { kind: 'exceeds-worker-shape', shortfall: this.workerSpec.totalResourceProfile.shortfall(effectiveOn(this.workerSpec, demand.profile)) };
         } else {
           while (left > 0) {
-            refusal = this.#limitReason(totals(), this.workerSpec);
+            refusal = this.#limitReason(planned.totals, this.workerSpec);
             if (refusal !== undefined) break;
-            const worker = this.#newWorker(this.workerSpec, 'requirements', totals());
+            const worker = this.#newWorker(this.workerSpec, 'requirements', planned.totals);
             fresh.push(worker);
             left = this.#fill([worker], demand, left, touched);
           }
@@ -147,7 +158,7 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
       outcomes.push({ demand, placed, onWorkers, unfulfilled: left, ...(reason === undefined ? {} : { reason }) });
     }
 
-    this.#topUpRedundancy(tracker, pending, fresh, totals);
+    this.#topUpRedundancy(tracker, pending, fresh, planned);
     return {
       slotsOnRegistered,
       slotsOnPending: new Map(pending.map((p) => [p.id!, p.allocations])),
@@ -192,10 +203,10 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
    * Flink's redundancy rule: the free resources of registered executors and of every planned
    * worker must cover `redundant` whole workers; start empty workers until they do (or a limit says no).
    */
-  #topUpRedundancy(tracker: TaskManagerTracker, pending: WorkerPlan[], fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }>, plannedTotals: () => Totals): void {
+  #topUpRedundancy(tracker: TaskManagerTracker, pending: WorkerPlan[], fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }>, planned: PlannedTotals): void {
     const spec = this.workerSpec;
     if (spec === null || this.limits.redundantTaskManagers === 0) return;
-    const totals = plannedTotals();
+    const totals = planned.totals;
     const needed = spec.totalResourceProfile.multiply(this.limits.redundantTaskManagers);
     let free = [...pending, ...fresh].reduce((sum, w) => sum.merge(w.available), tracker.freeRegisteredResource);
     while (!free.allFieldsNoLessThan(needed) && this.#limitReason(totals, spec) === undefined) {
