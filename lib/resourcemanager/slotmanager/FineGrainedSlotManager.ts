@@ -445,7 +445,8 @@ export class FineGrainedSlotManager {
         this.#failRequest(r, 'duplicate-request', `allocation ${AllocationID.short(r.allocationId)} is held by job ${JobID.short(holder.jobId!)} on ${holder.taskManager.resourceId}`);
         continue;
       }
-      if (r.state === 'waiting') demands.push({ jobId: r.jobId, profile: r.profile, count: 1, allocationId: r.allocationId, ...(r.preference ? { preference: r.preference } : {}) });
+      // One shape for every demand (no conditional spread): the strategy reads these on every step.
+      if (r.state === 'waiting') demands.push({ jobId: r.jobId, profile: r.profile, count: 1, allocationId: r.allocationId, preference: r.preference });
     }
     for (const [jobId, requirements] of this.resourceTracker.getMissingResources()) {
       for (const r of requirements) demands.push({ jobId, profile: r.resourceProfile, count: r.numberOfRequiredSlots });
@@ -456,7 +457,7 @@ export class FineGrainedSlotManager {
       const request = demand.allocationId === undefined ? undefined : this.#requests.get(demand.allocationId);
       if (request !== undefined) request.state = 'allocating';
       this.#syncer.allocateSlot(reservation, {
-        ...(demand.allocationId === undefined ? {} : { allocationId: demand.allocationId }),
+        allocationId: demand.allocationId,
         targetAddress: request?.targetAddress ?? this.#targets.get(demand.jobId) ?? '',
         tracked: request === undefined,
       });
@@ -504,7 +505,7 @@ export class FineGrainedSlotManager {
 
   /** Pending workers that carry no slot and are not needed for redundancy are canceled (Flink's reconcile). */
   #cancelUnneededPendingWorkers(): void {
-    if (![...this.tracker.pendingTaskManagers].some((p) => !p.hasPendingAllocations)) return;
+    if (this.tracker.numberOfPendingTaskManagers === 0 || ![...this.tracker.pendingTaskManagers].some((p) => !p.hasPendingAllocations)) return;
     const spec = this.workerSpec;
     const redundant = this.options['slotmanager.redundant-taskmanager-num'];
     const needed = spec === null ? ResourceProfile.ZERO : spec.totalResourceProfile.multiply(redundant);
@@ -534,7 +535,7 @@ export class FineGrainedSlotManager {
       const since = this.#waits.get(demand.jobId)?.since ?? now;
       byJob.set(demand.jobId, [...(byJob.get(demand.jobId) ?? []), { resourceProfile: demand.profile, missing: waiting, onWorkers: outcome.onWorkers, reason: outcome.reason, since }]);
     }
-    for (const jobId of [...this.#waits.keys()]) {
+    for (const jobId of this.#waits.size === 0 ? [] : [...this.#waits.keys()]) {
       if (!byJob.has(jobId)) {
         this.#waits.delete(jobId);
         this.#deadlines.cancel(`job:${jobId}`);

@@ -114,7 +114,7 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
   tryFulfillRequirements(demands: readonly ResourceDemand[], tracker: TaskManagerTracker): ResourceAllocationResult {
     const slotsOnRegistered: PlannedSlot[] = [];
     const outcomes: DemandOutcome[] = [];
-    const pending: WorkerPlan[] = [...tracker.pendingTaskManagers].map((p) => ({ id: p.id, spec: p.spec, available: p.totalResourceProfile, allocations: new Map() }));
+    const pending: WorkerPlan[] = tracker.numberOfPendingTaskManagers === 0 ? [] : [...tracker.pendingTaskManagers].map((p) => ({ id: p.id, spec: p.spec, available: p.totalResourceProfile, allocations: new Map() }));
     const fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }> = [];
     const planned = new PlannedTotals(tracker);
 
