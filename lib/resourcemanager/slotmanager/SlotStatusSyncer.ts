@@ -63,6 +63,8 @@ export interface SlotStatusSyncerOptions {
   readonly log?: (message: string) => void;
 }
 
+const SETTLED = Promise.resolve();
+
 interface Attempt {
   readonly allocationId: AllocationID;
   readonly slot: ResourceSlotRecord;
@@ -163,7 +165,17 @@ export class SlotStatusSyncer {
       batch.timer = undefined;
       if (this.#batch === batch) this.#batch = undefined;
     }
-    queueMicrotask(() => this.#execute(() => this.#settle(attempt, attempt.slot, error)));
+    // A resolved promise's continuation: the same microtask turn as queueMicrotask, without the
+    // AsyncResource Node makes for each queueMicrotask. A throw still surfaces as an uncaught exception.
+    void SETTLED.then(() => {
+      try {
+        this.#execute(() => this.#settle(attempt, attempt.slot, error));
+      } catch (thrown) {
+        queueMicrotask(() => {
+          throw thrown;
+        });
+      }
+    });
   }
 
   /** The slot is free (released by its job, or by its executor): free it here too. */
