@@ -14,6 +14,7 @@ import type { AllocationID, JobID } from '../../core/ids.js';
 import { ResourceCounter } from '../../core/ResourceCounter.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { PendingTaskManagerID } from './PendingTaskManager.js';
+import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
 import type { PlacementPreference, SlotReservation, TaskManagerTracker } from './TaskManagerTracker.js';
 import type { WaitReason } from './WaitReason.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
@@ -121,8 +122,9 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
     for (const demand of demands) {
       let left = demand.count;
       // 1. Free resources on registered executors, best first under the policy.
+      let taskManager: TaskManagerRegistration | undefined;
       while (left > 0) {
-        const taskManager = tracker.findTaskManager(demand.profile, demand.preference);
+        if (taskManager === undefined || !tracker.remainsBest(taskManager, demand.profile)) taskManager = tracker.findTaskManager(demand.profile, demand.preference);
         if (taskManager === undefined) break;
         slotsOnRegistered.push({ demand, reservation: tracker.reserve(taskManager, demand.profile, demand.jobId) });
         left--;

@@ -179,6 +179,17 @@ export class TaskManagerTracker {
   }
 
   /**
+   * Whether `taskManager`, just found by findTaskManager for `requirement` (with any preference)
+   * and reserved on, is still what findTaskManager would answer: under first fit and pack, when it
+   * still has room, since a reservation changes nothing else (first fit orders by registration;
+   * pack by utilisation, which a reservation can only raise). Under spread it may no longer be the
+   * least utilised. Lets a plan place a demand's slots without an index lookup per slot.
+   */
+  remainsBest(taskManager: TaskManagerRegistration, requirement: ResourceProfile): boolean {
+    return this.policy !== 'spread' && taskManager.canFit(requirement);
+  }
+
+  /**
    * Why no executor takes `requirement` now: what `explainShortage(requirement, taskManagers)`
    * answers, kept up incrementally (ShortageIndex): O(log n) per executor changed since the last
    * call, when no unblocked executor can take it.
