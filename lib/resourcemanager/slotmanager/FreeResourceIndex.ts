@@ -104,7 +104,7 @@ class CandidateSet {
     const changed = this.#changed;
     if (changed.size === 0) return;
     // Re-heaping costs ~n steps, re-checking one by one ~log n each: take the cheaper.
-    if (changed.size * Math.log2(this.#heap.length + 2) > this.#heap.length + 64) {
+    if (changed.size > 8 && changed.size * Math.log2(this.#heap.length + 2) > this.#heap.length + 64) {
       for (const taskManager of changed) this.#recheckWithoutOrder(taskManager);
       this.#heap = this.#heap.filter((e) => e.pos >= 0);
       this.#heap.forEach((e, i) => (e.pos = i));
@@ -190,6 +190,8 @@ export class FreeResourceIndex {
   readonly #sets = new Map<string, CandidateSet>();
   /** Stamps the sets' use, for forgetting the least recently used (no Map reordering per lookup). */
   #clock = 0;
+  /** The set handed out last. */
+  #last: CandidateSet | undefined;
 
   constructor(
     private readonly order: CandidateOrder,
@@ -224,10 +226,17 @@ export class FreeResourceIndex {
   }
 
   #setFor(requirement: ResourceProfile, host: string | null): CandidateSet {
+    // A plan asks about the same requirement slot after slot: no key to build and look up then.
+    const last = this.#last;
+    if (last !== undefined && last.requirement === requirement && last.host === host) {
+      last.lastUsed = ++this.#clock;
+      return last;
+    }
     const key = host === null ? requirement.key : `${requirement.key}@${host}`;
     let set = this.#sets.get(key);
     if (set !== undefined) {
       set.lastUsed = ++this.#clock;
+      this.#last = set;
       return set;
     }
     set = new CandidateSet(requirement, host, this.order, this.byUtilization);
@@ -243,8 +252,10 @@ export class FreeResourceIndex {
           oldestUse = s.lastUsed;
         }
       }
+      if (this.#sets.get(oldest!) === this.#last) this.#last = undefined;
       this.#sets.delete(oldest!);
     }
+    this.#last = set;
     return set;
   }
 }
