@@ -40,34 +40,14 @@ export function childPids(): string[] {
   return children;
 }
 
-const mainThreadSchedstat = `/proc/self/task/${process.pid}/schedstat`;
-let schedstatWorks: boolean | undefined;
-
 /**
- * CPU time the main thread has run, in µs: from /proc's schedstat (nanoseconds) where there is
- * one, else the whole process's user + system time (process.cpuUsage, which also counts the GC's
- * and other threads). On a machine shared with other work this is the steadier figure: wall time
- * also counts the time the thread waited for a core.
+ * CPU time this process has used, in µs (user + system, every thread: the benchmark's own and
+ * V8's garbage collector and compiler threads). On a machine shared with other work this is the
+ * steadier figure: wall time also counts the time the process waited for a core. (The main
+ * thread's own counter in /proc's schedstat moves in scheduler ticks of ~4 ms, too coarse for a
+ * 10 ms run.)
  */
-export function threadCpuMicros(): number {
-  if (schedstatWorks !== false) {
-    try {
-      const ns = Number(readFileSync(mainThreadSchedstat, 'utf8').split(' ')[0]);
-      if (Number.isFinite(ns)) {
-        schedstatWorks = true;
-        return ns / 1000;
-      }
-    } catch {
-      // No /proc (or no schedstat in it): fall back below.
-    }
-    schedstatWorks = false;
-  }
+export function cpuMicros(): number {
   const usage = process.cpuUsage();
   return usage.user + usage.system;
-}
-
-/** Whether threadCpuMicros reads the main thread alone (schedstat) rather than the whole process. */
-export function threadCpuIsPerThread(): boolean {
-  threadCpuMicros();
-  return schedstatWorks === true;
 }

@@ -4,7 +4,7 @@
  * script or CI reads). Benchmarks report; nothing here asserts a timing.
  */
 import type { Bench, Task } from 'tinybench';
-import { threadCpuMicros } from './procStat.js';
+import { cpuMicros } from './procStat.js';
 
 /** One task's figures. An errored or unfinished task keeps its row, with NaN figures and `error` set. */
 export interface BenchRow {
@@ -136,7 +136,7 @@ export function roundedSpread(s: Spread): Spread {
   return { min: round(s.min), median: round(s.median), max: round(s.max) };
 }
 
-/** What ops cost on average: wall time, and CPU time of the main thread (see threadCpuMicros). */
+/** What ops cost on average: wall time, and CPU time of the process (see cpuMicros). */
 export interface OpCost {
   readonly wallMicros: number;
   readonly cpuMicros: number;
@@ -149,7 +149,7 @@ export interface OpCost {
  */
 export async function timeOps(op: () => void | Promise<void>, budgetMs: number, minOps = 3): Promise<OpCost> {
   let ops = 0;
-  const cpuStarted = threadCpuMicros();
+  const cpuStarted = cpuMicros();
   const started = performance.now();
   let now = started;
   while (ops < minOps || now - started < budgetMs) {
@@ -160,6 +160,6 @@ export async function timeOps(op: () => void | Promise<void>, budgetMs: number, 
     if (ops < minOps || (ops & 15) === 0) now = performance.now();
   }
   const wall = performance.now() - started;
-  const cpu = threadCpuMicros() - cpuStarted;
+  const cpu = cpuMicros() - cpuStarted;
   return { wallMicros: (wall * 1000) / ops, cpuMicros: cpu / ops, ops };
 }

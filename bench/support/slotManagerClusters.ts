@@ -17,13 +17,13 @@ import type { ResourceEventListener } from '../../lib/resourcemanager/slotmanage
 import type { SlotMatchingPolicy } from '../../lib/resourcemanager/slotmanager/SlotMatchingStrategy.js';
 import type { TaskExecutorSlotGateway } from '../../lib/rpc/TaskExecutorSlotGateway.js';
 import { shapeOfIndex, shapes } from './clusters.js';
-import { threadCpuMicros } from './procStat.js';
+import { cpuMicros } from './procStat.js';
 
 /** Counts the slot requests the SlotManager sends and when the last one left (performance.now()). */
 export class CountingGateway implements TaskExecutorSlotGateway {
   requests = 0;
   lastRequestAt = 0;
-  /** When the `watchFor`-th request (counted from the last reset) left, on performance.now() and on threadCpuMicros(); NaN until then. */
+  /** When the `watchFor`-th request (counted from the last reset) left, on performance.now() and on cpuMicros(); NaN until then. */
   watchedAt = NaN;
   watchedAtCpu = NaN;
   watchFor = Infinity;
@@ -41,7 +41,7 @@ export class CountingGateway implements TaskExecutorSlotGateway {
     this.lastRequestAt = performance.now();
     if (this.requests === this.watchFor) {
       this.watchedAt = this.lastRequestAt;
-      this.watchedAtCpu = threadCpuMicros();
+      this.watchedAtCpu = cpuMicros();
     }
     return Promise.resolve();
   };
