@@ -19,10 +19,9 @@ import type { TaskExecutorSlotGateway } from '../../lib/rpc/TaskExecutorSlotGate
 import { shapeOfIndex, shapes } from './clusters.js';
 import { cpuMicros } from './procStat.js';
 
-/** Counts the slot requests the SlotManager sends and when the last one left (performance.now()). */
+/** Counts the slot requests the SlotManager sends, and notes when a chosen one left (the clock is read for that one only). */
 export class CountingGateway implements TaskExecutorSlotGateway {
   requests = 0;
-  lastRequestAt = 0;
   /** When the `watchFor`-th request (counted from the last reset) left, on performance.now() and on cpuMicros(); NaN until then. */
   watchedAt = NaN;
   watchedAtCpu = NaN;
@@ -30,17 +29,14 @@ export class CountingGateway implements TaskExecutorSlotGateway {
 
   reset(watchFor = Infinity): void {
     this.requests = 0;
-    this.lastRequestAt = 0;
     this.watchedAt = NaN;
     this.watchedAtCpu = NaN;
     this.watchFor = watchFor;
   }
 
   readonly requestSlot = (): Promise<void> => {
-    this.requests++;
-    this.lastRequestAt = performance.now();
-    if (this.requests === this.watchFor) {
-      this.watchedAt = this.lastRequestAt;
+    if (++this.requests === this.watchFor) {
+      this.watchedAt = performance.now();
       this.watchedAtCpu = cpuMicros();
     }
     return Promise.resolve();
