@@ -433,6 +433,7 @@ export class FineGrainedSlotManager {
       } while (this.#recheck);
     } finally {
       this.#checking = false;
+      this.#syncer.endAllocations(); // after a throw too: never leave acquisitions uncounted
     }
   }
 
@@ -453,6 +454,7 @@ export class FineGrainedSlotManager {
     }
     const result = this.#strategy.tryFulfillRequirements(demands, this.tracker);
 
+    this.#syncer.beginAllocations();
     for (const { demand, reservation } of result.slotsOnRegistered) {
       const request = demand.allocationId === undefined ? undefined : this.#requests.get(demand.allocationId);
       if (request !== undefined) request.state = 'allocating';
@@ -462,6 +464,7 @@ export class FineGrainedSlotManager {
         tracked: request === undefined,
       });
     }
+    this.#syncer.endAllocations();
     for (const pending of this.tracker.pendingTaskManagers) pending.replaceAllPendingAllocations(result.slotsOnPending.get(pending.id) ?? new Map());
     let workersRequested = 0;
     for (const worker of result.newWorkers) {

@@ -38,6 +38,8 @@ export interface ResourceTracker extends ReadonlyResourceTracker {
   notifyResourceRequirements(jobId: JobID, requirements: readonly ResourceRequirement[]): void;
   /** The job acquired one resource of `resourceProfile` (a concrete profile, never UNKNOWN). */
   notifyAcquiredResource(jobId: JobID, resourceProfile: ResourceProfile): void;
+  /** The job acquired `count` (≥ 1) resources of `resourceProfile`: what `count` calls of notifyAcquiredResource do, at once. */
+  notifyAcquiredResources(jobId: JobID, resourceProfile: ResourceProfile, count: number): void;
   /**
    * The job lost one resource of `resourceProfile`. Callers must report only what the job acquired:
    * a profile a tracked job does not hold throws IllegalStateError. An untracked job is ignored.
@@ -78,6 +80,13 @@ export class DefaultResourceTracker implements ResourceTracker {
     checkResourceProfile(resourceProfile, 'resourceProfile', { known: true });
     // A resource of a job that declared nothing is tracked too, as excess.
     this.#getOrCreate(jobId).notifyAcquiredResource(resourceProfile);
+  }
+
+  notifyAcquiredResources(jobId: JobID, resourceProfile: ResourceProfile, count: number): void {
+    checkJobId(jobId);
+    checkResourceProfile(resourceProfile, 'resourceProfile', { known: true });
+    if (!Number.isSafeInteger(count) || count < 1) throw new IllegalArgumentError('invalid-value', `count must be a positive safe integer, got ${String(count)}`, { argument: 'count', value: String(count) });
+    this.#getOrCreate(jobId).notifyAcquiredResources(resourceProfile, count);
   }
 
   notifyLostResource(jobId: JobID, resourceProfile: ResourceProfile): void {

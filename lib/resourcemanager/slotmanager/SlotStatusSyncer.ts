@@ -15,6 +15,7 @@
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { RpcTimeoutError, SlotAllocationError, isSlotwiseError } from '../../core/errors.js';
 import { AllocationID, type JobID, type ResourceID } from '../../core/ids.js';
+import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { SlotReport } from '../../core/SlotReport.js';
 import type { ResourceTracker } from './ResourceTracker.js';
 import type { ResourceSlotRecord, TaskManagerRegistration } from './TaskManagerRegistration.js';
@@ -92,6 +93,9 @@ export class SlotStatusSyncer {
   readonly #inFlight = new Map<AllocationID, Attempt>();
   /** The batch new requests join while the clock stays at its time. */
   #batch: DeadlineBatch | undefined;
+  /** Between beginAllocations and endAllocations: tracked slots not counted in the ResourceTracker yet, a run of one job and profile. */
+  #deferring = false;
+  #uncounted: { readonly jobId: JobID; readonly profile: ResourceProfile; count: number } | undefined;
 
   constructor(options: SlotStatusSyncerOptions) {
     this.#o = options;
@@ -111,7 +115,7 @@ export class SlotStatusSyncer {
   allocateSlot(reservation: SlotReservation, request: { allocationId?: AllocationID; targetAddress: string; tracked: boolean }): ResourceSlotRecord {
     const allocationId = request.allocationId ?? AllocationID.generate();
     const slot = this.#o.tracker.assignPending(reservation, allocationId, request.tracked);
-    if (request.tracked) this.#o.resourceTracker.notifyAcquiredResource(reservation.jobId, slot.profile);
+    if (request.tracked) this.#acquired(reservation.jobId, slot.profile);
     // What #withDeadline does, without its promise, closures and timer per call (this runs once per
     // slot a check places): the first of the answer and the deadline settles the attempt, one
     // microtask later, as the deadline promise's own continuation did.
@@ -176,6 +180,41 @@ export class SlotStatusSyncer {
         });
       }
     });
+  }
+
+  /**
+   * From here to endAllocations, the tracked slots allocateSlot allocates are counted in the
+   * ResourceTracker a run of the same job and profile at a time (notifyAcquiredResources), when
+   * the run ends: a check places thousands of slots of a few profiles, and counting each on its
+   * own was a good part of placing it. Nothing may read the ResourceTracker in between.
+   */
+  beginAllocations(): void {
+    this.endAllocations();
+    this.#deferring = true;
+  }
+
+  /** Counts what beginAllocations deferred; harmless when nothing is deferred. */
+  endAllocations(): void {
+    this.#deferring = false;
+    const run = this.#uncounted;
+    if (run === undefined) return;
+    this.#uncounted = undefined;
+    this.#o.resourceTracker.notifyAcquiredResources(run.jobId, run.profile, run.count);
+  }
+
+  #acquired(jobId: JobID, profile: ResourceProfile): void {
+    if (!this.#deferring) {
+      this.#o.resourceTracker.notifyAcquiredResource(jobId, profile);
+      return;
+    }
+    const run = this.#uncounted;
+    if (run !== undefined && run.jobId === jobId && (run.profile === profile || run.profile.equals(profile))) {
+      run.count++;
+      return;
+    }
+    this.endAllocations();
+    this.#deferring = true;
+    this.#uncounted = { jobId, profile, count: 1 };
   }
 
   /** The slot is free (released by its job, or by its executor): free it here too. */
