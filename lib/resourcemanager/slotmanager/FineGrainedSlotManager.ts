@@ -32,7 +32,7 @@ import { policyForLoadBalanceMode } from './SlotMatchingStrategy.js';
 import { SlotStatusSyncer, type AllocationOutcome } from './SlotStatusSyncer.js';
 import type { TaskManagerInfo, TaskManagerRegistration } from './TaskManagerRegistration.js';
 import { TaskManagerTracker, type PlacementPreference } from './TaskManagerTracker.js';
-import { describeWaitReason, type WaitReason } from './WaitReason.js';
+import { describeWaitReason, sameWaitReason, type WaitReason } from './WaitReason.js';
 import { WorkerResourceSpec } from './WorkerResourceSpec.js';
 import { checkRegistration, describeOverview, type SlotManagerOverview } from './SlotManagerOverview.js';
 
@@ -84,7 +84,6 @@ interface SlotRequestRecord {
 interface JobWait {
   readonly since: number;
   requirements: WaitingRequirement[];
-  signature: string;
   timedOut: boolean;
 }
 
@@ -545,13 +544,12 @@ export class FineGrainedSlotManager {
       }
     }
     for (const [jobId, requirements] of byJob) {
-      const signature = JSON.stringify(requirements.map((r) => [r.resourceProfile.key, r.missing, r.onWorkers, r.reason]));
       const previous = this.#waits.get(jobId);
       if (previous === undefined) this.#deadlines.schedule(`job:${jobId}`, now + this.options['slot.request.timeout']);
-      const wait: JobWait = { since: previous?.since ?? now, requirements, signature, timedOut: previous?.timedOut ?? false };
+      const wait: JobWait = { since: previous?.since ?? now, requirements, timedOut: previous?.timedOut ?? false };
       this.#waits.set(jobId, wait);
       const unfulfilled = requirements.some((r) => r.missing > r.onWorkers);
-      if (unfulfilled && signature !== previous?.signature) {
+      if (unfulfilled && !sameWaiting(requirements, previous?.requirements)) {
         const acquired = this.resourceTracker.getAcquiredResources(jobId);
         this.#notify((l) => l.notEnoughResourcesAvailable?.(jobId, acquired, requirements));
       }
@@ -755,4 +753,13 @@ export class FineGrainedSlotManager {
       allowed,
     });
   }
+}
+
+/** Whether a job waits for the same slots for the same reasons as at the last check (its start aside). */
+function sameWaiting(now: readonly WaitingRequirement[], before: readonly WaitingRequirement[] | undefined): boolean {
+  if (before === undefined || before.length !== now.length) return false;
+  return now.every((r, i) => {
+    const b = before[i]!;
+    return r.resourceProfile.key === b.resourceProfile.key && r.missing === b.missing && r.onWorkers === b.onWorkers && sameWaitReason(r.reason, b.reason);
+  });
 }

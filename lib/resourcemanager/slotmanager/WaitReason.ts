@@ -52,6 +52,43 @@ export function describeWaitReason(reason: WaitReason): string {
 }
 
 /**
+ * Whether two reasons are the same, as their JSON would be (the plain data a reason is made of:
+ * objects in key order, arrays, strings, booleans, numbers, a non-finite number counting as null),
+ * without building the strings: a check compares a waiting job's reasons with the last check's.
+ */
+export function sameWaitReason(a: WaitReason, b: WaitReason): boolean {
+  return sameAsJson(a, b);
+}
+
+function sameAsJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a === 'number' || typeof b === 'number') return numberAsJson(a) === numberAsJson(b);
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const other = b as unknown[];
+    if (a.length !== other.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameAsJson(a[i] ?? null, other[i] ?? null)) return false;
+    return true;
+  }
+  const ka = jsonKeys(a);
+  const kb = jsonKeys(b);
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    if (ka[i] !== kb[i] || !sameAsJson((a as Record<string, unknown>)[ka[i]!], (b as Record<string, unknown>)[kb[i]!])) return false;
+  }
+  return true;
+}
+
+function numberAsJson(value: unknown): unknown {
+  return typeof value === 'number' && !Number.isFinite(value) ? null : value;
+}
+
+/** The keys JSON writes, in its order: it leaves out those whose value is undefined. */
+function jsonKeys(o: object): string[] {
+  return Object.keys(o).filter((k) => (o as Record<string, unknown>)[k] !== undefined);
+}
+
+/**
  * How far an executor is from holding a requirement, from what it falls short in (non-empty):
  * ten per short dimension, plus the relative deficit of each (lower is closer).
  */
