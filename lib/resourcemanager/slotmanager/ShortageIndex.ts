@@ -24,7 +24,7 @@
 import type { ResourceID } from '../../core/ids.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
-import { shortfallScore, type ExecutorShortfall, type WaitReason } from './WaitReason.js';
+import type { ExecutorShortfall, WaitReason } from './WaitReason.js';
 
 type InsufficientResources = Extract<WaitReason, { kind: 'insufficient-resources' }>;
 
@@ -160,11 +160,7 @@ class ShortageSet {
 
   /** explainShortage's score of the executor, or -1 when nothing falls short (blocked or not). */
   #score(taskManager: TaskManagerRegistration): number {
-    const effective = taskManager.effectiveProfile(this.requirement);
-    // The cheap test first (no profile built): most executors either fit or stay as they were.
-    if (taskManager.hasAvailable(effective)) return -1;
-    const shortfall = taskManager.available.shortfall(effective);
-    return shortfall.length === 0 ? -1 : shortfallScore(shortfall);
+    return taskManager.shortfallScore(taskManager.effectiveProfile(this.requirement));
   }
 
   #append(taskManager: TaskManagerRegistration, score: number): Entry {

@@ -19,6 +19,7 @@ import type { AllocationID, JobID, ResourceID } from '../../core/ids.js';
 import { ResourceProfile, UNITS_PER_CORE } from '../../core/ResourceProfile.js';
 import type { ResourceSlotState } from '../../../machines/resourceSlot.machine.js';
 import type { TaskExecutorSlotGateway } from '../../rpc/TaskExecutorSlotGateway.js';
+import { shortfallScore } from './WaitReason.js';
 
 export interface ResourceSlotRecord {
   readonly taskManager: TaskManagerRegistration;
@@ -152,6 +153,42 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     // Against a specified `available`: UNKNOWN is covered, ANY (infinite) is not.
     if (profile.kind !== 'specified') return profile.kind === 'unknown';
     return profile.fitsWithin(this.#available, this.#availableExtended);
+  }
+
+  /**
+   * What `shortfallScore(available.shortfall(profile))` gives (WaitReason.ts), or -1 when nothing
+   * falls short, from the running numbers: no `available` profile and no shortfall list built (a
+   * ShortageIndex re-scores every executor that changed while a demand waits). The same divisions
+   * and sums in the same order, so the same number.
+   */
+  shortfallScore(profile: ResourceProfile): number {
+    if (!this.#numeric || profile.kind !== 'specified') {
+      const shortfall = this.available.shortfall(profile);
+      return shortfall.length === 0 ? -1 : shortfallScore(shortfall);
+    }
+    const need = profile.amounts;
+    const have = this.#available;
+    let short = 0;
+    let deficit = 0;
+    for (let i = 0; i < 5; i++) {
+      if (have[i]! < need[i]!) {
+        const scale = i === 0 ? UNITS_PER_CORE : 1;
+        const available = have[i]! / scale;
+        const required = need[i]! / scale;
+        deficit = deficit + (required - available) / Math.max(required, 1e-9);
+        short++;
+      }
+    }
+    for (const [name, units] of profile.extended) {
+      const left = this.#availableExtended.get(name) ?? 0;
+      if (left < units) {
+        const available = left / UNITS_PER_CORE;
+        const required = units / UNITS_PER_CORE;
+        deficit = deficit + (required - available) / Math.max(required, 1e-9);
+        short++;
+      }
+    }
+    return short === 0 ? -1 : short * 10 + deficit;
   }
 
   /** A free static slot this requirement may take (its effective profile is the default), if any. */
