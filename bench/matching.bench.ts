@@ -18,7 +18,8 @@
  *     meanwhile, at 1k, 10k and 100k executors;
  * (f) declareResourceRequirements for the job of (b) → its 10,000th TaskExecutorGateway.requestSlot,
  *     under each policy.
- * (b), (d), (e) and (f) run in interleaved rounds and print min / median / max over them.
+ * (b), (d) and (f) run in interleaved rounds, (e) in rounds per size; each prints min / median / max
+ *     over its rounds, of the CPU time of the process (and of wall time).
  *
  * Run with `npm run bench -- matching` (which passes --expose-gc) or
  * `node --expose-gc --import tsx bench/matching.bench.ts`. A benchmark reports; no test asserts a
@@ -455,17 +456,20 @@ const worstPlacementMs = Math.max(...Object.values(placementMs));
 // ------------------------------------------------------------------------------ (c) heap per slot
 
 const HEAP_SLOTS = 100_000;
-const heapBefore = settledHeapUsed();
-const heapTracker = buildTracker({ executors: HEAP_SLOTS / SLOTS_PER_EXECUTOR, slotsPerExecutor: SLOTS_PER_EXECUTOR, policy: 'first-fit' });
-// The index, built for three requirement profiles.
-const indexedProfiles = [REQUIREMENTS.unknown, REQUIREMENTS.standardSlot, REQUIREMENTS.gpu];
-for (const profile of indexedProfiles) heapTracker.candidatesFor(profile);
-const heapEmpty = settledHeapUsed();
-fill(heapTracker, 0.9, 'random');
-const heapFilled = settledHeapUsed();
-if (heapTracker.numberOfRegisteredSlots !== HEAP_SLOTS) throw new Error(`expected ${HEAP_SLOTS} slots, found ${heapTracker.numberOfRegisteredSlots}`);
-const bytesPerSlotEmpty = (heapEmpty - heapBefore) / HEAP_SLOTS;
-const bytesPerSlotFilled = (heapFilled - heapBefore) / HEAP_SLOTS;
+/** In a function, so that the tracker can be collected before (d)–(f) run. */
+function heapPerSlot(): { empty: number; filled: number } {
+  const heapBefore = settledHeapUsed();
+  const heapTracker = buildTracker({ executors: HEAP_SLOTS / SLOTS_PER_EXECUTOR, slotsPerExecutor: SLOTS_PER_EXECUTOR, policy: 'first-fit' });
+  // The index, built for three requirement profiles.
+  const indexedProfiles = [REQUIREMENTS.unknown, REQUIREMENTS.standardSlot, REQUIREMENTS.gpu];
+  for (const profile of indexedProfiles) heapTracker.candidatesFor(profile);
+  const heapEmpty = settledHeapUsed();
+  fill(heapTracker, 0.9, 'random');
+  const heapFilled = settledHeapUsed();
+  if (heapTracker.numberOfRegisteredSlots !== HEAP_SLOTS) throw new Error(`expected ${HEAP_SLOTS} slots, found ${heapTracker.numberOfRegisteredSlots}`);
+  return { empty: (heapEmpty - heapBefore) / HEAP_SLOTS, filled: (heapFilled - heapBefore) / HEAP_SLOTS };
+}
+const { empty: bytesPerSlotEmpty, filled: bytesPerSlotFilled } = heapPerSlot();
 console.log(
   `\n(c) heap held by a ${HEAP_SLOTS.toLocaleString('en-US')}-slot tracker (${HEAP_SLOTS / SLOTS_PER_EXECUTOR} executors, their IDs and records, index built for 3 profiles)` +
     `${gc ? '' : ' — NO forced GC, noisy'}: ${Math.round(bytesPerSlotEmpty)} bytes per slot all free; ` +
@@ -479,6 +483,17 @@ const SM_ROUNDS = 3;
 /** Each measurement runs ops back to back for this long (and at least SM_MIN_OPS ops). */
 const SM_BUDGET_MS = 300;
 const SM_MIN_OPS = 3;
+/**
+ * Before each measurement: a full collection (what the previous case left), then ops for this long
+ * untimed, so the timed ops do not pay for V8 growing its heap back after the collection.
+ */
+const SM_SETTLE_MS = 100;
+
+async function measure(op: () => void | Promise<void>): Promise<OpCost> {
+  gc?.();
+  await timeOps(op, SM_SETTLE_MS, SM_MIN_OPS);
+  return timeOps(op, SM_BUDGET_MS, SM_MIN_OPS);
+}
 
 /** Resolves the op waiting for a slot request to be fulfilled (ops run one at a time). */
 class FulfilmentListener implements ResourceEventListener {
@@ -559,8 +574,7 @@ const pathMicros = new Map<number, OpCost[]>(PATH_SIZES.map((n) => [n, []]));
 for (let r = 0; r < SM_ROUNDS; r++) {
   for (const slots of PATH_SIZES) {
     const c = pathCases.get(slots)!;
-    gc?.();
-    pathMicros.get(slots)!.push(await timeOps(() => slotManagerPathOp(c), SM_BUDGET_MS, SM_MIN_OPS));
+    pathMicros.get(slots)!.push(await measure(() => slotManagerPathOp(c)));
   }
 }
 const cpuOf = (costs: readonly OpCost[]) => spreadOf(costs.map((c) => c.cpuMicros));
@@ -588,12 +602,15 @@ console.log(
   `\n(e) requirement checks while a job waits for a slot nothing can hold: executors of 1 static slot (same shape mix), every slot allocated to another job (reported) but the first ` +
     `(a standard one), freed; the waiting job declares 1 slot of a large executor's size (${oneSlotShapes.large.defaultSlot}); no ResourceAllocator, so the wait is explained ` +
     `(insufficient-resources: the closest executors, those that could hold it once freed). "check" = triggerResourceRequirementsCheck() (nothing else changed); ` +
-    `"path" = one op of (d) on the freed executor meanwhile (a standard slot: two checks, each explaining the waiting job again); ${SM_ROUNDS} interleaved rounds, µs per op, CPU time of the process (wall time after it)`,
+    `"path" = one op of (d) on the freed executor meanwhile (a standard slot: two checks, each explaining the waiting job again); per size ${SM_ROUNDS} rounds alternating the two, µs per op, CPU time of the process (wall time after it)`,
 );
 interface CheckCase extends SlotManagerCase {
   readonly waitingJob: JobID;
 }
-const checkCases = new Map<number, CheckCase>();
+const checkMicros = new Map<number, OpCost[]>(CHECK_EXECUTORS.map((n) => [n, []]));
+const churnMicros = new Map<number, OpCost[]>(CHECK_EXECUTORS.map((n) => [n, []]));
+// One size at a time (its rounds alternating check and path): a 100k-executor SlotManager holds
+// hundreds of MB, and its collections would weigh on the smaller sizes' figures.
 for (const executors of CHECK_EXECUTORS) {
   const listener = new FulfilmentListener();
   const built = performance.now();
@@ -606,18 +623,12 @@ for (const executors of CHECK_EXECUTORS) {
   const waiting = cluster.sm.getPendingRequests().filter((r) => r.kind === 'requirement' && r.jobId === waitingJob);
   if (waiting.length !== 1 || waiting[0]!.kind !== 'requirement' || waiting[0]!.reason.kind !== 'insufficient-resources') throw new Error(`(e) ${executors}: the job should wait, explained: ${JSON.stringify(waiting)}`);
   console.log(`    ${sizeLabel(executors)} executors: built in ${Math.round(performance.now() - built)} ms; the waiting job: "${waiting[0]!.description}"`);
-  checkCases.set(executors, c);
-}
-const checkMicros = new Map<number, OpCost[]>(CHECK_EXECUTORS.map((n) => [n, []]));
-const churnMicros = new Map<number, OpCost[]>(CHECK_EXECUTORS.map((n) => [n, []]));
-for (let r = 0; r < SM_ROUNDS; r++) {
-  for (const executors of CHECK_EXECUTORS) {
-    const c = checkCases.get(executors)!;
-    gc?.();
-    checkMicros.get(executors)!.push(await timeOps(() => c.cluster.sm.triggerResourceRequirementsCheck(), SM_BUDGET_MS, SM_MIN_OPS));
-    gc?.();
-    churnMicros.get(executors)!.push(await timeOps(() => slotManagerPathOp(c), SM_BUDGET_MS, SM_MIN_OPS));
+  for (let r = 0; r < SM_ROUNDS; r++) {
+    checkMicros.get(executors)!.push(await measure(() => c.cluster.sm.triggerResourceRequirementsCheck()));
+    churnMicros.get(executors)!.push(await measure(() => slotManagerPathOp(c)));
   }
+  if (c.listener.failures > 0) throw new Error(`(e): ${c.listener.failures} slot requests failed`);
+  cluster.sm.close();
 }
 const checkSpread = new Map<number, Spread>();
 const churnSpread = new Map<number, Spread>();
@@ -629,11 +640,6 @@ for (const executors of CHECK_EXECUTORS) {
       `path while it waits ${formatSpread(churnSpread.get(executors)!)} µs per op, two checks (wall ${formatSpread(wallOf(churnMicros.get(executors)!))})`,
   );
 }
-for (const c of checkCases.values()) {
-  if (c.listener.failures > 0) throw new Error(`(e): ${c.listener.failures} slot requests failed`);
-  c.cluster.sm.close();
-}
-checkCases.clear();
 
 // (f) declareResourceRequirements for the 10,000 subtasks of (b) → the 10,000th requestSlot, under each policy.
 console.log(
@@ -641,6 +647,7 @@ console.log(
     `(requirement-check.delay 0): from the call to the ${subtasks.toLocaleString('en-US')}th TaskExecutorGateway.requestSlot; a fresh SlotManager per run (built outside the timed window); ` +
     `${PLACEMENT_ROUNDS - PLACEMENT_WARMUP_ROUNDS} interleaved rounds (after ${PLACEMENT_WARMUP_ROUNDS} not counted), ms, min / median / max of the process's CPU time (wall time after it)`,
 );
+gc?.(); // what (e) left behind, collected before (f) starts (not before each run: see (b))
 const declaredRequirements = ResourceRequirements.create(placementJob, 'jobmaster@bench', demands.map((d) => ResourceRequirement.create(d.profile, d.count)));
 function declareOnce(policy: SlotMatchingPolicy): { cpu: number; wall: number } {
   const cluster = buildSlotManagerCluster({ executors: PLACEMENT_EXECUTORS, slotsPerExecutor: PLACEMENT_SLOTS_PER_EXECUTOR, policy });
