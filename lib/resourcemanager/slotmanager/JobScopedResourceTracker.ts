@@ -112,6 +112,7 @@ export class JobScopedResourceTracker {
 
   /** Every requirement not fully fulfilled, with the number missing, in declaration order. */
   getMissingResources(): ResourceRequirement[] {
+    if (this.#requirements.isEmpty()) return []; // a job holding slots it no longer declares: asked on every check
     const missing: ResourceRequirement[] = [];
     for (const [requirement, required] of this.#requirements.entries()) {
       const fulfilled = this.#mapping.getNumFulfillingResources(requirement);
