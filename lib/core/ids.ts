@@ -34,7 +34,8 @@ const POOL_SIZE = 4096;
 const pool = new Uint8Array(POOL_SIZE);
 let poolOffset = POOL_SIZE;
 const HEX_DIGITS = Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
-const charCodes: number[] = [];
+/** Per number of bytes, the character codes of one ID (reused: setting an array's length per call is a runtime call). */
+const charCodes: number[][] = [];
 
 /**
  * `bytes` random bytes as hex. Built with one String.fromCharCode, not `+=` per byte: that makes a
@@ -45,14 +46,14 @@ function randomHex(bytes: number): string {
     globalThis.crypto.getRandomValues(pool);
     poolOffset = 0;
   }
-  charCodes.length = 2 * bytes;
+  const codes = (charCodes[bytes] ??= new Array<number>(2 * bytes).fill(0));
   for (let i = 0; i < bytes; i++) {
     const byte = pool[poolOffset + i]!;
-    charCodes[2 * i] = HEX_DIGITS[byte >> 4]!;
-    charCodes[2 * i + 1] = HEX_DIGITS[byte & 15]!;
+    codes[2 * i] = HEX_DIGITS[byte >> 4]!;
+    codes[2 * i + 1] = HEX_DIGITS[byte & 15]!;
   }
   poolOffset += bytes;
-  return String.fromCharCode(...charCodes);
+  return String.fromCharCode(...codes);
 }
 
 function requireString(kind: string, value: unknown): string {
