@@ -89,8 +89,12 @@ interface DeadlineBatch {
 export class SlotStatusSyncer {
   readonly #o: SlotStatusSyncerOptions;
   readonly #execute: (task: () => void) => void;
-  /** Allocations asked of an executor and not answered yet, with the attempt that asked. */
-  readonly #inFlight = new Map<AllocationID, Attempt>();
+  /**
+   * Allocations asked of an executor and not answered yet: each pending slot record holds the
+   * attempt that asked (`inFlight`; no Map from AllocationID, which every slot a check places
+   * would grow by one), and this counts them.
+   */
+  #inFlight = 0;
   /** The batch new requests join while the clock stays at its time. */
   #batch: DeadlineBatch | undefined;
   /** Between beginAllocations and endAllocations: tracked slots not counted in the ResourceTracker yet, a run of one job and profile. */
@@ -104,7 +108,7 @@ export class SlotStatusSyncer {
 
   /** Allocations asked of executors and not answered yet. */
   get inFlight(): number {
-    return this.#inFlight.size;
+    return this.#inFlight;
   }
 
   /**
@@ -122,7 +126,7 @@ export class SlotStatusSyncer {
     const attempt: Attempt = { allocationId, slot, answered: false, deadline: this.#deadlineBatch() };
     attempt.deadline.attempts.push(attempt);
     attempt.deadline.unanswered++;
-    this.#inFlight.set(allocationId, attempt);
+    this.#setInFlight(slot, attempt);
     const { taskManager } = reservation;
     let call: Promise<void>;
     try {
@@ -135,6 +139,12 @@ export class SlotStatusSyncer {
       (error: unknown) => this.#answered(attempt, error ?? new Error('slot request failed')),
     );
     return slot;
+  }
+
+  #setInFlight(slot: ResourceSlotRecord, attempt: Attempt | null): void {
+    if (slot.inFlight !== null) this.#inFlight--;
+    if (attempt !== null) this.#inFlight++;
+    slot.inFlight = attempt;
   }
 
   /** The batch a request sent now joins (a new one, with its timer, when the clock has moved). */
@@ -221,7 +231,7 @@ export class SlotStatusSyncer {
   freeSlot(allocationId: AllocationID): ResourceSlotRecord | undefined {
     const slot = this.#o.tracker.getSlot(allocationId);
     if (slot === undefined) return undefined;
-    this.#inFlight.delete(allocationId);
+    this.#setInFlight(slot, null);
     if (slot.tracked) this.#o.resourceTracker.notifyLostResource(slot.jobId!, slot.profile);
     return this.#o.tracker.free(allocationId);
   }
@@ -249,15 +259,15 @@ export class SlotStatusSyncer {
         conflicts.push(allocationId);
         this.#o.log?.(`slot report of ${taskManager.resourceId} shows allocation ${allocationId}, held on ${known.taskManager.resourceId}: ignored`);
       } else if (known?.state === 'pending') {
-        this.#inFlight.delete(allocationId);
+        this.#setInFlight(known, null);
         completed.push(this.#o.tracker.completeAllocation(allocationId));
       } else if (known === undefined) {
         // The executor holds that static index: a request still pending for it there cannot succeed.
         const occupant = taskManager.staticSlots[status.slotId.slotNumber];
         if (occupant?.state === 'pending' && occupant.allocationId !== null) {
-          const attempt = this.#inFlight.get(occupant.allocationId);
+          const attempt = occupant.inFlight as Attempt | null;
           const error = new SlotAllocationError('index-taken', `${describeSlot(occupant)} is held by allocation ${allocationId}, as its slot report shows`, { index: occupant.index, holder: allocationId });
-          if (attempt !== undefined) this.#settle(attempt, occupant, error, true);
+          if (attempt !== null) this.#settle(attempt, occupant, error, true);
         }
         const tracked = !(this.#o.isRequested?.(allocationId, status.jobId!) ?? false);
         const slot = this.#o.tracker.adopt(taskManager, { index: status.slotId.slotNumber, allocationId, jobId: status.jobId!, profile: status.resourceProfile }, tracked);
@@ -281,14 +291,15 @@ export class SlotStatusSyncer {
 
   /** Forgets every attempt in flight: their answers will be ignored. */
   close(): void {
-    this.#inFlight.clear();
+    for (const slot of this.#o.tracker.slots) this.#setInFlight(slot, null);
+    this.#inFlight = 0;
   }
 
   /** `superseded`: the executor's own report overtook the answer (no reason to doubt the executor). */
   #settle(attempt: Attempt, slot: ResourceSlotRecord, error: unknown, superseded = false): void {
     // Given up already (freed, reported, superseded by a new attempt, or the syncer closed): ignore.
-    if (this.#inFlight.get(attempt.allocationId) !== attempt) return;
-    this.#inFlight.delete(attempt.allocationId);
+    if (slot.inFlight !== attempt) return;
+    this.#setInFlight(slot, null);
     if (error === undefined) {
       this.#o.onAllocationSettled({ ok: true, slot: this.#o.tracker.completeAllocation(attempt.allocationId) });
       return;

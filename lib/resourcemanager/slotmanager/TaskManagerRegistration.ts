@@ -34,6 +34,8 @@ export interface ResourceSlotRecord {
   reserved: boolean;
   /** Counted in its job's ResourceTracker (declared requirements); false for seed 000's imperative requests. */
   tracked: boolean;
+  /** The SlotStatusSyncer's request to the executor for this pending slot while it is unanswered (its own, opaque here); null otherwise. */
+  inFlight: object | null;
 }
 
 export interface TaskManagerInfo {
@@ -125,6 +127,7 @@ export class TaskManagerRegistration implements TaskManagerInfo {
       profile: info.defaultSlotResourceProfile,
       reserved: false,
       tracked: false,
+      inFlight: null,
     }));
   }
 

@@ -240,7 +240,7 @@ export class TaskManagerTracker {
     }
     const { taskManager, staticSlot, profile, jobId } = reservation;
     this.#endReservation(reservation, false);
-    const slot = staticSlot ?? { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile, reserved: false, tracked };
+    const slot = staticSlot ?? { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile, reserved: false, tracked, inFlight: null };
     transitionResourceSlot(slot, 'ASSIGN_PENDING', () => describeSlot(slot));
     slot.allocationId = allocationId;
     slot.jobId = jobId;
@@ -270,7 +270,7 @@ export class TaskManagerTracker {
     if (this.#slots.has(allocation.allocationId)) throw this.#duplicate(allocation.allocationId);
     const candidate = taskManager.staticSlots[allocation.index];
     const useStatic = candidate !== undefined && candidate.state === 'free' && !candidate.reserved && candidate.profile.equals(allocation.profile);
-    const slot = useStatic ? candidate : { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile: allocation.profile, reserved: false, tracked };
+    const slot = useStatic ? candidate : { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile: allocation.profile, reserved: false, tracked, inFlight: null };
     transitionResourceSlot(slot, 'ADOPT', () => describeSlot(slot));
     slot.allocationId = allocation.allocationId;
     slot.jobId = allocation.jobId;
