@@ -194,6 +194,23 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     return short === 0 ? -1 : short * 10 + deficit;
   }
 
+  /**
+   * Adds (`sign` 1) or takes away (−1) what is available here to or from a running total (in
+   * ResourceProfile.amounts order and units; extended resources without zeros). False, changing
+   * nothing, outside the numeric mode, where `available` exists only as a profile.
+   */
+  addAvailableTo(amounts: number[], extended: Map<string, number>, sign: 1 | -1): boolean {
+    if (!this.#numeric) return false;
+    const available = this.#available;
+    for (let i = 0; i < 5; i++) amounts[i] = amounts[i]! + sign * available[i]!;
+    for (const [name, units] of this.#availableExtended) {
+      const sum = (extended.get(name) ?? 0) + sign * units;
+      if (sum === 0) extended.delete(name);
+      else extended.set(name, sum);
+    }
+    return true;
+  }
+
   /** A free static slot this requirement may take (its effective profile is the default), if any. */
   freeStaticSlotFor(requirement: ResourceProfile): ResourceSlotRecord | undefined {
     if (this.freeStaticSlots === 0 || !this.effectiveProfile(requirement).equals(this.defaultSlotResourceProfile)) return undefined;

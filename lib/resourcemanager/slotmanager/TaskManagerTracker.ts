@@ -60,6 +60,16 @@ export class TaskManagerTracker {
   #registeredSlots = 0;
   /** Sum of `available` over the executors that are not blocked; undefined when a change made it stale. */
   #freeResource: ResourceProfile | undefined = ResourceProfile.ZERO;
+  /**
+   * The same sum as running numbers (the executors' own raw amounts: integer units, so exact),
+   * moved with every capacity change: a check that keeps spare workers reads it, and summing
+   * 100,000 executors' profiles on demand cost a profile per executor per check. Given up
+   * (`#freeNumeric` false, the sum then made on demand again) once an executor's capacity is
+   * kept as profiles (UNKNOWN or ANY involved, or an overflow).
+   */
+  readonly #free = [0, 0, 0, 0, 0];
+  readonly #freeExtended = new Map<string, number>();
+  #freeNumeric = true;
 
   constructor(options: TaskManagerTrackerOptions) {
     this.policy = options.policy;
@@ -84,7 +94,7 @@ export class TaskManagerTracker {
     this.#taskManagers.set(info.resourceId, taskManager);
     this.#registeredResource = this.#registeredResource.merge(info.totalResourceProfile);
     this.#registeredSlots += info.numberOfStaticSlots;
-    this.#freeResource = undefined;
+    this.#countFree(taskManager, 1);
     this.#index.taskManagerChanged(taskManager);
     this.#shortages.taskManagerAdded(taskManager);
     // It arrives idle: whoever releases idle executors must hear of it like of any other.
@@ -97,7 +107,7 @@ export class TaskManagerTracker {
     const taskManager = this.#require(resourceId);
     for (const slot of this.slotsOf(taskManager)) if (slot.allocationId !== null) this.#slots.delete(slot.allocationId);
     this.#taskManagers.delete(resourceId);
-    this.#freeResource = undefined;
+    if (!taskManager.blocked) this.#countFree(taskManager, -1);
     this.#blocked.delete(taskManager);
     this.#registeredResource = this.#registeredResource.subtract(taskManager.totalResourceProfile);
     this.#registeredSlots -= taskManager.numberOfStaticSlots;
@@ -129,8 +139,7 @@ export class TaskManagerTracker {
    * Blocked executors (being released, or in doubt after a refused request) count as having nothing.
    */
   get freeRegisteredResource(): ResourceProfile {
-    // Summed on demand (once per requirement check at most), not kept up on every capacity change:
-    // that would cost the matching hot path two profile operations per allocate and per free.
+    if (this.#freeResource === undefined && this.#freeNumeric) this.#freeResource = ResourceProfile.fromAmounts(this.#free, this.#freeExtended);
     if (this.#freeResource === undefined) {
       let free = ResourceProfile.ZERO;
       for (const taskManager of this.#taskManagers.values()) if (!taskManager.blocked) free = free.merge(taskManager.available);
@@ -150,7 +159,7 @@ export class TaskManagerTracker {
     taskManager.blocked = blocked;
     if (blocked) this.#blocked.add(taskManager);
     else this.#blocked.delete(taskManager);
-    this.#freeResource = undefined;
+    this.#countFree(taskManager, blocked ? -1 : 1);
     taskManager.version++;
     this.#index.taskManagerChanged(taskManager);
   }
@@ -382,19 +391,27 @@ export class TaskManagerTracker {
   // ------------------------------------------------------------------ internals
 
   #take(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
+    if (!taskManager.blocked) this.#countFree(taskManager, -1);
     taskManager.take(profile);
-    this.#freeResource = undefined;
+    if (!taskManager.blocked) this.#countFree(taskManager, 1);
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
     this.#shortages.taskManagerChanged(taskManager);
   }
 
   #giveBack(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
+    if (!taskManager.blocked) this.#countFree(taskManager, -1);
     taskManager.giveBack(profile);
-    this.#freeResource = undefined;
+    if (!taskManager.blocked) this.#countFree(taskManager, 1);
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
     this.#shortages.taskManagerChanged(taskManager);
+  }
+
+  /** Adds (1) or takes away (−1) the executor's available resources to or from the free sum. */
+  #countFree(taskManager: TaskManagerRegistration, sign: 1 | -1): void {
+    this.#freeResource = undefined;
+    if (this.#freeNumeric && !taskManager.addAvailableTo(this.#free, this.#freeExtended, sign)) this.#freeNumeric = false;
   }
 
   /** Closes a reservation; its static slot goes back to free only when the reservation is dropped. */

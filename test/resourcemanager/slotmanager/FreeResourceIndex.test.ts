@@ -164,8 +164,10 @@ describe('FreeResourceIndex', () => {
       }
     }
 
-    /** Every requirement, anywhere and on every host: the index's answer and candidates against the scan. */
+    /** Every requirement, anywhere and on every host: the index's answer and candidates against the scan; the free sum against a pass over the executors. */
     function check(tracker: TaskManagerTracker, step: number): void {
+      const free = [...tracker.taskManagers].filter((t) => !t.blocked).reduce((sum, t) => sum.merge(t.available), ResourceProfile.ZERO);
+      expect(tracker.freeRegisteredResource.key, `step ${step}: freeRegisteredResource`).to.equal(free.key);
       for (const requirement of REQUIREMENTS) {
         const where = `step ${step}, ${tracker.policy}, ${requirement}`;
         const best = bruteForce(tracker, requirement);
