@@ -25,6 +25,10 @@ interface Entry {
   readonly seq: number;
   /** Its index in the heap; -1 while the executor is not in the set. */
   pos: number;
+  /** Changed since the set last looked (it is in the set's list of changed entries). */
+  dirty: boolean;
+  /** Its executor was removed (an entry still in the list of changed ones is then skipped). */
+  gone: boolean;
 }
 
 class CandidateSet {
@@ -35,8 +39,13 @@ class CandidateSet {
    */
   readonly #entries = new Map<TaskManagerRegistration, Entry>();
   #heap: Entry[] = [];
-  /** Executors whose capacity changed since the set last looked. */
-  readonly #changed = new Set<TaskManagerRegistration>();
+  /**
+   * The entries of executors whose capacity changed since the set last looked, the first
+   * `#changedCount` of this array (a list and a flag per entry, not a Set: no hash insert per change,
+   * no new table per clear).
+   */
+  readonly #changed: Entry[] = [];
+  #changedCount = 0;
   /** When the index last handed this set out (its LRU stamp). */
   lastUsed = 0;
 
@@ -62,17 +71,29 @@ class CandidateSet {
 
   /** The executor's capacity changed: it is re-checked when the set is next asked. */
   changed(taskManager: TaskManagerRegistration): void {
-    this.#changed.add(taskManager);
+    const entry = this.#entryOf(taskManager);
+    if (entry.dirty) return;
+    entry.dirty = true;
+    this.#changed[this.#changedCount++] = entry;
   }
 
-  /** Re-checks the executor now (building the set, or one changed executor). */
+  /** Re-checks the executor now (while the set is built). */
   update(taskManager: TaskManagerRegistration): void {
+    this.#recheck(this.#entryOf(taskManager));
+  }
+
+  #entryOf(taskManager: TaskManagerRegistration): Entry {
     let entry = this.#entries.get(taskManager);
+    if (entry === undefined) {
+      entry = { taskManager, utilization: taskManager.utilization, seq: taskManager.seq, pos: -1, dirty: false, gone: false };
+      this.#entries.set(taskManager, entry);
+    }
+    return entry;
+  }
+
+  #recheck(entry: Entry): void {
+    const { taskManager } = entry;
     if (taskManager.canFit(this.requirement)) {
-      if (entry === undefined) {
-        entry = { taskManager, utilization: taskManager.utilization, seq: taskManager.seq, pos: -1 };
-        this.#entries.set(taskManager, entry);
-      }
       if (entry.pos < 0) {
         entry.utilization = taskManager.utilization;
         entry.pos = this.#heap.length;
@@ -82,16 +103,16 @@ class CandidateSet {
         entry.utilization = taskManager.utilization;
         if (!this.#siftUp(entry.pos)) this.#siftDown(entry.pos);
       }
-    } else if (entry !== undefined && entry.pos >= 0) {
+    } else if (entry.pos >= 0) {
       this.#removeAt(entry.pos);
     }
   }
 
   remove(taskManager: TaskManagerRegistration): void {
-    this.#changed.delete(taskManager);
     const entry = this.#entries.get(taskManager);
     if (entry === undefined) return;
     if (entry.pos >= 0) this.#removeAt(entry.pos);
+    entry.gone = true;
     this.#entries.delete(taskManager);
   }
 
@@ -101,34 +122,37 @@ class CandidateSet {
   }
 
   #refresh(): void {
+    const count = this.#changedCount;
+    if (count === 0) return;
     const changed = this.#changed;
-    if (changed.size === 0) return;
+    this.#changedCount = 0;
     // Re-heaping costs ~n steps, re-checking one by one ~log n each: take the cheaper.
-    if (changed.size > 8 && changed.size * Math.log2(this.#heap.length + 2) > this.#heap.length + 64) {
-      for (const taskManager of changed) this.#recheckWithoutOrder(taskManager);
+    const reheap = count > 8 && count * Math.log2(this.#heap.length + 2) > this.#heap.length + 64;
+    for (let i = 0; i < count; i++) {
+      const entry = changed[i]!;
+      changed[i] = undefined!; // no entry of a removed executor kept alive here
+      entry.dirty = false;
+      if (entry.gone) continue;
+      if (reheap) this.#recheckWithoutOrder(entry);
+      else this.#recheck(entry);
+    }
+    if (reheap) {
       this.#heap = this.#heap.filter((e) => e.pos >= 0);
       this.#heap.forEach((e, i) => (e.pos = i));
       for (let i = (this.#heap.length >> 1) - 1; i >= 0; i--) this.#siftDown(i);
-    } else {
-      for (const taskManager of changed) this.update(taskManager);
     }
-    changed.clear();
   }
 
   /** For a re-heap: the entry's membership and key, its heap order left to the re-heap (a leaver is only marked). */
-  #recheckWithoutOrder(taskManager: TaskManagerRegistration): void {
-    let entry = this.#entries.get(taskManager);
+  #recheckWithoutOrder(entry: Entry): void {
+    const { taskManager } = entry;
     if (taskManager.canFit(this.requirement)) {
-      if (entry === undefined) {
-        entry = { taskManager, utilization: taskManager.utilization, seq: taskManager.seq, pos: -1 };
-        this.#entries.set(taskManager, entry);
-      }
       entry.utilization = taskManager.utilization;
       if (entry.pos < 0) {
         entry.pos = this.#heap.length;
         this.#heap.push(entry);
       }
-    } else if (entry !== undefined) {
+    } else {
       entry.pos = -1;
     }
   }
