@@ -62,13 +62,15 @@ export class TaskManagerTracker {
   #freeResource: ResourceProfile | undefined = ResourceProfile.ZERO;
   /**
    * The same sum as running numbers (the executors' own raw amounts: integer units, so exact),
-   * moved with every capacity change: a check that keeps spare workers reads it, and summing
-   * 100,000 executors' profiles on demand cost a profile per executor per check. Given up
-   * (`#freeNumeric` false, the sum then made on demand again) once an executor's capacity is
-   * kept as profiles (UNKNOWN or ANY involved, or an overflow).
+   * moved with every capacity change once it has been read (`#freeCounted`; until then nobody
+   * pays for it): a check that keeps spare workers reads it, and summing 100,000 executors'
+   * profiles on demand cost a profile per executor per check. Given up (`#freeNumeric` false, the
+   * sum then made on demand again) once an executor's capacity is kept as profiles (UNKNOWN or
+   * ANY involved, or an overflow).
    */
   readonly #free = [0, 0, 0, 0, 0];
   readonly #freeExtended = new Map<string, number>();
+  #freeCounted = false;
   #freeNumeric = true;
 
   constructor(options: TaskManagerTrackerOptions) {
@@ -139,6 +141,10 @@ export class TaskManagerTracker {
    * Blocked executors (being released, or in doubt after a refused request) count as having nothing.
    */
   get freeRegisteredResource(): ResourceProfile {
+    if (this.#freeResource === undefined && this.#freeNumeric && !this.#freeCounted) {
+      this.#freeCounted = true;
+      for (const taskManager of this.#taskManagers.values()) if (!taskManager.blocked) this.#countFree(taskManager, 1);
+    }
     if (this.#freeResource === undefined && this.#freeNumeric) this.#freeResource = ResourceProfile.fromAmounts(this.#free, this.#freeExtended);
     if (this.#freeResource === undefined) {
       let free = ResourceProfile.ZERO;
@@ -411,7 +417,7 @@ export class TaskManagerTracker {
   /** Adds (1) or takes away (−1) the executor's available resources to or from the free sum. */
   #countFree(taskManager: TaskManagerRegistration, sign: 1 | -1): void {
     this.#freeResource = undefined;
-    if (this.#freeNumeric && !taskManager.addAvailableTo(this.#free, this.#freeExtended, sign)) this.#freeNumeric = false;
+    if (this.#freeCounted && this.#freeNumeric && !taskManager.addAvailableTo(this.#free, this.#freeExtended, sign)) this.#freeNumeric = false;
   }
 
   /** Closes a reservation; its static slot goes back to free only when the reservation is dropped. */
