@@ -233,7 +233,7 @@ export class SlotStatusSyncer {
     if (slot === undefined) return undefined;
     this.#setInFlight(slot, null);
     if (slot.tracked) this.#o.resourceTracker.notifyLostResource(slot.jobId!, slot.profile);
-    return this.#o.tracker.free(allocationId);
+    return this.#o.tracker.free(allocationId, 'FREE', slot);
   }
 
   /**
@@ -301,13 +301,13 @@ export class SlotStatusSyncer {
     if (slot.inFlight !== attempt) return;
     this.#setInFlight(slot, null);
     if (error === undefined) {
-      this.#o.onAllocationSettled({ ok: true, slot: this.#o.tracker.completeAllocation(attempt.allocationId) });
+      this.#o.onAllocationSettled({ ok: true, slot: this.#o.tracker.completeAllocation(attempt.allocationId, slot) });
       return;
     }
     const { jobId, tracked, taskManager } = slot;
     this.#o.log?.(`slot request ${describeSlot(slot)} for ${attempt.allocationId} failed: ${describe(error)}`);
     if (tracked) this.#o.resourceTracker.notifyLostResource(jobId!, slot.profile);
-    this.#o.tracker.free(attempt.allocationId, 'FAIL_ALLOCATION');
+    this.#o.tracker.free(attempt.allocationId, 'FAIL_ALLOCATION', slot);
     this.#o.onAllocationSettled({ ok: false, allocationId: attempt.allocationId, jobId: jobId!, resourceId: taskManager.resourceId, error, tracked, superseded });
   }
 

@@ -267,9 +267,9 @@ export class TaskManagerTracker {
     return slot;
   }
 
-  /** The executor acknowledged or reported the allocation (pending → allocated). */
-  completeAllocation(allocationId: AllocationID): ResourceSlotRecord {
-    const slot = this.#requireSlot(allocationId);
+  /** The executor acknowledged or reported the allocation (pending → allocated). `known`: its record, when the caller holds it. */
+  completeAllocation(allocationId: AllocationID, known?: ResourceSlotRecord): ResourceSlotRecord {
+    const slot = this.#requireSlot(allocationId, known);
     transitionResourceSlot(slot, 'COMPLETE_ALLOCATION', () => describeSlot(slot));
     return slot;
   }
@@ -301,9 +301,10 @@ export class TaskManagerTracker {
   /**
    * The slot is free again (pending or allocated → free): refused, timed out, released by its job,
    * reported free, or its executor was lost. A static record stays, free; a dynamic one goes.
+   * `known`: its record, when the caller holds it.
    */
-  free(allocationId: AllocationID, event: 'FREE' | 'FAIL_ALLOCATION' = 'FREE'): ResourceSlotRecord {
-    const slot = this.#requireSlot(allocationId);
+  free(allocationId: AllocationID, event: 'FREE' | 'FAIL_ALLOCATION' = 'FREE', known?: ResourceSlotRecord): ResourceSlotRecord {
+    const slot = this.#requireSlot(allocationId, known);
     transitionResourceSlot(slot, event, () => describeSlot(slot));
     const { taskManager } = slot;
     this.#slots.delete(allocationId);
@@ -453,7 +454,13 @@ export class TaskManagerTracker {
     return taskManager;
   }
 
-  #requireSlot(allocationId: AllocationID): ResourceSlotRecord {
+  /**
+   * The record of `allocationId`. `known`: the record the caller just looked up or holds for it (the
+   * syncer, on every answer and free): no second lookup in a Map of every allocation then, as long
+   * as it still carries the AllocationID.
+   */
+  #requireSlot(allocationId: AllocationID, known?: ResourceSlotRecord): ResourceSlotRecord {
+    if (known !== undefined && known.allocationId === allocationId) return known;
     const slot = this.#slots.get(allocationId);
     if (slot === undefined) throw new IllegalArgumentError('invalid-value', `no slot with allocation ${allocationId}`, { argument: 'allocationId', value: allocationId });
     return slot;
