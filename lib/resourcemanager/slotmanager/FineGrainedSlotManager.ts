@@ -109,6 +109,12 @@ export class FineGrainedSlotManager {
   /** Executors blocked because they are being released (not merely after a failed request). */
   readonly #releasing = new Set<ResourceIDType>();
   readonly #idleKeys = new Map<ResourceIDType, DeadlineKey>();
+  /**
+   * Waiting slot requests whose AllocationID a slot report showed held by another job (the only
+   * way a waiting request's AllocationID comes to be held): the next check fails them, and looks
+   * up no other request's AllocationID in the tracker (a Map of every allocation).
+   */
+  readonly #heldByAnotherJob = new Set<AllocationID>();
   #checking = false;
   #recheck = false;
   #deferring = 0;
@@ -439,7 +445,7 @@ export class FineGrainedSlotManager {
   #runCheck(): void {
     const demands: ResourceDemand[] = [];
     for (const r of [...this.#requests.values()]) {
-      const holder = r.state === 'waiting' ? this.tracker.getSlot(r.allocationId) : undefined;
+      const holder = r.state === 'waiting' && this.#heldByAnotherJob.has(r.allocationId) ? this.tracker.getSlot(r.allocationId) : undefined;
       if (holder !== undefined) {
         // A slot report showed this AllocationID held by another job meanwhile: it cannot be used again.
         this.#failRequest(r, 'duplicate-request', `allocation ${AllocationID.short(r.allocationId)} is held by job ${JobID.short(holder.jobId!)} on ${holder.taskManager.resourceId}`);
@@ -451,6 +457,7 @@ export class FineGrainedSlotManager {
     for (const [jobId, requirements] of this.resourceTracker.getMissingResources()) {
       for (const r of requirements) demands.push({ jobId, profile: r.resourceProfile, count: r.numberOfRequiredSlots });
     }
+    this.#heldByAnotherJob.clear();
     const result = this.#strategy.tryFulfillRequirements(demands, this.tracker);
 
     this.#syncer.beginAllocations();
@@ -597,6 +604,7 @@ export class FineGrainedSlotManager {
       for (const slot of [...result.completed, ...result.adopted]) {
         const request = this.#requests.get(slot.allocationId!);
         if (request !== undefined && request.jobId === slot.jobId) this.#fulfilled(request, taskManager.resourceId, slot.index);
+        else if (request !== undefined) this.#heldByAnotherJob.add(request.allocationId); // the next check fails it
       }
       return result.adopted.length > 0 || result.freed.length > 0;
     });
@@ -697,6 +705,7 @@ export class FineGrainedSlotManager {
     this.#waits.clear();
     this.#releasing.clear();
     this.#idleKeys.clear();
+    this.#heldByAnotherJob.clear();
     this.#deadlines.clear();
   }
 
