@@ -8,8 +8,9 @@
  * The workers are test/fixtures/echoWorker.ts and echoProcess.ts. Hops between threads are noisy
  * on a 2-vCPU machine, so the tasks run in ROUNDS interleaved rounds and each figure is the median
  * over rounds. Figures are per call: a 64-in-flight task's one iteration is 64 calls.
- * For reference, comlink's own `wrap` over the same Link and worker (what connect.ts replaced on the
- * calling side). Target: a gateway call within 2× a raw round trip at 64 in flight.
+ * For reference, comlink's own RPC over the same kind of Link: `wrap` here, `expose` of the same
+ * object in the worker (what the gateways do not use, see lib/rpc/connect.ts). Target: a gateway
+ * call within 2× a raw round trip at 64 in flight. CPU per call: bench/rpcCpu.ts.
  *
  * Run with `npm run bench -- rpc`. The last line of output is one JSON object with every figure.
  */
@@ -79,14 +80,16 @@ function onceMessage(target: Worker | ChildProcess): Promise<void> {
 
 const rawWorker = startWorker(WORKER_ENTRY, { mode: 'raw' });
 const gatewayWorker = startWorker(WORKER_ENTRY);
+const comlinkWorker = startWorker(WORKER_ENTRY, { mode: 'comlink' });
 const rawChild = forkProcess(PROCESS_ENTRY, ['raw']);
 const gatewayChild = forkProcess(PROCESS_ENTRY);
 
 const threadRaw = rawCaller((m) => rawWorker.postMessage(m), (h) => rawWorker.on('message', h));
 const threadLink = new Link('bench → worker', portTransport(gatewayWorker));
 const threadGateway = gatewayCaller(threadLink);
-// For reference: comlink's own `wrap` on the same channel (no deadline, no close handling).
-const bareEcho = wrap<EchoGateway>(threadLink.channel(ECHO_CHANNEL) as unknown as Endpoint).echo;
+// For reference: comlink's own `wrap` to a worker that `expose`s the object (no deadline, no close handling).
+const comlinkLink = new Link('bench → comlink worker', portTransport(comlinkWorker));
+const bareEcho = wrap<EchoGateway>(comlinkLink.channel(ECHO_CHANNEL) as unknown as Endpoint).echo;
 const threadComlink: Call = (payload) => bareEcho(payload);
 const processRaw = rawCaller((m) => rawChild.send(m as object), (h) => rawChild.on('message', h));
 const processLink = new Link('bench → process', processTransport(gatewayChild));
@@ -98,7 +101,7 @@ const rawWorkerUp = onceMessage(rawWorker);
 rawWorker.postMessage({ id: -1, payload: null });
 const rawChildUp = onceMessage(rawChild);
 rawChild.send({ id: -1, payload: null });
-await Promise.all([rawWorkerUp, rawChildUp, threadGateway(PAYLOAD), processGateway(PAYLOAD)]);
+await Promise.all([rawWorkerUp, rawChildUp, threadGateway(PAYLOAD), threadComlink(PAYLOAD), processGateway(PAYLOAD)]);
 const startupMs = performance.now() - started;
 
 const TASKS = {
@@ -164,12 +167,13 @@ const ratioComlink64 = ratio('threadComlink64', 'threadRaw64');
 console.log(`gateway / raw, thread, sequential:        ${round(ratioThreadSeq)}×`);
 console.log(`gateway / raw, thread, ${IN_FLIGHT} in flight:      ${round(ratioThread64)}×  (target ≤ 2×: ${ratioThread64 <= 2 ? 'met' : 'MISSED'})`);
 console.log(`gateway / raw, process, ${IN_FLIGHT} in flight:     ${round(ratioProcess64)}×`);
-console.log(`comlink wrap / raw, thread, ${IN_FLIGHT} in flight: ${round(ratioComlink64)}×  (reference: comlink's own caller over the same Link)`);
+console.log(`comlink wrap / raw, thread, ${IN_FLIGHT} in flight: ${round(ratioComlink64)}×  (reference: comlink's expose + wrap over the same kind of Link)`);
 
 threadLink.close('bench done');
+comlinkLink.close('bench done');
 processLink.close('bench done');
 rawChild.disconnect();
-await Promise.all([rawWorker.terminate(), gatewayWorker.terminate()]);
+await Promise.all([rawWorker.terminate(), gatewayWorker.terminate(), comlinkWorker.terminate()]);
 
 printJson({
   bench: 'rpc',

@@ -8,7 +8,7 @@
  * closes the cluster and exits 0 — or 1 when the job failed or the counts differ.
  */
 import { parseArgs } from 'node:util';
-import { MiniCluster, type ClusterOverview } from '../lib/index.js';
+import { formatMemorySize, MiniCluster, type ClusterOverview, type ResourceAmounts } from '../lib/index.js';
 import { countWords, generatedText } from './wordcount/text.js';
 import { wordCountJob, type WordCountResult } from './wordcount/wordCountJob.js';
 
@@ -25,8 +25,8 @@ Runs a word count over generated text on an in-process slotwise cluster.
                       64 mb managed and 32 mb network memory (default 4)
   --mode <m>          thread (default) or process
   --inspect [port]    relay every statechart to the Stately inspector on this port
-                      (default 8080); open http://localhost:<port> and keep the cluster
-                      up until Ctrl-C
+                      (default 8080); open the URL it prints (it holds the relay's
+                      token) and keep the cluster up until Ctrl-C
   --help              this text`;
 
 function positiveInteger(name: string, value: string | undefined, fallback: number): number {
@@ -54,7 +54,7 @@ const { values } = (() => {
         port: { type: 'string' },
         help: { type: 'boolean' },
       },
-      args: normalizeInspect(process.argv.slice(2)),
+      args: normalizeArgs(process.argv.slice(2)),
     });
   } catch (error) {
     console.error(`${(error as Error).message}\n\n${HELP}`);
@@ -62,12 +62,19 @@ const { values } = (() => {
   }
 })();
 
-/** `--inspect 9000` → `--inspect --port 9000` (parseArgs has no optional values). */
-function normalizeInspect(args: string[]): string[] {
+/**
+ * `--inspect 9000` → `--inspect --port 9000` (parseArgs has no optional values), and `--executors -1`
+ * → `--executors=-1`: parseArgs takes a value that starts with a dash for another option ("ambiguous
+ * argument"), so the range check below could not say what is allowed.
+ */
+function normalizeArgs(args: string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
-    out.push(args[i]!);
-    if (args[i] === '--inspect' && args[i + 1] !== undefined && /^\d+$/.test(args[i + 1]!)) out.push('--port', args[++i]!);
+    const arg = args[i]!;
+    const next = args[i + 1];
+    if (arg === '--inspect' && next !== undefined && /^\d+$/.test(next)) out.push(arg, '--port', args[++i]!);
+    else if (/^--[a-z]+$/.test(arg) && arg !== '--inspect' && next !== undefined && /^-\d/.test(next)) out.push(`${arg}=${args[++i]!}`);
+    else out.push(arg);
   }
   return out;
 }
@@ -99,8 +106,8 @@ const cluster = await MiniCluster.start({
   resources: { cpuCores: slots, taskHeapMemory: `${256 * slots}m`, managedMemory: `${64 * slots}m`, networkMemory: `${32 * slots}m` },
   ...(values.inspect ? { inspect: { stately: { port } } } : {}),
 });
-say(`cluster up: ${executors} TaskExecutor(s) (${mode}s) × ${slots} slots of 1 core, 256 mb heap, 64 mb managed, 32 mb network`);
-if (values.inspect) say(`Stately inspector relay: open http://localhost:${port} in a browser`);
+say(`cluster up: ${executors} TaskExecutor(s) (${mode === 'process' ? 'child processes' : 'worker threads'}) × ${slots} slots of 1 core, 256 mb heap, 64 mb managed, 32 mb network`);
+if (values.inspect) say(`Stately inspector relay: open ${cluster.inspectorUrl} in a browser`);
 
 const job = await cluster.submitJob(wordCountJob({ input: { lines, seed }, parallelism, counters }));
 say(`submitted '${job.name}' (${job.jobId}): ${lines} lines, source×${parallelism} → tokenize×${parallelism} → count×${counters} → sink×1`);
@@ -150,21 +157,19 @@ function renderSlotTable(overview: ClusterOverview): string {
   const rows = [['executor', 'slot', 'state', 'resources', 'subtasks']];
   for (const te of overview.taskExecutors) {
     for (const slot of te.slots) {
-      if (slot.state !== 'free' && slot.state !== 'unavailable') rows.push([te.resourceId, slot.slot, slot.state, shortProfile(slot.resourceProfile), slot.tasks.join(', ') || '-']);
+      if (slot.state !== 'free' && slot.state !== 'unavailable') rows.push([te.resourceId, slot.slot, slot.state, shortProfile(slot.resources), slot.tasks.join(', ') || '-']);
     }
     // Idle static slots in one line each: free, and those whose resources dynamic slots took.
     for (const state of ['free', 'unavailable'] as const) {
       const idle = te.slots.filter((slot) => slot.state === state);
-      if (idle.length > 0) rows.push([te.resourceId, `${idle.length} ×`, state, shortProfile(idle[0]!.resourceProfile), state === 'unavailable' ? 'resources taken by dynamic slots' : '']);
+      if (idle.length > 0) rows.push([te.resourceId, `${idle.length} ×`, state, shortProfile(idle[0]!.resources), state === 'unavailable' ? 'resources taken by dynamic slots' : '']);
     }
   }
-  for (const pending of overview.pendingRequests) rows.push(['(waiting)', '', `${pending.missing} missing`, pending.profile, pending.why]);
+  for (const pending of overview.pendingRequests) rows.push(['(waiting)', '', `${pending.missing} missing`, pending.resources === null ? pending.profile : shortProfile(pending.resources), pending.why]);
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   return rows.map((r) => '    ' + r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ')).join('\n') + '\n';
 }
 
-function shortProfile(profile: string): string {
-  const cpu = /cpuCores=([\d.]+)/.exec(profile)?.[1];
-  const heap = /taskHeapMemory=([^,}]+)/.exec(profile)?.[1];
-  return cpu === undefined ? profile : `${cpu} core, ${heap} heap`;
+function shortProfile(resources: ResourceAmounts): string {
+  return `${resources.cpuCores} core, ${formatMemorySize(resources.taskHeapMemory)} heap`;
 }

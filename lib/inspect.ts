@@ -5,8 +5,9 @@
  * inspection events, sends them over its Link, and the driver hands them to `forward`.
  *
  * Two sinks: a callback that receives every event as plain data (`origin` says which thread it came
- * from), or the Stately inspector — a local relay on `port` (default 8080) that a browser opens at
- * http://localhost:<port> to watch every actor live.
+ * from), or the Stately inspector — a local relay on `port` (default 8080; 0 picks a free one) that
+ * a browser opens at its URL (http://localhost:<port>/?token=<token>, see inspectRelay.ts) to watch
+ * every actor live.
  *
  * Session ids of XState actors are counters per thread, so two workers both have an `x:1`: events
  * from a worker get their ids prefixed with its ResourceID and their names suffixed with it.
@@ -17,23 +18,9 @@ import { configure } from 'safe-stable-stringify';
 import type { InspectionEvent } from 'xstate';
 import { ConfigurationError } from './core/errors.js';
 import { StatelyRelay } from './inspectRelay.js';
+import type { InspectionRecord, InspectOption } from './InspectionRecord.js';
 
-/** One inspection event: a plain Stately inspection event and the thread it came from. */
-export type InspectionRecord = StatelyInspectionEvent & {
-  /** 'main' for the SlotManager and the JobMasters, the ResourceID of a TaskExecutor for its slots. */
-  readonly origin: string;
-};
-
-export type InspectOption =
-  | ((event: InspectionRecord) => void)
-  | {
-      readonly stately: {
-        /** The relay's HTTP and WebSocket port (default 8080). */
-        readonly port?: number;
-        /** Open the system browser on the relay page (default false). */
-        readonly open?: boolean;
-      };
-    };
+export type { InspectionRecord, InspectOption } from './InspectionRecord.js';
 
 export interface InspectionSink {
   /** For `createActor(machine, { inspect })` on the main thread. */
@@ -42,7 +29,7 @@ export interface InspectionSink {
   readonly forward: (origin: string, event: unknown) => void;
   /** Resolves when the sink can take events (the relay listens). */
   readonly ready: Promise<void>;
-  /** The relay's page for the Stately inspector, or null for a callback. */
+  /** The relay's page for the Stately inspector, with its token, once `ready`; null for a callback. */
   readonly url: string | null;
   close(): Promise<void>;
 }
@@ -73,7 +60,7 @@ export function createInspectionSink(option: InspectOption): InspectionSink {
     const callback = option;
     const deliver = (origin: string, event: StatelyInspectionEvent) => {
       try {
-        callback({ ...event, origin });
+        callback({ ...event, origin } as InspectionRecord);
       } catch {
         // A failing observer must not break the runtime it watches.
       }
@@ -91,8 +78,11 @@ export function createInspectionSink(option: InspectOption): InspectionSink {
     throw new ConfigurationError('invalid-value', "inspect must be a function (event) => void or { stately: { port?, open? } }", { option: 'inspect' });
   }
   const port = option.stately.port ?? 8080;
-  if (!Number.isSafeInteger(port) || port < 1 || port > 65535) {
-    throw new ConfigurationError('invalid-value', `inspect.stately.port must be an integer in [1, 65535], got ${String(port)}`, { option: 'inspect.stately.port' });
+  if (!Number.isSafeInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigurationError('invalid-value', `inspect.stately.port must be an integer in [0, 65535] (0: any free port), got ${String(port)}`, { option: 'inspect.stately.port' });
+  }
+  if (option.stately.open !== undefined && typeof option.stately.open !== 'boolean') {
+    throw new ConfigurationError('invalid-value', `inspect.stately.open must be a boolean, got ${String(option.stately.open)}`, { option: 'inspect.stately.open' });
   }
   return statelySink(port, option.stately.open ?? false);
 }
@@ -117,7 +107,9 @@ function statelySink(port: number, open: boolean): InspectionSink {
     inspect: (event) => inspector.inspect.next?.(event),
     forward: (origin, event) => publish(fromWorker(origin, event)),
     ready,
-    url: `http://localhost:${port}`,
+    get url() {
+      return relay?.url ?? null;
+    },
     close: async () => {
       if (!(await ready.then(() => true, () => false))) return;
       await relay?.close();

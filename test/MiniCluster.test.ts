@@ -7,18 +7,9 @@ import { ConfigurationError, IllegalArgumentError, IllegalStateError, JobGraphEr
 import { JobID } from '../lib/core/ids.js';
 import { MiniCluster, type MiniClusterOptions } from '../lib/MiniCluster.js';
 import type { JobEvent } from '../lib/jobmaster/JobMaster.js';
+import { startRefusal as refusal } from './support/startRefusal.js';
 
 const OK = new URL('./fixtures/tasks/ok.ts', import.meta.url);
-
-async function refusal(options: MiniClusterOptions): Promise<unknown> {
-  return MiniCluster.start(options).then(
-    async (cluster) => {
-      await cluster.close();
-      return undefined;
-    },
-    (error: unknown) => error,
-  );
-}
 
 describe('MiniCluster', () => {
   describe('start refuses bad options, naming the option and what is allowed', () => {
@@ -142,16 +133,7 @@ describe('MiniCluster', () => {
       }
     });
 
-    it('drops an ended job once jobstore.expiration-time has passed since it ended', async () => {
-      const cluster = await MiniCluster.start({ taskExecutors: 0, configuration: { 'jobstore.expiration-time': '5 ms' } });
-      try {
-        await endedJob(cluster, 'brief');
-        await new Promise((resolve) => setTimeout(resolve, 30));
-        expect(cluster.listJobs()).to.deep.equal([]);
-      } finally {
-        await cluster.close();
-      }
-    });
+    // jobstore.expiration-time is crossed on a simulated clock in test/dispatcher/Dispatcher.test.ts.
 
     it('refuses a negative capacity at the door', async () => {
       const error = await MiniCluster.start({ taskExecutors: 0, configuration: { 'jobstore.max-capacity': -1 } }).catch((e: unknown) => e);

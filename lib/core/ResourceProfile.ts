@@ -68,7 +68,11 @@ function toUnits(field: string, value: unknown): number {
   const rule = `${field} must be a finite non-negative number`;
   if (typeof value !== 'number' || !Number.isFinite(value)) throw new ResourceProfileError('not-finite', `${rule}, got ${describe(value)}`, { field, value: describe(value) });
   if (value < 0) throw new ResourceProfileError('negative-amount', `${rule}, got ${value}`, { field, value });
-  const units = Math.round(value * SCALE) + 0;
+  // Rounded down at the kept precision, never up (Flink's resources round down): the amount kept is
+  // never more than was asked. `value * SCALE` carries binary noise (0.29 * 1e8 = 28999999.999999996),
+  // so take the nearest unit and step down only when that unit reads back above `value`.
+  let units = Math.round(value * SCALE) + 0;
+  if (units / SCALE > value) units -= 1;
   if (!Number.isSafeInteger(units)) {
     throw new ResourceProfileError('invalid-size', `${rule} of at most ${Number.MAX_SAFE_INTEGER / SCALE}, got ${value}`, { field, value });
   }
@@ -116,7 +120,7 @@ export class ResourceProfileBuilder {
   readonly #amounts = [0, 0, 0, 0, 0];
   readonly #extended = new Map<string, number>();
 
-  /** CPU cores, fractions allowed, kept to 8 decimal places. */
+  /** CPU cores, fractions allowed, kept to 8 decimal places (rounded down: 0.123456789 is kept as 0.12345678). */
   setCpuCores(cores: number): this {
     this.#amounts[0] = toUnits('cpuCores', cores);
     return this;
@@ -137,7 +141,7 @@ export class ResourceProfileBuilder {
   setNetworkMemory(size: MemorySizeInput): this { return this.#memory(4, size); }
   /** Network memory in whole mebibytes. */
   setNetworkMemoryMB(mb: number): this { return this.#memoryMB(4, mb); }
-  /** An extended resource (e.g. `gpu`), fractions allowed; amount 0 removes it. */
+  /** An extended resource (e.g. `gpu`), fractions allowed and kept to 8 decimal places (rounded down); amount 0 removes it. */
   setExtendedResource(name: string, amount: number): this {
     const units = toUnits(checkName(name), amount);
     if (units === 0) this.#extended.delete(name);
@@ -376,6 +380,22 @@ export class ResourceProfile {
     if (n === 0) return ResourceProfile.ZERO;
     const amounts = this.amounts.map((a, i) => checked(STANDARD[i]!, a * n)) as unknown as Amounts;
     return new ResourceProfile('specified', amounts, new Map([...this.extended].map(([k, u]) => [k, checked(k, u * n)])));
+  }
+
+  /**
+   * Every field divided by `n`, a whole number >= 1, rounded down at the kept precision (Flink's
+   * Resource.divide and MemorySize.divide round down): CPU and extended amounts to 1e-8, memory to
+   * whole bytes, so `n` shares never add up to more than this. 2 cores / 3 = 0.66666666 cores.
+   */
+  divide(n: number): ResourceProfile {
+    if (!Number.isSafeInteger(n) || n < 1) {
+      const message = `divisor must be a whole number >= 1, got ${describe(n)}`;
+      throw new ResourceProfileError('invalid-divisor', message, { field: 'divisor', value: describe(n) });
+    }
+    if (this.kind !== 'specified' || n === 1) return this;
+    // Integer units over a safe integer: the floating quotient never rounds up across a whole unit.
+    const amounts = this.#units.map((a) => Math.floor(a / n)) as unknown as Amounts;
+    return new ResourceProfile('specified', amounts, new Map([...this.extended].map(([k, u]) => [k, Math.floor(u / n)])));
   }
 
   /** Every field (standard, then extended) where this has less than `required`; empty when it suffices or either is UNKNOWN. */

@@ -1,7 +1,8 @@
 /**
  * How a TaskExecutor's options become resource profiles (Flink's TaskExecutorResourceUtils): the
  * total it offers, and the default profile of one static slot (the total divided by the number of
- * slots, memory rounded down to whole bytes).
+ * slots, rounded down like Flink's: CPU and extended resources to 1e-8, memory to whole bytes, so
+ * that every static slot fits; 2 cores over 3 slots are 0.66666666 cores each).
  */
 import { IllegalArgumentError } from './errors.js';
 import type { ResolvedOptions } from './options.js';
@@ -19,21 +20,10 @@ export function totalResourceProfile(options: ResolvedOptions): ResourceProfile 
     .build();
 }
 
-/** One static slot's share of `total` when it is cut into `numberSlots` equal slots. */
+/** One static slot's share of `total` when it is cut into `numberSlots` equal slots (rounded down). */
 export function defaultSlotResourceProfile(total: ResourceProfile, numberSlots: number): ResourceProfile {
   if (!Number.isSafeInteger(numberSlots) || numberSlots < 1) {
     throw new IllegalArgumentError('out-of-range', `numberSlots must be an integer >= 1, got ${numberSlots}`, { argument: 'numberSlots', value: numberSlots });
   }
-  if (total.isUnknown() || total.isAny()) return total;
-  const share = (n: number) => Math.floor(n / numberSlots);
-  const extended: Record<string, number> = {};
-  for (const [name, amount] of Object.entries(total.extendedResources)) extended[name] = amount / numberSlots;
-  return ResourceProfile.newBuilder()
-    .setCpuCores(total.cpuCores / numberSlots)
-    .setTaskHeapMemory(share(total.taskHeapMemory))
-    .setTaskOffHeapMemory(share(total.taskOffHeapMemory))
-    .setManagedMemory(share(total.managedMemory))
-    .setNetworkMemory(share(total.networkMemory))
-    .setExtendedResources(extended)
-    .build();
+  return total.divide(numberSlots);
 }

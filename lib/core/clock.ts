@@ -76,10 +76,22 @@ export class SimulatedClock implements Clock {
       const next = this.#earliestDue(time);
       if (next === undefined) break;
       this.#timers.delete(next.id);
-      this.#now = next.due;
+      // A timer left late by stall() fires at the time it is, not back at its due time.
+      this.#now = Math.max(this.#now, next.due);
       next.fn();
     }
     this.#now = time;
+  }
+
+  /**
+   * Moves time forward by `ms` as a blocked event loop lives it (a long synchronous computation):
+   * nothing runs on the way; then every timer that fell due fires, late, all at the new time, in
+   * due order. A timer one of them schedules counts from the new time (it fires now only with delay 0).
+   */
+  stall(ms: number): void {
+    if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`SimulatedClock.stall needs a finite ms >= 0, got ${ms}`);
+    this.#now += ms;
+    this.flush();
   }
 
   /** Fires the timers that are due now (delay 0), without moving time. */

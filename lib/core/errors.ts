@@ -78,7 +78,8 @@ export class ResourceProfileError extends SlotwiseError {
       | 'invalid-size'
       | 'insufficient-resources'
       | 'unknown-profile'
-      | 'invalid-multiplier',
+      | 'invalid-multiplier'
+      | 'invalid-divisor',
     message: string,
     details: { field: string } & Record<string, unknown>,
   ) {

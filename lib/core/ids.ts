@@ -9,6 +9,8 @@
  * - AllocationID: one lease of a slot to a job (a new one for every allocation), 32 hex characters.
  * - ExecutionAttemptID: one attempt of one subtask, 32 hex characters, optionally followed by a
  *   readable label (`…_tokenize_3_1` for vertex `tokenize`, subtask 3, attempt 1).
+ * - ResourceManagerId: one ResourceManager, 32 hex characters (a TaskExecutor grants slots only to
+ *   the one it is registered at).
  */
 import { IllegalArgumentError } from './errors.js';
 
@@ -19,6 +21,7 @@ export type ResourceID = Brand<string, 'ResourceID'>;
 export type JobID = Brand<string, 'JobID'>;
 export type AllocationID = Brand<string, 'AllocationID'>;
 export type ExecutionAttemptID = Brand<string, 'ExecutionAttemptID'>;
+export type ResourceManagerId = Brand<string, 'ResourceManagerId'>;
 
 export interface SlotID {
   readonly resourceId: ResourceID;
@@ -102,6 +105,8 @@ function hexId<T extends string>(kind: string) {
 
 export const JobID = hexId<JobID>('JobID');
 export const AllocationID = hexId<AllocationID>('AllocationID');
+/** One ResourceManager (Flink's ResourceManagerId, its fencing token): a slot request names the one that sent it. */
+export const ResourceManagerId = hexId<ResourceManagerId>('ResourceManagerId');
 
 export const ExecutionAttemptID = {
   /**

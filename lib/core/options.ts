@@ -78,6 +78,12 @@ function derivedNumber(derivedDoc: string, doc: string): OptionSpec<number, numb
   return { default: undefined, doc, format: (v) => (v === undefined ? derivedDoc : String(v)), parse: inner.parse };
 }
 
+/** An integer >= `min` that, when not set, is derived from other options (`derivedDoc` says how). */
+function derivedInteger(derivedDoc: string, doc: string, min: number): OptionSpec<number, number | undefined> {
+  const inner = integer(min, doc, min);
+  return { default: undefined, doc, format: (v) => (v === undefined ? derivedDoc : String(v)), parse: inner.parse };
+}
+
 /** One of `values`, or unset: then derived from other options (`derivedDoc` says how). */
 function derivedChoice<const T extends string>(values: readonly T[], derivedDoc: string, doc: string): OptionSpec<T, T | undefined> {
   const inner = oneOf(values, values[0]!, doc);
@@ -145,6 +151,8 @@ export const OPTIONS = {
   'taskmanager.slot.timeout': duration(10_000, 'An allocated slot not activated by then is reported for freeing.'),
   'task.cancellation.timeout': duration(180_000, 'A releasing slot whose tasks have not terminated by then is reported as stuck.'),
   'slot.request.timeout': duration(300_000, 'A slot request not fulfilled by then fails with its reason (seed 000).'),
+  'slot.idle.timeout': duration(50_000, 'How long a JobMaster keeps a slot its subtasks no longer use, for the job\'s next subtasks, before giving it back (0: at once).', 0),
+  'taskmanager.task-threads.spare': derivedInteger('number of slots', 'Task threads a TaskExecutor keeps started ahead of need, per task-heap limit, so that a new slot allocation does not wait for a thread to boot (0: none; threads are never shared between jobs).', 0),
   'heartbeat.interval': duration(10_000, 'How often heartbeats are sent.'),
   'heartbeat.timeout': duration(30_000, 'A peer silent for this long is lost (the seed\'s 30 s; Flink\'s default is 50 s).'),
   'resourcemanager.taskmanager-timeout': duration(30_000, 'An idle TaskExecutor is released after this.'),
@@ -166,6 +174,7 @@ export const OPTIONS = {
   'restart-strategy.fixed-delay.delay': duration(10_000, 'Delay between restart attempts.', 0),
   'jobstore.expiration-time': duration(3_600_000, 'How long the Dispatcher keeps an ended job (its status and result) after it ended.'),
   'jobstore.max-capacity': integer(Infinity, 'The most ended jobs the Dispatcher keeps; the oldest go first.', 0, true),
+  'dispatcher.task-module-check.timeout': duration(10_000, 'How long a task module may take to load in the checker worker (a short-lived thread, or a child process in process mode, never the main thread) before its submit fails with invalid-task-module, timed-out (ours).'),
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;

@@ -1,6 +1,7 @@
 /**
- * Dispatcher (seed 004): takes jobs, validates their graphs (task modules loaded and checked),
- * starts a JobMaster for each and keeps the registry of jobs; several jobs share the cluster.
+ * Dispatcher (seed 004): takes jobs, validates their graphs (their task modules loaded and checked
+ * in a checker worker, never on this thread), starts a JobMaster for each and keeps the registry
+ * of jobs; several jobs share the cluster.
  *
  * Ended jobs stay listed, with their status and result, for `jobstore.expiration-time` after they
  * ended and up to `jobstore.max-capacity` of them (the oldest go first), like Flink's job store;
@@ -15,6 +16,7 @@ import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ResourceID } from '../core/ids.js';
 import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
 import { JobMaster, type JobEvent, type JobResult } from '../jobmaster/JobMaster.js';
+import { DefaultTaskModuleChecker, type TaskModuleChecker } from '../jobmaster/TaskModuleChecker.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 import type { InspectionEvent } from 'xstate';
 
@@ -34,8 +36,30 @@ export interface DispatcherServices {
   /** Why the job's slot requests wait (for timeout messages). */
   readonly reasonFor: (jobId: JobID) => string;
   readonly inspect?: (event: InspectionEvent) => void;
-  readonly log?: (message: string) => void;
+  /** Runtime messages of the Dispatcher and its JobMasters, with the job they concern. */
+  readonly log?: (message: string, fields?: { readonly jobId: JobID; readonly jobName: string }, level?: 'info' | 'warn') => void;
+  /**
+   * Loads and checks the task modules of each submitted job off this thread (default: worker
+   * threads, each module bounded by `dispatcher.task-module-check.timeout`). The Dispatcher closes
+   * it when it closes.
+   */
+  readonly taskModuleChecker?: TaskModuleChecker;
 }
+
+/** The options of {@link Dispatcher.submitJob}. */
+export interface SubmitJobOptions {
+  /**
+   * Aborting it cancels the job, as `cancel()` would; aborted before the job started, `submitJob`
+   * rejects with the signal's reason and starts nothing (piscina's and fetch's convention).
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** A job's status changed (`created` → `running` → … → `finished` | `failed` | `canceled`); `cause` says why it failed or restarts. */
+export type JobStatusChangedEvent = Extract<JobEvent, { readonly type: 'status' }>;
+
+/** A subtask attempt changed state (`scheduled`, `deploying`, `initializing`, `running`, `finished`, `failed`, `canceled`), where it runs. */
+export type TaskStateChangedEvent = Extract<JobEvent, { readonly type: 'task' }>;
 
 /** A submitted job, as its submitter sees it. */
 export interface JobClient {
@@ -66,17 +90,26 @@ export class Dispatcher {
   readonly #ended = new Map<JobID, number>();
   /** JobMaster addresses to withdraw once late messages had their moment, by address. */
   readonly #withdrawals = new Map<string, TimerHandle>();
+  readonly #checker: TaskModuleChecker;
   #closed = false;
 
   constructor(services: DispatcherServices) {
     this.#s = services;
+    this.#checker = services.taskModuleChecker ?? new DefaultTaskModuleChecker({ timeoutMs: services.options['dispatcher.task-module-check.timeout'], ...(services.clock ? { clock: services.clock } : {}) });
   }
 
   /** Validates the job (its graph, then its task modules) and starts it. */
-  async submitJob(job: JobGraphSpec | JobGraph): Promise<JobClient> {
-    if (this.#closed) throw new IllegalStateError('the Dispatcher is closed: no new job is taken', { component: 'Dispatcher', operation: 'submitJob', state: 'closed', allowed: ['open'] });
+  async submitJob(job: JobGraphSpec | JobGraph, options: SubmitJobOptions = {}): Promise<JobClient> {
+    this.#requireOpen();
+    const signal = checkSubmitJobOptions(options);
+    signal?.throwIfAborted();
     const graph = job instanceof JobGraph ? job : JobGraph.create(job, this.#s.options);
-    await graph.validateTaskModules();
+    // Loaded in a checker worker, never here: a module's top-level code must not run in the coordinator.
+    await graph.validateTaskModules(this.#checker);
+    // Aborted while the task modules were checked: nothing was started.
+    signal?.throwIfAborted();
+    // The Dispatcher may have closed while the modules were checked.
+    this.#requireOpen();
     const jobId = JobID.generate();
     const address = `jobmaster-${jobId}`;
     const listeners = new Set<(event: JobEvent) => void>();
@@ -87,7 +120,7 @@ export class Dispatcher {
         listener(event);
       } catch (error) {
         // One failing listener must neither break the JobMaster nor keep the others from their events.
-        this.#s.log?.(`[${graph.name}] a job event listener threw: ${error instanceof Error ? error.message : String(error)}`);
+        this.#s.log?.(`a job event listener threw: ${error instanceof Error ? error.message : String(error)}`, { jobId, jobName: graph.name }, 'warn');
       }
     };
     const master = new JobMaster({
@@ -104,7 +137,7 @@ export class Dispatcher {
         for (const listener of listeners) deliver(listener, event);
       },
       ...(this.#s.inspect ? { inspect: this.#s.inspect } : {}),
-      ...(this.#s.log ? { log: (m: string) => this.#s.log!(`[${graph.name}] ${m}`) } : {}),
+      ...(this.#s.log ? { log: (m: string) => this.#s.log!(m, { jobId, jobName: graph.name }) } : {}),
     });
     this.#s.serveJobMaster(address, master, master.mailbox);
     const client: JobClient = {
@@ -125,6 +158,11 @@ export class Dispatcher {
       cancel: () => master.cancel(),
     };
     this.#jobs.set(jobId, { master, client });
+    if (signal !== undefined) {
+      const onAbort = () => void master.cancel();
+      signal.addEventListener('abort', onAbort, { once: true });
+      void master.result.then(() => signal.removeEventListener('abort', onAbort));
+    }
     void master.result.then(() => {
       this.#scheduleWithdrawal(address);
       this.#ended.set(jobId, this.#clock.now());
@@ -147,6 +185,10 @@ export class Dispatcher {
   listJobs(): JobSummary[] {
     this.#expire();
     return [...this.#jobs.values()].map(({ client }) => ({ jobId: client.jobId, name: client.name, status: client.status }));
+  }
+
+  #requireOpen(): void {
+    if (this.#closed) throw new IllegalStateError('the Dispatcher is closed: no new job is taken', { component: 'Dispatcher', operation: 'submitJob', state: 'closed', allowed: ['open'] });
   }
 
   get #clock(): Clock {
@@ -187,16 +229,35 @@ export class Dispatcher {
     await job.client.cancel();
   }
 
-  /** Cancels every running job and waits (bounded) for them to end. */
+  /** Cancels every running job and waits (bounded) for them to end; ends the task module checker's workers. */
   async close(timeoutMs: number): Promise<void> {
     this.#closed = true;
+    const checkerClosed = this.#checker.close();
     const running = [...this.#jobs.values()].filter(({ client }) => !['finished', 'failed', 'canceled'].includes(client.status));
     await Promise.all(running.map(({ client }) => client.cancel()));
-    await Promise.race([Promise.all(running.map(({ client }) => client.result)), new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
+    let deadline: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([Promise.all(running.map(({ client }) => client.result)), new Promise((resolve) => (deadline = setTimeout(resolve, timeoutMs).unref()))]);
+    clearTimeout(deadline);
     for (const [address, handle] of this.#withdrawals) {
       this.#clock.clearTimeout(handle);
       this.#s.withdrawJobMaster(address);
     }
     this.#withdrawals.clear();
+    await checkerClosed;
   }
+}
+
+/** The signal of valid options; IllegalArgumentError for anything else. */
+function checkSubmitJobOptions(options: SubmitJobOptions): AbortSignal | undefined {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new IllegalArgumentError('invalid-type', `submitJob options must be an object { signal? }, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`, { argument: 'options' });
+  }
+  const unknown = Object.keys(options).find((key) => key !== 'signal');
+  if (unknown !== undefined) throw new IllegalArgumentError('unknown-key', `unknown submitJob option '${unknown}'; known: signal`, { argument: `options.${unknown}` });
+  const { signal } = options;
+  if (signal === undefined) return undefined;
+  if (!(signal instanceof AbortSignal)) {
+    throw new IllegalArgumentError('invalid-type', `submitJob options.signal must be an AbortSignal (new AbortController().signal), got ${signal === null ? 'null' : typeof signal}`, { argument: 'options.signal' });
+  }
+  return signal;
 }

@@ -3,13 +3,13 @@
  * resources, a slot sharing group and an optional co-location group; edges `pointwise` or
  * `all-to-all`; a restart strategy. `JobGraph.create` validates everything that can be checked
  * without touching the disk, synchronously, and refuses with a JobGraphError naming what is wrong
- * and what is allowed; `validateTaskModules` then loads each task module.
+ * and what is allowed; `validateTaskModules` then has each task module loaded and checked off the
+ * main thread (TaskModuleChecker).
  */
-import { stat } from 'node:fs/promises';
-import { pathToFileURL } from 'node:url';
 import { DEFAULTS, type ResolvedOptions } from '../core/options.js';
 import type { ResourceProfile, ResourceSpec } from '../core/ResourceProfile.js';
 import { checkCoLocation, checkFields, GRAPH_FIELDS, isRecord, refuse, resolveEdge, resolveProfile, resolveRestartStrategy, resolveVertex, show } from './jobGraphRules.js';
+import { DefaultTaskModuleChecker, type TaskModuleChecker } from './TaskModuleChecker.js';
 import { findCycle, topologicalOrder } from './topology.js';
 
 export type DistributionPattern = 'pointwise' | 'all-to-all';
@@ -167,26 +167,24 @@ export class JobGraph {
   }
 
   /**
-   * Loads every task module (a dynamic import in this thread, so its top-level code runs here
-   * once) and checks that its default export is a function. Rejects with JobGraphError
-   * ('invalid-task-module') naming the vertex and the module.
+   * Checks every task module: that it loads, within the checker's timeout, and default-exports a
+   * function. The modules are loaded by `checker` off this thread (see TaskModuleChecker), never
+   * here; without one, a checker of default options is started for this call and closed after.
+   * Rejects with JobGraphError('invalid-task-module') naming the vertex and the module, with
+   * `details.problem` saying what happened: `not-found`, `timed-out`, `exited`, `threw`,
+   * `no-default-export` or `checker-failed`.
    */
-  async validateTaskModules(): Promise<void> {
-    for (const vertex of this.vertices) {
-      const where = `vertex '${vertex.id}': task module ${vertex.taskModule}`;
-      const details = { vertex: vertex.id, taskModule: vertex.taskModule };
-      const file = await stat(vertex.taskModule).catch(() => undefined);
-      if (file === undefined || !file.isFile()) refuse('invalid-task-module', `${where} does not exist or is not a file`, details);
-      let module: Record<string, unknown>;
-      try {
-        module = (await import(pathToFileURL(vertex.taskModule).href)) as Record<string, unknown>;
-      } catch (error) {
-        return refuse('invalid-task-module', `${where} cannot be loaded: ${(error as Error)?.message ?? String(error)}`, details);
-      }
-      if (typeof module.default !== 'function') {
-        const exported = Object.keys(module).filter((k) => k !== 'default');
-        refuse('invalid-task-module', `${where} has no default export function (it exports ${exported.length > 0 ? exported.join(', ') : 'nothing'}); export the task as 'export default async function (context, inputs) { ... }'`, details);
-      }
+  async validateTaskModules(checker?: TaskModuleChecker): Promise<void> {
+    const own = checker ?? new DefaultTaskModuleChecker();
+    try {
+      const verdicts = await own.check(this.vertices.map((v) => v.taskModule));
+      this.vertices.forEach((vertex, i) => {
+        const verdict = verdicts[i]!;
+        if (verdict.status !== 'invalid') return;
+        refuse('invalid-task-module', `vertex '${vertex.id}': task module ${vertex.taskModule} ${verdict.message}`, { vertex: vertex.id, taskModule: vertex.taskModule, problem: verdict.problem });
+      });
+    } finally {
+      if (checker === undefined) await own.close();
     }
   }
 }

@@ -84,6 +84,8 @@ interface ExecutionRecord {
 }
 
 const TERMINAL: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
+/** Why a finished subtask's logical slot went back. */
+const SUBTASK_FINISHED = Object.freeze(new Error('its subtask finished'));
 
 export class JobMaster implements JobMasterGateway {
   readonly jobId: JobID;
@@ -101,9 +103,13 @@ export class JobMaster implements JobMasterGateway {
   readonly #bulkChecker: PhysicalSlotRequestBulkChecker;
   readonly #executions = new Map<string, ExecutionRecord>();
   readonly #byAttempt = new Map<ExecutionAttemptID, ExecutionRecord>();
+  /** Subtasks whose current attempt finished: the job is done when this reaches every subtask. */
+  #finishedCount = 0;
   #resolveResult!: (result: JobResult) => void;
   #startedAt = 0;
   #declareScheduled = false;
+  /** When the last declaration went out. */
+  #lastDeclaredAt = -Infinity;
   #restartTimer: { cancel(): boolean } | null = null;
   #lastError: SerializedError | null = null;
   #closed = false;
@@ -137,8 +143,16 @@ export class JobMaster implements JobMasterGateway {
         const gateway = this.#o.taskExecutor(slot.resourceId);
         if (gateway !== undefined) this.mailbox.whenComplete(gateway.freeSlot(slot.allocationId, cause.message), () => {});
       },
+      clock: mailboxClock,
+      idleSlotTimeoutMs: options.options['slot.idle.timeout'],
     });
-    this.#bulkChecker = new PhysicalSlotRequestBulkChecker({ clock: mailboxClock, jobId: this.jobId, reasonFor: () => this.#o.reasonFor?.() ?? 'no reason known' });
+    this.#bulkChecker = new PhysicalSlotRequestBulkChecker({
+      clock: mailboxClock,
+      jobId: this.jobId,
+      reasonFor: () => this.#o.reasonFor?.() ?? 'no reason known',
+      // A bulk that slots the job holds can serve is waiting for its turn, not failing.
+      heldSlotProfiles: () => this.#pool.heldSlots.map((slot) => slot.resourceProfile),
+    });
     this.#allocator = new SlotSharingExecutionSlotAllocator({
       jobId: this.jobId,
       strategy: new LocalInputPreferredSlotSharingStrategy(this.graph),
@@ -322,9 +336,10 @@ export class JobMaster implements JobMasterGateway {
     record.output = output;
     record.hasOutput = true;
     // Batch semantics: a finished subtask needs its slot no more (its group's shared slot may).
-    this.#allocator.releaseLogicalSlot(record.vertex.id);
+    // One cause for all of them: an Error per subtask (its stack captured) costs more than the rest.
+    this.#allocator.releaseLogicalSlot(record.vertex.id, SUBTASK_FINISHED);
     record.slot = null;
-    if ([...this.#executions.values()].every((r) => r.state === 'finished')) return this.#complete();
+    if (++this.#finishedCount === this.#executions.size) return this.#complete();
     for (const consumer of this.graph.consumersOf(record.vertex)) this.#tryDeploy(this.#executions.get(consumer.key)!);
   }
 
@@ -447,17 +462,27 @@ export class JobMaster implements JobMasterGateway {
 
   // ------------------------------------------------------------------ helpers
 
+  /**
+   * Declares the job's requirements after the changes of this mailbox turn: at once when the last
+   * declaration went out at least slotmanager.requirement-check.delay ago, else once that delay
+   * has passed since it (the latest requirements then). The SlotManager coalesces changes over
+   * that window anyway, and a job reusing its slots changes them at every finished subtask.
+   */
   #declareSoon(): void {
     if (this.#declareScheduled || this.#closed) return;
     this.#declareScheduled = true;
-    // Every change of a mailbox turn goes out as one declaration.
-    this.mailbox.execute(() => {
-      this.#declareScheduled = false;
-      if (this.#closed) return;
-      const requirements = { jobId: this.jobId, targetAddress: this.address, requirements: this.#pool.requirements() };
-      this.mailbox.whenComplete(this.#o.resourceManager.declareRequiredResources(requirements), (_, error) => {
-        if (error !== undefined) this.#failJob(serialize(error), 'the ResourceManager refused its requirements');
-      });
+    const wait = this.#lastDeclaredAt + this.#o.options['slotmanager.requirement-check.delay'] - this.#clock.now();
+    if (wait > 0) this.mailbox.schedule(() => this.#declare(), wait);
+    else this.mailbox.execute(() => this.#declare());
+  }
+
+  #declare(): void {
+    this.#declareScheduled = false;
+    if (this.#closed) return;
+    this.#lastDeclaredAt = this.#clock.now();
+    const requirements = { jobId: this.jobId, targetAddress: this.address, requirements: this.#pool.requirements() };
+    this.mailbox.whenComplete(this.#o.resourceManager.declareRequiredResources(requirements), (_, error) => {
+      if (error !== undefined) this.#failJob(serialize(error), 'the ResourceManager refused its requirements');
     });
   }
 

@@ -1,10 +1,24 @@
 /**
- * The JobMaster's slot pool (Flink's DeclarativeSlotPool, reduced): the physical slots the job asks
- * for and holds. It is the PhysicalSlotProvider of the slot sharing allocator; what it needs in
- * total (held + pending, by requested profile) is what the JobMaster declares to the
- * ResourceManager. Offered slots are matched to pending requests as Flink does: an offer serves a
- * request for an equal profile, or one for UNKNOWN (the executor's default slot).
+ * The JobMaster's slot pool (Flink's DeclarativeSlotPool and its bridge, reduced): the physical
+ * slots the job asks for and holds. It is the PhysicalSlotProvider of the slot sharing allocator;
+ * what it needs in total (held + pending, by requested profile) is what the JobMaster declares to
+ * the ResourceManager.
+ *
+ * Slots are reused inside the job, as Flink's slot pool does: a slot the job's subtasks gave back
+ * stays with the job, idle, and serves the job's next request it matches before the
+ * ResourceManager is asked for more; it goes back to its TaskExecutor after `slot.idle.timeout`
+ * idle, or when the job ends. A held slot — busy or idle — stays in the declared requirements, so
+ * they go down only when a slot really goes back (the ResourceManager never sees an idle slot as
+ * spare while the job still counts on it). On the TaskExecutor the allocation, and with it the
+ * slot's warm task thread, lives on.
+ *
+ * Matching follows Flink (`ResourceProfile.isMatching`): a slot serves a request for its own
+ * profile or one for UNKNOWN (the executor's default slot). A slot offered or given back goes to
+ * the oldest pending request it matches; a new request takes the longest idle slot it matches.
+ * Both are found through indexes by profile, never by scanning every request or slot: a job of
+ * 10,000 subtasks gives back and re-hands a slot per subtask.
  */
+import type { Clock, TimerHandle } from '../core/clock.js';
 import { IllegalStateError } from '../core/errors.js';
 import type { AllocationID, ResourceID } from '../core/ids.js';
 import { ResourceProfile, type ResourceProfileJSON } from '../core/ResourceProfile.js';
@@ -14,8 +28,18 @@ import type { PhysicalSlot, PhysicalSlotProvider, PhysicalSlotRequest } from './
 interface PendingRequest {
   readonly requestId: string;
   readonly profile: ResourceProfile;
+  /** Its place in request order: a slot goes to the oldest request it matches. */
+  readonly seq: number;
   readonly resolve: (slot: PhysicalSlot) => void;
   readonly reject: (cause: Error) => void;
+}
+
+interface HeldSlot {
+  readonly slot: PhysicalSlot;
+  /** The profile the job asked for when this slot last served a request: what it counts as in the declaration. */
+  requested: ResourceProfile;
+  /** When its subtasks gave it back; null while a request holds it. */
+  idleSince: number | null;
 }
 
 export interface JobSlotPoolOptions {
@@ -23,12 +47,28 @@ export interface JobSlotPoolOptions {
   readonly onRequirementsChanged: () => void;
   /** Gives a slot back to its TaskExecutor (it frees it and tells the ResourceManager). */
   readonly freeSlot: (slot: PhysicalSlot, cause: Error) => void;
+  /** Where idle slots' timeouts run (the JobMaster's mailbox clock). */
+  readonly clock: Clock;
+  /** `slot.idle.timeout`: how long a slot the job no longer uses is kept for its next subtasks (0: given back at once). */
+  readonly idleSlotTimeoutMs: number;
 }
 
 export class JobSlotPool implements PhysicalSlotProvider {
   readonly #o: JobSlotPoolOptions;
+  /** Every pending request, in request order. */
   readonly #pending = new Map<string, PendingRequest>();
-  readonly #held = new Map<AllocationID, { slot: PhysicalSlot; requested: ResourceProfile }>();
+  /** Pending requests by the key of their profile, each in request order. */
+  readonly #pendingByProfile = new Map<string, Map<string, PendingRequest>>();
+  readonly #held = new Map<AllocationID, HeldSlot>();
+  /** Idle slots, longest idle first. */
+  readonly #idle = new Map<AllocationID, HeldSlot>();
+  /** Idle slots by the key of their profile, each longest idle first. */
+  readonly #idleByProfile = new Map<string, Map<AllocationID, HeldSlot>>();
+  /** What is declared: held and pending slots counted by requested profile. */
+  readonly #required = new Map<string, { readonly profile: ResourceProfile; count: number }>();
+  #nextSeq = 0;
+  #idleTimer: { readonly handle: TimerHandle; readonly due: number } | null = null;
+  #reused = 0;
   #closed = false;
 
   constructor(options: JobSlotPoolOptions) {
@@ -39,30 +79,67 @@ export class JobSlotPool implements PhysicalSlotProvider {
     return this.#pending.size;
   }
 
+  /** Every slot the job holds, busy or idle. */
   get heldSlots(): readonly PhysicalSlot[] {
     return [...this.#held.values()].map((h) => h.slot);
   }
 
+  /** How many held slots are idle (given back by their subtasks, kept for the next ones). */
+  get idleSlots(): number {
+    return this.#idle.size;
+  }
+
+  /** How many requests a slot the job already held has served (instead of a new slot). */
+  get reusedSlots(): number {
+    return this.#reused;
+  }
+
   allocatePhysicalSlot(request: PhysicalSlotRequest): Promise<PhysicalSlot> {
-    if (this.#closed) return Promise.reject(new IllegalStateError('the job\'s slot pool is closed', { component: 'JobSlotPool', operation: 'allocatePhysicalSlot', state: 'closed', allowed: ['open'] }));
+    if (this.#closed) return Promise.reject(new IllegalStateError("the job's slot pool is closed", { component: 'JobSlotPool', operation: 'allocatePhysicalSlot', state: 'closed', allowed: ['open'] }));
+    const idle = this.#takeIdleFor(request.resourceProfile);
+    if (idle !== undefined) {
+      this.#reserve(idle, request.resourceProfile);
+      this.#reused++;
+      return Promise.resolve(idle.slot);
+    }
     return new Promise<PhysicalSlot>((resolve, reject) => {
-      this.#pending.set(request.requestId, { requestId: request.requestId, profile: request.resourceProfile, resolve, reject });
-      this.#o.onRequirementsChanged();
+      const pending: PendingRequest = { requestId: request.requestId, profile: request.resourceProfile, seq: this.#nextSeq++, resolve, reject };
+      this.#pending.set(pending.requestId, pending);
+      bucket(this.#pendingByProfile, pending.profile.key).set(pending.requestId, pending);
+      this.#count(pending.profile, 1);
     });
   }
 
   cancelSlotRequest(requestId: string, cause: Error): void {
     const pending = this.#pending.get(requestId);
     if (pending === undefined) return;
-    this.#pending.delete(requestId);
+    this.#removePending(pending);
+    this.#count(pending.profile, -1);
     pending.reject(cause);
-    this.#o.onRequirementsChanged();
   }
 
+  /**
+   * The job's subtasks gave the slot back: it serves the oldest pending request it matches, or
+   * waits idle for the next one (and goes back to its TaskExecutor after slot.idle.timeout).
+   */
   releaseSlot(slot: PhysicalSlot, cause: Error): void {
-    if (!this.#held.delete(slot.allocationId)) return;
-    this.#o.freeSlot(slot, cause);
-    this.#o.onRequirementsChanged();
+    const held = this.#held.get(slot.allocationId);
+    if (held === undefined || held.idleSince !== null) return;
+    if (this.#closed) return this.#giveBack(held, cause);
+    const request = this.#oldestPendingFor(held.slot.resourceProfile);
+    if (request !== undefined) {
+      this.#removePending(request);
+      this.#count(request.profile, -1);
+      this.#reserve(held, request.profile);
+      this.#reused++;
+      request.resolve(held.slot);
+      return;
+    }
+    if (this.#o.idleSlotTimeoutMs === 0) return this.#giveBack(held, cause);
+    held.idleSince = this.#o.clock.now();
+    this.#idle.set(slot.allocationId, held);
+    bucket(this.#idleByProfile, held.slot.resourceProfile.key).set(slot.allocationId, held);
+    this.#armIdleTimer();
   }
 
   /** Slots offered by a TaskExecutor: returns the AllocationIDs accepted (the rest are freed by the executor). */
@@ -74,15 +151,15 @@ export class JobSlotPool implements PhysicalSlotProvider {
         continue;
       }
       const profile = ResourceProfile.fromJSON(offer.resourceProfile as ResourceProfileJSON);
-      const request = this.#match(profile);
+      const request = this.#oldestPendingFor(profile);
       if (request === undefined) continue;
-      this.#pending.delete(request.requestId);
+      // It moves from pending to held under the same requested profile: the declaration is unchanged.
+      this.#removePending(request);
       const slot: PhysicalSlot = { allocationId: offer.allocationId, resourceId, resourceProfile: profile };
-      this.#held.set(offer.allocationId, { slot, requested: request.profile });
+      this.#held.set(offer.allocationId, { slot, requested: request.profile, idleSince: null });
       accepted.push(offer.allocationId);
       request.resolve(slot);
     }
-    if (accepted.length > 0) this.#o.onRequirementsChanged();
     return accepted;
   }
 
@@ -90,39 +167,132 @@ export class JobSlotPool implements PhysicalSlotProvider {
   slotLost(allocationId: AllocationID): PhysicalSlot | undefined {
     const held = this.#held.get(allocationId);
     if (held === undefined) return undefined;
-    this.#held.delete(allocationId);
-    this.#o.onRequirementsChanged();
+    this.#forget(held);
     return held.slot;
   }
 
   /** What the job needs now: every pending and held slot, counted by the profile it was asked with. */
   requirements(): Array<{ resourceProfile: ResourceProfileJSON; numberOfRequiredSlots: number }> {
-    const counts = new Map<string, { profile: ResourceProfile; count: number }>();
-    const add = (profile: ResourceProfile) => {
-      const entry = counts.get(profile.key) ?? { profile, count: 0 };
-      entry.count++;
-      counts.set(profile.key, entry);
-    };
-    for (const held of this.#held.values()) add(held.requested);
-    for (const pending of this.#pending.values()) add(pending.profile);
-    return [...counts.values()].map(({ profile, count }) => ({ resourceProfile: profile.toJSON(), numberOfRequiredSlots: count }));
+    return [...this.#required.values()].map(({ profile, count }) => ({ resourceProfile: profile.toJSON(), numberOfRequiredSlots: count }));
   }
 
   /** Fails every pending request and gives every held slot back. */
   close(cause: Error): void {
     this.#closed = true;
-    for (const pending of [...this.#pending.values()]) pending.reject(cause);
+    if (this.#idleTimer !== null) this.#o.clock.clearTimeout(this.#idleTimer.handle);
+    this.#idleTimer = null;
+    const pending = [...this.#pending.values()];
     this.#pending.clear();
-    for (const { slot } of [...this.#held.values()]) this.#o.freeSlot(slot, cause);
+    this.#pendingByProfile.clear();
+    for (const request of pending) request.reject(cause);
+    const held = [...this.#held.values()];
     this.#held.clear();
+    this.#idle.clear();
+    this.#idleByProfile.clear();
+    this.#required.clear();
+    for (const { slot } of held) this.#o.freeSlot(slot, cause);
   }
 
-  #match(offered: ResourceProfile): PendingRequest | undefined {
-    let unknown: PendingRequest | undefined;
-    for (const request of this.#pending.values()) {
-      if (request.profile.equals(offered)) return request;
-      if (unknown === undefined && request.profile.isUnknown()) unknown = request;
-    }
-    return unknown;
+  // ------------------------------------------------------------------ internals
+
+  /** The oldest pending request a slot of `profile` may serve: one for that profile or one for UNKNOWN. */
+  #oldestPendingFor(profile: ResourceProfile): PendingRequest | undefined {
+    if (profile.isAny()) return first(this.#pending);
+    const exact = first(this.#pendingByProfile.get(profile.key));
+    const unknown = first(this.#pendingByProfile.get(ResourceProfile.UNKNOWN.key));
+    if (exact === undefined) return unknown;
+    return unknown === undefined || exact.seq < unknown.seq ? exact : unknown;
   }
+
+  /** The longest idle slot that may serve a request for `profile` (any slot for UNKNOWN), taken out of the idle set. */
+  #takeIdleFor(profile: ResourceProfile): HeldSlot | undefined {
+    const held = profile.isUnknown() ? first(this.#idle) : (first(this.#idleByProfile.get(profile.key)) ?? first(this.#idleByProfile.get(ResourceProfile.ANY.key)));
+    if (held !== undefined) this.#leaveIdle(held);
+    return held;
+  }
+
+  /** A held slot now serves a request for `profile`: the declaration counts it under that profile. */
+  #reserve(held: HeldSlot, profile: ResourceProfile): void {
+    if (held.requested.key === profile.key) return;
+    this.#count(held.requested, -1);
+    this.#count(profile, 1);
+    held.requested = profile;
+  }
+
+  #leaveIdle(held: HeldSlot): void {
+    held.idleSince = null;
+    const { allocationId } = held.slot;
+    this.#idle.delete(allocationId);
+    const key = held.slot.resourceProfile.key;
+    const idle = this.#idleByProfile.get(key);
+    idle?.delete(allocationId);
+    if (idle?.size === 0) this.#idleByProfile.delete(key);
+  }
+
+  #removePending(request: PendingRequest): void {
+    this.#pending.delete(request.requestId);
+    const key = request.profile.key;
+    const same = this.#pendingByProfile.get(key);
+    same?.delete(request.requestId);
+    if (same?.size === 0) this.#pendingByProfile.delete(key);
+  }
+
+  /** Forgets a held slot (it is gone or given back): the declaration no longer counts it. */
+  #forget(held: HeldSlot): void {
+    if (held.idleSince !== null) this.#leaveIdle(held);
+    this.#held.delete(held.slot.allocationId);
+    this.#count(held.requested, -1);
+  }
+
+  #giveBack(held: HeldSlot, cause: Error): void {
+    this.#forget(held);
+    this.#o.freeSlot(held.slot, cause);
+  }
+
+  #count(profile: ResourceProfile, delta: 1 | -1): void {
+    const entry = this.#required.get(profile.key);
+    if (entry !== undefined) {
+      if ((entry.count += delta) === 0) this.#required.delete(profile.key);
+    } else if (delta === 1) {
+      this.#required.set(profile.key, { profile, count: 1 });
+    }
+    this.#o.onRequirementsChanged();
+  }
+
+  /** One timer, due when the longest idle slot has been idle for slot.idle.timeout. */
+  #armIdleTimer(): void {
+    const oldest = first(this.#idle);
+    if (oldest === undefined) return;
+    const due = oldest.idleSince! + this.#o.idleSlotTimeoutMs;
+    if (this.#idleTimer !== null) {
+      if (this.#idleTimer.due <= due) return;
+      this.#o.clock.clearTimeout(this.#idleTimer.handle);
+    }
+    const handle = this.#o.clock.setTimeout(() => this.#releaseIdleSlots(), Math.max(0, due - this.#o.clock.now()));
+    this.#idleTimer = { handle, due };
+  }
+
+  /** Gives back every slot idle for slot.idle.timeout (Flink's releaseIdleSlots). */
+  #releaseIdleSlots(): void {
+    this.#idleTimer = null;
+    if (this.#closed) return;
+    const now = this.#o.clock.now();
+    for (const held of [...this.#idle.values()]) {
+      if (held.idleSince! + this.#o.idleSlotTimeoutMs > now) break;
+      this.#giveBack(held, new Error(`the job had not used the slot for slot.idle.timeout (${this.#o.idleSlotTimeoutMs} ms)`));
+    }
+    this.#armIdleTimer();
+  }
+}
+
+function bucket<K, V>(map: Map<string, Map<K, V>>, key: string): Map<K, V> {
+  let entries = map.get(key);
+  if (entries === undefined) map.set(key, (entries = new Map()));
+  return entries;
+}
+
+function first<K, V>(map: Map<K, V> | undefined): V | undefined {
+  if (map === undefined) return undefined;
+  for (const value of map.values()) return value;
+  return undefined;
 }

@@ -12,6 +12,7 @@
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import { ResourceID } from '../core/ids.js';
+import { formatLogRecord, type LogLevel, type LogRecord, type LogSink } from '../core/Logger.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { connectGateway, serveGateway } from '../rpc/connect.js';
 import { batchSubmissions, type BatchingTaskExecutorGateway } from '../rpc/batchedSubmissions.js';
@@ -27,8 +28,12 @@ export interface LocalDriverOptions {
   readonly mode: 'thread' | 'process';
   readonly configuration?: SlotwiseOptions | ResolvedOptions;
   readonly clock?: Clock;
-  /** Runtime messages of the driver and of every worker's TaskExecutor (those prefixed with its ResourceID). */
+  /** Runtime messages of the driver and of every worker (task pool warnings and task logs included), as lines prefixed with the worker's ResourceID. */
   readonly log?: (message: string) => void;
+  /** The same as records with their fields and level (a worker's carry its ResourceID); when set, `log` gets nothing. */
+  readonly logger?: LogSink;
+  /** The least level a worker sends (default 'debug': all). */
+  readonly logLevel?: LogLevel;
   /** The worker entry module (default: lib/taskexecutor/taskExecutorMain, .ts or .js like this file). */
   readonly entry?: URL;
   /**
@@ -53,9 +58,12 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
   readonly #o: LocalDriverOptions;
   readonly #options: ResolvedOptions;
   readonly #clock: Clock;
-  readonly #log: (message: string) => void;
+  readonly #logRecord: LogSink | null;
+  readonly #log: (message: string, level?: LogLevel) => void;
   readonly #workers = new Map<ResourceID, Worker>();
   readonly #startFailures: number[] = [];
+  /** Every worker started and not yet exited (threads stopped, children reaped): close() waits for them. */
+  readonly #running = new Set<SpawnedWorker>();
   #context: ResourceManagerDriverContext | null = null;
   #delayedStarts = 0;
   #closing = false;
@@ -65,7 +73,9 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     this.mode = options.mode;
     this.#options = resolveOptions(options.configuration ?? {});
     this.#clock = options.clock ?? systemClock;
-    this.#log = options.log ?? (() => {});
+    const log = options.log;
+    this.#logRecord = options.logger ?? (log === undefined ? null : (record) => log(formatLogRecord(record)));
+    this.#log = (message, level = 'info') => this.#logRecord?.({ level, source: 'runtime', message });
   }
 
   start(context: ResourceManagerDriverContext): void {
@@ -76,7 +86,7 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     const resourceId = ResourceID.generate(this.mode === 'thread' ? 'taskexecutor' : 'taskexecutor-process');
     const delay = this.#startDelay();
     if (delay > 0) {
-      this.#log(`worker starts are failing (${this.#startFailures.length} in the last minute): starting ${resourceId} in ${delay} ms`);
+      this.#log(`worker starts are failing (${this.#startFailures.length} in the last minute): starting ${resourceId} in ${delay} ms`, 'warn');
       this.#delayedStarts++;
       this.#clock.setTimeout(() => {
         this.#delayedStarts--;
@@ -94,7 +104,7 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     worker.state = 'stopping';
     const deadline = this.#options['task.cancellation.grace-period'] + this.#options['rpc.ask.timeout'];
     const forced = this.#clock.setTimeout(() => {
-      this.#log(`worker ${resourceId} did not stop within ${deadline} ms: terminating it`);
+      this.#log(`worker ${resourceId} did not stop within ${deadline} ms: terminating it`, 'warn');
       worker.process.kill();
       // A worker blocked in a synchronous native call may never report its exit: stop waiting.
       this.#clock.setTimeout(() => worker.link.close(`terminated; no exit seen within ${deadline} ms`), deadline);
@@ -131,11 +141,17 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     return [...this.#workers.values()].map(({ resourceId, pendingWorkerId, spec, startedAt, state }) => ({ resourceId, pendingWorkerId, spec, startedAt, state }));
   }
 
+  /**
+   * Releases every worker and resolves once each has exited — a thread stopped, a child process
+   * reaped, those that ended earlier included — not merely once its link closed (a child
+   * disconnects ~50 ms before it exits, and stayed defunct that long after close()).
+   */
   async close(): Promise<void> {
     this.#closing = true;
     const workers = [...this.#workers.values()];
     for (const worker of workers) this.releaseResource(worker.resourceId, 'the cluster is closing');
     await Promise.all(workers.map((w) => w.ended));
+    await Promise.all([...this.#running].map((spawned) => this.#exitOf(spawned)));
   }
 
   // ------------------------------------------------------------------ internals
@@ -148,7 +164,8 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
       pendingWorkerId,
       mode: this.mode,
       inspect: this.#o.inspect !== undefined,
-      log: this.#o.log !== undefined,
+      log: this.#logRecord !== null,
+      ...(this.#o.logLevel === undefined ? {} : { logLevel: this.#o.logLevel }),
       configuration: {
         ...this.#options,
         'taskmanager.numberOfTaskSlots': spec.numberOfSlots,
@@ -164,6 +181,8 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
       ...(this.#o.entry ? { entry: this.#o.entry } : {}),
       heapLimitMb: Math.ceil(spec.totalResourceProfile.taskHeapMemory / (1024 * 1024)),
     });
+    this.#running.add(spawned);
+    void spawned.exited.then(() => this.#running.delete(spawned));
     const link = new Link(`${this.mode} ${resourceId}`, spawned.transport);
     serveGateway(link, 'rm', context.resourceManagerGateway(resourceId), { mailbox: context.mailbox });
     link.onUnknownChannel('jm:', (channel) => {
@@ -173,8 +192,8 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     });
     const inspect = this.#o.inspect;
     if (inspect !== undefined) link.channel(INSPECT_CHANNEL).addEventListener('message', (event) => inspect(resourceId, event.data));
-    const log = this.#o.log;
-    if (log !== undefined) link.channel(LOG_CHANNEL).addEventListener('message', (event) => log(`[${resourceId}] ${String(event.data)}`));
+    const logRecord = this.#logRecord;
+    if (logRecord !== null) link.channel(LOG_CHANNEL).addEventListener('message', (event) => logRecord({ ...(event.data as LogRecord), resourceId }));
     // The submitTask calls of one turn (a JobMaster deploying, the next tasks after a finished batch) go as one call.
     const gateway = batchSubmissions(connectGateway<BatchingTaskExecutorGateway>(link, 'te', { gateway: GATEWAY.taskExecutor, timeoutMs: this.#options['rpc.ask.timeout'], clock: this.#clock, endpoint: resourceId }));
     let resolveEnded!: () => void;
@@ -196,6 +215,27 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
       if (worker.state === 'starting') this.#startFailures.push(this.#clock.now());
       resolveEnded();
       context.onWorkerTerminated(resourceId, reason);
+    });
+  }
+
+  /**
+   * Resolves when `spawned` has exited. Its link is closed by now: one still running after
+   * `task.cancellation.grace-period` is killed, and given up on (logged) after another.
+   */
+  #exitOf(spawned: SpawnedWorker): Promise<void> {
+    const grace = this.#options['task.cancellation.grace-period'];
+    return new Promise<void>((resolve) => {
+      let timer = this.#clock.setTimeout(() => {
+        spawned.kill();
+        timer = this.#clock.setTimeout(() => {
+          this.#log(`a worker did not exit within ${2 * grace} ms of its link closing, even when killed: no longer waiting for it`);
+          resolve();
+        }, grace);
+      }, grace);
+      void spawned.exited.then(() => {
+        this.#clock.clearTimeout(timer);
+        resolve();
+      });
     });
   }
 

@@ -1,8 +1,16 @@
 /**
- * ResourceManager endpoint (seed 004): TaskExecutor registration (a duplicate or stale ResourceID
- * refused with its reason), heartbeats (a silent executor, or one whose worker ended, is lost at
- * once and its slots freed), JobMaster registration and requirements, all handed to the
+ * ResourceManager endpoint (seed 004): TaskExecutor registration (an unknown or stale ResourceID
+ * refused with its reason), heartbeats, JobMaster registration and requirements, all handed to the
  * FineGrainedSlotManager, which asks the ResourceManagerDriver for workers as it plans.
+ *
+ * Losing a TaskExecutor: one whose worker ended is lost at once. One silent for heartbeat.timeout
+ * (silent while we could look: see HeartbeatMonitor) is lost too — its slots freed, their jobs
+ * told — and asked to register again (Flink's closeTaskManagerConnection): if it is alive it comes
+ * back as a new registration whose slot report is reconciled, the slots its jobs were told are
+ * lost being freed on it; if it does not within heartbeat.timeout it is stopped through the driver.
+ * With a fixed set of workers (workersOnDemand false) a worker gone for good is replaced through
+ * the driver, whose start-failure rate (resourcemanager.start-worker.max-failure-rate) bounds how
+ * fast replacements that keep failing are started.
  *
  * Runs on the main thread, on its own MainThreadExecutor: gateway calls from workers and JobMasters
  * are served there, and every async completion re-enters through it.
@@ -10,11 +18,12 @@
 import type { InspectionEvent } from 'xstate';
 import { systemClock, type Clock } from '../core/clock.js';
 import { IllegalArgumentError, isSlotwiseError } from '../core/errors.js';
-import { JobID, ResourceID, type AllocationID } from '../core/ids.js';
+import { JobID, ResourceID, ResourceManagerId, type AllocationID } from '../core/ids.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { ResourceProfile } from '../core/ResourceProfile.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
-import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
+import { HeartbeatMonitor } from '../rpc/HeartbeatMonitor.js';
+import { MainThreadExecutor, type ScheduledTask } from '../rpc/MainThreadExecutor.js';
 import type { TaskExecutorSlotGateway } from '../rpc/TaskExecutorSlotGateway.js';
 import type { RegistrationResponse, ResourceRequirementsWire, SlotReportWire, TaskExecutorRegistrationWire } from '../rpc/protocol.js';
 import { slotReportFromWire } from '../rpc/slotReportWire.js';
@@ -31,7 +40,10 @@ export interface ResourceManagerOptions {
   readonly clock?: Clock;
   /** Starts and stops workers. */
   readonly driver: ResourceManagerDriver;
-  /** false: a fixed set of workers started by the caller (the SlotManager asks for none). Default true. */
+  /**
+   * false: a fixed set of workers started by the caller (the SlotManager asks for none); one that
+   * is gone for good after it registered is replaced through the driver. Default true.
+   */
   readonly workersOnDemand?: boolean;
   /** Told what the SlotManager tells about jobs (slots lost, requirements waiting, ...). */
   readonly listener?: ResourceEventListener;
@@ -45,12 +57,24 @@ interface TaskExecutorRegistration {
   readonly registrationId: string;
   readonly gateway: TaskExecutorGateway;
   readonly info: TaskExecutorRegistrationWire;
-  /** When the last heartbeat was answered (clock ms). */
-  lastHeartbeat: number;
   inSlotManager: boolean;
+  /**
+   * Allocations its jobs were told are lost (when it was declared lost): freed on it, and kept out
+   * of the SlotManager while its reports still show them.
+   */
+  readonly revoked: Map<AllocationID, 'to-free' | 'freeing'>;
+}
+
+/** A TaskExecutor declared lost on heartbeat timeout, given heartbeat.timeout to register again. */
+interface LostTaskExecutor {
+  readonly cause: string;
+  readonly revoked: ReadonlySet<AllocationID>;
+  readonly deadline: ScheduledTask;
 }
 
 export class ResourceManager implements ResourceManagerGateway {
+  /** Who this ResourceManager is to its TaskExecutors: its slot requests carry it. */
+  readonly resourceManagerId: ResourceManagerId = ResourceManagerId.generate();
   readonly mailbox: MainThreadExecutor;
   readonly options: ResolvedOptions;
   readonly slotManager: FineGrainedSlotManager;
@@ -58,14 +82,19 @@ export class ResourceManager implements ResourceManagerGateway {
   readonly #clock: Clock;
   readonly #log: (message: string) => void;
   readonly #taskExecutors = new Map<ResourceID, TaskExecutorRegistration>();
-  /** Workers declared lost or ended: their ResourceIDs may not register again. */
+  /** Workers ended, stopped or refused: their ResourceIDs may not register again. */
   readonly #stale = new Map<ResourceID, string>();
+  /** Declared lost on heartbeat timeout and not registered again yet. */
+  readonly #lost = new Map<ResourceID, LostTaskExecutor>();
+  /** With workersOnDemand false: the workers that make up the fixed cluster, by the spec they were started with. */
+  readonly #fixedWorkers = new Map<ResourceID, WorkerResourceSpec>();
+  readonly #heartbeats: HeartbeatMonitor<ResourceID>;
+  readonly #onDemand: boolean;
   readonly #jobMasters = new Map<JobID, { address: string; gateway: JobMasterGateway }>();
   readonly #jobMastersByAddress = new Map<string, JobMasterGateway>();
   /** Workers started for a pending worker and not registered yet: if one ends, its pending worker is gone. */
   readonly #startingWorkers = new Map<ResourceID, PendingTaskManagerID>();
   #registrations = 0;
-  #heartbeat: { cancel(): boolean } | null = null;
   #closed = false;
 
   constructor(options: ResourceManagerOptions) {
@@ -75,6 +104,15 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#log = options.log ?? (() => {});
     this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) => this.#log(`uncaught in mailbox: ${describe(error)}`));
     const onDemand = options.workersOnDemand ?? true;
+    this.#onDemand = onDemand;
+    this.#heartbeats = new HeartbeatMonitor<ResourceID>({
+      mailbox: this.mailbox,
+      intervalMs: this.options['heartbeat.interval'],
+      timeoutMs: this.options['heartbeat.timeout'],
+      onRound: (targets) => this.#requestHeartbeats(targets),
+      onTimeout: (resourceId, silentMs) => this.#heartbeatTimedOut(resourceId, silentMs),
+      log: (message) => this.#log(message),
+    });
     const allocator: ResourceAllocator = {
       isSupported: onDemand,
       allocateWorker: (id, spec) => {
@@ -125,7 +163,7 @@ export class ResourceManager implements ResourceManagerGateway {
         resourceManagerGateway: (resourceId) => this.#gatewayFor(resourceId),
         jobMasterGateway: (address) => this.#jobMastersByAddress.get(address),
       });
-      this.#scheduleHeartbeat();
+      this.#heartbeats.start();
     });
   }
 
@@ -145,20 +183,31 @@ export class ResourceManager implements ResourceManagerGateway {
       return { kind: 'refused', reason };
     };
     const stale = this.#stale.get(resourceId);
-    if (stale !== undefined) return refuse(`stale: TaskExecutor ${resourceId} was declared lost (${stale}); a new worker takes its place`);
+    if (stale !== undefined) return refuse(`stale: TaskExecutor ${resourceId} may not register again: ${stale}`);
     const gateway = this.#driver.taskExecutorGateway(resourceId);
     if (gateway === undefined) return refuse(`unknown: no live worker ${resourceId} was started by this ResourceManager`);
     const previous = this.#taskExecutors.get(resourceId);
+    const lost = this.#lost.get(resourceId);
+    const revoked = new Map(previous?.revoked);
     if (previous !== undefined) {
       // The same worker registering again (it lost us): replace the old registration. Its slots stay
       // in the SlotManager, and the slot report that follows reconciles them (nobody is told they were lost).
       this.#log(`TaskExecutor ${resourceId} registers again; replacing its registration`);
+    } else if (lost !== undefined) {
+      // Declared lost, but alive (Flink's reconnect): a new registration. Its slot report puts it
+      // back in the SlotManager; the slots whose jobs were told they are lost are freed on it.
+      lost.deadline.cancel();
+      this.#lost.delete(resourceId);
+      for (const allocationId of lost.revoked) revoked.set(allocationId, 'to-free');
+      this.#log(`TaskExecutor ${resourceId}, declared lost (${lost.cause}), registers again`);
     }
     const registrationId = `registration-${++this.#registrations}`;
-    this.#taskExecutors.set(resourceId, { resourceId, registrationId, gateway, info: registration, lastHeartbeat: this.#clock.now(), inSlotManager: previous?.inSlotManager ?? false });
+    this.#taskExecutors.set(resourceId, { resourceId, registrationId, gateway, info: registration, inSlotManager: previous?.inSlotManager ?? false, revoked });
+    this.#heartbeats.monitorTarget(resourceId);
     this.#startingWorkers.delete(resourceId);
+    if (!this.#onDemand && !this.#fixedWorkers.has(resourceId)) this.#fixedWorkers.set(resourceId, this.#specOf(resourceId));
     this.#driver.markRegistered(resourceId);
-    return { kind: 'accepted', registrationId, heartbeatIntervalMs: this.options['heartbeat.interval'], heartbeatTimeoutMs: this.options['heartbeat.timeout'] };
+    return { kind: 'accepted', registrationId, resourceManagerId: this.resourceManagerId, heartbeatIntervalMs: this.options['heartbeat.interval'], heartbeatTimeoutMs: this.options['heartbeat.timeout'] };
   }
 
   async sendSlotReport(resourceId: ResourceID, registrationId: string, report: SlotReportWire): Promise<void> {
@@ -175,14 +224,15 @@ export class ResourceManager implements ResourceManagerGateway {
         totalResourceProfile: ResourceProfile.fromJSON(info.totalResourceProfile),
         defaultSlotResourceProfile: ResourceProfile.fromJSON(info.defaultSlotResourceProfile),
         numberOfStaticSlots: info.numberOfSlots,
-        gateway: slotGateway(registration.gateway),
+        gateway: slotGateway(registration.gateway, this.resourceManagerId),
         ...(info.pendingWorkerId === undefined ? {} : { pendingWorkerId: info.pendingWorkerId as PendingTaskManagerID }),
       },
-      slotReportFromWire(report),
+      slotReportFromWire(this.#withoutRevoked(registration, report)),
     );
     if (result.kind === 'ignored') return; // registered before: the report was reconciled as a slot report
     if (result.kind === 'rejected') {
       this.#log(`TaskExecutor ${resourceId} rejected by the SlotManager: ${result.reason}`);
+      this.#fixedWorkers.delete(resourceId); // refused on purpose: no replacement
       this.#closeConnection(resourceId, result.reason, true);
       this.#driver.releaseResource(resourceId, result.reason);
       return;
@@ -245,38 +295,57 @@ export class ResourceManager implements ResourceManagerGateway {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#heartbeat?.cancel();
-    await this.mailbox.callAsync(() => this.slotManager.close()).catch(() => {});
+    await this.mailbox.callAsync(() => {
+      this.#heartbeats.stop();
+      for (const lost of this.#lost.values()) lost.deadline.cancel();
+      this.#lost.clear();
+      this.slotManager.close();
+    }).catch(() => {});
     await this.#driver.close();
     this.mailbox.close();
   }
 
   // ------------------------------------------------------------------ heartbeats and losses
 
-  #scheduleHeartbeat(): void {
-    this.#heartbeat = this.mailbox.schedule(() => {
-      this.#heartbeatRound();
-      if (!this.#closed) this.#scheduleHeartbeat();
-    }, this.options['heartbeat.interval']);
-  }
-
-  /** Asks every registered executor for its heartbeat (its slot report); a silent one is lost. */
-  #heartbeatRound(): void {
-    const now = this.#clock.now();
-    for (const registration of [...this.#taskExecutors.values()]) {
-      if (now - registration.lastHeartbeat >= this.options['heartbeat.timeout']) {
-        const cause = `no heartbeat for ${now - registration.lastHeartbeat} ms (heartbeat.timeout ${this.options['heartbeat.timeout']} ms)`;
-        this.#closeConnection(registration.resourceId, cause, true);
-        this.#driver.releaseResource(registration.resourceId, cause);
-        continue;
-      }
+  /** Asks every monitored executor for its heartbeat (answered with its slot report). */
+  #requestHeartbeats(targets: readonly ResourceID[]): void {
+    for (const resourceId of targets) {
+      const registration = this.#taskExecutors.get(resourceId);
+      if (registration === undefined) continue;
       this.mailbox.whenComplete(registration.gateway.heartbeatFromResourceManager(), (report, error) => {
-        if (this.#taskExecutors.get(registration.resourceId) !== registration) return;
+        if (this.#taskExecutors.get(resourceId) !== registration) return;
         if (error !== undefined) return; // silence counts against heartbeat.timeout
-        registration.lastHeartbeat = this.#clock.now();
-        if (registration.inSlotManager && report !== undefined) this.slotManager.reportSlotStatus(registration.resourceId, slotReportFromWire(report));
+        this.#heartbeats.reportHeartbeat(resourceId);
+        if (registration.inSlotManager && report !== undefined) this.slotManager.reportSlotStatus(resourceId, slotReportFromWire(this.#withoutRevoked(registration, report)));
       });
     }
+  }
+
+  /**
+   * Silent for heartbeat.timeout while we looked: lost (its slots freed, their jobs told), asked to
+   * register again, and stopped if it does not within heartbeat.timeout.
+   */
+  #heartbeatTimedOut(resourceId: ResourceID, silentMs: number): void {
+    const registration = this.#taskExecutors.get(resourceId);
+    if (registration === undefined) return;
+    const cause = `no heartbeat for ${silentMs} ms (heartbeat.timeout ${this.options['heartbeat.timeout']} ms)`;
+    const revoked = new Set([...registration.revoked.keys(), ...this.#closeConnection(resourceId, cause, false)]);
+    this.#log(`TaskExecutor ${resourceId} lost: ${cause}; it may register again within heartbeat.timeout`);
+    // Flink's closeTaskManagerConnection: an executor that is alive reconnects at once.
+    registration.gateway.disconnectResourceManager(`declared lost: ${cause}`).catch(() => {});
+    const deadline = this.mailbox.schedule(() => this.#notBackInTime(resourceId), this.options['heartbeat.timeout']);
+    this.#lost.set(resourceId, { cause, revoked, deadline });
+  }
+
+  /** Declared lost and not registered again in time: hung, or gone. Stop it; a fixed worker is replaced. */
+  #notBackInTime(resourceId: ResourceID): void {
+    const lost = this.#lost.get(resourceId);
+    if (lost === undefined) return;
+    this.#lost.delete(resourceId);
+    const reason = `${lost.cause}, and it did not register again within heartbeat.timeout`;
+    const replacement = this.#replaceIfFixed(resourceId, reason);
+    this.#stale.set(resourceId, `${reason}; ${replacement === undefined ? 'its worker was stopped' : `${replacement} was started in its place`}`);
+    this.#driver.releaseResource(resourceId, reason);
   }
 
   #workerTerminated(resourceId: ResourceID, reason: string): void {
@@ -284,17 +353,80 @@ export class ResourceManager implements ResourceManagerGateway {
     const pending = this.#startingWorkers.get(resourceId);
     this.#startingWorkers.delete(resourceId);
     if (pending !== undefined && this.slotManager.state === 'started') this.slotManager.pendingWorkerFailed(pending, reason);
+    const lost = this.#lost.get(resourceId);
+    if (lost !== undefined) {
+      lost.deadline.cancel();
+      this.#lost.delete(resourceId);
+    }
+    const ended = lost === undefined ? `its worker ended: ${reason}` : `${lost.cause}, then its worker ended: ${reason}`;
+    const replacement = this.#replaceIfFixed(resourceId, ended);
+    if (!this.#stale.has(resourceId)) this.#stale.set(resourceId, replacement === undefined ? ended : `${ended}; ${replacement} was started in its place`);
     this.#closeConnection(resourceId, `its worker ended: ${reason}`, true);
   }
 
-  /** Flink's closeTaskManagerConnection: the SlotManager frees its slots and tells their jobs. */
-  #closeConnection(resourceId: ResourceID, cause: string, stale: boolean): void {
+  /**
+   * A worker of the fixed cluster is gone for good: start one of the same spec in its place (the
+   * driver delays starts while they keep failing). Returns the new worker, if one was started.
+   */
+  #replaceIfFixed(resourceId: ResourceID, why: string): ResourceID | undefined {
+    const spec = this.#fixedWorkers.get(resourceId);
+    if (spec === undefined) return undefined;
+    this.#fixedWorkers.delete(resourceId);
+    if (this.#closed) return undefined;
+    const replacement = this.#driver.requestResource(spec, null);
+    this.#fixedWorkers.set(replacement, spec);
+    this.#log(`TaskExecutor ${resourceId} of the fixed cluster is gone (${why}): started ${replacement} in its place`);
+    return replacement;
+  }
+
+  /** The spec a fixed worker was started with (the driver knows it), else the one the options describe. */
+  #specOf(resourceId: ResourceID): WorkerResourceSpec {
+    const started = this.#driver.workers().find((worker) => worker.resourceId === resourceId);
+    return started?.spec ?? WorkerResourceSpec.fromOptions(this.options);
+  }
+
+  /**
+   * The report as the SlotManager may see it: without the allocations whose jobs were told they
+   * are lost. The first report showing one asks the executor to free it; one it no longer shows is
+   * forgotten. Until then the SlotManager sees that slot free: a request for it is refused (the
+   * index is taken) and goes elsewhere, as for any slot whose report is behind.
+   */
+  #withoutRevoked(registration: TaskExecutorRegistration, report: SlotReportWire): SlotReportWire {
+    const { revoked } = registration;
+    if (revoked.size === 0) return report;
+    const shown = new Set<AllocationID>();
+    const slots = report.slots.filter((slot) => {
+      if (slot.allocationId === null || !revoked.has(slot.allocationId)) return true;
+      shown.add(slot.allocationId);
+      if (revoked.get(slot.allocationId) === 'to-free') {
+        revoked.set(slot.allocationId, 'freeing');
+        const cause = `its job was told it is lost when ${registration.resourceId} was declared lost`;
+        this.mailbox.whenComplete(registration.gateway.freeSlot(slot.allocationId, cause), (_, error) => {
+          if (error !== undefined) this.#log(`freeing revoked slot ${slot.allocationId} on ${registration.resourceId} failed: ${describe(error)}`);
+        });
+      }
+      return false;
+    });
+    for (const allocationId of [...revoked.keys()]) if (!shown.has(allocationId)) revoked.delete(allocationId);
+    return { ...report, slots };
+  }
+
+  /**
+   * Flink's closeTaskManagerConnection: the SlotManager frees its slots and tells their jobs.
+   * Returns the allocations it held there (now lost to their jobs).
+   */
+  #closeConnection(resourceId: ResourceID, cause: string, stale: boolean): AllocationID[] {
     // The first cause is the one worth keeping (a release that follows a lost heartbeat says less).
     if (stale && !this.#stale.has(resourceId)) this.#stale.set(resourceId, cause);
     const registration = this.#taskExecutors.get(resourceId);
-    if (registration === undefined) return;
+    if (registration === undefined) return [];
     this.#taskExecutors.delete(resourceId);
-    if (registration.inSlotManager && this.slotManager.state === 'started') this.slotManager.unregisterTaskManager(resourceId, cause);
+    this.#heartbeats.unmonitorTarget(resourceId);
+    if (!registration.inSlotManager || this.slotManager.state !== 'started') return [];
+    const taskManager = this.slotManager.tracker.getTaskManager(resourceId);
+    const held = taskManager === undefined ? [] : this.slotManager.tracker.slotsOf(taskManager).map((slot) => slot.allocationId!);
+    this.slotManager.unregisterTaskManager(resourceId, cause);
+    return held;
   }
 
   /** The gateway a worker gets: every call runs on the mailbox and may only speak for that worker. */
@@ -314,10 +446,10 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 }
 
-/** The SlotManager's view of a TaskExecutor's gateway: profiles go on the wire as JSON. */
-function slotGateway(gateway: TaskExecutorGateway): TaskExecutorSlotGateway {
+/** The SlotManager's view of a TaskExecutor's gateway: profiles go on the wire as JSON; requests name this ResourceManager. */
+function slotGateway(gateway: TaskExecutorGateway, resourceManagerId: ResourceManagerId): TaskExecutorSlotGateway {
   return {
-    requestSlot: (request) => gateway.requestSlot({ ...request, resourceProfile: request.resourceProfile.toJSON() }),
+    requestSlot: (request) => gateway.requestSlot({ ...request, resourceProfile: request.resourceProfile.toJSON(), resourceManagerId }),
     freeInactiveSlots: (jobId) => gateway.freeInactiveSlots(jobId),
   };
 }

@@ -12,8 +12,12 @@ export interface SpawnedWorker {
   readonly transport: Transport;
   /** Forced stop: terminate the thread, SIGKILL the process. */
   kill(): void;
+  /**
+   * Resolves when the thread has stopped or the child process has been reaped (its `exit`): later
+   * than its transport's close, which a child's IPC `disconnect` or a thread's `error` triggers first.
+   */
+  readonly exited: Promise<void>;
 }
-
 
 const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 export const DEFAULT_WORKER_ENTRY = new URL(`../taskexecutor/taskExecutorMain${extension}`, import.meta.url);
@@ -25,10 +29,16 @@ export function spawnWorker(mode: 'thread' | 'process', bootstrap: WorkerBootstr
   const entry = options.entry ?? DEFAULT_WORKER_ENTRY;
   if (mode === 'thread') {
     const worker = startWorker(entry, bootstrap);
-    return { transport: portTransport(worker), kill: () => void worker.terminate() };
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    return { transport: portTransport(worker), kill: () => void worker.terminate(), exited };
   }
   // The process's own heap limit is the hard bound: a task that blows it takes down this one process only.
   const child = forkProcess(entry, [], { execArgv: [`--max-old-space-size=${options.heapLimitMb + PROCESS_HEAP_OVERHEAD_MB}`] });
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    // A child that could not be spawned has no pid and may never emit 'exit'.
+    child.once('error', () => void (child.pid === undefined && resolve()));
+  });
   child.send({ [BOOTSTRAP_MESSAGE]: bootstrap });
-  return { transport: processTransport(child), kill: () => void child.kill('SIGKILL') };
+  return { transport: processTransport(child), kill: () => void child.kill('SIGKILL'), exited };
 }

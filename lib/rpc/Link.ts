@@ -1,10 +1,12 @@
 /**
  * Link: many named channels over one Transport, with outgoing messages batched.
  *
- * Each channel is a comlink Endpoint (`postMessage`, `addEventListener('message')`,
- * `removeEventListener`), so a gateway can be exposed on one and wrapped on the other side. On the
- * wire a batch is one flat array `[name, message, name, message, …]`; the name `0` carries control
- * frames (only `bye`, a graceful close).
+ * Each channel is an Endpoint (`postMessage`, `addEventListener('message')`,
+ * `removeEventListener` — comlink's Endpoint shape too): a gateway is served on one and called
+ * from the other side (connect.ts). On the wire a batch is one flat array
+ * `[name, message, name, message, …]`; the name `0` carries control frames (only `bye`, a
+ * graceful close). The Link knows nothing of what a channel carries, and nothing of the carrier
+ * beyond the Transport contract.
  *
  * Why batch: a cross-thread hop costs 100–300 µs of wake-up here (TOOLCHAIN.md), and a transport
  * message costs a clone and a native call whatever its size. Everything posted during one job — the
@@ -14,6 +16,11 @@
  * a loop, or 64 answers produced by 64 promise chains, cross as one message, and no event-loop
  * turn is added to any of them.
  *
+ * For deadlines that measure the peer, not our own queue, it tells what it sees: `whenSent` once a
+ * batch has been handed to the transport (a call's clock starts there), `onReceived` after each
+ * message from the peer (the peer is alive), `afterIncoming` once what has arrived is delivered
+ * (so a timer that ran first does not judge a call whose answer is already here).
+ *
  * Messages for a channel nobody listens to yet are buffered (bounded) and delivered, in order, to
  * its first listener; `onUnknownChannel(prefix, handler)` lets a side open channels lazily (the
  * main thread serving `jm:<address>` when a TaskExecutor first calls that JobMaster). Closing —
@@ -21,35 +28,10 @@
  * handlers at once, and drops later sends.
  */
 import { IllegalArgumentError } from '../core/errors.js';
+import { LinkChannel, rethrowLater, type Channel, type CloseKind, type LinkSide } from './LinkChannel.js';
 import type { Transport } from './Transport.js';
 
-/** 'closed': this side closed it. 'lost': the peer closed it or went away. */
-export type CloseKind = 'closed' | 'lost';
-
-/** What a channel listener receives (the part of a MessageEvent comlink reads). */
-export interface ChannelMessageEvent {
-  readonly data: unknown;
-}
-
-export type ChannelListener = ((event: ChannelMessageEvent) => void) | { handleEvent(event: ChannelMessageEvent): void };
-
-/** One named channel of a Link: a comlink Endpoint plus close and delivery-failure notices. */
-export interface Channel {
-  readonly name: string;
-  readonly closed: boolean;
-  /** Message listeners attached now (leak checks). */
-  readonly listenerCount: number;
-  /** Queues `message` for the next batch; dropped once closed. Transfer lists are refused: a Link carries cloneable data only. */
-  postMessage(message: unknown, transfer?: readonly unknown[]): void;
-  addEventListener(type: string, listener: ChannelListener): void;
-  removeEventListener(type: string, listener: ChannelListener): void;
-  /** `handler` is told once when the channel closes (with the link, or by `close()`); returns an unsubscribe. */
-  onClose(handler: (reason: string, kind: CloseKind) => void): () => void;
-  /** `handler` is told of each message of this channel that could not be sent (it could not be cloned). */
-  onUndeliverable(handler: (message: unknown, error: unknown) => void): () => void;
-  /** Drops this channel from the link (listeners removed, close handlers told, kind 'closed'); the link lives on. */
-  close(reason?: string): void;
-}
+export type { Channel, ChannelListener, ChannelMessageEvent, CloseKind } from './LinkChannel.js';
 
 export interface LinkOptions {
   /** Messages kept, over all channels, for channels with no listener yet; beyond that they are dropped. Default 10,000. */
@@ -62,150 +44,6 @@ interface ControlFrame {
   readonly bye?: string;
 }
 
-/** What a channel needs from its link. */
-interface LinkSide {
-  post(name: string, message: unknown): void;
-  detach(channel: LinkChannel): void;
-  /** Reserves room for one buffered message; false when the link's buffer is full. */
-  reserveBuffer(): boolean;
-  releaseBuffer(count: number): void;
-}
-
-class LinkChannel implements Channel {
-  readonly #listeners: ChannelListener[] = [];
-  readonly #closeHandlers = new Set<(reason: string, kind: CloseKind) => void>();
-  readonly #undeliverableHandlers = new Set<(message: unknown, error: unknown) => void>();
-  /** Messages that arrived while nobody listened, or behind ones that did (to keep the order). */
-  #backlog: unknown[] = [];
-  #closed = false;
-  /** Someone called link.channel(name); until then it only holds arrivals. */
-  opened = false;
-  /** An onUnknownChannel handler has been given this name. */
-  routed = false;
-
-  constructor(
-    readonly name: string,
-    private readonly link: LinkSide,
-  ) {}
-
-  get closed(): boolean {
-    return this.#closed;
-  }
-
-  get listenerCount(): number {
-    return this.#listeners.length;
-  }
-
-  get backlogged(): number {
-    return this.#backlog.length;
-  }
-
-  postMessage(message: unknown, transfer?: readonly unknown[]): void {
-    if (transfer !== undefined && transfer.length > 0) {
-      throw new IllegalArgumentError('invalid-value', `channel "${this.name}": a Link carries structured-cloneable data only (it may cross to a child process); transfer lists are not supported`, {
-        argument: 'transfer',
-        value: transfer.length,
-      });
-    }
-    if (this.#closed) return;
-    this.link.post(this.name, message);
-  }
-
-  addEventListener(type: string, listener: ChannelListener): void {
-    if (type !== 'message' || this.#closed) return;
-    this.#listeners.push(listener);
-    // The first listener gets what waited for it, in order, before anything newer.
-    if (this.#backlog.length > 0) this.#drainBacklog();
-  }
-
-  removeEventListener(type: string, listener: ChannelListener): void {
-    if (type !== 'message') return;
-    const index = this.#listeners.indexOf(listener);
-    if (index >= 0) this.#listeners.splice(index, 1);
-  }
-
-  onClose(handler: (reason: string, kind: CloseKind) => void): () => void {
-    this.#closeHandlers.add(handler);
-    return () => this.#closeHandlers.delete(handler);
-  }
-
-  onUndeliverable(handler: (message: unknown, error: unknown) => void): () => void {
-    this.#undeliverableHandlers.add(handler);
-    return () => this.#undeliverableHandlers.delete(handler);
-  }
-
-  close(reason = `channel "${this.name}" closed by this side`): void {
-    if (this.#closed) return;
-    this.link.detach(this);
-    this.shutdown(reason, 'closed');
-  }
-
-  /** An incoming message: to the listeners now, or into the backlog. */
-  deliver(message: unknown): void {
-    if (this.#closed) return;
-    if (this.#listeners.length > 0 && this.#backlog.length === 0) {
-      this.#dispatch(message);
-    } else if (this.link.reserveBuffer()) {
-      this.#backlog.push(message);
-    }
-  }
-
-  /** Tells the undeliverable handlers; false when there was none. */
-  undeliverable(message: unknown, error: unknown): boolean {
-    if (this.#undeliverableHandlers.size === 0) return false;
-    for (const handler of [...this.#undeliverableHandlers]) handler(message, error);
-    return true;
-  }
-
-  /** Closes without detaching from the link (the link is dropping all its channels). */
-  shutdown(reason: string, kind: CloseKind): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#listeners.length = 0;
-    this.link.releaseBuffer(this.#backlog.length);
-    this.#backlog = [];
-    this.#undeliverableHandlers.clear();
-    const handlers = [...this.#closeHandlers];
-    this.#closeHandlers.clear();
-    for (const handler of handlers) {
-      try {
-        handler(reason, kind);
-      } catch (error) {
-        rethrowLater(error);
-      }
-    }
-  }
-
-  #drainBacklog(): void {
-    const backlog = this.#backlog;
-    let i = 0;
-    while (i < backlog.length && this.#listeners.length > 0 && !this.#closed) this.#dispatch(backlog[i++]);
-    this.link.releaseBuffer(i);
-    if (this.#backlog === backlog) backlog.splice(0, i);
-  }
-
-  #dispatch(message: unknown): void {
-    const event: ChannelMessageEvent = { data: message };
-    // A listener may remove itself (or another) while we iterate: iterate over a snapshot then.
-    const listeners = this.#listeners.length === 1 ? this.#listeners : [...this.#listeners];
-    for (const listener of listeners) {
-      try {
-        if (typeof listener === 'function') listener(event);
-        else listener.handleEvent(event);
-      } catch (error) {
-        rethrowLater(error);
-      }
-    }
-  }
-}
-
-/** A listener or handler bug must not stop the rest of a batch; it surfaces as an uncaught error. */
-function rethrowLater(error: unknown): void {
-  queueMicrotask(() => {
-    throw error;
-  });
-}
-
 export class Link {
   readonly name: string;
   readonly #transport: Transport;
@@ -214,7 +52,10 @@ export class Link {
   readonly #unknownHandlers = new Map<string, (name: string) => void>();
   readonly #closedHandlers = new Set<(reason: string, kind: CloseKind) => void>();
   readonly #side: LinkSide;
+  readonly #receivedHandlers = new Set<() => void>();
   #outbox: unknown[] = [];
+  /** Told once the batch being gathered has been handed to the transport. */
+  #sentCallbacks: Array<() => void> = [];
   #flushScheduled = false;
   #buffered = 0;
   #dropped = 0;
@@ -328,6 +169,31 @@ export class Link {
   }
 
   /**
+   * Calls `callback` once the messages posted so far have been handed to the transport — right
+   * after the send of the batch they travel in has returned — or never if the link closes first.
+   * Until then a message waits in our own outbox: a caller starts a call's deadline here.
+   */
+  whenSent(callback: () => void): void {
+    if (!this.closed) this.#sentCallbacks.push(callback);
+  }
+
+  /** `handler` is told after each transport message from the peer has been delivered (the peer is alive). Returns an unsubscribe. */
+  onReceived(handler: () => void): () => void {
+    this.#receivedHandlers.add(handler);
+    return () => this.#receivedHandlers.delete(handler);
+  }
+
+  /**
+   * Calls `callback` once every message from the peer that has arrived by now has been delivered
+   * (Transport.afterIncoming, else two event-loop turns) — at once, on a later turn, if the link is
+   * closed. A timer that ran first must not judge a call whose answer is already here.
+   */
+  afterIncoming(callback: () => void): void {
+    if (!this.closed && this.#transport.afterIncoming !== undefined) this.#transport.afterIncoming(callback);
+    else setImmediate(() => setImmediate(callback));
+  }
+
+  /**
    * Closes the link: what is queued goes out, followed by a `bye` so the peer's link closes too
    * (kind 'lost' there); the transport is closed; every channel closes (kind 'closed') and its
    * close handlers are told at once. Later sends are dropped. Idempotent.
@@ -363,6 +229,20 @@ export class Link {
     if (this.closed || this.#outbox.length === 0) return;
     const batch = this.#outbox;
     this.#outbox = [];
+    this.#send(batch);
+    const callbacks = this.#sentCallbacks;
+    if (callbacks.length === 0 || this.closed) return;
+    this.#sentCallbacks = [];
+    for (const callback of callbacks) {
+      try {
+        callback();
+      } catch (error) {
+        rethrowLater(error);
+      }
+    }
+  }
+
+  #send(batch: unknown[]): void {
     try {
       this.#transport.send(batch);
       return;
@@ -411,6 +291,13 @@ export class Link {
         channel.deliver(message);
       }
     }
+    for (const handler of this.#receivedHandlers) {
+      try {
+        handler();
+      } catch (error) {
+        rethrowLater(error);
+      }
+    }
   }
 
   #control(frame: ControlFrame): void {
@@ -450,6 +337,8 @@ export class Link {
     this.#closeReason = reason;
     this.#closeKind = kind;
     this.#outbox = [];
+    this.#sentCallbacks = [];
+    this.#receivedHandlers.clear();
     const channels = [...this.#channels.values()];
     this.#channels.clear();
     for (const channel of channels) channel.shutdown(reason, kind);

@@ -86,6 +86,7 @@ export function batchSubmissions(gateway: BatchingTaskExecutorGateway): TaskExec
     heartbeatFromJobManager: (jobId) => (flush(), gateway.heartbeatFromJobManager(jobId)),
     disconnectResourceManager: (cause) => (flush(), gateway.disconnectResourceManager(cause)),
     shutdown: (cause) => (flush(), gateway.shutdown(cause)),
+    requestMetrics: () => (flush(), gateway.requestMetrics()),
   };
   return wrapped;
 }

@@ -1,25 +1,22 @@
 /**
- * Errors that cross threads as themselves. comlink's own 'throw' handler sends an Error as
- * `{ name, message, stack }` and rebuilds a plain Error, so a SlotAllocationError thrown in a worker
- * would arrive as an Error whose `_tag`, `reason` and `details` are gone (STYLE.md §6, §8). This
- * module replaces that handler, once, at import: a SlotwiseError travels as its `toJSON()` (plus
- * its stack) and is revived as the same class with the same reason and details; any other Error
- * keeps name, message, stack (and a string `code`, e.g. ERR_WORKER_OUT_OF_MEMORY); any other
- * thrown value travels as itself.
+ * Errors that cross threads as themselves (STYLE.md §6, §8): a SlotwiseError travels as its
+ * `toJSON()` (plus its stack) and is revived as the same class with the same reason and details;
+ * any other Error keeps name, message, stack (and a string `code`, e.g. ERR_WORKER_OUT_OF_MEMORY);
+ * any other thrown value travels as itself. Gateway calls carry a thrown value in their
+ * ErrorFrame (serializeThrown / deserializeThrown).
  *
- * Both sides of a gateway must load it: serving (to serialize) and connecting (to revive);
- * connect.ts imports it for them. It patches the `comlink` instance that the bare specifier
- * resolves to — the one connect.ts uses (`comlink/dist/esm/…` is a second copy with its own table).
+ * The same goes for an object exposed with comlink over a Link channel: comlink's own 'throw'
+ * handler sends an Error as `{ name, message, stack }` and rebuilds a plain Error, so a
+ * SlotAllocationError would arrive without its `_tag`, `reason` and `details`. This module
+ * replaces that handler, once, at import (both sides must load it; the gateways do). It patches the
+ * `comlink` instance the bare specifier resolves to (`comlink/dist/esm/…` is a second copy with
+ * its own table).
  */
 import { transferHandlers, type TransferHandler } from 'comlink';
 import { isSlotwiseError, reviveError } from '../core/errors.js';
-import type { SerializedError } from './protocol.js';
+import type { SerializedThrow, WireError } from './protocol.js';
 
-/** An error on the wire: protocol.ts's SerializedError, plus Node's `code` when it has one. */
-export type WireError = SerializedError & { readonly code?: string };
-
-/** What a thrown value becomes on the wire. */
-export type SerializedThrow = { readonly isError: true; readonly error: WireError } | { readonly isError: false; readonly value: unknown };
+export type { SerializedThrow, WireError } from './protocol.js';
 
 /** comlink's wrapper around a thrown value (its marker symbol is private; its own canHandle spots it). */
 interface Thrown {
@@ -60,9 +57,14 @@ export function deserializeError(wire: WireError): Error {
   return error;
 }
 
-/** A thrown value's wire form (what the installed handler serializes). */
+/** A thrown value's wire form: an Error as its WireError, anything else as itself. */
 export function serializeThrown(value: unknown): SerializedThrow {
   return value instanceof Error ? { isError: true, error: serializeError(value) } : { isError: false, value };
+}
+
+/** What a thrown value's wire form stands for: the error (its own class) or the value that was thrown. */
+export function deserializeThrown(thrown: SerializedThrow): unknown {
+  return thrown.isError ? deserializeError(thrown.error) : thrown.value;
 }
 
 /** Installs the handler (idempotent; done at import). */
@@ -74,7 +76,7 @@ export function installErrorTransfer(): void {
     canHandle: (value: unknown): value is Thrown => current.canHandle(value),
     serialize: (thrown) => [serializeThrown(thrown.value), []],
     deserialize: (serialized) => {
-      throw serialized.isError ? deserializeError(serialized.error) : serialized.value;
+      throw deserializeThrown(serialized);
     },
   };
   transferHandlers.set('throw', handler as TransferHandler<unknown, unknown>);

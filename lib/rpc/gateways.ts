@@ -13,6 +13,7 @@ import type {
   SlotRequestWire,
   TaskDeploymentDescriptor,
   TaskExecutionStateWire,
+  TaskExecutorMetricsWire,
   TaskExecutorRegistrationWire,
 } from './protocol.js';
 
@@ -36,6 +37,8 @@ export interface TaskExecutorGateway {
   disconnectResourceManager(cause: string): Promise<void>;
   /** Shuts the TaskExecutor down gracefully: tasks failed, slots freed, then it exits. */
   shutdown(cause: string): Promise<void>;
+  /** Its figures now: slots by state, running tasks, task threads booted and spare. */
+  requestMetrics(): Promise<TaskExecutorMetricsWire>;
 }
 
 /** Served by the ResourceManager (main thread); called by TaskExecutors and JobMasters. */

@@ -3,7 +3,7 @@
  * functions), so the same messages cross a MessagePort to a worker thread and the IPC channel of
  * a child process. Types only; converters live beside the code that sends them.
  */
-import type { AllocationID, ExecutionAttemptID, JobID, ResourceID } from '../core/ids.js';
+import type { AllocationID, ExecutionAttemptID, JobID, ResourceID, ResourceManagerId } from '../core/ids.js';
 import type { ResourceProfileJSON } from '../core/ResourceProfile.js';
 import type { SlotStatusState } from '../core/SlotReport.js';
 
@@ -34,7 +34,14 @@ export interface TaskExecutorRegistrationWire {
 }
 
 export type RegistrationResponse =
-  | { readonly kind: 'accepted'; readonly registrationId: string; readonly heartbeatIntervalMs: number; readonly heartbeatTimeoutMs: number }
+  | {
+      readonly kind: 'accepted';
+      readonly registrationId: string;
+      /** The ResourceManager that accepted it: its slot requests carry this id. */
+      readonly resourceManagerId: ResourceManagerId;
+      readonly heartbeatIntervalMs: number;
+      readonly heartbeatTimeoutMs: number;
+    }
   | { readonly kind: 'refused'; readonly reason: string };
 
 export interface SlotRequestWire {
@@ -45,6 +52,8 @@ export interface SlotRequestWire {
   readonly resourceProfile: ResourceProfileJSON;
   /** The JobMaster's address: the TaskExecutor offers the slot there. */
   readonly targetAddress: string;
+  /** The ResourceManager asking (Flink's resourceManagerId): a TaskExecutor grants slots only to the one it is registered at. */
+  readonly resourceManagerId: ResourceManagerId;
 }
 
 /** A slot a TaskExecutor offers to a JobMaster (Flink's SlotOffer). */
@@ -102,3 +111,63 @@ export interface ResourceRequirementsWire {
   readonly targetAddress: string;
   readonly requirements: ReadonlyArray<{ readonly resourceProfile: ResourceProfileJSON; readonly numberOfRequiredSlots: number }>;
 }
+
+/** Figures of one TaskExecutor (TaskExecutorGateway.requestMetrics). */
+export interface TaskExecutorMetricsWire {
+  readonly resourceId: ResourceID;
+  /** Slots by state now: allocated (not active yet), active, releasing. Free static slots are `numberOfSlots` minus the static ones taken. */
+  readonly slots: { readonly numberOfSlots: number; readonly allocated: number; readonly active: number; readonly releasing: number };
+  /** Attempts submitted here and not ended yet. */
+  readonly runningTasks: number;
+  /** Task threads (TaskThreadReserve): null when this TaskExecutor's runners keep no reserve. */
+  readonly taskThreads: {
+    /** Threads booted since it started, spares and on-demand ones. */
+    readonly started: number;
+    /** Slot allocations that took a spare thread (no boot to wait for). */
+    readonly servedFromSpare: number;
+    /** Slot allocations that booted their own (no spare of their heap limit). */
+    readonly bootedOnDemand: number;
+    /** Spare threads now. */
+    readonly spare: number;
+    /** Threads held by allocated slots now. */
+    readonly inUse: number;
+  } | null;
+}
+
+// ------------------------------------------------------------------ gateway calls (connect.ts)
+//
+// A gateway call on a Link channel is one CallFrame; its answer is one ResultFrame or ErrorFrame
+// with the same id, on the same channel the other way. Ids are numbers unique per channel and
+// side; nothing else travels (no paths, no GET/SET, no proxies): a call names one method of the
+// served gateway and passes its arguments as they are, structured-cloneable.
+
+/** A call of `method` with `args` on the gateway served on the channel. */
+export interface CallFrame {
+  readonly kind: 'call';
+  readonly id: number;
+  readonly method: string;
+  readonly args: readonly unknown[];
+}
+
+/** The call `id` returned `value`. */
+export interface ResultFrame {
+  readonly kind: 'result';
+  readonly id: number;
+  readonly value: unknown;
+}
+
+/** The call `id` threw (or its promise rejected with) `thrown`. */
+export interface ErrorFrame {
+  readonly kind: 'error';
+  readonly id: number;
+  readonly thrown: SerializedThrow;
+}
+
+export type AnswerFrame = ResultFrame | ErrorFrame;
+export type GatewayFrame = CallFrame | AnswerFrame;
+
+/** An error on the wire: SerializedError, plus Node's `code` when it has one (ERR_WORKER_OUT_OF_MEMORY). */
+export type WireError = SerializedError & { readonly code?: string };
+
+/** A thrown value on the wire: an Error as a WireError (revived as its own class), anything else as itself. */
+export type SerializedThrow = { readonly isError: true; readonly error: WireError } | { readonly isError: false; readonly value: unknown };

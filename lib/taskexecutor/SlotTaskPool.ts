@@ -44,26 +44,18 @@
  * instead of inside the next task) and always listens for `'error'` (unhandled, it would crash the
  * TaskExecutor): such errors are logged and counted in {@link SlotTaskPool.stats}.
  */
-import { extname } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { BroadcastChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import { IllegalArgumentError, IllegalStateError, TaskExecutionError } from '../core/errors.js';
 import type { TaskDeploymentDescriptor } from '../rpc/protocol.js';
 import type { SharedMemoryHandle } from './MemoryManager.js';
-import type {
-  ControlFromTask,
-  ControlToTask,
-  HeapLimitProbe,
-  TaskInvocationContext,
-  TaskWorkerBatch,
-  TaskWorkerBatchResult,
-  TaskWorkerOutcome,
-} from './taskWorker.js';
+import type { ControlFromTask, ControlToTask, HeapLimitProbe, TaskInvocationContext, TaskWorkerBatch, TaskWorkerBatchItem, TaskWorkerBatchResult, TaskWorkerOutcome } from './taskThreadProtocol.js';
 import { RUN_CANCELED, RUN_QUEUED, RUN_STARTED } from './runFlags.js';
+import { createTaskThreads } from './taskThreads.js';
 
-export type { TaskContext, TaskFunction, TaskInvocationContext } from './taskWorker.js';
+export type { TaskContext, TaskFunction } from './taskWorker.js';
+export type { TaskInvocationContext } from './taskThreadProtocol.js';
 
 /** Why an attempt failed: TaskExecutionError's reasons. */
 export type TaskFailureReason = ConstructorParameters<typeof TaskExecutionError>[0];
@@ -95,6 +87,8 @@ export interface SlotTaskPoolLogEntry {
   readonly pool: string;
   readonly message: string;
   readonly executionAttemptId?: string;
+  readonly jobId?: string;
+  readonly vertexId?: string;
   readonly vertexName?: string;
   readonly subtaskIndex?: number;
 }
@@ -116,6 +110,12 @@ export interface SlotTaskPoolOptions {
   readonly cancelGraceMs?: number;
   /** Where task logs and pool warnings go; default the console. */
   readonly log?: (entry: SlotTaskPoolLogEntry) => void;
+  /**
+   * Threads booted ahead of need (a TaskThreadReserve's, made with `createTaskThreads` for the
+   * same heap limit); the pool owns them from now on and destroys them on close. Unset: the pool
+   * makes its own from the options above.
+   */
+  readonly threads?: Piscina;
 }
 
 export interface SlotTaskPoolStats {
@@ -153,6 +153,8 @@ const DEFAULT_CANCEL_GRACE_MS = 5_000;
 /** Started flags in the first shared buffer; a pool with more runs outstanding gets a buffer twice as large. */
 const INITIAL_RUN_FLAGS = 64;
 
+/** piscina's options for a batch call without a signal. */
+const RUN_BATCH = { name: 'runBatch' } as const;
 /** At most this many runs per pool call (batch). */
 const MAX_BATCH = 16;
 /** A run is re-queued at most this often after its batch's thread was lost (then it fails with that error). */
@@ -216,8 +218,12 @@ export interface RunStartListener {
 /** Runs sent to a thread in one pool call. */
 interface Batch {
   readonly runs: readonly PendingRun[];
-  /** Aborting it terminates the thread running the batch (piscina's abort). */
-  readonly forced: AbortController;
+  /**
+   * Aborting it terminates the thread running the batch (piscina's abort), when the pool has more
+   * than one thread (which one runs the batch is piscina's to know); with one thread, null: that
+   * thread is terminated directly, and no signal (and its listeners) is paid for every call.
+   */
+  readonly forced: AbortController | null;
   /** The run whose cancel forced that stop. */
   forcedRun: PendingRun | null;
 }
@@ -264,6 +270,8 @@ export class SlotTaskPool {
   readonly #threadCount: number;
   readonly #maxBatchesInFlight: number;
   #dispatchScheduled = false;
+  /** The buffers the pool's thread was last sent (null: it may have none, send them with the next batch). */
+  #sent: { readonly started: SharedArrayBuffer; readonly memory: TaskInvocation['memory'] } | null = null;
   #flags = new Int32Array(new SharedArrayBuffer(INITIAL_RUN_FLAGS * Int32Array.BYTES_PER_ELEMENT));
   #freeFlags: number[] = [];
   #unusedFlag = 0;
@@ -300,24 +308,27 @@ export class SlotTaskPool {
     this.#threadCount = maxThreads;
     this.#maxBatchesInFlight = maxThreads * 2;
 
-    // Run from .ts (tests, under tsx) or from .js (dist/): the worker file follows this module.
-    const ownExtension = extname(fileURLToPath(import.meta.url));
-    const workerFile = options.workerFile ?? new URL(`./taskWorker${ownExtension}`, import.meta.url);
-    const filename = workerFile instanceof URL || workerFile.startsWith('file:') ? fileURLToPath(workerFile) : workerFile;
-    const execArgv = options.execArgv ?? (ownExtension === '.ts' ? ['--import', 'tsx'] : []);
-
-    this.#pool = new Piscina({
-      filename,
-      name: 'default',
-      execArgv: [...execArgv],
-      atomics: 'disabled',
-      maxThreads,
-      // Warm threads unless they should idle out: a slot's first task then skips the thread start.
-      minThreads: idleTimeoutMs === undefined ? maxThreads : 0,
-      ...(idleTimeoutMs === undefined ? {} : { idleTimeout: idleTimeoutMs }),
-      concurrentTasksPerWorker: 1,
-      ...(heapLimitMb === undefined ? {} : { resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
-    });
+    const onError = (error: unknown) => {
+      this.#poolErrors++;
+      // piscina replaces a thread that died this way: the next batch brings the buffers again.
+      this.#sent = null;
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      this.#emit({ source: 'pool', level: 'error', pool: this.name, message: `pool error (no task to receive it): ${message}` });
+    };
+    if (options.threads !== undefined) {
+      // Booted ahead of need (TaskThreadReserve): ours alone from now on, its errors ours to report.
+      this.#pool = options.threads;
+      this.#pool.on('error', onError);
+    } else {
+      this.#pool = createTaskThreads({
+        ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
+        maxThreads,
+        ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
+        ...(options.workerFile === undefined ? {} : { workerFile: options.workerFile }),
+        ...(options.execArgv === undefined ? {} : { execArgv: options.execArgv }),
+        onError,
+      });
+    }
     this.#control = new BroadcastChannel(this.#controlName);
     this.#control.onmessage = (event) => {
       this.#onControl((event as { data: ControlFromTask }).data);
@@ -326,12 +337,6 @@ export class SlotTaskPool {
     };
     // Logs are welcome while the pool lives; the channel alone must not keep a process alive.
     this.#control.unref();
-    // Always: an unhandled pool 'error' crashes the process (TOOLCHAIN.md).
-    this.#pool.on('error', (error: unknown) => {
-      this.#poolErrors++;
-      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      this.#emit({ source: 'pool', level: 'error', pool: this.name, message: `pool error (no task to receive it): ${message}` });
-    });
   }
 
   get stats(): SlotTaskPoolStats {
@@ -441,6 +446,8 @@ export class SlotTaskPool {
         pool: this.name,
         message: `task ${label(ctx)} did not stop within ${this.cancelGraceMs} ms of its cancel: terminating its thread`,
         executionAttemptId: ctx.executionAttemptId,
+        jobId: ctx.jobId,
+        vertexId: ctx.vertexId,
         vertexName: ctx.vertexName,
         subtaskIndex: ctx.subtaskIndex,
       });
@@ -452,7 +459,9 @@ export class SlotTaskPool {
   #force(run: PendingRun, batch: Batch): void {
     run.stoppedBy = 'forced';
     batch.forcedRun = run;
-    batch.forced.abort(run.cancelReason ?? 'canceled');
+    if (batch.forced !== null) batch.forced.abort(run.cancelReason ?? 'canceled');
+    // piscina sees the thread exit, fails its call and starts another thread.
+    else void this.#pool.threads[0]?.terminate();
   }
 
   #scheduleDispatch(): void {
@@ -473,46 +482,60 @@ export class SlotTaskPool {
     while (this.#queue.length > 0 && this.#inFlight.length < this.#maxBatchesInFlight) {
       const places = this.#maxBatchesInFlight - this.#inFlight.length;
       const size = Math.min(MAX_BATCH, Math.ceil(this.#queue.length / places));
+      // One batch shares one flags buffer and one managed memory: runs whose differ go in the next.
+      const first = this.#queue[0]!;
       let take = 1;
-      if (!this.#queue[0]!.solo) while (take < size && !this.#queue[take]!.solo) take++;
+      if (!first.solo) {
+        while (take < size) {
+          const run = this.#queue[take]!;
+          if (run.solo || run.flags.buffer !== first.flags.buffer || run.invocation.memory?.data !== first.invocation.memory?.data) break;
+          take++;
+        }
+      }
       this.#startBatch(this.#queue.splice(0, take));
     }
   }
 
   #startBatch(runs: PendingRun[]): void {
-    const batch: Batch = { runs, forced: new AbortController(), forcedRun: null };
+    const batch: Batch = { runs, forced: this.#threadCount === 1 ? null : new AbortController(), forcedRun: null };
     // A thread is free for it (fewer batches out than threads): its first run starts now.
     const startsNow = this.#inFlight.length < this.#threadCount;
     this.#inFlight.push(batch);
     this.#batches++;
-    const items: TaskWorkerBatch['items'][number][] = [];
+    const items: TaskWorkerBatchItem[] = [];
     for (let position = 0; position < runs.length; position++) {
       const run = runs[position]!;
       run.batch = batch;
       run.position = position;
-      const { taskModule, context, inputs, config, memory } = run.invocation;
+      const { taskModule, context, inputs, config } = run.invocation;
       // Listed, not spread: one shape for every item.
-      items.push({ taskModule, context, inputs, config, memory, run: run.number, started: run.flags.buffer as SharedArrayBuffer, index: run.index });
+      items.push({ taskModule, context, inputs, config, run: run.number, index: run.index });
     }
     if (startsNow) this.#noticeNextStart(batch, 0);
-    const payload: TaskWorkerBatch = { channel: this.#controlName, items };
-    this.#pool.run(payload, { name: 'runBatch', signal: batch.forced.signal }).then(
-      (result: unknown) => this.#batchEnded(batch, result as TaskWorkerBatchResult, undefined),
-      (error: unknown) => this.#batchEnded(batch, null, error),
+    const first = runs[0]!;
+    const started = first.flags.buffer as SharedArrayBuffer;
+    const { memory } = first.invocation;
+    // The buffers go only when the thread may not have them: it keeps the last ones per channel.
+    const fresh = this.#threadCount > 1 || this.#sent === null || this.#sent.started !== started || this.#sent.memory !== memory;
+    const payload: TaskWorkerBatch = fresh ? { channel: this.#controlName, started, memory, items } : { channel: this.#controlName, items };
+    if (this.#threadCount === 1) this.#sent = { started, memory };
+    this.#pool.run(payload, batch.forced === null ? RUN_BATCH : { name: 'runBatch', signal: batch.forced.signal }).then(
+      (result: unknown) => this.#batchEnded(batch, true, undefined, result as TaskWorkerBatchResult),
+      (error: unknown) => this.#batchEnded(batch, false, error, null),
     );
   }
 
-  #batchEnded(batch: Batch, result: TaskWorkerBatchResult | null, error: unknown): void {
+  #batchEnded(batch: Batch, returned: boolean, error: unknown, last: TaskWorkerBatchResult): void {
     const at = this.#inFlight.indexOf(batch);
-    if (at >= 0) this.#inFlight.splice(at, 1);
+    if (at < 0) return;
+    this.#inFlight.splice(at, 1);
     // The outcomes and logs its runs posted before it ended are on our channel already.
     this.#drainControl();
-    const last = result?.last;
-    if (last != null) {
+    if (last !== null) {
       const run = this.#runs.get(last.run);
       if (run !== undefined && run.batch === batch) this.#settleOutcome(run, last.outcome);
     }
-    if (result === null) {
+    if (!returned) {
       this.#batchFailed(batch, error);
     } else {
       for (const run of batch.runs) {
@@ -529,7 +552,7 @@ export class SlotTaskPool {
       run.batch = null;
       // After a lost thread its flags are not reused: a terminated thread may run on for a moment
       // and must find nothing there to claim (a few flags per lost thread).
-      if (run.settled && result !== null) this.#freeFlag(run);
+      if (run.settled && returned) this.#freeFlag(run);
     }
     // Its thread takes the oldest batch still waiting for one (told after this batch's last run was heard to end).
     const next = this.#inFlight[this.#threadCount - 1];
@@ -543,6 +566,8 @@ export class SlotTaskPool {
    * the runs that had not started are re-queued (a batch that could not be sent: one by one).
    */
   #batchFailed(batch: Batch, error: unknown): void {
+    // The thread may be a new one (a lost one is replaced): it has none of the buffers.
+    this.#sent = null;
     const name = typeof error === 'object' && error !== null && typeof (error as { name?: unknown }).name === 'string' ? (error as { name: string }).name : 'Error';
     if (name === 'DataCloneError' && batch.runs.length > 1) {
       for (const run of batch.runs) {
@@ -589,9 +614,10 @@ export class SlotTaskPool {
     this.#noticeStart(run);
     const { batch, position } = run;
     this.#settle(run, outcome);
+    if (batch === null) return;
     // The thread went on with the next run of the batch as it posted this outcome. Told after the
     // reactions to this run's settling (queued just now), so a listener hears this run end first.
-    if (batch !== null) queueMicrotask(() => this.#noticeNextStart(batch, position + 1));
+    queueMicrotask(() => this.#noticeNextStart(batch, position + 1));
   }
 
   #settle(run: PendingRun, outcome: TaskWorkerOutcome): void {
@@ -655,7 +681,7 @@ export class SlotTaskPool {
     try {
       run.listener.started();
     } catch (error) {
-      this.#emit({ source: 'pool', level: 'error', pool: this.name, message: `a run's start listener threw: ${error instanceof Error ? error.message : String(error)}`, executionAttemptId: run.ctx.executionAttemptId, vertexName: run.ctx.vertexName, subtaskIndex: run.ctx.subtaskIndex });
+      this.#emit({ source: 'pool', level: 'error', pool: this.name, message: `a run's start listener threw: ${error instanceof Error ? error.message : String(error)}`, executionAttemptId: run.ctx.executionAttemptId, jobId: run.ctx.jobId, vertexId: run.ctx.vertexId, vertexName: run.ctx.vertexName, subtaskIndex: run.ctx.subtaskIndex });
     }
   }
 
@@ -746,7 +772,7 @@ export class SlotTaskPool {
       level: 'info',
       pool: this.name,
       message: message.message,
-      ...(ctx === undefined ? {} : { executionAttemptId: ctx.executionAttemptId, vertexName: ctx.vertexName, subtaskIndex: ctx.subtaskIndex }),
+      ...(ctx === undefined ? {} : { executionAttemptId: ctx.executionAttemptId, jobId: ctx.jobId, vertexId: ctx.vertexId, vertexName: ctx.vertexName, subtaskIndex: ctx.subtaskIndex }),
     });
   }
 
@@ -786,7 +812,8 @@ export class SlotTaskPool {
       });
     }
     this.#failed++;
-    if (cancelReason !== null && name === 'AbortError') {
+    // Forced: piscina's abort (AbortError), or its only thread terminated under it (it exited).
+    if (cancelReason !== null && (name === 'AbortError' || stoppedBy === 'forced')) {
       this.#canceled++;
       const how =
         stoppedBy === 'before-start'

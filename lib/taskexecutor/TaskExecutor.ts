@@ -1,8 +1,9 @@
 /**
  * TaskExecutor endpoint (seeds 001 and 004): the worker-side half of the runtime. It owns a
  * TaskSlotTable and one task runner (a piscina pool) per slot, registers at the ResourceManager and
- * keeps doing so while it lives (re-registering when the ResourceManager is lost), answers
- * heartbeats with its slot report, allocates slots on the ResourceManager's request and offers
+ * keeps doing so while it lives (re-registering when the ResourceManager is lost, or lets it go),
+ * answers heartbeats with its slot report, allocates slots on the request of the ResourceManager it
+ * is registered at (refusing them while not registered, as Flink's "not connected") and offers
  * them to the job's JobMaster (seed 004 steps 22–24), runs the subtasks it is given and reports
  * their states to the JobMaster.
  *
@@ -12,15 +13,16 @@
 import type { InspectionEvent } from 'xstate';
 import { systemClock, type Clock } from '../core/clock.js';
 import { IllegalArgumentError, IllegalStateError, isSlotwiseError, SlotNotActiveError, SlotNotFoundError, SlotOwnerMismatchError, TaskNotFoundError } from '../core/errors.js';
-import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../core/ids.js';
+import { AllocationID, ExecutionAttemptID, JobID, ResourceManagerId, type ResourceID } from '../core/ids.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { ResourceProfile } from '../core/ResourceProfile.js';
 import { totalResourceProfile } from '../core/TaskExecutorResourceUtils.js';
 import type { BatchingTaskExecutorGateway, SubmitTaskOutcome } from '../rpc/batchedSubmissions.js';
 import { serializeError } from '../rpc/errorTransfer.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.js';
+import { HeartbeatMonitor } from '../rpc/HeartbeatMonitor.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
-import type { ExecutionState, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../rpc/protocol.js';
+import type { ExecutionState, RegistrationResponse, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor, TaskExecutionStateWire, TaskExecutorMetricsWire } from '../rpc/protocol.js';
 import { slotReportToWire } from '../rpc/slotReportWire.js';
 import { invocationFor, type RunStartListener, type TaskInvocation } from './SlotTaskPool.js';
 import { TaskSlotTable, type TaskSlotOutput, type TaskSlotPayload } from './TaskSlotTable.js';
@@ -56,6 +58,15 @@ export interface TaskExecutorOptions {
   readonly connectJobMaster: (address: string) => JobMasterGateway;
   /** Makes the task runner of a slot; its heap limit comes from the slot's profile. */
   readonly createTaskRunner: (slot: { name: string; heapLimitMb: number | undefined }) => SlotTaskRunner;
+  /**
+   * The runners' background work (task threads booted ahead of need, TaskThreadReserve): started
+   * once the TaskExecutor is registered, with the default slot's heap limit; closed at shutdown.
+   */
+  readonly taskThreads?: {
+    start(defaultHeapLimitMb: number | undefined, freeSlots: () => number): void;
+    close(): Promise<void>;
+    readonly stats: { readonly started: number; readonly served: number; readonly bootedOnDemand: number; readonly spare: number; readonly inUse: number };
+  };
   /** Called once when the TaskExecutor has stopped (the worker should exit with `code`). */
   readonly onTerminated?: (code: number, reason: string) => void;
   readonly log?: (message: string) => void;
@@ -129,10 +140,11 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   #reportFlushScheduled = false;
   #lifecycle: Lifecycle = 'created';
   #registrationId: string | null = null;
+  /** The ResourceManager we are registered at (null while not registered). */
+  #resourceManagerId: ResourceManagerId | null = null;
   #registrationAttempt = 0;
-  #heartbeatTimeoutMs: number;
-  #lastHeartbeat = 0;
-  #watchdog: { cancel(): boolean } | null = null;
+  /** Watches the ResourceManager's heartbeats while registered (its requests are our heartbeats from it). */
+  #resourceManagerHeartbeat: HeartbeatMonitor<'ResourceManager'> | null = null;
   #registrationDeadline: { cancel(): boolean } | null = null;
 
   constructor(options: TaskExecutorOptions) {
@@ -141,7 +153,6 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.options = resolveOptions(options.configuration ?? {});
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
-    this.#heartbeatTimeoutMs = this.options['heartbeat.timeout'];
     this.mailbox = new MainThreadExecutor(`TaskExecutor ${options.resourceId}`, this.#clock, (error) => this.#log(`uncaught in mailbox: ${describe(error)}`));
     this.table = new TaskSlotTable({
       totalResourceProfile: totalResourceProfile(this.options),
@@ -185,6 +196,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   async requestSlot(request: SlotRequestWire): Promise<void> {
     this.#requireRunning('requestSlot');
+    this.#requireRegisteredAt(request?.resourceManagerId, 'requestSlot');
     const profile = ResourceProfile.fromJSON(request.resourceProfile);
     const allocated = this.table.allocateSlot({ index: request.index, jobId: request.jobId, allocationId: request.allocationId, resourceProfile: profile });
     this.#rememberJobMaster(request.jobId, request.targetAddress);
@@ -241,6 +253,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       }
     }
     const refusals = this.table.addTasks(candidates);
+    const accepted: RunningTask[] = [];
     for (let i = 0; i < candidates.length; i++) {
       const task = candidates[i]!;
       const refusal = refusals[i];
@@ -249,10 +262,11 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
         continue;
       }
       this.#tasks.set(task.executionAttemptId, task);
-      // Deploying, where the JobMaster put it when it submitted (Flink's Task does not report it):
-      // the reports start with initializing.
-      this.mailbox.execute(() => this.#run(task));
+      accepted.push(task);
     }
+    // Deploying, where the JobMaster put them when it submitted (Flink's Task does not report it):
+    // the reports start with initializing, once the call has been answered.
+    if (accepted.length > 0) this.mailbox.execute(() => this.#runAll(accepted));
     return errors;
   }
 
@@ -275,7 +289,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   }
 
   async heartbeatFromResourceManager(): Promise<SlotReportWire> {
-    this.#lastHeartbeat = this.#clock.now();
+    this.#resourceManagerHeartbeat?.reportHeartbeat('ResourceManager');
     return slotReportToWire(this.table.createSlotReport(this.resourceId));
   }
 
@@ -293,10 +307,23 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     return this.#shutdown(cause, 0);
   }
 
+  async requestMetrics(): Promise<TaskExecutorMetricsWire> {
+    this.mailbox.assertRunningInMainThread('TaskExecutor.requestMetrics');
+    const slots = { numberOfSlots: this.table.numberSlots, allocated: 0, active: 0, releasing: 0 };
+    for (const slot of this.table.getTaskSlots()) slots[slot.state === 'done' ? 'releasing' : slot.state]++;
+    const threads = this.#o.taskThreads?.stats;
+    return {
+      resourceId: this.resourceId,
+      slots,
+      runningTasks: this.#tasks.size,
+      taskThreads: threads === undefined ? null : { started: threads.started, servedFromSpare: threads.served, bootedOnDemand: threads.bootedOnDemand, spare: threads.spare, inUse: threads.inUse },
+    };
+  }
+
   async #shutdown(cause: string, exitCode: number): Promise<void> {
     if (this.#lifecycle === 'shutting-down' || this.#lifecycle === 'stopped') return;
     this.#lifecycle = 'shutting-down';
-    this.#watchdog?.cancel();
+    this.#disconnectFromResourceManager();
     this.#registrationDeadline?.cancel();
     this.#log(`shutting down: ${cause}`);
     const deadline = this.options['task.cancellation.grace-period'] + this.options['rpc.ask.timeout'];
@@ -304,6 +331,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     await Promise.race([closed, new Promise<void>((resolve) => this.#clock.setTimeout(resolve, deadline))]);
     await Promise.allSettled([...this.#runners.values()].map((runner) => runner.close()));
     this.#runners.clear();
+    await this.#o.taskThreads?.close().catch(() => {});
     await this.#o.resourceManager.disconnectTaskExecutor(this.resourceId, cause).catch(() => {});
     this.#terminate(exitCode, cause);
   }
@@ -312,8 +340,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   #register(why: string): void {
     this.#lifecycle = 'registering';
-    this.#registrationId = null;
-    this.#watchdog?.cancel();
+    this.#disconnectFromResourceManager();
     this.#registrationAttempt = 0;
     this.#registrationDeadline?.cancel();
     this.#registrationDeadline = this.mailbox.schedule(() => {
@@ -337,9 +364,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.mailbox.whenComplete(this.#o.resourceManager.registerTaskExecutor(registration), (response, error) => {
       if (this.#lifecycle !== 'registering' || attempt !== this.#registrationAttempt) return;
       if (response?.kind === 'accepted') {
-        this.#registrationId = response.registrationId;
-        this.#heartbeatTimeoutMs = response.heartbeatTimeoutMs;
-        this.#registered();
+        this.#registered(response);
         return;
       }
       const initial = this.options['cluster.registration.initial-timeout'];
@@ -349,30 +374,62 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     });
   }
 
-  #registered(): void {
+  #registered(response: Extract<RegistrationResponse, { kind: 'accepted' }>): void {
     this.#registrationDeadline?.cancel();
     this.#lifecycle = 'registered';
-    this.#lastHeartbeat = this.#clock.now();
+    // Registered: threads may now boot in the background for the slots to come.
+    this.#o.taskThreads?.start(heapLimitMbOf(this.table.defaultSlotResourceProfile), () => this.#freeStaticSlots());
+    this.#registrationId = response.registrationId;
+    this.#resourceManagerId = response.resourceManagerId;
+    this.#monitorResourceManager(response.heartbeatIntervalMs, response.heartbeatTimeoutMs);
     const report = slotReportToWire(this.table.createSlotReport(this.resourceId));
     this.mailbox.whenComplete(this.#o.resourceManager.sendSlotReport(this.resourceId, this.#registrationId!, report), (_, error) => {
       if (error !== undefined) this.#log(`sending the first slot report failed: ${describe(error)}`);
     });
-    this.#armWatchdog();
   }
 
-  /** The ResourceManager heartbeats us; silence for heartbeat.timeout means it is lost (Flink: re-register). */
-  #armWatchdog(): void {
-    this.#watchdog?.cancel();
-    const due = this.#lastHeartbeat + this.#heartbeatTimeoutMs - this.#clock.now();
-    this.#watchdog = this.mailbox.schedule(() => {
-      if (this.#lifecycle !== 'registered') return;
-      if (this.#clock.now() - this.#lastHeartbeat >= this.#heartbeatTimeoutMs) {
-        this.#log(`no heartbeat from the ResourceManager for ${this.#heartbeatTimeoutMs} ms: registering again`);
+  /**
+   * The ResourceManager heartbeats us; silent for heartbeat.timeout while we could look, it is lost
+   * (Flink: reconnect). Our own lateness (a blocked event loop) is not held against it.
+   */
+  #monitorResourceManager(intervalMs: number, timeoutMs: number): void {
+    const monitor = new HeartbeatMonitor<'ResourceManager'>({
+      mailbox: this.mailbox,
+      intervalMs,
+      timeoutMs,
+      onTimeout: (_, silentMs) => {
+        if (this.#resourceManagerHeartbeat !== monitor || this.#lifecycle !== 'registered') return;
+        this.#log(`no heartbeat from the ResourceManager for ${silentMs} ms (heartbeat.timeout ${timeoutMs} ms): registering again`);
         this.#register('the ResourceManager was lost');
-      } else {
-        this.#armWatchdog();
-      }
-    }, Math.max(0, due));
+      },
+      log: (message) => this.#log(message),
+    });
+    monitor.monitorTarget('ResourceManager');
+    monitor.start();
+    this.#resourceManagerHeartbeat = monitor;
+  }
+
+  /** No longer registered: forget the registration, stop watching the ResourceManager. */
+  #disconnectFromResourceManager(): void {
+    this.#registrationId = null;
+    this.#resourceManagerId = null;
+    this.#resourceManagerHeartbeat?.stop();
+    this.#resourceManagerHeartbeat = null;
+  }
+
+  /** Flink's isConnectedToResourceManager check: slots only for the ResourceManager we are registered at. */
+  #requireRegisteredAt(resourceManagerId: ResourceManagerId | undefined, operation: string): void {
+    if (this.#lifecycle === 'registered' && resourceManagerId === this.#resourceManagerId) return;
+    if (!ResourceManagerId.is(resourceManagerId)) {
+      throw new IllegalArgumentError('invalid-value', `${operation}: resourceManagerId must be the ResourceManagerId of the ResourceManager asking, got ${String(resourceManagerId)}`, { argument: 'resourceManagerId' });
+    }
+    const state = this.#lifecycle === 'registered' ? `registered at ResourceManager ${this.#resourceManagerId}` : this.#lifecycle;
+    throw new IllegalStateError(`TaskExecutor ${this.resourceId} is not connected to ResourceManager ${String(resourceManagerId)} (it is ${state}): ${operation} refused`, {
+      component: 'TaskExecutor',
+      operation,
+      state,
+      allowed: [`registered at ResourceManager ${String(resourceManagerId)}`],
+    });
   }
 
   // ------------------------------------------------------------------ slots
@@ -429,17 +486,27 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     void runner?.close();
   }
 
+  /** Static slots nobody holds: how many allocations could still take a spare thread of the default slot. */
+  #freeStaticSlots(): number {
+    let free = 0;
+    for (let index = 0; index < this.table.numberSlots; index++) if (this.table.isSlotFree(index)) free++;
+    return free;
+  }
+
   // ------------------------------------------------------------------ tasks
 
   #runnerFor(allocationId: AllocationID): SlotTaskRunner {
     let runner = this.#runners.get(allocationId);
     if (runner === undefined) {
       const slot = this.table.getTaskSlot(allocationId)!;
-      const heap = slot.resourceProfile.taskHeapMemory;
-      runner = this.#o.createTaskRunner({ name: `${this.resourceId}/${slot.index}`, heapLimitMb: heap > 0 ? Math.max(1, Math.floor(heap / (1024 * 1024))) : undefined });
+      runner = this.#o.createTaskRunner({ name: `${this.resourceId}/${slot.index}`, heapLimitMb: heapLimitMbOf(slot.resourceProfile) });
       this.#runners.set(allocationId, runner);
     }
     return runner;
+  }
+
+  #runAll(tasks: readonly RunningTask[]): void {
+    for (const task of tasks) this.#run(task);
   }
 
   #run(task: RunningTask): void {
@@ -552,6 +619,12 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.mailbox.close();
     this.#o.onTerminated?.(code, reason);
   }
+}
+
+/** The heap limit (MB) of a slot's task threads: its profile's task heap; undefined when it has none. */
+export function heapLimitMbOf(profile: ResourceProfile): number | undefined {
+  const heap = profile.taskHeapMemory;
+  return heap > 0 ? Math.max(1, Math.floor(heap / (1024 * 1024))) : undefined;
 }
 
 function checkDescriptor(d: TaskDeploymentDescriptor): void {

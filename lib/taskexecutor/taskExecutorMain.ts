@@ -11,8 +11,9 @@ import { GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../
 import { Link } from '../rpc/Link.js';
 import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
 import { BOOTSTRAP_MESSAGE, INSPECT_CHANNEL, LOG_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
-import { createWorkerInspector } from '../inspect.js';
-import { SlotTaskPool } from './SlotTaskPool.js';
+import { atLeast, formatLogRecord, type LogRecord } from '../core/Logger.js';
+import { SlotTaskPool, type SlotTaskPoolLogEntry } from './SlotTaskPool.js';
+import { TaskThreadReserve } from './TaskThreadReserve.js';
 import { TaskExecutor } from './TaskExecutor.js';
 
 async function bootstrap(): Promise<{ bootstrap: WorkerBootstrap; transport: Transport }> {
@@ -35,12 +36,37 @@ const timeoutMs = config.configuration['rpc.ask.timeout'];
 const resourceManager = connectGateway<ResourceManagerGateway>(link, 'rm', { gateway: GATEWAY.resourceManager, timeoutMs, endpoint: 'ResourceManager' });
 const debug = process.env['SLOTWISE_DEBUG'] !== undefined;
 const logChannel = link.channel(LOG_CHANNEL);
-// Runtime messages go to the cluster's `log` when it has one, and to stderr under SLOTWISE_DEBUG.
-const log = (message: string) => {
-  if (config.log) logChannel.postMessage(message);
-  if (debug) process.stderr.write(`[${config.resourceId}] ${message}\n`);
+const logLevel = config.logLevel ?? 'debug';
+// Records go to the cluster's logger as plain data (the driver adds this worker's ResourceID), those
+// below its level stay here; under SLOTWISE_DEBUG every one is also written to stderr.
+const send = (record: LogRecord) => {
+  if (config.log && atLeast(record.level, logLevel)) logChannel.postMessage(record);
+  if (debug) process.stderr.write(`${formatLogRecord({ ...record, resourceId: config.resourceId })}\n`);
 };
+const log = (message: string) => send({ level: 'info', source: 'runtime', message });
+// A slot's task pool: a task's context.log(...) lines and the pool's own warnings, with their task.
+const poolLog = (entry: SlotTaskPoolLogEntry) =>
+  send({
+    level: entry.level,
+    source: entry.source,
+    message: entry.message,
+    slotId: entry.pool,
+    ...(entry.jobId === undefined ? {} : { jobId: entry.jobId }),
+    ...(entry.vertexId === undefined ? {} : { vertexId: entry.vertexId }),
+    ...(entry.vertexName === undefined ? {} : { vertexName: entry.vertexName }),
+    ...(entry.subtaskIndex === undefined ? {} : { subtaskIndex: entry.subtaskIndex }),
+    ...(entry.executionAttemptId === undefined ? {} : { executionAttemptId: entry.executionAttemptId }),
+  });
 const inspectChannel = link.channel(INSPECT_CHANNEL);
+// Loaded only when asked for: the inspector and its serializer cost a worker more to load than the rest of it.
+const inspect = config.inspect ? (await import('../inspect.js')).createWorkerInspector((event) => inspectChannel.postMessage(event)) : undefined;
+
+// Task threads booted ahead of need, one taken per slot allocation and destroyed with it.
+const taskThreads = new TaskThreadReserve({
+  spare: config.configuration['taskmanager.task-threads.spare'] ?? config.configuration['taskmanager.numberOfTaskSlots'],
+  // It speaks only of a spare thread's errors: warnings of the pools.
+  log: (message) => send({ level: 'warn', source: 'pool', message }),
+});
 
 const taskExecutor = new TaskExecutor({
   resourceId: config.resourceId,
@@ -49,8 +75,21 @@ const taskExecutor = new TaskExecutor({
   ...(config.pendingWorkerId === null ? {} : { pendingWorkerId: config.pendingWorkerId }),
   resourceManager,
   connectJobMaster: (address) => connectGateway<JobMasterGateway>(link, `jm:${address}`, { gateway: GATEWAY.jobMaster, timeoutMs, endpoint: address }),
-  createTaskRunner: ({ name, heapLimitMb }) =>
-    new SlotTaskPool({ name, ...(heapLimitMb === undefined ? {} : { heapLimitMb }), cancelGraceMs: config.configuration['task.cancellation.grace-period'] }),
+  createTaskRunner: ({ name, heapLimitMb }) => {
+    const pool = new SlotTaskPool({
+      name,
+      ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
+      cancelGraceMs: config.configuration['task.cancellation.grace-period'],
+      threads: taskThreads.take(heapLimitMb),
+      log: poolLog,
+    });
+    return {
+      run: (invocation, options) => pool.run(invocation, options),
+      cancel: (executionAttemptId, reason) => pool.cancel(executionAttemptId, reason),
+      close: () => pool.close().finally(() => taskThreads.released(heapLimitMb)),
+    };
+  },
+  taskThreads,
   onTerminated: (code, reason) => {
     if (debug) log(`stopped (${code}): ${reason}`);
     link.close(`the TaskExecutor stopped: ${reason}`);
@@ -58,7 +97,7 @@ const taskExecutor = new TaskExecutor({
     setTimeout(() => process.exit(code), 50).unref();
   },
   ...(debug || config.log ? { log } : {}),
-  ...(config.inspect ? { inspect: createWorkerInspector((event) => inspectChannel.postMessage(event)) } : {}),
+  ...(inspect === undefined ? {} : { inspect }),
 });
 serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox });
 // The ResourceManager gone (the link closed under us): nothing left to work for.

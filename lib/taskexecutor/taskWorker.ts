@@ -5,21 +5,26 @@
  * slot's shared pages) and nothing of the TaskExecutor, so a task thread loads little. piscina
  * `require()`s this file before the first task, so it must not use top-level await.
  *
- * Per call (the default export):
+ * Per run (an item of a `runBatch` call, or the default export for one alone):
  * 1. loads the task module (an absolute path or a `file:` URL) with a dynamic `import()`; a `.ts`
  *    module first registers tsx's loader in this thread (worker threads on Node 20 do not inherit
  *    tsx's ESM hooks, even with `--import tsx`); the module is cached per thread, so its top-level
  *    state is shared by the attempts that run on the same thread;
- * 2. builds the task's {@link TaskContext}: the plain context, `config`, a `memoryManager` view
- *    over the slot's managed memory (or null), an AbortSignal fired by the pool's cancel, `log()`;
- * 3. calls `default(context, inputs)` and checks that the output can cross threads;
+ * 2. builds the task's {@link TaskContext}: the plain context, `config`, `memoryManager` (a view
+ *    over the slot's managed memory, or null), `signal` (fired by the pool's cancel) and `log()`.
+ *    The view and the signal are made when the task first reads them: most tasks never do, and an
+ *    AbortController per run cost more than a trivial task;
+ * 3. calls `default(context, inputs)`; the outcome is posted on the pool's channel (or, for the
+ *    batch's last run, returned as the call's result), and one that cannot be cloned is reported
+ *    as a `bad-output` failure instead;
  * 4. when the task returned, releases every page it still holds in its view and reports how many
  *    (`leakedPagesReleased`); when it threw, its pages stay held so the slot's shutdown report
  *    shows the leak.
  *
- * It never throws for a task's failure: it returns a {@link TaskWorkerOutcome} whose errors are
- * plain data, so the message, stack, code and a slotwise error's tag/reason/details survive the
- * trip (a structured clone of an Error keeps only its name, message and stack).
+ * It never throws for a task's failure: outcomes ({@link TaskWorkerOutcome}) carry errors as plain
+ * data, so the message, stack, code and a slotwise error's tag/reason/details survive the trip (a
+ * structured clone of an Error keeps only its name, message and stack). The pool↔thread messages
+ * are typed in taskThreadProtocol.ts.
  */
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -28,19 +33,19 @@ import v8 from 'node:v8';
 import { BroadcastChannel, resourceLimits } from 'node:worker_threads';
 import { MemoryManager, type SharedMemoryHandle } from './MemoryManager.js';
 import { RUN_QUEUED, RUN_STARTED } from './runFlags.js';
+import type {
+  ControlFromTask,
+  ControlToTask,
+  HeapLimitProbe,
+  TaskInvocationContext,
+  TaskWorkerBatch,
+  TaskWorkerBatchResult,
+  TaskWorkerOutcome,
+  TaskWorkerPayload,
+  WorkerErrorInfo,
+} from './taskThreadProtocol.js';
 
-/** The plain, structured-cloneable context of one attempt (DESIGN.md, "The job model"). */
-export interface TaskInvocationContext {
-  readonly jobId: string;
-  readonly jobName: string;
-  readonly vertexId: string;
-  readonly vertexName: string;
-  readonly subtaskIndex: number;
-  readonly parallelism: number;
-  readonly attemptNumber: number;
-  readonly executionAttemptId: string;
-  readonly allocationId: string;
-}
+export type { TaskInvocationContext, TaskWorkerPayload } from './taskThreadProtocol.js';
 
 /** What a task module's default export receives as its first argument. */
 export interface TaskContext extends TaskInvocationContext {
@@ -68,89 +73,6 @@ export interface TaskContext extends TaskInvocationContext {
 /** A task module's default export. */
 export type TaskFunction = (context: TaskContext, inputs: unknown) => unknown;
 
-/**
- * How a run of a batch talks with its pool, without a channel of its own (a MessageChannel per run,
- * created, transferred and closed, cost more than a trivial task): the pool's BroadcastChannel
- * `channel` carries 'abort' in and 'log' out, each naming the run; the run claims its flag at
- * `index` of the pool's shared `started` flags (queued → started; no message, so no wake-up of the
- * pool's thread).
- */
-interface TaskControl {
-  /** The name of the pool's BroadcastChannel. */
-  readonly channel: string;
-  /** The run's number in its pool. */
-  readonly run: number;
-  /** An Int32Array's buffer: the pool's started flags. */
-  readonly started: SharedArrayBuffer;
-  /** This run's flag in `started`. */
-  readonly index: number;
-}
-
-/** One attempt to run (a TaskInvocation): alone through the default export, whose signal never fires and whose logs go to the console, or as an item of a batch. */
-export interface TaskWorkerPayload {
-  readonly taskModule: string;
-  readonly context: TaskInvocationContext;
-  readonly inputs: unknown;
-  readonly config?: unknown;
-  readonly memory: SharedMemoryHandle | null;
-}
-
-/**
- * Several runs in one pool call ({@link runBatch}): run one after another, each with its own
- * signal, started flag and outcome. A run whose flag the pool has already set to
- * RUN_CANCELED (runFlags.ts) (canceled while queued) is skipped.
- */
-export interface TaskWorkerBatch {
-  /** The name of the pool's BroadcastChannel. */
-  readonly channel: string;
-  readonly items: readonly (TaskWorkerPayload & { readonly run: number; readonly started: SharedArrayBuffer; readonly index: number })[];
-}
-
-/** What {@link runBatch} returns: the outcome of the last run it ran (the others were posted as each ended), or null. */
-export interface TaskWorkerBatchResult {
-  readonly last: { readonly run: number; readonly outcome: TaskWorkerOutcome } | null;
-}
-
-/** Messages on a pool's control channel. */
-export type ControlToTask = { readonly type: 'abort'; readonly run: number; readonly reason: string };
-export type ControlFromTask =
-  | { readonly type: 'log'; readonly run: number; readonly message: string }
-  /** A run of a batch has ended (posted at once, so the pool settles it while the batch goes on). */
-  | { readonly type: 'outcome'; readonly run: number; readonly outcome: TaskWorkerOutcome };
-
-/** An error as plain data. */
-export interface WorkerErrorInfo {
-  readonly name: string;
-  readonly message: string;
-  readonly stack?: string;
-  readonly code?: string;
-  /** A slotwise error's `_tag`, `reason` and `details`, when the task threw one. */
-  readonly tag?: string;
-  readonly reason?: string;
-  readonly details?: Record<string, unknown>;
-}
-
-export type TaskWorkerOutcome =
-  | { readonly ok: true; readonly output: unknown; readonly leakedPagesReleased: number }
-  | {
-      readonly ok: false;
-      readonly failure: 'threw' | 'bad-module' | 'bad-output';
-      readonly error: WorkerErrorInfo;
-      /** True when the task's signal had fired: the failure is the task stopping on a cancel. */
-      readonly aborted: boolean;
-      /** Pages the task returned without (released, after a bad output) or threw holding (left held). */
-      readonly leakedPagesReleased: number;
-      readonly pagesLeft: number;
-    };
-
-/** What {@link heapLimit} reports about this thread's heap. */
-export interface HeapLimitProbe {
-  /** `v8.getHeapStatistics().heap_size_limit`: old generation + young generation, in bytes. */
-  readonly heapSizeLimit: number;
-  /** The thread's resource limits as Node reports them (the *requested* values: a process-wide flag that overrides them is not visible here). */
-  readonly resourceLimits: { readonly maxYoungGenerationSizeMb?: number; readonly maxOldGenerationSizeMb?: number };
-}
-
 const TYPESCRIPT_EXTENSION = /\.[mc]?tsx?$/i;
 let typeScriptLoader: Promise<void> | undefined;
 /**
@@ -160,130 +82,247 @@ let typeScriptLoader: Promise<void> | undefined;
  */
 const loadedTasks = new Map<string, Promise<TaskFunction>>();
 
-/** This thread's end of each pool's control channel, and the runs each may abort. */
-const controlChannels = new Map<string, { readonly channel: BroadcastChannel; readonly running: Map<number, AbortController> }>();
+/** A run's cancel: its controller once the task asked for its signal, or the reason an abort came before that. */
+class RunAbort {
+  controller: AbortController | null = null;
+  reason: string | null = null;
 
-function controlChannel(name: string): { readonly channel: BroadcastChannel; readonly running: Map<number, AbortController> } {
+  abort(reason: string): void {
+    if (this.controller !== null) {
+      if (!this.controller.signal.aborted) this.controller.abort(new DOMException(reason, 'AbortError'));
+    } else {
+      this.reason ??= reason;
+    }
+  }
+
+  get signal(): AbortSignal {
+    if (this.controller === null) {
+      this.controller = new AbortController();
+      if (this.reason !== null) this.controller.abort(new DOMException(this.reason, 'AbortError'));
+    }
+    return this.controller.signal;
+  }
+
+  get aborted(): boolean {
+    return this.controller === null ? this.reason !== null : this.controller.signal.aborted;
+  }
+}
+
+/** This thread's end of a pool's control channel, the runs it may abort, and the buffers it was last sent. */
+interface PoolChannel {
+  readonly channel: BroadcastChannel;
+  readonly running: Map<number, RunAbort>;
+  flags: Int32Array | null;
+  memory: SharedMemoryHandle | null;
+}
+
+const controlChannels = new Map<string, PoolChannel>();
+
+function controlChannel(name: string): PoolChannel {
   let entry = controlChannels.get(name);
   if (entry === undefined) {
     const channel = new BroadcastChannel(name);
-    const running = new Map<number, AbortController>();
+    const running = new Map<number, RunAbort>();
     channel.onmessage = (event) => {
       const message = (event as { data: ControlToTask }).data;
-      const controller = message?.type === 'abort' ? running.get(message.run) : undefined;
-      if (controller !== undefined && !controller.signal.aborted) controller.abort(new DOMException(message.reason, 'AbortError'));
+      if (message?.type === 'abort') running.get(message.run)?.abort(message.reason);
     };
     // The thread lives as long as its pool wants it, not as long as this channel.
     channel.unref();
-    entry = { channel, running };
+    entry = { channel, running, flags: null, memory: null };
     controlChannels.set(name, entry);
   }
   return entry;
 }
 
-/** Runs one task attempt; never rejects for the task's own failures (see the module comment). */
+/** Where a run's log lines go: the pool's channel, or the console for a run alone. */
+interface LogSink {
+  readonly pool: PoolChannel | undefined;
+  readonly run: number;
+  readonly label: string;
+}
+
+/** The context a task sees: the plain context and config as fields; memory, signal and log made when asked for. */
+class RunContext implements TaskContext {
+  readonly jobId: string;
+  readonly jobName: string;
+  readonly vertexId: string;
+  readonly vertexName: string;
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+  readonly attemptNumber: number;
+  readonly executionAttemptId: string;
+  readonly allocationId: string;
+  readonly config: unknown;
+  readonly #abort: RunAbort;
+  readonly #memory: SharedMemoryHandle | null;
+  readonly #sink: LogSink;
+  #view: MemoryManager | null | undefined = undefined;
+
+  constructor(context: TaskInvocationContext, config: unknown, memory: SharedMemoryHandle | null, abort: RunAbort, sink: LogSink) {
+    this.jobId = context.jobId;
+    this.jobName = context.jobName;
+    this.vertexId = context.vertexId;
+    this.vertexName = context.vertexName;
+    this.subtaskIndex = context.subtaskIndex;
+    this.parallelism = context.parallelism;
+    this.attemptNumber = context.attemptNumber;
+    this.executionAttemptId = context.executionAttemptId;
+    this.allocationId = context.allocationId;
+    this.config = config;
+    this.#abort = abort;
+    this.#memory = memory;
+    this.#sink = sink;
+  }
+
+  get memoryManager(): MemoryManager | null {
+    if (this.#view === undefined) this.#view = this.#memory === null ? null : MemoryManager.attach(this.#memory);
+    return this.#view;
+  }
+
+  /** The view, if the task asked for it (nothing to release otherwise). */
+  get attachedMemory(): MemoryManager | null {
+    return this.#view ?? null;
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  log(...args: unknown[]): void {
+    const message = format(...args);
+    const { pool, run, label } = this.#sink;
+    if (pool === undefined) console.log(`${label}: ${message}`);
+    else postControl(pool.channel, { type: 'log', run, message });
+  }
+
+  /** What the task sees of itself when it prints its context (the lazy parts by their state). */
+  toJSON(): Record<string, unknown> {
+    return { ...this.#plain(), config: this.config, hasMemory: this.#memory !== null, aborted: this.#abort.aborted };
+  }
+
+  #plain(): TaskInvocationContext {
+    const { jobId, jobName, vertexId, vertexName, subtaskIndex, parallelism, attemptNumber, executionAttemptId, allocationId } = this;
+    return { jobId, jobName, vertexId, vertexName, subtaskIndex, parallelism, attemptNumber, executionAttemptId, allocationId };
+  }
+}
+
+/** Runs one task attempt alone (no pool channel: its signal never fires, its logs go to the console). */
 export default async function runTask(payload: TaskWorkerPayload): Promise<TaskWorkerOutcome> {
-  // Without a pool's control there is no flag to claim: never null.
-  return (await runClaimed(payload, undefined)) as TaskWorkerOutcome;
+  const abort = new RunAbort();
+  const sink: LogSink = { pool: undefined, run: 0, label: labelOf(payload.context) };
+  return cloneable(await runOne(payload.taskModule, new RunContext(payload.context, payload.config, payload.memory, abort, sink), payload.inputs, abort));
 }
 
 /**
  * Runs the items of a batch one after another. Each claims its started flag (queued → started)
- * before it runs, so the pool can cancel a queued item by claiming it first (queued → canceled);
- * each ended item's outcome is posted at once, except the last one's, which is returned.
+ * before it runs, so the pool can cancel a queued item by claiming it first; each ended item's
+ * outcome is posted at once on the pool's channel, before the next item starts.
  */
 export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchResult> {
   const pool = controlChannel(batch.channel);
-  let last: TaskWorkerBatchResult['last'] = null;
-  for (const item of batch.items) {
-    // The previous item's outcome goes before this item starts: if this one ends the thread, that one is not lost.
-    if (last !== null) postControl(pool.channel, { type: 'outcome', run: last.run, outcome: last.outcome });
-    last = null;
-    const { run, started, index, ...invocation } = item;
-    const outcome = await runClaimed(invocation, { channel: batch.channel, run, started, index });
-    // null: canceled while queued, and settled by the pool already.
-    if (outcome !== null) last = { run, outcome };
+  if (batch.started !== undefined) pool.flags = new Int32Array(batch.started);
+  if (batch.memory !== undefined) pool.memory = batch.memory;
+  const { flags, memory } = pool;
+  // The pool sends its buffers again after any lost thread; a thread that has none fails the call, and the pool re-sends.
+  if (flags === null) throw new Error(`no started flags for channel ${batch.channel} on this thread`);
+  const { items } = batch;
+  let last: TaskWorkerBatchResult = null;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    const abort = new RunAbort();
+    // Abortable first, then started: a pool that sees the flag may send its abort at once.
+    pool.running.set(item.run, abort);
+    try {
+      if (Atomics.compareExchange(flags, item.index, RUN_QUEUED, RUN_STARTED) !== RUN_QUEUED) continue; // canceled while queued
+      const sink: LogSink = { pool, run: item.run, label: '' };
+      const outcome = await runOne(item.taskModule, new RunContext(item.context, item.config, memory, abort, sink), item.inputs, abort);
+      if (i < items.length - 1) {
+        postOutcome(pool.channel, item.run, outcome);
+        continue;
+      }
+      // The last one comes back as the call's result (one message fewer, and a batch is often a
+      // single run): it must be cloneable there, or piscina's post of it would end the thread.
+      last = { run: item.run, outcome: cloneable(outcome) };
+    } finally {
+      pool.running.delete(item.run);
+    }
   }
-  return { last };
+  return last;
 }
 
-function postControl(channel: BroadcastChannel | undefined, message: ControlFromTask): void {
+/** The outcome, or its bad-output failure when it cannot be cloned (an output of a primitive always can). */
+function cloneable(outcome: TaskWorkerOutcome): TaskWorkerOutcome {
+  if (outcome.ok && (typeof outcome.output !== 'object' || outcome.output === null) && typeof outcome.output !== 'function' && typeof outcome.output !== 'symbol') return outcome;
   try {
-    channel?.postMessage(message);
+    structuredClone(outcome);
+    return outcome;
+  } catch (error) {
+    return badOutput(outcome, error);
+  }
+}
+
+/** Posts a run's outcome; one the channel cannot clone goes as a bad-output failure instead. */
+function postOutcome(channel: BroadcastChannel, run: number, outcome: TaskWorkerOutcome): void {
+  try {
+    channel.postMessage({ type: 'outcome', run, outcome } satisfies ControlFromTask);
+  } catch (error) {
+    postControl(channel, { type: 'outcome', run, outcome: badOutput(outcome, error) });
+  }
+}
+
+function postControl(channel: BroadcastChannel, message: ControlFromTask): void {
+  try {
+    channel.postMessage(message);
   } catch {
     // The channel is closed (the thread is ending): nothing to tell.
   }
 }
 
-/** Runs one attempt; with a pool's `control`, only if its flag is still queued (null when the pool canceled it first). */
-async function runClaimed(payload: TaskWorkerPayload, control: TaskControl | undefined): Promise<TaskWorkerOutcome | null> {
-  const { taskModule, context, inputs, config, memory } = payload;
-  const controller = new AbortController();
-  const pool = control === undefined ? undefined : controlChannel(control.channel);
-  const post = (message: ControlFromTask) => postControl(pool?.channel, message);
-
-  try {
-    if (control !== undefined) {
-      // Abortable first, then started: a pool that sees the flag may send its abort at once.
-      pool!.running.set(control.run, controller);
-      if (Atomics.compareExchange(new Int32Array(control.started), control.index, RUN_QUEUED, RUN_STARTED) !== RUN_QUEUED) return null;
-    }
-
-    let fn: TaskFunction;
-    try {
-      fn = await loadTask(taskModule);
-    } catch (error) {
-      return { ok: false, failure: 'bad-module', error: describeError(error), aborted: controller.signal.aborted, leakedPagesReleased: 0, pagesLeft: 0 };
-    }
-
-    let memoryManager: MemoryManager | null = null;
-    try {
-      memoryManager = memory === null || memory === undefined ? null : MemoryManager.attach(memory);
-    } catch (error) {
-      return { ok: false, failure: 'threw', error: describeError(error), aborted: false, leakedPagesReleased: 0, pagesLeft: 0 };
-    }
-
-    const label = `${context.vertexName} (${context.subtaskIndex + 1}/${context.parallelism})`;
-    const taskContext: TaskContext = Object.freeze({
-      ...context,
-      config,
-      memoryManager,
-      signal: controller.signal,
-      log: (...args: unknown[]) => {
-        const message = format(...args);
-        if (control === undefined) console.log(`${label}: ${message}`);
-        else post({ type: 'log', run: control.run, message });
-      },
-    });
-
-    let output: unknown;
-    try {
-      output = await fn(taskContext, inputs);
-    } catch (error) {
-      // A task that throws leaves its pages held: the slot's shutdown report shows them.
-      return { ok: false, failure: 'threw', error: describeError(error), aborted: controller.signal.aborted, leakedPagesReleased: 0, pagesLeft: heldPages(memoryManager) };
-    }
-
-    // A task that returned has finished with its memory.
-    const leakedPagesReleased = releaseEverything(memoryManager);
-    try {
-      // What piscina would do with the outcome; an uncloneable output there would kill the thread.
-      structuredClone(output);
-    } catch (error) {
-      const info = describeError(error);
-      return {
-        ok: false,
-        failure: 'bad-output',
-        error: { ...info, message: `the task's output cannot cross threads (${describeValue(output)}): ${info.message}` },
-        aborted: controller.signal.aborted,
-        leakedPagesReleased,
-        pagesLeft: 0,
-      };
-    }
-    return { ok: true, output, leakedPagesReleased };
-  } finally {
-    if (control !== undefined) pool!.running.delete(control.run);
+/** An outcome whose output (or error details) cannot cross threads, as the failure it is. */
+function badOutput(outcome: TaskWorkerOutcome, error: unknown): TaskWorkerOutcome {
+  const info = describeError(error);
+  if (!outcome.ok) {
+    // Only the error's details can fail to clone: send it without them.
+    const { details: _dropped, ...plain } = outcome.error;
+    return { ...outcome, error: plain };
   }
+  return {
+    ok: false,
+    failure: 'bad-output',
+    error: { ...info, message: `the task's output cannot cross threads (${describeValue(outcome.output)}): ${info.message}` },
+    aborted: false,
+    leakedPagesReleased: outcome.leakedPagesReleased,
+    pagesLeft: 0,
+  };
+}
+
+async function runOne(taskModule: string, context: RunContext, inputs: unknown, abort: RunAbort): Promise<TaskWorkerOutcome> {
+  let fn: TaskFunction;
+  try {
+    fn = await loadTask(taskModule);
+  } catch (error) {
+    return { ok: false, failure: 'bad-module', error: describeError(error), aborted: abort.aborted, leakedPagesReleased: 0, pagesLeft: 0 };
+  }
+  let output: unknown;
+  try {
+    output = await fn(context, inputs);
+  } catch (error) {
+    let memory: MemoryManager | null = null;
+    try {
+      memory = context.attachedMemory;
+    } catch {
+      // Never attached.
+    }
+    // A task that throws leaves its pages held: the slot's shutdown report shows them.
+    return { ok: false, failure: 'threw', error: describeError(error), aborted: abort.aborted, leakedPagesReleased: 0, pagesLeft: heldPages(memory) };
+  }
+  // A task that returned has finished with its memory.
+  return { ok: true, output, leakedPagesReleased: releaseEverything(context.attachedMemory) };
+}
+
+function labelOf(context: TaskInvocationContext): string {
+  return `${context.vertexName} (${context.subtaskIndex + 1}/${context.parallelism})`;
 }
 
 /** The probe {@link SlotTaskPool.checkHeapLimit} runs: this thread's heap limit. */

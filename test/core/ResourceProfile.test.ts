@@ -159,10 +159,28 @@ describe('ResourceProfile', () => {
       expect(sum.key).to.equal(profile({ cpuCores: 0.3 }).key);
     });
 
-    it('keeps CPU and extended amounts to 8 decimal places', () => {
+    it('keeps CPU and extended amounts to 8 decimal places, rounded down', () => {
       expect(profile({ cpuCores: 1 / 3 }).cpuCores).to.equal(0.33333333);
-      expect(profile({ cpuCores: 2 / 3 }).cpuCores).to.equal(0.66666667);
+      expect(profile({ cpuCores: 2 / 3 }).cpuCores).to.equal(0.66666666);
       expect(profile({ extendedResources: { gpu: 1 / 3 } }).extendedResources).to.deep.equal({ gpu: 0.33333333 });
+      expect(profile({ extendedResources: { gpu: 2 / 3 } }).extendedResources).to.deep.equal({ gpu: 0.66666666 });
+    });
+
+    it('never keeps more than was asked: 0.123456789 cores are 0.12345678, not 0.12345679', () => {
+      expect(ResourceProfile.newBuilder().setCpuCores(0.123456789).build().cpuCores).to.equal(0.12345678);
+      expect(ResourceProfile.newBuilder().setExtendedResource('gpu', 0.123456789).build().extendedResources).to.deep.equal({ gpu: 0.12345678 });
+      expect(profile({ cpuCores: 0.000000019 }).cpuCores).to.equal(0.00000001);
+      expect(profile({ cpuCores: 0.000000009 }).equals(ZERO)).to.equal(true);
+      for (const cores of [0.1, 0.29, 0.3, 0.57, 1.1, 2.675, 1234.56789012, 0.12345678]) {
+        const kept = profile({ cpuCores: cores }).cpuCores;
+        expect(kept, String(cores)).to.equal(cores); // binary noise in cores * 1e8 does not cost a unit
+      }
+    });
+
+    it('reads back exactly what it wrote: toJSON -> fromJSON keeps every unit', () => {
+      for (const p of [profile({ cpuCores: 2 / 3 }), profile({ cpuCores: 0.12345678, extendedResources: { gpu: 0.66666666 } }), profile({ cpuCores: 123456.78901234 })]) {
+        expect(ResourceProfile.fromJSON(p.toJSON()).equals(p), p.toString()).to.equal(true);
+      }
     });
 
     it('subtracts back to exactly what was there', () => {
@@ -368,6 +386,30 @@ describe('ResourceProfile', () => {
         expect(error.details.field).to.equal('multiplier');
       }
       expect(refusal(() => ANY.multiply(-1)).reason).to.equal('invalid-multiplier');
+    });
+
+    it('divides every field by a whole number, rounding down so that the shares never exceed the whole', () => {
+      const two = profile({ cpuCores: 2, taskHeapMemory: 1000, extendedResources: { gpu: 2 } });
+      const third = two.divide(3);
+      expect(third.cpuCores).to.equal(0.66666666);
+      expect(third.taskHeapMemory).to.equal(333);
+      expect(third.extendedResources).to.deep.equal({ gpu: 0.66666666 });
+      expect(two.allFieldsNoLessThan(third.multiply(3))).to.equal(true);
+      expect(profile({ cpuCores: 1 }).divide(6).cpuCores).to.equal(0.16666666);
+      expect(profile({ cpuCores: 1 }).divide(6).multiply(6).cpuCores).to.equal(0.99999996);
+      expect(slot.divide(1)).to.equal(slot);
+      expect(profile({ extendedResources: { gpu: 0.00000002 } }).divide(3).extendedResources, 'a share below one unit is dropped').to.deep.equal({});
+      expect(ANY.divide(2)).to.equal(ANY);
+      expect(UNKNOWN.divide(2)).to.equal(UNKNOWN);
+    });
+
+    it('refuses a divisor that is not a whole number >= 1', () => {
+      for (const n of [0, -1, 1.5, NaN, Infinity]) {
+        const error = refusal(() => slot.divide(n));
+        expect(error.reason, String(n)).to.equal('invalid-divisor');
+        expect(error.details.field).to.equal('divisor');
+        expect(error.message).to.match(/^divisor must be a whole number >= 1, got /);
+      }
     });
 
     it('refuses a product beyond Number.MAX_SAFE_INTEGER bytes', () => {

@@ -144,6 +144,25 @@ describe('clock', () => {
       expect(clock.pendingTimers).to.equal(1);
     });
 
+    it('stall moves time first and then fires every timer that fell due, late, at the new time, in due order', () => {
+      const clock = new SimulatedClock(1_000);
+      const fired: Array<[string, number]> = [];
+      clock.setTimeout(() => fired.push(['3 s', clock.now()]), 3_000);
+      clock.setTimeout(() => {
+        fired.push(['1 s', clock.now()]);
+        clock.setTimeout(() => fired.push(['then 0', clock.now()]), 0); // due now: fires in this stall
+        clock.setTimeout(() => fired.push(['then 500 ms', clock.now()]), 500); // counted from 5000, as in a real loop
+      }, 1_000);
+      clock.setTimeout(() => fired.push(['6 s', clock.now()]), 6_000); // due at 7000
+      clock.stall(4_000);
+      expect(clock.now()).to.equal(5_000);
+      expect(fired).to.deep.equal([['1 s', 5_000], ['3 s', 5_000], ['then 0', 5_000]]);
+      expect(clock.pendingTimers).to.equal(2);
+      clock.increment(2_000);
+      expect(fired.slice(3)).to.deep.equal([['then 500 ms', 5_500], ['6 s', 7_000]]);
+      expect(() => clock.stall(-1)).to.throw(RangeError, /finite ms >= 0/);
+    });
+
     it('treats a negative or NaN delay as zero, as Node does', () => {
       const clock = new SimulatedClock();
       let fired = 0;

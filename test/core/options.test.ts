@@ -37,6 +37,8 @@ describe('options', () => {
         'taskmanager.slot.timeout': 10_000,
         'task.cancellation.timeout': 180_000,
         'slot.request.timeout': 300_000,
+        'slot.idle.timeout': 50_000,
+        'taskmanager.task-threads.spare': undefined,
         'heartbeat.interval': 10_000,
         'heartbeat.timeout': 30_000,
         'resourcemanager.taskmanager-timeout': 30_000,
@@ -58,6 +60,7 @@ describe('options', () => {
         'restart-strategy.fixed-delay.delay': 10_000,
         'jobstore.expiration-time': 3_600_000,
         'jobstore.max-capacity': Infinity,
+        'dispatcher.task-module-check.timeout': 10_000,
       });
     });
 
@@ -227,6 +230,8 @@ describe('options', () => {
       { what: 'an infinite timeout', options: { 'taskmanager.slot.timeout': Infinity }, rule: /\(finite, >= 0\), got Infinity$/ },
       { what: 'Infinity CPU cores', options: { 'taskmanager.cpu.cores': Infinity }, rule: /must be a finite number > 0, got Infinity$/ },
       { what: 'an infinite segment size', options: { 'taskmanager.memory.segment-size': Infinity }, rule: /got Infinity$/ },
+      { what: 'a zero task module check timeout', options: { 'dispatcher.task-module-check.timeout': 0 }, rule: /must be at least 1 ms, got 0 ms$/ },
+      { what: 'an unparsable task module check timeout', options: { 'dispatcher.task-module-check.timeout': 'soon' }, rule: /got "soon"$/ },
       { what: 'an infinite failure rate', options: { 'resourcemanager.start-worker.max-failure-rate': Infinity }, rule: /must be a finite number > 0, got Infinity$/ },
     ];
 
@@ -303,6 +308,8 @@ describe('options', () => {
         'taskmanager.slot.timeout': '10 s',
         'task.cancellation.timeout': '3 min',
         'slot.request.timeout': '5 min',
+        'slot.idle.timeout': '50 s',
+        'taskmanager.task-threads.spare': 'number of slots',
         'heartbeat.interval': '10 s',
         'heartbeat.timeout': '30 s',
         'resourcemanager.taskmanager-timeout': '30 s',
@@ -324,6 +331,7 @@ describe('options', () => {
         'restart-strategy.fixed-delay.delay': '10 s',
         'jobstore.expiration-time': '1 h',
         'jobstore.max-capacity': 'unbounded',
+        'dispatcher.task-module-check.timeout': '10 s',
       });
     });
 

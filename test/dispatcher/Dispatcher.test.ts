@@ -3,22 +3,24 @@
  */
 import { expect } from 'chai';
 import { SimulatedClock } from '../../lib/core/clock.js';
-import { resolveOptions } from '../../lib/core/options.js';
+import { resolveOptions, type SlotwiseOptions } from '../../lib/core/options.js';
 import { Dispatcher, JOBMASTER_WITHDRAW_DELAY_MS } from '../../lib/dispatcher/Dispatcher.js';
 import { vertex } from '../jobmaster/support.js';
 
-function harness() {
+function harness(options: SlotwiseOptions = {}) {
   const clock = new SimulatedClock();
   const served: string[] = [];
   const withdrawn: string[] = [];
   const dispatcher = new Dispatcher({
-    options: resolveOptions({}),
+    options: resolveOptions(options),
     clock,
     resourceManager: { registerJobMaster: async () => {}, declareRequiredResources: async () => {}, disconnectJobMaster: async () => {} },
     serveJobMaster: (address) => void served.push(address),
     withdrawJobMaster: (address) => void withdrawn.push(address),
     taskExecutor: () => undefined,
     reasonFor: () => 'no TaskExecutor in this test',
+    // No checker thread here: every module passes (TaskModuleChecker.test.ts checks for real).
+    taskModuleChecker: { check: async (modules) => modules.map(() => ({ status: 'valid' as const })), close: async () => {} },
   });
   return { clock, served, withdrawn, dispatcher };
 }
@@ -44,5 +46,20 @@ describe('Dispatcher', () => {
     expect(withdrawn).to.deep.equal([]);
     await dispatcher.close(1_000);
     expect(withdrawn).to.deep.equal(served);
+  });
+
+  it('lists an ended job until jobstore.expiration-time has passed since it ended, then drops it; a running job never expires', async () => {
+    const { clock, dispatcher } = harness({ 'jobstore.expiration-time': '5 s' });
+    const client = await dispatcher.submitJob({ name: 'brief', vertices: [vertex('only', 1)] });
+    clock.increment(60_000);
+    expect(dispatcher.listJobs().map((j) => [j.name, j.status])).to.deep.equal([['brief', 'running']]);
+    await client.cancel();
+    expect((await client.result).status).to.equal('canceled');
+    clock.increment(4_999);
+    expect(dispatcher.listJobs().map((j) => [j.name, j.status])).to.deep.equal([['brief', 'canceled']]);
+    expect(dispatcher.getJob(client.jobId)).to.equal(client);
+    clock.increment(1);
+    expect(dispatcher.listJobs()).to.deep.equal([]);
+    expect(dispatcher.getJob(client.jobId)).to.equal(undefined);
   });
 });

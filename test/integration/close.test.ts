@@ -3,8 +3,29 @@
  * cluster without process.exit ends on its own, having canceled its jobs.
  */
 import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import { MiniCluster } from '../../lib/MiniCluster.js';
+
+/** This process's child node processes from /proc, zombies (state Z, not yet reaped) included. */
+function nodeChildren(): Array<{ pid: number; state: string }> {
+  const children: Array<{ pid: number; state: string }> = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    // "pid (comm) state ppid …": comm may hold spaces and parentheses, so split at the last ')'.
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(ppid) === process.pid && comm === 'node') children.push({ pid: Number(entry), state: state! });
+  }
+  return children;
+}
 
 function runScript(mode: 'thread' | 'process'): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const script = fileURLToPath(new URL('../fixtures/closeWhileRunning.ts', import.meta.url));
@@ -28,5 +49,19 @@ describe('MiniCluster.close', function () {
     const { code, stdout, stderr } = await runScript('process');
     expect(code, `the process did not end by itself (killed after 45 s?)\n${stderr}`).to.equal(0);
     expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).to.deep.equal({ running: 'canceled', waiting: 'canceled', executors: 0 });
+  });
+
+  it('resolves only once every child process has exited and been reaped: TaskExecutors and the task module checker, none left defunct', async function () {
+    if (process.platform !== 'linux') this.skip();
+    const before = new Set(nodeChildren().map((c) => c.pid));
+    const cluster = await MiniCluster.start({ mode: 'process', taskExecutors: 2, slotsPerTaskExecutor: 1 });
+    try {
+      const job = await cluster.submitJob({ name: 'one task', vertices: [{ id: 'ok', taskModule: new URL('../fixtures/tasks/ok.ts', import.meta.url), parallelism: 1 }] });
+      expect((await job.result).status).to.equal('finished');
+      expect(nodeChildren().filter((c) => !before.has(c.pid)).length, 'the TaskExecutor processes').to.be.at.least(2);
+    } finally {
+      await cluster.close();
+    }
+    expect(nodeChildren().filter((c) => !before.has(c.pid))).to.deep.equal([]);
   });
 });

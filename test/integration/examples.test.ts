@@ -39,4 +39,18 @@ describe('examples', function () {
     expect(stderr).to.contain('--lines must be an integer >= 1');
     expect(stderr).to.contain('Usage: npm start -- [options]');
   });
+
+  it('the demo refuses a negative count with the range message, not parseArgs\' "ambiguous argument"', async () => {
+    const { code, stderr } = await run('demo.ts', ['--executors', '-1']);
+    expect(code).to.equal(2);
+    expect(stderr).to.contain("--executors must be an integer >= 1, got '-1'");
+    expect(stderr).to.contain('--seed <n>');
+  });
+
+  it('the demo in process mode says it runs child processes, and counts right', async () => {
+    const { code, stdout, stderr } = await run('demo.ts', ['--mode', 'process', '--lines', '50', '--parallelism', '1', '--counters', '1']);
+    expect(code, stderr).to.equal(0);
+    expect(stdout).to.contain('cluster up: 2 TaskExecutor(s) (child processes) × 4 slots');
+    expect(stdout).to.contain('the counts match a single loop over the same text');
+  });
 });

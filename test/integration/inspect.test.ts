@@ -20,6 +20,7 @@ describe('inspection of a MiniCluster', function () {
   it('delivers the events of every actor, main thread and workers, to a callback', async () => {
     const events: InspectionRecord[] = [];
     const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, inspect: (event) => events.push(event) });
+    expect(cluster.inspectorUrl).to.equal(null);
     let executor: string;
     try {
       executor = cluster.resourceManager.taskExecutors[0]!;
@@ -57,17 +58,18 @@ describe('inspection of a MiniCluster', function () {
     expect(jobStates).to.deep.equal(['created', 'running', 'finished']);
   });
 
-  it('relays them to the Stately inspector: the page, the past to a late client, the live events, and close() ends its connection', async () => {
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
-    const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, inspect: { stately: { port } } });
+  it('relays them to the Stately inspector: the page at cluster.inspectorUrl, the past to a late client, the live events, and close() ends its connection', async () => {
+    const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, inspect: { stately: { port: 0 } } });
+    const url = cluster.inspectorUrl!;
+    expect(url).to.match(/^http:\/\/localhost:\d+\/\?token=/);
     let client: WebSocket | null = null;
     try {
-      const page = await (await fetch(`http://localhost:${port}/`)).text();
-      expect(page).to.contain('https://stately.ai/inspect').and.to.contain(`:${port}`);
+      const page = await (await fetch(url)).text();
+      expect(page).to.contain('https://stately.ai/inspect');
       expect((await (await cluster.submitJob(job)).result).status).to.equal('finished');
       // Connected only now: the relay sends what happened before, then what happens next.
       const received: StatelyInspectionEvent[] = [];
-      client = new WebSocket(`ws://localhost:${port}`);
+      client = new WebSocket(url.replace(/^http:/, 'ws:'));
       client.on('message', (data) => received.push(JSON.parse(data.toString()) as StatelyInspectionEvent));
       await new Promise((resolve, reject) => client!.once('open', resolve).once('error', reject));
       const names = () => received.filter((e) => e.type === '@xstate.actor').map((e) => (e as { name: string }).name);
@@ -78,12 +80,12 @@ describe('inspection of a MiniCluster', function () {
       expect((await (await cluster.submitJob(job)).result).status).to.equal('finished');
       await eventually(() => names().filter((n) => n === 'jobStatus').length === before + 1, 'the second job’s status actor');
     } finally {
-      const closed = client && new Promise((resolve) => client!.once('close', resolve));
+      const closed = client && new Promise((resolve) => client!.once('close', (code) => resolve(code)));
       await cluster.close();
-      // An open inspector page does not keep the process alive: the relay ended the connection.
-      await closed;
+      // An open inspector page does not keep the process alive: the relay ended the connection, going away.
+      expect(await closed).to.equal(1001);
     }
-    const refused = await fetch(`http://localhost:${port}/`).then(() => 'served', () => 'refused');
+    const refused = await fetch(url).then(() => 'served', () => 'refused');
     expect(refused).to.equal('refused');
   });
 
@@ -99,7 +101,8 @@ describe('inspection of a MiniCluster', function () {
       await first.close();
     }
     for (const [inspect, message] of [
-      [{ stately: { port: 0 } }, /inspect.stately.port must be an integer in \[1, 65535\], got 0/],
+      [{ stately: { port: -1 } }, /inspect.stately.port must be an integer in \[0, 65535\] \(0: any free port\), got -1/],
+      [{ stately: { port: 0, open: 'yes' } }, /inspect.stately.open must be a boolean, got yes/],
       ['yes', /inspect must be a function/],
     ] as const) {
       const refused = await MiniCluster.start({ inspect: inspect as never }).catch((e: unknown) => e);

@@ -200,10 +200,15 @@ describe('jobs on a MiniCluster (worker threads)', function () {
   it('a job whose slots do not come in slot.request.timeout fails with the SlotManager’s reason', async () => {
     const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 1, resources: resources(1), configuration: { 'slot.request.timeout': '1 s' } });
     try {
-      const job = await cluster.submitJob({ name: 'two slots', vertices: [sleepVertex('left', 1, 10_000), sleepVertex('right', 1, 10_000, { slotSharingGroup: 'other' })] });
+      // 'left' holds the only slot (the whole core) for 10 s; 'right' asks for half a core, which
+      // that slot cannot serve (a slot serves its own profile or UNKNOWN) and no executor has free.
+      const job = await cluster.submitJob({
+        name: 'two slots',
+        vertices: [sleepVertex('left', 1, 10_000), sleepVertex('right', 1, 10_000, { slotSharingGroup: 'other', resources: { cpuCores: 0.5, taskHeapMemory: '64m' } })],
+      });
       const result = await job.result;
       expect(result.status).to.equal('failed');
-      expect(result.error?.message).to.match(/1 × default slot: /);
+      expect(result.error?.message).to.match(/1 × ResourceProfile\{cpuCores=0\.5/);
       await until('the slot of the job to be freed', () => cluster.overview().taskExecutors.every((te) => te.slots.every((s) => s.state === 'free')));
     } finally {
       await cluster.close();

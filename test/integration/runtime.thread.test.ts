@@ -23,10 +23,14 @@ describe('runtime on worker threads', function () {
     expect(finished.state).to.equal('finished');
     expect(finished.output).to.deep.include({ sum: 6, config: { greeting: 'hi' }, hasMemoryManager: true });
     expect(cluster.jobMaster.states.filter((s) => s.executionAttemptId === tdd.executionAttemptId).map((s) => s.state)).to.deep.equal(['initializing', 'running', 'finished']);
-    // Heartbeats carry the slot report: the slot shows active.
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    const overview = cluster.rm.slotManager.overview();
-    expect(overview.taskManagers[0]!.slots).to.deep.equal({ free: 0, pending: 0, allocated: 1 });
+    // Heartbeats carry the slot report: make the ResourceManager forget the slot the TaskExecutor
+    // still holds (the job asking for nothing more, so that nobody requests it again); only the
+    // next heartbeat's report can bring it back.
+    await cluster.declare(0);
+    await cluster.rm.mailbox.callAsync(() => cluster.rm.slotManager.freeSlot(slot!.offer.allocationId));
+    expect(cluster.rm.slotManager.overview().taskManagers[0]!.slots).to.deep.equal({ free: 1, pending: 0, allocated: 0 });
+    await cluster.jobMaster.until(() => cluster.rm.slotManager.overview().taskManagers[0]?.slots.allocated === 1, 'a heartbeat to report the slot as allocated again');
+    expect(cluster.rm.slotManager.tracker.getSlot(slot!.offer.allocationId)).to.deep.include({ jobId: cluster.jobId, state: 'allocated' });
     // Free: the TaskExecutor frees the slot and tells the ResourceManager.
     await cluster.driver.taskExecutorGateway(slot!.resourceId)!.freeSlot(slot!.offer.allocationId, 'done');
     await cluster.jobMaster.until(() => cluster.rm.slotManager.overview().taskManagers[0]?.slots.allocated === 0, 'the slot to be free at the ResourceManager');

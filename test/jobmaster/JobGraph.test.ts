@@ -269,7 +269,10 @@ describe('JobGraph', () => {
     });
   });
 
-  describe('validateTaskModules', () => {
+  describe('validateTaskModules', function () {
+    // Each call without a checker starts a checker worker of its own (~0.3-1 s under tsx).
+    this.timeout(30_000);
+
     it('accepts modules whose default export is a function', async () => {
       await JobGraph.create({ name: 'ok', vertices: [v('a'), v('b')] }).validateTaskModules();
     });
@@ -279,7 +282,7 @@ describe('JobGraph', () => {
       const error = await asyncRefusal(graph.validateTaskModules());
       expect(error.reason).to.equal('invalid-task-module');
       expect(error.message).to.match(/vertex 'b': task module .*noDefault\.ts has no default export function \(it exports notATask\)/);
-      expect(error.details).to.have.property('vertex', 'b');
+      expect(error.details).to.deep.include({ vertex: 'b', problem: 'no-default-export' });
     });
 
     it('refuses a module that does not exist', async () => {
@@ -287,11 +290,20 @@ describe('JobGraph', () => {
       const error = await asyncRefusal(graph.validateTaskModules());
       expect(error.reason).to.equal('invalid-task-module');
       expect(error.message).to.match(/vertex 'a': task module .*nope\.ts does not exist/);
+      expect(error.details).to.have.property('problem', 'not-found');
     });
 
     it('refuses a directory', async () => {
       const graph = JobGraph.create({ name: 'dir', vertices: [v('a', 1, { taskModule: new URL('../fixtures/tasks/', import.meta.url) })] });
       expect((await asyncRefusal(graph.validateTaskModules())).reason).to.equal('invalid-task-module');
+    });
+
+    it('never runs a module on this thread: a top-level throw is refused as threw, naming the vertex', async () => {
+      const graph = JobGraph.create({ name: 'tt', vertices: [v('a'), v('b', 1, { taskModule: new URL('../fixtures/tasks/throwsOnLoad.ts', import.meta.url) })] });
+      const error = await asyncRefusal(graph.validateTaskModules());
+      expect(error.reason).to.equal('invalid-task-module');
+      expect(error.details).to.deep.include({ vertex: 'b', problem: 'threw' });
+      expect(error.message).to.match(/vertex 'b': task module .*throwsOnLoad\.ts cannot be loaded: its top-level code threw Error: refusing to load/);
     });
   });
 });

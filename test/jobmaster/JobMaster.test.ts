@@ -296,6 +296,55 @@ describe('JobMaster', () => {
     expect(result.error?.message).to.contain('the ResourceManager is gone');
   });
 
+  it('reuses its slots: a job of parallelism 100 on 2 slots runs on those 2 allocations, declares less as it goes, and frees them at the end', async () => {
+    const h = new Harness({ vertices: [vertex('many', 100)] });
+    await h.start();
+    expect(h.lastDeclaration()).to.deep.equal({ UNKNOWN: 100 });
+    const te = h.addExecutor('taskexecutor-a');
+    const allocations = await h.offer(te, 2);
+    for (let done = 0; done < 100; done++) {
+      const running = h.submitted.filter((d) => !h.events.some((e) => e.type === 'task' && e.executionAttemptId === d.executionAttemptId && e.state === 'finished'));
+      expect(running.length, `after ${done} finished`).to.equal(Math.min(2, 100 - done));
+      await h.finish(running[0]!, running[0]!.subtaskIndex);
+      if (done === 49) {
+        // Pending requests its own slots served leave the declaration (sent at most once per
+        // slotmanager.requirement-check.delay); the two slots it holds stay in it.
+        const declarations = h.declared.length;
+        await h.advance(50);
+        expect(h.declared.length).to.equal(declarations + 1);
+        expect(h.lastDeclaration()).to.deep.equal({ UNKNOWN: 50 }); // 48 waiting + 2 held
+      }
+    }
+    const result = await h.master.result;
+    expect(result.status).to.equal('finished');
+    expect(result.outputs['many']).to.deep.equal(Array.from({ length: 100 }, (_, i) => i));
+    expect(new Set(h.submitted.map((d) => d.allocationId))).to.deep.equal(new Set(allocations));
+    expect(h.freed.sort()).to.deep.equal([...allocations].sort());
+  });
+
+  it('gives a slot back once it has been idle for slot.idle.timeout while the job runs on', async () => {
+    const h = new Harness({ vertices: [vertex('a', 2), vertex('b', 1, { slotSharingGroup: 'other' })], edges: [edge('a', 'b', 'all-to-all')] }, { 'slot.idle.timeout': '20 s' });
+    await h.start();
+    const te = h.addExecutor('taskexecutor-a');
+    const [first, second] = await h.offer(te, 2);
+    await h.finish(h.submittedFor('a', 0)[0]!, 0);
+    // a#0's slot went on to b, which waits for a#1.
+    await h.finish(h.submittedFor('a', 1)[0]!, 1);
+    const b = h.submittedFor('b')[0]!;
+    const idle = b.allocationId === first ? second : first;
+    await h.report(b, 'running');
+    await h.advance(19_999);
+    expect(h.freed).to.deep.equal([]);
+    expect(h.lastDeclaration()).to.deep.equal({ UNKNOWN: 2 });
+    await h.advance(1);
+    expect(h.freed).to.deep.equal([idle]);
+    await h.advance(50);
+    expect(h.lastDeclaration()).to.deep.equal({ UNKNOWN: 1 });
+    await h.finish(b, 'ab');
+    expect(await h.master.result).to.deep.include({ status: 'finished' });
+    expect(h.freed).to.deep.equal([idle, b.allocationId]);
+  });
+
   it('ignores offers and states once the job has ended', async () => {
     const h = new Harness({ vertices: [vertex('a', 1)] });
     await h.start();

@@ -84,7 +84,7 @@ describe('SharedSlot', () => {
     const provider = Object.assign(new TestingPhysicalSlotProvider(), { allocatePhysicalSlot: () => { throw boom; } });
     const slot = new SharedSlot({ requestId: 'r1', group: strategy.getExecutionSlotSharingGroups()[0]!, provider, onReleased: () => {}, nextLogicalId: () => 'l1' });
     expect(await rejection(slot.allocateLogicalSlot(id('source#0')))).to.equal(boom);
-    expect(slot.state).to.deep.equal({ kind: 'released', cause: boom });
+    expect(slot.state).to.deep.equal({ kind: 'released', cause: boom, requestFailed: true });
   });
 
   it('refuses a logical slot once released', () => {

@@ -13,7 +13,7 @@ const ids = (...keys: string[]) => keys.map(id);
 const FIVE_MIN = 5 * 60_000;
 
 /** source (2) -> sink (2), pointwise, 1 core each: groups default[0] = {source#0, sink#0}, default[1] = {source#1, sink#1}. */
-function setup(options: { reason?: string; timeoutMs?: number } = {}) {
+function setup(options: { reason?: string; timeoutMs?: number; held?: ResourceProfile[] } = {}) {
   const { graph, strategy } = jobOf([vertex('source', 2, { resources: { cpuCores: 1 } }), vertex('sink', 2, { resources: { cpuCores: 1 } })], [edge('source', 'sink')]);
   const provider = new TestingPhysicalSlotProvider();
   const clock = new SimulatedClock();
@@ -23,6 +23,7 @@ function setup(options: { reason?: string; timeoutMs?: number } = {}) {
     clock,
     jobId,
     ...(options.reason === undefined ? {} : { reasonFor: (requestIds: readonly string[]) => (asked.push([...requestIds]), options.reason!) }),
+    ...(options.held === undefined ? {} : { heldSlotProfiles: () => options.held! }),
   });
   const allocator = new SlotSharingExecutionSlotAllocator({ jobId, strategy, provider, bulkChecker, allocationTimeoutMs: options.timeoutMs ?? FIVE_MIN });
   return { graph, strategy, provider, clock, jobId, bulkChecker, allocator, asked, all: ids('source#0', 'source#1', 'sink#0', 'sink#1') };
@@ -75,13 +76,67 @@ describe('SlotSharingExecutionSlotAllocator', () => {
     provider.fail('default[0]/p1', cause);
     expect((await outcome(slots.get('source#0')!))).to.deep.equal({ ok: false, error: cause });
     expect((await outcome(slots.get('sink#0')!))).to.deep.equal({ ok: false, error: cause });
-    expect(await isSettled(slots.get('source#1')!)).to.equal(false);
     expect(allocator.sharedSlots.has('default[0]')).to.equal(false);
-    expect(provider.canceled).to.deep.equal([]);
     expect(provider.released).to.deep.equal([]);
 
     allocator.allocateSlotsFor(ids('source#0'));
     expect(provider.requests.map((r) => r.requestId)).to.deep.equal(['default[0]/p1', 'default[1]/p2', 'default[0]/p3']);
+  });
+
+  describe('a physical request of a bulk that fails (Flink clears the bulk)', () => {
+    it('fails the bulk\'s other waiting subtasks at once with its cause, cancels their requests, and arms no timeout', async () => {
+      const { allocator, provider, clock, bulkChecker, all } = setup({ reason: 'unused' });
+      const slots = allocator.allocateSlotsFor(all);
+      const cause = new SlotRequestError('never-satisfiable', 'no TaskExecutor can ever hold 2 cores', { jobId: 'x' });
+      provider.fail('default[0]/p1', cause);
+      await settle();
+      for (const key of ['source#1', 'sink#1']) expect(await outcome(slots.get(key)!), key).to.deep.equal({ ok: false, error: cause });
+      expect(provider.canceled).to.deep.equal([{ requestId: 'default[1]/p2', cause }]);
+      expect(allocator.sharedSlots.size).to.equal(0);
+      expect(bulkChecker.pendingBulks).to.equal(0);
+      expect(clock.pendingTimers, 'no slot.request.timeout follows').to.equal(0);
+    });
+
+    it('leaves the subtasks of the bulk whose slot came already: they keep it', async () => {
+      const { allocator, provider, all } = setup();
+      const slots = allocator.allocateSlotsFor(all);
+      const physical = provider.fulfil('default[0]/p1');
+      await settle();
+      const cause = new Error('the slot pool gave up');
+      provider.fail('default[1]/p2', cause);
+      await settle();
+      expect((await outcome(slots.get('source#0')!)).ok, 'its slot had come').to.equal(true);
+      expect((await outcome(slots.get('sink#0')!)).ok).to.equal(true);
+      expect(await outcome(slots.get('source#1')!)).to.deep.equal({ ok: false, error: cause });
+      expect(provider.released).to.deep.equal([]);
+      expect(provider.canceled).to.deep.equal([]);
+      expect(allocator.sharedSlots.get('default[0]')!.state).to.deep.equal({ kind: 'allocated', slot: physical });
+    });
+
+    it('fails only the failing bulk: another bulk sharing a SharedSlot with it keeps waiting on it', async () => {
+      const { allocator, provider } = setup();
+      const first = allocator.allocateSlotsFor(ids('source#0', 'source#1'));
+      const second = allocator.allocateSlotsFor(ids('sink#1'));
+      const cause = new Error('no slot for default[0]');
+      provider.fail('default[0]/p1', cause);
+      await settle();
+      expect(await outcome(first.get('source#1')!), 'the failing bulk fails at once').to.deep.equal({ ok: false, error: cause });
+      expect(await isSettled(second.get('sink#1')!), 'sink#1 of the other bulk still waits on default[1]').to.equal(false);
+      const physical = provider.fulfil('default[1]/p2');
+      expect((await second.get('sink#1')!).physicalSlot).to.equal(physical);
+    });
+
+    it('does not fail the others when the job gives a request up itself (a subtask canceled)', async () => {
+      const { allocator, provider, clock, bulkChecker } = setup();
+      const slots = allocator.allocateSlotsFor(ids('source#0', 'source#1'));
+      expect(allocator.cancel(id('source#0'))).to.equal(true);
+      await settle();
+      expect(provider.canceled.map((c) => c.requestId)).to.deep.equal(['default[0]/p1']);
+      expect(await isSettled(slots.get('source#1')!)).to.equal(false);
+      expect(bulkChecker.pendingBulks, 'source#1 still times out if it never comes').to.equal(1);
+      clock.increment(FIVE_MIN);
+      expect((await rejection(slots.get('source#1')!)).message).to.match(/1 of 2 slot requests .* not fulfilled within slot.request.timeout/);
+    });
   });
 
   it('releases the physical slot exactly once, when the last logical slot of the group is released', async () => {
@@ -227,6 +282,34 @@ describe('SlotSharingExecutionSlotAllocator', () => {
       allocator.allocateSlotsFor(ids('sink#0'));
       expect(bulkChecker.pendingBulks).to.equal(0);
       expect(clock.pendingTimers).to.equal(0);
+    });
+
+    it('keeps a bulk that a slot the job holds can serve (it waits for its turn), checking again each timeout', async () => {
+      const held: ResourceProfile[] = [];
+      const { allocator, provider, clock, bulkChecker, all } = setup({ reason: 'no room', held });
+      const slots = allocator.allocateSlotsFor(all);
+      held.push(provider.fulfil('default[0]/p1').resourceProfile);
+      await settle();
+      clock.increment(FIVE_MIN * 3);
+      expect(await isSettled(slots.get('source#1')!)).to.equal(false);
+      expect(bulkChecker.pendingBulks).to.equal(1);
+      expect(clock.pendingTimers).to.equal(1);
+      // The job's slot is gone and nothing can serve the bulk any more: it fails one whole timeout later.
+      held.length = 0;
+      clock.increment(FIVE_MIN);
+      expect(await isSettled(slots.get('source#1')!)).to.equal(false);
+      clock.increment(FIVE_MIN);
+      const error = (await rejection(slots.get('source#1')!)) as SlotRequestError;
+      expect(error.reason).to.equal('timed-out');
+      expect(error.details).to.deep.include({ why: 'no room', requestIds: ['default[1]/p2'] });
+    });
+
+    it('fails a bulk that no held slot matches at its deadline, though the job holds slots', async () => {
+      const held = [ResourceProfile.fromSpec({ cpuCores: 1 })];
+      const { allocator, clock, all } = setup({ reason: 'no room', held });
+      const slots = allocator.allocateSlotsFor(all);
+      clock.increment(FIVE_MIN);
+      expect(((await rejection(slots.get('source#0')!)) as SlotRequestError).reason).to.equal('timed-out');
     });
 
     it('uses a default reason when none is given, and close() clears every timer', async () => {

@@ -150,12 +150,49 @@ describe('ResourceManager endpoint', () => {
       expect(h.overview().slots.allocated).to.equal(1);
     });
 
-    it("refuses a worker declared lost on heartbeat timeout as 'stale', with the reason", async () => {
+    it('accepts a worker declared lost on heartbeat timeout that registers again, as a new registration reconciled from its slot report', async () => {
+      const h = await harness();
+      await h.connectJob();
+      const [lostSlot, keptSlot] = [h.slot(0), h.slot(1)];
+      const id = await h.worker([lostSlot]);
+      h.driver.executor(id).heartbeat = 'silent';
+      await h.advance(3_000);
+      expect(h.rm.taskExecutors).to.deep.equal([]);
+      expect(h.jobMaster.freed.map((f) => f.allocationId)).to.deep.equal([lostSlot.allocationId]);
+      expect(h.driver.executor(id).calls.filter((c) => c[0] === 'disconnectResourceManager')).to.have.length(1);
+      // Alive after all: it registers again, still holding the slot its job was told is lost, and
+      // one allocated meanwhile that nobody was told about.
+      h.driver.executor(id).heartbeat = 'answer';
+      const response = await h.registerOnly(id);
+      expect(refusal(response)).to.match(/^accepted as registration-/);
+      if (response.kind !== 'accepted') return;
+      h.driver.executor(id).reports([lostSlot, keptSlot]);
+      await h.driver.gateway(id).sendSlotReport(id, response.registrationId, slotReportWire(id, h.spec, [lostSlot, keptSlot]));
+      await settle();
+      expect(h.rm.taskExecutors).to.deep.equal([id]);
+      expect(h.overview().taskManagers.map((tm) => [tm.resourceId, tm.slots])).to.deep.equal([[id, { free: 1, pending: 0, allocated: 1 }]]);
+      expect(h.rm.slotManager.tracker.getSlot(keptSlot.allocationId)?.jobId).to.equal(h.jobId);
+      expect(h.rm.slotManager.tracker.getSlot(lostSlot.allocationId)).to.equal(undefined);
+      expect(h.driver.executor(id).calls.filter((c) => c[0] === 'freeSlot').map((c) => c[1])).to.deep.equal([lostSlot.allocationId]);
+      // Heartbeats keep it and keep the revoked slot out until the executor has freed it.
+      await h.advance(5_000);
+      expect(h.rm.taskExecutors).to.deep.equal([id]);
+      expect(h.driver.releaseResourceCalls).to.deep.equal([]);
+      expect(h.overview().slots.allocated).to.equal(1);
+      expect(h.driver.executor(id).calls.filter((c) => c[0] === 'freeSlot')).to.have.length(1);
+    });
+
+    it("refuses a worker declared lost as 'stale' once it stayed away for heartbeat.timeout, and stops it", async () => {
       const h = await harness();
       const id = await h.worker();
       h.driver.executor(id).heartbeat = 'silent';
       await h.advance(3_000);
-      expect(refusal(await h.registerOnly(id))).to.match(/^stale: .*no heartbeat for 3000 ms/);
+      expect(h.driver.releaseResourceCalls).to.deep.equal([]);
+      await h.advance(2_950);
+      expect(h.driver.releaseResourceCalls).to.deep.equal([]);
+      await h.advance(50);
+      expect(h.driver.releaseResourceCalls.map((c) => c.resourceId)).to.deep.equal([id]);
+      expect(refusal(await h.registerOnly(id))).to.match(/^stale: .*no heartbeat for 3000 ms.*did not register again within heartbeat.timeout/);
     });
 
     it("refuses a worker whose worker ended as 'stale', with the reason", async () => {
@@ -211,7 +248,7 @@ describe('ResourceManager endpoint', () => {
       expect(h.rm.slotManager.tracker.getSlot(slot.allocationId)?.jobId).to.equal(h.jobId);
     });
 
-    it('declares an executor silent for heartbeat.timeout lost: slots freed, its JobMaster told, its worker released', async () => {
+    it('declares an executor silent for heartbeat.timeout lost: slots freed, its JobMaster told, it is asked to register again', async () => {
       const h = await harness();
       await h.connectJob();
       const slot = h.slot();
@@ -227,7 +264,8 @@ describe('ResourceManager endpoint', () => {
       expect(h.jobMaster.freed).to.have.length(1);
       expect(h.jobMaster.freed[0]).to.include({ resourceId: id, allocationId: slot.allocationId }).and.to.have.property('cause').that.matches(/no heartbeat for 3000 ms/);
       expect(h.listener.of('slotsLost').map((c) => [c.jobId, c.allocationIds, c.resourceId])).to.deep.equal([[h.jobId, [slot.allocationId], id]]);
-      expect(h.driver.releaseResourceCalls.map((c) => c.resourceId)).to.deep.equal([id]);
+      expect(h.driver.executor(id).calls.filter((c) => c[0] === 'disconnectResourceManager').map((c) => c[1])).to.deep.equal(['declared lost: no heartbeat for 3000 ms (heartbeat.timeout 3000 ms)']);
+      expect(h.driver.releaseResourceCalls).to.deep.equal([]);
     });
 
     it('counts a rejected heartbeat as silence', async () => {
@@ -238,7 +276,43 @@ describe('ResourceManager endpoint', () => {
       expect(h.rm.taskExecutors).to.deep.equal([id]);
       await h.advance(1_000);
       expect(h.rm.taskExecutors).to.deep.equal([]);
-      expect(h.driver.releaseResourceCalls.map((c) => c.resourceId)).to.deep.equal([id]);
+      expect(h.listener.of('slotsLost')).to.deep.equal([]); // it held no slot
+    });
+
+    it('does not count its own stall against its executors: after a blocked event loop each gets a fresh heartbeat.timeout', async () => {
+      const h = await harness();
+      await h.connectJob();
+      const slot = h.slot();
+      const [alive, dead] = [await h.worker([slot]), await h.worker()];
+      await h.advance(1_000);
+      h.driver.executor(dead).heartbeat = 'silent';
+      h.clock.stall(10_000); // the embedding application blocked the main thread for 10 s
+      await settle();
+      expect(h.rm.taskExecutors).to.have.members([alive, dead]);
+      expect(h.listener.of('slotsLost')).to.deep.equal([]);
+      expect(h.logs.some((m) => /heartbeat monitor woke \d+ ms late/.test(m))).to.equal(true);
+      // The silent one is lost once it has been silent for heartbeat.timeout while we looked.
+      await h.advance(2_950);
+      expect(h.rm.taskExecutors).to.have.members([alive, dead]);
+      await h.advance(50);
+      expect(h.rm.taskExecutors).to.deep.equal([alive]);
+      expect(h.overview().slots.allocated).to.equal(1);
+      expect(h.jobMaster.freed).to.deep.equal([]);
+    });
+
+    it('handles a heartbeat answer already queued behind its round before declaring the executor lost', async () => {
+      const h = await harness();
+      const id = await h.worker();
+      const executor = h.driver.executor(id);
+      executor.heartbeat = 'held';
+      await h.advance(2_950);
+      expect(executor.heartbeats).to.equal(2);
+      // The answers arrive in the same turn as the timeout: the round is queued first.
+      expect(executor.answerHeld()).to.equal(2);
+      h.clock.increment(50);
+      await settle();
+      expect(h.rm.taskExecutors).to.deep.equal([id]);
+      expect(h.driver.releaseResourceCalls).to.deep.equal([]);
     });
   });
 
@@ -281,6 +355,67 @@ describe('ResourceManager endpoint', () => {
     });
   });
 
+  describe('a fixed cluster (workersOnDemand false) keeps its size', () => {
+    it('replaces a TaskExecutor whose worker ended through the driver, with the same spec, and registers the new one', async () => {
+      const h = await harness({ workersOnDemand: false });
+      const [a, b] = [await h.worker(), await h.worker()];
+      h.driver.terminate(a, 'exit code 134');
+      await settle();
+      expect(h.driver.requestResourceCalls).to.have.length(1);
+      const { resourceId: replacement, spec, pendingWorkerId } = h.driver.requestResourceCalls[0]!;
+      expect(spec.totalResourceProfile.equals(h.spec.totalResourceProfile) && spec.numberOfSlots === h.spec.numberOfSlots).to.equal(true);
+      expect(pendingWorkerId).to.equal(null);
+      expect(h.logs.some((m) => m.includes(`started ${replacement} in its place`))).to.equal(true);
+      await h.register(replacement);
+      expect(h.rm.taskExecutors).to.have.members([b, replacement]);
+      expect(h.overview().taskManagers).to.have.length(2);
+      expect(refusal(await h.call(() => h.rm.registerTaskExecutor(registrationWire(a, h.spec))))).to.match(new RegExp(`^stale: .*exit code 134; ${replacement} was started in its place`));
+    });
+
+    it('replaces a TaskExecutor that stayed away for heartbeat.timeout after it was declared lost, and stops the old one', async () => {
+      const h = await harness({ workersOnDemand: false });
+      const id = await h.worker();
+      h.driver.executor(id).heartbeat = 'silent';
+      await h.advance(3_000);
+      expect(h.driver.requestResourceCalls).to.deep.equal([]); // it may still come back
+      await h.advance(3_000);
+      expect(h.driver.releaseResourceCalls.map((c) => c.resourceId)).to.deep.equal([id]);
+      expect(h.driver.requestResourceCalls).to.have.length(1);
+      h.driver.terminate(id, 'released'); // its exit after the release: no second replacement
+      await settle();
+      expect(h.driver.requestResourceCalls).to.have.length(1);
+    });
+
+    it('starts another when a replacement ends before it registers (the driver paces starts that keep failing)', async () => {
+      const h = await harness({ workersOnDemand: false });
+      const id = await h.worker();
+      h.driver.terminate(id, 'exit code 1');
+      await settle();
+      const first = h.driver.requestResourceCalls[0]!.resourceId;
+      h.driver.terminate(first, 'exit code 1 before registering');
+      await settle();
+      expect(h.driver.requestResourceCalls.map((c) => c.resourceId)).to.have.length(2).and.not.include(id);
+    });
+
+    it('does not replace a worker the SlotManager refused over its maxima', async () => {
+      const h = await harness({ workersOnDemand: false, configuration: { 'slotmanager.number-of-slots.max': 2 } });
+      await h.worker();
+      const refused = h.driver.startWorker();
+      await h.register(refused);
+      h.driver.terminate(refused, 'released');
+      await settle();
+      expect(h.driver.requestResourceCalls).to.deep.equal([]);
+    });
+
+    it('leaves replacing to the SlotManager when workers are started on demand', async () => {
+      const h = await harness();
+      const id = await h.worker();
+      h.driver.terminate(id, 'exit code 134');
+      await h.advance(1_000);
+      expect(h.driver.requestResourceCalls).to.deep.equal([]); // no job needs a worker
+    });
+  });
+
   describe('JobMasters and requirements', () => {
     it('refuses to register a JobMaster at an address nobody serves', async () => {
       const h = await harness();
@@ -306,7 +441,7 @@ describe('ResourceManager endpoint', () => {
       const requests = h.driver.executor(resourceId).slotRequests;
       expect(requests).to.have.length(2);
       for (const request of requests) {
-        expect(request).to.include({ jobId: h.jobId, targetAddress: ADDRESS });
+        expect(request).to.include({ jobId: h.jobId, targetAddress: ADDRESS, resourceManagerId: h.rm.resourceManagerId });
         expect(request.resourceProfile).to.not.be.instanceOf(ResourceProfile);
         expect(structuredClone(request)).to.deep.equal(request);
         if (typeof request.resourceProfile === 'object') expect(Object.getPrototypeOf(request.resourceProfile)).to.equal(Object.prototype);

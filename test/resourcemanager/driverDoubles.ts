@@ -7,7 +7,7 @@
  */
 import { ResourceID, type AllocationID, type JobID } from '../../lib/core/ids.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../../lib/rpc/gateways.js';
-import type { SlotReportWire, SlotRequestWire, TaskExecutorRegistrationWire } from '../../lib/rpc/protocol.js';
+import type { SlotReportWire, SlotRequestWire, TaskExecutorMetricsWire, TaskExecutorRegistrationWire } from '../../lib/rpc/protocol.js';
 import type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from '../../lib/resourcemanager/ResourceManagerDriver.js';
 import type { PendingTaskManagerID } from '../../lib/resourcemanager/slotmanager/PendingTaskManager.js';
 import type { WorkerResourceSpec } from '../../lib/resourcemanager/slotmanager/WorkerResourceSpec.js';
@@ -41,11 +41,12 @@ export function registrationWire(resourceId: ResourceID, spec: WorkerResourceSpe
   };
 }
 
-/** A TaskExecutor the test plays: heartbeats answered with `report`, never, or with a rejection. */
+/** A TaskExecutor the test plays: heartbeats answered with `report`, never, with a rejection, or when the test says (`held`). */
 export class TestingTaskExecutorGateway implements TaskExecutorGateway {
-  heartbeat: 'answer' | 'silent' | 'reject' = 'answer';
+  heartbeat: 'answer' | 'silent' | 'reject' | 'held' = 'answer';
   report: SlotReportWire;
   heartbeats = 0;
+  readonly #held: Array<() => void> = [];
   readonly slotRequests: SlotRequestWire[] = [];
   readonly freeInactiveSlotsCalls: JobID[] = [];
   readonly calls: Array<[string, ...unknown[]]> = [];
@@ -66,7 +67,15 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
     this.heartbeats++;
     if (this.heartbeat === 'silent') return new Promise(() => {});
     if (this.heartbeat === 'reject') return Promise.reject(new Error(`${this.resourceId} cannot answer`));
+    if (this.heartbeat === 'held') return new Promise((resolve) => this.#held.push(() => resolve(this.report)));
     return Promise.resolve(this.report);
+  }
+
+  /** Answers the heartbeats held so far (with the report as it is now); how many. */
+  answerHeld(): number {
+    const held = this.#held.splice(0);
+    for (const answer of held) answer();
+    return held.length;
   }
   requestSlot(request: SlotRequestWire): Promise<void> {
     this.slotRequests.push(request);
@@ -77,6 +86,9 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
   }
   async freeSlot(allocationId: AllocationID, cause: string): Promise<void> {
     this.calls.push(['freeSlot', allocationId, cause]);
+  }
+  async requestMetrics(): Promise<TaskExecutorMetricsWire> {
+    return { resourceId: this.resourceId, slots: { numberOfSlots: this.spec.numberOfSlots, allocated: 0, active: 0, releasing: 0 }, runningTasks: 0, taskThreads: null };
   }
   async submitTask(): Promise<void> {
     this.calls.push(['submitTask']);

@@ -4,25 +4,13 @@ import { IllegalArgumentError } from '../../lib/core/errors.js';
 import { Link, type ChannelMessageEvent, type CloseKind } from '../../lib/rpc/Link.js';
 import { portTransport, type Transport } from '../../lib/rpc/Transport.js';
 import { eventually } from '../support/eventually.js';
+import { watched } from './support/transports.js';
 
 /** A transport that records what it sends. */
 function spy(inner: Transport): Transport & { readonly sent: unknown[] } {
   const sent: unknown[] = [];
-  return {
-    sent,
-    send: (message) => {
-      sent.push(message);
-      inner.send(message);
-    },
-    onMessage: (handler) => inner.onMessage(handler),
-    onClose: (handler) => inner.onClose(handler),
-    close: () => inner.close(),
-    get closed() {
-      return inner.closed;
-    },
-  };
+  return Object.assign(watched(inner, (message) => sent.push(message)), { sent });
 }
-
 
 const collect = (into: unknown[]) => (event: ChannelMessageEvent) => into.push(event.data);
 
@@ -168,5 +156,37 @@ describe('Link', () => {
     expect(received).to.deep.equal(['before', 'after']);
     expect(failed).to.have.length(1);
     expect(() => a.channel('x').postMessage('x', [new ArrayBuffer(1)])).to.throw(IllegalArgumentError, /transfer lists are not supported/);
+  });
+
+  it('tells whenSent once the batch holding what was posted has been handed to the transport, and never after close', async () => {
+    const { a, sent } = pair();
+    const told: number[] = [];
+    a.channel('x').postMessage('m1');
+    a.whenSent(() => told.push(sent.length));
+    expect(told, 'not while it waits in the outbox').to.deep.equal([]);
+    await eventually(() => told.length === 1, 'whenSent');
+    expect(told).to.deep.equal([1]);
+    a.channel('x').postMessage('m2');
+    a.whenSent(() => told.push(sent.length));
+    a.close('closing');
+    expect(told, 'closing sends what is queued, and tells').to.deep.equal([1, 2]);
+    a.whenSent(() => told.push(-1));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(told).to.deep.equal([1, 2]);
+  });
+
+  it('tells onReceived after each transport message from the peer has been delivered', async () => {
+    const { a, b } = pair();
+    const seen: string[] = [];
+    b.channel('x').addEventListener('message', (event) => seen.push(`message ${String(event.data)}`));
+    const stop = b.onReceived(() => seen.push('received'));
+    a.channel('x').postMessage(1);
+    a.channel('x').postMessage(2);
+    await eventually(() => seen.length === 3, 'the batch');
+    expect(seen).to.deep.equal(['message 1', 'message 2', 'received']);
+    stop();
+    a.channel('x').postMessage(3);
+    await eventually(() => seen.length === 4, 'the next message');
+    expect(seen.at(-1)).to.equal('message 3');
   });
 });

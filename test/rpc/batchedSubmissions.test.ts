@@ -41,6 +41,7 @@ function recordingGateway(answer: (descriptors: readonly TaskDeploymentDescripto
     heartbeatFromJobManager: async () => (calls.push('heartbeatFromJobManager'), []),
     disconnectResourceManager: async () => void calls.push('disconnectResourceManager'),
     shutdown: async () => void calls.push('shutdown'),
+    requestMetrics: async () => (calls.push('requestMetrics'), {} as never),
   } satisfies BatchingTaskExecutorGateway;
   return { gateway, calls };
 }

@@ -5,8 +5,9 @@ import { EndpointClosedError, IllegalArgumentError, RpcTimeoutError, SlotAllocat
 import { connectGateway, gatewayStatus, serveGateway, type Gateway } from '../../lib/rpc/connect.js';
 import { Link } from '../../lib/rpc/Link.js';
 import { MainThreadExecutor } from '../../lib/rpc/MainThreadExecutor.js';
-import { portTransport, type Transport } from '../../lib/rpc/Transport.js';
+import { portTransport } from '../../lib/rpc/Transport.js';
 import { eventually } from '../support/eventually.js';
+import { rejection, watched } from './support/transports.js';
 
 interface Probe {
   echo(value: unknown): Promise<unknown>;
@@ -51,14 +52,6 @@ class ProbeEndpoint implements Probe {
 }
 
 
-const rejection = (promise: Promise<unknown>) =>
-  promise.then(
-    (value) => {
-      throw new Error(`expected a rejection, got ${JSON.stringify(value)}`);
-    },
-    (error: unknown) => error as Error,
-  );
-
 describe('connectGateway / serveGateway', () => {
   let clock: SimulatedClock;
   let mailbox: MainThreadExecutor;
@@ -72,18 +65,7 @@ describe('connectGateway / serveGateway', () => {
     const { port1, port2 } = new MessageChannel();
     const inner = portTransport(port1);
     sends = 0;
-    const counting: Transport = {
-      send: (message) => {
-        sends++;
-        inner.send(message);
-      },
-      onMessage: (handler) => inner.onMessage(handler),
-      onClose: (handler) => inner.onClose(handler),
-      close: () => inner.close(),
-      get closed() {
-        return inner.closed;
-      },
-    };
+    const counting = watched(inner, () => sends++);
     clock = new SimulatedClock();
     caller = new Link('caller', counting);
     server = new Link('server', portTransport(port2));

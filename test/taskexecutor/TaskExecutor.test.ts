@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { SimulatedClock } from '../../lib/core/clock.js';
 import { IllegalArgumentError, IllegalStateError, RpcTimeoutError, SlotNotFoundError, SlotOwnerMismatchError, TaskExecutionError } from '../../lib/core/errors.js';
-import { AllocationID, ExecutionAttemptID, JobID, ResourceID, type ExecutionAttemptID as EAID } from '../../lib/core/ids.js';
+import { AllocationID, ExecutionAttemptID, JobID, ResourceID, ResourceManagerId, type ExecutionAttemptID as EAID } from '../../lib/core/ids.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../../lib/rpc/gateways.js';
 import type { RegistrationResponse, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../../lib/rpc/protocol.js';
@@ -23,14 +23,18 @@ function deferred<T>() {
   return { promise, resolve, reject };
 }
 
-function harness(options: { registration?: Array<RegistrationResponse | Error> } = {}) {
+/** The ResourceManager of the fake gateway: its registrations are accepted under this id. */
+const RM_ID = ResourceManagerId.generate();
+
+/** `registration`: how the fake ResourceManager answers each registration in turn (then: accepted); a promise answers when it settles. */
+function harness(options: { registration?: Array<RegistrationResponse | Error | Promise<RegistrationResponse>> } = {}) {
   const clock = new SimulatedClock();
   const calls: Array<[string, ...unknown[]]> = [];
   const answers = [...(options.registration ?? [])];
   const resourceManager: ResourceManagerGateway = {
     registerTaskExecutor: async (registration) => {
       calls.push(['registerTaskExecutor', registration]);
-      const answer = answers.shift() ?? { kind: 'accepted', registrationId: 'r-1', heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 };
+      const answer = (await answers.shift()) ?? { kind: 'accepted', registrationId: 'r-1', resourceManagerId: RM_ID, heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 };
       if (answer instanceof Error) throw answer;
       return answer;
     },
@@ -130,7 +134,7 @@ function descriptor(allocationId: AllocationID, overrides: Partial<TaskDeploymen
 
 async function slotFor(h: ReturnType<typeof harness>, index = 0) {
   const allocationId = AllocationID.generate();
-  await h.call(() => h.te.requestSlot({ index, jobId, allocationId, resourceProfile: 'UNKNOWN', targetAddress: 'jobmaster@wordcount' }));
+  await h.call(() => h.te.requestSlot({ index, jobId, allocationId, resourceProfile: 'UNKNOWN', targetAddress: 'jobmaster@wordcount', resourceManagerId: RM_ID }));
   await settle();
   return allocationId;
 }
@@ -198,6 +202,88 @@ describe('TaskExecutor endpoint', () => {
       expect(h.calls.filter((c) => c[0] === 'registerTaskExecutor')).to.have.length(2);
       expect(h.te.isRegistered).to.equal(true);
     });
+
+    it('does not count its own stall against the ResourceManager: after a blocked event loop it gives it a fresh heartbeat.timeout', async () => {
+      const h = harness();
+      await h.started();
+      h.clock.stall(45_000); // its thread was blocked for 45 s: longer than heartbeat.timeout
+      await settle();
+      expect(h.calls.filter((c) => c[0] === 'registerTaskExecutor')).to.have.length(1);
+      expect(h.te.lifecycle).to.equal('registered');
+      await h.call(() => h.te.heartbeatFromResourceManager()); // the request that waited behind the stall
+      h.clock.increment(29_000);
+      await settle();
+      expect(h.te.lifecycle).to.equal('registered');
+      // A ResourceManager really silent for heartbeat.timeout while it looked is still lost.
+      h.clock.increment(1_000);
+      await settle();
+      expect(h.calls.filter((c) => c[0] === 'registerTaskExecutor')).to.have.length(2);
+    });
+
+    it('handles a heartbeat request already queued behind its timeout before it registers again', async () => {
+      const h = harness();
+      await h.started();
+      h.clock.increment(29_999);
+      await settle();
+      h.clock.increment(1); // the timeout is queued first ...
+      const heartbeat = h.call(() => h.te.heartbeatFromResourceManager()); // ... and the request right behind it
+      await heartbeat;
+      await settle();
+      expect(h.calls.filter((c) => c[0] === 'registerTaskExecutor')).to.have.length(1);
+      expect(h.te.lifecycle).to.equal('registered');
+    });
+  });
+
+  describe('requestSlot only while registered at that ResourceManager (Flink: "not connected")', () => {
+    const request = (overrides: Record<string, unknown> = {}) => ({ index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: 'UNKNOWN' as const, targetAddress: 'jm', resourceManagerId: RM_ID, ...overrides });
+
+    it('refuses a slot request while its first registration is pending, with IllegalStateError, and allocates nothing', async () => {
+      const h = harness({ registration: [{ kind: 'refused', reason: 'not yet' }] });
+      await h.started();
+      expect(h.te.lifecycle).to.equal('registering');
+      const error = await h.call(() => h.te.requestSlot(request())).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(IllegalStateError);
+      expect(error).to.have.nested.property('details.state', 'registering');
+      expect((error as Error).message).to.match(/is not connected to ResourceManager/);
+      expect(h.te.table.getAllocationIdsPerJob(jobId)).to.deep.equal([]);
+      expect(h.offers).to.deep.equal([]);
+      h.clock.increment(100); // registered now: the same request goes through
+      await settle();
+      await h.call(() => h.te.requestSlot(request()));
+      await settle();
+      expect(h.offers).to.have.length(1);
+    });
+
+    it('refuses a slot request while it registers again, until the new registration is accepted', async () => {
+      let accept!: (response: RegistrationResponse) => void;
+      const second = new Promise<RegistrationResponse>((resolve) => (accept = resolve));
+      const h = harness({ registration: [{ kind: 'accepted', registrationId: 'r-1', resourceManagerId: RM_ID, heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 }, second] });
+      await h.started();
+      await h.call(() => h.te.disconnectResourceManager('declared lost'));
+      await settle();
+      expect(h.te.lifecycle).to.equal('registering');
+      const error = await h.call(() => h.te.requestSlot(request())).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(IllegalStateError);
+      expect(error).to.have.nested.property('details.state', 'registering');
+      expect(h.te.table.getAllocationIdsPerJob(jobId)).to.deep.equal([]);
+      accept({ kind: 'accepted', registrationId: 'r-2', resourceManagerId: RM_ID, heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 });
+      await settle();
+      await h.call(() => h.te.requestSlot(request()));
+      expect(h.te.table.getAllocationIdsPerJob(jobId)).to.have.length(1);
+    });
+
+    it('refuses a slot request from another ResourceManager, and one that names none', async () => {
+      const h = harness();
+      await h.started();
+      const other = ResourceManagerId.generate();
+      const error = await h.call(() => h.te.requestSlot(request({ resourceManagerId: other }))).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(IllegalStateError);
+      expect(error).to.have.nested.property('details.state', `registered at ResourceManager ${RM_ID}`);
+      const missing = await h.call(() => h.te.requestSlot(request({ resourceManagerId: undefined }))).catch((e: unknown) => e);
+      expect(missing).to.be.instanceOf(IllegalArgumentError);
+      expect(missing).to.have.nested.property('details.argument', 'resourceManagerId');
+      expect(h.te.table.getAllocationIdsPerJob(jobId)).to.deep.equal([]);
+    });
   });
 
   describe('slots (seed 004 steps 22–24)', () => {
@@ -227,7 +313,7 @@ describe('TaskExecutor endpoint', () => {
       const h = harness();
       await h.started();
       await slotFor(h, 0);
-      const error = await h.call(() => h.te.requestSlot({ index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: 'UNKNOWN', targetAddress: 'jm' })).catch((e: unknown) => e);
+      const error = await h.call(() => h.te.requestSlot({ index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: 'UNKNOWN', targetAddress: 'jm', resourceManagerId: RM_ID })).catch((e: unknown) => e);
       expect(error).to.have.property('_tag', 'SlotAllocationError');
       expect(error).to.have.property('reason', 'index-taken');
     });
@@ -235,7 +321,7 @@ describe('TaskExecutor endpoint', () => {
     it('fails loudly when its gateway is called outside its mailbox', async () => {
       const h = harness();
       await h.started();
-      const error = await h.te.requestSlot({ index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: 'UNKNOWN', targetAddress: 'jm' }).catch((e: unknown) => e);
+      const error = await h.te.requestSlot({ index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: 'UNKNOWN', targetAddress: 'jm', resourceManagerId: RM_ID }).catch((e: unknown) => e);
       expect(error).to.be.instanceOf(IllegalStateError);
     });
   });

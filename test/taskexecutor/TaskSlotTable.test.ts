@@ -38,6 +38,22 @@ describe('TaskSlotTable', () => {
       expect(table.state).to.equal('created');
     });
 
+    it('rounds the default slot down, so that every static slot fits: 2 cores over 3, 1 core over 6, 2 gpu over 3', () => {
+      for (const [total, slots, expected] of [
+        [profile(2), 3, profile(0.66666666)],
+        [profile(1), 6, profile(0.16666666)],
+        [profile(3, 0, 0, { gpu: 2 }), 3, profile(1, 0, 0, { gpu: 0.66666666 })],
+      ] as const) {
+        const { table } = startedTable({ totalResourceProfile: total, numberSlots: slots });
+        expect(table.defaultSlotResourceProfile.equals(expected), table.defaultSlotResourceProfile.toString()).to.equal(true);
+        const jobId = JobID.generate();
+        for (let index = 0; index < slots; index++) {
+          expect(table.allocateSlot({ index, jobId, allocationId: AllocationID.generate(), resourceProfile: ResourceProfile.UNKNOWN }), `static slot ${index} of ${slots}`).to.equal(true);
+        }
+        expect(table.describe().slots).to.have.length(slots);
+      }
+    });
+
     it('refuses an UNKNOWN total, a negative slot count, a zero timeout and a bad page size', () => {
       expect(() => new TaskSlotTable({ totalResourceProfile: ResourceProfile.UNKNOWN })).to.throw(IllegalArgumentError, /totalResourceProfile/);
       expect(() => new TaskSlotTable({ totalResourceProfile: profile(1), numberSlots: -1 })).to.throw(IllegalArgumentError, /numberSlots/);

@@ -52,7 +52,8 @@ type LogicalRequest =
   | { readonly kind: 'pending'; readonly id: string; readonly promise: Promise<LogicalSlot>; readonly resolve: (slot: LogicalSlot) => void; readonly reject: (cause: Error) => void }
   | { readonly kind: 'fulfilled'; readonly id: string; readonly promise: Promise<LogicalSlot>; readonly release: (cause: Error) => void };
 
-export type SharedSlotState = { readonly kind: 'requested' } | { readonly kind: 'allocated'; readonly slot: PhysicalSlot } | { readonly kind: 'released'; readonly cause: Error };
+/** `requestFailed`: released because the physical request failed (the provider rejected it), not given back or given up. */
+export type SharedSlotState = { readonly kind: 'requested' } | { readonly kind: 'allocated'; readonly slot: PhysicalSlot } | { readonly kind: 'released'; readonly cause: Error; readonly requestFailed: boolean };
 
 const ignore = () => {};
 
@@ -182,7 +183,7 @@ export class SharedSlot {
   #fail(cause: Error): void {
     if (this.#state.kind === 'released') return; // our own cancel coming back
     // The request failed: there is no slot to give back, only waiting subtasks to fail.
-    this.#state = { kind: 'released', cause };
+    this.#state = { kind: 'released', cause, requestFailed: true };
     this.#settle.reject(cause);
     const requests = [...this.#requests.values()];
     this.#requests.clear();
@@ -222,7 +223,7 @@ export class SharedSlot {
   #releaseOnce(cause: Error): void {
     const previous = this.#state;
     if (previous.kind === 'released') return;
-    this.#state = { kind: 'released', cause };
+    this.#state = { kind: 'released', cause, requestFailed: false };
     // Forgotten by the allocator before the provider hears of it: a provider that hands the slot
     // on synchronously (and so re-enters the allocator) must find a fresh SharedSlot, not this one.
     this.#onReleased(this);

@@ -3,10 +3,12 @@
  * SharingPhysicalSlotRequestBulk): one per SharedSlot involved, with the subtasks of the call that
  * wait on it. The bulk checker fails what is still pending at the deadline.
  *
- * Departure from Flink: when one request of the bulk fails (or is given up), Flink clears the whole
- * bulk so that no timeout follows — the scheduler is about to fail the job anyway. Here only that
- * request leaves the bulk; the others still time out with their reason if they never come.
+ * When one physical request of the bulk fails (its provider rejected it), the bulk's other waiting
+ * subtasks fail at once with that cause and the bulk is cleared, so that no timeout follows: Flink
+ * clears the bulk too (its scheduler then fails them). A request given up by the job (its subtasks
+ * canceled, or the bulk timed out) only leaves the bulk.
  */
+import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { ExecutionVertexID } from '../ExecutionGraph.js';
 import type { PhysicalSlotRequestBulk } from './PhysicalSlotRequestBulkChecker.js';
 import type { SharedSlot } from './SharedSlot.js';
@@ -21,6 +23,8 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk {
   readonly size: number;
   /** Physical request id -> the subtasks of this bulk waiting on it; insertion order is request order. */
   readonly #pending = new Map<string, readonly ExecutionVertexID[]>();
+  /** Physical request id -> the profile it asks for. */
+  readonly #profiles = new Map<string, ResourceProfile>();
   readonly #cancelLogicalSlotRequest: (id: ExecutionVertexID, cause: Error) => void;
   #listeners: Array<() => void> = [];
 
@@ -32,13 +36,26 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk {
       // A SharedSlot that holds its physical slot already is fulfilled for this bulk from the start.
       if (sharedSlot.state.kind !== 'requested') continue;
       this.#pending.set(sharedSlot.requestId, executions);
-      const settle = () => this.#settle(sharedSlot.requestId);
-      sharedSlot.allocated.then(settle, settle);
+      this.#profiles.set(sharedSlot.requestId, sharedSlot.group.resourceProfile);
+      sharedSlot.allocated.then(
+        () => this.#settle(sharedSlot.requestId),
+        (cause: Error) => this.#ended(sharedSlot, cause),
+      );
     }
   }
 
   pendingRequestIds(): readonly string[] {
     return [...this.#pending.keys()];
+  }
+
+  /** The distinct profiles the pending requests ask for. */
+  pendingRequestProfiles(): readonly ResourceProfile[] {
+    const distinct = new Map<string, ResourceProfile>();
+    for (const requestId of this.#pending.keys()) {
+      const profile = this.#profiles.get(requestId)!;
+      distinct.set(profile.key, profile);
+    }
+    return [...distinct.values()];
   }
 
   /** The subtasks of this bulk that still wait for a physical slot. */
@@ -61,8 +78,28 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk {
     else this.#listeners.push(listener);
   }
 
+  /** A request ended without a slot: a failed one fails the rest of the bulk with its cause. */
+  #ended(sharedSlot: SharedSlot, cause: Error): void {
+    const state = sharedSlot.state;
+    if (state.kind !== 'released' || !state.requestFailed || !this.#pending.delete(sharedSlot.requestId)) {
+      this.#settle(sharedSlot.requestId);
+      return;
+    }
+    // Cleared first: the cancels below settle their own requests, which must find nothing left here.
+    const rest = [...this.#pending.values()];
+    this.#pending.clear();
+    this.#profiles.clear();
+    for (const executions of rest) for (const id of executions) this.#cancelLogicalSlotRequest(id, cause);
+    this.#notifySettled();
+  }
+
   #settle(requestId: string): void {
+    this.#profiles.delete(requestId);
     if (!this.#pending.delete(requestId) || this.#pending.size > 0) return;
+    this.#notifySettled();
+  }
+
+  #notifySettled(): void {
     const listeners = this.#listeners;
     this.#listeners = [];
     for (const listener of listeners) listener();

@@ -23,7 +23,8 @@ import { formatShortfall, ResourceProfile } from '../../core/ResourceProfile.js'
 import type { SlotReport } from '../../core/SlotReport.js';
 import { slotManagerMachine, type RequirementCheckSummary } from '../../../machines/slotManager.machine.js';
 import type { PendingTaskManagerID } from './PendingTaskManager.js';
-import { DefaultResourceAllocationStrategy, type DemandOutcome, type ResourceAllocationStrategy, type ResourceDemand } from './ResourceAllocationStrategy.js';
+import { DefaultResourceAllocationStrategy, type DemandOutcome, type PlannedWorker, type ResourceAllocationStrategy, type ResourceDemand } from './ResourceAllocationStrategy.js';
+import { withRefusedWorkers } from './refusedWorkers.js';
 import { NO_RESOURCE_ALLOCATOR, type ResourceAllocator } from './ResourceAllocator.js';
 import type { ResourceEventListener, WaitingRequirement } from './ResourceEventListener.js';
 import { ResourceRequirements } from './ResourceRequirement.js';
@@ -473,6 +474,7 @@ export class FineGrainedSlotManager {
     this.#syncer.endAllocations();
     for (const pending of this.tracker.pendingTaskManagers) pending.replaceAllPendingAllocations(result.slotsOnPending.get(pending.id) ?? new Map());
     let workersRequested = 0;
+    const refused: PlannedWorker[] = [];
     for (const worker of result.newWorkers) {
       const pending = this.tracker.addPendingTaskManager(worker.spec);
       if (this.#allocator.allocateWorker(pending.id, worker.spec)) {
@@ -480,12 +482,15 @@ export class FineGrainedSlotManager {
         workersRequested++;
       } else {
         this.tracker.removePendingTaskManager(pending.id);
+        refused.push(worker);
         this.#log(`the ResourceAllocator refused to start a worker (${worker.purpose})`);
       }
     }
     this.#cancelUnneededPendingWorkers();
-    this.#recordOutcomes(result.outcomes);
-    this.#checked(result.outcomes, workersRequested);
+    // What was planned on a refused worker cannot be fulfilled now (Flink: its jobs are unfulfillable).
+    const outcomes = withRefusedWorkers(result.outcomes, refused);
+    this.#recordOutcomes(outcomes);
+    this.#checked(outcomes, workersRequested);
   }
 
   /**

@@ -7,7 +7,7 @@ import { ResourceID, type JobID } from '../../core/ids.js';
 import { ResourceProfile, type ResourceProfileJSON } from '../../core/ResourceProfile.js';
 import type { SlotReport } from '../../core/SlotReport.js';
 import type { ReadonlyResourceTracker } from './ResourceTracker.js';
-import type { TaskManagerInfo } from './TaskManagerRegistration.js';
+import type { TaskManagerInfo, TaskManagerRegistration } from './TaskManagerRegistration.js';
 import type { TaskManagerTracker } from './TaskManagerTracker.js';
 
 export interface SlotManagerOverview {
@@ -18,6 +18,7 @@ export interface SlotManagerOverview {
     readonly total: ResourceProfileJSON;
     readonly available: ResourceProfileJSON;
     readonly utilization: number;
+    /** `free`: the default slots that still fit in `available` (at most the static slot count), not the free static records. */
     readonly slots: { readonly free: number; readonly pending: number; readonly allocated: number };
     readonly idleSince: number | null;
     readonly blocked: boolean;
@@ -31,7 +32,7 @@ export function describeOverview(state: 'suspended' | 'started', tracker: TaskMa
   let pending = 0;
   let allocated = 0;
   const taskManagers = [...tracker.taskManagers].map((tm) => {
-    const slots = { free: tm.freeStaticSlots, pending: 0, allocated: 0 };
+    const slots = { free: freeDefaultSlots(tm), pending: 0, allocated: 0 };
     for (const slot of tracker.slotsOf(tm)) slots[slot.state === 'pending' ? 'pending' : 'allocated']++;
     pending += slots.pending;
     allocated += slots.allocated;
@@ -56,6 +57,24 @@ export function describeOverview(state: 'suspended' | 'started', tracker: TaskMa
   };
 }
 
+/**
+ * How many default slots the executor could still give: as many as fit in what it has left, at most
+ * its slot count. Free static records overstate it once dynamic slots have taken from the same
+ * resources (10 × (1 core, 100 mb) holding (1, 100) and (3, 200) has 9 free records, room for 6);
+ * Flink's FineGrainedTaskManagerTracker counts default slots minus slots held (8), which still does.
+ */
+function freeDefaultSlots(tm: TaskManagerRegistration): number {
+  const slot = tm.defaultSlotResourceProfile;
+  const left = tm.available;
+  if (left.isAny()) return tm.numberOfStaticSlots;
+  let fits = tm.numberOfStaticSlots;
+  slot.amounts.forEach((units, i) => {
+    if (units > 0) fits = Math.min(fits, Math.floor(left.amounts[i]! / units));
+  });
+  for (const [name, units] of slot.extended) fits = Math.min(fits, Math.floor((left.extended.get(name) ?? 0) / units));
+  return fits;
+}
+
 /** Refuses a registration whose description of the executor is malformed or disagrees with its report. */
 export function checkRegistration(info: TaskManagerInfo, report: SlotReport): void {
   const fail = (argument: string, rule: string) => new IllegalArgumentError('invalid-value', `registerTaskManager: ${argument} ${rule}`, { argument });
@@ -64,6 +83,10 @@ export function checkRegistration(info: TaskManagerInfo, report: SlotReport): vo
   if (typeof info.host !== 'string' || info.host === '') throw fail('host', 'must be a non-empty string');
   if (!(info.totalResourceProfile instanceof ResourceProfile) || info.totalResourceProfile.kind !== 'specified') throw fail('totalResourceProfile', 'must be a specified ResourceProfile');
   if (!(info.defaultSlotResourceProfile instanceof ResourceProfile) || info.defaultSlotResourceProfile.kind !== 'specified') throw fail('defaultSlotResourceProfile', 'must be a specified ResourceProfile');
+  if (info.defaultSlotResourceProfile.equals(ResourceProfile.ZERO)) {
+    // A slot of nothing always fits: such an executor would take any number of UNKNOWN slots.
+    throw fail('defaultSlotResourceProfile', `must hold some resource, got ResourceProfile.ZERO (the total ${info.totalResourceProfile} over ${info.numberOfStaticSlots} slots); give the TaskExecutor resources or fewer slots`);
+  }
   if (!Number.isSafeInteger(info.numberOfStaticSlots) || info.numberOfStaticSlots < 0) throw fail('numberOfStaticSlots', 'must be an integer >= 0');
   if (!info.totalResourceProfile.allFieldsNoLessThan(info.defaultSlotResourceProfile.multiply(info.numberOfStaticSlots))) {
     throw fail('totalResourceProfile', `must hold ${info.numberOfStaticSlots} default slots of ${info.defaultSlotResourceProfile}, got ${info.totalResourceProfile}`);

@@ -313,14 +313,9 @@ function subtractStoppingAtZero(amounts: number[], extended: Map<string, number>
 
 /** a − b field by field, stopping at zero: for a view that a slot report has overtaken. */
 export function saturatingSubtract(a: ResourceProfile, b: ResourceProfile): ResourceProfile {
-  if (a.allFieldsNoLessThan(b)) return a.subtract(b);
-  const builder = ResourceProfile.newBuilder()
-    .setCpuCores(Math.max(0, a.cpuCores - b.cpuCores))
-    .setTaskHeapMemory(Math.max(0, a.taskHeapMemory - b.taskHeapMemory))
-    .setTaskOffHeapMemory(Math.max(0, a.taskOffHeapMemory - b.taskOffHeapMemory))
-    .setManagedMemory(Math.max(0, a.managedMemory - b.managedMemory))
-    .setNetworkMemory(Math.max(0, a.networkMemory - b.networkMemory));
-  const theirs = b.extendedResources;
-  for (const [name, amount] of Object.entries(a.extendedResources)) builder.setExtendedResource(name, Math.max(0, amount - (theirs[name] ?? 0)));
-  return builder.build();
+  if (a.allFieldsNoLessThan(b) || a.isUnknown()) return a.subtract(b);
+  // On the raw units, not on cores: a difference of floating cores (0.3 - 0.1) would be rounded down a unit.
+  const amounts = a.amounts.map((units, i) => Math.max(0, units - b.amounts[i]!));
+  const extended = new Map([...a.extended].map(([name, units]) => [name, Math.max(0, units - (b.extended.get(name) ?? 0))]));
+  return ResourceProfile.fromAmounts(amounts, extended);
 }

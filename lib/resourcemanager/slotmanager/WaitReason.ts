@@ -18,6 +18,8 @@ export type WaitReason =
       /** Executors with room that take no new slots now (one refused a request, or is being released). */
       readonly passedOver: readonly ResourceID[];
     }
+  /** The ResourceAllocator refused to start the workers it was planned on (allocateWorker answered false); the next check plans it again. */
+  | { readonly kind: 'worker-start-refused'; readonly workers: number }
   /** It is larger than a worker of the configured shape, and no registered executor is big enough. */
   | { readonly kind: 'exceeds-worker-shape'; readonly shortfall: readonly ResourceShortfall[] }
   /** Starting the workers it needs would pass `slotmanager.number-of-slots.max`. */
@@ -42,6 +44,8 @@ export function describeWaitReason(reason: WaitReason): string {
       if (reason.closest.length === 0 && reason.passedOver.length === 0) return 'no TaskExecutor is registered and none can be started';
       return `no TaskExecutor has room${closest ? `: closest ${closest}` : ''}${later}${passed}`;
     }
+    case 'worker-start-refused':
+      return `the ResourceAllocator refused to start the ${reason.workers === 1 ? 'worker' : `${reason.workers} workers`} it was planned on (allocateWorker answered false); a later requirement check tries again`;
     case 'exceeds-worker-shape':
       return `larger than any worker can ever be (${formatShortfall(reason.shortfall, ['worker has', 'needs'])})`;
     case 'max-slots-reached':

@@ -90,14 +90,19 @@ export interface TestCluster {
   close(): Promise<void>;
 }
 
+/** Small TaskExecutors of one slot: cheap to start. */
+export const SMALL_WORKER: SlotwiseOptions = {
+  'taskmanager.numberOfTaskSlots': 1,
+  'taskmanager.cpu.cores': 1,
+  'taskmanager.memory.task.heap.size': '64m',
+  'taskmanager.memory.managed.size': '1m',
+  'taskmanager.memory.network.size': '1m',
+  'taskmanager.memory.segment-size': '64k',
+};
+
 export async function startTestCluster(mode: 'thread' | 'process', configuration: SlotwiseOptions = {}, extra: { entry?: URL } = {}): Promise<TestCluster> {
   const options: SlotwiseOptions = {
-    'taskmanager.numberOfTaskSlots': 1,
-    'taskmanager.cpu.cores': 1,
-    'taskmanager.memory.task.heap.size': '64m',
-    'taskmanager.memory.managed.size': '1m',
-    'taskmanager.memory.network.size': '1m',
-    'taskmanager.memory.segment-size': '64k',
+    ...SMALL_WORKER,
     'slotmanager.requirement-check.delay': 10,
     'task.cancellation.grace-period': '1 s',
     ...configuration,

@@ -51,6 +51,31 @@ describe('FineGrainedSlotManager: placing slots', () => {
     });
   });
 
+  describe('the overview', () => {
+    it('counts as free the default slots that still fit in what is left, not the free static records', async () => {
+      const h = createSlotManager({ allocator: false });
+      const te = h.register({ spec: WorkerResourceSpec.create(profile(10, 1000), 10) });
+      const job = JobID.generate();
+      h.declare(job, [UNKNOWN, 1], [profile(3, 200), 1]);
+      await h.check();
+      expect(te.gateway.requestSlotCalls.map((c) => c.index)).to.deep.equal([0, -1]);
+      const [tm] = h.sm.overview().taskManagers;
+      expect(tm!.available).to.deep.include({ cpuCores: 6, taskHeapMemory: 700 * 1024 * 1024 });
+      expect(tm!.slots, '9 static records are free, but only 6 default slots of (1 core, 100 mb) fit in (6 cores, 700 mb)').to.deep.equal({ free: 6, pending: 0, allocated: 2 });
+    });
+
+    it('counts the tightest dimension, extended resources included, and at most the slot count', async () => {
+      const h = createSlotManager({ allocator: false });
+      const te = h.register({ spec: WorkerResourceSpec.create(profile(4, 400, 0, { gpu: 4 }), 4) });
+      expect(h.sm.overview().taskManagers[0]!.slots.free).to.equal(4);
+      const job = JobID.generate();
+      h.declare(job, [profile(0.5, 10, 0, { gpu: 2.5 }), 1]);
+      await h.check();
+      expect(te.gateway.requestSlotCalls.map((c) => c.index)).to.deep.equal([-1]);
+      expect(h.sm.overview().taskManagers[0]!.slots, 'gpu 1.5 left: one default slot of gpu 1').to.deep.equal({ free: 1, pending: 0, allocated: 1 });
+    });
+  });
+
   describe('allocation refused by the TaskExecutor', () => {
     it('retries on another executor with a new AllocationID', async () => {
       const h = createSlotManager({ allocator: false });

@@ -5,11 +5,11 @@
  * In-process doubles and a SimulatedClock; `execute: (f) => f()`.
  */
 import { expect } from 'chai';
-import { IllegalStateError, SlotRequestError, UnknownTaskExecutorError } from '../../../lib/core/errors.js';
+import { IllegalArgumentError, IllegalStateError, SlotRequestError, UnknownTaskExecutorError } from '../../../lib/core/errors.js';
 import { AllocationID, JobID, ResourceID } from '../../../lib/core/ids.js';
 import { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
 import { profile } from '../../support/fixtures.js';
-import { createSlotManager, type Harness } from './doubles.js';
+import { createSlotManager, WorkerResourceSpec, type Harness } from './doubles.js';
 
 const UNKNOWN = ResourceProfile.UNKNOWN;
 const IDLE_TIMEOUT = 30_000;
@@ -73,6 +73,39 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       expect(h.listener.calls).to.have.length(3);
       h.sm.start();
       expect(h.sm.overview()).to.deep.include({ state: 'started', taskManagers: [], jobs: [] });
+    });
+  });
+
+  describe('registration', () => {
+    it('refuses an executor whose default slot profile is ZERO with IllegalArgumentError saying so, and registers nothing', async () => {
+      const h = createSlotManager({ allocator: false });
+      const zero = WorkerResourceSpec.create(ResourceProfile.ZERO, 2);
+      let error: unknown;
+      try {
+        h.register({ spec: zero });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).to.be.instanceOf(IllegalArgumentError);
+      expect((error as IllegalArgumentError).details).to.deep.equal({ argument: 'defaultSlotResourceProfile' });
+      expect((error as Error).message).to.match(/^registerTaskManager: defaultSlotResourceProfile must hold some resource, got ResourceProfile.ZERO \(the total ResourceProfile\{cpuCores=0, .*\} over 2 slots\)/);
+      expect(h.sm.overview().taskManagers).to.deep.equal([]);
+      const job = JobID.generate();
+      h.declare(job, [UNKNOWN, 5]);
+      await h.check();
+      expect(h.acquired(job), 'no slot of nothing is handed out').to.equal(0);
+    });
+
+    it('registers an executor whose total does not divide evenly: 2 cores over 3 slots are 3 default slots of 0.66666666 cores', async () => {
+      const h = createSlotManager({ allocator: false });
+      const te = h.register({ spec: WorkerResourceSpec.create(profile(2, 300), 3) });
+      expect(te.result).to.deep.equal({ kind: 'registered' });
+      const [tm] = h.sm.overview().taskManagers;
+      expect(tm!.slots).to.deep.equal({ free: 3, pending: 0, allocated: 0 });
+      const job = JobID.generate();
+      h.declare(job, [UNKNOWN, 3]);
+      await h.check();
+      expect(te.gateway.requestSlotCalls.map((c) => [c.index, c.resourceProfile.cpuCores])).to.deep.equal([[0, 0.66666666], [1, 0.66666666], [2, 0.66666666]]);
     });
   });
 
@@ -260,6 +293,57 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       const last = h.listener.of('notEnoughResourcesAvailable').at(-1)!;
       expect(last.waiting[0]!.missing).to.equal(1);
       expect(last.acquired.map((r) => r.numberOfRequiredSlots)).to.deep.equal([2]);
+    });
+  });
+
+  describe('a worker the allocator refuses to start', () => {
+    const REFUSED = (workers: number) =>
+      `the ResourceAllocator refused to start the ${workers === 1 ? 'worker' : `${workers} workers`} it was planned on (allocateWorker answered false); a later requirement check tries again`;
+
+    it('makes the requirements planned on it unfulfillable at once: the job is told, and getPendingRequests says why', async () => {
+      const h = createSlotManager();
+      h.allocator.refuse = true;
+      const job = JobID.generate();
+      h.declare(job, [UNKNOWN, 3]);
+      await h.check();
+      expect(h.allocator.allocateWorkerCalls, 'two workers of 2 slots were planned').to.have.length(2);
+      const [waiting, ...more] = h.sm.getPendingRequests();
+      expect(more).to.deep.equal([]);
+      expect(waiting).to.deep.include({ kind: 'requirement', jobId: job, missing: 3, onWorkers: 0, reason: { kind: 'worker-start-refused', workers: 2 }, description: REFUSED(2) });
+      const notified = h.listener.of('notEnoughResourcesAvailable');
+      expect(notified.map((c) => [c.jobId, c.waiting.map((w) => [w.missing, w.onWorkers, w.reason.kind])])).to.deep.equal([[job, [[3, 0, 'worker-start-refused']]]]);
+      expect(h.sm.overview().pendingWorkers).to.deep.equal([]);
+    });
+
+    it('leaves what another worker or an executor holds as it is: only the slots of the refused worker are unfulfilled', async () => {
+      const h = createSlotManager();
+      h.register();
+      // The first worker asked for starts, the second is refused.
+      h.allocator.onAllocateWorker = () => (h.allocator.refuse = h.allocator.allocateWorkerCalls.length > 1);
+      const job = JobID.generate();
+      h.declare(job, [UNKNOWN, 5]);
+      await h.check();
+      expect(h.acquired(job), 'two slots on the registered executor').to.equal(2);
+      expect(h.sm.getPendingRequests()).to.have.length(1);
+      expect(h.sm.getPendingRequests()[0]).to.deep.include({ missing: 3, onWorkers: 2, reason: { kind: 'worker-start-refused', workers: 1 } });
+      expect(h.listener.of('notEnoughResourcesAvailable')).to.have.length(1);
+      expect(h.sm.overview().pendingWorkers).to.have.length(1);
+    });
+
+    it('says so for a slot request (seed 000) planned on it, and waits for workers again once a start is accepted', async () => {
+      const h = createSlotManager();
+      h.allocator.refuse = true;
+      const job = JobID.generate();
+      const allocationId = AllocationID.generate();
+      h.sm.requestSlot(job, allocationId, UNKNOWN);
+      await h.check();
+      expect(h.sm.getPendingRequests()).to.deep.equal([
+        { kind: 'slot-request', jobId: job, allocationId, resourceProfile: UNKNOWN, since: 0, state: 'waiting', reason: { kind: 'worker-start-refused', workers: 1 }, description: REFUSED(1) },
+      ]);
+      h.allocator.refuse = false;
+      h.sm.triggerResourceRequirementsCheck();
+      await h.check();
+      expect(h.sm.getPendingRequests()[0]).to.deep.include({ reason: { kind: 'waiting-for-workers', workers: 1 }, description: 'waiting for 1 worker to start and register' });
     });
   });
 

@@ -68,6 +68,11 @@ describe('TaskManagerRegistration capacity', () => {
     );
   });
 
+  it('subtracts stopping at zero on exact units: 0.3 − 0.1 cores leave 0.2, not a unit less', () => {
+    const left = saturatingSubtract(profile(0.3, 100, 0, { gpu: 0.3 }), profile(0.1, 200, 0, { gpu: 0.1, fpga: 1 }));
+    expect(left.equals(profile(0.2, 0, 0, { gpu: 0.2 })), left.toString()).to.equal(true);
+  });
+
   it('keeps profile arithmetic for what the numbers do not cover: UNKNOWN taken, an ANY total, an overflow', () => {
     const unknownTaken = registration();
     unknownTaken.take(profile(1, 100));

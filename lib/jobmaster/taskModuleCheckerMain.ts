@@ -1,0 +1,73 @@
+/**
+ * The entry of a task module checker worker (see TaskModuleChecker.ts): a short-lived thread or
+ * child process that loads user task modules so that their top-level code never runs in the
+ * coordinator. It loads the modules it was given one after another and reports, for each, that it
+ * starts, then what it exports or how loading failed; the main side times each module and ends
+ * this worker when it has heard enough (or a module hangs, exits or throws).
+ *
+ * It imports only Node built-ins and the wire types: user code shares this realm with nothing of
+ * slotwise. A `.ts` module needs tsx's loader: it is already there when this entry is itself `.ts`
+ * (started through tsx), otherwise it is registered on the first `.ts` module.
+ */
+import { pathToFileURL } from 'node:url';
+import { parentPort, workerData } from 'node:worker_threads';
+import { CHECK_REQUEST_MESSAGE, type TaskModuleCheckReport, type TaskModuleCheckRequest } from './taskModuleCheckProtocol.js';
+
+const report: (message: TaskModuleCheckReport) => void =
+  parentPort !== null ? (message) => parentPort!.postMessage(message) : (message) => void process.send?.(message);
+
+function describeError(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return String(error);
+}
+
+// A module's stray timer that throws, or a promise it leaves rejected, is reported instead of
+// ending this worker with a bare exit code.
+process.on('uncaughtException', (error) => report({ type: 'uncaught', message: describeError(error) }));
+
+const TYPESCRIPT = /\.[cm]?ts$/;
+let typeScriptLoader: Promise<void> | undefined;
+
+function ensureTypeScriptLoader(): Promise<void> {
+  if (import.meta.url.endsWith('.ts')) return Promise.resolve();
+  typeScriptLoader ??= (async () => {
+    // A variable specifier: tsx is a development tool, not a dependency.
+    const specifier = 'tsx/esm/api';
+    try {
+      ((await import(specifier)) as { register: () => unknown }).register();
+    } catch (error) {
+      throw new Error(`it is TypeScript, and tsx (its loader) could not be registered: ${describeError(error)}; compile the task to JavaScript or install tsx`);
+    }
+  })();
+  return typeScriptLoader;
+}
+
+async function check(request: TaskModuleCheckRequest): Promise<void> {
+  for (const [index, path] of request.modules.entries()) {
+    report({ type: 'loading', index });
+    let module: Record<string, unknown>;
+    try {
+      if (TYPESCRIPT.test(path)) await ensureTypeScriptLoader();
+      module = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+    } catch (error) {
+      report({ type: 'failed', index, message: describeError(error) });
+      return;
+    }
+    const exports = Object.keys(module).filter((name) => name !== 'default');
+    report({ type: 'loaded', index, defaultExport: typeof module.default, exports });
+  }
+}
+
+// The listeners also keep this worker alive while a module's top-level await waits on nothing (an
+// empty event loop would end it with code 0): such a module times out, as it would hang a submit.
+if (parentPort !== null) {
+  parentPort.on('message', () => {});
+  void check(workerData as TaskModuleCheckRequest);
+} else {
+  let started = false;
+  process.on('message', (message: Record<string, unknown>) => {
+    if (started || typeof message !== 'object' || message === null || !(CHECK_REQUEST_MESSAGE in message)) return;
+    started = true;
+    void check(message[CHECK_REQUEST_MESSAGE] as TaskModuleCheckRequest);
+  });
+}

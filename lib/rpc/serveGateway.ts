@@ -1,0 +1,121 @@
+/**
+ * The serving side of a gateway on a Link channel: each CallFrame (protocol.ts) names one method of
+ * the implementation and carries its arguments; it runs — as a task of the endpoint's mailbox
+ * when there is one — and its outcome goes back as a ResultFrame or an ErrorFrame. A thrown error
+ * travels by errorTransfer.ts, so it arrives as its own class. Only the implementation's own
+ * methods can be called (not `constructor`, `toString`, …); anything else is answered with an
+ * IllegalArgumentError.
+ */
+import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
+import { serializeThrown } from './errorTransfer.js';
+import { methodNames, unknownMethod } from './gatewayMethods.js';
+import type { ChannelMessageEvent, Link } from './Link.js';
+import type { MainThreadExecutor } from './MainThreadExecutor.js';
+import type { AnswerFrame, ErrorFrame, GatewayFrame, ResultFrame } from './protocol.js';
+
+export interface ServeOptions<T = object> {
+  /** When given, every call runs as a task of this mailbox (`mailbox.callAsync`). */
+  readonly mailbox?: MainThreadExecutor;
+  /**
+   * The methods callers may use, when the implementation has more than the gateway's (a class
+   * with lifecycle methods of its own). Default: every method of the implementation and its class.
+   */
+  readonly methods?: ReadonlyArray<keyof T & string>;
+  /** The gateway's name, for messages (e.g. `GATEWAY.taskExecutor`). Default: the channel name. */
+  readonly gateway?: string;
+}
+
+export interface ServedGateway {
+  readonly channel: string;
+  /** The method names callers may use. */
+  readonly methods: readonly string[];
+  /** Stops answering calls on the channel (the link lives on). */
+  stop(): void;
+}
+
+type Invoke = (args: readonly unknown[]) => unknown;
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (value as { then?: unknown } | null)?.then === 'function';
+
+/**
+ * Serves `implementation` on `link.channel(channel)`. With a mailbox, each call runs as one of its
+ * tasks (the implementation may assert it runs in its main thread); without one, where the frame
+ * arrives. A call naming anything but one of its methods is answered with an IllegalArgumentError.
+ */
+export function serveGateway<T extends object>(link: Link, channel: string, implementation: T, options: ServeOptions<T> = {}): ServedGateway {
+  if (typeof implementation !== 'object' || implementation === null) {
+    throw new IllegalArgumentError('invalid-type', `serveGateway needs an object implementing the gateway, got ${implementation === null ? 'null' : typeof implementation}`, { argument: 'implementation' });
+  }
+  const gateway = options.gateway ?? channel;
+  const available = methodNames(implementation);
+  const methods = options.methods === undefined ? available : [...options.methods].sort();
+  for (const name of methods) {
+    if (!available.includes(name)) {
+      throw new IllegalArgumentError('unknown-key', `serveGateway(${gateway}): options.methods names "${name}", which is not a method of the implementation (it has ${available.join(', ')})`, {
+        argument: 'options.methods',
+        value: name,
+      });
+    }
+  }
+  if (methods.length === 0) {
+    throw new IllegalArgumentError('invalid-value', `serveGateway(${gateway}): the implementation has no methods`, { argument: 'implementation' });
+  }
+  if (link.closed) {
+    throw new IllegalStateError(`cannot serve ${gateway} on ${link.name}: the link is closed (${link.closeReason})`, {
+      component: link.name,
+      operation: 'serveGateway',
+      state: 'closed',
+      allowed: ['open'],
+    });
+  }
+  const { mailbox } = options;
+  const table = Object.create(null) as Record<string, Invoke>;
+  for (const name of methods) {
+    const method = (implementation as Record<string, (...args: unknown[]) => unknown>)[name]!;
+    table[name] = mailbox === undefined ? (args) => method.apply(implementation, args as unknown[]) : (args) => mailbox.callAsync(() => method.apply(implementation, args as unknown[]));
+  }
+
+  const endpoint = link.channel(channel);
+  const answer = (id: number, value: unknown) => endpoint.postMessage({ kind: 'result', id, value } satisfies ResultFrame);
+  const fail = (id: number, thrown: unknown) => endpoint.postMessage({ kind: 'error', id, thrown: serializeThrown(thrown) } satisfies ErrorFrame);
+
+  const listener = (event: ChannelMessageEvent): void => {
+    const frame = event.data as GatewayFrame | null;
+    if (frame?.kind !== 'call') return;
+    const { id, method, args } = frame;
+    const invoke = typeof method === 'string' && Object.hasOwn(table, method) ? table[method]! : undefined;
+    if (invoke === undefined) return fail(id, unknownMethod(gateway, String(method), methods));
+    if (!Array.isArray(args)) return fail(id, new IllegalArgumentError('invalid-type', `${gateway}.${method}: a call's arguments must be an array`, { argument: 'args', gateway, method }));
+    let result: unknown;
+    try {
+      result = invoke(args);
+    } catch (error) {
+      return fail(id, error);
+    }
+    if (isThenable(result)) {
+      result.then(
+        (value) => answer(id, value),
+        (error: unknown) => fail(id, error),
+      );
+    } else {
+      answer(id, result);
+    }
+  };
+  endpoint.addEventListener('message', listener);
+  // An answer that cannot be cloned fails when its batch is sent: answer the call with an error
+  // instead, so the caller does not wait out its deadline.
+  const stopUndeliverable = endpoint.onUndeliverable((message, error) => {
+    const frame = message as AnswerFrame | null;
+    if (frame?.kind !== 'result' && frame?.kind !== 'error') return;
+    const what = frame.kind === 'result' ? 'the result of a call' : 'the error a call threw';
+    fail(frame.id, new TypeError(`${gateway}: ${what} could not be sent back (${error instanceof Error ? error.message : String(error)})`));
+  });
+  return {
+    channel,
+    methods,
+    stop: () => {
+      stopUndeliverable();
+      endpoint.removeEventListener('message', listener);
+    },
+  };
+}

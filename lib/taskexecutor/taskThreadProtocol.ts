@@ -1,0 +1,105 @@
+/**
+ * What a slot's pool (SlotTaskPool, on the TaskExecutor's thread) and its task threads
+ * (taskWorker.ts) say to each other. Types only: the two sides share nothing else.
+ *
+ * - A pool call (piscina `run`, name 'runBatch') carries a {@link TaskWorkerBatch}: runs to make
+ *   one after another. Each run claims its started flag (an Int32 of the batch's `started`
+ *   buffer, queued → started: runFlags.ts) before it runs, so the pool can cancel a queued run by
+ *   claiming it first; no message says a run started.
+ * - Each run's {@link TaskWorkerOutcome} is posted on the pool's BroadcastChannel as the run ends
+ *   (before the next run starts), so a run settles when it ends, not when its batch does; the
+ *   last run's comes back as the call's result ({@link TaskWorkerBatchResult}) instead.
+ * - The channel also carries 'abort' to a run (its context.signal fires) and a run's 'log' lines.
+ */
+import type { SharedMemoryHandle } from './MemoryManager.js';
+
+/** The plain, structured-cloneable context of one attempt (DESIGN.md, "The job model"). */
+export interface TaskInvocationContext {
+  readonly jobId: string;
+  readonly jobName: string;
+  readonly vertexId: string;
+  readonly vertexName: string;
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+  readonly attemptNumber: number;
+  readonly executionAttemptId: string;
+  readonly allocationId: string;
+}
+
+/** One attempt to run: alone through the worker's default export (no channel), or as an item of a batch. */
+export interface TaskWorkerPayload {
+  readonly taskModule: string;
+  readonly context: TaskInvocationContext;
+  readonly inputs: unknown;
+  readonly config?: unknown;
+  readonly memory: SharedMemoryHandle | null;
+}
+
+/** Runs of one pool call, made one after another, each with its own signal, started flag and outcome. */
+export interface TaskWorkerBatch {
+  /** The name of the pool's BroadcastChannel. */
+  readonly channel: string;
+  /**
+   * An Int32Array's buffer: the pool's started flags (runFlags.ts). Sent when it changes (the
+   * first call on a thread, a grown buffer, after a lost thread); omitted, the thread uses the
+   * last one it was sent on this channel (a SharedArrayBuffer costs every message it rides in).
+   */
+  readonly started?: SharedArrayBuffer;
+  /** The slot's managed memory for every run of the batch, or null; omitted like `started`. */
+  readonly memory?: SharedMemoryHandle | null;
+  readonly items: readonly TaskWorkerBatchItem[];
+}
+
+export interface TaskWorkerBatchItem {
+  readonly taskModule: string;
+  readonly context: TaskInvocationContext;
+  readonly inputs: unknown;
+  readonly config?: unknown;
+  /** The run's number in its pool (messages about it carry it). */
+  readonly run: number;
+  /** Its flag in the batch's `started`. */
+  readonly index: number;
+}
+
+/** What a runBatch call resolves with: the outcome of its last run, or null when that one did not run (canceled while queued). */
+export type TaskWorkerBatchResult = { readonly run: number; readonly outcome: TaskWorkerOutcome } | null;
+
+/** Messages on a pool's control channel. */
+export type ControlToTask = { readonly type: 'abort'; readonly run: number; readonly reason: string };
+export type ControlFromTask =
+  | { readonly type: 'log'; readonly run: number; readonly message: string }
+  /** A run has ended (posted at once, so the pool settles it while the batch goes on). */
+  | { readonly type: 'outcome'; readonly run: number; readonly outcome: TaskWorkerOutcome };
+
+/** An error as plain data. */
+export interface WorkerErrorInfo {
+  readonly name: string;
+  readonly message: string;
+  readonly stack?: string;
+  readonly code?: string;
+  /** A slotwise error's `_tag`, `reason` and `details`, when the task threw one. */
+  readonly tag?: string;
+  readonly reason?: string;
+  readonly details?: Record<string, unknown>;
+}
+
+export type TaskWorkerOutcome =
+  | { readonly ok: true; readonly output: unknown; readonly leakedPagesReleased: number }
+  | {
+      readonly ok: false;
+      readonly failure: 'threw' | 'bad-module' | 'bad-output';
+      readonly error: WorkerErrorInfo;
+      /** True when the task's signal had fired: the failure is the task stopping on a cancel. */
+      readonly aborted: boolean;
+      /** Pages the task returned without (released, after a bad output) or threw holding (left held). */
+      readonly leakedPagesReleased: number;
+      readonly pagesLeft: number;
+    };
+
+/** What the worker's `heapLimit` probe reports about its thread's heap. */
+export interface HeapLimitProbe {
+  /** `v8.getHeapStatistics().heap_size_limit`: old generation + young generation, in bytes. */
+  readonly heapSizeLimit: number;
+  /** The thread's resource limits as Node reports them (the *requested* values: a process-wide flag that overrides them is not visible here). */
+  readonly resourceLimits: { readonly maxYoungGenerationSizeMb?: number; readonly maxOldGenerationSizeMb?: number };
+}

@@ -1,0 +1,215 @@
+/**
+ * The package as an application gets it: `npm pack` (its prepack builds dist/), the tarball
+ * installed into a new application outside this repository with production dependencies only (no
+ * tsx, no TypeScript), then, under plain node there: the README's quick start as written (its
+ * `.mjs` blocks), a deep import refused, `require('slotwise')`, a task on a TaskExecutor thread and
+ * in a TaskExecutor process through `slotwise/internals` and the task module checker's worker entry
+ * (tsc's output differs from tsx's: a class that named itself in a static initializer once broke
+ * only there), and a TypeScript consumer
+ * type-checked with `moduleResolution: nodenext` and `skipLibCheck: false`.
+ *
+ * The install is offline: the application's lockfile is this repository's, less its development
+ * packages, so npm takes every tarball from its cache (`npm ci` filled it). Should the cache miss
+ * one, the install goes to the registry once.
+ */
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs a command to its end (never rejects: the code says how it went). Plain node: no tsx hooks inherited from mocha. */
+function run(command: string, args: readonly string[], cwd: string, timeout = 120_000): Promise<Run> {
+  const env = { ...process.env, NODE_OPTIONS: '' };
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd, env, timeout, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+async function succeed(command: string, args: readonly string[], cwd: string): Promise<Run> {
+  const result = await run(command, args, cwd);
+  if (result.code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.code}):\n${result.stderr}\n${result.stdout}`);
+  return result;
+}
+
+/** The `.mjs` blocks of the README's quick start, by the file name their first line gives. */
+function quickStartFiles(): Map<string, string> {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Quick start'), readme.indexOf('\n## ', readme.indexOf('## Quick start') + 1));
+  const files = new Map<string, string>();
+  for (const [, code] of section.matchAll(/```js\n([\s\S]*?)```/g)) {
+    const name = /^\/\/ ([\w.-]+\.mjs)\b/.exec(code!)?.[1];
+    if (name !== undefined) files.set(name, code!);
+  }
+  return files;
+}
+
+/** The application's lockfile: slotwise from the tarball, its dependencies as this repository pins them. */
+function applicationLock(tarball: string): object {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; license: string; dependencies: Record<string, string>; engines: object };
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+  const packages: Record<string, unknown> = {
+    '': { name: 'app', dependencies: { slotwise: `file:${tarball}` } },
+    'node_modules/slotwise': { version: pkg.version, resolved: `file:${tarball}`, license: pkg.license, dependencies: pkg.dependencies, engines: pkg.engines },
+  };
+  for (const [path, entry] of Object.entries(lock.packages)) if (path !== '' && entry.dev !== true) packages[path] = entry;
+  return { name: 'app', lockfileVersion: 3, requires: true, packages };
+}
+
+const CONSUMER_TS = `
+import { ConfigurationError, JobGraphError, MiniCluster, ResourceProfile, type ClusterOverview, type InspectionRecord, type JobEvent, type JobResult, type JobStatusChangedEvent, type Logger, type MiniClusterOptions, type SerializedError, type TaskContext, type TaskFunction, type TaskStateChangedEvent } from 'slotwise';
+import { machines } from 'slotwise/machines';
+import { LocalResourceManagerDriver, ResourceManager } from 'slotwise/internals';
+
+export const square: TaskFunction = async (context: TaskContext) => context.subtaskIndex * context.subtaskIndex;
+const logger: Logger = { debug() {}, info: (fields, message) => console.log(fields.jobId, fields.vertexId, fields.subtaskIndex, fields.resourceId, message), warn() {}, error() {} };
+const options: MiniClusterOptions = { taskExecutors: 1, logger, inspect: (record: InspectionRecord) => void record.origin };
+
+export async function main(): Promise<number> {
+  await using cluster = await MiniCluster.start(options);
+  const controller = new AbortController();
+  const job = await cluster.submitJob({ name: 'typed', vertices: [{ id: 'square', taskModule: new URL('./square.mjs', import.meta.url), parallelism: 2 }] }, { signal: controller.signal });
+  job.onEvent((event: JobEvent) => {
+    if (event.type === 'status') { const status: JobStatusChangedEvent = event; void status.cause; }
+    else { const task: TaskStateChangedEvent = event; void task.resourceId; }
+  });
+  const result: JobResult = await job.result;
+  const error: SerializedError | null = result.error;
+  const overview: ClusterOverview = cluster.overview();
+  const cores: number = overview.taskExecutors[0]?.slots[0]?.resources.cpuCores ?? 0;
+  const index: number | null = overview.taskExecutors[0]?.slots[0]?.index ?? null;
+  void [error, index, machines.taskSlot, ResourceManager, LocalResourceManagerDriver, ResourceProfile.ZERO];
+  return cores;
+}
+
+export function refused(error: unknown): string | undefined {
+  return error instanceof JobGraphError ? error.reason : error instanceof ConfigurationError ? error.details['option'] as string : undefined;
+}
+`;
+
+/** tsc on the consumer, as the application would run it. */
+function startTypeCheck(app: string): Promise<Run> {
+  writeFileSync(join(app, 'consumer.ts'), CONSUMER_TS);
+  const tsconfig = {
+    compilerOptions: {
+      target: 'ES2022',
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      lib: ['ES2023'],
+      types: ['node'],
+      // The application has no @types/node of its own (production install): borrow ours.
+      typeRoots: [join(ROOT, 'node_modules/@types')],
+      strict: true,
+      skipLibCheck: false,
+      noEmit: true,
+    },
+    files: ['consumer.ts'],
+  };
+  writeFileSync(join(app, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
+  return run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], app, 200_000);
+}
+
+describe('the package, installed from its tarball into an application', function () {
+  this.timeout(240_000);
+  let dir: string;
+  let app: string;
+  let packed: Array<{ filename: string; files: Array<{ path: string }> }>;
+  let typeCheck: Promise<Run>;
+
+  before(async function () {
+    this.timeout(300_000);
+    dir = mkdtempSync(join(tmpdir(), 'slotwise-package-'));
+    app = join(dir, 'app');
+    mkdirSync(app);
+    packed = JSON.parse((await succeed(NPM, ['pack', '--json', '--pack-destination', dir], ROOT)).stdout) as typeof packed;
+    const tarball = `../${packed[0]!.filename}`;
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module', dependencies: { slotwise: `file:${tarball}` } }, null, 2));
+    writeFileSync(join(app, 'package-lock.json'), JSON.stringify(applicationLock(tarball), null, 2));
+    const install = ['ci', '--omit=dev', '--no-audit', '--no-fund'];
+    const offline = await run(NPM, [...install, '--offline'], app);
+    if (offline.code !== 0) {
+      if (!/ENOTCACHED/.test(offline.stderr)) throw new Error(`npm ci failed (${offline.code}):\n${offline.stderr}`);
+      await succeed(NPM, [...install, '--prefer-offline'], app);
+    }
+    for (const [name, code] of quickStartFiles()) writeFileSync(join(app, name), code);
+    // The slowest step (it checks every declaration file, @types/node's too): it runs while the other tests do.
+    typeCheck = startTypeCheck(app);
+  });
+
+  after(async () => {
+    await typeCheck;
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('holds dist/lib, dist/machines, README, LICENSE and package.json only', () => {
+    const paths = packed[0]!.files.map((f) => f.path);
+    expect(paths.filter((p) => !/^(dist\/(lib|machines)\/.+\.(js|d\.ts)|README\.md|LICENSE|package\.json)$/.test(p))).to.deep.equal([]);
+    for (const entry of ['dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/lib/internals.js', 'dist/machines/index.js', 'dist/lib/taskexecutor/taskExecutorMain.js', 'dist/lib/taskexecutor/taskWorker.js']) {
+      expect(paths).to.include(entry);
+    }
+    expect(readFileSync(join(app, 'node_modules/slotwise/LICENSE'), 'utf8')).to.contain('Apache License\n                           Version 2.0, January 2004');
+  });
+
+  it('was installed with its production dependencies only: no tsx, no TypeScript', () => {
+    for (const dev of ['tsx', 'typescript', 'mocha', '@types/node']) expect(existsSync(join(app, 'node_modules', dev)), dev).to.equal(false);
+    expect(existsSync(join(app, 'node_modules/xstate'))).to.equal(true);
+  });
+
+  it("runs the README's quick start as plain .mjs files and prints the sum of the squares of 1..100", async () => {
+    expect([...quickStartFiles().keys()].sort()).to.deep.equal(['main.mjs', 'square.mjs', 'sum.mjs']);
+    const { code, stdout, stderr } = await run(process.execPath, ['main.mjs'], app, 60_000);
+    expect(code, stderr).to.equal(0);
+    expect(stdout).to.contain('finished [ 338350 ]');
+    expect(stdout.match(/^square#\d runs on taskexecutor-/gm)).to.have.length(4);
+    // Nothing went wrong, so the default logger printed nothing.
+    expect(stderr).to.equal('');
+  });
+
+  it('refuses a deep import, resolves the documented subpaths, and require() gets the same module', async () => {
+    const probe = [
+      "import { createRequire } from 'node:module';",
+      "const deep = await import('slotwise/dist/lib/MiniCluster.js').then(() => 'resolved', (e) => e.code);",
+      "const { MiniCluster } = await import('slotwise');",
+      "const { machines } = await import('slotwise/machines');",
+      "const { ResourceManager } = await import('slotwise/internals');",
+      "const required = createRequire(import.meta.url)('slotwise');",
+      'console.log(JSON.stringify({ deep, machines: Object.keys(machines).sort(), internals: typeof ResourceManager, sameClass: required.MiniCluster === MiniCluster }));',
+    ].join('\n');
+    writeFileSync(join(app, 'probe.mjs'), probe);
+    const { code, stdout, stderr } = await run(process.execPath, ['probe.mjs'], app, 30_000);
+    expect(code, stderr).to.equal(0);
+    expect(JSON.parse(stdout.trim())).to.deep.equal({ deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED', machines: ['jobStatus', 'resourceSlot', 'slotManager', 'taskSlot', 'taskSlotTable'], internals: 'function', sameClass: true });
+  });
+
+  it('runs a task on a TaskExecutor thread and in a TaskExecutor process, and checks task modules, from the compiled build', async () => {
+    for (const name of ['smoke.mjs', 'sumTask.mjs', 'noDefault.mjs']) copyFileSync(fileURLToPath(new URL(`../fixtures/compiled/${name}`, import.meta.url)), join(app, name));
+    const { code, stdout, stderr } = await run(process.execPath, ['smoke.mjs'], app, 60_000);
+    expect(code, stderr).to.equal(0);
+    const lines = stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as unknown);
+    expect(lines).to.deep.equal([
+      { mode: 'thread', state: 'finished', output: { sum: 6, vertex: 'sum' }, error: null },
+      { mode: 'process', state: 'finished', output: { sum: 6, vertex: 'sum' }, error: null },
+      { checked: './sumTask.mjs', problem: null },
+      { checked: './noDefault.mjs', problem: 'no-default-export' },
+    ]);
+  });
+
+  it('type-checks a TypeScript consumer with moduleResolution nodenext, lib ES2023 and skipLibCheck false (no DOM types needed)', async () => {
+    const { code, stdout, stderr } = await typeCheck;
+    expect(stdout + stderr).to.equal('');
+    expect(code).to.equal(0);
+  });
+});
