@@ -11,7 +11,15 @@
  *     the match itself costs on each path can be read off;
  * (b) DefaultResourceAllocationStrategy placing a 10,000-subtask job (4 profiles × 2,500) on 1,000
  *     executors, under each slot matching policy, on a fresh tracker per run;
- * (c) heap bytes held per slot by a 100k-slot tracker.
+ * (c) heap bytes held per slot by a 100k-slot tracker;
+ * (d) the whole FineGrainedSlotManager path per op (requestSlot → check → acknowledgement →
+ *     freeSlot → check) at 1k, 10k and 100k slots;
+ * (e) a requirement check while a demand cannot be placed (and is explained), and the path of (d)
+ *     meanwhile, at 1k, 10k and 100k executors;
+ * (f) declareResourceRequirements for the job of (b) → its 10,000th TaskExecutorGateway.requestSlot,
+ *     under each policy.
+ * (b), (d) and (f) run in interleaved rounds, (e) in rounds per size; each prints min / median / max
+ *     over its rounds, of the CPU time of the process (and of wall time).
  *
  * Run with `npm run bench -- matching` (which passes --expose-gc) or
  * `node --expose-gc --import tsx bench/matching.bench.ts`. A benchmark reports; no test asserts a
@@ -22,18 +30,28 @@ import { Bench } from 'tinybench';
 import { AllocationID, JobID } from '../lib/core/ids.js';
 import type { ResourceProfile } from '../lib/core/ResourceProfile.js';
 import { DefaultResourceAllocationStrategy, type ResourceAllocationResult, type ResourceDemand } from '../lib/resourcemanager/slotmanager/ResourceAllocationStrategy.js';
+import type { ResourceEventListener } from '../lib/resourcemanager/slotmanager/ResourceEventListener.js';
+import { ResourceRequirement, ResourceRequirements } from '../lib/resourcemanager/slotmanager/ResourceRequirement.js';
 import { SLOT_MATCHING_POLICIES, type SlotMatchingPolicy } from '../lib/resourcemanager/slotmanager/SlotMatchingStrategy.js';
 import type { TaskManagerRegistration } from '../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
 import type { TaskManagerTracker } from '../lib/resourcemanager/slotmanager/TaskManagerTracker.js';
 import { WorkerResourceSpec } from '../lib/resourcemanager/slotmanager/WorkerResourceSpec.js';
 import { buildTracker, fill, MIXED_REQUIREMENT_NAMES, MIXED_REQUIREMENTS, REQUIREMENTS, shapes, type Layout } from './support/clusters.js';
 import { LinearSlotScan } from './support/LinearSlotScan.js';
-import { exposedGc, printJson, printTable, round, rowNamed, runBench, settledHeapUsed, type BenchRow } from './support/report.js';
+import { cpuMicros } from './support/procStat.js';
+import { exposedGc, exposedMinorGc, formatSpread, printJson, printTable, round, roundedSpread, rowNamed, runBench, settledHeapUsed, spreadOf, timeOps, type BenchRow, type OpCost, type Spread } from './support/report.js';
+import { buildSlotManagerCluster, type SlotManagerCluster } from './support/slotManagerClusters.js';
 
 const SLOTS_PER_EXECUTOR = 4;
 const SIZES = [1_000, 10_000, 100_000] as const;
 const JOB = JobID.generate();
 const gc = exposedGc();
+const minorGc = exposedMinorGc();
+/** Makes what was just built old (two scavenges), as a cluster that has been up a while is: a run must not pay for promoting the cluster it was handed. */
+const age = (): void => {
+  minorGc?.();
+  minorGc?.();
+};
 
 // ------------------------------------------------------------------------------ (a) match + allocate + free
 
@@ -343,6 +361,8 @@ for (const c of missed) console.log(`WARNING: ${sizeLabel(c.slots)} ${c.conditio
 const slowestBuild = buildTimes.reduce((a, b) => (b.ms > a.ms ? b : a));
 console.log(`(building + filling a case's cluster, outside the timed window: up to ${Math.round(slowestBuild.ms)} ms, for ${slowestBuild.name})`);
 
+const at = (slots: number, condition: string) => cases.find((c) => c.slots === slots && c.condition === condition)!;
+
 /** Indexed cost per op at 100k slots ÷ at 1k slots, per condition. */
 const growth: Record<string, number> = {};
 for (const condition of CONDITIONS) {
@@ -375,53 +395,60 @@ const strategy = new DefaultResourceAllocationStrategy(WorkerResourceSpec.create
   redundantTaskManagers: 1,
 });
 
-const placementName = (policy: SlotMatchingPolicy) => `place ${subtasks.toLocaleString('en-US')} subtasks on ${PLACEMENT_EXECUTORS} executors · ${policy}`;
 const placementChecks = new Map<SlotMatchingPolicy, { runs: number; incomplete: number; buildMs: number; executorsUsed: number }>();
-const placement = new Bench({ name: 'placement', time: 1000, warmupTime: 300, iterations: 8, warmupIterations: 3 });
-for (const policy of SLOT_MATCHING_POLICIES) {
-  let tracker: TaskManagerTracker | undefined;
-  let result: ResourceAllocationResult | undefined;
-  const check = { runs: 0, incomplete: 0, buildMs: 0, executorsUsed: 0 };
+/** Rounds of (b) and (f): each round runs every policy once, in turn; the first PLACEMENT_WARMUP_ROUNDS are not counted. */
+const PLACEMENT_ROUNDS = 12;
+const PLACEMENT_WARMUP_ROUNDS = 4;
+const placementRuns = new Map<SlotMatchingPolicy, number[]>(SLOT_MATCHING_POLICIES.map((p) => [p, []]));
+const placementWallRuns = new Map<SlotMatchingPolicy, number[]>(SLOT_MATCHING_POLICIES.map((p) => [p, []]));
+
+/** One placement on a fresh tracker (built outside the timed window); returns its ms, CPU time of the process and wall time. */
+function placeOnce(policy: SlotMatchingPolicy): { cpu: number; wall: number } {
+  const check = placementChecks.get(policy) ?? { runs: 0, incomplete: 0, buildMs: 0, executorsUsed: 0 };
   placementChecks.set(policy, check);
-  placement.add(
-    placementName(policy),
-    () => {
-      result = strategy.tryFulfillRequirements(demands, tracker!);
-    },
-    {
-      beforeEach() {
-        const started = performance.now();
-        tracker = buildTracker({ executors: PLACEMENT_EXECUTORS, slotsPerExecutor: PLACEMENT_SLOTS_PER_EXECUTOR, policy });
-        check.buildMs = performance.now() - started;
-        // No gc() here: a full collection right before a run resets V8's heap sizing, and the run
-        // then pays for growing it back (measured: ~2× the time of a run in a warm process).
-      },
-      afterEach() {
-        check.runs++;
-        const placed = result!.slotsOnRegistered.length;
-        if (placed !== subtasks || result!.newWorkers.length > 0) check.incomplete++;
-        check.executorsUsed = new Set(result!.slotsOnRegistered.map((p) => p.reservation.taskManager)).size;
-        tracker = undefined;
-        result = undefined;
-      },
-    },
-  );
+  const built = performance.now();
+  const tracker = buildTracker({ executors: PLACEMENT_EXECUTORS, slotsPerExecutor: PLACEMENT_SLOTS_PER_EXECUTOR, policy });
+  check.buildMs = performance.now() - built;
+  // No full gc() here: a full collection right before a run resets V8's heap sizing, and the run
+  // then pays for growing it back (measured: ~2× the time of a run in a warm process).
+  age();
+  const cpuStarted = cpuMicros();
+  const started = performance.now();
+  const result: ResourceAllocationResult = strategy.tryFulfillRequirements(demands, tracker);
+  const wall = performance.now() - started;
+  const cpu = (cpuMicros() - cpuStarted) / 1000;
+  check.runs++;
+  if (result.slotsOnRegistered.length !== subtasks || result.newWorkers.length > 0) check.incomplete++;
+  check.executorsUsed = new Set(result.slotsOnRegistered.map((p) => p.reservation.taskManager)).size;
+  return { cpu, wall };
 }
 
 console.log(
   `\n(b) DefaultResourceAllocationStrategy.tryFulfillRequirements: one job of ${subtasks.toLocaleString('en-US')} subtasks (${placementProfiles.map(([n]) => `${SUBTASKS_PER_PROFILE} ${n}`).join(', ')}) ` +
-    `on ${PLACEMENT_EXECUTORS} empty executors of ${PLACEMENT_SLOTS_PER_EXECUTOR} slots (same shape mix); a fresh tracker per run, built outside the timed window; the index is built inside it (first use)\n`,
+    `on ${PLACEMENT_EXECUTORS} empty executors of ${PLACEMENT_SLOTS_PER_EXECUTOR} slots (same shape mix); a fresh tracker per run, built outside the timed window and aged by two scavenges; the index is built inside it (first use); ` +
+    `${PLACEMENT_ROUNDS - PLACEMENT_WARMUP_ROUNDS} interleaved rounds (after ${PLACEMENT_WARMUP_ROUNDS} not counted), min / median / max of the process's CPU time (wall time after it)\n`,
 );
 gc?.();
-const placementRows = await runBench(placement);
-printTable(placementRows);
+const placementRatios = { spread: [] as number[], pack: [] as number[] };
+for (let r = 0; r < PLACEMENT_ROUNDS; r++) {
+  const ms = Object.fromEntries(SLOT_MATCHING_POLICIES.map((policy) => [policy, placeOnce(policy)])) as Record<SlotMatchingPolicy, { cpu: number; wall: number }>;
+  if (r < PLACEMENT_WARMUP_ROUNDS) continue;
+  for (const policy of SLOT_MATCHING_POLICIES) {
+    placementRuns.get(policy)!.push(ms[policy].cpu);
+    placementWallRuns.get(policy)!.push(ms[policy].wall);
+  }
+  placementRatios.spread.push(ms.spread.cpu / ms['first-fit'].cpu);
+  placementRatios.pack.push(ms.pack.cpu / ms['first-fit'].cpu);
+}
 const placementMs: Record<string, number> = {};
+const placementSpread: Record<string, Spread> = {};
 for (const policy of SLOT_MATCHING_POLICIES) {
-  const row = rowNamed(placementRows, placementName(policy));
   const check = placementChecks.get(policy)!;
-  placementMs[policy] = row.meanMicros / 1000;
+  const spread = spreadOf(placementRuns.get(policy)!);
+  placementSpread[policy] = spread;
+  placementMs[policy] = spread.median;
   console.log(
-    `${policy}: ${round(row.meanMicros / 1000)} ms per placement (p99 ${round(row.p99Micros / 1000)} ms), ${check.executorsUsed} executors used; ` +
+    `${policy}: ${formatSpread(spread)} ms per placement (wall ${formatSpread(spreadOf(placementWallRuns.get(policy)!))} ms), ${check.executorsUsed} executors used; ` +
       `${check.runs} runs, ${check.incomplete} incomplete; building the tracker ${round(check.buildMs)} ms`,
   );
   if (check.incomplete > 0) {
@@ -429,31 +456,248 @@ for (const policy of SLOT_MATCHING_POLICIES) {
     process.exitCode = 1;
   }
 }
+const placementRatioSpread = { spread: spreadOf(placementRatios.spread), pack: spreadOf(placementRatios.pack) };
+console.log(`spread ÷ first-fit ${formatSpread(placementRatioSpread.spread)}×, pack ÷ first-fit ${formatSpread(placementRatioSpread.pack)}× (per round)`);
 const worstPlacementMs = Math.max(...Object.values(placementMs));
 
 // ------------------------------------------------------------------------------ (c) heap per slot
 
 const HEAP_SLOTS = 100_000;
-const heapBefore = settledHeapUsed();
-const heapTracker = buildTracker({ executors: HEAP_SLOTS / SLOTS_PER_EXECUTOR, slotsPerExecutor: SLOTS_PER_EXECUTOR, policy: 'first-fit' });
-// The index, built for three requirement profiles.
-const indexedProfiles = [REQUIREMENTS.unknown, REQUIREMENTS.standardSlot, REQUIREMENTS.gpu];
-for (const profile of indexedProfiles) heapTracker.candidatesFor(profile);
-const heapEmpty = settledHeapUsed();
-fill(heapTracker, 0.9, 'random');
-const heapFilled = settledHeapUsed();
-if (heapTracker.numberOfRegisteredSlots !== HEAP_SLOTS) throw new Error(`expected ${HEAP_SLOTS} slots, found ${heapTracker.numberOfRegisteredSlots}`);
-const bytesPerSlotEmpty = (heapEmpty - heapBefore) / HEAP_SLOTS;
-const bytesPerSlotFilled = (heapFilled - heapBefore) / HEAP_SLOTS;
+/** In a function, so that the tracker can be collected before (d)–(f) run. */
+function heapPerSlot(): { empty: number; filled: number } {
+  const heapBefore = settledHeapUsed();
+  const heapTracker = buildTracker({ executors: HEAP_SLOTS / SLOTS_PER_EXECUTOR, slotsPerExecutor: SLOTS_PER_EXECUTOR, policy: 'first-fit' });
+  // The index, built for three requirement profiles.
+  const indexedProfiles = [REQUIREMENTS.unknown, REQUIREMENTS.standardSlot, REQUIREMENTS.gpu];
+  for (const profile of indexedProfiles) heapTracker.candidatesFor(profile);
+  const heapEmpty = settledHeapUsed();
+  fill(heapTracker, 0.9, 'random');
+  const heapFilled = settledHeapUsed();
+  if (heapTracker.numberOfRegisteredSlots !== HEAP_SLOTS) throw new Error(`expected ${HEAP_SLOTS} slots, found ${heapTracker.numberOfRegisteredSlots}`);
+  return { empty: (heapEmpty - heapBefore) / HEAP_SLOTS, filled: (heapFilled - heapBefore) / HEAP_SLOTS };
+}
+const { empty: bytesPerSlotEmpty, filled: bytesPerSlotFilled } = heapPerSlot();
 console.log(
   `\n(c) heap held by a ${HEAP_SLOTS.toLocaleString('en-US')}-slot tracker (${HEAP_SLOTS / SLOTS_PER_EXECUTOR} executors, their IDs and records, index built for 3 profiles)` +
     `${gc ? '' : ' — NO forced GC, noisy'}: ${Math.round(bytesPerSlotEmpty)} bytes per slot all free; ` +
     `${Math.round(bytesPerSlotFilled)} bytes per slot with 90% allocated (random layout: AllocationIDs, JobIDs, the allocation map, index entries)`,
 );
 
+// ------------------------------------------------------------------------------ (d)–(f) the FineGrainedSlotManager itself
+
+/** Interleaved rounds of (d) and (e): each round measures every size once, smallest first. */
+const SM_ROUNDS = 3;
+/** Each measurement runs ops back to back for this long (and at least SM_MIN_OPS ops). */
+const SM_BUDGET_MS = 300;
+const SM_MIN_OPS = 3;
+/**
+ * Before each measurement: a full collection (what the previous case left), then ops for this long
+ * untimed, so the timed ops do not pay for V8 growing its heap back after the collection.
+ */
+const SM_SETTLE_MS = 100;
+
+async function measure(op: () => void | Promise<void>): Promise<OpCost> {
+  gc?.();
+  await timeOps(op, SM_SETTLE_MS, SM_MIN_OPS);
+  return timeOps(op, SM_BUDGET_MS, SM_MIN_OPS);
+}
+
+/** Resolves the op waiting for a slot request to be fulfilled (ops run one at a time). */
+class FulfilmentListener implements ResourceEventListener {
+  onFulfilled: (() => void) | undefined;
+  failures = 0;
+  slotRequestFulfilled(): void {
+    const resolve = this.onFulfilled;
+    this.onFulfilled = undefined;
+    resolve?.();
+  }
+  slotRequestFailed(): void {
+    this.failures++;
+  }
+}
+
+/** A pool of AllocationIDs drawn up front (drawing one is the JobMaster's cost, not the SlotManager's). */
+function allocationIds(n: number): AllocationID[] {
+  return Array.from({ length: n }, () => AllocationID.generate());
+}
+
+interface SlotManagerCase {
+  readonly cluster: SlotManagerCluster;
+  readonly listener: FulfilmentListener;
+  readonly job: JobID;
+  readonly ids: readonly AllocationID[];
+  readonly requirements: readonly ResourceProfile[];
+  next: number;
+}
+
+/** requestSlot → the check places it → the executor acknowledges → fulfilled → freeSlot (→ a check). */
+function slotManagerPathOp(c: SlotManagerCase): Promise<void> {
+  const k = c.next++;
+  const allocationId = c.ids[k % c.ids.length]!;
+  return new Promise<void>((resolve) => {
+    c.listener.onFulfilled = resolve;
+    c.cluster.sm.requestSlot(c.job, allocationId, c.requirements[k % c.requirements.length]!);
+  }).then(() => {
+    c.cluster.sm.freeSlot(allocationId);
+  });
+}
+
+/** Warm-up ops that also prove each op is fulfilled (a timed op that never is would hang). */
+async function warmUpPath(c: SlotManagerCase, ops: number): Promise<void> {
+  for (let i = 0; i < ops; i++) {
+    const k = c.next;
+    let fulfilled = false;
+    c.listener.onFulfilled = () => (fulfilled = true);
+    const allocationId = c.ids[k % c.ids.length]!;
+    c.cluster.sm.requestSlot(c.job, allocationId, c.requirements[k % c.requirements.length]!);
+    c.next++;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (!fulfilled) throw new Error(`slot request ${i} for ${c.requirements[k % c.requirements.length]} was not fulfilled: ${JSON.stringify(c.cluster.sm.getPendingRequests().map((r) => r.description))}`);
+    c.cluster.sm.freeSlot(allocationId);
+  }
+}
+
+// (d) the whole path at 1k / 10k / 100k slots, 90 % of them allocated (first-fit layout).
+const PATH_SIZES = SIZES;
+const PATH_OCCUPANCY = 0.9;
+console.log(
+  `\n(d) the whole FineGrainedSlotManager path, one op = requestSlot → requirement check (places it) → the executor acknowledges → slotRequestFulfilled → freeSlot → requirement check; ` +
+    `executors of ${SLOTS_PER_EXECUTOR} static slots (same shape mix), the first ${PATH_OCCUPANCY * 100}% fully allocated to another job (reported, first-fit layout), ` +
+    `the requirement cycling through ${MIXED_REQUIREMENT_NAMES.join(', ')}; slotmanager.requirement-check.delay 0 (a check per change), SimulatedClock, gateways that acknowledge at once; ` +
+    `${SM_ROUNDS} interleaved rounds of ≥ ${SM_BUDGET_MS} ms each; µs per op, min / median / max of the process's CPU time (wall time after it)`,
+);
+const pathCases = new Map<number, SlotManagerCase>();
+for (const slots of PATH_SIZES) {
+  const listener = new FulfilmentListener();
+  const executors = slots / SLOTS_PER_EXECUTOR;
+  const built = performance.now();
+  const cluster = buildSlotManagerCluster({ executors, slotsPerExecutor: SLOTS_PER_EXECUTOR, policy: 'first-fit', allocatedExecutors: Math.round(executors * PATH_OCCUPANCY), listener });
+  const c: SlotManagerCase = { cluster, listener, job: JobID.generate(), ids: allocationIds(1024), requirements: MIXED_REQUIREMENTS, next: 0 };
+  await warmUpPath(c, 64);
+  console.log(`    ${sizeLabel(slots)} slots: cluster built in ${Math.round(performance.now() - built)} ms (outside the timed window)`);
+  pathCases.set(slots, c);
+}
+const pathMicros = new Map<number, OpCost[]>(PATH_SIZES.map((n) => [n, []]));
+for (let r = 0; r < SM_ROUNDS; r++) {
+  for (const slots of PATH_SIZES) {
+    const c = pathCases.get(slots)!;
+    pathMicros.get(slots)!.push(await measure(() => slotManagerPathOp(c)));
+  }
+}
+const cpuOf = (costs: readonly OpCost[]) => spreadOf(costs.map((c) => c.cpuMicros));
+const wallOf = (costs: readonly OpCost[]) => spreadOf(costs.map((c) => c.wallMicros));
+const pathSpread = new Map<number, Spread>();
+for (const slots of PATH_SIZES) {
+  const spread = cpuOf(pathMicros.get(slots)!);
+  pathSpread.set(slots, spread);
+  const tracker = at(slots, '90%-first-fit').indexedMeanMicros;
+  console.log(
+    `    ${sizeLabel(slots)} slots: ${formatSpread(spread)} µs per op (wall ${formatSpread(wallOf(pathMicros.get(slots)!))} µs); ` +
+      `${round(spread.median / tracker)}× the tracker's own op at 90% ff in (a) (${round(tracker)} µs, wall)`,
+  );
+}
+for (const c of pathCases.values()) {
+  if (c.listener.failures > 0) throw new Error(`(d): ${c.listener.failures} slot requests failed`);
+  c.cluster.sm.close();
+}
+pathCases.clear();
+
+// (e) a check while a demand cannot be placed, at 1k / 10k / 100k executors.
+const CHECK_EXECUTORS = [1_000, 10_000, 100_000] as const;
+const oneSlotShapes = shapes(1);
+console.log(
+  `\n(e) requirement checks while a job waits for a slot nothing can hold: executors of 1 static slot (same shape mix), every slot allocated to another job (reported) but the first ` +
+    `(a standard one), freed; the waiting job declares 1 slot of a large executor's size (${oneSlotShapes.large.defaultSlot}); no ResourceAllocator, so the wait is explained ` +
+    `(insufficient-resources: the closest executors, those that could hold it once freed). "check" = triggerResourceRequirementsCheck() (nothing else changed); ` +
+    `"path" = one op of (d) on the freed executor meanwhile (a standard slot: two checks, each explaining the waiting job again); per size ${SM_ROUNDS} rounds alternating the two, µs per op, CPU time of the process (wall time after it)`,
+);
+interface CheckCase extends SlotManagerCase {
+  readonly waitingJob: JobID;
+}
+const checkMicros = new Map<number, OpCost[]>(CHECK_EXECUTORS.map((n) => [n, []]));
+const churnMicros = new Map<number, OpCost[]>(CHECK_EXECUTORS.map((n) => [n, []]));
+// One size at a time (its rounds alternating check and path): a 100k-executor SlotManager holds
+// hundreds of MB, and its collections would weigh on the smaller sizes' figures.
+for (const executors of CHECK_EXECUTORS) {
+  const listener = new FulfilmentListener();
+  const built = performance.now();
+  const cluster = buildSlotManagerCluster({ executors, slotsPerExecutor: 1, policy: 'first-fit', allocatedExecutors: executors, listener });
+  const waitingJob = JobID.generate();
+  cluster.sm.declareResourceRequirements(ResourceRequirements.create(waitingJob, 'jobmaster@bench', [ResourceRequirement.create(oneSlotShapes.large.defaultSlot, 1)]));
+  cluster.sm.freeSlot(cluster.reported[0]![0]!);
+  const c: CheckCase = { cluster, listener, job: JobID.generate(), ids: allocationIds(1024), requirements: [oneSlotShapes.standard.defaultSlot], next: 0, waitingJob };
+  await warmUpPath(c, 16);
+  const waiting = cluster.sm.getPendingRequests().filter((r) => r.kind === 'requirement' && r.jobId === waitingJob);
+  if (waiting.length !== 1 || waiting[0]!.kind !== 'requirement' || waiting[0]!.reason.kind !== 'insufficient-resources') throw new Error(`(e) ${executors}: the job should wait, explained: ${JSON.stringify(waiting)}`);
+  console.log(`    ${sizeLabel(executors)} executors: built in ${Math.round(performance.now() - built)} ms; the waiting job: "${waiting[0]!.description}"`);
+  for (let r = 0; r < SM_ROUNDS; r++) {
+    checkMicros.get(executors)!.push(await measure(() => c.cluster.sm.triggerResourceRequirementsCheck()));
+    churnMicros.get(executors)!.push(await measure(() => slotManagerPathOp(c)));
+  }
+  if (c.listener.failures > 0) throw new Error(`(e): ${c.listener.failures} slot requests failed`);
+  cluster.sm.close();
+}
+const checkSpread = new Map<number, Spread>();
+const churnSpread = new Map<number, Spread>();
+for (const executors of CHECK_EXECUTORS) {
+  checkSpread.set(executors, cpuOf(checkMicros.get(executors)!));
+  churnSpread.set(executors, cpuOf(churnMicros.get(executors)!));
+  console.log(
+    `    ${sizeLabel(executors)} executors: check ${formatSpread(checkSpread.get(executors)!)} µs (wall ${formatSpread(wallOf(checkMicros.get(executors)!))}); ` +
+      `path while it waits ${formatSpread(churnSpread.get(executors)!)} µs per op, two checks (wall ${formatSpread(wallOf(churnMicros.get(executors)!))})`,
+  );
+}
+
+// (f) declareResourceRequirements for the 10,000 subtasks of (b) → the 10,000th requestSlot, under each policy.
+console.log(
+  `\n(f) declareResourceRequirements of the (b) job (${subtasks.toLocaleString('en-US')} subtasks) on a FineGrainedSlotManager with the ${PLACEMENT_EXECUTORS} executors of (b), registered and empty ` +
+    `(requirement-check.delay 0): from the call to the ${subtasks.toLocaleString('en-US')}th TaskExecutorGateway.requestSlot; a fresh SlotManager per run (built outside the timed window and aged by two scavenges); ` +
+    `${PLACEMENT_ROUNDS - PLACEMENT_WARMUP_ROUNDS} interleaved rounds (after ${PLACEMENT_WARMUP_ROUNDS} not counted), ms, min / median / max of the process's CPU time (wall time after it)`,
+);
+gc?.(); // what (e) left behind, collected before (f) starts (not before each run: see (b))
+const declaredRequirements = ResourceRequirements.create(placementJob, 'jobmaster@bench', demands.map((d) => ResourceRequirement.create(d.profile, d.count)));
+function declareOnce(policy: SlotMatchingPolicy): { cpu: number; wall: number } {
+  const cluster = buildSlotManagerCluster({ executors: PLACEMENT_EXECUTORS, slotsPerExecutor: PLACEMENT_SLOTS_PER_EXECUTOR, policy });
+  age();
+  cluster.gateway.reset(subtasks);
+  const cpuStarted = cpuMicros();
+  const started = performance.now();
+  cluster.sm.declareResourceRequirements(declaredRequirements);
+  const wall = cluster.gateway.watchedAt - started;
+  const cpu = (cluster.gateway.watchedAtCpu - cpuStarted) / 1000;
+  if (!Number.isFinite(wall)) throw new Error(`(f) ${policy}: only ${cluster.gateway.requests} slot requests were sent`);
+  cluster.sm.close();
+  return { cpu, wall };
+}
+const declareRuns = new Map<SlotMatchingPolicy, number[]>(SLOT_MATCHING_POLICIES.map((p) => [p, []]));
+const declareWallRuns = new Map<SlotMatchingPolicy, number[]>(SLOT_MATCHING_POLICIES.map((p) => [p, []]));
+const declareRatios = { spread: [] as number[], pack: [] as number[] };
+/** The first round's CPU ms per policy: the code not compiled yet (a SlotManager's first large declaration). */
+const declareColdMs: Partial<Record<SlotMatchingPolicy, number>> = {};
+for (let r = 0; r < PLACEMENT_ROUNDS; r++) {
+  const ms = Object.fromEntries(SLOT_MATCHING_POLICIES.map((policy) => [policy, declareOnce(policy)])) as Record<SlotMatchingPolicy, { cpu: number; wall: number }>;
+  if (r === 0) for (const policy of SLOT_MATCHING_POLICIES) declareColdMs[policy] = ms[policy].cpu;
+  if (r < PLACEMENT_WARMUP_ROUNDS) continue;
+  for (const policy of SLOT_MATCHING_POLICIES) {
+    declareRuns.get(policy)!.push(ms[policy].cpu);
+    declareWallRuns.get(policy)!.push(ms[policy].wall);
+  }
+  declareRatios.spread.push(ms.spread.cpu / ms['first-fit'].cpu);
+  declareRatios.pack.push(ms.pack.cpu / ms['first-fit'].cpu);
+}
+const declareSpread: Record<string, Spread> = {};
+for (const policy of SLOT_MATCHING_POLICIES) {
+  declareSpread[policy] = spreadOf(declareRuns.get(policy)!);
+  console.log(
+    `    ${policy}: ${formatSpread(declareSpread[policy]!)} ms to the ${subtasks.toLocaleString('en-US')}th requestSlot (wall ${formatSpread(spreadOf(declareWallRuns.get(policy)!))} ms); ` +
+      `${round(declareSpread[policy]!.median / placementMs[policy]!)}× the strategy's own placement in (b); the first round (code not compiled yet) ${round(declareColdMs[policy]!)} ms`,
+  );
+}
+const declareRatioSpread = { spread: spreadOf(declareRatios.spread), pack: spreadOf(declareRatios.pack) };
+console.log(`    spread ÷ first-fit ${formatSpread(declareRatioSpread.spread)}×, pack ÷ first-fit ${formatSpread(declareRatioSpread.pack)}× (per round)`);
+
 // ------------------------------------------------------------------------------ targets and the JSON line
 
-const at = (slots: number, condition: string) => cases.find((c) => c.slots === slots && c.condition === condition)!;
 const ratio100k90 = Math.min(at(100_000, '90%-first-fit').ratio, at(100_000, '90%-random').ratio);
 const targets = {
   indexedOver100xLinearAt100k90: {
@@ -467,6 +711,20 @@ const targets = {
   matchCostGrowth1kTo100kAtMost2x: { target: '<= 2', worst: round(worstGrowth), at90FirstFit: round(growth['90%-first-fit']!), met: worstGrowth <= 2 },
   placement10kUnder100ms: { target: '< 100', worstMs: round(worstPlacementMs), met: worstPlacementMs < 100 },
   heapUnder1KBPerSlot: { target: '< 1024', emptyBytes: Math.round(bytesPerSlotEmpty), filled90Bytes: Math.round(bytesPerSlotFilled), met: Math.max(bytesPerSlotEmpty, bytesPerSlotFilled) < 1024 },
+  slotManagerPathAt100kAtMost10us: { target: '<= 10', microsPerOp: roundedSpread(pathSpread.get(100_000)!), met: pathSpread.get(100_000)!.median <= 10 },
+  checkWhileWaitingAt100kExecutorsAtMost100us: {
+    target: '<= 100',
+    checkMicros: roundedSpread(checkSpread.get(100_000)!),
+    pathWhileWaitingMicrosPerOp: roundedSpread(churnSpread.get(100_000)!),
+    met: checkSpread.get(100_000)!.median <= 100 && churnSpread.get(100_000)!.median <= 200,
+  },
+  declareTo10000thRequestSlotAtMost20ms: { target: '<= 20', firstFitMs: roundedSpread(declareSpread['first-fit']!), met: declareSpread['first-fit']!.median <= 20 },
+  spreadAndPackAtMost2xFirstFit: {
+    target: '<= 2',
+    placement: { spread: roundedSpread(placementRatioSpread.spread), pack: roundedSpread(placementRatioSpread.pack) },
+    declare: { spread: roundedSpread(declareRatioSpread.spread), pack: roundedSpread(declareRatioSpread.pack) },
+    met: Math.max(placementRatioSpread.spread.median, placementRatioSpread.pack.median, declareRatioSpread.spread.median, declareRatioSpread.pack.median) <= 2,
+  },
 };
 console.log('\ntargets:');
 const yes = (met: boolean) => (met ? 'MET' : 'NOT MET');
@@ -480,6 +738,16 @@ console.log(
 );
 console.log(`  10k-subtask job placed in < 100 ms: ${SLOT_MATCHING_POLICIES.map((p) => `${p} ${round(placementMs[p]!)} ms`).join(', ')} → ${yes(targets.placement10kUnder100ms.met)}`);
 console.log(`  < 1 KB heap per slot at 100k slots: ${Math.round(bytesPerSlotEmpty)} B free, ${Math.round(bytesPerSlotFilled)} B at 90% → ${yes(targets.heapUnder1KBPerSlot.met)}`);
+console.log(`  (targets below: met when the median over the rounds of the process's CPU time is, GC and compiler threads included: on a shared machine wall time also counts waiting for a core)`);
+console.log(`  the whole SlotManager path ≤ 10 µs per op at 100k slots: ${formatSpread(pathSpread.get(100_000)!)} µs → ${yes(targets.slotManagerPathAt100kAtMost10us.met)}`);
+console.log(
+  `  a check while a demand cannot be placed ≤ 100 µs at 100k executors: ${formatSpread(checkSpread.get(100_000)!)} µs; the path meanwhile (two checks) ≤ 200 µs: ${formatSpread(churnSpread.get(100_000)!)} µs → ${yes(targets.checkWhileWaitingAt100kExecutorsAtMost100us.met)}`,
+);
+console.log(`  declare → 10,000th requestSlot ≤ 20 ms (first fit): ${formatSpread(declareSpread['first-fit']!)} ms → ${yes(targets.declareTo10000thRequestSlotAtMost20ms.met)}`);
+console.log(
+  `  spread and pack ≤ 2× first fit: placement spread ${formatSpread(placementRatioSpread.spread)}×, pack ${formatSpread(placementRatioSpread.pack)}×; ` +
+    `declare spread ${formatSpread(declareRatioSpread.spread)}×, pack ${formatSpread(declareRatioSpread.pack)}× → ${yes(targets.spreadAndPackAtMost2xFirstFit.met)}`,
+);
 
 const rowFigures = (r: BenchRow) => ({ opsPerSec: Math.round(r.opsPerSec), meanMicros: round(r.meanMicros), p99Micros: round(r.p99Micros), samples: r.samples });
 const loadAfter = loadavg();
@@ -520,7 +788,12 @@ printJson({
   ),
   indexedCostGrowth1kTo100k: Object.fromEntries(Object.entries(growth).map(([k, v]) => [k, round(v)])),
   placement10kSubtasksMs: Object.fromEntries(Object.entries(placementMs).map(([k, v]) => [k, round(v)])),
-  placementRows: Object.fromEntries(placementRows.map((r) => [r.name, rowFigures(r)])),
+  placement10kSubtasksMsSpread: Object.fromEntries(Object.entries(placementSpread).map(([k, v]) => [k, roundedSpread(v)])),
+  slotManagerPathMicrosPerOp: Object.fromEntries([...pathSpread].map(([n, v]) => [sizeLabel(n), roundedSpread(v)])),
+  checkWhileWaitingMicros: Object.fromEntries([...checkSpread].map(([n, v]) => [sizeLabel(n), roundedSpread(v)])),
+  pathWhileWaitingMicrosPerOp: Object.fromEntries([...churnSpread].map(([n, v]) => [sizeLabel(n), roundedSpread(v)])),
+  declareTo10000thRequestSlotMs: Object.fromEntries(Object.entries(declareSpread).map(([k, v]) => [k, roundedSpread(v)])),
+  declareTo10000thRequestSlotFirstRoundMs: Object.fromEntries(Object.entries(declareColdMs).map(([k, v]) => [k, round(v)])),
   heapBytesPerSlot100kEmpty: Math.round(bytesPerSlotEmpty),
   heapBytesPerSlot100kFilled90: Math.round(bytesPerSlotFilled),
   targets,

@@ -10,7 +10,9 @@
  *
  * Changes arriving while a check is scheduled are coalesced into that one check (Flink's
  * slotmanager.requirement-check.delay). After each check the coordinator reports a summary
- * (CHECKED) that an inspector can show: how many slots were placed, how many wait and why.
+ * (CHECKED) that an inspector can show: how many slots were placed, how many wait and why. With a
+ * delay of 0 the coordinator runs a check per change itself and may report a run of them in one
+ * CHECKED (`checks`: how many; the summary is the last one's).
  */
 import { assign, setup } from 'xstate';
 
@@ -38,7 +40,8 @@ export type SlotManagerEvent =
   | { type: 'START' }
   | { type: 'SUSPEND' }
   | { type: 'REQUIREMENTS_CHANGED' }
-  | { type: 'CHECKED'; summary: RequirementCheckSummary };
+  /** `checks`: how many requirement checks this reports (default 1); `summary` is the last one's. */
+  | { type: 'CHECKED'; summary: RequirementCheckSummary; checks?: number };
 
 export const slotManagerMachine = setup({
   types: {
@@ -55,7 +58,7 @@ export const slotManagerMachine = setup({
     /** Provided by the coordinator: forget every executor, slot and requirement (Flink's suspend). */
     clearState: () => {},
     recordCheck: assign({
-      checks: ({ context }) => context.checks + 1,
+      checks: ({ context, event }) => context.checks + (event.type === 'CHECKED' ? (event.checks ?? 1) : 1),
       lastCheck: ({ event }) => (event.type === 'CHECKED' ? event.summary : null),
     }),
   },

@@ -39,3 +39,15 @@ export function childPids(): string[] {
   }
   return children;
 }
+
+/**
+ * CPU time this process has used, in µs (user + system, every thread: the benchmark's own and
+ * V8's garbage collector and compiler threads). On a machine shared with other work this is the
+ * steadier figure: wall time also counts the time the process waited for a core. (The main
+ * thread's own counter in /proc's schedstat moves in scheduler ticks of ~4 ms, too coarse for a
+ * 10 ms run.)
+ */
+export function cpuMicros(): number {
+  const usage = process.cpuUsage();
+  return usage.user + usage.system;
+}

@@ -4,6 +4,7 @@
  * script or CI reads). Benchmarks report; nothing here asserts a timing.
  */
 import type { Bench, Task } from 'tinybench';
+import { cpuMicros } from './procStat.js';
 
 /** One task's figures. An errored or unfinished task keeps its row, with NaN figures and `error` set. */
 export interface BenchRow {
@@ -100,6 +101,17 @@ export function exposedGc(): (() => void) | undefined {
 }
 
 /**
+ * Node's gc({ type: 'minor' }) when the process runs with --expose-gc (a scavenge: young objects
+ * that survive it twice move to the old generation), else undefined. Run twice after building a
+ * cluster, it makes the cluster old, as one that has been up a while is, without the full
+ * collection that resets V8's heap sizing (a run right after one pays for growing the heap back).
+ */
+export function exposedMinorGc(): (() => void) | undefined {
+  const gc = (globalThis as { gc?: unknown }).gc;
+  return typeof gc === 'function' ? () => void (gc as (options: { type: string }) => void)({ type: 'minor' }) : undefined;
+}
+
+/**
  * heapUsed after a full collection (several passes, so finalizers and weak maps settle). Without
  * --expose-gc it reads heapUsed as it is, which is noisy: callers should say so in their output.
  */
@@ -107,4 +119,58 @@ export function settledHeapUsed(): number {
   const gc = exposedGc();
   if (gc !== undefined) for (let i = 0; i < 3; i++) gc();
   return process.memoryUsage().heapUsed;
+}
+
+/** The smallest, middle and largest of a few figures (one per interleaved round). */
+export interface Spread {
+  readonly min: number;
+  readonly median: number;
+  readonly max: number;
+}
+
+/** min / median / max of `values` (the median of an even count is the mean of the middle two). */
+export function spreadOf(values: readonly number[]): Spread {
+  if (values.length === 0) return { min: NaN, median: NaN, max: NaN };
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  const median = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return { min: sorted[0]!, median, max: sorted[sorted.length - 1]! };
+}
+
+/** `1.2 / 1.5 / 2.1` (min / median / max), rounded for printing. */
+export function formatSpread(s: Spread, digits = 3): string {
+  return `${round(s.min, digits)} / ${round(s.median, digits)} / ${round(s.max, digits)}`;
+}
+
+/** The spread rounded for the JSON line. */
+export function roundedSpread(s: Spread): Spread {
+  return { min: round(s.min), median: round(s.median), max: round(s.max) };
+}
+
+/** What ops cost on average: wall time, and CPU time of the process (see cpuMicros). */
+export interface OpCost {
+  readonly wallMicros: number;
+  readonly cpuMicros: number;
+  readonly ops: number;
+}
+
+/**
+ * Runs `op` back to back for at least `budgetMs` of wall time and at least `minOps` times
+ * (awaiting it when it returns a promise) and returns the mean cost per op.
+ */
+export async function timeOps(op: () => void | Promise<void>, budgetMs: number, minOps = 3): Promise<OpCost> {
+  let ops = 0;
+  const cpuStarted = cpuMicros();
+  const started = performance.now();
+  let now = started;
+  while (ops < minOps || now - started < budgetMs) {
+    const pending = op();
+    if (pending !== undefined) await pending;
+    ops++;
+    // Reading the clock costs ~0.1 µs: look at it every 16 ops once past the minimum.
+    if (ops < minOps || (ops & 15) === 0) now = performance.now();
+  }
+  const wall = performance.now() - started;
+  const cpu = cpuMicros() - cpuStarted;
+  return { wallMicros: (wall * 1000) / ops, cpuMicros: cpu / ops, ops };
 }

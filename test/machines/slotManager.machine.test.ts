@@ -165,6 +165,16 @@ describe('slotManager machine', () => {
     expect(context().lastCheck).to.deep.equal(second);
   });
 
+  it('counts a CHECKED that reports several checks as that many, keeping the last summary', () => {
+    const { actor, context } = startMachine();
+    actor.send({ type: 'START' });
+    actor.send({ type: 'CHECKED', summary: SUMMARY });
+    const last = { ...SUMMARY, placed: 3 };
+    actor.send({ type: 'CHECKED', summary: last, checks: 5 });
+    expect(context().checks).to.equal(6);
+    expect(context().lastCheck).to.deep.equal(last);
+  });
+
   it('ignores CHECKED while suspended, and keeps the count across a suspend', () => {
     const { actor, context } = startMachine();
     actor.send({ type: 'CHECKED', summary: SUMMARY });

@@ -33,7 +33,7 @@ import { policyForLoadBalanceMode } from './SlotMatchingStrategy.js';
 import { SlotStatusSyncer, type AllocationOutcome } from './SlotStatusSyncer.js';
 import type { TaskManagerInfo, TaskManagerRegistration } from './TaskManagerRegistration.js';
 import { TaskManagerTracker, type PlacementPreference } from './TaskManagerTracker.js';
-import { describeWaitReason, type WaitReason } from './WaitReason.js';
+import { describeWaitReason, sameWaitReason, type WaitReason } from './WaitReason.js';
 import { WorkerResourceSpec } from './WorkerResourceSpec.js';
 import { checkRegistration, describeOverview, type SlotManagerOverview } from './SlotManagerOverview.js';
 
@@ -78,12 +78,13 @@ interface SlotRequestRecord {
   readonly since: number;
   state: 'waiting' | 'allocating';
   reason: WaitReason | null;
+  /** Its timeout's key, built once: a key built again is a new string the scheduler's Map must compare character by character. */
+  readonly deadlineKey: DeadlineKey;
 }
 
 interface JobWait {
   readonly since: number;
   requirements: WaitingRequirement[];
-  signature: string;
   timedOut: boolean;
 }
 
@@ -108,9 +109,23 @@ export class FineGrainedSlotManager {
   readonly #waits = new Map<JobID, JobWait>();
   /** Executors blocked because they are being released (not merely after a failed request). */
   readonly #releasing = new Set<ResourceIDType>();
+  readonly #idleKeys = new Map<ResourceIDType, DeadlineKey>();
+  /**
+   * Waiting slot requests whose AllocationID a slot report showed held by another job (the only
+   * way a waiting request's AllocationID comes to be held): the next check fails them, and looks
+   * up no other request's AllocationID in the tracker (a Map of every allocation).
+   */
+  readonly #heldByAnotherJob = new Set<AllocationID>();
   #checking = false;
   #recheck = false;
   #deferring = 0;
+  /** An inspector watches the statechart: every event it would see is sent as it happens. */
+  readonly #inspected: boolean;
+  /** The statechart's started / suspended, read on every call (only START and SUSPEND change it). */
+  #started = false;
+  /** Checks run (requirement-check.delay 0) and not reported to the statechart yet, and the last one's outcome. */
+  #unreportedChecks = 0;
+  #lastCheck: { readonly outcomes: readonly DemandOutcome[]; readonly workersRequested: number } | undefined;
 
   constructor(options: SlotManagerOptions = {}) {
     this.options = resolveOptions(options.configuration ?? {});
@@ -120,6 +135,7 @@ export class FineGrainedSlotManager {
     this.#clock = options.clock ?? systemClock;
     this.#execute = options.execute ?? queueMicrotask;
     this.#log = options.log ?? (() => {});
+    this.#inspected = options.inspect !== undefined;
     const policy = this.options['slotmanager.placement-policy'] ?? policyForLoadBalanceMode(this.options['taskmanager.load-balance.mode']);
     this.tracker = new TaskManagerTracker({ policy, clock: this.#clock, onIdleChanged: (tm) => this.#idleChanged(tm) });
     this.#strategy = new DefaultResourceAllocationStrategy(this.#allocator.isSupported ? this.workerSpec : null, {
@@ -154,25 +170,29 @@ export class FineGrainedSlotManager {
     ).start();
   }
 
-  /** The running statechart (for inspection; do not send to it). */
+  /** The running statechart (for inspection; do not send to it). Its record of the checks is brought up to date first. */
   get actor(): Actor<typeof slotManagerMachine> {
+    this.#reportChecks();
     return this.#actor;
   }
 
   get state(): 'suspended' | 'started' {
-    return this.#actor.getSnapshot().matches('started') ? 'started' : 'suspended';
+    return this.#started ? 'started' : 'suspended';
   }
 
   start(): void {
     if (this.state === 'started') throw this.#wrongState('start', ['suspended']);
     this.#actor.send({ type: 'START' });
+    this.#started = this.#actor.getSnapshot().matches('started');
     // A first check right away: spare workers (redundant-taskmanager-num) are wanted before any job.
     this.#scheduleCheck();
   }
 
   /** Forgets every executor, slot, requirement and request (Flink's suspend); waiting requests fail. */
   suspend(): void {
+    this.#reportChecks();
     this.#actor.send({ type: 'SUSPEND' });
+    this.#started = this.#actor.getSnapshot().matches('started');
   }
 
   close(): void {
@@ -228,7 +248,8 @@ export class FineGrainedSlotManager {
     }
     this.tracker.removeTaskManager(resourceId);
     this.#releasing.delete(resourceId);
-    this.#deadlines.cancel(`idle:${resourceId}`);
+    this.#deadlines.cancel(this.#idleKey(resourceId));
+    this.#idleKeys.delete(resourceId);
     this.#deadlines.cancel(`unblock:${resourceId}`);
     for (const [jobId, allocationIds] of lost) this.#notify((l) => l.slotsLost?.(jobId, allocationIds, resourceId, cause));
     this.#scheduleCheck();
@@ -338,8 +359,9 @@ export class FineGrainedSlotManager {
     this.#refuseNeverSatisfiable(jobId, profile);
     const place = typeof preference === 'string' ? { host: preference } : preference;
     const since = this.#clock.now();
-    this.#requests.set(allocationId, { jobId, allocationId, profile, preference: place, targetAddress, since, state: 'waiting', reason: null });
-    this.#deadlines.schedule(`request:${allocationId}`, since + this.options['slot.request.timeout']);
+    const deadlineKey: DeadlineKey = `request:${allocationId}`;
+    this.#requests.set(allocationId, { jobId, allocationId, profile, preference: place, targetAddress, since, state: 'waiting', reason: null, deadlineKey });
+    this.#deadlines.schedule(deadlineKey, since + this.options['slot.request.timeout']);
     this.#scheduleCheck();
     return 'accepted';
   }
@@ -384,7 +406,8 @@ export class FineGrainedSlotManager {
   #scheduleCheck(): void {
     if (this.state !== 'started') return;
     if (this.options['slotmanager.requirement-check.delay'] > 0) {
-      this.#actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      // While a check is scheduled the statechart absorbs the event (~5–15 µs of XState for nothing): only an inspector would see it.
+      if (this.#inspected || !this.#actor.getSnapshot().matches({ started: 'checkScheduled' })) this.#actor.send({ type: 'REQUIREMENTS_CHANGED' });
     } else if (this.#checking || this.#deferring > 0) {
       this.#recheck = true;
     } else {
@@ -416,34 +439,39 @@ export class FineGrainedSlotManager {
       } while (this.#recheck);
     } finally {
       this.#checking = false;
+      this.#syncer.endAllocations(); // after a throw too: never leave acquisitions uncounted
     }
   }
 
   #runCheck(): void {
     const demands: ResourceDemand[] = [];
     for (const r of [...this.#requests.values()]) {
-      const holder = r.state === 'waiting' ? this.tracker.getSlot(r.allocationId) : undefined;
+      const holder = r.state === 'waiting' && this.#heldByAnotherJob.has(r.allocationId) ? this.tracker.getSlot(r.allocationId) : undefined;
       if (holder !== undefined) {
         // A slot report showed this AllocationID held by another job meanwhile: it cannot be used again.
         this.#failRequest(r, 'duplicate-request', `allocation ${AllocationID.short(r.allocationId)} is held by job ${JobID.short(holder.jobId!)} on ${holder.taskManager.resourceId}`);
         continue;
       }
-      if (r.state === 'waiting') demands.push({ jobId: r.jobId, profile: r.profile, count: 1, allocationId: r.allocationId, ...(r.preference ? { preference: r.preference } : {}) });
+      // One shape for every demand (no conditional spread): the strategy reads these on every step.
+      if (r.state === 'waiting') demands.push({ jobId: r.jobId, profile: r.profile, count: 1, allocationId: r.allocationId, preference: r.preference });
     }
     for (const [jobId, requirements] of this.resourceTracker.getMissingResources()) {
       for (const r of requirements) demands.push({ jobId, profile: r.resourceProfile, count: r.numberOfRequiredSlots });
     }
+    this.#heldByAnotherJob.clear();
     const result = this.#strategy.tryFulfillRequirements(demands, this.tracker);
 
+    this.#syncer.beginAllocations();
     for (const { demand, reservation } of result.slotsOnRegistered) {
       const request = demand.allocationId === undefined ? undefined : this.#requests.get(demand.allocationId);
       if (request !== undefined) request.state = 'allocating';
       this.#syncer.allocateSlot(reservation, {
-        ...(demand.allocationId === undefined ? {} : { allocationId: demand.allocationId }),
+        allocationId: demand.allocationId,
         targetAddress: request?.targetAddress ?? this.#targets.get(demand.jobId) ?? '',
         tracked: request === undefined,
       });
     }
+    this.#syncer.endAllocations();
     for (const pending of this.tracker.pendingTaskManagers) pending.replaceAllPendingAllocations(result.slotsOnPending.get(pending.id) ?? new Map());
     let workersRequested = 0;
     const refused: PlannedWorker[] = [];
@@ -462,12 +490,36 @@ export class FineGrainedSlotManager {
     // What was planned on a refused worker cannot be fulfilled now (Flink: its jobs are unfulfillable).
     const outcomes = withRefusedWorkers(result.outcomes, refused);
     this.#recordOutcomes(outcomes);
-    this.#actor.send({ type: 'CHECKED', summary: this.#summary(outcomes, workersRequested) });
+    this.#checked(outcomes, workersRequested);
+  }
+
+  /**
+   * Reports a check to the statechart (CHECKED). With requirement-check.delay 0 a check runs per
+   * change, and an XState event per check (~5–15 µs) would cost more than the check itself: then,
+   * unless an inspector watches, checks are counted here and reported in one CHECKED (with their
+   * number and the last one's summary) when the statechart is read (`actor`) or suspended.
+   */
+  #checked(outcomes: readonly DemandOutcome[], workersRequested: number): void {
+    if (this.#inspected || this.options['slotmanager.requirement-check.delay'] > 0) {
+      this.#actor.send({ type: 'CHECKED', summary: this.#summary(outcomes, workersRequested) });
+      return;
+    }
+    this.#unreportedChecks++;
+    this.#lastCheck = { outcomes, workersRequested };
+  }
+
+  #reportChecks(): void {
+    if (this.#unreportedChecks === 0) return;
+    const checks = this.#unreportedChecks;
+    const { outcomes, workersRequested } = this.#lastCheck!;
+    this.#unreportedChecks = 0;
+    this.#lastCheck = undefined;
+    this.#actor.send({ type: 'CHECKED', summary: this.#summary(outcomes, workersRequested), checks });
   }
 
   /** Pending workers that carry no slot and are not needed for redundancy are canceled (Flink's reconcile). */
   #cancelUnneededPendingWorkers(): void {
-    if (![...this.tracker.pendingTaskManagers].some((p) => !p.hasPendingAllocations)) return;
+    if (this.tracker.numberOfPendingTaskManagers === 0 || ![...this.tracker.pendingTaskManagers].some((p) => !p.hasPendingAllocations)) return;
     const spec = this.workerSpec;
     const redundant = this.options['slotmanager.redundant-taskmanager-num'];
     const needed = spec === null ? ResourceProfile.ZERO : spec.totalResourceProfile.multiply(redundant);
@@ -497,20 +549,19 @@ export class FineGrainedSlotManager {
       const since = this.#waits.get(demand.jobId)?.since ?? now;
       byJob.set(demand.jobId, [...(byJob.get(demand.jobId) ?? []), { resourceProfile: demand.profile, missing: waiting, onWorkers: outcome.onWorkers, reason: outcome.reason, since }]);
     }
-    for (const jobId of [...this.#waits.keys()]) {
+    for (const jobId of this.#waits.size === 0 ? [] : [...this.#waits.keys()]) {
       if (!byJob.has(jobId)) {
         this.#waits.delete(jobId);
         this.#deadlines.cancel(`job:${jobId}`);
       }
     }
     for (const [jobId, requirements] of byJob) {
-      const signature = JSON.stringify(requirements.map((r) => [r.resourceProfile.key, r.missing, r.onWorkers, r.reason]));
       const previous = this.#waits.get(jobId);
       if (previous === undefined) this.#deadlines.schedule(`job:${jobId}`, now + this.options['slot.request.timeout']);
-      const wait: JobWait = { since: previous?.since ?? now, requirements, signature, timedOut: previous?.timedOut ?? false };
+      const wait: JobWait = { since: previous?.since ?? now, requirements, timedOut: previous?.timedOut ?? false };
       this.#waits.set(jobId, wait);
       const unfulfilled = requirements.some((r) => r.missing > r.onWorkers);
-      if (unfulfilled && signature !== previous?.signature) {
+      if (unfulfilled && !sameWaiting(requirements, previous?.requirements)) {
         const acquired = this.resourceTracker.getAcquiredResources(jobId);
         this.#notify((l) => l.notEnoughResourcesAvailable?.(jobId, acquired, requirements));
       }
@@ -558,6 +609,7 @@ export class FineGrainedSlotManager {
       for (const slot of [...result.completed, ...result.adopted]) {
         const request = this.#requests.get(slot.allocationId!);
         if (request !== undefined && request.jobId === slot.jobId) this.#fulfilled(request, taskManager.resourceId, slot.index);
+        else if (request !== undefined) this.#heldByAnotherJob.add(request.allocationId); // the next check fails it
       }
       return result.adopted.length > 0 || result.freed.length > 0;
     });
@@ -565,13 +617,13 @@ export class FineGrainedSlotManager {
 
   #fulfilled(request: SlotRequestRecord, resourceId: ResourceIDType, index: number): void {
     this.#requests.delete(request.allocationId);
-    this.#deadlines.cancel(`request:${request.allocationId}`);
+    this.#deadlines.cancel(request.deadlineKey);
     this.#notify((l) => l.slotRequestFulfilled?.(request.jobId, request.allocationId, resourceId, index));
   }
 
   #failRequest(request: SlotRequestRecord, reason: 'timed-out' | 'canceled' | 'suspended' | 'duplicate-request', message: string): void {
     this.#requests.delete(request.allocationId);
-    this.#deadlines.cancel(`request:${request.allocationId}`);
+    this.#deadlines.cancel(request.deadlineKey);
     if (request.state === 'allocating') this.#syncer.freeSlot(request.allocationId);
     const why = request.reason === null ? undefined : describeWaitReason(request.reason);
     const error = new SlotRequestError(reason, `slot request ${AllocationID.short(request.allocationId)} of job ${JobID.short(request.jobId)} for ${request.profile}: ${message}${why ? `; it waited because ${why}` : ''}`, {
@@ -609,8 +661,19 @@ export class FineGrainedSlotManager {
 
   #idleChanged(taskManager: TaskManagerRegistration): void {
     if (!this.#allocator.isSupported) return;
-    if (taskManager.idleSince === null) this.#deadlines.cancel(`idle:${taskManager.resourceId}`);
-    else this.#deadlines.schedule(`idle:${taskManager.resourceId}`, taskManager.idleSince + this.options['resourcemanager.taskmanager-timeout']);
+    const key = this.#idleKey(taskManager.resourceId);
+    if (taskManager.idleSince === null) this.#deadlines.cancel(key);
+    else this.#deadlines.schedule(key, taskManager.idleSince + this.options['resourcemanager.taskmanager-timeout']);
+  }
+
+  /** The idle deadline's key of an executor, built once per executor (see SlotRequestRecord.deadlineKey). */
+  #idleKey(resourceId: ResourceIDType): DeadlineKey {
+    let key = this.#idleKeys.get(resourceId);
+    if (key === undefined) {
+      key = `idle:${resourceId}`;
+      this.#idleKeys.set(resourceId, key);
+    }
+    return key;
   }
 
   /** An executor idle for resourcemanager.taskmanager-timeout is released, unless the redundant workers need it. */
@@ -622,7 +685,7 @@ export class FineGrainedSlotManager {
       const free = [...this.tracker.pendingTaskManagers].reduce((sum, p) => sum.merge(p.unusedResource), this.tracker.freeRegisteredResource);
       const without = free.allFieldsNoLessThan(taskManager.available) ? free.subtract(taskManager.available) : ResourceProfile.ZERO;
       if (!without.allFieldsNoLessThan(this.workerSpec.totalResourceProfile.multiply(redundant))) {
-        this.#deadlines.schedule(`idle:${resourceId}`, this.#clock.now() + this.options['resourcemanager.taskmanager-timeout']);
+        this.#deadlines.schedule(this.#idleKey(resourceId), this.#clock.now() + this.options['resourcemanager.taskmanager-timeout']);
         return;
       }
     }
@@ -646,6 +709,8 @@ export class FineGrainedSlotManager {
     this.#targets.clear();
     this.#waits.clear();
     this.#releasing.clear();
+    this.#idleKeys.clear();
+    this.#heldByAnotherJob.clear();
     this.#deadlines.clear();
   }
 
@@ -702,4 +767,13 @@ export class FineGrainedSlotManager {
       allowed,
     });
   }
+}
+
+/** Whether a job waits for the same slots for the same reasons as at the last check (its start aside). */
+function sameWaiting(now: readonly WaitingRequirement[], before: readonly WaitingRequirement[] | undefined): boolean {
+  if (before === undefined || before.length !== now.length) return false;
+  return now.every((r, i) => {
+    const b = before[i]!;
+    return r.resourceProfile.key === b.resourceProfile.key && r.missing === b.missing && r.onWorkers === b.onWorkers && sameWaitReason(r.reason, b.reason);
+  });
 }

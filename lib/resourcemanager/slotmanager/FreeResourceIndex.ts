@@ -6,11 +6,13 @@
  * slot"), optionally narrowed to one host, the index keeps a candidate set: the executors whose
  * available resources cover the requirement, in a binary heap ordered by the cluster's policy.
  * Sets are built on first use (one pass over the executors) and then kept in step: whenever an
- * executor's capacity changes, each tracked set re-checks that executor alone (O(sets · log n)).
- * Heap entries are never removed eagerly; an entry whose executor has changed since (its `version`)
- * or left the set is skipped when it reaches the top, and a heap that grows past twice its live
- * size is rebuilt. In registration order (first fit) an executor's entry never goes stale while it
- * is in the heap: one that leaves the set and comes back before its entry was popped reuses it.
+ * executor's capacity changes, it is marked in each tracked set, and a set re-checks its marked
+ * executors when it is next asked (O(log n) each; a set asked after many changes is re-heaped in
+ * O(n) instead). An executor changed many times between two questions is re-checked once, and sets
+ * nobody asks about meanwhile (the other profiles of a job being placed) do no work per change.
+ * Each executor has at most one entry per set, and the entry knows its place in the heap: an
+ * executor that leaves the set is taken out, and one whose utilisation changed (spread, pack)
+ * moves up or down in place, so the top of the heap is the answer and nothing stale piles up.
  */
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { CandidateOrder } from './SlotMatchingStrategy.js';
@@ -18,26 +20,32 @@ import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
 
 interface Entry {
   readonly taskManager: TaskManagerRegistration;
-  readonly version: number;
-  readonly utilization: number;
+  /** The executor's utilisation when it last moved in the heap (its key). */
+  utilization: number;
   readonly seq: number;
+  /** Its index in the heap; -1 while the executor is not in the set. */
+  pos: number;
+  /** Changed since the set last looked (it is in the set's list of changed entries). */
+  dirty: boolean;
+  /** Its executor was removed (an entry still in the list of changed ones is then skipped). */
+  gone: boolean;
 }
-
-/** An executor's standing in a set: in it; out of it; out of it but with its entry still in the heap (registration order only). */
-const IN = 1;
-const OUT = 0;
-const OUT_QUEUED = 2;
-type Standing = typeof IN | typeof OUT | typeof OUT_QUEUED;
 
 class CandidateSet {
   /**
-   * Membership flags, flipped in place. A registered executor's key is never deleted (only on
-   * removal): deleting and re-adding the same key in a Set leaves dead entries in its hash chain,
-   * and the executor first fit keeps picking does exactly that on every allocate and free.
+   * Every executor the set has seen, in it or not. A registered executor's entry is never deleted
+   * (only on removal): deleting and re-adding the same key leaves dead entries in a Map's hash
+   * chain, and the executor first fit keeps picking leaves and rejoins on every allocate and free.
    */
-  readonly #flags = new Map<TaskManagerRegistration, Standing>();
-  #size = 0;
+  readonly #entries = new Map<TaskManagerRegistration, Entry>();
   #heap: Entry[] = [];
+  /**
+   * The entries of executors whose capacity changed since the set last looked, the first
+   * `#changedCount` of this array (a list and a flag per entry, not a Set: no hash insert per change,
+   * no new table per clear).
+   */
+  readonly #changed: Entry[] = [];
+  #changedCount = 0;
   /** When the index last handed this set out (its LRU stamp). */
   lastUsed = 0;
 
@@ -45,14 +53,15 @@ class CandidateSet {
     readonly requirement: ResourceProfile,
     readonly host: string | null,
     readonly order: CandidateOrder,
-    /** Whether the order looks at utilisation (spread, pack); if not, an entry stays valid while its executor stays in. */
+    /** Whether the order looks at utilisation (spread, pack); if not, an entry never moves while its executor stays in. */
     readonly byUtilization: boolean,
   ) {}
 
   /** The executors in the set (built on demand: for explanations and tests, not the hot path). */
   get members(): ReadonlySet<TaskManagerRegistration> {
+    this.#refresh();
     const out = new Set<TaskManagerRegistration>();
-    for (const [taskManager, standing] of this.#flags) if (standing === IN) out.add(taskManager);
+    for (const [taskManager, entry] of this.#entries) if (entry.pos >= 0) out.add(taskManager);
     return out;
   }
 
@@ -60,84 +69,141 @@ class CandidateSet {
     return this.host === null || taskManager.host === this.host;
   }
 
+  /** The executor's capacity changed: it is re-checked when the set is next asked. */
+  changed(taskManager: TaskManagerRegistration): void {
+    const entry = this.#entryOf(taskManager);
+    if (entry.dirty) return;
+    entry.dirty = true;
+    this.#changed[this.#changedCount++] = entry;
+  }
+
+  /** Re-checks the executor now (while the set is built). */
   update(taskManager: TaskManagerRegistration): void {
-    const standing = this.#flags.get(taskManager);
+    this.#recheck(this.#entryOf(taskManager));
+  }
+
+  #entryOf(taskManager: TaskManagerRegistration): Entry {
+    let entry = this.#entries.get(taskManager);
+    if (entry === undefined) {
+      entry = { taskManager, utilization: taskManager.utilization, seq: taskManager.seq, pos: -1, dirty: false, gone: false };
+      this.#entries.set(taskManager, entry);
+    }
+    return entry;
+  }
+
+  #recheck(entry: Entry): void {
+    const { taskManager } = entry;
     if (taskManager.canFit(this.requirement)) {
-      if (standing !== IN) {
-        this.#flags.set(taskManager, IN);
-        this.#size++;
-        if (standing === OUT_QUEUED) return; // back before its entry was popped: that entry is still right
-      } else if (!this.byUtilization) {
-        return; // still in, same place in a registration-order heap: its entry is still right
+      if (entry.pos < 0) {
+        entry.utilization = taskManager.utilization;
+        entry.pos = this.#heap.length;
+        this.#heap.push(entry);
+        this.#siftUp(entry.pos);
+      } else if (this.byUtilization && entry.utilization !== taskManager.utilization) {
+        entry.utilization = taskManager.utilization;
+        if (!this.#siftUp(entry.pos)) this.#siftDown(entry.pos);
       }
-      this.#push({ taskManager, version: taskManager.version, utilization: taskManager.utilization, seq: taskManager.seq });
-      if (this.#heap.length > 2 * this.#size + 64) this.#rebuild();
-    } else if (standing === IN) {
-      this.#flags.set(taskManager, this.byUtilization ? OUT : OUT_QUEUED);
-      this.#size--;
+    } else if (entry.pos >= 0) {
+      this.#removeAt(entry.pos);
     }
   }
 
   remove(taskManager: TaskManagerRegistration): void {
-    if (this.#flags.get(taskManager) === IN) this.#size--;
-    this.#flags.delete(taskManager);
+    const entry = this.#entries.get(taskManager);
+    if (entry === undefined) return;
+    if (entry.pos >= 0) this.#removeAt(entry.pos);
+    entry.gone = true;
+    this.#entries.delete(taskManager);
   }
 
   best(): TaskManagerRegistration | undefined {
-    const heap = this.#heap;
-    while (heap.length > 0) {
-      const top = heap[0]!;
-      const current = !this.byUtilization || top.version === top.taskManager.version;
-      const standing = this.#flags.get(top.taskManager);
-      if (current && standing === IN) return top.taskManager;
-      // Registration order keeps one entry per executor: popping it leaves the executor without one.
-      if (standing === OUT_QUEUED) this.#flags.set(top.taskManager, OUT);
-      this.#pop();
+    this.#refresh();
+    return this.#heap[0]?.taskManager;
+  }
+
+  #refresh(): void {
+    const count = this.#changedCount;
+    if (count === 0) return;
+    const changed = this.#changed;
+    this.#changedCount = 0;
+    // Re-heaping costs ~n steps, re-checking one by one ~log n each: take the cheaper.
+    const reheap = count > 8 && count * Math.log2(this.#heap.length + 2) > this.#heap.length + 64;
+    for (let i = 0; i < count; i++) {
+      const entry = changed[i]!;
+      changed[i] = undefined!; // no entry of a removed executor kept alive here
+      entry.dirty = false;
+      if (entry.gone) continue;
+      if (reheap) this.#recheckWithoutOrder(entry);
+      else this.#recheck(entry);
     }
-    return undefined;
+    if (reheap) {
+      this.#heap = this.#heap.filter((e) => e.pos >= 0);
+      this.#heap.forEach((e, i) => (e.pos = i));
+      for (let i = (this.#heap.length >> 1) - 1; i >= 0; i--) this.#siftDown(i);
+    }
   }
 
-  #rebuild(): void {
-    this.#heap = [...this.members].map((t) => ({ taskManager: t, version: t.version, utilization: t.utilization, seq: t.seq }));
-    for (let i = (this.#heap.length >> 1) - 1; i >= 0; i--) this.#siftDown(i);
-    // Only members have an entry now.
-    for (const [taskManager, standing] of this.#flags) if (standing === OUT_QUEUED) this.#flags.set(taskManager, OUT);
+  /** For a re-heap: the entry's membership and key, its heap order left to the re-heap (a leaver is only marked). */
+  #recheckWithoutOrder(entry: Entry): void {
+    const { taskManager } = entry;
+    if (taskManager.canFit(this.requirement)) {
+      entry.utilization = taskManager.utilization;
+      if (entry.pos < 0) {
+        entry.pos = this.#heap.length;
+        this.#heap.push(entry);
+      }
+    } else {
+      entry.pos = -1;
+    }
   }
 
-  #push(entry: Entry): void {
+  #removeAt(pos: number): void {
     const heap = this.#heap;
-    heap.push(entry);
-    let i = heap.length - 1;
+    const entry = heap[pos]!;
+    entry.pos = -1;
+    const last = heap.pop()!;
+    if (last === entry) return;
+    heap[pos] = last;
+    last.pos = pos;
+    if (!this.#siftUp(pos)) this.#siftDown(pos);
+  }
+
+  /** Moves the entry at `start` up while it goes before its parent; whether it moved. */
+  #siftUp(start: number): boolean {
+    const heap = this.#heap;
+    const entry = heap[start]!;
+    let i = start;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (this.order(heap[i]!, heap[parent]!) >= 0) break;
-      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
+      const p = heap[parent]!;
+      if (this.order(entry, p) >= 0) break;
+      heap[i] = p;
+      p.pos = i;
       i = parent;
     }
-  }
-
-  #pop(): void {
-    const heap = this.#heap;
-    const last = heap.pop()!;
-    if (heap.length > 0) {
-      heap[0] = last;
-      this.#siftDown(0);
-    }
+    heap[i] = entry;
+    entry.pos = i;
+    return i !== start;
   }
 
   #siftDown(start: number): void {
     const heap = this.#heap;
+    const entry = heap[start]!;
+    const n = heap.length;
     let i = start;
     for (;;) {
       const left = 2 * i + 1;
+      if (left >= n) break;
       const right = left + 1;
-      let smallest = i;
-      if (left < heap.length && this.order(heap[left]!, heap[smallest]!) < 0) smallest = left;
-      if (right < heap.length && this.order(heap[right]!, heap[smallest]!) < 0) smallest = right;
-      if (smallest === i) return;
-      [heap[i], heap[smallest]] = [heap[smallest]!, heap[i]!];
-      i = smallest;
+      const child = right < n && this.order(heap[right]!, heap[left]!) < 0 ? right : left;
+      const c = heap[child]!;
+      if (this.order(c, entry) >= 0) break;
+      heap[i] = c;
+      c.pos = i;
+      i = child;
     }
+    heap[i] = entry;
+    entry.pos = i;
   }
 }
 
@@ -148,6 +214,8 @@ export class FreeResourceIndex {
   readonly #sets = new Map<string, CandidateSet>();
   /** Stamps the sets' use, for forgetting the least recently used (no Map reordering per lookup). */
   #clock = 0;
+  /** The set handed out last. */
+  #last: CandidateSet | undefined;
 
   constructor(
     private readonly order: CandidateOrder,
@@ -167,9 +235,9 @@ export class FreeResourceIndex {
     return this.#setFor(requirement, host).members;
   }
 
-  /** An executor's capacity changed (or it registered): re-check it in every tracked set. */
+  /** An executor's capacity changed (or it registered): every tracked set re-checks it when next asked. */
   taskManagerChanged(taskManager: TaskManagerRegistration): void {
-    for (const set of this.#sets.values()) if (set.covers(taskManager)) set.update(taskManager);
+    for (const set of this.#sets.values()) if (set.covers(taskManager)) set.changed(taskManager);
   }
 
   taskManagerRemoved(taskManager: TaskManagerRegistration): void {
@@ -182,10 +250,17 @@ export class FreeResourceIndex {
   }
 
   #setFor(requirement: ResourceProfile, host: string | null): CandidateSet {
+    // A plan asks about the same requirement slot after slot: no key to build and look up then.
+    const last = this.#last;
+    if (last !== undefined && last.requirement === requirement && last.host === host) {
+      last.lastUsed = ++this.#clock;
+      return last;
+    }
     const key = host === null ? requirement.key : `${requirement.key}@${host}`;
     let set = this.#sets.get(key);
     if (set !== undefined) {
       set.lastUsed = ++this.#clock;
+      this.#last = set;
       return set;
     }
     set = new CandidateSet(requirement, host, this.order, this.byUtilization);
@@ -201,8 +276,10 @@ export class FreeResourceIndex {
           oldestUse = s.lastUsed;
         }
       }
+      if (this.#sets.get(oldest!) === this.#last) this.#last = undefined;
       this.#sets.delete(oldest!);
     }
+    this.#last = set;
     return set;
   }
 }

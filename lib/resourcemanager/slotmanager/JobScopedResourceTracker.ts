@@ -66,6 +66,26 @@ export class JobScopedResourceTracker {
   }
 
   /**
+   * What `count` calls of notifyAcquiredResource do: each would go to the requirement it matches
+   * until that one has no room left, then to the next it matches, then to excess; so the resources
+   * go there a run at a time.
+   */
+  notifyAcquiredResources(resource: ResourceProfile, count: number): void {
+    checkResourceProfile(resource, 'resourceProfile', { known: true });
+    let left = count;
+    while (left > 0) {
+      const requirement = this.#match(resource);
+      if (requirement === undefined) {
+        this.#excess = this.#excess.add(resource, left);
+        return;
+      }
+      const n = Math.min(left, this.#requirements.getResourceCount(requirement) - this.#mapping.getNumFulfillingResources(requirement));
+      this.#mapping.incrementCount(requirement, resource, n);
+      left -= n;
+    }
+  }
+
+  /**
    * Forgets one resource of `resource`'s profile: from excess if there is one, else from the first
    * requirement it fulfils, after which excess may fill the gap. Callers must report only what they
    * acquired: a profile this job does not hold throws IllegalStateError and changes nothing.
@@ -77,7 +97,7 @@ export class JobScopedResourceTracker {
       return;
     }
     // Flink: the choice among fulfilled requirements is arbitrary for correctness; we take the first.
-    const [requirement] = this.#mapping.getRequirementsFulfilledBy(resource).getResources();
+    const requirement = this.#mapping.getFirstRequirementFulfilledBy(resource);
     if (requirement === undefined) {
       throw new IllegalStateError(`job ${this.jobId} lost a resource ${resource} but holds no such resource; report only resources the job acquired`, {
         component: 'JobScopedResourceTracker',
@@ -92,6 +112,7 @@ export class JobScopedResourceTracker {
 
   /** Every requirement not fully fulfilled, with the number missing, in declaration order. */
   getMissingResources(): ResourceRequirement[] {
+    if (this.#requirements.isEmpty()) return []; // a job holding slots it no longer declares: asked on every check
     const missing: ResourceRequirement[] = [];
     for (const [requirement, required] of this.#requirements.entries()) {
       const fulfilled = this.#mapping.getNumFulfillingResources(requirement);

@@ -14,8 +14,9 @@ import type { AllocationID, JobID } from '../../core/ids.js';
 import { ResourceCounter } from '../../core/ResourceCounter.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { PendingTaskManagerID } from './PendingTaskManager.js';
+import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
 import type { PlacementPreference, SlotReservation, TaskManagerTracker } from './TaskManagerTracker.js';
-import { explainShortage, type WaitReason } from './WaitReason.js';
+import type { WaitReason } from './WaitReason.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
 
 /** `count` slots of `profile` for a job (UNKNOWN: each executor's default slot). */
@@ -76,6 +77,26 @@ export interface ResourceAllocationLimits {
   readonly redundantTaskManagers: number;
 }
 
+/** Slots and resources of the registered executors and every pending or planned worker. */
+interface Totals {
+  slots: number;
+  resource: ResourceProfile;
+}
+
+/**
+ * What the cluster would have with every pending and planned worker, summed only when a new
+ * worker is considered (a profile merge per check is a good part of a check that places one slot).
+ */
+class PlannedTotals {
+  #totals: Totals | undefined;
+
+  constructor(private readonly tracker: TaskManagerTracker) {}
+
+  get totals(): Totals {
+    return (this.#totals ??= { slots: this.tracker.numberOfRegisteredSlots + this.tracker.numberOfPendingSlots, resource: this.tracker.registeredResource.merge(this.tracker.pendingResource) });
+  }
+}
+
 /** A worker (pending or planned) as the plan fills it. */
 interface WorkerPlan {
   readonly id: PendingTaskManagerID | null;
@@ -94,18 +115,16 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
   tryFulfillRequirements(demands: readonly ResourceDemand[], tracker: TaskManagerTracker): ResourceAllocationResult {
     const slotsOnRegistered: PlannedSlot[] = [];
     const outcomes: DemandOutcome[] = [];
-    const pending: WorkerPlan[] = [...tracker.pendingTaskManagers].map((p) => ({ id: p.id, spec: p.spec, available: p.totalResourceProfile, allocations: new Map() }));
+    const pending: WorkerPlan[] = tracker.numberOfPendingTaskManagers === 0 ? [] : [...tracker.pendingTaskManagers].map((p) => ({ id: p.id, spec: p.spec, available: p.totalResourceProfile, allocations: new Map() }));
     const fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }> = [];
-    const totals = {
-      slots: tracker.numberOfRegisteredSlots + tracker.numberOfPendingSlots,
-      resource: tracker.registeredResource.merge(tracker.pendingResource),
-    };
+    const planned = new PlannedTotals(tracker);
 
     for (const demand of demands) {
       let left = demand.count;
       // 1. Free resources on registered executors, best first under the policy.
+      let taskManager: TaskManagerRegistration | undefined;
       while (left > 0) {
-        const taskManager = tracker.findTaskManager(demand.profile, demand.preference);
+        if (taskManager === undefined || !tracker.remainsBest(taskManager, demand.profile)) taskManager = tracker.findTaskManager(demand.profile, demand.preference);
         if (taskManager === undefined) break;
         slotsOnRegistered.push({ demand, reservation: tracker.reserve(taskManager, demand.profile, demand.jobId) });
         left--;
@@ -122,15 +141,15 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
       let refusal: WaitReason | undefined;
       if (left > 0) {
         if (this.workerSpec === null) {
-          refusal = explainShortage(demand.profile, tracker.taskManagers);
+          refusal = tracker.explainShortage(demand.profile);
         } else if (!this.workerSpec.totalResourceProfile.allFieldsNoLessThan(effectiveOn(this.workerSpec, demand.profile))) {
-          const shortage = explainShortage(demand.profile, tracker.taskManagers);
+          const shortage = tracker.explainShortage(demand.profile);
           refusal = shortage.couldFitWhenFree.length > 0 ? shortage : { kind: 'exceeds-worker-shape', shortfall: this.workerSpec.totalResourceProfile.shortfall(effectiveOn(this.workerSpec, demand.profile)) };
         } else {
           while (left > 0) {
-            refusal = this.#limitReason(totals, this.workerSpec);
+            refusal = this.#limitReason(planned.totals, this.workerSpec);
             if (refusal !== undefined) break;
-            const worker = this.#newWorker(this.workerSpec, 'requirements', totals);
+            const worker = this.#newWorker(this.workerSpec, 'requirements', planned.totals);
             fresh.push(worker);
             left = this.#fill([worker], demand, left, touched);
           }
@@ -141,7 +160,7 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
       outcomes.push({ demand, placed, onWorkers, unfulfilled: left, ...(reason === undefined ? {} : { reason }) });
     }
 
-    this.#topUpRedundancy(tracker, pending, fresh, totals);
+    this.#topUpRedundancy(tracker, pending, fresh, planned);
     return {
       slotsOnRegistered,
       slotsOnPending: new Map(pending.map((p) => [p.id!, p.allocations])),
@@ -166,14 +185,14 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
     return left;
   }
 
-  #newWorker(spec: WorkerResourceSpec, purpose: PlannedWorker['purpose'], totals: { slots: number; resource: ResourceProfile }) {
+  #newWorker(spec: WorkerResourceSpec, purpose: PlannedWorker['purpose'], totals: Totals) {
     totals.slots += spec.numberOfSlots;
     totals.resource = totals.resource.merge(spec.totalResourceProfile);
     return { id: null, spec, available: spec.totalResourceProfile, allocations: new Map<JobID, ResourceCounter>(), purpose };
   }
 
   /** Why one more worker may not be started, or undefined when it may. */
-  #limitReason(totals: { slots: number; resource: ResourceProfile }, spec: WorkerResourceSpec): WaitReason | undefined {
+  #limitReason(totals: Totals, spec: WorkerResourceSpec): WaitReason | undefined {
     const slots = totals.slots + spec.numberOfSlots;
     if (slots > this.limits.maxSlots) return { kind: 'max-slots-reached', limit: this.limits.maxSlots, wouldBe: slots };
     const after = totals.resource.merge(spec.totalResourceProfile);
@@ -186,9 +205,10 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
    * Flink's redundancy rule: the free resources of registered executors and of every planned
    * worker must cover `redundant` whole workers; start empty workers until they do (or a limit says no).
    */
-  #topUpRedundancy(tracker: TaskManagerTracker, pending: WorkerPlan[], fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }>, totals: { slots: number; resource: ResourceProfile }): void {
+  #topUpRedundancy(tracker: TaskManagerTracker, pending: WorkerPlan[], fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }>, planned: PlannedTotals): void {
     const spec = this.workerSpec;
     if (spec === null || this.limits.redundantTaskManagers === 0) return;
+    const totals = planned.totals;
     const needed = spec.totalResourceProfile.multiply(this.limits.redundantTaskManagers);
     let free = [...pending, ...fresh].reduce((sum, w) => sum.merge(w.available), tracker.freeRegisteredResource);
     while (!free.allFieldsNoLessThan(needed) && this.#limitReason(totals, spec) === undefined) {

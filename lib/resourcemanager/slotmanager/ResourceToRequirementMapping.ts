@@ -11,9 +11,15 @@ import { ResourceCounter } from '../../core/ResourceCounter.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import { checkResourceProfile } from './ResourceRequirement.js';
 
+/** One profile's side: the profiles on the other side with their counts, kept as mutable numbers. */
 interface Side {
   readonly profile: ResourceProfile;
-  readonly counter: ResourceCounter;
+  /** Other profile's key → [profile, count > 0], in insertion order (as ResourceCounter keeps them). */
+  readonly counts: Map<string, [ResourceProfile, number]>;
+  /** The sum of the counts. */
+  total: number;
+  /** The counts as a ResourceCounter, built when first read after a change. */
+  counter: ResourceCounter | undefined;
 }
 
 function checkAmount(value: unknown, argument: string): number {
@@ -23,11 +29,47 @@ function checkAmount(value: unknown, argument: string): number {
   return value;
 }
 
-function update(map: Map<string, Side>, primary: ResourceProfile, secondary: ResourceProfile, delta: number): void {
-  const before = map.get(primary.key)?.counter ?? ResourceCounter.empty();
-  const counter = delta > 0 ? before.add(secondary, delta) : before.subtract(secondary, -delta);
-  if (counter.isEmpty()) map.delete(primary.key);
-  else map.set(primary.key, { profile: map.get(primary.key)?.profile ?? primary, counter });
+/** The pair's count and its side's total, or undefined when the pair is not recorded. */
+function lookup(map: Map<string, Side>, primary: ResourceProfile, secondary: ResourceProfile): { side: Side | undefined; entry: [ResourceProfile, number] | undefined } {
+  const side = map.get(primary.key);
+  return { side, entry: side?.counts.get(secondary.key) };
+}
+
+/** Refuses an increment that would take a count or a total past the safe integers (as ResourceCounter does), before anything changes. */
+function checkIncrement(at: ReturnType<typeof lookup>, secondary: ResourceProfile, n: number): void {
+  if (!Number.isSafeInteger((at.side?.total ?? 0) + n) || !Number.isSafeInteger((at.entry?.[1] ?? 0) + n)) {
+    throw new IllegalArgumentError('out-of-range', `the count of ${secondary} would exceed ${Number.MAX_SAFE_INTEGER}`, { argument: 'count', value: n });
+  }
+}
+
+/**
+ * Adds `delta` to the pair's count (a decrement never goes below zero: checked by the caller). A
+ * pair that reaches zero is removed, and a side left empty with it; a pair or side added again
+ * goes to the end, as in a ResourceCounter. Counts change in place: every acquired slot passes
+ * here, and a new counter (a Map copy) per slot was most of what acquiring a slot cost.
+ */
+function update(map: Map<string, Side>, at: ReturnType<typeof lookup>, primary: ResourceProfile, secondary: ResourceProfile, delta: number): void {
+  let side = at.side;
+  if (side === undefined) {
+    side = { profile: primary, counts: new Map(), total: 0, counter: undefined };
+    map.set(primary.key, side);
+  }
+  const entry = at.entry;
+  const count = (entry?.[1] ?? 0) + delta;
+  if (count > 0) {
+    if (entry === undefined) side.counts.set(secondary.key, [secondary, count]);
+    else entry[1] = count;
+  } else {
+    side.counts.delete(secondary.key);
+  }
+  side.total += delta;
+  side.counter = undefined;
+  if (side.counts.size === 0) map.delete(primary.key);
+}
+
+function counterOf(side: Side | undefined): ResourceCounter {
+  if (side === undefined) return ResourceCounter.empty();
+  return (side.counter ??= ResourceCounter.fromEntries(side.counts.values()));
 }
 
 /** A two-way index requirement profile ⇄ acquired resource profile, with counts. */
@@ -40,8 +82,12 @@ export class ResourceToRequirementMapping {
     checkResourceProfile(requirement, 'requirement');
     checkResourceProfile(resource, 'resource');
     checkAmount(n, 'n');
-    update(this.#requirementToFulfillingResources, requirement, resource, n);
-    update(this.#resourceToFulfilledRequirements, resource, requirement, n);
+    const forward = lookup(this.#requirementToFulfillingResources, requirement, resource);
+    const backward = lookup(this.#resourceToFulfilledRequirements, resource, requirement);
+    checkIncrement(forward, resource, n);
+    checkIncrement(backward, requirement, n);
+    update(this.#requirementToFulfillingResources, forward, requirement, resource, n);
+    update(this.#resourceToFulfilledRequirements, backward, resource, requirement, n);
   }
 
   /**
@@ -53,7 +99,8 @@ export class ResourceToRequirementMapping {
     checkResourceProfile(requirement, 'requirement');
     checkResourceProfile(resource, 'resource');
     checkAmount(n, 'n');
-    const recorded = this.getResourcesFulfilling(requirement).getResourceCount(resource);
+    const forward = lookup(this.#requirementToFulfillingResources, requirement, resource);
+    const recorded = forward.entry?.[1] ?? 0;
     if (recorded < n) {
       throw new IllegalStateError(`cannot take ${n} of ${resource} away from requirement ${requirement}: only ${recorded} recorded`, {
         component: 'ResourceToRequirementMapping',
@@ -62,28 +109,36 @@ export class ResourceToRequirementMapping {
         allowed: [`at least ${n} recorded`],
       });
     }
-    update(this.#requirementToFulfillingResources, requirement, resource, -n);
-    update(this.#resourceToFulfilledRequirements, resource, requirement, -n);
+    update(this.#requirementToFulfillingResources, forward, requirement, resource, -n);
+    update(this.#resourceToFulfilledRequirements, lookup(this.#resourceToFulfilledRequirements, resource, requirement), resource, requirement, -n);
   }
 
   /** The resources fulfilling `requirement`, with counts (empty when none). */
   getResourcesFulfilling(requirement: ResourceProfile): ResourceCounter {
-    return this.#requirementToFulfillingResources.get(checkResourceProfile(requirement, 'requirement').key)?.counter ?? ResourceCounter.empty();
+    return counterOf(this.#requirementToFulfillingResources.get(checkResourceProfile(requirement, 'requirement').key));
   }
 
   /** The requirements that resources of profile `resource` fulfil, with counts (empty when none). */
   getRequirementsFulfilledBy(resource: ResourceProfile): ResourceCounter {
-    return this.#resourceToFulfilledRequirements.get(checkResourceProfile(resource, 'resource').key)?.counter ?? ResourceCounter.empty();
+    return counterOf(this.#resourceToFulfilledRequirements.get(checkResourceProfile(resource, 'resource').key));
+  }
+
+  /** The first requirement (in insertion order) that resources of profile `resource` fulfil, if any. */
+  getFirstRequirementFulfilledBy(resource: ResourceProfile): ResourceProfile | undefined {
+    const side = this.#resourceToFulfilledRequirements.get(checkResourceProfile(resource, 'resource').key);
+    if (side === undefined) return undefined;
+    for (const [requirement] of side.counts.values()) return requirement;
+    return undefined;
   }
 
   /** How many resources fulfil `requirement`. */
   getNumFulfillingResources(requirement: ResourceProfile): number {
-    return this.getResourcesFulfilling(requirement).getTotalResourceCount();
+    return this.#requirementToFulfillingResources.get(checkResourceProfile(requirement, 'requirement').key)?.total ?? 0;
   }
 
   /** How many requirement units resources of profile `resource` fulfil (= how many such resources are assigned). */
   getNumFulfilledRequirements(resource: ResourceProfile): number {
-    return this.getRequirementsFulfilledBy(resource).getTotalResourceCount();
+    return this.#resourceToFulfilledRequirements.get(checkResourceProfile(resource, 'resource').key)?.total ?? 0;
   }
 
   /** Every requirement profile with at least one fulfilling resource, in insertion order. */

@@ -38,6 +38,8 @@ export interface ResourceTracker extends ReadonlyResourceTracker {
   notifyResourceRequirements(jobId: JobID, requirements: readonly ResourceRequirement[]): void;
   /** The job acquired one resource of `resourceProfile` (a concrete profile, never UNKNOWN). */
   notifyAcquiredResource(jobId: JobID, resourceProfile: ResourceProfile): void;
+  /** The job acquired `count` (≥ 1) resources of `resourceProfile`: what `count` calls of notifyAcquiredResource do, at once. */
+  notifyAcquiredResources(jobId: JobID, resourceProfile: ResourceProfile, count: number): void;
   /**
    * The job lost one resource of `resourceProfile`. Callers must report only what the job acquired:
    * a profile a tracked job does not hold throws IllegalStateError. An untracked job is ignored.
@@ -47,11 +49,16 @@ export interface ResourceTracker extends ReadonlyResourceTracker {
   clear(): void;
 }
 
+/** The JobID checkJobId passed last: a job's slots arrive by the thousand, and its ID need not be matched against the pattern for each. */
+let lastValidJobId: JobID | undefined;
+
 function checkJobId(jobId: unknown): JobID {
+  if (jobId === lastValidJobId) return jobId as JobID;
   if (!JobID.is(jobId)) {
     const shown = typeof jobId === 'string' ? JSON.stringify(jobId) : String(jobId);
     throw new IllegalArgumentError('invalid-type', `jobId must be a JobID (32 lower-case hex characters), got ${shown}`, { argument: 'jobId', value: shown });
   }
+  lastValidJobId = jobId;
   return jobId;
 }
 
@@ -73,6 +80,13 @@ export class DefaultResourceTracker implements ResourceTracker {
     checkResourceProfile(resourceProfile, 'resourceProfile', { known: true });
     // A resource of a job that declared nothing is tracked too, as excess.
     this.#getOrCreate(jobId).notifyAcquiredResource(resourceProfile);
+  }
+
+  notifyAcquiredResources(jobId: JobID, resourceProfile: ResourceProfile, count: number): void {
+    checkJobId(jobId);
+    checkResourceProfile(resourceProfile, 'resourceProfile', { known: true });
+    if (!Number.isSafeInteger(count) || count < 1) throw new IllegalArgumentError('invalid-value', `count must be a positive safe integer, got ${String(count)}`, { argument: 'count', value: String(count) });
+    this.#getOrCreate(jobId).notifyAcquiredResources(resourceProfile, count);
   }
 
   notifyLostResource(jobId: JobID, resourceProfile: ResourceProfile): void {

@@ -12,9 +12,10 @@
  * - reportSlotStatus: reconcile a slot report (see the method).
  * - freeInactiveSlots: ask every executor holding slots of a finished job to free the inactive ones.
  */
-import type { Clock } from '../../core/clock.js';
+import type { Clock, TimerHandle } from '../../core/clock.js';
 import { RpcTimeoutError, SlotAllocationError, isSlotwiseError } from '../../core/errors.js';
 import { AllocationID, type JobID, type ResourceID } from '../../core/ids.js';
+import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { SlotReport } from '../../core/SlotReport.js';
 import type { ResourceTracker } from './ResourceTracker.js';
 import type { ResourceSlotRecord, TaskManagerRegistration } from './TaskManagerRegistration.js';
@@ -63,15 +64,42 @@ export interface SlotStatusSyncerOptions {
   readonly log?: (message: string) => void;
 }
 
+const SETTLED = Promise.resolve();
+
 interface Attempt {
   readonly allocationId: AllocationID;
+  readonly slot: ResourceSlotRecord;
+  /** The executor answered or the deadline passed, whichever came first (the other is ignored). */
+  answered: boolean;
+  readonly deadline: DeadlineBatch;
+}
+
+/**
+ * The slot requests sent at one clock time: they share their deadline and one clock timer (a check
+ * sends thousands at once, and a timer per request was a good part of sending one). The timer is
+ * cleared once every request of the batch is answered, as each request's own timer was.
+ */
+interface DeadlineBatch {
+  readonly at: number;
+  readonly attempts: Attempt[];
+  unanswered: number;
+  timer: TimerHandle | undefined;
 }
 
 export class SlotStatusSyncer {
   readonly #o: SlotStatusSyncerOptions;
   readonly #execute: (task: () => void) => void;
-  /** Allocations asked of an executor and not answered yet, with the attempt that asked. */
-  readonly #inFlight = new Map<AllocationID, Attempt>();
+  /**
+   * Allocations asked of an executor and not answered yet: each pending slot record holds the
+   * attempt that asked (`inFlight`; no Map from AllocationID, which every slot a check places
+   * would grow by one), and this counts them.
+   */
+  #inFlight = 0;
+  /** The batch new requests join while the clock stays at its time. */
+  #batch: DeadlineBatch | undefined;
+  /** Between beginAllocations and endAllocations: tracked slots not counted in the ResourceTracker yet, a run of one job and profile. */
+  #deferring = false;
+  #uncounted: { readonly jobId: JobID; readonly profile: ResourceProfile; count: number } | undefined;
 
   constructor(options: SlotStatusSyncerOptions) {
     this.#o = options;
@@ -80,7 +108,7 @@ export class SlotStatusSyncer {
 
   /** Allocations asked of executors and not answered yet. */
   get inFlight(): number {
-    return this.#inFlight.size;
+    return this.#inFlight;
   }
 
   /**
@@ -91,27 +119,121 @@ export class SlotStatusSyncer {
   allocateSlot(reservation: SlotReservation, request: { allocationId?: AllocationID; targetAddress: string; tracked: boolean }): ResourceSlotRecord {
     const allocationId = request.allocationId ?? AllocationID.generate();
     const slot = this.#o.tracker.assignPending(reservation, allocationId, request.tracked);
-    if (request.tracked) this.#o.resourceTracker.notifyAcquiredResource(reservation.jobId, slot.profile);
-    const attempt: Attempt = { allocationId };
-    this.#inFlight.set(allocationId, attempt);
+    if (request.tracked) this.#acquired(reservation.jobId, slot.profile);
+    // What #withDeadline does, without its promise, closures and timer per call (this runs once per
+    // slot a check places): the first of the answer and the deadline settles the attempt, one
+    // microtask later, as the deadline promise's own continuation did.
+    const attempt: Attempt = { allocationId, slot, answered: false, deadline: this.#deadlineBatch() };
+    attempt.deadline.attempts.push(attempt);
+    attempt.deadline.unanswered++;
+    this.#setInFlight(slot, attempt);
     const { taskManager } = reservation;
-    const call = this.#withDeadline(taskManager, () =>
-      taskManager.gateway.requestSlot({ index: slot.index, jobId: reservation.jobId, allocationId, resourceProfile: slot.profile, targetAddress: request.targetAddress }),
-    );
+    let call: Promise<void>;
+    try {
+      call = taskManager.gateway.requestSlot({ index: slot.index, jobId: reservation.jobId, allocationId, resourceProfile: slot.profile, targetAddress: request.targetAddress });
+    } catch (error) {
+      call = Promise.reject(error);
+    }
     call.then(
-      () => this.#execute(() => this.#settle(attempt, slot, undefined)),
-      (error: unknown) => this.#execute(() => this.#settle(attempt, slot, error ?? new Error('slot request failed'))),
+      () => this.#answered(attempt, undefined),
+      (error: unknown) => this.#answered(attempt, error ?? new Error('slot request failed')),
     );
     return slot;
+  }
+
+  #setInFlight(slot: ResourceSlotRecord, attempt: Attempt | null): void {
+    if (slot.inFlight !== null) this.#inFlight--;
+    if (attempt !== null) this.#inFlight++;
+    slot.inFlight = attempt;
+  }
+
+  /** The batch a request sent now joins (a new one, with its timer, when the clock has moved). */
+  #deadlineBatch(): DeadlineBatch {
+    const { clock, rpcTimeout } = this.#o;
+    const at = clock.now() + rpcTimeout;
+    if (this.#batch?.at === at && this.#batch.timer !== undefined) return this.#batch;
+    const batch: DeadlineBatch = { at, attempts: [], unanswered: 0, timer: undefined };
+    batch.timer = clock.setTimeout(() => this.#deadlinePassed(batch), rpcTimeout);
+    this.#batch = batch;
+    return batch;
+  }
+
+  #deadlinePassed(batch: DeadlineBatch): void {
+    batch.timer = undefined;
+    if (this.#batch === batch) this.#batch = undefined;
+    const { rpcTimeout } = this.#o;
+    for (const attempt of batch.attempts) {
+      if (attempt.answered) continue;
+      const { resourceId } = attempt.slot.taskManager;
+      this.#answered(attempt, new RpcTimeoutError(`TaskExecutorGateway.requestSlot on ${resourceId} got no answer within ${rpcTimeout} ms`, { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: rpcTimeout, resourceId }));
+    }
+  }
+
+  /** The executor answered (`error` undefined: acknowledged) or the deadline passed: settle the attempt in the next microtask. */
+  #answered(attempt: Attempt, error: unknown): void {
+    if (attempt.answered) return;
+    attempt.answered = true;
+    const batch = attempt.deadline;
+    if (--batch.unanswered === 0 && batch.timer !== undefined) {
+      this.#o.clock.clearTimeout(batch.timer);
+      batch.timer = undefined;
+      if (this.#batch === batch) this.#batch = undefined;
+    }
+    // A resolved promise's continuation: the same microtask turn as queueMicrotask, without the
+    // AsyncResource Node makes for each queueMicrotask. A throw still surfaces as an uncaught exception.
+    void SETTLED.then(() => {
+      try {
+        this.#execute(() => this.#settle(attempt, attempt.slot, error));
+      } catch (thrown) {
+        queueMicrotask(() => {
+          throw thrown;
+        });
+      }
+    });
+  }
+
+  /**
+   * From here to endAllocations, the tracked slots allocateSlot allocates are counted in the
+   * ResourceTracker a run of the same job and profile at a time (notifyAcquiredResources), when
+   * the run ends: a check places thousands of slots of a few profiles, and counting each on its
+   * own was a good part of placing it. Nothing may read the ResourceTracker in between.
+   */
+  beginAllocations(): void {
+    this.endAllocations();
+    this.#deferring = true;
+  }
+
+  /** Counts what beginAllocations deferred; harmless when nothing is deferred. */
+  endAllocations(): void {
+    this.#deferring = false;
+    const run = this.#uncounted;
+    if (run === undefined) return;
+    this.#uncounted = undefined;
+    this.#o.resourceTracker.notifyAcquiredResources(run.jobId, run.profile, run.count);
+  }
+
+  #acquired(jobId: JobID, profile: ResourceProfile): void {
+    if (!this.#deferring) {
+      this.#o.resourceTracker.notifyAcquiredResource(jobId, profile);
+      return;
+    }
+    const run = this.#uncounted;
+    if (run !== undefined && run.jobId === jobId && (run.profile === profile || run.profile.equals(profile))) {
+      run.count++;
+      return;
+    }
+    this.endAllocations();
+    this.#deferring = true;
+    this.#uncounted = { jobId, profile, count: 1 };
   }
 
   /** The slot is free (released by its job, or by its executor): free it here too. */
   freeSlot(allocationId: AllocationID): ResourceSlotRecord | undefined {
     const slot = this.#o.tracker.getSlot(allocationId);
     if (slot === undefined) return undefined;
-    this.#inFlight.delete(allocationId);
+    this.#setInFlight(slot, null);
     if (slot.tracked) this.#o.resourceTracker.notifyLostResource(slot.jobId!, slot.profile);
-    return this.#o.tracker.free(allocationId);
+    return this.#o.tracker.free(allocationId, 'FREE', slot);
   }
 
   /**
@@ -137,15 +259,15 @@ export class SlotStatusSyncer {
         conflicts.push(allocationId);
         this.#o.log?.(`slot report of ${taskManager.resourceId} shows allocation ${allocationId}, held on ${known.taskManager.resourceId}: ignored`);
       } else if (known?.state === 'pending') {
-        this.#inFlight.delete(allocationId);
+        this.#setInFlight(known, null);
         completed.push(this.#o.tracker.completeAllocation(allocationId));
       } else if (known === undefined) {
         // The executor holds that static index: a request still pending for it there cannot succeed.
         const occupant = taskManager.staticSlots[status.slotId.slotNumber];
         if (occupant?.state === 'pending' && occupant.allocationId !== null) {
-          const attempt = this.#inFlight.get(occupant.allocationId);
+          const attempt = occupant.inFlight as Attempt | null;
           const error = new SlotAllocationError('index-taken', `${describeSlot(occupant)} is held by allocation ${allocationId}, as its slot report shows`, { index: occupant.index, holder: allocationId });
-          if (attempt !== undefined) this.#settle(attempt, occupant, error, true);
+          if (attempt !== null) this.#settle(attempt, occupant, error, true);
         }
         const tracked = !(this.#o.isRequested?.(allocationId, status.jobId!) ?? false);
         const slot = this.#o.tracker.adopt(taskManager, { index: status.slotId.slotNumber, allocationId, jobId: status.jobId!, profile: status.resourceProfile }, tracked);
@@ -169,22 +291,23 @@ export class SlotStatusSyncer {
 
   /** Forgets every attempt in flight: their answers will be ignored. */
   close(): void {
-    this.#inFlight.clear();
+    for (const slot of this.#o.tracker.slots) this.#setInFlight(slot, null);
+    this.#inFlight = 0;
   }
 
   /** `superseded`: the executor's own report overtook the answer (no reason to doubt the executor). */
   #settle(attempt: Attempt, slot: ResourceSlotRecord, error: unknown, superseded = false): void {
     // Given up already (freed, reported, superseded by a new attempt, or the syncer closed): ignore.
-    if (this.#inFlight.get(attempt.allocationId) !== attempt) return;
-    this.#inFlight.delete(attempt.allocationId);
+    if (slot.inFlight !== attempt) return;
+    this.#setInFlight(slot, null);
     if (error === undefined) {
-      this.#o.onAllocationSettled({ ok: true, slot: this.#o.tracker.completeAllocation(attempt.allocationId) });
+      this.#o.onAllocationSettled({ ok: true, slot: this.#o.tracker.completeAllocation(attempt.allocationId, slot) });
       return;
     }
     const { jobId, tracked, taskManager } = slot;
     this.#o.log?.(`slot request ${describeSlot(slot)} for ${attempt.allocationId} failed: ${describe(error)}`);
     if (tracked) this.#o.resourceTracker.notifyLostResource(jobId!, slot.profile);
-    this.#o.tracker.free(attempt.allocationId, 'FAIL_ALLOCATION');
+    this.#o.tracker.free(attempt.allocationId, 'FAIL_ALLOCATION', slot);
     this.#o.onAllocationSettled({ ok: false, allocationId: attempt.allocationId, jobId: jobId!, resourceId: taskManager.resourceId, error, tracked, superseded });
   }
 

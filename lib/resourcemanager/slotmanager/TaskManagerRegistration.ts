@@ -19,6 +19,7 @@ import type { AllocationID, JobID, ResourceID } from '../../core/ids.js';
 import { ResourceProfile, UNITS_PER_CORE } from '../../core/ResourceProfile.js';
 import type { ResourceSlotState } from '../../../machines/resourceSlot.machine.js';
 import type { TaskExecutorSlotGateway } from '../../rpc/TaskExecutorSlotGateway.js';
+import { shortfallScore } from './WaitReason.js';
 
 export interface ResourceSlotRecord {
   readonly taskManager: TaskManagerRegistration;
@@ -33,6 +34,8 @@ export interface ResourceSlotRecord {
   reserved: boolean;
   /** Counted in its job's ResourceTracker (declared requirements); false for seed 000's imperative requests. */
   tracked: boolean;
+  /** The SlotStatusSyncer's request to the executor for this pending slot while it is unanswered (its own, opaque here); null otherwise. */
+  inFlight: object | null;
 }
 
 export interface TaskManagerInfo {
@@ -59,6 +62,8 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   utilization = 0;
   /** Free static slot records. */
   freeStaticSlots: number;
+  /** No static slot below this index is free and unreserved (where the search for one starts). */
+  #staticCursor = 0;
   /** Slots pending or allocated, static and dynamic. */
   occupiedSlots = 0;
   /** Reservations made by a plan and not yet turned into pending slots. */
@@ -122,6 +127,7 @@ export class TaskManagerRegistration implements TaskManagerInfo {
       profile: info.defaultSlotResourceProfile,
       reserved: false,
       tracked: false,
+      inFlight: null,
     }));
   }
 
@@ -152,10 +158,78 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     return profile.fitsWithin(this.#available, this.#availableExtended);
   }
 
+  /**
+   * What `shortfallScore(available.shortfall(profile))` gives (WaitReason.ts), or -1 when nothing
+   * falls short, from the running numbers: no `available` profile and no shortfall list built (a
+   * ShortageIndex re-scores every executor that changed while a demand waits). The same divisions
+   * and sums in the same order, so the same number.
+   */
+  shortfallScore(profile: ResourceProfile): number {
+    if (!this.#numeric || profile.kind !== 'specified') {
+      const shortfall = this.available.shortfall(profile);
+      return shortfall.length === 0 ? -1 : shortfallScore(shortfall);
+    }
+    const need = profile.amounts;
+    const have = this.#available;
+    let short = 0;
+    let deficit = 0;
+    for (let i = 0; i < 5; i++) {
+      if (have[i]! < need[i]!) {
+        const scale = i === 0 ? UNITS_PER_CORE : 1;
+        const available = have[i]! / scale;
+        const required = need[i]! / scale;
+        deficit = deficit + (required - available) / Math.max(required, 1e-9);
+        short++;
+      }
+    }
+    for (const [name, units] of profile.extended) {
+      const left = this.#availableExtended.get(name) ?? 0;
+      if (left < units) {
+        const available = left / UNITS_PER_CORE;
+        const required = units / UNITS_PER_CORE;
+        deficit = deficit + (required - available) / Math.max(required, 1e-9);
+        short++;
+      }
+    }
+    return short === 0 ? -1 : short * 10 + deficit;
+  }
+
+  /**
+   * Adds (`sign` 1) or takes away (−1) what is available here to or from a running total (in
+   * ResourceProfile.amounts order and units; extended resources without zeros). False, changing
+   * nothing, outside the numeric mode, where `available` exists only as a profile.
+   */
+  addAvailableTo(amounts: number[], extended: Map<string, number>, sign: 1 | -1): boolean {
+    if (!this.#numeric) return false;
+    const available = this.#available;
+    for (let i = 0; i < 5; i++) amounts[i] = amounts[i]! + sign * available[i]!;
+    for (const [name, units] of this.#availableExtended) {
+      const sum = (extended.get(name) ?? 0) + sign * units;
+      if (sum === 0) extended.delete(name);
+      else extended.set(name, sum);
+    }
+    return true;
+  }
+
   /** A free static slot this requirement may take (its effective profile is the default), if any. */
   freeStaticSlotFor(requirement: ResourceProfile): ResourceSlotRecord | undefined {
     if (this.freeStaticSlots === 0 || !this.effectiveProfile(requirement).equals(this.defaultSlotResourceProfile)) return undefined;
-    return this.staticSlots.find((slot) => slot.state === 'free' && !slot.reserved);
+    // The lowest free index, as a scan from 0 finds it, without walking the taken ones below it again.
+    const slots = this.staticSlots;
+    for (let i = this.#staticCursor; i < slots.length; i++) {
+      const slot = slots[i]!;
+      if (slot.state === 'free' && !slot.reserved) {
+        this.#staticCursor = i;
+        return slot;
+      }
+    }
+    this.#staticCursor = slots.length;
+    return undefined;
+  }
+
+  /** The static slot at `index` is free and unreserved again (freed, or its reservation dropped). */
+  staticSlotFreed(index: number): void {
+    if (index < this.#staticCursor) this.#staticCursor = index;
   }
 
   /** Adds `profile` to what is used (a slot was reserved, became pending, or was adopted). */

@@ -14,8 +14,10 @@ import { ResourceProfile } from '../../core/ResourceProfile.js';
 import { FreeResourceIndex } from './FreeResourceIndex.js';
 import { PendingTaskManager, type PendingTaskManagerID } from './PendingTaskManager.js';
 import { transitionResourceSlot } from './ResourceSlotTransitions.js';
+import { ShortageIndex } from './ShortageIndex.js';
 import { candidateOrder, type SlotMatchingPolicy } from './SlotMatchingStrategy.js';
 import { TaskManagerRegistration, type ResourceSlotRecord, type TaskManagerInfo } from './TaskManagerRegistration.js';
+import type { WaitReason } from './WaitReason.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
 
 /** Capacity a plan set aside on an executor for one slot of a job, not yet asked of the executor. */
@@ -52,17 +54,36 @@ export class TaskManagerTracker {
   readonly #pending = new Map<PendingTaskManagerID, PendingTaskManager>();
   readonly #blocked = new Set<TaskManagerRegistration>();
   readonly #index: FreeResourceIndex;
+  readonly #shortages: ShortageIndex;
   #seq = 0;
   #registeredResource = ResourceProfile.ZERO;
   #registeredSlots = 0;
   /** Sum of `available` over the executors that are not blocked; undefined when a change made it stale. */
   #freeResource: ResourceProfile | undefined = ResourceProfile.ZERO;
+  /**
+   * The same sum as running numbers (the executors' own raw amounts: integer units, so exact),
+   * moved with every capacity change once it has been read (`#freeCounted`; until then nobody
+   * pays for it): a check that keeps spare workers reads it, and summing 100,000 executors'
+   * profiles on demand cost a profile per executor per check. Given up (`#freeNumeric` false, the
+   * sum then made on demand again) once an executor's capacity is kept as profiles (UNKNOWN or
+   * ANY involved, or an overflow).
+   */
+  readonly #free = [0, 0, 0, 0, 0];
+  readonly #freeExtended = new Map<string, number>();
+  #freeCounted = false;
+  #freeNumeric = true;
 
   constructor(options: TaskManagerTrackerOptions) {
     this.policy = options.policy;
     this.#clock = options.clock;
     this.#onIdleChanged = options.onIdleChanged ?? (() => {});
     this.#index = new FreeResourceIndex(candidateOrder(options.policy), () => this.#taskManagers.values(), options.policy !== 'first-fit');
+    this.#shortages = new ShortageIndex(
+      () => this.#taskManagers.values(),
+      () => this.#blocked,
+      (taskManager) => this.#taskManagers.get(taskManager.resourceId) === taskManager,
+      () => this.#taskManagers.size,
+    );
   }
 
   // ------------------------------------------------------------------ registered executors
@@ -75,8 +96,9 @@ export class TaskManagerTracker {
     this.#taskManagers.set(info.resourceId, taskManager);
     this.#registeredResource = this.#registeredResource.merge(info.totalResourceProfile);
     this.#registeredSlots += info.numberOfStaticSlots;
-    this.#freeResource = undefined;
+    this.#countFree(taskManager, 1);
     this.#index.taskManagerChanged(taskManager);
+    this.#shortages.taskManagerAdded(taskManager);
     // It arrives idle: whoever releases idle executors must hear of it like of any other.
     this.#onIdleChanged(taskManager);
     return taskManager;
@@ -87,11 +109,12 @@ export class TaskManagerTracker {
     const taskManager = this.#require(resourceId);
     for (const slot of this.slotsOf(taskManager)) if (slot.allocationId !== null) this.#slots.delete(slot.allocationId);
     this.#taskManagers.delete(resourceId);
-    this.#freeResource = undefined;
+    if (!taskManager.blocked) this.#countFree(taskManager, -1);
     this.#blocked.delete(taskManager);
     this.#registeredResource = this.#registeredResource.subtract(taskManager.totalResourceProfile);
     this.#registeredSlots -= taskManager.numberOfStaticSlots;
     this.#index.taskManagerRemoved(taskManager);
+    this.#shortages.taskManagerRemoved(taskManager);
     return taskManager;
   }
 
@@ -118,8 +141,11 @@ export class TaskManagerTracker {
    * Blocked executors (being released, or in doubt after a refused request) count as having nothing.
    */
   get freeRegisteredResource(): ResourceProfile {
-    // Summed on demand (once per requirement check at most), not kept up on every capacity change:
-    // that would cost the matching hot path two profile operations per allocate and per free.
+    if (this.#freeResource === undefined && this.#freeNumeric && !this.#freeCounted) {
+      this.#freeCounted = true;
+      for (const taskManager of this.#taskManagers.values()) if (!taskManager.blocked) this.#countFree(taskManager, 1);
+    }
+    if (this.#freeResource === undefined && this.#freeNumeric) this.#freeResource = ResourceProfile.fromAmounts(this.#free, this.#freeExtended);
     if (this.#freeResource === undefined) {
       let free = ResourceProfile.ZERO;
       for (const taskManager of this.#taskManagers.values()) if (!taskManager.blocked) free = free.merge(taskManager.available);
@@ -139,7 +165,7 @@ export class TaskManagerTracker {
     taskManager.blocked = blocked;
     if (blocked) this.#blocked.add(taskManager);
     else this.#blocked.delete(taskManager);
-    this.#freeResource = undefined;
+    this.#countFree(taskManager, blocked ? -1 : 1);
     taskManager.version++;
     this.#index.taskManagerChanged(taskManager);
   }
@@ -165,6 +191,26 @@ export class TaskManagerTracker {
       if (onHost !== undefined) return onHost;
     }
     return this.#index.best(requirement);
+  }
+
+  /**
+   * Whether `taskManager`, just found by findTaskManager for `requirement` (with any preference)
+   * and reserved on, is still what findTaskManager would answer: under first fit and pack, when it
+   * still has room, since a reservation changes nothing else (first fit orders by registration;
+   * pack by utilisation, which a reservation can only raise). Under spread it may no longer be the
+   * least utilised. Lets a plan place a demand's slots without an index lookup per slot.
+   */
+  remainsBest(taskManager: TaskManagerRegistration, requirement: ResourceProfile): boolean {
+    return this.policy !== 'spread' && taskManager.canFit(requirement);
+  }
+
+  /**
+   * Why no executor takes `requirement` now: what `explainShortage(requirement, taskManagers)`
+   * answers, kept up incrementally (ShortageIndex): O(log n) per executor changed since the last
+   * call, when no unblocked executor can take it.
+   */
+  explainShortage(requirement: ResourceProfile): Extract<WaitReason, { kind: 'insufficient-resources' }> {
+    return this.#shortages.explain(requirement);
   }
 
   /** Every executor that can take `requirement` now (O(candidates); for explanations). */
@@ -209,7 +255,7 @@ export class TaskManagerTracker {
     }
     const { taskManager, staticSlot, profile, jobId } = reservation;
     this.#endReservation(reservation, false);
-    const slot = staticSlot ?? { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile, reserved: false, tracked };
+    const slot = staticSlot ?? { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile, reserved: false, tracked, inFlight: null };
     transitionResourceSlot(slot, 'ASSIGN_PENDING', () => describeSlot(slot));
     slot.allocationId = allocationId;
     slot.jobId = jobId;
@@ -221,9 +267,9 @@ export class TaskManagerTracker {
     return slot;
   }
 
-  /** The executor acknowledged or reported the allocation (pending → allocated). */
-  completeAllocation(allocationId: AllocationID): ResourceSlotRecord {
-    const slot = this.#requireSlot(allocationId);
+  /** The executor acknowledged or reported the allocation (pending → allocated). `known`: its record, when the caller holds it. */
+  completeAllocation(allocationId: AllocationID, known?: ResourceSlotRecord): ResourceSlotRecord {
+    const slot = this.#requireSlot(allocationId, known);
     transitionResourceSlot(slot, 'COMPLETE_ALLOCATION', () => describeSlot(slot));
     return slot;
   }
@@ -239,7 +285,7 @@ export class TaskManagerTracker {
     if (this.#slots.has(allocation.allocationId)) throw this.#duplicate(allocation.allocationId);
     const candidate = taskManager.staticSlots[allocation.index];
     const useStatic = candidate !== undefined && candidate.state === 'free' && !candidate.reserved && candidate.profile.equals(allocation.profile);
-    const slot = useStatic ? candidate : { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile: allocation.profile, reserved: false, tracked };
+    const slot = useStatic ? candidate : { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile: allocation.profile, reserved: false, tracked, inFlight: null };
     transitionResourceSlot(slot, 'ADOPT', () => describeSlot(slot));
     slot.allocationId = allocation.allocationId;
     slot.jobId = allocation.jobId;
@@ -255,9 +301,10 @@ export class TaskManagerTracker {
   /**
    * The slot is free again (pending or allocated → free): refused, timed out, released by its job,
    * reported free, or its executor was lost. A static record stays, free; a dynamic one goes.
+   * `known`: its record, when the caller holds it.
    */
-  free(allocationId: AllocationID, event: 'FREE' | 'FAIL_ALLOCATION' = 'FREE'): ResourceSlotRecord {
-    const slot = this.#requireSlot(allocationId);
+  free(allocationId: AllocationID, event: 'FREE' | 'FAIL_ALLOCATION' = 'FREE', known?: ResourceSlotRecord): ResourceSlotRecord {
+    const slot = this.#requireSlot(allocationId, known);
     transitionResourceSlot(slot, event, () => describeSlot(slot));
     const { taskManager } = slot;
     this.#slots.delete(allocationId);
@@ -265,8 +312,12 @@ export class TaskManagerTracker {
     slot.allocationId = null;
     slot.jobId = null;
     slot.tracked = false;
-    if (slot.index >= 0) taskManager.freeStaticSlots++;
-    else taskManager.dynamicSlots.delete(allocationId);
+    if (slot.index >= 0) {
+      taskManager.freeStaticSlots++;
+      taskManager.staticSlotFreed(slot.index);
+    } else {
+      taskManager.dynamicSlots.delete(allocationId);
+    }
     taskManager.occupiedSlots--;
     this.#giveBack(taskManager, slot.profile);
     return freed;
@@ -347,17 +398,27 @@ export class TaskManagerTracker {
   // ------------------------------------------------------------------ internals
 
   #take(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
+    if (!taskManager.blocked) this.#countFree(taskManager, -1);
     taskManager.take(profile);
-    this.#freeResource = undefined;
+    if (!taskManager.blocked) this.#countFree(taskManager, 1);
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
+    this.#shortages.taskManagerChanged(taskManager);
   }
 
   #giveBack(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
+    if (!taskManager.blocked) this.#countFree(taskManager, -1);
     taskManager.giveBack(profile);
-    this.#freeResource = undefined;
+    if (!taskManager.blocked) this.#countFree(taskManager, 1);
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
+    this.#shortages.taskManagerChanged(taskManager);
+  }
+
+  /** Adds (1) or takes away (−1) the executor's available resources to or from the free sum. */
+  #countFree(taskManager: TaskManagerRegistration, sign: 1 | -1): void {
+    this.#freeResource = undefined;
+    if (this.#freeCounted && this.#freeNumeric && !taskManager.addAvailableTo(this.#free, this.#freeExtended, sign)) this.#freeNumeric = false;
   }
 
   /** Closes a reservation; its static slot goes back to free only when the reservation is dropped. */
@@ -373,7 +434,10 @@ export class TaskManagerTracker {
     (reservation as { open: boolean }).open = false;
     if (staticSlot !== null) {
       staticSlot.reserved = false;
-      if (releaseStaticSlot) taskManager.freeStaticSlots++;
+      if (releaseStaticSlot) {
+        taskManager.freeStaticSlots++;
+        taskManager.staticSlotFreed(staticSlot.index);
+      }
     }
   }
 
@@ -390,7 +454,13 @@ export class TaskManagerTracker {
     return taskManager;
   }
 
-  #requireSlot(allocationId: AllocationID): ResourceSlotRecord {
+  /**
+   * The record of `allocationId`. `known`: the record the caller just looked up or holds for it (the
+   * syncer, on every answer and free): no second lookup in a Map of every allocation then, as long
+   * as it still carries the AllocationID.
+   */
+  #requireSlot(allocationId: AllocationID, known?: ResourceSlotRecord): ResourceSlotRecord {
+    if (known !== undefined && known.allocationId === allocationId) return known;
     const slot = this.#slots.get(allocationId);
     if (slot === undefined) throw new IllegalArgumentError('invalid-value', `no slot with allocation ${allocationId}`, { argument: 'allocationId', value: allocationId });
     return slot;

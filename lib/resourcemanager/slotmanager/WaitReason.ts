@@ -56,9 +56,55 @@ export function describeWaitReason(reason: WaitReason): string {
 }
 
 /**
+ * Whether two reasons are the same, as their JSON would be (the plain data a reason is made of:
+ * objects in key order, arrays, strings, booleans, numbers, a non-finite number counting as null),
+ * without building the strings: a check compares a waiting job's reasons with the last check's.
+ */
+export function sameWaitReason(a: WaitReason, b: WaitReason): boolean {
+  return sameAsJson(a, b);
+}
+
+function sameAsJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a === 'number' || typeof b === 'number') return numberAsJson(a) === numberAsJson(b);
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const other = b as unknown[];
+    if (a.length !== other.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameAsJson(a[i] ?? null, other[i] ?? null)) return false;
+    return true;
+  }
+  const ka = jsonKeys(a);
+  const kb = jsonKeys(b);
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    if (ka[i] !== kb[i] || !sameAsJson((a as Record<string, unknown>)[ka[i]!], (b as Record<string, unknown>)[kb[i]!])) return false;
+  }
+  return true;
+}
+
+function numberAsJson(value: unknown): unknown {
+  return typeof value === 'number' && !Number.isFinite(value) ? null : value;
+}
+
+/** The keys JSON writes, in its order: it leaves out those whose value is undefined. */
+function jsonKeys(o: object): string[] {
+  return Object.keys(o).filter((k) => (o as Record<string, unknown>)[k] !== undefined);
+}
+
+/**
+ * How far an executor is from holding a requirement, from what it falls short in (non-empty):
+ * ten per short dimension, plus the relative deficit of each (lower is closer).
+ */
+export function shortfallScore(shortfall: readonly ResourceShortfall[]): number {
+  return shortfall.length * 10 + shortfall.reduce((sum, s) => sum + (s.required - s.available) / Math.max(s.required, 1e-9), 0);
+}
+
+/**
  * The executors closest to holding `requirement` (fewest short dimensions, then smallest relative
  * deficit), and those whose total could hold it once their slots are freed. One pass over the
- * executors: only run when a requirement cannot be placed, never on the matching path.
+ * executors: the reference answer; the SlotManager asks the tracker's ShortageIndex, which keeps
+ * the same answer up incrementally instead of recomputing it on every requirement check.
  */
 export function explainShortage(requirement: ResourceProfile, taskManagers: Iterable<TaskManagerRegistration>, limit = 3): Extract<WaitReason, { kind: 'insufficient-resources' }> {
   const scored: Array<{ resourceId: ResourceID; shortfall: ResourceShortfall[]; score: number; seq: number }> = [];
@@ -71,8 +117,7 @@ export function explainShortage(requirement: ResourceProfile, taskManagers: Iter
       if (taskManager.blocked && passedOver.length < limit) passedOver.push(taskManager.resourceId);
       continue;
     }
-    const deficit = shortfall.reduce((sum, s) => sum + (s.required - s.available) / Math.max(s.required, 1e-9), 0);
-    scored.push({ resourceId: taskManager.resourceId, shortfall, score: shortfall.length * 10 + deficit, seq: taskManager.seq });
+    scored.push({ resourceId: taskManager.resourceId, shortfall, score: shortfallScore(shortfall), seq: taskManager.seq });
     if (couldFitWhenFree.length < limit && taskManager.totalResourceProfile.allFieldsNoLessThan(effective)) couldFitWhenFree.push(taskManager.resourceId);
   }
   scored.sort((a, b) => a.score - b.score || a.seq - b.seq);

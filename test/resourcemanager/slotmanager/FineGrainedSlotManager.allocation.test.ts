@@ -321,6 +321,27 @@ describe('FineGrainedSlotManager: placing slots', () => {
       });
     }
 
+    it('fails a waiting request whose AllocationID a slot report shows held by another job (duplicate-request), at the next check', async () => {
+      const h = createSlotManager({ allocator: false });
+      const [owner, other] = [JobID.generate(), JobID.generate()];
+      const [first, second] = [AllocationID.generate(), AllocationID.generate()];
+      const te = h.register({ allocated: [{ index: 0, jobId: owner, allocationId: first }, { index: 1, jobId: owner, allocationId: second }] });
+      const requester = JobID.generate();
+      const allocationId = AllocationID.generate();
+      h.sm.requestSlot(requester, allocationId, UNKNOWN);
+      await h.check();
+      expect(h.sm.getPendingRequests().map((r) => r.kind === 'slot-request' && r.reason?.kind)).to.deep.equal(['insufficient-resources']);
+      // The executor freed `first` and shows the requested AllocationID in that slot, for another job.
+      h.sm.reportSlotStatus(te.resourceId, te.report([{ index: 0, jobId: other, allocationId }, { index: 1, jobId: owner, allocationId: second }]));
+      expect(h.listener.of('slotRequestFailed'), 'not before the check').to.deep.equal([]);
+      await h.check();
+      const [failed] = h.listener.of('slotRequestFailed');
+      expect([failed?.allocationId, failed?.error.reason]).to.deep.equal([allocationId, 'duplicate-request']);
+      expect(failed!.error.message).to.match(new RegExp(`is held by job ${JobID.short(other)} on ${te.resourceId}`));
+      expect(h.sm.getPendingRequests()).to.deep.equal([]);
+      expect(h.sm.tracker.getSlot(allocationId)?.jobId, 'the slot stays with the job the report names').to.equal(other);
+    });
+
     it('lands on the preferred host, then on the preferred executor, even where first fit would choose another', async () => {
       const h = createSlotManager({ allocator: false });
       const teA = h.register({ host: 'host-a' });

@@ -5,7 +5,7 @@ import { FreeResourceIndex } from '../../../lib/resourcemanager/slotmanager/Free
 import { candidateOrder, SLOT_MATCHING_POLICIES, type SlotMatchingPolicy } from '../../../lib/resourcemanager/slotmanager/SlotMatchingStrategy.js';
 import { TaskManagerRegistration } from '../../../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
 import type { SlotReservation, TaskManagerTracker } from '../../../lib/resourcemanager/slotmanager/TaskManagerTracker.js';
-import { allocationId, executorInfo, job, profile, shape, trackerWith, type ExecutorShape } from './support.js';
+import { allocationId, executorInfo, job, occupy, profile, shape, trackerWith, type ExecutorShape } from './support.js';
 
 const SHAPES: readonly ExecutorShape[] = [shape(4, 400, 4), shape(8, 800, 4), shape(2, 200, 2), { total: profile(4, 400, 0, { gpu: 2 }), slots: 2 }, shape(16, 1600, 8)];
 const HOSTS = ['h1', 'h2', 'h3'] as const;
@@ -72,6 +72,25 @@ describe('FreeResourceIndex', () => {
     expect(index.trackedSets).to.equal(256);
     take(a!, profile(2)); // not seen by the forgotten set of `first`
     expect(index.best(first)).to.equal(b);
+  });
+
+  it('re-heaps a set asked after changes to many of its executors, and agrees with a brute-force scan under every policy', () => {
+    for (const policy of SLOT_MATCHING_POLICIES) {
+      const { tracker, tms } = trackerWith(Array.from({ length: 300 }, (_, i) => SHAPES[i % SHAPES.length]!), { policy });
+      const probes = [ResourceProfile.UNKNOWN, profile(1, 100), profile(6, 600)];
+      for (const p of probes) expect(tracker.findTaskManager(p), `${policy} ${p} before`).to.equal(bruteForce(tracker, p));
+      // Changes to most executors between two questions (more than re-checking one by one is worth).
+      tms.forEach((tm, i) => {
+        if (i % 3 !== 2 && tm.canFit(profile(1, 100))) occupy(tracker, tm, profile(1, 100));
+      });
+      for (const slot of [...tracker.slots].filter((_, i) => i % 4 === 0)) tracker.free(slot.allocationId!);
+      for (const p of probes) {
+        expect(tracker.findTaskManager(p)?.resourceId, `${policy} ${p} after`).to.equal(bruteForce(tracker, p)?.resourceId);
+        expect([...tracker.candidatesFor(p)].map((t) => t.resourceId).sort(), `${policy} ${p} candidates`).to.deep.equal(
+          [...tracker.taskManagers].filter((t) => t.canFit(p)).map((t) => t.resourceId).sort(),
+        );
+      }
+    }
   });
 
   describe('agrees with a brute-force scan after long random sequences of changes', () => {
@@ -145,8 +164,12 @@ describe('FreeResourceIndex', () => {
       }
     }
 
-    /** Every requirement, anywhere and on every host: the index's answer and candidates against the scan. */
-    function check(tracker: TaskManagerTracker, step: number): void {
+    /** Every requirement, anywhere and on every host: the index's answer and candidates against the scan; the free sum against a pass over the executors. */
+    function check(tracker: TaskManagerTracker, step: number, readFree: boolean): void {
+      if (readFree) {
+        const free = [...tracker.taskManagers].filter((t) => !t.blocked).reduce((sum, t) => sum.merge(t.available), ResourceProfile.ZERO);
+        expect(tracker.freeRegisteredResource.key, `step ${step}: freeRegisteredResource`).to.equal(free.key);
+      }
       for (const requirement of REQUIREMENTS) {
         const where = `step ${step}, ${tracker.policy}, ${requirement}`;
         const best = bruteForce(tracker, requirement);
@@ -167,10 +190,12 @@ describe('FreeResourceIndex', () => {
           fc.property(fc.array(opArb, { minLength: 40, maxLength: 160 }), (ops) => {
             const { tracker } = trackerWith([SHAPES[0]!, SHAPES[1]!], { policy });
             const open: SlotReservation[] = [];
-            check(tracker, 0);
+            // The free sum is first read half way (it is kept up only from its first read on).
+            const firstRead = ops.length >> 1;
+            check(tracker, 0, false);
             ops.forEach((o, i) => {
               apply(tracker, open, o, i + 3);
-              check(tracker, i + 1);
+              check(tracker, i + 1, i >= firstRead);
             });
           }),
           { seed: 0x5107 + policy.length, numRuns: 60 },

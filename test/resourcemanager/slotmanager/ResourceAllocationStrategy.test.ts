@@ -32,6 +32,29 @@ const perJob = (allocations: ReadonlyMap<unknown, { getTotalResourceCount(): num
 const placedOn = (r: ResourceAllocationResult) => r.slotsOnRegistered.map((s) => s.reservation.taskManager.resourceId);
 
 describe('DefaultResourceAllocationStrategy', () => {
+  it('plans what looking every slot up in the index would plan, though it skips the lookup while the last executor stays the best (every policy, with preferences)', () => {
+    const shapes: ExecutorShape[] = [shape(4, 400, 4, 'h1'), shape(8, 800, 4, 'h2'), shape(2, 200, 2, 'h1'), { total: profile(4, 400, 0, { gpu: 2 }), slots: 2, host: 'h2' }, shape(16, 1600, 8, 'h1')];
+    const cluster = Array.from({ length: 12 }, (_, i) => shapes[(i * 7) % shapes.length]!);
+    const demands = (te: string) => [
+      demand(1, UNKNOWN, 9),
+      demand(2, profile(1, 100), 7, { preference: { host: 'h2' } }),
+      demand(3, profile(0.5, 30), 11, { preference: { resourceId: te as never } }),
+      demand(1, profile(1, 50, 0, { gpu: 1 }), 3),
+      demand(4, profile(3, 300), 5),
+    ];
+    for (const policy of SLOT_MATCHING_POLICIES) {
+      const placements = (lookEverySlot: boolean) => {
+        const { tracker, tms } = trackerWith(cluster, { policy });
+        occupy(tracker, tms[1]!, profile(2, 100));
+        occupy(tracker, tms[4]!, profile(1, 10));
+        if (lookEverySlot) tracker.remainsBest = () => false;
+        const result = plan(tracker, demands('te-6'), {}, null);
+        return [result.slotsOnRegistered.map((s) => [s.reservation.taskManager.resourceId, s.reservation.staticSlot?.index ?? 'dynamic']), outcomes(result)];
+      };
+      expect(placements(false), policy).to.deep.equal(placements(true));
+    }
+  });
+
   it('places demands on free registered resources first, reserving them as it plans', () => {
     const { tracker, tms: [a] } = trackerWith([shape(4, 400, 4), shape(4, 400, 4)]);
     const result = plan(tracker, [demand(1, UNKNOWN, 3), demand(2, profile(2, 200), 1)]);

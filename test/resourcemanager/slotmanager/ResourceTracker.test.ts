@@ -166,6 +166,44 @@ describe('DefaultResourceTracker', () => {
   });
 });
 
+describe('DefaultResourceTracker.notifyAcquiredResources', () => {
+  const names = fc.constantFrom<Name>('DEFAULT', 'SMALL', 'GPU');
+  /** Everything observable of a job (the losses in between show that the mappings behind it agree too). */
+  const view = (t: DefaultResourceTracker, job: JobID) => JSON.stringify([show(t.getRequiredResources(job)), show(t.getAcquiredResources(job)), show(t.getMissingResources().get(job))]);
+
+  it('does what as many notifyAcquiredResource calls do: requirements filled a run at a time, the rest excess', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom<Name>('UNKNOWN', 'DEFAULT', 'SMALL', 'GPU'), fc.integer({ min: 1, max: 5 })), { maxLength: 4 }),
+        fc.array(fc.tuple(names, fc.integer({ min: 1, max: 7 }), fc.boolean()), { minLength: 1, maxLength: 8 }),
+        (declared, batches) => {
+          const one = new DefaultResourceTracker();
+          const many = new DefaultResourceTracker();
+          for (const t of [one, many]) t.notifyResourceRequirements(J1, reqs(...declared));
+          for (const [name, count, lose] of batches) {
+            for (let i = 0; i < count; i++) one.notifyAcquiredResource(J1, P[name]);
+            many.notifyAcquiredResources(J1, P[name], count);
+            expect(view(many, J1)).to.equal(view(one, J1));
+            if (lose) for (const t of [one, many]) t.notifyLostResource(J1, P[name]);
+            expect(view(many, J1)).to.equal(view(one, J1));
+          }
+        },
+      ),
+      { seed: 0x5107b1, numRuns: 200 },
+    );
+  });
+
+  it('refuses a count that is not a positive safe integer, and UNKNOWN, changing nothing', () => {
+    const t = new DefaultResourceTracker();
+    t.notifyResourceRequirements(J1, reqs(['DEFAULT', 2]));
+    const before = state(t);
+    expect(() => t.notifyAcquiredResources(J1, P.DEFAULT, 0)).to.throw(IllegalArgumentError, /count must be a positive safe integer/);
+    expect(() => t.notifyAcquiredResources(J1, P.DEFAULT, 1.5)).to.throw(IllegalArgumentError);
+    expect(() => t.notifyAcquiredResources(J1, P.UNKNOWN, 1)).to.throw(IllegalArgumentError);
+    expect(state(t)).to.equal(before);
+  });
+});
+
 describe('JobScopedResourceTracker', () => {
   it('matches an exactly equal requirement before an earlier UNKNOWN one, ANY to the first with room, and nothing without room', () => {
     const requirements = ResourceCounter.fromEntries([[P.UNKNOWN, 1], [P.DEFAULT, 1]]);

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
 import { saturatingSubtract, TaskManagerRegistration } from '../../../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
+import { shortfallScore } from '../../../lib/resourcemanager/slotmanager/WaitReason.js';
 import { executorInfo, profile } from './support.js';
 
 /**
@@ -20,6 +21,24 @@ describe('TaskManagerRegistration capacity', () => {
     heapMB: fc.constantFrom(0, 1, 50, 100, 300),
     managedMB: fc.constantFrom(0, 10, 60),
     extended: fc.constantFrom<Record<string, number>>({}, { gpu: 1 }, { gpu: 0.3 }, { fpga: 1 }),
+  });
+
+  it('scores a shortfall from its running numbers exactly as shortfallScore scores available.shortfall (or -1 when it fits)', () => {
+    const asked = fc.record({ cpu: fc.constantFrom(0.1, 1, 3, 4.5), heapMB: fc.constantFrom(0, 100, 399, 500), managedMB: fc.constantFrom(0, 60, 101), extended: fc.constantFrom<Record<string, number>>({}, { gpu: 1 }, { gpu: 2.5 }, { fpga: 1 }) });
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 30 }), asked, (steps, a) => {
+        const tm = registration();
+        const requirement = profile(a.cpu, a.heapMB, a.managedMB, a.extended);
+        for (const s of steps) {
+          const p = profile(s.cpu, s.heapMB, s.managedMB, s.extended);
+          if (s.give) tm.giveBack(p);
+          else tm.take(p);
+          const shortfall = tm.available.shortfall(requirement);
+          expect(tm.shortfallScore(requirement)).to.equal(shortfall.length === 0 ? -1 : shortfallScore(shortfall));
+        }
+      }),
+      { seed: 0x5107d1, numRuns: 300 },
+    );
   });
 
   it('matches profile arithmetic on any sequence of takes and give-backs, including give-backs beyond what is used', () => {
