@@ -462,9 +462,10 @@ export class FineGrainedSlotManager {
     const result = this.#strategy.tryFulfillRequirements(demands, this.tracker);
 
     this.#syncer.beginAllocations();
-    for (const { demand, reservation } of result.slotsOnRegistered) {
+    for (const { demand, taskManager } of result.slotsOnRegistered) {
       const request = demand.allocationId === undefined ? undefined : this.#requests.get(demand.allocationId);
       if (request !== undefined) request.state = 'allocating';
+      const reservation = this.tracker.reserve(this.tracker.getTaskManager(taskManager.resourceId)!, demand.profile, demand.jobId);
       this.#syncer.allocateSlot(reservation, {
         allocationId: demand.allocationId,
         targetAddress: request?.targetAddress ?? this.#targets.get(demand.jobId) ?? '',

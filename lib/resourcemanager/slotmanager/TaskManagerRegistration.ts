@@ -111,9 +111,8 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     this.#numeric = total instanceof ResourceProfile && total.kind === 'specified';
     this.#total = this.#numeric ? [...total.amounts] : [0, 0, 0, 0, 0];
     this.#available = [...this.#total];
-    const t = this.#total;
-    this.#totalCpu = t[0]! / UNITS_PER_CORE;
-    this.#totalMemory = t[1]! + t[2]! + t[3]! + t[4]!;
+    this.#totalCpu = coresOf(this.#total);
+    this.#totalMemory = memoryOf(this.#total);
     this.#availableExtended = this.#numeric ? new Map(total.extended) : new Map();
     this.#availableProfile = total;
     this.idleSince = now;
@@ -267,17 +266,8 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     const t = this.#total;
     const used = this.#used;
     const available = this.#available;
-    for (let i = 0; i < 5; i++) available[i] = Math.max(0, t[i]! - used[i]!);
-    // Only the total's extended resources can be available (and are, unless all used): updated in place.
-    for (const [name, units] of this.totalResourceProfile.extended) {
-      const left = units - (this.#usedExtended.get(name) ?? 0);
-      if (left > 0) this.#availableExtended.set(name, left);
-      else this.#availableExtended.delete(name);
-    }
-    // As ResourceProfile computes cpuCores (units / UNITS_PER_CORE) and totalMemory ((heap + off-heap + managed) + network).
-    const cpu = this.#totalCpu > 0 ? used[0]! / UNITS_PER_CORE / this.#totalCpu : 0;
-    const memory = this.#totalMemory > 0 ? (used[1]! + used[2]! + used[3]! + used[4]!) / this.#totalMemory : 0;
-    this.utilization = Math.max(cpu, memory);
+    availableAmounts(t, this.totalResourceProfile.extended, used, this.#usedExtended, available, this.#availableExtended);
+    this.utilization = utilizationOfAmounts(used, this.#totalCpu, this.#totalMemory);
     this.version++;
   }
 
@@ -294,10 +284,59 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     const total = this.totalResourceProfile;
     const used = this.#usedProfile!;
     this.#availableProfile = saturatingSubtract(total, used);
-    const cpu = total.cpuCores > 0 ? used.cpuCores / total.cpuCores : 0;
-    const memory = total.totalMemory > 0 ? used.totalMemory / total.totalMemory : 0;
-    this.utilization = Math.max(cpu, memory);
+    this.utilization = utilizationOfProfiles(used, total);
     this.version++;
+  }
+}
+
+// Raw amounts (ResourceProfile.amounts: CPU units, then task heap, task off-heap, managed and network bytes), by name.
+const CPU = 0;
+const TASK_HEAP = 1;
+const TASK_OFF_HEAP = 2;
+const MANAGED = 3;
+const NETWORK = 4;
+
+/** The cores of raw amounts, as ResourceProfile.cpuCores computes them. */
+export function coresOf(amounts: ArrayLike<number>): number {
+  return amounts[CPU]! / UNITS_PER_CORE;
+}
+
+/** The memory of raw amounts, as ResourceProfile.totalMemory sums it: ((heap + off-heap) + managed) + network. */
+export function memoryOf(amounts: ArrayLike<number>): number {
+  return amounts[TASK_HEAP]! + amounts[TASK_OFF_HEAP]! + amounts[MANAGED]! + amounts[NETWORK]!;
+}
+
+/** Flink's utilisation score from raw used amounts: max over CPU and memory of used / total; 0 for a zero total. */
+export function utilizationOfAmounts(used: ArrayLike<number>, totalCores: number, totalMemory: number): number {
+  const cpu = totalCores > 0 ? coresOf(used) / totalCores : 0;
+  const memory = totalMemory > 0 ? memoryOf(used) / totalMemory : 0;
+  return Math.max(cpu, memory);
+}
+
+/** The same score from profiles (outside the raw amounts: UNKNOWN or ANY involved). */
+export function utilizationOfProfiles(used: ResourceProfile, total: ResourceProfile): number {
+  const cpu = total.cpuCores > 0 ? used.cpuCores / total.cpuCores : 0;
+  const memory = total.totalMemory > 0 ? used.totalMemory / total.totalMemory : 0;
+  return Math.max(cpu, memory);
+}
+
+/**
+ * available = total − used field by field, never below zero, into `available` / `availableExtended`
+ * in place (only the total's extended resources can be available, and are unless all used).
+ */
+export function availableAmounts(
+  total: ArrayLike<number>,
+  totalExtended: ReadonlyMap<string, number>,
+  used: ArrayLike<number>,
+  usedExtended: ReadonlyMap<string, number>,
+  available: number[],
+  availableExtended: Map<string, number>,
+): void {
+  for (let i = 0; i < 5; i++) available[i] = Math.max(0, total[i]! - used[i]!);
+  for (const [name, units] of totalExtended) {
+    const left = units - (usedExtended.get(name) ?? 0);
+    if (left > 0) availableExtended.set(name, left);
+    else availableExtended.delete(name);
   }
 }
 

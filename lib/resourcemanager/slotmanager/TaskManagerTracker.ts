@@ -17,7 +17,7 @@ import { transitionResourceSlot } from './ResourceSlotTransitions.js';
 import { ShortageIndex } from './ShortageIndex.js';
 import { candidateOrder, type SlotMatchingPolicy } from './SlotMatchingStrategy.js';
 import { TaskManagerRegistration, type ResourceSlotRecord, type TaskManagerInfo } from './TaskManagerRegistration.js';
-import type { WaitReason } from './WaitReason.js';
+import type { InsufficientResources, RankedTaskManagers, TaskManagerResourceInfoProvider } from './TaskManagerResourceInfoProvider.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
 
 /** Capacity a plan set aside on an executor for one slot of a job, not yet asked of the executor. */
@@ -45,7 +45,7 @@ export interface TaskManagerTrackerOptions {
   readonly onIdleChanged?: (taskManager: TaskManagerRegistration) => void;
 }
 
-export class TaskManagerTracker {
+export class TaskManagerTracker implements TaskManagerResourceInfoProvider {
   readonly policy: SlotMatchingPolicy;
   readonly #clock: Clock;
   readonly #onIdleChanged: (taskManager: TaskManagerRegistration) => void;
@@ -53,7 +53,7 @@ export class TaskManagerTracker {
   readonly #slots = new Map<AllocationID, ResourceSlotRecord>();
   readonly #pending = new Map<PendingTaskManagerID, PendingTaskManager>();
   readonly #blocked = new Set<TaskManagerRegistration>();
-  readonly #index: FreeResourceIndex;
+  readonly #index: FreeResourceIndex<TaskManagerRegistration>;
   readonly #shortages: ShortageIndex;
   #seq = 0;
   #registeredResource = ResourceProfile.ZERO;
@@ -209,8 +209,13 @@ export class TaskManagerTracker {
    * answers, kept up incrementally (ShortageIndex): O(log n) per executor changed since the last
    * call, when no unblocked executor can take it.
    */
-  explainShortage(requirement: ResourceProfile): Extract<WaitReason, { kind: 'insufficient-resources' }> {
-    return this.#shortages.explain(requirement);
+  explainShortage(requirement: ResourceProfile, limit?: number): InsufficientResources {
+    return this.#shortages.explain(requirement, limit);
+  }
+
+  /** The unblocked executors that can take `requirement` now, best first under the policy, read lazily (a plan's view). */
+  rankedTaskManagers(requirement: ResourceProfile, host?: string): RankedTaskManagers {
+    return this.#index.ranked(requirement, host ?? null);
   }
 
   /** Every executor that can take `requirement` now (O(candidates); for explanations). */

@@ -7,6 +7,7 @@ import {
   type ResourceAllocationResult,
   type ResourceDemand,
 } from '../../../lib/resourcemanager/slotmanager/ResourceAllocationStrategy.js';
+import { RegisteredResourcePlan } from '../../../lib/resourcemanager/slotmanager/RegisteredResourcePlan.js';
 import { SLOT_MATCHING_POLICIES, type SlotMatchingPolicy } from '../../../lib/resourcemanager/slotmanager/SlotMatchingStrategy.js';
 import type { TaskManagerTracker } from '../../../lib/resourcemanager/slotmanager/TaskManagerTracker.js';
 import { describeWaitReason, type WaitReason } from '../../../lib/resourcemanager/slotmanager/WaitReason.js';
@@ -29,7 +30,9 @@ const brief = (reason: WaitReason) => (reason.kind === 'insufficient-resources' 
 const workers = (r: ResourceAllocationResult) => r.newWorkers.map((w) => [w.purpose, [...w.allocations.values()].reduce((n, c) => n + c.getTotalResourceCount(), 0)]);
 /** Per job, the number of slots (of all profiles) a plan puts on a worker. */
 const perJob = (allocations: ReadonlyMap<unknown, { getTotalResourceCount(): number }>) => [...allocations].map(([j, c]) => [String(j).slice(0, 1), c.getTotalResourceCount()]);
-const placedOn = (r: ResourceAllocationResult) => r.slotsOnRegistered.map((s) => s.reservation.taskManager.resourceId);
+const placedOn = (r: ResourceAllocationResult) => r.slotsOnRegistered.map((s) => s.taskManager.resourceId);
+/** Whether a planned slot takes its executor's default slot (a static one, when one is free as it is applied) or a dynamic one. */
+const slotKind = (s: ResourceAllocationResult['slotsOnRegistered'][number]) => (s.profile.equals(s.taskManager.defaultSlotResourceProfile) ? 'default' : 'dynamic');
 
 describe('DefaultResourceAllocationStrategy', () => {
   it('plans what looking every slot up in the index would plan, though it skips the lookup while the last executor stays the best (every policy, with preferences)', () => {
@@ -47,19 +50,25 @@ describe('DefaultResourceAllocationStrategy', () => {
         const { tracker, tms } = trackerWith(cluster, { policy });
         occupy(tracker, tms[1]!, profile(2, 100));
         occupy(tracker, tms[4]!, profile(1, 10));
-        if (lookEverySlot) tracker.remainsBest = () => false;
-        const result = plan(tracker, demands('te-6'), {}, null);
-        return [result.slotsOnRegistered.map((s) => [s.reservation.taskManager.resourceId, s.reservation.staticSlot?.index ?? 'dynamic']), outcomes(result)];
+        const remainsBest = RegisteredResourcePlan.prototype.remainsBest;
+        if (lookEverySlot) RegisteredResourcePlan.prototype.remainsBest = () => false;
+        let result: ResourceAllocationResult;
+        try {
+          result = plan(tracker, demands('te-6'), {}, null);
+        } finally {
+          RegisteredResourcePlan.prototype.remainsBest = remainsBest;
+        }
+        return [result.slotsOnRegistered.map((s) => [s.taskManager.resourceId, slotKind(s)]), outcomes(result)];
       };
       expect(placements(false), policy).to.deep.equal(placements(true));
     }
   });
 
-  it('places demands on free registered resources first, reserving them as it plans', () => {
+  it('places demands on free registered resources first, counting what it planned, and reserves nothing in the tracker', () => {
     const { tracker, tms: [a] } = trackerWith([shape(4, 400, 4), shape(4, 400, 4)]);
     const result = plan(tracker, [demand(1, UNKNOWN, 3), demand(2, profile(2, 200), 1)]);
     expect(placedOn(result)).to.deep.equal(['te-1', 'te-1', 'te-1', 'te-2']);
-    expect([outcomes(result), workers(result), a!.reservations]).to.deep.equal([[[3, 0, 0, null], [1, 0, 0, null]], [], 3]);
+    expect([outcomes(result), workers(result), a!.reservations, a!.available.cpuCores]).to.deep.equal([[[3, 0, 0, null], [1, 0, 0, null]], [], 0, 4]);
   });
 
   it('skips blocked executors and honours a demand’s host preference', () => {
@@ -71,8 +80,8 @@ describe('DefaultResourceAllocationStrategy', () => {
   it('gives UNKNOWN each executor’s own default slot on a mixed cluster, and a bigger demand a dynamic slot', () => {
     const { tracker } = trackerWith([shape(2, 200, 2), shape(8, 800, 2)]);
     const result = plan(tracker, [demand(1, UNKNOWN, 3), demand(2, profile(2, 200), 1)]);
-    const slots = result.slotsOnRegistered.map(({ reservation: r }) => [r.taskManager.resourceId, r.staticSlot?.index ?? 'dynamic', r.profile.cpuCores]);
-    expect(slots).to.deep.equal([['te-1', 0, 1], ['te-1', 1, 1], ['te-2', 0, 4], ['te-2', 'dynamic', 2]]);
+    const slots = result.slotsOnRegistered.map((s) => [s.taskManager.resourceId, slotKind(s), s.profile.cpuCores]);
+    expect(slots).to.deep.equal([['te-1', 'default', 1], ['te-1', 'default', 1], ['te-2', 'default', 4], ['te-2', 'dynamic', 2]]);
   });
 
   it('fills existing pending workers next, re-planning them from scratch on every call', () => {
