@@ -465,7 +465,7 @@ export class FineGrainedSlotManager {
     for (const { demand, taskManager } of result.slotsOnRegistered) {
       const request = demand.allocationId === undefined ? undefined : this.#requests.get(demand.allocationId);
       if (request !== undefined) request.state = 'allocating';
-      const reservation = this.tracker.reserve(this.tracker.getTaskManager(taskManager.resourceId)!, demand.profile, demand.jobId);
+      const reservation = this.tracker.reserve(taskManager, demand.profile, demand.jobId);
       this.#syncer.allocateSlot(reservation, {
         allocationId: demand.allocationId,
         targetAddress: request?.targetAddress ?? this.#targets.get(demand.jobId) ?? '',

@@ -9,43 +9,62 @@
  * policy, of the best copy that still fits and the best untouched executor of the view's index,
  * read best first without changing it (untouched ones are exactly as the view shows them).
  */
+import { IllegalStateError } from '../../core/errors.js';
 import type { ResourceID } from '../../core/ids.js';
 import { ResourceProfile } from '../../core/ResourceProfile.js';
 import { FreeResourceIndex, type IndexedExecutor } from './FreeResourceIndex.js';
 import { candidateOrder, type CandidateOrder } from './SlotMatchingStrategy.js';
 import type { PlacementPreference } from './TaskManagerTracker.js';
 import type { InsufficientResources, RankedTaskManagers, RegisteredTaskManagerInfo, TaskManagerResourceInfoProvider } from './TaskManagerResourceInfoProvider.js';
-import { availableAmounts, coresOf, memoryOf, saturatingSubtract, utilizationOfAmounts, utilizationOfProfiles } from './TaskManagerRegistration.js';
+import { coresOf, memoryOf, saturatingSubtract, utilizationOfAmounts, utilizationOfProfiles } from './TaskManagerRegistration.js';
 import { shortfallScore, type ExecutorShortfall } from './WaitReason.js';
 
 /** How many executors each list of an explanation names (as explainShortage). */
 const EXPLAIN_LIMIT = 3;
 
+/** Raw amounts (ResourceProfile.amounts order; extended resources without zeros), as running totals. */
+export interface CapacityAmounts {
+  readonly used: number[];
+  readonly usedExtended: Map<string, number>;
+  readonly available: number[];
+  readonly availableExtended: Map<string, number>;
+}
+
 /** An executor the plan put slots on: its capacity as the plan leaves it. */
-export class PlannedTaskManager implements IndexedExecutor {
-  readonly info: RegisteredTaskManagerInfo;
+export class PlannedTaskManager<T extends RegisteredTaskManagerInfo = RegisteredTaskManagerInfo> implements IndexedExecutor {
+  readonly info: T;
   readonly host: string;
   readonly seq: number;
-  utilization: number;
-  /** Raw amounts (ResourceProfile.amounts order) while the total and everything used are specified; null: profiles. */
-  #amounts: { used: number[]; usedExtended: Map<string, number>; available: number[]; availableExtended: Map<string, number> } | null;
-  #used: ResourceProfile;
+  /** Running totals while the total and everything used are specified; null: profiles. */
+  #amounts: CapacityAmounts | null;
+  #used: ResourceProfile | undefined;
   #available: ResourceProfile | undefined;
+  #utilization: number | undefined;
 
-  constructor(info: RegisteredTaskManagerInfo) {
+  constructor(info: T) {
     this.info = info;
     this.host = info.host;
     this.seq = info.seq;
-    this.utilization = info.utilization;
-    const { used, available } = info;
-    const exact = info.totalResourceProfile.kind === 'specified' && used.kind === 'specified' && available.kind === 'specified';
-    this.#amounts = exact ? { used: [...used.amounts], usedExtended: new Map(used.extended), available: [...available.amounts], availableExtended: new Map(available.extended) } : null;
-    this.#used = used;
-    this.#available = available;
+    this.#utilization = info.utilization;
+    this.#amounts = info.copyAmounts?.() ?? null;
+    if (this.#amounts === null) {
+      const { used, available } = info;
+      const exact = info.totalResourceProfile.kind === 'specified' && used.kind === 'specified' && available.kind === 'specified';
+      this.#amounts = exact ? { used: [...used.amounts], usedExtended: new Map(used.extended), available: [...available.amounts], availableExtended: new Map(available.extended) } : null;
+      this.#used = used;
+      this.#available = available;
+    }
   }
 
   get resourceId(): ResourceID {
     return this.info.resourceId;
+  }
+
+  /** As TaskManagerRegistration scores it, from what the plan leaves used. */
+  get utilization(): number {
+    if (this.#utilization !== undefined) return this.#utilization;
+    const total = this.info.totalResourceProfile;
+    return (this.#utilization = utilizationOfAmounts(this.#amounts!.used, coresOf(total.amounts), memoryOf(total.amounts)));
   }
 
   /** What is left for the plan's next slots. */
@@ -67,40 +86,59 @@ export class PlannedTaskManager implements IndexedExecutor {
     return effective.fitsWithin(a.available, a.availableExtended);
   }
 
-  /** Sets one slot of `effective` aside (the caller checked that it fits). */
-  claim(effective: ResourceProfile): void {
+  /** Sets one slot of `effective` aside if it fits; false, changing nothing, if it does not. */
+  tryClaim(effective: ResourceProfile): boolean {
     const a = this.#amounts;
-    const total = this.info.totalResourceProfile;
-    if (a !== null && effective.kind === 'specified' && effective.addTo(a.used, a.usedExtended)) {
-      availableAmounts(total.amounts, total.extended, a.used, a.usedExtended, a.available, a.availableExtended);
+    if (a !== null && effective.kind === 'specified') {
+      // What fits comes off what is available exactly (a field short of room is never taken), as total − used gives it.
+      if (!effective.subtractFrom(a.available, a.availableExtended)) return false;
       this.#available = undefined;
-      this.utilization = utilizationOfAmounts(a.used, coresOf(total.amounts), memoryOf(total.amounts));
-      return;
+      this.#used = undefined;
+      this.#utilization = undefined;
+      if (effective.addTo(a.used, a.usedExtended)) return true;
+      effective.addTo(a.available, a.availableExtended); // past the safe integers: undone, and done with profiles below
+    } else if (!this.available.allFieldsNoLessThan(effective)) {
+      return false;
     }
     // Outside the raw amounts: as TaskManagerRegistration's profile arithmetic does it.
-    this.#used = (a === null ? this.#used : ResourceProfile.fromAmounts(a.used, a.usedExtended)).merge(effective);
-    this.#available = saturatingSubtract(total, this.#used);
+    const total = this.info.totalResourceProfile;
+    const used = this.#used ?? ResourceProfile.fromAmounts(a!.used, a!.usedExtended);
     this.#amounts = null;
-    this.utilization = utilizationOfProfiles(this.#used, total);
+    this.#used = used.merge(effective);
+    this.#available = saturatingSubtract(total, this.#used);
+    this.#utilization = utilizationOfProfiles(this.#used, total);
+    return true;
   }
 }
 
-export class RegisteredResourcePlan {
-  readonly #view: TaskManagerResourceInfoProvider;
+export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = RegisteredTaskManagerInfo> {
+  readonly #view: TaskManagerResourceInfoProvider<T>;
   readonly #order: CandidateOrder;
   readonly #spread: boolean;
-  readonly #planned = new Map<RegisteredTaskManagerInfo, PlannedTaskManager>();
-  readonly #plannedList: PlannedTaskManager[] = [];
-  readonly #index: FreeResourceIndex<PlannedTaskManager>;
+  readonly #planned = new Map<T, PlannedTaskManager<T>>();
+  readonly #plannedList: PlannedTaskManager<T>[] = [];
+  /** Made when a second executor is touched (a check that places a slot or a few touches one). */
+  #index: FreeResourceIndex<PlannedTaskManager<T>> | undefined;
+  /** The executor claimed on last, not told to #index yet (claims on it in a row are told once, when the plan looks again). */
+  #unsynced: PlannedTaskManager<T> | undefined;
   /** The view's executors best first, per requirement (and per host), read as the plan goes. */
-  readonly #ranked = new Map<ResourceProfile, RankedTaskManagers>();
-  readonly #rankedOnHost = new Map<string, Map<ResourceProfile, RankedTaskManagers>>();
+  #ranked: Map<ResourceProfile, RankedTaskManagers<T>> | undefined;
+  #rankedOnHost: Map<string, Map<ResourceProfile, RankedTaskManagers<T>>> | undefined;
+  /** The last requirement looked up anywhere, and its reading (a demand asks slot after slot). */
+  #lastRequirement: ResourceProfile | undefined;
+  #lastRanked: RankedTaskManagers<T> | undefined;
 
-  constructor(view: TaskManagerResourceInfoProvider) {
+  constructor(view: TaskManagerResourceInfoProvider<T>) {
     this.#view = view;
     this.#order = candidateOrder(view.policy);
     this.#spread = view.policy === 'spread';
-    this.#index = new FreeResourceIndex(this.#order, () => this.#plannedList, view.policy !== 'first-fit');
+  }
+
+  /** What the unblocked registered executors can still take once the plan's slots are on them, summed. */
+  get freeRegisteredResource(): ResourceProfile {
+    let free = this.#view.freeRegisteredResource;
+    for (const planned of this.#plannedList) free = free.subtract(planned.info.available).merge(planned.available);
+    return free;
   }
 
   /** Executors the plan put slots on. */
@@ -113,7 +151,8 @@ export class RegisteredResourcePlan {
    * with what the plan set aside taken: the preferred executor if it fits, else the best on the
    * preferred host, else the best anywhere.
    */
-  find(requirement: ResourceProfile, preference?: PlacementPreference): PlannedTaskManager | undefined {
+  find(requirement: ResourceProfile, preference?: PlacementPreference): PlannedTaskManager<T> | undefined {
+    this.#sync();
     if (preference?.resourceId !== undefined) {
       const info = this.#view.getTaskManager(preference.resourceId);
       if (info !== undefined && !info.blocked) {
@@ -129,20 +168,33 @@ export class RegisteredResourcePlan {
   }
 
   /**
-   * Whether `planned`, just found for `requirement` and claimed on, is still what find would answer:
-   * under first fit and pack, when it still has room (a claim changes no other executor; first fit
-   * orders by registration, pack by utilisation, which a claim only raises). Under spread it may
-   * no longer be the least utilised. Saves a lookup per slot.
+   * One more slot of `requirement` on `planned`, just found for it (with any preference) and claimed
+   * on, if it is still what find would answer: under first fit and pack, when it still has room (a
+   * claim changes no other executor; first fit orders by registration, pack by utilisation, which
+   * a claim only raises). Under spread it may no longer be the least utilised: undefined, as when it
+   * is full. Saves a lookup per slot. Returns the effective profile claimed.
    */
-  remainsBest(planned: PlannedTaskManager, requirement: ResourceProfile): boolean {
-    return !this.#spread && planned.canFit(requirement);
+  claimAgain(planned: PlannedTaskManager<T>, requirement: ResourceProfile): ResourceProfile | undefined {
+    if (this.#spread) return undefined;
+    const effective = planned.effectiveProfile(requirement);
+    return planned.tryClaim(effective) ? effective : undefined;
   }
 
-  /** Sets one slot of `requirement` aside on `planned`; returns its effective profile. */
-  claim(planned: PlannedTaskManager, requirement: ResourceProfile): ResourceProfile {
+  /** Sets one slot of `requirement` aside on `planned`, just found for it; returns its effective profile. */
+  claim(planned: PlannedTaskManager<T>, requirement: ResourceProfile): ResourceProfile {
     const effective = planned.effectiveProfile(requirement);
-    planned.claim(effective);
-    this.#index.taskManagerChanged(planned);
+    if (!planned.tryClaim(effective)) {
+      throw new IllegalStateError(`TaskExecutor ${planned.resourceId} cannot fit ${requirement} in this plan (available ${planned.available})`, {
+        component: 'RegisteredResourcePlan',
+        operation: 'claim',
+        state: 'insufficient',
+        allowed: ['fits'],
+      });
+    }
+    if (this.#unsynced !== planned) {
+      this.#sync();
+      this.#unsynced = planned;
+    }
     return effective;
   }
 
@@ -151,6 +203,7 @@ export class RegisteredResourcePlan {
    * the plan touched scored as the plan leaves them (they are never blocked: the plan skips those).
    */
   explainShortage(requirement: ResourceProfile): InsufficientResources {
+    this.#sync();
     if (this.#plannedList.length === 0) return this.#view.explainShortage(requirement);
     const base = this.#view.explainShortage(requirement, EXPLAIN_LIMIT + this.#plannedList.length);
     const isPlanned = (resourceId: ResourceID) => {
@@ -179,21 +232,43 @@ export class RegisteredResourcePlan {
     };
   }
 
-  #best(requirement: ResourceProfile, host: string | undefined): PlannedTaskManager | undefined {
+  #sync(): void {
+    if (this.#unsynced === undefined) return;
+    this.#index?.taskManagerChanged(this.#unsynced);
+    this.#unsynced = undefined;
+  }
+
+  /** The best copy that fits, under the policy: the one copy itself while there is one. */
+  #bestPlanned(requirement: ResourceProfile, host: string | undefined): PlannedTaskManager<T> | undefined {
+    const list = this.#plannedList;
+    if (list.length === 0) return undefined;
+    if (list.length === 1) {
+      const only = list[0]!;
+      return (host === undefined || only.host === host) && only.canFit(requirement) ? only : undefined;
+    }
+    this.#index ??= new FreeResourceIndex(this.#order, () => this.#plannedList, this.#view.policy !== 'first-fit');
+    return this.#index.best(requirement, host ?? null);
+  }
+
+  #best(requirement: ResourceProfile, host: string | undefined): PlannedTaskManager<T> | undefined {
     const ranked = this.#rankedFor(requirement, host);
     let head = ranked.current;
     while (head !== undefined && this.#planned.has(head)) {
       ranked.advance();
       head = ranked.current;
     }
-    const planned = this.#plannedList.length === 0 ? undefined : this.#index.best(requirement, host ?? null);
+    const planned = this.#bestPlanned(requirement, host);
     if (head === undefined) return planned;
     return planned !== undefined && this.#order(planned, head) <= 0 ? planned : this.#touch(head);
   }
 
-  #rankedFor(requirement: ResourceProfile, host: string | undefined): RankedTaskManagers {
-    let byProfile = this.#ranked;
-    if (host !== undefined) {
+  #rankedFor(requirement: ResourceProfile, host: string | undefined): RankedTaskManagers<T> {
+    if (host === undefined && requirement === this.#lastRequirement) return this.#lastRanked!;
+    let byProfile: Map<ResourceProfile, RankedTaskManagers<T>>;
+    if (host === undefined) {
+      byProfile = this.#ranked ??= new Map();
+    } else {
+      this.#rankedOnHost ??= new Map();
       byProfile = this.#rankedOnHost.get(host) ?? new Map();
       this.#rankedOnHost.set(host, byProfile);
     }
@@ -202,16 +277,20 @@ export class RegisteredResourcePlan {
       ranked = this.#view.rankedTaskManagers(requirement, host);
       byProfile.set(requirement, ranked);
     }
+    if (host === undefined) {
+      this.#lastRequirement = requirement;
+      this.#lastRanked = ranked;
+    }
     return ranked;
   }
 
-  #touch(info: RegisteredTaskManagerInfo): PlannedTaskManager {
+  #touch(info: T): PlannedTaskManager<T> {
     let planned = this.#planned.get(info);
     if (planned === undefined) {
-      planned = new PlannedTaskManager(info);
+      planned = new PlannedTaskManager<T>(info);
       this.#planned.set(info, planned);
       this.#plannedList.push(planned);
-      this.#index.taskManagerChanged(planned);
+      this.#index?.taskManagerChanged(planned);
     }
     return planned;
   }

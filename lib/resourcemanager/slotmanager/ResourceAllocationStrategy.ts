@@ -33,9 +33,9 @@ export interface ResourceDemand {
 }
 
 /** A slot the plan puts on a registered executor. */
-export interface PlannedSlot {
+export interface PlannedSlot<T extends RegisteredTaskManagerInfo = RegisteredTaskManagerInfo> {
   readonly demand: ResourceDemand;
-  readonly taskManager: RegisteredTaskManagerInfo;
+  readonly taskManager: T;
   /** The effective profile (UNKNOWN resolved to the executor's default slot). */
   readonly profile: ResourceProfile;
 }
@@ -60,8 +60,9 @@ export interface DemandOutcome {
   readonly reason?: WaitReason;
 }
 
-export interface ResourceAllocationResult {
-  readonly slotsOnRegistered: readonly PlannedSlot[];
+/** `T`: the executors as the view typed them. */
+export interface ResourceAllocationResult<T extends RegisteredTaskManagerInfo = RegisteredTaskManagerInfo> {
+  readonly slotsOnRegistered: readonly PlannedSlot<T>[];
   /** The new plan of every existing pending worker (empty maps for those that carry nothing). */
   readonly slotsOnPending: ReadonlyMap<PendingTaskManagerID, ReadonlyMap<JobID, ResourceCounter>>;
   readonly newWorkers: readonly PlannedWorker[];
@@ -79,7 +80,7 @@ export interface ResourceReconcileResult {
 }
 
 export interface ResourceAllocationStrategy {
-  tryFulfillRequirements(demands: readonly ResourceDemand[], view: TaskManagerResourceInfoProvider): ResourceAllocationResult;
+  tryFulfillRequirements<T extends RegisteredTaskManagerInfo>(demands: readonly ResourceDemand[], view: TaskManagerResourceInfoProvider<T>): ResourceAllocationResult<T>;
   /** Which pending workers, and which of `idleTaskManagers` (idle past resourcemanager.taskmanager-timeout), can go. */
   tryReconcileClusterResources(view: TaskManagerResourceInfoProvider, idleTaskManagers: readonly RegisteredTaskManagerInfo[]): ResourceReconcileResult;
 }
@@ -130,22 +131,27 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
     private readonly limits: ResourceAllocationLimits,
   ) {}
 
-  tryFulfillRequirements(demands: readonly ResourceDemand[], view: TaskManagerResourceInfoProvider): ResourceAllocationResult {
-    const slotsOnRegistered: PlannedSlot[] = [];
+  tryFulfillRequirements<T extends RegisteredTaskManagerInfo>(demands: readonly ResourceDemand[], view: TaskManagerResourceInfoProvider<T>): ResourceAllocationResult<T> {
+    const slotsOnRegistered: PlannedSlot<T>[] = [];
     const outcomes: DemandOutcome[] = [];
     const pending: WorkerPlan[] = view.numberOfPendingTaskManagers === 0 ? [] : [...view.pendingTaskManagers].map((p) => ({ id: p.id, spec: p.spec, available: p.totalResourceProfile, allocations: new Map() }));
     const fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }> = [];
     const planned = new PlannedTotals(view);
-    const registered = new RegisteredResourcePlan(view);
+    let registered: RegisteredResourcePlan<T> | undefined; // made for the first demand (a check may have none)
 
     for (const demand of demands) {
       let left = demand.count;
+      registered ??= new RegisteredResourcePlan<T>(view);
       // 1. Free resources on registered executors, best first under the policy.
-      let taskManager: PlannedTaskManager | undefined;
+      let taskManager: PlannedTaskManager<T> | undefined;
       while (left > 0) {
-        if (taskManager === undefined || !registered.remainsBest(taskManager, demand.profile)) taskManager = registered.find(demand.profile, demand.preference);
-        if (taskManager === undefined) break;
-        slotsOnRegistered.push({ demand, taskManager: taskManager.info, profile: registered.claim(taskManager, demand.profile) });
+        let profile = taskManager === undefined ? undefined : registered.claimAgain(taskManager, demand.profile);
+        if (profile === undefined) {
+          taskManager = registered.find(demand.profile, demand.preference);
+          if (taskManager === undefined) break;
+          profile = registered.claim(taskManager, demand.profile);
+        }
+        slotsOnRegistered.push({ demand, taskManager: taskManager!.info, profile });
         left--;
       }
       const placed = demand.count - left;
@@ -179,7 +185,7 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
       outcomes.push({ demand, placed, onWorkers, unfulfilled: left, ...(reason === undefined ? {} : { reason }) });
     }
 
-    this.#topUpRedundancy(view, slotsOnRegistered, pending, fresh, planned);
+    this.#topUpRedundancy(view, registered, pending, fresh, planned);
     return {
       slotsOnRegistered,
       slotsOnPending: new Map(pending.map((p) => [p.id!, p.allocations])),
@@ -266,12 +272,11 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
   }
 
   /** Starts empty workers until the redundancy rule holds (or a limit says no). */
-  #topUpRedundancy(view: TaskManagerResourceInfoProvider, onRegistered: readonly PlannedSlot[], pending: WorkerPlan[], fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }>, planned: PlannedTotals): void {
+  #topUpRedundancy<T extends RegisteredTaskManagerInfo>(view: TaskManagerResourceInfoProvider<T>, registered: RegisteredResourcePlan<T> | undefined, pending: WorkerPlan[], fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }>, planned: PlannedTotals): void {
     const spec = this.workerSpec;
     if (spec === null || this.limits.redundantTaskManagers === 0) return;
     const totals = planned.totals;
-    // What the registered executors keep free once this plan's slots are on them.
-    const registeredFree = onRegistered.length === 0 ? view.freeRegisteredResource : onRegistered.reduce((sum, s) => saturating(sum, s.profile), view.freeRegisteredResource);
+    const registeredFree = registered === undefined ? view.freeRegisteredResource : registered.freeRegisteredResource;
     let free = [...pending, ...fresh].reduce((sum, w) => sum.merge(w.available), registeredFree);
     while (!this.#coversRedundancy(free) && this.#limitReason(totals, spec) === undefined) {
       const worker = this.#newWorker(spec, 'redundancy', totals);
@@ -279,11 +284,6 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
       free = free.merge(worker.available);
     }
   }
-}
-
-/** a − b, or ZERO where b exceeds a (the free sum less a planned slot). */
-function saturating(a: ResourceProfile, b: ResourceProfile): ResourceProfile {
-  return a.allFieldsNoLessThan(b) ? a.subtract(b) : ResourceProfile.ZERO;
 }
 
 /** The profile a requirement takes on a worker of `spec`: UNKNOWN means its default slot. */

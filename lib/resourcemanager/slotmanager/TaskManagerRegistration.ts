@@ -19,6 +19,7 @@ import type { AllocationID, JobID, ResourceID } from '../../core/ids.js';
 import { ResourceProfile, UNITS_PER_CORE } from '../../core/ResourceProfile.js';
 import type { ResourceSlotState } from '../../../machines/resourceSlot.machine.js';
 import type { TaskExecutorSlotGateway } from '../../rpc/TaskExecutorSlotGateway.js';
+import type { CapacityAmounts } from './RegisteredResourcePlan.js';
 import { shortfallScore } from './WaitReason.js';
 
 export interface ResourceSlotRecord {
@@ -208,6 +209,12 @@ export class TaskManagerRegistration implements TaskManagerInfo {
       else extended.set(name, sum);
     }
     return true;
+  }
+
+  /** `used` and `available` as fresh running totals (a plan's copy), or null outside the numeric mode. */
+  copyAmounts(): CapacityAmounts | null {
+    if (!this.#numeric) return null;
+    return { used: [...this.#used], usedExtended: new Map(this.#usedExtended), available: [...this.#available], availableExtended: new Map(this.#availableExtended) };
   }
 
   /** A free static slot this requirement may take (its effective profile is the default), if any. */

@@ -12,6 +12,7 @@ import type { ResourceID } from '../../core/ids.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { IndexedExecutor } from './FreeResourceIndex.js';
 import type { PendingTaskManagerID } from './PendingTaskManager.js';
+import type { CapacityAmounts } from './RegisteredResourcePlan.js';
 import type { SlotMatchingPolicy } from './SlotMatchingStrategy.js';
 import type { WaitReason } from './WaitReason.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
@@ -31,6 +32,8 @@ export interface RegisteredTaskManagerInfo extends IndexedExecutor {
   readonly blocked: boolean;
   /** When it last became empty; null while it holds a slot. */
   readonly idleSince: number | null;
+  /** Optional: `used` and `available` as fresh running totals, or null outside them (a plan then reads the profiles). */
+  copyAmounts?(): CapacityAmounts | null;
 }
 
 /** A worker asked for and not registered yet, as a plan reads it. */
@@ -44,16 +47,17 @@ export interface PendingTaskManagerInfo {
 }
 
 /** Registered executors best first, read lazily (FreeResourceIndex.RankedCandidates). */
-export interface RankedTaskManagers {
-  readonly current: RegisteredTaskManagerInfo | undefined;
+export interface RankedTaskManagers<T extends RegisteredTaskManagerInfo = RegisteredTaskManagerInfo> {
+  readonly current: T | undefined;
   advance(): void;
 }
 
-export interface TaskManagerResourceInfoProvider {
+/** `T`: how the provider's executors are typed (the tracker's are its TaskManagerRegistrations), so a plan names them as given. */
+export interface TaskManagerResourceInfoProvider<T extends RegisteredTaskManagerInfo = RegisteredTaskManagerInfo> {
   readonly policy: SlotMatchingPolicy;
   /** The unblocked registered executors that can take `requirement` now (UNKNOWN: their default slot), best first; on `host` only, if given. */
-  rankedTaskManagers(requirement: ResourceProfile, host?: string): RankedTaskManagers;
-  getTaskManager(resourceId: ResourceID): RegisteredTaskManagerInfo | undefined;
+  rankedTaskManagers(requirement: ResourceProfile, host?: string): RankedTaskManagers<T>;
+  getTaskManager(resourceId: ResourceID): T | undefined;
   /** Why no registered executor takes `requirement` now (explainShortage in WaitReason.ts), with up to `limit` executors per list. */
   explainShortage(requirement: ResourceProfile, limit?: number): InsufficientResources;
   /** In the order they were asked for. */

@@ -45,7 +45,7 @@ export interface TaskManagerTrackerOptions {
   readonly onIdleChanged?: (taskManager: TaskManagerRegistration) => void;
 }
 
-export class TaskManagerTracker implements TaskManagerResourceInfoProvider {
+export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskManagerRegistration> {
   readonly policy: SlotMatchingPolicy;
   readonly #clock: Clock;
   readonly #onIdleChanged: (taskManager: TaskManagerRegistration) => void;
@@ -214,7 +214,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider {
   }
 
   /** The unblocked executors that can take `requirement` now, best first under the policy, read lazily (a plan's view). */
-  rankedTaskManagers(requirement: ResourceProfile, host?: string): RankedTaskManagers {
+  rankedTaskManagers(requirement: ResourceProfile, host?: string): RankedTaskManagers<TaskManagerRegistration> {
     return this.#index.ranked(requirement, host ?? null);
   }
 

@@ -50,13 +50,13 @@ describe('DefaultResourceAllocationStrategy', () => {
         const { tracker, tms } = trackerWith(cluster, { policy });
         occupy(tracker, tms[1]!, profile(2, 100));
         occupy(tracker, tms[4]!, profile(1, 10));
-        const remainsBest = RegisteredResourcePlan.prototype.remainsBest;
-        if (lookEverySlot) RegisteredResourcePlan.prototype.remainsBest = () => false;
+        const claimAgain = RegisteredResourcePlan.prototype.claimAgain;
+        if (lookEverySlot) RegisteredResourcePlan.prototype.claimAgain = () => undefined;
         let result: ResourceAllocationResult;
         try {
           result = plan(tracker, demands('te-6'), {}, null);
         } finally {
-          RegisteredResourcePlan.prototype.remainsBest = remainsBest;
+          RegisteredResourcePlan.prototype.claimAgain = claimAgain;
         }
         return [result.slotsOnRegistered.map((s) => [s.taskManager.resourceId, slotKind(s)]), outcomes(result)];
       };
