@@ -1,0 +1,154 @@
+/**
+ * Seed 000's imperative slot requests (requestSlot) while they wait, and their timeouts: each fails
+ * after slot.request.timeout with the reason it waited. Keyed by the caller's AllocationID, their
+ * deadlines too (one DeadlineScheduler, one clock timer for all of them).
+ */
+import type { Clock } from '../../core/clock.js';
+import { DeadlineScheduler } from '../../core/DeadlineScheduler.js';
+import { SlotRequestError } from '../../core/errors.js';
+import { AllocationID, JobID } from '../../core/ids.js';
+import type { ResourceProfile } from '../../core/ResourceProfile.js';
+import type { DemandOutcome, ResourceDemand } from './ResourceAllocationStrategy.js';
+import type { PlacementPreference } from './TaskManagerTracker.js';
+import { describeWaitReason, type WaitReason } from './WaitReason.js';
+
+export interface SlotRequestRecord {
+  readonly jobId: JobID;
+  readonly allocationId: AllocationID;
+  readonly profile: ResourceProfile;
+  readonly preference: PlacementPreference | undefined;
+  readonly targetAddress: string;
+  readonly since: number;
+  /** `allocating`: a slot is being asked of an executor for it. */
+  state: 'waiting' | 'allocating';
+  reason: WaitReason | null;
+}
+
+export type SlotRequestFailure = 'timed-out' | 'canceled' | 'suspended' | 'duplicate-request';
+
+/** A request that waits, and why (FineGrainedSlotManager.getPendingRequests). */
+export interface SlotRequestInfo {
+  readonly kind: 'slot-request';
+  readonly jobId: JobID;
+  readonly allocationId: AllocationID;
+  readonly resourceProfile: ResourceProfile;
+  readonly since: number;
+  readonly state: 'waiting' | 'allocating';
+  readonly reason: WaitReason | null;
+  readonly description: string;
+}
+
+export interface SlotRequestsOptions {
+  readonly clock: Clock;
+  /** slot.request.timeout (ms). */
+  readonly timeoutMs: number;
+  /** A request's timeout passed (it is still here: fail it). */
+  readonly onTimedOut: (request: SlotRequestRecord) => void;
+}
+
+export class SlotRequests {
+  readonly #clock: Clock;
+  readonly #timeoutMs: number;
+  readonly #requests = new Map<AllocationID, SlotRequestRecord>();
+  readonly #deadlines: DeadlineScheduler<AllocationID>;
+  /**
+   * Waiting requests whose AllocationID a slot report showed held by another job (the only way a
+   * waiting request's AllocationID comes to be held): the next check fails them, and looks up no
+   * other request's AllocationID in the tracker (a Map of every allocation).
+   */
+  readonly #heldByAnotherJob = new Set<AllocationID>();
+
+  constructor(options: SlotRequestsOptions) {
+    this.#clock = options.clock;
+    this.#timeoutMs = options.timeoutMs;
+    this.#deadlines = new DeadlineScheduler(options.clock, (allocationId) => {
+      const request = this.#requests.get(allocationId);
+      if (request !== undefined) options.onTimedOut(request);
+    });
+  }
+
+  get(allocationId: AllocationID): SlotRequestRecord | undefined {
+    return this.#requests.get(allocationId);
+  }
+
+  has(allocationId: AllocationID): boolean {
+    return this.#requests.has(allocationId);
+  }
+
+  ofJob(jobId: JobID): SlotRequestRecord[] {
+    return [...this.#requests.values()].filter((r) => r.jobId === jobId);
+  }
+
+  all(): SlotRequestRecord[] {
+    return [...this.#requests.values()];
+  }
+
+  /** A new request, waiting; its timeout starts now. */
+  add(jobId: JobID, allocationId: AllocationID, profile: ResourceProfile, preference: PlacementPreference | undefined, targetAddress: string): void {
+    const since = this.#clock.now();
+    this.#requests.set(allocationId, { jobId, allocationId, profile, preference, targetAddress, since, state: 'waiting', reason: null });
+    this.#deadlines.schedule(allocationId, since + this.#timeoutMs);
+  }
+
+  /** The request got its slot: it is gone. */
+  fulfilled(request: SlotRequestRecord): void {
+    this.#requests.delete(request.allocationId);
+    this.#deadlines.cancel(request.allocationId);
+  }
+
+  /** The request is gone; the error to tell its job, naming why it waited. */
+  fail(request: SlotRequestRecord, reason: SlotRequestFailure, message: string): SlotRequestError {
+    this.fulfilled(request);
+    const why = request.reason === null ? undefined : describeWaitReason(request.reason);
+    return new SlotRequestError(reason, `slot request ${AllocationID.short(request.allocationId)} of job ${JobID.short(request.jobId)} for ${request.profile}: ${message}${why ? `; it waited because ${why}` : ''}`, {
+      jobId: request.jobId,
+      allocationId: request.allocationId,
+      ...(why ? { why } : {}),
+    });
+  }
+
+  /** A slot report showed this waiting request's AllocationID held by another job: the next check fails it. */
+  heldByAnotherJob(allocationId: AllocationID): void {
+    this.#heldByAnotherJob.add(allocationId);
+  }
+
+  /**
+   * The demands of the waiting requests, in the order they were made; first hands each request a
+   * slot report showed held by another job to `failHeld` (with its holder, if still held).
+   */
+  demands<H>(holderOf: (allocationId: AllocationID) => H | undefined, failHeld: (request: SlotRequestRecord, holder: H) => void): ResourceDemand[] {
+    const demands: ResourceDemand[] = [];
+    for (const r of this.#requests.size === 0 ? [] : [...this.#requests.values()]) {
+      const holder = r.state === 'waiting' && this.#heldByAnotherJob.has(r.allocationId) ? holderOf(r.allocationId) : undefined;
+      if (holder !== undefined) {
+        failHeld(r, holder);
+        continue;
+      }
+      // One shape for every demand (no conditional spread): the strategy reads these on every step.
+      if (r.state === 'waiting') demands.push({ jobId: r.jobId, profile: r.profile, count: 1, allocationId: r.allocationId, preference: r.preference });
+    }
+    this.#heldByAnotherJob.clear();
+    return demands;
+  }
+
+  /** A check's outcome for a request's demand: why it still waits. */
+  recordOutcome(outcome: DemandOutcome): void {
+    const request = this.#requests.get(outcome.demand.allocationId!);
+    if (request !== undefined && request.state === 'waiting') request.reason = outcome.reason ?? null;
+  }
+
+  /** Every request, oldest first, and why it waits. */
+  infos(): SlotRequestInfo[] {
+    return [...this.#requests.values()].map((r) => {
+      const description = r.state === 'allocating' ? 'asking the TaskExecutor' : r.reason === null ? 'waiting for the next requirement check' : describeWaitReason(r.reason);
+      return { kind: 'slot-request', jobId: r.jobId, allocationId: r.allocationId, resourceProfile: r.profile, since: r.since, state: r.state, reason: r.reason, description };
+    });
+  }
+
+  /** Forgets every deadline (the requests themselves are failed one by one first). */
+  clear(): void {
+    this.#requests.clear();
+    this.#heldByAnotherJob.clear();
+    this.#deadlines.clear();
+  }
+}
