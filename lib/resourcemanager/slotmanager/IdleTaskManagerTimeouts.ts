@@ -17,7 +17,7 @@ export interface IdleTaskManagerTimeoutsOptions {
   readonly timeoutMs: number;
   /** Whether idle executors are released at all (the ResourceAllocator can stop workers). */
   readonly enabled: boolean;
-  readonly getTaskManager: (resourceId: ResourceID) => TaskManagerRegistration | undefined;
+  readonly tracker: { getTaskManager(resourceId: ResourceID): TaskManagerRegistration | undefined };
   /** The executor has been idle for the timeout and is idle still. */
   readonly onTimedOut: (taskManager: TaskManagerRegistration) => void;
 }
@@ -29,7 +29,7 @@ export class IdleTaskManagerTimeouts {
   constructor(options: IdleTaskManagerTimeoutsOptions) {
     this.#o = options;
     this.#deadlines = new DeadlineScheduler(options.clock, (resourceId) => {
-      const taskManager = options.getTaskManager(resourceId);
+      const taskManager = options.tracker.getTaskManager(resourceId);
       if (taskManager !== undefined && taskManager.idleSince !== null) options.onTimedOut(taskManager);
     });
   }

@@ -14,6 +14,7 @@
  */
 import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import { SimulatedClock, type Clock } from '../../core/clock.js';
+import { IllegalStateError } from '../../core/errors.js';
 import { slotManagerMachine, type RequirementCheckSummary } from '../../../machines/slotManager.machine.js';
 
 export interface RequirementCheckSchedulerOptions<T> {
@@ -89,9 +90,27 @@ export class RequirementCheckScheduler<T> {
     return this.#started;
   }
 
-  /** A check runs now (calls into the SlotManager from it are refused). */
-  get checking(): boolean {
-    return this.#checking;
+  /** Refuses a SlotManager call while a check runs (from a listener or allocator callback) or while suspended. */
+  requireStarted(operation: string): void {
+    if (this.#checking) {
+      throw new IllegalStateError(`SlotManager.${operation} was called while a requirement check runs (from a listener or allocator callback); hand it to the mailbox instead`, {
+        component: 'SlotManager',
+        operation,
+        state: 'checking',
+        allowed: ['started'],
+      });
+    }
+    if (!this.#started) throw this.wrongState(operation, ['started']);
+  }
+
+  wrongState(operation: string, allowed: string[]): IllegalStateError {
+    const state = this.#started ? 'started' : 'suspended';
+    return new IllegalStateError(`SlotManager.${operation} is not allowed while the SlotManager is ${state} (allowed: ${allowed.join(', ')})`, {
+      component: 'SlotManager',
+      operation,
+      state,
+      allowed,
+    });
   }
 
   start(): void {

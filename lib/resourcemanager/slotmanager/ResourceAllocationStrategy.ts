@@ -13,6 +13,7 @@
  * are served in the order given, each to the end, so the plan is deterministic.
  */
 import type { AllocationID, JobID, ResourceID } from '../../core/ids.js';
+import type { ResolvedOptions } from '../../core/options.js';
 import { ResourceCounter } from '../../core/ResourceCounter.js';
 import { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { PendingTaskManagerID } from './PendingTaskManager.js';
@@ -125,6 +126,16 @@ interface WorkerPlan {
 }
 
 export class DefaultResourceAllocationStrategy implements ResourceAllocationStrategy {
+  /** With the limits of the slotmanager.* options. */
+  static fromOptions(workerSpec: WorkerResourceSpec | null, options: ResolvedOptions): DefaultResourceAllocationStrategy {
+    return new DefaultResourceAllocationStrategy(workerSpec, {
+      maxSlots: options['slotmanager.number-of-slots.max'],
+      maxTotalCpu: options['slotmanager.max-total-resource.cpu'],
+      maxTotalMemory: options['slotmanager.max-total-resource.memory'],
+      redundantTaskManagers: options['slotmanager.redundant-taskmanager-num'],
+    });
+  }
+
   constructor(
     /** The shape of the workers that may be started; null when the cluster cannot start workers. */
     private readonly workerSpec: WorkerResourceSpec | null,

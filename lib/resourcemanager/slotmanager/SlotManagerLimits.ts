@@ -7,6 +7,8 @@ import { SlotRequestError } from '../../core/errors.js';
 import { JobID } from '../../core/ids.js';
 import type { ResolvedOptions } from '../../core/options.js';
 import { formatShortfall, type ResourceProfile } from '../../core/ResourceProfile.js';
+import type { SlotReport } from '../../core/SlotReport.js';
+import type { PendingTaskManager, PendingTaskManagerID } from './PendingTaskManager.js';
 import type { TaskManagerInfo } from './TaskManagerRegistration.js';
 import type { TaskManagerTracker } from './TaskManagerTracker.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
@@ -22,6 +24,23 @@ export function refuseNeverSatisfiable(jobId: JobID, profile: ResourceProfile, w
     profile: profile.toJSON(),
     shortfall,
   });
+}
+
+/**
+ * Whether a registering TaskExecutor is admitted: one of the same shape as a pending worker takes
+ * that worker's place (not one that reports allocations already); any other is rejected over the maxima.
+ */
+export function admitTaskManager(
+  request: TaskManagerInfo & { readonly pendingWorkerId?: PendingTaskManagerID },
+  report: SlotReport,
+  tracker: TaskManagerTracker,
+  options: ResolvedOptions,
+): { readonly rejected?: string; readonly matched?: PendingTaskManager; readonly hasAllocations: boolean } {
+  const hasAllocations = report.slots.some((s) => s.allocationId !== null);
+  const matched = hasAllocations ? undefined : tracker.findMatchingPendingTaskManager(request.totalResourceProfile, request.defaultSlotResourceProfile, request.pendingWorkerId);
+  if (matched !== undefined) return { matched, hasAllocations };
+  const rejected = exceedsMaxima(request, tracker, options);
+  return rejected === undefined ? { hasAllocations } : { rejected, hasAllocations };
 }
 
 /** Why registering `request` would pass slotmanager.number-of-slots.max or max-total-resource.*, or undefined. */

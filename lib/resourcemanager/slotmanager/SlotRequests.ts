@@ -5,10 +5,11 @@
  */
 import type { Clock } from '../../core/clock.js';
 import { DeadlineScheduler } from '../../core/DeadlineScheduler.js';
-import { SlotRequestError } from '../../core/errors.js';
+import { IllegalArgumentError, SlotRequestError } from '../../core/errors.js';
 import { AllocationID, JobID } from '../../core/ids.js';
-import type { ResourceProfile } from '../../core/ResourceProfile.js';
+import { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { DemandOutcome, ResourceDemand } from './ResourceAllocationStrategy.js';
+import type { ResourceSlotRecord } from './TaskManagerRegistration.js';
 import type { PlacementPreference } from './TaskManagerTracker.js';
 import { describeWaitReason, type WaitReason } from './WaitReason.js';
 
@@ -44,6 +45,13 @@ export interface SlotRequestsOptions {
   readonly timeoutMs: number;
   /** A request's timeout passed (it is still here: fail it). */
   readonly onTimedOut: (request: SlotRequestRecord) => void;
+}
+
+/** Refuses a requestSlot whose arguments are not a JobID, an AllocationID and a profile other than ANY. */
+export function checkSlotRequest(jobId: JobID, allocationId: AllocationID, profile: ResourceProfile): void {
+  if (!JobID.is(jobId)) throw new IllegalArgumentError('invalid-type', `jobId must be a JobID, got ${String(jobId)}`, { argument: 'jobId' });
+  if (!AllocationID.is(allocationId)) throw new IllegalArgumentError('invalid-type', `allocationId must be an AllocationID, got ${String(allocationId)}`, { argument: 'allocationId' });
+  if (!(profile instanceof ResourceProfile) || profile.isAny()) throw new IllegalArgumentError('invalid-value', `profile must be a ResourceProfile other than ANY, got ${String(profile)}`, { argument: 'profile' });
 }
 
 export class SlotRequests {
@@ -107,6 +115,14 @@ export class SlotRequests {
     });
   }
 
+  /** The slot asked for this request is gone (its executor was lost): it waits again. False if no request has this AllocationID. */
+  waitAgain(allocationId: AllocationID): boolean {
+    const request = this.#requests.get(allocationId);
+    if (request === undefined) return false;
+    request.state = 'waiting';
+    return true;
+  }
+
   /** A slot report showed this waiting request's AllocationID held by another job: the next check fails it. */
   heldByAnotherJob(allocationId: AllocationID): void {
     this.#heldByAnotherJob.add(allocationId);
@@ -114,14 +130,14 @@ export class SlotRequests {
 
   /**
    * The demands of the waiting requests, in the order they were made; first hands each request a
-   * slot report showed held by another job to `failHeld` (with its holder, if still held).
+   * slot report showed held by another job meanwhile to `failHeld` (it cannot be used again).
    */
-  demands<H>(holderOf: (allocationId: AllocationID) => H | undefined, failHeld: (request: SlotRequestRecord, holder: H) => void): ResourceDemand[] {
+  demands(slots: { getSlot(allocationId: AllocationID): ResourceSlotRecord | undefined }, failHeld: (request: SlotRequestRecord, message: string) => void): ResourceDemand[] {
     const demands: ResourceDemand[] = [];
     for (const r of this.#requests.size === 0 ? [] : [...this.#requests.values()]) {
-      const holder = r.state === 'waiting' && this.#heldByAnotherJob.has(r.allocationId) ? holderOf(r.allocationId) : undefined;
+      const holder = r.state === 'waiting' && this.#heldByAnotherJob.has(r.allocationId) ? slots.getSlot(r.allocationId) : undefined;
       if (holder !== undefined) {
-        failHeld(r, holder);
+        failHeld(r, `allocation ${AllocationID.short(r.allocationId)} is held by job ${JobID.short(holder.jobId!)} on ${holder.taskManager.resourceId}`);
         continue;
       }
       // One shape for every demand (no conditional spread): the strategy reads these on every step.
@@ -131,10 +147,18 @@ export class SlotRequests {
     return demands;
   }
 
-  /** A check's outcome for a request's demand: why it still waits. */
-  recordOutcome(outcome: DemandOutcome): void {
-    const request = this.#requests.get(outcome.demand.allocationId!);
-    if (request !== undefined && request.state === 'waiting') request.reason = outcome.reason ?? null;
+  /** A check's outcomes: why each waiting request still waits; returns the others (of declared requirements). */
+  recordOutcomes(outcomes: readonly DemandOutcome[]): DemandOutcome[] {
+    const declared: DemandOutcome[] = [];
+    for (const outcome of outcomes) {
+      if (outcome.demand.allocationId === undefined) {
+        declared.push(outcome);
+        continue;
+      }
+      const request = this.#requests.get(outcome.demand.allocationId);
+      if (request !== undefined && request.state === 'waiting') request.reason = outcome.reason ?? null;
+    }
+    return declared;
   }
 
   /** Every request, oldest first, and why it waits. */

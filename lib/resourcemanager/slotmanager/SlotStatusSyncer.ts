@@ -237,6 +237,20 @@ export class SlotStatusSyncer {
   }
 
   /**
+   * Frees every slot of an executor that is gone; returns, by job, the slots lost, leaving out
+   * those `isRequested` claims (a request that will be placed again).
+   */
+  freeSlotsOf(taskManager: TaskManagerRegistration, isRequested: (allocationId: AllocationID) => boolean): Map<JobID, AllocationID[]> {
+    const lost = new Map<JobID, AllocationID[]>();
+    for (const slot of this.#o.tracker.slotsOf(taskManager)) {
+      const allocationId = slot.allocationId!;
+      if (!isRequested(allocationId)) lost.set(slot.jobId!, [...(lost.get(slot.jobId!) ?? []), allocationId]);
+      this.freeSlot(allocationId);
+    }
+    return lost;
+  }
+
+  /**
    * Reconciles an executor's slot report with the records (Flink's reportSlotStatus):
    * an allocated slot the report does not show is freed; a pending slot the report shows is
    * complete (its answer may still be on its way, and will be ignored); a pending slot the report

@@ -400,6 +400,15 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     return fallback;
   }
 
+  /** Forgets every executor, slot record and pending worker (the SlotManager suspended). */
+  clear(): void {
+    for (const taskManager of [...this.#taskManagers.values()]) {
+      for (const slot of this.slotsOf(taskManager)) this.free(slot.allocationId!);
+      this.removeTaskManager(taskManager.resourceId);
+    }
+    this.#pending.clear();
+  }
+
   // ------------------------------------------------------------------ internals
 
   #take(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
