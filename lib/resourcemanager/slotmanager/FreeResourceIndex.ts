@@ -35,13 +35,19 @@ interface Entry<T extends IndexedExecutor> {
   /** The executor's utilisation when it last moved in the heap (its key). */
   utilization: number;
   readonly seq: number;
-  /** Its index in the heap; -1 while the executor is not in the set. */
+  /**
+   * `member`: in the set, at `pos` in the heap; `outside`: its executor does not fit now (the entry
+   * stays, see #entries); `removed`: its executor unregistered (an entry still in the list of
+   * changed ones is then skipped).
+   */
+  state: EntryState;
+  /** Its index in the heap while a member. */
   pos: number;
   /** Changed since the set last looked (it is in the set's list of changed entries). */
   dirty: boolean;
-  /** Its executor was removed (an entry still in the list of changed ones is then skipped). */
-  gone: boolean;
 }
+
+type EntryState = 'member' | 'outside' | 'removed';
 
 class CandidateSet<T extends IndexedExecutor> {
   /**
@@ -73,7 +79,7 @@ class CandidateSet<T extends IndexedExecutor> {
   get members(): ReadonlySet<T> {
     this.#refresh();
     const out = new Set<T>();
-    for (const [taskManager, entry] of this.#entries) if (entry.pos >= 0) out.add(taskManager);
+    for (const [taskManager, entry] of this.#entries) if (entry.state === 'member') out.add(taskManager);
     return out;
   }
 
@@ -97,7 +103,7 @@ class CandidateSet<T extends IndexedExecutor> {
   #entryOf(taskManager: T): Entry<T> {
     let entry = this.#entries.get(taskManager);
     if (entry === undefined) {
-      entry = { taskManager, utilization: taskManager.utilization, seq: taskManager.seq, pos: -1, dirty: false, gone: false };
+      entry = { taskManager, utilization: taskManager.utilization, seq: taskManager.seq, state: 'outside', pos: -1, dirty: false };
       this.#entries.set(taskManager, entry);
     }
     return entry;
@@ -106,8 +112,9 @@ class CandidateSet<T extends IndexedExecutor> {
   #recheck(entry: Entry<T>): void {
     const { taskManager } = entry;
     if (taskManager.canFit(this.requirement)) {
-      if (entry.pos < 0) {
+      if (entry.state !== 'member') {
         entry.utilization = taskManager.utilization;
+        entry.state = 'member';
         entry.pos = this.#heap.length;
         this.#heap.push(entry);
         this.#siftUp(entry.pos);
@@ -115,7 +122,7 @@ class CandidateSet<T extends IndexedExecutor> {
         entry.utilization = taskManager.utilization;
         if (!this.#siftUp(entry.pos)) this.#siftDown(entry.pos);
       }
-    } else if (entry.pos >= 0) {
+    } else if (entry.state === 'member') {
       this.#removeAt(entry.pos);
     }
   }
@@ -123,8 +130,8 @@ class CandidateSet<T extends IndexedExecutor> {
   remove(taskManager: T): void {
     const entry = this.#entries.get(taskManager);
     if (entry === undefined) return;
-    if (entry.pos >= 0) this.#removeAt(entry.pos);
-    entry.gone = true;
+    if (entry.state === 'member') this.#removeAt(entry.pos);
+    entry.state = 'removed';
     this.#entries.delete(taskManager);
   }
 
@@ -149,12 +156,12 @@ class CandidateSet<T extends IndexedExecutor> {
       const entry = changed[i]!;
       changed[i] = undefined!; // no entry of a removed executor kept alive here
       entry.dirty = false;
-      if (entry.gone) continue;
+      if (entry.state === 'removed') continue;
       if (reheap) this.#recheckWithoutOrder(entry);
       else this.#recheck(entry);
     }
     if (reheap) {
-      this.#heap = this.#heap.filter((e) => e.pos >= 0);
+      this.#heap = this.#heap.filter((e) => e.state === 'member');
       this.#heap.forEach((e, i) => (e.pos = i));
       for (let i = (this.#heap.length >> 1) - 1; i >= 0; i--) this.#siftDown(i);
     }
@@ -165,19 +172,20 @@ class CandidateSet<T extends IndexedExecutor> {
     const { taskManager } = entry;
     if (taskManager.canFit(this.requirement)) {
       entry.utilization = taskManager.utilization;
-      if (entry.pos < 0) {
+      if (entry.state !== 'member') {
+        entry.state = 'member';
         entry.pos = this.#heap.length;
         this.#heap.push(entry);
       }
     } else {
-      entry.pos = -1;
+      entry.state = 'outside';
     }
   }
 
   #removeAt(pos: number): void {
     const heap = this.#heap;
     const entry = heap[pos]!;
-    entry.pos = -1;
+    entry.state = 'outside';
     const last = heap.pop()!;
     if (last === entry) return;
     heap[pos] = last;

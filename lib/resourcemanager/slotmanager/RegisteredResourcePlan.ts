@@ -16,19 +16,11 @@ import { FreeResourceIndex, type IndexedExecutor } from './FreeResourceIndex.js'
 import { candidateOrder, type CandidateOrder } from './SlotMatchingStrategy.js';
 import type { PlacementPreference } from './TaskManagerTracker.js';
 import type { InsufficientResources, RankedTaskManagers, RegisteredTaskManagerInfo, TaskManagerResourceInfoProvider } from './TaskManagerResourceInfoProvider.js';
-import { coresOf, memoryOf, saturatingSubtract, utilizationOfAmounts, utilizationOfProfiles } from './TaskManagerRegistration.js';
+import { type CapacityAmounts, coresOf, memoryOf, saturatingSubtract, utilizationOfAmounts, utilizationOfProfiles } from './TaskManagerRegistration.js';
 import { shortfallScore, type ExecutorShortfall } from './WaitReason.js';
 
 /** How many executors each list of an explanation names (as explainShortage). */
 const EXPLAIN_LIMIT = 3;
-
-/** Raw amounts (ResourceProfile.amounts order; extended resources without zeros), as running totals. */
-export interface CapacityAmounts {
-  readonly used: number[];
-  readonly usedExtended: Map<string, number>;
-  readonly available: number[];
-  readonly availableExtended: Map<string, number>;
-}
 
 /** An executor the plan put slots on: its capacity as the plan leaves it. */
 export class PlannedTaskManager<T extends RegisteredTaskManagerInfo = RegisteredTaskManagerInfo> implements IndexedExecutor {

@@ -19,7 +19,6 @@ import type { AllocationID, JobID, ResourceID } from '../../core/ids.js';
 import { ResourceProfile, UNITS_PER_CORE } from '../../core/ResourceProfile.js';
 import type { ResourceSlotState } from '../../../machines/resourceSlot.machine.js';
 import type { TaskExecutorSlotGateway } from '../../rpc/TaskExecutorSlotGateway.js';
-import type { CapacityAmounts } from './RegisteredResourcePlan.js';
 import { shortfallScore } from './WaitReason.js';
 
 export interface ResourceSlotRecord {
@@ -37,6 +36,15 @@ export interface ResourceSlotRecord {
   tracked: boolean;
   /** The SlotStatusSyncer's request to the executor for this pending slot while it is unanswered (its own, opaque here); null otherwise. */
   inFlight: object | null;
+}
+
+/** Capacity as running totals: raw amounts (ResourceProfile.amounts order and units), extended resources without zeros. */
+export interface CapacityAmounts {
+  readonly used: number[];
+  readonly usedExtended: Map<string, number>;
+  /** total − used, at least zero. */
+  readonly available: number[];
+  readonly availableExtended: Map<string, number>;
 }
 
 export interface TaskManagerInfo {
@@ -80,23 +88,17 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   blocked = false;
 
   /**
-   * Whether the numbers below are the truth (true while the total and every profile taken are
-   * specified); once false, `#usedProfile` and `#availableProfile` are, as profile arithmetic
-   * keeps them.
+   * Capacity as running totals (raw amounts) while the total and every profile taken are specified;
+   * null once UNKNOWN or ANY is involved, or an amount would pass the safe integers: from then on
+   * `#usedProfile` and `#availableProfile` are the truth, kept by profile arithmetic.
    */
-  #numeric: boolean;
-  /** Used, as raw amounts (ResourceProfile.amounts order and units); extended resources without zeros. */
-  readonly #used = [0, 0, 0, 0, 0];
-  readonly #usedExtended = new Map<string, number>();
-  /** Available (total − used, at least zero), likewise. */
-  readonly #available: number[];
+  #amounts: CapacityAmounts | null;
   /** The total's raw amounts, in a plain array (cheaper to read than the profile's frozen one). */
   readonly #total: number[];
   /** The total's cores and memory, as the utilisation divides by them. */
   readonly #totalCpu: number;
   readonly #totalMemory: number;
-  readonly #availableExtended: Map<string, number>;
-  /** The profiles, built from the numbers on first read after a change (undefined: not built yet). */
+  /** The profiles, built from the running totals on first read after a change (undefined: not built yet). */
   #usedProfile: ResourceProfile | undefined = ResourceProfile.ZERO;
   #availableProfile: ResourceProfile | undefined;
 
@@ -109,12 +111,11 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     this.gateway = info.gateway;
     this.seq = seq;
     const total = info.totalResourceProfile;
-    this.#numeric = total instanceof ResourceProfile && total.kind === 'specified';
-    this.#total = this.#numeric ? [...total.amounts] : [0, 0, 0, 0, 0];
-    this.#available = [...this.#total];
+    const specified = total instanceof ResourceProfile && total.kind === 'specified';
+    this.#total = specified ? [...total.amounts] : [0, 0, 0, 0, 0];
+    this.#amounts = specified ? { used: [0, 0, 0, 0, 0], usedExtended: new Map(), available: [...this.#total], availableExtended: new Map(total.extended) } : null;
     this.#totalCpu = coresOf(this.#total);
     this.#totalMemory = memoryOf(this.#total);
-    this.#availableExtended = this.#numeric ? new Map(total.extended) : new Map();
     this.#availableProfile = total;
     this.idleSince = now;
     this.freeStaticSlots = info.numberOfStaticSlots;
@@ -138,12 +139,12 @@ export class TaskManagerRegistration implements TaskManagerInfo {
 
   /** What the slots (pending, allocated, reserved) use: the sum of their profiles. */
   get used(): ResourceProfile {
-    return (this.#usedProfile ??= ResourceProfile.fromAmounts(this.#used, this.#usedExtended));
+    return (this.#usedProfile ??= ResourceProfile.fromAmounts(this.#amounts!.used, this.#amounts!.usedExtended));
   }
 
   /** What is left for new slots: total − used, never below zero. */
   get available(): ResourceProfile {
-    return (this.#availableProfile ??= ResourceProfile.fromAmounts(this.#available, this.#availableExtended));
+    return (this.#availableProfile ??= ResourceProfile.fromAmounts(this.#amounts!.available, this.#amounts!.availableExtended));
   }
 
   canFit(requirement: ResourceProfile): boolean {
@@ -152,10 +153,11 @@ export class TaskManagerRegistration implements TaskManagerInfo {
 
   /** `available.allFieldsNoLessThan(profile)`, without building `available` (blocked or not). */
   hasAvailable(profile: ResourceProfile): boolean {
-    if (!this.#numeric) return this.available.allFieldsNoLessThan(profile);
+    const a = this.#amounts;
+    if (a === null) return this.available.allFieldsNoLessThan(profile);
     // Against a specified `available`: UNKNOWN is covered, ANY (infinite) is not.
     if (profile.kind !== 'specified') return profile.kind === 'unknown';
-    return profile.fitsWithin(this.#available, this.#availableExtended);
+    return profile.fitsWithin(a.available, a.availableExtended);
   }
 
   /**
@@ -165,17 +167,18 @@ export class TaskManagerRegistration implements TaskManagerInfo {
    * and sums in the same order, so the same number.
    */
   shortfallScore(profile: ResourceProfile): number {
-    if (!this.#numeric || profile.kind !== 'specified') {
+    const a = this.#amounts;
+    if (a === null || profile.kind !== 'specified') {
       const shortfall = this.available.shortfall(profile);
       return shortfall.length === 0 ? -1 : shortfallScore(shortfall);
     }
     const need = profile.amounts;
-    const have = this.#available;
+    const have = a.available;
     let short = 0;
     let deficit = 0;
     for (let i = 0; i < 5; i++) {
       if (have[i]! < need[i]!) {
-        const scale = i === 0 ? UNITS_PER_CORE : 1;
+        const scale = i === CPU ? UNITS_PER_CORE : 1;
         const available = have[i]! / scale;
         const required = need[i]! / scale;
         deficit = deficit + (required - available) / Math.max(required, 1e-9);
@@ -183,7 +186,7 @@ export class TaskManagerRegistration implements TaskManagerInfo {
       }
     }
     for (const [name, units] of profile.extended) {
-      const left = this.#availableExtended.get(name) ?? 0;
+      const left = a.availableExtended.get(name) ?? 0;
       if (left < units) {
         const available = left / UNITS_PER_CORE;
         const required = units / UNITS_PER_CORE;
@@ -197,13 +200,13 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   /**
    * Adds (`sign` 1) or takes away (−1) what is available here to or from a running total (in
    * ResourceProfile.amounts order and units; extended resources without zeros). False, changing
-   * nothing, outside the numeric mode, where `available` exists only as a profile.
+   * nothing, once capacity is kept as profiles (`available` exists only as a profile then).
    */
   addAvailableTo(amounts: number[], extended: Map<string, number>, sign: 1 | -1): boolean {
-    if (!this.#numeric) return false;
-    const available = this.#available;
-    for (let i = 0; i < 5; i++) amounts[i] = amounts[i]! + sign * available[i]!;
-    for (const [name, units] of this.#availableExtended) {
+    const a = this.#amounts;
+    if (a === null) return false;
+    for (let i = 0; i < 5; i++) amounts[i] = amounts[i]! + sign * a.available[i]!;
+    for (const [name, units] of a.availableExtended) {
       const sum = (extended.get(name) ?? 0) + sign * units;
       if (sum === 0) extended.delete(name);
       else extended.set(name, sum);
@@ -211,10 +214,11 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     return true;
   }
 
-  /** `used` and `available` as fresh running totals (a plan's copy), or null outside the numeric mode. */
+  /** `used` and `available` as fresh running totals (a plan's copy), or null once capacity is kept as profiles. */
   copyAmounts(): CapacityAmounts | null {
-    if (!this.#numeric) return null;
-    return { used: [...this.#used], usedExtended: new Map(this.#usedExtended), available: [...this.#available], availableExtended: new Map(this.#availableExtended) };
+    const a = this.#amounts;
+    if (a === null) return null;
+    return { used: [...a.used], usedExtended: new Map(a.usedExtended), available: [...a.available], availableExtended: new Map(a.availableExtended) };
   }
 
   /** A free static slot this requirement may take (its effective profile is the default), if any. */
@@ -240,53 +244,52 @@ export class TaskManagerRegistration implements TaskManagerInfo {
 
   /** Adds `profile` to what is used (a slot was reserved, became pending, or was adopted). */
   take(profile: ResourceProfile): void {
-    if (this.#numeric && profile.kind === 'specified') {
-      if (profile.addTo(this.#used, this.#usedExtended)) {
-        this.#usedChanged();
+    const a = this.#amounts;
+    if (a !== null && profile.kind === 'specified') {
+      if (profile.addTo(a.used, a.usedExtended)) {
+        this.#usedChanged(a);
         return;
       }
       // Past the safe integers: the profile arithmetic reports it, and nothing changes.
       this.used.merge(profile);
     }
-    this.#leaveNumeric();
+    this.#keepAsProfiles();
     this.#usedProfile = this.#usedProfile!.merge(profile);
     this.#recompute();
   }
 
   /** Gives `profile` back (a slot was freed or a reservation dropped). */
   giveBack(profile: ResourceProfile): void {
-    if (this.#numeric && profile.kind === 'specified') {
+    const a = this.#amounts;
+    if (a !== null && profile.kind === 'specified') {
       // Below zero somewhere (a slot report overtook the plan): what is used stops at zero.
-      if (!profile.subtractFrom(this.#used, this.#usedExtended)) subtractStoppingAtZero(this.#used, this.#usedExtended, profile);
-      this.#usedChanged();
+      if (!profile.subtractFrom(a.used, a.usedExtended)) subtractStoppingAtZero(a.used, a.usedExtended, profile);
+      this.#usedChanged(a);
       return;
     }
-    this.#leaveNumeric();
+    this.#keepAsProfiles();
     this.#usedProfile = saturatingSubtract(this.#usedProfile!, profile);
     this.#recompute();
   }
 
-  /** available = total − used (saturating) and the utilisation, from the numbers. */
-  #usedChanged(): void {
+  /** available = total − used (saturating) and the utilisation, from the running totals. */
+  #usedChanged(a: CapacityAmounts): void {
     this.#usedProfile = undefined;
     this.#availableProfile = undefined;
-    const t = this.#total;
-    const used = this.#used;
-    const available = this.#available;
-    availableAmounts(t, this.totalResourceProfile.extended, used, this.#usedExtended, available, this.#availableExtended);
-    this.utilization = utilizationOfAmounts(used, this.#totalCpu, this.#totalMemory);
+    availableAmounts(this.#total, this.totalResourceProfile.extended, a.used, a.usedExtended, a.available, a.availableExtended);
+    this.utilization = utilizationOfAmounts(a.used, this.#totalCpu, this.#totalMemory);
     this.version++;
   }
 
   /** From here on the profiles are the truth, kept by profile arithmetic (UNKNOWN / ANY involved, or an overflow to report). */
-  #leaveNumeric(): void {
-    if (!this.#numeric) return;
+  #keepAsProfiles(): void {
+    if (this.#amounts === null) return;
     this.#usedProfile = this.used;
     this.#availableProfile = this.available;
-    this.#numeric = false;
+    this.#amounts = null;
   }
 
-  /** The profile-arithmetic step (outside the numeric mode). */
+  /** The profile-arithmetic step (capacity kept as profiles). */
   #recompute(): void {
     const total = this.totalResourceProfile;
     const used = this.#usedProfile!;

@@ -12,7 +12,7 @@ import type { ResourceID } from '../../core/ids.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { IndexedExecutor } from './FreeResourceIndex.js';
 import type { PendingTaskManagerID } from './PendingTaskManager.js';
-import type { CapacityAmounts } from './RegisteredResourcePlan.js';
+import type { CapacityAmounts } from './TaskManagerRegistration.js';
 import type { SlotMatchingPolicy } from './SlotMatchingStrategy.js';
 import type { WaitReason } from './WaitReason.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
