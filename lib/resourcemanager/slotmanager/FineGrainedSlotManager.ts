@@ -43,7 +43,6 @@ import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
 import { TaskManagerTracker, type PlacementPreference } from './TaskManagerTracker.js';
 import { WaitingJobs } from './WaitingJobs.js';
 import { WorkerResourceSpec } from './WorkerResourceSpec.js';
-
 export type { PendingRequestInfo, RegistrationResult, SlotManagerOptions, TaskManagerRegistrationRequest } from './SlotManagerOptions.js';
 
 export class FineGrainedSlotManager {
@@ -63,6 +62,8 @@ export class FineGrainedSlotManager {
   readonly #idle: IdleTaskManagerTimeouts;
   readonly #targets = new Map<JobID, string>();
   readonly #plans: PlanApplier;
+  /** A request whose AllocationID a slot report showed held by another job: it cannot be used again. */
+  readonly #failHeld = (request: SlotRequestRecord, message: string) => this.#failRequest(request, 'duplicate-request', message);
 
   constructor(options: SlotManagerOptions = {}) {
     this.options = resolveOptions(options.configuration ?? {});
@@ -131,7 +132,7 @@ export class FineGrainedSlotManager {
     });
   }
 
-  /** The running statechart (for inspection; do not send to it). Its record of the checks is brought up to date first. */
+  /** The running statechart (for inspection; do not send to it), its record of the checks brought up to date first. */
   get actor() {
     return this.#checks.actor;
   }
@@ -140,10 +141,10 @@ export class FineGrainedSlotManager {
     return this.#checks.started ? 'started' : 'suspended';
   }
 
+  /** Starts, with a first check right away: spare workers (redundant-taskmanager-num) are wanted before any job. */
   start(): void {
     if (this.state === 'started') throw this.#checks.wrongState('start', ['suspended']);
     this.#checks.start();
-    // A first check right away: spare workers (redundant-taskmanager-num) are wanted before any job.
     this.#checks.requirementsChanged();
   }
 
@@ -175,12 +176,11 @@ export class FineGrainedSlotManager {
       this.#log(`rejected TaskExecutor ${request.resourceId}: ${admission.rejected}`);
       return { kind: 'rejected', reason: admission.rejected };
     }
-    const { matched } = admission;
     const taskManager = this.tracker.addTaskManager(request);
     if (admission.hasAllocations) this.#applyReport(taskManager, initialSlotReport);
-    if (matched !== undefined) this.tracker.removePendingTaskManager(matched.id);
+    if (admission.matched !== undefined) this.tracker.removePendingTaskManager(admission.matched.id);
     this.#checks.requirementsChanged();
-    return matched === undefined ? { kind: 'registered' } : { kind: 'registered', replacedPendingWorker: matched.id };
+    return admission.matched === undefined ? { kind: 'registered' } : { kind: 'registered', replacedPendingWorker: admission.matched.id };
   }
 
   /** A TaskExecutor is gone: its slots are freed, their jobs told, and the requirements re-planned. */
@@ -320,7 +320,7 @@ export class FineGrainedSlotManager {
 
   /** One check: the strategy's plan for what is missing, applied; then what is no longer needed released. */
   #runCheck(): CheckResult {
-    const demands = this.#requests.demands(this.tracker, (r, message) => this.#failRequest(r, 'duplicate-request', message));
+    const demands = this.#requests.demands(this.tracker, this.#failHeld);
     for (const [jobId, requirements] of this.resourceTracker.getMissingResources()) {
       for (const r of requirements) demands.push({ jobId, profile: r.resourceProfile, count: r.numberOfRequiredSlots });
     }

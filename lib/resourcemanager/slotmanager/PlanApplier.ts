@@ -40,14 +40,19 @@ export class PlanApplier {
   applyAllocation(result: ResourceAllocationResult<TaskManagerRegistration>): { readonly refused: readonly PlannedWorker[]; readonly workersRequested: number } {
     const { tracker, syncer, allocator, requests, targets } = this.#o;
     syncer.beginAllocations();
-    for (const { demand, taskManager } of result.slotsOnRegistered) {
+    const slots = result.slotsOnRegistered;
+    for (let i = 0; i < slots.length; ) {
+      const { demand, taskManager } = slots[i]!;
+      // A run of the same demand on the same executor is reserved at once (a request is a demand of one).
+      let run = 1;
+      while (i + run < slots.length && slots[i + run]!.demand === demand && slots[i + run]!.taskManager === taskManager) run++;
       const request = demand.allocationId === undefined ? undefined : requests.get(demand.allocationId);
       if (request !== undefined) request.state = 'allocating';
-      syncer.allocateSlot(tracker.reserve(taskManager, demand.profile, demand.jobId), {
-        allocationId: demand.allocationId,
-        targetAddress: request?.targetAddress ?? targets.get(demand.jobId) ?? '',
-        tracked: request === undefined,
-      });
+      const targetAddress = request?.targetAddress ?? targets.get(demand.jobId) ?? '';
+      for (const reservation of tracker.reserveRun(taskManager, demand.profile, demand.jobId, run)) {
+        syncer.allocateSlot(reservation, { allocationId: demand.allocationId, targetAddress, tracked: request === undefined });
+      }
+      i += run;
     }
     syncer.endAllocations();
     for (const pending of tracker.pendingTaskManagers) pending.replaceAllPendingAllocations(result.slotsOnPending.get(pending.id) ?? new Map());

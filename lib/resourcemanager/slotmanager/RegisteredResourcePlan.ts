@@ -107,8 +107,9 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
   readonly #view: TaskManagerResourceInfoProvider<T>;
   readonly #order: CandidateOrder;
   readonly #spread: boolean;
-  readonly #planned = new Map<T, PlannedTaskManager<T>>();
   readonly #plannedList: PlannedTaskManager<T>[] = [];
+  /** The copies by executor, once there are two (a check that places a slot or a few touches one). */
+  #planned: Map<T, PlannedTaskManager<T>> | undefined;
   /** Made when a second executor is touched (a check that places a slot or a few touches one). */
   #index: FreeResourceIndex<PlannedTaskManager<T>> | undefined;
   /** The executor claimed on last, not told to #index yet (claims on it in a row are told once, when the plan looks again). */
@@ -148,7 +149,7 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
     if (preference?.resourceId !== undefined) {
       const info = this.#view.getTaskManager(preference.resourceId);
       if (info !== undefined && !info.blocked) {
-        const planned = this.#planned.get(info);
+        const planned = this.#plannedOf(info);
         if (planned === undefined ? info.canFit(requirement) : planned.canFit(requirement)) return planned ?? this.#touch(info);
       }
     }
@@ -197,31 +198,56 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
   explainShortage(requirement: ResourceProfile): InsufficientResources {
     this.#sync();
     if (this.#plannedList.length === 0) return this.#view.explainShortage(requirement);
-    const base = this.#view.explainShortage(requirement, EXPLAIN_LIMIT + this.#plannedList.length);
-    const isPlanned = (resourceId: ResourceID) => {
-      const info = this.#view.getTaskManager(resourceId);
-      return info !== undefined && this.#planned.has(info);
-    };
-    const seqOf = (resourceId: ResourceID) => this.#view.getTaskManager(resourceId)?.seq ?? Infinity;
-    const closest: Array<ExecutorShortfall & { score: number; seq: number }> = base.closest
-      .filter((c) => !isPlanned(c.resourceId))
-      .map((c) => ({ ...c, score: shortfallScore(c.shortfall), seq: seqOf(c.resourceId) }));
-    const couldFitWhenFree = base.couldFitWhenFree.filter((id) => !isPlanned(id)).map((id) => ({ id, seq: seqOf(id) }));
-    for (const planned of this.#plannedList) {
+    const touched = this.#plannedList;
+    const base = this.#view.explainShortage(requirement, EXPLAIN_LIMIT + touched.length);
+    // The view's lists less the touched executors (they hold at most EXPLAIN_LIMIT untouched ones
+    // each), then each touched one where the plan leaves it, in the same orders as explainShortage.
+    const closest: Array<ExecutorShortfall & { score: number; seq: number }> = [];
+    for (const c of base.closest) if (!this.#isTouched(c.resourceId)) closest.push({ resourceId: c.resourceId, shortfall: c.shortfall, score: shortfallScore(c.shortfall), seq: -1 });
+    const couldFitWhenFree: Array<{ id: ResourceID; seq: number }> = [];
+    for (const id of base.couldFitWhenFree) if (!this.#isTouched(id)) couldFitWhenFree.push({ id, seq: -1 });
+    let resorted = false;
+    for (const planned of touched) {
       const effective = planned.effectiveProfile(requirement);
       const shortfall = planned.available.shortfall(effective);
       if (shortfall.length === 0) continue;
       closest.push({ resourceId: planned.resourceId, shortfall, score: shortfallScore(shortfall), seq: planned.seq });
       if (planned.info.totalResourceProfile.allFieldsNoLessThan(effective)) couldFitWhenFree.push({ id: planned.resourceId, seq: planned.seq });
+      resorted = true;
     }
-    closest.sort((a, b) => a.score - b.score || a.seq - b.seq);
-    couldFitWhenFree.sort((a, b) => a.seq - b.seq);
-    return {
+    if (resorted) {
+      // Registration order breaks ties: looked up only for the view's entries (their seq unknown here).
+      for (const c of closest) if (c.seq < 0) c.seq = this.#view.getTaskManager(c.resourceId)?.seq ?? Infinity;
+      for (const c of couldFitWhenFree) if (c.seq < 0) c.seq = this.#view.getTaskManager(c.id)?.seq ?? Infinity;
+      closest.sort(byScoreThenSeq);
+      couldFitWhenFree.sort(bySeq);
+    }
+    const out: InsufficientResources = {
       kind: 'insufficient-resources',
-      closest: closest.slice(0, EXPLAIN_LIMIT).map(({ resourceId, shortfall }) => ({ resourceId, shortfall })),
-      couldFitWhenFree: couldFitWhenFree.slice(0, EXPLAIN_LIMIT).map((c) => c.id),
-      passedOver: base.passedOver.slice(0, EXPLAIN_LIMIT),
+      closest: [],
+      couldFitWhenFree: [],
+      passedOver: base.passedOver.length > EXPLAIN_LIMIT ? base.passedOver.slice(0, EXPLAIN_LIMIT) : base.passedOver,
     };
+    for (let i = 0; i < closest.length && i < EXPLAIN_LIMIT; i++) (out.closest as ExecutorShortfall[]).push({ resourceId: closest[i]!.resourceId, shortfall: closest[i]!.shortfall });
+    for (let i = 0; i < couldFitWhenFree.length && i < EXPLAIN_LIMIT; i++) (out.couldFitWhenFree as ResourceID[]).push(couldFitWhenFree[i]!.id);
+    return out;
+  }
+
+  #isTouched(resourceId: ResourceID): boolean {
+    const list = this.#plannedList;
+    if (list.length <= 8) {
+      for (const planned of list) if (planned.resourceId === resourceId) return true;
+      return false;
+    }
+    const info = this.#view.getTaskManager(resourceId);
+    return info !== undefined && this.#planned!.has(info);
+  }
+
+  #plannedOf(info: T): PlannedTaskManager<T> | undefined {
+    const list = this.#plannedList;
+    if (list.length === 0) return undefined;
+    if (list.length === 1) return list[0]!.info === info ? list[0] : undefined;
+    return this.#planned!.get(info);
   }
 
   #sync(): void {
@@ -245,7 +271,7 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
   #best(requirement: ResourceProfile, host: string | undefined): PlannedTaskManager<T> | undefined {
     const ranked = this.#rankedFor(requirement, host);
     let head = ranked.current;
-    while (head !== undefined && this.#planned.has(head)) {
+    while (head !== undefined && this.#plannedOf(head) !== undefined) {
       ranked.advance();
       head = ranked.current;
     }
@@ -277,13 +303,23 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
   }
 
   #touch(info: T): PlannedTaskManager<T> {
-    let planned = this.#planned.get(info);
+    let planned = this.#plannedOf(info);
     if (planned === undefined) {
       planned = new PlannedTaskManager<T>(info);
-      this.#planned.set(info, planned);
-      this.#plannedList.push(planned);
+      const list = this.#plannedList;
+      list.push(planned);
+      if (list.length === 2) this.#planned = new Map(list.map((p) => [p.info, p]));
+      else this.#planned?.set(info, planned);
       this.#index?.taskManagerChanged(planned);
     }
     return planned;
   }
+}
+
+function byScoreThenSeq(a: { score: number; seq: number }, b: { score: number; seq: number }): number {
+  return a.score - b.score || a.seq - b.seq;
+}
+
+function bySeq(a: { seq: number }, b: { seq: number }): number {
+  return a.seq - b.seq;
 }

@@ -225,23 +225,33 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
 
   /** Sets capacity aside on `taskManager` for one slot of `jobId`; a static slot when the profile is its default. */
   reserve(taskManager: TaskManagerRegistration, requirement: ResourceProfile, jobId: JobID): SlotReservation {
-    if (!taskManager.canFit(requirement)) {
-      throw new IllegalStateError(`TaskExecutor ${taskManager.resourceId} cannot fit ${requirement} (available ${taskManager.available})`, {
-        component: 'TaskManagerTracker',
-        operation: 'reserve',
-        state: 'insufficient',
-        allowed: ['fits'],
-      });
-    }
+    return this.reserveRun(taskManager, requirement, jobId, 1)[0]!;
+  }
+
+  /**
+   * `count` reservations as `count` reserve calls would make them (static slots lowest index
+   * first), with capacity taken once: a plan puts runs of slots on one executor, and taking them
+   * one by one was most of applying it. All or nothing: throws, changing nothing, if they do not fit.
+   */
+  reserveRun(taskManager: TaskManagerRegistration, requirement: ResourceProfile, jobId: JobID, count: number): SlotReservation[] {
     const profile = taskManager.effectiveProfile(requirement);
-    const staticSlot = taskManager.freeStaticSlotFor(profile) ?? null;
-    if (staticSlot !== null) {
-      staticSlot.reserved = true;
-      taskManager.freeStaticSlots--;
+    const total = count === 1 ? profile : profile.multiply(count);
+    if (!taskManager.canFit(requirement) || !taskManager.hasAvailable(total)) {
+      const what = `${count === 1 ? '' : `${count} × `}${requirement}`;
+      throw new IllegalStateError(`TaskExecutor ${taskManager.resourceId} cannot fit ${what} (available ${taskManager.available})`, { component: 'TaskManagerTracker', operation: 'reserve', state: 'insufficient', allowed: ['fits'] });
     }
-    taskManager.reservations++;
-    this.#take(taskManager, profile);
-    return { open: true, taskManager, staticSlot, profile, jobId };
+    const reservations: SlotReservation[] = [];
+    for (let i = 0; i < count; i++) {
+      const staticSlot = taskManager.freeStaticSlotFor(profile) ?? null;
+      if (staticSlot !== null) {
+        staticSlot.reserved = true;
+        taskManager.freeStaticSlots--;
+      }
+      reservations.push({ open: true, taskManager, staticSlot, profile, jobId });
+    }
+    taskManager.reservations += count;
+    this.#take(taskManager, total);
+    return reservations;
   }
 
   /** Undoes a reservation that will not be used. */
@@ -402,10 +412,8 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
 
   /** Forgets every executor, slot record and pending worker (the SlotManager suspended). */
   clear(): void {
-    for (const taskManager of [...this.#taskManagers.values()]) {
-      for (const slot of this.slotsOf(taskManager)) this.free(slot.allocationId!);
-      this.removeTaskManager(taskManager.resourceId);
-    }
+    for (const slot of [...this.#slots.values()]) this.free(slot.allocationId!);
+    for (const taskManager of [...this.#taskManagers.values()]) this.removeTaskManager(taskManager.resourceId);
     this.#pending.clear();
   }
 
