@@ -138,3 +138,24 @@ function fromWorker(origin: string, raw: unknown): StatelyInspectionEvent {
   if (event['type'] === '@xstate.actor' && typeof event['name'] === 'string') event['name'] = `${event['name'] as string} @ ${origin}`;
   return event as unknown as StatelyInspectionEvent;
 }
+
+/** One sink feeding two: every event to both, ready when both are, the first one's URL. */
+export function combineInspectionSinks(a: InspectionSink, b: InspectionSink): InspectionSink {
+  return {
+    inspect: (event) => {
+      a.inspect(event);
+      b.inspect(event);
+    },
+    forward: (origin, event) => {
+      a.forward(origin, event);
+      b.forward(origin, event);
+    },
+    ready: Promise.all([a.ready, b.ready]).then(() => {}),
+    get url() {
+      return a.url ?? b.url;
+    },
+    close: async () => {
+      await Promise.all([a.close(), b.close()]);
+    },
+  };
+}

@@ -22,6 +22,7 @@ import { ExecutionGraph, type ExecutionVertex } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import { JobSlotPool } from './JobSlotPool.js';
 import type { LogicalSlot } from './slotsharing/SharedSlot.js';
+import type { SlotAssignment } from './SlotAssignment.js';
 import { PhysicalSlotRequestBulkChecker } from './slotsharing/PhysicalSlotRequestBulkChecker.js';
 import { LocalInputPreferredSlotSharingStrategy } from './slotsharing/SlotSharingStrategy.js';
 import { SlotSharingExecutionSlotAllocator } from './slotsharing/SlotSharingExecutionSlotAllocator.js';
@@ -67,6 +68,8 @@ export interface JobMasterOptions {
   /** Why this job's slot requests wait (the SlotManager's reasons), for timeout messages. */
   readonly reasonFor?: () => string;
   readonly onEvent?: (event: JobEvent) => void;
+  /** A subtask's slot came (for metrics: request → allocated); not a JobEvent, so that onEvent's listeners see what they always saw. */
+  readonly onSlotAssigned?: (assignment: SlotAssignment) => void;
   readonly inspect?: (event: InspectionEvent) => void;
   readonly log?: (message: string) => void;
 }
@@ -272,6 +275,7 @@ export class JobMaster implements JobMasterGateway {
   // ------------------------------------------------------------------ scheduling and deployment
 
   #schedule(records: ExecutionRecord[]): void {
+    const requestedAt = this.#clock.now();
     const slots = this.#allocator.allocateSlotsFor(records.map((r) => r.vertex.id));
     for (const record of records) {
       const attempt = record.executionAttemptId;
@@ -285,6 +289,7 @@ export class JobMaster implements JobMasterGateway {
         }
         if (error !== undefined) return this.#slotFailed(record, error);
         record.slot = slot!;
+        if (this.#o.onSlotAssigned) this.#slotAssigned(record, requestedAt);
         this.#tryDeploy(record);
       });
     }
@@ -503,6 +508,15 @@ export class JobMaster implements JobMasterGateway {
       error,
       timestamp: this.#clock.now(),
     });
+  }
+
+  #slotAssigned({ vertex: { id }, attemptNumber, slot }: ExecutionRecord, requestedAt: number): void {
+    const assignment = { vertexId: id.vertexId, subtaskIndex: id.subtaskIndex, attemptNumber, resourceId: slot!.resourceId, allocationId: slot!.allocationId, requestedAt, timestamp: this.#clock.now() };
+    try {
+      this.#o.onSlotAssigned!(assignment);
+    } catch (error) {
+      this.#log(`a slot assignment listener threw: ${describe(error)}`);
+    }
   }
 
   #emit(event: JobEvent): void {
