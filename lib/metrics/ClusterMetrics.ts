@@ -120,11 +120,13 @@ export class ClusterMetrics implements JobObserver {
 
   /** The registry's Prometheus text (the app's own metrics too, when it passed its registry). */
   exposition(): Promise<string> {
+    this.#overview = null;
     return this.registry.metrics();
   }
 
   /** This cluster's metrics now, as plain numbers. */
   async snapshot(): Promise<MetricsSnapshot> {
+    this.#overview = null;
     const json = await Promise.all(this.#owned.map((name) => this.registry.getSingleMetric(name)!.get()));
     return toMetricsSnapshot(this.names, json);
   }
@@ -152,7 +154,10 @@ export class ClusterMetrics implements JobObserver {
     }
   }
 
-  /** The overview, built once per scrape: every gauge of one scrape is collected in the same turn. */
+  /**
+   * The overview, built once per scrape: every gauge of one scrape is collected in the same turn (a
+   * scrape of the app's registry), or after exposition()/snapshot() asked for a fresh one.
+   */
   #read(): ClusterOverview {
     if (this.#overview === null) {
       this.#overview = this.#source.overview();
