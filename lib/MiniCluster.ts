@@ -164,7 +164,7 @@ export class MiniCluster {
   }
 
   /** The cluster's metrics now, as plain numbers (what `/metrics` exposes; see the README's Metrics section). */
-  metrics(): Promise<MetricsSnapshot> {
+  async metrics(): Promise<MetricsSnapshot> {
     this.#requireOpen('metrics');
     return this.#metrics.snapshot();
   }

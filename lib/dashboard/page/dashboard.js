@@ -58,7 +58,7 @@ function renderOverview(overview) {
   const jobs = overview.jobs;
   const byStatus = {};
   for (const job of jobs) byStatus[job.status] = (byStatus[job.status] ?? 0) + 1;
-  const card = (label, value, testid) => h('div', { class: 'card', 'data-testid': testid }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, value));
+  const card = (label, value, testid, wide = false) => h('div', { class: wide ? 'card wide' : 'card', 'data-testid': testid }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, value));
   $('overview').replaceChildren(
     card('TaskExecutors', overview.taskExecutors.length, 'overview-executors'),
     card('Slots total', slots.length, 'overview-slots-total'),
@@ -67,7 +67,7 @@ function renderOverview(overview) {
     card('Slots allocated', count('allocated'), 'overview-slots-allocated'),
     card('Pending workers', overview.pendingWorkers, 'overview-pending-workers'),
     card('Waiting requests', overview.pendingRequests.reduce((n, r) => n + r.missing, 0), 'overview-waiting'),
-    card('Jobs', Object.entries(byStatus).map(([status, n]) => `${n} ${status}`).join(', ') || '0', 'overview-jobs'),
+    card('Jobs', Object.entries(byStatus).map(([status, n]) => `${n} ${status}`).join(', ') || '0', 'overview-jobs', true),
   );
 }
 
