@@ -26,6 +26,7 @@ export interface ActorSummary {
 }
 
 export interface ActorEvent {
+  /** When it happened, ISO 8601. */
   readonly at: string;
   readonly type: string;
   /** The state value after it. */
@@ -72,7 +73,7 @@ export class ActorDirectory {
     if (actor === undefined) return;
     actor.value = record.snapshot.value ?? actor.value;
     const status = record.snapshot.status ?? actor.status;
-    const event: ActorEvent = { at: record.createdAt, type: record.event?.type ?? '(unknown)', value: actor.value };
+    const event: ActorEvent = { at: isoTime(record.createdAt), type: record.event?.type ?? '(unknown)', value: actor.value };
     actor.events++;
     actor.recent.push(event);
     if (actor.recent.length > RECENT_EVENTS) actor.recent.shift();
@@ -100,4 +101,10 @@ export class ActorDirectory {
     this.#ended.push(id);
     if (this.#ended.length > ENDED_KEPT) this.#actors.delete(this.#ended.shift()!);
   }
+}
+
+/** The inspector stamps events with `Date.now().toString()`; a page reads ISO 8601. */
+function isoTime(createdAt: string): string {
+  const ms = /^\d+$/.test(createdAt) ? Number(createdAt) : Date.parse(createdAt);
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : createdAt;
 }

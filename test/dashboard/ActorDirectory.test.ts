@@ -4,7 +4,7 @@ import type { InspectionRecord } from '../../lib/InspectionRecord.js';
 import type { ClusterOverview } from '../../lib/ClusterOverview.js';
 import { POINTS, SeriesRecorder } from '../../lib/dashboard/SeriesRecorder.js';
 
-const base = { rootId: undefined, createdAt: '2026-01-01T00:00:00.000Z', id: 'e', _version: '1', origin: 'taskexecutor-1' };
+const base = { rootId: undefined, createdAt: String(Date.UTC(2026, 0, 1)), id: 'e', _version: '1', origin: 'taskexecutor-1' };
 const actor = (sessionId: string, name: string, value: unknown): InspectionRecord => ({ ...base, type: '@xstate.actor', sessionId, name, parentId: undefined, definition: undefined, snapshot: { value, status: 'active' } });
 const snapshot = (sessionId: string, type: string, value: unknown, status = 'active'): InspectionRecord => ({ ...base, type: '@xstate.snapshot', sessionId, event: { type }, snapshot: { value, status } });
 
@@ -17,7 +17,7 @@ describe('ActorDirectory (the actors the dashboard shows)', () => {
     directory.record(snapshot('t/x:1', 'MARK_ACTIVE', 'active'));
     directory.record({ ...base, type: '@xstate.event', sessionId: 't/x:1', sourceId: undefined, event: { type: 'MARK_ACTIVE' } });
     expect(directory.list()).to.deep.equal([{ id: 't/x:1', name: 'slot-0 @ taskexecutor-1', origin: 'taskexecutor-1', parentId: null, value: 'active', status: 'active', events: 1 }]);
-    expect(directory.get('t/x:1')!.recent).to.deep.equal([{ at: base.createdAt, type: 'MARK_ACTIVE', value: 'active' }]);
+    expect(directory.get('t/x:1')!.recent, 'the stamp (Date.now() as text) as ISO 8601').to.deep.equal([{ at: '2026-01-01T00:00:00.000Z', type: 'MARK_ACTIVE', value: 'active' }]);
     expect(seen).to.deep.equal(['t/x:1:MARK_ACTIVE']);
     expect(directory.get('nobody')).to.equal(undefined);
   });
