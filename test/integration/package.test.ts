@@ -100,6 +100,14 @@ export function refused(error: unknown): string | undefined {
 }
 `;
 
+/** Runs the lines as an .mjs file of the application under plain node; what it printed, as JSON. */
+async function probeJson(app: string, file: string, lines: readonly string[]): Promise<unknown> {
+  writeFileSync(join(app, file), lines.join('\n'));
+  const { code, stdout, stderr } = await run(process.execPath, [file], app, 30_000);
+  expect(code, stderr).to.equal(0);
+  return JSON.parse(stdout.trim());
+}
+
 /** tsc on the consumer, as the application would run it. */
 function startTypeCheck(app: string): Promise<Run> {
   writeFileSync(join(app, 'consumer.ts'), CONSUMER_TS);
@@ -173,11 +181,8 @@ describe('the package, installed from its tarball into an application', function
       'for (const path of paths) statuses.push((await fetch(url.origin + path + url.search)).status);',
       'await cluster.close();',
       'console.log(JSON.stringify(statuses));',
-    ].join('\n');
-    writeFileSync(join(app, 'dashboard.mjs'), probe);
-    const { code, stdout, stderr } = await run(process.execPath, ['dashboard.mjs'], app, 30_000);
-    expect(code, stderr).to.equal(0);
-    expect(JSON.parse(stdout.trim())).to.deep.equal([200, 200, 200, 200, 200, 200]);
+    ];
+    expect(await probeJson(app, 'dashboard.mjs', probe)).to.deep.equal([200, 200, 200, 200, 200, 200]);
   });
 
   it('was installed with its production dependencies only: no tsx, no TypeScript', () => {
@@ -204,11 +209,8 @@ describe('the package, installed from its tarball into an application', function
       "const { ResourceManager } = await import('slotwise/internals');",
       "const required = createRequire(import.meta.url)('slotwise');",
       'console.log(JSON.stringify({ deep, machines: Object.keys(machines).sort(), internals: typeof ResourceManager, sameClass: required.MiniCluster === MiniCluster }));',
-    ].join('\n');
-    writeFileSync(join(app, 'probe.mjs'), probe);
-    const { code, stdout, stderr } = await run(process.execPath, ['probe.mjs'], app, 30_000);
-    expect(code, stderr).to.equal(0);
-    expect(JSON.parse(stdout.trim())).to.deep.equal({ deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED', machines: ['jobStatus', 'resourceSlot', 'slotManager', 'taskSlot', 'taskSlotTable'], internals: 'function', sameClass: true });
+    ];
+    expect(await probeJson(app, 'probe.mjs', probe)).to.deep.equal({ deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED', machines: ['jobStatus', 'resourceSlot', 'slotManager', 'taskSlot', 'taskSlotTable'], internals: 'function', sameClass: true });
   });
 
   it('runs a task on a TaskExecutor thread and in a TaskExecutor process, and checks task modules, from the compiled build', async () => {
