@@ -133,6 +133,7 @@ export class Dispatcher {
       }
     };
     const observer = this.#s.jobObserver;
+    const observe = observer?.onJobEvent ? (event: JobEvent) => observer.onJobEvent!(jobId, graph.name, event) : null;
     const master = new JobMaster({
       jobId,
       jobGraph: graph,
@@ -144,7 +145,7 @@ export class Dispatcher {
       reasonFor: () => this.#s.reasonFor(jobId),
       onEvent: (event) => {
         if (event.type === 'status') statusHistory.push(event);
-        if (observer?.onJobEvent) deliver((e) => observer.onJobEvent!(jobId, graph.name, e), event);
+        if (observe !== null) deliver(observe, event);
         for (const listener of listeners) deliver(listener, event);
       },
       ...(observer?.onSlotAssigned ? { onSlotAssigned: (assignment: SlotAssignment) => observer.onSlotAssigned!(jobId, assignment) } : {}),

@@ -46,8 +46,8 @@ export class ClusterMetrics implements JobObserver {
   readonly #runTime: Histogram<'resource_id'>;
   readonly #waitTime: Histogram<'resource_id'>;
   readonly #lost: Counter<'cause'>;
-  /** Series of TaskExecutors seen, so that those that left the cluster can be dropped. */
-  readonly #executorSeries = new Set<ResourceID>();
+  /** Each TaskExecutor's run and wait time observers (prom-client's labels(), bound once), so those that left the cluster can be dropped. */
+  readonly #executorSeries = new Map<ResourceID, { readonly run: Observer; readonly wait: Observer }>();
   #overview: ClusterOverview | null = null;
   #closed = false;
 
@@ -104,10 +104,11 @@ export class ClusterMetrics implements JobObserver {
     if (measured.deployLatencyMs !== undefined) this.#deployLatency.observe(measured.deployLatencyMs / 1000);
     if (measured.ended !== undefined) this.#subtasksEnded.inc({ state: measured.ended });
     const resourceId = measured.resourceId;
-    if (resourceId === null) return;
-    if (measured.waitTimeMs !== undefined || measured.runTimeMs !== undefined) this.#executorSeries.add(resourceId);
-    if (measured.waitTimeMs !== undefined) this.#waitTime.observe({ resource_id: resourceId }, measured.waitTimeMs / 1000);
-    if (measured.runTimeMs !== undefined) this.#runTime.observe({ resource_id: resourceId }, measured.runTimeMs / 1000);
+    if (resourceId === null || (measured.waitTimeMs === undefined && measured.runTimeMs === undefined)) return;
+    let series = this.#executorSeries.get(resourceId);
+    if (series === undefined) this.#executorSeries.set(resourceId, (series = { run: this.#runTime.labels(resourceId), wait: this.#waitTime.labels(resourceId) }));
+    if (measured.waitTimeMs !== undefined) series.wait.observe(measured.waitTimeMs / 1000);
+    if (measured.runTimeMs !== undefined) series.run.observe(measured.runTimeMs / 1000);
   }
 
   onSlotAssigned(_jobId: JobID, assignment: SlotAssignment): void {
@@ -146,7 +147,7 @@ export class ClusterMetrics implements JobObserver {
   /** A TaskExecutor that left the cluster: its run and wait time series go (they would grow with every worker ever started). */
   #dropGoneExecutors(): void {
     const live = new Set(this.#read().taskExecutors.map((te) => te.resourceId));
-    for (const resourceId of this.#executorSeries) {
+    for (const resourceId of this.#executorSeries.keys()) {
       if (live.has(resourceId)) continue;
       this.#executorSeries.delete(resourceId);
       this.#runTime.remove({ resource_id: resourceId });
@@ -166,6 +167,10 @@ export class ClusterMetrics implements JobObserver {
     }
     return this.#overview;
   }
+}
+
+interface Observer {
+  observe(value: number): void;
 }
 
 function countSlots(o: ClusterOverview, state: (typeof SLOT_STATES)[number]): number {
