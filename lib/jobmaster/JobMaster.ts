@@ -110,7 +110,8 @@ export class JobMaster implements JobMasterGateway {
   #declareScheduled = false;
   /** When the last declaration went out. */
   #lastDeclaredAt = -Infinity;
-  #restartTimer: { cancel(): boolean } | null = null;
+  /** Effects that read the job's status, run once the status machine's snapshot is settled. */
+  #whenStatusSettled: Array<() => void> = [];
   #lastError: SerializedError | null = null;
   #closed = false;
 
@@ -124,19 +125,25 @@ export class JobMaster implements JobMasterGateway {
     this.mailbox = new MainThreadExecutor(`JobMaster ${options.jobGraph.name}`, this.#clock, (error) => this.#log(`uncaught in mailbox: ${describe(error)}`));
     this.graph = new ExecutionGraph(options.jobGraph);
     this.result = new Promise<JobResult>((resolve) => (this.#resolveResult = resolve));
-    this.#status = createActor(jobStatusMachine, options.inspect ? { inspect: options.inspect } : {});
+    // Timers fire into the mailbox, like everything else of this endpoint (the restart delay too).
+    const clock = this.#clock;
+    const mailboxClock: Clock = { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimeout(() => this.mailbox.execute(fn), ms), clearTimeout: (h) => clock.clearTimeout(h) };
+    // The status machine decides whether and when a failed job restarts; restartTasks is its effect.
+    // XState runs an action before the snapshot it leads to is set, and the restart reads the status
+    // (running again): it runs once the status event is out, as the subscriber below settles.
+    const machine = jobStatusMachine.provide({ actions: { restartTasks: () => void this.#whenStatusSettled.push(() => this.#restart()) } });
+    this.#status = createActor(machine, { clock: mailboxClock, input: { restartStrategy: options.jobGraph.restartStrategy }, ...(options.inspect ? { inspect: options.inspect } : {}) });
     let last: JobStatus | null = null;
     this.#status.subscribe((snapshot) => {
       const status = snapshot.value as JobStatus;
-      if (status === last) return;
-      last = status;
-      const cause = status === 'created' || status === 'running' || status === 'finished' ? null : snapshot.context.failureCause;
-      this.#emit({ type: 'status', status, cause, timestamp: this.#clock.now() });
+      if (status !== last) {
+        last = status;
+        const cause = status === 'created' || status === 'running' || status === 'finished' ? null : snapshot.context.failureCause;
+        this.#emit({ type: 'status', status, cause, timestamp: this.#clock.now() });
+      }
+      for (const effect of this.#whenStatusSettled.splice(0)) effect();
     });
     this.#status.start();
-    // Timers fire into the mailbox, like everything else of this endpoint.
-    const clock = this.#clock;
-    const mailboxClock: Clock = { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimeout(() => this.mailbox.execute(fn), ms), clearTimeout: (h) => clock.clearTimeout(h) };
     this.#pool = new JobSlotPool({
       onRequirementsChanged: () => this.#declareSoon(),
       freeSlot: (slot, cause) => {
@@ -205,7 +212,7 @@ export class JobMaster implements JobMasterGateway {
   cancel(): Promise<void> {
     return this.mailbox.callAsync(() => {
       if (TERMINAL.has(this.status) || this.status === 'canceling') return;
-      this.#restartTimer?.cancel();
+      // Leaving `restarting` cancels a pending restart with it.
       this.#status.send({ type: 'CANCEL' });
       for (const record of this.#executions.values()) this.#cancelExecution(record, 'the job was canceled');
       this.#checkCanceled();
@@ -360,16 +367,11 @@ export class JobMaster implements JobMasterGateway {
     if (TERMINAL.has(this.status)) return;
     const message = `${record.vertex.key} (attempt ${record.attemptNumber}) failed: ${error.message}`;
     this.#log(message);
-    if (this.status === 'restarting') return this.#status.send({ type: 'TASK_FAILED', cause: message });
+    // running → failing; while restarting, the failure joins the pending restart.
     this.#status.send({ type: 'TASK_FAILED', cause: message });
-    const strategy = this.jobGraph.restartStrategy;
-    const restarts = this.#status.getSnapshot().context.restarts;
-    if (strategy.type === 'none' || restarts >= strategy.attempts) {
-      this.#status.send({ type: 'FAIL', cause: strategy.type === 'none' ? message : `${message}; no restart left (${restarts} of ${strategy.attempts} made)` });
-      return this.#terminate('failed', error);
-    }
-    this.#status.send({ type: 'RESTART' });
-    this.#restartTimer = this.mailbox.schedule(() => this.#restart(), strategy.delayMs);
+    // The status machine's restart strategy decides: restarting (its delay, then #restart) or failed.
+    this.#status.send({ type: 'HANDLE_FAILURE' });
+    if (this.status === 'failed') this.#terminate('failed', error);
   }
 
   /**
@@ -377,7 +379,7 @@ export class JobMaster implements JobMasterGateway {
    * JobMaster, so producers need not run again, and consumers are still waiting for their inputs).
    */
   #restart(): void {
-    if (this.status !== 'restarting') return;
+    if (this.#closed) return;
     const toRestart = [...this.#executions.values()].filter((r) => r.state === 'failed' || r.state === 'canceled');
     // Subtasks not deployed yet whose slot went while the job was restarting: only a slot again.
     const toReslot = [...this.#executions.values()].filter((r) => r.state === 'scheduled' && r.slot === null && !r.awaitingSlot);
@@ -390,7 +392,6 @@ export class JobMaster implements JobMasterGateway {
       record.state = 'scheduled';
       record.slot = null;
     }
-    this.#status.send({ type: 'RESTARTED' });
     this.#schedule([...toRestart, ...toReslot]);
   }
 
@@ -425,8 +426,9 @@ export class JobMaster implements JobMasterGateway {
     if (TERMINAL.has(this.status)) return;
     this.#lastError = error;
     const cause = `${why}: ${error.message}`;
-    if (this.status === 'running' || this.status === 'restarting') this.#status.send({ type: 'TASK_FAILED', cause });
-    if (this.status === 'failing') this.#status.send({ type: 'FAIL', cause });
+    // running → failing → failed, failing or restarting → failed: no restart mends this.
+    if (this.status === 'running') this.#status.send({ type: 'TASK_FAILED', cause });
+    this.#status.send({ type: 'FAIL', cause });
     for (const record of this.#executions.values()) this.#cancelExecution(record, cause);
     this.#terminate('failed', error);
   }
@@ -439,7 +441,6 @@ export class JobMaster implements JobMasterGateway {
   #terminate(status: JobResult['status'], error: SerializedError | null): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#restartTimer?.cancel();
     const cause = new Error(`job ${this.jobGraph.name} ${status}`);
     this.#allocator.releaseAll(cause);
     this.#pool.close(cause);
