@@ -108,8 +108,12 @@ describe('the dashboard in a browser (headless Chromium)', function () {
     await page.locator('[data-testid=actor-name]', { hasText: 'slotManager' }).waitFor();
     expect(await page.locator('[data-testid=actor-state]').textContent()).to.match(/started/);
     expect(await page.locator('[data-testid=actor-events] li').count()).to.be.greaterThan(0);
-    const table = await select.locator('option', { hasText: 'taskSlotTable @ taskexecutor-' }).count();
-    expect(table, 'one TaskSlotTable per TaskExecutor').to.equal(2);
+    const tables = select.locator('option', { hasText: 'taskSlotTable @ taskexecutor-' });
+    expect(await tables.count(), 'one TaskSlotTable per TaskExecutor').to.equal(2);
+    // A worker's actor (its id names the TaskExecutor: `taskexecutor-…/x:1`), watched the same way.
+    await select.selectOption((await tables.first().getAttribute('value'))!);
+    await page.locator('[data-testid=actor-name]', { hasText: 'taskSlotTable @ taskexecutor-' }).waitFor();
+    expect(await page.locator('[data-testid=actor-state]').textContent()).to.equal('running');
   });
 
   it('refuses a request without the token', async () => {
