@@ -4,7 +4,7 @@
  * thread).
  */
 import type { TimerHandle } from '../core/clock.js';
-import type { RunFlag } from './runFlags.js';
+import { isCanceled, type RunFlag } from './runFlags.js';
 import type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
 import type { StoppedBy } from './taskFailure.js';
 import type { TaskInvocationContext } from './taskThreadProtocol.js';
@@ -48,6 +48,18 @@ export class PendingRun implements RunFlag {
   ) {
     this.ctx = invocation.context;
   }
+
+  /** Tells its listener, once, that it started (never after it settled); a listener that throws is `onError`'s to report. */
+  noticeStart(onError: (run: PendingRun, error: unknown) => void): void {
+    if (this.startNoticed || this.settled) return;
+    this.startNoticed = true;
+    if (this.listener === undefined) return;
+    try {
+      this.listener.started();
+    } catch (error) {
+      onError(this, error);
+    }
+  }
 }
 
 /** Runs sent to a thread in one pool call. */
@@ -61,4 +73,13 @@ export interface Batch {
   readonly forced: AbortController | null;
   /** The run whose cancel forced that stop. */
   forcedRun: PendingRun | null;
+}
+
+/** The first run of `batch` from `position` on that will still run (not settled, not canceled before it started): the one starting. */
+export function nextToStart(batch: Batch, position: number): PendingRun | undefined {
+  for (let i = position; i < batch.runs.length; i++) {
+    const run = batch.runs[i]!;
+    if (!run.settled && run.batch === batch && !isCanceled(run)) return run;
+  }
+  return undefined;
 }

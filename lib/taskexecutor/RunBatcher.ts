@@ -23,8 +23,8 @@
  * `terminateThread` with one thread). Either way the run rejects `canceled`.
  */
 import { systemClock, type Clock } from '../core/clock.js';
-import { PendingRun, type Batch, type TaskResult } from './PendingRun.js';
-import { cancelQueued, isCanceled, isStarted, type RunFlags } from './runFlags.js';
+import { nextToStart, PendingRun, type Batch, type TaskResult } from './PendingRun.js';
+import { cancelQueued, isStarted, type RunFlags } from './runFlags.js';
 import type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
 import { canceledAfterOutcome, classifyPoolFailure, isCanceledError, isDataCloneError, label, outcomeFailure, taskError, type FailureScope } from './taskFailure.js';
 import type { TaskInvocationContext, TaskWorkerBatch, TaskWorkerBatchItem, TaskWorkerBatchResult, TaskWorkerOutcome } from './taskThreadProtocol.js';
@@ -85,6 +85,8 @@ export class RunBatcher {
   #failed = 0;
   #canceled = 0;
   #batches = 0;
+  readonly #listenerFailed = (run: PendingRun, error: unknown): void =>
+    this.#o.log('error', `a run's start listener threw: ${error instanceof Error ? error.message : String(error)}`, run.ctx);
 
   constructor(options: RunBatcherOptions) {
     this.#o = options;
@@ -151,7 +153,7 @@ export class RunBatcher {
   heardFrom(runNumber: number): TaskInvocationContext | undefined {
     const run = this.#runs.get(runNumber);
     // Told after what settled before it in this read was heard.
-    if (run !== undefined && !run.startNoticed) queueMicrotask(() => this.#noticeStart(run));
+    if (run !== undefined && !run.startNoticed) queueMicrotask(() => run.noticeStart(this.#listenerFailed));
     return run?.ctx;
   }
 
@@ -357,7 +359,7 @@ export class RunBatcher {
   /** A run's outcome from its thread. */
   #settleOutcome(run: PendingRun, outcome: TaskWorkerOutcome): void {
     if (run.settled) return;
-    this.#noticeStart(run);
+    run.noticeStart(this.#listenerFailed);
     const { batch, position } = run;
     const { scope } = this.#o;
     if (run.cancelReason !== null) {
@@ -375,25 +377,9 @@ export class RunBatcher {
     queueMicrotask(() => this.#noticeNextStart(batch, position + 1));
   }
 
-  /** The first run of `batch` from `position` on that will still run (not settled, not canceled before it started): it is starting. */
+  /** The run of `batch` from `position` on that will still run is starting. */
   #noticeNextStart(batch: Batch, position: number): void {
-    for (let i = position; i < batch.runs.length; i++) {
-      const run = batch.runs[i]!;
-      if (run.settled || run.batch !== batch || isCanceled(run)) continue;
-      this.#noticeStart(run);
-      return;
-    }
-  }
-
-  #noticeStart(run: PendingRun): void {
-    if (run.startNoticed || run.settled) return;
-    run.startNoticed = true;
-    if (run.listener === undefined) return;
-    try {
-      run.listener.started();
-    } catch (error) {
-      this.#o.log('error', `a run's start listener threw: ${error instanceof Error ? error.message : String(error)}`, run.ctx);
-    }
+    nextToStart(batch, position)?.noticeStart(this.#listenerFailed);
   }
 
   /** Fails a run (counted failed, and canceled when it was). */

@@ -36,21 +36,23 @@
  * TaskExecutor): such errors are logged and counted in {@link SlotTaskPool.stats}.
  */
 import { randomUUID } from 'node:crypto';
-import { BroadcastChannel, receiveMessageOnPort, type MessagePort, type Worker } from 'node:worker_threads';
+import { BroadcastChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
 import type { TaskResult } from './PendingRun.js';
 import { RunBatcher } from './RunBatcher.js';
 import { RunFlags } from './runFlags.js';
 import type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
-import type { ControlFromTask, ControlToTask, HeapLimitProbe, TaskInvocationContext, TaskWorkerBatch, TaskWorkerBatchResult } from './taskThreadProtocol.js';
-import { createTaskThreads } from './taskThreads.js';
+import { probeHeapLimit, type HeapLimitCheck } from './heapLimitProbe.js';
+import type { ControlFromTask, ControlToTask, TaskInvocationContext, TaskWorkerBatch, TaskWorkerBatchResult } from './taskThreadProtocol.js';
+import { createTaskThreads, ThreadExits } from './taskThreads.js';
 
 export type { TaskContext, TaskFunction } from './taskWorker.js';
 export type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
 export type { TaskInvocationContext } from './taskThreadProtocol.js';
 export type { TaskFailureReason } from './taskFailure.js';
 export type { TaskResult } from './PendingRun.js';
+export type { HeapLimitCheck } from './heapLimitProbe.js';
 
 export interface SlotTaskPoolLogEntry {
   /** 'task': a task's `context.log(...)`; 'pool': the pool's own warnings. */
@@ -109,24 +111,9 @@ export interface SlotTaskPoolStats {
   readonly batches: number;
 }
 
-export interface HeapLimitCheck {
-  /** The limit asked for (`heapLimitMb`), or null when none was. */
-  readonly expectedMb: number | null;
-  /** The old-generation limit a thread really has: heap_size_limit minus its young generation. */
-  readonly actualMb: number;
-  /** `v8.getHeapStatistics().heap_size_limit` in the thread (old + young generation). */
-  readonly heapSizeLimitMb: number;
-  readonly youngGenerationMb: number;
-  /** True when `actualMb` is within 10 % of `expectedMb`, or no limit was asked. */
-  readonly enforced: boolean;
-}
-
 const DEFAULT_CANCEL_GRACE_MS = 5_000;
 /** piscina's options for a batch call without a signal. */
 const RUN_BATCH = { name: 'runBatch' } as const;
-const MiB = 1024 * 1024;
-/** V8's default young generation on 64-bit Node 20 (3 × 16 MiB semi-spaces), if the thread does not say. */
-const DEFAULT_YOUNG_GENERATION_MB = 48;
 
 export class SlotTaskPool {
   readonly name: string;
@@ -141,10 +128,8 @@ export class SlotTaskPool {
   readonly #control: BroadcastChannel;
   readonly #controlName = `slotwise-slot-task-pool:${randomUUID()}`;
   readonly #runs: RunBatcher;
-  /** The threads whose 'exit' is watched. */
-  readonly #watched = new WeakSet<Worker>();
-  /** The exit code of a thread that ended in this turn of the event loop (the failure of the call it held, if any, is read in the same turn). */
-  #lastExit: { readonly code: number } | null = null;
+  /** The exit codes of the threads, for the failure of the call a lost thread held. */
+  readonly #exits = new ThreadExits();
   #closing: Promise<void> | null = null;
   #poolErrors = 0;
 
@@ -179,7 +164,7 @@ export class SlotTaskPool {
       postAbort: (run, reason) => this.#control.postMessage({ type: 'abort', run, reason } satisfies ControlToTask),
       // piscina sees the thread exit, fails its call and starts another thread.
       terminateThread: () => void this.#pool?.threads[0]?.terminate(),
-      threadExitCode: () => this.#lastExit?.code ?? null,
+      threadExitCode: () => this.#exits.lastCode,
       log: (level, message, ctx) => this.#emit({ source: 'pool', level, pool: this.name, message, ...attemptOf(ctx) }),
     });
 
@@ -204,8 +189,7 @@ export class SlotTaskPool {
       });
     const adopt = (pool: Piscina): Piscina => {
       if (options.threads !== undefined) pool.on('error', onError);
-      this.#watchExits(pool);
-      pool.on('workerCreate', () => this.#watchExits(pool));
+      this.#exits.watch(pool);
       this.#pool = pool;
       this.#runs.open();
       return pool;
@@ -268,11 +252,7 @@ export class SlotTaskPool {
     return this.#runs.cancel(executionAttemptId, reason);
   }
 
-  /**
-   * Asks a thread of this pool for its real heap limit: worker `resourceLimits` can be silently
-   * replaced by a process-wide `--max-old-space-size`. `heap_size_limit` counts the young
-   * generation too, so the old generation is that minus the young generation the thread reports.
-   */
+  /** Asks a thread of this pool for its real heap limit (heapLimitProbe.ts): a process-wide flag may have replaced it. */
   async checkHeapLimit(): Promise<HeapLimitCheck> {
     if (this.#closing !== null) {
       throw new IllegalStateError(`SlotTaskPool ${this.name} is closed`, {
@@ -282,13 +262,7 @@ export class SlotTaskPool {
         allowed: ['open'],
       });
     }
-    const probe = (await (await this.#poolReady).run(null, { name: 'heapLimit' })) as HeapLimitProbe;
-    const heapSizeLimitMb = probe.heapSizeLimit / MiB;
-    const youngGenerationMb = probe.resourceLimits.maxYoungGenerationSizeMb ?? DEFAULT_YOUNG_GENERATION_MB;
-    const actualMb = heapSizeLimitMb - youngGenerationMb;
-    const expectedMb = this.heapLimitMb ?? null;
-    const enforced = expectedMb === null || Math.abs(actualMb - expectedMb) <= expectedMb * 0.1;
-    return { expectedMb, actualMb, heapSizeLimitMb, youngGenerationMb, enforced };
+    return probeHeapLimit(await this.#poolReady, this.heapLimitMb);
   }
 
   /** Terminates the threads; a running attempt rejects `canceled`. Idempotent. */
@@ -303,25 +277,6 @@ export class SlotTaskPool {
   /** One pool call: the batch to a thread. */
   #send(batch: TaskWorkerBatch, signal: AbortSignal | undefined): Promise<TaskWorkerBatchResult> {
     return this.#pool!.run(batch, signal === undefined ? RUN_BATCH : { name: 'runBatch', signal }) as Promise<TaskWorkerBatchResult>;
-  }
-
-  /**
-   * Watches each thread's 'exit' for its code: piscina tells a thread's exit to the call it held
-   * only in its error's text. Node emits 'exit' (after 'error', for a thread out of heap) in the
-   * same turn as piscina fails that call, so the code is kept for that turn and read there.
-   */
-  #watchExits(pool: Piscina): void {
-    for (const worker of pool.threads) {
-      if (this.#watched.has(worker)) continue;
-      this.#watched.add(worker);
-      worker.once('exit', (code: number) => {
-        const exit = { code };
-        this.#lastExit = exit;
-        setImmediate(() => {
-          if (this.#lastExit === exit) this.#lastExit = null;
-        });
-      });
-    }
   }
 
   /** A message from a run: its log lines, or its outcome (a run of a batch that goes on). */
