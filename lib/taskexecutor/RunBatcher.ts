@@ -7,7 +7,7 @@
  *
  * Batches: runs waiting for a thread go to it several per call (up to 16; two calls are kept out
  * per thread and the waiting runs split over the free places, so every thread gets work and a run
- * submitted to an idle pool goes alone at once). A call costs the TaskExecutor's thread more than
+ * submitted to an idle pool goes alone at once: RunQueue.ts cuts them). A call costs the TaskExecutor's thread more than
  * a trivial task: a batch pays it once. The thread runs a batch's runs one after another and posts
  * each outcome as it ends (the last comes back as the call's result), so a run settles when it
  * ends, not when its batch does. A run still queued in a batch is canceled by claiming its flag
@@ -25,12 +25,11 @@
 import { systemClock, type Clock } from '../core/clock.js';
 import { nextToStart, PendingRun, type Batch, type TaskResult } from './PendingRun.js';
 import { cancelQueued, isStarted, type RunFlags } from './runFlags.js';
+import { RunQueue } from './RunQueue.js';
 import type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
 import { canceledAfterOutcome, classifyPoolFailure, isCanceledError, isDataCloneError, label, outcomeFailure, taskError, type FailureScope } from './taskFailure.js';
 import type { TaskInvocationContext, TaskWorkerBatch, TaskWorkerBatchItem, TaskWorkerBatchResult, TaskWorkerOutcome } from './taskThreadProtocol.js';
 
-/** At most this many runs per pool call (batch). */
-const MAX_BATCH = 16;
 /** A run is re-queued at most this often after its batch's thread was lost (then it fails with that error). */
 const MAX_REQUEUES = 3;
 
@@ -70,8 +69,8 @@ export class RunBatcher {
   readonly #o: RunBatcherOptions;
   readonly #clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   readonly #runs = new Map<number, PendingRun>();
-  /** Runs not yet in a batch, in order. */
-  #queue: PendingRun[] = [];
+  /** Runs not yet in a batch. */
+  readonly #queue = new RunQueue();
   /** The batches sent and not returned, in the order they were sent. */
   readonly #inFlight: Batch[] = [];
   readonly #maxBatchesInFlight: number;
@@ -159,16 +158,14 @@ export class RunBatcher {
 
   /** Fails every queued run with `error` (the threads could not be made). */
   failQueued(error: unknown): void {
-    for (const run of this.#queue.splice(0)) if (!run.settled) this.#reject(run, this.#poolFailure(run, error, false));
+    for (const run of this.#queue.drain()) if (!run.settled) this.#reject(run, this.#poolFailure(run, error, false));
   }
 
   /** No more batches; the runs not sent end as the pool's threads end the ones they hold. */
   close(): void {
     if (this.#closing) return;
     this.#closing = true;
-    const queued = this.#queue;
-    this.#queue = [];
-    for (const run of queued) if (!run.settled) this.#reject(run, this.#poolFailure(run, new Error('Terminating worker thread'), false));
+    for (const run of this.#queue.drain()) if (!run.settled) this.#reject(run, this.#poolFailure(run, new Error('Terminating worker thread'), false));
   }
 
   /** A run's signal fired, or {@link cancel} named it. */
@@ -214,26 +211,15 @@ export class RunBatcher {
     queueMicrotask(() => this.#dispatch());
   }
 
-  /** Sends queued runs in batches while fewer than two per thread are out, the queue split over the free places. */
+  /** Sends queued runs in batches (RunQueue) while fewer than two per thread are out. */
   #dispatch(): void {
     this.#dispatchScheduled = false;
     // No threads yet (piscina still loading): the runs wait; open() dispatches them.
     if (this.#closing || !this.#open) return;
-    if (this.#queue.some((run) => run.settled)) this.#queue = this.#queue.filter((run) => !run.settled);
-    while (this.#queue.length > 0 && this.#inFlight.length < this.#maxBatchesInFlight) {
-      const places = this.#maxBatchesInFlight - this.#inFlight.length;
-      const size = Math.min(MAX_BATCH, Math.ceil(this.#queue.length / places));
-      // One batch shares one flags buffer and one managed memory: runs whose differ go in the next.
-      const first = this.#queue[0]!;
-      let take = 1;
-      if (!first.solo) {
-        while (take < size) {
-          const run = this.#queue[take]!;
-          if (run.solo || run.flags.buffer !== first.flags.buffer || run.invocation.memory?.data !== first.invocation.memory?.data) break;
-          take++;
-        }
-      }
-      this.#startBatch(this.#queue.splice(0, take));
+    while (this.#inFlight.length < this.#maxBatchesInFlight) {
+      const runs = this.#queue.takeBatch(this.#maxBatchesInFlight - this.#inFlight.length);
+      if (runs === null) return;
+      this.#startBatch(runs);
     }
   }
 
@@ -339,10 +325,7 @@ export class RunBatcher {
     run.batch = null;
     // A new flag: the lost thread's is not reused (see #batchEnded).
     ({ flags: run.flags, index: run.index } = this.#o.flags.claim());
-    // Ahead of the runs queued after it (several re-queued runs keep their order: the batch's runs are walked in order).
-    let at = 0;
-    while (at < this.#queue.length && this.#queue[at]!.number < run.number) at++;
-    this.#queue.splice(at, 0, run);
+    this.#queue.requeue(run);
   }
 
   /** The error for a run whose pool call failed with `error` (`lostThread`: the call's own failure, whose thread may have exited just now). */

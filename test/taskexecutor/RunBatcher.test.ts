@@ -146,6 +146,26 @@ describe('RunBatcher (no threads)', () => {
     h.batcher.close();
   });
 
+  it("never mixes two managed memories in one batch (a batch carries one): a run of another slot's memory starts the next", async () => {
+    const h = harness();
+    const memory = (): TaskInvocation['memory'] => ({ data: new SharedArrayBuffer(8), control: new SharedArrayBuffer(8), pageSize: 8, totalPages: 1 });
+    const [a, b] = [memory(), memory()];
+    h.batcher.open();
+    for (const [name, m] of [['a1', a], ['a2', a], ['a3', a], ['b1', b]] as const) void h.batcher.submit(invocation(name, m), undefined, undefined);
+    await settle();
+    expect(h.sizes()).to.deep.equal([2, 1]);
+    expect(h.calls[0]!.batch.memory).to.equal(a);
+    expect(h.calls[1]!.batch.items.map((item) => item.context.vertexName)).to.deep.equal(['a3']);
+    // The first call returns: b1 goes, with its own memory.
+    const items = h.calls[0]!.batch.items;
+    for (const item of items) h.claim(item);
+    h.post(items[0]!, ok(1));
+    h.calls[0]!.resolve({ run: items[1]!.run, outcome: ok(2) });
+    await settle();
+    expect(h.calls[2]!.batch.memory).to.equal(b);
+    h.batcher.close();
+  });
+
   it('settles each run as its outcome is posted, and tells starts in order: the next run only after the one before it ended', async () => {
     const h = harness();
     h.batcher.open();
