@@ -7,8 +7,9 @@
  *
  * Batches: runs waiting for a thread go to it several per call (up to 16; two calls are kept out
  * per thread and the waiting runs split over the free places, so every thread gets work and a run
- * submitted to an idle pool goes alone at once: RunQueue.ts cuts them). A call costs the TaskExecutor's thread more than
- * a trivial task: a batch pays it once. The thread runs a batch's runs one after another and posts
+ * submitted to an idle pool goes alone at once: RunQueue.ts cuts them). A call costs the
+ * TaskExecutor's thread more than a trivial task: a batch pays it once. The thread runs a batch's
+ * runs one after another and posts
  * each outcome as it ends (the last comes back as the call's result), so a run settles when it
  * ends, not when its batch does. A run still queued in a batch is canceled by claiming its flag
  * first (the thread then skips it). When a batch's thread is lost (a forced cancel, the run out of
