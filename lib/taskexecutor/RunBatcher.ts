@@ -4,6 +4,8 @@
  * things happen in. It makes no thread and knows no piscina: a pool call is the injected `send`,
  * the control channel the injected `postAbort` / `readPosted`, a thread's termination the injected
  * `terminateThread` (SlotTaskPool wires them to piscina and a BroadcastChannel; tests to a fake).
+ * How each run ends (its outcome or error, its start told once, the counts) is PendingRuns'
+ * (PendingRun.ts); how the waiting runs are cut into batches is RunQueue's.
  *
  * Batches: runs waiting for a thread go to it several per call (up to 16; two calls are kept out
  * per thread and the waiting runs split over the free places, so every thread gets work and a run
@@ -24,11 +26,11 @@
  * `terminateThread` with one thread). Either way the run rejects `canceled`.
  */
 import { systemClock, type Clock } from '../core/clock.js';
-import { nextToStart, PendingRun, type Batch, type TaskResult } from './PendingRun.js';
+import { PendingRun, PendingRuns, type Batch, type PendingRunsCounts, type TaskResult } from './PendingRun.js';
 import { cancelQueued, isStarted, type RunFlags } from './runFlags.js';
 import { RunQueue } from './RunQueue.js';
 import type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
-import { canceledAfterOutcome, classifyPoolFailure, isCanceledError, isDataCloneError, label, outcomeFailure, taskError, type FailureScope } from './taskFailure.js';
+import { classifyPoolFailure, isDataCloneError, label, taskError, type FailureScope } from './taskFailure.js';
 import type { TaskInvocationContext, TaskWorkerBatch, TaskWorkerBatchItem, TaskWorkerBatchResult, TaskWorkerOutcome } from './taskThreadProtocol.js';
 
 /** A run is re-queued at most this often after its batch's thread was lost (then it fails with that error). */
@@ -57,19 +59,16 @@ export interface RunBatcherOptions {
   readonly clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
 }
 
-export interface RunBatcherCounts {
-  readonly completed: number;
-  readonly failed: number;
-  readonly canceled: number;
-  readonly running: number;
-  readonly queued: number;
+export interface RunBatcherCounts extends PendingRunsCounts {
+  /** Pool calls sent so far. */
   readonly batches: number;
 }
 
 export class RunBatcher {
   readonly #o: RunBatcherOptions;
   readonly #clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
-  readonly #runs = new Map<number, PendingRun>();
+  /** Every run not settled, by number. */
+  readonly #runs: PendingRuns;
   /** Runs not yet in a batch. */
   readonly #queue = new RunQueue();
   /** The batches sent and not returned, in the order they were sent. */
@@ -81,23 +80,17 @@ export class RunBatcher {
   #open = false;
   #closing = false;
   #nextRun = 1;
-  #completed = 0;
-  #failed = 0;
-  #canceled = 0;
   #batches = 0;
-  readonly #listenerFailed = (run: PendingRun, error: unknown): void =>
-    this.#o.log('error', `a run's start listener threw: ${error instanceof Error ? error.message : String(error)}`, run.ctx);
 
   constructor(options: RunBatcherOptions) {
     this.#o = options;
     this.#clock = options.clock ?? systemClock;
+    this.#runs = new PendingRuns(options.scope, options.flags, this.#clock, options.log);
     this.#maxBatchesInFlight = options.threads * 2;
   }
 
   get counts(): RunBatcherCounts {
-    let running = 0;
-    for (const run of this.#runs.values()) if (isStarted(run)) running++;
-    return { completed: this.#completed, failed: this.#failed, canceled: this.#canceled, running, queued: this.#runs.size - running, batches: this.#batches };
+    return { ...this.#runs.counts, batches: this.#batches };
   }
 
   /** The threads are there: queued runs go out. */
@@ -115,14 +108,13 @@ export class RunBatcher {
   submit(invocation: TaskInvocation, signal: AbortSignal | undefined, listener: RunStartListener | undefined): Promise<TaskResult> {
     const ctx = invocation.context;
     if (signal?.aborted) {
-      this.#failed++;
-      this.#canceled++;
+      this.#runs.refusedCanceled();
       return Promise.reject(taskError(this.#o.scope, 'canceled', ctx, `canceled before it started: ${reasonText(signal.reason)}`, { stoppedBy: 'before-start' }));
     }
     return new Promise<TaskResult>((resolve, reject) => {
       const { flags, index } = this.#o.flags.claim();
       const run = new PendingRun(flags, index, this.#nextRun++, invocation, signal, listener, resolve, reject);
-      this.#runs.set(run.number, run);
+      this.#runs.add(run);
       if (signal !== undefined) {
         run.onAbort = () => this.#cancel(run, reasonText(signal.reason));
         signal.addEventListener('abort', run.onAbort, { once: true });
@@ -134,39 +126,32 @@ export class RunBatcher {
 
   /** Cancels every unsettled run of the attempt; false when none is here. */
   cancel(executionAttemptId: string, reason: string): boolean {
-    let found = false;
-    for (const run of this.#runs.values()) {
-      if (run.ctx.executionAttemptId !== executionAttemptId || run.settled) continue;
-      found = true;
-      this.#cancel(run, reason);
-    }
-    return found;
+    const runs = this.#runs.ofAttempt(executionAttemptId);
+    for (const run of runs) this.#cancel(run, reason);
+    return runs.length > 0;
   }
 
   /** A run's outcome, posted by its thread. */
   outcome(runNumber: number, outcome: TaskWorkerOutcome): void {
     const run = this.#runs.get(runNumber);
-    if (run !== undefined) this.#settleOutcome(run, outcome);
+    if (run !== undefined) this.#runs.settleOutcome(run, outcome);
   }
 
   /** A run was heard from (it logs: it runs); its context, for the log line, when it is still here. */
   heardFrom(runNumber: number): TaskInvocationContext | undefined {
-    const run = this.#runs.get(runNumber);
-    // Told after what settled before it in this read was heard.
-    if (run !== undefined && !run.startNoticed) queueMicrotask(() => run.noticeStart(this.#listenerFailed));
-    return run?.ctx;
+    return this.#runs.heardFrom(runNumber);
   }
 
   /** Fails every queued run with `error` (the threads could not be made). */
   failQueued(error: unknown): void {
-    for (const run of this.#queue.drain()) if (!run.settled) this.#reject(run, this.#poolFailure(run, error, false));
+    for (const run of this.#queue.drain()) if (!run.settled) this.#runs.reject(run, this.#poolFailure(run, error, false));
   }
 
   /** No more batches; the runs not sent end as the pool's threads end the ones they hold. */
   close(): void {
     if (this.#closing) return;
     this.#closing = true;
-    for (const run of this.#queue.drain()) if (!run.settled) this.#reject(run, this.#poolFailure(run, new Error('Terminating worker thread'), false));
+    for (const run of this.#queue.drain()) if (!run.settled) this.#runs.reject(run, this.#poolFailure(run, new Error('Terminating worker thread'), false));
   }
 
   /** A run's signal fired, or {@link cancel} named it. */
@@ -178,7 +163,7 @@ export class RunBatcher {
     // Queued here, or in a batch whose thread has not claimed it yet: it never runs (its thread skips it).
     if (batch === null || cancelQueued(run)) {
       run.stoppedBy = 'before-start';
-      this.#reject(run, taskError(scope, 'canceled', run.ctx, `canceled (${reason}); it had not started`, { stoppedBy: 'before-start', graceMs: scope.cancelGraceMs }));
+      this.#runs.reject(run, taskError(scope, 'canceled', run.ctx, `canceled (${reason}); it had not started`, { stoppedBy: 'before-start', graceMs: scope.cancelGraceMs }));
       return;
     }
     if (scope.cancelGraceMs === 0) {
@@ -240,7 +225,7 @@ export class RunBatcher {
       // Listed, not spread: one shape for every item.
       items.push({ taskModule, context, inputs, config, run: run.number, index: run.index });
     }
-    if (startsNow) this.#noticeNextStart(batch, 0);
+    if (startsNow) this.#runs.noticeNextStart(batch, 0);
     const first = runs[0]!;
     const started = first.flags.buffer as SharedArrayBuffer;
     const { memory } = first.invocation;
@@ -262,7 +247,7 @@ export class RunBatcher {
     this.#o.readPosted();
     if (last !== null) {
       const run = this.#runs.get(last.run);
-      if (run !== undefined && run.batch === batch) this.#settleOutcome(run, last.outcome);
+      if (run !== undefined && run.batch === batch) this.#runs.settleOutcome(run, last.outcome);
     }
     if (!returned) {
       this.#batchFailed(batch, error);
@@ -270,7 +255,7 @@ export class RunBatcher {
       for (const run of batch.runs) {
         if (run.settled) continue;
         // Defensive: a batch that returned has posted or returned every outcome.
-        if (isStarted(run)) this.#reject(run, taskError(this.#o.scope, 'thread-exited', run.ctx, 'ended without its outcome reaching the pool', {}));
+        if (isStarted(run)) this.#runs.reject(run, taskError(this.#o.scope, 'thread-exited', run.ctx, 'ended without its outcome reaching the pool', {}));
         else this.#requeue(run, new Error('the batch ended before it started'));
       }
     }
@@ -282,7 +267,7 @@ export class RunBatcher {
     }
     // Its thread takes the oldest batch still waiting for one (told after this batch's last run was heard to end).
     const next = this.#inFlight[this.#o.threads - 1];
-    if (next !== undefined) queueMicrotask(() => this.#noticeNextStart(next, 0));
+    if (next !== undefined) queueMicrotask(() => this.#runs.noticeNextStart(next, 0));
     this.#scheduleDispatch();
   }
 
@@ -306,7 +291,7 @@ export class RunBatcher {
     for (const run of batch.runs) {
       if (run.settled) continue;
       const own = batch.forcedRun === null ? isStarted(run) || unsendable || this.#closing : run === batch.forcedRun;
-      if (own) this.#reject(run, this.#poolFailure(run, error, true));
+      if (own) this.#runs.reject(run, this.#poolFailure(run, error, true));
       else this.#requeue(run, error);
     }
   }
@@ -316,11 +301,11 @@ export class RunBatcher {
     if (run.cancelReason !== null) {
       // Its cancel was on its way to a thread that is gone: the thread's termination stopped it.
       const { scope } = this.#o;
-      this.#reject(run, taskError(scope, 'canceled', run.ctx, `canceled (${run.cancelReason}); its thread was terminated`, { stoppedBy: 'forced', graceMs: scope.cancelGraceMs }));
+      this.#runs.reject(run, taskError(scope, 'canceled', run.ctx, `canceled (${run.cancelReason}); its thread was terminated`, { stoppedBy: 'forced', graceMs: scope.cancelGraceMs }));
       return;
     }
     if (this.#closing || (!free && ++run.requeues > MAX_REQUEUES)) {
-      this.#reject(run, this.#closing ? this.#poolFailure(run, new Error('Terminating worker thread'), false) : this.#poolFailure(run, error, true));
+      this.#runs.reject(run, this.#closing ? this.#poolFailure(run, new Error('Terminating worker thread'), false) : this.#poolFailure(run, error, true));
       return;
     }
     run.batch = null;
@@ -340,50 +325,6 @@ export class RunBatcher {
     });
   }
 
-  /** A run's outcome from its thread. */
-  #settleOutcome(run: PendingRun, outcome: TaskWorkerOutcome): void {
-    if (run.settled) return;
-    run.noticeStart(this.#listenerFailed);
-    const { batch, position } = run;
-    const { scope } = this.#o;
-    if (run.cancelReason !== null) {
-      // The task ended on its own after the cancel (on its signal or by finishing): the attempt is canceled either way.
-      this.#reject(run, canceledAfterOutcome(scope, run.ctx, run.cancelReason, outcome));
-    } else if (outcome.ok) {
-      this.#completed++;
-      if (this.#finish(run)) run.resolve({ output: outcome.output, leakedPagesReleased: outcome.leakedPagesReleased });
-    } else {
-      this.#reject(run, outcomeFailure(scope, run.ctx, run.invocation.taskModule, outcome));
-    }
-    if (batch === null) return;
-    // The thread went on with the next run of the batch as it posted this outcome. Told after the
-    // reactions to this run's settling (queued just now), so a listener hears this run end first.
-    queueMicrotask(() => this.#noticeNextStart(batch, position + 1));
-  }
-
-  /** The run of `batch` from `position` on that will still run is starting. */
-  #noticeNextStart(batch: Batch, position: number): void {
-    nextToStart(batch, position)?.noticeStart(this.#listenerFailed);
-  }
-
-  /** Fails a run (counted failed, and canceled when it was). */
-  #reject(run: PendingRun, error: Error): void {
-    if (!this.#finish(run)) return;
-    this.#failed++;
-    if (isCanceledError(error)) this.#canceled++;
-    run.reject(error);
-  }
-
-  /** Marks a run settled and lets go of it; false when it was already. Its flag is freed once no thread can read it. */
-  #finish(run: PendingRun): boolean {
-    if (run.settled) return false;
-    run.settled = true;
-    if (run.graceTimer !== undefined) this.#clock.clearTimeout(run.graceTimer);
-    if (run.onAbort !== undefined) run.signal?.removeEventListener('abort', run.onAbort);
-    this.#runs.delete(run.number);
-    if (run.batch === null) this.#o.flags.release(run);
-    return true;
-  }
 }
 
 function reasonText(reason: unknown): string {
