@@ -19,14 +19,11 @@ import { LocalResourceManagerDriver } from './resourcemanager/LocalResourceManag
 import { ResourceManager } from './resourcemanager/ResourceManager.js';
 import { WorkerResourceSpec } from './resourcemanager/slotmanager/WorkerResourceSpec.js';
 import { describeWaitReason } from './resourcemanager/slotmanager/WaitReason.js';
-import { combineInspectionSinks, createInspectionSink, type InspectionSink } from './inspect.js';
+import type { InspectionSink } from './inspect.js';
 import type { Registry } from 'prom-client';
-import { ActorDirectory } from './dashboard/ActorDirectory.js';
-import { ClusterDashboard } from './dashboard/ClusterDashboard.js';
 import type { ResolvedDashboardOptions } from './dashboard/DashboardOptions.js';
-import { DashboardServer } from './dashboard/DashboardServer.js';
-import { ClusterMetrics } from './metrics/ClusterMetrics.js';
 import type { MetricsSnapshot } from './metrics/MetricsSnapshot.js';
+import { Observability } from './Observability.js';
 
 export type { MiniClusterOptions } from './MiniClusterOptions.js';
 export type { ClusterOverview } from './ClusterOverview.js';
@@ -60,14 +57,10 @@ export class MiniCluster {
       }
     };
     const runtime = (fields: Omit<LogFields, 'level' | 'source'> = {}, level: LogLevel = 'info') => (message: string) => this.#log({ level, source: 'runtime', message, ...fields });
-    // First what may refuse (a registry another cluster uses): nothing listens yet.
-    this.#metrics = new ClusterMetrics(o.metrics, { overview: () => this.overview(), now: () => Date.now() });
-    // The dashboard watches the statecharts through the same inspection stream a user's inspector gets.
-    this.#actors = o.dashboard === null ? null : new ActorDirectory();
-    const actors = this.#actors;
-    const own = o.inspect === undefined ? null : createInspectionSink(o.inspect);
-    const dashboardSink = actors === null ? null : createInspectionSink((record) => actors.record(record));
-    this.#inspection = own !== null && dashboardSink !== null ? combineInspectionSinks(own, dashboardSink) : (own ?? dashboardSink);
+    // First what may refuse (a registry another cluster uses): nothing listens yet. With a dashboard,
+    // the statecharts report to it through the same inspection stream a user's inspector gets.
+    this.#observability = new Observability({ metrics: o.metrics, dashboard: o.dashboard !== null, overview: () => this.overview() });
+    this.#inspection = this.#observability.inspectionSink(o.inspect);
     this.#dashboardOptions = o.dashboard;
     this.#driver = new LocalResourceManagerDriver({
       mode: o.mode,
@@ -81,7 +74,7 @@ export class MiniCluster {
       driver: this.#driver,
       workersOnDemand: o.workersOnDemand,
       log: runtime(),
-      onTaskExecutorLost: (resourceId, cause) => this.#metrics.onTaskExecutorLost(resourceId, cause),
+      onTaskExecutorLost: this.#observability.onTaskExecutorLost,
       ...(this.#inspection ? { inspect: this.#inspection.inspect } : {}),
     });
     const rm = this.resourceManager;
@@ -100,22 +93,12 @@ export class MiniCluster {
       log: (message, fields, level) => runtime(fields, level)(message),
       // User code at submit runs where the tasks would: a thread of its own, or a child process.
       taskModuleChecker: new DefaultTaskModuleChecker({ mode: o.mode, timeoutMs: this.options['dispatcher.task-module-check.timeout'] }),
-      jobObserver: {
-        onJobEvent: (jobId, jobName, event) => this.#metrics.onJobEvent(jobId, jobName, event),
-        onSlotAssigned: (jobId, assignment) => {
-          this.#metrics.onSlotAssigned(jobId, assignment);
-          this.#dashboard?.onSlotAssigned(jobId, assignment);
-        },
-      },
+      jobObserver: this.#observability.jobObserver,
     });
-    if (actors !== null) this.#dashboard = new ClusterDashboard({ overview: () => this.overview(), dispatcher: this.dispatcher, metrics: this.#metrics, actors });
   }
 
-  readonly #metrics: ClusterMetrics;
-  readonly #actors: ActorDirectory | null;
+  readonly #observability: Observability;
   readonly #dashboardOptions: ResolvedDashboardOptions | null;
-  #dashboard: ClusterDashboard | null = null;
-  #dashboardServer: DashboardServer | null = null;
 
   readonly #fixedExecutors: number;
 
@@ -129,10 +112,7 @@ export class MiniCluster {
       for (let i = 0; i < cluster.#fixedExecutors; i++) cluster.#driver.requestResource(cluster.#spec, null);
     });
     try {
-      if (cluster.#dashboard !== null && cluster.#dashboardOptions !== null) {
-        cluster.#dashboard.start();
-        cluster.#dashboardServer = await DashboardServer.start(cluster.#dashboardOptions, cluster.#dashboard);
-      }
+      if (cluster.#dashboardOptions !== null) await cluster.#observability.serve(cluster.#dashboardOptions, cluster.dispatcher);
       await cluster.#waitForExecutors(cluster.#fixedExecutors);
     } catch (error) {
       await cluster.close();
@@ -155,18 +135,18 @@ export class MiniCluster {
    * cluster was started without `dashboard`. Only holders of this URL get in.
    */
   get dashboardUrl(): string | null {
-    return this.#dashboardServer?.url ?? null;
+    return this.#observability.dashboardUrl;
   }
 
   /** The prom-client Registry holding this cluster's metrics (the one passed as `metrics.registry`, or the cluster's own). */
   get metricsRegistry(): Registry {
-    return this.#metrics.registry;
+    return this.#observability.metrics.registry;
   }
 
   /** The cluster's metrics now, as plain numbers (what `/metrics` exposes; see the README's Metrics section). */
   async metrics(): Promise<MetricsSnapshot> {
     this.#requireOpen('metrics');
-    return this.#metrics.snapshot();
+    return this.#observability.metrics.snapshot();
   }
 
   /** Starts one more TaskExecutor of the configured shape; resolves when it has registered. */
@@ -225,12 +205,11 @@ export class MiniCluster {
   /** Cancels running jobs, frees their slots, stops every TaskExecutor; the same promise every time. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
-      await this.#dashboardServer?.close();
-      this.#dashboard?.close();
+      // The dashboard first: its pages stop asking while the jobs end.
+      await this.#observability.close();
       await this.dispatcher.close(this.options['rpc.ask.timeout']);
       await this.resourceManager.close();
       await this.#inspection?.close();
-      this.#metrics.close();
     })();
     return this.#closed;
   }

@@ -20,6 +20,7 @@ export { connectGateway, serveGateway } from './rpc/connect.js';
 export { portTransport, processTransport } from './rpc/Transport.js';
 export { memoryTransportPair } from './rpc/memoryTransport.js';
 // Metrics and the dashboard, for a server other than the MiniCluster's (the JobManager's REST server).
+export { Observability } from './Observability.js';
 export { ClusterMetrics } from './metrics/ClusterMetrics.js';
 export { resolveMetricsOptions } from './metrics/MetricsOptions.js';
 export { ActorDirectory } from './dashboard/ActorDirectory.js';
@@ -39,6 +40,7 @@ export type { SlotOfferWire, TaskDeploymentDescriptor, TaskExecutionStateWire } 
 export type { ConnectOptions, Gateway, ServedGateway, ServeOptions } from './rpc/connect.js';
 export type { Transport } from './rpc/Transport.js';
 export type { MemoryTransport } from './rpc/memoryTransport.js';
+export type { ObservabilityOptions } from './Observability.js';
 export type { ClusterMetricsSource } from './metrics/ClusterMetrics.js';
 export type { ClusterDashboardOptions, DashboardSource, DashboardView } from './dashboard/ClusterDashboard.js';
 export type { DashboardPluginOptions } from './dashboard/dashboardPlugin.js';
