@@ -64,7 +64,7 @@ describe('the dashboard in a browser (headless Chromium)', function () {
   });
 
   it('shows a submitted job with its subtasks and slots, and turns it finished', async () => {
-    const job = await cluster.submitJob({ name: 'shown', vertices: [{ id: 'nap', taskModule: sleep, parallelism: 2, config: { ms: 2_500 } }] });
+    const job = await cluster.submitJob({ name: 'shown', vertices: [{ id: 'nap', taskModule: sleep, parallelism: 2, config: { ms: 4_000 } }] });
     const box = page.locator(`[data-testid=job][data-job-id="${job.jobId}"]`);
     await box.locator('[data-testid=subtask][data-state=running]').nth(1).waitFor();
     expect(await box.locator('[data-testid=job-name]').textContent()).to.equal('shown');
