@@ -3,13 +3,18 @@
  * `slotwise jobmanager --local-taskmanagers N` runs). Uploaded task code goes to a content-addressed
  * file cache (TaskCodeCache, SHA-256 checked); each job gets an event log from the moment the REST
  * API first sees it (at its submit, or at its first lookup for a job submitted in code).
+ *
+ * `clusterTarget` is the same over anything with a MiniCluster's job API and a Dispatcher (a
+ * session cluster's JobManager), with the task code store it brings.
  */
 import { IllegalArgumentError } from '../core/errors.js';
 import type { JobID } from '../core/ids.js';
-import type { JobClient } from '../dispatcher/Dispatcher.js';
+import type { ClusterOverview } from '../ClusterOverview.js';
+import type { Dispatcher, JobClient, JobSummary } from '../dispatcher/Dispatcher.js';
+import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
 import type { MiniCluster } from '../MiniCluster.js';
 import { DEFAULT_EVENT_LOG_CAPACITY, JobEventLog } from './JobEventLog.js';
-import type { JobDetails, RestTarget } from './RestTarget.js';
+import type { JobDetails, RestTarget, StoredTaskCode, TaskCodeUpload } from './RestTarget.js';
 import { TaskCodeCache } from './TaskCodeCache.js';
 
 export interface MiniClusterTargetOptions {
@@ -23,13 +28,28 @@ const ENDED: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
 /** A job whose status is final has its result at once; this bounds the wait for the promise to settle. */
 const RESULT_SETTLE_MS = 5_000;
 
+/** What clusterTarget needs of a cluster: a MiniCluster's job API (sync or async) and its Dispatcher's lookups. */
+export interface TargetCluster {
+  submitJob(spec: JobGraphSpec): Promise<JobClient>;
+  listJobs(): readonly JobSummary[] | Promise<readonly JobSummary[]>;
+  cancelJob(jobId: JobID): Promise<void>;
+  overview(): ClusterOverview | Promise<ClusterOverview>;
+  readonly dispatcher: Pick<Dispatcher, 'getJob' | 'getJobMaster'>;
+}
+
 export function miniClusterTarget(cluster: MiniCluster, options: MiniClusterTargetOptions = {}): RestTarget {
-  if (typeof cluster !== 'object' || cluster === null || typeof cluster.submitJob !== 'function') {
-    throw new IllegalArgumentError('invalid-type', `miniClusterTarget takes a started MiniCluster, got ${cluster === null ? 'null' : typeof cluster}`, { argument: 'cluster' });
+  const cache = new TaskCodeCache(options.taskCodeDir === undefined ? {} : { dir: options.taskCodeDir });
+  return clusterTarget(cluster, (upload) => cache.store(upload), options);
+}
+
+/** A RestTarget over `cluster`, storing uploaded code with `storeTaskCode`. */
+export function clusterTarget(cluster: TargetCluster, storeTaskCode: (upload: TaskCodeUpload) => Promise<StoredTaskCode>, options: Pick<MiniClusterTargetOptions, 'eventLogCapacity'> = {}): RestTarget {
+  if (typeof cluster !== 'object' || cluster === null || typeof cluster.submitJob !== 'function' || typeof cluster.dispatcher?.getJob !== 'function') {
+    throw new IllegalArgumentError('invalid-type', `a REST target takes a started MiniCluster (or JobManager), got ${cluster === null ? 'null' : typeof cluster}`, { argument: 'cluster' });
   }
+  if (typeof storeTaskCode !== 'function') throw new IllegalArgumentError('invalid-type', 'storeTaskCode must be a function (upload) => Promise<StoredTaskCode>', { argument: 'storeTaskCode' });
   const capacity = options.eventLogCapacity ?? DEFAULT_EVENT_LOG_CAPACITY;
   if (!Number.isInteger(capacity) || capacity < 1) throw new IllegalArgumentError('out-of-range', `eventLogCapacity must be an integer >= 1, got ${String(capacity)}`, { argument: 'eventLogCapacity' });
-  const cache = new TaskCodeCache(options.taskCodeDir === undefined ? {} : { dir: options.taskCodeDir });
   const logs = new Map<JobID, JobEventLog>();
 
   /** The job and its log, or undefined for a job the Dispatcher does not (or no longer) keep. */
@@ -49,7 +69,7 @@ export function miniClusterTarget(cluster: MiniCluster, options: MiniClusterTarg
   };
 
   return {
-    storeTaskCode: (upload) => cache.store(upload),
+    storeTaskCode: (upload) => storeTaskCode(upload),
 
     async submitJob(spec) {
       const job = await cluster.submitJob(spec);
