@@ -30,7 +30,7 @@ export interface ParsedFlags {
 /** parseArgs, strict, with `--help`; its errors in one short line naming the flag. */
 export function parseFlags(command: string, args: readonly string[], options: Options, positionals: boolean): ParsedFlags {
   try {
-    const { values, positionals: found } = parseArgs({ args: [...args], options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: positionals });
+    const { values, positionals: found } = parseArgs({ args: joinNegativeValues(args, options), options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: positionals });
     return { values: values as ParsedFlags['values'], positionals: found };
   } catch (error) {
     const { code, message } = error as { code?: string; message: string };
@@ -47,6 +47,23 @@ export function parseFlags(command: string, args: readonly string[], options: Op
     const flag = /'(--?[\w-]+)/.exec(message)?.[1] ?? '?';
     throw new IllegalArgumentError('invalid-value', `${message.split('. ')[0]!.replace(/^Option/, 'option')}`, { argument: flag });
   }
+}
+
+/**
+ * `--slots -1` as `--slots=-1`, so that a negative number reaches its flag's range check instead of
+ * parseArgs' "argument is ambiguous" (a string flag followed by something that looks like a flag).
+ */
+function joinNegativeValues(args: readonly string[], options: Options): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const name = args[i]!.startsWith('--') ? args[i]!.slice(2) : undefined;
+    const next = args[i + 1];
+    if (name !== undefined && options[name]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${args[i]}=${next}`);
+      i++;
+    } else out.push(args[i]!);
+  }
+  return out;
 }
 
 /** The JobManager's REST URL: `--jobmanager`, else SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081. */
