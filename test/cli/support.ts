@@ -37,8 +37,8 @@ export function cliChild(command: readonly string[], argv: readonly string[], en
 export const TSX_CLI = [process.execPath, '--import', 'tsx', CLI] as const;
 
 /** A JobManager child (`jobmanager ... --rest-port 0`): resolves once it printed its REST URL. */
-export async function startJobManagerChild(command: readonly string[], args: readonly string[], cwd = FIXTURES): Promise<{ url: string; child: ChildProcess; output: () => string; stop: () => Promise<number | null> }> {
-  const child = spawn(command[0]!, [...command.slice(1), 'jobmanager', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startJobManagerChild(command: readonly string[], args: readonly string[], cwd = FIXTURES, env: NodeJS.ProcessEnv = process.env): Promise<{ url: string; child: ChildProcess; output: () => string; stop: () => Promise<number | null> }> {
+  const child = spawn(command[0]!, [...command.slice(1), 'jobmanager', ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
