@@ -3,6 +3,7 @@
  * commands that need it, and only when this build has it: its absence is told in one line instead
  * of a stack trace. The shapes here are what those commands call.
  */
+import { fileURLToPath } from 'node:url';
 import { IllegalStateError } from '../core/errors.js';
 import type { StoredTaskCode, TaskCodeUpload } from '../rest/RestTarget.js';
 import type { TargetCluster } from '../rest/miniClusterTarget.js';
@@ -40,8 +41,11 @@ export async function loadSessionCluster(command: string): Promise<SessionCluste
   try {
     loaded = (await import(specifier)) as Partial<SessionClusterModule>;
   } catch (error) {
+    // Only the entry itself missing means "not in this build"; a missing dependency of it (the NATS
+    // client) is a broken install, told as it is.
     const code = (error as { code?: string }).code;
-    if (code !== 'ERR_MODULE_NOT_FOUND' || !String((error as Error).message).includes('cluster')) throw error;
+    const entry = fileURLToPath(specifier).replace(/\.js$/, '');
+    if (code !== 'ERR_MODULE_NOT_FOUND' || !String((error as Error).message).includes(entry)) throw error;
     loaded = {};
   }
   if (typeof loaded.startJobManager !== 'function' || typeof loaded.startTaskManager !== 'function') {

@@ -1,12 +1,13 @@
 /**
  * The REST API's routes, Flink's paths: each checks its input by schema (restSchemas.ts), asks the
- * RestTarget under a deadline, and renders Flink's shape (restViews.ts). A refused request changes
- * nothing: POST /jobs checks that every vertex names uploaded code before storing any of it.
+ * RestTarget under a deadline, and renders Flink's shape (restViews.ts). A refused request starts
+ * nothing: POST /jobs checks that every vertex names uploaded code, and the graph's rules, before
+ * storing any of it (a module refused by the task module checker stays in the code cache).
  */
 import type { FastifyInstance } from 'fastify';
 import { RestError } from '../core/errors.js';
 import type { JobID } from '../core/ids.js';
-import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
+import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
 import type { RestTarget } from './RestTarget.js';
 import { cancelQuery, eventsQuery, jobParams, noQuery, submitJobBody, taskManagerParams, type SubmitJobBody } from './restSchemas.js';
 import { clusterOverviewView, jobDetailsView, jobResultView, jobsView, taskManagerDetailsView, taskManagerView } from './restViews.js';
@@ -61,6 +62,8 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
         throw new RestError('bad-request', `body.job.vertices.${i} (${vertex.id}) names task module '${vertex.taskModule}', which is not in body.taskCode (${[...names].join(', ')})`, { status: 400, vertex: vertex.id, taskModule: vertex.taskModule });
       }
     }
+    // The graph's own rules first, with stand-in paths: a graph JobGraph refuses stores no code.
+    JobGraph.create({ ...job, vertices: job.vertices.map((v) => ({ ...v, taskModule: `/slotwise-upload/${v.taskModule.replace(/[^\w.-]/g, '_')}` })) } as unknown as JobGraphSpec);
     const stored = new Map<string, string>();
     for (const code of taskCode) stored.set(code.name, (await ask('storeTaskCode', () => target.storeTaskCode(code))).taskModule);
     const spec = { ...job, vertices: job.vertices.map((v) => ({ ...v, taskModule: stored.get(v.taskModule)! })) } as unknown as JobGraphSpec;

@@ -206,6 +206,14 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     expect(await jobCount()).to.equal(before);
   });
 
+  it('stores no uploaded code for a graph JobGraph refuses', async () => {
+    const before = readdirSync(codeDir).sort();
+    const fresh = upload('fresh.mjs', 'export default async () => 1; // never stored\n');
+    const answer = await api('POST', '/jobs', { job: { name: 'cyclic', vertices: [{ id: 'a', taskModule: 'fresh.mjs', parallelism: 1 }, { id: 'b', taskModule: 'fresh.mjs', parallelism: 1 }], edges: [{ from: 'a', to: 'b', pattern: 'all-to-all' }, { from: 'b', to: 'a', pattern: 'all-to-all' }] }, taskCode: [fresh] });
+    expectRefusal(answer, 400, 'JobGraphError', 'cycle');
+    expect(readdirSync(codeDir).sort()).to.deep.equal(before);
+  });
+
   it('refuses a body over the limit with 413', async () => {
     const small = await startRestServer({ target, port: 0, bodyLimit: 1024 });
     try {
