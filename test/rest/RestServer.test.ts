@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { MiniCluster } from '../../lib/MiniCluster.js';
 import { miniClusterTarget } from '../../lib/rest/miniClusterTarget.js';
 import { startRestServer, type RestServer } from '../../lib/rest/RestServer.js';
@@ -119,6 +120,16 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     const page = await api('GET', `/jobs/${jobId}/events?from=2&limit=1`);
     expect(page.json.events.map((e: { seq: number }) => e.seq)).to.deep.equal([2]);
     expect(page.json).to.include({ next: 3, complete: false });
+  });
+
+  it('serves a job submitted in code too: its details, and its status events from the start', async () => {
+    const job = await cluster.submitJob({ name: 'in code', vertices: [{ id: 'sum', taskModule: fileURLToPath(new URL('../fixtures/tasks/ok.ts', import.meta.url)), parallelism: 1 }] });
+    await job.result;
+    const details = await api('GET', `/jobs/${job.jobId}`);
+    expect(details.json).to.include({ jid: job.jobId, name: 'in code', state: 'FINISHED' });
+    const events = await api('GET', `/jobs/${job.jobId}/events`);
+    expect(events.json.events.map((e: { type: string; status?: string }) => e.status)).to.deep.equal(['created', 'running', 'finished']);
+    expect(events.json.complete).to.equal(true);
   });
 
   it('stores uploaded code once, content-addressed by its SHA-256', async () => {
