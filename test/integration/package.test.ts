@@ -196,18 +196,13 @@ describe('the package, installed from its tarball into an application', function
     expect(JSON.parse(stdout.trim())).to.deep.equal({ deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED', machines: ['jobStatus', 'resourceSlot', 'slotManager', 'taskSlot', 'taskSlotTable'], internals: 'function', rest: 'function', sameClass: true });
   });
 
-  it('installs the slotwise command: jobmanager --local-taskmanagers serves a cluster, run submits a job file of the quick start\'s tasks', async () => {
-    const job = [
-      'export default {',
-      "  name: 'sum of squares',",
-      '  vertices: [',
-      "    { id: 'square', taskModule: new URL('./square.mjs', import.meta.url), parallelism: 4, config: { from: 1, to: 100 } },",
-      "    { id: 'sum', taskModule: './sum.mjs', parallelism: 1 },",
-      '  ],',
-      "  edges: [{ from: 'square', to: 'sum', pattern: 'all-to-all' }],",
-      '};',
-    ].join('\n');
-    writeFileSync(join(app, 'sumOfSquares.job.mjs'), job);
+  it('installs the slotwise command: jobmanager --local-taskmanagers serves a cluster, run submits the README\'s job file of the quick start\'s tasks', async () => {
+    // The README's job file, beside the quick start's task modules.
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const cli = readme.slice(readme.indexOf('## CLI'), readme.indexOf('\n## ', readme.indexOf('## CLI') + 1));
+    const job = /```js\n(\/\/ sumOfSquares\.job\.mjs[\s\S]*?)```/.exec(cli)?.[1];
+    expect(job, 'the README\'s CLI section shows sumOfSquares.job.mjs').to.be.a('string');
+    writeFileSync(join(app, 'sumOfSquares.job.mjs'), job!);
     const bin = join(app, 'node_modules/.bin/slotwise');
     const jm = await startJobManagerChild([bin], ['--local-taskmanagers', '1', '--rest-port', '0'], app, { ...process.env, NODE_OPTIONS: '' });
     try {
