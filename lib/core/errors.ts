@@ -264,6 +264,7 @@ export class RestError extends SlotwiseError {
       | 'not-found'
       | 'method-not-allowed'
       | 'job-ended'
+      | 'forbidden-host'
       | 'body-too-large'
       | 'unsupported-media-type'
       | 'unavailable'

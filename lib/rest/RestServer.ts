@@ -4,7 +4,9 @@
  * 127.0.0.1:8081 by default (`port: 0`: a free port) and resolves with its URL once it listens.
  *
  * Anyone who can reach it can run code on the cluster (POST /jobs takes task code), as with Flink's:
- * it listens on loopback unless told otherwise.
+ * it listens on loopback unless told otherwise, and there answers only requests addressed to a
+ * loopback name (no DNS rebinding). A vertex can name only code uploaded with it, never a path on
+ * the JobManager's host.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { IllegalArgumentError, RestError } from '../core/errors.js';
@@ -35,6 +37,15 @@ export interface RestServer {
 const TARGET_METHODS = ['storeTaskCode', 'submitJob', 'listJobs', 'jobDetails', 'jobResult', 'jobEvents', 'cancelJob', 'overview'] as const;
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 const CLOSE_TIMEOUT_MS = 5_000;
+const LOOPBACK: ReadonlySet<string> = new Set(['127.0.0.1', 'localhost', '::1']);
+const LOOPBACK_NAMES: ReadonlySet<string> = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/** The host name of a Host header (`127.0.0.1:8081` → `127.0.0.1`, `[::1]:8081` → `[::1]`). */
+function hostnameOf(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /^(\[[^\]]*\]|[^:]*)(:\d+)?$/.exec(header.trim().toLowerCase());
+  return match?.[1];
+}
 
 export async function startRestServer(options: RestServerOptions): Promise<RestServer> {
   const { target, address, port, bodyLimit, requestTimeoutMs } = checkOptions(options);
@@ -56,6 +67,16 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     const { status, body } = errorResponse(new RestError('not-found', `no route ${request.method} ${request.url.split('?')[0]}; the API has ${Object.keys(ROUTES).join(', ')}`, { status: 404, method: request.method, path: request.url }));
     void reply.code(status).send(body);
   });
+  if (LOOPBACK.has(address)) {
+    // DNS rebinding: a web page whose name resolves to 127.0.0.1 could otherwise reach a loopback
+    // server as its own origin and POST task code. Only loopback names may address it.
+    app.addHook('onRequest', async (request) => {
+      const host = hostnameOf(request.headers.host);
+      if (host === undefined || !LOOPBACK_NAMES.has(host)) {
+        throw new RestError('forbidden-host', `this REST API listens on ${address} and answers only requests addressed to localhost, 127.0.0.1 or [::1], not to ${JSON.stringify(request.headers.host ?? '')}`, { status: 403, host: request.headers.host });
+      }
+    });
+  }
   registerRoutes(app, target, requestTimeoutMs);
   refuseOtherMethods(app);
   try {

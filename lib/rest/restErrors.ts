@@ -2,7 +2,8 @@
  * How the REST server answers a refusal: an HTTP status and a typed body
  * `{ _tag, reason, message, details, errors }` — the slotwise error's own fields, plus Flink's
  * ErrorResponseBody `errors: [message]`. Bad input is a 4xx, never a 500: a schema violation,
- * unparsable JSON or a bad job graph 400, an unknown job 404, a wrong method 405, an ended job 409,
+ * unparsable JSON or a bad job graph 400, a non-loopback Host on a loopback server 403, an unknown
+ * job 404, a wrong method 405, an ended job 409,
  * a body too large 413, not JSON 415; a closing cluster 503; a call that outlived its deadline 504.
  */
 import { isSlotwiseError, RestError, type SlotwiseError } from '../core/errors.js';

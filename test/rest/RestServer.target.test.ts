@@ -4,10 +4,26 @@
  * unexpected way (500, still a typed body), and that it renders what the target returns.
  */
 import { expect } from 'chai';
+import { request } from 'node:http';
 import { IllegalStateError } from '../../lib/core/errors.js';
 import { startRestServer, type RestServer } from '../../lib/rest/RestServer.js';
 import type { RestTarget } from '../../lib/rest/RestTarget.js';
 import { call } from './support.js';
+
+/** GET `path` with this Host header (fetch would send the URL's own). */
+function getWithHost(url: string, path: string, host: string): Promise<{ status: number; body: any }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname, port, path, headers: { host }, timeout: 10_000 }, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('no answer')));
+    req.end();
+  });
+}
 
 const refuse = (name: string) => () => Promise.reject(new Error(`${name} was not expected`));
 
@@ -88,6 +104,19 @@ describe('REST API over a TestingRestTarget', function () {
         restarts: 2,
       },
     });
+  });
+
+  it('on loopback answers only requests addressed to a loopback name (403 otherwise: no DNS rebinding)', async () => {
+    server = await startRestServer({ target: testingTarget({ listJobs: async () => [] }), port: 0 });
+    const { port } = new URL(server.url);
+    const foreign = await getWithHost(server.url, '/jobs', `evil.example:${port}`);
+    expect(foreign.status).to.equal(403);
+    expect(foreign.body).to.include({ _tag: 'RestError', reason: 'forbidden-host' });
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`, 'localhost']) {
+      const ok = await getWithHost(server.url, '/jobs', host);
+      expect(ok.status, host).to.equal(200);
+      expect(ok.body).to.deep.equal({ jobs: [] });
+    }
   });
 
   it('answers HEAD on a GET route without a body', async () => {
