@@ -24,6 +24,7 @@ export {
   MemoryAllocationError,
   ResourceBudgetError,
   ResourceProfileError,
+  RestError,
   reviveError,
   RpcTimeoutError,
   SlotAllocationError,
@@ -66,6 +67,9 @@ export { jobStatusMachine, machines, resourceSlotMachine, slotManagerMachine, ta
 
 // The cluster, jobs, tasks, results and events.
 export type { MiniClusterOptions } from './MiniClusterOptions.js';
+export type { MetricsOptions } from './metrics/MetricsOptions.js';
+export type { HistogramSnapshot, MetricsSnapshot } from './metrics/MetricsSnapshot.js';
+export type { DashboardOptions } from './dashboard/DashboardOptions.js';
 export type { ClusterOverview, PendingRequestOverview, ResourceAmounts, SlotOverview, TaskExecutorOverview } from './ClusterOverview.js';
 export type { JobClient, JobStatusChangedEvent, JobSummary, SubmitJobOptions, TaskStateChangedEvent } from './dispatcher/Dispatcher.js';
 export type { DistributionPattern, JobEdgeSpec, JobGraphSpec, JobVertexSpec, RestartStrategySpec } from './jobmaster/JobGraph.js';
