@@ -31,13 +31,18 @@ export class PlannedTaskManager<T extends RegisteredTaskManagerInfo = Registered
   #amounts: CapacityAmounts | null;
   #used: ResourceProfile | undefined;
   #available: ResourceProfile | undefined;
-  #utilization: number | undefined;
+  /**
+   * As TaskManagerRegistration scores it, from what the plan leaves used. A field like the
+   * registration's, not a getter: FreeResourceIndex reads both kinds, and a getter beside a field
+   * makes every read of it there slower.
+   */
+  utilization: number;
 
   constructor(info: T) {
     this.info = info;
     this.host = info.host;
     this.seq = info.seq;
-    this.#utilization = info.utilization;
+    this.utilization = info.utilization;
     this.#amounts = info.copyAmounts?.() ?? null;
     if (this.#amounts === null) {
       const { used, available } = info;
@@ -50,13 +55,6 @@ export class PlannedTaskManager<T extends RegisteredTaskManagerInfo = Registered
 
   get resourceId(): ResourceID {
     return this.info.resourceId;
-  }
-
-  /** As TaskManagerRegistration scores it, from what the plan leaves used. */
-  get utilization(): number {
-    if (this.#utilization !== undefined) return this.#utilization;
-    const total = this.info.totalResourceProfile;
-    return (this.#utilization = utilizationOfAmounts(this.#amounts!.used, coresOf(total.amounts), memoryOf(total.amounts)));
   }
 
   /** What is left for the plan's next slots. */
@@ -86,8 +84,11 @@ export class PlannedTaskManager<T extends RegisteredTaskManagerInfo = Registered
       if (!effective.subtractFrom(a.available, a.availableExtended)) return false;
       this.#available = undefined;
       this.#used = undefined;
-      this.#utilization = undefined;
-      if (effective.addTo(a.used, a.usedExtended)) return true;
+      if (effective.addTo(a.used, a.usedExtended)) {
+        const total = this.info.totalResourceProfile.amounts;
+        this.utilization = utilizationOfAmounts(a.used, coresOf(total), memoryOf(total));
+        return true;
+      }
       effective.addTo(a.available, a.availableExtended); // past the safe integers: undone, and done with profiles below
     } else if (!this.available.allFieldsNoLessThan(effective)) {
       return false;
@@ -98,7 +99,7 @@ export class PlannedTaskManager<T extends RegisteredTaskManagerInfo = Registered
     this.#amounts = null;
     this.#used = used.merge(effective);
     this.#available = saturatingSubtract(total, this.#used);
-    this.#utilization = utilizationOfProfiles(this.#used, total);
+    this.utilization = utilizationOfProfiles(this.#used, total);
     return true;
   }
 }
