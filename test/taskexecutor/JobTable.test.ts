@@ -40,44 +40,37 @@ describe('JobTable', () => {
     const jobId = JobID.generate();
     mailbox.execute(() => jobs.connect(jobId, 'x'));
     const state = (s: TaskExecutionStateWire['state']): TaskExecutionStateWire => ({ jobId, executionAttemptId: ExecutionAttemptID.generate(), state: s, resourceId: RESOURCE });
-    return { te, jm, sent, heard, mailbox, jobs, state };
+    /** Serves `submit` (running `body` in the mailbox) on 'te', calls it from the JobMaster's end, and lets what it sent arrive; `sent` then holds only what the call made the TaskExecutor send. */
+    const callSubmit = async (body: () => Promise<void>): Promise<void> => {
+      serveGateway(te, 'te', { submit: async () => { await body(); return 'accepted'; } }, { mailbox, methods: ['submit'] });
+      const caller = connectGateway<{ submit(): Promise<string> }>(jm, 'te', { gateway: 'TestGateway', timeoutMs: 10_000 });
+      await settle();
+      sent.length = 0;
+      expect(await caller.submit()).to.equal('accepted');
+      await settle();
+    };
+    return { sent, heard, mailbox, jobs, state, callSubmit };
   }
 
   it("flushWithAnswers: a turn's states cross in the same transport message as the answer of the call that made them", async () => {
-    const { jm, sent, heard, mailbox, jobs, state } = setup();
-    serveGateway(links[0]!, 'te', {
-      submit: async () => {
-        jobs.report(state('initializing'));
-        jobs.flushWithAnswers();
-        // Told a microtask later (a slot's idle thread took it): still in the same message.
-        await Promise.resolve();
-        mailbox.runNow(() => jobs.report(state('running')));
-        return 'accepted';
-      },
-    }, { mailbox, methods: ['submit'] });
-    const caller = connectGateway<{ submit(): Promise<string> }>(jm, 'te', { gateway: 'TestGateway', timeoutMs: 10_000 });
-    await settle();
-    sent.length = 0;
-    expect(await caller.submit()).to.equal('accepted');
-    await settle();
+    const { sent, heard, mailbox, jobs, state, callSubmit } = setup();
+    await callSubmit(async () => {
+      jobs.report(state('initializing'));
+      jobs.flushWithAnswers();
+      // Told a microtask later (a slot's idle thread took it): still in the same message.
+      await Promise.resolve();
+      mailbox.runNow(() => jobs.report(state('running')));
+    });
     expect(heard.map((states) => states.map((s) => s.state))).to.deep.equal([['initializing', 'running']]);
     expect(sent, 'the answer and the states as one message').to.have.length(1);
   });
 
   it('without it, the states of a turn go out on their own after the poll phase (setImmediate), still as one call', async () => {
-    const { jm, sent, heard, mailbox, jobs, state } = setup();
-    serveGateway(links[0]!, 'te', {
-      submit: async () => {
-        jobs.report(state('initializing'));
-        jobs.report(state('running'));
-        return 'accepted';
-      },
-    }, { mailbox, methods: ['submit'] });
-    const caller = connectGateway<{ submit(): Promise<string> }>(jm, 'te', { gateway: 'TestGateway', timeoutMs: 10_000 });
-    await settle();
-    sent.length = 0;
-    expect(await caller.submit()).to.equal('accepted');
-    await settle();
+    const { sent, heard, jobs, state, callSubmit } = setup();
+    await callSubmit(async () => {
+      jobs.report(state('initializing'));
+      jobs.report(state('running'));
+    });
     await settle();
     expect(heard.map((states) => states.map((s) => s.state))).to.deep.equal([['initializing', 'running']]);
     expect(sent, 'the answer, then the states').to.have.length(2);
