@@ -76,29 +76,6 @@ export class MainThreadExecutor {
     this.#enqueue({ run: task, reject: () => {} });
   }
 
-  /**
-   * Runs `task` now, as a task of this mailbox, when nothing else is queued or running; otherwise
-   * queues it behind the others, as {@link execute} does (FIFO either way). For code outside any
-   * mailbox that must act before the event loop moves on — a `process.nextTick` callback that puts a
-   * call in the same outgoing batch as the answers of this turn (Link.ts) — where `execute`'s
-   * microtask would come too late. After close it is dropped.
-   */
-  runNow(task: () => void): void {
-    if (this.#closed) return;
-    if (this.#draining || this.#head < this.#queue.length || current !== null) {
-      this.execute(task);
-      return;
-    }
-    current = this;
-    try {
-      task();
-    } catch (error) {
-      this.onUncaught(error);
-    } finally {
-      current = null;
-    }
-  }
-
   /** Runs `fn` in the mailbox and settles with its result; an async `fn`'s result settles when its promise does. */
   callAsync<T>(fn: () => T | Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {

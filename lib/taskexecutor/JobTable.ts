@@ -72,29 +72,6 @@ export class JobTable {
     }
   }
 
-  /**
-   * Sends what is queued once this turn's microtasks have run, in the same outgoing batch as this
-   * turn's answers (the Link sends its batch on a `process.nextTick` queued from a microtask; this
-   * one is queued first). For the states a submitTask produces — initializing, and running when the
-   * slot's thread was idle —: they then cross with the call's answer, one wake-up of the JobMaster's
-   * thread instead of two. Results from the task threads keep the setImmediate flush of
-   * {@link report}: they arrive one message each, and a poll phase's worth shares one call.
-   */
-  flushWithAnswers(): void {
-    if (this.#answerFlushScheduled) return;
-    this.#answerFlushScheduled = true;
-    queueMicrotask(this.#queueAnswerFlush);
-  }
-
-  #answerFlushScheduled = false;
-  readonly #queueAnswerFlush = (): void => {
-    process.nextTick(this.#answerFlush);
-  };
-  readonly #answerFlush = (): void => {
-    this.#answerFlushScheduled = false;
-    this.#o.mailbox.runNow(() => this.flushAll());
-  };
-
   /** Sends every job's queued updates now. */
   flushAll(): void {
     this.#flushScheduled = false;

@@ -230,11 +230,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     }
     // Deploying, where the JobMaster put them when it submitted (Flink's Task does not report it):
     // the reports start with initializing, once the call has been answered.
-    if (accepted.length > 0) {
-      this.mailbox.execute(() => this.#runAll(accepted));
-      // Their first states go out with this call's answer, not on a later turn of their own.
-      this.#jobs.flushWithAnswers();
-    }
+    if (accepted.length > 0) this.mailbox.execute(() => this.#runAll(accepted));
     return errors;
   }
 

@@ -121,28 +121,4 @@ describe('MainThreadExecutor', () => {
     expect(clock.pendingTimers).to.equal(0);
     expect(mailbox.isClosed).to.equal(true);
   });
-
-  it('runNow runs a task at once, inside the mailbox, when nothing waits; else behind the waiting tasks; after close, not at all', async () => {
-    const mailbox = new MainThreadExecutor('TaskExecutor te-2');
-    const log: string[] = [];
-    mailbox.runNow(() => log.push(`now(${mailbox.isInMainThread})`));
-    expect(log).to.deep.equal(['now(true)']); // synchronously, as one of the mailbox's tasks
-    expect(mailbox.isInMainThread).to.equal(false);
-
-    mailbox.execute(() => log.push('queued'));
-    mailbox.runNow(() => log.push('behind'));
-    expect(log).to.deep.equal(['now(true)']); // a task waits: FIFO, so it waits too
-    await settle();
-    expect(log).to.deep.equal(['now(true)', 'queued', 'behind']);
-
-    mailbox.execute(() => mailbox.runNow(() => log.push('nested')));
-    mailbox.execute(() => log.push('after'));
-    await settle();
-    expect(log.slice(3)).to.deep.equal(['after', 'nested']); // from inside a task: queued, never run inside it
-
-    mailbox.close();
-    mailbox.runNow(() => log.push('closed'));
-    await settle();
-    expect(log).to.not.include('closed');
-  });
 });
