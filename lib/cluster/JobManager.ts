@@ -34,7 +34,7 @@ import { resourceManagerServices } from '../dispatcher/resourceManagerServices.j
 import { BlobStore, checkSha256, sha256Hex } from './BlobStore.js';
 import { bundleTaskModule } from './bundleTaskModule.js';
 import { checkClusterId, clusterSubjects, DEFAULT_CLUSTER_ID, JOBMANAGER_PEER_ID } from './clusterSubjects.js';
-import { checkNatsUrl, connectNats, DEFAULT_CONNECT_TIMEOUT_MS } from './natsConnection.js';
+import { checkNatsUrl, connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL } from './natsConnection.js';
 import { StandaloneResourceManagerDriver } from './StandaloneResourceManagerDriver.js';
 import { cachedHash, taskCodeRef, TaskCodeCache } from './TaskCodeCache.js';
 
@@ -127,7 +127,7 @@ export class JobManager {
   /** Connects to NATS, opens the cluster's object store and starts the ResourceManager; TaskManagers may register from then on. */
   static async start(options: JobManagerOptions = {}): Promise<JobManager> {
     checkOptionKeys(options, OPTION_KEYS, 'startJobManager');
-    const url = checkNatsUrl(options.nats ?? 'nats://127.0.0.1:4222', 'options.nats');
+    const url = checkNatsUrl(options.nats ?? DEFAULT_NATS_URL, 'options.nats');
     const clusterId = checkClusterId(options.clusterId ?? DEFAULT_CLUSTER_ID, 'options.clusterId');
     const configuration = resolveOptions(options.configuration ?? {});
     if (options.cacheDir !== undefined && (typeof options.cacheDir !== 'string' || !isAbsolute(options.cacheDir))) {

@@ -34,7 +34,7 @@ import { TaskThreadReserve } from '../taskexecutor/TaskThreadReserve.js';
 import { BlobStore } from './BlobStore.js';
 import { checkClusterId, checkResourceIdToken, clusterSubjects, DEFAULT_CLUSTER_ID, JOBMANAGER_PEER_ID, type ClusterSubjects } from './clusterSubjects.js';
 import { checkOptionKeys } from './JobManager.js';
-import { checkNatsUrl, connectNats, DEFAULT_CONNECT_TIMEOUT_MS } from './natsConnection.js';
+import { checkNatsUrl, connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL } from './natsConnection.js';
 import { taskCodeHash, TaskCodeCache } from './TaskCodeCache.js';
 
 export interface TaskManagerOptions {
@@ -117,7 +117,7 @@ export class TaskManager {
   /** Connects to NATS and starts the TaskExecutor; it registers in the background (see `registered`). */
   static async start(options: TaskManagerOptions = {}): Promise<TaskManager> {
     checkOptionKeys(options, OPTION_KEYS, 'startTaskManager');
-    const url = checkNatsUrl(options.nats ?? 'nats://127.0.0.1:4222', 'options.nats');
+    const url = checkNatsUrl(options.nats ?? DEFAULT_NATS_URL, 'options.nats');
     const clusterId = checkClusterId(options.clusterId ?? DEFAULT_CLUSTER_ID, 'options.clusterId');
     const configuration = resolveOptions(taskManagerConfiguration(options));
     if (options.mode !== undefined && options.mode !== 'thread') {
