@@ -4,11 +4,18 @@
  * the object store, and the result is exact. The child-process cluster is cluster.process.test.ts.
  */
 import { expect } from 'chai';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startJobManager, type JobManager } from '../../lib/cluster/JobManager.js';
 import { startTaskManager, type TaskManager } from '../../lib/cluster/TaskManager.js';
 import type { WordCountResult } from '../../examples/wordcount/wordCountJob.js';
 import { wordCountJob } from '../../examples/wordcount/wordCountJob.js';
 import { until } from '../support/eventually.js';
+import { IllegalArgumentError, JobGraphError } from '../../lib/core/errors.js';
+import { sha256Hex } from '../../lib/cluster/BlobStore.js';
+import { bundleTaskModule } from '../../lib/cluster/bundleTaskModule.js';
+import { rejection } from '../rpc/support/transports.js';
 import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
 
 const configuration = { 'heartbeat.interval': 1_000, 'heartbeat.timeout': 5_000 };
@@ -18,13 +25,16 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
   let server: NatsServer;
   let jobManager: JobManager;
   const taskManagers: TaskManager[] = [];
+  /** Each TaskManager's cache of fetched task code. */
+  const cacheDirs: string[] = [];
 
   before(async function () {
     const binary = natsServerOrSkip(this, 'session cluster over NATS');
     server = await startNatsServer(binary);
     jobManager = await startJobManager({ nats: server.url, clusterId: 'inproc', configuration });
     for (let i = 0; i < 2; i++) {
-      taskManagers.push(await startTaskManager({ nats: server.url, clusterId: 'inproc', slots: 2, cpuCores: 2, taskHeap: '1g', managedMemory: '64m', networkMemory: '32m', configuration }));
+      cacheDirs.push(mkdtempSync(join(tmpdir(), 'slotwise-tm-cache-')));
+      taskManagers.push(await startTaskManager({ nats: server.url, clusterId: 'inproc', cacheDir: cacheDirs[i]!, slots: 2, cpuCores: 2, taskHeap: '1g', managedMemory: '64m', networkMemory: '32m', configuration }));
     }
     await until('both TaskManagers registered with their slots', () => jobManager.overview().taskExecutors.length === 2);
   });
@@ -33,6 +43,7 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
     for (const taskManager of taskManagers) await taskManager.close();
     await jobManager?.close();
     await server?.stop();
+    for (const dir of cacheDirs) rmSync(dir, { recursive: true, force: true });
   });
 
   it('registers both TaskManagers under their ResourceIDs with 2 slots each', () => {
@@ -54,5 +65,36 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
     expect(answer.counts).to.deep.equal({ the: 3, slot: 2, and: 1, task: 2, a: 2, end: 2 });
     expect(answer.totalWords).to.equal(12);
     expect([...ran].every((id) => taskManagers.some((tm) => tm.resourceId === id))).to.equal(true);
+  });
+
+  it('refuses uploaded code whose SHA-256 does not match, and stores nothing', async () => {
+    const code = 'export default () => 1;\n';
+    const error = await rejection(jobManager.storeTaskCode({ name: 'one.mjs', code, sha256: sha256Hex('something else') }));
+    expect(error).to.be.instanceOf(IllegalArgumentError);
+    expect(error.message).to.contain(`but its code hashes to ${sha256Hex(code)}: refused`);
+  });
+
+  it('runs a job on uploaded code (the bundle a client sends), named by what storeTaskCode returned', async () => {
+    const bundle = await bundleTaskModule(new URL('../fixtures/tasks/ok.ts', import.meta.url));
+    const stored = await jobManager.storeTaskCode(bundle);
+    expect(stored.sha256).to.equal(bundle.sha256);
+    expect(await jobManager.storeTaskCode(bundle)).to.deep.equal(stored); // the same code again: a no-op
+    const job = await jobManager.submitJob({ name: 'uploaded', vertices: [{ id: 'ok', taskModule: stored.taskModule, parallelism: 3, config: { answer: 42 } }] });
+    const result = await job.result;
+    expect(result.status, result.error?.message).to.equal('finished');
+    const outputs = result.outputs['ok'] as Array<{ config: unknown; seen: { subtaskIndex: number; jobName: string } }>;
+    expect(outputs.map((o) => o.seen.subtaskIndex)).to.deep.equal([0, 1, 2]);
+    expect(outputs.every((o) => o.seen.jobName === 'uploaded' && (o.config as { answer: number }).answer === 42)).to.equal(true);
+    // The TaskManagers ran it from their own caches, fetched from the object store by its hash.
+    const fetched = cacheDirs.filter((dir) => existsSync(join(dir, `sha256-${bundle.sha256}.mjs`)));
+    expect(fetched.length).to.be.at.least(1);
+    for (const dir of fetched) expect(readFileSync(join(dir, `sha256-${bundle.sha256}.mjs`), 'utf8')).to.equal(bundle.code);
+  });
+
+  it('refuses a job whose task module does not exist with JobGraphError, before anything runs', async () => {
+    const error = await rejection(jobManager.submitJob({ name: 'missing', vertices: [{ id: 'x', taskModule: '/nonexistent/task.mjs', parallelism: 1 }] }));
+    expect(error).to.be.instanceOf(JobGraphError);
+    expect((error as JobGraphError).reason).to.equal('invalid-task-module');
+    expect(jobManager.listJobs().some((job) => job.name === 'missing')).to.equal(false);
   });
 });
