@@ -133,7 +133,7 @@ export class JobManager {
     if (options.cacheDir !== undefined && (typeof options.cacheDir !== 'string' || !isAbsolute(options.cacheDir))) {
       throw new IllegalArgumentError('invalid-value', `options.cacheDir must be an absolute path, got ${JSON.stringify(options.cacheDir)}`, { argument: 'options.cacheDir', value: options.cacheDir });
     }
-    const connection = await connectNats(url, `slotwise jobmanager ${clusterId}`, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
+    const connection = await connectNats(url, `slotwise jobmanager ${clusterId}`, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, configuration['heartbeat.interval']);
     try {
       const blobs = await BlobStore.open(connection, clusterId);
       const jobManager = new JobManager(clusterId, configuration, connection, blobs, options.cacheDir, options.logger ?? createDefaultLogSink());

@@ -44,6 +44,8 @@ export class StandaloneResourceManagerDriver extends LinkedWorkersDriver<RemoteW
   /** It cannot start a worker: TaskManagers start themselves. */
   readonly canStartWorkers = false;
   readonly #o: StandaloneDriverOptions;
+  /** TaskExecutors whose Link closed: gone for good here (the ResourceManager will not take them back). */
+  readonly #ended = new Set<string>();
   #context: ResourceManagerDriverContext | null = null;
   #closing = false;
 
@@ -94,6 +96,12 @@ export class StandaloneResourceManagerDriver extends LinkedWorkersDriver<RemoteW
     }
     const resourceId = peerId as ResourceID;
     const transport = this.#o.inbox.transportTo(peerId, replySubject);
+    if (this.#ended.has(peerId)) {
+      // One we let go while it could not hear us (its network was down): say goodbye now, from a new
+      // session, so that its TaskManager drops this ResourceID and starts a fresh TaskExecutor.
+      new Link(`TaskExecutor ${resourceId} (ended)`, transport).close(`TaskExecutor ${resourceId} was let go by the ResourceManager; start a new one`);
+      return transport;
+    }
     const link = new Link(`TaskExecutor ${resourceId} over NATS`, transport);
     const connected = wireWorkerLink(link, context, { resourceId, timeoutMs: this.#o.configuration['rpc.ask.timeout'], clock: this.#o.clock, logger: this.#o.logger ?? null });
     const rewrite = this.#o.taskModuleFor;
@@ -111,6 +119,7 @@ export class StandaloneResourceManagerDriver extends LinkedWorkersDriver<RemoteW
     };
     this.linkedWorkers.set(resourceId, worker);
     link.onClosed((reason) => {
+      this.#ended.add(peerId);
       if (this.linkedWorkers.get(resourceId) !== worker) return;
       this.linkedWorkers.delete(resourceId);
       context.onWorkerTerminated(resourceId, reason);

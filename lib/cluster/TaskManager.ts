@@ -132,7 +132,8 @@ export class TaskManager {
     if (options.host !== undefined && (typeof options.host !== 'string' || options.host === '')) {
       throw new IllegalArgumentError('invalid-value', `options.host must be a non-empty string, got ${JSON.stringify(options.host)}`, { argument: 'options.host', value: options.host });
     }
-    const connection = await connectNats(url, `slotwise taskmanager ${clusterId}`, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
+    // Pinged at the heartbeat interval: a cut network is noticed about as fast as the ResourceManager notices us gone.
+    const connection = await connectNats(url, `slotwise taskmanager ${clusterId}`, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, configuration['heartbeat.interval']);
     try {
       return new TaskManager(clusterId, configuration, connection, await BlobStore.open(connection, clusterId), options);
     } catch (error) {

@@ -24,11 +24,15 @@ export function checkNatsUrl(url: unknown, argument = 'nats'): string {
   return url as string;
 }
 
-/** Connects to `url`; an IllegalArgumentError naming the server when it cannot be reached within `timeoutMs`. */
-export async function connectNats(url: string, name: string, timeoutMs = DEFAULT_CONNECT_TIMEOUT_MS): Promise<NatsConnection> {
+/**
+ * Connects to `url`; an IllegalArgumentError naming the server when it cannot be reached within
+ * `timeoutMs`. The client pings every `pingIntervalMs` and counts the connection lost after two
+ * unanswered pings (the client's default is 2 minutes): a cut network shows within seconds.
+ */
+export async function connectNats(url: string, name: string, timeoutMs = DEFAULT_CONNECT_TIMEOUT_MS, pingIntervalMs = 10_000): Promise<NatsConnection> {
   checkNatsUrl(url);
   try {
-    return await connect({ servers: url, name, timeout: timeoutMs, maxReconnectAttempts: -1, reconnectTimeWait: 500, waitOnFirstConnect: false });
+    return await connect({ servers: url, name, timeout: timeoutMs, maxReconnectAttempts: -1, reconnectTimeWait: 500, waitOnFirstConnect: false, pingInterval: pingIntervalMs, maxPingOut: 2 });
   } catch (error) {
     throw new IllegalArgumentError('invalid-value', `cannot connect to the NATS server at ${url} within ${timeoutMs} ms: ${error instanceof Error ? error.message : String(error)}`, { argument: 'nats', value: url });
   }

@@ -6,53 +6,17 @@
  * and its subtasks run again on the other one. Few processes, generous timeouts, no timings.
  */
 import { expect } from 'chai';
-import type { ChildProcess } from 'node:child_process';
 import type { JobEvent } from '../../lib/jobmaster/JobMaster.js';
-import type { JobGraphSpec } from '../../lib/jobmaster/JobGraph.js';
-import { connectGateway, type Gateway } from '../../lib/rpc/connect.js';
-import { forkProcess } from '../../lib/rpc/forkProcess.js';
-import { Link } from '../../lib/rpc/Link.js';
-import { processTransport } from '../../lib/rpc/Transport.js';
 import { countWords, generatedText } from '../../examples/wordcount/text.js';
 import { wordCountJob, type WordCountResult } from '../../examples/wordcount/wordCountJob.js';
 import type { JobManagerControl, TaskManagerControl } from '../fixtures/clusterProcess.js';
 import { until } from '../support/eventually.js';
+import { crossable, start, stop, type Started } from './support/clusterProcesses.js';
 import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
 
-const ENTRY = new URL('../fixtures/clusterProcess.ts', import.meta.url);
 const HEARTBEAT_TIMEOUT_MS = 3_000;
 const configuration = { 'heartbeat.interval': 500, 'heartbeat.timeout': HEARTBEAT_TIMEOUT_MS, 'restart-strategy.fixed-delay.delay': 200 };
 const sleep = new URL('../fixtures/tasks/sleep.ts', import.meta.url).href;
-
-/** A spec whose task modules are file: URL strings: a URL object does not cross a process boundary. */
-const crossable = (spec: JobGraphSpec): JobGraphSpec => ({ ...spec, vertices: spec.vertices.map((v) => ({ ...v, taskModule: String(v.taskModule) })) });
-
-interface Started<T> {
-  readonly child: ChildProcess;
-  readonly link: Link;
-  readonly control: Gateway<T>;
-  readonly exited: Promise<void>;
-}
-
-function start<T>(role: 'jobmanager' | 'taskmanager', options: Record<string, unknown>): Started<T> {
-  const child = forkProcess(ENTRY, [role, JSON.stringify(options)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const link = new Link(`test to ${role}`, processTransport(child));
-  // A child under tsx takes a few seconds to start on a loaded machine: the first calls wait for it.
-  const control = connectGateway<T>(link, 'control', { gateway: `${role} control`, timeoutMs: 60_000 });
-  return { child, link, control, exited };
-}
-
-async function stop(started: { readonly child: ChildProcess; readonly link: Link; readonly exited: Promise<void>; readonly control: { close(): Promise<void> } } | undefined): Promise<void> {
-  if (started === undefined) return;
-  if (started.child.exitCode === null && started.child.signalCode === null) {
-    await started.control.close().catch(() => {});
-    const forced = setTimeout(() => started.child.kill('SIGKILL'), 15_000);
-    await started.exited;
-    clearTimeout(forced);
-  }
-  started.link.close();
-}
 
 describe('a session cluster over NATS: JobManager and two TaskManagers as child processes', function () {
   this.timeout(120_000);
