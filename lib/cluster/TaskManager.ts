@@ -36,6 +36,7 @@ import { checkClusterId, checkResourceIdToken, clusterSubjects, DEFAULT_CLUSTER_
 import { checkOptionKeys } from './JobManager.js';
 import { checkNatsUrl, connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL } from './natsConnection.js';
 import { taskCodeHash, TaskCodeCache } from './TaskCodeCache.js';
+import { TaskManagerProcess } from './TaskManagerProcess.js';
 
 export interface TaskManagerOptions {
   /** The NATS server (`--nats`). Default nats://127.0.0.1:4222. */
@@ -54,7 +55,10 @@ export interface TaskManagerOptions {
   readonly networkMemory?: number | string;
   /** Extended resources offered (`--resource gpu=2` → { gpu: 2 }). */
   readonly resources?: Readonly<Record<string, number>>;
-  /** How its TaskExecutor runs (`--mode`): 'thread', in this process, is the one there is so far. */
+  /**
+   * How its TaskExecutor runs (`--mode`): 'thread' (default) in this process, its tasks on task
+   * threads; 'process' in a child process whose heap limit is the task heap plus the runtime's.
+   */
   readonly mode?: 'thread' | 'process';
   /** Any other runtime option (heartbeat.*, rpc.ask.timeout, task.cancellation.*, ...). */
   readonly configuration?: SlotwiseOptions;
@@ -114,23 +118,14 @@ export class TaskManager {
     void this.#watchConnection();
   }
 
-  /** Connects to NATS and starts the TaskExecutor; it registers in the background (see `registered`). */
+  /**
+   * Connects to NATS and starts the TaskExecutor in this process (mode 'thread'); it registers in
+   * the background (see `registered`). `startTaskManager` also takes mode 'process'.
+   */
   static async start(options: TaskManagerOptions = {}): Promise<TaskManager> {
-    checkOptionKeys(options, OPTION_KEYS, 'startTaskManager');
-    const url = checkNatsUrl(options.nats ?? DEFAULT_NATS_URL, 'options.nats');
-    const clusterId = checkClusterId(options.clusterId ?? DEFAULT_CLUSTER_ID, 'options.clusterId');
-    const configuration = resolveOptions(taskManagerConfiguration(options));
-    if (options.mode !== undefined && options.mode !== 'thread') {
-      throw new IllegalArgumentError('invalid-value', `options.mode must be 'thread' (the TaskExecutor in this process, its tasks on heap-limited task threads); 'process' is not there yet for a TaskManager, got ${JSON.stringify(options.mode)}`, {
-        argument: 'options.mode',
-        value: options.mode,
-      });
-    }
-    if (options.cacheDir !== undefined && (typeof options.cacheDir !== 'string' || !isAbsolute(options.cacheDir))) {
-      throw new IllegalArgumentError('invalid-value', `options.cacheDir must be an absolute path, got ${JSON.stringify(options.cacheDir)}`, { argument: 'options.cacheDir', value: options.cacheDir });
-    }
-    if (options.host !== undefined && (typeof options.host !== 'string' || options.host === '')) {
-      throw new IllegalArgumentError('invalid-value', `options.host must be a non-empty string, got ${JSON.stringify(options.host)}`, { argument: 'options.host', value: options.host });
+    const { url, clusterId, configuration } = checkTaskManagerOptions(options);
+    if ((options.mode ?? 'thread') !== 'thread') {
+      throw new IllegalArgumentError('invalid-value', `TaskManager.start runs the TaskExecutor in this process (mode 'thread'); startTaskManager takes mode 'process', got ${JSON.stringify(options.mode)}`, { argument: 'options.mode', value: options.mode });
     }
     // Pinged at the heartbeat interval: a cut network is noticed about as fast as the ResourceManager notices us gone.
     const connection = await connectNats(url, `slotwise taskmanager ${clusterId}`, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, configuration['heartbeat.interval']);
@@ -283,8 +278,41 @@ export class TaskManager {
   }
 }
 
-/** `startTaskManager(options)`: {@link TaskManager.start}. */
-export const startTaskManager = (options: TaskManagerOptions = {}): Promise<TaskManager> => TaskManager.start(options);
+/**
+ * Starts a TaskManager: its TaskExecutor in this process (mode 'thread', the default), or in a
+ * child process of its own with a hard heap limit, started again when it dies (mode 'process').
+ * Every option is checked before anything starts.
+ */
+export async function startTaskManager(options: TaskManagerOptions = {}): Promise<TaskManager | TaskManagerProcess> {
+  const { clusterId, configuration } = checkTaskManagerOptions(options);
+  if (options.mode !== 'process') return TaskManager.start(options);
+  const { logger: _logger, ...childOptions } = options;
+  return TaskManagerProcess.start(clusterId, configuration, childOptions);
+}
+
+/** Every option checked at the door (no state yet): the URL, the cluster id, the runtime options. */
+function checkTaskManagerOptions(options: TaskManagerOptions): { url: string; clusterId: string; configuration: ResolvedOptions } {
+  checkOptionKeys(options, OPTION_KEYS, 'startTaskManager');
+  const url = checkNatsUrl(options.nats ?? DEFAULT_NATS_URL, 'options.nats');
+  const clusterId = checkClusterId(options.clusterId ?? DEFAULT_CLUSTER_ID, 'options.clusterId');
+  const configuration = resolveOptions(taskManagerConfiguration(options));
+  if (options.mode !== undefined && options.mode !== 'thread' && options.mode !== 'process') {
+    throw new IllegalArgumentError('invalid-value', `options.mode must be 'thread' (the TaskExecutor in this process) or 'process' (in a child process with a hard heap limit), got ${JSON.stringify(options.mode)}`, {
+      argument: 'options.mode',
+      value: options.mode,
+    });
+  }
+  if (options.cacheDir !== undefined && (typeof options.cacheDir !== 'string' || !isAbsolute(options.cacheDir))) {
+    throw new IllegalArgumentError('invalid-value', `options.cacheDir must be an absolute path, got ${JSON.stringify(options.cacheDir)}`, { argument: 'options.cacheDir', value: options.cacheDir });
+  }
+  if (options.host !== undefined && (typeof options.host !== 'string' || options.host === '')) {
+    throw new IllegalArgumentError('invalid-value', `options.host must be a non-empty string, got ${JSON.stringify(options.host)}`, { argument: 'options.host', value: options.host });
+  }
+  if (options.connectTimeoutMs !== undefined && !(Number.isFinite(options.connectTimeoutMs) && options.connectTimeoutMs > 0)) {
+    throw new IllegalArgumentError('out-of-range', `options.connectTimeoutMs must be a number of ms > 0, got ${String(options.connectTimeoutMs)}`, { argument: 'options.connectTimeoutMs', value: options.connectTimeoutMs });
+  }
+  return { url, clusterId, configuration };
+}
 
 /** The runtime options a TaskManager's flags stand for, over `configuration` (resolveOptions checks each). */
 function taskManagerConfiguration(o: TaskManagerOptions): SlotwiseOptions {

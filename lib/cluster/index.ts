@@ -5,6 +5,7 @@
  */
 export { JobManager, startJobManager } from './JobManager.js';
 export { TaskManager, startTaskManager } from './TaskManager.js';
+export { TaskManagerProcess } from './TaskManagerProcess.js';
 export { bundleTaskModule } from './bundleTaskModule.js';
 export { clusterSubjects, DEFAULT_CLUSTER_ID } from './clusterSubjects.js';
 export { DEFAULT_NATS_URL } from './natsConnection.js';

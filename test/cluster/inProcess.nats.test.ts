@@ -8,7 +8,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startJobManager, type JobManager } from '../../lib/cluster/JobManager.js';
-import { startTaskManager, type TaskManager } from '../../lib/cluster/TaskManager.js';
+import { startTaskManager } from '../../lib/cluster/TaskManager.js';
+import { TaskManagerProcess } from '../../lib/cluster/TaskManagerProcess.js';
 import type { WordCountResult } from '../../examples/wordcount/wordCountJob.js';
 import { wordCountJob } from '../../examples/wordcount/wordCountJob.js';
 import { until } from '../support/eventually.js';
@@ -24,7 +25,7 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
   this.timeout(60_000);
   let server: NatsServer;
   let jobManager: JobManager;
-  const taskManagers: TaskManager[] = [];
+  const taskManagers: Array<Awaited<ReturnType<typeof startTaskManager>>> = [];
   /** Each TaskManager's cache of fetched task code. */
   const cacheDirs: string[] = [];
 
@@ -96,5 +97,22 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
     expect(error).to.be.instanceOf(JobGraphError);
     expect((error as JobGraphError).reason).to.equal('invalid-task-module');
     expect(jobManager.listJobs().some((job) => job.name === 'missing')).to.equal(false);
+  });
+
+  it('runs a TaskManager in mode process: its TaskExecutor in a child process, started again under a new ResourceID when killed', async function () {
+    this.timeout(120_000);
+    const tm = await startTaskManager({ nats: server.url, clusterId: 'inproc', mode: 'process', slots: 1, taskHeap: '256m', managedMemory: '32m', networkMemory: '16m', configuration });
+    try {
+      expect(tm).to.be.instanceOf(TaskManagerProcess);
+      const listed = () => jobManager.overview().taskExecutors.map((te) => te.resourceId as string);
+      await until('the process TaskManager registered', () => tm.registered && listed().includes(tm.resourceId), 60_000);
+      const first = tm.resourceId;
+      process.kill((tm as TaskManagerProcess).pid!, 'SIGKILL');
+      await until('a fresh TaskExecutor registered in a new child', () => tm.registered && tm.resourceId !== first && listed().includes(tm.resourceId), 90_000);
+      expect(tm.incarnations).to.equal(2);
+      await until('the killed one to be gone', () => !listed().includes(first), 60_000);
+    } finally {
+      await tm.close();
+    }
   });
 });

@@ -16,7 +16,7 @@ describe('session cluster options', () => {
     ['a NATS URL that is not one', { nats: 'http://127.0.0.1:4222' }, /options\.nats must be a NATS URL like nats:\/\/127\.0\.0\.1:4222/],
     ['a cluster id with a dot', { clusterId: 'a.b' }, /options\.clusterId must be 1-64 letters, digits/],
     ['an unknown option', { slot: 2 } as unknown as TaskManagerOptions, /unknown option 'slot'; known: nats, clusterId, slots/],
-    ['mode process (not there yet)', { mode: 'process' }, /options\.mode must be 'thread'/],
+    ['an unknown mode', { mode: 'fork' as 'thread' }, /options\.mode must be 'thread' \(the TaskExecutor in this process\) or 'process'/],
     ['a relative cache directory', { cacheDir: 'cache' }, /options\.cacheDir must be an absolute path/],
   ];
   for (const [what, options, message] of refusals) {
