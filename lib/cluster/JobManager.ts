@@ -138,6 +138,8 @@ export class JobManager {
       const blobs = await BlobStore.open(connection, clusterId);
       const jobManager = new JobManager(clusterId, configuration, connection, blobs, options.cacheDir, options.logger ?? createDefaultLogSink());
       jobManager.resourceManager.start();
+      // Our subscription is in place at the server before anyone is told we are up.
+      await jobManager.#inbox.ready();
       return jobManager;
     } catch (error) {
       await connection.close();

@@ -33,6 +33,11 @@ export const HEADER_CLOSE = 'Slotwise-Close';
 export const HEADER_STORED = 'Slotwise-Stored';
 /** A random id per transport: a peer that restarts (a new session) is a new peer, and a stale close is ignored. */
 export const HEADER_SESSION = 'Slotwise-Session';
+/**
+ * The session of ours the sender is talking to, once it knows it: a message still on its way to an
+ * earlier transport of ours on the same subject (a closed one) is dropped, never taken for ours.
+ */
+export const HEADER_TO_SESSION = 'Slotwise-To-Session';
 
 /** Where a message over `max_payload` goes instead (largeMessageStore.ts: JetStream's object store). */
 export interface LargeMessageStore {
@@ -102,6 +107,15 @@ export class NatsInbox {
     return [...this.#peers.keys()];
   }
 
+  /**
+   * Resolves once the server has our subscription (a round trip on our connection): a peer on
+   * another connection that sends before then is not heard — the server drops what nobody
+   * listens to. Rejects if the connection closes first.
+   */
+  ready(): Promise<void> {
+    return this.#o.connection.flush();
+  }
+
   /** The NATS server's largest message, in bytes (1 MB by default). */
   get maxPayload(): number {
     return this.#o.connection.info?.max_payload ?? 1024 * 1024;
@@ -146,7 +160,10 @@ export class NatsInbox {
     const reply = msg.headers?.get(HEADER_REPLY) ?? '';
     if (!PEER_ID.test(from) || !SUBJECT.test(reply)) return this.#o.log?.(`${this.subject}: dropped a message without a valid ${HEADER_FROM}/${HEADER_REPLY} header`);
     const session = msg.headers?.get(HEADER_SESSION) ?? '';
+    const toSession = msg.headers?.get(HEADER_TO_SESSION) ?? '';
     let transport: Transport | undefined = this.#peers.get(from);
+    // Addressed to an earlier transport of ours to that peer: stale.
+    if (transport instanceof NatsTransport && toSession !== '' && toSession !== transport.session) return;
     if (transport instanceof NatsTransport && transport.peerSession !== undefined && transport.peerSession !== session) {
       // A close from an earlier session of that peer concerns a transport that is gone already.
       if (msg.headers?.has(HEADER_CLOSE)) return;
@@ -286,6 +303,7 @@ export class NatsTransport extends BaseTransport {
     h.set(HEADER_FROM, this.#ownId);
     h.set(HEADER_REPLY, this.#o.subject);
     h.set(HEADER_SESSION, this.session);
+    if (this.peerSession !== undefined) h.set(HEADER_TO_SESSION, this.peerSession);
     for (const [key, value] of Object.entries(extra)) h.set(key, value);
     try {
       this.#o.connection.publish(this.peerSubject, data, { headers: h });

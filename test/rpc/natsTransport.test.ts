@@ -52,7 +52,7 @@ describe('NATS transport (a real nats-server)', function () {
   });
 
   /** A JobManager-side inbox serving the probe to every peer, and a TaskExecutor-side link calling it. */
-  function pair(options: { clock?: SimulatedClock; largeMessages?: LargeMessageStore; subject?: string } = {}) {
+  async function pair(options: { clock?: SimulatedClock; largeMessages?: LargeMessageStore; subject?: string } = {}) {
     const subject = options.subject ?? 'slotwise.test.rm';
     const served = new NatsInbox({ connection: jmConnection, subject, id: 'jobmanager', ...(options.largeMessages ? { largeMessages: options.largeMessages } : {}) });
     const serverLinks: Link[] = [];
@@ -64,6 +64,8 @@ describe('NATS transport (a real nats-server)', function () {
       return transport;
     });
     const calling = new NatsInbox({ connection: teConnection, subject: 'slotwise.test.te.te-1', id: 'te-1', ...(options.largeMessages ? { largeMessages: options.largeMessages } : {}) });
+    // Both subscriptions in place before the first call (the server drops what nobody listens to yet).
+    await Promise.all([served.ready(), calling.ready()]);
     const link = new Link('TaskExecutor te-1', calling.transportTo('jobmanager', subject));
     const gateway = connectGateway<Probe>(link, 'probe', { gateway: 'ProbeGateway', timeoutMs: 5_000, ...(options.clock ? { clock: options.clock } : {}), endpoint: 'JobManager' });
     cleanups.push(() => {
@@ -75,7 +77,7 @@ describe('NATS transport (a real nats-server)', function () {
   }
 
   it('carries gateway calls and their structured-cloneable answers exactly, 64 in flight', async () => {
-    const { gateway } = pair();
+    const { gateway } = await pair();
     const value = { when: new Date(5), tags: new Set(['a', 'b']), counts: new Map([['x', 1n]]), bytes: new Uint8Array([1, 2, 3]) };
     expect(await gateway.echo(value)).to.deep.equal(value);
     const answers = await Promise.all(Array.from({ length: 64 }, (_, i) => gateway.echo(i)));
@@ -83,7 +85,7 @@ describe('NATS transport (a real nats-server)', function () {
   });
 
   it('delivers an error thrown by the served gateway as its own class and reason', async () => {
-    const { gateway } = pair();
+    const { gateway } = await pair();
     const error = await rejection(gateway.refuse());
     expect(error).to.be.instanceOf(SlotAllocationError);
     expect((error as SlotAllocationError).reason).to.equal('index-taken');
@@ -106,7 +108,7 @@ describe('NATS transport (a real nats-server)', function () {
 
   it('fails a call to a peer that hangs with RpcTimeoutError, and the link keeps working', async () => {
     const clock = new SimulatedClock();
-    const { gateway } = pair({ clock });
+    const { gateway } = await pair({ clock });
     const call = rejection(gateway.hang());
     await new Promise((resolve) => setImmediate(resolve));
     clock.increment(5_000);
@@ -115,7 +117,7 @@ describe('NATS transport (a real nats-server)', function () {
   });
 
   it('refuses a value over max_payload with a typed error when there is no large-message store, and sends nothing', async () => {
-    const { gateway } = pair();
+    const { gateway } = await pair();
     const big = 'x'.repeat(MAX_PAYLOAD * 2);
     const error = await rejection(gateway.echo(big));
     expect(error).to.be.instanceOf(IllegalArgumentError);
@@ -125,7 +127,7 @@ describe('NATS transport (a real nats-server)', function () {
 
   it('carries values over max_payload both ways through the object store, whole', async () => {
     const blobs = await BlobStore.open(jmConnection, 'test');
-    const { gateway } = pair({ largeMessages: blobs.messages });
+    const { gateway } = await pair({ largeMessages: blobs.messages });
     const big = Uint8Array.from({ length: MAX_PAYLOAD * 3 }, (_, i) => (i * 7) % 251);
     const back = (await gateway.echo(big)) as Uint8Array;
     expect(back.length).to.equal(big.length);
@@ -142,6 +144,7 @@ describe('NATS transport (a real nats-server)', function () {
       return transport;
     });
     const calling = new NatsInbox({ connection: teConnection, subject: 'slotwise.order.te', id: 'te-3', largeMessages: blobs.messages });
+    await Promise.all([served.ready(), calling.ready()]);
     const transport = calling.transportTo('jobmanager', 'slotwise.order.rm');
     cleanups.push(() => (calling.close(), served.close()));
     transport.send('first');
@@ -152,7 +155,7 @@ describe('NATS transport (a real nats-server)', function () {
   });
 
   it('tells the peer when one side closes: its link is lost at once', async () => {
-    const { gateway, link, serverLinks } = pair();
+    const { gateway, link, serverLinks } = await pair();
     expect(await gateway.echo(1)).to.equal(1);
     const [serverLink] = serverLinks;
     link.close('the TaskExecutor stopped');
