@@ -162,4 +162,23 @@ describe('NATS transport (a real nats-server)', function () {
     await until('the JobManager side to close', () => serverLink!.closed);
     expect(serverLink!.closeKind).to.equal('lost');
   });
+
+  it('drops a message still addressed to an earlier transport of ours on the same subject, and keeps the new Link', async () => {
+    const { gateway, serverLinks, served } = await pair({ subject: 'slotwise.stale.rm' });
+    expect(await gateway.echo('first')).to.equal('first');
+    // A new TaskExecutor-side inbox on the same subject (the old one's transport is still known to the other side).
+    const again = new NatsInbox({ connection: teConnection, subject: 'slotwise.test.te.te-1', id: 'te-1' });
+    const link = new Link('TaskExecutor te-1 again', again.transportTo('jobmanager', 'slotwise.stale.rm'));
+    cleanups.push(() => (link.close(), again.close()));
+    const seen: unknown[] = [];
+    link.channel('stray').addEventListener('message', (event) => seen.push(event.data));
+    await again.ready();
+    // The other side still talks to the old transport: addressed to the old session, it must not reach the new one.
+    serverLinks[0]!.channel('stray').postMessage('for the old one');
+    const fresh = connectGateway<Probe>(link, 'probe', { gateway: 'ProbeGateway', timeoutMs: 5_000, endpoint: 'JobManager' });
+    expect(await fresh.echo('second')).to.equal('second');
+    expect(link.closed).to.equal(false);
+    expect(seen).to.deep.equal([]);
+    expect(served.peers).to.deep.equal(['te-1']);
+  });
 });
