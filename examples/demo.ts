@@ -8,7 +8,8 @@
  * closes the cluster and exits 0 — or 1 when the job failed or the counts differ.
  */
 import { parseArgs } from 'node:util';
-import { formatMemorySize, MiniCluster, type ClusterOverview, type ResourceAmounts } from '../lib/index.js';
+import { MiniCluster } from '../lib/index.js';
+import { renderSlotTable } from '../lib/cli/slotTable.js';
 import { countWords, generatedText } from './wordcount/text.js';
 import { wordCountJob, type WordCountResult } from './wordcount/wordCountJob.js';
 
@@ -152,24 +153,3 @@ if (values.inspect) {
 await cluster.close();
 say('cluster closed');
 process.exitCode = exitCode;
-
-function renderSlotTable(overview: ClusterOverview): string {
-  const rows = [['executor', 'slot', 'state', 'resources', 'subtasks']];
-  for (const te of overview.taskExecutors) {
-    for (const slot of te.slots) {
-      if (slot.state !== 'free' && slot.state !== 'unavailable') rows.push([te.resourceId, slot.slot, slot.state, shortProfile(slot.resources), slot.tasks.join(', ') || '-']);
-    }
-    // Idle static slots in one line each: free, and those whose resources dynamic slots took.
-    for (const state of ['free', 'unavailable'] as const) {
-      const idle = te.slots.filter((slot) => slot.state === state);
-      if (idle.length > 0) rows.push([te.resourceId, `${idle.length} ×`, state, shortProfile(idle[0]!.resources), state === 'unavailable' ? 'resources taken by dynamic slots' : '']);
-    }
-  }
-  for (const pending of overview.pendingRequests) rows.push(['(waiting)', '', `${pending.missing} missing`, pending.resources === null ? pending.profile : shortProfile(pending.resources), pending.why]);
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  return rows.map((r) => '    ' + r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ')).join('\n') + '\n';
-}
-
-function shortProfile(resources: ResourceAmounts): string {
-  return `${resources.cpuCores} core, ${formatMemorySize(resources.taskHeapMemory)} heap`;
-}

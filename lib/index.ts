@@ -24,6 +24,7 @@ export {
   MemoryAllocationError,
   ResourceBudgetError,
   ResourceProfileError,
+  RestError,
   reviveError,
   RpcTimeoutError,
   SlotAllocationError,

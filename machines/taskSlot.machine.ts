@@ -19,7 +19,7 @@
  * manager's shutdown) and the two notifications, which default to sendParent and are replaced with
  * `provide()` when the slot runs without a TaskSlotTable.
  */
-import { assign, fromPromise, sendParent, setup } from 'xstate';
+import { assign, fromPromise, sendParent, setup, type DoneActorEvent, type ErrorActorEvent } from 'xstate';
 import type { AllocationID, ExecutionAttemptID, JobID } from '../lib/core/ids.js';
 import type { ResourceProfile } from '../lib/core/ResourceProfile.js';
 import { TaskSet } from './taskSet.js';
@@ -187,6 +187,15 @@ export const taskSlotMachine = setup({
         }
       }
     },
+    /** The memory manager's leak report, once its shutdown finished. */
+    recordLeaks: assign({ leaks: ({ event }) => (event as unknown as DoneActorEvent<SlotMemoryLeakReport>).output }),
+    /** Why the shutdown threw: the slot still ends, and says it could not verify. */
+    recordShutdownError: assign({
+      shutdownError: ({ event }) => {
+        const { error } = event as unknown as ErrorActorEvent;
+        return String((error as Error)?.message ?? error);
+      },
+    }),
     notifySlotTimedOut: sendParent(({ context }) => ({
       type: 'SLOT_TIMED_OUT' as const,
       allocationId: context.allocationId,
@@ -261,8 +270,8 @@ export const taskSlotMachine = setup({
             id: 'shutdownMemory',
             src: 'shutdownMemory',
             input: ({ context }) => context.memoryManager,
-            onDone: { target: '#taskSlot.done', actions: assign({ leaks: ({ event }) => event.output }) },
-            onError: { target: '#taskSlot.done', actions: assign({ shutdownError: ({ event }) => String((event.error as Error)?.message ?? event.error) }) },
+            onDone: { target: '#taskSlot.done', actions: 'recordLeaks' },
+            onError: { target: '#taskSlot.done', actions: 'recordShutdownError' },
           },
         },
       },

@@ -4,8 +4,17 @@
  *   created ──START──▶ running ──CLOSE──▶ closing ──(every slot closed)──▶ closed
  *      └──────────────────────CLOSE (never started)───────────────────────────┘
  *
- * In `running`: ALLOCATE_SLOT, MARK_SLOT_ACTIVE, MARK_SLOT_INACTIVE, ADD_TASK. In `running` and
- * `closing`: FREE_SLOT, REMOVE_TASK, and the slots' own reports. Entering `closing` frees every slot.
+ * In `running`: ALLOCATE_SLOT, MARK_SLOT_ACTIVE, MARK_SLOT_INACTIVE. In `running` and `closing`:
+ * FREE_SLOT, REMOVE_TASK, and the slots' own reports. Entering `closing` frees every slot.
+ *
+ * Tasks are their slots' business. Adding one changes no table-wide record, so the table has no
+ * event for it: its caller checks the table-wide rules (`addTaskRefusalIn`: the slot exists, is
+ * active for the task's job and allocation, the attempt is new to the whole table) and sends
+ * ADD_TASK / ADD_TASKS to the TaskSlot actor, whose own guard checks the slot's part again. A table
+ * event on the way would only forward it, at the price of one more XState event per call: 2x the
+ * table's CPU per task added one by one (bench/taskSlotTableTasks.bench.ts). REMOVE_TASK does come
+ * here when the slot is releasing, because then the table decides: the slot's last task takes the
+ * slot out of the ledger. Any other removal may go to the slot directly; this event does the same.
  *
  * The ledger follows Flink's TaskSlotTableImpl: slots by index (static 0..n-1, dynamic ≥ n),
  * AllocationID → index, JobID → AllocationIDs, and an immutable ResourceBudgetManager. Tasks live
@@ -79,7 +88,6 @@ export type TaskSlotTableEvent =
   | { type: 'MARK_SLOT_ACTIVE'; allocationId: AllocationID }
   | { type: 'MARK_SLOT_INACTIVE'; allocationId: AllocationID; slotTimeout?: number }
   | { type: 'FREE_SLOT'; allocationId: AllocationID; cause?: unknown }
-  | { type: 'ADD_TASK'; task: TaskSlotPayload }
   | { type: 'REMOVE_TASK'; executionAttemptId: ExecutionAttemptID }
   | { type: 'CLOSE'; cause?: unknown }
   | TaskSlotNotification
@@ -228,7 +236,6 @@ export const taskSlotTableMachine = setup({
     canAllocate: ({ context, event }) => event.type === 'ALLOCATE_SLOT' && decideAllocation(context, event).kind === 'allocate',
     isIdenticalAllocation: ({ context, event }) => event.type === 'ALLOCATE_SLOT' && decideAllocation(context, event).kind === 'duplicate',
     slotExists: ({ context, event }) => 'allocationId' in event && slotOf(context, event.allocationId as AllocationID) !== undefined,
-    canAddTask: ({ context, event }) => event.type === 'ADD_TASK' && addTaskRefusalIn(context, event.task) === undefined,
     taskExists: ({ context, event }) => event.type === 'REMOVE_TASK' && slotOfTask(context, event.executionAttemptId) !== undefined,
     allSlotsClosed: ({ context }) => Object.keys(context.slots).length === 0 && context.closingSlots === 0,
   },
@@ -292,10 +299,6 @@ export const taskSlotTableMachine = setup({
       }
       for (const slot of slots) enqueue.sendTo(slot, { type: 'CLOSE', cause });
     }),
-    addTask: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== 'ADD_TASK') return;
-      enqueue.sendTo(slotOf(context, event.task.allocationId)!, { type: 'ADD_TASK', task: event.task });
-    }),
     removeTask: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'REMOVE_TASK') return;
       const slot = slotOfTask(context, event.executionAttemptId)!;
@@ -357,7 +360,6 @@ export const taskSlotTableMachine = setup({
         ],
         MARK_SLOT_ACTIVE: { guard: 'slotExists', actions: 'markSlotActive' },
         MARK_SLOT_INACTIVE: { guard: 'slotExists', actions: 'markSlotInactive' },
-        ADD_TASK: { guard: 'canAddTask', actions: 'addTask' },
         CLOSE: { target: 'closing' },
       },
     },

@@ -249,6 +249,35 @@ export class JobGraphError extends SlotwiseError {
   }
 }
 
+/**
+ * A REST request was refused, or a REST call could not be made: `reason` names which, `details`
+ * holds the HTTP `status` and what the request named (`method`, `path`, the `jobId`, the `url`).
+ * The server sends it as its error body; the CLI's client raises it for a refused or failed call.
+ */
+export class RestError extends SlotwiseError {
+  readonly _tag = 'RestError' as const;
+  constructor(
+    reason:
+      | 'bad-request'
+      | 'unknown-job'
+      | 'unknown-taskmanager'
+      | 'not-found'
+      | 'method-not-allowed'
+      | 'job-ended'
+      | 'forbidden-host'
+      | 'body-too-large'
+      | 'unsupported-media-type'
+      | 'unavailable'
+      | 'unreachable'
+      | 'timed-out'
+      | 'bad-response',
+    message: string,
+    details: Record<string, unknown> = {},
+  ) {
+    super(reason, message, details);
+  }
+}
+
 /** Every concrete error class, by tag: the closed family. */
 export const ERROR_CLASSES = {
   IllegalArgumentError,
@@ -270,6 +299,7 @@ export const ERROR_CLASSES = {
   EndpointClosedError,
   TaskExecutionError,
   JobGraphError,
+  RestError,
 } as const;
 
 export type SlotwiseErrorTag = keyof typeof ERROR_CLASSES;

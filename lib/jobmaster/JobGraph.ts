@@ -11,6 +11,7 @@ import type { ResourceProfile, ResourceSpec } from '../core/ResourceProfile.js';
 import { checkCoLocation, checkFields, GRAPH_FIELDS, isRecord, refuse, resolveEdge, resolveProfile, resolveRestartStrategy, resolveVertex, show } from './jobGraphRules.js';
 import { DefaultTaskModuleChecker, type TaskModuleChecker } from './TaskModuleChecker.js';
 import { findCycle, topologicalOrder } from './topology.js';
+import type { RestartBackoffTimeStrategy } from '../../machines/jobStatus.machine.js';
 
 export type DistributionPattern = 'pointwise' | 'all-to-all';
 
@@ -38,7 +39,8 @@ export interface JobEdgeSpec {
 }
 
 export type RestartStrategySpec = { type: 'fixed-delay'; attempts: number; delay: number | string } | { type: 'none' };
-export type RestartStrategy = { readonly type: 'fixed-delay'; readonly attempts: number; readonly delayMs: number } | { readonly type: 'none' };
+/** The resolved strategy: what the job's status machine decides restarts with. */
+export type RestartStrategy = RestartBackoffTimeStrategy;
 
 export interface JobGraphSpec {
   name: string;

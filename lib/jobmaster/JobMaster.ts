@@ -6,6 +6,9 @@
  * restarts failed subtasks and what depends on them under the restart strategy, releases its slots
  * at the end and completes the job's result with the sink outputs.
  *
+ * Whether and when a failed job restarts is jobStatus.machine's decision (canRestart, restartDelay,
+ * then restartTasks); the subtasks' attempts and the failover step are ExecutionAttempts'.
+ *
  * Runs on the main thread on its own MainThreadExecutor; TaskExecutors call its gateway through
  * their Link, and it calls theirs.
  */
@@ -18,10 +21,10 @@ import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } fr
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ExecutionState, SerializedError, SlotOfferWire, TaskExecutionStateWire } from '../rpc/protocol.js';
 import { jobStatusMachine, type JobStatus } from '../../machines/jobStatus.machine.js';
-import { ExecutionGraph, type ExecutionVertex } from './ExecutionGraph.js';
+import { ExecutionAttempts, TERMINAL_STATES, type ExecutionRecord, type ExecutionSummary } from './ExecutionAttempts.js';
+import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import { JobSlotPool } from './JobSlotPool.js';
-import type { LogicalSlot } from './slotsharing/SharedSlot.js';
 import { PhysicalSlotRequestBulkChecker } from './slotsharing/PhysicalSlotRequestBulkChecker.js';
 import { LocalInputPreferredSlotSharingStrategy } from './slotsharing/SlotSharingStrategy.js';
 import { SlotSharingExecutionSlotAllocator } from './slotsharing/SlotSharingExecutionSlotAllocator.js';
@@ -71,19 +74,6 @@ export interface JobMasterOptions {
   readonly log?: (message: string) => void;
 }
 
-interface ExecutionRecord {
-  readonly vertex: ExecutionVertex;
-  attemptNumber: number;
-  executionAttemptId: ExecutionAttemptID;
-  state: ExecutionState | 'scheduled';
-  slot: LogicalSlot | null;
-  /** A slot was asked for and has not come (nor failed) yet. */
-  awaitingSlot: boolean;
-  output: unknown;
-  hasOutput: boolean;
-}
-
-const TERMINAL: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
 /** Why a finished subtask's logical slot went back. */
 const SUBTASK_FINISHED = Object.freeze(new Error('its subtask finished'));
 
@@ -101,8 +91,7 @@ export class JobMaster implements JobMasterGateway {
   readonly #pool: JobSlotPool;
   readonly #allocator: SlotSharingExecutionSlotAllocator;
   readonly #bulkChecker: PhysicalSlotRequestBulkChecker;
-  readonly #executions = new Map<string, ExecutionRecord>();
-  readonly #byAttempt = new Map<ExecutionAttemptID, ExecutionRecord>();
+  readonly #executions: ExecutionAttempts;
   /** Subtasks whose current attempt finished: the job is done when this reaches every subtask. */
   #finishedCount = 0;
   #resolveResult!: (result: JobResult) => void;
@@ -110,7 +99,8 @@ export class JobMaster implements JobMasterGateway {
   #declareScheduled = false;
   /** When the last declaration went out. */
   #lastDeclaredAt = -Infinity;
-  #restartTimer: { cancel(): boolean } | null = null;
+  /** Effects that read the job's status, run once the status machine's snapshot is settled. */
+  #whenStatusSettled: Array<() => void> = [];
   #lastError: SerializedError | null = null;
   #closed = false;
 
@@ -124,19 +114,25 @@ export class JobMaster implements JobMasterGateway {
     this.mailbox = new MainThreadExecutor(`JobMaster ${options.jobGraph.name}`, this.#clock, (error) => this.#log(`uncaught in mailbox: ${describe(error)}`));
     this.graph = new ExecutionGraph(options.jobGraph);
     this.result = new Promise<JobResult>((resolve) => (this.#resolveResult = resolve));
-    this.#status = createActor(jobStatusMachine, options.inspect ? { inspect: options.inspect } : {});
+    // Timers fire into the mailbox, like everything else of this endpoint (the restart delay too).
+    const clock = this.#clock;
+    const mailboxClock: Clock = { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimeout(() => this.mailbox.execute(fn), ms), clearTimeout: (h) => clock.clearTimeout(h) };
+    // The status machine decides whether and when a failed job restarts; restartTasks is its effect.
+    // XState runs an action before the snapshot it leads to is set, and the restart reads the status
+    // (running again): it runs once the status event is out, as the subscriber below settles.
+    const machine = jobStatusMachine.provide({ actions: { restartTasks: () => void this.#whenStatusSettled.push(() => this.#restart()) } });
+    this.#status = createActor(machine, { clock: mailboxClock, input: { restartStrategy: options.jobGraph.restartStrategy }, ...(options.inspect ? { inspect: options.inspect } : {}) });
     let last: JobStatus | null = null;
     this.#status.subscribe((snapshot) => {
       const status = snapshot.value as JobStatus;
-      if (status === last) return;
-      last = status;
-      const cause = status === 'created' || status === 'running' || status === 'finished' ? null : snapshot.context.failureCause;
-      this.#emit({ type: 'status', status, cause, timestamp: this.#clock.now() });
+      if (status !== last) {
+        last = status;
+        const cause = status === 'created' || status === 'running' || status === 'finished' ? null : snapshot.context.failureCause;
+        this.#emit({ type: 'status', status, cause, timestamp: this.#clock.now() });
+      }
+      for (const effect of this.#whenStatusSettled.splice(0)) effect();
     });
     this.#status.start();
-    // Timers fire into the mailbox, like everything else of this endpoint.
-    const clock = this.#clock;
-    const mailboxClock: Clock = { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimeout(() => this.mailbox.execute(fn), ms), clearTimeout: (h) => clock.clearTimeout(h) };
     this.#pool = new JobSlotPool({
       onRequirementsChanged: () => this.#declareSoon(),
       freeSlot: (slot, cause) => {
@@ -160,11 +156,7 @@ export class JobMaster implements JobMasterGateway {
       bulkChecker: this.#bulkChecker,
       allocationTimeoutMs: options.options['slot.request.timeout'],
     });
-    for (const vertex of this.graph.verticesInTopologicalOrder()) {
-      const record: ExecutionRecord = { vertex, attemptNumber: 0, executionAttemptId: this.#attemptId(vertex, 0), state: 'scheduled', slot: null, awaitingSlot: false, output: undefined, hasOutput: false };
-      this.#executions.set(vertex.key, record);
-      this.#byAttempt.set(record.executionAttemptId, record);
-    }
+    this.#executions = new ExecutionAttempts(this.graph);
   }
 
   get status(): JobStatus {
@@ -177,16 +169,8 @@ export class JobMaster implements JobMasterGateway {
   }
 
   /** Per subtask: its attempt, state, executor and slot (for overviews). */
-  executions(): Array<{ key: string; vertexId: string; subtaskIndex: number; attemptNumber: number; state: string; resourceId: ResourceID | null; allocationId: AllocationID | null }> {
-    return [...this.#executions.values()].map((r) => ({
-      key: r.vertex.key,
-      vertexId: r.vertex.id.vertexId,
-      subtaskIndex: r.vertex.id.subtaskIndex,
-      attemptNumber: r.attemptNumber,
-      state: r.state,
-      resourceId: r.slot?.resourceId ?? null,
-      allocationId: r.slot?.allocationId ?? null,
-    }));
+  executions(): ExecutionSummary[] {
+    return this.#executions.summaries();
   }
 
   /** Registers at the ResourceManager and schedules every subtask. */
@@ -204,8 +188,8 @@ export class JobMaster implements JobMasterGateway {
   /** Cancels the job: running subtasks are canceled, slots given back; the result says 'canceled'. */
   cancel(): Promise<void> {
     return this.mailbox.callAsync(() => {
-      if (TERMINAL.has(this.status) || this.status === 'canceling') return;
-      this.#restartTimer?.cancel();
+      if (TERMINAL_STATES.has(this.status) || this.status === 'canceling') return;
+      // Leaving `restarting` cancels a pending restart with it.
       this.#status.send({ type: 'CANCEL' });
       for (const record of this.#executions.values()) this.#cancelExecution(record, 'the job was canceled');
       this.#checkCanceled();
@@ -216,7 +200,7 @@ export class JobMaster implements JobMasterGateway {
 
   async offerSlots(resourceId: ResourceID, offers: readonly SlotOfferWire[]): Promise<AllocationID[]> {
     this.mailbox.assertRunningInMainThread('JobMaster.offerSlots');
-    if (this.#closed || TERMINAL.has(this.status) || this.status === 'canceling') return [];
+    if (this.#closed || TERMINAL_STATES.has(this.status) || this.status === 'canceling') return [];
     return this.#pool.offerSlots(resourceId, offers);
   }
 
@@ -235,9 +219,9 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #applyStateUpdate(update: TaskExecutionStateWire): void {
-    const record = this.#byAttempt.get(update.executionAttemptId);
+    const record = this.#executions.current(update.executionAttemptId);
     // An older attempt, or a subtask restarted meanwhile: ignore.
-    if (record === undefined || record.executionAttemptId !== update.executionAttemptId || TERMINAL.has(record.state)) return;
+    if (record === undefined || TERMINAL_STATES.has(record.state)) return;
     // Nothing changes (a state repeated, e.g. 'deploying', where the JobMaster put the attempt itself): no event.
     if (record.state === update.state) return;
     record.state = update.state;
@@ -251,7 +235,7 @@ export class JobMaster implements JobMasterGateway {
     this.mailbox.assertRunningInMainThread('JobMaster.notifySlotFreed');
     const slot = this.#pool.slotLost(allocationId);
     if (slot === undefined) return;
-    const inSlot = [...this.#executions.values()].filter((r) => r.slot?.allocationId === allocationId && !TERMINAL.has(r.state));
+    const inSlot = this.#executions.inSlot(allocationId);
     this.#allocator.releasePhysicalSlot(allocationId, new Error(cause));
     for (const record of inSlot) {
       record.slot = null;
@@ -279,7 +263,7 @@ export class JobMaster implements JobMasterGateway {
       this.#emitTask(record, null);
       this.mailbox.whenComplete(slots.get(record.vertex.key)!, (slot, error) => {
         if (record.executionAttemptId === attempt) record.awaitingSlot = false;
-        if (record.executionAttemptId !== attempt || TERMINAL.has(this.status)) {
+        if (record.executionAttemptId !== attempt || TERMINAL_STATES.has(this.status)) {
           if (slot !== undefined) this.#allocator.releaseLogicalSlot(record.vertex.id);
           return;
         }
@@ -291,7 +275,7 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #inputsReady(record: ExecutionRecord): boolean {
-    return this.graph.producersOf(record.vertex).every((p) => this.#executions.get(p.key)!.hasOutput);
+    return this.graph.producersOf(record.vertex).every((p) => this.#executions.of(p).hasOutput);
   }
 
   #tryDeploy(record: ExecutionRecord): void {
@@ -299,7 +283,7 @@ export class JobMaster implements JobMasterGateway {
     const gateway = this.#o.taskExecutor(record.slot.resourceId);
     if (gateway === undefined) return this.#failed(record, { name: 'TaskExecutorLost', message: `TaskExecutor ${record.slot.resourceId} is gone` });
     const inputs: Record<string, unknown[]> = {};
-    for (const input of this.graph.inputsOf(record.vertex)) inputs[input.edge.from] = input.producers.map((p) => this.#executions.get(p.key)!.output);
+    for (const input of this.graph.inputsOf(record.vertex)) inputs[input.edge.from] = input.producers.map((p) => this.#executions.of(p).output);
     const { jobVertex, id } = record.vertex;
     // As Flink's Execution.deploy: the JobMaster moves the attempt to DEPLOYING as it submits it;
     // the TaskExecutor reports what comes after (initializing, running, the end).
@@ -322,7 +306,7 @@ export class JobMaster implements JobMasterGateway {
         config: jobVertex.config,
       }),
       (_, error) => {
-        if (error !== undefined && record.executionAttemptId === attempt && !TERMINAL.has(record.state)) {
+        if (error !== undefined && record.executionAttemptId === attempt && !TERMINAL_STATES.has(record.state)) {
           record.state = 'failed';
           const failure = serialize(error);
           this.#emitTask(record, failure);
@@ -340,13 +324,13 @@ export class JobMaster implements JobMasterGateway {
     this.#allocator.releaseLogicalSlot(record.vertex.id, SUBTASK_FINISHED);
     record.slot = null;
     if (++this.#finishedCount === this.#executions.size) return this.#complete();
-    for (const consumer of this.graph.consumersOf(record.vertex)) this.#tryDeploy(this.#executions.get(consumer.key)!);
+    for (const consumer of this.graph.consumersOf(record.vertex)) this.#tryDeploy(this.#executions.of(consumer));
   }
 
   // ------------------------------------------------------------------ failures and restarts
 
   #slotFailed(record: ExecutionRecord, error: unknown): void {
-    if (this.status === 'canceling' || TERMINAL.has(this.status)) return;
+    if (this.status === 'canceling' || TERMINAL_STATES.has(this.status)) return;
     const failure = serialize(error);
     if (isSlotwiseError(error) && error._tag === 'SlotRequestError') return this.#failJob(failure, 'its slots did not come in time');
     // A shared slot whose physical slot failed: ask again, as part of the normal failover.
@@ -354,44 +338,25 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #failed(record: ExecutionRecord, error: SerializedError): void {
-    if (!TERMINAL.has(record.state)) record.state = 'failed';
+    if (!TERMINAL_STATES.has(record.state)) record.state = 'failed';
     this.#lastError = error;
     if (this.status === 'canceling') return this.#checkCanceled();
-    if (TERMINAL.has(this.status)) return;
+    if (TERMINAL_STATES.has(this.status)) return;
     const message = `${record.vertex.key} (attempt ${record.attemptNumber}) failed: ${error.message}`;
     this.#log(message);
-    if (this.status === 'restarting') return this.#status.send({ type: 'TASK_FAILED', cause: message });
+    // running → failing; while restarting, the failure joins the pending restart.
     this.#status.send({ type: 'TASK_FAILED', cause: message });
-    const strategy = this.jobGraph.restartStrategy;
-    const restarts = this.#status.getSnapshot().context.restarts;
-    if (strategy.type === 'none' || restarts >= strategy.attempts) {
-      this.#status.send({ type: 'FAIL', cause: strategy.type === 'none' ? message : `${message}; no restart left (${restarts} of ${strategy.attempts} made)` });
-      return this.#terminate('failed', error);
-    }
-    this.#status.send({ type: 'RESTART' });
-    this.#restartTimer = this.mailbox.schedule(() => this.#restart(), strategy.delayMs);
+    // The status machine's restart strategy decides: restarting (its delay, then #restart) or failed.
+    this.#status.send({ type: 'HANDLE_FAILURE' });
+    if (this.status === 'failed') this.#terminate('failed', error);
   }
 
-  /**
-   * Restarts the failed subtasks (each subtask is its own failover region: outputs are kept by the
-   * JobMaster, so producers need not run again, and consumers are still waiting for their inputs).
-   */
+  /** The status machine's restartTasks: the failed subtasks' next attempts (ExecutionAttempts.restartFailed), each with a slot again. */
   #restart(): void {
-    if (this.status !== 'restarting') return;
-    const toRestart = [...this.#executions.values()].filter((r) => r.state === 'failed' || r.state === 'canceled');
-    // Subtasks not deployed yet whose slot went while the job was restarting: only a slot again.
-    const toReslot = [...this.#executions.values()].filter((r) => r.state === 'scheduled' && r.slot === null && !r.awaitingSlot);
-    for (const record of toRestart) {
-      this.#allocator.releaseLogicalSlot(record.vertex.id);
-      this.#byAttempt.delete(record.executionAttemptId);
-      record.attemptNumber++;
-      record.executionAttemptId = this.#attemptId(record.vertex, record.attemptNumber);
-      this.#byAttempt.set(record.executionAttemptId, record);
-      record.state = 'scheduled';
-      record.slot = null;
-    }
-    this.#status.send({ type: 'RESTARTED' });
-    this.#schedule([...toRestart, ...toReslot]);
+    if (this.#closed) return;
+    const { restarted, reslot } = this.#executions.restartFailed();
+    for (const record of restarted) this.#allocator.releaseLogicalSlot(record.vertex.id);
+    this.#schedule([...restarted, ...reslot]);
   }
 
   #cancelExecution(record: ExecutionRecord, cause: string): void {
@@ -410,23 +375,23 @@ export class JobMaster implements JobMasterGateway {
   #canceledByExecutor(record: ExecutionRecord): void {
     if (this.status === 'canceling') return this.#checkCanceled();
     // Canceled though the job is not canceling (its slot was freed under it): a failure of that attempt.
-    if (!TERMINAL.has(this.status) && this.status !== 'restarting') this.#failed(record, { name: 'TaskCanceled', message: `${record.vertex.key} was canceled by its TaskExecutor` });
+    if (!TERMINAL_STATES.has(this.status) && this.status !== 'restarting') this.#failed(record, { name: 'TaskCanceled', message: `${record.vertex.key} was canceled by its TaskExecutor` });
   }
 
   #checkCanceled(): void {
     if (this.status !== 'canceling') return;
-    const busy = [...this.#executions.values()].some((r) => r.state === 'deploying' || r.state === 'initializing' || r.state === 'running');
-    if (busy) return;
+    if (this.#executions.anyDeployed()) return;
     this.#status.send({ type: 'ALL_CANCELED' });
     this.#terminate('canceled', null);
   }
 
   #failJob(error: SerializedError, why: string): void {
-    if (TERMINAL.has(this.status)) return;
+    if (TERMINAL_STATES.has(this.status)) return;
     this.#lastError = error;
     const cause = `${why}: ${error.message}`;
-    if (this.status === 'running' || this.status === 'restarting') this.#status.send({ type: 'TASK_FAILED', cause });
-    if (this.status === 'failing') this.#status.send({ type: 'FAIL', cause });
+    // running → failing → failed, failing or restarting → failed: no restart mends this.
+    if (this.status === 'running') this.#status.send({ type: 'TASK_FAILED', cause });
+    this.#status.send({ type: 'FAIL', cause });
     for (const record of this.#executions.values()) this.#cancelExecution(record, cause);
     this.#terminate('failed', error);
   }
@@ -439,14 +404,13 @@ export class JobMaster implements JobMasterGateway {
   #terminate(status: JobResult['status'], error: SerializedError | null): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#restartTimer?.cancel();
     const cause = new Error(`job ${this.jobGraph.name} ${status}`);
     this.#allocator.releaseAll(cause);
     this.#pool.close(cause);
     this.#bulkChecker.close();
     const outputs: Record<string, unknown[]> = {};
     if (status === 'finished') {
-      for (const sink of this.graph.sinks()) (outputs[sink.id.vertexId] ??= [])[sink.id.subtaskIndex] = this.#executions.get(sink.key)!.output;
+      for (const sink of this.graph.sinks()) (outputs[sink.id.vertexId] ??= [])[sink.id.subtaskIndex] = this.#executions.of(sink).output;
     }
     this.mailbox.whenComplete(this.#o.resourceManager.disconnectJobMaster(this.jobId, `job ${status}`, true), () => {});
     this.#resolveResult({
@@ -484,10 +448,6 @@ export class JobMaster implements JobMasterGateway {
     this.mailbox.whenComplete(this.#o.resourceManager.declareRequiredResources(requirements), (_, error) => {
       if (error !== undefined) this.#failJob(serialize(error), 'the ResourceManager refused its requirements');
     });
-  }
-
-  #attemptId(vertex: ExecutionVertex, attempt: number): ExecutionAttemptID {
-    return ExecutionAttemptID.generate({ vertex: vertex.id.vertexId, subtask: vertex.id.subtaskIndex, attempt });
   }
 
   #emitTask(record: ExecutionRecord, error: SerializedError | null): void {

@@ -4,36 +4,30 @@
  *
  * Each call checks its arguments and the table's state, asks the machine's own decision functions
  * whether the operation is allowed, and either throws the typed error that names the reason (the
- * table unchanged) or sends the event. Adding and removing a task, which happen for every task, go
- * straight to the TaskSlot actor when the table's own event would only forward them there (it
- * still decides when a releasing slot loses its last task). Like Flink's, the table is single-threaded: call it from
- * one mailbox only (the TaskExecutor's). Notifications for the TaskExecutor (a slot timed out, a
+ * table unchanged) or sends the event. A task is added straight to its TaskSlot actor (the table
+ * machine has no event for it: a task changes no table-wide record), and removed there too unless
+ * its slot is releasing, when the table's REMOVE_TASK decides whether the slot leaves with it.
+ * Argument checks live in taskSlotTableChecks, the verdicts' typed errors in taskSlotTableRefusals,
+ * the slot views and the slot report in TaskSlotInfo. Like Flink's, the table is single-threaded:
+ * call it from one mailbox only (the TaskExecutor's). Notifications for the TaskExecutor (a slot timed out, a
  * slot was freed, a releasing slot's tasks are stuck) are delivered through `slotActions`, on the
  * `executor` (a microtask by default), never while the table is in the middle of an event.
  */
 import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import type { Clock } from '../core/clock.js';
-import { parseDuration, type DurationInput } from '../core/Duration.js';
-import {
-  DuplicateTaskError,
-  IllegalArgumentError,
-  IllegalStateError,
-  SlotAllocationError,
-  SlotNotActiveError,
-  SlotNotFoundError,
-  SlotOwnerMismatchError,
-  TaskNotFoundError,
-} from '../core/errors.js';
-import { AllocationID, ExecutionAttemptID, JobID, ResourceID, SlotID } from '../core/ids.js';
+import type { DurationInput } from '../core/Duration.js';
+import { IllegalStateError, SlotNotFoundError, TaskNotFoundError } from '../core/errors.js';
+import { AllocationID, type ExecutionAttemptID, type JobID, type ResourceID } from '../core/ids.js';
 import { DEFAULTS } from '../core/options.js';
 import { ResourceBudgetManager } from '../core/ResourceBudgetManager.js';
-import { formatShortfall, ResourceProfile } from '../core/ResourceProfile.js';
+import { ResourceProfile } from '../core/ResourceProfile.js';
 import { parseMemorySize, type MemorySizeInput } from '../core/MemorySize.js';
-import { currentTicket, type TaskSlotOutput, type TaskSlotPayload, type TaskSlotStateName } from '../../machines/taskSlot.machine.js';
+import type { SlotReport } from '../core/SlotReport.js';
+import { defaultSlotResourceProfile } from '../core/TaskExecutorResourceUtils.js';
+import { currentTicket, type TaskSlotOutput, type TaskSlotPayload } from '../../machines/taskSlot.machine.js';
 import {
   addTaskRefusalIn,
   decideAllocation,
-  type TableAddTaskRefusal,
   slotOf,
   slotOfTask,
   slotState,
@@ -44,10 +38,11 @@ import {
   type TaskSlotTableStateName,
 } from '../../machines/taskSlotTable.machine.js';
 import { MemoryManager } from './MemoryManager.js';
-import type { SlotReport, SlotStatus } from '../core/SlotReport.js';
-import { defaultSlotResourceProfile } from '../core/TaskExecutorResourceUtils.js';
+import { slotReportOf, taskSlotInfo, type TaskSlotInfo } from './TaskSlotInfo.js';
+import { checkAllocationRequest, checkPayload, describeId, duration, illegal } from './taskSlotTableChecks.js';
+import { addTaskError, allocationRefusalError } from './taskSlotTableRefusals.js';
 
-export type { SlotAllocationRequest, TaskSlotOutput, TaskSlotPayload };
+export type { SlotAllocationRequest, TaskSlotInfo, TaskSlotOutput, TaskSlotPayload };
 
 /** What the table tells its TaskExecutor (Flink's SlotActions, plus two notices of ours). */
 export interface SlotActions {
@@ -82,17 +77,6 @@ export interface TaskSlotTableOptions {
   readonly executor?: (task: () => void) => void;
   /** Receives every XState inspection event of the table and its slots. */
   readonly inspect?: (event: InspectionEvent) => void;
-}
-
-/** A read-only view of one slot. */
-export interface TaskSlotInfo {
-  readonly index: number;
-  readonly allocationId: AllocationID;
-  readonly jobId: JobID;
-  readonly resourceProfile: ResourceProfile;
-  readonly state: TaskSlotStateName;
-  readonly tasks: readonly ExecutionAttemptID[];
-  readonly memoryManager: MemoryManager;
 }
 
 /** The result of freeSlot: whether the slot left at once, and its closing, shared by every caller. */
@@ -194,19 +178,8 @@ export class TaskSlotTable {
       case 'allocate':
         this.#actor.send({ type: 'ALLOCATE_SLOT', ...request });
         return true;
-      case 'refuse': {
-        const id = AllocationID.short(request.allocationId);
-        switch (verdict.reason) {
-          case 'index-out-of-range':
-            throw new SlotAllocationError('index-out-of-range', `slot index ${verdict.index} is out of range: this table has ${verdict.numberSlots} static slots (0..${verdict.numberSlots - 1}); ask for a negative index to get a dynamic slot`, { ...verdict, allocationId: request.allocationId });
-          case 'index-taken':
-            throw new SlotAllocationError('index-taken', `cannot allocate ${id}: slot index ${verdict.index} is already held by allocation ${AllocationID.short(verdict.holder)}`, { ...verdict, allocationId: request.allocationId });
-          case 'allocation-conflict':
-            throw new SlotAllocationError('allocation-conflict', `allocation ${id} is already held by slot ${verdict.existing.index} for job ${JobID.short(verdict.existing.jobId)} with ${verdict.existing.profile}; a repeat must name the same job, profile and index`, { allocationId: request.allocationId, existingIndex: verdict.existing.index, existingJobId: verdict.existing.jobId });
-          case 'insufficient-resources':
-            throw new SlotAllocationError('insufficient-resources', `cannot allocate ${id} at index ${verdict.index}: the TaskExecutor has not enough resources left (${formatShortfall(verdict.available.shortfall(verdict.profile))})`, { allocationId: request.allocationId, index: verdict.index, requested: verdict.profile.toJSON(), available: verdict.available.toJSON() });
-        }
-      }
+      case 'refuse':
+        throw allocationRefusalError(request, verdict);
     }
   }
 
@@ -276,8 +249,8 @@ export class TaskSlotTable {
 
   /**
    * Checks each task against the table as the tasks before it leave it, then sends each slot its
-   * accepted tasks: straight to the slot, as the table's own ADD_TASK would only forward them there
-   * (the table-wide checks ran here).
+   * accepted tasks in one ADD_TASK(S) (the table machine has no task-adding event: the table-wide
+   * rule, `addTaskRefusalIn`, runs here; the slot's guard checks its own part again).
    */
   #add(tasks: readonly TaskSlotPayload[]): Array<Error | undefined> {
     const errors: Array<Error | undefined> = [];
@@ -378,12 +351,12 @@ export class TaskSlotTable {
 
   getTaskSlot(allocationId: AllocationID): TaskSlotInfo | undefined {
     const slot = slotOf(this.#context, allocationId);
-    return slot === undefined ? undefined : info(slot);
+    return slot === undefined ? undefined : taskSlotInfo(slot);
   }
 
   /** Every slot in the table, by index. */
   getTaskSlots(): TaskSlotInfo[] {
-    return Object.values(this.#context.slots).map(info).sort((a, b) => a.index - b.index);
+    return Object.values(this.#context.slots).map(taskSlotInfo).sort((a, b) => a.index - b.index);
   }
 
   /** The slot's MemoryManager, for a task being submitted to it (Flink's getTaskMemoryManager). */
@@ -435,24 +408,7 @@ export class TaskSlotTable {
 
   /** Every static slot (free ones with the default profile) and every live dynamic slot. */
   createSlotReport(resourceId: ResourceID): SlotReport {
-    const slots: SlotStatus[] = [];
-    const statusOf = (slot: TaskSlotRef): SlotStatus => {
-      const c = slot.getSnapshot().context;
-      const state = slotState(slot);
-      return { slotId: SlotID.of(resourceId, c.index), resourceProfile: c.resourceProfile, allocationId: c.allocationId, jobId: c.jobId, state: state === 'done' ? 'releasing' : state };
-    };
-    for (let index = 0; index < this.numberSlots; index++) {
-      const slot = this.#context.slots[index];
-      slots.push(
-        slot === undefined
-          ? { slotId: SlotID.of(resourceId, index), resourceProfile: this.defaultSlotResourceProfile, allocationId: null, jobId: null, state: 'free' }
-          : statusOf(slot),
-      );
-    }
-    for (const [index, slot] of Object.entries(this.#context.slots)) {
-      if (Number(index) >= this.numberSlots) slots.push(statusOf(slot));
-    }
-    return { resourceId, slots };
+    return slotReportOf(this.#context, resourceId, this.defaultSlotResourceProfile);
   }
 
   /**
@@ -526,74 +482,4 @@ export class TaskSlotTable {
     }
     return closing;
   }
-}
-
-function info(slot: TaskSlotRef): TaskSlotInfo {
-  const c = slot.getSnapshot().context;
-  return {
-    index: c.index,
-    allocationId: c.allocationId,
-    jobId: c.jobId,
-    resourceProfile: c.resourceProfile,
-    state: slotState(slot),
-    tasks: c.tasks.ids(),
-    memoryManager: c.memoryManager as MemoryManager,
-  };
-}
-
-function illegal(argument: string, reason: 'invalid-type' | 'invalid-value' | 'out-of-range', rule: string): IllegalArgumentError {
-  return new IllegalArgumentError(reason, `${COMPONENT}: ${argument} ${rule}`, { argument });
-}
-
-function duration(argument: string, input: DurationInput | undefined, fallback: number): number {
-  if (input === undefined) return fallback;
-  const parsed = parseDuration(input);
-  if (!parsed.ok) throw illegal(argument, 'invalid-value', parsed.problem);
-  if (parsed.ms <= 0) throw illegal(argument, 'out-of-range', `must be longer than 0 ms, got ${parsed.ms}`);
-  return parsed.ms;
-}
-
-function describeId(value: unknown): string {
-  return typeof value === 'string' ? JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value) : String(value);
-}
-
-function checkAllocationRequest(request: SlotAllocationRequest): void {
-  if (typeof request !== 'object' || request === null) throw illegal('request', 'invalid-type', 'must be an object { index, jobId, allocationId, resourceProfile }');
-  if (!Number.isSafeInteger(request.index)) throw illegal('index', 'invalid-value', `must be an integer (negative for a dynamic slot), got ${String(request.index)}`);
-  if (!JobID.is(request.jobId)) throw illegal('jobId', 'invalid-value', `must be a JobID (32 hex characters), got ${describeId(request.jobId)}`);
-  if (!AllocationID.is(request.allocationId)) throw illegal('allocationId', 'invalid-value', `must be an AllocationID (32 hex characters), got ${describeId(request.allocationId)}`);
-  if (!(request.resourceProfile instanceof ResourceProfile)) throw illegal('resourceProfile', 'invalid-type', 'must be a ResourceProfile (UNKNOWN for the default slot profile)');
-  if (request.resourceProfile.isAny()) throw illegal('resourceProfile', 'invalid-value', 'must not be ANY: a slot needs a finite profile');
-  if (request.slotTimeout !== undefined && (!Number.isFinite(request.slotTimeout) || request.slotTimeout <= 0)) {
-    throw illegal('slotTimeout', 'out-of-range', `must be a number of ms > 0, got ${String(request.slotTimeout)}`);
-  }
-}
-
-/** The typed error for an addTask refusal. */
-function addTaskError(task: TaskSlotPayload, refusal: TableAddTaskRefusal): Error {
-  const id = ExecutionAttemptID.short(task.executionAttemptId);
-  const slot = AllocationID.short(task.allocationId);
-  const details = { executionAttemptId: task.executionAttemptId, allocationId: task.allocationId, jobId: task.jobId };
-  switch (refusal.reason) {
-    case 'slot-not-found':
-      return new SlotNotFoundError(`cannot add task ${id}: no slot with allocation ${slot} in this table`, details);
-    case 'slot-allocated':
-      return new SlotNotActiveError('slot-allocated', `cannot add task ${id}: slot ${slot} is allocated but not active; mark it active first`, details);
-    case 'slot-releasing':
-      return new SlotNotActiveError('slot-releasing', `cannot add task ${id}: slot ${slot} is releasing`, details);
-    case 'job-mismatch':
-      return new SlotOwnerMismatchError('job-mismatch', `cannot add task ${id} of job ${JobID.short(refusal.actual)}: slot ${slot} belongs to job ${JobID.short(refusal.expected)}`, { ...details, expected: refusal.expected });
-    case 'allocation-mismatch':
-      return new SlotOwnerMismatchError('allocation-mismatch', `cannot add task ${id}: slot ${slot} is held under allocation ${AllocationID.short(refusal.expected)}`, { ...details, expected: refusal.expected });
-    case 'duplicate-execution-attempt':
-      return new DuplicateTaskError(`task ${id} is already in this table`, details);
-  }
-}
-
-function checkPayload(task: TaskSlotPayload): void {
-  if (typeof task !== 'object' || task === null) throw illegal('task', 'invalid-type', 'must be an object { executionAttemptId, jobId, allocationId, failExternally }');
-  if (!ExecutionAttemptID.is(task.executionAttemptId)) throw illegal('task.executionAttemptId', 'invalid-value', `must be an ExecutionAttemptID, got ${describeId(task.executionAttemptId)}`);
-  if (!JobID.is(task.jobId)) throw illegal('task.jobId', 'invalid-value', `must be a JobID, got ${describeId(task.jobId)}`);
-  if (!AllocationID.is(task.allocationId)) throw illegal('task.allocationId', 'invalid-value', `must be an AllocationID, got ${describeId(task.allocationId)}`);
-  if (typeof task.failExternally !== 'function') throw illegal('task.failExternally', 'invalid-type', 'must be a function (cause) => void');
 }

@@ -23,6 +23,7 @@ import {
   EndpointClosedError,
   TaskExecutionError,
   JobGraphError,
+  RestError,
   type AnySlotwiseError,
   type SlotwiseErrorTag,
 } from '../../lib/core/errors.js';
@@ -54,6 +55,7 @@ const SAMPLES: Record<SlotwiseErrorTag, () => AnySlotwiseError> = {
   EndpointClosedError: () => new EndpointClosedError('TaskExecutor taskexecutor-1 is closed: the call was not run', { endpoint: 'TaskExecutor taskexecutor-1' }),
   RpcTimeoutError: () => new RpcTimeoutError('TaskExecutorGateway.requestSlot got no answer within 10 s', { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: 10_000 }),
   JobGraphError: () => new JobGraphError('cycle', 'the edges form a cycle: map -> reduce -> map; a job graph must be acyclic', { vertices: ['map', 'reduce', 'map'] }),
+  RestError: () => new RestError('unknown-job', 'no job 0123456789abcdef0123456789abcdef in this cluster', { status: 404, jobId: '0123456789abcdef0123456789abcdef' }),
 };
 
 const TAGS = Object.keys(ERROR_CLASSES) as SlotwiseErrorTag[];

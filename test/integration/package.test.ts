@@ -18,6 +18,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startJobManagerChild } from '../cli/support.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -59,11 +60,11 @@ function quickStartFiles(): Map<string, string> {
 
 /** The application's lockfile: slotwise from the tarball, its dependencies as this repository pins them. */
 function applicationLock(tarball: string): object {
-  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; license: string; dependencies: Record<string, string>; engines: object };
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; license: string; dependencies: Record<string, string>; engines: object; bin: Record<string, string> };
   const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
   const packages: Record<string, unknown> = {
     '': { name: 'app', dependencies: { slotwise: `file:${tarball}` } },
-    'node_modules/slotwise': { version: pkg.version, resolved: `file:${tarball}`, license: pkg.license, dependencies: pkg.dependencies, engines: pkg.engines },
+    'node_modules/slotwise': { version: pkg.version, resolved: `file:${tarball}`, license: pkg.license, dependencies: pkg.dependencies, engines: pkg.engines, bin: pkg.bin },
   };
   for (const [path, entry] of Object.entries(lock.packages)) if (path !== '' && entry.dev !== true) packages[path] = entry;
   return { name: 'app', lockfileVersion: 3, requires: true, packages };
@@ -185,13 +186,35 @@ describe('the package, installed from its tarball into an application', function
       "const { MiniCluster } = await import('slotwise');",
       "const { machines } = await import('slotwise/machines');",
       "const { ResourceManager } = await import('slotwise/internals');",
+      "const { startRestServer } = await import('slotwise/rest');",
       "const required = createRequire(import.meta.url)('slotwise');",
-      'console.log(JSON.stringify({ deep, machines: Object.keys(machines).sort(), internals: typeof ResourceManager, sameClass: required.MiniCluster === MiniCluster }));',
+      'console.log(JSON.stringify({ deep, machines: Object.keys(machines).sort(), internals: typeof ResourceManager, rest: typeof startRestServer, sameClass: required.MiniCluster === MiniCluster }));',
     ].join('\n');
     writeFileSync(join(app, 'probe.mjs'), probe);
     const { code, stdout, stderr } = await run(process.execPath, ['probe.mjs'], app, 30_000);
     expect(code, stderr).to.equal(0);
-    expect(JSON.parse(stdout.trim())).to.deep.equal({ deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED', machines: ['jobStatus', 'resourceSlot', 'slotManager', 'taskSlot', 'taskSlotTable'], internals: 'function', sameClass: true });
+    expect(JSON.parse(stdout.trim())).to.deep.equal({ deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED', machines: ['jobStatus', 'resourceSlot', 'slotManager', 'taskSlot', 'taskSlotTable'], internals: 'function', rest: 'function', sameClass: true });
+  });
+
+  it('installs the slotwise command: jobmanager --local-taskmanagers serves a cluster, run submits the README\'s job file of the quick start\'s tasks', async () => {
+    // The README's job file, beside the quick start's task modules.
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const cli = readme.slice(readme.indexOf('## CLI'), readme.indexOf('\n## ', readme.indexOf('## CLI') + 1));
+    const job = /```js\n(\/\/ sumOfSquares\.job\.mjs[\s\S]*?)```/.exec(cli)?.[1];
+    expect(job, 'the README\'s CLI section shows sumOfSquares.job.mjs').to.be.a('string');
+    writeFileSync(join(app, 'sumOfSquares.job.mjs'), job!);
+    const bin = join(app, 'node_modules/.bin/slotwise');
+    const jm = await startJobManagerChild([bin], ['--local-taskmanagers', '1', '--rest-port', '0'], app, { ...process.env, NODE_OPTIONS: '' });
+    try {
+      const { code, stdout, stderr } = await run(bin, ['run', '--jobmanager', jm.url, '--json', 'sumOfSquares.job.mjs'], app, 60_000);
+      expect(code, stderr).to.equal(0);
+      expect(JSON.parse(stdout.trim())).to.deep.include({ status: 'finished', outputs: { sum: [338350] } });
+      const refused = await run(bin, ['cancel', '--jobmanager', jm.url, 'nope'], app, 30_000);
+      expect(refused.code).to.equal(2);
+      expect(refused.stderr.trim()).to.equal('slotwise cancel: JOB_ID must be 32 lowercase hex characters, as slotwise list shows it, got "nope"');
+    } finally {
+      expect(await jm.stop()).to.equal(0);
+    }
   });
 
   it('runs a task on a TaskExecutor thread and in a TaskExecutor process, and checks task modules, from the compiled build', async () => {

@@ -213,6 +213,31 @@ describe('JobMaster', () => {
     expect(h.statuses()).to.deep.equal(['created', 'running', 'failing', 'restarting', 'running', 'finished']);
   });
 
+  it('reports a failure to the status machine once and lets it decide: TASK_FAILED, HANDLE_FAILURE, then its restart', async () => {
+    const h = new Harness({ vertices: [vertex('boom', 1)], restartStrategy: { type: 'fixed-delay', attempts: 1, delay: '2 s' } });
+    await h.start();
+    const sent: string[] = [];
+    h.master.statusActor.system.inspect((e) => void (e.type === '@xstate.event' && e.actorRef === h.master.statusActor && sent.push(e.event.type)));
+    const te = h.addExecutor('taskexecutor-a');
+    await h.offer(te, 1);
+    const first = h.submittedFor('boom')[0]!;
+    await h.report(first, 'failed', { error: { name: 'Error', message: 'flaky' } });
+    expect(sent).to.deep.equal(['TASK_FAILED', 'HANDLE_FAILURE']);
+    expect(h.master.status).to.equal('restarting');
+    await h.advance(1_999);
+    expect(h.master.status).to.equal('restarting');
+    await h.advance(1);
+    // The machine's delay ran out: it is running again, and only then is the next attempt scheduled.
+    expect(sent.at(-1)).to.match(/^xstate\.after\.restartDelay\./);
+    const sinceRunning = h.events.slice(h.events.findLastIndex((e) => e.type === 'status' && e.status === 'running'));
+    expect(sinceRunning.find((e) => e.type === 'task')).to.deep.include({ vertexId: 'boom', attemptNumber: 1, state: 'scheduled' });
+    await h.offer(te, 1);
+    await h.report(h.submittedFor('boom')[1]!, 'failed', { error: { name: 'Error', message: 'flaky again' } });
+    const result = await h.master.result;
+    expect(result).to.deep.include({ status: 'failed', restarts: 1 });
+    expect(h.events.filter((e) => e.type === 'status').at(-1)).to.deep.include({ status: 'failed', cause: 'boom#0 (attempt 1) failed: flaky again; no restart left (1 of 1 made)' });
+  });
+
   it('fails the job with the task’s error once the restart attempts are spent', async () => {
     const h = new Harness({ vertices: [vertex('boom', 1)], restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 } });
     await h.start();

@@ -5,7 +5,8 @@ import { AllocationID, JobID } from '../../lib/core/ids.js';
 import { ResourceBudgetManager } from '../../lib/core/ResourceBudgetManager.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import { MemoryManager } from '../../lib/taskexecutor/MemoryManager.js';
-import { slotOfTask, slotState, taskSlotTableMachine, type TaskSlotTableEmitted } from '../../machines/taskSlotTable.machine.js';
+import type { TaskSlotPayload } from '../../machines/taskSlot.machine.js';
+import { addTaskRefusalIn, slotOf, slotOfTask, slotState, taskSlotTableMachine, type TableAddTaskRefusal, type TaskSlotTableEmitted } from '../../machines/taskSlotTable.machine.js';
 import { fakeTask, flushMicrotasks, profile } from '../support/fixtures.js';
 
 /** The machine alone, on a simulated clock, with 2 static slots of 1 core / 100 mb each. */
@@ -30,7 +31,16 @@ function startTable() {
     actor.send({ type: 'ALLOCATE_SLOT', index, jobId: job, allocationId, resourceProfile });
     return allocationId;
   };
-  return { actor, clock, emitted, jobId, allocate, ctx: () => actor.getSnapshot().context };
+  /**
+   * Adds a task as the TaskSlotTable class does: the table has no task-adding event, so the
+   * table-wide rules are checked here and the task goes to its TaskSlot actor. The refusal, if any.
+   */
+  const addTask = (task: TaskSlotPayload): TableAddTaskRefusal | undefined => {
+    const refusal = addTaskRefusalIn(actor.getSnapshot().context, task);
+    if (refusal === undefined) slotOf(actor.getSnapshot().context, task.allocationId)!.send({ type: 'ADD_TASK', task });
+    return refusal;
+  };
+  return { actor, clock, emitted, jobId, allocate, addTask, ctx: () => actor.getSnapshot().context };
 }
 
 describe('taskSlotTable machine', () => {
@@ -64,12 +74,12 @@ describe('taskSlotTable machine', () => {
     });
 
     it('refuses allocations and activations while closing, but still lets tasks leave', async () => {
-      const { actor, allocate, ctx, jobId } = startTable();
+      const { actor, allocate, addTask, ctx, jobId } = startTable();
       actor.send({ type: 'START' });
       const id = allocate(0);
       actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
       const task = fakeTask(jobId, id);
-      actor.send({ type: 'ADD_TASK', task });
+      addTask(task);
       actor.send({ type: 'CLOSE', cause: 'shutting down' });
       expect(task.failed).to.deep.equal(['shutting down']);
       const before = ctx();
@@ -145,14 +155,14 @@ describe('taskSlotTable machine', () => {
     });
 
     it('keeps a slot with tasks as releasing until its last task is removed', () => {
-      const { actor, allocate, ctx, jobId, emitted } = startTable();
+      const { actor, allocate, addTask, ctx, jobId, emitted } = startTable();
       actor.send({ type: 'START' });
       const id = allocate(0);
       actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
       const a = fakeTask(jobId, id);
       const b = fakeTask(jobId, id);
-      actor.send({ type: 'ADD_TASK', task: a });
-      actor.send({ type: 'ADD_TASK', task: b });
+      addTask(a);
+      addTask(b);
       actor.send({ type: 'FREE_SLOT', allocationId: id, cause: 'canceled' });
       expect(slotState(ctx().slots[0]!)).to.equal('releasing');
       expect(a.failed).to.deep.equal(['canceled']);
@@ -182,32 +192,51 @@ describe('taskSlotTable machine', () => {
     });
 
     it('keeps tasks in their slot only: adding and removing one leaves the table-wide ledger as it was', () => {
-      const { actor, allocate, ctx, jobId } = startTable();
+      const { actor, allocate, addTask, ctx, jobId } = startTable();
       actor.send({ type: 'START' });
       const id = allocate(0);
       actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
       const { slots, allocations, slotsPerJob, budget } = ctx();
       const task = fakeTask(jobId, id);
-      actor.send({ type: 'ADD_TASK', task });
+      expect(addTask(task)).to.equal(undefined);
       expect(ctx()).to.include({ slots, allocations, slotsPerJob, budget });
-      actor.send({ type: 'ADD_TASK', task }); // the same attempt again: refused
+      expect(addTask(task)).to.deep.equal({ reason: 'duplicate-execution-attempt' }); // the same attempt again: refused
       expect(ctx().slots[0]!.getSnapshot().context.tasks.ids()).to.deep.equal([task.executionAttemptId]);
       actor.send({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId });
       expect(ctx()).to.include({ slots, allocations, slotsPerJob, budget });
       expect(slotOfTask(ctx(), task.executionAttemptId)).to.equal(undefined);
     });
 
+    it('has no task-adding event of its own: ADD_TASK is a TaskSlot event, REMOVE_TASK a table event in running and closing', () => {
+      const { actor, allocate, addTask, ctx, jobId } = startTable();
+      actor.send({ type: 'START' });
+      const id = allocate(0);
+      actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
+      const task = fakeTask(jobId, id);
+      const before = ctx();
+      // Sent to the table anyway, ADD_TASK is ignored: no transition, no task in any slot.
+      expect(taskSlotTableMachine.getTransitionData(actor.getSnapshot(), { type: 'ADD_TASK', task } as never)).to.deep.equal([]);
+      actor.send({ type: 'ADD_TASK', task } as never);
+      expect(ctx()).to.equal(before);
+      expect(slotOfTask(ctx(), task.executionAttemptId)).to.equal(undefined);
+      expect(addTask(task)).to.equal(undefined);
+      expect(actor.getSnapshot().can({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId })).to.equal(true);
+      actor.send({ type: 'CLOSE' });
+      expect(actor.getSnapshot().value).to.equal('closing');
+      expect(actor.getSnapshot().can({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId })).to.equal(true);
+    });
+
     it('maps each task to its slot and refuses a task for an inactive or unknown slot', () => {
-      const { actor, allocate, ctx, jobId } = startTable();
+      const { actor, allocate, addTask, ctx, jobId } = startTable();
       actor.send({ type: 'START' });
       const id = allocate(0);
       const before = ctx();
-      actor.send({ type: 'ADD_TASK', task: fakeTask(jobId, id) }); // not active yet
-      actor.send({ type: 'ADD_TASK', task: fakeTask(jobId, AllocationID.generate()) }); // unknown slot
+      expect(addTask(fakeTask(jobId, id))).to.deep.equal({ reason: 'slot-allocated' }); // not active yet
+      expect(addTask(fakeTask(jobId, AllocationID.generate()))).to.deep.equal({ reason: 'slot-not-found' }); // unknown slot
       expect(ctx()).to.equal(before);
       actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
       const task = fakeTask(jobId, id);
-      actor.send({ type: 'ADD_TASK', task });
+      addTask(task);
       expect(slotOfTask(ctx(), task.executionAttemptId)).to.equal(ctx().slots[0]);
       expect(ctx().slots[0]!.getSnapshot().context.tasks.ids()).to.deep.equal([task.executionAttemptId]);
     });

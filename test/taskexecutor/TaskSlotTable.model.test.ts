@@ -14,6 +14,9 @@
  *     (identical repeat allocation → false, activating an active slot → true, …), never an error;
  *   - and the class's describe() (state; slots by index, allocation, job, state, tasks) is the view.
  *
+ * ADD_TASK is no table event (a task changes no table-wide record): the model adds a task as the
+ * class does, through the table's rule `addTaskRefusalIn` and then the TaskSlot actor's ADD_TASK.
+ *
  * Memory shutdowns finish asynchronously (a promise per slot), and a replay has to be synchronous.
  * In the model a slot's shutdown therefore finishes only on the SETTLE event (a manually completed
  * stand-in for the promise actor, `provide`d into the slot machine); on the class, SETTLE is
@@ -30,7 +33,7 @@ import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import { MemoryManager } from '../../lib/taskexecutor/MemoryManager.js';
 import { TaskSlotTable, type FreeSlotResult, type TaskSlotPayload } from '../../lib/taskexecutor/TaskSlotTable.js';
 import { taskSlotMachine, type SlotMemoryLeakReport, type SlotMemoryManager } from '../../machines/taskSlot.machine.js';
-import { slotState, taskSlotTableMachine, type TaskSlotRef, type TaskSlotTableEvent } from '../../machines/taskSlotTable.machine.js';
+import { addTaskRefusalIn, slotOf, slotState, taskSlotTableMachine, type TaskSlotRef, type TaskSlotTableEvent } from '../../machines/taskSlotTable.machine.js';
 import { fakeTask, flushMicrotasks, profile } from '../support/fixtures.js';
 
 // ------------------------------------------------------------------------------ the fixed world
@@ -62,7 +65,8 @@ type ModelEvent =
   | { type: 'SETTLE' }
   | { type: 'ALLOCATE_SLOT'; allocation: AllocationLabel; index: number; job: JobLabel; oversized?: true }
   | { type: 'MARK_SLOT_ACTIVE' | 'MARK_SLOT_INACTIVE' | 'FREE_SLOT'; allocation: AllocationLabel }
-  | { type: 'ADD_TASK' | 'REMOVE_TASK'; task: TaskLabel };
+  | { type: 'ADD_TASK'; task: TaskLabel }
+  | { type: 'REMOVE_TASK'; task: TaskLabel };
 
 const EVENTS: readonly ModelEvent[] = [
   { type: 'START' },
@@ -75,7 +79,8 @@ const EVENTS: readonly ModelEvent[] = [
   // A1 is held, as a taken index while A2 holds 0, for want of resources otherwise — never allocated.
   { type: 'ALLOCATE_SLOT', allocation: 'A1', index: 0, job: 'J1', oversized: true },
   ...(['MARK_SLOT_ACTIVE', 'MARK_SLOT_INACTIVE', 'FREE_SLOT'] as const).flatMap((type) => (['A1', 'A2'] as const).map((allocation) => ({ type, allocation }))),
-  ...(['ADD_TASK', 'REMOVE_TASK'] as const).flatMap((type) => (['T1', 'T2'] as const).map((task) => ({ type, task }))),
+  ...(['T1', 'T2'] as const).map((task) => ({ type: 'ADD_TASK' as const, task })),
+  ...(['T1', 'T2'] as const).map((task) => ({ type: 'REMOVE_TASK' as const, task })),
 ];
 
 function describeEvent(event: ModelEvent): string {
@@ -135,7 +140,10 @@ const modelMachine = taskSlotTableMachine.provide({
   actors: { taskSlot: taskSlotMachine.provide({ actors: { shutdownMemory: manualShutdown } }) },
 });
 
-function toMachineEvent(event: Exclude<ModelEvent, { type: 'SETTLE' }>): TaskSlotTableEvent {
+/** The model's events that are the table machine's own (ADD_TASK is a TaskSlot event: see addTaskToSlot). */
+type TableModelEvent = Exclude<ModelEvent, { type: 'SETTLE' | 'ADD_TASK' }>;
+
+function toMachineEvent(event: TableModelEvent): TaskSlotTableEvent {
   switch (event.type) {
     case 'ALLOCATE_SLOT':
       return { type: 'ALLOCATE_SLOT', ...allocationRequest(event) };
@@ -143,13 +151,24 @@ function toMachineEvent(event: Exclude<ModelEvent, { type: 'SETTLE' }>): TaskSlo
     case 'MARK_SLOT_INACTIVE':
     case 'FREE_SLOT':
       return { type: event.type, allocationId: ALLOCATIONS[event.allocation] };
-    case 'ADD_TASK':
-      return { type: 'ADD_TASK', task: taskPayload(event.task) };
     case 'REMOVE_TASK':
       return { type: 'REMOVE_TASK', executionAttemptId: TASKS[event.task].id };
     default:
       return { type: event.type };
   }
+}
+
+/**
+ * The table machine has no task-adding event (adding a task changes no table-wide record): a task
+ * is added as the class adds it — allowed while the table runs and the table-wide rules
+ * (`addTaskRefusalIn`) let it in, then ADD_TASK to its TaskSlot actor. Returns whether it was let in.
+ */
+function addTaskToSlot(actor: TableActor, label: TaskLabel, deliver: boolean): boolean {
+  const { value, context } = actor.getSnapshot();
+  const task = taskPayload(label);
+  if (value !== 'running' || addTaskRefusalIn(context, task) !== undefined) return false;
+  if (deliver) slotOf(context, task.allocationId)!.send({ type: 'ADD_TASK', task });
+  return true;
 }
 
 type TableActor = ReturnType<typeof startModelTable>;
@@ -169,6 +188,10 @@ function startModelTable() {
 }
 
 function deliver(actor: TableActor, event: ModelEvent): void {
+  if (event.type === 'ADD_TASK') {
+    addTaskToSlot(actor, event.task, true);
+    return;
+  }
   if (event.type !== 'SETTLE') {
     actor.send(toMachineEvent(event));
     return;
@@ -242,7 +265,12 @@ function createTableModel(): ActorLogic<TableModelSnapshot, ModelEvent, undefine
         for (const e of snapshot.events) deliver(actor, e);
         live = { key, actor };
       }
-      const accepted = event.type === 'SETTLE' ? 'not-an-event' : modelMachine.getTransitionData(live.actor.getSnapshot(), toMachineEvent(event)).length > 0;
+      const accepted =
+        event.type === 'SETTLE'
+          ? 'not-an-event'
+          : event.type === 'ADD_TASK'
+            ? addTaskToSlot(live.actor, event.task, false)
+            : modelMachine.getTransitionData(live.actor.getSnapshot(), toMachineEvent(event)).length > 0;
       const before = snapshotsOf(live.actor);
       deliver(live.actor, event);
       const next: TableModelSnapshot = { ...snapshot, events, view: project(live.actor), accepted };

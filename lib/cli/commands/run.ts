@@ -1,0 +1,109 @@
+/**
+ * `slotwise run [--jobmanager URL] JOB_FILE [--detached] [--json]`: loads the job file, bundles its
+ * task modules, submits spec and code with POST /jobs, then follows the job's events
+ * (GET /jobs/:id/events) as progress lines and prints its result (GET /jobs/:id/result). Exit code
+ * 0 when the job finished, 1 when it failed or was canceled; `--detached` prints the JobID and
+ * returns at once; `--json` prints the result as one JSON line on stdout (progress goes to stderr).
+ */
+import { dirname, resolve } from 'node:path';
+import { IllegalArgumentError, RestError } from '../../core/errors.js';
+import type { JobEventPage, SequencedJobEvent } from '../../rest/RestTarget.js';
+import { bundleJob, loadJobFile } from '../jobFile.js';
+import { jobManagerUrl, parseFlags, type CliIo } from '../flags.js';
+import { RestClient, RestRefusal } from '../RestClient.js';
+
+export const RUN_USAGE = `Usage: slotwise run [--jobmanager URL] JOB_FILE [--detached] [--json]
+
+Submits the job JOB_FILE exports (a JobGraphSpec, or a function returning one), its task modules
+bundled with their imports, to the JobManager's REST API; prints task events, then the result.
+Exit code 0: finished; 1: failed or canceled; 2: bad input or no JobManager.
+
+  --jobmanager URL  the REST API (default $SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081)
+  --detached        print the JobID and return once the job is submitted
+  --json            print the result as one JSON line (progress on stderr)`;
+
+/** How long a submit may take: the JobManager loads and checks every task module. */
+const SUBMIT_TIMEOUT_MS = 120_000;
+const POLL_MS = 200;
+/** A JobManager that stays unreachable this long while a job runs is given up on. */
+const LOST_AFTER_MS = 30_000;
+
+interface ExecutionResult {
+  readonly id: string;
+  readonly name: string;
+  readonly status: 'finished' | 'failed' | 'canceled';
+  readonly outputs: Record<string, unknown[]>;
+  readonly error: { readonly _tag?: string; readonly name: string; readonly message: string } | null;
+  readonly restarts: number;
+  readonly 'net-runtime': number;
+}
+
+export async function run(args: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseFlags('run', args, { jobmanager: { type: 'string' }, detached: { type: 'boolean' }, json: { type: 'boolean' } }, true);
+  if (values['help']) return (io.stdout(RUN_USAGE), 0);
+  if (positionals.length !== 1) throw new IllegalArgumentError('missing', `run takes one JOB_FILE, got ${positionals.length === 0 ? 'none' : positionals.join(' ')} (slotwise run --help)`, { argument: 'JOB_FILE' });
+  const url = jobManagerUrl(values['jobmanager'] as string | undefined, io.env);
+  const json = values['json'] === true;
+  const file = positionals[0]!;
+  const spec = await loadJobFile(file, io.cwd);
+  const client = new RestClient(url);
+  // Reach the JobManager first (bounded), so a wrong URL is told before anything is bundled.
+  await client.get('/overview');
+  const submission = await bundleJob(spec, dirname(resolve(io.cwd, file)));
+  const { jobid } = await client.post<{ jobid: string }>('/jobs', submission, SUBMIT_TIMEOUT_MS);
+  if (values['detached']) {
+    io.stdout(json ? JSON.stringify({ jobId: jobid, name: spec.name }) : jobid);
+    return 0;
+  }
+  const progress = json ? io.stderr : io.stdout;
+  progress(`submitted job '${spec.name}' as ${jobid}`);
+  await follow(client, jobid, progress);
+  const answer = await client.get<{ 'job-execution-result': ExecutionResult }>(`/jobs/${jobid}/result`);
+  const result = answer['job-execution-result'];
+  if (json) {
+    io.stdout(JSON.stringify({ jobId: result.id, name: result.name, status: result.status, outputs: result.outputs, error: result.error, restarts: result.restarts, durationMs: result['net-runtime'] }));
+  } else {
+    io.stdout(`job ${result.status} in ${result['net-runtime']} ms (${result.restarts} restart${result.restarts === 1 ? '' : 's'})${result.error ? `: ${result.error._tag ?? result.error.name}: ${result.error.message}` : ''}`);
+    for (const [vertex, outputs] of Object.entries(result.outputs)) io.stdout(`${vertex}: ${JSON.stringify(outputs)}`);
+  }
+  return result.status === 'finished' ? 0 : 1;
+}
+
+/** Prints the job's events until its log is complete; rides out a JobManager that is briefly away. */
+async function follow(client: RestClient, jobId: string, print: (line: string) => void): Promise<void> {
+  let from = 0;
+  let unreachableSince: number | null = null;
+  for (;;) {
+    let page: JobEventPage;
+    try {
+      page = await client.get<JobEventPage>(`/jobs/${jobId}/events?from=${from}`);
+      unreachableSince = null;
+    } catch (error) {
+      if (error instanceof RestRefusal || !(error instanceof RestError) || (error.reason !== 'unreachable' && error.reason !== 'timed-out')) throw error;
+      unreachableSince ??= Date.now();
+      if (Date.now() - unreachableSince > LOST_AFTER_MS) {
+        throw new RestError('unreachable', `lost the JobManager at ${client.baseUrl} for ${LOST_AFTER_MS / 1000} s while job ${jobId} ran (${error.message}); the job may still run: slotwise list`, { jobId });
+      }
+      await sleep(POLL_MS * 5);
+      continue;
+    }
+    if (page.first > from) print(`(${page.first - from} earlier events were dropped by the JobManager's event log)`);
+    for (const event of page.events) {
+      const line = describeEvent(event);
+      if (line !== null) print(line);
+    }
+    from = page.next;
+    if (page.complete) return;
+    if (page.events.length === 0) await sleep(POLL_MS);
+  }
+}
+
+function describeEvent(event: SequencedJobEvent): string | null {
+  if (event.type === 'status') return `job ${event.status}${event.cause ? `: ${event.cause}` : ''}`;
+  if (!['running', 'finished', 'failed', 'canceled'].includes(event.state)) return null;
+  const attempt = event.attemptNumber > 0 ? ` (attempt ${event.attemptNumber})` : '';
+  const where = event.resourceId && event.state === 'running' ? ` on ${event.resourceId}` : '';
+  return `${event.vertexId}#${event.subtaskIndex}${attempt} ${event.state}${where}${event.error ? `: ${event.error.message}` : ''}`;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,121 @@
+/**
+ * The current attempt of every subtask of a job (Flink's ExecutionVertex with its current
+ * Execution): its state, slot and output, found by subtask or by ExecutionAttemptID, and the
+ * failover step that gives failed subtasks their next attempt.
+ *
+ * Each subtask is its own failover region (Flink restarts a pipelined region; here outputs are
+ * kept by the JobMaster, so producers need not run again and consumers still wait for their
+ * inputs): a restart resets exactly the failed and canceled subtasks. The JobMaster decides
+ * nothing here — the job's status machine decides whether and when to restart — and applies what
+ * this returns (slots released and asked for again).
+ */
+import type { AllocationID, ExecutionAttemptID, ResourceID } from '../core/ids.js';
+import type { ExecutionState } from '../rpc/protocol.js';
+import { createExecution, type ExecutionGraph, type ExecutionVertex } from './ExecutionGraph.js';
+import type { LogicalSlot } from './slotsharing/SharedSlot.js';
+
+/** Terminal states, of an attempt as of a job. */
+export const TERMINAL_STATES: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
+
+/** One subtask and its current attempt. */
+export interface ExecutionRecord {
+  readonly vertex: ExecutionVertex;
+  attemptNumber: number;
+  executionAttemptId: ExecutionAttemptID;
+  state: ExecutionState | 'scheduled';
+  slot: LogicalSlot | null;
+  /** A slot was asked for and has not come (nor failed) yet. */
+  awaitingSlot: boolean;
+  output: unknown;
+  hasOutput: boolean;
+}
+
+/** A subtask's attempt as overviews show it. */
+export interface ExecutionSummary {
+  readonly key: string;
+  readonly vertexId: string;
+  readonly subtaskIndex: number;
+  readonly attemptNumber: number;
+  readonly state: string;
+  readonly resourceId: ResourceID | null;
+  readonly allocationId: AllocationID | null;
+}
+
+export class ExecutionAttempts {
+  readonly #byKey = new Map<string, ExecutionRecord>();
+  /** Current attempts only: an older attempt's ID is not found. */
+  readonly #byAttempt = new Map<ExecutionAttemptID, ExecutionRecord>();
+
+  /** Attempt 0 of every subtask of the graph, scheduled, in topological order. */
+  constructor(graph: ExecutionGraph) {
+    for (const vertex of graph.verticesInTopologicalOrder()) {
+      const record: ExecutionRecord = { vertex, attemptNumber: 0, executionAttemptId: attemptId(vertex, 0), state: 'scheduled', slot: null, awaitingSlot: false, output: undefined, hasOutput: false };
+      this.#byKey.set(vertex.key, record);
+      this.#byAttempt.set(record.executionAttemptId, record);
+    }
+  }
+
+  get size(): number {
+    return this.#byKey.size;
+  }
+
+  values(): IterableIterator<ExecutionRecord> {
+    return this.#byKey.values();
+  }
+
+  /** The record of a subtask of the graph. */
+  of(vertex: ExecutionVertex): ExecutionRecord {
+    return this.#byKey.get(vertex.key)!;
+  }
+
+  /** The subtask whose current attempt this is, or undefined (an older attempt, or none of this job). */
+  current(executionAttemptId: ExecutionAttemptID): ExecutionRecord | undefined {
+    return this.#byAttempt.get(executionAttemptId);
+  }
+
+  /** The subtasks whose current attempt holds that slot and has not ended. */
+  inSlot(allocationId: AllocationID): ExecutionRecord[] {
+    return [...this.#byKey.values()].filter((r) => r.slot?.allocationId === allocationId && !TERMINAL_STATES.has(r.state));
+  }
+
+  /** Whether an attempt is on a TaskExecutor (deploying, initializing or running). */
+  anyDeployed(): boolean {
+    return [...this.#byKey.values()].some((r) => r.state === 'deploying' || r.state === 'initializing' || r.state === 'running');
+  }
+
+  /**
+   * The restart of the failed regions: every failed or canceled subtask gets its next attempt,
+   * scheduled and without a slot (`restarted`; its old attempt's ID is forgotten), and the
+   * subtasks not deployed yet whose slot went meanwhile need only a slot again (`reslot`).
+   */
+  restartFailed(): { restarted: ExecutionRecord[]; reslot: ExecutionRecord[] } {
+    const restarted = [...this.#byKey.values()].filter((r) => r.state === 'failed' || r.state === 'canceled');
+    const reslot = [...this.#byKey.values()].filter((r) => r.state === 'scheduled' && r.slot === null && !r.awaitingSlot);
+    for (const record of restarted) {
+      this.#byAttempt.delete(record.executionAttemptId);
+      record.attemptNumber++;
+      record.executionAttemptId = attemptId(record.vertex, record.attemptNumber);
+      this.#byAttempt.set(record.executionAttemptId, record);
+      record.state = 'scheduled';
+      record.slot = null;
+    }
+    return { restarted, reslot };
+  }
+
+  /** Per subtask: its attempt, state, executor and slot. */
+  summaries(): ExecutionSummary[] {
+    return [...this.#byKey.values()].map((r) => ({
+      key: r.vertex.key,
+      vertexId: r.vertex.id.vertexId,
+      subtaskIndex: r.vertex.id.subtaskIndex,
+      attemptNumber: r.attemptNumber,
+      state: r.state,
+      resourceId: r.slot?.resourceId ?? null,
+      allocationId: r.slot?.allocationId ?? null,
+    }));
+  }
+}
+
+function attemptId(vertex: ExecutionVertex, attempt: number): ExecutionAttemptID {
+  return createExecution(vertex.id, attempt).attemptId;
+}

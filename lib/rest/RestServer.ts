@@ -1,0 +1,138 @@
+/**
+ * The REST endpoint of a JobManager, in Flink's shape (Flink's WebMonitorEndpoint): fastify with JSON
+ * schema validation in front of a RestTarget. `startRestServer({ target })` listens on
+ * 127.0.0.1:8081 by default (`port: 0`: a free port) and resolves with its URL once it listens.
+ *
+ * Anyone who can reach it can run code on the cluster (POST /jobs takes task code), as with Flink's:
+ * it listens on loopback unless told otherwise, and there answers only requests addressed to a
+ * loopback name (no DNS rebinding). A vertex can name only code uploaded with it, never a path on
+ * the JobManager's host.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import { IllegalArgumentError, RestError } from '../core/errors.js';
+import { errorResponse } from './restErrors.js';
+import { registerRoutes, ROUTES } from './restRoutes.js';
+import type { RestTarget } from './RestTarget.js';
+
+export interface RestServerOptions {
+  /** The cluster to serve: `miniClusterTarget(cluster)`, or a session cluster's JobManager. */
+  readonly target: RestTarget;
+  /** Default `'127.0.0.1'` (loopback only). */
+  readonly address?: string;
+  /** Default 8081 (Flink's `rest.port`); 0 picks a free port. */
+  readonly port?: number;
+  /** The largest request body taken, in bytes (default 64 MiB: POST /jobs carries bundled task code). */
+  readonly bodyLimit?: number;
+  /** How long one request may wait for the cluster before it is answered 504 (default 60 s: a submit checks every task module). */
+  readonly requestTimeoutMs?: number;
+}
+
+export interface RestServer {
+  /** `http://127.0.0.1:8081`: where it listens, with the port it got. */
+  readonly url: string;
+  /** Stops listening and ends every connection (bounded); the same promise every time. */
+  close(): Promise<void>;
+}
+
+const TARGET_METHODS = ['storeTaskCode', 'submitJob', 'listJobs', 'jobDetails', 'jobResult', 'jobEvents', 'cancelJob', 'overview'] as const;
+const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+const CLOSE_TIMEOUT_MS = 5_000;
+const LOOPBACK: ReadonlySet<string> = new Set(['127.0.0.1', 'localhost', '::1']);
+const LOOPBACK_NAMES: ReadonlySet<string> = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/** The host name of a Host header (`127.0.0.1:8081` → `127.0.0.1`, `[::1]:8081` → `[::1]`). */
+function hostnameOf(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /^(\[[^\]]*\]|[^:]*)(:\d+)?$/.exec(header.trim().toLowerCase());
+  return match?.[1];
+}
+
+export async function startRestServer(options: RestServerOptions): Promise<RestServer> {
+  const { target, address, port, bodyLimit, requestTimeoutMs } = checkOptions(options);
+  const app = Fastify({
+    logger: false,
+    bodyLimit,
+    forceCloseConnections: true,
+    // Refuse what the schemas do not allow instead of repairing it: no unknown fields dropped, no
+    // strings turned into numbers; `verbose` hands the error formatter the schema and the value.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, verbose: true, allErrors: false } },
+  });
+  // JSON only: fastify also parses text/plain by default, which would turn a wrong content type into a schema error.
+  app.removeContentTypeParser('text/plain');
+  app.setErrorHandler((error, _request, reply) => {
+    const { status, body } = errorResponse(error);
+    void reply.code(status).type('application/json').send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const { status, body } = errorResponse(new RestError('not-found', `no route ${request.method} ${request.url.split('?')[0]}; the API has ${Object.keys(ROUTES).join(', ')}`, { status: 404, method: request.method, path: request.url }));
+    void reply.code(status).send(body);
+  });
+  if (LOOPBACK.has(address)) {
+    // DNS rebinding: a web page whose name resolves to 127.0.0.1 could otherwise reach a loopback
+    // server as its own origin and POST task code. Only loopback names may address it.
+    app.addHook('onRequest', async (request) => {
+      const host = hostnameOf(request.headers.host);
+      if (host === undefined || !LOOPBACK_NAMES.has(host)) {
+        throw new RestError('forbidden-host', `this REST API listens on ${address} and answers only requests addressed to localhost, 127.0.0.1 or [::1], not to ${JSON.stringify(request.headers.host ?? '')}`, { status: 403, host: request.headers.host });
+      }
+    });
+  }
+  registerRoutes(app, target, requestTimeoutMs);
+  refuseOtherMethods(app);
+  try {
+    await app.listen({ host: address, port });
+  } catch (error) {
+    await app.close();
+    const code = (error as { code?: string }).code;
+    throw new IllegalArgumentError('invalid-value', `the REST server cannot listen on ${address}:${port}: ${code === 'EADDRINUSE' ? 'the port is in use' : code === 'EADDRNOTAVAIL' ? 'no interface has this address' : (error as Error).message}`, {
+      argument: code === 'EADDRNOTAVAIL' ? 'address' : 'port',
+      address,
+      port,
+      code,
+    });
+  }
+  const bound = app.server.address();
+  const host = address.includes(':') ? `[${address}]` : address;
+  const url = `http://${host}:${typeof bound === 'object' && bound !== null ? bound.port : port}`;
+  let closed: Promise<void> | null = null;
+  return {
+    url,
+    close: () =>
+      (closed ??= (async () => {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([app.close(), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_TIMEOUT_MS)))]);
+        clearTimeout(timer);
+      })()),
+  };
+}
+
+/** Each path answers 405, with `Allow`, to the methods it does not have. */
+function refuseOtherMethods(app: FastifyInstance): void {
+  for (const [url, methods] of Object.entries(ROUTES)) {
+    const allowed = methods.includes('GET') ? [...methods, 'HEAD'] : methods;
+    const others = ALL_METHODS.filter((m) => !allowed.includes(m));
+    app.route({
+      method: others,
+      url,
+      handler: async (request, reply) => {
+        void reply.header('allow', allowed.join(', '));
+        throw new RestError('method-not-allowed', `${request.method} is not allowed on ${url}; allowed: ${allowed.join(', ')}`, { status: 405, method: request.method, path: url, allowed });
+      },
+    });
+  }
+}
+
+function checkOptions(options: RestServerOptions): Required<RestServerOptions> {
+  if (typeof options !== 'object' || options === null) throw new IllegalArgumentError('invalid-type', `startRestServer takes { target, address?, port?, bodyLimit?, requestTimeoutMs? }, got ${options === null ? 'null' : typeof options}`, { argument: 'options' });
+  const known = ['target', 'address', 'port', 'bodyLimit', 'requestTimeoutMs'];
+  const unknown = Object.keys(options).find((key) => !known.includes(key));
+  if (unknown !== undefined) throw new IllegalArgumentError('unknown-key', `unknown startRestServer option '${unknown}'; known: ${known.join(', ')}`, { argument: unknown });
+  const { target, address = '127.0.0.1', port = 8081, bodyLimit = 64 * 1024 * 1024, requestTimeoutMs = 60_000 } = options;
+  const missing = typeof target === 'object' && target !== null ? TARGET_METHODS.filter((m) => typeof target[m] !== 'function') : TARGET_METHODS;
+  if (missing.length > 0) throw new IllegalArgumentError('invalid-type', `startRestServer options.target must be a RestTarget (miniClusterTarget(cluster)); it lacks ${missing.join(', ')}`, { argument: 'target', missing });
+  if (typeof address !== 'string' || !/^[\w.:-]+$/.test(address)) throw new IllegalArgumentError('invalid-value', `startRestServer options.address must be a host name or IP address such as '127.0.0.1', got ${JSON.stringify(address)}`, { argument: 'address' });
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new IllegalArgumentError('out-of-range', `startRestServer options.port must be an integer from 0 (any free port) to 65535, got ${String(port)}`, { argument: 'port' });
+  if (!Number.isInteger(bodyLimit) || bodyLimit < 1) throw new IllegalArgumentError('out-of-range', `startRestServer options.bodyLimit must be an integer number of bytes >= 1, got ${String(bodyLimit)}`, { argument: 'bodyLimit' });
+  if (!Number.isFinite(requestTimeoutMs) || requestTimeoutMs <= 0) throw new IllegalArgumentError('out-of-range', `startRestServer options.requestTimeoutMs must be a number of ms > 0, got ${String(requestTimeoutMs)}`, { argument: 'requestTimeoutMs' });
+  return { target, address, port, bodyLimit, requestTimeoutMs };
+}

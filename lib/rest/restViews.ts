@@ -1,0 +1,163 @@
+/**
+ * The REST API's response bodies, in the shape of Flink's REST messages where Flink has one
+ * (flink-runtime `rest/messages`: ClusterOverviewWithVersion, TaskManagersInfo,
+ * TaskManagerDetailsInfo, JobIdsWithStatusOverview, JobDetailsInfo, JobExecutionResultResponseBody):
+ * Flink's keys (`slots-total`, `start-time`, `jid`) and Flink's upper-case states (`RUNNING`,
+ * `CANCELLING`), numbers as numbers. Where slotwise knows more than Flink sends (each slot's
+ * profile and subtasks, why a request waits, the sinks' outputs) it adds fields beside Flink's.
+ * Amounts are ours: CPU in cores, memory in bytes (Flink's ResourceProfileInfo has MB).
+ */
+import type { ClusterOverview, TaskExecutorOverview } from '../ClusterOverview.js';
+import type { JobSummary } from '../dispatcher/Dispatcher.js';
+import type { JobResult } from '../jobmaster/JobMaster.js';
+import type { JobStatus } from '../../machines/jobStatus.machine.js';
+import { toJsonValue } from './jsonValue.js';
+import type { JobDetails, TaskDetails } from './RestTarget.js';
+
+/** Flink's JobStatus names (note Flink's double-l `CANCELLING`). */
+const FLINK_JOB_STATUS: Readonly<Record<JobStatus, string>> = {
+  created: 'CREATED',
+  running: 'RUNNING',
+  failing: 'FAILING',
+  restarting: 'RESTARTING',
+  finished: 'FINISHED',
+  failed: 'FAILED',
+  canceling: 'CANCELLING',
+  canceled: 'CANCELED',
+};
+
+/** Flink's ExecutionState names, in the order Flink's counts list them. */
+const FLINK_EXECUTION_STATES = ['CREATED', 'SCHEDULED', 'DEPLOYING', 'INITIALIZING', 'RUNNING', 'FINISHED', 'CANCELING', 'CANCELED', 'FAILED', 'RECONCILING'] as const;
+
+export function flinkJobStatus(status: JobStatus): string {
+  return FLINK_JOB_STATUS[status];
+}
+
+/** Our task state (`scheduled`, `deploying`, …, `canceled`) as Flink's ExecutionState. */
+export function flinkExecutionState(state: string): string {
+  return state.toUpperCase();
+}
+
+const ENDED: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
+
+/** GET /overview: Flink's ClusterOverviewWithVersion, plus the waiting requests and workers. */
+export function clusterOverviewView(overview: ClusterOverview) {
+  const tms = overview.taskExecutors.map(taskManagerView);
+  const count = (status: JobStatus) => overview.jobs.filter((job) => job.status === status).length;
+  return {
+    taskmanagers: tms.length,
+    'slots-total': tms.reduce((n, tm) => n + tm.slotsNumber, 0),
+    'slots-available': tms.reduce((n, tm) => n + tm.freeSlots, 0),
+    'jobs-running': overview.jobs.filter((job) => !ENDED.has(job.status)).length,
+    'jobs-finished': count('finished'),
+    'jobs-cancelled': count('canceled'),
+    'jobs-failed': count('failed'),
+    pendingWorkers: overview.pendingWorkers,
+    pendingRequests: overview.pendingRequests,
+  };
+}
+
+/** One entry of GET /taskmanagers: Flink's TaskManagerInfo, the fields slotwise has. */
+export function taskManagerView(te: TaskExecutorOverview) {
+  return {
+    id: te.resourceId,
+    /** Static slots plus the dynamic slots it holds now. */
+    slotsNumber: te.slots.length,
+    freeSlots: te.slots.filter((slot) => slot.state === 'free').length,
+    totalResource: te.totalResources,
+    freeResource: te.availableResources,
+    mode: te.mode,
+    utilization: te.utilization,
+  };
+}
+
+/** GET /taskmanagers/:id: Flink's TaskManagerDetailsInfo (its `allocatedSlots`), plus every slot with its subtasks. */
+export function taskManagerDetailsView(te: TaskExecutorOverview) {
+  return {
+    ...taskManagerView(te),
+    allocatedSlots: te.slots.filter((slot) => slot.jobId !== null).map((slot) => ({ jobId: slot.jobId, resource: slot.resources })),
+    available: te.available,
+    slots: te.slots,
+  };
+}
+
+/** GET /jobs: Flink's JobIdsWithStatusOverview, with each job's name. */
+export function jobsView(jobs: readonly JobSummary[]) {
+  return { jobs: jobs.map((job) => ({ id: job.jobId, name: job.name, status: flinkJobStatus(job.status) })) };
+}
+
+/** `{ CREATED: 0, SCHEDULED: 2, … }` over the given states (Flink's per-state task counts). */
+function countStates(states: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = Object.fromEntries(FLINK_EXECUTION_STATES.map((s) => [s, 0]));
+  for (const state of states) counts[flinkExecutionState(state)] = (counts[flinkExecutionState(state)] ?? 0) + 1;
+  return counts;
+}
+
+/**
+ * A vertex's state from its subtasks' (after Flink's ExecutionJobVertex aggregate): a failed subtask
+ * makes it FAILED, then CANCELING, CANCELED; all finished is FINISHED; any live one makes it the most
+ * advanced live state.
+ */
+function vertexState(tasks: readonly TaskDetails[]): string {
+  const has = (state: string) => tasks.some((t) => t.state === state);
+  for (const state of ['failed', 'canceling', 'canceled']) if (has(state)) return flinkExecutionState(state);
+  if (tasks.length > 0 && tasks.every((t) => t.state === 'finished')) return 'FINISHED';
+  for (const state of ['running', 'initializing', 'deploying', 'scheduled']) if (has(state)) return flinkExecutionState(state);
+  return 'CREATED';
+}
+
+/** GET /jobs/:jobid: Flink's JobDetailsInfo (no plan, no metrics), plus every subtask's attempt and where it runs. */
+export function jobDetailsView(details: JobDetails, now: number) {
+  const end = details.endTime ?? -1;
+  const byVertex = new Map<string, TaskDetails[]>(details.vertices.map((v) => [v.id, []]));
+  for (const task of details.tasks) byVertex.get(task.vertexId)?.push(task);
+  const vertices = details.vertices.map((v) => {
+    const tasks = byVertex.get(v.id) ?? [];
+    return { id: v.id, name: v.id, parallelism: v.parallelism, slotSharingGroup: v.slotSharingGroup, status: vertexState(tasks), tasks: countStates(tasks.map((t) => t.state)) };
+  });
+  const statusCounts: Record<string, number> = Object.fromEntries(FLINK_EXECUTION_STATES.map((s) => [s, 0]));
+  for (const vertex of vertices) statusCounts[vertex.status] = (statusCounts[vertex.status] ?? 0) + 1;
+  return {
+    jid: details.jobId,
+    name: details.name,
+    isStoppable: false,
+    state: flinkJobStatus(details.status),
+    'start-time': details.startTime,
+    'end-time': end,
+    duration: (details.endTime ?? now) - details.startTime,
+    now,
+    restarts: details.restarts,
+    vertices,
+    'status-counts': statusCounts,
+    subtasks: details.tasks.map((t) => ({
+      vertex: t.vertexId,
+      subtask: t.subtaskIndex,
+      attempt: t.attemptNumber,
+      status: flinkExecutionState(t.state),
+      'taskmanager-id': t.resourceId,
+      'allocation-id': t.allocationId,
+    })),
+  };
+}
+
+const APPLICATION_STATUS: Readonly<Record<JobResult['status'], string>> = { finished: 'SUCCEEDED', failed: 'FAILED', canceled: 'CANCELED' };
+
+/** GET /jobs/:jobid/result: Flink's JobExecutionResultResponseBody, with the sinks' outputs (as JSON, see jsonValue.ts). */
+export function jobResultView(result: JobResult | null) {
+  if (result === null) return { status: { id: 'IN_PROGRESS' } };
+  return {
+    status: { id: 'COMPLETED' },
+    'job-execution-result': {
+      id: result.jobId,
+      'application-status': APPLICATION_STATUS[result.status],
+      'accumulator-results': {},
+      'net-runtime': result.durationMs,
+      ...(result.error === null ? {} : { 'failure-cause': { class: result.error._tag ?? result.error.name, 'stack-trace': result.error.stack ?? `${result.error.name}: ${result.error.message}` } }),
+      name: result.jobName,
+      status: result.status,
+      outputs: toJsonValue(result.outputs),
+      error: result.error === null ? null : toJsonValue(result.error),
+      restarts: result.restarts,
+    },
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * The slotwise command end to end, each step a child process: `slotwise jobmanager
+ * --local-taskmanagers 1` serves a MiniCluster over REST; `slotwise run` submits job files (their
+ * task modules bundled with their imports) and prints progress and the exact result; `list`,
+ * `overview` and `cancel` work against it; refusals answer one line and exit code 2.
+ */
+import { expect } from 'chai';
+import { until } from '../support/eventually.js';
+import { cliChild, startJobManagerChild, TSX_CLI } from './support.js';
+
+describe('slotwise CLI against slotwise jobmanager --local-taskmanagers (child processes)', function () {
+  this.timeout(120_000);
+  let jm: Awaited<ReturnType<typeof startJobManagerChild>>;
+  const cli = (...argv: string[]) => cliChild(TSX_CLI, argv);
+
+  before(async () => {
+    jm = await startJobManagerChild(TSX_CLI, ['--local-taskmanagers', '1', '--slots', '2', '--rest-port', '0']);
+  });
+
+  after(async () => {
+    await jm?.stop();
+  });
+
+  it('prints the REST URL on a line of its own', () => {
+    expect(jm.url).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(jm.output()).to.contain('an in-process cluster of 1 TaskExecutor(s) × 2 slot(s) (worker threads)');
+  });
+
+  it('run: bundles the task modules, prints each subtask as it runs, then the exact result; exit 0', async () => {
+    const { code, stdout, stderr } = await cli('run', '--jobmanager', jm.url, 'sumOfSquares.job.mjs');
+    expect(code, stderr).to.equal(0);
+    expect(stdout).to.match(/^submitted job 'sum of squares' as [0-9a-f]{32}$/m);
+    expect(stdout.match(/^square#\d running on taskexecutor-\S+$/gm)).to.have.length(4);
+    expect(stdout).to.match(/^sum#0 finished$/m);
+    expect(stdout).to.match(/^job finished in \d+ ms \(0 restarts\)$/m);
+    expect(stdout.trimEnd().split('\n').at(-1)).to.equal('sum: [338350]');
+  });
+
+  it('run --json: one JSON line with the result on stdout (progress on stderr); SLOTWISE_JOBMANAGER names the JobManager', async () => {
+    const { code, stdout, stderr } = await cliChild(TSX_CLI, ['run', '--json', 'sumOfSquares.job.mjs'], { SLOTWISE_JOBMANAGER: jm.url });
+    expect(code, stderr).to.equal(0);
+    const lines = stdout.trimEnd().split('\n');
+    expect(lines).to.have.length(1);
+    const result = JSON.parse(lines[0]!);
+    expect(result).to.deep.include({ name: 'sum of squares', status: 'finished', outputs: { sum: [338350] }, error: null, restarts: 0 });
+    expect(result.jobId).to.match(/^[0-9a-f]{32}$/);
+    expect(stderr).to.contain('square#0 running on taskexecutor-');
+  });
+
+  it('run: a job whose task throws fails with exit 1 and the task\'s error', async () => {
+    const { code, stdout } = await cli('run', '--jobmanager', jm.url, 'failing.job.mjs');
+    expect(code).to.equal(1);
+    expect(stdout).to.match(/^job failed in \d+ ms \(0 restarts\): TaskExecutionError: .*no luck today$/m);
+  });
+
+  it('run --detached prints the JobID; list and overview show the job running; cancel cancels it', async () => {
+    const detached = await cli('run', '--jobmanager', jm.url, '--detached', 'sleeper.job.mjs');
+    expect(detached.code, detached.stderr).to.equal(0);
+    const jobId = detached.stdout.trim();
+    expect(jobId).to.match(/^[0-9a-f]{32}$/);
+
+    const listed = await cli('list', '--jobmanager', jm.url);
+    expect(listed.code, listed.stderr).to.equal(0);
+    expect(listed.stdout).to.match(/^JOB ID\s+STATUS\s+NAME$/m);
+    expect(listed.stdout).to.match(new RegExp(`^${jobId}  (CREATED|RUNNING) +sleeper$`, 'm'));
+    expect(listed.stdout).to.match(/^[0-9a-f]{32}  FINISHED +sum of squares$/m);
+
+    const table = await until('the sleeper in the slot table', async () => {
+      const shown = await cli('overview', '--jobmanager', jm.url);
+      return shown.stdout.includes('sleep#0 (running)') ? shown : undefined;
+    });
+    expect(table.code).to.equal(0);
+    expect(table.stdout).to.match(/^1 TaskManager\(s\), 2 slots \(1 free\), 1 job\(s\) running$/m);
+    expect(table.stdout).to.match(/taskexecutor-\S+\s+0\s+allocated\s+1 core, 128 mb heap\s+sleep#0 \(running\)/);
+
+    const canceled = await cli('cancel', '--jobmanager', jm.url, jobId);
+    expect(canceled.code, canceled.stderr).to.equal(0);
+    expect(canceled.stdout.trim()).to.equal(`canceling job ${jobId}`);
+    const json = await until('the sleeper canceled', async () => {
+      const list = JSON.parse((await cli('list', '--jobmanager', jm.url, '--json')).stdout) as Array<{ id: string; status: string }>;
+      return list.find((job) => job.id === jobId && job.status === 'CANCELED');
+    });
+    expect(json.status).to.equal('CANCELED');
+
+    const again = await cli('cancel', '--jobmanager', jm.url, jobId);
+    expect(again.code).to.equal(2);
+    expect(again.stderr.trim()).to.equal(`slotwise cancel: job ${jobId} has already canceled: there is nothing to cancel`);
+  });
+
+  it('refuses bad input with one line and exit 2: an unknown job, a missing job file, a bad flag', async () => {
+    const unknown = await cli('cancel', '--jobmanager', jm.url, '0123456789abcdef0123456789abcdef');
+    expect(unknown.code).to.equal(2);
+    expect(unknown.stderr.trim().split('\n')).to.deep.equal(['slotwise cancel: no job 0123456789abcdef0123456789abcdef in this cluster (ended jobs are kept for jobstore.expiration-time, at most jobstore.max-capacity)']);
+    const missing = await cli('run', '--jobmanager', jm.url, 'nothere.job.mjs');
+    expect(missing.code).to.equal(2);
+    expect(missing.stderr.trim().split('\n')).to.deep.equal(['slotwise run: cannot read job file nothere.job.mjs: no such file']);
+    const flag = await cli('overview', '--jobmanager', jm.url, '--wide');
+    expect(flag.code).to.equal(2);
+    expect(flag.stderr.trim()).to.equal("slotwise overview: unknown option '--wide'; overview takes --jobmanager, --json (slotwise overview --help)");
+  });
+
+  it('the JobManager stops on SIGTERM with exit code 0', async () => {
+    expect(await jm.stop()).to.equal(0);
+    expect(jm.output()).to.contain('slotwise jobmanager: stopped');
+  });
+});
