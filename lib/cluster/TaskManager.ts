@@ -19,6 +19,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { systemClock, type Clock } from '../core/clock.js';
 import { IllegalArgumentError, TaskExecutionError } from '../core/errors.js';
 import { ResourceID } from '../core/ids.js';
 import { createDefaultLogSink, type LogSink } from '../core/Logger.js';
@@ -73,6 +74,21 @@ export interface TaskManagerOptions {
 }
 
 const OPTION_KEYS = ['nats', 'clusterId', 'slots', 'cpuCores', 'taskHeap', 'managedMemory', 'networkMemory', 'resources', 'mode', 'configuration', 'host', 'cacheDir', 'connectTimeoutMs', 'logger'];
+
+/**
+ * The system clock with timers that do not hold the process: while the TaskManager runs, its NATS
+ * connection does; once it closed, a TaskExecutor's leftover deadline (a shutdown's bound on its
+ * slots' release) must not keep the process up for tens of seconds after it said it stopped.
+ */
+const UNREF_CLOCK: Clock = {
+  now: () => systemClock.now(),
+  setTimeout: (fn, delayMs) => {
+    const handle = systemClock.setTimeout(fn, delayMs);
+    (handle as { unref?: () => void }).unref?.();
+    return handle;
+  },
+  clearTimeout: (handle) => systemClock.clearTimeout(handle),
+};
 
 /** One TaskExecutor's life in this process: its ResourceID, inbox, Link and endpoint. */
 interface Incarnation {
@@ -190,6 +206,7 @@ export class TaskManager {
     const stopped = new Promise<void>((resolve) => (stoppedResolve = resolve));
     const taskExecutor = new TaskExecutor({
       resourceId,
+      clock: UNREF_CLOCK,
       host: this.#host,
       mode: 'thread',
       configuration: this.options,
