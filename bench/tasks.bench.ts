@@ -40,10 +40,11 @@ import { startTaskCluster, type TaskCluster } from './support/taskCluster.js';
 const SLOTS = 2;
 const IN_FLIGHT = 64;
 const TASKS_PER_ITERATION = 500;
-const ROUNDS = 5;
+/** Short settings for a quick before/after comparison: `TASKS_ROUNDS=3 TASKS_WARMUP=1000 TASKS_SEQUENTIAL=100`. */
+const ROUNDS = Number(process.env['TASKS_ROUNDS'] ?? 5);
 /** Tasks per variant before anything is timed: the JIT warms up over the first thousands (a cold run reads ~30 % lower). */
-const WARMUP_TASKS = 3_000;
-const SEQUENTIAL_TASKS = 200;
+const WARMUP_TASKS = Number(process.env['TASKS_WARMUP'] ?? 3_000);
+const SEQUENTIAL_TASKS = Number(process.env['TASKS_SEQUENTIAL'] ?? 200);
 /** Throughput against bare piscina, per mode, and one task alone: at most this many times bare piscina's latency. */
 const TARGET = { thread: 0.8, process: 0.6, aloneLatency: 2 } as const;
 const TASK_MODULE = fileURLToPath(new URL('./support/tasks/increment.mjs', import.meta.url));

@@ -4,10 +4,11 @@
  * the numbers and a terminal prints the strings.
  */
 import { IllegalStateError } from './core/errors.js';
-import type { JobID, ResourceID } from './core/ids.js';
+import type { AllocationID, JobID, ResourceID } from './core/ids.js';
 import type { ResourceProfile } from './core/ResourceProfile.js';
 import type { Dispatcher, JobSummary } from './dispatcher/Dispatcher.js';
 import type { FineGrainedSlotManager } from './resourcemanager/slotmanager/FineGrainedSlotManager.js';
+import type { WaitReason } from './resourcemanager/slotmanager/WaitReason.js';
 
 /** A profile's amounts as numbers: CPU in cores, memory in bytes, extended resources by name. */
 export interface ResourceAmounts {
@@ -28,6 +29,8 @@ export interface SlotOverview {
   /** 'unavailable': a free static slot whose resources dynamic slots have taken. */
   readonly state: 'free' | 'unavailable' | 'pending' | 'allocated';
   readonly jobId: JobID | null;
+  /** The allocation holding it (pending or allocated), else null: a job's subtasks name it too. */
+  readonly allocationId: AllocationID | null;
   /** What the slot holds (a static slot: the default slot profile). */
   readonly resources: ResourceAmounts;
   /** Display form of `resources`: `ResourceProfile{cpuCores=1, taskHeapMemory=256 mb, …}`. */
@@ -60,6 +63,11 @@ export interface PendingRequestOverview {
   readonly profile: string;
   /** Why it waits (the SlotManager's reason, in words). */
   readonly why: string;
+  /**
+   * The reason's kind (a WaitReason's `kind`), or `'allocating'` while the TaskExecutor is asked,
+   * `'unchecked'` before the first requirement check looked at it.
+   */
+  readonly reason: WaitReason['kind'] | 'allocating' | 'unchecked';
 }
 
 export interface ClusterOverview {
@@ -96,6 +104,7 @@ export function describeCluster(slotManager: FineGrainedSlotManager, dispatcher:
         slot: slot.index >= 0 ? `${slot.index}` : 'dynamic',
         state: slot.state === 'free' && !usable(slot.profile) ? 'unavailable' : slot.state,
         jobId: slot.jobId,
+        allocationId: slot.allocationId,
         resources: amounts(slot.profile),
         resourceProfile: slot.profile.toString(),
         tasks: slot.allocationId === null ? [] : (tasksBySlot.get(slot.allocationId) ?? []),
@@ -118,6 +127,7 @@ export function describeCluster(slotManager: FineGrainedSlotManager, dispatcher:
       resources: r.resourceProfile.isUnknown() ? null : amounts(r.resourceProfile),
       profile: r.resourceProfile.isUnknown() ? 'default slot' : r.resourceProfile.toString(),
       why: r.description,
+      reason: r.kind === 'requirement' ? r.reason.kind : r.state === 'allocating' ? 'allocating' : (r.reason?.kind ?? 'unchecked'),
     }),
   );
   return { taskExecutors, pendingWorkers: tracker.numberOfPendingTaskManagers, pendingRequests, jobs: dispatcher.listJobs() };

@@ -21,7 +21,11 @@ import { LocalResourceManagerDriver } from './resourcemanager/LocalResourceManag
 import { ResourceManager } from './resourcemanager/ResourceManager.js';
 import { WorkerResourceSpec } from './resourcemanager/slotmanager/WorkerResourceSpec.js';
 import { describeWaitReason } from './resourcemanager/slotmanager/WaitReason.js';
-import { createInspectionSink, type InspectionSink } from './inspect.js';
+import type { InspectionSink } from './inspect.js';
+import type { Registry } from 'prom-client';
+import type { ResolvedDashboardOptions } from './dashboard/DashboardOptions.js';
+import type { MetricsSnapshot } from './metrics/MetricsSnapshot.js';
+import { Observability } from './Observability.js';
 
 export type { MiniClusterOptions } from './MiniClusterOptions.js';
 export type { ClusterOverview } from './ClusterOverview.js';
@@ -55,7 +59,11 @@ export class MiniCluster {
       }
     };
     const runtime = (fields: Omit<LogFields, 'level' | 'source'> = {}, level: LogLevel = 'info') => (message: string) => this.#log({ level, source: 'runtime', message, ...fields });
-    this.#inspection = o.inspect === undefined ? null : createInspectionSink(o.inspect);
+    // First what may refuse (a registry another cluster uses): nothing listens yet. With a dashboard,
+    // the statecharts report to it through the same inspection stream a user's inspector gets.
+    this.#observability = new Observability({ metrics: o.metrics, dashboard: o.dashboard !== null, overview: () => this.overview() });
+    this.#inspection = this.#observability.inspectionSink(o.inspect);
+    this.#dashboardOptions = o.dashboard;
     this.#driver = new LocalResourceManagerDriver({
       mode: o.mode,
       configuration: this.options,
@@ -68,6 +76,7 @@ export class MiniCluster {
       driver: this.#driver,
       workersOnDemand: o.workersOnDemand,
       log: runtime(),
+      onTaskExecutorLost: this.#observability.onTaskExecutorLost,
       ...(this.#inspection ? { inspect: this.#inspection.inspect } : {}),
     });
     const rm = this.resourceManager;
@@ -80,8 +89,12 @@ export class MiniCluster {
       log: (message, fields, level) => runtime(fields, level)(message),
       // User code at submit runs where the tasks would: a thread of its own, or a child process.
       taskModuleChecker: new DefaultTaskModuleChecker({ mode: o.mode, timeoutMs: this.options['dispatcher.task-module-check.timeout'] }),
+      jobObserver: this.#observability.jobObserver,
     });
   }
+
+  readonly #observability: Observability;
+  readonly #dashboardOptions: ResolvedDashboardOptions | null;
 
   readonly #fixedExecutors: number;
 
@@ -95,6 +108,7 @@ export class MiniCluster {
       for (let i = 0; i < cluster.#fixedExecutors; i++) cluster.#driver.requestResource(cluster.#spec, null);
     });
     try {
+      if (cluster.#dashboardOptions !== null) await cluster.#observability.serve(cluster.#dashboardOptions, cluster.dispatcher);
       await cluster.#waitForExecutors(cluster.#fixedExecutors);
     } catch (error) {
       await cluster.close();
@@ -110,6 +124,25 @@ export class MiniCluster {
    */
   get inspectorUrl(): string | null {
     return this.#inspection?.url ?? null;
+  }
+
+  /**
+   * The dashboard's page with its token (`http://127.0.0.1:<port>/?token=…`), or null when the
+   * cluster was started without `dashboard`. Only holders of this URL get in.
+   */
+  get dashboardUrl(): string | null {
+    return this.#observability.dashboardUrl;
+  }
+
+  /** The prom-client Registry holding this cluster's metrics (the one passed as `metrics.registry`, or the cluster's own). */
+  get metricsRegistry(): Registry {
+    return this.#observability.metrics.registry;
+  }
+
+  /** The cluster's metrics now, as plain numbers (what `/metrics` exposes; see the README's Metrics section). */
+  async metrics(): Promise<MetricsSnapshot> {
+    this.#requireOpen('metrics');
+    return this.#observability.metrics.snapshot();
   }
 
   /** Starts one more TaskExecutor of the configured shape; resolves when it has registered. */
@@ -166,6 +199,8 @@ export class MiniCluster {
   /** Cancels running jobs, frees their slots, stops every TaskExecutor; the same promise every time. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
+      // The dashboard first: its pages stop asking while the jobs end.
+      await this.#observability.close();
       await this.dispatcher.close(this.options['rpc.ask.timeout']);
       await this.resourceManager.close();
       await this.#inspection?.close();

@@ -7,7 +7,9 @@ import { ConfigurationError } from './core/errors.js';
 import { createDefaultLogSink, formatLogRecord, LOG_LEVELS, toLogger, type Logger, type LogLevel, type LogSink } from './core/Logger.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from './core/options.js';
 import { ResourceProfile, type ResourceSpec } from './core/ResourceProfile.js';
+import { resolveDashboardOptions, type DashboardOptions, type ResolvedDashboardOptions } from './dashboard/DashboardOptions.js';
 import type { InspectOption } from './InspectionRecord.js';
+import { resolveMetricsOptions, type MetricsOptions, type ResolvedMetricsOptions } from './metrics/MetricsOptions.js';
 import type { SlotMatchingPolicy } from './resourcemanager/slotmanager/SlotMatchingStrategy.js';
 
 export interface MiniClusterOptions {
@@ -41,6 +43,10 @@ export interface MiniClusterOptions {
   readonly log?: (message: string) => void;
   /** ms to wait for the fixed TaskExecutors to register (default 60 s). */
   readonly startTimeoutMs?: number;
+  /** Where the cluster's metrics go: the app's prom-client Registry (default: one of its own) and their prefix. */
+  readonly metrics?: MetricsOptions;
+  /** Serve the dashboard: `{ port, host }` (port 8081 by default, 0: a free one; host 127.0.0.1), or true for the defaults. */
+  readonly dashboard?: DashboardOptions | true;
 }
 
 /** The options checked and filled in. */
@@ -56,9 +62,12 @@ export interface ResolvedMiniClusterOptions {
   /** The least level worth sending from a worker (the default logger shows warnings only). */
   readonly logLevel: LogLevel;
   readonly startTimeoutMs: number;
+  readonly metrics: ResolvedMetricsOptions;
+  /** null: no dashboard. */
+  readonly dashboard: ResolvedDashboardOptions | null;
 }
 
-const KNOWN_OPTIONS = ['mode', 'taskExecutors', 'slotsPerTaskExecutor', 'resources', 'placementPolicy', 'configuration', 'inspect', 'logger', 'log', 'startTimeoutMs'];
+const KNOWN_OPTIONS = ['mode', 'taskExecutors', 'slotsPerTaskExecutor', 'resources', 'placementPolicy', 'configuration', 'inspect', 'logger', 'log', 'startTimeoutMs', 'metrics', 'dashboard'];
 
 /** Options of `configuration` that the MiniCluster's own options set: refused there, naming the option to use. */
 const SET_BY_OPTION: Readonly<Record<string, string>> = {
@@ -124,8 +133,13 @@ export function resolveMiniClusterOptions(options: MiniClusterOptions): Resolved
     throw invalid('startTimeoutMs', `startTimeoutMs must be a finite number of ms > 0, got ${describe(startTimeoutMs)}`);
   }
 
+  const metrics = resolveMetricsOptions(options.metrics);
+  const dashboard = options.dashboard === undefined ? null : resolveDashboardOptions(options.dashboard);
+
   return {
     mode,
+    metrics,
+    dashboard,
     fixedExecutors: executors === 'on-demand' ? 0 : executors,
     workersOnDemand: executors === 'on-demand',
     configuration: resolved,

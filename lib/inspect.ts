@@ -1,8 +1,9 @@
 /**
- * Inspection: where the statecharts' XState inspection events go when a MiniCluster is started with
- * `inspect`. Main-side actors (the SlotManager, each JobMaster's job status) hand their events to
- * `inspect`; each worker converts its own (its TaskSlotTable and TaskSlots) to plain Stately
- * inspection events, sends them over its Link, and the driver hands them to `forward`.
+ * Inspection, the main side: where the statecharts' XState inspection events go when a MiniCluster
+ * is started with `inspect`. Main-side actors (the SlotManager, each JobMaster's job status) hand
+ * their events to `inspect`; each worker converts its own (its TaskSlotTable and TaskSlots) to plain
+ * Stately inspection events (workerInspector.ts, the worker side), sends them over its Link, and
+ * the driver hands them to `forward`.
  *
  * Two sinks: a callback that receives every event as plain data (`origin` says which thread it came
  * from), or the Stately inspector — a local relay on `port` (default 8080; 0 picks a free one) that
@@ -14,11 +15,11 @@
  */
 import { spawn } from 'node:child_process';
 import { createInspector, type StatelyInspectionEvent } from '@statelyai/inspect';
-import { configure } from 'safe-stable-stringify';
 import type { InspectionEvent } from 'xstate';
 import { ConfigurationError } from './core/errors.js';
 import { StatelyRelay } from './inspectRelay.js';
 import type { InspectionRecord, InspectOption } from './InspectionRecord.js';
+import { toPlainInspectionEvent } from './workerInspector.js';
 
 export type { InspectionRecord, InspectOption } from './InspectionRecord.js';
 
@@ -34,26 +35,8 @@ export interface InspectionSink {
   close(): Promise<void>;
 }
 
-const SERIALIZE_DEPTH = 8;
 /** Events held until the relay listens (later ones dropped beyond). */
 const MAX_DEFERRED = 10_000;
-const stringify = configure({ maximumDepth: SERIALIZE_DEPTH, bigint: true });
-
-/**
- * Plain data a structured clone and JSON both carry: functions dropped, cycles and depth cut. The
- * inspector's own conversion leaves an actor's first snapshot and the events' payloads as they are,
- * and those hold functions and actor references.
- */
-export function toPlainInspectionEvent(event: StatelyInspectionEvent): StatelyInspectionEvent {
-  const text = stringify(event);
-  return text === undefined ? event : (JSON.parse(text) as StatelyInspectionEvent);
-}
-
-/** The worker side: an XState `inspect` observer that posts plain events with `send`. */
-export function createWorkerInspector(send: (event: StatelyInspectionEvent) => void): (event: InspectionEvent) => void {
-  const inspector = createInspector({ send }, { serialize: toPlainInspectionEvent, autoStart: false });
-  return (event) => inspector.inspect.next?.(event);
-}
 
 export function createInspectionSink(option: InspectOption): InspectionSink {
   if (typeof option === 'function') {
@@ -137,4 +120,25 @@ function fromWorker(origin: string, raw: unknown): StatelyInspectionEvent {
   }
   if (event['type'] === '@xstate.actor' && typeof event['name'] === 'string') event['name'] = `${event['name'] as string} @ ${origin}`;
   return event as unknown as StatelyInspectionEvent;
+}
+
+/** One sink feeding two: every event to both, ready when both are, the first one's URL. */
+export function combineInspectionSinks(a: InspectionSink, b: InspectionSink): InspectionSink {
+  return {
+    inspect: (event) => {
+      a.inspect(event);
+      b.inspect(event);
+    },
+    forward: (origin, event) => {
+      a.forward(origin, event);
+      b.forward(origin, event);
+    },
+    ready: Promise.all([a.ready, b.ready]).then(() => {}),
+    get url() {
+      return a.url ?? b.url;
+    },
+    close: async () => {
+      await Promise.all([a.close(), b.close()]);
+    },
+  };
 }

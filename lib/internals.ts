@@ -19,6 +19,14 @@ export { Link } from './rpc/Link.js';
 export { connectGateway, serveGateway } from './rpc/connect.js';
 export { portTransport, processTransport } from './rpc/Transport.js';
 export { memoryTransportPair } from './rpc/memoryTransport.js';
+// Metrics and the dashboard, for a server other than the MiniCluster's (the JobManager's REST server).
+export { Observability } from './Observability.js';
+export { ClusterMetrics } from './metrics/ClusterMetrics.js';
+export { resolveMetricsOptions } from './metrics/MetricsOptions.js';
+export { ActorDirectory } from './dashboard/ActorDirectory.js';
+export { ClusterDashboard } from './dashboard/ClusterDashboard.js';
+export { dashboardPlugin } from './dashboard/dashboardPlugin.js';
+export { createAccessToken } from './dashboard/accessToken.js';
 
 export type { ResourceManagerOptions } from './resourcemanager/ResourceManager.js';
 export type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from './resourcemanager/ResourceManagerDriver.js';
@@ -32,3 +40,9 @@ export type { SlotOfferWire, TaskDeploymentDescriptor, TaskExecutionStateWire } 
 export type { ConnectOptions, Gateway, ServedGateway, ServeOptions } from './rpc/connect.js';
 export type { Transport } from './rpc/Transport.js';
 export type { MemoryTransport } from './rpc/memoryTransport.js';
+export type { ObservabilityOptions } from './Observability.js';
+export type { ClusterMetricsSource } from './metrics/ClusterMetrics.js';
+export type { ClusterDashboardOptions, DashboardSource, DashboardView } from './dashboard/ClusterDashboard.js';
+export type { DashboardPluginOptions } from './dashboard/dashboardPlugin.js';
+export type { JobObserver } from './dispatcher/Dispatcher.js';
+export type { TaskExecutorLossCause } from './resourcemanager/ResourceManager.js';

@@ -6,8 +6,9 @@
  * Why: a worker resolves, reads and compiles each of its ~40 modules on its own, every time it
  * starts, and that was most of a TaskExecutor's start (~190–210 ms of CPU per TaskExecutor
  * thread on a loaded 2-core machine; ~110–150 ms bundled). piscina stays a package import: its
- * own worker file is found next to its dist/. The inspector module, loaded only when inspection is
- * asked for, stays a file of its own too (`../inspect.js`, next to the bundle's directory).
+ * own worker file is found next to its dist/. The worker's inspector module, loaded only when
+ * inspection is asked for, stays a file of its own too (`../workerInspector.js`, next to the
+ * bundle's directory), so `@statelyai/inspect` is not in the bundle.
  */
 import { build } from 'esbuild';
 import { dirname, join } from 'node:path';
@@ -23,6 +24,6 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  external: ['piscina', '../inspect.js'],
+  external: ['piscina', '../workerInspector.js'],
   logLevel: 'warning',
 });

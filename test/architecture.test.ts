@@ -2,7 +2,9 @@
  * Holds the line of the design (STYLE.md §1): statecharts in machines/ are pure — they import only
  * xstate, each other and the pure modules of lib/core/, which in turn import no Node built-in — so
  * a machine runs anywhere (a worker, a browser, the Stately inspector). Effects come in through
- * `machine.provide(...)` from lib/.
+ * `machine.provide(...)` from lib/. And a worker loads only what runs in a worker: the import
+ * closure of the TaskExecutor's worker entry (and of a task thread's) holds no server, socket,
+ * browser opener or inspector package.
  */
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -38,6 +40,62 @@ function importSpecifiers(source: string): string[] {
   for (const m of code.matchAll(/\b(?:import|export)\s+(?:[\w$*\s{},]+?\s+from\s*)?(['"])([^'"\n]+)\1/g)) found.push(m[2]!);
   for (const m of code.matchAll(/\bimport\s*\(\s*(['"])([^'"\n]+)\1\s*\)/g)) found.push(m[2]!);
   return found;
+}
+
+/** An import that is there when the module runs: `import type` and `export type … from` are erased. */
+interface RuntimeImport {
+  readonly specifier: string;
+  /** `import('…')`: loaded when that code runs, not with the module. */
+  readonly dynamic: boolean;
+}
+
+/** The imports of a source that load a module at run time (type-only ones are erased by the compiler). */
+function runtimeImports(source: string): RuntimeImport[] {
+  const code = source.replace(/^\s*\/\*[\s\S]*?\*\//gm, '').replace(/(^|\s)\/\/.*$/gm, '$1');
+  const found: RuntimeImport[] = [];
+  for (const m of code.matchAll(/\b(import|export)\s+(type\s+)?(?:[\w$*\s{},]+?\s+from\s*)?(['"])([^'"\n]+)\3/g)) {
+    if (m[2] === undefined) found.push({ specifier: m[4]!, dynamic: false });
+  }
+  for (const m of code.matchAll(/\bimport\s*\(\s*(['"])([^'"\n]+)\1\s*\)/g)) found.push({ specifier: m[2]!, dynamic: true });
+  return found;
+}
+
+/** A package or built-in a module closure reaches, and the file of the closure that imports it. */
+interface ExternalImport extends RuntimeImport {
+  readonly from: string;
+}
+
+/**
+ * Walks the run-time import closure of `entry` (static and dynamic imports of relative modules,
+ * `.js` specifiers resolved to the `.ts` sources); returns its files and the packages and
+ * built-ins they import.
+ */
+function importClosure(entry: string): { files: string[]; externals: ExternalImport[] } {
+  const seen = new Set<string>();
+  const externals: ExternalImport[] = [];
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const found of runtimeImports(readFileSync(file, 'utf8'))) {
+      if (found.specifier.startsWith('.')) visit(resolve(dirname(file), found.specifier).replace(/\.js$/, '.ts'));
+      else externals.push({ ...found, from: rel(file) });
+    }
+  };
+  visit(entry);
+  return { files: [...seen].map(rel).sort(), externals };
+}
+
+/** What no worker may load: servers and sockets, the browser opener, the inspector package. */
+const NOT_IN_A_WORKER = ['ws', 'node:http', 'http', 'node:https', 'https', 'node:child_process', 'child_process', '@statelyai/inspect', '@statelyai/inspect/server'];
+/** The one exception, by name: the worker side of inspection loads the inspector when inspection is asked for. */
+const LAZY_INSPECTOR: ExternalImport = { from: 'lib/workerInspector.ts', specifier: '@statelyai/inspect', dynamic: true };
+
+/** The forbidden imports of a closure, as lines; the lazy inspector allowed. */
+function workerViolations(externals: readonly ExternalImport[]): string[] {
+  return externals
+    .filter((e) => NOT_IN_A_WORKER.includes(e.specifier))
+    .filter((e) => !(e.from === LAZY_INSPECTOR.from && e.specifier === LAZY_INSPECTOR.specifier && e.dynamic))
+    .map((e) => `${e.from} ${e.dynamic ? 'loads' : 'imports'} '${e.specifier}'`);
 }
 
 const isNodeBuiltin = (specifier: string) => specifier.startsWith('node:') || isBuiltin(specifier);
@@ -131,6 +189,52 @@ describe('architecture', () => {
         return isUnder(target, CORE) ? undefined : `${rel(target)}, outside lib/core/`;
       });
       expect(found, `lib/core must stay pure; offending imports:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
+    });
+  });
+
+  describe('what a worker loads', () => {
+    const TASK_EXECUTOR_ENTRY = join(LIB, 'taskexecutor', 'taskExecutorMain.ts');
+    const TASK_THREAD_ENTRY = join(LIB, 'taskexecutor', 'taskWorker.ts');
+
+    it('tells run-time imports from type-only ones, and dynamic from static', () => {
+      const source = [
+        `import type { StatelyInspectionEvent } from '@statelyai/inspect';`,
+        `export type { X } from './types.js';`,
+        `import { type A, b } from './mixed.js';`,
+        `import { spawn } from 'node:child_process';`,
+        `export { y } from './y.js';`,
+        `const lazy = await import('../workerInspector.js');`,
+      ].join('\n');
+      expect(runtimeImports(source)).to.deep.equal([
+        { specifier: './mixed.js', dynamic: false },
+        { specifier: 'node:child_process', dynamic: false },
+        { specifier: './y.js', dynamic: false },
+        { specifier: '../workerInspector.js', dynamic: true },
+      ]);
+    });
+
+    it('finds what the main side of inspection loads (the walk reaches the relay and its packages)', () => {
+      const { files, externals } = importClosure(join(LIB, 'inspect.ts'));
+      expect(files).to.include.members(['lib/inspect.ts', 'lib/inspectRelay.ts', 'lib/workerInspector.ts']);
+      const found = workerViolations(externals);
+      for (const specifier of ['ws', 'node:http', 'node:child_process', '@statelyai/inspect']) {
+        expect(found.some((line) => line.endsWith(`'${specifier}'`)), `${specifier} in ${found.join('; ')}`).to.equal(true);
+      }
+    });
+
+    it(`the TaskExecutor worker entry's closure (static and dynamic imports) has no ws, http, child_process or inspector; the inspector is loaded only when asked, by the one dynamic import allowed by name`, () => {
+      const { files, externals } = importClosure(TASK_EXECUTOR_ENTRY);
+      expect(files, 'the walk reached the TaskExecutor').to.include.members(['lib/taskexecutor/TaskExecutor.ts', 'lib/rpc/Link.ts']);
+      expect(files, 'the worker side of inspection is in the closure (loaded when asked)').to.include('lib/workerInspector.ts');
+      expect(files, 'the main side of inspection is not').to.not.include.members(['lib/inspect.ts', 'lib/inspectRelay.ts']);
+      const found = workerViolations(externals);
+      expect(found, `a worker must not load these:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
+      expect(externals, 'the lazy inspector import is where it is allowed').to.deep.include(LAZY_INSPECTOR);
+    });
+
+    it(`a task thread's worker file loads none of them either`, () => {
+      const found = workerViolations(importClosure(TASK_THREAD_ENTRY).externals);
+      expect(found, `a task thread must not load these:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
     });
   });
 

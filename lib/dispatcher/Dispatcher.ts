@@ -16,6 +16,7 @@ import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ResourceID } from '../core/ids.js';
 import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
 import { JobMaster, type JobEvent, type JobResult } from '../jobmaster/JobMaster.js';
+import type { SlotAssignment } from '../jobmaster/SlotAssignment.js';
 import { DefaultTaskModuleChecker, type TaskModuleChecker } from '../jobmaster/TaskModuleChecker.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 import type { InspectionEvent } from 'xstate';
@@ -44,6 +45,14 @@ export interface DispatcherServices {
    * it when it closes.
    */
   readonly taskModuleChecker?: TaskModuleChecker;
+  /** Sees every job's events and slot assignments (metrics, the dashboard); a throwing observer is logged, never fatal. */
+  readonly jobObserver?: JobObserver;
+}
+
+/** What the Dispatcher tells an observer of all its jobs. */
+export interface JobObserver {
+  onJobEvent?(jobId: JobID, jobName: string, event: JobEvent): void;
+  onSlotAssigned?(jobId: JobID, assignment: SlotAssignment): void;
 }
 
 /** The options of {@link Dispatcher.submitJob}. */
@@ -123,6 +132,8 @@ export class Dispatcher {
         this.#s.log?.(`a job event listener threw: ${error instanceof Error ? error.message : String(error)}`, { jobId, jobName: graph.name }, 'warn');
       }
     };
+    const observer = this.#s.jobObserver;
+    const observe = observer?.onJobEvent ? (event: JobEvent) => observer.onJobEvent!(jobId, graph.name, event) : null;
     const master = new JobMaster({
       jobId,
       jobGraph: graph,
@@ -134,8 +145,10 @@ export class Dispatcher {
       reasonFor: () => this.#s.reasonFor(jobId),
       onEvent: (event) => {
         if (event.type === 'status') statusHistory.push(event);
+        if (observe !== null) deliver(observe, event);
         for (const listener of listeners) deliver(listener, event);
       },
+      ...(observer?.onSlotAssigned ? { onSlotAssigned: (assignment: SlotAssignment) => observer.onSlotAssigned!(jobId, assignment) } : {}),
       ...(this.#s.inspect ? { inspect: this.#s.inspect } : {}),
       ...(this.#s.log ? { log: (m: string) => this.#s.log!(m, { jobId, jobName: graph.name }) } : {}),
     });

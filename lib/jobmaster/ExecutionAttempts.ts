@@ -10,7 +10,8 @@
  * this returns (slots released and asked for again).
  */
 import type { AllocationID, ExecutionAttemptID, ResourceID } from '../core/ids.js';
-import type { ExecutionState } from '../rpc/protocol.js';
+import type { ExecutionState, SerializedError } from '../rpc/protocol.js';
+import type { JobEvent } from './JobMaster.js';
 import { createExecution, type ExecutionGraph, type ExecutionVertex } from './ExecutionGraph.js';
 import type { LogicalSlot } from './slotsharing/SharedSlot.js';
 
@@ -28,6 +29,13 @@ export interface ExecutionRecord {
   awaitingSlot: boolean;
   output: unknown;
   hasOutput: boolean;
+}
+
+/** The JobEvent telling the attempt's state now, where it runs (if it has a slot) and its error. */
+export function taskEventOf(record: ExecutionRecord, error: SerializedError | null, timestamp: number): Extract<JobEvent, { readonly type: 'task' }> {
+  const { vertex, attemptNumber, executionAttemptId, state, slot } = record;
+  const { vertexId, subtaskIndex } = vertex.id;
+  return { type: 'task', vertexId, subtaskIndex, attemptNumber, executionAttemptId, state, resourceId: slot?.resourceId ?? null, allocationId: slot?.allocationId ?? null, error, timestamp };
 }
 
 /** A subtask's attempt as overviews show it. */

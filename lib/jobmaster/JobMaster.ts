@@ -21,10 +21,11 @@ import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } fr
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ExecutionState, SerializedError, SlotOfferWire, TaskExecutionStateWire } from '../rpc/protocol.js';
 import { jobStatusMachine, type JobStatus } from '../../machines/jobStatus.machine.js';
-import { ExecutionAttempts, TERMINAL_STATES, type ExecutionRecord, type ExecutionSummary } from './ExecutionAttempts.js';
+import { ExecutionAttempts, taskEventOf, TERMINAL_STATES, type ExecutionRecord, type ExecutionSummary } from './ExecutionAttempts.js';
 import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import { JobSlotPool } from './JobSlotPool.js';
+import { slotAssignmentOf, type SlotAssignment } from './SlotAssignment.js';
 import { PhysicalSlotRequestBulkChecker } from './slotsharing/PhysicalSlotRequestBulkChecker.js';
 import { LocalInputPreferredSlotSharingStrategy } from './slotsharing/SlotSharingStrategy.js';
 import { SlotSharingExecutionSlotAllocator } from './slotsharing/SlotSharingExecutionSlotAllocator.js';
@@ -70,6 +71,7 @@ export interface JobMasterOptions {
   /** Why this job's slot requests wait (the SlotManager's reasons), for timeout messages. */
   readonly reasonFor?: () => string;
   readonly onEvent?: (event: JobEvent) => void;
+  readonly onSlotAssigned?: (assignment: SlotAssignment) => void;
   readonly inspect?: (event: InspectionEvent) => void;
   readonly log?: (message: string) => void;
 }
@@ -256,6 +258,7 @@ export class JobMaster implements JobMasterGateway {
   // ------------------------------------------------------------------ scheduling and deployment
 
   #schedule(records: ExecutionRecord[]): void {
+    const requestedAt = this.#clock.now();
     const slots = this.#allocator.allocateSlotsFor(records.map((r) => r.vertex.id));
     for (const record of records) {
       const attempt = record.executionAttemptId;
@@ -269,6 +272,7 @@ export class JobMaster implements JobMasterGateway {
         }
         if (error !== undefined) return this.#slotFailed(record, error);
         record.slot = slot!;
+        if (this.#o.onSlotAssigned) this.#slotAssigned(record, requestedAt);
         this.#tryDeploy(record);
       });
     }
@@ -451,18 +455,15 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #emitTask(record: ExecutionRecord, error: SerializedError | null): void {
-    this.#emit({
-      type: 'task',
-      vertexId: record.vertex.id.vertexId,
-      subtaskIndex: record.vertex.id.subtaskIndex,
-      attemptNumber: record.attemptNumber,
-      executionAttemptId: record.executionAttemptId,
-      state: record.state,
-      resourceId: record.slot?.resourceId ?? null,
-      allocationId: record.slot?.allocationId ?? null,
-      error,
-      timestamp: this.#clock.now(),
-    });
+    this.#emit(taskEventOf(record, error, this.#clock.now()));
+  }
+
+  #slotAssigned(record: ExecutionRecord, requestedAt: number): void {
+    try {
+      this.#o.onSlotAssigned!(slotAssignmentOf(record, requestedAt, this.#clock.now()));
+    } catch (error) {
+      this.#log(`a slot assignment listener threw: ${describe(error)}`);
+    }
   }
 
   #emit(event: JobEvent): void {

@@ -48,9 +48,14 @@ export interface ResourceManagerOptions {
   /** Told what the SlotManager tells about jobs (slots lost, requirements waiting, ...). */
   readonly listener?: ResourceEventListener;
   readonly log?: (message: string) => void;
+  /** A registered TaskExecutor was lost (not released: an idle release or the cluster closing is no loss); for metrics. */
+  readonly onTaskExecutorLost?: (resourceId: ResourceID, cause: TaskExecutorLossCause, detail: string) => void;
   /** Receives every XState inspection event of the SlotManager's statechart. */
   readonly inspect?: (event: InspectionEvent) => void;
 }
+
+/** Why a registered TaskExecutor was lost: its worker ended, it went silent, it said goodbye, or the SlotManager refused it. */
+export type TaskExecutorLossCause = 'worker-exited' | 'heartbeat-timeout' | 'disconnected' | 'rejected';
 
 interface TaskExecutorRegistration {
   readonly resourceId: ResourceID;
@@ -94,6 +99,9 @@ export class ResourceManager implements ResourceManagerGateway {
   readonly #jobMastersByAddress = new Map<string, JobMasterGateway>();
   /** Workers started for a pending worker and not registered yet: if one ends, its pending worker is gone. */
   readonly #startingWorkers = new Map<ResourceID, PendingTaskManagerID>();
+  /** Workers the SlotManager released (idle): their end is no loss. */
+  readonly #released = new Set<ResourceID>();
+  readonly #onLost: NonNullable<ResourceManagerOptions['onTaskExecutorLost']>;
   #registrations = 0;
   #closed = false;
 
@@ -102,6 +110,7 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#driver = options.driver;
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
+    this.#onLost = options.onTaskExecutorLost ?? (() => {});
     this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) => this.#log(`uncaught in mailbox: ${describe(error)}`));
     const onDemand = options.workersOnDemand ?? true;
     this.#onDemand = onDemand;
@@ -120,7 +129,10 @@ export class ResourceManager implements ResourceManagerGateway {
         return true;
       },
       cancelWorker: (id) => this.#driver.cancelPendingWorker(id),
-      releaseWorker: (resourceId, reason) => this.#driver.releaseResource(resourceId, reason),
+      releaseWorker: (resourceId, reason) => {
+        this.#released.add(resourceId);
+        this.#driver.releaseResource(resourceId, reason);
+      },
     };
     const listener: ResourceEventListener = options.listener ?? {};
     // The SlotManager's timers (its coalesced checks, idle releases, request timeouts) fire into our mailbox.
@@ -233,7 +245,7 @@ export class ResourceManager implements ResourceManagerGateway {
     if (result.kind === 'rejected') {
       this.#log(`TaskExecutor ${resourceId} rejected by the SlotManager: ${result.reason}`);
       this.#fixedWorkers.delete(resourceId); // refused on purpose: no replacement
-      this.#closeConnection(resourceId, result.reason, true);
+      this.#closeConnection(resourceId, result.reason, true, 'rejected');
       this.#driver.releaseResource(resourceId, result.reason);
       return;
     }
@@ -250,7 +262,7 @@ export class ResourceManager implements ResourceManagerGateway {
 
   async disconnectTaskExecutor(resourceId: ResourceID, cause: string): Promise<void> {
     this.mailbox.assertRunningInMainThread('ResourceManager.disconnectTaskExecutor');
-    this.#closeConnection(resourceId, `it disconnected: ${cause}`, true);
+    this.#closeConnection(resourceId, `it disconnected: ${cause}`, true, 'disconnected');
   }
 
   async registerJobMaster(jobId: JobID, address: string): Promise<void> {
@@ -329,7 +341,7 @@ export class ResourceManager implements ResourceManagerGateway {
     const registration = this.#taskExecutors.get(resourceId);
     if (registration === undefined) return;
     const cause = `no heartbeat for ${silentMs} ms (heartbeat.timeout ${this.options['heartbeat.timeout']} ms)`;
-    const revoked = new Set([...registration.revoked.keys(), ...this.#closeConnection(resourceId, cause, false)]);
+    const revoked = new Set([...registration.revoked.keys(), ...this.#closeConnection(resourceId, cause, false, 'heartbeat-timeout')]);
     this.#log(`TaskExecutor ${resourceId} lost: ${cause}; it may register again within heartbeat.timeout`);
     // Flink's closeTaskManagerConnection: an executor that is alive reconnects at once.
     registration.gateway.disconnectResourceManager(`declared lost: ${cause}`).catch(() => {});
@@ -361,7 +373,8 @@ export class ResourceManager implements ResourceManagerGateway {
     const ended = lost === undefined ? `its worker ended: ${reason}` : `${lost.cause}, then its worker ended: ${reason}`;
     const replacement = this.#replaceIfFixed(resourceId, ended);
     if (!this.#stale.has(resourceId)) this.#stale.set(resourceId, replacement === undefined ? ended : `${ended}; ${replacement} was started in its place`);
-    this.#closeConnection(resourceId, `its worker ended: ${reason}`, true);
+    const released = this.#released.delete(resourceId);
+    this.#closeConnection(resourceId, `its worker ended: ${reason}`, true, released ? null : 'worker-exited');
   }
 
   /**
@@ -415,12 +428,13 @@ export class ResourceManager implements ResourceManagerGateway {
    * Flink's closeTaskManagerConnection: the SlotManager frees its slots and tells their jobs.
    * Returns the allocations it held there (now lost to their jobs).
    */
-  #closeConnection(resourceId: ResourceID, cause: string, stale: boolean): AllocationID[] {
+  #closeConnection(resourceId: ResourceID, cause: string, stale: boolean, loss: TaskExecutorLossCause | null): AllocationID[] {
     // The first cause is the one worth keeping (a release that follows a lost heartbeat says less).
     if (stale && !this.#stale.has(resourceId)) this.#stale.set(resourceId, cause);
     const registration = this.#taskExecutors.get(resourceId);
     if (registration === undefined) return [];
     this.#taskExecutors.delete(resourceId);
+    if (loss !== null && !this.#closed) this.#onLost(resourceId, loss, cause);
     this.#heartbeats.unmonitorTarget(resourceId);
     if (!registration.inSlotManager || this.slotManager.state !== 'started') return [];
     const taskManager = this.slotManager.tracker.getTaskManager(resourceId);
@@ -446,9 +460,14 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 }
 
-/** The SlotManager's view of a TaskExecutor's gateway: profiles go on the wire as JSON; requests name this ResourceManager. */
+/**
+ * The SlotManager's view of a TaskExecutor's gateway: profiles go on the wire as JSON; requests name
+ * this ResourceManager. A driver's TaskExecutorGateway carries the rpc layer's deadlines (every
+ * gateway call does, DESIGN.md), so the SlotStatusSyncer adds none of its own.
+ */
 function slotGateway(gateway: TaskExecutorGateway, resourceManagerId: ResourceManagerId): TaskExecutorSlotGateway {
   return {
+    deadline: 'transport',
     requestSlot: (request) => gateway.requestSlot({ ...request, resourceProfile: request.resourceProfile.toJSON(), resourceManagerId }),
     freeInactiveSlots: (jobId) => gateway.freeInactiveSlots(jobId),
   };

@@ -2,7 +2,7 @@
  * The Transport over the IPC channel of a child process (parent side) or of `process` itself
  * (child side). A process's `disconnect`, `exit` or `error` becomes one `onClose(reason)`.
  */
-import { ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { BaseTransport, type Detach } from './BaseTransport.js';
 import type { Transport } from './Transport.js';
 
@@ -26,7 +26,8 @@ class ProcessTransport extends BaseTransport {
   constructor(peer: ChildProcess | NodeJS.Process) {
     super();
     this.#peer = peer as unknown as IpcPeer;
-    this.#isChild = !(peer instanceof ChildProcess);
+    // The child's side is `process` itself (not an import of node:child_process: a worker has no use for it).
+    this.#isChild = (peer as unknown) === process;
     if (typeof this.#peer.send !== 'function') {
       throw new TypeError(`processTransport needs an IPC channel: ${this.#isChild ? 'this process was not started with fork()' : 'fork the child (or pass stdio with "ipc")'}`);
     }

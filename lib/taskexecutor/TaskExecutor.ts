@@ -7,43 +7,33 @@
  * them to the job's JobMaster (seed 004 steps 22–24), runs the subtasks it is given and reports
  * their states to the JobMaster.
  *
+ * Its parts: the ResourceManagerConnection registers and watches the ResourceManager's heartbeats;
+ * the JobTable keeps each job's JobMaster and batches the task states for it; a RunningTask is one
+ * attempt (Flink's Task); a slot's SlotTaskRunner runs the attempts on its threads.
+ *
  * Everything runs on its MainThreadExecutor: gateway calls arrive there (the caller serves this
  * object with the mailbox), and every async completion re-enters through it.
  */
 import type { InspectionEvent } from 'xstate';
 import { systemClock, type Clock } from '../core/clock.js';
-import { IllegalArgumentError, IllegalStateError, isSlotwiseError, SlotNotActiveError, SlotNotFoundError, SlotOwnerMismatchError, TaskNotFoundError } from '../core/errors.js';
-import { AllocationID, ExecutionAttemptID, JobID, ResourceManagerId, type ResourceID } from '../core/ids.js';
+import { describeError, IllegalArgumentError, IllegalStateError, isSlotwiseError, SlotNotActiveError, SlotNotFoundError, SlotOwnerMismatchError, TaskNotFoundError } from '../core/errors.js';
+import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../core/ids.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { ResourceProfile } from '../core/ResourceProfile.js';
 import { totalResourceProfile } from '../core/TaskExecutorResourceUtils.js';
 import type { BatchingTaskExecutorGateway, SubmitTaskOutcome } from '../rpc/batchedSubmissions.js';
 import { serializeError } from '../rpc/errorTransfer.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.js';
-import { HeartbeatMonitor } from '../rpc/HeartbeatMonitor.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
-import type { ExecutionState, RegistrationResponse, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor, TaskExecutionStateWire, TaskExecutorMetricsWire } from '../rpc/protocol.js';
+import type { ExecutionState, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor, TaskExecutorMetricsWire } from '../rpc/protocol.js';
 import { slotReportToWire } from '../rpc/slotReportWire.js';
-import { invocationFor, type RunStartListener, type TaskInvocation } from './TaskInvocation.js';
-import { TaskSlotTable, type TaskSlotOutput, type TaskSlotPayload } from './TaskSlotTable.js';
+import { JobTable } from './JobTable.js';
+import { ResourceManagerConnection } from './ResourceManagerConnection.js';
+import { checkDescriptor, RunningTask, type SlotTaskRunner, type TaskCallbacks } from './RunningTask.js';
+import { invocationFor } from './TaskInvocation.js';
+import { TaskSlotTable, type TaskSlotOutput } from './TaskSlotTable.js';
 
-/** Runs a slot's tasks (a piscina pool in production, a double in tests). */
-export interface SlotTaskRunner {
-  /**
-   * Runs one attempt: resolves with its output; rejects when it fails or is canceled. Tells
-   * `options.listener` when the attempt starts on its thread (it may wait behind others first),
-   * at the latest just before it settles; never if it is canceled before it starts.
-   */
-  run(invocation: TaskInvocation, options?: { listener?: RunStartListener }): Promise<{ output: unknown; leakedPagesReleased?: number }>;
-  /**
-   * Cancels the attempt if it is queued or running here (its run then rejects, canceled); false if
-   * it is not here. A cancel names the attempt rather than aborting a signal: a TaskExecutor runs
-   * thousands of attempts and cancels few, and an AbortController per attempt costs more than a
-   * trivial task's bookkeeping.
-   */
-  cancel(executionAttemptId: ExecutionAttemptID, reason: string): boolean;
-  close(): Promise<void>;
-}
+export type { SlotTaskRunner } from './RunningTask.js';
 
 export interface TaskExecutorOptions {
   readonly resourceId: ResourceID;
@@ -75,47 +65,8 @@ export interface TaskExecutorOptions {
 }
 
 type Lifecycle = 'created' | 'registering' | 'registered' | 'shutting-down' | 'stopped';
-
-/** What a submitted attempt tells its TaskExecutor (one object for every attempt: no closure per task). */
-interface TaskCallbacks {
-  cancel(executionAttemptId: ExecutionAttemptID, cause: string): void;
-  started(task: RunningTask): void;
-}
-
-/** A submitted attempt: what the TaskExecutor tracks, what its slot holds (the slot's TaskSlotPayload), and what its runner tells when it starts. */
-class RunningTask implements TaskSlotPayload, RunStartListener {
-  readonly executionAttemptId: ExecutionAttemptID;
-  readonly jobId: JobID;
-  readonly allocationId: AllocationID;
-  /** The slot's runner once the attempt was handed to it (a cancel before that stops it in #run). */
-  runner: SlotTaskRunner | null = null;
-  state: ExecutionState = 'deploying';
-  cancelCause: string | null = null;
-
-  constructor(
-    readonly descriptor: TaskDeploymentDescriptor,
-    private readonly callbacks: TaskCallbacks,
-  ) {
-    this.executionAttemptId = descriptor.executionAttemptId;
-    this.jobId = descriptor.jobId;
-    this.allocationId = descriptor.allocationId;
-  }
-
-  /** The slot closes under it (Flink's failExternally): cancel it. */
-  failExternally(cause: unknown): void {
-    this.callbacks.cancel(this.executionAttemptId, `the slot was freed: ${describe(cause)}`);
-  }
-
-  /** Its runner started it on a thread. */
-  started(): void {
-    this.callbacks.started(this);
-  }
-
-  /** What the inspector shows of it in its slot (not its inputs, nor its runner). */
-  toJSON(): { executionAttemptId: ExecutionAttemptID; jobId: JobID; allocationId: AllocationID; state: ExecutionState } {
-    return { executionAttemptId: this.executionAttemptId, jobId: this.jobId, allocationId: this.allocationId, state: this.state };
-  }
-}
+/** Between created and shutting-down it registers or is registered: its ResourceManagerConnection says which. */
+type Phase = 'created' | 'started' | 'shutting-down' | 'stopped';
 
 export class TaskExecutor implements BatchingTaskExecutorGateway {
   readonly resourceId: ResourceID;
@@ -134,18 +85,10 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   /** Tasks that ended in this turn, still in their slots: removed together (one TaskSlot event per slot). */
   #ended: ExecutionAttemptID[] = [];
   readonly #runners = new Map<AllocationID, SlotTaskRunner>();
-  readonly #jobMasters = new Map<JobID, { address: string; gateway: JobMasterGateway }>();
-  /** State updates not sent yet, per job: what a turn of the event loop produced goes out as one call. */
-  readonly #pendingReports = new Map<JobID, { gateway: JobMasterGateway; updates: TaskExecutionStateWire[] }>();
-  #reportFlushScheduled = false;
-  #lifecycle: Lifecycle = 'created';
-  #registrationId: string | null = null;
-  /** The ResourceManager we are registered at (null while not registered). */
-  #resourceManagerId: ResourceManagerId | null = null;
-  #registrationAttempt = 0;
-  /** Watches the ResourceManager's heartbeats while registered (its requests are our heartbeats from it). */
-  #resourceManagerHeartbeat: HeartbeatMonitor<'ResourceManager'> | null = null;
-  #registrationDeadline: { cancel(): boolean } | null = null;
+  /** The jobs served here and their JobMasters; task state updates go out through it. */
+  readonly #jobs: JobTable;
+  readonly #resourceManager: ResourceManagerConnection;
+  #phase: Phase = 'created';
 
   constructor(options: TaskExecutorOptions) {
     this.#o = options;
@@ -153,7 +96,26 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.options = resolveOptions(options.configuration ?? {});
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
-    this.mailbox = new MainThreadExecutor(`TaskExecutor ${options.resourceId}`, this.#clock, (error) => this.#log(`uncaught in mailbox: ${describe(error)}`));
+    this.mailbox = new MainThreadExecutor(`TaskExecutor ${options.resourceId}`, this.#clock, (error) => this.#log(`uncaught in mailbox: ${describeError(error)}`));
+    this.#jobs = new JobTable({ mailbox: this.mailbox, connect: options.connectJobMaster, log: (message) => this.#log(message) });
+    this.#resourceManager = new ResourceManagerConnection({
+      resourceId: this.resourceId,
+      resourceManager: options.resourceManager,
+      mailbox: this.mailbox,
+      options: this.options,
+      registration: () => ({
+        resourceId: this.resourceId,
+        host: this.#o.host ?? 'localhost',
+        totalResourceProfile: this.table.totalResourceProfile.toJSON(),
+        defaultSlotResourceProfile: this.table.defaultSlotResourceProfile.toJSON(),
+        numberOfSlots: this.table.numberSlots,
+        mode: this.#o.mode,
+        ...(this.#o.pendingWorkerId === undefined ? {} : { pendingWorkerId: this.#o.pendingWorkerId }),
+      }),
+      onRegistered: () => this.#registered(),
+      onRegistrationTimeout: (cause) => void this.#shutdown(cause, 1),
+      log: (message) => this.#log(message),
+    });
     this.table = new TaskSlotTable({
       totalResourceProfile: totalResourceProfile(this.options),
       numberSlots: this.options['taskmanager.numberOfTaskSlots'],
@@ -177,18 +139,20 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   }
 
   get lifecycle(): Lifecycle {
-    return this.#lifecycle;
+    if (this.#phase !== 'started') return this.#phase;
+    return this.#resourceManager.state === 'registered' ? 'registered' : 'registering';
   }
 
   get isRegistered(): boolean {
-    return this.#lifecycle === 'registered';
+    return this.lifecycle === 'registered';
   }
 
   /** Starts registering at the ResourceManager (retried with backoff until accepted or the registration timeout). */
   start(): void {
     this.mailbox.execute(() => {
-      if (this.#lifecycle !== 'created') return;
-      this.#register('first registration');
+      if (this.#phase !== 'created') return;
+      this.#phase = 'started';
+      this.#resourceManager.register('first registration');
     });
   }
 
@@ -196,10 +160,10 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   async requestSlot(request: SlotRequestWire): Promise<void> {
     this.#requireRunning('requestSlot');
-    this.#requireRegisteredAt(request?.resourceManagerId, 'requestSlot');
+    this.#resourceManager.requireRegisteredAt(request?.resourceManagerId, 'requestSlot', this.lifecycle);
     const profile = ResourceProfile.fromJSON(request.resourceProfile);
     const allocated = this.table.allocateSlot({ index: request.index, jobId: request.jobId, allocationId: request.allocationId, resourceProfile: profile });
-    this.#rememberJobMaster(request.jobId, request.targetAddress);
+    this.#jobs.connect(request.jobId, request.targetAddress);
     if (allocated) this.#offerSlot(request.jobId, request.allocationId);
   }
 
@@ -289,7 +253,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   }
 
   async heartbeatFromResourceManager(): Promise<SlotReportWire> {
-    this.#resourceManagerHeartbeat?.reportHeartbeat('ResourceManager');
+    this.#resourceManager.heartbeatReceived();
     return slotReportToWire(this.table.createSlotReport(this.resourceId));
   }
 
@@ -298,9 +262,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   }
 
   async disconnectResourceManager(cause: string): Promise<void> {
-    if (this.#lifecycle !== 'registered') return;
-    this.#log(`the ResourceManager disconnected: ${cause}; registering again`);
-    this.#register('disconnected by the ResourceManager');
+    this.#resourceManager.disconnected(cause);
   }
 
   async shutdown(cause: string): Promise<void> {
@@ -321,10 +283,9 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   }
 
   async #shutdown(cause: string, exitCode: number): Promise<void> {
-    if (this.#lifecycle === 'shutting-down' || this.#lifecycle === 'stopped') return;
-    this.#lifecycle = 'shutting-down';
-    this.#disconnectFromResourceManager();
-    this.#registrationDeadline?.cancel();
+    if (this.#phase === 'shutting-down' || this.#phase === 'stopped') return;
+    this.#phase = 'shutting-down';
+    this.#resourceManager.close();
     this.#log(`shutting down: ${cause}`);
     const deadline = this.options['task.cancellation.grace-period'] + this.options['rpc.ask.timeout'];
     const closed = this.table.closeAsync(new Error(`the TaskExecutor is shutting down: ${cause}`));
@@ -336,121 +297,31 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.#terminate(exitCode, cause);
   }
 
-  // ------------------------------------------------------------------ registration and heartbeats
+  // ------------------------------------------------------------------ registration
 
-  #register(why: string): void {
-    this.#lifecycle = 'registering';
-    this.#disconnectFromResourceManager();
-    this.#registrationAttempt = 0;
-    this.#registrationDeadline?.cancel();
-    this.#registrationDeadline = this.mailbox.schedule(() => {
-      if (this.#lifecycle === 'registering') void this.#shutdown(`could not register at the ResourceManager within taskmanager.registration.timeout (${why})`, 1);
-    }, this.options['taskmanager.registration.timeout']);
-    this.#attemptRegistration();
-  }
-
-  #attemptRegistration(): void {
-    if (this.#lifecycle !== 'registering') return;
-    const attempt = ++this.#registrationAttempt;
-    const registration = {
-      resourceId: this.resourceId,
-      host: this.#o.host ?? 'localhost',
-      totalResourceProfile: this.table.totalResourceProfile.toJSON(),
-      defaultSlotResourceProfile: this.table.defaultSlotResourceProfile.toJSON(),
-      numberOfSlots: this.table.numberSlots,
-      mode: this.#o.mode,
-      ...(this.#o.pendingWorkerId === undefined ? {} : { pendingWorkerId: this.#o.pendingWorkerId }),
-    };
-    this.mailbox.whenComplete(this.#o.resourceManager.registerTaskExecutor(registration), (response, error) => {
-      if (this.#lifecycle !== 'registering' || attempt !== this.#registrationAttempt) return;
-      if (response?.kind === 'accepted') {
-        this.#registered(response);
-        return;
-      }
-      const initial = this.options['cluster.registration.initial-timeout'];
-      const delay = Math.min(initial * 2 ** (attempt - 1), this.options['cluster.registration.max-timeout']);
-      this.#log(`registration attempt ${attempt} ${response?.kind === 'refused' ? `refused: ${response.reason}` : `failed: ${describe(error)}`}; retrying in ${delay} ms`);
-      this.mailbox.schedule(() => this.#attemptRegistration(), delay);
-    });
-  }
-
-  #registered(response: Extract<RegistrationResponse, { kind: 'accepted' }>): void {
-    this.#registrationDeadline?.cancel();
-    this.#lifecycle = 'registered';
+  /** The ResourceManager accepted us: spare task threads may boot, and it gets our first slot report. */
+  #registered(): void {
     // Registered: threads may now boot in the background for the slots to come.
     this.#o.taskThreads?.start(heapLimitMbOf(this.table.defaultSlotResourceProfile), () => this.#freeStaticSlots());
-    this.#registrationId = response.registrationId;
-    this.#resourceManagerId = response.resourceManagerId;
-    this.#monitorResourceManager(response.heartbeatIntervalMs, response.heartbeatTimeoutMs);
     const report = slotReportToWire(this.table.createSlotReport(this.resourceId));
-    this.mailbox.whenComplete(this.#o.resourceManager.sendSlotReport(this.resourceId, this.#registrationId!, report), (_, error) => {
-      if (error !== undefined) this.#log(`sending the first slot report failed: ${describe(error)}`);
-    });
-  }
-
-  /**
-   * The ResourceManager heartbeats us; silent for heartbeat.timeout while we could look, it is lost
-   * (Flink: reconnect). Our own lateness (a blocked event loop) is not held against it.
-   */
-  #monitorResourceManager(intervalMs: number, timeoutMs: number): void {
-    const monitor = new HeartbeatMonitor<'ResourceManager'>({
-      mailbox: this.mailbox,
-      intervalMs,
-      timeoutMs,
-      onTimeout: (_, silentMs) => {
-        if (this.#resourceManagerHeartbeat !== monitor || this.#lifecycle !== 'registered') return;
-        this.#log(`no heartbeat from the ResourceManager for ${silentMs} ms (heartbeat.timeout ${timeoutMs} ms): registering again`);
-        this.#register('the ResourceManager was lost');
-      },
-      log: (message) => this.#log(message),
-    });
-    monitor.monitorTarget('ResourceManager');
-    monitor.start();
-    this.#resourceManagerHeartbeat = monitor;
-  }
-
-  /** No longer registered: forget the registration, stop watching the ResourceManager. */
-  #disconnectFromResourceManager(): void {
-    this.#registrationId = null;
-    this.#resourceManagerId = null;
-    this.#resourceManagerHeartbeat?.stop();
-    this.#resourceManagerHeartbeat = null;
-  }
-
-  /** Flink's isConnectedToResourceManager check: slots only for the ResourceManager we are registered at. */
-  #requireRegisteredAt(resourceManagerId: ResourceManagerId | undefined, operation: string): void {
-    if (this.#lifecycle === 'registered' && resourceManagerId === this.#resourceManagerId) return;
-    if (!ResourceManagerId.is(resourceManagerId)) {
-      throw new IllegalArgumentError('invalid-value', `${operation}: resourceManagerId must be the ResourceManagerId of the ResourceManager asking, got ${String(resourceManagerId)}`, { argument: 'resourceManagerId' });
-    }
-    const state = this.#lifecycle === 'registered' ? `registered at ResourceManager ${this.#resourceManagerId}` : this.#lifecycle;
-    throw new IllegalStateError(`TaskExecutor ${this.resourceId} is not connected to ResourceManager ${String(resourceManagerId)} (it is ${state}): ${operation} refused`, {
-      component: 'TaskExecutor',
-      operation,
-      state,
-      allowed: [`registered at ResourceManager ${String(resourceManagerId)}`],
+    this.mailbox.whenComplete(this.#o.resourceManager.sendSlotReport(this.resourceId, this.#resourceManager.registrationId!, report), (_, error) => {
+      if (error !== undefined) this.#log(`sending the first slot report failed: ${describeError(error)}`);
     });
   }
 
   // ------------------------------------------------------------------ slots
 
-  #rememberJobMaster(jobId: JobID, address: string): void {
-    const known = this.#jobMasters.get(jobId);
-    if (known?.address === address) return;
-    this.#jobMasters.set(jobId, { address, gateway: this.#o.connectJobMaster(address) });
-  }
-
   /** Offers the slot to its job's JobMaster; a rejected or unanswered offer frees the slot. */
   #offerSlot(jobId: JobID, allocationId: AllocationID): void {
     const slot = this.table.getTaskSlot(allocationId);
-    const jobMaster = this.#jobMasters.get(jobId);
+    const jobMaster = this.#jobs.gateway(jobId);
     if (slot === undefined || jobMaster === undefined) return;
     const offer = { allocationId, index: slot.index, resourceProfile: slot.resourceProfile.toJSON() };
-    this.#flushReports(jobId);
-    this.mailbox.whenComplete(jobMaster.gateway.offerSlots(this.resourceId, [offer]), (accepted, error) => {
+    this.#jobs.flush(jobId);
+    this.mailbox.whenComplete(jobMaster.offerSlots(this.resourceId, [offer]), (accepted, error) => {
       if (this.table.getTaskSlot(allocationId) === undefined) return;
       if (error !== undefined || !accepted?.includes(allocationId)) {
-        this.#freeSlotInternal(allocationId, error !== undefined ? `the JobMaster did not answer the offer: ${describe(error)}` : 'the JobMaster rejected the offer');
+        this.#freeSlotInternal(allocationId, error !== undefined ? `the JobMaster did not answer the offer: ${describeError(error)}` : 'the JobMaster rejected the offer');
       } else if (this.table.state === 'running') {
         this.table.markSlotActive(allocationId);
       }
@@ -463,17 +334,17 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   }
 
   #slotFreed(allocationId: AllocationID, jobId: JobID): void {
-    if (this.#lifecycle === 'registered') {
+    if (this.lifecycle === 'registered') {
       this.mailbox.whenComplete(this.#o.resourceManager.notifySlotAvailable(this.resourceId, allocationId), (_, error) => {
-        if (error !== undefined) this.#log(`notifySlotAvailable failed: ${describe(error)}`);
+        if (error !== undefined) this.#log(`notifySlotAvailable failed: ${describeError(error)}`);
       });
     }
-    const jobMaster = this.#jobMasters.get(jobId);
+    const jobMaster = this.#jobs.gateway(jobId);
     if (jobMaster !== undefined) {
       // The slot's tasks' last states first: the JobMaster fails what is still running in a freed slot.
-      this.#flushReports(jobId);
-      this.mailbox.whenComplete(jobMaster.gateway.notifySlotFreed(this.resourceId, allocationId, 'freed'), () => {});
-      if (!this.table.hasAllocatedSlots(jobId)) this.#jobMasters.delete(jobId);
+      this.#jobs.flush(jobId);
+      this.mailbox.whenComplete(jobMaster.notifySlotFreed(this.resourceId, allocationId, 'freed'), () => {});
+      if (!this.table.hasAllocatedSlots(jobId)) this.#jobs.release(jobId);
     }
   }
 
@@ -556,66 +427,28 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.table.removeTasksIfPresent(ended);
   }
 
-  /**
-   * Queues a state update for the task's JobMaster. Updates go out in order, as one
-   * updateTaskExecutionStates call per job once the event loop has handled every message waiting
-   * for it (setImmediate), and before anything else this TaskExecutor sends that JobMaster (a slot
-   * offer, a freed slot) or its link closes.
-   */
+  /** The task is now in `state`; its JobMaster hears it in the next batch of updates (JobTable). */
   #report(task: RunningTask, state: ExecutionState, output?: unknown, error?: SerializedError): void {
     task.state = state;
     const { jobId, executionAttemptId } = task.descriptor;
-    const jobMaster = this.#jobMasters.get(jobId);
-    if (jobMaster === undefined) return;
-    const update: TaskExecutionStateWire = { jobId, executionAttemptId, state, resourceId: this.resourceId, ...(output === undefined ? {} : { output }), ...(error === undefined ? {} : { error }) };
-    let pending = this.#pendingReports.get(jobId);
-    if (pending === undefined || pending.gateway !== jobMaster.gateway) {
-      if (pending !== undefined) this.#flushReports(jobId);
-      pending = { gateway: jobMaster.gateway, updates: [] };
-      this.#pendingReports.set(jobId, pending);
-    }
-    pending.updates.push(update);
-    if (!this.#reportFlushScheduled) {
-      this.#reportFlushScheduled = true;
-      // After the event loop's poll phase: every task result that arrived in it (each a message
-      // of its own, each followed by its own ticks) shares one call, hence one cross-thread hop.
-      setImmediate(() => this.mailbox.execute(() => this.#flushAllReports()));
-    }
-  }
-
-  #flushAllReports(): void {
-    this.#reportFlushScheduled = false;
-    for (const jobId of [...this.#pendingReports.keys()]) this.#flushReports(jobId);
-  }
-
-  /** Sends the job's queued state updates now (one call), if there are any. */
-  #flushReports(jobId: JobID): void {
-    const pending = this.#pendingReports.get(jobId);
-    if (pending === undefined) return;
-    this.#pendingReports.delete(jobId);
-    const { updates } = pending;
-    this.mailbox.whenComplete(pending.gateway.updateTaskExecutionStates(updates), (_, failure) => {
-      if (failure !== undefined) {
-        const what = updates.map((u) => `${u.state} of ${ExecutionAttemptID.short(u.executionAttemptId)}`);
-        this.#log(`reporting ${what.length > 4 ? `${what.slice(0, 4).join(', ')} and ${what.length - 4} more` : what.join(', ')} failed: ${describe(failure)}`);
-      }
-    });
+    if (this.#jobs.gateway(jobId) === undefined) return;
+    this.#jobs.report({ jobId, executionAttemptId, state, resourceId: this.resourceId, ...(output === undefined ? {} : { output }), ...(error === undefined ? {} : { error }) });
   }
 
   // ------------------------------------------------------------------ helpers
 
   #requireRunning(operation: string): void {
     this.mailbox.assertRunningInMainThread(`TaskExecutor.${operation}`);
-    if (this.#lifecycle === 'shutting-down' || this.#lifecycle === 'stopped') {
-      throw new IllegalStateError(`TaskExecutor ${this.resourceId} is ${this.#lifecycle}: ${operation} refused`, { component: 'TaskExecutor', operation, state: this.#lifecycle, allowed: ['registering', 'registered'] });
+    if (this.#phase === 'shutting-down' || this.#phase === 'stopped') {
+      throw new IllegalStateError(`TaskExecutor ${this.resourceId} is ${this.#phase}: ${operation} refused`, { component: 'TaskExecutor', operation, state: this.#phase, allowed: ['registering', 'registered'] });
     }
   }
 
   #terminate(code: number, reason: string): void {
-    if (this.#lifecycle === 'stopped') return;
-    this.#lifecycle = 'stopped';
+    if (this.#phase === 'stopped') return;
+    this.#phase = 'stopped';
     // The last states go out before the link closes.
-    this.#flushAllReports();
+    this.#jobs.flushAll();
     this.mailbox.close();
     this.#o.onTerminated?.(code, reason);
   }
@@ -625,21 +458,4 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 export function heapLimitMbOf(profile: ResourceProfile): number | undefined {
   const heap = profile.taskHeapMemory;
   return heap > 0 ? Math.max(1, Math.floor(heap / (1024 * 1024))) : undefined;
-}
-
-function checkDescriptor(d: TaskDeploymentDescriptor): void {
-  const fail = (field: string, rule: string) => new IllegalArgumentError('invalid-value', `submitTask: ${field} ${rule}`, { argument: field });
-  if (typeof d !== 'object' || d === null) throw fail('descriptor', 'must be a TaskDeploymentDescriptor object');
-  if (!JobID.is(d.jobId)) throw fail('jobId', 'must be a JobID');
-  if (!AllocationID.is(d.allocationId)) throw fail('allocationId', 'must be an AllocationID');
-  if (!ExecutionAttemptID.is(d.executionAttemptId)) throw fail('executionAttemptId', 'must be an ExecutionAttemptID');
-  if (typeof d.taskModule !== 'string' || d.taskModule === '') throw fail('taskModule', 'must be the path or file: URL of a module');
-  for (const key of ['subtaskIndex', 'parallelism', 'attemptNumber'] as const) {
-    if (!Number.isSafeInteger(d[key]) || d[key] < 0) throw fail(key, 'must be an integer >= 0');
-  }
-}
-
-function describe(error: unknown): string {
-  if (isSlotwiseError(error)) return `${error._tag}(${error.reason}): ${error.message}`;
-  return error instanceof Error ? error.message : String(error);
 }

@@ -58,8 +58,9 @@ const poolLog = (entry: SlotTaskPoolLogEntry) =>
     ...(entry.executionAttemptId === undefined ? {} : { executionAttemptId: entry.executionAttemptId }),
   });
 const inspectChannel = link.channel(INSPECT_CHANNEL);
-// Loaded only when asked for: the inspector and its serializer cost a worker more to load than the rest of it.
-const inspect = config.inspect ? (await import('../inspect.js')).createWorkerInspector((event) => inspectChannel.postMessage(event)) : undefined;
+// Loaded only when asked for: the inspector and its serializer cost a worker more to load than the rest of it
+// (the worker side alone: the relay and the browser opener stay on the main thread, inspect.ts).
+const inspect = config.inspect ? await (await import('../workerInspector.js')).loadWorkerInspector((event) => inspectChannel.postMessage(event)) : undefined;
 
 // Task threads booted ahead of need, one taken per slot allocation and destroyed with it.
 const taskThreads = new TaskThreadReserve({

@@ -14,6 +14,7 @@
  */
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Worker } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 
 export interface TaskThreadsOptions {
@@ -82,4 +83,40 @@ function createLoaded(options: TaskThreadsOptions): Piscina {
  */
 export async function threadsReady(pool: Piscina): Promise<void> {
   await pool.run(null, { name: 'heapLimit' });
+}
+
+/**
+ * The exit codes of a pool's threads, from each thread's own 'exit' event: piscina tells the call a
+ * thread held that it exited only in its error's text (`worker exited with code: N`). Node emits
+ * 'exit' (after 'error', for a thread out of heap) in the same turn as piscina fails that call, so a
+ * code is kept for that turn of the event loop only, and read there (taskFailure.ts).
+ */
+export class ThreadExits {
+  readonly #watched = new WeakSet<Worker>();
+  #last: { readonly code: number } | null = null;
+
+  /** Watches the pool's threads, and each one it starts later (a replaced thread). */
+  watch(pool: Piscina): void {
+    this.#watchNew(pool);
+    pool.on('workerCreate', () => this.#watchNew(pool));
+  }
+
+  /** The exit code of a thread that ended in this turn, or null. */
+  get lastCode(): number | null {
+    return this.#last?.code ?? null;
+  }
+
+  #watchNew(pool: Piscina): void {
+    for (const worker of pool.threads) {
+      if (this.#watched.has(worker)) continue;
+      this.#watched.add(worker);
+      worker.once('exit', (code: number) => {
+        const exit = { code };
+        this.#last = exit;
+        setImmediate(() => {
+          if (this.#last === exit) this.#last = null;
+        });
+      });
+    }
+  }
 }

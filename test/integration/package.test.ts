@@ -101,6 +101,14 @@ export function refused(error: unknown): string | undefined {
 }
 `;
 
+/** Runs the lines as an .mjs file of the application under plain node; what it printed, as JSON. */
+async function probeJson(app: string, file: string, lines: readonly string[]): Promise<unknown> {
+  writeFileSync(join(app, file), lines.join('\n'));
+  const { code, stdout, stderr } = await run(process.execPath, [file], app, 30_000);
+  expect(code, stderr).to.equal(0);
+  return JSON.parse(stdout.trim());
+}
+
 /** tsc on the consumer, as the application would run it. */
 function startTypeCheck(app: string): Promise<Run> {
   writeFileSync(join(app, 'consumer.ts'), CONSUMER_TS);
@@ -157,11 +165,25 @@ describe('the package, installed from its tarball into an application', function
 
   it('holds dist/lib, dist/machines, README, LICENSE and package.json only', () => {
     const paths = packed[0]!.files.map((f) => f.path);
-    expect(paths.filter((p) => !/^(dist\/(lib|machines)\/.+\.(js|d\.ts)|README\.md|LICENSE|package\.json)$/.test(p))).to.deep.equal([]);
+    expect(paths.filter((p) => !/^(dist\/(lib|machines)\/.+\.(js|d\.ts)|dist\/lib\/dashboard\/page\/(index\.html|dashboard\.css)|README\.md|LICENSE|package\.json)$/.test(p))).to.deep.equal([]);
     for (const entry of ['dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/lib/internals.js', 'dist/machines/index.js', 'dist/lib/taskexecutor/taskExecutorMain.js', 'dist/lib/taskexecutor/taskWorker.js']) {
       expect(paths).to.include(entry);
     }
     expect(readFileSync(join(app, 'node_modules/slotwise/LICENSE'), 'utf8')).to.contain('Apache License\n                           Version 2.0, January 2004');
+  });
+
+  it("serves the dashboard's page and assets from the installed package (nothing from a CDN)", async () => {
+    const probe = [
+      "import { MiniCluster } from 'slotwise';",
+      'const cluster = await MiniCluster.start({ taskExecutors: 0, dashboard: { port: 0 } });',
+      'const url = new URL(cluster.dashboardUrl);',
+      "const paths = ['/', '/dashboard/assets/dashboard.js', '/dashboard/assets/dashboard.css', '/dashboard/assets/uPlot.iife.min.js', '/dashboard/assets/uPlot.min.css', '/metrics'];",
+      'const statuses = [];',
+      'for (const path of paths) statuses.push((await fetch(url.origin + path + url.search)).status);',
+      'await cluster.close();',
+      'console.log(JSON.stringify(statuses));',
+    ];
+    expect(await probeJson(app, 'dashboard.mjs', probe)).to.deep.equal([200, 200, 200, 200, 200, 200]);
   });
 
   it('was installed with its production dependencies only: no tsx, no TypeScript', () => {
@@ -189,11 +211,8 @@ describe('the package, installed from its tarball into an application', function
       "const { startRestServer } = await import('slotwise/rest');",
       "const required = createRequire(import.meta.url)('slotwise');",
       'console.log(JSON.stringify({ deep, machines: Object.keys(machines).sort(), internals: typeof ResourceManager, rest: typeof startRestServer, sameClass: required.MiniCluster === MiniCluster }));',
-    ].join('\n');
-    writeFileSync(join(app, 'probe.mjs'), probe);
-    const { code, stdout, stderr } = await run(process.execPath, ['probe.mjs'], app, 30_000);
-    expect(code, stderr).to.equal(0);
-    expect(JSON.parse(stdout.trim())).to.deep.equal({ deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED', machines: ['jobStatus', 'resourceSlot', 'slotManager', 'taskSlot', 'taskSlotTable'], internals: 'function', rest: 'function', sameClass: true });
+    ];
+    expect(await probeJson(app, 'probe.mjs', probe)).to.deep.equal({ deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED', machines: ['jobStatus', 'resourceSlot', 'slotManager', 'taskSlot', 'taskSlotTable'], internals: 'function', rest: 'function', sameClass: true });
   });
 
   it('installs the slotwise command: jobmanager --local-taskmanagers serves a cluster, run submits the README\'s job file of the quick start\'s tasks', async () => {

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { createActor } from 'xstate';
 import { SimulatedClock } from '../../lib/core/clock.js';
 import { AllocationID, ExecutionAttemptID, JobID } from '../../lib/core/ids.js';
-import { toPlainInspectionEvent } from '../../lib/inspect.js';
+import { toPlainInspectionEvent } from '../../lib/workerInspector.js';
 import { MemoryManager } from '../../lib/taskexecutor/MemoryManager.js';
 import { TaskSet } from '../../machines/taskSet.js';
 import { taskSlotMachine } from '../../machines/taskSlot.machine.js';

@@ -30,7 +30,8 @@ async function harness(o: { configuration?: SlotwiseOptions; workersOnDemand?: b
   const driver = new TestingResourceManagerDriver(spec);
   const listener = new RecordingListener();
   const logs: string[] = [];
-  const rm = new ResourceManager({ configuration, clock, driver, listener, log: (m) => logs.push(m), ...(o.workersOnDemand === undefined ? {} : { workersOnDemand: o.workersOnDemand }) });
+  const losses: Array<[ResourceID, string]> = [];
+  const rm = new ResourceManager({ configuration, clock, driver, listener, log: (m) => logs.push(m), onTaskExecutorLost: (id, cause) => losses.push([id, cause]), ...(o.workersOnDemand === undefined ? {} : { workersOnDemand: o.workersOnDemand }) });
   running.push(rm);
   rm.start();
   await settle();
@@ -38,7 +39,7 @@ async function harness(o: { configuration?: SlotwiseOptions; workersOnDemand?: b
   const jobMaster = new TestingJobMasterGateway();
   const call = <T>(fn: () => Promise<T>) => rm.mailbox.callAsync(fn);
   const h = {
-    rm, clock, driver, listener, logs, spec, jobId, jobMaster, call,
+    rm, clock, driver, listener, logs, losses, spec, jobId, jobMaster, call,
     overview: () => rm.slotManager.overview(),
     /** Moves the clock in 50 ms steps, letting the mailbox run between them (each heartbeat round reschedules the next). */
     async advance(ms: number) {
@@ -352,6 +353,45 @@ describe('ResourceManager endpoint', () => {
       h.driver.terminate(id, 'released');
       await settle();
       expect(refusal(await h.call(() => h.rm.registerTaskExecutor(registrationWire(id, h.spec))))).to.match(/no heartbeat for 3000 ms/);
+    });
+  });
+
+  describe('lost TaskExecutors, told by cause (for the metrics)', () => {
+    it('tells each loss once, by cause: worker exited, heartbeat timeout (its stop later is not another), disconnected, rejected', async () => {
+      const h = await harness({ configuration: { 'slotmanager.number-of-slots.max': 6 } });
+      const [exited, silent, leaving] = [await h.worker(), await h.worker(), await h.worker()];
+      h.driver.terminate(exited, 'exit code 1');
+      await settle();
+      h.driver.executor(silent).heartbeat = 'silent';
+      await h.advance(6_000); // lost at 3 s, stopped at 6 s when it did not come back
+      h.driver.terminate(silent, 'stopped');
+      await h.driver.gateway(leaving).disconnectTaskExecutor(leaving, 'shutting down');
+      // Three new workers hold the 6 slots allowed: a fourth is over slotmanager.number-of-slots.max.
+      for (let i = 0; i < 3; i++) await h.worker();
+      const overMax = h.driver.startWorker();
+      await h.register(overMax);
+      expect(h.losses).to.deep.equal([
+        [exited, 'worker-exited'],
+        [silent, 'heartbeat-timeout'],
+        [leaving, 'disconnected'],
+        [overMax, 'rejected'],
+      ]);
+    });
+
+    it('tells no loss for a worker the SlotManager released when idle, nor for workers ending as the ResourceManager closes', async () => {
+      const h = await harness({ configuration: { 'resourcemanager.taskmanager-timeout': 1_000 } });
+      const idle = await h.worker();
+      const kept = await h.worker();
+      await h.connectJob();
+      await h.call(() => h.rm.declareRequiredResources({ jobId: h.jobId, targetAddress: ADDRESS, requirements: [] }));
+      await h.advance(1_100);
+      expect(h.driver.releaseResourceCalls.map((c) => c.resourceId)).to.include(idle);
+      h.driver.terminate(idle, 'released');
+      await settle();
+      await h.rm.close();
+      h.driver.terminate(kept, 'closing');
+      await settle();
+      expect(h.losses).to.deep.equal([]);
     });
   });
 

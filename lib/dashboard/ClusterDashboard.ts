@@ -1,0 +1,106 @@
+/**
+ * What the dashboard shows of one cluster, whatever serves it (a MiniCluster's own server, or the
+ * JobManager's REST server with the plugin registered): the view pushed to pages (overview,
+ * TaskExecutors and their slot tables, jobs with their subtasks, pending requests and why, chart
+ * series, the actors), an actor's detail and events, cancelling a job, and the metrics text.
+ *
+ * `start()` samples the chart series once a second (an unref'd timer: it never keeps the process
+ * alive); `close()` stops it.
+ */
+import type { ClusterOverview } from '../ClusterOverview.js';
+import { IllegalArgumentError } from '../core/errors.js';
+import { JobID } from '../core/ids.js';
+import type { Dispatcher, JobObserver } from '../dispatcher/Dispatcher.js';
+import type { SlotAssignment } from '../jobmaster/SlotAssignment.js';
+import type { ClusterMetrics } from '../metrics/ClusterMetrics.js';
+import type { ActorDetail, ActorDirectory, ActorEvent, ActorSummary } from './ActorDirectory.js';
+import { describeJobs, type JobDetail } from './jobDetails.js';
+import { SeriesRecorder, type SeriesSnapshot } from './SeriesRecorder.js';
+
+/** Everything a page shows, in one JSON object. */
+export interface DashboardView {
+  readonly overview: ClusterOverview;
+  readonly jobs: ReadonlyArray<JobDetail & { readonly actorId: string | null }>;
+  readonly series: SeriesSnapshot;
+  /** null: the cluster was started without the inspection stream. */
+  readonly actors: readonly ActorSummary[] | null;
+}
+
+/** What the dashboard plugin needs of a cluster. */
+export interface DashboardSource {
+  view(): DashboardView;
+  actor(id: string): ActorDetail | undefined;
+  /** Each new event of the actor `id`; returns a function that stops it. */
+  watchActor(id: string, listener: (event: ActorEvent) => void): () => void;
+  /** Cancels a job: 'canceling', or 'ended' when it had ended already; IllegalArgumentError for an unknown or malformed JobID. */
+  cancelJob(jobId: string): Promise<'canceling' | 'ended'>;
+  metrics(): Promise<{ readonly contentType: string; readonly text: string }>;
+}
+
+export interface ClusterDashboardOptions {
+  readonly overview: () => ClusterOverview;
+  readonly dispatcher: Dispatcher;
+  readonly metrics: ClusterMetrics;
+  readonly actors: ActorDirectory | null;
+  readonly now?: () => number;
+}
+
+const SAMPLE_INTERVAL_MS = 1_000;
+const ENDED = ['finished', 'failed', 'canceled'];
+
+export class ClusterDashboard implements DashboardSource, JobObserver {
+  readonly #o: ClusterDashboardOptions;
+  readonly #series = new SeriesRecorder();
+  #timer: ReturnType<typeof setInterval> | null = null;
+
+  constructor(options: ClusterDashboardOptions) {
+    this.#o = options;
+  }
+
+  start(): void {
+    if (this.#timer !== null) return;
+    this.#sample();
+    this.#timer = setInterval(() => this.#sample(), SAMPLE_INTERVAL_MS);
+    this.#timer.unref();
+  }
+
+  close(): void {
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+  }
+
+  onSlotAssigned(_jobId: JobID, assignment: SlotAssignment): void {
+    this.#series.recordAllocation(assignment.timestamp - assignment.requestedAt);
+  }
+
+  view(): DashboardView {
+    const actors = this.#o.actors;
+    const jobs = describeJobs(this.#o.dispatcher).map((job) => ({ ...job, actorId: this.#o.dispatcher.getJobMaster(job.jobId)?.statusActor.sessionId ?? null }));
+    return { overview: this.#o.overview(), jobs, series: this.#series.snapshot(), actors: actors === null ? null : actors.list() };
+  }
+
+  actor(id: string): ActorDetail | undefined {
+    return this.#o.actors?.get(id);
+  }
+
+  watchActor(id: string, listener: (event: ActorEvent) => void): () => void {
+    return this.#o.actors?.subscribe((actorId, event) => actorId === id && listener(event)) ?? (() => {});
+  }
+
+  async cancelJob(jobId: string): Promise<'canceling' | 'ended'> {
+    if (!JobID.is(jobId)) throw new IllegalArgumentError('invalid-value', `cancel: ${JSON.stringify(jobId)} is not a JobID (32 hex digits)`, { argument: 'jobId' });
+    const job = this.#o.dispatcher.getJob(jobId);
+    if (job === undefined) throw new IllegalArgumentError('invalid-value', `cancel: no job ${jobId} in this cluster (ended jobs are kept for jobstore.expiration-time)`, { argument: 'jobId' });
+    if (ENDED.includes(job.status)) return 'ended';
+    await this.#o.dispatcher.cancelJob(jobId);
+    return 'canceling';
+  }
+
+  async metrics(): Promise<{ contentType: string; text: string }> {
+    return { contentType: this.#o.metrics.registry.contentType, text: await this.#o.metrics.exposition() };
+  }
+
+  #sample(): void {
+    this.#series.sample((this.#o.now ?? Date.now)(), this.#o.overview());
+  }
+}

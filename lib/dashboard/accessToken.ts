@@ -1,0 +1,62 @@
+/**
+ * The dashboard's door, by the inspector relay's rule (inspectRelay.ts): a random token new at every
+ * start, shown only in the URL the cluster gives; every request must carry it (`?token=` — an
+ * EventSource cannot send headers — or `Authorization: Bearer <token>`, as a Prometheus scraper
+ * would), compared in constant time. Bound to a loopback address, only requests naming that host
+ * are served (DNS rebinding), and a request from a page of another origin is refused.
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+
+export function createAccessToken(): string {
+  return randomBytes(18).toString('base64url');
+}
+
+export interface AccessRequest {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The port the request came in on (the `Host` header must name it). */
+  readonly localPort: number | undefined;
+}
+
+export interface AccessRule {
+  /** null: no token asked (the server around the plugin does its own authentication). */
+  readonly token: string | null;
+  /** Only requests naming a loopback host (`localhost`, `127.0.0.1`, `[::1]`) and this server's port. */
+  readonly loopbackOnly: boolean;
+}
+
+const LOOPBACK = ['127.0.0.1', 'localhost', '::1', '[::1]'];
+
+/** Whether a server bound to `host` is reachable from this machine only. */
+export function isLoopback(host: string): boolean {
+  return LOOPBACK.includes(host);
+}
+
+/** Why a request is refused (status and text), or null when it may pass. */
+export function refusal(request: AccessRequest, rule: AccessRule): { readonly status: number; readonly text: string } | null {
+  const host = header(request.headers['host']);
+  if (rule.loopbackOnly && !['localhost', '127.0.0.1', '[::1]'].some((name) => host === `${name}:${request.localPort}`)) {
+    return { status: 403, text: 'Forbidden: this dashboard answers to localhost only' };
+  }
+  const origin = header(request.headers['origin']);
+  if (origin !== '' && origin !== `http://${host}` && origin !== `https://${host}`) return { status: 403, text: 'Forbidden: a page of another origin' };
+  if (rule.token === null) return null;
+  let given = '';
+  try {
+    given = new URL(request.url, 'http://localhost').searchParams.get('token') ?? '';
+  } catch {
+    return { status: 400, text: 'Bad Request' };
+  }
+  const authorization = header(request.headers['authorization']);
+  if (given === '' && authorization.startsWith('Bearer ')) given = authorization.slice('Bearer '.length);
+  const a = Buffer.from(given);
+  const b = Buffer.from(rule.token);
+  if (a.length !== b.length || !timingSafeEqual(a, b)) {
+    return { status: 403, text: "Forbidden: open the dashboard's URL with its token, as the cluster gave it (cluster.dashboardUrl)" };
+  }
+  return null;
+}
+
+function header(value: string | string[] | undefined): string {
+  return Array.isArray(value) ? (value[0] ?? '') : (value ?? '');
+}

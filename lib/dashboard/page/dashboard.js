@@ -1,0 +1,276 @@
+// The slotwise dashboard page: plain JavaScript, no framework, nothing loaded from outside this
+// origin. It follows the server's `view` stream (Server-Sent Events) and renders the overview,
+// charts (uPlot), jobs, TaskExecutors with their slot tables, pending requests and, for a chosen
+// statechart actor, its state and recent events (a second stream). Every text from the cluster
+// goes in through textContent: job names and task names are user input.
+
+const token = new URLSearchParams(location.search).get('token') ?? '';
+const query = token === '' ? '' : `?token=${encodeURIComponent(token)}`;
+const ENDED = ['finished', 'failed', 'canceled'];
+
+/** An element with attributes and children (strings become text nodes). */
+function h(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith('on')) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
+  return node;
+}
+const badge = (state, testid) => h('span', { class: `badge ${state}`, 'data-testid': testid }, state);
+const short = (id) => (id ? String(id).slice(0, 8) : '—');
+const $ = (id) => document.getElementById(id);
+
+// ------------------------------------------------------------------ the stream
+
+const connection = $('connection');
+const stream = new EventSource(`/dashboard/events${query}`);
+stream.addEventListener('open', () => {
+  connection.textContent = 'live';
+  connection.className = 'connection live';
+});
+stream.addEventListener('error', () => {
+  connection.textContent = stream.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting…';
+  connection.className = 'connection lost';
+});
+stream.addEventListener('view', (message) => render(JSON.parse(message.data)));
+
+function render(view) {
+  const slotsByAllocation = new Map();
+  for (const te of view.overview.taskExecutors) for (const slot of te.slots) if (slot.allocationId) slotsByAllocation.set(slot.allocationId, { te, slot });
+  const jobNames = new Map(view.overview.jobs.map((job) => [job.jobId, job.name]));
+  renderOverview(view.overview);
+  renderCharts(view.series);
+  renderJobs(view.jobs, slotsByAllocation);
+  renderExecutors(view.overview.taskExecutors, jobNames);
+  renderPending(view.overview.pendingRequests, jobNames);
+  renderActorList(view.actors, view.jobs);
+  document.body.dataset.rendered = String(Date.now());
+}
+
+// ------------------------------------------------------------------ overview
+
+function renderOverview(overview) {
+  const slots = overview.taskExecutors.flatMap((te) => te.slots);
+  const count = (state) => slots.filter((slot) => slot.state === state).length;
+  const jobs = overview.jobs;
+  const byStatus = {};
+  for (const job of jobs) byStatus[job.status] = (byStatus[job.status] ?? 0) + 1;
+  const card = (label, value, testid, wide = false) => h('div', { class: wide ? 'card wide' : 'card', 'data-testid': testid }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, value));
+  $('overview').replaceChildren(
+    card('TaskExecutors', overview.taskExecutors.length, 'overview-executors'),
+    card('Slots total', slots.length, 'overview-slots-total'),
+    card('Slots free', count('free'), 'overview-slots-free'),
+    card('Slots pending', count('pending'), 'overview-slots-pending'),
+    card('Slots allocated', count('allocated'), 'overview-slots-allocated'),
+    card('Pending workers', overview.pendingWorkers, 'overview-pending-workers'),
+    card('Waiting requests', overview.pendingRequests.reduce((n, r) => n + r.missing, 0), 'overview-waiting'),
+    card('Jobs', Object.entries(byStatus).map(([status, n]) => `${n} ${status}`).join(', ') || '0', 'overview-jobs', true),
+  );
+}
+
+// ------------------------------------------------------------------ charts
+
+const charts = {};
+function chart(id, series, data) {
+  const container = $(id);
+  const width = Math.max(280, container.clientWidth - 4);
+  if (charts[id] === undefined) {
+    charts[id] = new uPlot({ width, height: 180, series: [{}, ...series], scales: { x: { time: true } }, axes: [{}, { size: 50 }] }, data, container);
+  } else {
+    if (Math.abs(charts[id].width - width) > 8) charts[id].setSize({ width, height: 180 });
+    charts[id].setData(data);
+  }
+}
+function renderCharts(series) {
+  if (typeof uPlot === 'undefined' || series.time.length === 0) return;
+  chart('chart-slots', [
+    { label: 'in use', stroke: '#2f6fdd', fill: 'rgba(47,111,221,.12)' },
+    { label: 'total', stroke: '#9aa3ad', dash: [4, 4] },
+  ], [series.time, series.slotsInUse, series.slotsTotal]);
+  chart('chart-latency', [
+    { label: 'mean', stroke: '#2e9d5b', spanGaps: false, points: { show: true } },
+    { label: 'max', stroke: '#d89614', spanGaps: false, points: { show: true } },
+  ], [series.time, series.allocationLatencyMean, series.allocationLatencyMax]);
+}
+
+// ------------------------------------------------------------------ jobs
+
+const canceling = new Set();
+async function cancel(jobId, button) {
+  button.disabled = true;
+  button.textContent = 'canceling…';
+  canceling.add(jobId);
+  const response = await fetch(`/dashboard/jobs/${encodeURIComponent(jobId)}/cancel${query}`, { method: 'POST' });
+  if (!response.ok) {
+    canceling.delete(jobId);
+    button.disabled = false;
+    button.textContent = `cancel failed (${response.status})`;
+  }
+}
+
+function renderJobs(jobs, slotsByAllocation) {
+  if (jobs.length === 0) return $('jobs').replaceChildren(h('p', { class: 'empty' }, 'No job yet.'));
+  $('jobs').replaceChildren(
+    ...jobs.map((job) => {
+      const running = !ENDED.includes(job.status);
+      const states = Object.entries(job.subtasksByState).map(([state, n]) => `${n} ${state}`).join(', ');
+      const button = running
+        ? h('button', { 'data-testid': 'cancel-job', disabled: canceling.has(job.jobId), onclick: (event) => cancel(job.jobId, event.currentTarget) }, canceling.has(job.jobId) ? 'canceling…' : 'Cancel')
+        : null;
+      return h(
+        'div',
+        { class: 'box', 'data-testid': 'job', 'data-job-id': job.jobId, 'data-status': job.status },
+        h('h3', {}, h('span', { 'data-testid': 'job-name' }, job.name), badge(job.status, 'job-status'), h('span', { class: 'meta mono' }, job.jobId), button),
+        h('div', { class: 'meta' }, `restarts ${job.restarts} · subtasks: ${states}`),
+        h(
+          'table',
+          {},
+          h('tr', {}, h('th', {}, 'vertex'), h('th', {}, 'parallelism'), h('th', {}, 'resources'), h('th', {}, 'subtasks (state @ TaskExecutor / slot)')),
+          ...job.vertices.map((vertex) =>
+            h(
+              'tr',
+              { 'data-testid': 'vertex', 'data-vertex': vertex.id },
+              h('td', {}, vertex.id),
+              h('td', {}, vertex.parallelism),
+              h('td', { class: 'meta' }, vertex.resources),
+              h(
+                'td',
+                {},
+                h(
+                  'div',
+                  { class: 'subtasks' },
+                  ...vertex.subtasks.map((subtask) => {
+                    const held = subtask.allocationId ? slotsByAllocation.get(subtask.allocationId) : undefined;
+                    const where = subtask.resourceId ? ` @ ${short(subtask.resourceId.replace(/^taskexecutor-/, ''))} / ${held ? held.slot.slot : short(subtask.allocationId)}` : '';
+                    return h(
+                      'span',
+                      { class: 'subtask', 'data-testid': 'subtask', 'data-state': subtask.state, 'data-resource-id': subtask.resourceId ?? '', 'data-allocation-id': subtask.allocationId ?? '' },
+                      `#${subtask.index} `,
+                      badge(subtask.state),
+                      h('span', { class: 'where' }, where),
+                      subtask.attempt > 0 ? h('span', { class: 'meta' }, ` attempt ${subtask.attempt}`) : null,
+                    );
+                  }),
+                ),
+              ),
+            ),
+          ),
+        ),
+      );
+    }),
+  );
+}
+
+// ------------------------------------------------------------------ TaskExecutors
+
+function renderExecutors(executors, jobNames) {
+  if (executors.length === 0) return $('executors').replaceChildren(h('p', { class: 'empty' }, 'No TaskExecutor registered.'));
+  $('executors').replaceChildren(
+    ...executors.map((te) =>
+      h(
+        'div',
+        { class: 'box', 'data-testid': 'executor', 'data-resource-id': te.resourceId },
+        h('h3', {}, h('span', { class: 'mono' }, te.resourceId), h('span', { class: 'meta' }, `${te.mode} · utilization ${Math.round(te.utilization * 100)} %`)),
+        h('div', { class: 'meta' }, `available: ${te.available}`),
+        h(
+          'table',
+          {},
+          h('tr', {}, h('th', {}, 'slot'), h('th', {}, 'state'), h('th', {}, 'job'), h('th', {}, 'profile'), h('th', {}, 'subtasks')),
+          ...te.slots.map((slot) =>
+            h(
+              'tr',
+              { 'data-testid': 'slot', 'data-slot': slot.slot, 'data-state': slot.state, 'data-allocation-id': slot.allocationId ?? '' },
+              h('td', {}, slot.slot),
+              h('td', {}, badge(slot.state, 'slot-state')),
+              h('td', {}, slot.jobId ? `${jobNames.get(slot.jobId) ?? ''} ${short(slot.jobId)}` : '—'),
+              h('td', { class: 'meta' }, profileText(slot.resources)),
+              h('td', { 'data-testid': 'slot-tasks' }, slot.tasks.join(', ') || '—'),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+function profileText(r) {
+  const mb = (bytes) => `${Math.round(bytes / 1048576)} mb`;
+  const extended = Object.entries(r.extendedResources ?? {}).map(([name, n]) => `${name} ${n}`);
+  return [`${r.cpuCores} cpu`, `heap ${mb(r.taskHeapMemory)}`, `managed ${mb(r.managedMemory)}`, ...extended].join(' · ');
+}
+
+// ------------------------------------------------------------------ pending requests
+
+function renderPending(requests, jobNames) {
+  if (requests.length === 0) return $('pending').replaceChildren(h('p', { class: 'empty' }, 'Nothing waits.'));
+  $('pending').replaceChildren(
+    h(
+      'table',
+      {},
+      h('tr', {}, h('th', {}, 'job'), h('th', {}, 'slots'), h('th', {}, 'profile'), h('th', {}, 'reason'), h('th', {}, 'why')),
+      ...requests.map((r) =>
+        h('tr', { 'data-testid': 'pending-request', 'data-reason': r.reason }, h('td', {}, `${jobNames.get(r.jobId) ?? ''} ${short(r.jobId)}`), h('td', {}, r.missing), h('td', { class: 'meta' }, r.profile), h('td', {}, badge(r.reason)), h('td', {}, r.why)),
+      ),
+    ),
+  );
+}
+
+// ------------------------------------------------------------------ actors
+
+const actorSelect = $('actor-select');
+let actorStream = null;
+let actorListKey = '';
+let actorDetail = null;
+
+function renderActorList(actors, jobs) {
+  if (actors === null) {
+    actorSelect.disabled = true;
+    return $('actor').replaceChildren(h('p', { class: 'empty' }, 'This cluster was started without inspection.'));
+  }
+  const jobOfActor = new Map(jobs.filter((job) => job.actorId).map((job) => [job.actorId, job.name]));
+  const label = (actor) => `${actor.name}${jobOfActor.has(actor.id) ? ` (${jobOfActor.get(actor.id)})` : ''} — ${stateText(actor.value)}${actor.status === 'active' ? '' : ` [${actor.status}]`}`;
+  const key = actors.map(label).join('\n');
+  if (key === actorListKey) return;
+  actorListKey = key;
+  const chosen = actorSelect.value;
+  actorSelect.replaceChildren(h('option', { value: '' }, 'choose an actor…'), ...actors.map((actor) => h('option', { value: actor.id, selected: actor.id === chosen }, label(actor))));
+}
+
+actorSelect.addEventListener('change', () => watchActor(actorSelect.value));
+
+function watchActor(id) {
+  actorStream?.close();
+  actorStream = null;
+  actorDetail = null;
+  if (id === '') return $('actor').replaceChildren();
+  actorStream = new EventSource(`/dashboard/actors/${encodeURIComponent(id)}/events${query}`);
+  actorStream.addEventListener('actor', (message) => {
+    actorDetail = JSON.parse(message.data);
+    renderActor();
+  });
+  actorStream.addEventListener('actor-event', (message) => {
+    if (actorDetail === null) return;
+    const event = JSON.parse(message.data);
+    actorDetail.value = event.value;
+    actorDetail.events++;
+    actorDetail.recent.push(event);
+    if (actorDetail.recent.length > 50) actorDetail.recent.shift();
+    renderActor();
+  });
+}
+
+function renderActor() {
+  const a = actorDetail;
+  $('actor').replaceChildren(
+    h('h3', {}, h('span', { 'data-testid': 'actor-name' }, a.name), h('span', { class: 'meta' }, `${a.origin} · ${a.status} · ${a.events} events`)),
+    h('div', {}, 'state: ', h('code', { 'data-testid': 'actor-state' }, stateText(a.value))),
+    h('ol', { reversed: true, 'data-testid': 'actor-events' }, ...[...a.recent].reverse().map((e) => h('li', {}, h('span', { class: 'meta' }, new Date(e.at).toLocaleTimeString()), ' ', h('code', {}, e.type), ' → ', stateText(e.value)))),
+  );
+}
+
+function stateText(value) {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}

@@ -1,0 +1,96 @@
+/**
+ * What the metrics keep of each job from the events its JobMaster already emits: its restarts, since
+ * when it runs without interruption, and per subtask attempt when it was scheduled, deployed and
+ * started. Turns task events into the durations the histograms take; holds nothing of an attempt
+ * once it ended, nor of a job once it ended (beyond its restarts and end).
+ */
+import type { ExecutionAttemptID, JobID, ResourceID } from '../core/ids.js';
+import type { JobEvent } from '../jobmaster/JobMaster.js';
+import type { JobStatus } from '../../machines/jobStatus.machine.js';
+
+/** Flink's uptime gauge for a job that ended (its NO_LONGER_RUNNING). */
+export const NO_LONGER_RUNNING = -1;
+
+const ENDED: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
+
+interface AttemptTimes {
+  readonly scheduledAt: number;
+  deployingAt: number | null;
+  runningAt: number | null;
+}
+
+interface JobRecord {
+  readonly name: string;
+  status: JobStatus;
+  restarts: number;
+  /** The last switch to running, or null while not running. */
+  runningSince: number | null;
+  readonly attempts: Map<ExecutionAttemptID, AttemptTimes>;
+}
+
+/** What a task event measured (ms), for the histograms. */
+export interface TaskDurations {
+  /** scheduled → running: the subtask deploy latency. */
+  readonly deployLatencyMs?: number;
+  /** deploying → running, on `resourceId`: how long the task waited at its TaskExecutor (piscina's waitTime). */
+  readonly waitTimeMs?: number;
+  /** running → its end, on `resourceId` (piscina's runTime). */
+  readonly runTimeMs?: number;
+  readonly resourceId: ResourceID | null;
+  /** The attempt ended in this state. */
+  readonly ended?: 'finished' | 'failed' | 'canceled';
+}
+
+export class JobTimings {
+  readonly #jobs = new Map<JobID, JobRecord>();
+
+  /** Applies a job event; for a task event, returns what it measured. */
+  record(jobId: JobID, jobName: string, event: JobEvent): TaskDurations | null {
+    let job = this.#jobs.get(jobId);
+    if (job === undefined) {
+      job = { name: jobName, status: 'created', restarts: 0, runningSince: null, attempts: new Map() };
+      this.#jobs.set(jobId, job);
+    }
+    if (event.type === 'status') {
+      if (event.status === 'restarting') job.restarts++;
+      job.status = event.status;
+      job.runningSince = event.status === 'running' ? event.timestamp : null;
+      if (ENDED.has(event.status)) job.attempts.clear();
+      return null;
+    }
+    const { executionAttemptId: id, state, timestamp, resourceId } = event;
+    const times = job.attempts.get(id);
+    if (state === 'scheduled') {
+      // A subtask scheduled again for another slot keeps its first time: the wait its user sees.
+      if (times === undefined) job.attempts.set(id, { scheduledAt: timestamp, deployingAt: null, runningAt: null });
+      return null;
+    }
+    if (times === undefined) return ENDED.has(state) ? { resourceId, ended: state as TaskDurations['ended'] & string } : null;
+    if (state === 'deploying') {
+      times.deployingAt = timestamp;
+      return null;
+    }
+    if (state === 'running') {
+      times.runningAt = timestamp;
+      return { resourceId, deployLatencyMs: timestamp - times.scheduledAt, ...(times.deployingAt === null ? {} : { waitTimeMs: timestamp - times.deployingAt }) };
+    }
+    if (ENDED.has(state)) {
+      job.attempts.delete(id);
+      return { resourceId, ended: state as 'finished' | 'failed' | 'canceled', ...(times.runningAt === null ? {} : { runTimeMs: timestamp - times.runningAt }) };
+    }
+    return null;
+  }
+
+  /** Restarts so far, and Flink's uptime: ms running without interruption, 0 while not running, -1 once ended. */
+  figures(jobId: JobID, now: number): { restarts: number; uptimeMs: number } | undefined {
+    const job = this.#jobs.get(jobId);
+    if (job === undefined) return undefined;
+    const uptimeMs = ENDED.has(job.status) ? NO_LONGER_RUNNING : job.runningSince === null ? 0 : Math.max(0, now - job.runningSince);
+    return { restarts: job.restarts, uptimeMs };
+  }
+
+  /** Forgets the jobs not in `listed` (the Dispatcher let them go). */
+  retain(listed: ReadonlySet<JobID>): void {
+    for (const jobId of this.#jobs.keys()) if (!listed.has(jobId)) this.#jobs.delete(jobId);
+  }
+}

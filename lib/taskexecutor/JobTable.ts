@@ -1,0 +1,94 @@
+/**
+ * The jobs a TaskExecutor serves and the connection to each one's JobMaster (Flink's JobTable and
+ * its JobManager connections): the gateway of the address a slot request named, and the task state
+ * updates for it. Updates go out in order, as one updateTaskExecutionStates call per job once the
+ * event loop has handled every message waiting for it (setImmediate), and before anything else the
+ * TaskExecutor sends that JobMaster (a slot offer, a freed slot: it flushes first) or its link closes.
+ *
+ * It runs on the TaskExecutor's mailbox.
+ */
+import { describeError } from '../core/errors.js';
+import { ExecutionAttemptID, type JobID } from '../core/ids.js';
+import type { JobMasterGateway } from '../rpc/gateways.js';
+import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
+import type { TaskExecutionStateWire } from '../rpc/protocol.js';
+
+export interface JobTableOptions {
+  readonly mailbox: MainThreadExecutor;
+  /** A JobMaster by its address, connected. */
+  readonly connect: (address: string) => JobMasterGateway;
+  readonly log: (message: string) => void;
+}
+
+interface Connection {
+  readonly address: string;
+  readonly gateway: JobMasterGateway;
+}
+
+export class JobTable {
+  readonly #o: JobTableOptions;
+  readonly #jobs = new Map<JobID, Connection>();
+  /** State updates not sent yet, per job: what a turn of the event loop produced goes out as one call. */
+  readonly #pending = new Map<JobID, { gateway: JobMasterGateway; updates: TaskExecutionStateWire[] }>();
+  #flushScheduled = false;
+
+  constructor(options: JobTableOptions) {
+    this.#o = options;
+  }
+
+  /** The job's JobMaster is at `address` (connected once per address). */
+  connect(jobId: JobID, address: string): void {
+    if (this.#jobs.get(jobId)?.address === address) return;
+    this.#jobs.set(jobId, { address, gateway: this.#o.connect(address) });
+  }
+
+  /** The job's JobMaster, if it is known. */
+  gateway(jobId: JobID): JobMasterGateway | undefined {
+    return this.#jobs.get(jobId)?.gateway;
+  }
+
+  /** The job no longer has slots here: forget its JobMaster. */
+  release(jobId: JobID): void {
+    this.#jobs.delete(jobId);
+  }
+
+  /** Queues a task state update for its job's JobMaster (dropped when none is known). */
+  report(update: TaskExecutionStateWire): void {
+    const { jobId } = update;
+    const connection = this.#jobs.get(jobId);
+    if (connection === undefined) return;
+    let pending = this.#pending.get(jobId);
+    if (pending === undefined || pending.gateway !== connection.gateway) {
+      if (pending !== undefined) this.flush(jobId);
+      pending = { gateway: connection.gateway, updates: [] };
+      this.#pending.set(jobId, pending);
+    }
+    pending.updates.push(update);
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      // After the event loop's poll phase: every task result that arrived in it (each a message
+      // of its own, each followed by its own ticks) shares one call, hence one cross-thread hop.
+      setImmediate(() => this.#o.mailbox.execute(() => this.flushAll()));
+    }
+  }
+
+  /** Sends every job's queued updates now. */
+  flushAll(): void {
+    this.#flushScheduled = false;
+    for (const jobId of [...this.#pending.keys()]) this.flush(jobId);
+  }
+
+  /** Sends the job's queued state updates now (one call), if there are any. */
+  flush(jobId: JobID): void {
+    const pending = this.#pending.get(jobId);
+    if (pending === undefined) return;
+    this.#pending.delete(jobId);
+    const { updates } = pending;
+    this.#o.mailbox.whenComplete(pending.gateway.updateTaskExecutionStates(updates), (_, failure) => {
+      if (failure !== undefined) {
+        const what = updates.map((u) => `${u.state} of ${ExecutionAttemptID.short(u.executionAttemptId)}`);
+        this.#o.log(`reporting ${what.length > 4 ? `${what.slice(0, 4).join(', ')} and ${what.length - 4} more` : what.join(', ')} failed: ${describeError(failure)}`);
+      }
+    });
+  }
+}

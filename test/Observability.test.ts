@@ -1,0 +1,47 @@
+import { expect } from 'chai';
+import { createActor, createMachine } from 'xstate';
+import type { ClusterOverview } from '../lib/ClusterOverview.js';
+import type { InspectionRecord } from '../lib/InspectionRecord.js';
+import { resolveMetricsOptions } from '../lib/metrics/MetricsOptions.js';
+import { Observability } from '../lib/Observability.js';
+import { until } from './support/eventually.js';
+
+const overview = (): ClusterOverview => ({ taskExecutors: [], pendingWorkers: 0, pendingRequests: [], jobs: [] });
+const machine = createMachine({ id: 'toggle', initial: 'off', states: { off: { on: { FLIP: 'on' } }, on: {} } });
+
+describe('Observability (what a coordinator wires for metrics and the dashboard)', () => {
+  it('without a dashboard or inspect, turns no inspection stream on', async () => {
+    const o = new Observability({ metrics: resolveMetricsOptions(undefined), dashboard: false, overview });
+    expect(o.actors).to.equal(null);
+    expect(o.inspectionSink(undefined)).to.equal(null);
+    await o.close();
+  });
+
+  it("with a dashboard, the statecharts' events reach its actors, and the application's inspect callback as well", async () => {
+    const o = new Observability({ metrics: resolveMetricsOptions(undefined), dashboard: true, overview });
+    const received: InspectionRecord[] = [];
+    const sink = o.inspectionSink((record) => received.push(record))!;
+    const actor = createActor(machine, { inspect: sink.inspect }).start();
+    actor.send({ type: 'FLIP' });
+    // The inspector hands events on a moment later, not inside send().
+    const shown = await until('the dashboard to list the actor in its new state', () => o.actors!.list().find((a) => a.id === actor.sessionId && a.value === 'on'));
+    expect(shown.name).to.equal('toggle');
+    expect(o.actors!.get(actor.sessionId)!.recent.map((e) => e.type)).to.include('FLIP');
+    expect(received.some((r) => r.type === '@xstate.snapshot' && r.snapshot.value === 'on'), 'the callback got the same events').to.equal(true);
+    actor.stop();
+    await sink.close();
+    await o.close();
+  });
+
+  it('counts what the Dispatcher and the ResourceManager tell it, and leaves the registry on close', async () => {
+    const metrics = resolveMetricsOptions(undefined);
+    const o = new Observability({ metrics, dashboard: false, overview });
+    o.onTaskExecutorLost('taskexecutor-1' as never, 'worker-exited');
+    o.jobObserver.onSlotAssigned!('j' as never, { vertexId: 'v', subtaskIndex: 0, attemptNumber: 0, resourceId: 'taskexecutor-1' as never, allocationId: 'a' as never, requestedAt: 10, timestamp: 30 });
+    const snapshot = await o.metrics.snapshot();
+    expect(snapshot.taskExecutorsLost['worker-exited']).to.equal(1);
+    expect(snapshot.slotAllocationLatency).to.deep.include({ count: 1, sum: 0.02 });
+    await o.close();
+    expect(metrics.registry.getMetricsAsArray()).to.deep.equal([]);
+  });
+});

@@ -1,0 +1,131 @@
+import { expect } from 'chai';
+import { request } from 'node:http';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { IllegalArgumentError } from '../../lib/core/errors.js';
+import { JobID } from '../../lib/core/ids.js';
+import type { DashboardSource, DashboardView } from '../../lib/dashboard/ClusterDashboard.js';
+import { dashboardPlugin } from '../../lib/dashboard/dashboardPlugin.js';
+import { resolveDashboardOptions } from '../../lib/dashboard/DashboardOptions.js';
+import { ConfigurationError } from '../../lib/core/errors.js';
+
+const TOKEN = 'secret-token-123456789';
+const job = JobID.generate();
+const view: DashboardView = {
+  overview: { taskExecutors: [], pendingWorkers: 0, pendingRequests: [], jobs: [{ jobId: job, name: 'j', status: 'running' }] },
+  jobs: [],
+  series: { time: [], slotsInUse: [], slotsTotal: [], allocationLatencyMean: [], allocationLatencyMax: [] },
+  actors: null,
+};
+
+describe('the dashboard plugin (fastify, no browser)', () => {
+  let server: FastifyInstance;
+  let canceled: string[];
+
+  beforeEach(async () => {
+    canceled = [];
+    const source: DashboardSource = {
+      view: () => view,
+      actor: () => undefined,
+      watchActor: () => () => {},
+      cancelJob: async (jobId) => {
+        if (jobId !== job) throw new IllegalArgumentError('invalid-value', `no job ${jobId}`, { argument: 'jobId' });
+        canceled.push(jobId);
+        return 'canceling';
+      },
+      metrics: async () => ({ contentType: 'text/plain; version=0.0.4; charset=utf-8', text: '# TYPE x gauge\nx 1\n' }),
+    };
+    server = Fastify();
+    await server.register(dashboardPlugin, { source, token: TOKEN, loopbackOnly: true });
+    await server.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterEach(() => server.close());
+
+  const port = () => (server.server.address() as { port: number }).port;
+  const get = (path: string, headers: Record<string, string> = {}) => fetch(`http://127.0.0.1:${port()}${path}`, { headers });
+
+  it('serves the page with its token in the asset URLs and a policy that lets it reach only its own origin', async () => {
+    const response = await get(`/?token=${TOKEN}`);
+    expect(response.status).to.equal(200);
+    expect(response.headers.get('content-security-policy')).to.match(/default-src 'none'; script-src 'self'.*connect-src 'self'/);
+    expect(response.headers.get('referrer-policy')).to.equal('no-referrer');
+    const html = await response.text();
+    expect(html).to.include(`/dashboard/assets/dashboard.js?token=${TOKEN}`);
+    expect(html).to.not.match(/https?:\/\//, 'no absolute URL: nothing is loaded from elsewhere');
+    for (const asset of ['dashboard.js', 'dashboard.css', 'uPlot.iife.min.js', 'uPlot.min.css']) {
+      const served = await get(`/dashboard/assets/${asset}?token=${TOKEN}`);
+      expect(served.status, asset).to.equal(200);
+      expect((await served.text()).length, asset).to.be.greaterThan(500);
+    }
+    expect((await get(`/dashboard/assets/..%2Fpackage.json?token=${TOKEN}`)).status).to.equal(404);
+  });
+
+  it('refuses every route without the token, with a wrong one, for another Host, and from another origin', async () => {
+    for (const path of ['/', '/metrics', '/dashboard/view', '/dashboard/events', '/dashboard/assets/dashboard.js']) {
+      const response = await get(path);
+      expect(response.status, path).to.equal(403);
+      expect(await response.text(), path).to.match(/cluster.dashboardUrl/);
+    }
+    expect((await get('/?token=secret-token-12345678X')).status).to.equal(403);
+    // fetch may not set Host: a raw request does, as a DNS-rebinding page's would arrive.
+    const rebound = await new Promise<number>((resolve, reject) => request({ port: port(), host: '127.0.0.1', path: `/?token=${TOKEN}`, headers: { host: `evil.example:${port()}` } }, (r) => (r.resume(), resolve(r.statusCode!))).on('error', reject).end());
+    expect(rebound).to.equal(403);
+    expect((await get(`/?token=${TOKEN}`, { origin: 'http://evil.example' })).status).to.equal(403);
+    const post = await fetch(`http://127.0.0.1:${port()}/dashboard/jobs/${job}/cancel?token=${TOKEN}`, { method: 'POST', headers: { origin: 'http://evil.example' } });
+    expect(post.status).to.equal(403);
+    expect(canceled, 'a refused cancel cancels nothing').to.deep.equal([]);
+  });
+
+  it('takes the token as a bearer token too (a Prometheus scraper) and serves /metrics as Prometheus text', async () => {
+    const response = await get('/metrics', { authorization: `Bearer ${TOKEN}` });
+    expect(response.status).to.equal(200);
+    expect(response.headers.get('content-type')).to.match(/^text\/plain; version=0\.0\.4/);
+    expect(await response.text()).to.equal('# TYPE x gauge\nx 1\n');
+  });
+
+  it('cancels a job (202) and answers 404 naming the problem for a job it does not know', async () => {
+    const cancel = (id: string) => fetch(`http://127.0.0.1:${port()}/dashboard/jobs/${id}/cancel?token=${TOKEN}`, { method: 'POST' });
+    const ok = await cancel(job);
+    expect(ok.status).to.equal(202);
+    expect(await ok.json()).to.deep.equal({ status: 'canceling' });
+    const unknown = await cancel(JobID.generate());
+    expect(unknown.status).to.equal(404);
+    expect(await unknown.json()).to.deep.include({ error: 'IllegalArgumentError', reason: 'invalid-value' });
+    expect(canceled).to.deep.equal([job]);
+  });
+
+  it('streams the view as Server-Sent Events, the first at once', async () => {
+    const controller = new AbortController();
+    const response = await fetch(`http://127.0.0.1:${port()}/dashboard/events?token=${TOKEN}`, { signal: controller.signal });
+    expect(response.headers.get('content-type')).to.match(/^text\/event-stream/);
+    const reader = response.body!.getReader();
+    let text = '';
+    while (!text.includes('event: view\n')) text += new TextDecoder().decode((await reader.read()).value);
+    while (!text.includes('\n\n', text.indexOf('event: view'))) text += new TextDecoder().decode((await reader.read()).value);
+    const data = /event: view\ndata: (.*)\n/.exec(text)![1]!;
+    expect(JSON.parse(data)).to.deep.equal(view);
+    controller.abort();
+  });
+
+  it('ends open streams when the server closes, so close() does not wait for the pages', async () => {
+    const response = await fetch(`http://127.0.0.1:${port()}/dashboard/events?token=${TOKEN}`);
+    const reader = response.body!.getReader();
+    await reader.read();
+    await server.close();
+    for (;;) if ((await reader.read()).done) break;
+  });
+});
+
+describe('resolveDashboardOptions', () => {
+  it("defaults to Flink's web UI port on 127.0.0.1; port 0 picks a free port", () => {
+    expect(resolveDashboardOptions(true)).to.deep.equal({ port: 8081, host: '127.0.0.1' });
+    expect(resolveDashboardOptions({ port: 0 })).to.deep.equal({ port: 0, host: '127.0.0.1' });
+  });
+
+  it('refuses a bad port or host and unknown keys, naming the option', () => {
+    expect(() => resolveDashboardOptions({ port: 70_000 })).to.throw(ConfigurationError, /dashboard.port must be an integer in \[0, 65535\]/);
+    expect(() => resolveDashboardOptions({ port: -1 })).to.throw(ConfigurationError, /dashboard.port/);
+    expect(() => resolveDashboardOptions({ host: '' })).to.throw(ConfigurationError, /dashboard.host must be a non-empty/);
+    expect(() => resolveDashboardOptions({ prot: 1 } as never)).to.throw(ConfigurationError, /unknown dashboard option 'prot'; known: port, host/);
+    expect(() => resolveDashboardOptions('yes' as never)).to.throw(ConfigurationError, /dashboard must be true or an object/);
+  });
+});
