@@ -31,6 +31,16 @@ async function bootstrap(): Promise<{ bootstrap: WorkerBootstrap; transport: Tra
 }
 
 /**
+ * The worker inspector module (an ES module of its own, not in the bundle). Run as the bundle, this
+ * code is a vm script, whose own `import()` Node 20 allows only under --experimental-vm-modules:
+ * taskExecutorStart.cts lends its `import()` then, resolving against this entry's URL.
+ */
+function importWorkerInspector(): Promise<typeof import('../workerInspector.js')> {
+  const lent = (globalThis as Record<symbol, ((specifier: string) => Promise<unknown>) | undefined>)[Symbol.for('slotwise.importFromEntry')];
+  return lent === undefined ? import('../workerInspector.js') : (lent('../workerInspector.js') as Promise<typeof import('../workerInspector.js')>);
+}
+
+/**
  * An async main, not top-level awaits: the one-file bundle of this entry that a compiled build
  * starts is CommonJS (scripts/bundleWorkers.ts), so that its V8 code cache can be used.
  */
@@ -65,7 +75,7 @@ async function main(): Promise<void> {
   const inspectChannel = link.channel(INSPECT_CHANNEL);
   // Loaded only when asked for: the inspector and its serializer cost a worker more to load than the rest of it
   // (the worker side alone: the relay and the browser opener stay on the main thread, inspect.ts).
-  const inspect = config.inspect ? await (await import('../workerInspector.js')).loadWorkerInspector((event) => inspectChannel.postMessage(event)) : undefined;
+  const inspect = config.inspect ? await (await importWorkerInspector()).loadWorkerInspector((event) => inspectChannel.postMessage(event)) : undefined;
 
   // Task threads booted ahead of need, one taken per slot allocation and destroyed with it.
   const taskThreads = new TaskThreadReserve({

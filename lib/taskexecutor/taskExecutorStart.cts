@@ -46,10 +46,11 @@ const cachedData = process.env['SLOTWISE_WRITE_CODE_CACHE'] === undefined ? read
 const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __importMetaUrl) {${source}\n})`, {
   filename: BUNDLE,
   ...(cachedData === undefined ? {} : { cachedData }),
-  // Its `import()` of an ES module (the worker inspector, when asked for) goes to Node's own
-  // loader, relative to the unbundled entry as in the source.
-  importModuleDynamically: ((specifier: string) => import(new URL(specifier, ENTRY_URL).href)) as unknown as vm.ScriptOptions['importModuleDynamically'],
 });
+// A vm script cannot `import()` on Node 20 (without --experimental-vm-modules): the bundle's one ES
+// module (the worker inspector, when asked for) comes through this module's own `import()`,
+// resolved against the unbundled entry as in the source (taskExecutorMain.ts).
+(globalThis as Record<symbol, unknown>)[Symbol.for('slotwise.importFromEntry')] = (specifier: string) => import(new URL(specifier, ENTRY_URL).href);
 
 if (process.env['SLOTWISE_WRITE_CODE_CACHE'] !== undefined) {
   // Called by the worker entry as its TaskExecutor stops (taskExecutorMain.ts), when every

@@ -235,6 +235,15 @@ describe('the package, installed from its tarball into an application', function
     expect(starts.filter((line) => line.includes(' thread runs ')).every((line) => line.endsWith(': accepted')), starts.join('\n')).to.equal(true);
     // A process's cache is made for the default heap limit only; any other is compiled from source, never wrongly used.
     expect(starts.some((line) => line.includes(' process runs ')), starts.join('\n')).to.equal(true);
+    // The bundle's one ES module import (the worker inspector, asked for by `inspect`) loads from there too.
+    const probe = [
+      "import { MiniCluster } from 'slotwise';",
+      'const origins = new Set();',
+      "const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, inspect: (event) => origins.add(String(event.origin).split('-')[0]) });",
+      'await cluster.close();',
+      'console.log(JSON.stringify([...origins].sort()));',
+    ];
+    expect(await probeJson(app, 'inspectBundle.mjs', probe)).to.deep.equal(['main', 'taskexecutor']);
   });
 
   it('type-checks a TypeScript consumer with moduleResolution nodenext, lib ES2023 and skipLibCheck false (no DOM types needed)', async () => {
