@@ -35,8 +35,7 @@
  * instead of inside the next task) and always listens for `'error'` (unhandled, it would crash the
  * TaskExecutor): such errors are logged and counted in {@link SlotTaskPool.stats}.
  */
-import { randomUUID } from 'node:crypto';
-import { BroadcastChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import { BroadcastChannel, receiveMessageOnPort, threadId, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
 import type { TaskResult } from './PendingRun.js';
@@ -112,6 +111,8 @@ export interface SlotTaskPoolStats {
 }
 
 const DEFAULT_CANCEL_GRACE_MS = 5_000;
+/** Control channels made in this thread so far (their names' count). */
+let controlChannels = 0;
 /** piscina's options for a batch call without a signal. */
 const RUN_BATCH = { name: 'runBatch' } as const;
 
@@ -126,7 +127,9 @@ export class SlotTaskPool {
   readonly #log: (entry: SlotTaskPoolLogEntry) => void;
   /** 'abort' to the runs, 'log' and 'outcome' from them. */
   readonly #control: BroadcastChannel;
-  readonly #controlName = `slotwise-slot-task-pool:${randomUUID()}`;
+  // Unique in this process (BroadcastChannel names are process-wide): the thread's id and a count.
+  // Not a random UUID: node:crypto would cost every TaskExecutor ~5 ms to load before it registers.
+  readonly #controlName = `slotwise-slot-task-pool:${threadId}:${++controlChannels}`;
   readonly #runs: RunBatcher;
   /** The exit codes of the threads, for the failure of the call a lost thread held. */
   readonly #exits = new ThreadExits();

@@ -301,11 +301,12 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   /** The ResourceManager accepted us: spare task threads may boot, and it gets our first slot report. */
   #registered(): void {
-    // Registered: threads may now boot in the background for the slots to come.
-    this.#o.taskThreads?.start(heapLimitMbOf(this.table.defaultSlotResourceProfile), () => this.#freeStaticSlots());
     const report = slotReportToWire(this.table.createSlotReport(this.resourceId));
     this.mailbox.whenComplete(this.#o.resourceManager.sendSlotReport(this.resourceId, this.#resourceManager.registrationId!, report), (_, error) => {
       if (error !== undefined) this.#log(`sending the first slot report failed: ${describeError(error)}`);
+      // Our slots are known: spare task threads may now boot in the background for the slots to
+      // come (not before: loading piscina and booting threads would compete with the registration).
+      if (this.#phase === 'started') this.#o.taskThreads?.start(heapLimitMbOf(this.table.defaultSlotResourceProfile), () => this.#freeStaticSlots());
     });
   }
 

@@ -91,7 +91,9 @@ export class TaskThreadReserve {
     }
     if (this.#running) return this.#refill();
     this.#running = true;
-    // piscina is loaded now, after registration, not while the TaskExecutor starts.
+    // piscina is loaded now, after registration, not while the TaskExecutor starts; with no spare
+    // wanted, not before a slot's first take needs it (createTaskThreads loads it then).
+    if (this.#o.spare === 0) return;
     this.#load().then(
       () => {
         this.#loaded = true;

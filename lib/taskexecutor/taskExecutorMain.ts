@@ -30,77 +30,103 @@ async function bootstrap(): Promise<{ bootstrap: WorkerBootstrap; transport: Tra
   return { bootstrap: data, transport: processTransport(process) };
 }
 
-const { bootstrap: config, transport } = await bootstrap();
-const link = new Link(`TaskExecutor ${config.resourceId}`, transport);
-const timeoutMs = config.configuration['rpc.ask.timeout'];
-const resourceManager = connectGateway<ResourceManagerGateway>(link, 'rm', { gateway: GATEWAY.resourceManager, timeoutMs, endpoint: 'ResourceManager' });
-const debug = process.env['SLOTWISE_DEBUG'] !== undefined;
-const logChannel = link.channel(LOG_CHANNEL);
-const logLevel = config.logLevel ?? 'debug';
-// Records go to the cluster's logger as plain data (the driver adds this worker's ResourceID), those
-// below its level stay here; under SLOTWISE_DEBUG every one is also written to stderr.
-const send = (record: LogRecord) => {
-  if (config.log && atLeast(record.level, logLevel)) logChannel.postMessage(record);
-  if (debug) process.stderr.write(`${formatLogRecord({ ...record, resourceId: config.resourceId })}\n`);
-};
-const log = (message: string) => send({ level: 'info', source: 'runtime', message });
-// A slot's task pool: a task's context.log(...) lines and the pool's own warnings, with their task.
-const poolLog = (entry: SlotTaskPoolLogEntry) =>
-  send({
-    level: entry.level,
-    source: entry.source,
-    message: entry.message,
-    slotId: entry.pool,
-    ...(entry.jobId === undefined ? {} : { jobId: entry.jobId }),
-    ...(entry.vertexId === undefined ? {} : { vertexId: entry.vertexId }),
-    ...(entry.vertexName === undefined ? {} : { vertexName: entry.vertexName }),
-    ...(entry.subtaskIndex === undefined ? {} : { subtaskIndex: entry.subtaskIndex }),
-    ...(entry.executionAttemptId === undefined ? {} : { executionAttemptId: entry.executionAttemptId }),
-  });
-const inspectChannel = link.channel(INSPECT_CHANNEL);
-// Loaded only when asked for: the inspector and its serializer cost a worker more to load than the rest of it
-// (the worker side alone: the relay and the browser opener stay on the main thread, inspect.ts).
-const inspect = config.inspect ? await (await import('../workerInspector.js')).loadWorkerInspector((event) => inspectChannel.postMessage(event)) : undefined;
+/**
+ * The worker inspector module (an ES module of its own, not in the bundle). Run as the bundle, this
+ * code is a vm script, whose own `import()` Node 20 allows only under --experimental-vm-modules:
+ * taskExecutorStart.cts lends its `import()` then, resolving against this entry's URL.
+ */
+function importWorkerInspector(): Promise<typeof import('../workerInspector.js')> {
+  const lent = (globalThis as Record<symbol, ((specifier: string) => Promise<unknown>) | undefined>)[Symbol.for('slotwise.importFromEntry')];
+  return lent === undefined ? import('../workerInspector.js') : (lent('../workerInspector.js') as Promise<typeof import('../workerInspector.js')>);
+}
 
-// Task threads booted ahead of need, one taken per slot allocation and destroyed with it.
-const taskThreads = new TaskThreadReserve({
-  spare: config.configuration['taskmanager.task-threads.spare'] ?? config.configuration['taskmanager.numberOfTaskSlots'],
-  // It speaks only of a spare thread's errors: warnings of the pools.
-  log: (message) => send({ level: 'warn', source: 'pool', message }),
-});
-
-const taskExecutor = new TaskExecutor({
-  resourceId: config.resourceId,
-  mode: config.mode,
-  configuration: config.configuration,
-  ...(config.pendingWorkerId === null ? {} : { pendingWorkerId: config.pendingWorkerId }),
-  resourceManager,
-  connectJobMaster: (address) => connectGateway<JobMasterGateway>(link, `jm:${address}`, { gateway: GATEWAY.jobMaster, timeoutMs, endpoint: address }),
-  createTaskRunner: ({ name, heapLimitMb }) => {
-    const pool = new SlotTaskPool({
-      name,
-      ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
-      cancelGraceMs: config.configuration['task.cancellation.grace-period'],
-      threads: taskThreads.take(heapLimitMb),
-      log: poolLog,
+/**
+ * An async main, not top-level awaits: the one-file bundle of this entry that a compiled build
+ * starts is CommonJS (scripts/bundleWorkers.ts), so that its V8 code cache can be used.
+ */
+async function main(): Promise<void> {
+  const { bootstrap: config, transport } = await bootstrap();
+  const link = new Link(`TaskExecutor ${config.resourceId}`, transport);
+  const timeoutMs = config.configuration['rpc.ask.timeout'];
+  const resourceManager = connectGateway<ResourceManagerGateway>(link, 'rm', { gateway: GATEWAY.resourceManager, timeoutMs, endpoint: 'ResourceManager' });
+  const debug = process.env['SLOTWISE_DEBUG'] !== undefined;
+  const logChannel = link.channel(LOG_CHANNEL);
+  const logLevel = config.logLevel ?? 'debug';
+  // Records go to the cluster's logger as plain data (the driver adds this worker's ResourceID), those
+  // below its level stay here; under SLOTWISE_DEBUG every one is also written to stderr.
+  const send = (record: LogRecord) => {
+    if (config.log && atLeast(record.level, logLevel)) logChannel.postMessage(record);
+    if (debug) process.stderr.write(`${formatLogRecord({ ...record, resourceId: config.resourceId })}\n`);
+  };
+  const log = (message: string) => send({ level: 'info', source: 'runtime', message });
+  // A slot's task pool: a task's context.log(...) lines and the pool's own warnings, with their task.
+  const poolLog = (entry: SlotTaskPoolLogEntry) =>
+    send({
+      level: entry.level,
+      source: entry.source,
+      message: entry.message,
+      slotId: entry.pool,
+      ...(entry.jobId === undefined ? {} : { jobId: entry.jobId }),
+      ...(entry.vertexId === undefined ? {} : { vertexId: entry.vertexId }),
+      ...(entry.vertexName === undefined ? {} : { vertexName: entry.vertexName }),
+      ...(entry.subtaskIndex === undefined ? {} : { subtaskIndex: entry.subtaskIndex }),
+      ...(entry.executionAttemptId === undefined ? {} : { executionAttemptId: entry.executionAttemptId }),
     });
-    return {
-      run: (invocation, options) => pool.run(invocation, options),
-      cancel: (executionAttemptId, reason) => pool.cancel(executionAttemptId, reason),
-      close: () => pool.close().finally(() => taskThreads.released(heapLimitMb)),
-    };
-  },
-  taskThreads,
-  onTerminated: (code, reason) => {
-    if (debug) log(`stopped (${code}): ${reason}`);
-    link.close(`the TaskExecutor stopped: ${reason}`);
-    // Give the last frames (disconnect, final states) a moment to leave, then end the worker.
-    setTimeout(() => process.exit(code), 50).unref();
-  },
-  ...(debug || config.log ? { log } : {}),
-  ...(inspect === undefined ? {} : { inspect }),
+  const inspectChannel = link.channel(INSPECT_CHANNEL);
+  // Loaded only when asked for: the inspector and its serializer cost a worker more to load than the rest of it
+  // (the worker side alone: the relay and the browser opener stay on the main thread, inspect.ts).
+  const inspect = config.inspect ? await (await importWorkerInspector()).loadWorkerInspector((event) => inspectChannel.postMessage(event)) : undefined;
+
+  // Task threads booted ahead of need, one taken per slot allocation and destroyed with it.
+  const taskThreads = new TaskThreadReserve({
+    spare: config.configuration['taskmanager.task-threads.spare'] ?? config.configuration['taskmanager.numberOfTaskSlots'],
+    // It speaks only of a spare thread's errors: warnings of the pools.
+    log: (message) => send({ level: 'warn', source: 'pool', message }),
+  });
+
+  const taskExecutor = new TaskExecutor({
+    resourceId: config.resourceId,
+    mode: config.mode,
+    configuration: config.configuration,
+    ...(config.pendingWorkerId === null ? {} : { pendingWorkerId: config.pendingWorkerId }),
+    resourceManager,
+    connectJobMaster: (address) => connectGateway<JobMasterGateway>(link, `jm:${address}`, { gateway: GATEWAY.jobMaster, timeoutMs, endpoint: address }),
+    createTaskRunner: ({ name, heapLimitMb }) => {
+      const pool = new SlotTaskPool({
+        name,
+        ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
+        cancelGraceMs: config.configuration['task.cancellation.grace-period'],
+        threads: taskThreads.take(heapLimitMb),
+        log: poolLog,
+      });
+      return {
+        run: (invocation, options) => pool.run(invocation, options),
+        cancel: (executionAttemptId, reason) => pool.cancel(executionAttemptId, reason),
+        close: () => pool.close().finally(() => taskThreads.released(heapLimitMb)),
+      };
+    },
+    taskThreads,
+    onTerminated: (code, reason) => {
+      if (debug) log(`stopped (${code}): ${reason}`);
+      // The build's warm-up takes the V8 code cache of this worker's bundle now, with every function
+      // of its run compiled (taskExecutorStart.cts sets this only then).
+      (globalThis as Record<symbol, (() => void) | undefined>)[Symbol.for('slotwise.writeCodeCache')]?.();
+      link.close(`the TaskExecutor stopped: ${reason}`);
+      // Give the last frames (disconnect, final states) a moment to leave, then end the worker.
+      setTimeout(() => process.exit(code), 50).unref();
+    },
+    ...(debug || config.log ? { log } : {}),
+    ...(inspect === undefined ? {} : { inspect }),
+  });
+  serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox });
+  // The ResourceManager gone (the link closed under us): nothing left to work for.
+  link.onClosed(() => setTimeout(() => process.exit(0), 50).unref());
+  taskExecutor.start();
+}
+
+// A failure to start is an uncaught error of this worker: its 'error' event (a thread), its exit (a process).
+main().catch((error: unknown) => {
+  process.nextTick(() => {
+    throw error;
+  });
 });
-serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox });
-// The ResourceManager gone (the link closed under us): nothing left to work for.
-link.onClosed(() => setTimeout(() => process.exit(0), 50).unref());
-taskExecutor.start();

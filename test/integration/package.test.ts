@@ -30,8 +30,8 @@ interface Run {
 }
 
 /** Runs a command to its end (never rejects: the code says how it went). Plain node: no tsx hooks inherited from mocha. */
-function run(command: string, args: readonly string[], cwd: string, timeout = 120_000): Promise<Run> {
-  const env = { ...process.env, NODE_OPTIONS: '' };
+function run(command: string, args: readonly string[], cwd: string, timeout = 120_000, extraEnv: Record<string, string> = {}): Promise<Run> {
+  const env = { ...process.env, NODE_OPTIONS: '', ...extraEnv };
   return new Promise((resolve) => {
     execFile(command, args, { cwd, env, timeout, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
@@ -165,8 +165,8 @@ describe('the package, installed from its tarball into an application', function
 
   it('holds dist/lib, dist/machines, README, LICENSE and package.json only', () => {
     const paths = packed[0]!.files.map((f) => f.path);
-    expect(paths.filter((p) => !/^(dist\/(lib|machines)\/.+\.(js|d\.ts)|dist\/lib\/dashboard\/page\/(index\.html|dashboard\.css)|README\.md|LICENSE|package\.json)$/.test(p))).to.deep.equal([]);
-    for (const entry of ['dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/lib/internals.js', 'dist/machines/index.js', 'dist/lib/taskexecutor/taskExecutorMain.js', 'dist/lib/taskexecutor/taskWorker.js']) {
+    expect(paths.filter((p) => !/^(dist\/(lib|machines)\/.+\.(js|d\.ts)|dist\/lib\/taskexecutor\/taskExecutor(Start\.(cjs|d\.cts)|Main\.bundle\.cjs(\.[\w=.-]+)?\.codecache|Main\.bundle\.cjs)|dist\/lib\/dashboard\/page\/(index\.html|dashboard\.css)|README\.md|LICENSE|package\.json)$/.test(p))).to.deep.equal([]);
+    for (const entry of ['dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/lib/internals.js', 'dist/machines/index.js', 'dist/lib/taskexecutor/taskExecutorMain.js', 'dist/lib/taskexecutor/taskWorker.js', 'dist/lib/taskexecutor/taskExecutorStart.cjs', 'dist/lib/taskexecutor/taskExecutorMain.bundle.cjs', 'dist/lib/taskexecutor/taskExecutorMain.bundle.cjs.codecache']) {
       expect(paths).to.include(entry);
     }
     expect(readFileSync(join(app, 'node_modules/slotwise/LICENSE'), 'utf8')).to.contain('Apache License\n                           Version 2.0, January 2004');
@@ -247,6 +247,26 @@ describe('the package, installed from its tarball into an application', function
       { checked: './sumTask.mjs', problem: null },
       { checked: './noDefault.mjs', problem: 'no-default-export' },
     ]);
+  });
+
+  it('starts a TaskExecutor thread from the one-file bundle, with the code cache it ships accepted by V8', async () => {
+    for (const name of ['smoke.mjs', 'sumTask.mjs', 'noDefault.mjs']) copyFileSync(fileURLToPath(new URL(`../fixtures/compiled/${name}`, import.meta.url)), join(app, name));
+    const { code, stderr } = await run(process.execPath, ['smoke.mjs'], app, 60_000, { SLOTWISE_DEBUG: '1' });
+    expect(code, stderr).to.equal(0);
+    const starts = stderr.split('\n').filter((line) => line.startsWith('slotwise: a TaskExecutor '));
+    expect(starts.filter((line) => line.includes(' thread runs ') && line.includes('node_modules/slotwise/dist/lib/taskexecutor/taskExecutorMain.bundle.cjs'))).to.have.length.greaterThan(0);
+    expect(starts.filter((line) => line.includes(' thread runs ')).every((line) => line.endsWith(': accepted')), starts.join('\n')).to.equal(true);
+    // A process's cache is made for the default heap limit only; any other is compiled from source, never wrongly used.
+    expect(starts.some((line) => line.includes(' process runs ')), starts.join('\n')).to.equal(true);
+    // The bundle's one ES module import (the worker inspector, asked for by `inspect`) loads from there too.
+    const probe = [
+      "import { MiniCluster } from 'slotwise';",
+      'const origins = new Set();',
+      "const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, inspect: (event) => origins.add(String(event.origin).split('-')[0]) });",
+      'await cluster.close();',
+      'console.log(JSON.stringify([...origins].sort()));',
+    ];
+    expect(await probeJson(app, 'inspectBundle.mjs', probe)).to.deep.equal(['main', 'taskexecutor']);
   });
 
   it('type-checks a TypeScript consumer with moduleResolution nodenext, lib ES2023 and skipLibCheck false (no DOM types needed)', async () => {

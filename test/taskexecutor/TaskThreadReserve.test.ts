@@ -35,9 +35,11 @@ class TestingPool {
 function setup(spare = 2) {
   const pools: TestingPool[] = [];
   const logs: string[] = [];
+  const loads: string[] = [];
   const reserve = new TaskThreadReserve({
     spare,
     log: (message) => logs.push(message),
+    load: async () => void loads.push('load'),
     create: (options) => {
       const pool = new TestingPool(options);
       pools.push(pool);
@@ -51,7 +53,7 @@ function setup(spare = 2) {
       await new Promise((resolve) => setImmediate(resolve));
     }
   };
-  return { reserve, pools, logs, bootAll };
+  return { reserve, pools, logs, loads, bootAll };
 }
 
 describe('TaskThreadReserve', () => {
@@ -65,6 +67,18 @@ describe('TaskThreadReserve', () => {
     await bootAll();
     expect(pools.map((p) => p.heapLimitMb)).to.deep.equal([128, 128]);
     expect(reserve.stats).to.deep.equal({ started: 2, served: 0, bootedOnDemand: 0, spare: 2, inUse: 0 });
+  });
+
+  it('with no spare wanted, loads nothing at start (a TaskExecutor’s start stays light) and boots a taken thread on demand', async () => {
+    const { reserve, pools, loads, bootAll } = setup(0);
+    reserve.start(128);
+    await bootAll();
+    expect(loads).to.deep.equal([]);
+    expect(pools).to.have.length(0);
+    reserve.take(128);
+    await bootAll();
+    expect(pools.map((p) => p.heapLimitMb)).to.deep.equal([128]);
+    expect(reserve.stats).to.deep.equal({ started: 1, served: 0, bootedOnDemand: 1, spare: 0, inUse: 1 });
   });
 
   it('hands a spare to a slot once, refills, and boots on demand only when no spare of that limit is there', async () => {
