@@ -16,8 +16,8 @@
  * are served there, and every async completion re-enters through it.
  */
 import type { InspectionEvent } from 'xstate';
-import { systemClock, type Clock } from '../core/clock.js';
-import { IllegalArgumentError, isSlotwiseError } from '../core/errors.js';
+import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
+import { describeError, IllegalArgumentError } from '../core/errors.js';
 import { JobID, ResourceID, ResourceManagerId, type AllocationID } from '../core/ids.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { ResourceProfile } from '../core/ResourceProfile.js';
@@ -111,7 +111,7 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
     this.#onLost = options.onTaskExecutorLost ?? (() => {});
-    this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) => this.#log(`uncaught in mailbox: ${describe(error)}`));
+    this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) => this.#log(`uncaught in mailbox: ${describeError(error)}`));
     const onDemand = options.workersOnDemand ?? true;
     this.#onDemand = onDemand;
     this.#heartbeats = new HeartbeatMonitor<ResourceID>({
@@ -136,17 +136,11 @@ export class ResourceManager implements ResourceManagerGateway {
     };
     const listener: ResourceEventListener = options.listener ?? {};
     // The SlotManager's timers (its coalesced checks, idle releases, request timeouts) fire into our mailbox.
-    const clock = this.#clock;
-    const mailboxClock: Clock = {
-      now: () => clock.now(),
-      setTimeout: (fn, delayMs) => clock.setTimeout(() => this.mailbox.execute(fn), delayMs),
-      clearTimeout: (handle) => clock.clearTimeout(handle),
-    };
     this.slotManager = new FineGrainedSlotManager({
       configuration: this.options,
       workerSpec: WorkerResourceSpec.fromOptions(this.options),
       allocator,
-      clock: mailboxClock,
+      clock: mailboxClock(this.#clock, (fn) => this.mailbox.execute(fn)),
       execute: (task) => this.mailbox.execute(task),
       log: (message) => this.#log(`SlotManager: ${message}`),
       ...(options.inspect ? { inspect: options.inspect } : {}),
@@ -415,7 +409,7 @@ export class ResourceManager implements ResourceManagerGateway {
         revoked.set(slot.allocationId, 'freeing');
         const cause = `its job was told it is lost when ${registration.resourceId} was declared lost`;
         this.mailbox.whenComplete(registration.gateway.freeSlot(slot.allocationId, cause), (_, error) => {
-          if (error !== undefined) this.#log(`freeing revoked slot ${slot.allocationId} on ${registration.resourceId} failed: ${describe(error)}`);
+          if (error !== undefined) this.#log(`freeing revoked slot ${slot.allocationId} on ${registration.resourceId} failed: ${describeError(error)}`);
         });
       }
       return false;
@@ -466,10 +460,5 @@ function slotGateway(gateway: TaskExecutorGateway, resourceManagerId: ResourceMa
     requestSlot: (request) => gateway.requestSlot({ ...request, resourceProfile: request.resourceProfile.toJSON(), resourceManagerId }),
     freeInactiveSlots: (jobId) => gateway.freeInactiveSlots(jobId),
   };
-}
-
-function describe(error: unknown): string {
-  if (isSlotwiseError(error)) return `${error._tag}(${error.reason}): ${error.message}`;
-  return error instanceof Error ? error.message : String(error);
 }
 
