@@ -54,6 +54,12 @@ export interface ResourceManagerOptions {
   readonly inspect?: (event: InspectionEvent) => void;
 }
 
+/** For waits on TaskExecutors (MiniCluster.start): `registered`, one entered the SlotManager with its slots; `worker-ended`, a worker ended. */
+export interface TaskExecutorRegistrationEvent {
+  readonly type: 'registered' | 'worker-ended';
+  readonly resourceId: ResourceID;
+}
+
 /** Why a registered TaskExecutor was lost: its worker ended, it went silent, it said goodbye, or the SlotManager refused it. */
 export type TaskExecutorLossCause = 'worker-exited' | 'heartbeat-timeout' | 'disconnected' | 'rejected';
 
@@ -102,6 +108,7 @@ export class ResourceManager implements ResourceManagerGateway {
   /** Workers the SlotManager released (idle): their end is no loss. */
   readonly #released = new Set<ResourceID>();
   readonly #onLost: NonNullable<ResourceManagerOptions['onTaskExecutorLost']>;
+  readonly #registrationListeners = new Set<(event: TaskExecutorRegistrationEvent) => void>();
   #registrations = 0;
   #closed = false;
 
@@ -178,6 +185,12 @@ export class ResourceManager implements ResourceManagerGateway {
     return [...this.#taskExecutors.keys()];
   }
 
+  /** Tells `listener`, in the mailbox, each TaskExecutorRegistrationEvent; returns its unsubscribe. One that throws is logged. */
+  onTaskExecutorRegistration(listener: (event: TaskExecutorRegistrationEvent) => void): () => void {
+    this.#registrationListeners.add(listener);
+    return () => void this.#registrationListeners.delete(listener);
+  }
+
   // ------------------------------------------------------------------ ResourceManagerGateway (as served to one worker)
 
   async registerTaskExecutor(registration: TaskExecutorRegistrationWire): Promise<RegistrationResponse> {
@@ -244,6 +257,7 @@ export class ResourceManager implements ResourceManagerGateway {
       return;
     }
     registration.inSlotManager = true;
+    this.#tell({ type: 'registered', resourceId });
   }
 
   async notifySlotAvailable(resourceId: ResourceID, allocationId: AllocationID): Promise<void> {
@@ -369,6 +383,17 @@ export class ResourceManager implements ResourceManagerGateway {
     if (!this.#stale.has(resourceId)) this.#stale.set(resourceId, replacement === undefined ? ended : `${ended}; ${replacement} was started in its place`);
     const released = this.#released.delete(resourceId);
     this.#closeConnection(resourceId, `its worker ended: ${reason}`, true, released ? null : 'worker-exited');
+    this.#tell({ type: 'worker-ended', resourceId });
+  }
+
+  #tell(event: TaskExecutorRegistrationEvent): void {
+    for (const listener of [...this.#registrationListeners]) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.#log(`a TaskExecutor registration listener threw: ${describeError(error)}`);
+      }
+    }
   }
 
   /**
