@@ -419,7 +419,7 @@ function placeOnce(policy: SlotMatchingPolicy): { cpu: number; wall: number } {
   const cpu = (cpuMicros() - cpuStarted) / 1000;
   check.runs++;
   if (result.slotsOnRegistered.length !== subtasks || result.newWorkers.length > 0) check.incomplete++;
-  check.executorsUsed = new Set(result.slotsOnRegistered.map((p) => p.reservation.taskManager)).size;
+  check.executorsUsed = new Set(result.slotsOnRegistered.map((p) => p.taskManager)).size;
   return { cpu, wall };
 }
 

@@ -94,7 +94,8 @@ export type { SlotReport, SlotStatus, SlotStatusState } from './core/SlotReport.
 export type { FreeSlotResult, SlotActions, SlotAllocationRequest, TaskSlotInfo, TaskSlotOutput, TaskSlotPayload, TaskSlotTableOptions } from './taskexecutor/TaskSlotTable.js';
 export type { PendingRequestInfo, RegistrationResult, SlotManagerOptions, TaskManagerRegistrationRequest } from './resourcemanager/slotmanager/FineGrainedSlotManager.js';
 export type { PendingTaskManagerID } from './resourcemanager/slotmanager/PendingTaskManager.js';
-export type { DemandOutcome, ResourceAllocationResult, ResourceAllocationStrategy, ResourceDemand } from './resourcemanager/slotmanager/ResourceAllocationStrategy.js';
+export type { DemandOutcome, PlannedSlot, ResourceAllocationResult, ResourceAllocationStrategy, ResourceDemand, ResourceReconcileResult } from './resourcemanager/slotmanager/ResourceAllocationStrategy.js';
+export type { PendingTaskManagerInfo, RankedTaskManagers, RegisteredTaskManagerInfo, TaskManagerResourceInfoProvider } from './resourcemanager/slotmanager/TaskManagerResourceInfoProvider.js';
 export type { ResourceAllocator } from './resourcemanager/slotmanager/ResourceAllocator.js';
 export type { ResourceEventListener, WaitingRequirement } from './resourcemanager/slotmanager/ResourceEventListener.js';
 export type { SlotManagerOverview } from './resourcemanager/slotmanager/SlotManagerOverview.js';

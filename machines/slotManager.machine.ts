@@ -5,14 +5,15 @@
  *
  *   suspended ──START──▶ started.idle ──REQUIREMENTS_CHANGED──▶ started.checkScheduled
  *       ▲                     ▲                                     │ (more changes: absorbed)
- *       │                     └──── after requirementCheckDelay: checkResourceRequirements
+ *       │                     ├──── after requirementCheckDelay: checkResourceRequirements
+ *       │                     └──── at once if isImmediate (delay 0): checkResourceRequirements
  *       └──────────────────SUSPEND (from anywhere in started)───────┘
  *
  * Changes arriving while a check is scheduled are coalesced into that one check (Flink's
- * slotmanager.requirement-check.delay). After each check the coordinator reports a summary
- * (CHECKED) that an inspector can show: how many slots were placed, how many wait and why. With a
- * delay of 0 the coordinator runs a check per change itself and may report a run of them in one
- * CHECKED (`checks`: how many; the summary is the last one's).
+ * slotmanager.requirement-check.delay). With a delay of 0 (`isImmediate`) checkScheduled is left at
+ * once, the check running inside the change's own step. After each check the coordinator reports a
+ * summary (CHECKED) that an inspector can show: how many slots were placed, how many wait and why;
+ * it may report a run of checks in one CHECKED (`checks`: how many; the summary is the last one's).
  */
 import { assign, setup } from 'xstate';
 
@@ -52,6 +53,10 @@ export const slotManagerMachine = setup({
   delays: {
     requirementCheckDelay: ({ context }) => context.requirementCheckDelay,
   },
+  guards: {
+    /** requirementCheckDelay 0: a change is checked at once, in its own step. */
+    isImmediate: ({ context }) => context.requirementCheckDelay === 0,
+  },
   actions: {
     /** Provided by the coordinator: run the ResourceAllocationStrategy and apply its plan. */
     checkResourceRequirements: () => {},
@@ -81,6 +86,7 @@ export const slotManagerMachine = setup({
           on: { REQUIREMENTS_CHANGED: { target: 'checkScheduled' } },
         },
         checkScheduled: {
+          always: { guard: 'isImmediate', target: 'idle', actions: 'checkResourceRequirements' },
           after: { requirementCheckDelay: { target: 'idle', actions: 'checkResourceRequirements' } },
         },
       },

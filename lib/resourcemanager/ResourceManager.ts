@@ -479,9 +479,14 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 }
 
-/** The SlotManager's view of a TaskExecutor's gateway: profiles go on the wire as JSON; requests name this ResourceManager. */
+/**
+ * The SlotManager's view of a TaskExecutor's gateway: profiles go on the wire as JSON; requests name
+ * this ResourceManager. A driver's TaskExecutorGateway carries the rpc layer's deadlines (every
+ * gateway call does, DESIGN.md), so the SlotStatusSyncer adds none of its own.
+ */
 function slotGateway(gateway: TaskExecutorGateway, resourceManagerId: ResourceManagerId): TaskExecutorSlotGateway {
   return {
+    deadline: 'transport',
     requestSlot: (request) => gateway.requestSlot({ ...request, resourceProfile: request.resourceProfile.toJSON(), resourceManagerId }),
     freeInactiveSlots: (jobId) => gateway.freeInactiveSlots(jobId),
   };

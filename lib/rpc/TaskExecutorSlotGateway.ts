@@ -26,4 +26,11 @@ export interface TaskExecutorSlotGateway {
   readonly requestSlot: (request: SlotRequest) => Promise<void>;
   /** Frees every slot of the job that is allocated but not active (seed 003: reclaim on job end). */
   readonly freeInactiveSlots: (jobId: JobID) => Promise<void>;
+  /**
+   * 'transport': every call carries the rpc layer's deadline (callDeadline.ts: it starts when the
+   * call's frame has left, not while it waits in our own outbox, and the peer's other frames extend
+   * it) and rejects with RpcTimeoutError; the SlotStatusSyncer then adds none. Unset (an in-process
+   * double): the syncer keeps one of its own, judged by the same rule.
+   */
+  readonly deadline?: 'transport';
 }

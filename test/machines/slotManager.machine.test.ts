@@ -109,13 +109,18 @@ describe('slotManager machine', () => {
     expect(effects).to.deep.equal(['check@50', 'check@125']);
   });
 
-  it('with a delay of 0 runs the check on the next timer turn, without moving time', () => {
-    const { actor, clock, effects } = startMachine(0);
+  // Was: on the next timer turn. The SlotManager has always run a delay-0 check inside the change's
+  // own call; the statechart now says so itself (isImmediate), so the check is scheduled through it.
+  it('with a delay of 0 runs the check at once, inside the change’s own step, and is idle again (isImmediate)', () => {
+    const { actor, clock, effects, value, trace } = startMachine(0);
     actor.send({ type: 'START' });
     actor.send({ type: 'REQUIREMENTS_CHANGED' });
-    expect(effects).to.deep.equal([]);
+    expect(effects).to.deep.equal(['check@0']);
+    expect(value()).to.deep.equal({ started: 'idle' });
     clock.flush();
     expect(effects).to.deep.equal(['check@0']);
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    expect([effects, trace]).to.deep.equal([['check@0', 'check@0'], ['xstate.init', 'START', 'REQUIREMENTS_CHANGED', 'REQUIREMENTS_CHANGED']]);
   });
 
   it('on SUSPEND from checkScheduled cancels the pending check and runs clearState', () => {

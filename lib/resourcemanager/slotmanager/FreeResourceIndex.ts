@@ -16,35 +16,53 @@
  */
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { CandidateOrder } from './SlotMatchingStrategy.js';
-import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
 
-interface Entry {
-  readonly taskManager: TaskManagerRegistration;
+/**
+ * What the index reads of an executor: a registered TaskManagerRegistration, or a strategy's
+ * planned copy of one (RegisteredResourcePlan), which keeps its own index of the executors it touched.
+ */
+export interface IndexedExecutor {
+  readonly host: string;
+  /** Registration order: first fit walks executors in this order; ties elsewhere break on it. */
+  readonly seq: number;
+  readonly utilization: number;
+  /** Whether it takes `requirement` now (UNKNOWN: its default slot), blocked executors never. */
+  canFit(requirement: ResourceProfile): boolean;
+}
+
+interface Entry<T extends IndexedExecutor> {
+  readonly taskManager: T;
   /** The executor's utilisation when it last moved in the heap (its key). */
   utilization: number;
   readonly seq: number;
-  /** Its index in the heap; -1 while the executor is not in the set. */
+  /**
+   * `member`: in the set, at `pos` in the heap; `outside`: its executor does not fit now (the entry
+   * stays, see #entries); `removed`: its executor unregistered (an entry still in the list of
+   * changed ones is then skipped).
+   */
+  state: EntryState;
+  /** Its index in the heap while a member. */
   pos: number;
   /** Changed since the set last looked (it is in the set's list of changed entries). */
   dirty: boolean;
-  /** Its executor was removed (an entry still in the list of changed ones is then skipped). */
-  gone: boolean;
 }
 
-class CandidateSet {
+type EntryState = 'member' | 'outside' | 'removed';
+
+class CandidateSet<T extends IndexedExecutor> {
   /**
    * Every executor the set has seen, in it or not. A registered executor's entry is never deleted
    * (only on removal): deleting and re-adding the same key leaves dead entries in a Map's hash
    * chain, and the executor first fit keeps picking leaves and rejoins on every allocate and free.
    */
-  readonly #entries = new Map<TaskManagerRegistration, Entry>();
-  #heap: Entry[] = [];
+  readonly #entries = new Map<T, Entry<T>>();
+  #heap: Entry<T>[] = [];
   /**
    * The entries of executors whose capacity changed since the set last looked, the first
    * `#changedCount` of this array (a list and a flag per entry, not a Set: no hash insert per change,
    * no new table per clear).
    */
-  readonly #changed: Entry[] = [];
+  readonly #changed: Entry<T>[] = [];
   #changedCount = 0;
   /** When the index last handed this set out (its LRU stamp). */
   lastUsed = 0;
@@ -58,19 +76,19 @@ class CandidateSet {
   ) {}
 
   /** The executors in the set (built on demand: for explanations and tests, not the hot path). */
-  get members(): ReadonlySet<TaskManagerRegistration> {
+  get members(): ReadonlySet<T> {
     this.#refresh();
-    const out = new Set<TaskManagerRegistration>();
-    for (const [taskManager, entry] of this.#entries) if (entry.pos >= 0) out.add(taskManager);
+    const out = new Set<T>();
+    for (const [taskManager, entry] of this.#entries) if (entry.state === 'member') out.add(taskManager);
     return out;
   }
 
-  covers(taskManager: TaskManagerRegistration): boolean {
+  covers(taskManager: T): boolean {
     return this.host === null || taskManager.host === this.host;
   }
 
   /** The executor's capacity changed: it is re-checked when the set is next asked. */
-  changed(taskManager: TaskManagerRegistration): void {
+  changed(taskManager: T): void {
     const entry = this.#entryOf(taskManager);
     if (entry.dirty) return;
     entry.dirty = true;
@@ -78,24 +96,25 @@ class CandidateSet {
   }
 
   /** Re-checks the executor now (while the set is built). */
-  update(taskManager: TaskManagerRegistration): void {
+  update(taskManager: T): void {
     this.#recheck(this.#entryOf(taskManager));
   }
 
-  #entryOf(taskManager: TaskManagerRegistration): Entry {
+  #entryOf(taskManager: T): Entry<T> {
     let entry = this.#entries.get(taskManager);
     if (entry === undefined) {
-      entry = { taskManager, utilization: taskManager.utilization, seq: taskManager.seq, pos: -1, dirty: false, gone: false };
+      entry = { taskManager, utilization: taskManager.utilization, seq: taskManager.seq, state: 'outside', pos: -1, dirty: false };
       this.#entries.set(taskManager, entry);
     }
     return entry;
   }
 
-  #recheck(entry: Entry): void {
+  #recheck(entry: Entry<T>): void {
     const { taskManager } = entry;
     if (taskManager.canFit(this.requirement)) {
-      if (entry.pos < 0) {
+      if (entry.state !== 'member') {
         entry.utilization = taskManager.utilization;
+        entry.state = 'member';
         entry.pos = this.#heap.length;
         this.#heap.push(entry);
         this.#siftUp(entry.pos);
@@ -103,22 +122,27 @@ class CandidateSet {
         entry.utilization = taskManager.utilization;
         if (!this.#siftUp(entry.pos)) this.#siftDown(entry.pos);
       }
-    } else if (entry.pos >= 0) {
+    } else if (entry.state === 'member') {
       this.#removeAt(entry.pos);
     }
   }
 
-  remove(taskManager: TaskManagerRegistration): void {
+  remove(taskManager: T): void {
     const entry = this.#entries.get(taskManager);
     if (entry === undefined) return;
-    if (entry.pos >= 0) this.#removeAt(entry.pos);
-    entry.gone = true;
+    if (entry.state === 'member') this.#removeAt(entry.pos);
+    entry.state = 'removed';
     this.#entries.delete(taskManager);
   }
 
-  best(): TaskManagerRegistration | undefined {
+  best(): T | undefined {
     this.#refresh();
     return this.#heap[0]?.taskManager;
+  }
+
+  ranked(): RankedCandidates<T> {
+    this.#refresh();
+    return new RankedCandidates(this.#heap, this.order);
   }
 
   #refresh(): void {
@@ -132,35 +156,36 @@ class CandidateSet {
       const entry = changed[i]!;
       changed[i] = undefined!; // no entry of a removed executor kept alive here
       entry.dirty = false;
-      if (entry.gone) continue;
+      if (entry.state === 'removed') continue;
       if (reheap) this.#recheckWithoutOrder(entry);
       else this.#recheck(entry);
     }
     if (reheap) {
-      this.#heap = this.#heap.filter((e) => e.pos >= 0);
+      this.#heap = this.#heap.filter((e) => e.state === 'member');
       this.#heap.forEach((e, i) => (e.pos = i));
       for (let i = (this.#heap.length >> 1) - 1; i >= 0; i--) this.#siftDown(i);
     }
   }
 
   /** For a re-heap: the entry's membership and key, its heap order left to the re-heap (a leaver is only marked). */
-  #recheckWithoutOrder(entry: Entry): void {
+  #recheckWithoutOrder(entry: Entry<T>): void {
     const { taskManager } = entry;
     if (taskManager.canFit(this.requirement)) {
       entry.utilization = taskManager.utilization;
-      if (entry.pos < 0) {
+      if (entry.state !== 'member') {
+        entry.state = 'member';
         entry.pos = this.#heap.length;
         this.#heap.push(entry);
       }
     } else {
-      entry.pos = -1;
+      entry.state = 'outside';
     }
   }
 
   #removeAt(pos: number): void {
     const heap = this.#heap;
     const entry = heap[pos]!;
-    entry.pos = -1;
+    entry.state = 'outside';
     const last = heap.pop()!;
     if (last === entry) return;
     heap[pos] = last;
@@ -207,40 +232,114 @@ class CandidateSet {
   }
 }
 
+/**
+ * The members of a set best first, read without changing the set: a best-first walk of its heap
+ * (a small heap of the positions whose parents were handed out), O(log k) for the k-th. Valid while
+ * no executor's capacity changes: a plan reads the registered executors this way and keeps what it
+ * sets aside to itself (RegisteredResourcePlan).
+ */
+export class RankedCandidates<T extends IndexedExecutor> {
+  readonly #heap: readonly Entry<T>[];
+  readonly #order: CandidateOrder;
+  /** The position handed out now; -1 once every member was. */
+  #at: number;
+  /** Positions not handed out whose parent was, as a min-heap under the order (built on the first advance). */
+  readonly #frontier: number[] = [];
+
+  constructor(heap: readonly Entry<T>[], order: CandidateOrder) {
+    this.#heap = heap;
+    this.#order = order;
+    this.#at = heap.length > 0 ? 0 : -1;
+  }
+
+  /** The best member not passed yet, or undefined. */
+  get current(): T | undefined {
+    return this.#at < 0 ? undefined : this.#heap[this.#at]!.taskManager;
+  }
+
+  /** Passes the current member: the next best becomes current. */
+  advance(): void {
+    if (this.#at < 0) return;
+    const left = 2 * this.#at + 1;
+    if (left < this.#heap.length) this.#push(left);
+    if (left + 1 < this.#heap.length) this.#push(left + 1);
+    this.#at = this.#frontier.length === 0 ? -1 : this.#pop();
+  }
+
+  #before(a: number, b: number): boolean {
+    return this.#order(this.#heap[a]!, this.#heap[b]!) < 0;
+  }
+
+  #push(pos: number): void {
+    const f = this.#frontier;
+    let i = f.length;
+    f.push(pos);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.#before(f[i]!, f[parent]!)) break;
+      [f[i], f[parent]] = [f[parent]!, f[i]!];
+      i = parent;
+    }
+  }
+
+  #pop(): number {
+    const f = this.#frontier;
+    const top = f[0]!;
+    const last = f.pop()!;
+    if (f.length === 0) return top;
+    f[0] = last;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= f.length) break;
+      const child = l + 1 < f.length && this.#before(f[l + 1]!, f[l]!) ? l + 1 : l;
+      if (!this.#before(f[child]!, f[i]!)) break;
+      [f[i], f[child]] = [f[child]!, f[i]!];
+      i = child;
+    }
+    return top;
+  }
+}
+
 /** How many requirement × host sets the index keeps before forgetting the least recently used. */
 const MAX_TRACKED_SETS = 256;
 
-export class FreeResourceIndex {
-  readonly #sets = new Map<string, CandidateSet>();
+export class FreeResourceIndex<T extends IndexedExecutor> {
+  readonly #sets = new Map<string, CandidateSet<T>>();
   /** Stamps the sets' use, for forgetting the least recently used (no Map reordering per lookup). */
   #clock = 0;
   /** The set handed out last. */
-  #last: CandidateSet | undefined;
+  #last: CandidateSet<T> | undefined;
 
   constructor(
     private readonly order: CandidateOrder,
     /** Every registered executor, for building a set on first use. */
-    private readonly taskManagers: () => Iterable<TaskManagerRegistration>,
+    private readonly taskManagers: () => Iterable<T>,
     /** Whether the order looks at utilisation (spread, pack) rather than registration order alone. */
     private readonly byUtilization = true,
   ) {}
 
   /** The best executor that can take `requirement` (UNKNOWN: its own default slot), on `host` if given. */
-  best(requirement: ResourceProfile, host: string | null = null): TaskManagerRegistration | undefined {
+  best(requirement: ResourceProfile, host: string | null = null): T | undefined {
     return this.#setFor(requirement, host).best();
   }
 
+  /** The executors that can take `requirement` now, best first, read lazily (see RankedCandidates). */
+  ranked(requirement: ResourceProfile, host: string | null = null): RankedCandidates<T> {
+    return this.#setFor(requirement, host).ranked();
+  }
+
   /** Every executor that can take `requirement` right now (for explanations and tests; O(candidates)). */
-  candidates(requirement: ResourceProfile, host: string | null = null): ReadonlySet<TaskManagerRegistration> {
+  candidates(requirement: ResourceProfile, host: string | null = null): ReadonlySet<T> {
     return this.#setFor(requirement, host).members;
   }
 
   /** An executor's capacity changed (or it registered): every tracked set re-checks it when next asked. */
-  taskManagerChanged(taskManager: TaskManagerRegistration): void {
+  taskManagerChanged(taskManager: T): void {
     for (const set of this.#sets.values()) if (set.covers(taskManager)) set.changed(taskManager);
   }
 
-  taskManagerRemoved(taskManager: TaskManagerRegistration): void {
+  taskManagerRemoved(taskManager: T): void {
     for (const set of this.#sets.values()) set.remove(taskManager);
   }
 
@@ -249,7 +348,7 @@ export class FreeResourceIndex {
     return this.#sets.size;
   }
 
-  #setFor(requirement: ResourceProfile, host: string | null): CandidateSet {
+  #setFor(requirement: ResourceProfile, host: string | null): CandidateSet<T> {
     // A plan asks about the same requirement slot after slot: no key to build and look up then.
     const last = this.#last;
     if (last !== undefined && last.requirement === requirement && last.host === host) {
@@ -263,7 +362,7 @@ export class FreeResourceIndex {
       this.#last = set;
       return set;
     }
-    set = new CandidateSet(requirement, host, this.order, this.byUtilization);
+    set = new CandidateSet<T>(requirement, host, this.order, this.byUtilization);
     for (const taskManager of this.taskManagers()) if (set.covers(taskManager)) set.update(taskManager);
     set.lastUsed = ++this.#clock;
     this.#sets.set(key, set);

@@ -3,19 +3,23 @@
  * jobs miss, decide where it goes — first on free registered resources (through the tracker's
  * index, under the cluster's slot matching policy), then on pending workers, then on new workers
  * of the configured shape, bounded by the cluster's maxima; and top the free resources up to the
- * redundant workers. It returns a plan; the SlotManager applies it.
+ * redundant workers. And which resources are no longer needed (tryReconcileClusterResources:
+ * pending workers that carry nothing, idle executors), the redundant workers kept.
  *
- * Capacity on registered executors is reserved in the tracker as it is planned (so the next demand
- * sees what is left); the SlotManager turns each reservation into a slot request or cancels it.
- * Pending workers are re-planned from scratch on every call, as in Flink. Demands are served in
- * the order given, each to the end, so the plan is deterministic.
+ * It reads a read-only view (TaskManagerResourceInfoProvider) and returns plans; the SlotManager
+ * applies them. What a plan sets aside on registered executors it keeps to itself
+ * (RegisteredResourcePlan), so the next demand sees what is left and nothing changes until the
+ * plan is applied. Pending workers are re-planned from scratch on every call, as in Flink. Demands
+ * are served in the order given, each to the end, so the plan is deterministic.
  */
-import type { AllocationID, JobID } from '../../core/ids.js';
+import type { AllocationID, JobID, ResourceID } from '../../core/ids.js';
+import type { ResolvedOptions } from '../../core/options.js';
 import { ResourceCounter } from '../../core/ResourceCounter.js';
-import type { ResourceProfile } from '../../core/ResourceProfile.js';
+import { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { PendingTaskManagerID } from './PendingTaskManager.js';
-import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
-import type { PlacementPreference, SlotReservation, TaskManagerTracker } from './TaskManagerTracker.js';
+import { RegisteredResourcePlan, type PlannedTaskManager } from './RegisteredResourcePlan.js';
+import type { RegisteredTaskManagerInfo, TaskManagerResourceInfoProvider } from './TaskManagerResourceInfoProvider.js';
+import type { PlacementPreference } from './TaskManagerTracker.js';
 import type { WaitReason } from './WaitReason.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
 
@@ -29,9 +33,12 @@ export interface ResourceDemand {
   readonly allocationId?: AllocationID;
 }
 
-export interface PlannedSlot {
+/** A slot the plan puts on a registered executor. */
+export interface PlannedSlot<T extends RegisteredTaskManagerInfo = RegisteredTaskManagerInfo> {
   readonly demand: ResourceDemand;
-  readonly reservation: SlotReservation;
+  readonly taskManager: T;
+  /** The effective profile (UNKNOWN resolved to the executor's default slot). */
+  readonly profile: ResourceProfile;
 }
 
 /** A worker the plan wants started, with the slots it will carry. */
@@ -44,7 +51,7 @@ export interface PlannedWorker {
 
 export interface DemandOutcome {
   readonly demand: ResourceDemand;
-  /** Slots reserved on registered executors now. */
+  /** Slots planned on registered executors. */
   readonly placed: number;
   /** Slots that will go to pending or new workers when they register. */
   readonly onWorkers: number;
@@ -54,16 +61,29 @@ export interface DemandOutcome {
   readonly reason?: WaitReason;
 }
 
-export interface ResourceAllocationResult {
-  readonly slotsOnRegistered: readonly PlannedSlot[];
+/** `T`: the executors as the view typed them. */
+export interface ResourceAllocationResult<T extends RegisteredTaskManagerInfo = RegisteredTaskManagerInfo> {
+  readonly slotsOnRegistered: readonly PlannedSlot<T>[];
   /** The new plan of every existing pending worker (empty maps for those that carry nothing). */
   readonly slotsOnPending: ReadonlyMap<PendingTaskManagerID, ReadonlyMap<JobID, ResourceCounter>>;
   readonly newWorkers: readonly PlannedWorker[];
   readonly outcomes: readonly DemandOutcome[];
 }
 
+/** What is no longer needed (Flink's ResourceReconcileResult); the SlotManager cancels and releases it. */
+export interface ResourceReconcileResult {
+  /** Pending workers that carry no slot and are not needed as redundant workers. */
+  readonly pendingTaskManagersToRelease: readonly PendingTaskManagerID[];
+  /** Idle executors (of those offered) that are not needed as redundant workers. */
+  readonly taskManagersToRelease: readonly ResourceID[];
+  /** Idle executors (of those offered) kept as redundant workers: asked again after another idle timeout. */
+  readonly taskManagersToKeep: readonly ResourceID[];
+}
+
 export interface ResourceAllocationStrategy {
-  tryFulfillRequirements(demands: readonly ResourceDemand[], tracker: TaskManagerTracker): ResourceAllocationResult;
+  tryFulfillRequirements<T extends RegisteredTaskManagerInfo>(demands: readonly ResourceDemand[], view: TaskManagerResourceInfoProvider<T>): ResourceAllocationResult<T>;
+  /** Which pending workers, and which of `idleTaskManagers` (idle past resourcemanager.taskmanager-timeout), can go. */
+  tryReconcileClusterResources(view: TaskManagerResourceInfoProvider, idleTaskManagers: readonly RegisteredTaskManagerInfo[]): ResourceReconcileResult;
 }
 
 export interface ResourceAllocationLimits {
@@ -90,10 +110,10 @@ interface Totals {
 class PlannedTotals {
   #totals: Totals | undefined;
 
-  constructor(private readonly tracker: TaskManagerTracker) {}
+  constructor(private readonly view: TaskManagerResourceInfoProvider) {}
 
   get totals(): Totals {
-    return (this.#totals ??= { slots: this.tracker.numberOfRegisteredSlots + this.tracker.numberOfPendingSlots, resource: this.tracker.registeredResource.merge(this.tracker.pendingResource) });
+    return (this.#totals ??= { slots: this.view.numberOfRegisteredSlots + this.view.numberOfPendingSlots, resource: this.view.registeredResource.merge(this.view.pendingResource) });
   }
 }
 
@@ -106,27 +126,43 @@ interface WorkerPlan {
 }
 
 export class DefaultResourceAllocationStrategy implements ResourceAllocationStrategy {
+  /** With the limits of the slotmanager.* options. */
+  static fromOptions(workerSpec: WorkerResourceSpec | null, options: ResolvedOptions): DefaultResourceAllocationStrategy {
+    return new DefaultResourceAllocationStrategy(workerSpec, {
+      maxSlots: options['slotmanager.number-of-slots.max'],
+      maxTotalCpu: options['slotmanager.max-total-resource.cpu'],
+      maxTotalMemory: options['slotmanager.max-total-resource.memory'],
+      redundantTaskManagers: options['slotmanager.redundant-taskmanager-num'],
+    });
+  }
+
   constructor(
     /** The shape of the workers that may be started; null when the cluster cannot start workers. */
     private readonly workerSpec: WorkerResourceSpec | null,
     private readonly limits: ResourceAllocationLimits,
   ) {}
 
-  tryFulfillRequirements(demands: readonly ResourceDemand[], tracker: TaskManagerTracker): ResourceAllocationResult {
-    const slotsOnRegistered: PlannedSlot[] = [];
+  tryFulfillRequirements<T extends RegisteredTaskManagerInfo>(demands: readonly ResourceDemand[], view: TaskManagerResourceInfoProvider<T>): ResourceAllocationResult<T> {
+    const slotsOnRegistered: PlannedSlot<T>[] = [];
     const outcomes: DemandOutcome[] = [];
-    const pending: WorkerPlan[] = tracker.numberOfPendingTaskManagers === 0 ? [] : [...tracker.pendingTaskManagers].map((p) => ({ id: p.id, spec: p.spec, available: p.totalResourceProfile, allocations: new Map() }));
+    const pending: WorkerPlan[] = view.numberOfPendingTaskManagers === 0 ? [] : [...view.pendingTaskManagers].map((p) => ({ id: p.id, spec: p.spec, available: p.totalResourceProfile, allocations: new Map() }));
     const fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }> = [];
-    const planned = new PlannedTotals(tracker);
+    const planned = new PlannedTotals(view);
+    let registered: RegisteredResourcePlan<T> | undefined; // made for the first demand (a check may have none)
 
     for (const demand of demands) {
       let left = demand.count;
+      registered ??= new RegisteredResourcePlan<T>(view);
       // 1. Free resources on registered executors, best first under the policy.
-      let taskManager: TaskManagerRegistration | undefined;
+      let taskManager: PlannedTaskManager<T> | undefined;
       while (left > 0) {
-        if (taskManager === undefined || !tracker.remainsBest(taskManager, demand.profile)) taskManager = tracker.findTaskManager(demand.profile, demand.preference);
-        if (taskManager === undefined) break;
-        slotsOnRegistered.push({ demand, reservation: tracker.reserve(taskManager, demand.profile, demand.jobId) });
+        let profile = taskManager === undefined ? undefined : registered.claimAgain(taskManager, demand.profile);
+        if (profile === undefined) {
+          taskManager = registered.find(demand.profile, demand.preference);
+          if (taskManager === undefined) break;
+          profile = registered.claim(taskManager, demand.profile);
+        }
+        slotsOnRegistered.push({ demand, taskManager: taskManager!.info, profile });
         left--;
       }
       const placed = demand.count - left;
@@ -141,9 +177,9 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
       let refusal: WaitReason | undefined;
       if (left > 0) {
         if (this.workerSpec === null) {
-          refusal = tracker.explainShortage(demand.profile);
+          refusal = registered.explainShortage(demand.profile);
         } else if (!this.workerSpec.totalResourceProfile.allFieldsNoLessThan(effectiveOn(this.workerSpec, demand.profile))) {
-          const shortage = tracker.explainShortage(demand.profile);
+          const shortage = registered.explainShortage(demand.profile);
           refusal = shortage.couldFitWhenFree.length > 0 ? shortage : { kind: 'exceeds-worker-shape', shortfall: this.workerSpec.totalResourceProfile.shortfall(effectiveOn(this.workerSpec, demand.profile)) };
         } else {
           while (left > 0) {
@@ -160,13 +196,42 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
       outcomes.push({ demand, placed, onWorkers, unfulfilled: left, ...(reason === undefined ? {} : { reason }) });
     }
 
-    this.#topUpRedundancy(tracker, pending, fresh, planned);
+    this.#topUpRedundancy(view, registered, pending, fresh, planned);
     return {
       slotsOnRegistered,
       slotsOnPending: new Map(pending.map((p) => [p.id!, p.allocations])),
       newWorkers: fresh.map(({ spec, allocations, purpose }) => ({ spec, allocations, purpose })),
       outcomes,
     };
+  }
+
+  /**
+   * Flink's tryReconcileClusterResources: pending workers that carry no slot are canceled, newest
+   * first, and idle executors released, as long as what stays free still covers the redundant workers.
+   */
+  tryReconcileClusterResources(view: TaskManagerResourceInfoProvider, idleTaskManagers: readonly RegisteredTaskManagerInfo[]): ResourceReconcileResult {
+    const pendingTaskManagersToRelease: PendingTaskManagerID[] = [];
+    const taskManagersToRelease: ResourceID[] = [];
+    const taskManagersToKeep: ResourceID[] = [];
+    const empty = view.numberOfPendingTaskManagers === 0 ? [] : [...view.pendingTaskManagers].filter((p) => !p.hasPendingAllocations);
+    if (empty.length === 0 && idleTaskManagers.length === 0) return { pendingTaskManagersToRelease, taskManagersToRelease, taskManagersToKeep };
+    let free = [...view.pendingTaskManagers].reduce((sum, p) => sum.merge(p.unusedResource), view.freeRegisteredResource);
+    for (const pending of empty.reverse()) {
+      const without = this.#withoutKeepingRedundancy(free, pending.totalResourceProfile);
+      if (without === undefined) continue;
+      free = without;
+      pendingTaskManagersToRelease.push(pending.id);
+    }
+    for (const taskManager of idleTaskManagers) {
+      const without = this.#withoutKeepingRedundancy(free, taskManager.available);
+      if (without === undefined) {
+        taskManagersToKeep.push(taskManager.resourceId);
+        continue;
+      }
+      free = without;
+      taskManagersToRelease.push(taskManager.resourceId);
+    }
+    return { pendingTaskManagersToRelease, taskManagersToRelease, taskManagersToKeep };
   }
 
   /** Places up to `count` slots of the demand on `workers`, first fit; returns how many are left. */
@@ -202,16 +267,29 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
   }
 
   /**
-   * Flink's redundancy rule: the free resources of registered executors and of every planned
-   * worker must cover `redundant` whole workers; start empty workers until they do (or a limit says no).
+   * Flink's redundancy rule, the one place it is written: the free resources of registered
+   * executors and of every pending or planned worker must cover `redundant` whole workers.
    */
-  #topUpRedundancy(tracker: TaskManagerTracker, pending: WorkerPlan[], fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }>, planned: PlannedTotals): void {
+  #coversRedundancy(free: ResourceProfile): boolean {
+    const spec = this.workerSpec;
+    if (spec === null || this.limits.redundantTaskManagers === 0) return true;
+    return free.allFieldsNoLessThan(spec.totalResourceProfile.multiply(this.limits.redundantTaskManagers));
+  }
+
+  /** What stays free once `removed` goes, or undefined when the redundant workers need it. */
+  #withoutKeepingRedundancy(free: ResourceProfile, removed: ResourceProfile): ResourceProfile | undefined {
+    const without = free.allFieldsNoLessThan(removed) ? free.subtract(removed) : ResourceProfile.ZERO;
+    return this.#coversRedundancy(without) ? without : undefined;
+  }
+
+  /** Starts empty workers until the redundancy rule holds (or a limit says no). */
+  #topUpRedundancy<T extends RegisteredTaskManagerInfo>(view: TaskManagerResourceInfoProvider<T>, registered: RegisteredResourcePlan<T> | undefined, pending: WorkerPlan[], fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }>, planned: PlannedTotals): void {
     const spec = this.workerSpec;
     if (spec === null || this.limits.redundantTaskManagers === 0) return;
     const totals = planned.totals;
-    const needed = spec.totalResourceProfile.multiply(this.limits.redundantTaskManagers);
-    let free = [...pending, ...fresh].reduce((sum, w) => sum.merge(w.available), tracker.freeRegisteredResource);
-    while (!free.allFieldsNoLessThan(needed) && this.#limitReason(totals, spec) === undefined) {
+    const registeredFree = registered === undefined ? view.freeRegisteredResource : registered.freeRegisteredResource;
+    let free = [...pending, ...fresh].reduce((sum, w) => sum.merge(w.available), registeredFree);
+    while (!this.#coversRedundancy(free) && this.#limitReason(totals, spec) === undefined) {
       const worker = this.#newWorker(spec, 'redundancy', totals);
       fresh.push(worker);
       free = free.merge(worker.available);

@@ -1,8 +1,8 @@
 /**
  * What the SlotManager shows of itself (executors, slots, pending workers, jobs) and the checks on
- * what a registering TaskExecutor says of itself.
+ * what a TaskExecutor says of itself (its registration, its slot reports).
  */
-import { IllegalArgumentError } from '../../core/errors.js';
+import { IllegalArgumentError, UnknownTaskExecutorError } from '../../core/errors.js';
 import { ResourceID, type JobID } from '../../core/ids.js';
 import { ResourceProfile, type ResourceProfileJSON } from '../../core/ResourceProfile.js';
 import type { SlotReport } from '../../core/SlotReport.js';
@@ -73,6 +73,17 @@ function freeDefaultSlots(tm: TaskManagerRegistration): number {
   });
   for (const [name, units] of slot.extended) fits = Math.min(fits, Math.floor((left.extended.get(name) ?? 0) / units));
   return fits;
+}
+
+/** The registered executor a slot report comes from; refuses one from an unknown executor, or malformed. */
+export function checkSlotReport(resourceId: ResourceID, report: SlotReport, taskManager: TaskManagerRegistration | undefined): TaskManagerRegistration {
+  if (taskManager === undefined) {
+    throw new UnknownTaskExecutorError(`slot report from TaskExecutor ${String(resourceId)}, which is not registered; register it first`, { resourceId: String(resourceId) });
+  }
+  if (report?.resourceId !== resourceId || !Array.isArray(report.slots)) {
+    throw new IllegalArgumentError('invalid-value', `the slot report must be { resourceId: '${resourceId}', slots: [...] }`, { argument: 'report' });
+  }
+  return taskManager;
 }
 
 /** Refuses a registration whose description of the executor is malformed or disagrees with its report. */

@@ -4,15 +4,24 @@
  * executors' own tables in agreement.
  *
  * - allocateSlot: the reservation becomes a pending slot and the job counts it as acquired at once
- *   (seed 000 steps 3–5); the TaskExecutor is asked within `rpc.ask.timeout`; its acknowledgement
- *   marks the slot allocated; a refusal or no answer frees it and reports the failure, after which
+ *   (seed 000 steps 3–5); the TaskExecutor is asked; its acknowledgement marks the slot allocated;
+ *   a refusal or no answer (see "Deadlines") frees it and reports the failure, after which
  *   the SlotManager re-plans with a new AllocationID — elsewhere, since the executor is blocked
  *   until its next slot report. An answer for an attempt already given up is ignored.
  * - freeSlot: free it here (no call: the TaskExecutor or the job freed it already).
  * - reportSlotStatus: reconcile a slot report (see the method).
  * - freeInactiveSlots: ask every executor holding slots of a finished job to free the inactive ones.
+ *
+ * Deadlines measure a silent executor, not our own queue. A gateway whose calls carry the rpc
+ * layer's deadline (`deadline: 'transport'`: its clock starts when the call's frame has left, and
+ * anything the peer sends extends it) gets none of ours: its RpcTimeoutError is the answer. Any other
+ * (an in-process double) gets one here, judged by the same rule (rpc/callDeadline.ts): the request
+ * fails once the executor has been heard from (an answer to any request, a slot report) not at all
+ * for `rpc.ask.timeout` since it was asked, or 3× that after it was asked in any case.
  */
 import type { Clock, TimerHandle } from '../../core/clock.js';
+import { judgeCallDeadline } from '../../rpc/callDeadline.js';
+import { DEFAULT_MAX_WAIT_FACTOR } from '../../rpc/connect.js';
 import { RpcTimeoutError, SlotAllocationError, isSlotwiseError } from '../../core/errors.js';
 import { AllocationID, type JobID, type ResourceID } from '../../core/ids.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
@@ -71,7 +80,9 @@ interface Attempt {
   readonly slot: ResourceSlotRecord;
   /** The executor answered or the deadline passed, whichever came first (the other is ignored). */
   answered: boolean;
-  readonly deadline: DeadlineBatch;
+  /** When it was asked; our deadline for it, unless the gateway's transport keeps its own (undefined then). */
+  readonly sentAt: number;
+  deadline: DeadlineBatch | undefined;
 }
 
 /**
@@ -95,6 +106,8 @@ export class SlotStatusSyncer {
    * would grow by one), and this counts them.
    */
   #inFlight = 0;
+  /** When each executor was last heard from (an answer, a slot report): our deadlines wait while it is. */
+  readonly #lastHeard = new WeakMap<TaskManagerRegistration, number>();
   /** The batch new requests join while the clock stays at its time. */
   #batch: DeadlineBatch | undefined;
   /** Between beginAllocations and endAllocations: tracked slots not counted in the ResourceTracker yet, a run of one job and profile. */
@@ -123,11 +136,13 @@ export class SlotStatusSyncer {
     // What #withDeadline does, without its promise, closures and timer per call (this runs once per
     // slot a check places): the first of the answer and the deadline settles the attempt, one
     // microtask later, as the deadline promise's own continuation did.
-    const attempt: Attempt = { allocationId, slot, answered: false, deadline: this.#deadlineBatch() };
-    attempt.deadline.attempts.push(attempt);
-    attempt.deadline.unanswered++;
-    this.#setInFlight(slot, attempt);
     const { taskManager } = reservation;
+    const attempt: Attempt = { allocationId, slot, answered: false, sentAt: this.#o.clock.now(), deadline: taskManager.gateway.deadline === 'transport' ? undefined : this.#deadlineBatch() };
+    if (attempt.deadline !== undefined) {
+      attempt.deadline.attempts.push(attempt);
+      attempt.deadline.unanswered++;
+    }
+    this.#setInFlight(slot, attempt);
     let call: Promise<void>;
     try {
       call = taskManager.gateway.requestSlot({ index: slot.index, jobId: reservation.jobId, allocationId, resourceProfile: slot.profile, targetAddress: request.targetAddress });
@@ -135,8 +150,8 @@ export class SlotStatusSyncer {
       call = Promise.reject(error);
     }
     call.then(
-      () => this.#answered(attempt, undefined),
-      (error: unknown) => this.#answered(attempt, error ?? new Error('slot request failed')),
+      () => this.#heardFrom(taskManager, attempt, undefined),
+      (error: unknown) => this.#heardFrom(taskManager, attempt, error ?? new Error('slot request failed')),
     );
     return slot;
   }
@@ -158,15 +173,38 @@ export class SlotStatusSyncer {
     return batch;
   }
 
+  /** The executor answered a request (its own answer, not our deadline, or its transport's): it is alive. */
+  #heardFrom(taskManager: TaskManagerRegistration, attempt: Attempt, error: unknown): void {
+    if (!(error instanceof RpcTimeoutError)) this.#lastHeard.set(taskManager, this.#o.clock.now());
+    this.#answered(attempt, error);
+  }
+
+  /** A batch's deadline: each request still unanswered fails if its executor stayed silent, else waits on in a later batch. */
   #deadlinePassed(batch: DeadlineBatch): void {
     batch.timer = undefined;
     if (this.#batch === batch) this.#batch = undefined;
-    const { rpcTimeout } = this.#o;
+    const { rpcTimeout, clock } = this.#o;
+    const now = clock.now();
+    const later: Array<{ attempt: Attempt; until: number }> = [];
     for (const attempt of batch.attempts) {
       if (attempt.answered) continue;
-      const { resourceId } = attempt.slot.taskManager;
-      this.#answered(attempt, new RpcTimeoutError(`TaskExecutorGateway.requestSlot on ${resourceId} got no answer within ${rpcTimeout} ms`, { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: rpcTimeout, resourceId }));
+      const { taskManager } = attempt.slot;
+      const lastHeardAt = this.#lastHeard.get(taskManager) ?? -Infinity;
+      const verdict = judgeCallDeadline({ sentAt: attempt.sentAt, lastHeardAt, now, timeoutMs: rpcTimeout, maxWaitMs: DEFAULT_MAX_WAIT_FACTOR * rpcTimeout });
+      if (verdict.kind === 'wait') {
+        later.push({ attempt, until: verdict.until });
+        continue;
+      }
+      const { resourceId } = taskManager;
+      const waitedMs = now - attempt.sentAt;
+      const why = verdict.kind === 'max-wait' ? `within ${waitedMs} ms, the most a request waits (${resourceId} kept answering others)` : verdict.heardSinceSent ? `within ${waitedMs} ms: ${resourceId} was silent for the last ${rpcTimeout} ms` : `within ${rpcTimeout} ms`;
+      this.#answered(attempt, new RpcTimeoutError(`TaskExecutorGateway.requestSlot on ${resourceId} got no answer ${why}`, { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: rpcTimeout, resourceId, waitedMs, expired: verdict.kind }));
     }
+    if (later.length === 0) return;
+    const at = Math.min(...later.map((l) => l.until));
+    const next: DeadlineBatch = { at, attempts: later.map((l) => l.attempt), unanswered: later.length, timer: undefined };
+    for (const attempt of next.attempts) attempt.deadline = next;
+    next.timer = clock.setTimeout(() => this.#deadlinePassed(next), at - now);
   }
 
   /** The executor answered (`error` undefined: acknowledged) or the deadline passed: settle the attempt in the next microtask. */
@@ -174,7 +212,7 @@ export class SlotStatusSyncer {
     if (attempt.answered) return;
     attempt.answered = true;
     const batch = attempt.deadline;
-    if (--batch.unanswered === 0 && batch.timer !== undefined) {
+    if (batch !== undefined && --batch.unanswered === 0 && batch.timer !== undefined) {
       this.#o.clock.clearTimeout(batch.timer);
       batch.timer = undefined;
       if (this.#batch === batch) this.#batch = undefined;
@@ -237,6 +275,20 @@ export class SlotStatusSyncer {
   }
 
   /**
+   * Frees every slot of an executor that is gone; returns, by job, the slots lost, leaving out
+   * those `isRequested` claims (a request that will be placed again).
+   */
+  freeSlotsOf(taskManager: TaskManagerRegistration, isRequested: (allocationId: AllocationID) => boolean): Map<JobID, AllocationID[]> {
+    const lost = new Map<JobID, AllocationID[]>();
+    for (const slot of this.#o.tracker.slotsOf(taskManager)) {
+      const allocationId = slot.allocationId!;
+      if (!isRequested(allocationId)) lost.set(slot.jobId!, [...(lost.get(slot.jobId!) ?? []), allocationId]);
+      this.freeSlot(allocationId);
+    }
+    return lost;
+  }
+
+  /**
    * Reconciles an executor's slot report with the records (Flink's reportSlotStatus):
    * an allocated slot the report does not show is freed; a pending slot the report shows is
    * complete (its answer may still be on its way, and will be ignored); a pending slot the report
@@ -245,6 +297,7 @@ export class SlotStatusSyncer {
    * conflict, left alone (the executor's slot timeout frees it, as no JobMaster will activate it).
    */
   reportSlotStatus(taskManager: TaskManagerRegistration, report: SlotReport): ReconcileResult {
+    this.#lastHeard.set(taskManager, this.#o.clock.now());
     const reported = new Map(report.slots.filter((s) => s.allocationId !== null).map((s) => [s.allocationId!, s]));
     const freed: ResourceSlotRecord[] = [];
     for (const slot of this.#o.tracker.slotsOf(taskManager)) {
@@ -313,6 +366,7 @@ export class SlotStatusSyncer {
 
   #withDeadline<T>(taskManager: TaskManagerRegistration, call: () => Promise<T>, method = 'requestSlot'): Promise<T> {
     const { clock, rpcTimeout } = this.#o;
+    if (taskManager.gateway.deadline === 'transport') return call();
     return new Promise<T>((resolve, reject) => {
       const timer = clock.setTimeout(
         () => reject(new RpcTimeoutError(`TaskExecutorGateway.${method} on ${taskManager.resourceId} got no answer within ${rpcTimeout} ms`, { gateway: 'TaskExecutorGateway', method, timeoutMs: rpcTimeout, resourceId: taskManager.resourceId })),

@@ -38,6 +38,15 @@ export interface ResourceSlotRecord {
   inFlight: object | null;
 }
 
+/** Capacity as running totals: raw amounts (ResourceProfile.amounts order and units), extended resources without zeros. */
+export interface CapacityAmounts {
+  readonly used: number[];
+  readonly usedExtended: Map<string, number>;
+  /** total − used, at least zero. */
+  readonly available: number[];
+  readonly availableExtended: Map<string, number>;
+}
+
 export interface TaskManagerInfo {
   readonly resourceId: ResourceID;
   readonly host: string;
@@ -79,23 +88,17 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   blocked = false;
 
   /**
-   * Whether the numbers below are the truth (true while the total and every profile taken are
-   * specified); once false, `#usedProfile` and `#availableProfile` are, as profile arithmetic
-   * keeps them.
+   * Capacity as running totals (raw amounts) while the total and every profile taken are specified;
+   * null once UNKNOWN or ANY is involved, or an amount would pass the safe integers: from then on
+   * `#usedProfile` and `#availableProfile` are the truth, kept by profile arithmetic.
    */
-  #numeric: boolean;
-  /** Used, as raw amounts (ResourceProfile.amounts order and units); extended resources without zeros. */
-  readonly #used = [0, 0, 0, 0, 0];
-  readonly #usedExtended = new Map<string, number>();
-  /** Available (total − used, at least zero), likewise. */
-  readonly #available: number[];
+  #amounts: CapacityAmounts | null;
   /** The total's raw amounts, in a plain array (cheaper to read than the profile's frozen one). */
   readonly #total: number[];
   /** The total's cores and memory, as the utilisation divides by them. */
   readonly #totalCpu: number;
   readonly #totalMemory: number;
-  readonly #availableExtended: Map<string, number>;
-  /** The profiles, built from the numbers on first read after a change (undefined: not built yet). */
+  /** The profiles, built from the running totals on first read after a change (undefined: not built yet). */
   #usedProfile: ResourceProfile | undefined = ResourceProfile.ZERO;
   #availableProfile: ResourceProfile | undefined;
 
@@ -108,13 +111,11 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     this.gateway = info.gateway;
     this.seq = seq;
     const total = info.totalResourceProfile;
-    this.#numeric = total instanceof ResourceProfile && total.kind === 'specified';
-    this.#total = this.#numeric ? [...total.amounts] : [0, 0, 0, 0, 0];
-    this.#available = [...this.#total];
-    const t = this.#total;
-    this.#totalCpu = t[0]! / UNITS_PER_CORE;
-    this.#totalMemory = t[1]! + t[2]! + t[3]! + t[4]!;
-    this.#availableExtended = this.#numeric ? new Map(total.extended) : new Map();
+    const specified = total instanceof ResourceProfile && total.kind === 'specified';
+    this.#total = specified ? [...total.amounts] : [0, 0, 0, 0, 0];
+    this.#amounts = specified ? { used: [0, 0, 0, 0, 0], usedExtended: new Map(), available: [...this.#total], availableExtended: new Map(total.extended) } : null;
+    this.#totalCpu = coresOf(this.#total);
+    this.#totalMemory = memoryOf(this.#total);
     this.#availableProfile = total;
     this.idleSince = now;
     this.freeStaticSlots = info.numberOfStaticSlots;
@@ -138,12 +139,12 @@ export class TaskManagerRegistration implements TaskManagerInfo {
 
   /** What the slots (pending, allocated, reserved) use: the sum of their profiles. */
   get used(): ResourceProfile {
-    return (this.#usedProfile ??= ResourceProfile.fromAmounts(this.#used, this.#usedExtended));
+    return (this.#usedProfile ??= ResourceProfile.fromAmounts(this.#amounts!.used, this.#amounts!.usedExtended));
   }
 
   /** What is left for new slots: total − used, never below zero. */
   get available(): ResourceProfile {
-    return (this.#availableProfile ??= ResourceProfile.fromAmounts(this.#available, this.#availableExtended));
+    return (this.#availableProfile ??= ResourceProfile.fromAmounts(this.#amounts!.available, this.#amounts!.availableExtended));
   }
 
   canFit(requirement: ResourceProfile): boolean {
@@ -152,10 +153,11 @@ export class TaskManagerRegistration implements TaskManagerInfo {
 
   /** `available.allFieldsNoLessThan(profile)`, without building `available` (blocked or not). */
   hasAvailable(profile: ResourceProfile): boolean {
-    if (!this.#numeric) return this.available.allFieldsNoLessThan(profile);
+    const a = this.#amounts;
+    if (a === null) return this.available.allFieldsNoLessThan(profile);
     // Against a specified `available`: UNKNOWN is covered, ANY (infinite) is not.
     if (profile.kind !== 'specified') return profile.kind === 'unknown';
-    return profile.fitsWithin(this.#available, this.#availableExtended);
+    return profile.fitsWithin(a.available, a.availableExtended);
   }
 
   /**
@@ -165,17 +167,18 @@ export class TaskManagerRegistration implements TaskManagerInfo {
    * and sums in the same order, so the same number.
    */
   shortfallScore(profile: ResourceProfile): number {
-    if (!this.#numeric || profile.kind !== 'specified') {
+    const a = this.#amounts;
+    if (a === null || profile.kind !== 'specified') {
       const shortfall = this.available.shortfall(profile);
       return shortfall.length === 0 ? -1 : shortfallScore(shortfall);
     }
     const need = profile.amounts;
-    const have = this.#available;
+    const have = a.available;
     let short = 0;
     let deficit = 0;
     for (let i = 0; i < 5; i++) {
       if (have[i]! < need[i]!) {
-        const scale = i === 0 ? UNITS_PER_CORE : 1;
+        const scale = i === CPU ? UNITS_PER_CORE : 1;
         const available = have[i]! / scale;
         const required = need[i]! / scale;
         deficit = deficit + (required - available) / Math.max(required, 1e-9);
@@ -183,7 +186,7 @@ export class TaskManagerRegistration implements TaskManagerInfo {
       }
     }
     for (const [name, units] of profile.extended) {
-      const left = this.#availableExtended.get(name) ?? 0;
+      const left = a.availableExtended.get(name) ?? 0;
       if (left < units) {
         const available = left / UNITS_PER_CORE;
         const required = units / UNITS_PER_CORE;
@@ -197,18 +200,25 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   /**
    * Adds (`sign` 1) or takes away (−1) what is available here to or from a running total (in
    * ResourceProfile.amounts order and units; extended resources without zeros). False, changing
-   * nothing, outside the numeric mode, where `available` exists only as a profile.
+   * nothing, once capacity is kept as profiles (`available` exists only as a profile then).
    */
   addAvailableTo(amounts: number[], extended: Map<string, number>, sign: 1 | -1): boolean {
-    if (!this.#numeric) return false;
-    const available = this.#available;
-    for (let i = 0; i < 5; i++) amounts[i] = amounts[i]! + sign * available[i]!;
-    for (const [name, units] of this.#availableExtended) {
+    const a = this.#amounts;
+    if (a === null) return false;
+    for (let i = 0; i < 5; i++) amounts[i] = amounts[i]! + sign * a.available[i]!;
+    for (const [name, units] of a.availableExtended) {
       const sum = (extended.get(name) ?? 0) + sign * units;
       if (sum === 0) extended.delete(name);
       else extended.set(name, sum);
     }
     return true;
+  }
+
+  /** `used` and `available` as fresh running totals (a plan's copy), or null once capacity is kept as profiles. */
+  copyAmounts(): CapacityAmounts | null {
+    const a = this.#amounts;
+    if (a === null) return null;
+    return { used: [...a.used], usedExtended: new Map(a.usedExtended), available: [...a.available], availableExtended: new Map(a.availableExtended) };
   }
 
   /** A free static slot this requirement may take (its effective profile is the default), if any. */
@@ -234,70 +244,109 @@ export class TaskManagerRegistration implements TaskManagerInfo {
 
   /** Adds `profile` to what is used (a slot was reserved, became pending, or was adopted). */
   take(profile: ResourceProfile): void {
-    if (this.#numeric && profile.kind === 'specified') {
-      if (profile.addTo(this.#used, this.#usedExtended)) {
-        this.#usedChanged();
+    const a = this.#amounts;
+    if (a !== null && profile.kind === 'specified') {
+      if (profile.addTo(a.used, a.usedExtended)) {
+        this.#usedChanged(a);
         return;
       }
       // Past the safe integers: the profile arithmetic reports it, and nothing changes.
       this.used.merge(profile);
     }
-    this.#leaveNumeric();
+    this.#keepAsProfiles();
     this.#usedProfile = this.#usedProfile!.merge(profile);
     this.#recompute();
   }
 
   /** Gives `profile` back (a slot was freed or a reservation dropped). */
   giveBack(profile: ResourceProfile): void {
-    if (this.#numeric && profile.kind === 'specified') {
+    const a = this.#amounts;
+    if (a !== null && profile.kind === 'specified') {
       // Below zero somewhere (a slot report overtook the plan): what is used stops at zero.
-      if (!profile.subtractFrom(this.#used, this.#usedExtended)) subtractStoppingAtZero(this.#used, this.#usedExtended, profile);
-      this.#usedChanged();
+      if (!profile.subtractFrom(a.used, a.usedExtended)) subtractStoppingAtZero(a.used, a.usedExtended, profile);
+      this.#usedChanged(a);
       return;
     }
-    this.#leaveNumeric();
+    this.#keepAsProfiles();
     this.#usedProfile = saturatingSubtract(this.#usedProfile!, profile);
     this.#recompute();
   }
 
-  /** available = total − used (saturating) and the utilisation, from the numbers. */
-  #usedChanged(): void {
+  /** available = total − used (saturating) and the utilisation, from the running totals. */
+  #usedChanged(a: CapacityAmounts): void {
     this.#usedProfile = undefined;
     this.#availableProfile = undefined;
-    const t = this.#total;
-    const used = this.#used;
-    const available = this.#available;
-    for (let i = 0; i < 5; i++) available[i] = Math.max(0, t[i]! - used[i]!);
-    // Only the total's extended resources can be available (and are, unless all used): updated in place.
-    for (const [name, units] of this.totalResourceProfile.extended) {
-      const left = units - (this.#usedExtended.get(name) ?? 0);
-      if (left > 0) this.#availableExtended.set(name, left);
-      else this.#availableExtended.delete(name);
-    }
-    // As ResourceProfile computes cpuCores (units / UNITS_PER_CORE) and totalMemory ((heap + off-heap + managed) + network).
-    const cpu = this.#totalCpu > 0 ? used[0]! / UNITS_PER_CORE / this.#totalCpu : 0;
-    const memory = this.#totalMemory > 0 ? (used[1]! + used[2]! + used[3]! + used[4]!) / this.#totalMemory : 0;
-    this.utilization = Math.max(cpu, memory);
+    availableAmounts(this.#total, this.totalResourceProfile.extended, a.used, a.usedExtended, a.available, a.availableExtended);
+    this.utilization = utilizationOfAmounts(a.used, this.#totalCpu, this.#totalMemory);
     this.version++;
   }
 
   /** From here on the profiles are the truth, kept by profile arithmetic (UNKNOWN / ANY involved, or an overflow to report). */
-  #leaveNumeric(): void {
-    if (!this.#numeric) return;
+  #keepAsProfiles(): void {
+    if (this.#amounts === null) return;
     this.#usedProfile = this.used;
     this.#availableProfile = this.available;
-    this.#numeric = false;
+    this.#amounts = null;
   }
 
-  /** The profile-arithmetic step (outside the numeric mode). */
+  /** The profile-arithmetic step (capacity kept as profiles). */
   #recompute(): void {
     const total = this.totalResourceProfile;
     const used = this.#usedProfile!;
     this.#availableProfile = saturatingSubtract(total, used);
-    const cpu = total.cpuCores > 0 ? used.cpuCores / total.cpuCores : 0;
-    const memory = total.totalMemory > 0 ? used.totalMemory / total.totalMemory : 0;
-    this.utilization = Math.max(cpu, memory);
+    this.utilization = utilizationOfProfiles(used, total);
     this.version++;
+  }
+}
+
+// Raw amounts (ResourceProfile.amounts: CPU units, then task heap, task off-heap, managed and network bytes), by name.
+const CPU = 0;
+const TASK_HEAP = 1;
+const TASK_OFF_HEAP = 2;
+const MANAGED = 3;
+const NETWORK = 4;
+
+/** The cores of raw amounts, as ResourceProfile.cpuCores computes them. */
+export function coresOf(amounts: ArrayLike<number>): number {
+  return amounts[CPU]! / UNITS_PER_CORE;
+}
+
+/** The memory of raw amounts, as ResourceProfile.totalMemory sums it: ((heap + off-heap) + managed) + network. */
+export function memoryOf(amounts: ArrayLike<number>): number {
+  return amounts[TASK_HEAP]! + amounts[TASK_OFF_HEAP]! + amounts[MANAGED]! + amounts[NETWORK]!;
+}
+
+/** Flink's utilisation score from raw used amounts: max over CPU and memory of used / total; 0 for a zero total. */
+export function utilizationOfAmounts(used: ArrayLike<number>, totalCores: number, totalMemory: number): number {
+  const cpu = totalCores > 0 ? coresOf(used) / totalCores : 0;
+  const memory = totalMemory > 0 ? memoryOf(used) / totalMemory : 0;
+  return Math.max(cpu, memory);
+}
+
+/** The same score from profiles (outside the raw amounts: UNKNOWN or ANY involved). */
+export function utilizationOfProfiles(used: ResourceProfile, total: ResourceProfile): number {
+  const cpu = total.cpuCores > 0 ? used.cpuCores / total.cpuCores : 0;
+  const memory = total.totalMemory > 0 ? used.totalMemory / total.totalMemory : 0;
+  return Math.max(cpu, memory);
+}
+
+/**
+ * available = total − used field by field, never below zero, into `available` / `availableExtended`
+ * in place (only the total's extended resources can be available, and are unless all used).
+ */
+export function availableAmounts(
+  total: ArrayLike<number>,
+  totalExtended: ReadonlyMap<string, number>,
+  used: ArrayLike<number>,
+  usedExtended: ReadonlyMap<string, number>,
+  available: number[],
+  availableExtended: Map<string, number>,
+): void {
+  for (let i = 0; i < 5; i++) available[i] = Math.max(0, total[i]! - used[i]!);
+  for (const [name, units] of totalExtended) {
+    const left = units - (usedExtended.get(name) ?? 0);
+    if (left > 0) availableExtended.set(name, left);
+    else availableExtended.delete(name);
   }
 }
 

@@ -17,7 +17,7 @@ import { transitionResourceSlot } from './ResourceSlotTransitions.js';
 import { ShortageIndex } from './ShortageIndex.js';
 import { candidateOrder, type SlotMatchingPolicy } from './SlotMatchingStrategy.js';
 import { TaskManagerRegistration, type ResourceSlotRecord, type TaskManagerInfo } from './TaskManagerRegistration.js';
-import type { WaitReason } from './WaitReason.js';
+import type { InsufficientResources, RankedTaskManagers, TaskManagerResourceInfoProvider } from './TaskManagerResourceInfoProvider.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
 
 /** Capacity a plan set aside on an executor for one slot of a job, not yet asked of the executor. */
@@ -45,7 +45,7 @@ export interface TaskManagerTrackerOptions {
   readonly onIdleChanged?: (taskManager: TaskManagerRegistration) => void;
 }
 
-export class TaskManagerTracker {
+export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskManagerRegistration> {
   readonly policy: SlotMatchingPolicy;
   readonly #clock: Clock;
   readonly #onIdleChanged: (taskManager: TaskManagerRegistration) => void;
@@ -53,7 +53,7 @@ export class TaskManagerTracker {
   readonly #slots = new Map<AllocationID, ResourceSlotRecord>();
   readonly #pending = new Map<PendingTaskManagerID, PendingTaskManager>();
   readonly #blocked = new Set<TaskManagerRegistration>();
-  readonly #index: FreeResourceIndex;
+  readonly #index: FreeResourceIndex<TaskManagerRegistration>;
   readonly #shortages: ShortageIndex;
   #seq = 0;
   #registeredResource = ResourceProfile.ZERO;
@@ -209,8 +209,13 @@ export class TaskManagerTracker {
    * answers, kept up incrementally (ShortageIndex): O(log n) per executor changed since the last
    * call, when no unblocked executor can take it.
    */
-  explainShortage(requirement: ResourceProfile): Extract<WaitReason, { kind: 'insufficient-resources' }> {
-    return this.#shortages.explain(requirement);
+  explainShortage(requirement: ResourceProfile, limit?: number): InsufficientResources {
+    return this.#shortages.explain(requirement, limit);
+  }
+
+  /** The unblocked executors that can take `requirement` now, best first under the policy, read lazily (a plan's view). */
+  rankedTaskManagers(requirement: ResourceProfile, host?: string): RankedTaskManagers<TaskManagerRegistration> {
+    return this.#index.ranked(requirement, host ?? null);
   }
 
   /** Every executor that can take `requirement` now (O(candidates); for explanations). */
@@ -220,23 +225,33 @@ export class TaskManagerTracker {
 
   /** Sets capacity aside on `taskManager` for one slot of `jobId`; a static slot when the profile is its default. */
   reserve(taskManager: TaskManagerRegistration, requirement: ResourceProfile, jobId: JobID): SlotReservation {
-    if (!taskManager.canFit(requirement)) {
-      throw new IllegalStateError(`TaskExecutor ${taskManager.resourceId} cannot fit ${requirement} (available ${taskManager.available})`, {
-        component: 'TaskManagerTracker',
-        operation: 'reserve',
-        state: 'insufficient',
-        allowed: ['fits'],
-      });
-    }
+    return this.reserveRun(taskManager, requirement, jobId, 1)[0]!;
+  }
+
+  /**
+   * `count` reservations as `count` reserve calls would make them (static slots lowest index
+   * first), with capacity taken once: a plan puts runs of slots on one executor, and taking them
+   * one by one was most of applying it. All or nothing: throws, changing nothing, if they do not fit.
+   */
+  reserveRun(taskManager: TaskManagerRegistration, requirement: ResourceProfile, jobId: JobID, count: number): SlotReservation[] {
     const profile = taskManager.effectiveProfile(requirement);
-    const staticSlot = taskManager.freeStaticSlotFor(profile) ?? null;
-    if (staticSlot !== null) {
-      staticSlot.reserved = true;
-      taskManager.freeStaticSlots--;
+    const total = count === 1 ? profile : profile.multiply(count);
+    if (!taskManager.canFit(requirement) || !taskManager.hasAvailable(total)) {
+      const what = `${count === 1 ? '' : `${count} × `}${requirement}`;
+      throw new IllegalStateError(`TaskExecutor ${taskManager.resourceId} cannot fit ${what} (available ${taskManager.available})`, { component: 'TaskManagerTracker', operation: 'reserve', state: 'insufficient', allowed: ['fits'] });
     }
-    taskManager.reservations++;
-    this.#take(taskManager, profile);
-    return { open: true, taskManager, staticSlot, profile, jobId };
+    const reservations: SlotReservation[] = [];
+    for (let i = 0; i < count; i++) {
+      const staticSlot = taskManager.freeStaticSlotFor(profile) ?? null;
+      if (staticSlot !== null) {
+        staticSlot.reserved = true;
+        taskManager.freeStaticSlots--;
+      }
+      reservations.push({ open: true, taskManager, staticSlot, profile, jobId });
+    }
+    taskManager.reservations += count;
+    this.#take(taskManager, total);
+    return reservations;
   }
 
   /** Undoes a reservation that will not be used. */
@@ -393,6 +408,13 @@ export class TaskManagerTracker {
       fallback ??= pending;
     }
     return fallback;
+  }
+
+  /** Forgets every executor, slot record and pending worker (the SlotManager suspended). */
+  clear(): void {
+    for (const slot of [...this.#slots.values()]) this.free(slot.allocationId!);
+    for (const taskManager of [...this.#taskManagers.values()]) this.removeTaskManager(taskManager.resourceId);
+    this.#pending.clear();
   }
 
   // ------------------------------------------------------------------ internals

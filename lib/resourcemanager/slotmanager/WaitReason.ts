@@ -5,7 +5,6 @@
  */
 import type { ResourceID } from '../../core/ids.js';
 import { formatShortfall, type ResourceProfile, type ResourceShortfall } from '../../core/ResourceProfile.js';
-import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
 
 export type WaitReason =
   /** New or pending workers will hold it once they register. */
@@ -100,13 +99,23 @@ export function shortfallScore(shortfall: readonly ResourceShortfall[]): number 
   return shortfall.length * 10 + shortfall.reduce((sum, s) => sum + (s.required - s.available) / Math.max(s.required, 1e-9), 0);
 }
 
+/** What explainShortage reads of an executor (a TaskManagerRegistration, or a plain object in tests). */
+export interface ShortageCandidate {
+  readonly resourceId: ResourceID;
+  readonly seq: number;
+  readonly blocked: boolean;
+  readonly available: ResourceProfile;
+  readonly totalResourceProfile: ResourceProfile;
+  effectiveProfile(requirement: ResourceProfile): ResourceProfile;
+}
+
 /**
  * The executors closest to holding `requirement` (fewest short dimensions, then smallest relative
  * deficit), and those whose total could hold it once their slots are freed. One pass over the
  * executors: the reference answer; the SlotManager asks the tracker's ShortageIndex, which keeps
  * the same answer up incrementally instead of recomputing it on every requirement check.
  */
-export function explainShortage(requirement: ResourceProfile, taskManagers: Iterable<TaskManagerRegistration>, limit = 3): Extract<WaitReason, { kind: 'insufficient-resources' }> {
+export function explainShortage(requirement: ResourceProfile, taskManagers: Iterable<ShortageCandidate>, limit = 3): Extract<WaitReason, { kind: 'insufficient-resources' }> {
   const scored: Array<{ resourceId: ResourceID; shortfall: ResourceShortfall[]; score: number; seq: number }> = [];
   const couldFitWhenFree: ResourceID[] = [];
   const passedOver: ResourceID[] = [];

@@ -131,6 +131,64 @@ describe('SlotStatusSyncer', () => {
       expect((error as RpcTimeoutError).details).to.include({ gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: RPC_TIMEOUT });
     });
 
+    it('waits on for an executor that answers other requests meanwhile (busy, not silent), until it is silent for rpc.ask.timeout', async () => {
+      const { addExecutor, allocate, settled, clock, jobId } = setup();
+      const { tm, gateway } = addExecutor();
+      gateway.answers.push('defer', 'never');
+      allocate(tm, jobId);
+      const stuck = allocate(tm, jobId);
+      clock.increment(0.8 * RPC_TIMEOUT);
+      gateway.deferred[0]!.ack(); // heard from at 0.8 × timeout
+      await settle();
+      clock.increment(0.2 * RPC_TIMEOUT); // the stuck request's first deadline: the executor spoke since it was asked
+      await settle();
+      expect([settled.length, stuck.state]).to.deep.equal([1, 'pending']);
+      clock.increment(0.8 * RPC_TIMEOUT - 1);
+      await settle();
+      expect(settled).to.have.length(1);
+      clock.increment(1); // silent for a whole timeout since it last answered
+      await settle();
+      const outcome = settled[1]!;
+      const error = outcome.ok === false ? outcome.error : undefined;
+      expect(error).to.be.instanceOf(RpcTimeoutError);
+      expect((error as RpcTimeoutError).details).to.include({ method: 'requestSlot', timeoutMs: RPC_TIMEOUT, waitedMs: 1.8 * RPC_TIMEOUT, expired: 'silent' });
+    });
+
+    it('gives up after 3 × rpc.ask.timeout even on an executor that keeps answering other requests', async () => {
+      const { addExecutor, allocate, settled, clock, report, jobId } = setup();
+      const { tm, gateway } = addExecutor();
+      gateway.willAnswer('never');
+      allocate(tm, jobId);
+      for (let t = 0; t < 3 * RPC_TIMEOUT - 1000; t += 1000) {
+        clock.increment(1000);
+        report(tm, []); // a slot report: heard from, though the request stays unanswered
+        await settle();
+      }
+      expect(settled).to.have.length(0);
+      clock.increment(1000);
+      await settle();
+      const error = settled[0]?.ok === false ? settled[0].error : undefined;
+      expect((error as RpcTimeoutError).details).to.include({ expired: 'max-wait', waitedMs: 3 * RPC_TIMEOUT });
+    });
+
+    it('adds no deadline of its own to a gateway whose transport keeps one (deadline: transport): its RpcTimeoutError is the answer', async () => {
+      const { addExecutor, allocate, settled, clock, tracker, jobId } = setup();
+      const { tm, gateway } = addExecutor();
+      (gateway as { deadline?: 'transport' }).deadline = 'transport';
+      let fail: (error: unknown) => void = () => {};
+      gateway.answerSlotRequest = () => new Promise<void>((_resolve, reject) => (fail = reject));
+      const slot = allocate(tm, jobId);
+      const allocationId = slot.allocationId!;
+      clock.increment(10 * RPC_TIMEOUT);
+      await settle();
+      expect([settled.length, slot.state, clock.pendingTimers]).to.deep.equal([0, 'pending', 0]);
+      const fromTransport = new RpcTimeoutError('TaskExecutorGateway.requestSlot to te got no answer within 10000 ms', { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: RPC_TIMEOUT });
+      fail(fromTransport);
+      await settle();
+      expect(settled[0]).to.deep.include({ ok: false, error: fromTransport });
+      expect(tracker.getSlot(allocationId)).to.equal(undefined);
+    });
+
     it('treats a requestSlot that throws synchronously as a refusal', async () => {
       const { addExecutor, allocate, settled, acquired, jobId } = setup();
       const { tm, gateway } = addExecutor();

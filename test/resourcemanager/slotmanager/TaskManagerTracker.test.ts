@@ -61,6 +61,20 @@ describe('TaskManagerTracker', () => {
   });
 
   describe('static slots', () => {
+    it('reserves a run of slots as reserve calls one by one would (static slots lowest first, then dynamic), and refuses a run that does not fit, changing nothing', () => {
+      const one = trackerWith([shape(4, 400, 4)]);
+      const run = trackerWith([shape(4, 400, 4)]);
+      one.tracker.reserve(one.tms[0]!, UNKNOWN, job(1));
+      run.tracker.reserve(run.tms[0]!, UNKNOWN, job(1));
+      const singles = [0, 1].map(() => one.tracker.reserve(one.tms[0]!, UNKNOWN, job(1)));
+      const together = run.tracker.reserveRun(run.tms[0]!, UNKNOWN, job(1), 2);
+      expect(together.map((r) => r.staticSlot?.index)).to.deep.equal(singles.map((r) => r.staticSlot?.index));
+      expect(together.map((r) => r.staticSlot?.index)).to.deep.equal([1, 2]);
+      expect(state(run.tracker)).to.equal(state(one.tracker));
+      expectRefusal(run.tracker, () => run.tracker.reserveRun(run.tms[0]!, profile(0.5, 50), job(1), 3), IllegalStateError, /cannot fit 3 × /);
+      expect(run.tracker.reserveRun(run.tms[0]!, profile(0.5, 50), job(1), 2).map((r) => r.staticSlot)).to.deep.equal([null, null]);
+    });
+
     it('reserves a free static slot for UNKNOWN or the default profile, and sets its capacity aside', () => {
       const { tracker, tms: [a] } = trackerWith([shape(4, 400, 4)]);
       const first = tracker.reserve(a!, UNKNOWN, job(1));

@@ -1,0 +1,191 @@
+/**
+ * When the SlotManager runs a requirement check: as `slotManager.machine` decides, for every delay.
+ * A change is REQUIREMENTS_CHANGED to the statechart; with requirement-check.delay > 0 it schedules
+ * one coalesced check after the delay, with a delay of 0 (`isImmediate`) it runs the check at once,
+ * inside the change's own call. The statechart is asked once which of the two it does for this
+ * delay (a probe actor, at construction); then, unless an inspector watches, a delay-0 change runs
+ * its check without an XState event (~5–15 µs each, more than a check that places one slot): the
+ * live statechart would only pass through checkScheduled back to idle, where it stays.
+ *
+ * Checks never nest: a change during a check, or while `defer` holds checks back (a slot report
+ * being applied), runs one more check once that is over. Each check is reported to the statechart
+ * (CHECKED, with a summary); for delay-0 checks that nobody inspects, counted and reported in one
+ * CHECKED when the statechart is read (`actor`) or suspended.
+ */
+import { createActor, type Actor, type InspectionEvent } from 'xstate';
+import { SimulatedClock, type Clock } from '../../core/clock.js';
+import { IllegalStateError } from '../../core/errors.js';
+import { slotManagerMachine, type RequirementCheckSummary } from '../../../machines/slotManager.machine.js';
+
+export interface RequirementCheckSchedulerOptions<T> {
+  /** slotmanager.requirement-check.delay (ms). */
+  readonly requirementCheckDelay: number;
+  readonly clock: Clock;
+  readonly inspect?: (event: InspectionEvent) => void;
+  /** Runs one check; what it returns is summarised only when reported. */
+  readonly runCheck: () => T;
+  readonly summarize: (check: T) => RequirementCheckSummary;
+  /** After every run of checks, a throw included. */
+  readonly afterChecks: () => void;
+  /** The statechart's clearState (SUSPEND). */
+  readonly clearState: () => void;
+}
+
+const immediateByDelay = new Map<number, boolean>();
+
+/** Whether slotManager.machine runs a check inside the REQUIREMENTS_CHANGED step itself for this delay (asked once per delay). */
+export function checksAtOnce(requirementCheckDelay: number): boolean {
+  let known = immediateByDelay.get(requirementCheckDelay);
+  if (known === undefined) {
+    let ran = false;
+    const probe = createActor(slotManagerMachine.provide({ actions: { checkResourceRequirements: () => void (ran = true), clearState: () => {} } }), {
+      clock: new SimulatedClock(),
+      input: { requirementCheckDelay },
+    }).start();
+    probe.send({ type: 'START' });
+    probe.send({ type: 'REQUIREMENTS_CHANGED' });
+    probe.stop();
+    immediateByDelay.set(requirementCheckDelay, (known = ran));
+  }
+  return known;
+}
+
+export class RequirementCheckScheduler<T> {
+  readonly #o: RequirementCheckSchedulerOptions<T>;
+  readonly #actor: Actor<typeof slotManagerMachine>;
+  readonly #immediate: boolean;
+  /** An inspector watches the statechart: every event it would see is sent as it happens. */
+  readonly #inspected: boolean;
+  /** The statechart's started / suspended, read on every call (only START and SUSPEND change it). */
+  #started = false;
+  #checking = false;
+  #recheck = false;
+  #deferring = 0;
+  /** Checks run and not reported to the statechart yet, and the last one. */
+  #unreported = 0;
+  #last: T | undefined;
+
+  constructor(options: RequirementCheckSchedulerOptions<T>) {
+    this.#o = options;
+    this.#inspected = options.inspect !== undefined;
+    this.#immediate = checksAtOnce(options.requirementCheckDelay);
+    this.#actor = createActor(
+      slotManagerMachine.provide({
+        actions: {
+          checkResourceRequirements: () => this.#runChecks(),
+          clearState: () => options.clearState(),
+        },
+      }),
+      { clock: options.clock, input: { requirementCheckDelay: options.requirementCheckDelay }, ...(options.inspect ? { inspect: options.inspect } : {}) },
+    ).start();
+  }
+
+  /** The running statechart (for inspection; do not send to it), its record of the checks brought up to date first. */
+  get actor(): Actor<typeof slotManagerMachine> {
+    this.#report();
+    return this.#actor;
+  }
+
+  get started(): boolean {
+    return this.#started;
+  }
+
+  /** Refuses a SlotManager call while a check runs (from a listener or allocator callback) or while suspended. */
+  requireStarted(operation: string): void {
+    if (this.#checking) {
+      throw new IllegalStateError(`SlotManager.${operation} was called while a requirement check runs (from a listener or allocator callback); hand it to the mailbox instead`, {
+        component: 'SlotManager',
+        operation,
+        state: 'checking',
+        allowed: ['started'],
+      });
+    }
+    if (!this.#started) throw this.wrongState(operation, ['started']);
+  }
+
+  wrongState(operation: string, allowed: string[]): IllegalStateError {
+    const state = this.#started ? 'started' : 'suspended';
+    return new IllegalStateError(`SlotManager.${operation} is not allowed while the SlotManager is ${state} (allowed: ${allowed.join(', ')})`, {
+      component: 'SlotManager',
+      operation,
+      state,
+      allowed,
+    });
+  }
+
+  start(): void {
+    this.#actor.send({ type: 'START' });
+    this.#started = this.#actor.getSnapshot().matches('started');
+  }
+
+  suspend(): void {
+    this.#report();
+    this.#actor.send({ type: 'SUSPEND' });
+    this.#started = this.#actor.getSnapshot().matches('started');
+  }
+
+  stop(): void {
+    this.#actor.stop();
+  }
+
+  /** Something changed: a check as the statechart schedules it (coalesced with any other change). */
+  requirementsChanged(): void {
+    if (!this.#started) return;
+    if (!this.#immediate) {
+      // While a check is scheduled the statechart absorbs the event (~5–15 µs of XState for nothing): only an inspector would see it.
+      if (this.#inspected || !this.#actor.getSnapshot().matches({ started: 'checkScheduled' })) this.#actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    } else if (this.#checking || this.#deferring > 0) {
+      this.#recheck = true;
+    } else if (this.#inspected) {
+      this.#actor.send({ type: 'REQUIREMENTS_CHANGED' }); // the statechart runs checkResourceRequirements in this step
+    } else {
+      this.#runChecks();
+    }
+  }
+
+  /** Runs `change` with immediate checks held back until it is complete (never a check halfway through a slot report). */
+  defer<R>(change: () => R): R {
+    this.#deferring++;
+    try {
+      return change();
+    } finally {
+      this.#deferring--;
+      if (this.#deferring === 0 && this.#recheck && !this.#checking) {
+        this.#recheck = false;
+        this.requirementsChanged();
+      }
+    }
+  }
+
+  #runChecks(): void {
+    if (!this.#started) return;
+    this.#checking = true;
+    try {
+      do {
+        this.#recheck = false;
+        this.#checked(this.#o.runCheck());
+      } while (this.#recheck);
+    } finally {
+      this.#checking = false;
+      this.#o.afterChecks();
+    }
+  }
+
+  #checked(check: T): void {
+    if (this.#inspected || !this.#immediate) {
+      this.#actor.send({ type: 'CHECKED', summary: this.#o.summarize(check) });
+      return;
+    }
+    this.#unreported++;
+    this.#last = check;
+  }
+
+  #report(): void {
+    if (this.#unreported === 0) return;
+    const checks = this.#unreported;
+    const last = this.#last!;
+    this.#unreported = 0;
+    this.#last = undefined;
+    this.#actor.send({ type: 'CHECKED', summary: this.#o.summarize(last), checks });
+  }
+}
