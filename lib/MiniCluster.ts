@@ -11,6 +11,8 @@ import { IllegalStateError } from './core/errors.js';
 import type { JobID, ResourceID } from './core/ids.js';
 import type { LogFields, LogLevel, LogSink } from './core/Logger.js';
 import type { ResolvedOptions } from './core/options.js';
+import { resourceManagerServices } from './dispatcher/resourceManagerServices.js';
+import { askTaskExecutorMetrics } from './resourcemanager/askTaskExecutorMetrics.js';
 import { Dispatcher, type JobClient, type JobSummary, type SubmitJobOptions } from './dispatcher/Dispatcher.js';
 import type { JobGraph, JobGraphSpec } from './jobmaster/JobGraph.js';
 import { DefaultTaskModuleChecker } from './jobmaster/TaskModuleChecker.js';
@@ -81,13 +83,7 @@ export class MiniCluster {
     const rm = this.resourceManager;
     this.dispatcher = new Dispatcher({
       options: this.options,
-      resourceManager: {
-        registerJobMaster: (jobId, address) => rm.mailbox.callAsync(() => rm.registerJobMaster(jobId, address)),
-        declareRequiredResources: (requirements) => rm.mailbox.callAsync(() => rm.declareRequiredResources(requirements)),
-        disconnectJobMaster: (jobId, cause, terminal) => rm.mailbox.callAsync(() => rm.disconnectJobMaster(jobId, cause, terminal)),
-      },
-      serveJobMaster: (address, gateway, mailbox) => rm.serveJobMaster(address, gateway, mailbox),
-      withdrawJobMaster: (address) => rm.withdrawJobMaster(address),
+      ...resourceManagerServices(rm),
       taskExecutor: (resourceId) => this.#driver.taskExecutorGateway(resourceId),
       reasonFor: (jobId) => this.#reasonFor(jobId),
       ...(this.#inspection ? { inspect: this.#inspection.inspect } : {}),
@@ -199,9 +195,7 @@ export class MiniCluster {
    */
   async taskExecutorMetrics(): Promise<TaskExecutorMetricsWire[]> {
     this.#requireOpen('taskExecutorMetrics');
-    const asked = this.#driver.workers().map((worker) => this.#driver.taskExecutorGateway(worker.resourceId)?.requestMetrics());
-    const answers = await Promise.allSettled(asked.filter((call) => call !== undefined));
-    return answers.flatMap((answer) => (answer.status === 'fulfilled' ? [answer.value] : []));
+    return askTaskExecutorMetrics(this.#driver.workers().map((worker) => this.#driver.taskExecutorGateway(worker.resourceId)));
   }
 
   /** Cancels running jobs, frees their slots, stops every TaskExecutor; the same promise every time. */

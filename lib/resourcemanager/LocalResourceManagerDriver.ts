@@ -12,16 +12,15 @@
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import { ResourceID } from '../core/ids.js';
-import { formatLogRecord, type LogLevel, type LogRecord, type LogSink } from '../core/Logger.js';
+import { formatLogRecord, type LogLevel, type LogSink } from '../core/Logger.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
-import { connectGateway, serveGateway } from '../rpc/connect.js';
-import { batchSubmissions, type BatchingTaskExecutorGateway } from '../rpc/batchedSubmissions.js';
-import { GATEWAY, type TaskExecutorGateway } from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
-import type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from './ResourceManagerDriver.js';
+import type { ResourceManagerDriver, ResourceManagerDriverContext } from './ResourceManagerDriver.js';
 import type { PendingTaskManagerID } from './slotmanager/PendingTaskManager.js';
 import type { WorkerResourceSpec } from './slotmanager/WorkerResourceSpec.js';
-import { INSPECT_CHANNEL, LOG_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
+import { INSPECT_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
+import { wireWorkerLink } from './workerLink.js';
+import { LinkedWorkersDriver, type LinkedWorker } from './LinkedWorkers.js';
 import { spawnWorker, type SpawnedWorker } from './spawnWorker.js';
 
 export interface LocalDriverOptions {
@@ -43,24 +42,21 @@ export interface LocalDriverOptions {
   readonly inspect?: (origin: ResourceID, event: unknown) => void;
 }
 
-interface Worker extends WorkerInfo {
-  readonly link: Link;
+interface Worker extends LinkedWorker {
   readonly process: SpawnedWorker;
-  readonly gateway: TaskExecutorGateway;
   ended: Promise<void>;
 }
 
 const START_FAILURE_WINDOW_MS = 60_000;
 const START_RETRY_DELAY_MS = 3_000;
 
-export class LocalResourceManagerDriver implements ResourceManagerDriver {
+export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> implements ResourceManagerDriver {
   readonly mode: 'thread' | 'process';
   readonly #o: LocalDriverOptions;
   readonly #options: ResolvedOptions;
   readonly #clock: Clock;
   readonly #logRecord: LogSink | null;
   readonly #log: (message: string, level?: LogLevel) => void;
-  readonly #workers = new Map<ResourceID, Worker>();
   readonly #startFailures: number[] = [];
   /** Every worker started and not yet exited (threads stopped, children reaped): close() waits for them. */
   readonly #running = new Set<SpawnedWorker>();
@@ -69,6 +65,7 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
   #closing = false;
 
   constructor(options: LocalDriverOptions) {
+    super();
     this.#o = options;
     this.mode = options.mode;
     this.#options = resolveOptions(options.configuration ?? {});
@@ -99,7 +96,7 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
   }
 
   releaseResource(resourceId: ResourceID, reason: string): void {
-    const worker = this.#workers.get(resourceId);
+    const worker = this.linkedWorkers.get(resourceId);
     if (worker === undefined || worker.state === 'stopping') return;
     worker.state = 'stopping';
     const deadline = this.#options['task.cancellation.grace-period'] + this.#options['rpc.ask.timeout'];
@@ -115,30 +112,16 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
 
   /** Stops a worker at once, without a graceful shutdown (as a crash would): for tests and chaos drills. */
   killWorker(resourceId: ResourceID): boolean {
-    const worker = this.#workers.get(resourceId);
+    const worker = this.linkedWorkers.get(resourceId);
     if (worker === undefined) return false;
     worker.process.kill();
     return true;
   }
 
   cancelPendingWorker(pendingWorkerId: PendingTaskManagerID): void {
-    for (const worker of this.#workers.values()) {
+    for (const worker of this.linkedWorkers.values()) {
       if (worker.pendingWorkerId === pendingWorkerId && worker.state === 'starting') this.releaseResource(worker.resourceId, 'its pending worker is no longer needed');
     }
-  }
-
-  markRegistered(resourceId: ResourceID): void {
-    const worker = this.#workers.get(resourceId);
-    if (worker !== undefined && worker.state === 'starting') worker.state = 'running';
-  }
-
-  taskExecutorGateway(resourceId: ResourceID): TaskExecutorGateway | undefined {
-    const worker = this.#workers.get(resourceId);
-    return worker === undefined || worker.link.closed ? undefined : worker.gateway;
-  }
-
-  workers(): readonly WorkerInfo[] {
-    return [...this.#workers.values()].map(({ resourceId, pendingWorkerId, spec, startedAt, state }) => ({ resourceId, pendingWorkerId, spec, startedAt, state }));
   }
 
   /**
@@ -148,7 +131,7 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
    */
   async close(): Promise<void> {
     this.#closing = true;
-    const workers = [...this.#workers.values()];
+    const workers = [...this.linkedWorkers.values()];
     for (const worker of workers) this.releaseResource(worker.resourceId, 'the cluster is closing');
     await Promise.all(workers.map((w) => w.ended));
     await Promise.all([...this.#running].map((spawned) => this.#exitOf(spawned)));
@@ -184,18 +167,9 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
     this.#running.add(spawned);
     void spawned.exited.then(() => this.#running.delete(spawned));
     const link = new Link(`${this.mode} ${resourceId}`, spawned.transport);
-    serveGateway(link, 'rm', context.resourceManagerGateway(resourceId), { mailbox: context.mailbox });
-    link.onUnknownChannel('jm:', (channel) => {
-      const gateway = context.jobMasterGateway(channel.slice('jm:'.length));
-      // Not on our mailbox: a JobMaster served by the ResourceManager runs its calls on its own.
-      if (gateway !== undefined) serveGateway(link, channel, gateway);
-    });
+    const gateway = wireWorkerLink(link, context, { resourceId, timeoutMs: this.#options['rpc.ask.timeout'], clock: this.#clock, logger: this.#logRecord });
     const inspect = this.#o.inspect;
     if (inspect !== undefined) link.channel(INSPECT_CHANNEL).addEventListener('message', (event) => inspect(resourceId, event.data));
-    const logRecord = this.#logRecord;
-    if (logRecord !== null) link.channel(LOG_CHANNEL).addEventListener('message', (event) => logRecord({ ...(event.data as LogRecord), resourceId }));
-    // The submitTask calls of one turn (a JobMaster deploying, the next tasks after a finished batch) go as one call.
-    const gateway = batchSubmissions(connectGateway<BatchingTaskExecutorGateway>(link, 'te', { gateway: GATEWAY.taskExecutor, timeoutMs: this.#options['rpc.ask.timeout'], clock: this.#clock, endpoint: resourceId }));
     let resolveEnded!: () => void;
     const worker: Worker = {
       resourceId,
@@ -208,10 +182,10 @@ export class LocalResourceManagerDriver implements ResourceManagerDriver {
       gateway,
       ended: new Promise<void>((resolve) => (resolveEnded = resolve)),
     };
-    this.#workers.set(resourceId, worker);
+    this.linkedWorkers.set(resourceId, worker);
     link.onClosed((reason) => {
-      if (this.#workers.get(resourceId) !== worker) return;
-      this.#workers.delete(resourceId);
+      if (this.linkedWorkers.get(resourceId) !== worker) return;
+      this.linkedWorkers.delete(resourceId);
       if (worker.state === 'starting') this.#startFailures.push(this.#clock.now());
       resolveEnded();
       context.onWorkerTerminated(resourceId, reason);

@@ -404,7 +404,7 @@ export class ResourceManager implements ResourceManagerGateway {
     const spec = this.#fixedWorkers.get(resourceId);
     if (spec === undefined) return undefined;
     this.#fixedWorkers.delete(resourceId);
-    if (this.#closed) return undefined;
+    if (this.#closed || this.#driver.canStartWorkers === false) return undefined;
     const replacement = this.#driver.requestResource(spec, null);
     this.#fixedWorkers.set(replacement, spec);
     this.#log(`TaskExecutor ${resourceId} of the fixed cluster is gone (${why}): started ${replacement} in its place`);

@@ -33,6 +33,11 @@ export interface WorkerInfo {
 
 export interface ResourceManagerDriver {
   readonly mode: 'thread' | 'process';
+  /**
+   * false for a driver that cannot start workers (a standalone cluster: TaskManagers start
+   * themselves): a worker gone for good is not replaced through it. Default true.
+   */
+  readonly canStartWorkers?: boolean;
   start(context: ResourceManagerDriverContext): void;
   /**
    * Starts a TaskExecutor of `spec` (asynchronously; it registers when ready) and returns its

@@ -29,7 +29,7 @@ export const DEFAULT_WORKER_ENTRY =
   extension === '.js' && existsSync(fileURLToPath(BUNDLED_ENTRY)) ? BUNDLED_ENTRY : new URL(`../taskexecutor/taskExecutorMain${extension}`, import.meta.url);
 
 /** Heap above the tasks' own for the TaskExecutor runtime in a child process. */
-const PROCESS_HEAP_OVERHEAD_MB = 96;
+export const PROCESS_HEAP_OVERHEAD_MB = 96;
 
 export function spawnWorker(mode: 'thread' | 'process', bootstrap: WorkerBootstrap, options: { entry?: URL; heapLimitMb: number }): SpawnedWorker {
   const entry = options.entry ?? DEFAULT_WORKER_ENTRY;

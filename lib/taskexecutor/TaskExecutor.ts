@@ -417,9 +417,13 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     if (!this.#tasks.has(executionAttemptId)) return;
     this.#tasks.delete(executionAttemptId);
     this.#report(task, state, output, error);
-    // Out of its slot once this turn's other endings are in too: queued behind them in the mailbox.
-    if (this.#ended.push(executionAttemptId) === 1) this.mailbox.execute(() => this.#removeEnded());
+    // Out of its slot once this poll phase's other endings are in too, and after their states have
+    // gone out (JobTable flushes in a setImmediate queued before this one): the TaskSlot event is
+    // the dearest part of an ending and no JobMaster waits for it.
+    if (this.#ended.push(executionAttemptId) === 1) setImmediate(this.#removeEndedSoon);
   }
+
+  readonly #removeEndedSoon = (): void => this.mailbox.execute(() => this.#removeEnded());
 
   #removeEnded(): void {
     const ended = this.#ended;

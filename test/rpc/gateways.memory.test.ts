@@ -8,6 +8,7 @@ import { SimulatedClock } from '../../lib/core/clock.js';
 import { SlotAllocationError } from '../../lib/core/errors.js';
 import { AllocationID, JobID, type ResourceID } from '../../lib/core/ids.js';
 import { resolveOptions } from '../../lib/core/options.js';
+import { resourceManagerServices } from '../../lib/dispatcher/resourceManagerServices.js';
 import { Dispatcher } from '../../lib/dispatcher/Dispatcher.js';
 import type { TaskModuleChecker } from '../../lib/jobmaster/TaskModuleChecker.js';
 import { ResourceManager } from '../../lib/resourcemanager/ResourceManager.js';
@@ -35,13 +36,7 @@ async function cluster(taskExecutors: number) {
   const dispatcher = new Dispatcher({
     options,
     clock,
-    resourceManager: {
-      registerJobMaster: (jobId, address) => rm.mailbox.callAsync(() => rm.registerJobMaster(jobId, address)),
-      declareRequiredResources: (requirements) => rm.mailbox.callAsync(() => rm.declareRequiredResources(requirements)),
-      disconnectJobMaster: (jobId, cause, terminal) => rm.mailbox.callAsync(() => rm.disconnectJobMaster(jobId, cause, terminal)),
-    },
-    serveJobMaster: (address, gateway, mailbox) => rm.serveJobMaster(address, gateway, mailbox),
-    withdrawJobMaster: (address) => rm.withdrawJobMaster(address),
+    ...resourceManagerServices(rm),
     taskExecutor: (resourceId) => driver.taskExecutorGateway(resourceId),
     reasonFor: () => 'not enough slots',
     taskModuleChecker: acceptAll,

@@ -1,0 +1,73 @@
+/**
+ * Task code on disk, by its SHA-256 (Flink's BlobCache): `<dir>/sha256-<hex>.mjs`. A TaskManager
+ * fetches code it has not got from the cluster's BlobStore, verifies its hash, writes it (to a
+ * temporary name first, so a half-written file is never run) and runs it from there; later runs
+ * and later tasks of the same code load the cached file. The JobManager keeps the code it was
+ * given here too, for its task module checker.
+ *
+ * On the wire to a TaskExecutor a module in the BlobStore is named `slotwise-code:sha256-<hex>`.
+ */
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { checkSha256, sha256Hex } from './BlobStore.js';
+
+export const TASK_CODE_SCHEME = 'slotwise-code:sha256-';
+
+/** The wire name of the code with hash `sha256`. */
+export const taskCodeRef = (sha256: string): string => `${TASK_CODE_SCHEME}${checkSha256(sha256, 'sha256')}`;
+
+/** The hash a wire name refers to, or undefined when `taskModule` is a plain path or file: URL. */
+export function taskCodeHash(taskModule: string): string | undefined {
+  return taskModule.startsWith(TASK_CODE_SCHEME) ? checkSha256(taskModule.slice(TASK_CODE_SCHEME.length), 'the hash of a task code reference') : undefined;
+}
+
+/** The hash of a cached file's path (`…/sha256-<hex>.mjs`), or undefined for any other path. */
+export function cachedHash(path: string): string | undefined {
+  return /^sha256-([0-9a-f]{64})\.mjs$/.exec(basename(path))?.[1];
+}
+
+export class TaskCodeCache {
+  readonly dir: string;
+  /** Per hash, the file once verified (one fetch and one check per process, however many tasks ask). */
+  readonly #ready = new Map<string, Promise<string>>();
+
+  constructor(dir: string) {
+    this.dir = dir;
+    mkdirSync(dir, { recursive: true });
+  }
+
+  pathFor(sha256: string): string {
+    return join(this.dir, `sha256-${checkSha256(sha256, 'sha256')}.mjs`);
+  }
+
+  /** Writes code we hold (its hash checked) and returns its path. */
+  write(sha256: string, bytes: Uint8Array): string {
+    const path = this.pathFor(sha256);
+    if (sha256Hex(bytes) !== sha256) throw new Error(`task code does not hash to sha256-${sha256}`);
+    const temporary = `${path}.${process.pid}.${Math.random().toString(16).slice(2)}.tmp`;
+    writeFileSync(temporary, bytes);
+    renameSync(temporary, path);
+    this.#ready.set(sha256, Promise.resolve(path));
+    return path;
+  }
+
+  /** The path of the code `sha256`: cached on disk (verified), or fetched with `fetch` and cached. */
+  resolve(sha256: string, fetch: (sha256: string) => Promise<Uint8Array>): Promise<string> {
+    let ready = this.#ready.get(sha256);
+    if (ready === undefined) {
+      ready = this.#load(sha256, fetch);
+      this.#ready.set(sha256, ready);
+      // A failed fetch is tried again by the next task that needs it.
+      ready.catch(() => this.#ready.delete(sha256));
+    }
+    return ready;
+  }
+
+  async #load(sha256: string, fetch: (sha256: string) => Promise<Uint8Array>): Promise<string> {
+    const path = this.pathFor(sha256);
+    const onDisk = await readFile(path).catch(() => undefined);
+    if (onDisk !== undefined && sha256Hex(onDisk) === sha256) return path;
+    return this.write(sha256, await fetch(sha256));
+  }
+}

@@ -1,0 +1,350 @@
+/**
+ * A TaskManager of a standalone session cluster over NATS (Flink's TaskManagerRunner): one
+ * TaskExecutor in this process that registers with its cluster's ResourceManager on
+ * `slotwise.<clusterId>.rm`, listens on `slotwise.<clusterId>.te.<resourceId>`, heartbeats, reports
+ * its slots and runs tasks on its own task threads (a piscina pool per slot, heap-limited by the
+ * slot's profile, as on a MiniCluster's TaskExecutors).
+ *
+ * Coming back: the NATS client reconnects by itself; when its connection drops the TaskExecutor
+ * starts registering again at once (Flink: the ResourceManager is lost), so when the network heals
+ * it registers under the same ResourceID and the ResourceManager reconciles its slots from its
+ * slot report. If the ResourceManager let it go meanwhile (not back within heartbeat.timeout of
+ * being declared lost), or the JobManager went away, or the TaskExecutor gave up registering, a
+ * fresh TaskExecutor starts under a new ResourceID — until `close()`.
+ *
+ * Task code named by hash (`slotwise-code:sha256-…`) is fetched from the cluster's object store,
+ * verified and cached on disk (TaskCodeCache) before its first run here.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { systemClock, type Clock } from '../core/clock.js';
+import { IllegalArgumentError, TaskExecutionError } from '../core/errors.js';
+import { ResourceID } from '../core/ids.js';
+import { createDefaultLogSink, type LogSink } from '../core/Logger.js';
+import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
+import { connectGateway, serveGateway } from '../rpc/connect.js';
+import { GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
+import { Link } from '../rpc/Link.js';
+import { NatsInbox } from '../rpc/natsTransport.js';
+import { SlotTaskPool } from '../taskexecutor/SlotTaskPool.js';
+import { TaskExecutor, type SlotTaskRunner } from '../taskexecutor/TaskExecutor.js';
+import type { TaskInvocation } from '../taskexecutor/TaskInvocation.js';
+import { TaskThreadReserve } from '../taskexecutor/TaskThreadReserve.js';
+import { BlobStore } from './BlobStore.js';
+import { checkClusterId, checkResourceIdToken, clusterSubjects, DEFAULT_CLUSTER_ID, JOBMANAGER_PEER_ID, type ClusterSubjects } from './clusterSubjects.js';
+import { checkOptionKeys } from './JobManager.js';
+import { checkNatsUrl, connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL } from './natsConnection.js';
+import { taskCodeHash, TaskCodeCache } from './TaskCodeCache.js';
+import { TaskManagerProcess } from './TaskManagerProcess.js';
+
+export interface TaskManagerOptions {
+  /** The NATS server (`--nats`). Default nats://127.0.0.1:4222. */
+  readonly nats?: string;
+  /** The cluster to join (`--cluster-id`). Default 'default'. */
+  readonly clusterId?: string;
+  /** Static slots (`--slots`, taskmanager.numberOfTaskSlots). Default 1. */
+  readonly slots?: number;
+  /** CPU cores offered (`--cpu-cores`, taskmanager.cpu.cores). Default: the number of slots. */
+  readonly cpuCores?: number;
+  /** Task heap offered (`--task-heap 512m`, taskmanager.memory.task.heap.size). */
+  readonly taskHeap?: number | string;
+  /** Managed memory offered (`--managed-memory 256m`). */
+  readonly managedMemory?: number | string;
+  /** Network memory offered (`--network-memory 64m`). */
+  readonly networkMemory?: number | string;
+  /** Extended resources offered (`--resource gpu=2` → { gpu: 2 }). */
+  readonly resources?: Readonly<Record<string, number>>;
+  /**
+   * How its TaskExecutor runs (`--mode`): 'thread' (default) in this process, its tasks on task
+   * threads; 'process' in a child process whose heap limit is the task heap plus the runtime's.
+   */
+  readonly mode?: 'thread' | 'process';
+  /** Any other runtime option (heartbeat.*, rpc.ask.timeout, task.cancellation.*, ...). */
+  readonly configuration?: SlotwiseOptions;
+  /** The host name it reports. Default os.hostname(). */
+  readonly host?: string;
+  /** Where fetched task code is cached. Default: a new directory under the OS tmpdir, removed at close. */
+  readonly cacheDir?: string;
+  /** Bound on the first connect to NATS. Default 5 s. */
+  readonly connectTimeoutMs?: number;
+  /** Log records of this TaskManager and its tasks. Default: warnings and errors to stderr. */
+  readonly logger?: LogSink;
+}
+
+const OPTION_KEYS = ['nats', 'clusterId', 'slots', 'cpuCores', 'taskHeap', 'managedMemory', 'networkMemory', 'resources', 'mode', 'configuration', 'host', 'cacheDir', 'connectTimeoutMs', 'logger'];
+
+/**
+ * The system clock with timers that do not hold the process: while the TaskManager runs, its NATS
+ * connection does; once it closed, a TaskExecutor's leftover deadline (a shutdown's bound on its
+ * slots' release) must not keep the process up for tens of seconds after it said it stopped.
+ */
+const UNREF_CLOCK: Clock = {
+  now: () => systemClock.now(),
+  setTimeout: (fn, delayMs) => {
+    const handle = systemClock.setTimeout(fn, delayMs);
+    (handle as { unref?: () => void }).unref?.();
+    return handle;
+  },
+  clearTimeout: (handle) => systemClock.clearTimeout(handle),
+};
+
+/** One TaskExecutor's life in this process: its ResourceID, inbox, Link and endpoint. */
+interface Incarnation {
+  readonly resourceId: ResourceID;
+  readonly inbox: NatsInbox;
+  readonly link: Link;
+  readonly taskExecutor: TaskExecutor;
+  readonly stopped: Promise<void>;
+}
+
+export class TaskManager {
+  readonly clusterId: string;
+  readonly options: ResolvedOptions;
+  readonly #connection: NatsConnection;
+  readonly #subjects: ClusterSubjects;
+  readonly #blobs: BlobStore;
+  readonly #cache: TaskCodeCache;
+  readonly #ownCacheDir: boolean;
+  readonly #host: string;
+  readonly #log: LogSink;
+  #current: Incarnation;
+  #incarnations = 0;
+  #closed: Promise<void> | null = null;
+
+  private constructor(clusterId: string, options: ResolvedOptions, connection: NatsConnection, blobs: BlobStore, o: TaskManagerOptions) {
+    this.clusterId = clusterId;
+    this.options = options;
+    this.#connection = connection;
+    this.#subjects = clusterSubjects(clusterId);
+    this.#blobs = blobs;
+    this.#ownCacheDir = o.cacheDir === undefined;
+    this.#cache = new TaskCodeCache(o.cacheDir ?? mkdtempSync(join(tmpdir(), `slotwise-${clusterId}-taskmanager-`)));
+    this.#host = o.host ?? hostname();
+    const sink = o.logger ?? createDefaultLogSink();
+    this.#log = (record) => {
+      try {
+        sink(record);
+      } catch {
+        // A failing logger must not break the runtime it reports on.
+      }
+    };
+    this.#current = this.#startTaskExecutor();
+    void this.#watchConnection();
+  }
+
+  /**
+   * Connects to NATS and starts the TaskExecutor in this process (mode 'thread'); it registers in
+   * the background (see `registered`). `startTaskManager` also takes mode 'process'.
+   */
+  static async start(options: TaskManagerOptions = {}): Promise<TaskManager> {
+    const { url, clusterId, configuration } = checkTaskManagerOptions(options);
+    if ((options.mode ?? 'thread') !== 'thread') {
+      throw new IllegalArgumentError('invalid-value', `TaskManager.start runs the TaskExecutor in this process (mode 'thread'); startTaskManager takes mode 'process', got ${JSON.stringify(options.mode)}`, { argument: 'options.mode', value: options.mode });
+    }
+    // Pinged at the heartbeat interval: a cut network is noticed about as fast as the ResourceManager notices us gone.
+    const connection = await connectNats(url, `slotwise taskmanager ${clusterId}`, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, configuration['heartbeat.interval']);
+    try {
+      return new TaskManager(clusterId, configuration, connection, await BlobStore.open(connection, clusterId), options);
+    } catch (error) {
+      await connection.close();
+      throw error;
+    }
+  }
+
+  /** The ResourceID of its TaskExecutor now (a new one after the ResourceManager let the last one go). */
+  get resourceId(): ResourceID {
+    return this.#current.resourceId;
+  }
+
+  /** Whether its TaskExecutor is registered at the ResourceManager now. */
+  get registered(): boolean {
+    return this.#current.taskExecutor.isRegistered;
+  }
+
+  /** How many TaskExecutors this TaskManager has started (1, plus one per fresh start). */
+  get incarnations(): number {
+    return this.#incarnations;
+  }
+
+  /** Stops the TaskExecutor gracefully (tasks failed, slots freed, the ResourceManager told), then NATS. */
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      const current = this.#current;
+      await current.taskExecutor.mailbox.callAsync(() => current.taskExecutor.shutdown('the TaskManager is closing')).catch(() => {});
+      await current.stopped;
+      await this.#connection.drain().catch(() => this.#connection.close());
+      if (this.#ownCacheDir) rmSync(this.#cache.dir, { recursive: true, force: true });
+    })();
+    return this.#closed;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  #startTaskExecutor(): Incarnation {
+    this.#incarnations++;
+    const resourceId = ResourceID.generate('taskmanager');
+    checkResourceIdToken(resourceId);
+    const timeoutMs = this.options['rpc.ask.timeout'];
+    const inbox = new NatsInbox({
+      connection: this.#connection,
+      subject: this.#subjects.taskExecutor(resourceId),
+      id: resourceId,
+      largeMessages: this.#blobs.messages,
+      log: (message) => this.#log({ level: 'warn', source: 'runtime', message, resourceId }),
+    });
+    const link = new Link(`TaskExecutor ${resourceId}`, inbox.transportTo(JOBMANAGER_PEER_ID, this.#subjects.resourceManager));
+    const log = (message: string) => this.#log({ level: 'info', source: 'runtime', message, resourceId });
+    const taskThreads = new TaskThreadReserve({
+      spare: this.options['taskmanager.task-threads.spare'] ?? this.options['taskmanager.numberOfTaskSlots'],
+      log: (message) => this.#log({ level: 'warn', source: 'pool', message, resourceId }),
+    });
+    let stoppedResolve!: () => void;
+    const stopped = new Promise<void>((resolve) => (stoppedResolve = resolve));
+    const taskExecutor = new TaskExecutor({
+      resourceId,
+      clock: UNREF_CLOCK,
+      host: this.#host,
+      mode: 'thread',
+      configuration: this.options,
+      resourceManager: connectGateway<ResourceManagerGateway>(link, 'rm', { gateway: GATEWAY.resourceManager, timeoutMs, endpoint: 'ResourceManager' }),
+      connectJobMaster: (address) => connectGateway<JobMasterGateway>(link, `jm:${address}`, { gateway: GATEWAY.jobMaster, timeoutMs, endpoint: address }),
+      createTaskRunner: ({ name, heapLimitMb }) => this.#taskRunner(resourceId, taskThreads, name, heapLimitMb),
+      taskThreads,
+      onTerminated: (code, reason) => {
+        log(`TaskExecutor stopped (${code}): ${reason}`);
+        link.close(`the TaskExecutor stopped: ${reason}`);
+        inbox.close();
+        stoppedResolve();
+        // Not closing: come back as a fresh TaskExecutor (the last one was let go, or gave up).
+        if (this.#closed === null) setTimeout(() => this.#closed === null && (this.#current = this.#startTaskExecutor()), this.options['cluster.registration.initial-timeout']).unref();
+      },
+      log,
+    });
+    serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox });
+    // The JobManager let us go, or went away: nothing left to work for under this ResourceID.
+    link.onClosed((reason, kind) => {
+      if (kind === 'lost') void taskExecutor.mailbox.callAsync(() => taskExecutor.shutdown(`the JobManager closed the connection: ${reason}`)).catch(() => {});
+    });
+    taskExecutor.start();
+    return { resourceId, inbox, link, taskExecutor, stopped };
+  }
+
+  /** A slot's runner: its piscina pool, with code named by hash fetched (and cached) first. */
+  #taskRunner(resourceId: ResourceID, taskThreads: TaskThreadReserve, name: string, heapLimitMb: number | undefined): SlotTaskRunner {
+    const pool = new SlotTaskPool({
+      name,
+      ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
+      cancelGraceMs: this.options['task.cancellation.grace-period'],
+      threads: taskThreads.take(heapLimitMb),
+      log: (entry) => this.#log({ level: entry.level, source: entry.source, message: entry.message, resourceId, slotId: entry.pool }),
+    });
+    /** Attempts waiting for their code, and whether they were canceled meanwhile. */
+    const fetching = new Map<string, { canceled: string | null }>();
+    return {
+      run: async (invocation, options) => {
+        const hash = taskCodeHash(invocation.taskModule);
+        if (hash === undefined) return pool.run(invocation, options);
+        const id = invocation.context.executionAttemptId;
+        const waiting = { canceled: null as string | null };
+        fetching.set(id, waiting);
+        let resolved: TaskInvocation;
+        try {
+          resolved = { ...invocation, taskModule: await this.#cache.resolve(hash, (sha) => this.#blobs.getCode(sha)) };
+        } catch (error) {
+          const cause = error instanceof Error ? error.message : String(error);
+          throw new TaskExecutionError('bad-module', `task ${invocation.context.vertexName}#${invocation.context.subtaskIndex}: its code sha256-${hash} could not be fetched: ${cause}`, {
+            executionAttemptId: id,
+            vertexName: invocation.context.vertexName,
+            cause,
+          });
+        } finally {
+          fetching.delete(id);
+        }
+        if (waiting.canceled !== null) {
+          throw new TaskExecutionError('canceled', `task ${invocation.context.vertexName}#${invocation.context.subtaskIndex} was canceled before it started: ${waiting.canceled}`, {
+            executionAttemptId: id,
+            vertexName: invocation.context.vertexName,
+            cause: waiting.canceled,
+          });
+        }
+        return pool.run(resolved, options);
+      },
+      cancel: (executionAttemptId, reason) => {
+        const waiting = fetching.get(executionAttemptId);
+        if (waiting === undefined) return pool.cancel(executionAttemptId, reason);
+        waiting.canceled = reason;
+        return true;
+      },
+      close: () => pool.close().finally(() => taskThreads.released(heapLimitMb)),
+    };
+  }
+
+  /** NATS dropped us: the ResourceManager is lost to us; register again (over the same Link) as soon as it can hear us. */
+  async #watchConnection(): Promise<void> {
+    for await (const status of this.#connection.status()) {
+      if (this.#closed !== null) return;
+      if (status.type !== 'disconnect') continue;
+      const { taskExecutor, resourceId } = this.#current;
+      this.#log({ level: 'warn', source: 'runtime', message: `the NATS connection was lost: registering again once it is back`, resourceId });
+      void taskExecutor.mailbox.callAsync(() => taskExecutor.disconnectResourceManager('the NATS connection was lost')).catch(() => {});
+    }
+  }
+}
+
+/**
+ * Starts a TaskManager: its TaskExecutor in this process (mode 'thread', the default), or in a
+ * child process of its own with a hard heap limit, started again when it dies (mode 'process').
+ * Every option is checked before anything starts.
+ */
+export async function startTaskManager(options: TaskManagerOptions = {}): Promise<TaskManager | TaskManagerProcess> {
+  const { clusterId, configuration } = checkTaskManagerOptions(options);
+  if (options.mode !== 'process') return TaskManager.start(options);
+  const { logger: _logger, ...childOptions } = options;
+  return TaskManagerProcess.start(clusterId, configuration, childOptions);
+}
+
+/** Every option checked at the door (no state yet): the URL, the cluster id, the runtime options. */
+function checkTaskManagerOptions(options: TaskManagerOptions): { url: string; clusterId: string; configuration: ResolvedOptions } {
+  checkOptionKeys(options, OPTION_KEYS, 'startTaskManager');
+  const url = checkNatsUrl(options.nats ?? DEFAULT_NATS_URL, 'options.nats');
+  const clusterId = checkClusterId(options.clusterId ?? DEFAULT_CLUSTER_ID, 'options.clusterId');
+  const configuration = resolveOptions(taskManagerConfiguration(options));
+  if (options.mode !== undefined && options.mode !== 'thread' && options.mode !== 'process') {
+    throw new IllegalArgumentError('invalid-value', `options.mode must be 'thread' (the TaskExecutor in this process) or 'process' (in a child process with a hard heap limit), got ${JSON.stringify(options.mode)}`, {
+      argument: 'options.mode',
+      value: options.mode,
+    });
+  }
+  if (options.cacheDir !== undefined && (typeof options.cacheDir !== 'string' || !isAbsolute(options.cacheDir))) {
+    throw new IllegalArgumentError('invalid-value', `options.cacheDir must be an absolute path, got ${JSON.stringify(options.cacheDir)}`, { argument: 'options.cacheDir', value: options.cacheDir });
+  }
+  if (options.host !== undefined && (typeof options.host !== 'string' || options.host === '')) {
+    throw new IllegalArgumentError('invalid-value', `options.host must be a non-empty string, got ${JSON.stringify(options.host)}`, { argument: 'options.host', value: options.host });
+  }
+  if (options.connectTimeoutMs !== undefined && !(Number.isFinite(options.connectTimeoutMs) && options.connectTimeoutMs > 0)) {
+    throw new IllegalArgumentError('out-of-range', `options.connectTimeoutMs must be a number of ms > 0, got ${String(options.connectTimeoutMs)}`, { argument: 'options.connectTimeoutMs', value: options.connectTimeoutMs });
+  }
+  return { url, clusterId, configuration };
+}
+
+/** The runtime options a TaskManager's flags stand for, over `configuration` (resolveOptions checks each). */
+function taskManagerConfiguration(o: TaskManagerOptions): SlotwiseOptions {
+  if (o.configuration !== undefined && (typeof o.configuration !== 'object' || o.configuration === null)) {
+    throw new IllegalArgumentError('invalid-type', 'options.configuration must be an object of runtime options', { argument: 'options.configuration' });
+  }
+  const flags: Record<string, unknown> = {
+    'taskmanager.numberOfTaskSlots': o.slots,
+    'taskmanager.cpu.cores': o.cpuCores,
+    'taskmanager.memory.task.heap.size': o.taskHeap,
+    'taskmanager.memory.managed.size': o.managedMemory,
+    'taskmanager.memory.network.size': o.networkMemory,
+    'taskmanager.extended-resources': o.resources,
+  };
+  const set = Object.fromEntries(Object.entries(flags).filter(([, value]) => value !== undefined));
+  return { ...(o.configuration ?? {}), ...set } as SlotwiseOptions;
+}
+

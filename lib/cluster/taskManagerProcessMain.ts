@@ -1,0 +1,42 @@
+/**
+ * The child process of a TaskManager in mode 'process' (TaskManagerProcess.ts): it runs the
+ * TaskManager itself (thread mode: its TaskExecutor on this process's main thread, tasks on task
+ * threads) under the heap limit its parent gave it, tells its parent its state over IPC, and
+ * closes gracefully when told to or when its parent goes away.
+ */
+import { TaskManager, type TaskManagerOptions } from './TaskManager.js';
+import { CLOSE_MESSAGE, STATUS_MESSAGE, type TaskManagerStatus } from './taskManagerProcessProtocol.js';
+
+async function main(): Promise<void> {
+  const options = JSON.parse(process.argv[2] ?? '{}') as TaskManagerOptions;
+  let taskManager: TaskManager;
+  try {
+    taskManager = await TaskManager.start({ ...options, mode: 'thread' });
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  }
+  let last = '';
+  const report = () => {
+    const status: TaskManagerStatus = { resourceId: taskManager.resourceId, registered: taskManager.registered, incarnations: taskManager.incarnations };
+    const text = JSON.stringify(status);
+    if (text !== last && process.connected) process.send?.({ [STATUS_MESSAGE]: status });
+    last = text;
+  };
+  report();
+  const timer = setInterval(report, 100);
+  let closing = false;
+  const close = async () => {
+    if (closing) return;
+    closing = true;
+    clearInterval(timer);
+    await taskManager.close();
+    process.exit(0);
+  };
+  process.on('message', (message) => {
+    if ((message as Record<string, unknown> | null)?.[CLOSE_MESSAGE] !== undefined) void close();
+  });
+  process.on('disconnect', () => void close());
+}
+
+await main();

@@ -1,0 +1,10 @@
+/** What a TaskManager in mode 'process' and its child (taskManagerProcessMain.ts) say over IPC: types and message keys only. */
+export const STATUS_MESSAGE = 'slotwiseTaskManagerStatus';
+export const CLOSE_MESSAGE = 'slotwiseTaskManagerClose';
+
+/** The child's TaskExecutor now, sent whenever it changes. */
+export interface TaskManagerStatus {
+  readonly resourceId: string;
+  readonly registered: boolean;
+  readonly incarnations: number;
+}

@@ -1,0 +1,57 @@
+/**
+ * The doors of the session cluster: every option of startJobManager / startTaskManager checked
+ * before anything connects, with a typed error naming the option and what is allowed; an
+ * unreachable NATS server answered within the connect timeout, never a hang. No server needed.
+ */
+import { expect } from 'chai';
+import { ConfigurationError, IllegalArgumentError } from '../../lib/core/errors.js';
+import { startJobManager } from '../../lib/cluster/JobManager.js';
+import { startTaskManager, type TaskManagerOptions } from '../../lib/cluster/TaskManager.js';
+import { clusterSubjects } from '../../lib/cluster/clusterSubjects.js';
+import { freePort } from '../support/natsServer.js';
+import { rejection } from '../rpc/support/transports.js';
+
+describe('session cluster options', () => {
+  const refusals: Array<[string, TaskManagerOptions, RegExp]> = [
+    ['a NATS URL that is not one', { nats: 'http://127.0.0.1:4222' }, /options\.nats must be a NATS URL like nats:\/\/127\.0\.0\.1:4222/],
+    ['a cluster id with a dot', { clusterId: 'a.b' }, /options\.clusterId must be 1-64 letters, digits/],
+    ['an unknown option', { slot: 2 } as unknown as TaskManagerOptions, /unknown option 'slot'; known: nats, clusterId, slots/],
+    ['an unknown mode', { mode: 'fork' as 'thread' }, /options\.mode must be 'thread' \(the TaskExecutor in this process\) or 'process'/],
+    ['a relative cache directory', { cacheDir: 'cache' }, /options\.cacheDir must be an absolute path/],
+  ];
+  for (const [what, options, message] of refusals) {
+    it(`refuses ${what} with an IllegalArgumentError, before connecting`, async () => {
+      const error = await rejection(startTaskManager(options));
+      expect(error).to.be.instanceOf(IllegalArgumentError);
+      expect(error.message).to.match(message);
+    });
+  }
+
+  it('refuses slots 0, a negative CPU and a bad memory size through the runtime options, naming the option', async () => {
+    for (const [options, option] of [
+      [{ slots: 0 }, 'taskmanager.numberOfTaskSlots'],
+      [{ cpuCores: -1 }, 'taskmanager.cpu.cores'],
+      [{ taskHeap: 'lots' }, 'taskmanager.memory.task.heap.size'],
+    ] as const) {
+      const error = await rejection(startTaskManager(options));
+      expect(error, JSON.stringify(options)).to.be.instanceOf(ConfigurationError);
+      expect((error as ConfigurationError).details['option']).to.equal(option);
+    }
+  });
+
+  it('answers an unreachable NATS server with an error naming it, within the connect timeout', async () => {
+    const url = `nats://127.0.0.1:${await freePort()}`;
+    for (const start of [() => startTaskManager({ nats: url, connectTimeoutMs: 2_000 }), () => startJobManager({ nats: url, connectTimeoutMs: 2_000 })]) {
+      const error = await rejection(start());
+      expect(error).to.be.instanceOf(IllegalArgumentError);
+      expect(error.message).to.contain(`cannot connect to the NATS server at ${url} within 2000 ms`);
+    }
+  });
+
+  it('puts every subject of a cluster under its id', () => {
+    const subjects = clusterSubjects('prod');
+    expect(subjects.resourceManager).to.equal('slotwise.prod.rm');
+    expect(subjects.taskExecutor('taskmanager-1a2b3c')).to.equal('slotwise.prod.te.taskmanager-1a2b3c');
+    expect(() => subjects.taskExecutor('te.1')).to.throw(IllegalArgumentError, /resourceId must be 1-128 letters, digits, '_' or '-'/);
+  });
+});

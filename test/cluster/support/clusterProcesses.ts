@@ -1,0 +1,46 @@
+/**
+ * The cluster roles as child processes for the tests (test/fixtures/clusterProcess.ts), each driven
+ * by its control gateway over the IPC Link to it.
+ */
+import type { ChildProcess } from 'node:child_process';
+import type { JobGraphSpec } from '../../../lib/jobmaster/JobGraph.js';
+import { connectGateway, type Gateway } from '../../../lib/rpc/connect.js';
+import { forkProcess } from '../../../lib/rpc/forkProcess.js';
+import { Link } from '../../../lib/rpc/Link.js';
+import { processTransport } from '../../../lib/rpc/Transport.js';
+
+export const ENTRY = new URL('../../fixtures/clusterProcess.ts', import.meta.url);
+
+/** A spec whose task modules are file: URL strings: a URL object does not cross a process boundary. */
+export const crossable = (spec: JobGraphSpec): JobGraphSpec => ({ ...spec, vertices: spec.vertices.map((v) => ({ ...v, taskModule: String(v.taskModule) })) });
+
+export interface Started<T> {
+  readonly child: ChildProcess;
+  readonly link: Link;
+  readonly control: Gateway<T>;
+  readonly exited: Promise<void>;
+}
+
+export function start<T>(role: 'jobmanager' | 'taskmanager', options: Record<string, unknown>): Started<T> {
+  return control<T>(role, forkProcess(ENTRY, [role, JSON.stringify(options)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+}
+
+export function control<T>(role: string, child: ChildProcess): Started<T> {
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const link = new Link(`test to ${role}`, processTransport(child));
+  // A child under tsx takes a few seconds to start on a loaded machine: the first calls wait for it.
+  const control = connectGateway<T>(link, 'control', { gateway: `${role} control`, timeoutMs: 60_000 });
+  return { child, link, control, exited };
+}
+
+export async function stop(started: { readonly child: ChildProcess; readonly link: Link; readonly exited: Promise<void>; readonly control: { close(): Promise<void> } } | undefined): Promise<void> {
+  if (started === undefined) return;
+  if (started.child.exitCode === null && started.child.signalCode === null) {
+    await started.control.close().catch(() => {});
+    const forced = setTimeout(() => started.child.kill('SIGKILL'), 15_000);
+    await started.exited;
+    clearTimeout(forced);
+  }
+  started.link.close();
+}
+
