@@ -5,7 +5,7 @@
  */
 import { IllegalStateError } from './core/errors.js';
 import type { AllocationID, JobID, ResourceID } from './core/ids.js';
-import type { ResourceProfile } from './core/ResourceProfile.js';
+import { ResourceProfile } from './core/ResourceProfile.js';
 import type { Dispatcher, JobSummary } from './dispatcher/Dispatcher.js';
 import type { FineGrainedSlotManager } from './resourcemanager/slotmanager/FineGrainedSlotManager.js';
 import type { WaitReason } from './resourcemanager/slotmanager/WaitReason.js';
@@ -80,43 +80,45 @@ export interface ClusterOverview {
 
 const ENDED = ['finished', 'failed', 'canceled'];
 
-/** The overview of a MiniCluster's SlotManager and Dispatcher. */
+/** The overview of a MiniCluster's SlotManager (read through its overview()) and Dispatcher. */
 export function describeCluster(slotManager: FineGrainedSlotManager, dispatcher: Dispatcher, mode: 'thread' | 'process'): ClusterOverview {
-  const tracker = slotManager.tracker;
+  const seen = slotManager.overview();
   const tasksBySlot = new Map<string, string[]>();
   for (const job of dispatcher.listJobs()) {
     for (const e of dispatcher.getJobMaster(job.jobId)?.executions() ?? []) {
       if (e.allocationId !== null && !ENDED.includes(e.state)) tasksBySlot.set(e.allocationId, [...(tasksBySlot.get(e.allocationId) ?? []), `${e.key} (${e.state})`]);
     }
   }
-  const taskExecutors = [...tracker.taskManagers].map((tm): TaskExecutorOverview => {
+  const taskExecutors = seen.taskManagers.map((tm): TaskExecutorOverview => {
+    const available = ResourceProfile.fromJSON(tm.available);
     // Dynamic slots take from the same budget: a free static slot is usable only while what is
     // left still covers it (taken in index order, as the SlotManager would).
-    let left = tm.available;
+    let left = available;
     const usable = (profile: ResourceProfile) => {
       if (!left.allFieldsNoLessThan(profile)) return false;
       left = left.subtract(profile);
       return true;
     };
-    const slots = [...tm.staticSlots, ...tm.dynamicSlots.values()].map(
-      (slot): SlotOverview => ({
+    const slots = tm.records.map((slot): SlotOverview => {
+      const profile = ResourceProfile.fromJSON(slot.profile);
+      return {
         index: slot.index >= 0 ? slot.index : null,
         slot: slot.index >= 0 ? `${slot.index}` : 'dynamic',
-        state: slot.state === 'free' && !usable(slot.profile) ? 'unavailable' : slot.state,
+        state: slot.state === 'free' && !usable(profile) ? 'unavailable' : slot.state,
         jobId: slot.jobId,
         allocationId: slot.allocationId,
-        resources: amounts(slot.profile),
-        resourceProfile: slot.profile.toString(),
+        resources: amounts(profile),
+        resourceProfile: profile.toString(),
         tasks: slot.allocationId === null ? [] : (tasksBySlot.get(slot.allocationId) ?? []),
-      }),
-    );
+      };
+    });
     return {
       resourceId: tm.resourceId,
       mode,
       utilization: tm.utilization,
-      totalResources: amounts(tm.totalResourceProfile),
-      availableResources: amounts(tm.available),
-      available: tm.available.toString(),
+      totalResources: amounts(ResourceProfile.fromJSON(tm.total)),
+      availableResources: amounts(available),
+      available: available.toString(),
       slots,
     };
   });
@@ -130,7 +132,7 @@ export function describeCluster(slotManager: FineGrainedSlotManager, dispatcher:
       reason: r.kind === 'requirement' ? r.reason.kind : r.state === 'allocating' ? 'allocating' : (r.reason?.kind ?? 'unchecked'),
     }),
   );
-  return { taskExecutors, pendingWorkers: tracker.numberOfPendingTaskManagers, pendingRequests, jobs: dispatcher.listJobs() };
+  return { taskExecutors, pendingWorkers: seen.pendingWorkers.length, pendingRequests, jobs: dispatcher.listJobs() };
 }
 
 /** A specified profile's amounts (a TaskExecutor's and its slots' profiles are always specified). */

@@ -6,6 +6,7 @@
  * process can exit with nothing left running.
  */
 import { describeCluster, type ClusterOverview } from './ClusterOverview.js';
+import { systemClock } from './core/clock.js';
 import { IllegalStateError } from './core/errors.js';
 import type { JobID, ResourceID } from './core/ids.js';
 import type { LogFields, LogLevel, LogSink } from './core/Logger.js';
@@ -149,7 +150,8 @@ export class MiniCluster {
   async addTaskExecutor(): Promise<ResourceID> {
     this.#requireOpen('addTaskExecutor');
     const resourceId = await this.resourceManager.mailbox.callAsync(() => this.#driver.requestResource(this.#spec, null));
-    await this.#waitUntil(() => this.resourceManager.slotManager.tracker.getTaskManager(resourceId) !== undefined, () => `TaskExecutor ${resourceId} did not register`, 'addTaskExecutor', () =>
+    const registered = () => this.resourceManager.slotManager.overview().taskManagers.some((tm) => tm.resourceId === resourceId);
+    await this.#waitUntil(registered, () => `TaskExecutor ${resourceId} did not register`, 'addTaskExecutor', () =>
       // The driver forgets a worker whose link closed: it will never register.
       this.#driver.workers().some((worker) => worker.resourceId === resourceId) ? undefined : `TaskExecutor ${resourceId} ended before it registered`,
     );
@@ -205,6 +207,7 @@ export class MiniCluster {
       await this.resourceManager.close();
       await this.#inspection?.close();
     })();
+    for (const wake of [...this.#waits]) wake();
     return this.#closed;
   }
 
@@ -224,26 +227,47 @@ export class MiniCluster {
    * TaskExecutor registers at the ResourceManager first and sends its slot report after).
    */
   #waitForExecutors(count: number): Promise<void> {
-    const tracker = this.resourceManager.slotManager.tracker;
-    return this.#waitUntil(() => tracker.numberOfTaskManagers >= count, () => `only ${tracker.numberOfTaskManagers} of ${count} TaskExecutors registered`, 'start');
+    const registered = () => this.resourceManager.slotManager.overview().taskManagers.length;
+    return this.#waitUntil(() => registered() >= count, () => `only ${registered()} of ${count} TaskExecutors registered`, 'start');
   }
 
-  /** Polls `done` until it holds; fails at the start timeout, at once when the cluster closes or `lost` names why it never will. */
-  async #waitUntil(done: () => boolean, failure: () => string, operation: string, lost: () => string | undefined = () => undefined): Promise<void> {
-    const deadline = Date.now() + this.#startTimeoutMs;
-    while (!done()) {
-      this.#requireOpen(operation);
-      const why = lost();
-      if (why !== undefined) throw new IllegalStateError(why, { component: 'MiniCluster', operation, state: 'starting', allowed: ['started'] });
-      if (Date.now() > deadline) {
-        throw new IllegalStateError(`${failure()} within ${this.#startTimeoutMs} ms`, { component: 'MiniCluster', operation, state: 'starting', allowed: ['started'] });
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+  /**
+   * Resolves once `done` holds, looked at now and on each of the ResourceManager's registration
+   * events (no polling); fails at the start timeout, at once when the cluster closes or `lost` names
+   * why it never will.
+   */
+  #waitUntil(done: () => boolean, failure: () => string, operation: string, lost: () => string | undefined = () => undefined): Promise<void> {
+    const refused = (message: string) => new IllegalStateError(message, { component: 'MiniCluster', operation, state: 'starting', allowed: ['started'] });
+    return new Promise<void>((resolve, reject) => {
+      const settle = (error?: Error) => {
+        this.#waits.delete(check);
+        unsubscribe();
+        systemClock.clearTimeout(timer);
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      const check = () => {
+        if (done()) return settle();
+        if (this.#closed !== null) return settle(this.#closedError(operation));
+        const why = lost();
+        if (why !== undefined) settle(refused(why));
+      };
+      const unsubscribe = this.resourceManager.onTaskExecutorRegistration(check);
+      const timer = systemClock.setTimeout(() => (done() ? settle() : settle(refused(`${failure()} within ${this.#startTimeoutMs} ms`))), this.#startTimeoutMs);
+      this.#waits.add(check);
+      check();
+    });
+  }
+
+  /** The waits of start() and addTaskExecutor(): close() wakes them, so they give up at once. */
+  readonly #waits = new Set<() => void>();
+
+  #closedError(operation: string): IllegalStateError {
+    return new IllegalStateError(`MiniCluster.${operation}: the cluster is closed`, { component: 'MiniCluster', operation, state: 'closed', allowed: ['started'] });
   }
 
   #requireOpen(operation: string): void {
-    if (this.#closed !== null) throw new IllegalStateError(`MiniCluster.${operation}: the cluster is closed`, { component: 'MiniCluster', operation, state: 'closed', allowed: ['started'] });
+    if (this.#closed !== null) throw this.#closedError(operation);
   }
 }
 

@@ -3,13 +3,13 @@
  * contract, results and events, ResourceProfile and the IDs, every error class, the options, the
  * logger contract, the components the README documents (TaskSlotTable, MemoryManager, the
  * FineGrainedSlotManager and its collaborators) and the statecharts. Every export is listed by name;
- * types in their own block. Runtime internals (endpoints, RPC, pools) are in `slotwise/internals`.
+ * types in their own block. Runtime internals (endpoints, RPC, pools, the task module checker) are in
+ * `slotwise/internals`.
  */
 
 // The cluster and its jobs.
 export { MiniCluster } from './MiniCluster.js';
 export { JobGraph } from './jobmaster/JobGraph.js';
-export { DefaultTaskModuleChecker } from './jobmaster/TaskModuleChecker.js';
 
 // Errors: one closed family, each class with `_tag`, `reason` and `details`.
 export {
@@ -77,7 +77,6 @@ export type { JobEvent, JobResult } from './jobmaster/JobMaster.js';
 export type { JobStatus } from '../machines/jobStatus.machine.js';
 export type { TaskContext, TaskFunction, TaskInvocationContext } from './taskexecutor/taskWorker.js';
 export type { ExecutionState, SerializedError, TaskExecutorMetricsWire } from './rpc/protocol.js';
-export type { TaskModuleChecker, TaskModuleCheckerOptions, TaskModuleProblem, TaskModuleVerdict } from './jobmaster/TaskModuleChecker.js';
 export type { InspectedEvent, InspectedSnapshot, InspectionRecord, InspectOption } from './InspectionRecord.js';
 export type { Logger, LogFields, LogLevel, LogRecord } from './core/Logger.js';
 

@@ -1,7 +1,7 @@
 /**
  * `slotwise/internals`: the runtime's parts below the MiniCluster — the endpoints (ResourceManager,
  * TaskExecutor, JobMaster, Dispatcher), the driver that starts workers, the RPC layer (mailbox,
- * Link and its transports, gateways) and a slot's task pool — for tools, tests and experiments
+ * Link and its transports, gateways), a slot's task pool and the Dispatcher's task module checker — for tools, tests and experiments
  * that wire a runtime by hand. No stability promise: these change with the runtime. The supported API is `slotwise`.
  */
 export { ResourceManager } from './resourcemanager/ResourceManager.js';
@@ -12,6 +12,7 @@ export { TaskExecutor } from './taskexecutor/TaskExecutor.js';
 export { SlotTaskPool } from './taskexecutor/SlotTaskPool.js';
 export { Dispatcher } from './dispatcher/Dispatcher.js';
 export { JobMaster } from './jobmaster/JobMaster.js';
+export { DefaultTaskModuleChecker } from './jobmaster/TaskModuleChecker.js';
 export { DeadlineScheduler } from './core/DeadlineScheduler.js';
 export { MainThreadExecutor } from './rpc/MainThreadExecutor.js';
 export { GATEWAY } from './rpc/gateways.js';
@@ -35,6 +36,7 @@ export type { SlotTaskRunner, TaskExecutorOptions } from './taskexecutor/TaskExe
 export type { SlotTaskPoolLogEntry, SlotTaskPoolOptions } from './taskexecutor/SlotTaskPool.js';
 export type { DispatcherServices } from './dispatcher/Dispatcher.js';
 export type { JobMasterOptions } from './jobmaster/JobMaster.js';
+export type { TaskModuleChecker, TaskModuleCheckerOptions, TaskModuleProblem, TaskModuleVerdict } from './jobmaster/TaskModuleChecker.js';
 export type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from './rpc/gateways.js';
 export type { SlotOfferWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from './rpc/protocol.js';
 export type { ConnectOptions, Gateway, ServedGateway, ServeOptions } from './rpc/connect.js';

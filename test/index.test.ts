@@ -28,7 +28,7 @@ describe('the public entry', () => {
   });
 
   it('keeps the runtime internals (endpoints, RPC, task pools) out of it; slotwise/internals has them', () => {
-    const inside = ['Link', 'MainThreadExecutor', 'SlotTaskPool', 'connectGateway', 'serveGateway', 'GATEWAY', 'DeadlineScheduler', 'TaskManagerTracker', 'DefaultResourceTracker', 'ResourceManager', 'TaskExecutor', 'JobMaster', 'Dispatcher', 'LocalResourceManagerDriver'];
+    const inside = ['Link', 'MainThreadExecutor', 'SlotTaskPool', 'connectGateway', 'serveGateway', 'GATEWAY', 'DeadlineScheduler', 'TaskManagerTracker', 'DefaultResourceTracker', 'ResourceManager', 'TaskExecutor', 'JobMaster', 'Dispatcher', 'LocalResourceManagerDriver', 'DefaultTaskModuleChecker'];
     expect(inside.filter((name) => name in slotwise)).to.deep.equal([]);
     expect(inside.filter((name) => !(name in internals))).to.deep.equal([]);
   });

@@ -21,6 +21,7 @@ import type { SlotMatchingPolicy } from '../../lib/resourcemanager/slotmanager/S
 import type { TaskManagerRegistration } from '../../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
 import { TaskManagerTracker } from '../../lib/resourcemanager/slotmanager/TaskManagerTracker.js';
 import type { TaskExecutorSlotGateway } from '../../lib/rpc/TaskExecutorSlotGateway.js';
+import { seededRandom } from '../../test/support/random.js';
 
 export type ShapeName = 'standard' | 'large' | 'gpu';
 export const SHAPE_NAMES: readonly ShapeName[] = ['standard', 'large', 'gpu'];
@@ -127,17 +128,8 @@ export function buildTracker({ executors, slotsPerExecutor, policy }: ClusterOpt
  */
 export type Layout = 'first-fit' | 'random';
 
-/** Deterministic PRNG (mulberry32): the same seed builds the same cluster. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic PRNG (mulberry32, the tests' seededRandom): the same seed builds the same cluster. */
+export const mulberry32 = seededRandom;
 
 /** The job the filling allocations belong to. */
 export const FILL_JOB = JobID.generate();

@@ -7,22 +7,13 @@
  * a slot given back restores exactly what was taken.
  */
 import { ResourceProfileError } from './errors.js';
-import { formatMemorySize, MiB, parseMemorySize, type MemorySizeInput } from './MemorySize.js';
+import { formatMemorySize, MiB, type MemorySizeInput } from './MemorySize.js';
+import { checked, checkName, describeInput, IS_MEMORY, MEMORY, SCALE, STANDARD, toBytes, toUnits, type Amounts, type StandardField } from './resourceAmounts.js';
 
-const SCALE = 1e8;
-/** CPU and extended-resource amounts are held in units of 1 / UNITS_PER_CORE (see {@link ResourceProfile.amounts}). */
-export const UNITS_PER_CORE = SCALE;
-const STANDARD = ['cpuCores', 'taskHeapMemory', 'taskOffHeapMemory', 'managedMemory', 'networkMemory'] as const;
-const MEMORY = STANDARD.slice(1) as readonly MemoryField[];
-const IS_MEMORY = new Set<string>(MEMORY);
+export { UNITS_PER_CORE } from './resourceAmounts.js';
+
 const KEY_PREFIX = ['c', 'h', 'o', 'm', 'n'] as const;
 const NO_EXTENDED: ReadonlyMap<string, number> = new Map();
-const NAME = /^[A-Za-z][A-Za-z0-9_.-]*$/;
-
-type StandardField = (typeof STANDARD)[number];
-type MemoryField = Exclude<StandardField, 'cpuCores'>;
-/** The five standard amounts, in STANDARD order: CPU in 1e-8 units, memory in bytes. */
-type Amounts = readonly [number, number, number, number, number];
 
 /** A profile as plain data; memory sizes may be written as strings (`'256m'`). Missing fields are 0. */
 export interface ResourceSpec {
@@ -54,60 +45,7 @@ export interface ResourceShortfall {
   readonly required: number;
 }
 
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number' || value === null || value === undefined) return String(value);
-  if (typeof value === 'object') return Object.prototype.toString.call(value);
-  return `${typeof value} ${String(value)}`;
-}
-
 let createProfile: (kind: ResourceProfile['kind'], amounts: Amounts, extended: ReadonlyMap<string, number>) => ResourceProfile;
-
-/** Checks a cores/extended amount and converts it to 1e-8 units. */
-function toUnits(field: string, value: unknown): number {
-  const rule = `${field} must be a finite non-negative number`;
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw new ResourceProfileError('not-finite', `${rule}, got ${describe(value)}`, { field, value: describe(value) });
-  if (value < 0) throw new ResourceProfileError('negative-amount', `${rule}, got ${value}`, { field, value });
-  // Rounded down at the kept precision, never up (Flink's resources round down): the amount kept is
-  // never more than was asked. `value * SCALE` carries binary noise (0.29 * 1e8 = 28999999.999999996),
-  // so take the nearest unit and step down only when that unit reads back above `value`.
-  let units = Math.round(value * SCALE) + 0;
-  if (units / SCALE > value) units -= 1;
-  if (!Number.isSafeInteger(units)) {
-    throw new ResourceProfileError('invalid-size', `${rule} of at most ${Number.MAX_SAFE_INTEGER / SCALE}, got ${value}`, { field, value });
-  }
-  return units;
-}
-
-/** Checks a memory size (bytes or a size string) and returns bytes. */
-function toBytes(field: string, value: unknown): number {
-  const parsed = parseMemorySize(value);
-  if (parsed.ok) return parsed.bytes;
-  const message = `${field} ${parsed.problem}`;
-  const details = { field, value: describe(value) };
-  if (typeof value === 'string') throw new ResourceProfileError('invalid-size', message, details);
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw new ResourceProfileError('not-finite', message, details);
-  if (value < 0) throw new ResourceProfileError('negative-amount', message, details);
-  if (!Number.isInteger(value)) throw new ResourceProfileError('not-integer', message, details);
-  throw new ResourceProfileError('invalid-size', message, details);
-}
-
-function checkName(name: unknown): string {
-  if (typeof name !== 'string' || !NAME.test(name) || (STANDARD as readonly string[]).includes(name)) {
-    const message = `extended resource name must match ${NAME} and not be a standard field (${STANDARD.join(', ')}), got ${describe(name)}`;
-    throw new ResourceProfileError('invalid-name', message, { field: 'extendedResources', value: describe(name) });
-  }
-  return name;
-}
-
-/** Refuses a merged or multiplied amount that no longer fits a safe integer. */
-function checked(field: string, amount: number): number {
-  if (!Number.isSafeInteger(amount)) {
-    const limit = IS_MEMORY.has(field) ? `${Number.MAX_SAFE_INTEGER} bytes` : `${Number.MAX_SAFE_INTEGER / SCALE}`;
-    throw new ResourceProfileError('invalid-size', `${field} would exceed the largest representable amount, ${limit}`, { field, limit });
-  }
-  return amount;
-}
 
 /** Prints shortfalls as `cpuCores available 1, required 2; managedMemory available 64 mb, required 128 mb`. */
 export function formatShortfall(shortfall: readonly ResourceShortfall[], [have, need] = ['available', 'required']): string {
@@ -151,8 +89,8 @@ export class ResourceProfileBuilder {
   /** Sets every extended resource in the record (others already set are kept, like Flink's putAll). */
   setExtendedResources(resources: Record<string, number>): this {
     if (typeof resources !== 'object' || resources === null || Array.isArray(resources)) {
-      const message = `extendedResources must be an object of name → amount, got ${describe(resources)}`;
-      throw new ResourceProfileError('not-finite', message, { field: 'extendedResources', value: describe(resources) });
+      const message = `extendedResources must be an object of name → amount, got ${describeInput(resources)}`;
+      throw new ResourceProfileError('not-finite', message, { field: 'extendedResources', value: describeInput(resources) });
     }
     for (const [name, amount] of Object.entries(resources)) this.setExtendedResource(name, amount);
     return this;
@@ -238,8 +176,8 @@ export class ResourceProfile {
     if (spec === 'ANY') return ResourceProfile.ANY;
     const allowed = [...STANDARD, 'extendedResources'];
     if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
-        const message = `a resource spec must be a ResourceProfile, 'UNKNOWN', 'ANY' or an object with fields ${allowed.join(', ')}; got ${describe(spec)}`;
-      throw new ResourceProfileError('unknown-field', message, { field: 'spec', value: describe(spec) });
+        const message = `a resource spec must be a ResourceProfile, 'UNKNOWN', 'ANY' or an object with fields ${allowed.join(', ')}; got ${describeInput(spec)}`;
+      throw new ResourceProfileError('unknown-field', message, { field: 'spec', value: describeInput(spec) });
     }
     const unknown = Object.keys(spec).find((k) => !allowed.includes(k));
     if (unknown !== undefined) {
@@ -264,17 +202,17 @@ export class ResourceProfile {
    */
   static fromAmounts(amounts: readonly number[], extended: ReadonlyMap<string, number> = NO_EXTENDED): ResourceProfile {
     if (!Array.isArray(amounts) || amounts.length !== STANDARD.length) {
-      throw new ResourceProfileError('invalid-size', `amounts must be an array of ${STANDARD.length} numbers (${STANDARD.join(', ')}), got ${describe(amounts)}`, { field: 'amounts', value: describe(amounts) });
+      throw new ResourceProfileError('invalid-size', `amounts must be an array of ${STANDARD.length} numbers (${STANDARD.join(', ')}), got ${describeInput(amounts)}`, { field: 'amounts', value: describeInput(amounts) });
     }
     const unit = (field: string, value: unknown): number => {
-      if (typeof value !== 'number' || !Number.isFinite(value)) throw new ResourceProfileError('not-finite', `${field} must be a finite amount, got ${describe(value)}`, { field, value: describe(value) });
+      if (typeof value !== 'number' || !Number.isFinite(value)) throw new ResourceProfileError('not-finite', `${field} must be a finite amount, got ${describeInput(value)}`, { field, value: describeInput(value) });
       if (value < 0) throw new ResourceProfileError('negative-amount', `${field} must be non-negative, got ${value}`, { field, value });
       if (!Number.isInteger(value)) throw new ResourceProfileError('not-integer', `${field} must be a whole number of units, got ${value}`, { field, value });
       if (!Number.isSafeInteger(value)) throw new ResourceProfileError('invalid-size', `${field} must be at most ${Number.MAX_SAFE_INTEGER} units, got ${value}`, { field, value });
       return value + 0;
     };
     if (!(extended instanceof Map)) {
-      throw new ResourceProfileError('invalid-name', `extended must be a Map of name → units, got ${describe(extended)}`, { field: 'extendedResources', value: describe(extended) });
+      throw new ResourceProfileError('invalid-name', `extended must be a Map of name → units, got ${describeInput(extended)}`, { field: 'extendedResources', value: describeInput(extended) });
     }
     const checkedAmounts = STANDARD.map((field, i) => unit(field, amounts[i])) as unknown as Amounts;
     const checkedExtended = new Map<string, number>();
@@ -373,8 +311,8 @@ export class ResourceProfile {
   /** Every field times `n`, a non-negative safe integer (Flink's multiply). */
   multiply(n: number): ResourceProfile {
     if (!Number.isSafeInteger(n) || n < 0) {
-      const message = `multiplier must be a non-negative whole number, got ${describe(n)}`;
-      throw new ResourceProfileError('invalid-multiplier', message, { field: 'multiplier', value: describe(n) });
+      const message = `multiplier must be a non-negative whole number, got ${describeInput(n)}`;
+      throw new ResourceProfileError('invalid-multiplier', message, { field: 'multiplier', value: describeInput(n) });
     }
     if (this.kind !== 'specified') return this;
     if (n === 0) return ResourceProfile.ZERO;
@@ -389,8 +327,8 @@ export class ResourceProfile {
    */
   divide(n: number): ResourceProfile {
     if (!Number.isSafeInteger(n) || n < 1) {
-      const message = `divisor must be a whole number >= 1, got ${describe(n)}`;
-      throw new ResourceProfileError('invalid-divisor', message, { field: 'divisor', value: describe(n) });
+      const message = `divisor must be a whole number >= 1, got ${describeInput(n)}`;
+      throw new ResourceProfileError('invalid-divisor', message, { field: 'divisor', value: describeInput(n) });
     }
     if (this.kind !== 'specified' || n === 1) return this;
     // Integer units over a safe integer: the floating quotient never rounds up across a whole unit.
@@ -509,7 +447,7 @@ export class ResourceProfile {
       throw new ResourceProfileError('unknown-profile', `${what} needs a specified profile, not ResourceProfile.${this.kind.toUpperCase()}`, { field: what });
     }
     if (amounts?.length !== STANDARD.length || !(extended instanceof Map)) {
-      throw new ResourceProfileError('invalid-size', `${what} needs a running total of ${STANDARD.length} amounts (${STANDARD.join(', ')}) and a Map of extended resources, got ${describe(amounts)} and ${describe(extended)}`, { field: what });
+      throw new ResourceProfileError('invalid-size', `${what} needs a running total of ${STANDARD.length} amounts (${STANDARD.join(', ')}) and a Map of extended resources, got ${describeInput(amounts)} and ${describeInput(extended)}`, { field: what });
     }
   }
 

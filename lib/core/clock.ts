@@ -20,6 +20,18 @@ export const systemClock: Clock = {
   clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof globalThis.setTimeout>),
 };
 
+/**
+ * `clock` with its timers fired through `execute` (an endpoint's mailbox): a timeout of a component
+ * that lives in a mailbox runs there, like every other call it gets (STYLE.md §4).
+ */
+export function mailboxClock(clock: Clock, execute: (fn: () => void) => void): Clock {
+  return {
+    now: () => clock.now(),
+    setTimeout: (fn, delayMs) => clock.setTimeout(() => execute(fn), delayMs),
+    clearTimeout: (handle) => clock.clearTimeout(handle),
+  };
+}
+
 interface PendingTimer {
   readonly id: number;
   readonly due: number;

@@ -13,11 +13,12 @@
  * their Link, and it calls theirs.
  */
 import { createActor, type Actor, type InspectionEvent } from 'xstate';
-import { systemClock, type Clock } from '../core/clock.js';
-import { IllegalArgumentError, isSlotwiseError } from '../core/errors.js';
+import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
+import { describeError, IllegalArgumentError, isSlotwiseError } from '../core/errors.js';
 import { AllocationID, ExecutionAttemptID, type JobID, type ResourceID } from '../core/ids.js';
 import type { ResolvedOptions } from '../core/options.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
+import { serializeError } from '../rpc/errorTransfer.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ExecutionState, SerializedError, SlotOfferWire, TaskExecutionStateWire } from '../rpc/protocol.js';
 import { jobStatusMachine, type JobStatus } from '../../machines/jobStatus.machine.js';
@@ -113,17 +114,16 @@ export class JobMaster implements JobMasterGateway {
     this.address = options.address;
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
-    this.mailbox = new MainThreadExecutor(`JobMaster ${options.jobGraph.name}`, this.#clock, (error) => this.#log(`uncaught in mailbox: ${describe(error)}`));
+    this.mailbox = new MainThreadExecutor(`JobMaster ${options.jobGraph.name}`, this.#clock, (error) => this.#log(`uncaught in mailbox: ${describeError(error)}`));
     this.graph = new ExecutionGraph(options.jobGraph);
     this.result = new Promise<JobResult>((resolve) => (this.#resolveResult = resolve));
     // Timers fire into the mailbox, like everything else of this endpoint (the restart delay too).
-    const clock = this.#clock;
-    const mailboxClock: Clock = { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimeout(() => this.mailbox.execute(fn), ms), clearTimeout: (h) => clock.clearTimeout(h) };
+    const clock = mailboxClock(this.#clock, (fn) => this.mailbox.execute(fn));
     // The status machine decides whether and when a failed job restarts; restartTasks is its effect.
     // XState runs an action before the snapshot it leads to is set, and the restart reads the status
     // (running again): it runs once the status event is out, as the subscriber below settles.
     const machine = jobStatusMachine.provide({ actions: { restartTasks: () => void this.#whenStatusSettled.push(() => this.#restart()) } });
-    this.#status = createActor(machine, { clock: mailboxClock, input: { restartStrategy: options.jobGraph.restartStrategy }, ...(options.inspect ? { inspect: options.inspect } : {}) });
+    this.#status = createActor(machine, { clock, input: { restartStrategy: options.jobGraph.restartStrategy }, ...(options.inspect ? { inspect: options.inspect } : {}) });
     let last: JobStatus | null = null;
     this.#status.subscribe((snapshot) => {
       const status = snapshot.value as JobStatus;
@@ -141,11 +141,11 @@ export class JobMaster implements JobMasterGateway {
         const gateway = this.#o.taskExecutor(slot.resourceId);
         if (gateway !== undefined) this.mailbox.whenComplete(gateway.freeSlot(slot.allocationId, cause.message), () => {});
       },
-      clock: mailboxClock,
+      clock,
       idleSlotTimeoutMs: options.options['slot.idle.timeout'],
     });
     this.#bulkChecker = new PhysicalSlotRequestBulkChecker({
-      clock: mailboxClock,
+      clock,
       jobId: this.jobId,
       reasonFor: () => this.#o.reasonFor?.() ?? 'no reason known',
       // A bulk that slots the job holds can serve is waiting for its turn, not failing.
@@ -462,7 +462,7 @@ export class JobMaster implements JobMasterGateway {
     try {
       this.#o.onSlotAssigned!(slotAssignmentOf(record, requestedAt, this.#clock.now()));
     } catch (error) {
-      this.#log(`a slot assignment listener threw: ${describe(error)}`);
+      this.#log(`a slot assignment listener threw: ${describeError(error)}`);
     }
   }
 
@@ -470,7 +470,7 @@ export class JobMaster implements JobMasterGateway {
     try {
       this.#o.onEvent?.(event);
     } catch (error) {
-      this.#log(`a job event listener threw: ${describe(error)}`);
+      this.#log(`a job event listener threw: ${describeError(error)}`);
     }
   }
 }
@@ -488,13 +488,8 @@ function checkStateUpdate(update: TaskExecutionStateWire, argument: string): voi
   }
 }
 
+/** An error as the job's result and events carry it: rpc's wire form; one that arrived serialized (a task's failure) stays as it came. */
 function serialize(error: unknown): SerializedError {
-  if (isSlotwiseError(error)) return { _tag: error._tag, name: error.name, reason: error.reason, message: error.message, details: { ...error.details } };
-  if (error instanceof Error) return { name: error.name, message: error.message, ...(error.stack ? { stack: error.stack } : {}) };
-  if (typeof error === 'object' && error !== null && 'message' in error) return error as SerializedError;
-  return { name: 'Error', message: String(error) };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  if (!(error instanceof Error) && typeof error === 'object' && error !== null && 'message' in error) return error as SerializedError;
+  return serializeError(error);
 }

@@ -16,8 +16,8 @@
  * are served there, and every async completion re-enters through it.
  */
 import type { InspectionEvent } from 'xstate';
-import { systemClock, type Clock } from '../core/clock.js';
-import { IllegalArgumentError, isSlotwiseError } from '../core/errors.js';
+import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
+import { describeError, IllegalArgumentError } from '../core/errors.js';
 import { JobID, ResourceID, ResourceManagerId, type AllocationID } from '../core/ids.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { ResourceProfile } from '../core/ResourceProfile.js';
@@ -52,6 +52,12 @@ export interface ResourceManagerOptions {
   readonly onTaskExecutorLost?: (resourceId: ResourceID, cause: TaskExecutorLossCause, detail: string) => void;
   /** Receives every XState inspection event of the SlotManager's statechart. */
   readonly inspect?: (event: InspectionEvent) => void;
+}
+
+/** For waits on TaskExecutors (MiniCluster.start): `registered`, one entered the SlotManager with its slots; `worker-ended`, a worker ended. */
+export interface TaskExecutorRegistrationEvent {
+  readonly type: 'registered' | 'worker-ended';
+  readonly resourceId: ResourceID;
 }
 
 /** Why a registered TaskExecutor was lost: its worker ended, it went silent, it said goodbye, or the SlotManager refused it. */
@@ -102,6 +108,7 @@ export class ResourceManager implements ResourceManagerGateway {
   /** Workers the SlotManager released (idle): their end is no loss. */
   readonly #released = new Set<ResourceID>();
   readonly #onLost: NonNullable<ResourceManagerOptions['onTaskExecutorLost']>;
+  readonly #registrationListeners = new Set<(event: TaskExecutorRegistrationEvent) => void>();
   #registrations = 0;
   #closed = false;
 
@@ -111,7 +118,7 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
     this.#onLost = options.onTaskExecutorLost ?? (() => {});
-    this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) => this.#log(`uncaught in mailbox: ${describe(error)}`));
+    this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) => this.#log(`uncaught in mailbox: ${describeError(error)}`));
     const onDemand = options.workersOnDemand ?? true;
     this.#onDemand = onDemand;
     this.#heartbeats = new HeartbeatMonitor<ResourceID>({
@@ -136,17 +143,11 @@ export class ResourceManager implements ResourceManagerGateway {
     };
     const listener: ResourceEventListener = options.listener ?? {};
     // The SlotManager's timers (its coalesced checks, idle releases, request timeouts) fire into our mailbox.
-    const clock = this.#clock;
-    const mailboxClock: Clock = {
-      now: () => clock.now(),
-      setTimeout: (fn, delayMs) => clock.setTimeout(() => this.mailbox.execute(fn), delayMs),
-      clearTimeout: (handle) => clock.clearTimeout(handle),
-    };
     this.slotManager = new FineGrainedSlotManager({
       configuration: this.options,
       workerSpec: WorkerResourceSpec.fromOptions(this.options),
       allocator,
-      clock: mailboxClock,
+      clock: mailboxClock(this.#clock, (fn) => this.mailbox.execute(fn)),
       execute: (task) => this.mailbox.execute(task),
       log: (message) => this.#log(`SlotManager: ${message}`),
       ...(options.inspect ? { inspect: options.inspect } : {}),
@@ -182,6 +183,12 @@ export class ResourceManager implements ResourceManagerGateway {
   /** Registered TaskExecutors, for the overview. */
   get taskExecutors(): readonly ResourceID[] {
     return [...this.#taskExecutors.keys()];
+  }
+
+  /** Tells `listener`, in the mailbox, each TaskExecutorRegistrationEvent; returns its unsubscribe. One that throws is logged. */
+  onTaskExecutorRegistration(listener: (event: TaskExecutorRegistrationEvent) => void): () => void {
+    this.#registrationListeners.add(listener);
+    return () => void this.#registrationListeners.delete(listener);
   }
 
   // ------------------------------------------------------------------ ResourceManagerGateway (as served to one worker)
@@ -250,6 +257,7 @@ export class ResourceManager implements ResourceManagerGateway {
       return;
     }
     registration.inSlotManager = true;
+    this.#tell({ type: 'registered', resourceId });
   }
 
   async notifySlotAvailable(resourceId: ResourceID, allocationId: AllocationID): Promise<void> {
@@ -375,6 +383,17 @@ export class ResourceManager implements ResourceManagerGateway {
     if (!this.#stale.has(resourceId)) this.#stale.set(resourceId, replacement === undefined ? ended : `${ended}; ${replacement} was started in its place`);
     const released = this.#released.delete(resourceId);
     this.#closeConnection(resourceId, `its worker ended: ${reason}`, true, released ? null : 'worker-exited');
+    this.#tell({ type: 'worker-ended', resourceId });
+  }
+
+  #tell(event: TaskExecutorRegistrationEvent): void {
+    for (const listener of [...this.#registrationListeners]) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.#log(`a TaskExecutor registration listener threw: ${describeError(error)}`);
+      }
+    }
   }
 
   /**
@@ -415,7 +434,7 @@ export class ResourceManager implements ResourceManagerGateway {
         revoked.set(slot.allocationId, 'freeing');
         const cause = `its job was told it is lost when ${registration.resourceId} was declared lost`;
         this.mailbox.whenComplete(registration.gateway.freeSlot(slot.allocationId, cause), (_, error) => {
-          if (error !== undefined) this.#log(`freeing revoked slot ${slot.allocationId} on ${registration.resourceId} failed: ${describe(error)}`);
+          if (error !== undefined) this.#log(`freeing revoked slot ${slot.allocationId} on ${registration.resourceId} failed: ${describeError(error)}`);
         });
       }
       return false;
@@ -471,10 +490,5 @@ function slotGateway(gateway: TaskExecutorGateway, resourceManagerId: ResourceMa
     requestSlot: (request) => gateway.requestSlot({ ...request, resourceProfile: request.resourceProfile.toJSON(), resourceManagerId }),
     freeInactiveSlots: (jobId) => gateway.freeInactiveSlots(jobId),
   };
-}
-
-function describe(error: unknown): string {
-  if (isSlotwiseError(error)) return `${error._tag}(${error.reason}): ${error.message}`;
-  return error instanceof Error ? error.message : String(error);
 }
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createActor, setup } from 'xstate';
-import { SimulatedClock, systemClock } from '../../lib/core/clock.js';
+import { mailboxClock, SimulatedClock, systemClock } from '../../lib/core/clock.js';
 
 describe('clock', () => {
   describe('SimulatedClock', () => {
@@ -256,6 +256,24 @@ describe('clock', () => {
       expect(firedAt - start).to.be.at.least(4);
       await new Promise<void>((resolve) => systemClock.setTimeout(resolve, 10));
       expect(cleared).to.equal(false);
+    });
+  });
+
+  describe('mailboxClock', () => {
+    it('fires its timers through the executor it is given, on the clock it wraps, and cancels them there', () => {
+      const clock = new SimulatedClock(500);
+      const queued: Array<() => void> = [];
+      const onMailbox = mailboxClock(clock, (fn) => queued.push(fn));
+      const fired: string[] = [];
+      onMailbox.setTimeout(() => fired.push('a'), 100);
+      const b = onMailbox.setTimeout(() => fired.push('b'), 100);
+      onMailbox.clearTimeout(b);
+      expect(onMailbox.now()).to.equal(500);
+      clock.increment(100);
+      expect(fired, 'not run outside the mailbox').to.deep.equal([]);
+      expect(queued).to.have.length(1);
+      queued.shift()!();
+      expect(fired).to.deep.equal(['a']);
     });
   });
 });

@@ -356,6 +356,40 @@ describe('ResourceManager endpoint', () => {
     });
   });
 
+  describe('registration events (what the MiniCluster waits on)', () => {
+    it('tells each TaskExecutor entering the SlotManager with its slot report, not at its registration, and each worker that ends, registered or not', async () => {
+      const h = await harness();
+      const events: string[] = [];
+      const unsubscribe = h.rm.onTaskExecutorRegistration((event) => events.push(`${event.type} ${event.resourceId}`));
+      const first = h.driver.startWorker();
+      const response = await h.registerOnly(first);
+      expect(response.kind).to.equal('accepted');
+      expect(events, 'registered at the ResourceManager, not yet in the SlotManager').to.deep.equal([]);
+      await h.register(first);
+      const never = h.driver.startWorker();
+      h.driver.terminate(never, 'exit code 1 before registering');
+      await settle();
+      h.driver.terminate(first, 'exit code 134');
+      await settle();
+      expect(events).to.deep.equal([`registered ${first}`, `worker-ended ${never}`, `worker-ended ${first}`]);
+      unsubscribe();
+      await h.worker();
+      expect(events).to.have.length(3);
+    });
+
+    it('logs a listener that throws and still tells the others', async () => {
+      const h = await harness();
+      const told: string[] = [];
+      h.rm.onTaskExecutorRegistration(() => {
+        throw new Error('boom');
+      });
+      h.rm.onTaskExecutorRegistration((event) => told.push(event.type));
+      await h.worker();
+      expect(told).to.deep.equal(['registered']);
+      expect(h.logs.some((line) => /registration listener threw: boom/.test(line))).to.equal(true);
+    });
+  });
+
   describe('lost TaskExecutors, told by cause (for the metrics)', () => {
     it('tells each loss once, by cause: worker exited, heartbeat timeout (its stop later is not another), disconnected, rejected', async () => {
       const h = await harness({ configuration: { 'slotmanager.number-of-slots.max': 6 } });

@@ -3,7 +3,8 @@
  * what a TaskExecutor says of itself (its registration, its slot reports).
  */
 import { IllegalArgumentError, UnknownTaskExecutorError } from '../../core/errors.js';
-import { ResourceID, type JobID } from '../../core/ids.js';
+import { ResourceID, type AllocationID, type JobID } from '../../core/ids.js';
+import type { ResourceSlotState } from '../../../machines/resourceSlot.machine.js';
 import { ResourceProfile, type ResourceProfileJSON } from '../../core/ResourceProfile.js';
 import type { SlotReport } from '../../core/SlotReport.js';
 import type { ReadonlyResourceTracker } from './ResourceTracker.js';
@@ -22,10 +23,23 @@ export interface SlotManagerOverview {
     readonly slots: { readonly free: number; readonly pending: number; readonly allocated: number };
     readonly idleSince: number | null;
     readonly blocked: boolean;
+    /** Every slot record: the static slots in index order (free ones too), then the dynamic ones. */
+    readonly records: readonly SlotRecordOverview[];
   }>;
   readonly pendingWorkers: readonly object[];
   readonly slots: { readonly pending: number; readonly allocated: number; readonly inFlight: number };
   readonly jobs: ReadonlyArray<{ readonly jobId: JobID; readonly required: number; readonly acquired: number }>;
+}
+
+/** One slot record of a TaskManager as the SlotManager holds it. */
+export interface SlotRecordOverview {
+  /** The static index, or -1 for a dynamic slot. */
+  readonly index: number;
+  readonly state: ResourceSlotState;
+  readonly jobId: JobID | null;
+  readonly allocationId: AllocationID | null;
+  /** Static: the executor's default slot profile; dynamic: the profile it was carved for. */
+  readonly profile: ResourceProfileJSON;
 }
 
 export function describeOverview(state: 'suspended' | 'started', tracker: TaskManagerTracker, resources: ReadonlyResourceTracker, inFlight: number): SlotManagerOverview {
@@ -45,6 +59,7 @@ export function describeOverview(state: 'suspended' | 'started', tracker: TaskMa
       slots,
       idleSince: tm.idleSince,
       blocked: tm.blocked,
+      records: [...tm.staticSlots, ...tm.dynamicSlots.values()].map(({ index, state, jobId, allocationId, profile }) => ({ index, state, jobId, allocationId, profile: profile.toJSON() })),
     };
   });
   const count = (list: ReadonlyArray<{ numberOfRequiredSlots: number }>) => list.reduce((n, r) => n + r.numberOfRequiredSlots, 0);

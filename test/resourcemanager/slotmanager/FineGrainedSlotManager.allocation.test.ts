@@ -37,6 +37,23 @@ describe('FineGrainedSlotManager: placing slots', () => {
       expect(h.sm.overview().slots).to.deep.equal({ pending: 0, allocated: 1, inFlight: 0 });
     });
 
+    it("shows each executor's slot records in its overview: static ones in index order, free ones too, with state, job, allocation and profile", async () => {
+      const h = createSlotManager({ allocator: false });
+      const te1 = h.register();
+      const job = JobID.generate();
+      h.declare(job, [UNKNOWN, 1]);
+      await h.check();
+      const { allocationId } = te1.gateway.requestSlotCalls[0]!;
+      const [tm] = h.sm.overview().taskManagers;
+      const records = tm!.records;
+      expect(records.map((r) => [r.index, r.state, r.jobId, r.allocationId])).to.deep.equal([
+        [0, 'allocated', job, allocationId],
+        ...records.slice(1).map((_, i) => [i + 1, 'free', null, null]),
+      ]);
+      expect(records.length, 'every static slot').to.be.greaterThan(1);
+      for (const r of records) expect(ResourceProfile.fromJSON(r.profile).equals(h.sm.tracker.getTaskManager(te1.resourceId)!.defaultSlotResourceProfile)).to.equal(true);
+    });
+
     it('fills the first executor before the next one (first fit), one static slot per index', async () => {
       const h = createSlotManager({ allocator: false });
       const te1 = h.register();
