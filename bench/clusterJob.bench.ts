@@ -31,15 +31,23 @@ if (binary === undefined) {
   process.exit(0);
 }
 
-const job = (): JobGraphSpec => ({ name: `trivial p=${P}`, vertices: [{ id: 'v', taskModule: new URL('./support/tasks/subtaskIndex.mjs', import.meta.url).href, parallelism: P }] });
+const job = (): JobGraphSpec => ({
+  name: `trivial p=${P}`,
+  vertices: [
+    { id: 'v', taskModule: new URL('./support/tasks/subtaskIndex.mjs', import.meta.url).href, parallelism: P },
+  ],
+});
 
-async function runOnce(submit: (spec: JobGraphSpec) => Promise<{ result: Promise<{ status: string; outputs: Record<string, unknown[]> }> }>): Promise<number> {
+async function runOnce(
+  submit: (spec: JobGraphSpec) => Promise<{ result: Promise<{ status: string; outputs: Record<string, unknown[]> }> }>,
+): Promise<number> {
   const started = performance.now();
   const client = await submit(job());
   const result = await client.result;
   const ms = performance.now() - started;
   const outputs = result.outputs['v'] ?? [];
-  if (result.status !== 'finished' || outputs.length !== P || outputs.some((value, i) => value !== i)) throw new Error(`wrong result: ${result.status}, ${outputs.length} outputs`);
+  if (result.status !== 'finished' || outputs.length !== P || outputs.some((value, i) => value !== i))
+    throw new Error(`wrong result: ${result.status}, ${outputs.length} outputs`);
   return ms;
 }
 
@@ -50,10 +58,17 @@ const times = { nats: [] as number[], mini: [] as number[] };
 try {
   const jobManager = await startJobManager({ nats: server.url, clusterId: 'bench', logger: () => {} });
   cleanups.push(() => jobManager.close());
-  const taskManagers = [0, 1].map(() => start<TaskManagerControl>('taskmanager', { nats: server.url, clusterId: 'bench', ...shape }));
+  const taskManagers = [0, 1].map(() =>
+    start<TaskManagerControl>('taskmanager', { nats: server.url, clusterId: 'bench', ...shape }),
+  );
   cleanups.push(() => Promise.all(taskManagers.map((tm) => stop(tm))));
   await until('both TaskManagers registered', () => jobManager.overview().taskExecutors.length === 2, 120_000);
-  const mini = await MiniCluster.start({ mode: 'process', taskExecutors: 2, slotsPerTaskExecutor: SLOTS, resources: { cpuCores: SLOTS, taskHeapMemory: '1g', managedMemory: '64m', networkMemory: '32m' } });
+  const mini = await MiniCluster.start({
+    mode: 'process',
+    taskExecutors: 2,
+    slotsPerTaskExecutor: SLOTS,
+    resources: { cpuCores: SLOTS, taskHeapMemory: '1g', managedMemory: '64m', networkMemory: '32m' },
+  });
   cleanups.push(() => mini.close());
   // One job each to warm up (code bundled and fetched, task threads booted), not counted.
   await runOnce((spec) => jobManager.submitJob(spec));
@@ -71,9 +86,15 @@ const median = (values: number[]) => sorted(values)[Math.floor((values.length - 
 const rate = (ms: number) => (P * 1000) / ms;
 console.table(
   (['nats', 'mini'] as const).map((key) => ({
-    cluster: key === 'nats' ? `session cluster over NATS (2 TaskManager processes × ${SLOTS} slots)` : `MiniCluster (2 TaskExecutor processes × ${SLOTS} slots)`,
+    cluster:
+      key === 'nats'
+        ? `session cluster over NATS (2 TaskManager processes × ${SLOTS} slots)`
+        : `MiniCluster (2 TaskExecutor processes × ${SLOTS} slots)`,
     'median ms': round(median(times[key])),
-    'subtasks/s (min / median / max)': sorted(times[key]).reverse().map((ms) => Math.round(rate(ms))).join(' / '),
+    'subtasks/s (min / median / max)': sorted(times[key])
+      .reverse()
+      .map((ms) => Math.round(rate(ms)))
+      .join(' / '),
   })),
 );
 const ratio = median(times.nats) / median(times.mini);

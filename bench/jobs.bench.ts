@@ -39,7 +39,8 @@ const TARGET = { parallelism: 1000, subtasksPerSec: 2000, cpuMsPerSubtask: 1 };
 const task = (name: string) => new URL(`./support/tasks/${name}.mjs`, import.meta.url);
 
 function graph(shape: Shape, p: number): JobGraphSpec {
-  if (shape === 'one vertex') return { name: `trivial p=${p}`, vertices: [{ id: 'v', taskModule: task('subtaskIndex'), parallelism: p }] };
+  if (shape === 'one vertex')
+    return { name: `trivial p=${p}`, vertices: [{ id: 'v', taskModule: task('subtaskIndex'), parallelism: p }] };
   return {
     name: `source-map-sink p=${p}`,
     vertices: [
@@ -62,7 +63,8 @@ function check(shape: Shape, p: number, outputs: Readonly<Record<string, unknown
     if (got.length !== p || got.some((value, i) => value !== i)) throw new Error(`trivial p=${p}: wrong outputs`);
   } else {
     const expected = (p * (p - 1)) / 2 + p;
-    if (outputs['sink']?.[0] !== expected) throw new Error(`source-map-sink p=${p}: sink returned ${String(outputs['sink']?.[0])}, expected ${expected}`);
+    if (outputs['sink']?.[0] !== expected)
+      throw new Error(`source-map-sink p=${p}: sink returned ${String(outputs['sink']?.[0])}, expected ${expected}`);
   }
 }
 
@@ -102,13 +104,18 @@ const record = (name: string, sample: Sample) => samples.set(name, [...(samples.
 const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>('lib/index.js');
 const setupStarted = performance.now();
 const clusters = new Map<'thread' | 'process', MiniClusterType>();
-for (const mode of MODES) clusters.set(mode, await MiniCluster.start({ mode, taskExecutors: 4, slotsPerTaskExecutor: 8, startTimeoutMs: 120_000 }));
+for (const mode of MODES)
+  clusters.set(
+    mode,
+    await MiniCluster.start({ mode, taskExecutors: 4, slotsPerTaskExecutor: 8, startTimeoutMs: 120_000 }),
+  );
 const piscina = new Piscina({ filename: new URL('./support/tasks/identity.mjs', import.meta.url).href });
 piscina.on('error', (error: unknown) => console.error('piscina pool error:', error));
 await Promise.all(Array.from({ length: 1000 }, (_, i) => piscina.run(i)));
 // Each shape once on each cluster before anything is timed: the task modules are checked (and
 // remembered) at a job's first submit, and the threads' code warms up.
-for (const cluster of clusters.values()) for (const shape of SHAPES) await (await cluster.submitJob(graph(shape, 64))).result;
+for (const cluster of clusters.values())
+  for (const shape of SHAPES) await (await cluster.submitJob(graph(shape, 64))).result;
 const setupMs = performance.now() - setupStarted;
 
 type Case = { readonly name: string; readonly subtasks: number; run(): Promise<void> };
@@ -130,7 +137,8 @@ for (const p of PARALLELISMS) {
         run: async () => {
           const job = await clusters.get(mode)!.submitJob(graph(shape, p));
           const result = await job.result;
-          if (result.status !== 'finished') throw new Error(`${mode} ${shape} p=${p} ${result.status}: ${result.error?.message ?? ''}`);
+          if (result.status !== 'finished')
+            throw new Error(`${mode} ${shape} p=${p} ${result.status}: ${result.error?.message ?? ''}`);
           check(shape, p, result.outputs);
         },
       });
@@ -178,9 +186,14 @@ for (let r = 0; r < ROUNDS; r++) {
 
 const stats = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
-  return { min: sorted[0] ?? NaN, median: sorted[Math.floor((sorted.length - 1) / 2)] ?? NaN, max: sorted.at(-1) ?? NaN };
+  return {
+    min: sorted[0] ?? NaN,
+    median: sorted[Math.floor((sorted.length - 1) / 2)] ?? NaN,
+    max: sorted.at(-1) ?? NaN,
+  };
 };
-const mmm = (s: { min: number; median: number; max: number }, digits = 0) => `${s.min.toFixed(digits)} / ${s.median.toFixed(digits)} / ${s.max.toFixed(digits)}`;
+const mmm = (s: { min: number; median: number; max: number }, digits = 0) =>
+  `${s.min.toFixed(digits)} / ${s.median.toFixed(digits)} / ${s.max.toFixed(digits)}`;
 
 const figures = cases.map((c) => {
   const list = samples.get(c.name) ?? [];
@@ -210,11 +223,23 @@ const target = figures.find((f) => f.name === `thread, one vertex, p=${TARGET.pa
 if (target !== undefined && target.failed === null) {
   const rate = target.subtasksPerSec.median;
   const cpu = target.cpuMsPerSubtask.median;
-  console.log(`thread mode, p=${TARGET.parallelism}: ${Math.round(rate)} subtasks/s (target ≥ ${TARGET.subtasksPerSec}: ${rate >= TARGET.subtasksPerSec ? 'met' : 'NOT MET'}), ${cpu.toFixed(3)} ms CPU per subtask (target ≤ ${TARGET.cpuMsPerSubtask}: ${cpu <= TARGET.cpuMsPerSubtask ? 'met' : 'NOT MET'})`);
+  console.log(
+    `thread mode, p=${TARGET.parallelism}: ${Math.round(rate)} subtasks/s (target ≥ ${TARGET.subtasksPerSec}: ${rate >= TARGET.subtasksPerSec ? 'met' : 'NOT MET'}), ${cpu.toFixed(3)} ms CPU per subtask (target ≤ ${TARGET.cpuMsPerSubtask}: ${cpu <= TARGET.cpuMsPerSubtask ? 'met' : 'NOT MET'})`,
+  );
 }
 for (const mode of MODES) {
   const big = figures.filter((f) => f.name.startsWith(`${mode},`) && f.name.endsWith('p=10000'));
-  if (big.length > 0) console.log(`${mode} mode, p=10000: ${big.every((f) => f.failed === null) ? 'every job finished' : `FAILED: ${big.filter((f) => f.failed).map((f) => f.name).join(', ')}`}`);
+  if (big.length > 0)
+    console.log(
+      `${mode} mode, p=10000: ${
+        big.every((f) => f.failed === null)
+          ? 'every job finished'
+          : `FAILED: ${big
+              .filter((f) => f.failed)
+              .map((f) => f.name)
+              .join(', ')}`
+      }`,
+    );
 }
 
 await Promise.all([...clusters.values()].map((cluster) => cluster.close()));
@@ -229,12 +254,23 @@ printJson({
     subtasks: f.subtasks,
     failed: f.failed,
     ms: { min: round(f.ms.min), median: round(f.ms.median), max: round(f.ms.max) },
-    subtasksPerSec: { min: round(f.subtasksPerSec.min), median: round(f.subtasksPerSec.median), max: round(f.subtasksPerSec.max) },
-    cpuMsPerSubtask: { min: round(f.cpuMsPerSubtask.min), median: round(f.cpuMsPerSubtask.median), max: round(f.cpuMsPerSubtask.max) },
+    subtasksPerSec: {
+      min: round(f.subtasksPerSec.min),
+      median: round(f.subtasksPerSec.median),
+      max: round(f.subtasksPerSec.max),
+    },
+    cpuMsPerSubtask: {
+      min: round(f.cpuMsPerSubtask.min),
+      median: round(f.cpuMsPerSubtask.median),
+      max: round(f.cpuMsPerSubtask.max),
+    },
     afterCpuMs: { min: round(f.afterCpuMs.min), median: round(f.afterCpuMs.median), max: round(f.afterCpuMs.max) },
   })),
   target: TARGET,
-  atTarget: target === undefined || target.failed !== null ? null : { subtasksPerSec: round(target.subtasksPerSec.median), cpuMsPerSubtask: round(target.cpuMsPerSubtask.median) },
+  atTarget:
+    target === undefined || target.failed !== null
+      ? null
+      : { subtasksPerSec: round(target.subtasksPerSec.median), cpuMsPerSubtask: round(target.cpuMsPerSubtask.median) },
   setupMs: Math.round(setupMs),
   node: process.version,
   cpus: cpus().length,

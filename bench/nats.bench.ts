@@ -53,7 +53,10 @@ const [a, b] = memoryTransportPair();
 const servedMemory = new Link('bench served in memory', b);
 serveGateway(servedMemory, ECHO_CHANNEL, echoImplementation(mailbox), { mailbox, gateway: 'EchoGateway' });
 const memoryLink = new Link('bench in memory', a);
-const memoryGateway = connectGateway<EchoGateway>(memoryLink, ECHO_CHANNEL, { gateway: 'EchoGateway', timeoutMs: 30_000 });
+const memoryGateway = connectGateway<EchoGateway>(memoryLink, ECHO_CHANNEL, {
+  gateway: 'EchoGateway',
+  timeoutMs: 30_000,
+});
 
 await Promise.all([natsGateway.echo(PAYLOAD), memoryGateway.echo(PAYLOAD)]);
 
@@ -88,7 +91,8 @@ const median = (values: number[]) => {
   return sorted.length === 0 ? NaN : sorted[Math.floor((sorted.length - 1) / 2)]!;
 };
 const micros = {} as Record<TaskKey, number>;
-for (const key of Object.keys(TASKS) as TaskKey[]) micros[key] = median(perRound[key].map((row) => row.meanMicros / TASKS[key][2]));
+for (const key of Object.keys(TASKS) as TaskKey[])
+  micros[key] = median(perRound[key].map((row) => row.meanMicros / TASKS[key][2]));
 
 console.table(
   (Object.keys(TASKS) as TaskKey[]).map((key) => ({

@@ -20,20 +20,34 @@ import { MiniCluster } from '../lib/MiniCluster.js';
 import { miniClusterTarget } from '../lib/rest/miniClusterTarget.js';
 import { startRestServer } from '../lib/rest/RestServer.js';
 import { sha256Hex } from '../lib/rest/TaskCodeCache.js';
-import { formatSpread, printJson, printTable, round, roundedSpread, rowNamed, runBench, spreadOf } from './support/report.js';
+import {
+  formatSpread,
+  printJson,
+  printTable,
+  round,
+  roundedSpread,
+  rowNamed,
+  runBench,
+  spreadOf,
+} from './support/report.js';
 
 const ROUNDS = Number(process.env['REST_ROUNDS'] ?? 5);
 const JOBS_PER_ROUND = 10;
 
 const TASK = new URL('./support/tasks/subtaskIndex.mjs', import.meta.url);
 const code = readFileSync(TASK, 'utf8');
-const body = JSON.stringify({ job: { name: 'trivial', vertices: [{ id: 'v', taskModule: 'subtaskIndex.mjs', parallelism: 1 }] }, taskCode: [{ name: 'subtaskIndex.mjs', code, sha256: sha256Hex(code) }] });
+const body = JSON.stringify({
+  job: { name: 'trivial', vertices: [{ id: 'v', taskModule: 'subtaskIndex.mjs', parallelism: 1 }] },
+  taskCode: [{ name: 'subtaskIndex.mjs', code, sha256: sha256Hex(code) }],
+});
 
 const dir = mkdtempSync(join(tmpdir(), 'slotwise-rest-bench-'));
 const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 4 });
 const server = await startRestServer({ target: miniClusterTarget(cluster, { taskCodeDir: dir }), port: 0 });
 try {
-  const ended = (await (await fetch(`${server.url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).json()) as { jobid: string };
+  const ended = (await (
+    await fetch(`${server.url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+  ).json()) as { jobid: string };
   await cluster.dispatcher.getJob(ended.jobid as never)!.result;
   const bench = new Bench({ time: 1_500, warmup: true, warmupTime: 300 });
   bench.add('overview in process', () => {
@@ -45,7 +59,9 @@ try {
     await response.json();
   });
   bench.add('GET /jobs/:id/result (ended job)', async () => {
-    const answer = (await (await fetch(`${server.url}/jobs/${ended.jobid}/result`)).json()) as { status: { id: string } };
+    const answer = (await (await fetch(`${server.url}/jobs/${ended.jobid}/result`)).json()) as {
+      status: { id: string };
+    };
     if (answer.status.id !== 'COMPLETED') throw new Error('not completed');
   });
   const rows = await runBench(bench);
@@ -54,15 +70,23 @@ try {
   // Jobs in interleaved rounds (in process, then over REST, ROUNDS times): a loaded machine drifts
   // over a run, and back-to-back blocks would charge the drift to one side.
   const inProcess = async () => {
-    const job = await cluster.submitJob({ name: 'trivial', vertices: [{ id: 'v', taskModule: fileURLToPath(TASK), parallelism: 1 }] });
+    const job = await cluster.submitJob({
+      name: 'trivial',
+      vertices: [{ id: 'v', taskModule: fileURLToPath(TASK), parallelism: 1 }],
+    });
     if ((await job.result).status !== 'finished') throw new Error('job did not finish');
   };
   const overRest = async () => {
-    const submitted = await fetch(`${server.url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const submitted = await fetch(`${server.url}/jobs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     const { jobid } = (await submitted.json()) as { jobid: string };
     // Waited for in process, as above: only the submit path differs (a client polling the result
     // would take CPU from the job on a small machine and measure its poll interval).
-    if ((await cluster.dispatcher.getJob(jobid as never)!.result).status !== 'finished') throw new Error('job did not finish');
+    if ((await cluster.dispatcher.getJob(jobid as never)!.result).status !== 'finished')
+      throw new Error('job did not finish');
   };
   const perJob = async (op: () => Promise<void>) => {
     const started = performance.now();
@@ -79,7 +103,9 @@ try {
   }
   const localSpread = spreadOf(local);
   const restSpread = spreadOf(rest);
-  console.log(`a trivial job, submit to result, ms per job (min / median / max of ${ROUNDS} rounds of ${JOBS_PER_ROUND}): in process ${formatSpread(localSpread)}, submitted over REST ${formatSpread(restSpread)}`);
+  console.log(
+    `a trivial job, submit to result, ms per job (min / median / max of ${ROUNDS} rounds of ${JOBS_PER_ROUND}): in process ${formatSpread(localSpread)}, submitted over REST ${formatSpread(restSpread)}`,
+  );
   const mean = (name: string) => rowNamed(rows, name).meanMicros;
   const figures = {
     overviewInProcessMicros: round(mean('overview in process')),
@@ -90,7 +116,9 @@ try {
     jobRatioMedian: round(restSpread.median / localSpread.median),
     resultRestMicros: round(mean('GET /jobs/:id/result (ended job)')),
   };
-  console.log(`GET /overview ${figures.overviewRatio}× overview() in process; a trivial job submitted over REST ${figures.jobRatioMedian}× (median) the same job submitted in process; GET /jobs/:id/result ${figures.resultRestMicros} µs`);
+  console.log(
+    `GET /overview ${figures.overviewRatio}× overview() in process; a trivial job submitted over REST ${figures.jobRatioMedian}× (median) the same job submitted in process; GET /jobs/:id/result ${figures.resultRestMicros} µs`,
+  );
   printJson(figures);
 } finally {
   await server.close();

@@ -55,7 +55,10 @@ function rawCaller(post: (message: unknown) => void, onMessage: (handler: (messa
 }
 
 function gatewayCaller(link: Link): Call {
-  const gateway: Gateway<EchoGateway> = connectGateway<EchoGateway>(link, ECHO_CHANNEL, { gateway: 'EchoGateway', timeoutMs: 30_000 });
+  const gateway: Gateway<EchoGateway> = connectGateway<EchoGateway>(link, ECHO_CHANNEL, {
+    gateway: 'EchoGateway',
+    timeoutMs: 30_000,
+  });
   return (payload) => gateway.echo(payload);
 }
 
@@ -84,14 +87,20 @@ const comlinkWorker = startWorker(WORKER_ENTRY, { mode: 'comlink' });
 const rawChild = forkProcess(PROCESS_ENTRY, ['raw']);
 const gatewayChild = forkProcess(PROCESS_ENTRY);
 
-const threadRaw = rawCaller((m) => rawWorker.postMessage(m), (h) => rawWorker.on('message', h));
+const threadRaw = rawCaller(
+  (m) => rawWorker.postMessage(m),
+  (h) => rawWorker.on('message', h),
+);
 const threadLink = new Link('bench → worker', portTransport(gatewayWorker));
 const threadGateway = gatewayCaller(threadLink);
 // For reference: comlink's own `wrap` to a worker that `expose`s the object (no deadline, no close handling).
 const comlinkLink = new Link('bench → comlink worker', portTransport(comlinkWorker));
 const bareEcho = wrap<EchoGateway>(comlinkLink.channel(ECHO_CHANNEL) as unknown as Endpoint).echo;
 const threadComlink: Call = (payload) => bareEcho(payload);
-const processRaw = rawCaller((m) => rawChild.send(m as object), (h) => rawChild.on('message', h));
+const processRaw = rawCaller(
+  (m) => rawChild.send(m as object),
+  (h) => rawChild.on('message', h),
+);
 const processLink = new Link('bench → process', processTransport(gatewayChild));
 const processGateway = gatewayCaller(processLink);
 
@@ -117,7 +126,15 @@ type TaskKey = keyof typeof TASKS;
 
 // ------------------------------------------------------------------------------ runs
 
-const perRound: Record<TaskKey, BenchRow[]> = { threadRawSeq: [], threadGatewaySeq: [], threadRaw64: [], threadGateway64: [], threadComlink64: [], processRaw64: [], processGateway64: [] };
+const perRound: Record<TaskKey, BenchRow[]> = {
+  threadRawSeq: [],
+  threadGatewaySeq: [],
+  threadRaw64: [],
+  threadGateway64: [],
+  threadComlink64: [],
+  processRaw64: [],
+  processGateway64: [],
+};
 for (let round = 0; round < ROUNDS; round++) {
   const bench = new Bench({ name: `rpc round ${round + 1}`, time: 700, warmupTime: 200, iterations: 16 });
   for (const [name, fn] of Object.values(TASKS)) bench.add(name, fn);
@@ -165,9 +182,13 @@ const ratioThread64 = ratio('threadGateway64', 'threadRaw64');
 const ratioProcess64 = ratio('processGateway64', 'processRaw64');
 const ratioComlink64 = ratio('threadComlink64', 'threadRaw64');
 console.log(`gateway / raw, thread, sequential:        ${round(ratioThreadSeq)}×`);
-console.log(`gateway / raw, thread, ${IN_FLIGHT} in flight:      ${round(ratioThread64)}×  (target ≤ 2×: ${ratioThread64 <= 2 ? 'met' : 'MISSED'})`);
+console.log(
+  `gateway / raw, thread, ${IN_FLIGHT} in flight:      ${round(ratioThread64)}×  (target ≤ 2×: ${ratioThread64 <= 2 ? 'met' : 'MISSED'})`,
+);
 console.log(`gateway / raw, process, ${IN_FLIGHT} in flight:     ${round(ratioProcess64)}×`);
-console.log(`comlink wrap / raw, thread, ${IN_FLIGHT} in flight: ${round(ratioComlink64)}×  (reference: comlink's expose + wrap over the same kind of Link)`);
+console.log(
+  `comlink wrap / raw, thread, ${IN_FLIGHT} in flight: ${round(ratioComlink64)}×  (reference: comlink's expose + wrap over the same kind of Link)`,
+);
 
 threadLink.close('bench done');
 comlinkLink.close('bench done');

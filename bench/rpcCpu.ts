@@ -29,9 +29,12 @@ const PAYLOAD = { allocationId: 'alloc-5f0c9a7e2b1d4c3a', jobId: 'job-9e8d7c6b5a
 const calls = Number(process.argv[2] ?? 40_000);
 const rounds = Number(process.argv[3] ?? 5);
 const IN_FLIGHT = Number(process.argv[4] ?? 64);
-if (!Number.isSafeInteger(IN_FLIGHT) || IN_FLIGHT < 1) throw new Error(`in flight must be a positive integer, got ${process.argv[4]}`);
-if (!Number.isSafeInteger(calls) || calls < IN_FLIGHT) throw new Error(`calls must be an integer >= ${IN_FLIGHT}, got ${process.argv[2]}`);
-if (!Number.isSafeInteger(rounds) || rounds < 1) throw new Error(`rounds must be a positive integer, got ${process.argv[3]}`);
+if (!Number.isSafeInteger(IN_FLIGHT) || IN_FLIGHT < 1)
+  throw new Error(`in flight must be a positive integer, got ${process.argv[4]}`);
+if (!Number.isSafeInteger(calls) || calls < IN_FLIGHT)
+  throw new Error(`calls must be an integer >= ${IN_FLIGHT}, got ${process.argv[2]}`);
+if (!Number.isSafeInteger(rounds) || rounds < 1)
+  throw new Error(`rounds must be a positive integer, got ${process.argv[3]}`);
 
 type Call = (payload: unknown) => Promise<unknown>;
 
@@ -40,7 +43,11 @@ function threads(): string[] {
 }
 
 /** Starts a worker and tells which of this process's threads appeared with it (its JS thread among them). */
-async function started(entry: URL, workerData: unknown, up: (worker: Worker) => Promise<unknown>): Promise<{ worker: Worker; tids: string[] }> {
+async function started(
+  entry: URL,
+  workerData: unknown,
+  up: (worker: Worker) => Promise<unknown>,
+): Promise<{ worker: Worker; tids: string[] }> {
   const before = new Set(threads());
   const worker = startWorker(entry, workerData);
   await up(worker);
@@ -121,10 +128,18 @@ async function measure(call: Call, workerTids: readonly string[]): Promise<Figur
   const before = { main: ticks(main), worker: ticks(workerTids), total: ticks(all) };
   await drive(call, calls);
   const perCall = (spent: number) => (spent * 1e6) / USER_HZ / calls;
-  return { main: perCall(ticks(main) - before.main), worker: perCall(ticks(workerTids) - before.worker), total: perCall(ticks(threads()) - before.total) };
+  return {
+    main: perCall(ticks(main) - before.main),
+    worker: perCall(ticks(workerTids) - before.worker),
+    total: perCall(ticks(threads()) - before.total),
+  };
 }
 
-const variants = { gateway: [gateway, gatewayWorker.tids], raw: [raw, rawWorker.tids], 'comlink wrap': [comlink, comlinkWorker.tids] } as const;
+const variants = {
+  gateway: [gateway, gatewayWorker.tids],
+  raw: [raw, rawWorker.tids],
+  'comlink wrap': [comlink, comlinkWorker.tids],
+} as const;
 type Variant = keyof typeof variants;
 const results: Record<Variant, Figures[]> = { gateway: [], raw: [], 'comlink wrap': [] };
 for (const [call] of Object.values(variants)) await drive(call, 5_000);
@@ -133,14 +148,18 @@ for (let round = 0; round < rounds; round++) {
     const [call, tids] = variants[name];
     const figures = await measure(call, tids);
     results[name].push(figures);
-    console.log(`round ${round + 1} ${name.padEnd(12)} main ${figures.main.toFixed(1)} µs, worker ${figures.worker.toFixed(1)} µs, all threads ${figures.total.toFixed(1)} µs per call`);
+    console.log(
+      `round ${round + 1} ${name.padEnd(12)} main ${figures.main.toFixed(1)} µs, worker ${figures.worker.toFixed(1)} µs, all threads ${figures.total.toFixed(1)} µs per call`,
+    );
   }
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
 for (const name of Object.keys(variants) as Variant[]) {
   const rows = results[name];
-  console.log(`median ${name.padEnd(12)} main ${median(rows.map((r) => r.main)).toFixed(1)} µs, worker ${median(rows.map((r) => r.worker)).toFixed(1)} µs, all threads ${median(rows.map((r) => r.total)).toFixed(1)} µs per call (${calls} calls, ${IN_FLIGHT} in flight)`);
+  console.log(
+    `median ${name.padEnd(12)} main ${median(rows.map((r) => r.main)).toFixed(1)} µs, worker ${median(rows.map((r) => r.worker)).toFixed(1)} µs, all threads ${median(rows.map((r) => r.total)).toFixed(1)} µs per call (${calls} calls, ${IN_FLIGHT} in flight)`,
+  );
 }
 
 gatewayLink.close('done');

@@ -23,7 +23,9 @@ const files = readdirSync(benchDir)
   .map((name) => join(benchDir, name));
 
 if (files.length === 0) {
-  console.error(`no benchmark to run: no bench/*.bench.ts${filters.length > 0 ? ` matching ${filters.join(', ')}` : ''}`);
+  console.error(
+    `no benchmark to run: no bench/*.bench.ts${filters.length > 0 ? ` matching ${filters.join(', ')}` : ''}`,
+  );
   process.exit(1);
 }
 
@@ -40,7 +42,8 @@ function runOne(file: string): Promise<Outcome> {
   return new Promise((resolve) => {
     // cwd = the package root, so `--import tsx` resolves this package's tsx.
     const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', file], { cwd: root, stdio: 'inherit' });
-    const done = (ok: boolean, how: string) => resolve({ file: name, ok, how, seconds: (performance.now() - started) / 1000 });
+    const done = (ok: boolean, how: string) =>
+      resolve({ file: name, ok, how, seconds: (performance.now() - started) / 1000 });
     child.on('error', (error) => done(false, `could not start: ${error.message}`));
     child.on('exit', (code, signal) => done(code === 0, signal !== null ? `killed by ${signal}` : `exit ${code}`));
   });

@@ -24,7 +24,8 @@ const WARMUP_TASKS = 3_000;
 const mode = process.argv[2] ?? 'thread';
 const tasks = Number(process.argv[3] ?? 20_000);
 if (mode !== 'thread' && mode !== 'process') throw new Error(`mode must be thread or process, got ${mode}`);
-if (!Number.isSafeInteger(tasks) || tasks < 1) throw new Error(`tasks must be a positive integer, got ${process.argv[3]}`);
+if (!Number.isSafeInteger(tasks) || tasks < 1)
+  throw new Error(`tasks must be a positive integer, got ${process.argv[3]}`);
 
 const cluster = await startTaskCluster(mode, SLOTS);
 const taskModule = TASK_FIXTURE('increment');
@@ -78,7 +79,12 @@ const rows: string[] = [];
 for (const [thread, now] of after) {
   const spent = now - (before.get(thread) ?? 0);
   total += spent;
-  if (spent > 0) rows.push(`  ${thread}${thread === `${process.pid}/${process.pid}` ? ' (main)' : ''}: ${microsPerTask(spent)} µs/task`);
+  if (spent > 0)
+    rows.push(
+      `  ${thread}${thread === `${process.pid}/${process.pid}` ? ' (main)' : ''}: ${microsPerTask(spent)} µs/task`,
+    );
 }
-console.log(`${mode} mode: ${Math.round((tasks / elapsedMs) * 1000)} tasks/s; CPU over every thread ${microsPerTask(total)} µs/task`);
+console.log(
+  `${mode} mode: ${Math.round((tasks / elapsedMs) * 1000)} tasks/s; CPU over every thread ${microsPerTask(total)} µs/task`,
+);
 console.log(rows.join('\n'));

@@ -15,7 +15,7 @@
  * Targets: ≤ 50 ms CPU per TaskExecutor, 32 up in ≤ 2 s. Run with `npm run bench -- taskExecutorStart`.
  * The last line is one JSON object with every figure.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
 import { compiled } from './support/compiled.js';
@@ -79,7 +79,13 @@ for (let r = 0; r < ROUNDS; r++) {
       await quiet();
       const before = threadCpu();
       const started = performance.now();
-      const cluster = await MiniCluster.start({ mode, taskExecutors: n, slotsPerTaskExecutor: SLOTS, startTimeoutMs: 120_000, configuration: { 'taskmanager.task-threads.spare': 0 } });
+      const cluster = await MiniCluster.start({
+        mode,
+        taskExecutors: n,
+        slotsPerTaskExecutor: SLOTS,
+        startTimeoutMs: 120_000,
+        configuration: { 'taskmanager.task-threads.spare': 0 },
+      });
       const wallMs = performance.now() - started;
       const cpuMsEach = newCpu(before) / n;
       await cluster.close();
@@ -104,25 +110,42 @@ for (let r = 0; r < ROUNDS; r++) {
 
 const stats = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
-  return { min: sorted[0] ?? NaN, median: sorted[Math.floor((sorted.length - 1) / 2)] ?? NaN, max: sorted.at(-1) ?? NaN };
+  return {
+    min: sorted[0] ?? NaN,
+    median: sorted[Math.floor((sorted.length - 1) / 2)] ?? NaN,
+    max: sorted.at(-1) ?? NaN,
+  };
 };
-const mmm = (s: { min: number; median: number; max: number }) => `${Math.round(s.min)} / ${Math.round(s.median)} / ${Math.round(s.max)}`;
-const figures = [...samples].map(([name, list]) => ({ name, wallMs: stats(list.map((s) => s.wallMs)), cpuMsEach: stats(list.map((s) => s.cpuMsEach)) }));
+const mmm = (s: { min: number; median: number; max: number }) =>
+  `${Math.round(s.min)} / ${Math.round(s.median)} / ${Math.round(s.max)}`;
+const figures = [...samples].map(([name, list]) => ({
+  name,
+  wallMs: stats(list.map((s) => s.wallMs)),
+  cpuMsEach: stats(list.map((s) => s.cpuMsEach)),
+}));
 
 console.log(`\nTaskExecutors of ${SLOTS} slots from dist/; ${ROUNDS} interleaved rounds; min / median / max`);
-console.table(figures.map((f) => ({ start: f.name, 'up in ms': mmm(f.wallMs), 'CPU ms per TaskExecutor': mmm(f.cpuMsEach) })));
+console.table(
+  figures.map((f) => ({ start: f.name, 'up in ms': mmm(f.wallMs), 'CPU ms per TaskExecutor': mmm(f.cpuMsEach) })),
+);
 const spare = stats(spareBoots);
 console.log(`a spare task thread's boot, after registration: ${mmm(spare)} ms CPU each`);
 for (const f of figures) {
   const verdict = f.cpuMsEach.median <= TARGET.cpuMsPerTaskExecutor ? 'met' : 'NOT MET';
-  console.log(`${f.name}: ${Math.round(f.cpuMsEach.median)} ms CPU each (target ≤ ${TARGET.cpuMsPerTaskExecutor}: ${verdict})${f.name.endsWith('32 TaskExecutors') ? `, up in ${Math.round(f.wallMs.median)} ms (target ≤ ${TARGET.wallMsFor32}: ${f.wallMs.median <= TARGET.wallMsFor32 ? 'met' : 'NOT MET'})` : ''}`);
+  console.log(
+    `${f.name}: ${Math.round(f.cpuMsEach.median)} ms CPU each (target ≤ ${TARGET.cpuMsPerTaskExecutor}: ${verdict})${f.name.endsWith('32 TaskExecutors') ? `, up in ${Math.round(f.wallMs.median)} ms (target ≤ ${TARGET.wallMsFor32}: ${f.wallMs.median <= TARGET.wallMsFor32 ? 'met' : 'NOT MET'})` : ''}`,
+  );
 }
 
 printJson({
   bench: 'taskExecutorStart',
   rounds: ROUNDS,
   slots: SLOTS,
-  starts: figures.map((f) => ({ name: f.name, wallMs: { min: round(f.wallMs.min), median: round(f.wallMs.median), max: round(f.wallMs.max) }, cpuMsEach: { min: round(f.cpuMsEach.min), median: round(f.cpuMsEach.median), max: round(f.cpuMsEach.max) } })),
+  starts: figures.map((f) => ({
+    name: f.name,
+    wallMs: { min: round(f.wallMs.min), median: round(f.wallMs.median), max: round(f.wallMs.max) },
+    cpuMsEach: { min: round(f.cpuMsEach.min), median: round(f.cpuMsEach.median), max: round(f.cpuMsEach.max) },
+  })),
   spareThreadBootCpuMs: { min: round(spare.min), median: round(spare.median), max: round(spare.max) },
   target: TARGET,
   node: process.version,

@@ -29,13 +29,22 @@ const noop = (): void => {};
 
 /** `n` slots' worth of resources: per slot 1 core, 100 mb task heap, 64 mb managed memory. */
 function totalFor(n: number): ResourceProfile {
-  return ResourceProfile.newBuilder().setCpuCores(n).setTaskHeapMemoryMB(100 * n).setManagedMemoryMB(64 * n).build();
+  return ResourceProfile.newBuilder()
+    .setCpuCores(n)
+    .setTaskHeapMemoryMB(100 * n)
+    .setManagedMemoryMB(64 * n)
+    .build();
 }
 
 /** A started table on a simulated clock that never moves, so no slot timeout fires. Default executor, no slotActions. */
 function actorTable(numberSlots: number): { table: TaskSlotTable; clock: SimulatedClock } {
   const clock = new SimulatedClock();
-  const table = new TaskSlotTable({ totalResourceProfile: totalFor(numberSlots), numberSlots, clock, pageSize: PAGE_SIZE });
+  const table = new TaskSlotTable({
+    totalResourceProfile: totalFor(numberSlots),
+    numberSlots,
+    clock,
+    pageSize: PAGE_SIZE,
+  });
   table.start();
   return { table, clock };
 }
@@ -63,7 +72,12 @@ let plainCycles = 0;
  */
 async function actorCycle(): Promise<void> {
   const allocationId = AllocationID.generate();
-  actors.table.allocateSlot({ index: actorCycles++ % CYCLE_SLOTS, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN });
+  actors.table.allocateSlot({
+    index: actorCycles++ % CYCLE_SLOTS,
+    jobId,
+    allocationId,
+    resourceProfile: ResourceProfile.UNKNOWN,
+  });
   actors.table.markSlotActive(allocationId);
   const task = payload(allocationId);
   actors.table.addTask(task);
@@ -73,7 +87,12 @@ async function actorCycle(): Promise<void> {
 
 function plainCycle(): void {
   const allocationId = AllocationID.generate();
-  plain.allocateSlot({ index: plainCycles++ % CYCLE_SLOTS, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN });
+  plain.allocateSlot({
+    index: plainCycles++ % CYCLE_SLOTS,
+    jobId,
+    allocationId,
+    resourceProfile: ResourceProfile.UNKNOWN,
+  });
   plain.markSlotActive(allocationId);
   const task = payload(allocationId);
   plain.addTask(task);
@@ -95,9 +114,15 @@ const bench = new Bench({ name: 'taskSlotTable', time: 1500, warmupTime: 1000, i
 bench.add(CYCLE_ACTORS, actorCycle).add(CYCLE_PLAIN, plainCycle).add(IDS_ONLY, idsOnly);
 
 const gc = exposedGc();
-console.log(`taskSlotTable bench · node ${process.version} · ${gc ? 'gc exposed' : 'gc NOT exposed (run with --expose-gc): heap figures are noisy'}`);
-console.log(`cycle = allocate (index i % ${CYCLE_SLOTS}, fresh AllocationID) → markSlotActive → addTask → removeTask → freeSlot`);
-console.log('the actor cycle also arms and cancels a slot-timeout timer (SimulatedClock) and awaits the slot closing; the plain table has no timers and nothing to await\n');
+console.log(
+  `taskSlotTable bench · node ${process.version} · ${gc ? 'gc exposed' : 'gc NOT exposed (run with --expose-gc): heap figures are noisy'}`,
+);
+console.log(
+  `cycle = allocate (index i % ${CYCLE_SLOTS}, fresh AllocationID) → markSlotActive → addTask → removeTask → freeSlot`,
+);
+console.log(
+  'the actor cycle also arms and cancels a slot-timeout timer (SimulatedClock) and awaits the slot closing; the plain table has no timers and nothing to await\n',
+);
 
 const rows = await runBench(bench);
 printTable(rows);
@@ -106,7 +131,9 @@ const plainRow = rowNamed(rows, CYCLE_PLAIN);
 const ratio = plainRow.opsPerSec / actorRow.opsPerSec;
 const idsRow = rowNamed(rows, IDS_ONLY);
 const netRatio = (actorRow.meanMicros - idsRow.meanMicros) / (plainRow.meanMicros - idsRow.meanMicros);
-console.log(`plain / actors: ${round(ratio)}× (${round(actorRow.meanMicros)} µs vs ${round(plainRow.meanMicros)} µs per cycle); net of the ids: ${round(netRatio)}×`);
+console.log(
+  `plain / actors: ${round(ratio)}× (${round(actorRow.meanMicros)} µs vs ${round(plainRow.meanMicros)} µs per cycle); net of the ids: ${round(netRatio)}×`,
+);
 
 // Leak check: after the timed run and more cycles, the table must be as empty as it started.
 const heapBeforeMore = settledHeapUsed();
@@ -126,13 +153,17 @@ console.log(
   `after ${actorCycles} actor cycles: ${JSON.stringify(leftovers)}; heap ${signed(leakBytesPerCycle)} bytes per cycle over the last ${LEAK_CHECK_CYCLES}` +
     (plain.size === 0 ? '' : `; plain table still holds ${plain.size} slots`),
 );
-const leaked = leftovers.slots + leftovers.closingSlots + leftovers.children + leftovers.jobs + leftovers.pendingTimers > 0 || !leftovers.availableIsTotal;
+const leaked =
+  leftovers.slots + leftovers.closingSlots + leftovers.children + leftovers.jobs + leftovers.pendingTimers > 0 ||
+  !leftovers.availableIsTotal;
 if (leaked) {
   console.error('LEAK: the cycle table did not return to empty');
   process.exitCode = 1;
 } else if (gc !== undefined && leakBytesPerCycle > LEAK_BYTES_PER_CYCLE) {
   // Reported, not failed: the table's own state is empty, so what grows is held outside it.
-  console.log(`WARNING: the heap grows ~${Math.round(leakBytesPerCycle)} bytes per cycle although the table is back to empty: something outside the table's state keeps per-slot data`);
+  console.log(
+    `WARNING: the heap grows ~${Math.round(leakBytesPerCycle)} bytes per cycle although the table is back to empty: something outside the table's state keeps per-slot data`,
+  );
 }
 await actors.table.closeAsync();
 
@@ -190,7 +221,8 @@ function median(xs: readonly number[]): number {
 const heapActors = heapPerSlot(() => {
   const { table, clock } = actorTable(LIVE_SLOTS);
   return {
-    allocate: (index: number, allocationId: AllocationID) => void table.allocateSlot({ index, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN }),
+    allocate: (index: number, allocationId: AllocationID) =>
+      void table.allocateSlot({ index, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN }),
     size: () => table.getTaskSlots().length,
     table,
     clock,
@@ -204,7 +236,8 @@ const closeMsActors = performance.now() - closeStarted;
 const heapPlain = heapPerSlot(() => {
   const table = plainTable(LIVE_SLOTS);
   return {
-    allocate: (index: number, allocationId: AllocationID) => void table.allocateSlot({ index, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN }),
+    allocate: (index: number, allocationId: AllocationID) =>
+      void table.allocateSlot({ index, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN }),
     size: () => table.size,
   };
 });

@@ -25,8 +25,17 @@ const jobId = JobID.generate();
 const noop = (): void => {};
 
 function startedTable(): { table: TaskSlotTable; allocations: AllocationID[] } {
-  const total = ResourceProfile.newBuilder().setCpuCores(SLOTS).setTaskHeapMemoryMB(100 * SLOTS).setManagedMemoryMB(8 * SLOTS).build();
-  const table = new TaskSlotTable({ totalResourceProfile: total, numberSlots: SLOTS, clock: new SimulatedClock(), pageSize: 32 * 1024 });
+  const total = ResourceProfile.newBuilder()
+    .setCpuCores(SLOTS)
+    .setTaskHeapMemoryMB(100 * SLOTS)
+    .setManagedMemoryMB(8 * SLOTS)
+    .build();
+  const table = new TaskSlotTable({
+    totalResourceProfile: total,
+    numberSlots: SLOTS,
+    clock: new SimulatedClock(),
+    pageSize: 32 * 1024,
+  });
   table.start();
   const allocations = Array.from({ length: SLOTS }, (_, index) => {
     const allocationId = AllocationID.generate();
@@ -39,7 +48,12 @@ function startedTable(): { table: TaskSlotTable; allocations: AllocationID[] } {
 
 /** The payloads of one round, made before the clock starts (IDs cost more than the table). */
 function payloads(allocations: readonly AllocationID[]): TaskSlotPayload[] {
-  return Array.from({ length: TASKS }, (_, i) => ({ executionAttemptId: ExecutionAttemptID.generate(), jobId, allocationId: allocations[i % SLOTS]!, failExternally: noop }));
+  return Array.from({ length: TASKS }, (_, i) => ({
+    executionAttemptId: ExecutionAttemptID.generate(),
+    jobId,
+    allocationId: allocations[i % SLOTS]!,
+    failExternally: noop,
+  }));
 }
 
 function oneByOne(table: TaskSlotTable, tasks: readonly TaskSlotPayload[]): void {
@@ -59,7 +73,8 @@ function inTurns(table: TaskSlotTable, tasks: readonly TaskSlotPayload[]): void 
 
 function allLive(table: TaskSlotTable, tasks: readonly TaskSlotPayload[]): void {
   for (let at = 0; at < tasks.length; at += TURN) table.addTasks(tasks.slice(at, at + TURN));
-  for (let at = 0; at < tasks.length; at += TURN) table.removeTasksIfPresent(tasks.slice(at, at + TURN).map((t) => t.executionAttemptId));
+  for (let at = 0; at < tasks.length; at += TURN)
+    table.removeTasksIfPresent(tasks.slice(at, at + TURN).map((t) => t.executionAttemptId));
 }
 
 /**
@@ -88,7 +103,9 @@ function measure(name: string, run: (table: TaskSlotTable, tasks: readonly TaskS
   return median;
 }
 
-console.log(`taskSlotTableTasks bench · node ${process.version} · ${TASKS} tasks over ${SLOTS} active slots, add + remove, median of ${ROUNDS} rounds`);
+console.log(
+  `taskSlotTableTasks bench · node ${process.version} · ${TASKS} tasks over ${SLOTS} active slots, add + remove, median of ${ROUNDS} rounds`,
+);
 const oneByOneMicros = measure('(a) addTask + removeTaskIfPresent, one by one', oneByOne);
 const inTurnsMicros = measure(`(b) addTasks + removeTasksIfPresent, turns of ${TURN}`, inTurns);
 const allLiveMicros = measure(`(c) all ${TASKS} live, in turns of ${TURN}`, allLive);

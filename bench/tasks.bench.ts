@@ -77,16 +77,28 @@ function barePiscina(): { run: RunOne; pool: Piscina } {
 }
 
 function slotTaskPools(): { run: RunOne; pools: SlotTaskPool[] } {
-  const pools = Array.from({ length: SLOTS }, (_, s) => new SlotTaskPool({ name: `bench-slot-${s}`, heapLimitMb: 64, log: () => {} }));
+  const pools = Array.from(
+    { length: SLOTS },
+    (_, s) => new SlotTaskPool({ name: `bench-slot-${s}`, heapLimitMb: 64, log: () => {} }),
+  );
   const run: RunOne = async (slot, i) => {
     const pool = pools[slot % SLOTS]!;
-    const result = await pool.run({ taskModule: TASK_MODULE, context: context(slot, i), inputs: i, config: undefined, memory: null });
+    const result = await pool.run({
+      taskModule: TASK_MODULE,
+      context: context(slot, i),
+      inputs: i,
+      config: undefined,
+      memory: null,
+    });
     return result.output;
   };
   return { run, pools };
 }
 
-const viaCluster = (cluster: TaskCluster): RunOne => (slot, i) => cluster.run(slot, TASK_MODULE, i);
+const viaCluster =
+  (cluster: TaskCluster): RunOne =>
+  (slot, i) =>
+    cluster.run(slot, TASK_MODULE, i);
 
 // ------------------------------------------------------------------------------ driving
 
@@ -149,7 +161,10 @@ function cpuMs(): number {
 const setupStarted = performance.now();
 const bare = barePiscina();
 const direct = slotTaskPools();
-const [threadCluster, processCluster] = await Promise.all([startTaskCluster('thread', SLOTS), startTaskCluster('process', SLOTS)]);
+const [threadCluster, processCluster] = await Promise.all([
+  startTaskCluster('thread', SLOTS),
+  startTaskCluster('process', SLOTS),
+]);
 // Every thread up and every slot's thread has loaded the task module (the first task on a thread
 // starts the thread and registers tsx there): a few tasks per slot, outside any timing.
 const VARIANTS = {
@@ -169,10 +184,21 @@ const setupMs = performance.now() - setupStarted;
 const perRound: Record<Key, BenchRow[]> = { bare: [], direct: [], thread: [], process: [] };
 /** Per round, CPU µs per task over the round's timed and warmup iterations (all threads, the TaskExecutor process included). */
 const cpuPerTask: Record<Key, number[]> = { bare: [], direct: [], thread: [], process: [] };
-const latencies: Record<Key, Latencies> = { bare: { values: [] }, direct: { values: [] }, thread: { values: [] }, process: { values: [] } };
+const latencies: Record<Key, Latencies> = {
+  bare: { values: [] },
+  direct: { values: [] },
+  thread: { values: [] },
+  process: { values: [] },
+};
 const roundsStarted = performance.now();
 for (let r = 0; r < ROUNDS; r++) {
-  const bench = new Bench({ name: `tasks round ${r + 1}`, time: 1_000, warmupTime: 150, warmupIterations: 1, iterations: 3 });
+  const bench = new Bench({
+    name: `tasks round ${r + 1}`,
+    time: 1_000,
+    warmupTime: 150,
+    warmupIterations: 1,
+    iterations: 3,
+  });
   for (const key of KEYS) {
     let recording = false;
     let cpuStart = 0;
@@ -252,7 +278,9 @@ for (const key of KEYS) {
   };
 }
 
-console.log(`\n${SLOTS} slots, ${IN_FLIGHT} tasks in flight, ${TASKS_PER_ITERATION} tasks per iteration, median of ${ROUNDS} rounds`);
+console.log(
+  `\n${SLOTS} slots, ${IN_FLIGHT} tasks in flight, ${TASKS_PER_ITERATION} tasks per iteration, median of ${ROUNDS} rounds`,
+);
 console.table(
   KEYS.map((key) => ({
     variant: VARIANTS[key].label,
@@ -271,20 +299,40 @@ const ratioThread = figures.thread.tasksPerSec / figures.bare.tasksPerSec;
 const ratioProcess = figures.process.tasksPerSec / figures.bare.tasksPerSec;
 const ratioDirect = figures.direct.tasksPerSec / figures.bare.tasksPerSec;
 const verdict = (ratio: number, target: number) => `(target ≥ ${target}×: ${ratio >= target ? 'met' : 'MISSED'})`;
-console.log(`TaskExecutor / bare piscina, thread mode:  ${round(ratioThread)}×  ${verdict(ratioThread, TARGET.thread)}`);
-console.log(`TaskExecutor / bare piscina, process mode: ${round(ratioProcess)}×  ${verdict(ratioProcess, TARGET.process)}`);
+console.log(
+  `TaskExecutor / bare piscina, thread mode:  ${round(ratioThread)}×  ${verdict(ratioThread, TARGET.thread)}`,
+);
+console.log(
+  `TaskExecutor / bare piscina, process mode: ${round(ratioProcess)}×  ${verdict(ratioProcess, TARGET.process)}`,
+);
 const aloneThread = sequential.thread.p50Micros / sequential.bare.p50Micros;
 const aloneProcess = sequential.process.p50Micros / sequential.bare.p50Micros;
-const aloneVerdict = (ratio: number) => `(target ≤ ${TARGET.aloneLatency}×: ${ratio <= TARGET.aloneLatency ? 'met' : 'MISSED'})`;
-console.log(`one task alone, latency vs bare piscina: thread ${round(aloneThread)}× ${aloneVerdict(aloneThread)}, process ${round(aloneProcess)}× ${aloneVerdict(aloneProcess)}`);
-console.log(`SlotTaskPool ×${SLOTS} / bare piscina:            ${round(ratioDirect)}×  (what the slots' pools alone keep)`);
-const reportsPerTask = (cluster: TaskCluster) => cluster.jobMaster.reports / Math.max(1, cluster.jobMaster.stateCounts.finished);
-console.log(`task states the JobMaster heard per task: thread ${round(reportsPerTask(threadCluster))}, process ${round(reportsPerTask(processCluster))}`);
-const reportCallsPerTask = (cluster: TaskCluster) => cluster.jobMaster.batches / Math.max(1, cluster.jobMaster.stateCounts.finished);
-console.log(`updateTaskExecutionStates calls per task: thread ${round(reportCallsPerTask(threadCluster))}, process ${round(reportCallsPerTask(processCluster))}`);
+const aloneVerdict = (ratio: number) =>
+  `(target ≤ ${TARGET.aloneLatency}×: ${ratio <= TARGET.aloneLatency ? 'met' : 'MISSED'})`;
+console.log(
+  `one task alone, latency vs bare piscina: thread ${round(aloneThread)}× ${aloneVerdict(aloneThread)}, process ${round(aloneProcess)}× ${aloneVerdict(aloneProcess)}`,
+);
+console.log(
+  `SlotTaskPool ×${SLOTS} / bare piscina:            ${round(ratioDirect)}×  (what the slots' pools alone keep)`,
+);
+const reportsPerTask = (cluster: TaskCluster) =>
+  cluster.jobMaster.reports / Math.max(1, cluster.jobMaster.stateCounts.finished);
+console.log(
+  `task states the JobMaster heard per task: thread ${round(reportsPerTask(threadCluster))}, process ${round(reportsPerTask(processCluster))}`,
+);
+const reportCallsPerTask = (cluster: TaskCluster) =>
+  cluster.jobMaster.batches / Math.max(1, cluster.jobMaster.stateCounts.finished);
+console.log(
+  `updateTaskExecutionStates calls per task: thread ${round(reportCallsPerTask(threadCluster))}, process ${round(reportCallsPerTask(processCluster))}`,
+);
 
 const closeStarted = performance.now();
-await Promise.all([threadCluster.close(), processCluster.close(), bare.pool.destroy(), ...direct.pools.map((pool) => pool.close())]);
+await Promise.all([
+  threadCluster.close(),
+  processCluster.close(),
+  bare.pool.destroy(),
+  ...direct.pools.map((pool) => pool.close()),
+]);
 const closeMs = performance.now() - closeStarted;
 
 printJson({
@@ -309,7 +357,10 @@ printJson({
   cpuMicrosPerTask: Object.fromEntries(KEYS.map((key) => [key, round(figures[key].cpuMicrosPerTask)])),
   aloneP50Micros: Object.fromEntries(KEYS.map((key) => [key, round(sequential[key].p50Micros)])),
   reportsPerTask: round(reportsPerTask(threadCluster)),
-  reportCallsPerTask: { thread: round(reportCallsPerTask(threadCluster)), process: round(reportCallsPerTask(processCluster)) },
+  reportCallsPerTask: {
+    thread: round(reportCallsPerTask(threadCluster)),
+    process: round(reportCallsPerTask(processCluster)),
+  },
   setupMs: Math.round(setupMs),
   roundsMs: Math.round(roundsMs),
   closeMs: Math.round(closeMs),

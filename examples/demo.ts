@@ -74,7 +74,8 @@ function normalizeArgs(args: string[]): string[] {
     const arg = args[i]!;
     const next = args[i + 1];
     if (arg === '--inspect' && next !== undefined && /^\d+$/.test(next)) out.push(arg, '--port', args[++i]!);
-    else if (/^--[a-z]+$/.test(arg) && arg !== '--inspect' && next !== undefined && /^-\d/.test(next)) out.push(`${arg}=${args[++i]!}`);
+    else if (/^--[a-z]+$/.test(arg) && arg !== '--inspect' && next !== undefined && /^-\d/.test(next))
+      out.push(`${arg}=${args[++i]!}`);
     else out.push(arg);
   }
   return out;
@@ -104,14 +105,23 @@ const cluster = await MiniCluster.start({
   mode,
   taskExecutors: executors,
   slotsPerTaskExecutor: slots,
-  resources: { cpuCores: slots, taskHeapMemory: `${256 * slots}m`, managedMemory: `${64 * slots}m`, networkMemory: `${32 * slots}m` },
+  resources: {
+    cpuCores: slots,
+    taskHeapMemory: `${256 * slots}m`,
+    managedMemory: `${64 * slots}m`,
+    networkMemory: `${32 * slots}m`,
+  },
   ...(values.inspect ? { inspect: { stately: { port } } } : {}),
 });
-say(`cluster up: ${executors} TaskExecutor(s) (${mode === 'process' ? 'child processes' : 'worker threads'}) × ${slots} slots of 1 core, 256 mb heap, 64 mb managed, 32 mb network`);
+say(
+  `cluster up: ${executors} TaskExecutor(s) (${mode === 'process' ? 'child processes' : 'worker threads'}) × ${slots} slots of 1 core, 256 mb heap, 64 mb managed, 32 mb network`,
+);
 if (values.inspect) say(`Stately inspector relay: open ${cluster.inspectorUrl} in a browser`);
 
 const job = await cluster.submitJob(wordCountJob({ input: { lines, seed }, parallelism, counters }));
-say(`submitted '${job.name}' (${job.jobId}): ${lines} lines, source×${parallelism} → tokenize×${parallelism} → count×${counters} → sink×1`);
+say(
+  `submitted '${job.name}' (${job.jobId}): ${lines} lines, source×${parallelism} → tokenize×${parallelism} → count×${counters} → sink×1`,
+);
 
 let lastTable = '';
 let tableTimer: NodeJS.Timeout | null = null;
@@ -125,7 +135,9 @@ job.onEvent((event) => {
   if (event.type === 'status') return say(`job ${event.status}${event.cause ? `: ${event.cause}` : ''}`);
   if (event.state === 'running' || event.state === 'finished' || event.state === 'failed') {
     const where = event.resourceId ? ` on ${event.resourceId}` : '';
-    say(`${event.vertexId}#${event.subtaskIndex} ${event.state}${where}${event.error ? `: ${event.error.message}` : ''}`);
+    say(
+      `${event.vertexId}#${event.subtaskIndex} ${event.state}${where}${event.error ? `: ${event.error.message}` : ''}`,
+    );
   }
   if (event.state === 'running' || event.state === 'finished') tableTimer ??= setTimeout(showTable, 0);
 });
@@ -139,10 +151,18 @@ if (result.status !== 'finished') {
 } else {
   const answer = result.outputs['sink']![0] as WordCountResult;
   const expected = countWords(generatedText(seed, lines));
-  const same = Object.keys(expected).length === answer.distinctWords && Object.entries(expected).every(([word, n]) => answer.counts[word] === n);
-  say(`finished in ${result.durationMs} ms with ${result.restarts} restart(s): ${answer.totalWords} words, ${answer.distinctWords} distinct`);
+  const same =
+    Object.keys(expected).length === answer.distinctWords &&
+    Object.entries(expected).every(([word, n]) => answer.counts[word] === n);
+  say(
+    `finished in ${result.durationMs} ms with ${result.restarts} restart(s): ${answer.totalWords} words, ${answer.distinctWords} distinct`,
+  );
   console.log(`\n  most frequent:\n${answer.top.map(([word, n]) => `    ${word.padEnd(12)} ${n}`).join('\n')}\n`);
-  say(same ? 'the counts match a single loop over the same text' : 'the counts DIFFER from a single loop over the same text');
+  say(
+    same
+      ? 'the counts match a single loop over the same text'
+      : 'the counts DIFFER from a single loop over the same text',
+  );
   if (!same) exitCode = 1;
 }
 

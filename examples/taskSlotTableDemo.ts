@@ -22,21 +22,37 @@ let timedOut: () => void = () => {};
 const slotTimedOut = new Promise<void>((resolve) => (timedOut = resolve));
 
 const table: TaskSlotTable = new TaskSlotTable({
-  totalResourceProfile: ResourceProfile.fromSpec({ cpuCores: 3, taskHeapMemory: '768m', managedMemory: '192m', networkMemory: '96m' }),
-  defaultSlotResourceProfile: ResourceProfile.fromSpec({ cpuCores: 1, taskHeapMemory: '256m', managedMemory: '64m', networkMemory: '32m' }),
+  totalResourceProfile: ResourceProfile.fromSpec({
+    cpuCores: 3,
+    taskHeapMemory: '768m',
+    managedMemory: '192m',
+    networkMemory: '96m',
+  }),
+  defaultSlotResourceProfile: ResourceProfile.fromSpec({
+    cpuCores: 1,
+    taskHeapMemory: '256m',
+    managedMemory: '64m',
+    networkMemory: '32m',
+  }),
   numberSlots: 2,
   slotTimeout: SLOT_TIMEOUT_MS,
   slotActions: {
     // What the TaskExecutor does with a timeout (Flink's TaskExecutor.timeoutSlot): free the slot if the timeout is still current.
     timeoutSlot(allocationId, ticket) {
-      if (!table.isValidTimeout(allocationId, ticket)) return log(`slot ${AllocationID.short(allocationId)}: stale timeout ignored`);
-      log(`slot ${AllocationID.short(allocationId)} was not activated within ${SLOT_TIMEOUT_MS} ms: the TaskExecutor frees it`);
+      if (!table.isValidTimeout(allocationId, ticket))
+        return log(`slot ${AllocationID.short(allocationId)}: stale timeout ignored`);
+      log(
+        `slot ${AllocationID.short(allocationId)} was not activated within ${SLOT_TIMEOUT_MS} ms: the TaskExecutor frees it`,
+      );
       table.freeSlot(allocationId, new Error('slot timed out'));
       timedOut();
     },
-    slotFreed: (allocationId, _job, index) => log(`slot ${index} (${AllocationID.short(allocationId)}) left the table; its resources are back`),
+    slotFreed: (allocationId, _job, index) =>
+      log(`slot ${index} (${AllocationID.short(allocationId)}) left the table; its resources are back`),
     slotClosed: ({ index, leaks }) =>
-      log(`slot ${index} closed; managed memory never released: ${leaks.leakedPages === 0 ? 'none' : leaks.owners.map((o) => `${o.pages} pages by ${o.owner.slice(0, 8)}…`).join(', ')}`),
+      log(
+        `slot ${index} closed; managed memory never released: ${leaks.leakedPages === 0 ? 'none' : leaks.owners.map((o) => `${o.pages} pages by ${o.owner.slice(0, 8)}…`).join(', ')}`,
+      ),
   },
 });
 
@@ -45,7 +61,8 @@ function printReport(title: string): void {
   console.log('  slot                    state      job       allocation  profile');
   for (const s of table.createSlotReport(resourceId).slots) {
     const slot = table.getTaskSlot(s.allocationId!);
-    const tasks = slot && slot.tasks.length > 0 ? `  tasks: ${slot.tasks.map(ExecutionAttemptID.short).join(', ')}` : '';
+    const tasks =
+      slot && slot.tasks.length > 0 ? `  tasks: ${slot.tasks.map(ExecutionAttemptID.short).join(', ')}` : '';
     console.log(
       `  ${SlotID.toString(s.slotId).padEnd(23)} ${s.state.padEnd(10)} ${(s.jobId ? JobID.short(s.jobId) : '-').padEnd(9)} ${(s.allocationId ? AllocationID.short(s.allocationId) : '-').padEnd(11)} ${s.resourceProfile}${tasks}`,
     );
@@ -55,7 +72,13 @@ function printReport(title: string): void {
 
 function task(jobId: JobID, allocationId: AllocationID, vertex: string, subtask: number): TaskSlotPayload {
   const executionAttemptId = ExecutionAttemptID.generate({ vertex, subtask, attempt: 0 });
-  return { executionAttemptId, jobId, allocationId, failExternally: (cause) => log(`task ${ExecutionAttemptID.short(executionAttemptId)} asked to fail: ${(cause as Error).message}`) };
+  return {
+    executionAttemptId,
+    jobId,
+    allocationId,
+    failExternally: (cause) =>
+      log(`task ${ExecutionAttemptID.short(executionAttemptId)} asked to fail: ${(cause as Error).message}`),
+  };
 }
 
 table.start();
@@ -73,7 +96,12 @@ log(`job ${JobID.short(jobA)} allocated slot 0 as ${AllocationID.short(slotA)} (
 table.allocateSlot({ index: 1, jobId: jobB, allocationId: slotB, resourceProfile: ResourceProfile.UNKNOWN });
 log(`job ${JobID.short(jobB)} allocated slot 1 as ${AllocationID.short(slotB)}; it will never activate it`);
 try {
-  table.allocateSlot({ index: 0, jobId: jobB, allocationId: AllocationID.generate(), resourceProfile: ResourceProfile.UNKNOWN });
+  table.allocateSlot({
+    index: 0,
+    jobId: jobB,
+    allocationId: AllocationID.generate(),
+    resourceProfile: ResourceProfile.UNKNOWN,
+  });
 } catch (error) {
   log(`refused: ${(error as Error).name} (${(error as { reason: string }).reason}): ${(error as Error).message}`);
 }
@@ -83,11 +111,20 @@ const source = task(jobA, slotA, 'source', 0);
 const tokenize = task(jobA, slotA, 'tokenize', 0);
 table.addTask(source);
 table.addTask(tokenize);
-log(`slot 0 active; tasks ${ExecutionAttemptID.short(source.executionAttemptId)} and ${ExecutionAttemptID.short(tokenize.executionAttemptId)} share it`);
+log(
+  `slot 0 active; tasks ${ExecutionAttemptID.short(source.executionAttemptId)} and ${ExecutionAttemptID.short(tokenize.executionAttemptId)} share it`,
+);
 const pages = table.getTaskMemoryManager(slotA).allocatePages(tokenize.executionAttemptId, 4);
-log(`tokenize took ${pages.length} pages of managed memory (${formatMemorySize(pages.length * pages[0]!.bytes.byteLength)}); ${formatMemorySize(table.getTaskMemoryManager(slotA).availableMemory)} left in its slot`);
+log(
+  `tokenize took ${pages.length} pages of managed memory (${formatMemorySize(pages.length * pages[0]!.bytes.byteLength)}); ${formatMemorySize(table.getTaskMemoryManager(slotA).availableMemory)} left in its slot`,
+);
 
-table.allocateSlot({ index: -1, jobId: jobA, allocationId: dynamic, resourceProfile: ResourceProfile.fromSpec({ cpuCores: 0.5, taskHeapMemory: '64m' }) });
+table.allocateSlot({
+  index: -1,
+  jobId: jobA,
+  allocationId: dynamic,
+  resourceProfile: ResourceProfile.fromSpec({ cpuCores: 0.5, taskHeapMemory: '64m' }),
+});
 table.markSlotActive(dynamic);
 log(`a dynamic slot for a custom profile landed at index ${table.getTaskSlot(dynamic)!.index}`);
 printReport('slot report with two jobs');

@@ -81,12 +81,17 @@ export interface ClusterOverview {
 const ENDED = ['finished', 'failed', 'canceled'];
 
 /** The overview of a MiniCluster's SlotManager (read through its overview()) and Dispatcher. */
-export function describeCluster(slotManager: FineGrainedSlotManager, dispatcher: Dispatcher, mode: 'thread' | 'process'): ClusterOverview {
+export function describeCluster(
+  slotManager: FineGrainedSlotManager,
+  dispatcher: Dispatcher,
+  mode: 'thread' | 'process',
+): ClusterOverview {
   const seen = slotManager.overview();
   const tasksBySlot = new Map<string, string[]>();
   for (const job of dispatcher.listJobs()) {
     for (const e of dispatcher.getJobMaster(job.jobId)?.executions() ?? []) {
-      if (e.allocationId !== null && !ENDED.includes(e.state)) tasksBySlot.set(e.allocationId, [...(tasksBySlot.get(e.allocationId) ?? []), `${e.key} (${e.state})`]);
+      if (e.allocationId !== null && !ENDED.includes(e.state))
+        tasksBySlot.set(e.allocationId, [...(tasksBySlot.get(e.allocationId) ?? []), `${e.key} (${e.state})`]);
     }
   }
   const taskExecutors = seen.taskManagers.map((tm): TaskExecutorOverview => {
@@ -129,7 +134,12 @@ export function describeCluster(slotManager: FineGrainedSlotManager, dispatcher:
       resources: r.resourceProfile.isUnknown() ? null : amounts(r.resourceProfile),
       profile: r.resourceProfile.isUnknown() ? 'default slot' : r.resourceProfile.toString(),
       why: r.description,
-      reason: r.kind === 'requirement' ? r.reason.kind : r.state === 'allocating' ? 'allocating' : (r.reason?.kind ?? 'unchecked'),
+      reason:
+        r.kind === 'requirement'
+          ? r.reason.kind
+          : r.state === 'allocating'
+            ? 'allocating'
+            : (r.reason?.kind ?? 'unchecked'),
     }),
   );
   return { taskExecutors, pendingWorkers: seen.pendingWorkers.length, pendingRequests, jobs: dispatcher.listJobs() };
@@ -138,6 +148,12 @@ export function describeCluster(slotManager: FineGrainedSlotManager, dispatcher:
 /** A specified profile's amounts (a TaskExecutor's and its slots' profiles are always specified). */
 function amounts(profile: ResourceProfile): ResourceAmounts {
   const json = profile.toJSON();
-  if (typeof json === 'string') throw new IllegalStateError(`a slot profile is ${json}; the overview shows specified profiles only`, { component: 'MiniCluster', operation: 'overview', state: json, allowed: ['specified'] });
+  if (typeof json === 'string')
+    throw new IllegalStateError(`a slot profile is ${json}; the overview shows specified profiles only`, {
+      component: 'MiniCluster',
+      operation: 'overview',
+      state: json,
+      allowed: ['specified'],
+    });
   return json;
 }

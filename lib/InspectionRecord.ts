@@ -42,8 +42,16 @@ export type InspectionRecord =
       readonly definition: string | undefined;
       readonly snapshot: InspectedSnapshot;
     })
-  | (InspectionRecordBase & { readonly type: '@xstate.event'; readonly sourceId: string | undefined; readonly event: InspectedEvent })
-  | (InspectionRecordBase & { readonly type: '@xstate.snapshot'; readonly event: InspectedEvent; readonly snapshot: InspectedSnapshot });
+  | (InspectionRecordBase & {
+      readonly type: '@xstate.event';
+      readonly sourceId: string | undefined;
+      readonly event: InspectedEvent;
+    })
+  | (InspectionRecordBase & {
+      readonly type: '@xstate.snapshot';
+      readonly event: InspectedEvent;
+      readonly snapshot: InspectedSnapshot;
+    });
 
 /** A callback for every record, or the Stately inspector through a local relay. */
 export type InspectOption =

@@ -59,10 +59,17 @@ export class MiniCluster {
         // A failing logger must not break the runtime it reports on.
       }
     };
-    const runtime = (fields: Omit<LogFields, 'level' | 'source'> = {}, level: LogLevel = 'info') => (message: string) => this.#log({ level, source: 'runtime', message, ...fields });
+    const runtime =
+      (fields: Omit<LogFields, 'level' | 'source'> = {}, level: LogLevel = 'info') =>
+      (message: string) =>
+        this.#log({ level, source: 'runtime', message, ...fields });
     // First what may refuse (a registry another cluster uses): nothing listens yet. With a dashboard,
     // the statecharts report to it through the same inspection stream a user's inspector gets.
-    this.#observability = new Observability({ metrics: o.metrics, dashboard: o.dashboard !== null, overview: () => this.overview() });
+    this.#observability = new Observability({
+      metrics: o.metrics,
+      dashboard: o.dashboard !== null,
+      overview: () => this.overview(),
+    });
     this.#inspection = this.#observability.inspectionSink(o.inspect);
     this.#dashboardOptions = o.dashboard;
     this.#driver = new LocalResourceManagerDriver({
@@ -89,7 +96,10 @@ export class MiniCluster {
       ...(this.#inspection ? { inspect: this.#inspection.inspect } : {}),
       log: (message, fields, level) => runtime(fields, level)(message),
       // User code at submit runs where the tasks would: a thread of its own, or a child process.
-      taskModuleChecker: new DefaultTaskModuleChecker({ mode: o.mode, timeoutMs: this.options['dispatcher.task-module-check.timeout'] }),
+      taskModuleChecker: new DefaultTaskModuleChecker({
+        mode: o.mode,
+        timeoutMs: this.options['dispatcher.task-module-check.timeout'],
+      }),
       jobObserver: this.#observability.jobObserver,
     });
   }
@@ -109,7 +119,8 @@ export class MiniCluster {
       for (let i = 0; i < cluster.#fixedExecutors; i++) cluster.#driver.requestResource(cluster.#spec, null);
     });
     try {
-      if (cluster.#dashboardOptions !== null) await cluster.#observability.serve(cluster.#dashboardOptions, cluster.dispatcher);
+      if (cluster.#dashboardOptions !== null)
+        await cluster.#observability.serve(cluster.#dashboardOptions, cluster.dispatcher);
       await cluster.#waitForExecutors(cluster.#fixedExecutors);
     } catch (error) {
       await cluster.close();
@@ -149,11 +160,20 @@ export class MiniCluster {
   /** Starts one more TaskExecutor of the configured shape; resolves when it has registered. */
   async addTaskExecutor(): Promise<ResourceID> {
     this.#requireOpen('addTaskExecutor');
-    const resourceId = await this.resourceManager.mailbox.callAsync(() => this.#driver.requestResource(this.#spec, null));
-    const registered = () => this.resourceManager.slotManager.overview().taskManagers.some((tm) => tm.resourceId === resourceId);
-    await this.#waitUntil(registered, () => `TaskExecutor ${resourceId} did not register`, 'addTaskExecutor', () =>
-      // The driver forgets a worker whose link closed: it will never register.
-      this.#driver.workers().some((worker) => worker.resourceId === resourceId) ? undefined : `TaskExecutor ${resourceId} ended before it registered`,
+    const resourceId = await this.resourceManager.mailbox.callAsync(() =>
+      this.#driver.requestResource(this.#spec, null),
+    );
+    const registered = () =>
+      this.resourceManager.slotManager.overview().taskManagers.some((tm) => tm.resourceId === resourceId);
+    await this.#waitUntil(
+      registered,
+      () => `TaskExecutor ${resourceId} did not register`,
+      'addTaskExecutor',
+      () =>
+        // The driver forgets a worker whose link closed: it will never register.
+        this.#driver.workers().some((worker) => worker.resourceId === resourceId)
+          ? undefined
+          : `TaskExecutor ${resourceId} ended before it registered`,
     );
     return resourceId;
   }
@@ -195,7 +215,9 @@ export class MiniCluster {
    */
   async taskExecutorMetrics(): Promise<TaskExecutorMetricsWire[]> {
     this.#requireOpen('taskExecutorMetrics');
-    return askTaskExecutorMetrics(this.#driver.workers().map((worker) => this.#driver.taskExecutorGateway(worker.resourceId)));
+    return askTaskExecutorMetrics(
+      this.#driver.workers().map((worker) => this.#driver.taskExecutorGateway(worker.resourceId)),
+    );
   }
 
   /** Cancels running jobs, frees their slots, stops every TaskExecutor; the same promise every time. */
@@ -219,7 +241,12 @@ export class MiniCluster {
   #reasonFor(jobId: JobID): string {
     const reasons = this.resourceManager.slotManager.getPendingRequests().filter((r) => r.jobId === jobId);
     if (reasons.length === 0) return 'no reason reported by the SlotManager';
-    return reasons.map((r) => `${r.kind === 'requirement' ? r.missing : 1} × ${r.resourceProfile.isUnknown() ? 'default slot' : r.resourceProfile}: ${r.reason === null ? r.description : describeWaitReason(r.reason)}`).join('; ');
+    return reasons
+      .map(
+        (r) =>
+          `${r.kind === 'requirement' ? r.missing : 1} × ${r.resourceProfile.isUnknown() ? 'default slot' : r.resourceProfile}: ${r.reason === null ? r.description : describeWaitReason(r.reason)}`,
+      )
+      .join('; ');
   }
 
   /**
@@ -228,7 +255,11 @@ export class MiniCluster {
    */
   #waitForExecutors(count: number): Promise<void> {
     const registered = () => this.resourceManager.slotManager.overview().taskManagers.length;
-    return this.#waitUntil(() => registered() >= count, () => `only ${registered()} of ${count} TaskExecutors registered`, 'start');
+    return this.#waitUntil(
+      () => registered() >= count,
+      () => `only ${registered()} of ${count} TaskExecutors registered`,
+      'start',
+    );
   }
 
   /**
@@ -236,8 +267,14 @@ export class MiniCluster {
    * events (no polling); fails at the start timeout, at once when the cluster closes or `lost` names
    * why it never will.
    */
-  #waitUntil(done: () => boolean, failure: () => string, operation: string, lost: () => string | undefined = () => undefined): Promise<void> {
-    const refused = (message: string) => new IllegalStateError(message, { component: 'MiniCluster', operation, state: 'starting', allowed: ['started'] });
+  #waitUntil(
+    done: () => boolean,
+    failure: () => string,
+    operation: string,
+    lost: () => string | undefined = () => undefined,
+  ): Promise<void> {
+    const refused = (message: string) =>
+      new IllegalStateError(message, { component: 'MiniCluster', operation, state: 'starting', allowed: ['started'] });
     return new Promise<void>((resolve, reject) => {
       const settle = (error?: Error) => {
         this.#waits.delete(check);
@@ -253,7 +290,10 @@ export class MiniCluster {
         if (why !== undefined) settle(refused(why));
       };
       const unsubscribe = this.resourceManager.onTaskExecutorRegistration(check);
-      const timer = systemClock.setTimeout(() => (done() ? settle() : settle(refused(`${failure()} within ${this.#startTimeoutMs} ms`))), this.#startTimeoutMs);
+      const timer = systemClock.setTimeout(
+        () => (done() ? settle() : settle(refused(`${failure()} within ${this.#startTimeoutMs} ms`))),
+        this.#startTimeoutMs,
+      );
       this.#waits.add(check);
       check();
     });
@@ -263,11 +303,15 @@ export class MiniCluster {
   readonly #waits = new Set<() => void>();
 
   #closedError(operation: string): IllegalStateError {
-    return new IllegalStateError(`MiniCluster.${operation}: the cluster is closed`, { component: 'MiniCluster', operation, state: 'closed', allowed: ['started'] });
+    return new IllegalStateError(`MiniCluster.${operation}: the cluster is closed`, {
+      component: 'MiniCluster',
+      operation,
+      state: 'closed',
+      allowed: ['started'],
+    });
   }
 
   #requireOpen(operation: string): void {
     if (this.#closed !== null) throw this.#closedError(operation);
   }
 }
-

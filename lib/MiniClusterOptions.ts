@@ -4,10 +4,22 @@
  * and what is allowed, before anything starts.
  */
 import { ConfigurationError } from './core/errors.js';
-import { createDefaultLogSink, formatLogRecord, LOG_LEVELS, toLogger, type Logger, type LogLevel, type LogSink } from './core/Logger.js';
+import {
+  createDefaultLogSink,
+  formatLogRecord,
+  LOG_LEVELS,
+  toLogger,
+  type Logger,
+  type LogLevel,
+  type LogSink,
+} from './core/Logger.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from './core/options.js';
 import { ResourceProfile, type ResourceSpec } from './core/ResourceProfile.js';
-import { resolveDashboardOptions, type DashboardOptions, type ResolvedDashboardOptions } from './dashboard/DashboardOptions.js';
+import {
+  resolveDashboardOptions,
+  type DashboardOptions,
+  type ResolvedDashboardOptions,
+} from './dashboard/DashboardOptions.js';
 import type { InspectOption } from './InspectionRecord.js';
 import { resolveMetricsOptions, type MetricsOptions, type ResolvedMetricsOptions } from './metrics/MetricsOptions.js';
 import type { SlotMatchingPolicy } from './resourcemanager/slotmanager/SlotMatchingStrategy.js';
@@ -67,7 +79,20 @@ export interface ResolvedMiniClusterOptions {
   readonly dashboard: ResolvedDashboardOptions | null;
 }
 
-const KNOWN_OPTIONS = ['mode', 'taskExecutors', 'slotsPerTaskExecutor', 'resources', 'placementPolicy', 'configuration', 'inspect', 'logger', 'log', 'startTimeoutMs', 'metrics', 'dashboard'];
+const KNOWN_OPTIONS = [
+  'mode',
+  'taskExecutors',
+  'slotsPerTaskExecutor',
+  'resources',
+  'placementPolicy',
+  'configuration',
+  'inspect',
+  'logger',
+  'log',
+  'startTimeoutMs',
+  'metrics',
+  'dashboard',
+];
 
 /** Options of `configuration` that the MiniCluster's own options set: refused there, naming the option to use. */
 const SET_BY_OPTION: Readonly<Record<string, string>> = {
@@ -82,14 +107,22 @@ const SET_BY_OPTION: Readonly<Record<string, string>> = {
 
 export function resolveMiniClusterOptions(options: MiniClusterOptions): ResolvedMiniClusterOptions {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new ConfigurationError('invalid-value', `MiniCluster options must be an object, got ${describe(options)}`, { option: '(options)' });
+    throw new ConfigurationError('invalid-value', `MiniCluster options must be an object, got ${describe(options)}`, {
+      option: '(options)',
+    });
   }
   const unknown = Object.keys(options).find((key) => !KNOWN_OPTIONS.includes(key));
-  if (unknown !== undefined) throw new ConfigurationError('unknown-option', `unknown MiniCluster option '${unknown}'; known: ${KNOWN_OPTIONS.join(', ')}`, { option: unknown });
+  if (unknown !== undefined)
+    throw new ConfigurationError(
+      'unknown-option',
+      `unknown MiniCluster option '${unknown}'; known: ${KNOWN_OPTIONS.join(', ')}`,
+      { option: unknown },
+    );
 
   // Only undefined means "unset": null is a value, and refused like any other wrong one.
   const mode = options.mode === undefined ? 'thread' : options.mode;
-  if (mode !== 'thread' && mode !== 'process') throw invalid('mode', `mode must be 'thread' or 'process', got ${String(mode)}`);
+  if (mode !== 'thread' && mode !== 'process')
+    throw invalid('mode', `mode must be 'thread' or 'process', got ${String(mode)}`);
 
   const executors = options.taskExecutors === undefined ? 2 : options.taskExecutors;
   if (executors !== 'on-demand' && (!Number.isSafeInteger(executors) || executors < 0)) {
@@ -98,22 +131,39 @@ export function resolveMiniClusterOptions(options: MiniClusterOptions): Resolved
 
   const slots = options.slotsPerTaskExecutor === undefined ? 2 : options.slotsPerTaskExecutor;
   if (!Number.isSafeInteger(slots) || slots < 1) {
-    throw invalid('slotsPerTaskExecutor', `slotsPerTaskExecutor (taskmanager.numberOfTaskSlots) must be an integer >= 1, got ${describe(slots)}`);
+    throw invalid(
+      'slotsPerTaskExecutor',
+      `slotsPerTaskExecutor (taskmanager.numberOfTaskSlots) must be an integer >= 1, got ${describe(slots)}`,
+    );
   }
 
   const configuration = options.configuration === undefined ? {} : options.configuration;
   if (typeof configuration !== 'object' || configuration === null || Array.isArray(configuration)) {
-    throw invalid('configuration', `configuration must be an object of option name -> value (see OPTIONS), got ${describe(configuration)}`);
+    throw invalid(
+      'configuration',
+      `configuration must be an object of option name -> value (see OPTIONS), got ${describe(configuration)}`,
+    );
   }
   for (const [name, option] of Object.entries(SET_BY_OPTION)) {
-    if (Object.hasOwn(configuration, name)) throw invalid(`configuration['${name}']`, `configuration['${name}'] is set by the MiniCluster option ${option}: set that instead`);
+    if (Object.hasOwn(configuration, name))
+      throw invalid(
+        `configuration['${name}']`,
+        `configuration['${name}'] is set by the MiniCluster option ${option}: set that instead`,
+      );
   }
   const policy = (configuration as Record<string, unknown>)['slotmanager.placement-policy'];
   if (options.placementPolicy !== undefined && policy !== undefined && policy !== options.placementPolicy) {
-    throw invalid('placementPolicy', `placementPolicy '${String(options.placementPolicy)}' and configuration['slotmanager.placement-policy'] '${String(policy)}' disagree: set one of them`);
+    throw invalid(
+      'placementPolicy',
+      `placementPolicy '${String(options.placementPolicy)}' and configuration['slotmanager.placement-policy'] '${String(policy)}' disagree: set one of them`,
+    );
   }
 
-  const resources = ResourceProfile.fromSpec(options.resources !== undefined ? options.resources : { cpuCores: slots, taskHeapMemory: '256m', managedMemory: '128m', networkMemory: '64m' });
+  const resources = ResourceProfile.fromSpec(
+    options.resources !== undefined
+      ? options.resources
+      : { cpuCores: slots, taskHeapMemory: '256m', managedMemory: '128m', networkMemory: '64m' },
+  );
   const resolved = resolveOptions({
     ...configuration,
     'taskmanager.numberOfTaskSlots': slots,
@@ -130,7 +180,10 @@ export function resolveMiniClusterOptions(options: MiniClusterOptions): Resolved
 
   const startTimeoutMs = options.startTimeoutMs === undefined ? 60_000 : options.startTimeoutMs;
   if (typeof startTimeoutMs !== 'number' || !Number.isFinite(startTimeoutMs) || startTimeoutMs <= 0) {
-    throw invalid('startTimeoutMs', `startTimeoutMs must be a finite number of ms > 0, got ${describe(startTimeoutMs)}`);
+    throw invalid(
+      'startTimeoutMs',
+      `startTimeoutMs must be a finite number of ms > 0, got ${describe(startTimeoutMs)}`,
+    );
   }
 
   const metrics = resolveMetricsOptions(options.metrics);
@@ -150,18 +203,32 @@ export function resolveMiniClusterOptions(options: MiniClusterOptions): Resolved
   };
 }
 
-function resolveLogging(logger: Logger | undefined, log: ((message: string) => void) | undefined): { logSink: LogSink; logLevel: LogLevel } {
-  if (logger !== undefined && log !== undefined) throw invalid('logger', 'logger and log are two forms of the same thing: pass one of them');
+function resolveLogging(
+  logger: Logger | undefined,
+  log: ((message: string) => void) | undefined,
+): { logSink: LogSink; logLevel: LogLevel } {
+  if (logger !== undefined && log !== undefined)
+    throw invalid('logger', 'logger and log are two forms of the same thing: pass one of them');
   if (log !== undefined) {
-    if (typeof log !== 'function') throw invalid('log', `log must be a function (message: string) => void, got ${describe(log)}`);
+    if (typeof log !== 'function')
+      throw invalid('log', `log must be a function (message: string) => void, got ${describe(log)}`);
     return { logSink: (record) => log(formatLogRecord(record)), logLevel: 'debug' };
   }
   if (logger === undefined) return { logSink: createDefaultLogSink(), logLevel: 'warn' };
   if (typeof logger !== 'object' || logger === null) {
-    throw invalid('logger', `logger must be an object with ${LOG_LEVELS.join(', ')} methods (fields, message) — pino's logger fits —, got ${describe(logger)}`);
+    throw invalid(
+      'logger',
+      `logger must be an object with ${LOG_LEVELS.join(', ')} methods (fields, message) — pino's logger fits —, got ${describe(logger)}`,
+    );
   }
-  const missing = LOG_LEVELS.filter((level) => typeof (logger as unknown as Record<string, unknown>)[level] !== 'function');
-  if (missing.length > 0) throw invalid('logger', `logger must have the methods ${LOG_LEVELS.join(', ')} (fields, message); missing: ${missing.join(', ')}`);
+  const missing = LOG_LEVELS.filter(
+    (level) => typeof (logger as unknown as Record<string, unknown>)[level] !== 'function',
+  );
+  if (missing.length > 0)
+    throw invalid(
+      'logger',
+      `logger must have the methods ${LOG_LEVELS.join(', ')} (fields, message); missing: ${missing.join(', ')}`,
+    );
   return { logSink: toLogger(logger), logLevel: 'debug' };
 }
 

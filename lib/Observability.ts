@@ -46,7 +46,10 @@ export class Observability {
   /** Throws ConfigurationError when the registry already holds these metrics (another cluster's): nothing is registered then. */
   constructor(options: ObservabilityOptions) {
     this.#o = options;
-    const metrics = (this.metrics = new ClusterMetrics(options.metrics, { overview: options.overview, now: options.now ?? Date.now }));
+    const metrics = (this.metrics = new ClusterMetrics(options.metrics, {
+      overview: options.overview,
+      now: options.now ?? Date.now,
+    }));
     this.actors = options.dashboard ? new ActorDirectory() : null;
     this.onTaskExecutorLost = (resourceId, cause) => metrics.onTaskExecutorLost(resourceId, cause);
     this.jobObserver = {
@@ -69,7 +72,13 @@ export class Observability {
   /** The dashboard's source for `dispatcher`'s cluster (the plugin's `source`); its chart series sampled from now on. */
   dashboardFor(dispatcher: Dispatcher): ClusterDashboard {
     if (this.#dashboard === null) {
-      this.#dashboard = new ClusterDashboard({ overview: this.#o.overview, dispatcher, metrics: this.metrics, actors: this.actors, ...(this.#o.now ? { now: this.#o.now } : {}) });
+      this.#dashboard = new ClusterDashboard({
+        overview: this.#o.overview,
+        dispatcher,
+        metrics: this.metrics,
+        actors: this.actors,
+        ...(this.#o.now ? { now: this.#o.now } : {}),
+      });
       this.#dashboard.start();
     }
     return this.#dashboard;

@@ -63,16 +63,41 @@ export { describeWaitReason } from './resourcemanager/slotmanager/WaitReason.js'
 export { WorkerResourceSpec } from './resourcemanager/slotmanager/WorkerResourceSpec.js';
 
 // The statecharts (also `slotwise/machines`).
-export { jobStatusMachine, machines, resourceSlotMachine, slotManagerMachine, taskSlotMachine, taskSlotTableMachine } from '../machines/index.js';
+export {
+  jobStatusMachine,
+  machines,
+  resourceSlotMachine,
+  slotManagerMachine,
+  taskSlotMachine,
+  taskSlotTableMachine,
+} from '../machines/index.js';
 
 // The cluster, jobs, tasks, results and events.
 export type { MiniClusterOptions } from './MiniClusterOptions.js';
 export type { MetricsOptions } from './metrics/MetricsOptions.js';
 export type { HistogramSnapshot, MetricsSnapshot } from './metrics/MetricsSnapshot.js';
 export type { DashboardOptions } from './dashboard/DashboardOptions.js';
-export type { ClusterOverview, PendingRequestOverview, ResourceAmounts, SlotOverview, TaskExecutorOverview } from './ClusterOverview.js';
-export type { JobClient, JobStatusChangedEvent, JobSummary, SubmitJobOptions, TaskStateChangedEvent } from './dispatcher/Dispatcher.js';
-export type { DistributionPattern, JobEdgeSpec, JobGraphSpec, JobVertexSpec, RestartStrategySpec } from './jobmaster/JobGraph.js';
+export type {
+  ClusterOverview,
+  PendingRequestOverview,
+  ResourceAmounts,
+  SlotOverview,
+  TaskExecutorOverview,
+} from './ClusterOverview.js';
+export type {
+  JobClient,
+  JobStatusChangedEvent,
+  JobSummary,
+  SubmitJobOptions,
+  TaskStateChangedEvent,
+} from './dispatcher/Dispatcher.js';
+export type {
+  DistributionPattern,
+  JobEdgeSpec,
+  JobGraphSpec,
+  JobVertexSpec,
+  RestartStrategySpec,
+} from './jobmaster/JobGraph.js';
 export type { JobEvent, JobResult } from './jobmaster/JobMaster.js';
 export type { JobStatus } from '../machines/jobStatus.machine.js';
 export type { TaskContext, TaskFunction, TaskInvocationContext } from './taskexecutor/taskWorker.js';
@@ -91,11 +116,36 @@ export type { Clock, TimerHandle } from './core/clock.js';
 // The components.
 export type { MemoryLeakReport, MemorySegment, SharedMemoryHandle } from './taskexecutor/MemoryManager.js';
 export type { SlotReport, SlotStatus, SlotStatusState } from './core/SlotReport.js';
-export type { FreeSlotResult, SlotActions, SlotAllocationRequest, TaskSlotInfo, TaskSlotOutput, TaskSlotPayload, TaskSlotTableOptions } from './taskexecutor/TaskSlotTable.js';
-export type { PendingRequestInfo, RegistrationResult, SlotManagerOptions, TaskManagerRegistrationRequest } from './resourcemanager/slotmanager/FineGrainedSlotManager.js';
+export type {
+  FreeSlotResult,
+  SlotActions,
+  SlotAllocationRequest,
+  TaskSlotInfo,
+  TaskSlotOutput,
+  TaskSlotPayload,
+  TaskSlotTableOptions,
+} from './taskexecutor/TaskSlotTable.js';
+export type {
+  PendingRequestInfo,
+  RegistrationResult,
+  SlotManagerOptions,
+  TaskManagerRegistrationRequest,
+} from './resourcemanager/slotmanager/FineGrainedSlotManager.js';
 export type { PendingTaskManagerID } from './resourcemanager/slotmanager/PendingTaskManager.js';
-export type { DemandOutcome, PlannedSlot, ResourceAllocationResult, ResourceAllocationStrategy, ResourceDemand, ResourceReconcileResult } from './resourcemanager/slotmanager/ResourceAllocationStrategy.js';
-export type { PendingTaskManagerInfo, RankedTaskManagers, RegisteredTaskManagerInfo, TaskManagerResourceInfoProvider } from './resourcemanager/slotmanager/TaskManagerResourceInfoProvider.js';
+export type {
+  DemandOutcome,
+  PlannedSlot,
+  ResourceAllocationResult,
+  ResourceAllocationStrategy,
+  ResourceDemand,
+  ResourceReconcileResult,
+} from './resourcemanager/slotmanager/ResourceAllocationStrategy.js';
+export type {
+  PendingTaskManagerInfo,
+  RankedTaskManagers,
+  RegisteredTaskManagerInfo,
+  TaskManagerResourceInfoProvider,
+} from './resourcemanager/slotmanager/TaskManagerResourceInfoProvider.js';
 export type { ResourceAllocator } from './resourcemanager/slotmanager/ResourceAllocator.js';
 export type { ResourceEventListener, WaitingRequirement } from './resourcemanager/slotmanager/ResourceEventListener.js';
 export type { SlotManagerOverview } from './resourcemanager/slotmanager/SlotManagerOverview.js';

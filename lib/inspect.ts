@@ -48,7 +48,10 @@ export function createInspectionSink(option: InspectOption): InspectionSink {
         // A failing observer must not break the runtime it watches.
       }
     };
-    const inspector = createInspector({ send: (event) => deliver('main', event) }, { serialize: toPlainInspectionEvent, autoStart: false });
+    const inspector = createInspector(
+      { send: (event) => deliver('main', event) },
+      { serialize: toPlainInspectionEvent, autoStart: false },
+    );
     return {
       inspect: (event) => inspector.inspect.next?.(event),
       forward: (origin, event) => deliver(origin, fromWorker(origin, event)),
@@ -58,14 +61,26 @@ export function createInspectionSink(option: InspectOption): InspectionSink {
     };
   }
   if (typeof option !== 'object' || option === null || typeof option.stately !== 'object' || option.stately === null) {
-    throw new ConfigurationError('invalid-value', "inspect must be a function (event) => void or { stately: { port?, open? } }", { option: 'inspect' });
+    throw new ConfigurationError(
+      'invalid-value',
+      'inspect must be a function (event) => void or { stately: { port?, open? } }',
+      { option: 'inspect' },
+    );
   }
   const port = option.stately.port ?? 8080;
   if (!Number.isSafeInteger(port) || port < 0 || port > 65535) {
-    throw new ConfigurationError('invalid-value', `inspect.stately.port must be an integer in [0, 65535] (0: any free port), got ${String(port)}`, { option: 'inspect.stately.port' });
+    throw new ConfigurationError(
+      'invalid-value',
+      `inspect.stately.port must be an integer in [0, 65535] (0: any free port), got ${String(port)}`,
+      { option: 'inspect.stately.port' },
+    );
   }
   if (option.stately.open !== undefined && typeof option.stately.open !== 'boolean') {
-    throw new ConfigurationError('invalid-value', `inspect.stately.open must be a boolean, got ${String(option.stately.open)}`, { option: 'inspect.stately.open' });
+    throw new ConfigurationError(
+      'invalid-value',
+      `inspect.stately.open must be a boolean, got ${String(option.stately.open)}`,
+      { option: 'inspect.stately.open' },
+    );
   }
   return statelySink(port, option.stately.open ?? false);
 }
@@ -94,7 +109,13 @@ function statelySink(port: number, open: boolean): InspectionSink {
       return relay?.url ?? null;
     },
     close: async () => {
-      if (!(await ready.then(() => true, () => false))) return;
+      if (
+        !(await ready.then(
+          () => true,
+          () => false,
+        ))
+      )
+        return;
       await relay?.close();
     },
   };
@@ -118,7 +139,8 @@ function fromWorker(origin: string, raw: unknown): StatelyInspectionEvent {
   for (const key of ['sessionId', 'rootId', 'parentId', 'sourceId'] as const) {
     if (typeof event[key] === 'string' && event[key] !== 'anonymous') event[key] = `${origin}/${event[key] as string}`;
   }
-  if (event['type'] === '@xstate.actor' && typeof event['name'] === 'string') event['name'] = `${event['name'] as string} @ ${origin}`;
+  if (event['type'] === '@xstate.actor' && typeof event['name'] === 'string')
+    event['name'] = `${event['name'] as string} @ ${origin}`;
   return event as unknown as StatelyInspectionEvent;
 }
 

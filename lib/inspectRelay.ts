@@ -77,13 +77,20 @@ export class StatelyRelay {
         return;
       }
       // The page's URL holds the token: no Referer may carry it to the inspector's frame.
-      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', 'x-content-type-options': 'nosniff' });
+      response.writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'cache-control': 'no-store',
+        'referrer-policy': 'no-referrer',
+        'x-content-type-options': 'nosniff',
+      });
       response.end(request.method === 'HEAD' ? undefined : page);
     });
     http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
       const refused = this.#refusal(request, true);
       if (refused !== null) {
-        socket.end(`HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status]}\r\nconnection: close\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(refused.text)}\r\n\r\n${refused.text}`);
+        socket.end(
+          `HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status]}\r\nconnection: close\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(refused.text)}\r\n\r\n${refused.text}`,
+        );
         return;
       }
       sockets.handleUpgrade(request, socket, head, (client) => sockets.emit('connection', client, request));
@@ -95,7 +102,8 @@ export class StatelyRelay {
         if (isBinary) return;
         const text = data.toString();
         this.#remember({ text });
-        for (const other of sockets.clients) if (other !== socket && other.readyState === WebSocket.OPEN) other.send(text);
+        for (const other of sockets.clients)
+          if (other !== socket && other.readyState === WebSocket.OPEN) other.send(text);
       });
       // A page that goes away mid-send must not take the relay with it.
       socket.on('error', () => socket.terminate());
@@ -108,7 +116,13 @@ export class StatelyRelay {
     const http = createServer();
     await new Promise<void>((resolve, reject) => {
       http.once('error', (error: NodeJS.ErrnoException) =>
-        reject(new ConfigurationError('invalid-value', `inspect.stately.port ${port} is not free (${error.code ?? error.message}); choose another port, or 0 for any free one`, { option: 'inspect.stately.port' })),
+        reject(
+          new ConfigurationError(
+            'invalid-value',
+            `inspect.stately.port ${port} is not free (${error.code ?? error.message}); choose another port, or 0 for any free one`,
+            { option: 'inspect.stately.port' },
+          ),
+        ),
       );
       http.listen(port, 'localhost', () => resolve());
     });
@@ -119,7 +133,8 @@ export class StatelyRelay {
 
   /** Why a request may not have the page or a WebSocket, or null when it may. */
   #refusal(request: IncomingMessage, upgrade: boolean): { status: number; text: string } | null {
-    if (!this.#hosts.has(request.headers.host ?? '')) return { status: 403, text: 'Forbidden: this relay answers to localhost only' };
+    if (!this.#hosts.has(request.headers.host ?? ''))
+      return { status: 403, text: 'Forbidden: this relay answers to localhost only' };
     let url: URL;
     try {
       url = new URL(request.url ?? '/', 'http://localhost');
@@ -127,14 +142,22 @@ export class StatelyRelay {
       return { status: 400, text: 'Bad Request' };
     }
     if (url.pathname !== '/') return { status: 404, text: 'Not Found' };
-    if (!upgrade && request.method !== 'GET' && request.method !== 'HEAD') return { status: 405, text: 'Method Not Allowed' };
+    if (!upgrade && request.method !== 'GET' && request.method !== 'HEAD')
+      return { status: 405, text: 'Method Not Allowed' };
     const token = Buffer.from(url.searchParams.get('token') ?? '');
     if (token.length !== this.#token.length || !timingSafeEqual(token, this.#token)) {
-      return { status: 403, text: "Forbidden: open the relay's URL with its token, as the cluster printed it (cluster.inspectorUrl)" };
+      return {
+        status: 403,
+        text: "Forbidden: open the relay's URL with its token, as the cluster printed it (cluster.inspectorUrl)",
+      };
     }
     // A browser always names the page's origin: only the relay's own page may connect.
     const origin = request.headers.origin;
-    if (upgrade && origin !== undefined && !(origin.startsWith('http://') && this.#hosts.has(origin.slice('http://'.length)))) {
+    if (
+      upgrade &&
+      origin !== undefined &&
+      !(origin.startsWith('http://') && this.#hosts.has(origin.slice('http://'.length)))
+    ) {
       return { status: 403, text: 'Forbidden: another origin' };
     }
     return null;
@@ -144,10 +167,19 @@ export class StatelyRelay {
   publish(event: unknown): void {
     if (this.#closed) return;
     const text = JSON.stringify(event);
-    const { type, sessionId, snapshot } = (event ?? {}) as { type?: unknown; sessionId?: unknown; snapshot?: { status?: unknown } };
+    const { type, sessionId, snapshot } = (event ?? {}) as {
+      type?: unknown;
+      sessionId?: unknown;
+      snapshot?: { status?: unknown };
+    };
     const announces = type === '@xstate.actor' && typeof sessionId === 'string';
     if (announces) this.#live.add(sessionId);
-    if (type === '@xstate.snapshot' && typeof sessionId === 'string' && typeof snapshot?.status === 'string' && snapshot.status !== 'active') {
+    if (
+      type === '@xstate.snapshot' &&
+      typeof sessionId === 'string' &&
+      typeof snapshot?.status === 'string' &&
+      snapshot.status !== 'active'
+    ) {
       // An actor that ended (done, error, stopped) needs no announcement any more.
       this.#live.delete(sessionId);
       this.#olderActors.delete(sessionId);
@@ -174,7 +206,8 @@ export class StatelyRelay {
     this.#history.push(kept);
     if (this.#history.length <= HISTORY_LIMIT) return;
     const leaving = this.#history.shift()!;
-    if (leaving.actor !== undefined && this.#live.has(leaving.actor)) this.#olderActors.set(leaving.actor, leaving.text);
+    if (leaving.actor !== undefined && this.#live.has(leaving.actor))
+      this.#olderActors.set(leaving.actor, leaving.text);
   }
 }
 

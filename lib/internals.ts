@@ -30,13 +30,22 @@ export { dashboardPlugin } from './dashboard/dashboardPlugin.js';
 export { createAccessToken } from './dashboard/accessToken.js';
 
 export type { ResourceManagerOptions } from './resourcemanager/ResourceManager.js';
-export type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from './resourcemanager/ResourceManagerDriver.js';
+export type {
+  ResourceManagerDriver,
+  ResourceManagerDriverContext,
+  WorkerInfo,
+} from './resourcemanager/ResourceManagerDriver.js';
 export type { LocalDriverOptions } from './resourcemanager/LocalResourceManagerDriver.js';
 export type { SlotTaskRunner, TaskExecutorOptions } from './taskexecutor/TaskExecutor.js';
 export type { SlotTaskPoolLogEntry, SlotTaskPoolOptions } from './taskexecutor/SlotTaskPool.js';
 export type { DispatcherServices } from './dispatcher/Dispatcher.js';
 export type { JobMasterOptions } from './jobmaster/JobMaster.js';
-export type { TaskModuleChecker, TaskModuleCheckerOptions, TaskModuleProblem, TaskModuleVerdict } from './jobmaster/TaskModuleChecker.js';
+export type {
+  TaskModuleChecker,
+  TaskModuleCheckerOptions,
+  TaskModuleProblem,
+  TaskModuleVerdict,
+} from './jobmaster/TaskModuleChecker.js';
 export type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from './rpc/gateways.js';
 export type { SlotOfferWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from './rpc/protocol.js';
 export type { ConnectOptions, Gateway, ServedGateway, ServeOptions } from './rpc/connect.js';

@@ -28,7 +28,9 @@ export function toPlainInspectionEvent(event: StatelyInspectionEvent): StatelyIn
 }
 
 /** The worker side: an XState `inspect` observer that posts plain events with `send` (loads the inspector first). */
-export async function loadWorkerInspector(send: (event: StatelyInspectionEvent) => void): Promise<(event: InspectionEvent) => void> {
+export async function loadWorkerInspector(
+  send: (event: StatelyInspectionEvent) => void,
+): Promise<(event: InspectionEvent) => void> {
   const { createInspector } = await import('@statelyai/inspect');
   const inspector = createInspector({ send }, { serialize: toPlainInspectionEvent, autoStart: false });
   return (event) => inspector.inspect.next?.(event);

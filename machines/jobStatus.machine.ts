@@ -24,7 +24,15 @@
  */
 import { assign, setup } from 'xstate';
 
-export type JobStatus = 'created' | 'running' | 'failing' | 'restarting' | 'finished' | 'failed' | 'canceling' | 'canceled';
+export type JobStatus =
+  | 'created'
+  | 'running'
+  | 'failing'
+  | 'restarting'
+  | 'finished'
+  | 'failed'
+  | 'canceling'
+  | 'canceled';
 
 /**
  * Flink's RestartBackoffTimeStrategy, the kinds slotwise has: `fixed-delay` restarts up to
@@ -81,12 +89,16 @@ export const jobStatusMachine = setup({
     restartDelay: ({ context }) => restartDelayOf(context.restartStrategy),
   },
   actions: {
-    recordCause: assign({ failureCause: ({ event, context }) => ('cause' in event ? event.cause : context.failureCause) }),
+    recordCause: assign({
+      failureCause: ({ event, context }) => ('cause' in event ? event.cause : context.failureCause),
+    }),
     countRestart: assign({ restarts: ({ context }) => context.restarts + 1 }),
     recordNoRestartLeft: assign({
       failureCause: ({ context }) => {
         const strategy = context.restartStrategy;
-        return strategy.type === 'none' ? context.failureCause : `${context.failureCause}; no restart left (${context.restarts} of ${strategy.attempts} made)`;
+        return strategy.type === 'none'
+          ? context.failureCause
+          : `${context.failureCause}; no restart left (${context.restarts} of ${strategy.attempts} made)`;
       },
     }),
     /** Provided by the JobMaster: give the failed subtasks their next attempt. */

@@ -39,7 +39,11 @@ export type ResourceSlotEvent =
 export type ResourceSlotEventType = ResourceSlotEvent['type'];
 
 /** Every state, in declaration order. */
-export const RESOURCE_SLOT_STATES: readonly ResourceSlotState[] = Object.freeze(['free', 'pending', 'allocated'] as const);
+export const RESOURCE_SLOT_STATES: readonly ResourceSlotState[] = Object.freeze([
+  'free',
+  'pending',
+  'allocated',
+] as const);
 
 /** Every event type, in declaration order. */
 export const RESOURCE_SLOT_EVENTS: readonly ResourceSlotEventType[] = Object.freeze([

@@ -31,7 +31,10 @@ function bucketOf(id: string): number {
 }
 
 export class TaskSet<T extends Keyed> implements Iterable<T> {
-  static readonly #EMPTY: TaskSet<Keyed> = new TaskSet<Keyed>(Array.from({ length: BUCKETS }, () => NO_TASKS), 0);
+  static readonly #EMPTY: TaskSet<Keyed> = new TaskSet<Keyed>(
+    Array.from({ length: BUCKETS }, () => NO_TASKS),
+    0,
+  );
 
   static empty<T extends Keyed>(): TaskSet<T> {
     return TaskSet.#EMPTY as TaskSet<T>;

@@ -106,20 +106,31 @@ export type AddTaskRefusal =
   | { reason: 'allocation-mismatch'; expected: AllocationID; actual: AllocationID }
   | { reason: 'duplicate-execution-attempt' };
 
-export function addTaskRefusal(state: TaskSlotStateName, context: TaskSlotContext, task: TaskSlotPayload): AddTaskRefusal | undefined {
+export function addTaskRefusal(
+  state: TaskSlotStateName,
+  context: TaskSlotContext,
+  task: TaskSlotPayload,
+): AddTaskRefusal | undefined {
   if (state !== 'active') return { reason: state === 'allocated' ? 'slot-allocated' : 'slot-releasing' };
   if (task.jobId !== context.jobId) return { reason: 'job-mismatch', expected: context.jobId, actual: task.jobId };
-  if (task.allocationId !== context.allocationId) return { reason: 'allocation-mismatch', expected: context.allocationId, actual: task.allocationId };
+  if (task.allocationId !== context.allocationId)
+    return { reason: 'allocation-mismatch', expected: context.allocationId, actual: task.allocationId };
   if (context.tasks.has(task.executionAttemptId)) return { reason: 'duplicate-execution-attempt' };
   return undefined;
 }
 
 /** Why the tasks may not all be added to this slot (the first refusal, and which task), or undefined when they may. */
-export function addTasksRefusal(state: TaskSlotStateName, context: TaskSlotContext, tasks: readonly TaskSlotPayload[]): { index: number; refusal: AddTaskRefusal } | undefined {
+export function addTasksRefusal(
+  state: TaskSlotStateName,
+  context: TaskSlotContext,
+  tasks: readonly TaskSlotPayload[],
+): { index: number; refusal: AddTaskRefusal } | undefined {
   const seen = new Set<ExecutionAttemptID>();
   for (let index = 0; index < tasks.length; index++) {
     const task = tasks[index]!;
-    const refusal = seen.has(task.executionAttemptId) ? { reason: 'duplicate-execution-attempt' as const } : addTaskRefusal(state, context, task);
+    const refusal = seen.has(task.executionAttemptId)
+      ? { reason: 'duplicate-execution-attempt' as const }
+      : addTaskRefusal(state, context, task);
     if (refusal !== undefined) return { index, refusal };
     seen.add(task.executionAttemptId);
   }
@@ -151,9 +162,10 @@ export const taskSlotMachine = setup({
     canAddTask: ({ context, event }) =>
       event.type === 'ADD_TASK' && addTaskRefusal('active', context, event.task) === undefined,
     canAddTasks: ({ context, event }) =>
-      event.type === 'ADD_TASKS' && event.tasks.length > 0 && addTasksRefusal('active', context, event.tasks) === undefined,
-    holdsTask: ({ context, event }) =>
-      event.type === 'REMOVE_TASK' && context.tasks.has(event.executionAttemptId),
+      event.type === 'ADD_TASKS' &&
+      event.tasks.length > 0 &&
+      addTasksRefusal('active', context, event.tasks) === undefined,
+    holdsTask: ({ context, event }) => event.type === 'REMOVE_TASK' && context.tasks.has(event.executionAttemptId),
     holdsAnyTask: ({ context, event }) =>
       event.type === 'REMOVE_TASKS' && event.executionAttemptIds.some((id) => context.tasks.has(id)),
     isEmpty: ({ context }) => context.tasks.size === 0,
@@ -168,13 +180,20 @@ export const taskSlotMachine = setup({
       tasks: ({ context, event }) => (event.type === 'ADD_TASK' ? context.tasks.with(event.task) : context.tasks),
     }),
     addTasks: assign({
-      tasks: ({ context, event }) => (event.type === 'ADD_TASKS' ? event.tasks.reduce((tasks, task) => tasks.with(task), context.tasks) : context.tasks),
+      tasks: ({ context, event }) =>
+        event.type === 'ADD_TASKS'
+          ? event.tasks.reduce((tasks, task) => tasks.with(task), context.tasks)
+          : context.tasks,
     }),
     removeTask: assign({
-      tasks: ({ context, event }) => (event.type === 'REMOVE_TASK' ? context.tasks.without(event.executionAttemptId) : context.tasks),
+      tasks: ({ context, event }) =>
+        event.type === 'REMOVE_TASK' ? context.tasks.without(event.executionAttemptId) : context.tasks,
     }),
     removeTasks: assign({
-      tasks: ({ context, event }) => (event.type === 'REMOVE_TASKS' ? event.executionAttemptIds.reduce((tasks, id) => tasks.without(id), context.tasks) : context.tasks),
+      tasks: ({ context, event }) =>
+        event.type === 'REMOVE_TASKS'
+          ? event.executionAttemptIds.reduce((tasks, id) => tasks.without(id), context.tasks)
+          : context.tasks,
     }),
     recordCloseCause: assign({ closeCause: ({ event }) => (event.type === 'CLOSE' ? event.cause : undefined) }),
     /** Flink: task.failExternally(cause) for every task still in the slot. A payload that throws is still waited for. */

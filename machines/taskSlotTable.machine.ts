@@ -113,8 +113,18 @@ export type AllocationVerdict =
   | { kind: 'duplicate'; index: number }
   | { kind: 'refuse'; reason: 'index-out-of-range'; index: number; numberSlots: number }
   | { kind: 'refuse'; reason: 'index-taken'; index: number; holder: AllocationID }
-  | { kind: 'refuse'; reason: 'allocation-conflict'; existing: { index: number; jobId: JobID; profile: ResourceProfile } }
-  | { kind: 'refuse'; reason: 'insufficient-resources'; index: number; profile: ResourceProfile; available: ResourceProfile };
+  | {
+      kind: 'refuse';
+      reason: 'allocation-conflict';
+      existing: { index: number; jobId: JobID; profile: ResourceProfile };
+    }
+  | {
+      kind: 'refuse';
+      reason: 'insufficient-resources';
+      index: number;
+      profile: ResourceProfile;
+      available: ResourceProfile;
+    };
 
 /** Flink's allocateSlot checks, in Flink's order, without changing anything. */
 export function decideAllocation(context: TaskSlotTableContext, request: SlotAllocationRequest): AllocationVerdict {
@@ -128,13 +138,21 @@ export function decideAllocation(context: TaskSlotTableContext, request: SlotAll
   if (existingIndex !== undefined) {
     const existing = context.slots[existingIndex]!.getSnapshot().context;
     // Flink's isDuplicatedSlot: same job, same profile, and the same index unless dynamic.
-    const identical = existing.jobId === request.jobId && existing.resourceProfile.equals(profile) && (dynamic || existingIndex === index);
+    const identical =
+      existing.jobId === request.jobId &&
+      existing.resourceProfile.equals(profile) &&
+      (dynamic || existingIndex === index);
     return identical
       ? { kind: 'duplicate', index: existingIndex }
-      : { kind: 'refuse', reason: 'allocation-conflict', existing: { index: existingIndex, jobId: existing.jobId, profile: existing.resourceProfile } };
+      : {
+          kind: 'refuse',
+          reason: 'allocation-conflict',
+          existing: { index: existingIndex, jobId: existing.jobId, profile: existing.resourceProfile },
+        };
   }
   const holder = context.slots[index];
-  if (holder !== undefined) return { kind: 'refuse', reason: 'index-taken', index, holder: holder.getSnapshot().context.allocationId };
+  if (holder !== undefined)
+    return { kind: 'refuse', reason: 'index-taken', index, holder: holder.getSnapshot().context.allocationId };
   if (!context.budget.canReserve(profile)) {
     return { kind: 'refuse', reason: 'insufficient-resources', index, profile, available: context.budget.available };
   }
@@ -153,7 +171,10 @@ export function slotOf(context: TaskSlotTableContext, allocationId: AllocationID
 }
 
 /** The live slot that holds the attempt (a look through the ledger's slots, which are few), or undefined. */
-export function slotOfTask(context: TaskSlotTableContext, executionAttemptId: ExecutionAttemptID): TaskSlotRef | undefined {
+export function slotOfTask(
+  context: TaskSlotTableContext,
+  executionAttemptId: ExecutionAttemptID,
+): TaskSlotRef | undefined {
   for (const index in context.slots) {
     const slot = context.slots[index as unknown as number]!;
     if (slot.getSnapshot().context.tasks.has(executionAttemptId)) return slot;
@@ -168,7 +189,10 @@ export function slotState(slot: TaskSlotRef): TaskSlotStateName {
 export type TableAddTaskRefusal = AddTaskRefusal | { reason: 'slot-not-found' };
 
 /** Flink's addTask checks: the slot exists, is active for this job and allocation, and the attempt is new. */
-export function addTaskRefusalIn(context: TaskSlotTableContext, task: TaskSlotPayload): TableAddTaskRefusal | undefined {
+export function addTaskRefusalIn(
+  context: TaskSlotTableContext,
+  task: TaskSlotPayload,
+): TableAddTaskRefusal | undefined {
   const slot = slotOf(context, task.allocationId);
   if (slot === undefined) return { reason: 'slot-not-found' };
   const refusal = addTaskRefusal(slotState(slot), slot.getSnapshot().context, task);
@@ -203,12 +227,20 @@ function removeFromLedger(context: TaskSlotTableContext, ...leaving: TaskSlotRef
  * and the `slotFreed` notice); a slot with tasks stays until its last task is removed. Either way
  * the caller then sends the slot CLOSE.
  */
-function planFreeSlot(context: TaskSlotTableContext, slot: TaskSlotRef): { removal: Partial<TaskSlotTableContext>; freed: TaskSlotTableEmitted } | undefined {
+function planFreeSlot(
+  context: TaskSlotTableContext,
+  slot: TaskSlotRef,
+): { removal: Partial<TaskSlotTableContext>; freed: TaskSlotTableEmitted } | undefined {
   const slotContext = slot.getSnapshot().context;
   if (slotContext.tasks.size > 0) return undefined;
   return {
     removal: removeFromLedger(context, slot),
-    freed: { type: 'slotFreed', allocationId: slotContext.allocationId, jobId: slotContext.jobId, index: slotContext.index },
+    freed: {
+      type: 'slotFreed',
+      allocationId: slotContext.allocationId,
+      jobId: slotContext.jobId,
+      index: slotContext.index,
+    },
   };
 }
 
@@ -233,10 +265,14 @@ export const taskSlotTableMachine = setup({
   },
   actors: { taskSlot: taskSlotMachine },
   guards: {
-    canAllocate: ({ context, event }) => event.type === 'ALLOCATE_SLOT' && decideAllocation(context, event).kind === 'allocate',
-    isIdenticalAllocation: ({ context, event }) => event.type === 'ALLOCATE_SLOT' && decideAllocation(context, event).kind === 'duplicate',
-    slotExists: ({ context, event }) => 'allocationId' in event && slotOf(context, event.allocationId as AllocationID) !== undefined,
-    taskExists: ({ context, event }) => event.type === 'REMOVE_TASK' && slotOfTask(context, event.executionAttemptId) !== undefined,
+    canAllocate: ({ context, event }) =>
+      event.type === 'ALLOCATE_SLOT' && decideAllocation(context, event).kind === 'allocate',
+    isIdenticalAllocation: ({ context, event }) =>
+      event.type === 'ALLOCATE_SLOT' && decideAllocation(context, event).kind === 'duplicate',
+    slotExists: ({ context, event }) =>
+      'allocationId' in event && slotOf(context, event.allocationId as AllocationID) !== undefined,
+    taskExists: ({ context, event }) =>
+      event.type === 'REMOVE_TASK' && slotOfTask(context, event.executionAttemptId) !== undefined,
     allSlotsClosed: ({ context }) => Object.keys(context.slots).length === 0 && context.closingSlots === 0,
   },
   actions: {
@@ -263,7 +299,10 @@ export const taskSlotTableMachine = setup({
         spawned,
         slots: { ...context.slots, [index]: slot },
         allocations: { ...context.allocations, [event.allocationId]: index },
-        slotsPerJob: { ...context.slotsPerJob, [event.jobId]: [...(context.slotsPerJob[event.jobId] ?? []), event.allocationId] },
+        slotsPerJob: {
+          ...context.slotsPerJob,
+          [event.jobId]: [...(context.slotsPerJob[event.jobId] ?? []), event.allocationId],
+        },
         budget: context.budget.reserve(profile),
       };
     }),
@@ -306,7 +345,12 @@ export const taskSlotTableMachine = setup({
       // A releasing slot leaves the ledger with its last task (Flink: removeTask → slotActions.freeSlot).
       if (slotState(slot) === 'releasing' && slotContext.tasks.size === 1) {
         enqueue.assign(removeFromLedger(context, slot));
-        enqueue.emit({ type: 'slotFreed', allocationId: slotContext.allocationId, jobId: slotContext.jobId, index: slotContext.index });
+        enqueue.emit({
+          type: 'slotFreed',
+          allocationId: slotContext.allocationId,
+          jobId: slotContext.jobId,
+          index: slotContext.index,
+        });
       }
       enqueue.sendTo(slot, { type: 'REMOVE_TASK', executionAttemptId: event.executionAttemptId });
     }),
@@ -318,7 +362,8 @@ export const taskSlotTableMachine = setup({
     reportSlotReleaseTimedOut: emit(({ event }) => ({
       type: 'slotReleaseTimedOut' as const,
       allocationId: (event as Extract<TaskSlotTableEvent, { type: 'SLOT_RELEASE_TIMED_OUT' }>).allocationId,
-      executionAttemptIds: (event as Extract<TaskSlotTableEvent, { type: 'SLOT_RELEASE_TIMED_OUT' }>).executionAttemptIds,
+      executionAttemptIds: (event as Extract<TaskSlotTableEvent, { type: 'SLOT_RELEASE_TIMED_OUT' }>)
+        .executionAttemptIds,
     })),
     recordSlotClosed: enqueueActions(({ context, event, enqueue }) => {
       const output = (event as { output: TaskSlotOutput }).output;

@@ -68,9 +68,16 @@ try {
   // A file, not `-e`: workers started by the cluster inherit this process's execArgv.
   const script = join(scratch, 'warmUp.mjs');
   writeFileSync(script, warmUp);
-  execFileSync(process.execPath, [script], { cwd: root, env: { ...process.env, SLOTWISE_WRITE_CODE_CACHE: '1' }, stdio: ['ignore', 'ignore', 'inherit'], timeout: 60_000 });
+  execFileSync(process.execPath, [script], {
+    cwd: root,
+    env: { ...process.env, SLOTWISE_WRITE_CODE_CACHE: '1' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+    timeout: 60_000,
+  });
 } catch (error) {
-  console.warn(`the TaskExecutor's warm-up for its code cache failed: ${error instanceof Error ? error.message : String(error)}`);
+  console.warn(
+    `the TaskExecutor's warm-up for its code cache failed: ${error instanceof Error ? error.message : String(error)}`,
+  );
 }
 rmSync(scratch, { recursive: true, force: true });
 if (!existsSync(codeCache)) console.warn(`no ${codeCache}: TaskExecutors will compile their bundle at each start`);

@@ -19,7 +19,7 @@ function main(argv: string[]): void {
   mkdirSync(outDir, { recursive: true });
   for (const [name, machine] of Object.entries(machines)) {
     const file = join(outDir, `${name}.json`);
-    writeFileSync(file, machineToVisualizerJSON(machine) + '\n');
+    writeFileSync(file, `${machineToVisualizerJSON(machine)}\n`);
     console.log(`${name.padEnd(16)} → ${file}`);
   }
   console.log('\nPaste a file into https://stately.ai/viz (Import → JSON) to see the statechart.');

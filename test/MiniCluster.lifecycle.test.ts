@@ -33,7 +33,9 @@ describe('MiniCluster lifetimes', () => {
 
     it('rejects with the reason of a signal that aborted before, and starts no job', async () => {
       const reason = new Error('the request was withdrawn');
-      const error = await cluster.submitJob(waiting('aborted before'), { signal: AbortSignal.abort(reason) }).catch((e: unknown) => e);
+      const error = await cluster
+        .submitJob(waiting('aborted before'), { signal: AbortSignal.abort(reason) })
+        .catch((e: unknown) => e);
       expect(error).to.equal(reason);
       expect(cluster.listJobs()).to.deep.equal([]);
     });

@@ -19,7 +19,11 @@ describe('MiniCluster metrics and dashboard options', function () {
       [{ metrics: { registry, prefix: 'my-app' } }, 'metrics.prefix', /Prometheus name/],
       [{ dashboard: { port: 1.5 } }, 'dashboard.port', /integer in \[0, 65535\]/],
       [{ dashboard: { host: 7 } }, 'dashboard.host', /non-empty host/],
-      [{ metrics: { registry }, dashboard: { colour: 'blue' } }, 'dashboard.colour', /unknown dashboard option 'colour'/],
+      [
+        { metrics: { registry }, dashboard: { colour: 'blue' } },
+        'dashboard.colour',
+        /unknown dashboard option 'colour'/,
+      ],
     ];
     for (const [options, option, message] of cases) {
       const error = await startRefusal({ taskExecutors: 0, ...options });
@@ -38,7 +42,9 @@ describe('MiniCluster metrics and dashboard options', function () {
     try {
       const error = await startRefusal({ taskExecutors: 1, metrics: { registry }, dashboard: { port } });
       expect(error).to.be.instanceOf(ConfigurationError);
-      expect((error as Error).message).to.match(new RegExp(`cannot listen on 127.0.0.1:${port} \\(EADDRINUSE\\); choose another dashboard.port, or 0`));
+      expect((error as Error).message).to.match(
+        new RegExp(`cannot listen on 127.0.0.1:${port} \\(EADDRINUSE\\); choose another dashboard.port, or 0`),
+      );
       expect(registry.getMetricsAsArray(), 'the cluster it closed took its metrics out').to.deep.equal([]);
     } finally {
       await new Promise((resolve) => taken.close(resolve));

@@ -3,7 +3,13 @@
  * closed cluster refusing work. No TaskExecutor is started here (the integration tests run jobs).
  */
 import { expect } from 'chai';
-import { ConfigurationError, IllegalArgumentError, IllegalStateError, JobGraphError, ResourceProfileError } from '../lib/core/errors.js';
+import {
+  ConfigurationError,
+  IllegalArgumentError,
+  IllegalStateError,
+  JobGraphError,
+  ResourceProfileError,
+} from '../lib/core/errors.js';
 import { JobID } from '../lib/core/ids.js';
 import { MiniCluster, type MiniClusterOptions } from '../lib/MiniCluster.js';
 import type { JobEvent } from '../lib/jobmaster/JobMaster.js';
@@ -14,14 +20,44 @@ const OK = new URL('./fixtures/tasks/ok.ts', import.meta.url);
 describe('MiniCluster', () => {
   describe('start refuses bad options, naming the option and what is allowed', () => {
     const cases: Array<[string, MiniClusterOptions, new (...args: never[]) => Error, RegExp]> = [
-      ['an unknown option', { slots: 2 } as never, ConfigurationError, /unknown MiniCluster option 'slots'; known: mode, taskExecutors, slotsPerTaskExecutor/],
+      [
+        'an unknown option',
+        { slots: 2 } as never,
+        ConfigurationError,
+        /unknown MiniCluster option 'slots'; known: mode, taskExecutors, slotsPerTaskExecutor/,
+      ],
       ['a mode', { mode: 'fiber' as never }, ConfigurationError, /mode must be 'thread' or 'process', got fiber/],
-      ['a negative executor count', { taskExecutors: -1 }, ConfigurationError, /taskExecutors must be an integer >= 0 or 'on-demand', got -1/],
-      ['zero slots', { taskExecutors: 0, slotsPerTaskExecutor: 0 }, ConfigurationError, /taskmanager.numberOfTaskSlots/],
-      ['an unknown Flink option', { taskExecutors: 0, configuration: { 'slot.request.timeuot': 5 } as never }, ConfigurationError, /slot.request.timeuot/],
-      ['a bad timeout', { taskExecutors: 0, configuration: { 'slot.request.timeout': 'soon' } }, ConfigurationError, /slot.request.timeout/],
+      [
+        'a negative executor count',
+        { taskExecutors: -1 },
+        ConfigurationError,
+        /taskExecutors must be an integer >= 0 or 'on-demand', got -1/,
+      ],
+      [
+        'zero slots',
+        { taskExecutors: 0, slotsPerTaskExecutor: 0 },
+        ConfigurationError,
+        /taskmanager.numberOfTaskSlots/,
+      ],
+      [
+        'an unknown Flink option',
+        { taskExecutors: 0, configuration: { 'slot.request.timeuot': 5 } as never },
+        ConfigurationError,
+        /slot.request.timeuot/,
+      ],
+      [
+        'a bad timeout',
+        { taskExecutors: 0, configuration: { 'slot.request.timeout': 'soon' } },
+        ConfigurationError,
+        /slot.request.timeout/,
+      ],
       ['negative resources', { taskExecutors: 0, resources: { cpuCores: -1 } }, ResourceProfileError, /cpu/i],
-      ['a placement policy', { taskExecutors: 0, placementPolicy: 'random' as never }, ConfigurationError, /placement-policy/],
+      [
+        'a placement policy',
+        { taskExecutors: 0, placementPolicy: 'random' as never },
+        ConfigurationError,
+        /placement-policy/,
+      ],
     ];
     for (const [what, options, type, message] of cases) {
       it(what, async () => {
@@ -46,13 +82,27 @@ describe('MiniCluster', () => {
     });
 
     it('refuses a bad job graph with a JobGraphError and keeps no job', async () => {
-      const error = await cluster.submitJob({ name: 'cyclic', vertices: [{ id: 'a', taskModule: OK, parallelism: 1 }, { id: 'b', taskModule: OK, parallelism: 1 }], edges: [{ from: 'a', to: 'b', pattern: 'pointwise' }, { from: 'b', to: 'a', pattern: 'pointwise' }] }).catch((e: unknown) => e);
+      const error = await cluster
+        .submitJob({
+          name: 'cyclic',
+          vertices: [
+            { id: 'a', taskModule: OK, parallelism: 1 },
+            { id: 'b', taskModule: OK, parallelism: 1 },
+          ],
+          edges: [
+            { from: 'a', to: 'b', pattern: 'pointwise' },
+            { from: 'b', to: 'a', pattern: 'pointwise' },
+          ],
+        })
+        .catch((e: unknown) => e);
       expect(error).to.be.instanceOf(JobGraphError);
       expect(cluster.listJobs()).to.deep.equal([]);
     });
 
     it('refuses a task module that does not exist, naming it', async () => {
-      const error = await cluster.submitJob({ name: 'missing', vertices: [{ id: 'a', taskModule: '/nowhere/task.ts', parallelism: 1 }] }).catch((e: unknown) => e);
+      const error = await cluster
+        .submitJob({ name: 'missing', vertices: [{ id: 'a', taskModule: '/nowhere/task.ts', parallelism: 1 }] })
+        .catch((e: unknown) => e);
       expect(error).to.be.instanceOf(JobGraphError);
       expect((error as Error).message).to.contain('/nowhere/task.ts');
       expect(cluster.listJobs()).to.deep.equal([]);
@@ -60,7 +110,8 @@ describe('MiniCluster', () => {
 
     it('shows a job waiting for slots in the overview with its reason, and cancels it', async () => {
       const job = await cluster.submitJob({ name: 'waits', vertices: [{ id: 'a', taskModule: OK, parallelism: 2 }] });
-      for (let i = 0; i < 50 && cluster.overview().pendingRequests.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      for (let i = 0; i < 50 && cluster.overview().pendingRequests.length === 0; i++)
+        await new Promise((resolve) => setTimeout(resolve, 10));
       const overview = cluster.overview();
       expect(overview.taskExecutors).to.deep.equal([]);
       expect(overview.pendingRequests).to.have.length(1);
@@ -73,7 +124,10 @@ describe('MiniCluster', () => {
     });
 
     it('replays the status changes so far to a listener that subscribes late; task events only from then on', async () => {
-      const job = await cluster.submitJob({ name: 'late listener', vertices: [{ id: 'a', taskModule: OK, parallelism: 1 }] });
+      const job = await cluster.submitJob({
+        name: 'late listener',
+        vertices: [{ id: 'a', taskModule: OK, parallelism: 1 }],
+      });
       const early: JobEvent[] = [];
       job.onEvent((event) => early.push(event));
       await cluster.cancelJob(job.jobId);
@@ -98,7 +152,9 @@ describe('MiniCluster', () => {
       const closing = cluster.close();
       expect(cluster.close()).to.equal(closing);
       await closing;
-      const late = await cluster.submitJob({ name: 'late', vertices: [{ id: 'a', taskModule: OK, parallelism: 1 }] }).catch((e: unknown) => e);
+      const late = await cluster
+        .submitJob({ name: 'late', vertices: [{ id: 'a', taskModule: OK, parallelism: 1 }] })
+        .catch((e: unknown) => e);
       expect(late).to.be.instanceOf(IllegalStateError);
       expect((late as Error).message).to.contain('MiniCluster.submitJob: the cluster is closed');
       expect(() => cluster.killTaskExecutor('taskexecutor-x' as never)).to.throw(IllegalStateError);
@@ -120,7 +176,12 @@ describe('MiniCluster', () => {
         const running = await cluster.submitJob(waiting('running'));
         const first = await endedJob(cluster, 'first');
         const second = await endedJob(cluster, 'second');
-        expect(cluster.listJobs().map((j) => j.name).sort()).to.deep.equal(['running', 'second']);
+        expect(
+          cluster
+            .listJobs()
+            .map((j) => j.name)
+            .sort(),
+        ).to.deep.equal(['running', 'second']);
         const error = await cluster.cancelJob(first.jobId).catch((e: unknown) => e);
         expect(error).to.be.instanceOf(IllegalArgumentError);
         expect((error as Error).message).to.contain('jobstore.max-capacity');
@@ -136,7 +197,9 @@ describe('MiniCluster', () => {
     // jobstore.expiration-time is crossed on a simulated clock in test/dispatcher/Dispatcher.test.ts.
 
     it('refuses a negative capacity at the door', async () => {
-      const error = await MiniCluster.start({ taskExecutors: 0, configuration: { 'jobstore.max-capacity': -1 } }).catch((e: unknown) => e);
+      const error = await MiniCluster.start({ taskExecutors: 0, configuration: { 'jobstore.max-capacity': -1 } }).catch(
+        (e: unknown) => e,
+      );
       expect(error).to.be.instanceOf(ConfigurationError);
       expect((error as Error).message).to.contain('jobstore.max-capacity');
     });

@@ -24,10 +24,15 @@ describe('Observability (what a coordinator wires for metrics and the dashboard)
     const actor = createActor(machine, { inspect: sink.inspect }).start();
     actor.send({ type: 'FLIP' });
     // The inspector hands events on a moment later, not inside send().
-    const shown = await until('the dashboard to list the actor in its new state', () => o.actors!.list().find((a) => a.id === actor.sessionId && a.value === 'on'));
+    const shown = await until('the dashboard to list the actor in its new state', () =>
+      o.actors!.list().find((a) => a.id === actor.sessionId && a.value === 'on'),
+    );
     expect(shown.name).to.equal('toggle');
     expect(o.actors!.get(actor.sessionId)!.recent.map((e) => e.type)).to.include('FLIP');
-    expect(received.some((r) => r.type === '@xstate.snapshot' && r.snapshot.value === 'on'), 'the callback got the same events').to.equal(true);
+    expect(
+      received.some((r) => r.type === '@xstate.snapshot' && r.snapshot.value === 'on'),
+      'the callback got the same events',
+    ).to.equal(true);
     actor.stop();
     await sink.close();
     await o.close();
@@ -37,7 +42,15 @@ describe('Observability (what a coordinator wires for metrics and the dashboard)
     const metrics = resolveMetricsOptions(undefined);
     const o = new Observability({ metrics, dashboard: false, overview });
     o.onTaskExecutorLost('taskexecutor-1' as never, 'worker-exited');
-    o.jobObserver.onSlotAssigned!('j' as never, { vertexId: 'v', subtaskIndex: 0, attemptNumber: 0, resourceId: 'taskexecutor-1' as never, allocationId: 'a' as never, requestedAt: 10, timestamp: 30 });
+    o.jobObserver.onSlotAssigned!('j' as never, {
+      vertexId: 'v',
+      subtaskIndex: 0,
+      attemptNumber: 0,
+      resourceId: 'taskexecutor-1' as never,
+      allocationId: 'a' as never,
+      requestedAt: 10,
+      timestamp: 30,
+    });
     const snapshot = await o.metrics.snapshot();
     expect(snapshot.taskExecutorsLost['worker-exited']).to.equal(1);
     expect(snapshot.slotAllocationLatency).to.deep.include({ count: 1, sum: 0.02 });

@@ -37,7 +37,8 @@ function importSpecifiers(source: string): string[] {
   const found: string[] = [];
   // The clause between the keyword and `from` holds only names, braces, commas and `*`: it cannot
   // run on into another statement (no `=`, `(`, `;` or quote).
-  for (const m of code.matchAll(/\b(?:import|export)\s+(?:[\w$*\s{},]+?\s+from\s*)?(['"])([^'"\n]+)\1/g)) found.push(m[2]!);
+  for (const m of code.matchAll(/\b(?:import|export)\s+(?:[\w$*\s{},]+?\s+from\s*)?(['"])([^'"\n]+)\1/g))
+    found.push(m[2]!);
   for (const m of code.matchAll(/\bimport\s*\(\s*(['"])([^'"\n]+)\1\s*\)/g)) found.push(m[2]!);
   return found;
 }
@@ -56,7 +57,8 @@ function runtimeImports(source: string): RuntimeImport[] {
   for (const m of code.matchAll(/\b(import|export)\s+(type\s+)?(?:[\w$*\s{},]+?\s+from\s*)?(['"])([^'"\n]+)\3/g)) {
     if (m[2] === undefined) found.push({ specifier: m[4]!, dynamic: false });
   }
-  for (const m of code.matchAll(/\bimport\s*\(\s*(['"])([^'"\n]+)\1\s*\)/g)) found.push({ specifier: m[2]!, dynamic: true });
+  for (const m of code.matchAll(/\bimport\s*\(\s*(['"])([^'"\n]+)\1\s*\)/g))
+    found.push({ specifier: m[2]!, dynamic: true });
   return found;
 }
 
@@ -86,9 +88,23 @@ function importClosure(entry: string): { files: string[]; externals: ExternalImp
 }
 
 /** What no worker may load: servers and sockets, the browser opener, the inspector package. */
-const NOT_IN_A_WORKER = ['ws', 'node:http', 'http', 'node:https', 'https', 'node:child_process', 'child_process', '@statelyai/inspect', '@statelyai/inspect/server'];
+const NOT_IN_A_WORKER = [
+  'ws',
+  'node:http',
+  'http',
+  'node:https',
+  'https',
+  'node:child_process',
+  'child_process',
+  '@statelyai/inspect',
+  '@statelyai/inspect/server',
+];
 /** The one exception, by name: the worker side of inspection loads the inspector when inspection is asked for. */
-const LAZY_INSPECTOR: ExternalImport = { from: 'lib/workerInspector.ts', specifier: '@statelyai/inspect', dynamic: true };
+const LAZY_INSPECTOR: ExternalImport = {
+  from: 'lib/workerInspector.ts',
+  specifier: '@statelyai/inspect',
+  dynamic: true,
+};
 
 /** The forbidden imports of a closure, as lines; the lazy inspector allowed. */
 function workerViolations(externals: readonly ExternalImport[]): string[] {
@@ -168,7 +184,18 @@ describe('architecture', () => {
       for (const ok of ['xstate', './taskSlot.machine.js', '../lib/core/ids.js', '../machines/x.js']) {
         expect(machineImportViolation(file, ok), ok).to.equal(undefined);
       }
-      for (const bad of ['node:fs', 'fs', 'worker_threads', 'fs/promises', 'comlink', 'xstate/dev', '../lib/rpc/connect.js', '../lib/core/../rpc/connect.js', '../lib/coreish.js', '../test/support/fixtures.js']) {
+      for (const bad of [
+        'node:fs',
+        'fs',
+        'worker_threads',
+        'fs/promises',
+        'comlink',
+        'xstate/dev',
+        '../lib/rpc/connect.js',
+        '../lib/core/../rpc/connect.js',
+        '../lib/coreish.js',
+        '../test/support/fixtures.js',
+      ]) {
         expect(machineImportViolation(file, bad), bad).to.be.a('string');
       }
     });
@@ -218,15 +245,26 @@ describe('architecture', () => {
       expect(files).to.include.members(['lib/inspect.ts', 'lib/inspectRelay.ts', 'lib/workerInspector.ts']);
       const found = workerViolations(externals);
       for (const specifier of ['ws', 'node:http', 'node:child_process', '@statelyai/inspect']) {
-        expect(found.some((line) => line.endsWith(`'${specifier}'`)), `${specifier} in ${found.join('; ')}`).to.equal(true);
+        expect(
+          found.some((line) => line.endsWith(`'${specifier}'`)),
+          `${specifier} in ${found.join('; ')}`,
+        ).to.equal(true);
       }
     });
 
     it(`the TaskExecutor worker entry's closure (static and dynamic imports) has no ws, http, child_process or inspector; the inspector is loaded only when asked, by the one dynamic import allowed by name`, () => {
       const { files, externals } = importClosure(TASK_EXECUTOR_ENTRY);
-      expect(files, 'the walk reached the TaskExecutor').to.include.members(['lib/taskexecutor/TaskExecutor.ts', 'lib/rpc/Link.ts']);
-      expect(files, 'the worker side of inspection is in the closure (loaded when asked)').to.include('lib/workerInspector.ts');
-      expect(files, 'the main side of inspection is not').to.not.include.members(['lib/inspect.ts', 'lib/inspectRelay.ts']);
+      expect(files, 'the walk reached the TaskExecutor').to.include.members([
+        'lib/taskexecutor/TaskExecutor.ts',
+        'lib/rpc/Link.ts',
+      ]);
+      expect(files, 'the worker side of inspection is in the closure (loaded when asked)').to.include(
+        'lib/workerInspector.ts',
+      );
+      expect(files, 'the main side of inspection is not').to.not.include.members([
+        'lib/inspect.ts',
+        'lib/inspectRelay.ts',
+      ]);
       const found = workerViolations(externals);
       expect(found, `a worker must not load these:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
       expect(externals, 'the lazy inspector import is where it is allowed').to.deep.include(LAZY_INSPECTOR);
@@ -250,7 +288,9 @@ describe('architecture', () => {
         if (isUnder(file, join(LIB, 'rpc')) || isUnder(file, CORE)) return `${rel(to)} is an endpoint wing`;
         return from !== undefined && from !== to ? `another wing, ${rel(to)}` : undefined;
       });
-      expect(found, `wings must talk through rpc/ only; offending imports:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
+      expect(found, `wings must talk through rpc/ only; offending imports:\n  ${found.join('\n  ')}\n`).to.deep.equal(
+        [],
+      );
     });
   });
 
@@ -262,7 +302,9 @@ describe('architecture', () => {
       const name = `${base}Machine`;
 
       it(`${rel(file)} exports a const machine named ${name}`, async () => {
-        expect(readFileSync(file, 'utf8'), `${rel(file)} has no 'export const ${name}'`).to.match(new RegExp(`^export const ${name}\\b`, 'm'));
+        expect(readFileSync(file, 'utf8'), `${rel(file)} has no 'export const ${name}'`).to.match(
+          new RegExp(`^export const ${name}\\b`, 'm'),
+        );
         const module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
         expect(module, `${rel(file)} exports ${Object.keys(module).join(', ')}`).to.have.property(name);
         const machine = module[name] as { config?: unknown; id?: unknown };

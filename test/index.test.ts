@@ -15,7 +15,9 @@ const NOT_CLASSES = ['AbortError', 'SerializedError'];
 
 describe('the public entry', () => {
   it('exports every error class the README names, by name, as the class the runtime throws', () => {
-    const named = [...new Set(README.match(/\b[A-Z][A-Za-z]+Error\b/g) ?? [])].filter((name) => !NOT_CLASSES.includes(name));
+    const named = [...new Set(README.match(/\b[A-Z][A-Za-z]+Error\b/g) ?? [])].filter(
+      (name) => !NOT_CLASSES.includes(name),
+    );
     expect(named).to.include('JobGraphError');
     const exported = slotwise as unknown as Record<string, unknown>;
     const missing = named.filter((name) => typeof exported[name] !== 'function');
@@ -24,17 +26,47 @@ describe('the public entry', () => {
   });
 
   it('exports every class of the error family', () => {
-    for (const [name, cls] of Object.entries(ERROR_CLASSES)) expect((slotwise as Record<string, unknown>)[name], name).to.equal(cls);
+    for (const [name, cls] of Object.entries(ERROR_CLASSES))
+      expect((slotwise as Record<string, unknown>)[name], name).to.equal(cls);
   });
 
   it('keeps the runtime internals (endpoints, RPC, task pools) out of it; slotwise/internals has them', () => {
-    const inside = ['Link', 'MainThreadExecutor', 'SlotTaskPool', 'connectGateway', 'serveGateway', 'GATEWAY', 'DeadlineScheduler', 'TaskManagerTracker', 'DefaultResourceTracker', 'ResourceManager', 'TaskExecutor', 'JobMaster', 'Dispatcher', 'LocalResourceManagerDriver', 'DefaultTaskModuleChecker'];
+    const inside = [
+      'Link',
+      'MainThreadExecutor',
+      'SlotTaskPool',
+      'connectGateway',
+      'serveGateway',
+      'GATEWAY',
+      'DeadlineScheduler',
+      'TaskManagerTracker',
+      'DefaultResourceTracker',
+      'ResourceManager',
+      'TaskExecutor',
+      'JobMaster',
+      'Dispatcher',
+      'LocalResourceManagerDriver',
+      'DefaultTaskModuleChecker',
+    ];
     expect(inside.filter((name) => name in slotwise)).to.deep.equal([]);
     expect(inside.filter((name) => !(name in internals))).to.deep.equal([]);
   });
 
   it('has what the quick start and the README sections use', () => {
-    for (const name of ['MiniCluster', 'JobGraph', 'ResourceProfile', 'TaskSlotTable', 'MemoryManager', 'FineGrainedSlotManager', 'ResourceBudgetManager', 'machines', 'JobID', 'AllocationID', 'SimulatedClock', 'resolveOptions']) {
+    for (const name of [
+      'MiniCluster',
+      'JobGraph',
+      'ResourceProfile',
+      'TaskSlotTable',
+      'MemoryManager',
+      'FineGrainedSlotManager',
+      'ResourceBudgetManager',
+      'machines',
+      'JobID',
+      'AllocationID',
+      'SimulatedClock',
+      'resolveOptions',
+    ]) {
       expect(slotwise, name).to.have.property(name);
     }
   });

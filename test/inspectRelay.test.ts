@@ -85,7 +85,10 @@ describe('StatelyRelay', function () {
     expect(await connect(`ws://localhost:${relay.port}/?token=guess`), 'a wrong token').to.equal(403);
     expect(await connect(`ws://localhost:${relay.port}/other${token}`), 'another path').to.equal(404);
     expect(await connect(socketUrl(relay), { origin: 'https://evil.example' }), 'another origin').to.equal(403);
-    expect(await connect(socketUrl(relay), { origin: `http://localhost:${relay.port}.evil.example` }), 'a look-alike origin').to.equal(403);
+    expect(
+      await connect(socketUrl(relay), { origin: `http://localhost:${relay.port}.evil.example` }),
+      'a look-alike origin',
+    ).to.equal(403);
     const ownPage = await connect(socketUrl(relay), { origin: `http://localhost:${relay.port}` });
     const tool = await connect(socketUrl(relay));
     expect(ownPage).to.be.instanceOf(WebSocket);
@@ -102,10 +105,15 @@ describe('StatelyRelay', function () {
     const closed = new Promise<number>((resolve) => client.once('close', (code) => resolve(code)));
     await relay.close();
     expect(await closed).to.equal(1001);
-    expect(await fetch(relay.url).then(() => 'served', () => 'refused')).to.equal('refused');
+    expect(
+      await fetch(relay.url).then(
+        () => 'served',
+        () => 'refused',
+      ),
+    ).to.equal('refused');
   });
 
-  it("gives a late page the announcements of live actors that left its 10,000-event history, not those of ended ones, then the history", async () => {
+  it('gives a late page the announcements of live actors that left its 10,000-event history, not those of ended ones, then the history', async () => {
     relay.publish({ type: '@xstate.actor', sessionId: 'x:long', name: 'slotManager' });
     relay.publish({ type: '@xstate.actor', sessionId: 'x:short', name: 'jobStatus' });
     relay.publish({ type: '@xstate.snapshot', sessionId: 'x:short', snapshot: { status: 'done' } });

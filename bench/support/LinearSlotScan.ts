@@ -13,7 +13,10 @@
  * completeAllocation, free on the tracker) is shared with the indexed path unchanged.
  */
 import type { ResourceProfile } from '../../lib/core/ResourceProfile.js';
-import type { ResourceSlotRecord, TaskManagerRegistration } from '../../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
+import type {
+  ResourceSlotRecord,
+  TaskManagerRegistration,
+} from '../../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
 
 export class LinearSlotScan {
   readonly slots: readonly ResourceSlotRecord[];

@@ -60,7 +60,12 @@ export class PlainTaskSlotTable {
     const profile = request.resourceProfile.isUnknown() ? this.defaultSlotProfile : request.resourceProfile;
     const existing = this.#allocations.get(request.allocationId);
     if (existing !== undefined) {
-      if (existing.jobId === request.jobId && existing.resourceProfile.equals(profile) && (dynamic || existing.index === index)) return false;
+      if (
+        existing.jobId === request.jobId &&
+        existing.resourceProfile.equals(profile) &&
+        (dynamic || existing.index === index)
+      )
+        return false;
       throw new Error(`allocation-conflict: ${request.allocationId}`);
     }
     if (this.#slots.has(index)) throw new Error(`index-taken: ${index}`);
@@ -96,7 +101,8 @@ export class PlainTaskSlotTable {
     if (slot === undefined) throw new Error(`slot-not-found: ${task.allocationId}`);
     if (slot.state !== 'active') throw new Error(slot.state === 'allocated' ? 'slot-allocated' : 'slot-releasing');
     if (task.jobId !== slot.jobId) throw new Error(`job-mismatch: ${task.jobId}`);
-    if (this.#taskSlots.has(task.executionAttemptId)) throw new Error(`duplicate-execution-attempt: ${task.executionAttemptId}`);
+    if (this.#taskSlots.has(task.executionAttemptId))
+      throw new Error(`duplicate-execution-attempt: ${task.executionAttemptId}`);
     slot.tasks.set(task.executionAttemptId, task);
     this.#taskSlots.set(task.executionAttemptId, slot);
   }
@@ -113,7 +119,10 @@ export class PlainTaskSlotTable {
   }
 
   /** An empty slot leaves at once; a slot with tasks fails them and leaves with its last one. */
-  freeSlot(allocationId: AllocationID, cause: unknown = new Error(`slot ${allocationId} was freed`)): 'freed' | 'releasing' {
+  freeSlot(
+    allocationId: AllocationID,
+    cause: unknown = new Error(`slot ${allocationId} was freed`),
+  ): 'freed' | 'releasing' {
     const slot = this.#slot(allocationId);
     if (slot.tasks.size === 0) {
       this.#remove(slot);

@@ -87,8 +87,18 @@ export const REQUIREMENTS = {
 } as const;
 
 /** The mix one measured operation cycles through, in this order. */
-export const MIXED_REQUIREMENTS: readonly ResourceProfile[] = [REQUIREMENTS.unknown, REQUIREMENTS.standardSlot, REQUIREMENTS.small, REQUIREMENTS.gpu];
-export const MIXED_REQUIREMENT_NAMES = ['UNKNOWN', 'standard slot', 'small (dynamic)', 'gpu (dynamic, gpu executors only)'];
+export const MIXED_REQUIREMENTS: readonly ResourceProfile[] = [
+  REQUIREMENTS.unknown,
+  REQUIREMENTS.standardSlot,
+  REQUIREMENTS.small,
+  REQUIREMENTS.gpu,
+];
+export const MIXED_REQUIREMENT_NAMES = [
+  'UNKNOWN',
+  'standard slot',
+  'small (dynamic)',
+  'gpu (dynamic, gpu executors only)',
+];
 
 /** Nobody is called: the tracker never touches gateways; one object serves every executor. */
 export const NO_GATEWAY: TaskExecutorSlotGateway = {
@@ -135,7 +145,11 @@ export const mulberry32 = seededRandom;
 export const FILL_JOB = JobID.generate();
 
 /** One allocation of the executor's default slot through the tracker's own path; returns its AllocationID. */
-export function allocateDefaultSlot(tracker: TaskManagerTracker, taskManager: TaskManagerRegistration, jobId: JobID = FILL_JOB): AllocationID {
+export function allocateDefaultSlot(
+  tracker: TaskManagerTracker,
+  taskManager: TaskManagerRegistration,
+  jobId: JobID = FILL_JOB,
+): AllocationID {
   const reservation = tracker.reserve(taskManager, ResourceProfile.UNKNOWN, jobId);
   const allocationId = AllocationID.generate();
   tracker.assignPending(reservation, allocationId, true);

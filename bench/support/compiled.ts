@@ -30,7 +30,9 @@ let built = false;
 /** Builds dist/ once per process if it is missing or older than the sources. */
 export function ensureCompiled(): void {
   if (built) return;
-  const stale = !existsSync(marker) || statSync(marker).mtimeMs < Math.max(newestSource(join(root, 'lib')), newestSource(join(root, 'machines')));
+  const stale =
+    !existsSync(marker) ||
+    statSync(marker).mtimeMs < Math.max(newestSource(join(root, 'lib')), newestSource(join(root, 'machines')));
   if (stale) {
     console.log('building dist/ (npm run build): the benchmark measures the compiled code');
     execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });

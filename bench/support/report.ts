@@ -60,7 +60,8 @@ function failedRow(name: string, error: string): BenchRow {
 /** The row named `name`; throws (naming the rows there are) when there is none. */
 export function rowNamed(rows: readonly BenchRow[], name: string): BenchRow {
   const row = rows.find((r) => r.name === name);
-  if (row === undefined) throw new Error(`no benchmark row named "${name}"; rows: ${rows.map((r) => r.name).join(', ')}`);
+  if (row === undefined)
+    throw new Error(`no benchmark row named "${name}"; rows: ${rows.map((r) => r.name).join(', ')}`);
   return row;
 }
 
@@ -80,7 +81,11 @@ export function printTable(rows: readonly BenchRow[]): void {
 
 /** Prints `figures` as one JSON line; meant to be the last line of a benchmark's output. */
 export function printJson(figures: Record<string, unknown>): void {
-  console.log(JSON.stringify(figures, (_key, value: unknown) => (typeof value === 'number' && !Number.isFinite(value) ? null : value)));
+  console.log(
+    JSON.stringify(figures, (_key, value: unknown) =>
+      typeof value === 'number' && !Number.isFinite(value) ? null : value,
+    ),
+  );
 }
 
 /** Rounds to `digits` significant digits (whole numbers stay whole), for printing and the JSON line. */
@@ -108,7 +113,9 @@ export function exposedGc(): (() => void) | undefined {
  */
 export function exposedMinorGc(): (() => void) | undefined {
   const gc = (globalThis as { gc?: unknown }).gc;
-  return typeof gc === 'function' ? () => void (gc as (options: { type: string }) => void)({ type: 'minor' }) : undefined;
+  return typeof gc === 'function'
+    ? () => void (gc as (options: { type: string }) => void)({ type: 'minor' })
+    : undefined;
 }
 
 /**

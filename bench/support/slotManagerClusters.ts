@@ -75,7 +75,11 @@ export function buildSlotManagerCluster(options: SlotManagerClusterOptions): Slo
   const clock = new SimulatedClock();
   const gateway = new CountingGateway();
   const sm = new FineGrainedSlotManager({
-    configuration: { 'slotmanager.requirement-check.delay': 0, 'slotmanager.placement-policy': policy, 'taskmanager.numberOfTaskSlots': slotsPerExecutor },
+    configuration: {
+      'slotmanager.requirement-check.delay': 0,
+      'slotmanager.placement-policy': policy,
+      'taskmanager.numberOfTaskSlots': slotsPerExecutor,
+    },
     clock,
     ...(options.listener === undefined ? {} : { listener: options.listener }),
   });
@@ -93,13 +97,27 @@ export function buildSlotManagerCluster(options: SlotManagerClusterOptions): Slo
     for (let s = 0; s < slotsPerExecutor; s++) {
       const allocationId = i < allocatedExecutors ? AllocationID.generate() : null;
       if (allocationId !== null) allocations.push(allocationId);
-      slots.push({ slotId: SlotID.of(resourceId, s), resourceProfile: shape.defaultSlot, allocationId, jobId: allocationId === null ? null : fillJob, state: allocationId === null ? 'free' : 'allocated' });
+      slots.push({
+        slotId: SlotID.of(resourceId, s),
+        resourceProfile: shape.defaultSlot,
+        allocationId,
+        jobId: allocationId === null ? null : fillJob,
+        state: allocationId === null ? 'free' : 'allocated',
+      });
     }
     const result = sm.registerTaskManager(
-      { resourceId, host: `host-${Math.floor(i / 8)}`, totalResourceProfile: shape.total, defaultSlotResourceProfile: shape.defaultSlot, numberOfStaticSlots: slotsPerExecutor, gateway },
+      {
+        resourceId,
+        host: `host-${Math.floor(i / 8)}`,
+        totalResourceProfile: shape.total,
+        defaultSlotResourceProfile: shape.defaultSlot,
+        numberOfStaticSlots: slotsPerExecutor,
+        gateway,
+      },
       { resourceId, slots },
     );
-    if (result.kind !== 'registered') throw new Error(`executor ${resourceId} was not registered: ${JSON.stringify(result)}`);
+    if (result.kind !== 'registered')
+      throw new Error(`executor ${resourceId} was not registered: ${JSON.stringify(result)}`);
     reported.push(allocations);
     resourceIds.push(resourceId);
   }

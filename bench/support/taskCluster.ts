@@ -9,15 +9,21 @@
  * and waits for their offers, so the slots are allocated once and reused by every task after.
  */
 import { fileURLToPath } from 'node:url';
-import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../../lib/core/ids.js';
+import { type AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../../lib/core/ids.js';
 import type { SlotwiseOptions } from '../../lib/core/options.js';
 import type { JobMasterGateway, TaskExecutorGateway } from '../../lib/rpc/gateways.js';
-import type { ExecutionState, SlotOfferWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../../lib/rpc/protocol.js';
+import type {
+  ExecutionState,
+  SlotOfferWire,
+  TaskDeploymentDescriptor,
+  TaskExecutionStateWire,
+} from '../../lib/rpc/protocol.js';
 import { LocalResourceManagerDriver } from '../../lib/resourcemanager/LocalResourceManagerDriver.js';
 import { ResourceManager } from '../../lib/resourcemanager/ResourceManager.js';
 
 /** A task fixture's absolute path (test/fixtures/tasks/<name>.ts). */
-export const TASK_FIXTURE = (name: string): string => fileURLToPath(new URL(`../../test/fixtures/tasks/${name}.ts`, import.meta.url));
+export const TASK_FIXTURE = (name: string): string =>
+  fileURLToPath(new URL(`../../test/fixtures/tasks/${name}.ts`, import.meta.url));
 
 interface Waiter {
   readonly resolve: (output: unknown) => void;
@@ -27,7 +33,14 @@ interface Waiter {
 export class BenchJobMaster implements JobMasterGateway {
   readonly offers: Array<{ resourceId: ResourceID; offer: SlotOfferWire }> = [];
   /** How many reports of each state arrived. */
-  readonly stateCounts: Record<ExecutionState, number> = { deploying: 0, initializing: 0, running: 0, finished: 0, failed: 0, canceled: 0 };
+  readonly stateCounts: Record<ExecutionState, number> = {
+    deploying: 0,
+    initializing: 0,
+    running: 0,
+    finished: 0,
+    failed: 0,
+    canceled: 0,
+  };
   /** Task states received (single or batched). */
   reports = 0;
   readonly #waiters = new Map<ExecutionAttemptID, Waiter>();
@@ -51,7 +64,12 @@ export class BenchJobMaster implements JobMasterGateway {
     if (waiter === undefined) return;
     this.#waiters.delete(state.executionAttemptId);
     if (state.state === 'finished') waiter.resolve(state.output);
-    else waiter.reject(new Error(`task ${ExecutionAttemptID.short(state.executionAttemptId)} ${state.state}: ${state.error?.message ?? 'no error'}`));
+    else
+      waiter.reject(
+        new Error(
+          `task ${ExecutionAttemptID.short(state.executionAttemptId)} ${state.state}: ${state.error?.message ?? 'no error'}`,
+        ),
+      );
   }
 
   /** updateTaskExecutionStates calls received (each state in them is counted in `reports` too). */
@@ -75,7 +93,13 @@ export class BenchJobMaster implements JobMasterGateway {
   untilOffers(count: number, timeoutMs: number): Promise<void> {
     if (this.offers.length >= count) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${count} slot offers (got ${this.offers.length})`)), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(`timed out after ${timeoutMs} ms waiting for ${count} slot offers (got ${this.offers.length})`),
+          ),
+        timeoutMs,
+      );
       this.#offerWaiter = {
         count,
         resolve: () => {
@@ -104,7 +128,11 @@ export interface TaskCluster {
   close(): Promise<void>;
 }
 
-export async function startTaskCluster(mode: 'thread' | 'process', slots: number, configuration: SlotwiseOptions = {}): Promise<TaskCluster> {
+export async function startTaskCluster(
+  mode: 'thread' | 'process',
+  slots: number,
+  configuration: SlotwiseOptions = {},
+): Promise<TaskCluster> {
   const started = performance.now();
   const options: SlotwiseOptions = {
     'taskmanager.numberOfTaskSlots': slots,
@@ -132,7 +160,11 @@ export async function startTaskCluster(mode: 'thread' | 'process', slots: number
   rm.serveJobMaster(address, jobMaster);
   await rm.mailbox.callAsync(() => rm.registerJobMaster(jobId, address));
   await rm.mailbox.callAsync(() =>
-    rm.declareRequiredResources({ jobId, targetAddress: address, requirements: [{ resourceProfile: 'UNKNOWN', numberOfRequiredSlots: slots }] }),
+    rm.declareRequiredResources({
+      jobId,
+      targetAddress: address,
+      requirements: [{ resourceProfile: 'UNKNOWN', numberOfRequiredSlots: slots }],
+    }),
   );
   await jobMaster.untilOffers(slots, 30_000);
   const offered = jobMaster.offers.slice(0, slots);
@@ -165,7 +197,13 @@ export async function startTaskCluster(mode: 'thread' | 'process', slots: number
       };
       const terminal = jobMaster.terminal(descriptor.executionAttemptId);
       // The accept is not waited for: a task is done when its 'finished' arrives; a refused submit fails it.
-      return Promise.race([terminal, gateways.get(resourceId)!.submitTask(descriptor).then(() => terminal)]);
+      return Promise.race([
+        terminal,
+        gateways
+          .get(resourceId)!
+          .submitTask(descriptor)
+          .then(() => terminal),
+      ]);
     },
     close: () => rm.close(),
   };

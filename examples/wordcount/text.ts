@@ -5,10 +5,46 @@
  */
 
 const VOCABULARY = [
-  'the', 'a', 'slot', 'of', 'and', 'task', 'to', 'in', 'executor', 'is',
-  'it', 'that', 'for', 'manager', 'resource', 'profile', 'job', 'master', 'vertex', 'edge',
-  'parallel', 'subtask', 'memory', 'managed', 'heap', 'network', 'thread', 'worker', 'heartbeat', 'timeout',
-  'pending', 'request', 'offer', 'allocate', 'free', 'release', 'restart', 'failover', 'share', 'group',
+  'the',
+  'a',
+  'slot',
+  'of',
+  'and',
+  'task',
+  'to',
+  'in',
+  'executor',
+  'is',
+  'it',
+  'that',
+  'for',
+  'manager',
+  'resource',
+  'profile',
+  'job',
+  'master',
+  'vertex',
+  'edge',
+  'parallel',
+  'subtask',
+  'memory',
+  'managed',
+  'heap',
+  'network',
+  'thread',
+  'worker',
+  'heartbeat',
+  'timeout',
+  'pending',
+  'request',
+  'offer',
+  'allocate',
+  'free',
+  'release',
+  'restart',
+  'failover',
+  'share',
+  'group',
 ];
 
 /** mulberry32: a small, fast, seedable PRNG (deterministic across threads and runs). */
@@ -37,7 +73,10 @@ export function generateLine(seed: number, index: number): string {
 
 /** Lowercased words, punctuation dropped. */
 export function tokenize(line: string): string[] {
-  return line.toLowerCase().split(/[^a-z0-9']+/).filter((word) => word.length > 0);
+  return line
+    .toLowerCase()
+    .split(/[^a-z0-9']+/)
+    .filter((word) => word.length > 0);
 }
 
 /** A stable partition of words over `n` consumers (FNV-1a). */

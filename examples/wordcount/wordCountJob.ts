@@ -43,7 +43,13 @@ export function wordCountJob(options: WordCountOptions): JobGraphSpec {
     vertices: [
       { id: 'source', taskModule: task('source'), parallelism, config: options.input },
       { id: 'tokenize', taskModule: task('tokenize'), parallelism, config: { counters } },
-      { id: 'count', taskModule: task('count'), parallelism: counters, slotSharingGroup: 'counting', resources: options.counterResources ?? COUNTER_RESOURCES },
+      {
+        id: 'count',
+        taskModule: task('count'),
+        parallelism: counters,
+        slotSharingGroup: 'counting',
+        resources: options.counterResources ?? COUNTER_RESOURCES,
+      },
       { id: 'sink', taskModule: task('sink'), parallelism: 1 },
     ],
     edges: [

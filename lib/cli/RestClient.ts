@@ -13,7 +13,12 @@ export const DEFAULT_CALL_TIMEOUT_MS = 5_000;
 export class RestRefusal extends Error {
   constructor(
     readonly status: number,
-    readonly body: { readonly _tag: string; readonly reason: string; readonly message: string; readonly details?: Record<string, unknown> },
+    readonly body: {
+      readonly _tag: string;
+      readonly reason: string;
+      readonly message: string;
+      readonly details?: Record<string, unknown>;
+    },
   ) {
     super(body.message);
   }
@@ -57,20 +62,37 @@ export class RestClient {
     } catch (error) {
       const name = (error as { name?: string }).name;
       if (name === 'TimeoutError' || name === 'AbortError') {
-        throw new RestError('timed-out', `the JobManager at ${this.baseUrl} did not answer ${method} ${path} within ${timeoutMs} ms`, { url, method, timeoutMs });
+        throw new RestError(
+          'timed-out',
+          `the JobManager at ${this.baseUrl} did not answer ${method} ${path} within ${timeoutMs} ms`,
+          { url, method, timeoutMs },
+        );
       }
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      throw new RestError('unreachable', `cannot reach the JobManager at ${this.baseUrl}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, { url, method, code: cause?.code });
+      throw new RestError(
+        'unreachable',
+        `cannot reach the JobManager at ${this.baseUrl}: ${cause?.code ?? cause?.message ?? (error as Error).message}`,
+        { url, method, code: cause?.code },
+      );
     }
     let parsed: unknown;
     try {
       parsed = text === '' ? undefined : JSON.parse(text);
     } catch {
-      throw new RestError('bad-response', `${method} ${path} at ${this.baseUrl} answered ${response.status} with a body that is not JSON: is this a slotwise JobManager?`, { url, method, status: response.status });
+      throw new RestError(
+        'bad-response',
+        `${method} ${path} at ${this.baseUrl} answered ${response.status} with a body that is not JSON: is this a slotwise JobManager?`,
+        { url, method, status: response.status },
+      );
     }
     if (response.ok) return parsed as T;
     const refusal = parsed as { _tag?: unknown; reason?: unknown; message?: unknown } | undefined;
-    if (typeof refusal?._tag === 'string' && typeof refusal.message === 'string') throw new RestRefusal(response.status, refusal as RestRefusal['body']);
-    throw new RestError('bad-response', `${method} ${path} at ${this.baseUrl} answered ${response.status} without a slotwise error body: is this a slotwise JobManager?`, { url, method, status: response.status });
+    if (typeof refusal?._tag === 'string' && typeof refusal.message === 'string')
+      throw new RestRefusal(response.status, refusal as RestRefusal['body']);
+    throw new RestError(
+      'bad-response',
+      `${method} ${path} at ${this.baseUrl} answered ${response.status} without a slotwise error body: is this a slotwise JobManager?`,
+      { url, method, status: response.status },
+    );
   }
 }

@@ -28,24 +28,44 @@ export interface ParsedFlags {
 }
 
 /** parseArgs, strict, with `--help`; its errors in one short line naming the flag. */
-export function parseFlags(command: string, args: readonly string[], options: Options, positionals: boolean): ParsedFlags {
+export function parseFlags(
+  command: string,
+  args: readonly string[],
+  options: Options,
+  positionals: boolean,
+): ParsedFlags {
   try {
-    const { values, positionals: found } = parseArgs({ args: joinNegativeValues(args, options), options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: positionals });
+    const { values, positionals: found } = parseArgs({
+      args: joinNegativeValues(args, options),
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: positionals,
+    });
     return { values: values as ParsedFlags['values'], positionals: found };
   } catch (error) {
     const { code, message } = error as { code?: string; message: string };
-    const known = Object.keys(options).map((name) => `--${name}`).join(', ');
+    const known = Object.keys(options)
+      .map((name) => `--${name}`)
+      .join(', ');
     if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
       const flag = /'([^']+)'/.exec(message)?.[1] ?? '?';
-      throw new IllegalArgumentError('unknown-key', `unknown option '${flag}'; ${command} takes ${known || 'no options'} (slotwise ${command} --help)`, { argument: flag });
+      throw new IllegalArgumentError(
+        'unknown-key',
+        `unknown option '${flag}'; ${command} takes ${known || 'no options'} (slotwise ${command} --help)`,
+        { argument: flag },
+      );
     }
     if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
       const argument = /'([^']+)'/.exec(message)?.[1] ?? '?';
-      throw new IllegalArgumentError('unknown-key', `unexpected argument '${argument}' (slotwise ${command} --help)`, { argument });
+      throw new IllegalArgumentError('unknown-key', `unexpected argument '${argument}' (slotwise ${command} --help)`, {
+        argument,
+      });
     }
     // ERR_PARSE_ARGS_INVALID_OPTION_VALUE: "Option '--slots <value>' argument missing", or a value given to a boolean.
     const flag = /'(--?[\w-]+)/.exec(message)?.[1] ?? '?';
-    throw new IllegalArgumentError('invalid-value', `${message.split('. ')[0]!.replace(/^Option/, 'option')}`, { argument: flag });
+    throw new IllegalArgumentError('invalid-value', `${message.split('. ')[0]!.replace(/^Option/, 'option')}`, {
+      argument: flag,
+    });
   }
 }
 
@@ -68,15 +88,31 @@ function joinNegativeValues(args: readonly string[], options: Options): string[]
 
 /** The JobManager's REST URL: `--jobmanager`, else SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081. */
 export function jobManagerUrl(flag: string | undefined, env: CliIo['env']): string {
-  const [value, source] = flag !== undefined ? [flag, '--jobmanager'] : env['SLOTWISE_JOBMANAGER'] ? [env['SLOTWISE_JOBMANAGER'], 'SLOTWISE_JOBMANAGER'] : [DEFAULT_JOBMANAGER, 'the default'];
+  const [value, source] =
+    flag !== undefined
+      ? [flag, '--jobmanager']
+      : env['SLOTWISE_JOBMANAGER']
+        ? [env['SLOTWISE_JOBMANAGER'], 'SLOTWISE_JOBMANAGER']
+        : [DEFAULT_JOBMANAGER, 'the default'];
   let url: URL | undefined;
   try {
     url = new URL(value);
   } catch {
     url = undefined;
   }
-  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '' || url.search !== '' || url.hash !== '' || url.username !== '') {
-    throw new IllegalArgumentError('invalid-value', `${source} must be the JobManager's REST URL, like http://127.0.0.1:8081, got ${JSON.stringify(value)}`, { argument: source });
+  if (
+    url === undefined ||
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.hostname === '' ||
+    url.search !== '' ||
+    url.hash !== '' ||
+    url.username !== ''
+  ) {
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${source} must be the JobManager's REST URL, like http://127.0.0.1:8081, got ${JSON.stringify(value)}`,
+      { argument: source },
+    );
   }
   return url.href.replace(/\/+$/, '');
 }
@@ -84,27 +120,47 @@ export function jobManagerUrl(flag: string | undefined, env: CliIo['env']): stri
 /** An integer flag within [min, max]. */
 export function integerFlag(flag: string, value: string, min: number, max: number): number {
   const n = /^-?\d+$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new IllegalArgumentError('out-of-range', `--${flag} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`, { argument: `--${flag}` });
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new IllegalArgumentError(
+      'out-of-range',
+      `--${flag} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`,
+      { argument: `--${flag}` },
+    );
   return n;
 }
 
 /** A number flag > 0 (CPU cores). */
 export function positiveNumberFlag(flag: string, value: string): number {
   const n = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
-  if (!Number.isFinite(n) || n <= 0) throw new IllegalArgumentError('out-of-range', `--${flag} must be a number > 0, like 2 or 0.5, got ${JSON.stringify(value)}`, { argument: `--${flag}` });
+  if (!Number.isFinite(n) || n <= 0)
+    throw new IllegalArgumentError(
+      'out-of-range',
+      `--${flag} must be a number > 0, like 2 or 0.5, got ${JSON.stringify(value)}`,
+      { argument: `--${flag}` },
+    );
   return n;
 }
 
 /** A memory size flag (`512m`, `1g`, `256 mb`), kept as given once it parses. */
 export function memoryFlag(flag: string, value: string): string {
   const parsed = parseMemorySize(value);
-  if (!parsed.ok) throw new IllegalArgumentError('invalid-value', `--${flag} must be a memory size like 512m, 1g or 256 mb: ${JSON.stringify(value)} ${parsed.problem}`, { argument: `--${flag}` });
+  if (!parsed.ok)
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `--${flag} must be a memory size like 512m, 1g or 256 mb: ${JSON.stringify(value)} ${parsed.problem}`,
+      { argument: `--${flag}` },
+    );
   return value;
 }
 
 /** One of the allowed words. */
 export function choiceFlag<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
-  if (!(allowed as readonly string[]).includes(value)) throw new IllegalArgumentError('invalid-value', `--${flag} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`, { argument: `--${flag}` });
+  if (!(allowed as readonly string[]).includes(value))
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `--${flag} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`,
+      { argument: `--${flag}` },
+    );
   return value as T;
 }
 
@@ -113,8 +169,14 @@ export function resourceFlags(values: readonly string[]): Record<string, number>
   const resources: Record<string, number> = {};
   for (const value of values) {
     const match = /^([A-Za-z][\w.-]*)=(\d+(?:\.\d+)?)$/.exec(value);
-    if (match === null) throw new IllegalArgumentError('invalid-value', `--resource must be NAME=AMOUNT, like gpu=2, got ${JSON.stringify(value)}`, { argument: '--resource' });
-    if (Object.hasOwn(resources, match[1]!)) throw new IllegalArgumentError('invalid-value', `--resource names ${match[1]} twice`, { argument: '--resource' });
+    if (match === null)
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `--resource must be NAME=AMOUNT, like gpu=2, got ${JSON.stringify(value)}`,
+        { argument: '--resource' },
+      );
+    if (Object.hasOwn(resources, match[1]!))
+      throw new IllegalArgumentError('invalid-value', `--resource names ${match[1]} twice`, { argument: '--resource' });
     resources[match[1]!] = Number(match[2]);
   }
   return resources;
@@ -129,13 +191,22 @@ export function natsUrlFlag(value: string): string {
     url = undefined;
   }
   if (url === undefined || !['nats:', 'tls:'].includes(url.protocol) || url.hostname === '') {
-    throw new IllegalArgumentError('invalid-value', `--nats must be a NATS server URL like nats://127.0.0.1:4222, got ${JSON.stringify(value)}`, { argument: '--nats' });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `--nats must be a NATS server URL like nats://127.0.0.1:4222, got ${JSON.stringify(value)}`,
+      { argument: '--nats' },
+    );
   }
   return value;
 }
 
 /** `--cluster-id`: letters, digits, `_` and `-` (it names NATS subjects and buckets). */
 export function clusterIdFlag(value: string): string {
-  if (!/^[A-Za-z0-9][\w-]{0,63}$/.test(value)) throw new IllegalArgumentError('invalid-value', `--cluster-id must be 1 to 64 letters, digits, _ or -, starting with a letter or digit, got ${JSON.stringify(value)}`, { argument: '--cluster-id' });
+  if (!/^[A-Za-z0-9][\w-]{0,63}$/.test(value))
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `--cluster-id must be 1 to 64 letters, digits, _ or -, starting with a letter or digit, got ${JSON.stringify(value)}`,
+      { argument: '--cluster-id' },
+    );
   return value;
 }

@@ -27,33 +27,51 @@ export async function loadJobFile(file: string, cwd: string): Promise<JobGraphSp
   try {
     await access(path, constants.R_OK);
   } catch (error) {
-    throw new IllegalArgumentError('invalid-value', `cannot read job file ${file}: ${(error as { code?: string }).code === 'ENOENT' ? 'no such file' : (error as Error).message}`, { argument: 'JOB_FILE' });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `cannot read job file ${file}: ${(error as { code?: string }).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
+      { argument: 'JOB_FILE' },
+    );
   }
   let exported: unknown;
   try {
     exported = ((await import(pathToFileURL(path).href)) as { default?: unknown }).default;
   } catch (error) {
     const code = (error as { code?: string }).code;
-    const why = code === 'ERR_UNKNOWN_FILE_EXTENSION' ? 'Node cannot load this kind of file (a .ts job file needs tsx: node --import tsx …, or compile it to .mjs)' : `it threw while loading: ${(error as Error).message?.split('\n')[0]}`;
-    throw new IllegalArgumentError('invalid-value', `job file ${file} could not be loaded: ${why}`, { argument: 'JOB_FILE' });
+    const why =
+      code === 'ERR_UNKNOWN_FILE_EXTENSION'
+        ? 'Node cannot load this kind of file (a .ts job file needs tsx: node --import tsx …, or compile it to .mjs)'
+        : `it threw while loading: ${(error as Error).message?.split('\n')[0]}`;
+    throw new IllegalArgumentError('invalid-value', `job file ${file} could not be loaded: ${why}`, {
+      argument: 'JOB_FILE',
+    });
   }
   let spec = exported;
   if (typeof exported === 'function') {
     try {
       spec = await (exported as () => unknown)();
     } catch (error) {
-      throw new IllegalArgumentError('invalid-value', `job file ${file}: its default export threw: ${(error as Error).message?.split('\n')[0]}`, { argument: 'JOB_FILE' });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `job file ${file}: its default export threw: ${(error as Error).message?.split('\n')[0]}`,
+        { argument: 'JOB_FILE' },
+      );
     }
   }
   if (typeof spec !== 'object' || spec === null || !Array.isArray((spec as { vertices?: unknown }).vertices)) {
-    throw new IllegalArgumentError('invalid-value', `job file ${file} must export default a JobGraphSpec ({ name, vertices, edges? }) or a function returning one, got ${spec === null ? 'null' : typeof spec}`, { argument: 'JOB_FILE' });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `job file ${file} must export default a JobGraphSpec ({ name, vertices, edges? }) or a function returning one, got ${spec === null ? 'null' : typeof spec}`,
+      { argument: 'JOB_FILE' },
+    );
   }
   const base = dirname(path);
   const job = spec as JobGraphSpec;
   const vertices = job.vertices.map((vertex) => {
     const taskModule = (vertex as { taskModule?: unknown }).taskModule;
     // A relative path is the job file's neighbour; JobGraph takes the rest as it is.
-    if (typeof taskModule === 'string' && !taskModule.startsWith('file:') && !isAbsolute(taskModule)) return { ...vertex, taskModule: resolve(base, taskModule) };
+    if (typeof taskModule === 'string' && !taskModule.startsWith('file:') && !isAbsolute(taskModule))
+      return { ...vertex, taskModule: resolve(base, taskModule) };
     return vertex;
   });
   const resolved = { ...job, vertices };
@@ -68,7 +86,10 @@ export async function bundleJob(spec: JobGraphSpec, base: string): Promise<JobSu
   const byPath = new Map<string, TaskCodeUpload>();
   const vertices = [];
   for (const vertex of spec.vertices) {
-    const path = vertex.taskModule instanceof URL || vertex.taskModule.startsWith('file:') ? fileURLToPath(vertex.taskModule) : vertex.taskModule;
+    const path =
+      vertex.taskModule instanceof URL || vertex.taskModule.startsWith('file:')
+        ? fileURLToPath(vertex.taskModule)
+        : vertex.taskModule;
     let upload = byPath.get(path);
     if (upload === undefined) {
       let code: string;
@@ -82,12 +103,18 @@ export async function bundleJob(spec: JobGraphSpec, base: string): Promise<JobSu
           write: false,
           logLevel: 'silent',
           // A bundled CommonJS dependency that require()s a Node built-in needs a require in ESM.
-          banner: { js: "import { createRequire as __slotwiseCreateRequire } from 'node:module'; const require = __slotwiseCreateRequire(import.meta.url);" },
+          banner: {
+            js: "import { createRequire as __slotwiseCreateRequire } from 'node:module'; const require = __slotwiseCreateRequire(import.meta.url);",
+          },
         });
         code = result.outputFiles[0]!.text;
       } catch (error) {
         const first = (error as { errors?: Array<{ text: string }> }).errors?.[0]?.text ?? (error as Error).message;
-        throw new JobGraphError('invalid-task-module', `task module ${path} of vertex '${vertex.id}' could not be bundled: ${first}`, { vertexId: vertex.id, taskModule: path, problem: 'not-bundled' });
+        throw new JobGraphError(
+          'invalid-task-module',
+          `task module ${path} of vertex '${vertex.id}' could not be bundled: ${first}`,
+          { vertexId: vertex.id, taskModule: path, problem: 'not-bundled' },
+        );
       }
       const inside = relative(base, path);
       const name = inside.startsWith('..') || isAbsolute(inside) ? path : inside.split(sep).join('/');
@@ -104,7 +131,12 @@ function checkJsonConfig(spec: JobGraphSpec): void {
   for (const vertex of spec.vertices) {
     if (vertex.config === undefined) continue;
     const problem = nonJson(vertex.config, 'config');
-    if (problem !== null) throw new JobGraphError('invalid-config', `vertex '${vertex.id}': ${problem}; a job sent to a JobManager carries its config as JSON`, { vertexId: vertex.id });
+    if (problem !== null)
+      throw new JobGraphError(
+        'invalid-config',
+        `vertex '${vertex.id}': ${problem}; a job sent to a JobManager carries its config as JSON`,
+        { vertexId: vertex.id },
+      );
   }
 }
 
@@ -120,7 +152,8 @@ function nonJson(value: unknown, path: string): string | null {
     return null;
   }
   const proto = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) return `${path} is a ${(value as object).constructor?.name ?? 'class instance'}, which JSON cannot hold`;
+  if (proto !== Object.prototype && proto !== null)
+    return `${path} is a ${(value as object).constructor?.name ?? 'class instance'}, which JSON cannot hold`;
   for (const [key, item] of Object.entries(value)) {
     const problem = nonJson(item, `${path}.${key}`);
     if (problem !== null) return problem;

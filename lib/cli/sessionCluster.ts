@@ -60,7 +60,9 @@ export async function loadSessionCluster(command: string): Promise<SessionCluste
 /** Resolves when `io.shutdown` aborts, or at the process's first SIGINT or SIGTERM. */
 export function untilShutdown(shutdown: AbortSignal | undefined): Promise<void> {
   if (shutdown !== undefined) {
-    return new Promise((resolve) => (shutdown.aborted ? resolve() : shutdown.addEventListener('abort', () => resolve(), { once: true })));
+    return new Promise((resolve) =>
+      shutdown.aborted ? resolve() : shutdown.addEventListener('abort', () => resolve(), { once: true }),
+    );
   }
   return new Promise((resolve) => {
     const stop = () => {

@@ -23,7 +23,11 @@ export function sha256Hex(bytes: Uint8Array | string): string {
 /** Throws an IllegalArgumentError unless `value` is a lowercase hex SHA-256. */
 export function checkSha256(value: unknown, argument: string): string {
   if (typeof value !== 'string' || !SHA256.test(value)) {
-    throw new IllegalArgumentError('invalid-value', `${argument} must be a SHA-256 as 64 lowercase hex digits, got ${JSON.stringify(value)}`, { argument, value });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${argument} must be a SHA-256 as 64 lowercase hex digits, got ${JSON.stringify(value)}`,
+      { argument, value },
+    );
   }
   return value;
 }
@@ -43,12 +47,19 @@ export class BlobStore {
   static async open(connection: NatsConnection, clusterId: string): Promise<BlobStore> {
     const objm = new Objm(connection);
     try {
-      const [code, messages] = await Promise.all([objm.create(`slotwise-${clusterId}-code`), objm.create(`slotwise-${clusterId}-messages`)]);
+      const [code, messages] = await Promise.all([
+        objm.create(`slotwise-${clusterId}-code`),
+        objm.create(`slotwise-${clusterId}-messages`),
+      ]);
       return new BlobStore(code, messages);
     } catch (error) {
-      throw new IllegalArgumentError('invalid-value', `cannot open the object store of cluster '${clusterId}' (is JetStream enabled on the NATS server? start it with -js): ${error instanceof Error ? error.message : String(error)}`, {
-        argument: 'nats',
-      });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `cannot open the object store of cluster '${clusterId}' (is JetStream enabled on the NATS server? start it with -js): ${error instanceof Error ? error.message : String(error)}`,
+        {
+          argument: 'nats',
+        },
+      );
     }
   }
 
@@ -66,9 +77,18 @@ export class BlobStore {
   async getCode(sha256: string): Promise<Uint8Array> {
     checkSha256(sha256, 'sha256');
     const bytes = await this.#code.getBlob(`sha256-${sha256}`);
-    if (bytes === null) throw new IllegalArgumentError('missing', `task code sha256-${sha256} is not in the cluster's object store`, { argument: 'sha256', value: sha256 });
+    if (bytes === null)
+      throw new IllegalArgumentError('missing', `task code sha256-${sha256} is not in the cluster's object store`, {
+        argument: 'sha256',
+        value: sha256,
+      });
     const actual = sha256Hex(bytes);
-    if (actual !== sha256) throw new IllegalArgumentError('invalid-value', `task code sha256-${sha256} came back from the object store with SHA-256 ${actual}: refused, not run`, { argument: 'sha256', value: sha256, actual });
+    if (actual !== sha256)
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `task code sha256-${sha256} came back from the object store with SHA-256 ${actual}: refused, not run`,
+        { argument: 'sha256', value: sha256, actual },
+      );
     return bytes;
   }
 

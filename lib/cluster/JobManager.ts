@@ -81,7 +81,14 @@ export class JobManager {
   readonly #ownCacheDir: boolean;
   #closed: Promise<void> | null = null;
 
-  private constructor(clusterId: string, options: ResolvedOptions, connection: NatsConnection, blobs: BlobStore, cacheDir: string | undefined, logger: LogSink) {
+  private constructor(
+    clusterId: string,
+    options: ResolvedOptions,
+    connection: NatsConnection,
+    blobs: BlobStore,
+    cacheDir: string | undefined,
+    logger: LogSink,
+  ) {
     this.clusterId = clusterId;
     this.options = options;
     this.#connection = connection;
@@ -109,7 +116,12 @@ export class JobManager {
       logger: log,
       taskModuleFor: (taskModule) => this.#wireName(taskModule),
     }));
-    this.resourceManager = new ResourceManager({ configuration: options, driver, workersOnDemand: false, log: (message) => log({ level: 'info', source: 'runtime', message }) });
+    this.resourceManager = new ResourceManager({
+      configuration: options,
+      driver,
+      workersOnDemand: false,
+      log: (message) => log({ level: 'info', source: 'runtime', message }),
+    });
     const rm = this.resourceManager;
     this.dispatcher = new Dispatcher({
       options,
@@ -117,10 +129,15 @@ export class JobManager {
       taskExecutor: (resourceId) => driver.taskExecutorGateway(resourceId),
       reasonFor: (jobId) => {
         const waiting = rm.slotManager.getPendingRequests().filter((r) => r.jobId === jobId);
-        return waiting.length === 0 ? 'no reason reported by the SlotManager' : waiting.map((r) => r.description).join('; ');
+        return waiting.length === 0
+          ? 'no reason reported by the SlotManager'
+          : waiting.map((r) => r.description).join('; ');
       },
       log: (message, fields, level = 'info') => log({ level, source: 'runtime', message, ...fields }),
-      taskModuleChecker: new DefaultTaskModuleChecker({ mode: 'thread', timeoutMs: options['dispatcher.task-module-check.timeout'] }),
+      taskModuleChecker: new DefaultTaskModuleChecker({
+        mode: 'thread',
+        timeoutMs: options['dispatcher.task-module-check.timeout'],
+      }),
     });
   }
 
@@ -131,12 +148,28 @@ export class JobManager {
     const clusterId = checkClusterId(options.clusterId ?? DEFAULT_CLUSTER_ID, 'options.clusterId');
     const configuration = resolveOptions(options.configuration ?? {});
     if (options.cacheDir !== undefined && (typeof options.cacheDir !== 'string' || !isAbsolute(options.cacheDir))) {
-      throw new IllegalArgumentError('invalid-value', `options.cacheDir must be an absolute path, got ${JSON.stringify(options.cacheDir)}`, { argument: 'options.cacheDir', value: options.cacheDir });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `options.cacheDir must be an absolute path, got ${JSON.stringify(options.cacheDir)}`,
+        { argument: 'options.cacheDir', value: options.cacheDir },
+      );
     }
-    const connection = await connectNats(url, `slotwise jobmanager ${clusterId}`, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, configuration['heartbeat.interval']);
+    const connection = await connectNats(
+      url,
+      `slotwise jobmanager ${clusterId}`,
+      options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      configuration['heartbeat.interval'],
+    );
     try {
       const blobs = await BlobStore.open(connection, clusterId);
-      const jobManager = new JobManager(clusterId, configuration, connection, blobs, options.cacheDir, options.logger ?? createDefaultLogSink());
+      const jobManager = new JobManager(
+        clusterId,
+        configuration,
+        connection,
+        blobs,
+        options.cacheDir,
+        options.logger ?? createDefaultLogSink(),
+      );
       jobManager.resourceManager.start();
       // Our subscription is in place at the server before anyone is told we are up.
       await jobManager.#inbox.ready();
@@ -150,14 +183,29 @@ export class JobManager {
   /** Validates and stores one uploaded task module (content-addressed; the same code again is a no-op). */
   async storeTaskCode(upload: TaskCodeUpload): Promise<StoredTaskCode> {
     this.#requireOpen('storeTaskCode');
-    if (typeof upload !== 'object' || upload === null) throw new IllegalArgumentError('invalid-type', 'storeTaskCode takes { name, code, sha256 }', { argument: 'upload' });
-    if (typeof upload.name !== 'string' || upload.name === '') throw new IllegalArgumentError('invalid-value', 'upload.name must be a non-empty string (the module\'s file name)', { argument: 'upload.name' });
-    if (typeof upload.code !== 'string') throw new IllegalArgumentError('invalid-type', `upload.code of ${upload.name} must be the module's source text`, { argument: 'upload.code' });
+    if (typeof upload !== 'object' || upload === null)
+      throw new IllegalArgumentError('invalid-type', 'storeTaskCode takes { name, code, sha256 }', {
+        argument: 'upload',
+      });
+    if (typeof upload.name !== 'string' || upload.name === '')
+      throw new IllegalArgumentError(
+        'invalid-value',
+        "upload.name must be a non-empty string (the module's file name)",
+        { argument: 'upload.name' },
+      );
+    if (typeof upload.code !== 'string')
+      throw new IllegalArgumentError('invalid-type', `upload.code of ${upload.name} must be the module's source text`, {
+        argument: 'upload.code',
+      });
     const sha256 = checkSha256(upload.sha256, 'upload.sha256');
     const bytes = Buffer.from(upload.code, 'utf8');
     const actual = sha256Hex(bytes);
     if (actual !== sha256) {
-      throw new IllegalArgumentError('invalid-value', `upload.sha256 of ${upload.name} is ${sha256}, but its code hashes to ${actual}: refused`, { argument: 'upload.sha256', value: sha256, actual });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `upload.sha256 of ${upload.name} is ${sha256}, but its code hashes to ${actual}: refused`,
+        { argument: 'upload.sha256', value: sha256, actual },
+      );
     }
     await this.#blobs.putCode(bytes);
     const path = this.#cache.write(sha256, bytes);
@@ -195,7 +243,9 @@ export class JobManager {
   /** Each registered TaskExecutor's figures, asked of it now (one that does not answer within rpc.ask.timeout is left out). */
   async taskExecutorMetrics(): Promise<TaskExecutorMetricsWire[]> {
     this.#requireOpen('taskExecutorMetrics');
-    return askTaskExecutorMetrics(this.resourceManager.taskExecutors.map((resourceId) => this.#driver.taskExecutorGateway(resourceId)));
+    return askTaskExecutorMetrics(
+      this.resourceManager.taskExecutors.map((resourceId) => this.#driver.taskExecutorGateway(resourceId)),
+    );
   }
 
   /** Cancels the running jobs, lets the TaskManagers go (they keep trying to register), closes NATS; the same promise every time. */
@@ -243,7 +293,13 @@ export class JobManager {
   }
 
   #requireOpen(operation: string): void {
-    if (this.#closed !== null) throw new IllegalStateError(`JobManager.${operation}: the JobManager is closed`, { component: 'JobManager', operation, state: 'closed', allowed: ['started'] });
+    if (this.#closed !== null)
+      throw new IllegalStateError(`JobManager.${operation}: the JobManager is closed`, {
+        component: 'JobManager',
+        operation,
+        state: 'closed',
+        allowed: ['started'],
+      });
   }
 }
 
@@ -253,7 +309,8 @@ export const startJobManager = (options: JobManagerOptions = {}): Promise<JobMan
 /** The absolute path a task module names, or undefined when it names none (JobGraph refuses it then). */
 function localPath(taskModule: unknown): string | undefined {
   try {
-    if (taskModule instanceof URL || (typeof taskModule === 'string' && taskModule.startsWith('file:'))) return fileURLToPath(taskModule);
+    if (taskModule instanceof URL || (typeof taskModule === 'string' && taskModule.startsWith('file:')))
+      return fileURLToPath(taskModule);
   } catch {
     return undefined;
   }
@@ -262,8 +319,15 @@ function localPath(taskModule: unknown): string | undefined {
 
 export function checkOptionKeys(options: unknown, known: readonly string[], where: string): void {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new IllegalArgumentError('invalid-type', `${where} takes an options object, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`, { argument: 'options' });
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `${where} takes an options object, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
+      { argument: 'options' },
+    );
   }
   const unknown = Object.keys(options).find((key) => !known.includes(key));
-  if (unknown !== undefined) throw new IllegalArgumentError('unknown-key', `${where}: unknown option '${unknown}'; known: ${known.join(', ')}`, { argument: `options.${unknown}` });
+  if (unknown !== undefined)
+    throw new IllegalArgumentError('unknown-key', `${where}: unknown option '${unknown}'; known: ${known.join(', ')}`, {
+      argument: `options.${unknown}`,
+    });
 }

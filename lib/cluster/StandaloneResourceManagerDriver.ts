@@ -38,7 +38,10 @@ export interface StandaloneDriverOptions {
 
 type RemoteWorker = LinkedWorker;
 
-export class StandaloneResourceManagerDriver extends LinkedWorkersDriver<RemoteWorker> implements ResourceManagerDriver {
+export class StandaloneResourceManagerDriver
+  extends LinkedWorkersDriver<RemoteWorker>
+  implements ResourceManagerDriver
+{
   /** How the TaskExecutors run is theirs to say (their registration tells); for the overview. */
   readonly mode = 'process' as const;
   /** It cannot start a worker: TaskManagers start themselves. */
@@ -60,12 +63,15 @@ export class StandaloneResourceManagerDriver extends LinkedWorkersDriver<RemoteW
   }
 
   requestResource(): ResourceID {
-    throw new IllegalStateError('a standalone cluster starts no TaskExecutors: start a TaskManager (slotwise taskmanager) on any host', {
-      component: 'StandaloneResourceManagerDriver',
-      operation: 'requestResource',
-      state: 'standalone',
-      allowed: [],
-    });
+    throw new IllegalStateError(
+      'a standalone cluster starts no TaskExecutors: start a TaskManager (slotwise taskmanager) on any host',
+      {
+        component: 'StandaloneResourceManagerDriver',
+        operation: 'requestResource',
+        state: 'standalone',
+        allowed: [],
+      },
+    );
   }
 
   /** Lets a TaskExecutor go: its Link is closed, and its TaskManager starts a fresh one. */
@@ -91,7 +97,11 @@ export class StandaloneResourceManagerDriver extends LinkedWorkersDriver<RemoteW
     try {
       checkResourceIdToken(peerId, 'the ResourceID of a TaskExecutor');
     } catch (error) {
-      log?.({ level: 'warn', source: 'runtime', message: `ignored a peer on the JobManager subject: ${(error as Error).message}` });
+      log?.({
+        level: 'warn',
+        source: 'runtime',
+        message: `ignored a peer on the JobManager subject: ${(error as Error).message}`,
+      });
       return undefined;
     }
     const resourceId = peerId as ResourceID;
@@ -99,14 +109,27 @@ export class StandaloneResourceManagerDriver extends LinkedWorkersDriver<RemoteW
     if (this.#ended.has(peerId)) {
       // One we let go while it could not hear us (its network was down): say goodbye now, from a new
       // session, so that its TaskManager drops this ResourceID and starts a fresh TaskExecutor.
-      new Link(`TaskExecutor ${resourceId} (ended)`, transport).close(`TaskExecutor ${resourceId} was let go by the ResourceManager; start a new one`);
+      new Link(`TaskExecutor ${resourceId} (ended)`, transport).close(
+        `TaskExecutor ${resourceId} was let go by the ResourceManager; start a new one`,
+      );
       return transport;
     }
     const link = new Link(`TaskExecutor ${resourceId} over NATS`, transport);
-    const connected = wireWorkerLink(link, context, { resourceId, timeoutMs: this.#o.configuration['rpc.ask.timeout'], clock: this.#o.clock, logger: this.#o.logger ?? null });
+    const connected = wireWorkerLink(link, context, {
+      resourceId,
+      timeoutMs: this.#o.configuration['rpc.ask.timeout'],
+      clock: this.#o.clock,
+      logger: this.#o.logger ?? null,
+    });
     const rewrite = this.#o.taskModuleFor;
     const gateway: TaskExecutorGateway =
-      rewrite === undefined ? connected : { ...connected, submitTask: (descriptor: TaskDeploymentDescriptor) => connected.submitTask({ ...descriptor, taskModule: rewrite(descriptor.taskModule) }) };
+      rewrite === undefined
+        ? connected
+        : {
+            ...connected,
+            submitTask: (descriptor: TaskDeploymentDescriptor) =>
+              connected.submitTask({ ...descriptor, taskModule: rewrite(descriptor.taskModule) }),
+          };
     const worker: RemoteWorker = {
       resourceId,
       pendingWorkerId: null,

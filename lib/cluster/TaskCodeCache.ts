@@ -19,7 +19,9 @@ export const taskCodeRef = (sha256: string): string => `${TASK_CODE_SCHEME}${che
 
 /** The hash a wire name refers to, or undefined when `taskModule` is a plain path or file: URL. */
 export function taskCodeHash(taskModule: string): string | undefined {
-  return taskModule.startsWith(TASK_CODE_SCHEME) ? checkSha256(taskModule.slice(TASK_CODE_SCHEME.length), 'the hash of a task code reference') : undefined;
+  return taskModule.startsWith(TASK_CODE_SCHEME)
+    ? checkSha256(taskModule.slice(TASK_CODE_SCHEME.length), 'the hash of a task code reference')
+    : undefined;
 }
 
 /** The hash of a cached file's path (`…/sha256-<hex>.mjs`), or undefined for any other path. */

@@ -33,7 +33,14 @@ import { TaskExecutor, type SlotTaskRunner } from '../taskexecutor/TaskExecutor.
 import type { TaskInvocation } from '../taskexecutor/TaskInvocation.js';
 import { TaskThreadReserve } from '../taskexecutor/TaskThreadReserve.js';
 import { BlobStore } from './BlobStore.js';
-import { checkClusterId, checkResourceIdToken, clusterSubjects, DEFAULT_CLUSTER_ID, JOBMANAGER_PEER_ID, type ClusterSubjects } from './clusterSubjects.js';
+import {
+  checkClusterId,
+  checkResourceIdToken,
+  clusterSubjects,
+  DEFAULT_CLUSTER_ID,
+  JOBMANAGER_PEER_ID,
+  type ClusterSubjects,
+} from './clusterSubjects.js';
 import { checkOptionKeys } from './JobManager.js';
 import { checkNatsUrl, connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL } from './natsConnection.js';
 import { taskCodeHash, TaskCodeCache } from './TaskCodeCache.js';
@@ -73,7 +80,22 @@ export interface TaskManagerOptions {
   readonly logger?: LogSink;
 }
 
-const OPTION_KEYS = ['nats', 'clusterId', 'slots', 'cpuCores', 'taskHeap', 'managedMemory', 'networkMemory', 'resources', 'mode', 'configuration', 'host', 'cacheDir', 'connectTimeoutMs', 'logger'];
+const OPTION_KEYS = [
+  'nats',
+  'clusterId',
+  'slots',
+  'cpuCores',
+  'taskHeap',
+  'managedMemory',
+  'networkMemory',
+  'resources',
+  'mode',
+  'configuration',
+  'host',
+  'cacheDir',
+  'connectTimeoutMs',
+  'logger',
+];
 
 /**
  * The system clock with timers that do not hold the process: while the TaskManager runs, its NATS
@@ -113,7 +135,13 @@ export class TaskManager {
   #incarnations = 0;
   #closed: Promise<void> | null = null;
 
-  private constructor(clusterId: string, options: ResolvedOptions, connection: NatsConnection, blobs: BlobStore, o: TaskManagerOptions) {
+  private constructor(
+    clusterId: string,
+    options: ResolvedOptions,
+    connection: NatsConnection,
+    blobs: BlobStore,
+    o: TaskManagerOptions,
+  ) {
     this.clusterId = clusterId;
     this.options = options;
     this.#connection = connection;
@@ -141,12 +169,27 @@ export class TaskManager {
   static async start(options: TaskManagerOptions = {}): Promise<TaskManager> {
     const { url, clusterId, configuration } = checkTaskManagerOptions(options);
     if ((options.mode ?? 'thread') !== 'thread') {
-      throw new IllegalArgumentError('invalid-value', `TaskManager.start runs the TaskExecutor in this process (mode 'thread'); startTaskManager takes mode 'process', got ${JSON.stringify(options.mode)}`, { argument: 'options.mode', value: options.mode });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `TaskManager.start runs the TaskExecutor in this process (mode 'thread'); startTaskManager takes mode 'process', got ${JSON.stringify(options.mode)}`,
+        { argument: 'options.mode', value: options.mode },
+      );
     }
     // Pinged at the heartbeat interval: a cut network is noticed about as fast as the ResourceManager notices us gone.
-    const connection = await connectNats(url, `slotwise taskmanager ${clusterId}`, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, configuration['heartbeat.interval']);
+    const connection = await connectNats(
+      url,
+      `slotwise taskmanager ${clusterId}`,
+      options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      configuration['heartbeat.interval'],
+    );
     try {
-      return new TaskManager(clusterId, configuration, connection, await BlobStore.open(connection, clusterId), options);
+      return new TaskManager(
+        clusterId,
+        configuration,
+        connection,
+        await BlobStore.open(connection, clusterId),
+        options,
+      );
     } catch (error) {
       await connection.close();
       throw error;
@@ -172,7 +215,9 @@ export class TaskManager {
   close(): Promise<void> {
     this.#closed ??= (async () => {
       const current = this.#current;
-      await current.taskExecutor.mailbox.callAsync(() => current.taskExecutor.shutdown('the TaskManager is closing')).catch(() => {});
+      await current.taskExecutor.mailbox
+        .callAsync(() => current.taskExecutor.shutdown('the TaskManager is closing'))
+        .catch(() => {});
       await current.stopped;
       await this.#connection.drain().catch(() => this.#connection.close());
       if (this.#ownCacheDir) rmSync(this.#cache.dir, { recursive: true, force: true });
@@ -196,7 +241,10 @@ export class TaskManager {
       largeMessages: this.#blobs.messages,
       log: (message) => this.#log({ level: 'warn', source: 'runtime', message, resourceId }),
     });
-    const link = new Link(`TaskExecutor ${resourceId}`, inbox.transportTo(JOBMANAGER_PEER_ID, this.#subjects.resourceManager));
+    const link = new Link(
+      `TaskExecutor ${resourceId}`,
+      inbox.transportTo(JOBMANAGER_PEER_ID, this.#subjects.resourceManager),
+    );
     const log = (message: string) => this.#log({ level: 'info', source: 'runtime', message, resourceId });
     const taskThreads = new TaskThreadReserve({
       spare: this.options['taskmanager.task-threads.spare'] ?? this.options['taskmanager.numberOfTaskSlots'],
@@ -210,8 +258,17 @@ export class TaskManager {
       host: this.#host,
       mode: 'thread',
       configuration: this.options,
-      resourceManager: connectGateway<ResourceManagerGateway>(link, 'rm', { gateway: GATEWAY.resourceManager, timeoutMs, endpoint: 'ResourceManager' }),
-      connectJobMaster: (address) => connectGateway<JobMasterGateway>(link, `jm:${address}`, { gateway: GATEWAY.jobMaster, timeoutMs, endpoint: address }),
+      resourceManager: connectGateway<ResourceManagerGateway>(link, 'rm', {
+        gateway: GATEWAY.resourceManager,
+        timeoutMs,
+        endpoint: 'ResourceManager',
+      }),
+      connectJobMaster: (address) =>
+        connectGateway<JobMasterGateway>(link, `jm:${address}`, {
+          gateway: GATEWAY.jobMaster,
+          timeoutMs,
+          endpoint: address,
+        }),
       createTaskRunner: ({ name, heapLimitMb }) => this.#taskRunner(resourceId, taskThreads, name, heapLimitMb),
       taskThreads,
       onTerminated: (code, reason) => {
@@ -220,27 +277,40 @@ export class TaskManager {
         inbox.close();
         stoppedResolve();
         // Not closing: come back as a fresh TaskExecutor (the last one was let go, or gave up).
-        if (this.#closed === null) setTimeout(() => this.#closed === null && (this.#current = this.#startTaskExecutor()), this.options['cluster.registration.initial-timeout']).unref();
+        if (this.#closed === null)
+          setTimeout(
+            () => this.#closed === null && (this.#current = this.#startTaskExecutor()),
+            this.options['cluster.registration.initial-timeout'],
+          ).unref();
       },
       log,
     });
     serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox });
     // The JobManager let us go, or went away: nothing left to work for under this ResourceID.
     link.onClosed((reason, kind) => {
-      if (kind === 'lost') void taskExecutor.mailbox.callAsync(() => taskExecutor.shutdown(`the JobManager closed the connection: ${reason}`)).catch(() => {});
+      if (kind === 'lost')
+        void taskExecutor.mailbox
+          .callAsync(() => taskExecutor.shutdown(`the JobManager closed the connection: ${reason}`))
+          .catch(() => {});
     });
     taskExecutor.start();
     return { resourceId, inbox, link, taskExecutor, stopped };
   }
 
   /** A slot's runner: its piscina pool, with code named by hash fetched (and cached) first. */
-  #taskRunner(resourceId: ResourceID, taskThreads: TaskThreadReserve, name: string, heapLimitMb: number | undefined): SlotTaskRunner {
+  #taskRunner(
+    resourceId: ResourceID,
+    taskThreads: TaskThreadReserve,
+    name: string,
+    heapLimitMb: number | undefined,
+  ): SlotTaskRunner {
     const pool = new SlotTaskPool({
       name,
       ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
       cancelGraceMs: this.options['task.cancellation.grace-period'],
       threads: taskThreads.take(heapLimitMb),
-      log: (entry) => this.#log({ level: entry.level, source: entry.source, message: entry.message, resourceId, slotId: entry.pool }),
+      log: (entry) =>
+        this.#log({ level: entry.level, source: entry.source, message: entry.message, resourceId, slotId: entry.pool }),
     });
     /** Attempts waiting for their code, and whether they were canceled meanwhile. */
     const fetching = new Map<string, { canceled: string | null }>();
@@ -256,20 +326,28 @@ export class TaskManager {
           resolved = { ...invocation, taskModule: await this.#cache.resolve(hash, (sha) => this.#blobs.getCode(sha)) };
         } catch (error) {
           const cause = error instanceof Error ? error.message : String(error);
-          throw new TaskExecutionError('bad-module', `task ${invocation.context.vertexName}#${invocation.context.subtaskIndex}: its code sha256-${hash} could not be fetched: ${cause}`, {
-            executionAttemptId: id,
-            vertexName: invocation.context.vertexName,
-            cause,
-          });
+          throw new TaskExecutionError(
+            'bad-module',
+            `task ${invocation.context.vertexName}#${invocation.context.subtaskIndex}: its code sha256-${hash} could not be fetched: ${cause}`,
+            {
+              executionAttemptId: id,
+              vertexName: invocation.context.vertexName,
+              cause,
+            },
+          );
         } finally {
           fetching.delete(id);
         }
         if (waiting.canceled !== null) {
-          throw new TaskExecutionError('canceled', `task ${invocation.context.vertexName}#${invocation.context.subtaskIndex} was canceled before it started: ${waiting.canceled}`, {
-            executionAttemptId: id,
-            vertexName: invocation.context.vertexName,
-            cause: waiting.canceled,
-          });
+          throw new TaskExecutionError(
+            'canceled',
+            `task ${invocation.context.vertexName}#${invocation.context.subtaskIndex} was canceled before it started: ${waiting.canceled}`,
+            {
+              executionAttemptId: id,
+              vertexName: invocation.context.vertexName,
+              cause: waiting.canceled,
+            },
+          );
         }
         return pool.run(resolved, options);
       },
@@ -289,8 +367,15 @@ export class TaskManager {
       if (this.#closed !== null) return;
       if (status.type !== 'disconnect') continue;
       const { taskExecutor, resourceId } = this.#current;
-      this.#log({ level: 'warn', source: 'runtime', message: `the NATS connection was lost: registering again once it is back`, resourceId });
-      void taskExecutor.mailbox.callAsync(() => taskExecutor.disconnectResourceManager('the NATS connection was lost')).catch(() => {});
+      this.#log({
+        level: 'warn',
+        source: 'runtime',
+        message: `the NATS connection was lost: registering again once it is back`,
+        resourceId,
+      });
+      void taskExecutor.mailbox
+        .callAsync(() => taskExecutor.disconnectResourceManager('the NATS connection was lost'))
+        .catch(() => {});
     }
   }
 }
@@ -308,25 +393,48 @@ export async function startTaskManager(options: TaskManagerOptions = {}): Promis
 }
 
 /** Every option checked at the door (no state yet): the URL, the cluster id, the runtime options. */
-function checkTaskManagerOptions(options: TaskManagerOptions): { url: string; clusterId: string; configuration: ResolvedOptions } {
+function checkTaskManagerOptions(options: TaskManagerOptions): {
+  url: string;
+  clusterId: string;
+  configuration: ResolvedOptions;
+} {
   checkOptionKeys(options, OPTION_KEYS, 'startTaskManager');
   const url = checkNatsUrl(options.nats ?? DEFAULT_NATS_URL, 'options.nats');
   const clusterId = checkClusterId(options.clusterId ?? DEFAULT_CLUSTER_ID, 'options.clusterId');
   const configuration = resolveOptions(taskManagerConfiguration(options));
   if (options.mode !== undefined && options.mode !== 'thread' && options.mode !== 'process') {
-    throw new IllegalArgumentError('invalid-value', `options.mode must be 'thread' (the TaskExecutor in this process) or 'process' (in a child process with a hard heap limit), got ${JSON.stringify(options.mode)}`, {
-      argument: 'options.mode',
-      value: options.mode,
-    });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `options.mode must be 'thread' (the TaskExecutor in this process) or 'process' (in a child process with a hard heap limit), got ${JSON.stringify(options.mode)}`,
+      {
+        argument: 'options.mode',
+        value: options.mode,
+      },
+    );
   }
   if (options.cacheDir !== undefined && (typeof options.cacheDir !== 'string' || !isAbsolute(options.cacheDir))) {
-    throw new IllegalArgumentError('invalid-value', `options.cacheDir must be an absolute path, got ${JSON.stringify(options.cacheDir)}`, { argument: 'options.cacheDir', value: options.cacheDir });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `options.cacheDir must be an absolute path, got ${JSON.stringify(options.cacheDir)}`,
+      { argument: 'options.cacheDir', value: options.cacheDir },
+    );
   }
   if (options.host !== undefined && (typeof options.host !== 'string' || options.host === '')) {
-    throw new IllegalArgumentError('invalid-value', `options.host must be a non-empty string, got ${JSON.stringify(options.host)}`, { argument: 'options.host', value: options.host });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `options.host must be a non-empty string, got ${JSON.stringify(options.host)}`,
+      { argument: 'options.host', value: options.host },
+    );
   }
-  if (options.connectTimeoutMs !== undefined && !(Number.isFinite(options.connectTimeoutMs) && options.connectTimeoutMs > 0)) {
-    throw new IllegalArgumentError('out-of-range', `options.connectTimeoutMs must be a number of ms > 0, got ${String(options.connectTimeoutMs)}`, { argument: 'options.connectTimeoutMs', value: options.connectTimeoutMs });
+  if (
+    options.connectTimeoutMs !== undefined &&
+    !(Number.isFinite(options.connectTimeoutMs) && options.connectTimeoutMs > 0)
+  ) {
+    throw new IllegalArgumentError(
+      'out-of-range',
+      `options.connectTimeoutMs must be a number of ms > 0, got ${String(options.connectTimeoutMs)}`,
+      { argument: 'options.connectTimeoutMs', value: options.connectTimeoutMs },
+    );
   }
   return { url, clusterId, configuration };
 }
@@ -334,7 +442,9 @@ function checkTaskManagerOptions(options: TaskManagerOptions): { url: string; cl
 /** The runtime options a TaskManager's flags stand for, over `configuration` (resolveOptions checks each). */
 function taskManagerConfiguration(o: TaskManagerOptions): SlotwiseOptions {
   if (o.configuration !== undefined && (typeof o.configuration !== 'object' || o.configuration === null)) {
-    throw new IllegalArgumentError('invalid-type', 'options.configuration must be an object of runtime options', { argument: 'options.configuration' });
+    throw new IllegalArgumentError('invalid-type', 'options.configuration must be an object of runtime options', {
+      argument: 'options.configuration',
+    });
   }
   const flags: Record<string, unknown> = {
     'taskmanager.numberOfTaskSlots': o.slots,
@@ -347,4 +457,3 @@ function taskManagerConfiguration(o: TaskManagerOptions): SlotwiseOptions {
   const set = Object.fromEntries(Object.entries(flags).filter(([, value]) => value !== undefined));
   return { ...(o.configuration ?? {}), ...set } as SlotwiseOptions;
 }
-

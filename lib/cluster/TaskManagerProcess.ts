@@ -36,13 +36,28 @@ export class TaskManagerProcess {
   }
 
   /** Starts the child; resolves once it has connected and started its TaskExecutor (options are checked by the caller). */
-  static async start(clusterId: string, options: ResolvedOptions, childOptions: Omit<TaskManagerOptions, 'logger'>): Promise<TaskManagerProcess> {
+  static async start(
+    clusterId: string,
+    options: ResolvedOptions,
+    childOptions: Omit<TaskManagerOptions, 'logger'>,
+  ): Promise<TaskManagerProcess> {
     const manager = new TaskManagerProcess(clusterId, options, childOptions);
     const child = manager.#child;
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => fail(new Error(`the TaskManager process did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => fail(new Error(`the TaskManager process did not start within ${START_TIMEOUT_MS} ms`)),
+        START_TIMEOUT_MS,
+      );
       const onMessage = () => manager.#status !== null && done();
-      const onExit = (code: number | null) => fail(new IllegalStateError(`the TaskManager process exited (${code}) before it started; its stderr says why`, { component: 'TaskManager', operation: 'start', state: 'exited', allowed: ['started'] }));
+      const onExit = (code: number | null) =>
+        fail(
+          new IllegalStateError(`the TaskManager process exited (${code}) before it started; its stderr says why`, {
+            component: 'TaskManager',
+            operation: 'start',
+            state: 'exited',
+            allowed: ['started'],
+          }),
+        );
       const done = () => {
         clearTimeout(timer);
         child.off('message', onMessage).off('exit', onExit);
@@ -86,7 +101,10 @@ export class TaskManagerProcess {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       if (child.connected) child.send({ [CLOSE_MESSAGE]: true });
-      const forced = setTimeout(() => child.kill('SIGKILL'), this.options['task.cancellation.grace-period'] + this.options['rpc.ask.timeout']);
+      const forced = setTimeout(
+        () => child.kill('SIGKILL'),
+        this.options['task.cancellation.grace-period'] + this.options['rpc.ask.timeout'],
+      );
       await exited;
       clearTimeout(forced);
     })();
@@ -99,8 +117,12 @@ export class TaskManagerProcess {
 
   #fork(): ChildProcess {
     this.#children++;
-    const heapMb = Math.ceil(this.options['taskmanager.memory.task.heap.size'] / (1024 * 1024)) + PROCESS_HEAP_OVERHEAD_MB;
-    const child = forkProcess(ENTRY, [JSON.stringify(this.#childOptions)], { execArgv: [...process.execArgv, `--max-old-space-size=${heapMb}`], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const heapMb =
+      Math.ceil(this.options['taskmanager.memory.task.heap.size'] / (1024 * 1024)) + PROCESS_HEAP_OVERHEAD_MB;
+    const child = forkProcess(ENTRY, [JSON.stringify(this.#childOptions)], {
+      execArgv: [...process.execArgv, `--max-old-space-size=${heapMb}`],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     child.on('message', (message) => {
       const status = (message as Record<string, unknown> | null)?.[STATUS_MESSAGE] as TaskManagerStatus | undefined;
       if (status !== undefined) this.#status = status;

@@ -23,10 +23,23 @@ export async function bundleTaskModule(taskModule: string | URL): Promise<Bundle
   const path = taskModule instanceof URL || taskModule.startsWith('file:') ? fileURLToPath(taskModule) : taskModule;
   const { build } = await import('esbuild');
   try {
-    const result = await build({ entryPoints: [path], bundle: true, format: 'esm', platform: 'node', target: 'node20', write: false, logLevel: 'silent', sourcemap: false });
+    const result = await build({
+      entryPoints: [path],
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      write: false,
+      logLevel: 'silent',
+      sourcemap: false,
+    });
     const code = result.outputFiles[0]!.text;
     return { name: basename(path), code, sha256: sha256Hex(code) };
   } catch (error) {
-    throw new JobGraphError('invalid-task-module', `task module ${path} could not be bundled for the cluster: ${error instanceof Error ? error.message.split('\n').slice(0, 3).join(' ') : String(error)}`, { taskModule: path });
+    throw new JobGraphError(
+      'invalid-task-module',
+      `task module ${path} could not be bundled for the cluster: ${error instanceof Error ? error.message.split('\n').slice(0, 3).join(' ') : String(error)}`,
+      { taskModule: path },
+    );
   }
 }

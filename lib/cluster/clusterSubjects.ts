@@ -18,14 +18,22 @@ export const JOBMANAGER_PEER_ID = 'jobmanager';
 
 export function checkClusterId(value: unknown, argument = 'clusterId'): string {
   if (typeof value !== 'string' || !CLUSTER_ID.test(value)) {
-    throw new IllegalArgumentError('invalid-value', `${argument} must be 1-64 letters, digits, '_' or '-' (it becomes a NATS subject token), got ${JSON.stringify(value)}`, { argument, value });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${argument} must be 1-64 letters, digits, '_' or '-' (it becomes a NATS subject token), got ${JSON.stringify(value)}`,
+      { argument, value },
+    );
   }
   return value;
 }
 
 export function checkResourceIdToken(value: unknown, argument = 'resourceId'): string {
   if (typeof value !== 'string' || !TOKEN.test(value)) {
-    throw new IllegalArgumentError('invalid-value', `${argument} must be 1-128 letters, digits, '_' or '-' (it becomes a NATS subject token), got ${JSON.stringify(value)}`, { argument, value });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${argument} must be 1-128 letters, digits, '_' or '-' (it becomes a NATS subject token), got ${JSON.stringify(value)}`,
+      { argument, value },
+    );
   }
   return value;
 }

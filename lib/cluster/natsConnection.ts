@@ -19,7 +19,11 @@ export function checkNatsUrl(url: unknown, argument = 'nats'): string {
     parsed = undefined;
   }
   if (parsed === undefined || !['nats:', 'tls:'].includes(parsed.protocol) || parsed.hostname === '') {
-    throw new IllegalArgumentError('invalid-value', `${argument} must be a NATS URL like ${DEFAULT_NATS_URL}, got ${JSON.stringify(url)}`, { argument, value: url });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${argument} must be a NATS URL like ${DEFAULT_NATS_URL}, got ${JSON.stringify(url)}`,
+      { argument, value: url },
+    );
   }
   return url as string;
 }
@@ -29,11 +33,29 @@ export function checkNatsUrl(url: unknown, argument = 'nats'): string {
  * `timeoutMs`. The client pings every `pingIntervalMs` and counts the connection lost after two
  * unanswered pings (the client's default is 2 minutes): a cut network shows within seconds.
  */
-export async function connectNats(url: string, name: string, timeoutMs = DEFAULT_CONNECT_TIMEOUT_MS, pingIntervalMs = 10_000): Promise<NatsConnection> {
+export async function connectNats(
+  url: string,
+  name: string,
+  timeoutMs = DEFAULT_CONNECT_TIMEOUT_MS,
+  pingIntervalMs = 10_000,
+): Promise<NatsConnection> {
   checkNatsUrl(url);
   try {
-    return await connect({ servers: url, name, timeout: timeoutMs, maxReconnectAttempts: -1, reconnectTimeWait: 500, waitOnFirstConnect: false, pingInterval: pingIntervalMs, maxPingOut: 2 });
+    return await connect({
+      servers: url,
+      name,
+      timeout: timeoutMs,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      waitOnFirstConnect: false,
+      pingInterval: pingIntervalMs,
+      maxPingOut: 2,
+    });
   } catch (error) {
-    throw new IllegalArgumentError('invalid-value', `cannot connect to the NATS server at ${url} within ${timeoutMs} ms: ${error instanceof Error ? error.message : String(error)}`, { argument: 'nats', value: url });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `cannot connect to the NATS server at ${url} within ${timeoutMs} ms: ${error instanceof Error ? error.message : String(error)}`,
+      { argument: 'nats', value: url },
+    );
   }
 }

@@ -18,7 +18,11 @@ async function main(): Promise<void> {
   }
   let last = '';
   const report = () => {
-    const status: TaskManagerStatus = { resourceId: taskManager.resourceId, registered: taskManager.registered, incarnations: taskManager.incarnations };
+    const status: TaskManagerStatus = {
+      resourceId: taskManager.resourceId,
+      registered: taskManager.registered,
+      incarnations: taskManager.incarnations,
+    };
     const text = JSON.stringify(status);
     if (text !== last && process.connected) process.send?.({ [STATUS_MESSAGE]: status });
     last = text;

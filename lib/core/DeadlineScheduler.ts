@@ -60,11 +60,25 @@ export class DeadlineScheduler<K> {
    * @param onDue called once per deadline that falls due, after the key has been removed.
    */
   constructor(clock: Clock, onDue: (key: K, deadline: number) => void) {
-    if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
-      throw new IllegalArgumentError('invalid-type', 'DeadlineScheduler: clock must be a Clock (now, setTimeout, clearTimeout)', { argument: 'clock' });
+    if (
+      typeof clock !== 'object' ||
+      clock === null ||
+      typeof clock.now !== 'function' ||
+      typeof clock.setTimeout !== 'function' ||
+      typeof clock.clearTimeout !== 'function'
+    ) {
+      throw new IllegalArgumentError(
+        'invalid-type',
+        'DeadlineScheduler: clock must be a Clock (now, setTimeout, clearTimeout)',
+        { argument: 'clock' },
+      );
     }
     if (typeof onDue !== 'function') {
-      throw new IllegalArgumentError('invalid-type', `DeadlineScheduler: onDue must be a function, got ${typeof onDue}`, { argument: 'onDue' });
+      throw new IllegalArgumentError(
+        'invalid-type',
+        `DeadlineScheduler: onDue must be a function, got ${typeof onDue}`,
+        { argument: 'onDue' },
+      );
     }
     this.#clock = clock;
     this.#onDue = onDue;
@@ -90,10 +104,14 @@ export class DeadlineScheduler<K> {
    */
   schedule(key: K, at: number): void {
     if (typeof at !== 'number' || !Number.isFinite(at)) {
-      throw new IllegalArgumentError(typeof at === 'number' ? 'invalid-value' : 'invalid-type', `DeadlineScheduler.schedule: at must be a finite number of milliseconds, got ${String(at)}`, {
-        argument: 'at',
-        value: typeof at === 'number' ? at : String(at),
-      });
+      throw new IllegalArgumentError(
+        typeof at === 'number' ? 'invalid-value' : 'invalid-type',
+        `DeadlineScheduler.schedule: at must be a finite number of milliseconds, got ${String(at)}`,
+        {
+          argument: 'at',
+          value: typeof at === 'number' ? at : String(at),
+        },
+      );
     }
     const seq = this.#nextSeq++;
     const entry = this.#entries.get(key);

@@ -5,11 +5,27 @@
 export type DurationInput = number | string;
 
 const UNITS: Record<string, number> = {
-  ms: 1, milli: 1, millis: 1, millisecond: 1, milliseconds: 1,
-  s: 1000, sec: 1000, secs: 1000, second: 1000, seconds: 1000,
-  m: 60_000, min: 60_000, mins: 60_000, minute: 60_000, minutes: 60_000,
-  h: 3_600_000, hour: 3_600_000, hours: 3_600_000,
-  d: 86_400_000, day: 86_400_000, days: 86_400_000,
+  ms: 1,
+  milli: 1,
+  millis: 1,
+  millisecond: 1,
+  milliseconds: 1,
+  s: 1000,
+  sec: 1000,
+  secs: 1000,
+  second: 1000,
+  seconds: 1000,
+  m: 60_000,
+  min: 60_000,
+  mins: 60_000,
+  minute: 60_000,
+  minutes: 60_000,
+  h: 3_600_000,
+  hour: 3_600_000,
+  hours: 3_600_000,
+  d: 86_400_000,
+  day: 86_400_000,
+  days: 86_400_000,
 };
 
 const PATTERN = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i;
@@ -18,14 +34,16 @@ const PATTERN = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i;
 export function parseDuration(input: unknown): { ok: true; ms: number } | { ok: false; problem: string } {
   const allowed = `a number of milliseconds or a duration like '500 ms', '10 s', '5 min', '1 h'`;
   if (typeof input === 'number') {
-    if (!Number.isFinite(input) || input < 0) return { ok: false, problem: `must be ${allowed} (finite, >= 0), got ${input}` };
+    if (!Number.isFinite(input) || input < 0)
+      return { ok: false, problem: `must be ${allowed} (finite, >= 0), got ${input}` };
     return { ok: true, ms: input };
   }
   if (typeof input !== 'string') return { ok: false, problem: `must be ${allowed}, got ${typeof input}` };
   const match = PATTERN.exec(input);
   const unit = match?.[2] === '' ? 'ms' : match?.[2]?.toLowerCase();
   const factor = unit === undefined ? undefined : UNITS[unit];
-  if (match === null || factor === undefined) return { ok: false, problem: `must be ${allowed}, got ${JSON.stringify(input)}` };
+  if (match === null || factor === undefined)
+    return { ok: false, problem: `must be ${allowed}, got ${JSON.stringify(input)}` };
   return { ok: true, ms: Math.round(Number(match[1]) * factor) };
 }
 
@@ -35,7 +53,11 @@ export function parseDuration(input: unknown): { ok: true; ms: number } | { ok: 
  */
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms)) return '∞';
-  const units: Array<[string, number]> = [['h', 3_600_000], ['min', 60_000], ['s', 1000]];
+  const units: Array<[string, number]> = [
+    ['h', 3_600_000],
+    ['min', 60_000],
+    ['s', 1000],
+  ];
   for (const [name, size] of units) {
     if (ms >= size) {
       const value = Number((ms / size).toFixed(2));

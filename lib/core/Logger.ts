@@ -85,14 +85,19 @@ const MAX_REMEMBERED = 1_000;
  * The logger of a cluster that was given none: silent for debug and info; each distinct warning or
  * error is written once to stderr (`write`), the first with a hint on how to see everything.
  */
-export function createDefaultLogSink(write: (line: string) => void = (line) => void process.stderr.write(line)): LogSink {
+export function createDefaultLogSink(
+  write: (line: string) => void = (line) => void process.stderr.write(line),
+): LogSink {
   const seen = new Set<string>();
   return (record) => {
     if (!atLeast(record.level, 'warn')) return;
     const line = formatLogRecord(record);
     if (seen.has(line)) return;
     if (seen.size >= MAX_REMEMBERED) return;
-    const hint = seen.size === 0 ? ' (slotwise writes each warning once; pass `logger` to MiniCluster.start to receive every message)' : '';
+    const hint =
+      seen.size === 0
+        ? ' (slotwise writes each warning once; pass `logger` to MiniCluster.start to receive every message)'
+        : '';
     seen.add(line);
     write(`slotwise ${line}${hint}\n`);
   };

@@ -19,11 +19,21 @@ export const GiB = 1024 * MiB;
 const TiB = 1024 * GiB;
 
 const UNITS: Readonly<Record<string, number>> = {
-  '': 1, b: 1, bytes: 1,
-  k: KiB, kb: KiB, kib: KiB,
-  m: MiB, mb: MiB, mib: MiB,
-  g: GiB, gb: GiB, gib: GiB,
-  t: TiB, tb: TiB, tib: TiB,
+  '': 1,
+  b: 1,
+  bytes: 1,
+  k: KiB,
+  kb: KiB,
+  kib: KiB,
+  m: MiB,
+  mb: MiB,
+  mib: MiB,
+  g: GiB,
+  gb: GiB,
+  gib: GiB,
+  t: TiB,
+  tb: TiB,
+  tib: TiB,
 };
 
 const SIZE = /^(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)$/i;
@@ -63,10 +73,18 @@ export function parseMemorySize(input: unknown): { ok: true; bytes: number } | {
 }
 
 function tooLarge(input: unknown): { ok: false; problem: string } {
-  return { ok: false, problem: `must be at most ${Number.MAX_SAFE_INTEGER} bytes (about 8 pb), got ${describe(input)}` };
+  return {
+    ok: false,
+    problem: `must be at most ${Number.MAX_SAFE_INTEGER} bytes (about 8 pb), got ${describe(input)}`,
+  };
 }
 
-const PRINTED: ReadonlyArray<readonly [string, number]> = [['tb', TiB], ['gb', GiB], ['mb', MiB], ['kb', KiB]];
+const PRINTED: ReadonlyArray<readonly [string, number]> = [
+  ['tb', TiB],
+  ['gb', GiB],
+  ['mb', MiB],
+  ['kb', KiB],
+];
 
 /**
  * Prints a byte count readably: in the largest binary unit that holds it as a whole number

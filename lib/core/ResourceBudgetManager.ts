@@ -22,9 +22,13 @@ export class ResourceBudgetManager {
   /** A manager with nothing reserved. `total` must not be UNKNOWN ('unknown-profile'); ANY is an unbounded budget. */
   constructor(total: ResourceProfile) {
     if (!(total instanceof ResourceProfile) || total.isUnknown()) {
-      throw new ResourceProfileError('unknown-profile', `a resource budget needs a known total (a specified profile or ANY), got ${String(total)}`, {
-        field: 'total',
-      });
+      throw new ResourceProfileError(
+        'unknown-profile',
+        `a resource budget needs a known total (a specified profile or ANY), got ${String(total)}`,
+        {
+          field: 'total',
+        },
+      );
     }
     this.total = total;
     this.available = total;
@@ -76,8 +80,14 @@ export class ResourceBudgetManager {
 }
 
 /** A manager in the given state, skipping the constructor (which starts with nothing reserved). */
-function derive(from: ResourceBudgetManager, available: ResourceProfile, reserved: ResourceProfile): ResourceBudgetManager {
-  const next = Object.create(ResourceBudgetManager.prototype) as { -readonly [K in keyof ResourceBudgetManager]: ResourceBudgetManager[K] };
+function derive(
+  from: ResourceBudgetManager,
+  available: ResourceProfile,
+  reserved: ResourceProfile,
+): ResourceBudgetManager {
+  const next = Object.create(ResourceBudgetManager.prototype) as {
+    -readonly [K in keyof ResourceBudgetManager]: ResourceBudgetManager[K];
+  };
   next.total = from.total;
   next.available = available;
   next.reserved = reserved;
@@ -86,8 +96,12 @@ function derive(from: ResourceBudgetManager, available: ResourceProfile, reserve
 
 function requireKnown(profile: ResourceProfile, operation: string): void {
   if (profile.isUnknown()) {
-    throw new ResourceProfileError('unknown-profile', `cannot ${operation} ResourceProfile.UNKNOWN against a budget: its amounts are not known`, {
-      field: 'profile',
-    });
+    throw new ResourceProfileError(
+      'unknown-profile',
+      `cannot ${operation} ResourceProfile.UNKNOWN against a budget: its amounts are not known`,
+      {
+        field: 'profile',
+      },
+    );
   }
 }

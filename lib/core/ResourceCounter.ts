@@ -25,14 +25,21 @@ function describe(value: unknown): string {
 
 function checkProfile(value: unknown, argument: string): ResourceProfile {
   if (!(value instanceof ResourceProfile)) {
-    throw new IllegalArgumentError('invalid-type', `${argument} must be a ResourceProfile, got ${describe(value)}`, { argument, value: describe(value) });
+    throw new IllegalArgumentError('invalid-type', `${argument} must be a ResourceProfile, got ${describe(value)}`, {
+      argument,
+      value: describe(value),
+    });
   }
   return value;
 }
 
 function checkCount(value: unknown, argument: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new IllegalArgumentError('invalid-value', `${argument} must be a non-negative safe integer, got ${describe(value)}`, { argument, value: describe(value) });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${argument} must be a non-negative safe integer, got ${describe(value)}`,
+      { argument, value: describe(value) },
+    );
   }
   return value;
 }
@@ -44,7 +51,11 @@ function applied(base: ReadonlyMap<string, Entry>, deltas: Iterable<Entry>, sign
     if (count === 0) continue;
     const value = (next.get(profile.key)?.[1] ?? 0) + sign * count;
     if (!Number.isSafeInteger(value)) {
-      throw new IllegalArgumentError('out-of-range', `the count of ${profile} would exceed ${Number.MAX_SAFE_INTEGER}`, { argument: 'count', value: count });
+      throw new IllegalArgumentError(
+        'out-of-range',
+        `the count of ${profile} would exceed ${Number.MAX_SAFE_INTEGER}`,
+        { argument: 'count', value: count },
+      );
     }
     // Frozen: entries() hands these tuples out as they are.
     if (value > 0) next.set(profile.key, Object.freeze([next.get(profile.key)?.[0] ?? profile, value] as const));
@@ -67,7 +78,7 @@ export class ResourceCounter {
 
   static {
     // `this`, not the class name: tsc's ES2022 output binds the name only after the class body has run.
-    this.#EMPTY = new this(new Map());
+    ResourceCounter.#EMPTY = new this(new Map());
     construct = (entries) => (entries.size === 0 ? ResourceCounter.#EMPTY : new ResourceCounter(entries));
   }
 
@@ -84,12 +95,20 @@ export class ResourceCounter {
   /** A counter from `[profile, count]` pairs; a profile listed twice is summed, in first-seen order. */
   static fromEntries(entries: Iterable<readonly [ResourceProfile, number]>): ResourceCounter {
     if (entries === null || typeof (entries as { [Symbol.iterator]?: unknown })?.[Symbol.iterator] !== 'function') {
-      throw new IllegalArgumentError('invalid-type', `entries must be an iterable of [ResourceProfile, count] pairs, got ${describe(entries)}`, { argument: 'entries' });
+      throw new IllegalArgumentError(
+        'invalid-type',
+        `entries must be an iterable of [ResourceProfile, count] pairs, got ${describe(entries)}`,
+        { argument: 'entries' },
+      );
     }
     const checked: Entry[] = [];
     for (const pair of entries) {
       if (!Array.isArray(pair)) {
-        throw new IllegalArgumentError('invalid-type', `every entry must be a [ResourceProfile, count] pair, got ${describe(pair)}`, { argument: 'entries' });
+        throw new IllegalArgumentError(
+          'invalid-type',
+          `every entry must be a [ResourceProfile, count] pair, got ${describe(pair)}`,
+          { argument: 'entries' },
+        );
       }
       checked.push([checkProfile(pair[0], 'profile'), checkCount(pair[1], 'count')]);
     }
@@ -99,9 +118,15 @@ export class ResourceCounter {
   /** The inverse of {@link toJSON}; every profile and count is checked. */
   static fromJSON(json: unknown): ResourceCounter {
     if (!Array.isArray(json)) {
-      throw new IllegalArgumentError('invalid-type', `a ResourceCounter in JSON must be an array of { profile, count }, got ${describe(json)}`, { argument: 'json' });
+      throw new IllegalArgumentError(
+        'invalid-type',
+        `a ResourceCounter in JSON must be an array of { profile, count }, got ${describe(json)}`,
+        { argument: 'json' },
+      );
     }
-    return ResourceCounter.fromEntries(json.map((e: Partial<ResourceCountJSON> | null) => [ResourceProfile.fromJSON(e?.profile), e?.count as number]));
+    return ResourceCounter.fromEntries(
+      json.map((e: Partial<ResourceCountJSON> | null) => [ResourceProfile.fromJSON(e?.profile), e?.count as number]),
+    );
   }
 
   /** This counter plus `count` of `profile` (0 changes nothing). */

@@ -8,7 +8,19 @@
  */
 import { ResourceProfileError } from './errors.js';
 import { formatMemorySize, MiB, type MemorySizeInput } from './MemorySize.js';
-import { checked, checkName, describeInput, IS_MEMORY, MEMORY, SCALE, STANDARD, toBytes, toUnits, type Amounts, type StandardField } from './resourceAmounts.js';
+import {
+  checked,
+  checkName,
+  describeInput,
+  IS_MEMORY,
+  MEMORY,
+  SCALE,
+  STANDARD,
+  toBytes,
+  toUnits,
+  type Amounts,
+  type StandardField,
+} from './resourceAmounts.js';
 
 export { UNITS_PER_CORE } from './resourceAmounts.js';
 
@@ -45,12 +57,22 @@ export interface ResourceShortfall {
   readonly required: number;
 }
 
-let createProfile: (kind: ResourceProfile['kind'], amounts: Amounts, extended: ReadonlyMap<string, number>) => ResourceProfile;
+let createProfile: (
+  kind: ResourceProfile['kind'],
+  amounts: Amounts,
+  extended: ReadonlyMap<string, number>,
+) => ResourceProfile;
 
 /** Prints shortfalls as `cpuCores available 1, required 2; managedMemory available 64 mb, required 128 mb`. */
-export function formatShortfall(shortfall: readonly ResourceShortfall[], [have, need] = ['available', 'required']): string {
-  const show = (field: string, n: number) => (IS_MEMORY.has(field) ? formatMemorySize(n) : n === Infinity ? '∞' : String(n));
-  return shortfall.map((s) => `${s.field} ${have} ${show(s.field, s.available)}, ${need} ${show(s.field, s.required)}`).join('; ');
+export function formatShortfall(
+  shortfall: readonly ResourceShortfall[],
+  [have, need] = ['available', 'required'],
+): string {
+  const show = (field: string, n: number) =>
+    IS_MEMORY.has(field) ? formatMemorySize(n) : n === Infinity ? '∞' : String(n);
+  return shortfall
+    .map((s) => `${s.field} ${have} ${show(s.field, s.available)}, ${need} ${show(s.field, s.required)}`)
+    .join('; ');
 }
 
 /** Builds a specified profile field by field; every setter checks its value at once. */
@@ -64,21 +86,37 @@ export class ResourceProfileBuilder {
     return this;
   }
   /** Task heap memory (Flink: taskmanager.memory.task.heap.size share of the slot). */
-  setTaskHeapMemory(size: MemorySizeInput): this { return this.#memory(1, size); }
+  setTaskHeapMemory(size: MemorySizeInput): this {
+    return this.#memory(1, size);
+  }
   /** Task heap memory in whole mebibytes. */
-  setTaskHeapMemoryMB(mb: number): this { return this.#memoryMB(1, mb); }
+  setTaskHeapMemoryMB(mb: number): this {
+    return this.#memoryMB(1, mb);
+  }
   /** Task off-heap memory (direct / native memory used by user code). */
-  setTaskOffHeapMemory(size: MemorySizeInput): this { return this.#memory(2, size); }
+  setTaskOffHeapMemory(size: MemorySizeInput): this {
+    return this.#memory(2, size);
+  }
   /** Task off-heap memory in whole mebibytes. */
-  setTaskOffHeapMemoryMB(mb: number): this { return this.#memoryMB(2, mb); }
+  setTaskOffHeapMemoryMB(mb: number): this {
+    return this.#memoryMB(2, mb);
+  }
   /** Managed memory (Flink's MemoryManager: sorting, hash tables, RocksDB). */
-  setManagedMemory(size: MemorySizeInput): this { return this.#memory(3, size); }
+  setManagedMemory(size: MemorySizeInput): this {
+    return this.#memory(3, size);
+  }
   /** Managed memory in whole mebibytes. */
-  setManagedMemoryMB(mb: number): this { return this.#memoryMB(3, mb); }
+  setManagedMemoryMB(mb: number): this {
+    return this.#memoryMB(3, mb);
+  }
   /** Network memory (buffers for shuffles between tasks). */
-  setNetworkMemory(size: MemorySizeInput): this { return this.#memory(4, size); }
+  setNetworkMemory(size: MemorySizeInput): this {
+    return this.#memory(4, size);
+  }
   /** Network memory in whole mebibytes. */
-  setNetworkMemoryMB(mb: number): this { return this.#memoryMB(4, mb); }
+  setNetworkMemoryMB(mb: number): this {
+    return this.#memoryMB(4, mb);
+  }
   /** An extended resource (e.g. `gpu`), fractions allowed and kept to 8 decimal places (rounded down); amount 0 removes it. */
   setExtendedResource(name: string, amount: number): this {
     const units = toUnits(checkName(name), amount);
@@ -90,7 +128,10 @@ export class ResourceProfileBuilder {
   setExtendedResources(resources: Record<string, number>): this {
     if (typeof resources !== 'object' || resources === null || Array.isArray(resources)) {
       const message = `extendedResources must be an object of name → amount, got ${describeInput(resources)}`;
-      throw new ResourceProfileError('not-finite', message, { field: 'extendedResources', value: describeInput(resources) });
+      throw new ResourceProfileError('not-finite', message, {
+        field: 'extendedResources',
+        value: describeInput(resources),
+      });
     }
     for (const [name, amount] of Object.entries(resources)) this.setExtendedResource(name, amount);
     return this;
@@ -107,7 +148,11 @@ export class ResourceProfileBuilder {
   #memoryMB(index: 1 | 2 | 3 | 4, mb: number): this {
     const field = STANDARD[index];
     if (typeof mb === 'number' && Number.isFinite(mb) && mb >= 0 && !Number.isInteger(mb)) {
-      throw new ResourceProfileError('not-integer', `${field} in MB must be a whole number of mebibytes, got ${mb}; pass a size string like '${mb}m' for fractions`, { field, value: mb });
+      throw new ResourceProfileError(
+        'not-integer',
+        `${field} in MB must be a whole number of mebibytes, got ${mb}; pass a size string like '${mb}m' for fractions`,
+        { field, value: mb },
+      );
     }
     return this.#memory(index, typeof mb === 'number' && Number.isInteger(mb) ? mb * MiB : mb);
   }
@@ -121,7 +166,11 @@ export class ResourceProfile {
   /** A requirement whose size is not known (Flink's UNKNOWN): any slot will do, amounts are undefined. */
   static readonly UNKNOWN: ResourceProfile = new ResourceProfile('unknown', [0, 0, 0, 0, 0], new Map());
   /** Infinite in every standard field (Flink's ANY): matches any requirement, an unbounded budget. */
-  static readonly ANY: ResourceProfile = new ResourceProfile('any', [Infinity, Infinity, Infinity, Infinity, Infinity], new Map());
+  static readonly ANY: ResourceProfile = new ResourceProfile(
+    'any',
+    [Infinity, Infinity, Infinity, Infinity, Infinity],
+    new Map(),
+  );
   /** Nothing at all (Flink's ZERO). */
   static readonly ZERO: ResourceProfile = new ResourceProfile('specified', [0, 0, 0, 0, 0], new Map());
 
@@ -147,16 +196,24 @@ export class ResourceProfile {
     this.#units = [...amounts] as unknown as Amounts;
     this.amounts = Object.freeze(amounts) as Amounts;
     // Sorted so that the key, toString and toJSON do not depend on insertion order; no copy when empty.
-    this.extended = extended.size === 0 ? NO_EXTENDED : new Map([...extended].filter(([, u]) => u !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    this.extended =
+      extended.size === 0
+        ? NO_EXTENDED
+        : new Map([...extended].filter(([, u]) => u !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
     Object.freeze(this);
   }
 
   /** Canonical string, equal iff {@link equals}: a Map key for indexing slots by profile. */
   get key(): string {
     return (this.#key ??=
-      this.kind === 'unknown' ? 'UNKNOWN'
-      : this.kind === 'any' ? 'ANY'
-      : [...this.amounts.map((a, i) => `${KEY_PREFIX[i]}${a}`), ...[...this.extended].map(([n, u]) => `${n}=${u}`)].join('|'));
+      this.kind === 'unknown'
+        ? 'UNKNOWN'
+        : this.kind === 'any'
+          ? 'ANY'
+          : [
+              ...this.amounts.map((a, i) => `${KEY_PREFIX[i]}${a}`),
+              ...[...this.extended].map(([n, u]) => `${n}=${u}`),
+            ].join('|'));
   }
 
   static {
@@ -176,7 +233,7 @@ export class ResourceProfile {
     if (spec === 'ANY') return ResourceProfile.ANY;
     const allowed = [...STANDARD, 'extendedResources'];
     if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
-        const message = `a resource spec must be a ResourceProfile, 'UNKNOWN', 'ANY' or an object with fields ${allowed.join(', ')}; got ${describeInput(spec)}`;
+      const message = `a resource spec must be a ResourceProfile, 'UNKNOWN', 'ANY' or an object with fields ${allowed.join(', ')}; got ${describeInput(spec)}`;
       throw new ResourceProfileError('unknown-field', message, { field: 'spec', value: describeInput(spec) });
     }
     const unknown = Object.keys(spec).find((k) => !allowed.includes(k));
@@ -202,17 +259,42 @@ export class ResourceProfile {
    */
   static fromAmounts(amounts: readonly number[], extended: ReadonlyMap<string, number> = NO_EXTENDED): ResourceProfile {
     if (!Array.isArray(amounts) || amounts.length !== STANDARD.length) {
-      throw new ResourceProfileError('invalid-size', `amounts must be an array of ${STANDARD.length} numbers (${STANDARD.join(', ')}), got ${describeInput(amounts)}`, { field: 'amounts', value: describeInput(amounts) });
+      throw new ResourceProfileError(
+        'invalid-size',
+        `amounts must be an array of ${STANDARD.length} numbers (${STANDARD.join(', ')}), got ${describeInput(amounts)}`,
+        { field: 'amounts', value: describeInput(amounts) },
+      );
     }
     const unit = (field: string, value: unknown): number => {
-      if (typeof value !== 'number' || !Number.isFinite(value)) throw new ResourceProfileError('not-finite', `${field} must be a finite amount, got ${describeInput(value)}`, { field, value: describeInput(value) });
-      if (value < 0) throw new ResourceProfileError('negative-amount', `${field} must be non-negative, got ${value}`, { field, value });
-      if (!Number.isInteger(value)) throw new ResourceProfileError('not-integer', `${field} must be a whole number of units, got ${value}`, { field, value });
-      if (!Number.isSafeInteger(value)) throw new ResourceProfileError('invalid-size', `${field} must be at most ${Number.MAX_SAFE_INTEGER} units, got ${value}`, { field, value });
+      if (typeof value !== 'number' || !Number.isFinite(value))
+        throw new ResourceProfileError('not-finite', `${field} must be a finite amount, got ${describeInput(value)}`, {
+          field,
+          value: describeInput(value),
+        });
+      if (value < 0)
+        throw new ResourceProfileError('negative-amount', `${field} must be non-negative, got ${value}`, {
+          field,
+          value,
+        });
+      if (!Number.isInteger(value))
+        throw new ResourceProfileError('not-integer', `${field} must be a whole number of units, got ${value}`, {
+          field,
+          value,
+        });
+      if (!Number.isSafeInteger(value))
+        throw new ResourceProfileError(
+          'invalid-size',
+          `${field} must be at most ${Number.MAX_SAFE_INTEGER} units, got ${value}`,
+          { field, value },
+        );
       return value + 0;
     };
     if (!(extended instanceof Map)) {
-      throw new ResourceProfileError('invalid-name', `extended must be a Map of name → units, got ${describeInput(extended)}`, { field: 'extendedResources', value: describeInput(extended) });
+      throw new ResourceProfileError(
+        'invalid-name',
+        `extended must be a Map of name → units, got ${describeInput(extended)}`,
+        { field: 'extendedResources', value: describeInput(extended) },
+      );
     }
     const checkedAmounts = STANDARD.map((field, i) => unit(field, amounts[i])) as unknown as Amounts;
     const checkedExtended = new Map<string, number>();
@@ -226,20 +308,34 @@ export class ResourceProfile {
   }
 
   /** Whether this is Flink's UNKNOWN (no amounts). */
-  isUnknown(): boolean { return this.kind === 'unknown'; }
+  isUnknown(): boolean {
+    return this.kind === 'unknown';
+  }
   /** Whether this is Flink's ANY (infinite in every standard field). */
-  isAny(): boolean { return this.kind === 'any'; }
+  isAny(): boolean {
+    return this.kind === 'any';
+  }
 
   /** CPU cores (8 decimal places). */
-  get cpuCores(): number { return this.#amount('cpuCores', 0) / SCALE; }
+  get cpuCores(): number {
+    return this.#amount('cpuCores', 0) / SCALE;
+  }
   /** Task heap memory in bytes. */
-  get taskHeapMemory(): number { return this.#amount('taskHeapMemory', 1); }
+  get taskHeapMemory(): number {
+    return this.#amount('taskHeapMemory', 1);
+  }
   /** Task off-heap memory in bytes. */
-  get taskOffHeapMemory(): number { return this.#amount('taskOffHeapMemory', 2); }
+  get taskOffHeapMemory(): number {
+    return this.#amount('taskOffHeapMemory', 2);
+  }
   /** Managed memory in bytes. */
-  get managedMemory(): number { return this.#amount('managedMemory', 3); }
+  get managedMemory(): number {
+    return this.#amount('managedMemory', 3);
+  }
   /** Network memory in bytes. */
-  get networkMemory(): number { return this.#amount('networkMemory', 4); }
+  get networkMemory(): number {
+    return this.#amount('networkMemory', 4);
+  }
   /** Extended resources (name → amount, names sorted), frozen; empty on ANY. */
   get extendedResources(): Readonly<Record<string, number>> {
     this.#requireKnown('extendedResources');
@@ -285,7 +381,13 @@ export class ResourceProfile {
     }
     const a = this.#units;
     const b = other.#units;
-    const amounts: Amounts = [checked('cpuCores', a[0] + b[0]), checked('taskHeapMemory', a[1] + b[1]), checked('taskOffHeapMemory', a[2] + b[2]), checked('managedMemory', a[3] + b[3]), checked('networkMemory', a[4] + b[4])];
+    const amounts: Amounts = [
+      checked('cpuCores', a[0] + b[0]),
+      checked('taskHeapMemory', a[1] + b[1]),
+      checked('taskOffHeapMemory', a[2] + b[2]),
+      checked('managedMemory', a[3] + b[3]),
+      checked('networkMemory', a[4] + b[4]),
+    ];
     return new ResourceProfile('specified', amounts, extended);
   }
 
@@ -295,7 +397,11 @@ export class ResourceProfile {
     if (this.isUnknown() || other.isUnknown()) return ResourceProfile.UNKNOWN;
     if (!this.#covers(other)) {
       const short = this.shortfall(other)[0]!;
-      throw new ResourceProfileError('insufficient-resources', `cannot subtract ${other} from ${this}: ${formatShortfall([short])}`, { ...short });
+      throw new ResourceProfileError(
+        'insufficient-resources',
+        `cannot subtract ${other} from ${this}: ${formatShortfall([short])}`,
+        { ...short },
+      );
     }
     let extended = this.extended;
     if (other.extended.size > 0) {
@@ -305,7 +411,11 @@ export class ResourceProfile {
     }
     const a = this.#units;
     const b = other.#units;
-    return new ResourceProfile('specified', [a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3], a[4] - b[4]], extended);
+    return new ResourceProfile(
+      'specified',
+      [a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3], a[4] - b[4]],
+      extended,
+    );
   }
 
   /** Every field times `n`, a non-negative safe integer (Flink's multiply). */
@@ -317,7 +427,11 @@ export class ResourceProfile {
     if (this.kind !== 'specified') return this;
     if (n === 0) return ResourceProfile.ZERO;
     const amounts = this.amounts.map((a, i) => checked(STANDARD[i]!, a * n)) as unknown as Amounts;
-    return new ResourceProfile('specified', amounts, new Map([...this.extended].map(([k, u]) => [k, checked(k, u * n)])));
+    return new ResourceProfile(
+      'specified',
+      amounts,
+      new Map([...this.extended].map(([k, u]) => [k, checked(k, u * n)])),
+    );
   }
 
   /**
@@ -333,7 +447,11 @@ export class ResourceProfile {
     if (this.kind !== 'specified' || n === 1) return this;
     // Integer units over a safe integer: the floating quotient never rounds up across a whole unit.
     const amounts = this.#units.map((a) => Math.floor(a / n)) as unknown as Amounts;
-    return new ResourceProfile('specified', amounts, new Map([...this.extended].map(([k, u]) => [k, Math.floor(u / n)])));
+    return new ResourceProfile(
+      'specified',
+      amounts,
+      new Map([...this.extended].map(([k, u]) => [k, Math.floor(u / n)])),
+    );
   }
 
   /** Every field (standard, then extended) where this has less than `required`; empty when it suffices or either is UNKNOWN. */
@@ -381,7 +499,8 @@ export class ResourceProfile {
   fitsWithin(amounts: ArrayLike<number>, extended: ReadonlyMap<string, number>): boolean {
     this.#requireRunningTotal('fitsWithin', amounts, extended);
     const b = this.#units;
-    if (amounts[0]! < b[0] || amounts[1]! < b[1] || amounts[2]! < b[2] || amounts[3]! < b[3] || amounts[4]! < b[4]) return false;
+    if (amounts[0]! < b[0] || amounts[1]! < b[1] || amounts[2]! < b[2] || amounts[3]! < b[3] || amounts[4]! < b[4])
+      return false;
     if (this.extended.size > 0) for (const [n, need] of this.extended) if ((extended.get(n) ?? 0) < need) return false;
     return true;
   }
@@ -392,7 +511,8 @@ export class ResourceProfile {
     const b = this.#units;
     for (let i = 0; i < 5; i++) if (amounts[i]! + b[i]! > Number.MAX_SAFE_INTEGER) return false;
     if (this.extended.size > 0) {
-      for (const [n, units] of this.extended) if ((extended.get(n) ?? 0) + units > Number.MAX_SAFE_INTEGER) return false;
+      for (const [n, units] of this.extended)
+        if ((extended.get(n) ?? 0) + units > Number.MAX_SAFE_INTEGER) return false;
       for (const [n, units] of this.extended) extended.set(n, (extended.get(n) ?? 0) + units);
     }
     for (let i = 0; i < 5; i++) amounts[i] = amounts[i]! + b[i]!;
@@ -427,7 +547,14 @@ export class ResourceProfile {
     if (this.kind === 'unknown') return 'UNKNOWN';
     if (this.kind === 'any') return 'ANY';
     const { cpuCores, taskHeapMemory, taskOffHeapMemory, managedMemory, networkMemory } = this;
-    return { cpuCores, taskHeapMemory, taskOffHeapMemory, managedMemory, networkMemory, extendedResources: { ...this.extendedResources } };
+    return {
+      cpuCores,
+      taskHeapMemory,
+      taskOffHeapMemory,
+      managedMemory,
+      networkMemory,
+      extendedResources: { ...this.extendedResources },
+    };
   }
 
   /** Node's console / util.inspect shows the readable form. */
@@ -444,10 +571,18 @@ export class ResourceProfile {
   /** This profile specified, and a running total as {@link fitsWithin} takes it (five amounts, a Map). */
   #requireRunningTotal(what: string, amounts: ArrayLike<number>, extended: ReadonlyMap<string, number>): void {
     if (this.kind !== 'specified') {
-      throw new ResourceProfileError('unknown-profile', `${what} needs a specified profile, not ResourceProfile.${this.kind.toUpperCase()}`, { field: what });
+      throw new ResourceProfileError(
+        'unknown-profile',
+        `${what} needs a specified profile, not ResourceProfile.${this.kind.toUpperCase()}`,
+        { field: what },
+      );
     }
     if (amounts?.length !== STANDARD.length || !(extended instanceof Map)) {
-      throw new ResourceProfileError('invalid-size', `${what} needs a running total of ${STANDARD.length} amounts (${STANDARD.join(', ')}) and a Map of extended resources, got ${describeInput(amounts)} and ${describeInput(extended)}`, { field: what });
+      throw new ResourceProfileError(
+        'invalid-size',
+        `${what} needs a running total of ${STANDARD.length} amounts (${STANDARD.join(', ')}) and a Map of extended resources, got ${describeInput(amounts)} and ${describeInput(extended)}`,
+        { field: what },
+      );
     }
   }
 

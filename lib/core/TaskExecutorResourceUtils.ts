@@ -23,7 +23,10 @@ export function totalResourceProfile(options: ResolvedOptions): ResourceProfile 
 /** One static slot's share of `total` when it is cut into `numberSlots` equal slots (rounded down). */
 export function defaultSlotResourceProfile(total: ResourceProfile, numberSlots: number): ResourceProfile {
   if (!Number.isSafeInteger(numberSlots) || numberSlots < 1) {
-    throw new IllegalArgumentError('out-of-range', `numberSlots must be an integer >= 1, got ${numberSlots}`, { argument: 'numberSlots', value: numberSlots });
+    throw new IllegalArgumentError('out-of-range', `numberSlots must be an integer >= 1, got ${numberSlots}`, {
+      argument: 'numberSlots',
+      value: numberSlots,
+    });
   }
   return total.divide(numberSlots);
 }

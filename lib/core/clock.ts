@@ -74,7 +74,8 @@ export class SimulatedClock implements Clock {
 
   /** Moves time forward by `ms`, firing every timer due up to the new time. */
   increment(ms: number): void {
-    if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`SimulatedClock.increment needs a finite ms >= 0, got ${ms}`);
+    if (!Number.isFinite(ms) || ms < 0)
+      throw new RangeError(`SimulatedClock.increment needs a finite ms >= 0, got ${ms}`);
     this.advanceTo(this.#now + ms);
   }
 
@@ -114,7 +115,10 @@ export class SimulatedClock implements Clock {
   #earliestDue(limit: number): PendingTimer | undefined {
     let best: PendingTimer | undefined;
     for (const timer of this.#timers.values()) {
-      if (timer.due <= limit && (best === undefined || timer.due < best.due || (timer.due === best.due && timer.id < best.id))) {
+      if (
+        timer.due <= limit &&
+        (best === undefined || timer.due < best.due || (timer.due === best.due && timer.id < best.id))
+      ) {
         best = timer;
       }
     }

@@ -11,7 +11,12 @@ export abstract class SlotwiseError extends Error {
   readonly reason: string;
   readonly details: Readonly<Record<string, unknown>>;
 
-  protected constructor(reason: string, message: string, details: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+  protected constructor(
+    reason: string,
+    message: string,
+    details: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.reason = reason;
     this.details = Object.freeze({ ...details });
@@ -60,7 +65,11 @@ export class IllegalStateError extends SlotwiseError {
 /** A configuration option has an unknown name or a value outside its rule. */
 export class ConfigurationError extends SlotwiseError {
   readonly _tag = 'ConfigurationError' as const;
-  constructor(reason: 'unknown-option' | 'invalid-value', message: string, details: { option: string } & Record<string, unknown>) {
+  constructor(
+    reason: 'unknown-option' | 'invalid-value',
+    message: string,
+    details: { option: string } & Record<string, unknown>,
+  ) {
     super(reason, message, details);
   }
 }
@@ -190,7 +199,10 @@ export class SlotRequestError extends SlotwiseError {
 /** A call to another endpoint got no answer within its deadline. */
 export class RpcTimeoutError extends SlotwiseError {
   readonly _tag = 'RpcTimeoutError' as const;
-  constructor(message: string, details: { gateway: string; method: string; timeoutMs: number } & Record<string, unknown>) {
+  constructor(
+    message: string,
+    details: { gateway: string; method: string; timeoutMs: number } & Record<string, unknown>,
+  ) {
     super('no-answer', message, details);
   }
 }
@@ -198,7 +210,11 @@ export class RpcTimeoutError extends SlotwiseError {
 /** The endpoint (its mailbox) or the connection to it is closed or lost: the call was not run. */
 export class EndpointClosedError extends SlotwiseError {
   readonly _tag = 'EndpointClosedError' as const;
-  constructor(message: string, details: { endpoint: string } & Record<string, unknown>, reason: 'closed' | 'lost' = 'closed') {
+  constructor(
+    message: string,
+    details: { endpoint: string } & Record<string, unknown>,
+    reason: 'closed' | 'lost' = 'closed',
+  ) {
     super(reason, message, details);
   }
 }
@@ -214,7 +230,10 @@ export class TaskExecutionError extends SlotwiseError {
   constructor(
     reason: 'threw' | 'out-of-memory' | 'thread-exited' | 'canceled' | 'bad-module' | 'bad-output',
     message: string,
-    details: { executionAttemptId: string; vertexName: string; cause: string; stack?: string; code?: string } & Record<string, unknown>,
+    details: { executionAttemptId: string; vertexName: string; cause: string; stack?: string; code?: string } & Record<
+      string,
+      unknown
+    >,
   ) {
     super(reason, message, details);
   }
@@ -321,22 +340,30 @@ export function describeError(error: unknown): string {
  */
 export function reviveError(serialized: SerializedSlotwiseError): Error {
   // hasOwn: a tag such as 'constructor' must not find Object.prototype's members.
-  const cls = (Object.hasOwn(ERROR_CLASSES, serialized._tag) ? (ERROR_CLASSES as Record<string, unknown>)[serialized._tag] : undefined) as
-    | (abstract new (...args: never[]) => SlotwiseError)
-    | undefined;
+  const cls = (
+    Object.hasOwn(ERROR_CLASSES, serialized._tag)
+      ? (ERROR_CLASSES as Record<string, unknown>)[serialized._tag]
+      : undefined
+  ) as (abstract new (...args: never[]) => SlotwiseError) | undefined;
   if (cls === undefined) {
     const error = new Error(serialized.message);
     error.name = serialized._tag;
     return error;
   }
   // Rebuild without running the constructor's argument checks: the fields were valid when sent.
-  const error = Object.create(cls.prototype) as SlotwiseError & { -readonly [K in keyof SlotwiseError]: SlotwiseError[K] };
+  const error = Object.create(cls.prototype) as SlotwiseError & {
+    -readonly [K in keyof SlotwiseError]: SlotwiseError[K];
+  };
   Object.defineProperties(error, {
     message: { value: serialized.message, writable: true, configurable: true },
     reason: { value: serialized.reason, enumerable: true },
     details: { value: Object.freeze({ ...serialized.details }), enumerable: true },
     _tag: { value: serialized._tag, enumerable: true },
-    stack: { value: `${serialized._tag}: ${serialized.message}\n    (revived from another thread)`, writable: true, configurable: true },
+    stack: {
+      value: `${serialized._tag}: ${serialized.message}\n    (revived from another thread)`,
+      writable: true,
+      configurable: true,
+    },
   });
   return error;
 }

@@ -86,10 +86,14 @@ function hexId<T extends string>(kind: string) {
     parse(value: unknown): T {
       const s = requireString(kind, value);
       if (!HEX32.test(s)) {
-        throw new IllegalArgumentError('invalid-value', `${kind} must be 32 lower-case hex characters, got ${JSON.stringify(s)}`, {
-          argument: kind,
-          value: s,
-        });
+        throw new IllegalArgumentError(
+          'invalid-value',
+          `${kind} must be 32 lower-case hex characters, got ${JSON.stringify(s)}`,
+          {
+            argument: kind,
+            value: s,
+          },
+        );
       }
       return s as T;
     },
@@ -117,17 +121,25 @@ export const ExecutionAttemptID = {
     const id = randomHex(16);
     if (label === undefined) return id as ExecutionAttemptID;
     if (!LABEL.test(label.vertex)) {
-      throw new IllegalArgumentError('invalid-value', `vertex name in an ExecutionAttemptID must match ${LABEL}, got ${JSON.stringify(label.vertex)}`, {
-        argument: 'vertex',
-        value: label.vertex,
-      });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `vertex name in an ExecutionAttemptID must match ${LABEL}, got ${JSON.stringify(label.vertex)}`,
+        {
+          argument: 'vertex',
+          value: label.vertex,
+        },
+      );
     }
     for (const key of ['subtask', 'attempt'] as const) {
       if (!Number.isSafeInteger(label[key]) || label[key] < 0) {
-        throw new IllegalArgumentError('invalid-value', `${key} in an ExecutionAttemptID must be a non-negative integer, got ${label[key]}`, {
-          argument: key,
-          value: label[key],
-        });
+        throw new IllegalArgumentError(
+          'invalid-value',
+          `${key} in an ExecutionAttemptID must be a non-negative integer, got ${label[key]}`,
+          {
+            argument: key,
+            value: label[key],
+          },
+        );
       }
     }
     return `${id}_${label.vertex}_${label.subtask}_${label.attempt}` as ExecutionAttemptID;
@@ -135,10 +147,14 @@ export const ExecutionAttemptID = {
   parse(value: unknown): ExecutionAttemptID {
     const s = requireString('ExecutionAttemptID', value);
     if (!HEX32.test(s.slice(0, 32)) || (s.length > 32 && s[32] !== '_')) {
-      throw new IllegalArgumentError('invalid-value', `ExecutionAttemptID must start with 32 lower-case hex characters, got ${JSON.stringify(s)}`, {
-        argument: 'ExecutionAttemptID',
-        value: s,
-      });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `ExecutionAttemptID must start with 32 lower-case hex characters, got ${JSON.stringify(s)}`,
+        {
+          argument: 'ExecutionAttemptID',
+          value: s,
+        },
+      );
     }
     return s as ExecutionAttemptID;
   },
@@ -161,10 +177,14 @@ export const ResourceID = {
   parse(value: unknown): ResourceID {
     const s = requireString('ResourceID', value);
     if (!RESOURCE_ID.test(s)) {
-      throw new IllegalArgumentError('invalid-value', `ResourceID must be 1-128 characters of letters, digits, '_', '.', ':' or '-', starting with a letter or digit; got ${JSON.stringify(s)}`, {
-        argument: 'ResourceID',
-        value: s,
-      });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `ResourceID must be 1-128 characters of letters, digits, '_', '.', ':' or '-', starting with a letter or digit; got ${JSON.stringify(s)}`,
+        {
+          argument: 'ResourceID',
+          value: s,
+        },
+      );
     }
     return s as ResourceID;
   },
@@ -192,10 +212,14 @@ export const SlotID = {
     const at = s.lastIndexOf('/');
     const number = Number(s.slice(at + 1));
     if (at <= 0 || s.slice(at + 1) === '' || !Number.isSafeInteger(number)) {
-      throw new IllegalArgumentError('invalid-value', `SlotID must read <ResourceID>/<slot number>, got ${JSON.stringify(s)}`, {
-        argument: 'SlotID',
-        value: s,
-      });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `SlotID must read <ResourceID>/<slot number>, got ${JSON.stringify(s)}`,
+        {
+          argument: 'SlotID',
+          value: s,
+        },
+      );
     }
     return SlotID.of(ResourceID.parse(s.slice(0, at)), number);
   },

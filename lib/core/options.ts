@@ -15,7 +15,8 @@ function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'function') return 'a function';
-  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : Object.prototype.toString.call(value);
+  if (typeof value === 'object' && value !== null)
+    return Array.isArray(value) ? 'an array' : Object.prototype.toString.call(value);
   return String(value);
 }
 
@@ -36,7 +37,8 @@ function duration(defaultMs: number, doc: string, min = 1): OptionSpec<DurationI
     parse: (input) => {
       const parsed = parseDuration(input);
       if (!parsed.ok) return parsed;
-      if (parsed.ms < min) return { ok: false, problem: `must be at least ${formatDuration(min)}, got ${formatDuration(parsed.ms)}` };
+      if (parsed.ms < min)
+        return { ok: false, problem: `must be at least ${formatDuration(min)}, got ${formatDuration(parsed.ms)}` };
       return { ok: true, value: parsed.ms };
     },
   };
@@ -50,7 +52,10 @@ function integer(defaultValue: number, doc: string, min: number, allowUnbounded 
     parse: (input) => {
       if (allowUnbounded && input === Infinity) return { ok: true, value: Infinity };
       if (typeof input !== 'number' || !Number.isSafeInteger(input) || input < min) {
-        return { ok: false, problem: `must be an integer >= ${min}${allowUnbounded ? ' or Infinity' : ''}, got ${describeValue(input)}` };
+        return {
+          ok: false,
+          problem: `must be an integer >= ${min}${allowUnbounded ? ' or Infinity' : ''}, got ${describeValue(input)}`,
+        };
       }
       return { ok: true, value: input };
     },
@@ -65,7 +70,10 @@ function positiveNumber(defaultValue: number, doc: string, allowUnbounded = fals
     parse: (input) => {
       if (allowUnbounded && input === Infinity) return { ok: true, value: Infinity };
       if (typeof input !== 'number' || !Number.isFinite(input) || input <= 0) {
-        return { ok: false, problem: `must be a finite number > 0${allowUnbounded ? ' or Infinity' : ''}, got ${describeValue(input)}` };
+        return {
+          ok: false,
+          problem: `must be a finite number > 0${allowUnbounded ? ' or Infinity' : ''}, got ${describeValue(input)}`,
+        };
       }
       return { ok: true, value: input };
     },
@@ -85,12 +93,21 @@ function derivedInteger(derivedDoc: string, doc: string, min: number): OptionSpe
 }
 
 /** One of `values`, or unset: then derived from other options (`derivedDoc` says how). */
-function derivedChoice<const T extends string>(values: readonly T[], derivedDoc: string, doc: string): OptionSpec<T, T | undefined> {
+function derivedChoice<const T extends string>(
+  values: readonly T[],
+  derivedDoc: string,
+  doc: string,
+): OptionSpec<T, T | undefined> {
   const inner = oneOf(values, values[0]!, doc);
   return { default: undefined, doc, format: (v) => (v === undefined ? derivedDoc : v), parse: inner.parse };
 }
 
-function memory(defaultBytes: number, doc: string, rule?: (bytes: number) => string | undefined, allowUnbounded = false): OptionSpec<MemorySizeInput, number> {
+function memory(
+  defaultBytes: number,
+  doc: string,
+  rule?: (bytes: number) => string | undefined,
+  allowUnbounded = false,
+): OptionSpec<MemorySizeInput, number> {
   return {
     default: defaultBytes,
     doc,
@@ -113,7 +130,10 @@ function oneOf<const T extends string>(values: readonly T[], defaultValue: T, do
     parse: (input) =>
       values.includes(input as T)
         ? { ok: true, value: input as T }
-        : { ok: false, problem: `must be one of ${values.map((v) => `'${v}'`).join(', ')}, got ${describeValue(input)}` },
+        : {
+            ok: false,
+            problem: `must be one of ${values.map((v) => `'${v}'`).join(', ')}, got ${describeValue(input)}`,
+          },
   };
 }
 
@@ -121,14 +141,30 @@ function resources(doc: string): OptionSpec<Record<string, number>, Readonly<Rec
   return {
     default: Object.freeze({}),
     doc,
-    format: (v) => (Object.keys(v).length === 0 ? 'none' : Object.entries(v).map(([k, n]) => `${k}=${n}`).join(', ')),
+    format: (v) =>
+      Object.keys(v).length === 0
+        ? 'none'
+        : Object.entries(v)
+            .map(([k, n]) => `${k}=${n}`)
+            .join(', '),
     parse: (input) => {
       if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-        return { ok: false, problem: `must be an object of resource name -> amount, e.g. { gpu: 2 }, got ${describeValue(input)}` };
+        return {
+          ok: false,
+          problem: `must be an object of resource name -> amount, e.g. { gpu: 2 }, got ${describeValue(input)}`,
+        };
       }
       for (const [name, amount] of Object.entries(input)) {
-        if (!/^[A-Za-z][A-Za-z0-9_.-]*$/.test(name)) return { ok: false, problem: `resource name ${JSON.stringify(name)} must start with a letter and use letters, digits, '_', '.', '-'` };
-        if (typeof amount !== 'number' || !Number.isFinite(amount) || amount < 0) return { ok: false, problem: `amount of '${name}' must be a finite number >= 0, got ${describeValue(amount)}` };
+        if (!/^[A-Za-z][A-Za-z0-9_.-]*$/.test(name))
+          return {
+            ok: false,
+            problem: `resource name ${JSON.stringify(name)} must start with a letter and use letters, digits, '_', '.', '-'`,
+          };
+        if (typeof amount !== 'number' || !Number.isFinite(amount) || amount < 0)
+          return {
+            ok: false,
+            problem: `amount of '${name}' must be a finite number >= 0, got ${describeValue(amount)}`,
+          };
       }
       return { ok: true, value: Object.freeze({ ...(input as Record<string, number>) }) };
     },
@@ -136,45 +172,121 @@ function resources(doc: string): OptionSpec<Record<string, number>, Readonly<Rec
 }
 
 const isPowerOfTwoPageSize = (bytes: number) =>
-  bytes >= 4096 && bytes <= 16 * 1024 * 1024 && (bytes & (bytes - 1)) === 0 ? undefined : `must be a power of two from 4 kb to 16 mb, got ${formatMemorySize(bytes)}`;
+  bytes >= 4096 && bytes <= 16 * 1024 * 1024 && (bytes & (bytes - 1)) === 0
+    ? undefined
+    : `must be a power of two from 4 kb to 16 mb, got ${formatMemorySize(bytes)}`;
 
 /** Every option slotwise knows: its default, its rule and what it means. */
 export const OPTIONS = {
-  'taskmanager.numberOfTaskSlots': integer(1, 'Static slots per TaskExecutor; the default slot profile is the total divided by this.', 1),
-  'taskmanager.cpu.cores': derivedNumber('number of slots', 'CPU cores a TaskExecutor offers (bookkeeping for matching; Flink does not isolate CPU).'),
-  'taskmanager.memory.task.heap.size': memory(256 * 1024 * 1024, 'Task heap a TaskExecutor offers; a slot\'s share bounds its task threads\' heap.'),
+  'taskmanager.numberOfTaskSlots': integer(
+    1,
+    'Static slots per TaskExecutor; the default slot profile is the total divided by this.',
+    1,
+  ),
+  'taskmanager.cpu.cores': derivedNumber(
+    'number of slots',
+    'CPU cores a TaskExecutor offers (bookkeeping for matching; Flink does not isolate CPU).',
+  ),
+  'taskmanager.memory.task.heap.size': memory(
+    256 * 1024 * 1024,
+    "Task heap a TaskExecutor offers; a slot's share bounds its task threads' heap.",
+  ),
   'taskmanager.memory.task.off-heap.size': memory(0, 'Task off-heap memory a TaskExecutor offers.'),
-  'taskmanager.memory.managed.size': memory(128 * 1024 * 1024, 'Managed memory a TaskExecutor offers; each slot gets its share as MemoryManager pages.'),
-  'taskmanager.memory.network.size': memory(64 * 1024 * 1024, 'Network memory a TaskExecutor offers (Flink derives it from network.min/max/fraction; here it is one size).'),
-  'taskmanager.extended-resources': resources('Extended resources a TaskExecutor offers, e.g. { gpu: 2 } (Flink: external-resource.<name>.amount).'),
-  'taskmanager.memory.segment-size': memory(32 * 1024, 'Page size of a slot\'s MemoryManager.', isPowerOfTwoPageSize),
+  'taskmanager.memory.managed.size': memory(
+    128 * 1024 * 1024,
+    'Managed memory a TaskExecutor offers; each slot gets its share as MemoryManager pages.',
+  ),
+  'taskmanager.memory.network.size': memory(
+    64 * 1024 * 1024,
+    'Network memory a TaskExecutor offers (Flink derives it from network.min/max/fraction; here it is one size).',
+  ),
+  'taskmanager.extended-resources': resources(
+    'Extended resources a TaskExecutor offers, e.g. { gpu: 2 } (Flink: external-resource.<name>.amount).',
+  ),
+  'taskmanager.memory.segment-size': memory(32 * 1024, "Page size of a slot's MemoryManager.", isPowerOfTwoPageSize),
   'taskmanager.slot.timeout': duration(10_000, 'An allocated slot not activated by then is reported for freeing.'),
-  'task.cancellation.timeout': duration(180_000, 'A releasing slot whose tasks have not terminated by then is reported as stuck.'),
+  'task.cancellation.timeout': duration(
+    180_000,
+    'A releasing slot whose tasks have not terminated by then is reported as stuck.',
+  ),
   'slot.request.timeout': duration(300_000, 'A slot request not fulfilled by then fails with its reason (seed 000).'),
-  'slot.idle.timeout': duration(50_000, 'How long a JobMaster keeps a slot its subtasks no longer use, for the job\'s next subtasks, before giving it back (0: at once).', 0),
-  'taskmanager.task-threads.spare': derivedInteger('number of slots', 'Task threads a TaskExecutor keeps started ahead of need, per task-heap limit, so that a new slot allocation does not wait for a thread to boot (0: none; threads are never shared between jobs).', 0),
+  'slot.idle.timeout': duration(
+    50_000,
+    "How long a JobMaster keeps a slot its subtasks no longer use, for the job's next subtasks, before giving it back (0: at once).",
+    0,
+  ),
+  'taskmanager.task-threads.spare': derivedInteger(
+    'number of slots',
+    'Task threads a TaskExecutor keeps started ahead of need, per task-heap limit, so that a new slot allocation does not wait for a thread to boot (0: none; threads are never shared between jobs).',
+    0,
+  ),
   'heartbeat.interval': duration(10_000, 'How often heartbeats are sent.'),
-  'heartbeat.timeout': duration(30_000, 'A peer silent for this long is lost (the seed\'s 30 s; Flink\'s default is 50 s).'),
+  'heartbeat.timeout': duration(
+    30_000,
+    "A peer silent for this long is lost (the seed's 30 s; Flink's default is 50 s).",
+  ),
   'resourcemanager.taskmanager-timeout': duration(30_000, 'An idle TaskExecutor is released after this.'),
-  'slotmanager.requirement-check.delay': duration(50, 'Requirement changes within this window are coalesced into one check.', 0),
+  'slotmanager.requirement-check.delay': duration(
+    50,
+    'Requirement changes within this window are coalesced into one check.',
+    0,
+  ),
   'slotmanager.number-of-slots.max': integer(Infinity, 'The most slots the cluster may hold.', 1, true),
-  'slotmanager.max-total-resource.cpu': positiveNumber(Infinity, 'The most CPU cores all TaskExecutors may offer together.', true),
-  'slotmanager.max-total-resource.memory': memory(Infinity, 'The most memory all TaskExecutors may offer together.', undefined, true),
+  'slotmanager.max-total-resource.cpu': positiveNumber(
+    Infinity,
+    'The most CPU cores all TaskExecutors may offer together.',
+    true,
+  ),
+  'slotmanager.max-total-resource.memory': memory(
+    Infinity,
+    'The most memory all TaskExecutors may offer together.',
+    undefined,
+    true,
+  ),
   'slotmanager.redundant-taskmanager-num': integer(0, 'Spare TaskExecutors kept for fast failover.', 0),
-  'taskmanager.load-balance.mode': oneOf(['none', 'slots'] as const, 'none', '`slots` spreads slots over TaskExecutors by least utilisation.'),
-  'slotmanager.placement-policy': derivedChoice(['first-fit', 'spread', 'pack'] as const, 'from taskmanager.load-balance.mode', 'Which TaskExecutor gets a slot: first-fit (registration order), spread (least utilised), pack (most utilised that fits). Unset: spread if the load-balance mode is `slots`, else first-fit.'),
-  'cluster.registration.initial-timeout': duration(100, 'First wait before a TaskExecutor retries its registration; doubles up to the max timeout.'),
+  'taskmanager.load-balance.mode': oneOf(
+    ['none', 'slots'] as const,
+    'none',
+    '`slots` spreads slots over TaskExecutors by least utilisation.',
+  ),
+  'slotmanager.placement-policy': derivedChoice(
+    ['first-fit', 'spread', 'pack'] as const,
+    'from taskmanager.load-balance.mode',
+    'Which TaskExecutor gets a slot: first-fit (registration order), spread (least utilised), pack (most utilised that fits). Unset: spread if the load-balance mode is `slots`, else first-fit.',
+  ),
+  'cluster.registration.initial-timeout': duration(
+    100,
+    'First wait before a TaskExecutor retries its registration; doubles up to the max timeout.',
+  ),
   'cluster.registration.max-timeout': duration(30_000, 'Longest wait between registration attempts.'),
-  'taskmanager.registration.timeout': duration(300_000, 'A TaskExecutor that cannot register within this gives up and stops.'),
-  'task.cancellation.grace-period': duration(5_000, 'How long a canceled task may take to stop on its AbortSignal before its thread is terminated (ours).'),
-  'rpc.ask.timeout': duration(10_000, 'Deadline of a call to another endpoint, e.g. a slot request to a TaskExecutor (Flink: pekko.ask.timeout).'),
-  'resourcemanager.start-worker.max-failure-rate': positiveNumber(10, 'Worker start failures allowed per minute before starts are delayed.'),
+  'taskmanager.registration.timeout': duration(
+    300_000,
+    'A TaskExecutor that cannot register within this gives up and stops.',
+  ),
+  'task.cancellation.grace-period': duration(
+    5_000,
+    'How long a canceled task may take to stop on its AbortSignal before its thread is terminated (ours).',
+  ),
+  'rpc.ask.timeout': duration(
+    10_000,
+    'Deadline of a call to another endpoint, e.g. a slot request to a TaskExecutor (Flink: pekko.ask.timeout).',
+  ),
+  'resourcemanager.start-worker.max-failure-rate': positiveNumber(
+    10,
+    'Worker start failures allowed per minute before starts are delayed.',
+  ),
   'restart-strategy.type': oneOf(['fixed-delay', 'none'] as const, 'fixed-delay', 'How failed tasks are restarted.'),
   'restart-strategy.fixed-delay.attempts': integer(3, 'Restart attempts before the job fails.', 0),
   'restart-strategy.fixed-delay.delay': duration(10_000, 'Delay between restart attempts.', 0),
-  'jobstore.expiration-time': duration(3_600_000, 'How long the Dispatcher keeps an ended job (its status and result) after it ended.'),
+  'jobstore.expiration-time': duration(
+    3_600_000,
+    'How long the Dispatcher keeps an ended job (its status and result) after it ended.',
+  ),
   'jobstore.max-capacity': integer(Infinity, 'The most ended jobs the Dispatcher keeps; the oldest go first.', 0, true),
-  'dispatcher.task-module-check.timeout': duration(10_000, 'How long a task module may take to load in the checker worker (a short-lived thread, or a child process in process mode, never the main thread) before its submit fails with invalid-task-module, timed-out (ours).'),
+  'dispatcher.task-module-check.timeout': duration(
+    10_000,
+    'How long a task module may take to load in the checker worker (a short-lived thread, or a child process in process mode, never the main thread) before its submit fails with invalid-task-module, timed-out (ours).',
+  ),
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;
@@ -198,22 +310,36 @@ export const DEFAULTS: ResolvedOptions = Object.freeze(
  */
 export function resolveOptions(options: SlotwiseOptions | ResolvedOptions = {}): ResolvedOptions {
   if (typeof options !== 'object' || options === null) {
-    throw new ConfigurationError('invalid-value', `options must be an object of option name -> value, got ${describeValue(options)}`, { option: '(options)' });
+    throw new ConfigurationError(
+      'invalid-value',
+      `options must be an object of option name -> value, got ${describeValue(options)}`,
+      { option: '(options)' },
+    );
   }
   const resolved: Record<string, unknown> = { ...DEFAULTS };
   for (const [name, input] of Object.entries(options)) {
     // Own keys only: 'toString' or a JSON '__proto__' key must be an unknown option, not Object.prototype's.
-    const spec = Object.hasOwn(OPTIONS, name) ? (OPTIONS as Record<string, OptionSpec<unknown, unknown>>)[name] : undefined;
+    const spec = Object.hasOwn(OPTIONS, name)
+      ? (OPTIONS as Record<string, OptionSpec<unknown, unknown>>)[name]
+      : undefined;
     if (spec === undefined) {
       const hint = nearestOption(name);
-      throw new ConfigurationError('unknown-option', `unknown option '${name}'${hint ? `; did you mean '${hint}'?` : ''} (known options: see OPTIONS)`, {
-        option: name,
-        suggestion: hint,
-      });
+      throw new ConfigurationError(
+        'unknown-option',
+        `unknown option '${name}'${hint ? `; did you mean '${hint}'?` : ''} (known options: see OPTIONS)`,
+        {
+          option: name,
+          suggestion: hint,
+        },
+      );
     }
     if (input === undefined) continue;
     const parsed = spec.parse(input);
-    if (!parsed.ok) throw new ConfigurationError('invalid-value', `option '${name}' ${parsed.problem}`, { option: name, value: describeValue(input) });
+    if (!parsed.ok)
+      throw new ConfigurationError('invalid-value', `option '${name}' ${parsed.problem}`, {
+        option: name,
+        value: describeValue(input),
+      });
     resolved[name] = parsed.value;
   }
   if ((resolved['heartbeat.timeout'] as number) <= (resolved['heartbeat.interval'] as number)) {

@@ -30,7 +30,11 @@ export function describeInput(value: unknown): string {
 /** Checks a cores/extended amount and converts it to 1e-8 units. */
 export function toUnits(field: string, value: unknown): number {
   const rule = `${field} must be a finite non-negative number`;
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw new ResourceProfileError('not-finite', `${rule}, got ${describeInput(value)}`, { field, value: describeInput(value) });
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    throw new ResourceProfileError('not-finite', `${rule}, got ${describeInput(value)}`, {
+      field,
+      value: describeInput(value),
+    });
   if (value < 0) throw new ResourceProfileError('negative-amount', `${rule}, got ${value}`, { field, value });
   // Rounded down at the kept precision, never up (Flink's resources round down): the amount kept is
   // never more than was asked. `value * SCALE` carries binary noise (0.29 * 1e8 = 28999999.999999996),
@@ -38,7 +42,11 @@ export function toUnits(field: string, value: unknown): number {
   let units = Math.round(value * SCALE) + 0;
   if (units / SCALE > value) units -= 1;
   if (!Number.isSafeInteger(units)) {
-    throw new ResourceProfileError('invalid-size', `${rule} of at most ${Number.MAX_SAFE_INTEGER / SCALE}, got ${value}`, { field, value });
+    throw new ResourceProfileError(
+      'invalid-size',
+      `${rule} of at most ${Number.MAX_SAFE_INTEGER / SCALE}, got ${value}`,
+      { field, value },
+    );
   }
   return units;
 }
@@ -50,7 +58,8 @@ export function toBytes(field: string, value: unknown): number {
   const message = `${field} ${parsed.problem}`;
   const details = { field, value: describeInput(value) };
   if (typeof value === 'string') throw new ResourceProfileError('invalid-size', message, details);
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw new ResourceProfileError('not-finite', message, details);
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    throw new ResourceProfileError('not-finite', message, details);
   if (value < 0) throw new ResourceProfileError('negative-amount', message, details);
   if (!Number.isInteger(value)) throw new ResourceProfileError('not-integer', message, details);
   throw new ResourceProfileError('invalid-size', message, details);
@@ -68,7 +77,10 @@ export function checkName(name: unknown): string {
 export function checked(field: string, amount: number): number {
   if (!Number.isSafeInteger(amount)) {
     const limit = IS_MEMORY.has(field) ? `${Number.MAX_SAFE_INTEGER} bytes` : `${Number.MAX_SAFE_INTEGER / SCALE}`;
-    throw new ResourceProfileError('invalid-size', `${field} would exceed the largest representable amount, ${limit}`, { field, limit });
+    throw new ResourceProfileError('invalid-size', `${field} would exceed the largest representable amount, ${limit}`, {
+      field,
+      limit,
+    });
   }
   return amount;
 }

@@ -73,7 +73,11 @@ export class ActorDirectory {
     if (actor === undefined) return;
     actor.value = record.snapshot.value ?? actor.value;
     const status = record.snapshot.status ?? actor.status;
-    const event: ActorEvent = { at: isoTime(record.createdAt), type: record.event?.type ?? '(unknown)', value: actor.value };
+    const event: ActorEvent = {
+      at: isoTime(record.createdAt),
+      type: record.event?.type ?? '(unknown)',
+      value: actor.value,
+    };
     actor.events++;
     actor.recent.push(event);
     if (actor.recent.length > RECENT_EVENTS) actor.recent.shift();

@@ -75,8 +75,16 @@ export class ClusterDashboard implements DashboardSource, JobObserver {
 
   view(): DashboardView {
     const actors = this.#o.actors;
-    const jobs = describeJobs(this.#o.dispatcher).map((job) => ({ ...job, actorId: this.#o.dispatcher.getJobMaster(job.jobId)?.statusActor.sessionId ?? null }));
-    return { overview: this.#o.overview(), jobs, series: this.#series.snapshot(), actors: actors === null ? null : actors.list() };
+    const jobs = describeJobs(this.#o.dispatcher).map((job) => ({
+      ...job,
+      actorId: this.#o.dispatcher.getJobMaster(job.jobId)?.statusActor.sessionId ?? null,
+    }));
+    return {
+      overview: this.#o.overview(),
+      jobs,
+      series: this.#series.snapshot(),
+      actors: actors === null ? null : actors.list(),
+    };
   }
 
   actor(id: string): ActorDetail | undefined {
@@ -88,9 +96,19 @@ export class ClusterDashboard implements DashboardSource, JobObserver {
   }
 
   async cancelJob(jobId: string): Promise<'canceling' | 'ended'> {
-    if (!JobID.is(jobId)) throw new IllegalArgumentError('invalid-value', `cancel: ${JSON.stringify(jobId)} is not a JobID (32 hex digits)`, { argument: 'jobId' });
+    if (!JobID.is(jobId))
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `cancel: ${JSON.stringify(jobId)} is not a JobID (32 hex digits)`,
+        { argument: 'jobId' },
+      );
     const job = this.#o.dispatcher.getJob(jobId);
-    if (job === undefined) throw new IllegalArgumentError('invalid-value', `cancel: no job ${jobId} in this cluster (ended jobs are kept for jobstore.expiration-time)`, { argument: 'jobId' });
+    if (job === undefined)
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `cancel: no job ${jobId} in this cluster (ended jobs are kept for jobstore.expiration-time)`,
+        { argument: 'jobId' },
+      );
     if (ENDED.includes(job.status)) return 'ended';
     await this.#o.dispatcher.cancelJob(jobId);
     return 'canceling';

@@ -22,14 +22,30 @@ const KNOWN = ['port', 'host'];
 export function resolveDashboardOptions(options: DashboardOptions | true): ResolvedDashboardOptions {
   if (options === true) return { port: 8081, host: '127.0.0.1' };
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw invalid('dashboard', `dashboard must be true or an object { port?, host? }, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`);
+    throw invalid(
+      'dashboard',
+      `dashboard must be true or an object { port?, host? }, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
+    );
   }
   const unknown = Object.keys(options).find((key) => !KNOWN.includes(key));
-  if (unknown !== undefined) throw new ConfigurationError('unknown-option', `unknown dashboard option '${unknown}'; known: ${KNOWN.join(', ')}`, { option: `dashboard.${unknown}` });
+  if (unknown !== undefined)
+    throw new ConfigurationError(
+      'unknown-option',
+      `unknown dashboard option '${unknown}'; known: ${KNOWN.join(', ')}`,
+      { option: `dashboard.${unknown}` },
+    );
   const port = options.port === undefined ? 8081 : options.port;
-  if (!Number.isSafeInteger(port) || port < 0 || port > 65535) throw invalid('dashboard.port', `dashboard.port must be an integer in [0, 65535] (0: any free port), got ${String(port)}`);
+  if (!Number.isSafeInteger(port) || port < 0 || port > 65535)
+    throw invalid(
+      'dashboard.port',
+      `dashboard.port must be an integer in [0, 65535] (0: any free port), got ${String(port)}`,
+    );
   const host = options.host === undefined ? '127.0.0.1' : options.host;
-  if (typeof host !== 'string' || host.trim() === '') throw invalid('dashboard.host', `dashboard.host must be a non-empty host name or address ('127.0.0.1', 'localhost', '::1', '0.0.0.0'), got ${JSON.stringify(host)}`);
+  if (typeof host !== 'string' || host.trim() === '')
+    throw invalid(
+      'dashboard.host',
+      `dashboard.host must be a non-empty host name or address ('127.0.0.1', 'localhost', '::1', '0.0.0.0'), got ${JSON.stringify(host)}`,
+    );
   return { port, host };
 }
 

@@ -33,7 +33,11 @@ export class DashboardServer {
     } catch (error) {
       await fastify.close().catch(() => {});
       const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-      throw new ConfigurationError('invalid-value', `dashboard: cannot listen on ${options.host}:${options.port} (${code}); choose another dashboard.port, or 0 for any free one`, { option: 'dashboard.port' });
+      throw new ConfigurationError(
+        'invalid-value',
+        `dashboard: cannot listen on ${options.host}:${options.port} (${code}); choose another dashboard.port, or 0 for any free one`,
+        { option: 'dashboard.port' },
+      );
     }
     const address = fastify.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : options.port;

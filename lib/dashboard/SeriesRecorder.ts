@@ -43,12 +43,24 @@ export class SeriesRecorder {
       for (const slot of te.slots) if (slot.state === 'pending' || slot.state === 'allocated') inUse++;
     }
     const counted = this.#latencyCount > 0;
-    this.#push(nowMs / 1000, inUse, total, counted ? this.#latencySum / this.#latencyCount : null, counted ? this.#latencyMax : null);
+    this.#push(
+      nowMs / 1000,
+      inUse,
+      total,
+      counted ? this.#latencySum / this.#latencyCount : null,
+      counted ? this.#latencyMax : null,
+    );
     this.#latencySum = this.#latencyCount = this.#latencyMax = 0;
   }
 
   snapshot(): SeriesSnapshot {
-    return { time: [...this.#time], slotsInUse: [...this.#inUse], slotsTotal: [...this.#total], allocationLatencyMean: [...this.#mean], allocationLatencyMax: [...this.#max] };
+    return {
+      time: [...this.#time],
+      slotsInUse: [...this.#inUse],
+      slotsTotal: [...this.#total],
+      allocationLatencyMean: [...this.#mean],
+      allocationLatencyMax: [...this.#max],
+    };
   }
 
   #push(time: number, inUse: number, total: number, mean: number | null, max: number | null): void {

@@ -33,13 +33,18 @@ export class ServerSentEvents {
   }
 
   /** Opens a stream on `reply`; `start` sends what comes first and returns what stops its feed. */
-  open(request: FastifyRequest, reply: FastifyReply, start: (client: EventStream) => (() => void) | void): void {
+  open(request: FastifyRequest, reply: FastifyReply, start: (client: EventStream) => (() => void) | undefined): void {
     if (this.#closed) return void reply.code(503).send('the dashboard is closing\n');
     reply.hijack();
     const raw = reply.raw;
-    raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
     raw.write(': slotwise dashboard\n\n');
-    let stop: (() => void) | void = undefined;
+    let stop: (() => void) | undefined;
     const client: Client = {
       last: null,
       send: (event, data) => void raw.write(`event: ${event}\ndata: ${data}\n\n`),

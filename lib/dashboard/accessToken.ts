@@ -33,13 +33,20 @@ export function isLoopback(host: string): boolean {
 }
 
 /** Why a request is refused (status and text), or null when it may pass. */
-export function refusal(request: AccessRequest, rule: AccessRule): { readonly status: number; readonly text: string } | null {
+export function refusal(
+  request: AccessRequest,
+  rule: AccessRule,
+): { readonly status: number; readonly text: string } | null {
   const host = header(request.headers['host']);
-  if (rule.loopbackOnly && !['localhost', '127.0.0.1', '[::1]'].some((name) => host === `${name}:${request.localPort}`)) {
+  if (
+    rule.loopbackOnly &&
+    !['localhost', '127.0.0.1', '[::1]'].some((name) => host === `${name}:${request.localPort}`)
+  ) {
     return { status: 403, text: 'Forbidden: this dashboard answers to localhost only' };
   }
   const origin = header(request.headers['origin']);
-  if (origin !== '' && origin !== `http://${host}` && origin !== `https://${host}`) return { status: 403, text: 'Forbidden: a page of another origin' };
+  if (origin !== '' && origin !== `http://${host}` && origin !== `https://${host}`)
+    return { status: 403, text: 'Forbidden: a page of another origin' };
   if (rule.token === null) return null;
   let given = '';
   try {
@@ -52,7 +59,10 @@ export function refusal(request: AccessRequest, rule: AccessRule): { readonly st
   const a = Buffer.from(given);
   const b = Buffer.from(rule.token);
   if (a.length !== b.length || !timingSafeEqual(a, b)) {
-    return { status: 403, text: "Forbidden: open the dashboard's URL with its token, as the cluster gave it (cluster.dashboardUrl)" };
+    return {
+      status: 403,
+      text: "Forbidden: open the dashboard's URL with its token, as the cluster gave it (cluster.dashboardUrl)",
+    };
   }
   return null;
 }

@@ -35,11 +35,15 @@ const PAGE_DIR = fileURLToPath(new URL('./page/', import.meta.url));
 const ASSETS: Readonly<Record<string, { readonly path: string; readonly type: string }>> = {
   'dashboard.js': { path: `${PAGE_DIR}dashboard.js`, type: 'text/javascript; charset=utf-8' },
   'dashboard.css': { path: `${PAGE_DIR}dashboard.css`, type: 'text/css; charset=utf-8' },
-  'uPlot.iife.min.js': { path: require.resolve('uplot/dist/uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' },
+  'uPlot.iife.min.js': {
+    path: require.resolve('uplot/dist/uPlot.iife.min.js'),
+    type: 'text/javascript; charset=utf-8',
+  },
   'uPlot.min.css': { path: require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' },
 };
 /** Nothing but this origin: a page that tried to reach the internet would be stopped by the browser. */
-const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 export async function dashboardPlugin(fastify: FastifyInstance, options: DashboardPluginOptions): Promise<void> {
   const { source } = options;
@@ -51,7 +55,10 @@ export async function dashboardPlugin(fastify: FastifyInstance, options: Dashboa
     if (body === undefined) assets.set(name, (body = await readFile(ASSETS[name]!.path)));
     return body;
   };
-  const page = (await readFile(`${PAGE_DIR}index.html`, 'utf8')).replaceAll('{{query}}', query.replaceAll('&', '&amp;'));
+  const page = (await readFile(`${PAGE_DIR}index.html`, 'utf8')).replaceAll(
+    '{{query}}',
+    query.replaceAll('&', '&amp;'),
+  );
 
   fastify.addHook('onRequest', async (request, reply) => {
     const refused = refusal({ url: request.url, headers: request.headers, localPort: request.socket.localPort }, rule);
@@ -60,26 +67,49 @@ export async function dashboardPlugin(fastify: FastifyInstance, options: Dashboa
 
   fastify.get('/', async (_request, reply) =>
     reply
-      .headers({ 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', 'x-content-type-options': 'nosniff', 'content-security-policy': CONTENT_SECURITY_POLICY })
+      .headers({
+        'cache-control': 'no-store',
+        'referrer-policy': 'no-referrer',
+        'x-content-type-options': 'nosniff',
+        'content-security-policy': CONTENT_SECURITY_POLICY,
+      })
       .type('text/html; charset=utf-8')
       .send(page),
   );
 
   fastify.get<{ Params: { file: string } }>('/dashboard/assets/:file', async (request, reply) => {
     const asset = Object.hasOwn(ASSETS, request.params.file) ? ASSETS[request.params.file] : undefined;
-    if (asset === undefined) return reply.code(404).type('text/plain; charset=utf-8').send(`no asset ${request.params.file}; the page has ${Object.keys(ASSETS).join(', ')}\n`);
-    return reply.headers({ 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }).type(asset.type).send(await load(request.params.file));
+    if (asset === undefined)
+      return reply
+        .code(404)
+        .type('text/plain; charset=utf-8')
+        .send(`no asset ${request.params.file}; the page has ${Object.keys(ASSETS).join(', ')}\n`);
+    return reply
+      .headers({ 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' })
+      .type(asset.type)
+      .send(await load(request.params.file));
   });
 
-  fastify.get('/dashboard/view', async (_request, reply) => reply.header('cache-control', 'no-store').send(source.view()));
+  fastify.get('/dashboard/view', async (_request, reply) =>
+    reply.header('cache-control', 'no-store').send(source.view()),
+  );
 
   const streams = new ServerSentEvents(options.pushIntervalMs ?? 250, () => JSON.stringify(source.view()));
   fastify.addHook('preClose', async () => streams.close());
-  fastify.get('/dashboard/events', (request, reply) => streams.open(request, reply, (client) => streams.followView(client)));
+  fastify.get('/dashboard/events', (request, reply) =>
+    streams.open(request, reply, (client) => {
+      streams.followView(client);
+      return undefined;
+    }),
+  );
 
   fastify.get<{ Params: { id: string } }>('/dashboard/actors/:id/events', (request, reply) => {
     const detail = source.actor(request.params.id);
-    if (detail === undefined) return void reply.code(404).type('text/plain; charset=utf-8').send(`no actor ${request.params.id} (the cluster was started without inspection, or it stopped long ago)\n`);
+    if (detail === undefined)
+      return void reply
+        .code(404)
+        .type('text/plain; charset=utf-8')
+        .send(`no actor ${request.params.id} (the cluster was started without inspection, or it stopped long ago)\n`);
     streams.open(request, reply, (client) => {
       client.send('actor', JSON.stringify(detail));
       return source.watchActor(request.params.id, (event) => client.send('actor-event', JSON.stringify(event)));
@@ -101,6 +131,7 @@ export async function dashboardPlugin(fastify: FastifyInstance, options: Dashboa
 }
 
 function failed(reply: FastifyReply, error: unknown): FastifyReply {
-  if (isSlotwiseError(error) && error._tag === 'IllegalArgumentError') return reply.code(404).send({ error: error._tag, reason: error.reason, message: error.message });
+  if (isSlotwiseError(error) && error._tag === 'IllegalArgumentError')
+    return reply.code(404).send({ error: error._tag, reason: error.reason, message: error.message });
   throw error;
 }

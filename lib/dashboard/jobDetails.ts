@@ -43,16 +43,33 @@ export function describeJobs(dispatcher: Dispatcher): JobDetail[] {
     for (const e of master.executions()) {
       subtasksByState[e.state] = (subtasksByState[e.state] ?? 0) + 1;
       const list = byVertex.get(e.vertexId) ?? [];
-      list.push({ index: e.subtaskIndex, attempt: e.attemptNumber, state: e.state, resourceId: e.resourceId, allocationId: e.allocationId });
+      list.push({
+        index: e.subtaskIndex,
+        attempt: e.attemptNumber,
+        state: e.state,
+        resourceId: e.resourceId,
+        allocationId: e.allocationId,
+      });
       byVertex.set(e.vertexId, list);
     }
-    const vertices = master.jobGraph.vertices.map((v): VertexDetail => ({
-      id: v.id,
-      parallelism: v.parallelism,
-      slotSharingGroup: v.slotSharingGroup,
-      resources: v.resourceProfile.isUnknown() ? 'default slot' : v.resourceProfile.toString(),
-      subtasks: (byVertex.get(v.id) ?? []).sort((a, b) => a.index - b.index),
-    }));
-    return [{ jobId: summary.jobId, name: summary.name, status: summary.status, restarts: master.statusActor.getSnapshot().context.restarts, subtasksByState, vertices }];
+    const vertices = master.jobGraph.vertices.map(
+      (v): VertexDetail => ({
+        id: v.id,
+        parallelism: v.parallelism,
+        slotSharingGroup: v.slotSharingGroup,
+        resources: v.resourceProfile.isUnknown() ? 'default slot' : v.resourceProfile.toString(),
+        subtasks: (byVertex.get(v.id) ?? []).sort((a, b) => a.index - b.index),
+      }),
+    );
+    return [
+      {
+        jobId: summary.jobId,
+        name: summary.name,
+        status: summary.status,
+        restarts: master.statusActor.getSnapshot().context.restarts,
+        subtasksByState,
+        vertices,
+      },
+    ];
   });
 }

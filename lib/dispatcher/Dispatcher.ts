@@ -29,7 +29,10 @@ export interface DispatcherServices {
   readonly options: ResolvedOptions;
   readonly clock?: Clock;
   /** The ResourceManager as a JobMaster calls it (on the ResourceManager's mailbox). */
-  readonly resourceManager: Pick<ResourceManagerGateway, 'registerJobMaster' | 'declareRequiredResources' | 'disconnectJobMaster'>;
+  readonly resourceManager: Pick<
+    ResourceManagerGateway,
+    'registerJobMaster' | 'declareRequiredResources' | 'disconnectJobMaster'
+  >;
   /** Makes a JobMaster reachable for TaskExecutors at its address, and withdraws it. */
   readonly serveJobMaster: (address: string, gateway: JobMasterGateway, mailbox: MainThreadExecutor) => void;
   readonly withdrawJobMaster: (address: string) => void;
@@ -38,7 +41,11 @@ export interface DispatcherServices {
   readonly reasonFor: (jobId: JobID) => string;
   readonly inspect?: (event: InspectionEvent) => void;
   /** Runtime messages of the Dispatcher and its JobMasters, with the job they concern. */
-  readonly log?: (message: string, fields?: { readonly jobId: JobID; readonly jobName: string }, level?: 'info' | 'warn') => void;
+  readonly log?: (
+    message: string,
+    fields?: { readonly jobId: JobID; readonly jobName: string },
+    level?: 'info' | 'warn',
+  ) => void;
   /**
    * Loads and checks the task modules of each submitted job off this thread (default: worker
    * threads, each module bounded by `dispatcher.task-module-check.timeout`). The Dispatcher closes
@@ -104,7 +111,12 @@ export class Dispatcher {
 
   constructor(services: DispatcherServices) {
     this.#s = services;
-    this.#checker = services.taskModuleChecker ?? new DefaultTaskModuleChecker({ timeoutMs: services.options['dispatcher.task-module-check.timeout'], ...(services.clock ? { clock: services.clock } : {}) });
+    this.#checker =
+      services.taskModuleChecker ??
+      new DefaultTaskModuleChecker({
+        timeoutMs: services.options['dispatcher.task-module-check.timeout'],
+        ...(services.clock ? { clock: services.clock } : {}),
+      });
   }
 
   /** Validates the job (its graph, then its task modules) and starts it. */
@@ -129,7 +141,11 @@ export class Dispatcher {
         listener(event);
       } catch (error) {
         // One failing listener must neither break the JobMaster nor keep the others from their events.
-        this.#s.log?.(`a job event listener threw: ${error instanceof Error ? error.message : String(error)}`, { jobId, jobName: graph.name }, 'warn');
+        this.#s.log?.(
+          `a job event listener threw: ${error instanceof Error ? error.message : String(error)}`,
+          { jobId, jobName: graph.name },
+          'warn',
+        );
       }
     };
     const observer = this.#s.jobObserver;
@@ -148,7 +164,9 @@ export class Dispatcher {
         if (observe !== null) deliver(observe, event);
         for (const listener of listeners) deliver(listener, event);
       },
-      ...(observer?.onSlotAssigned ? { onSlotAssigned: (assignment: SlotAssignment) => observer.onSlotAssigned!(jobId, assignment) } : {}),
+      ...(observer?.onSlotAssigned
+        ? { onSlotAssigned: (assignment: SlotAssignment) => observer.onSlotAssigned!(jobId, assignment) }
+        : {}),
       ...(this.#s.inspect ? { inspect: this.#s.inspect } : {}),
       ...(this.#s.log ? { log: (m: string) => this.#s.log!(m, { jobId, jobName: graph.name }) } : {}),
     });
@@ -161,7 +179,12 @@ export class Dispatcher {
       },
       result: master.result,
       onEvent: (listener) => {
-        if (typeof listener !== 'function') throw new IllegalArgumentError('invalid-type', `onEvent takes a function (event) => void, got ${typeof listener}`, { argument: 'listener' });
+        if (typeof listener !== 'function')
+          throw new IllegalArgumentError(
+            'invalid-type',
+            `onEvent takes a function (event) => void, got ${typeof listener}`,
+            { argument: 'listener' },
+          );
         for (const event of statusHistory) deliver(listener, event);
         listeners.add(listener);
         return () => {
@@ -197,11 +220,21 @@ export class Dispatcher {
 
   listJobs(): JobSummary[] {
     this.#expire();
-    return [...this.#jobs.values()].map(({ client }) => ({ jobId: client.jobId, name: client.name, status: client.status }));
+    return [...this.#jobs.values()].map(({ client }) => ({
+      jobId: client.jobId,
+      name: client.name,
+      status: client.status,
+    }));
   }
 
   #requireOpen(): void {
-    if (this.#closed) throw new IllegalStateError('the Dispatcher is closed: no new job is taken', { component: 'Dispatcher', operation: 'submitJob', state: 'closed', allowed: ['open'] });
+    if (this.#closed)
+      throw new IllegalStateError('the Dispatcher is closed: no new job is taken', {
+        component: 'Dispatcher',
+        operation: 'submitJob',
+        state: 'closed',
+        allowed: ['open'],
+      });
   }
 
   get #clock(): Clock {
@@ -238,7 +271,12 @@ export class Dispatcher {
   async cancelJob(jobId: JobID): Promise<void> {
     this.#expire();
     const job = this.#jobs.get(jobId);
-    if (job === undefined) throw new IllegalArgumentError('invalid-value', `no job ${jobId} in this cluster (ended jobs are kept for jobstore.expiration-time, at most jobstore.max-capacity)`, { argument: 'jobId' });
+    if (job === undefined)
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `no job ${jobId} in this cluster (ended jobs are kept for jobstore.expiration-time, at most jobstore.max-capacity)`,
+        { argument: 'jobId' },
+      );
     await job.client.cancel();
   }
 
@@ -246,10 +284,15 @@ export class Dispatcher {
   async close(timeoutMs: number): Promise<void> {
     this.#closed = true;
     const checkerClosed = this.#checker.close();
-    const running = [...this.#jobs.values()].filter(({ client }) => !['finished', 'failed', 'canceled'].includes(client.status));
+    const running = [...this.#jobs.values()].filter(
+      ({ client }) => !['finished', 'failed', 'canceled'].includes(client.status),
+    );
     await Promise.all(running.map(({ client }) => client.cancel()));
     let deadline: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([Promise.all(running.map(({ client }) => client.result)), new Promise((resolve) => (deadline = setTimeout(resolve, timeoutMs).unref()))]);
+    await Promise.race([
+      Promise.all(running.map(({ client }) => client.result)),
+      new Promise((resolve) => (deadline = setTimeout(resolve, timeoutMs).unref())),
+    ]);
     clearTimeout(deadline);
     for (const [address, handle] of this.#withdrawals) {
       this.#clock.clearTimeout(handle);
@@ -263,14 +306,25 @@ export class Dispatcher {
 /** The signal of valid options; IllegalArgumentError for anything else. */
 function checkSubmitJobOptions(options: SubmitJobOptions): AbortSignal | undefined {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new IllegalArgumentError('invalid-type', `submitJob options must be an object { signal? }, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`, { argument: 'options' });
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `submitJob options must be an object { signal? }, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
+      { argument: 'options' },
+    );
   }
   const unknown = Object.keys(options).find((key) => key !== 'signal');
-  if (unknown !== undefined) throw new IllegalArgumentError('unknown-key', `unknown submitJob option '${unknown}'; known: signal`, { argument: `options.${unknown}` });
+  if (unknown !== undefined)
+    throw new IllegalArgumentError('unknown-key', `unknown submitJob option '${unknown}'; known: signal`, {
+      argument: `options.${unknown}`,
+    });
   const { signal } = options;
   if (signal === undefined) return undefined;
   if (!(signal instanceof AbortSignal)) {
-    throw new IllegalArgumentError('invalid-type', `submitJob options.signal must be an AbortSignal (new AbortController().signal), got ${signal === null ? 'null' : typeof signal}`, { argument: 'options.signal' });
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `submitJob options.signal must be an AbortSignal (new AbortController().signal), got ${signal === null ? 'null' : typeof signal}`,
+      { argument: 'options.signal' },
+    );
   }
   return signal;
 }

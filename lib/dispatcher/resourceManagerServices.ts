@@ -6,12 +6,15 @@
 import type { ResourceManager } from '../resourcemanager/ResourceManager.js';
 import type { DispatcherServices } from './Dispatcher.js';
 
-export function resourceManagerServices(rm: ResourceManager): Pick<DispatcherServices, 'resourceManager' | 'serveJobMaster' | 'withdrawJobMaster'> {
+export function resourceManagerServices(
+  rm: ResourceManager,
+): Pick<DispatcherServices, 'resourceManager' | 'serveJobMaster' | 'withdrawJobMaster'> {
   return {
     resourceManager: {
       registerJobMaster: (jobId, address) => rm.mailbox.callAsync(() => rm.registerJobMaster(jobId, address)),
       declareRequiredResources: (requirements) => rm.mailbox.callAsync(() => rm.declareRequiredResources(requirements)),
-      disconnectJobMaster: (jobId, cause, terminal) => rm.mailbox.callAsync(() => rm.disconnectJobMaster(jobId, cause, terminal)),
+      disconnectJobMaster: (jobId, cause, terminal) =>
+        rm.mailbox.callAsync(() => rm.disconnectJobMaster(jobId, cause, terminal)),
     },
     serveJobMaster: (address, gateway, mailbox) => rm.serveJobMaster(address, gateway, mailbox),
     withdrawJobMaster: (address) => rm.withdrawJobMaster(address),

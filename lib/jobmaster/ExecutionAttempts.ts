@@ -32,10 +32,25 @@ export interface ExecutionRecord {
 }
 
 /** The JobEvent telling the attempt's state now, where it runs (if it has a slot) and its error. */
-export function taskEventOf(record: ExecutionRecord, error: SerializedError | null, timestamp: number): Extract<JobEvent, { readonly type: 'task' }> {
+export function taskEventOf(
+  record: ExecutionRecord,
+  error: SerializedError | null,
+  timestamp: number,
+): Extract<JobEvent, { readonly type: 'task' }> {
   const { vertex, attemptNumber, executionAttemptId, state, slot } = record;
   const { vertexId, subtaskIndex } = vertex.id;
-  return { type: 'task', vertexId, subtaskIndex, attemptNumber, executionAttemptId, state, resourceId: slot?.resourceId ?? null, allocationId: slot?.allocationId ?? null, error, timestamp };
+  return {
+    type: 'task',
+    vertexId,
+    subtaskIndex,
+    attemptNumber,
+    executionAttemptId,
+    state,
+    resourceId: slot?.resourceId ?? null,
+    allocationId: slot?.allocationId ?? null,
+    error,
+    timestamp,
+  };
 }
 
 /** A subtask's attempt as overviews show it. */
@@ -57,7 +72,16 @@ export class ExecutionAttempts {
   /** Attempt 0 of every subtask of the graph, scheduled, in topological order. */
   constructor(graph: ExecutionGraph) {
     for (const vertex of graph.verticesInTopologicalOrder()) {
-      const record: ExecutionRecord = { vertex, attemptNumber: 0, executionAttemptId: attemptId(vertex, 0), state: 'scheduled', slot: null, awaitingSlot: false, output: undefined, hasOutput: false };
+      const record: ExecutionRecord = {
+        vertex,
+        attemptNumber: 0,
+        executionAttemptId: attemptId(vertex, 0),
+        state: 'scheduled',
+        slot: null,
+        awaitingSlot: false,
+        output: undefined,
+        hasOutput: false,
+      };
       this.#byKey.set(vertex.key, record);
       this.#byAttempt.set(record.executionAttemptId, record);
     }
@@ -83,12 +107,16 @@ export class ExecutionAttempts {
 
   /** The subtasks whose current attempt holds that slot and has not ended. */
   inSlot(allocationId: AllocationID): ExecutionRecord[] {
-    return [...this.#byKey.values()].filter((r) => r.slot?.allocationId === allocationId && !TERMINAL_STATES.has(r.state));
+    return [...this.#byKey.values()].filter(
+      (r) => r.slot?.allocationId === allocationId && !TERMINAL_STATES.has(r.state),
+    );
   }
 
   /** Whether an attempt is on a TaskExecutor (deploying, initializing or running). */
   anyDeployed(): boolean {
-    return [...this.#byKey.values()].some((r) => r.state === 'deploying' || r.state === 'initializing' || r.state === 'running');
+    return [...this.#byKey.values()].some(
+      (r) => r.state === 'deploying' || r.state === 'initializing' || r.state === 'running',
+    );
   }
 
   /**
@@ -98,7 +126,9 @@ export class ExecutionAttempts {
    */
   restartFailed(): { restarted: ExecutionRecord[]; reslot: ExecutionRecord[] } {
     const restarted = [...this.#byKey.values()].filter((r) => r.state === 'failed' || r.state === 'canceled');
-    const reslot = [...this.#byKey.values()].filter((r) => r.state === 'scheduled' && r.slot === null && !r.awaitingSlot);
+    const reslot = [...this.#byKey.values()].filter(
+      (r) => r.state === 'scheduled' && r.slot === null && !r.awaitingSlot,
+    );
     for (const record of restarted) {
       this.#byAttempt.delete(record.executionAttemptId);
       record.attemptNumber++;

@@ -33,7 +33,11 @@ export const ExecutionVertexID = {
     const at = key.lastIndexOf('#');
     const index = Number(key.slice(at + 1));
     if (at <= 0 || !Number.isSafeInteger(index) || index < 0 || key.slice(at + 1) === '') {
-      throw new IllegalArgumentError('invalid-value', `an ExecutionVertexID reads <vertexId>#<subtaskIndex>, got ${JSON.stringify(key)}`, { argument: 'key', value: key });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `an ExecutionVertexID reads <vertexId>#<subtaskIndex>, got ${JSON.stringify(key)}`,
+        { argument: 'key', value: key },
+      );
     }
     return ExecutionVertexID.of(key.slice(0, at), index);
   },
@@ -55,7 +59,8 @@ export interface ExecutionInput {
 
 /** Upstream subtask range [start, end) consumed by downstream subtask `down` of a pointwise edge. */
 export function pointwiseProducerRange(upstream: number, downstream: number, down: number): [number, number] {
-  if (upstream >= downstream) return [Math.floor((down * upstream) / downstream), Math.floor(((down + 1) * upstream) / downstream)];
+  if (upstream >= downstream)
+    return [Math.floor((down * upstream) / downstream), Math.floor(((down + 1) * upstream) / downstream)];
   // Flink: upstream j feeds [ceil(j * down / up), ceil((j + 1) * down / up)); invert that.
   const up = Math.floor((down * upstream) / downstream);
   return [up, up + 1];
@@ -91,7 +96,10 @@ export class ExecutionGraph {
         // One shared array per distinct producer block (all-to-all: one for the whole edge).
         const blocks = new Map<number, readonly ExecutionVertex[]>();
         consumers.forEach((consumer, i) => {
-          const [start, end] = edge.pattern === 'all-to-all' ? [0, producers.length] : pointwiseProducerRange(producers.length, consumers.length, i);
+          const [start, end] =
+            edge.pattern === 'all-to-all'
+              ? [0, producers.length]
+              : pointwiseProducerRange(producers.length, consumers.length, i);
           let block = blocks.get(start);
           if (block === undefined) blocks.set(start, (block = Object.freeze(producers.slice(start, end))));
           inputs[i]!.push(Object.freeze({ edge, producers: block }));
@@ -101,7 +109,11 @@ export class ExecutionGraph {
       consumers.forEach((consumer, i) => this.#inputs.set(consumer.key, Object.freeze(inputs[i]!)));
     }
     this.#ordered = Object.freeze(jobGraph.vertices.flatMap((v) => this.#byJobVertex.get(v.id)!));
-    this.#sinks = Object.freeze(jobGraph.vertices.filter((v) => jobGraph.outputsOf(v.id).length === 0).flatMap((v) => this.#byJobVertex.get(v.id)!));
+    this.#sinks = Object.freeze(
+      jobGraph.vertices
+        .filter((v) => jobGraph.outputsOf(v.id).length === 0)
+        .flatMap((v) => this.#byJobVertex.get(v.id)!),
+    );
   }
 
   /** Number of subtasks. */
@@ -114,10 +126,14 @@ export class ExecutionGraph {
     const key = typeof id === 'string' ? id : ExecutionVertexID.key(id);
     const vertex = this.#vertices.get(key);
     if (vertex === undefined) {
-      throw new IllegalArgumentError('invalid-value', `no subtask ${key} in job '${this.jobGraph.name}' (vertices: ${this.jobGraph.vertices.map((v) => `${v.id} x${v.parallelism}`).join(', ')})`, {
-        argument: 'executionVertexId',
-        value: key,
-      });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `no subtask ${key} in job '${this.jobGraph.name}' (vertices: ${this.jobGraph.vertices.map((v) => `${v.id} x${v.parallelism}`).join(', ')})`,
+        {
+          argument: 'executionVertexId',
+          value: key,
+        },
+      );
     }
     return vertex;
   }
@@ -158,7 +174,15 @@ export class ExecutionGraph {
 }
 
 /** The life of one attempt of a subtask (Flink's ExecutionState, the states slotwise uses). */
-export type ExecutionState = 'created' | 'scheduled' | 'deploying' | 'initializing' | 'running' | 'finished' | 'failed' | 'canceled';
+export type ExecutionState =
+  | 'created'
+  | 'scheduled'
+  | 'deploying'
+  | 'initializing'
+  | 'running'
+  | 'finished'
+  | 'failed'
+  | 'canceled';
 
 export const TERMINAL_EXECUTION_STATES: ReadonlySet<ExecutionState> = new Set(['finished', 'failed', 'canceled']);
 
@@ -172,6 +196,10 @@ export interface Execution {
 
 /** A new attempt (state `created`) with a labelled ExecutionAttemptID (`…_tokenize_3_1`). */
 export function createExecution(vertexId: ExecutionVertexID, attemptNumber: number): Execution {
-  const attemptId = ExecutionAttemptID.generate({ vertex: vertexId.vertexId, subtask: vertexId.subtaskIndex, attempt: attemptNumber });
+  const attemptId = ExecutionAttemptID.generate({
+    vertex: vertexId.vertexId,
+    subtask: vertexId.subtaskIndex,
+    attempt: attemptNumber,
+  });
   return Object.freeze({ vertexId, attemptNumber, attemptId, state: 'created' });
 }

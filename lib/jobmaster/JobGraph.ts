@@ -8,7 +8,18 @@
  */
 import { DEFAULTS, type ResolvedOptions } from '../core/options.js';
 import type { ResourceProfile, ResourceSpec } from '../core/ResourceProfile.js';
-import { checkCoLocation, checkFields, GRAPH_FIELDS, isRecord, refuse, resolveEdge, resolveProfile, resolveRestartStrategy, resolveVertex, show } from './jobGraphRules.js';
+import {
+  checkCoLocation,
+  checkFields,
+  GRAPH_FIELDS,
+  isRecord,
+  refuse,
+  resolveEdge,
+  resolveProfile,
+  resolveRestartStrategy,
+  resolveVertex,
+  show,
+} from './jobGraphRules.js';
 import { DefaultTaskModuleChecker, type TaskModuleChecker } from './TaskModuleChecker.js';
 import { findCycle, topologicalOrder } from './topology.js';
 import type { RestartBackoffTimeStrategy } from '../../machines/jobStatus.machine.js';
@@ -82,7 +93,13 @@ export class JobGraph {
   readonly #inputs = new Map<string, JobEdge[]>();
   readonly #outputs = new Map<string, JobEdge[]>();
 
-  private constructor(name: string, vertices: JobVertex[], edges: JobEdge[], restartStrategy: RestartStrategy, groups: Map<string, ResourceProfile>) {
+  private constructor(
+    name: string,
+    vertices: JobVertex[],
+    edges: JobEdge[],
+    restartStrategy: RestartStrategy,
+    groups: Map<string, ResourceProfile>,
+  ) {
     this.name = name;
     this.vertices = Object.freeze(vertices);
     this.edges = Object.freeze(edges);
@@ -102,60 +119,110 @@ export class JobGraph {
    * broken. `options` supply the default restart strategy (`restart-strategy.*`).
    */
   static create(spec: JobGraphSpec, options: ResolvedOptions = DEFAULTS): JobGraph {
-    if (!isRecord(spec)) return refuse('no-vertices', `a job graph must be an object { name, vertices, edges?, restartStrategy?, slotSharingGroups? }, got ${show(spec)}`);
+    if (!isRecord(spec))
+      return refuse(
+        'no-vertices',
+        `a job graph must be an object { name, vertices, edges?, restartStrategy?, slotSharingGroups? }, got ${show(spec)}`,
+      );
     checkFields('the job graph', spec, GRAPH_FIELDS);
-    if (typeof spec.name !== 'string' || spec.name.trim() === '') refuse('invalid-name', `the job name must be a non-empty string, got ${show(spec.name)}`);
+    if (typeof spec.name !== 'string' || spec.name.trim() === '')
+      refuse('invalid-name', `the job name must be a non-empty string, got ${show(spec.name)}`);
     if (!Array.isArray(spec.vertices) || spec.vertices.length === 0) {
       refuse('no-vertices', `a job needs at least one vertex in 'vertices', got ${show(spec.vertices)}`);
     }
     const byId = new Map<string, JobVertex>();
     spec.vertices.forEach((vertexSpec, index) => {
       const vertex = resolveVertex(vertexSpec, index);
-      if (byId.has(vertex.id)) refuse('duplicate-vertex', `vertex id '${vertex.id}' is declared twice (vertices[${index}]); vertex ids must be unique`, { vertex: vertex.id });
+      if (byId.has(vertex.id))
+        refuse(
+          'duplicate-vertex',
+          `vertex id '${vertex.id}' is declared twice (vertices[${index}]); vertex ids must be unique`,
+          { vertex: vertex.id },
+        );
       byId.set(vertex.id, vertex);
     });
     const declared = [...byId.values()];
 
-    if (spec.edges !== undefined && !Array.isArray(spec.edges)) refuse('invalid-edge', `edges must be an array of { from, to, pattern }, got ${show(spec.edges)}`);
+    if (spec.edges !== undefined && !Array.isArray(spec.edges))
+      refuse('invalid-edge', `edges must be an array of { from, to, pattern }, got ${show(spec.edges)}`);
     const edges = (spec.edges ?? []).map((edgeSpec, index) => resolveEdge(edgeSpec, index, byId));
     const seen = new Set<string>();
     for (const e of edges) {
       const key = `${e.from}\u0000${e.to}`;
-      if (seen.has(key)) refuse('invalid-edge', `the edge ${e.from} -> ${e.to} is declared twice; a vertex consumes another's output through one edge`, { from: e.from, to: e.to });
+      if (seen.has(key))
+        refuse(
+          'invalid-edge',
+          `the edge ${e.from} -> ${e.to} is declared twice; a vertex consumes another's output through one edge`,
+          { from: e.from, to: e.to },
+        );
       seen.add(key);
     }
 
-    const order = topologicalOrder(declared.map((v) => v.id), edges);
+    const order = topologicalOrder(
+      declared.map((v) => v.id),
+      edges,
+    );
     if (order.length < declared.length) {
-      const cycle = findCycle(declared.map((v) => v.id).filter((id) => !order.includes(id)), edges);
-      refuse('cycle', `the edges form a cycle: ${cycle.join(' -> ')}; a job graph must be acyclic`, { vertices: cycle });
+      const cycle = findCycle(
+        declared.map((v) => v.id).filter((id) => !order.includes(id)),
+        edges,
+      );
+      refuse('cycle', `the edges form a cycle: ${cycle.join(' -> ')}; a job graph must be acyclic`, {
+        vertices: cycle,
+      });
     }
 
     for (const e of edges) {
       const [up, down] = [byId.get(e.from)!.parallelism, byId.get(e.to)!.parallelism];
       if (e.pattern === 'pointwise' && Math.max(up, down) % Math.min(up, down) !== 0) {
-        refuse('incompatible-parallelism', `the pointwise edge ${e.from} (parallelism ${up}) -> ${e.to} (parallelism ${down}) needs one parallelism to divide the other; change one, or use 'all-to-all'`, { from: e.from, to: e.to, parallelisms: [up, down] });
+        refuse(
+          'incompatible-parallelism',
+          `the pointwise edge ${e.from} (parallelism ${up}) -> ${e.to} (parallelism ${down}) needs one parallelism to divide the other; change one, or use 'all-to-all'`,
+          { from: e.from, to: e.to, parallelisms: [up, down] },
+        );
       }
     }
     checkCoLocation(declared);
 
     const groups = new Map<string, ResourceProfile>();
     if (spec.slotSharingGroups !== undefined) {
-      if (!isRecord(spec.slotSharingGroups)) refuse('invalid-resources', `slotSharingGroups must be an object of group name -> resources, got ${show(spec.slotSharingGroups)}`);
+      if (!isRecord(spec.slotSharingGroups))
+        refuse(
+          'invalid-resources',
+          `slotSharingGroups must be an object of group name -> resources, got ${show(spec.slotSharingGroups)}`,
+        );
       const used = new Set(declared.map((v) => v.slotSharingGroup));
       for (const [group, resources] of Object.entries(spec.slotSharingGroups)) {
-        if (!used.has(group)) refuse('invalid-resources', `slotSharingGroups names '${group}', which no vertex is in; groups in use: ${[...used].join(', ')}`, { group });
+        if (!used.has(group))
+          refuse(
+            'invalid-resources',
+            `slotSharingGroups names '${group}', which no vertex is in; groups in use: ${[...used].join(', ')}`,
+            { group },
+          );
         const profile = resolveProfile(`slot sharing group '${group}'`, resources);
         if (!profile.isUnknown()) groups.set(group, profile);
       }
     }
     const restartStrategy = resolveRestartStrategy(spec.restartStrategy, options);
-    return new JobGraph(spec.name, order.map((id) => byId.get(id)!), edges, restartStrategy, groups);
+    return new JobGraph(
+      spec.name,
+      order.map((id) => byId.get(id)!),
+      edges,
+      restartStrategy,
+      groups,
+    );
   }
 
   /** The vertex with this id; throws JobGraphError('unknown-vertex') if there is none. */
   vertex(id: string): JobVertex {
-    return this.#byId.get(id) ?? refuse('unknown-vertex', `no vertex '${id}' in job '${this.name}'; vertices are ${[...this.#byId.keys()].join(', ')}`, { vertex: id });
+    return (
+      this.#byId.get(id) ??
+      refuse(
+        'unknown-vertex',
+        `no vertex '${id}' in job '${this.name}'; vertices are ${[...this.#byId.keys()].join(', ')}`,
+        { vertex: id },
+      )
+    );
   }
 
   /** The edges into `vertexId`, in declaration order. */
@@ -183,7 +250,11 @@ export class JobGraph {
       this.vertices.forEach((vertex, i) => {
         const verdict = verdicts[i]!;
         if (verdict.status !== 'invalid') return;
-        refuse('invalid-task-module', `vertex '${vertex.id}': task module ${vertex.taskModule} ${verdict.message}`, { vertex: vertex.id, taskModule: vertex.taskModule, problem: verdict.problem });
+        refuse('invalid-task-module', `vertex '${vertex.id}': task module ${vertex.taskModule} ${verdict.message}`, {
+          vertex: vertex.id,
+          taskModule: vertex.taskModule,
+          problem: verdict.problem,
+        });
       });
     } finally {
       if (checker === undefined) await own.close();

@@ -22,7 +22,13 @@ import { serializeError } from '../rpc/errorTransfer.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ExecutionState, SerializedError, SlotOfferWire, TaskExecutionStateWire } from '../rpc/protocol.js';
 import { jobStatusMachine, type JobStatus } from '../../machines/jobStatus.machine.js';
-import { ExecutionAttempts, taskEventOf, TERMINAL_STATES, type ExecutionRecord, type ExecutionSummary } from './ExecutionAttempts.js';
+import {
+  ExecutionAttempts,
+  taskEventOf,
+  TERMINAL_STATES,
+  type ExecutionRecord,
+  type ExecutionSummary,
+} from './ExecutionAttempts.js';
 import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import { JobSlotPool } from './JobSlotPool.js';
@@ -66,7 +72,10 @@ export interface JobMasterOptions {
   readonly options: ResolvedOptions;
   readonly clock?: Clock;
   /** The ResourceManager, as this JobMaster may call it. */
-  readonly resourceManager: Pick<ResourceManagerGateway, 'registerJobMaster' | 'declareRequiredResources' | 'disconnectJobMaster'>;
+  readonly resourceManager: Pick<
+    ResourceManagerGateway,
+    'registerJobMaster' | 'declareRequiredResources' | 'disconnectJobMaster'
+  >;
   /** A registered TaskExecutor's gateway. */
   readonly taskExecutor: (resourceId: ResourceID) => TaskExecutorGateway | undefined;
   /** Why this job's slot requests wait (the SlotManager's reasons), for timeout messages. */
@@ -114,7 +123,9 @@ export class JobMaster implements JobMasterGateway {
     this.address = options.address;
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
-    this.mailbox = new MainThreadExecutor(`JobMaster ${options.jobGraph.name}`, this.#clock, (error) => this.#log(`uncaught in mailbox: ${describeError(error)}`));
+    this.mailbox = new MainThreadExecutor(`JobMaster ${options.jobGraph.name}`, this.#clock, (error) =>
+      this.#log(`uncaught in mailbox: ${describeError(error)}`),
+    );
     this.graph = new ExecutionGraph(options.jobGraph);
     this.result = new Promise<JobResult>((resolve) => (this.#resolveResult = resolve));
     // Timers fire into the mailbox, like everything else of this endpoint (the restart delay too).
@@ -122,14 +133,21 @@ export class JobMaster implements JobMasterGateway {
     // The status machine decides whether and when a failed job restarts; restartTasks is its effect.
     // XState runs an action before the snapshot it leads to is set, and the restart reads the status
     // (running again): it runs once the status event is out, as the subscriber below settles.
-    const machine = jobStatusMachine.provide({ actions: { restartTasks: () => void this.#whenStatusSettled.push(() => this.#restart()) } });
-    this.#status = createActor(machine, { clock, input: { restartStrategy: options.jobGraph.restartStrategy }, ...(options.inspect ? { inspect: options.inspect } : {}) });
+    const machine = jobStatusMachine.provide({
+      actions: { restartTasks: () => void this.#whenStatusSettled.push(() => this.#restart()) },
+    });
+    this.#status = createActor(machine, {
+      clock,
+      input: { restartStrategy: options.jobGraph.restartStrategy },
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+    });
     let last: JobStatus | null = null;
     this.#status.subscribe((snapshot) => {
       const status = snapshot.value as JobStatus;
       if (status !== last) {
         last = status;
-        const cause = status === 'created' || status === 'running' || status === 'finished' ? null : snapshot.context.failureCause;
+        const cause =
+          status === 'created' || status === 'running' || status === 'finished' ? null : snapshot.context.failureCause;
         this.#emit({ type: 'status', status, cause, timestamp: this.#clock.now() });
       }
       for (const effect of this.#whenStatusSettled.splice(0)) effect();
@@ -139,7 +157,8 @@ export class JobMaster implements JobMasterGateway {
       onRequirementsChanged: () => this.#declareSoon(),
       freeSlot: (slot, cause) => {
         const gateway = this.#o.taskExecutor(slot.resourceId);
-        if (gateway !== undefined) this.mailbox.whenComplete(gateway.freeSlot(slot.allocationId, cause.message), () => {});
+        if (gateway !== undefined)
+          this.mailbox.whenComplete(gateway.freeSlot(slot.allocationId, cause.message), () => {});
       },
       clock,
       idleSlotTimeoutMs: options.options['slot.idle.timeout'],
@@ -214,7 +233,12 @@ export class JobMaster implements JobMasterGateway {
 
   async updateTaskExecutionStates(updates: readonly TaskExecutionStateWire[]): Promise<void> {
     this.mailbox.assertRunningInMainThread('JobMaster.updateTaskExecutionStates');
-    if (!Array.isArray(updates)) throw new IllegalArgumentError('invalid-type', `updateTaskExecutionStates: updates must be an array of task execution states, got ${updates === null ? 'null' : typeof updates}`, { argument: 'updates' });
+    if (!Array.isArray(updates))
+      throw new IllegalArgumentError(
+        'invalid-type',
+        `updateTaskExecutionStates: updates must be an array of task execution states, got ${updates === null ? 'null' : typeof updates}`,
+        { argument: 'updates' },
+      );
     // All checked before any is applied: a refused batch changes nothing.
     updates.forEach((update, i) => checkStateUpdate(update, `updates[${i}]`));
     for (const update of updates) this.#applyStateUpdate(update);
@@ -229,7 +253,8 @@ export class JobMaster implements JobMasterGateway {
     record.state = update.state;
     this.#emitTask(record, update.error ?? null);
     if (update.state === 'finished') this.#finished(record, update.output);
-    else if (update.state === 'failed') this.#failed(record, update.error ?? { name: 'Error', message: 'the task failed' });
+    else if (update.state === 'failed')
+      this.#failed(record, update.error ?? { name: 'Error', message: 'the task failed' });
     else if (update.state === 'canceled') this.#canceledByExecutor(record);
   }
 
@@ -249,7 +274,10 @@ export class JobMaster implements JobMasterGateway {
       }
       // Deployed there: that attempt is gone with the slot.
       record.state = 'failed';
-      const error = { name: 'SlotLost', message: `its slot ${AllocationID.short(allocationId)} on ${resourceId} was freed: ${cause}` };
+      const error = {
+        name: 'SlotLost',
+        message: `its slot ${AllocationID.short(allocationId)} on ${resourceId} was freed: ${cause}`,
+      };
       this.#emitTask(record, error);
       this.#failed(record, error);
     }
@@ -283,11 +311,17 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #tryDeploy(record: ExecutionRecord): void {
-    if (record.state !== 'scheduled' || record.slot === null || !this.#inputsReady(record) || this.status !== 'running') return;
+    if (record.state !== 'scheduled' || record.slot === null || !this.#inputsReady(record) || this.status !== 'running')
+      return;
     const gateway = this.#o.taskExecutor(record.slot.resourceId);
-    if (gateway === undefined) return this.#failed(record, { name: 'TaskExecutorLost', message: `TaskExecutor ${record.slot.resourceId} is gone` });
+    if (gateway === undefined)
+      return this.#failed(record, {
+        name: 'TaskExecutorLost',
+        message: `TaskExecutor ${record.slot.resourceId} is gone`,
+      });
     const inputs: Record<string, unknown[]> = {};
-    for (const input of this.graph.inputsOf(record.vertex)) inputs[input.edge.from] = input.producers.map((p) => this.#executions.of(p).output);
+    for (const input of this.graph.inputsOf(record.vertex))
+      inputs[input.edge.from] = input.producers.map((p) => this.#executions.of(p).output);
     const { jobVertex, id } = record.vertex;
     // As Flink's Execution.deploy: the JobMaster moves the attempt to DEPLOYING as it submits it;
     // the TaskExecutor reports what comes after (initializing, running, the end).
@@ -336,7 +370,8 @@ export class JobMaster implements JobMasterGateway {
   #slotFailed(record: ExecutionRecord, error: unknown): void {
     if (this.status === 'canceling' || TERMINAL_STATES.has(this.status)) return;
     const failure = serialize(error);
-    if (isSlotwiseError(error) && error._tag === 'SlotRequestError') return this.#failJob(failure, 'its slots did not come in time');
+    if (isSlotwiseError(error) && error._tag === 'SlotRequestError')
+      return this.#failJob(failure, 'its slots did not come in time');
     // A shared slot whose physical slot failed: ask again, as part of the normal failover.
     this.#failed(record, failure);
   }
@@ -379,7 +414,8 @@ export class JobMaster implements JobMasterGateway {
   #canceledByExecutor(record: ExecutionRecord): void {
     if (this.status === 'canceling') return this.#checkCanceled();
     // Canceled though the job is not canceling (its slot was freed under it): a failure of that attempt.
-    if (!TERMINAL_STATES.has(this.status) && this.status !== 'restarting') this.#failed(record, { name: 'TaskCanceled', message: `${record.vertex.key} was canceled by its TaskExecutor` });
+    if (!TERMINAL_STATES.has(this.status) && this.status !== 'restarting')
+      this.#failed(record, { name: 'TaskCanceled', message: `${record.vertex.key} was canceled by its TaskExecutor` });
   }
 
   #checkCanceled(): void {
@@ -414,7 +450,8 @@ export class JobMaster implements JobMasterGateway {
     this.#bulkChecker.close();
     const outputs: Record<string, unknown[]> = {};
     if (status === 'finished') {
-      for (const sink of this.graph.sinks()) (outputs[sink.id.vertexId] ??= [])[sink.id.subtaskIndex] = this.#executions.of(sink).output;
+      for (const sink of this.graph.sinks())
+        (outputs[sink.id.vertexId] ??= [])[sink.id.subtaskIndex] = this.#executions.of(sink).output;
     }
     this.mailbox.whenComplete(this.#o.resourceManager.disconnectJobMaster(this.jobId, `job ${status}`, true), () => {});
     this.#resolveResult({
@@ -475,21 +512,42 @@ export class JobMaster implements JobMasterGateway {
   }
 }
 
-const EXECUTION_STATES: ReadonlySet<string> = new Set<ExecutionState>(['deploying', 'initializing', 'running', 'finished', 'failed', 'canceled']);
+const EXECUTION_STATES: ReadonlySet<string> = new Set<ExecutionState>([
+  'deploying',
+  'initializing',
+  'running',
+  'finished',
+  'failed',
+  'canceled',
+]);
 
 /** A TaskExecutor's state update, as far as the JobMaster reads it. */
 function checkStateUpdate(update: TaskExecutionStateWire, argument: string): void {
-  if (typeof update !== 'object' || update === null) throw new IllegalArgumentError('invalid-type', `${argument} must be a task execution state object, got ${update === null ? 'null' : typeof update}`, { argument });
+  if (typeof update !== 'object' || update === null)
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `${argument} must be a task execution state object, got ${update === null ? 'null' : typeof update}`,
+      { argument },
+    );
   if (!ExecutionAttemptID.is(update.executionAttemptId)) {
-    throw new IllegalArgumentError('invalid-value', `${argument}.executionAttemptId must be an ExecutionAttemptID, got ${String(update.executionAttemptId)}`, { argument: `${argument}.executionAttemptId` });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${argument}.executionAttemptId must be an ExecutionAttemptID, got ${String(update.executionAttemptId)}`,
+      { argument: `${argument}.executionAttemptId` },
+    );
   }
   if (!EXECUTION_STATES.has(update.state)) {
-    throw new IllegalArgumentError('invalid-value', `${argument}.state must be one of ${[...EXECUTION_STATES].join(', ')}, got ${String(update.state)}`, { argument: `${argument}.state`, value: String(update.state), allowed: [...EXECUTION_STATES] });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${argument}.state must be one of ${[...EXECUTION_STATES].join(', ')}, got ${String(update.state)}`,
+      { argument: `${argument}.state`, value: String(update.state), allowed: [...EXECUTION_STATES] },
+    );
   }
 }
 
 /** An error as the job's result and events carry it: rpc's wire form; one that arrived serialized (a task's failure) stays as it came. */
 function serialize(error: unknown): SerializedError {
-  if (!(error instanceof Error) && typeof error === 'object' && error !== null && 'message' in error) return error as SerializedError;
+  if (!(error instanceof Error) && typeof error === 'object' && error !== null && 'message' in error)
+    return error as SerializedError;
   return serializeError(error);
 }

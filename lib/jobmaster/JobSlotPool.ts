@@ -95,7 +95,15 @@ export class JobSlotPool implements PhysicalSlotProvider {
   }
 
   allocatePhysicalSlot(request: PhysicalSlotRequest): Promise<PhysicalSlot> {
-    if (this.#closed) return Promise.reject(new IllegalStateError("the job's slot pool is closed", { component: 'JobSlotPool', operation: 'allocatePhysicalSlot', state: 'closed', allowed: ['open'] }));
+    if (this.#closed)
+      return Promise.reject(
+        new IllegalStateError("the job's slot pool is closed", {
+          component: 'JobSlotPool',
+          operation: 'allocatePhysicalSlot',
+          state: 'closed',
+          allowed: ['open'],
+        }),
+      );
     const idle = this.#takeIdleFor(request.resourceProfile);
     if (idle !== undefined) {
       this.#reserve(idle, request.resourceProfile);
@@ -103,7 +111,13 @@ export class JobSlotPool implements PhysicalSlotProvider {
       return Promise.resolve(idle.slot);
     }
     return new Promise<PhysicalSlot>((resolve, reject) => {
-      const pending: PendingRequest = { requestId: request.requestId, profile: request.resourceProfile, seq: this.#nextSeq++, resolve, reject };
+      const pending: PendingRequest = {
+        requestId: request.requestId,
+        profile: request.resourceProfile,
+        seq: this.#nextSeq++,
+        resolve,
+        reject,
+      };
       this.#pending.set(pending.requestId, pending);
       bucket(this.#pendingByProfile, pending.profile.key).set(pending.requestId, pending);
       this.#count(pending.profile, 1);
@@ -173,7 +187,10 @@ export class JobSlotPool implements PhysicalSlotProvider {
 
   /** What the job needs now: every pending and held slot, counted by the profile it was asked with. */
   requirements(): Array<{ resourceProfile: ResourceProfileJSON; numberOfRequiredSlots: number }> {
-    return [...this.#required.values()].map(({ profile, count }) => ({ resourceProfile: profile.toJSON(), numberOfRequiredSlots: count }));
+    return [...this.#required.values()].map(({ profile, count }) => ({
+      resourceProfile: profile.toJSON(),
+      numberOfRequiredSlots: count,
+    }));
   }
 
   /** Fails every pending request and gives every held slot back. */
@@ -206,7 +223,9 @@ export class JobSlotPool implements PhysicalSlotProvider {
 
   /** The longest idle slot that may serve a request for `profile` (any slot for UNKNOWN), taken out of the idle set. */
   #takeIdleFor(profile: ResourceProfile): HeldSlot | undefined {
-    const held = profile.isUnknown() ? first(this.#idle) : (first(this.#idleByProfile.get(profile.key)) ?? first(this.#idleByProfile.get(ResourceProfile.ANY.key)));
+    const held = profile.isUnknown()
+      ? first(this.#idle)
+      : (first(this.#idleByProfile.get(profile.key)) ?? first(this.#idleByProfile.get(ResourceProfile.ANY.key)));
     if (held !== undefined) this.#leaveIdle(held);
     return held;
   }
@@ -279,7 +298,10 @@ export class JobSlotPool implements PhysicalSlotProvider {
     const now = this.#o.clock.now();
     for (const held of [...this.#idle.values()]) {
       if (held.idleSince! + this.#o.idleSlotTimeoutMs > now) break;
-      this.#giveBack(held, new Error(`the job had not used the slot for slot.idle.timeout (${this.#o.idleSlotTimeoutMs} ms)`));
+      this.#giveBack(
+        held,
+        new Error(`the job had not used the slot for slot.idle.timeout (${this.#o.idleSlotTimeoutMs} ms)`),
+      );
     }
     this.#armIdleTimer();
   }

@@ -21,5 +21,13 @@ export interface SlotAssignment {
 /** The assignment of a record whose slot just came. */
 export function slotAssignmentOf(record: ExecutionRecord, requestedAt: number, timestamp: number): SlotAssignment {
   const { vertex, attemptNumber, slot } = record;
-  return { vertexId: vertex.id.vertexId, subtaskIndex: vertex.id.subtaskIndex, attemptNumber, resourceId: slot!.resourceId, allocationId: slot!.allocationId, requestedAt, timestamp };
+  return {
+    vertexId: vertex.id.vertexId,
+    subtaskIndex: vertex.id.subtaskIndex,
+    attemptNumber,
+    resourceId: slot!.resourceId,
+    allocationId: slot!.allocationId,
+    requestedAt,
+    timestamp,
+  };
 }

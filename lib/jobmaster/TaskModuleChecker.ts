@@ -29,7 +29,11 @@ import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
 import { DEFAULTS } from '../core/options.js';
 import { forkProcess } from '../rpc/forkProcess.js';
 import { startWorker } from '../rpc/startWorker.js';
-import { CHECK_REQUEST_MESSAGE, type TaskModuleCheckReport, type TaskModuleCheckRequest } from './taskModuleCheckProtocol.js';
+import {
+  CHECK_REQUEST_MESSAGE,
+  type TaskModuleCheckReport,
+  type TaskModuleCheckRequest,
+} from './taskModuleCheckProtocol.js';
 
 /** What went wrong with a module (`details.problem` of the JobGraphError `invalid-task-module`). */
 export type TaskModuleProblem =
@@ -82,7 +86,8 @@ const CHECKER_ENTRY = new URL(`./taskModuleCheckerMain${extension}`, import.meta
 
 const VALID: TaskModuleVerdict = Object.freeze({ status: 'valid' });
 const UNCHECKED: TaskModuleVerdict = Object.freeze({ status: 'unchecked' });
-const invalid = (problem: TaskModuleProblem, message: string): TaskModuleVerdict => Object.freeze({ status: 'invalid', problem, message });
+const invalid = (problem: TaskModuleProblem, message: string): TaskModuleVerdict =>
+  Object.freeze({ status: 'invalid', problem, message });
 
 /** Loads modules in short-lived checker workers, remembering those that passed. */
 export class DefaultTaskModuleChecker implements TaskModuleChecker {
@@ -99,10 +104,17 @@ export class DefaultTaskModuleChecker implements TaskModuleChecker {
 
   constructor(options: TaskModuleCheckerOptions = {}) {
     const mode = options.mode ?? 'thread';
-    if (mode !== 'thread' && mode !== 'process') throw new IllegalArgumentError('invalid-value', `mode must be 'thread' or 'process', got ${String(mode)}`, { argument: 'mode' });
+    if (mode !== 'thread' && mode !== 'process')
+      throw new IllegalArgumentError('invalid-value', `mode must be 'thread' or 'process', got ${String(mode)}`, {
+        argument: 'mode',
+      });
     const timeoutMs = options.timeoutMs ?? DEFAULTS['dispatcher.task-module-check.timeout'];
     if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-      throw new IllegalArgumentError('invalid-value', `timeoutMs must be a finite number of ms > 0, got ${String(timeoutMs)}`, { argument: 'timeoutMs' });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `timeoutMs must be a finite number of ms > 0, got ${String(timeoutMs)}`,
+        { argument: 'timeoutMs' },
+      );
     }
     this.mode = mode;
     this.timeoutMs = timeoutMs;
@@ -117,7 +129,9 @@ export class DefaultTaskModuleChecker implements TaskModuleChecker {
   async check(modules: readonly string[]): Promise<readonly TaskModuleVerdict[]> {
     this.#requireOpen();
     if (!Array.isArray(modules) || modules.some((m) => typeof m !== 'string' || !isAbsolute(m))) {
-      throw new IllegalArgumentError('invalid-value', 'modules must be an array of absolute paths of task modules', { argument: 'modules' });
+      throw new IllegalArgumentError('invalid-value', 'modules must be an array of absolute paths of task modules', {
+        argument: 'modules',
+      });
     }
     const unique = [...new Set(modules)];
     const verdicts = new Map<string, TaskModuleVerdict>();
@@ -135,13 +149,22 @@ export class DefaultTaskModuleChecker implements TaskModuleChecker {
     let join = true;
     for (;;) {
       const firstInvalid = unique.findIndex((path) => verdicts.get(path)?.status === 'invalid');
-      const todo = unique.filter((path, index) => (firstInvalid === -1 || index < firstInvalid) && (verdicts.get(path) ?? UNCHECKED).status === 'unchecked');
+      const todo = unique.filter(
+        (path, index) =>
+          (firstInvalid === -1 || index < firstInvalid) && (verdicts.get(path) ?? UNCHECKED).status === 'unchecked',
+      );
       if (todo.length === 0) break;
       this.#requireOpen();
       const joined = join ? todo.filter((path) => this.#inFlight.has(identities.get(path)!)) : [];
       const own = todo.filter((path) => !joined.includes(path));
-      const ownVerdicts = own.length > 0 ? this.#start(own.map((path) => ({ path, identity: identities.get(path)! }))) : Promise.resolve([]);
-      const [fromOthers, fromOwn] = await Promise.all([Promise.all(joined.map((path) => this.#inFlight.get(identities.get(path)!)!)), ownVerdicts]);
+      const ownVerdicts =
+        own.length > 0
+          ? this.#start(own.map((path) => ({ path, identity: identities.get(path)! })))
+          : Promise.resolve([]);
+      const [fromOthers, fromOwn] = await Promise.all([
+        Promise.all(joined.map((path) => this.#inFlight.get(identities.get(path)!)!)),
+        ownVerdicts,
+      ]);
       joined.forEach((path, i) => verdicts.set(path, fromOthers[i]!));
       own.forEach((path, i) => verdicts.set(path, fromOwn[i]!));
       join = false;
@@ -159,7 +182,12 @@ export class DefaultTaskModuleChecker implements TaskModuleChecker {
   }
 
   #start(entries: ReadonlyArray<{ path: string; identity: string }>): Promise<TaskModuleVerdict[]> {
-    const run = new CheckerRun(this.mode, entries.map((e) => e.path), this.timeoutMs, this.#clock);
+    const run = new CheckerRun(
+      this.mode,
+      entries.map((e) => e.path),
+      this.timeoutMs,
+      this.#clock,
+    );
     this.#workersStarted++;
     this.#runs.add(run);
     void run.exited.then(() => this.#runs.delete(run));
@@ -181,7 +209,12 @@ export class DefaultTaskModuleChecker implements TaskModuleChecker {
 
   #requireOpen(): void {
     if (this.#closed !== null) {
-      throw new IllegalStateError('the task module checker is closed: no module is checked any more', { component: 'TaskModuleChecker', operation: 'check', state: 'closed', allowed: ['open'] });
+      throw new IllegalStateError('the task module checker is closed: no module is checked any more', {
+        component: 'TaskModuleChecker',
+        operation: 'check',
+        state: 'closed',
+        allowed: ['open'],
+      });
     }
   }
 }
@@ -222,16 +255,30 @@ class CheckerRun {
     this.#results = modules.map(() => UNCHECKED);
     this.verdicts = new Promise((resolve) => (this.#resolve = resolve));
     this.exited = new Promise((resolve) => (this.#exitedNow = resolve));
-    this.#timer = clock.setTimeout(() => this.#fail('checker-failed', `could not be checked: the checker ${mode} did not start within ${formatDuration(CHECKER_START_TIMEOUT_MS)}`), CHECKER_START_TIMEOUT_MS);
+    this.#timer = clock.setTimeout(
+      () =>
+        this.#fail(
+          'checker-failed',
+          `could not be checked: the checker ${mode} did not start within ${formatDuration(CHECKER_START_TIMEOUT_MS)}`,
+        ),
+      CHECKER_START_TIMEOUT_MS,
+    );
     try {
-      this.#kill = spawnChecker(mode, { modules }, {
-        report: (message) => this.#onReport(message as TaskModuleCheckReport),
-        uncaught: (message) => this.#onUncaught(message),
-        exit: (how) => this.#onExit(how),
-      });
+      this.#kill = spawnChecker(
+        mode,
+        { modules },
+        {
+          report: (message) => this.#onReport(message as TaskModuleCheckReport),
+          uncaught: (message) => this.#onUncaught(message),
+          exit: (how) => this.#onExit(how),
+        },
+      );
     } catch (error) {
       this.#exitedNow();
-      this.#fail('checker-failed', `could not be checked: the checker ${mode} did not start (${(error as Error).message})`);
+      this.#fail(
+        'checker-failed',
+        `could not be checked: the checker ${mode} did not start (${(error as Error).message})`,
+      );
     }
   }
 
@@ -247,7 +294,11 @@ class CheckerRun {
         this.#clock.clearTimeout(this.#timer);
         this.#current = message.index;
         this.#timer = this.#clock.setTimeout(
-          () => this.#fail('timed-out', `cannot be loaded: its top-level code did not finish within ${formatDuration(this.#timeoutMs)} (dispatcher.task-module-check.timeout); a top-level await that never settles, or a busy loop?`),
+          () =>
+            this.#fail(
+              'timed-out',
+              `cannot be loaded: its top-level code did not finish within ${formatDuration(this.#timeoutMs)} (dispatcher.task-module-check.timeout); a top-level await that never settles, or a busy loop?`,
+            ),
           this.#timeoutMs,
         );
         return;
@@ -256,8 +307,14 @@ class CheckerRun {
         this.#clock.clearTimeout(this.#timer);
         if (message.defaultExport !== 'function') {
           const exported = message.exports.length > 0 ? message.exports.join(', ') : 'nothing';
-          const seen = message.defaultExport === 'undefined' ? `it exports ${exported}` : `its default export is a ${message.defaultExport}; it also exports ${exported}`;
-          return this.#fail('no-default-export', `has no default export function (${seen}); export the task as 'export default async function (context, inputs) { ... }'`);
+          const seen =
+            message.defaultExport === 'undefined'
+              ? `it exports ${exported}`
+              : `its default export is a ${message.defaultExport}; it also exports ${exported}`;
+          return this.#fail(
+            'no-default-export',
+            `has no default export function (${seen}); export the task as 'export default async function (context, inputs) { ... }'`,
+          );
         }
         this.#results[this.#current] = VALID;
         if (this.#current === this.#modules.length - 1) this.#finish();
@@ -271,7 +328,8 @@ class CheckerRun {
   }
 
   #onUncaught(message: string): void {
-    if (this.#current === -1) this.#fail('checker-failed', `could not be checked: the checker failed before loading it (${message})`);
+    if (this.#current === -1)
+      this.#fail('checker-failed', `could not be checked: the checker failed before loading it (${message})`);
     else this.#fail('threw', `cannot be loaded: an error nobody caught while it loaded: ${message}`);
   }
 
@@ -279,7 +337,8 @@ class CheckerRun {
     this.#exitedNow();
     if (this.#killed) return;
     this.#killed = true;
-    if (this.#current === -1) this.#fail('checker-failed', `could not be checked: the checker ${how} before loading it`);
+    if (this.#current === -1)
+      this.#fail('checker-failed', `could not be checked: the checker ${how} before loading it`);
     else this.#fail('exited', `cannot be loaded: its top-level code ended the checker, which ${how}`);
   }
 

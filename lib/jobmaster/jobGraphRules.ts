@@ -21,23 +21,35 @@ const EDGE_FIELDS = ['from', 'to', 'pattern'];
 export function show(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (value instanceof URL) return value.href;
-  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : Object.prototype.toString.call(value);
+  if (typeof value === 'object' && value !== null)
+    return Array.isArray(value) ? 'an array' : Object.prototype.toString.call(value);
   return typeof value === 'function' ? 'a function' : String(value);
 }
 
-export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
-export function refuse(reason: ConstructorParameters<typeof JobGraphError>[0], message: string, details: Record<string, unknown> = {}): never {
+export function refuse(
+  reason: ConstructorParameters<typeof JobGraphError>[0],
+  message: string,
+  details: Record<string, unknown> = {},
+): never {
   throw new JobGraphError(reason, message, details);
 }
 
 export function checkFields(where: string, value: Record<string, unknown>, allowed: readonly string[]): void {
   const unknown = Object.keys(value).find((key) => !allowed.includes(key));
-  if (unknown !== undefined) refuse('unknown-field', `${where} has an unknown field ${JSON.stringify(unknown)}; allowed fields are ${allowed.join(', ')}`, { field: unknown, allowed: [...allowed] });
+  if (unknown !== undefined)
+    refuse(
+      'unknown-field',
+      `${where} has an unknown field ${JSON.stringify(unknown)}; allowed fields are ${allowed.join(', ')}`,
+      { field: unknown, allowed: [...allowed] },
+    );
 }
 
 function checkGroupName(where: string, field: string, value: unknown): string {
-  if (typeof value !== 'string' || value.trim() === '') refuse('invalid-name', `${where}: ${field} must be a non-empty string, got ${show(value)}`, { field });
+  if (typeof value !== 'string' || value.trim() === '')
+    refuse('invalid-name', `${where}: ${field} must be a non-empty string, got ${show(value)}`, { field });
   return value;
 }
 
@@ -49,7 +61,8 @@ export function resolveProfile(where: string, spec: unknown): ResourceProfile {
     if (!isSlotwiseError(error)) throw error;
     return refuse('invalid-resources', `${where}: ${error.message}`, { cause: error.message });
   }
-  if (profile.isAny()) refuse('invalid-resources', `${where}: ANY is a slot's offer, not a requirement; give amounts or 'UNKNOWN'`);
+  if (profile.isAny())
+    refuse('invalid-resources', `${where}: ANY is a slot's offer, not a requirement; give amounts or 'UNKNOWN'`);
   return profile;
 }
 
@@ -61,20 +74,34 @@ function resolveTaskModule(where: string, value: unknown): string {
     // fall through: not a file URL
   }
   if (typeof value === 'string' && isAbsolute(value)) return value;
-  return refuse('invalid-task-module', `${where}: taskModule must be ${allowed}; got ${show(value)}`, { taskModule: show(value) });
+  return refuse('invalid-task-module', `${where}: taskModule must be ${allowed}; got ${show(value)}`, {
+    taskModule: show(value),
+  });
 }
 
 export function resolveVertex(spec: unknown, index: number): JobVertex {
-  if (!isRecord(spec)) return refuse('no-vertices', `vertices[${index}] must be an object { id, taskModule, parallelism, ... }, got ${show(spec)}`);
+  if (!isRecord(spec))
+    return refuse(
+      'no-vertices',
+      `vertices[${index}] must be an object { id, taskModule, parallelism, ... }, got ${show(spec)}`,
+    );
   if (typeof spec.id !== 'string' || !VERTEX_ID.test(spec.id)) {
-    refuse('invalid-name', `vertices[${index}].id must be 1-128 letters, digits, '_', '.', ':' or '-', starting with a letter or digit; got ${show(spec.id)}`, { index });
+    refuse(
+      'invalid-name',
+      `vertices[${index}].id must be 1-128 letters, digits, '_', '.', ':' or '-', starting with a letter or digit; got ${show(spec.id)}`,
+      { index },
+    );
   }
   const id = spec.id;
   const where = `vertex '${id}'`;
   checkFields(where, spec, VERTEX_FIELDS);
   const p = spec.parallelism;
   if (typeof p !== 'number' || !Number.isSafeInteger(p) || p < 1 || p > MAX_PARALLELISM) {
-    refuse('invalid-parallelism', `${where}: parallelism must be an integer from 1 to ${MAX_PARALLELISM}, got ${show(p)}`, { vertex: id });
+    refuse(
+      'invalid-parallelism',
+      `${where}: parallelism must be an integer from 1 to ${MAX_PARALLELISM}, got ${show(p)}`,
+      { vertex: id },
+    );
   }
   // Kept as a clone: a caller changing its object later does not change the job.
   let config: unknown;
@@ -82,30 +109,48 @@ export function resolveVertex(spec: unknown, index: number): JobVertex {
     try {
       config = structuredClone(spec.config);
     } catch (error) {
-      refuse('invalid-config', `${where}: config must survive a structured clone (it is sent to the task's thread): ${(error as Error).message}`, { vertex: id });
+      refuse(
+        'invalid-config',
+        `${where}: config must survive a structured clone (it is sent to the task's thread): ${(error as Error).message}`,
+        { vertex: id },
+      );
     }
   }
   return Object.freeze({
     id,
     taskModule: resolveTaskModule(where, spec.taskModule),
     parallelism: p,
-    resourceProfile: spec.resources === undefined ? ResourceProfile.UNKNOWN : resolveProfile(`${where}: resources`, spec.resources),
-    slotSharingGroup: spec.slotSharingGroup === undefined ? 'default' : checkGroupName(where, 'slotSharingGroup', spec.slotSharingGroup),
-    coLocationGroup: spec.coLocationGroup === undefined ? null : checkGroupName(where, 'coLocationGroup', spec.coLocationGroup),
+    resourceProfile:
+      spec.resources === undefined ? ResourceProfile.UNKNOWN : resolveProfile(`${where}: resources`, spec.resources),
+    slotSharingGroup:
+      spec.slotSharingGroup === undefined
+        ? 'default'
+        : checkGroupName(where, 'slotSharingGroup', spec.slotSharingGroup),
+    coLocationGroup:
+      spec.coLocationGroup === undefined ? null : checkGroupName(where, 'coLocationGroup', spec.coLocationGroup),
     config,
   });
 }
 
 export function resolveEdge(spec: unknown, index: number, vertices: ReadonlyMap<string, JobVertex>): JobEdge {
-  if (!isRecord(spec)) return refuse('invalid-edge', `edges[${index}] must be an object { from, to, pattern }, got ${show(spec)}`);
+  if (!isRecord(spec))
+    return refuse('invalid-edge', `edges[${index}] must be an object { from, to, pattern }, got ${show(spec)}`);
   checkFields(`edges[${index}]`, spec, EDGE_FIELDS);
   for (const end of ['from', 'to'] as const) {
     if (typeof spec[end] !== 'string' || !vertices.has(spec[end])) {
-      refuse('unknown-vertex', `edges[${index}].${end} names ${show(spec[end])}, which is not a vertex; vertices are ${[...vertices.keys()].join(', ')}`, { edge: index, vertex: show(spec[end]) });
+      refuse(
+        'unknown-vertex',
+        `edges[${index}].${end} names ${show(spec[end])}, which is not a vertex; vertices are ${[...vertices.keys()].join(', ')}`,
+        { edge: index, vertex: show(spec[end]) },
+      );
     }
   }
   if (spec.pattern !== 'pointwise' && spec.pattern !== 'all-to-all') {
-    refuse('invalid-edge', `edges[${index}] (${String(spec.from)} -> ${String(spec.to)}): pattern must be 'pointwise' or 'all-to-all', got ${show(spec.pattern)}`, { edge: index });
+    refuse(
+      'invalid-edge',
+      `edges[${index}] (${String(spec.from)} -> ${String(spec.to)}): pattern must be 'pointwise' or 'all-to-all', got ${show(spec.pattern)}`,
+      { edge: index },
+    );
   }
   return Object.freeze({ from: spec.from as string, to: spec.to as string, pattern: spec.pattern });
 }
@@ -113,17 +158,31 @@ export function resolveEdge(spec: unknown, index: number, vertices: ReadonlyMap<
 export function resolveRestartStrategy(spec: unknown, options: ResolvedOptions): RestartStrategy {
   if (spec === undefined) {
     if (options['restart-strategy.type'] === 'none') return Object.freeze({ type: 'none' });
-    return Object.freeze({ type: 'fixed-delay', attempts: options['restart-strategy.fixed-delay.attempts'], delayMs: options['restart-strategy.fixed-delay.delay'] });
+    return Object.freeze({
+      type: 'fixed-delay',
+      attempts: options['restart-strategy.fixed-delay.attempts'],
+      delayMs: options['restart-strategy.fixed-delay.delay'],
+    });
   }
   const allowed = `{ type: 'fixed-delay', attempts, delay } or { type: 'none' }`;
-  if (!isRecord(spec)) return refuse('invalid-restart-strategy', `restartStrategy must be ${allowed}, got ${show(spec)}`);
+  if (!isRecord(spec))
+    return refuse('invalid-restart-strategy', `restartStrategy must be ${allowed}, got ${show(spec)}`);
   if (spec.type === 'none') {
     checkFields('restartStrategy', spec, ['type']);
     return Object.freeze({ type: 'none' });
   }
-  if (spec.type !== 'fixed-delay') return refuse('invalid-restart-strategy', `restartStrategy.type must be 'fixed-delay' or 'none', got ${show(spec.type)}`);
+  if (spec.type !== 'fixed-delay')
+    return refuse(
+      'invalid-restart-strategy',
+      `restartStrategy.type must be 'fixed-delay' or 'none', got ${show(spec.type)}`,
+    );
   const unknown = Object.keys(spec).find((key) => !['type', 'attempts', 'delay'].includes(key));
-  if (unknown !== undefined) refuse('invalid-restart-strategy', `restartStrategy has an unknown field ${JSON.stringify(unknown)}; it must be ${allowed}`, { field: unknown });
+  if (unknown !== undefined)
+    refuse(
+      'invalid-restart-strategy',
+      `restartStrategy has an unknown field ${JSON.stringify(unknown)}; it must be ${allowed}`,
+      { field: unknown },
+    );
   const { attempts } = spec;
   if (typeof attempts !== 'number' || !Number.isSafeInteger(attempts) || attempts < 0) {
     refuse('invalid-restart-strategy', `restartStrategy.attempts must be an integer >= 0, got ${show(attempts)}`);
@@ -136,14 +195,23 @@ export function resolveRestartStrategy(spec: unknown, options: ResolvedOptions):
 /** Co-located vertices must share one slot sharing group and have equal parallelism (Flink's rule). */
 export function checkCoLocation(vertices: readonly JobVertex[]): void {
   const groups = new Map<string, JobVertex[]>();
-  for (const v of vertices) if (v.coLocationGroup !== null) groups.set(v.coLocationGroup, [...(groups.get(v.coLocationGroup) ?? []), v]);
+  for (const v of vertices)
+    if (v.coLocationGroup !== null) groups.set(v.coLocationGroup, [...(groups.get(v.coLocationGroup) ?? []), v]);
   for (const [group, members] of groups) {
     const list = (f: (v: JobVertex) => unknown) => members.map((v) => `${v.id} ${show(f(v))}`).join(', ');
     if (new Set(members.map((v) => v.slotSharingGroup)).size > 1) {
-      refuse('invalid-co-location', `co-location group '${group}' spans slot sharing groups (${list((v) => v.slotSharingGroup)}); co-located vertices must be in one slot sharing group`, { group });
+      refuse(
+        'invalid-co-location',
+        `co-location group '${group}' spans slot sharing groups (${list((v) => v.slotSharingGroup)}); co-located vertices must be in one slot sharing group`,
+        { group },
+      );
     }
     if (new Set(members.map((v) => v.parallelism)).size > 1) {
-      refuse('invalid-co-location', `co-location group '${group}' has unequal parallelism (${list((v) => v.parallelism)}); co-located vertices must have equal parallelism`, { group });
+      refuse(
+        'invalid-co-location',
+        `co-location group '${group}' has unequal parallelism (${list((v) => v.parallelism)}); co-located vertices must have equal parallelism`,
+        { group },
+      );
     }
   }
 }

@@ -18,7 +18,12 @@ export type TaskModuleCheckReport =
   /** It starts to load `modules[index]` (the main side's timer for that module starts now). */
   | { readonly type: 'loading'; readonly index: number }
   /** `modules[index]` has loaded: the type of its default export and the names of its other exports. */
-  | { readonly type: 'loaded'; readonly index: number; readonly defaultExport: string; readonly exports: readonly string[] }
+  | {
+      readonly type: 'loaded';
+      readonly index: number;
+      readonly defaultExport: string;
+      readonly exports: readonly string[];
+    }
   /** Loading `modules[index]` failed: its top-level code threw (or it does not parse). */
   | { readonly type: 'failed'; readonly index: number; readonly message: string }
   /** An error nobody caught (a module's stray timer or rejected promise), while or after it loaded. */

@@ -11,7 +11,11 @@
  */
 import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
-import { CHECK_REQUEST_MESSAGE, type TaskModuleCheckReport, type TaskModuleCheckRequest } from './taskModuleCheckProtocol.js';
+import {
+  CHECK_REQUEST_MESSAGE,
+  type TaskModuleCheckReport,
+  type TaskModuleCheckRequest,
+} from './taskModuleCheckProtocol.js';
 
 const report: (message: TaskModuleCheckReport) => void =
   parentPort !== null ? (message) => parentPort!.postMessage(message) : (message) => void process.send?.(message);
@@ -36,7 +40,9 @@ function ensureTypeScriptLoader(): Promise<void> {
     try {
       ((await import(specifier)) as { register: () => unknown }).register();
     } catch (error) {
-      throw new Error(`it is TypeScript, and tsx (its loader) could not be registered: ${describeError(error)}; compile the task to JavaScript or install tsx`);
+      throw new Error(
+        `it is TypeScript, and tsx (its loader) could not be registered: ${describeError(error)}; compile the task to JavaScript or install tsx`,
+      );
     }
   })();
   return typeScriptLoader;

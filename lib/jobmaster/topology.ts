@@ -55,7 +55,8 @@ function insertSorted(sorted: number[], value: number): void {
 export function findCycle(remaining: readonly string[], edges: readonly Edge[]): string[] {
   const left = new Set(remaining);
   const predecessor = new Map<string, string>();
-  for (const e of edges) if (left.has(e.from) && left.has(e.to) && !predecessor.has(e.to)) predecessor.set(e.to, e.from);
+  for (const e of edges)
+    if (left.has(e.from) && left.has(e.to) && !predecessor.has(e.to)) predecessor.set(e.to, e.from);
   const path: string[] = [];
   const seenAt = new Map<string, number>();
   let current = remaining[0];

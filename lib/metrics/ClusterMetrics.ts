@@ -30,7 +30,12 @@ export interface ClusterMetricsSource {
 
 /** Latency buckets in seconds: sub-millisecond matches to a five-minute slot request timeout. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
-const LOSS_CAUSES: readonly TaskExecutorLossCause[] = ['worker-exited', 'heartbeat-timeout', 'disconnected', 'rejected'];
+const LOSS_CAUSES: readonly TaskExecutorLossCause[] = [
+  'worker-exited',
+  'heartbeat-timeout',
+  'disconnected',
+  'rejected',
+];
 const SLOT_STATES = ['free', 'unavailable', 'pending', 'allocated'] as const;
 const ENDED = ['finished', 'failed', 'canceled'];
 
@@ -57,43 +62,148 @@ export class ClusterMetrics implements JobObserver {
     const n = (this.names = metricNames(options.prefix));
     const taken = Object.values(n).find((name) => this.registry.getSingleMetric(name) !== undefined);
     if (taken !== undefined) {
-      throw new ConfigurationError('invalid-value', `metrics.registry already holds ${taken}: another cluster uses it; give each cluster its own registry or its own metrics.prefix`, { option: 'metrics.registry' });
+      throw new ConfigurationError(
+        'invalid-value',
+        `metrics.registry already holds ${taken}: another cluster uses it; give each cluster its own registry or its own metrics.prefix`,
+        { option: 'metrics.registry' },
+      );
     }
     const registers = [this.registry];
     const metrics = this;
     const gauge = (name: string, help: string, read: (o: ClusterOverview) => number) =>
-      this.#own(new Gauge({ name, help, registers, collect() { this.set(read(metrics.#read())); } }));
-    gauge(n.taskSlotsTotal, 'Slots of the registered TaskExecutors: every static slot and every live dynamic slot (Flink: taskSlotsTotal).', (o) => o.taskExecutors.reduce((sum, te) => sum + te.slots.length, 0));
-    gauge(n.taskSlotsAvailable, 'Free slots a request can take now (Flink: taskSlotsAvailable).', (o) => countSlots(o, 'free'));
-    gauge(n.numRegisteredTaskManagers, 'TaskExecutors registered with their slots (Flink: numRegisteredTaskManagers).', (o) => o.taskExecutors.length);
-    gauge(n.numPendingTaskManagers, 'Workers asked for and not registered yet (Flink: numPendingTaskManagers).', (o) => o.pendingWorkers);
-    gauge(n.numRunningJobs, 'Jobs not ended yet (Flink: numRunningJobs).', (o) => o.jobs.filter((job) => !ENDED.includes(job.status)).length);
-    this.#own(new Gauge({ name: n.taskSlots, help: 'Slots by state: free, unavailable (a free static slot whose resources dynamic slots took), pending, allocated.', labelNames: ['state'], registers, collect() {
-      const o = metrics.#read();
-      for (const state of SLOT_STATES) this.set({ state }, countSlots(o, state));
-    } }));
-    this.#own(new Gauge({ name: n.slotRequestsPending, help: 'Slots that requests wait for, by the reason they wait (a WaitReason kind, allocating, unchecked).', labelNames: ['reason'], registers, collect() {
-      this.reset();
-      for (const r of metrics.#read().pendingRequests) this.inc({ reason: r.reason }, r.missing);
-    } }));
+      this.#own(
+        new Gauge({
+          name,
+          help,
+          registers,
+          collect() {
+            this.set(read(metrics.#read()));
+          },
+        }),
+      );
+    gauge(
+      n.taskSlotsTotal,
+      'Slots of the registered TaskExecutors: every static slot and every live dynamic slot (Flink: taskSlotsTotal).',
+      (o) => o.taskExecutors.reduce((sum, te) => sum + te.slots.length, 0),
+    );
+    gauge(n.taskSlotsAvailable, 'Free slots a request can take now (Flink: taskSlotsAvailable).', (o) =>
+      countSlots(o, 'free'),
+    );
+    gauge(
+      n.numRegisteredTaskManagers,
+      'TaskExecutors registered with their slots (Flink: numRegisteredTaskManagers).',
+      (o) => o.taskExecutors.length,
+    );
+    gauge(
+      n.numPendingTaskManagers,
+      'Workers asked for and not registered yet (Flink: numPendingTaskManagers).',
+      (o) => o.pendingWorkers,
+    );
+    gauge(
+      n.numRunningJobs,
+      'Jobs not ended yet (Flink: numRunningJobs).',
+      (o) => o.jobs.filter((job) => !ENDED.includes(job.status)).length,
+    );
+    this.#own(
+      new Gauge({
+        name: n.taskSlots,
+        help: 'Slots by state: free, unavailable (a free static slot whose resources dynamic slots took), pending, allocated.',
+        labelNames: ['state'],
+        registers,
+        collect() {
+          const o = metrics.#read();
+          for (const state of SLOT_STATES) this.set({ state }, countSlots(o, state));
+        },
+      }),
+    );
+    this.#own(
+      new Gauge({
+        name: n.slotRequestsPending,
+        help: 'Slots that requests wait for, by the reason they wait (a WaitReason kind, allocating, unchecked).',
+        labelNames: ['reason'],
+        registers,
+        collect() {
+          this.reset();
+          for (const r of metrics.#read().pendingRequests) this.inc({ reason: r.reason }, r.missing);
+        },
+      }),
+    );
     const jobGauge = (name: string, help: string, figure: 'restarts' | 'uptimeMs') =>
-      this.#own(new Gauge({ name, help, labelNames: ['job_id', 'job_name'], registers, collect() {
-        this.reset();
-        const now = metrics.#source.now();
-        for (const job of metrics.#read().jobs) {
-          const figures = metrics.#timings.figures(job.jobId, now);
-          if (figures !== undefined) this.set({ job_id: job.jobId, job_name: job.name }, figures[figure]);
-        }
-      } }));
+      this.#own(
+        new Gauge({
+          name,
+          help,
+          labelNames: ['job_id', 'job_name'],
+          registers,
+          collect() {
+            this.reset();
+            const now = metrics.#source.now();
+            for (const job of metrics.#read().jobs) {
+              const figures = metrics.#timings.figures(job.jobId, now);
+              if (figures !== undefined) this.set({ job_id: job.jobId, job_name: job.name }, figures[figure]);
+            }
+          },
+        }),
+      );
     jobGauge(n.jobNumRestarts, 'Restarts of the job so far (Flink: job numRestarts).', 'restarts');
-    jobGauge(n.jobUptime, 'ms the job has been running without interruption; 0 while not running, -1 once ended (Flink: job uptime).', 'uptimeMs');
-    this.#allocationLatency = this.#own(new Histogram({ name: n.slotAllocationLatency, help: 'Seconds from a subtask\'s slot request to its slot being there.', buckets: LATENCY_BUCKETS, registers }));
-    this.#deployLatency = this.#own(new Histogram({ name: n.subtaskDeployLatency, help: 'Seconds from a subtask attempt being scheduled to its running.', buckets: LATENCY_BUCKETS, registers }));
-    this.#subtasksEnded = this.#own(new Counter({ name: n.subtasksEnded, help: 'Subtask attempts that ended, by how: finished, failed, canceled.', labelNames: ['state'], registers }));
+    jobGauge(
+      n.jobUptime,
+      'ms the job has been running without interruption; 0 while not running, -1 once ended (Flink: job uptime).',
+      'uptimeMs',
+    );
+    this.#allocationLatency = this.#own(
+      new Histogram({
+        name: n.slotAllocationLatency,
+        help: "Seconds from a subtask's slot request to its slot being there.",
+        buckets: LATENCY_BUCKETS,
+        registers,
+      }),
+    );
+    this.#deployLatency = this.#own(
+      new Histogram({
+        name: n.subtaskDeployLatency,
+        help: 'Seconds from a subtask attempt being scheduled to its running.',
+        buckets: LATENCY_BUCKETS,
+        registers,
+      }),
+    );
+    this.#subtasksEnded = this.#own(
+      new Counter({
+        name: n.subtasksEnded,
+        help: 'Subtask attempts that ended, by how: finished, failed, canceled.',
+        labelNames: ['state'],
+        registers,
+      }),
+    );
     for (const state of ENDED) this.#subtasksEnded.inc({ state }, 0);
-    this.#runTime = this.#own(new Histogram({ name: n.taskRunTime, help: 'Seconds a task attempt ran, per TaskExecutor (piscina\'s runTime); a TaskExecutor that left is dropped at the next scrape.', labelNames: ['resource_id'], buckets: LATENCY_BUCKETS, registers, collect: () => this.#dropGoneExecutors() }));
-    this.#waitTime = this.#own(new Histogram({ name: n.taskWaitTime, help: 'Seconds a task attempt waited at its TaskExecutor, from its deployment to its running (piscina\'s waitTime).', labelNames: ['resource_id'], buckets: LATENCY_BUCKETS, registers, collect: () => this.#dropGoneExecutors() }));
-    this.#lost = this.#own(new Counter({ name: n.taskExecutorsLost, help: 'Registered TaskExecutors lost, by cause: worker-exited, heartbeat-timeout, disconnected, rejected.', labelNames: ['cause'], registers }));
+    this.#runTime = this.#own(
+      new Histogram({
+        name: n.taskRunTime,
+        help: "Seconds a task attempt ran, per TaskExecutor (piscina's runTime); a TaskExecutor that left is dropped at the next scrape.",
+        labelNames: ['resource_id'],
+        buckets: LATENCY_BUCKETS,
+        registers,
+        collect: () => this.#dropGoneExecutors(),
+      }),
+    );
+    this.#waitTime = this.#own(
+      new Histogram({
+        name: n.taskWaitTime,
+        help: "Seconds a task attempt waited at its TaskExecutor, from its deployment to its running (piscina's waitTime).",
+        labelNames: ['resource_id'],
+        buckets: LATENCY_BUCKETS,
+        registers,
+        collect: () => this.#dropGoneExecutors(),
+      }),
+    );
+    this.#lost = this.#own(
+      new Counter({
+        name: n.taskExecutorsLost,
+        help: 'Registered TaskExecutors lost, by cause: worker-exited, heartbeat-timeout, disconnected, rejected.',
+        labelNames: ['cause'],
+        registers,
+      }),
+    );
     for (const cause of LOSS_CAUSES) this.#lost.inc({ cause }, 0);
   }
 
@@ -106,7 +216,11 @@ export class ClusterMetrics implements JobObserver {
     const resourceId = measured.resourceId;
     if (resourceId === null || (measured.waitTimeMs === undefined && measured.runTimeMs === undefined)) return;
     let series = this.#executorSeries.get(resourceId);
-    if (series === undefined) this.#executorSeries.set(resourceId, (series = { run: this.#runTime.labels(resourceId), wait: this.#waitTime.labels(resourceId) }));
+    if (series === undefined)
+      this.#executorSeries.set(
+        resourceId,
+        (series = { run: this.#runTime.labels(resourceId), wait: this.#waitTime.labels(resourceId) }),
+      );
     if (measured.waitTimeMs !== undefined) series.wait.observe(measured.waitTimeMs / 1000);
     if (measured.runTimeMs !== undefined) series.run.observe(measured.runTimeMs / 1000);
   }

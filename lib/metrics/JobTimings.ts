@@ -65,18 +65,27 @@ export class JobTimings {
       if (times === undefined) job.attempts.set(id, { scheduledAt: timestamp, deployingAt: null, runningAt: null });
       return null;
     }
-    if (times === undefined) return ENDED.has(state) ? { resourceId, ended: state as TaskDurations['ended'] & string } : null;
+    if (times === undefined)
+      return ENDED.has(state) ? { resourceId, ended: state as TaskDurations['ended'] & string } : null;
     if (state === 'deploying') {
       times.deployingAt = timestamp;
       return null;
     }
     if (state === 'running') {
       times.runningAt = timestamp;
-      return { resourceId, deployLatencyMs: timestamp - times.scheduledAt, ...(times.deployingAt === null ? {} : { waitTimeMs: timestamp - times.deployingAt }) };
+      return {
+        resourceId,
+        deployLatencyMs: timestamp - times.scheduledAt,
+        ...(times.deployingAt === null ? {} : { waitTimeMs: timestamp - times.deployingAt }),
+      };
     }
     if (ENDED.has(state)) {
       job.attempts.delete(id);
-      return { resourceId, ended: state as 'finished' | 'failed' | 'canceled', ...(times.runningAt === null ? {} : { runTimeMs: timestamp - times.runningAt }) };
+      return {
+        resourceId,
+        ended: state as 'finished' | 'failed' | 'canceled',
+        ...(times.runningAt === null ? {} : { runTimeMs: timestamp - times.runningAt }),
+      };
     }
     return null;
   }
@@ -85,7 +94,11 @@ export class JobTimings {
   figures(jobId: JobID, now: number): { restarts: number; uptimeMs: number } | undefined {
     const job = this.#jobs.get(jobId);
     if (job === undefined) return undefined;
-    const uptimeMs = ENDED.has(job.status) ? NO_LONGER_RUNNING : job.runningSince === null ? 0 : Math.max(0, now - job.runningSince);
+    const uptimeMs = ENDED.has(job.status)
+      ? NO_LONGER_RUNNING
+      : job.runningSince === null
+        ? 0
+        : Math.max(0, now - job.runningSince);
     return { restarts: job.restarts, uptimeMs };
   }
 

@@ -27,17 +27,29 @@ const PREFIX = /^[a-zA-Z][a-zA-Z0-9_]*$/;
 export function resolveMetricsOptions(options: MetricsOptions | undefined): ResolvedMetricsOptions {
   if (options === undefined) return { registry: new Registry(), prefix: 'slotwise' };
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw invalid('metrics', `metrics must be an object { registry?, prefix? }, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`);
+    throw invalid(
+      'metrics',
+      `metrics must be an object { registry?, prefix? }, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
+    );
   }
   const unknown = Object.keys(options).find((key) => !KNOWN.includes(key));
-  if (unknown !== undefined) throw new ConfigurationError('unknown-option', `unknown metrics option '${unknown}'; known: ${KNOWN.join(', ')}`, { option: `metrics.${unknown}` });
+  if (unknown !== undefined)
+    throw new ConfigurationError('unknown-option', `unknown metrics option '${unknown}'; known: ${KNOWN.join(', ')}`, {
+      option: `metrics.${unknown}`,
+    });
   const { registry, prefix } = options;
   // Duck-typed: an app may load its own copy of prom-client, whose Registry is another class.
   if (registry !== undefined && !isRegistry(registry)) {
-    throw invalid('metrics.registry', 'metrics.registry must be a prom-client Registry (new Registry() or prom-client\'s register): it needs registerMetric, getSingleMetric, removeSingleMetric, metrics and getMetricsAsJSON');
+    throw invalid(
+      'metrics.registry',
+      "metrics.registry must be a prom-client Registry (new Registry() or prom-client's register): it needs registerMetric, getSingleMetric, removeSingleMetric, metrics and getMetricsAsJSON",
+    );
   }
   if (prefix !== undefined && (typeof prefix !== 'string' || !PREFIX.test(prefix))) {
-    throw invalid('metrics.prefix', `metrics.prefix must start with a letter and hold only letters, digits and _ (a Prometheus name), got ${JSON.stringify(prefix)}`);
+    throw invalid(
+      'metrics.prefix',
+      `metrics.prefix must start with a letter and hold only letters, digits and _ (a Prometheus name), got ${JSON.stringify(prefix)}`,
+    );
   }
   return { registry: registry ?? new Registry(), prefix: prefix ?? 'slotwise' };
 }
@@ -45,7 +57,9 @@ export function resolveMetricsOptions(options: MetricsOptions | undefined): Reso
 function isRegistry(value: unknown): value is Registry {
   if (typeof value !== 'object' || value === null) return false;
   const r = value as Record<string, unknown>;
-  return ['registerMetric', 'getSingleMetric', 'removeSingleMetric', 'metrics', 'getMetricsAsJSON'].every((method) => typeof r[method] === 'function');
+  return ['registerMetric', 'getSingleMetric', 'removeSingleMetric', 'metrics', 'getMetricsAsJSON'].every(
+    (method) => typeof r[method] === 'function',
+  );
 }
 
 function invalid(option: string, message: string): ConfigurationError {

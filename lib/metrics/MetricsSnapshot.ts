@@ -22,7 +22,12 @@ export interface MetricsSnapshot {
   /** Slots by state (free, unavailable, pending, allocated). */
   readonly taskSlots: Readonly<Record<string, number>>;
   /** Per listed job: its restarts and Flink's uptime (ms; 0 while not running, -1 once ended). */
-  readonly jobs: ReadonlyArray<{ readonly jobId: string; readonly jobName: string; readonly numRestarts: number; readonly uptime: number }>;
+  readonly jobs: ReadonlyArray<{
+    readonly jobId: string;
+    readonly jobName: string;
+    readonly numRestarts: number;
+    readonly uptime: number;
+  }>;
   /** Slots requests wait for, by the kind of reason. */
   readonly slotRequestsPending: Readonly<Record<string, number>>;
   readonly slotAllocationLatency: HistogramSnapshot;
@@ -42,12 +47,14 @@ export function toMetricsSnapshot(names: MetricNames, metrics: readonly Values[]
   const byName = new Map(metrics.map((m) => [m.name, m.values] as const));
   const values = (name: string) => byName.get(name) ?? [];
   const single = (name: string) => values(name)[0]?.value ?? 0;
-  const byLabel = (name: string, label: string) => Object.fromEntries(values(name).map((v) => [String(v.labels[label]), v.value]));
+  const byLabel = (name: string, label: string) =>
+    Object.fromEntries(values(name).map((v) => [String(v.labels[label]), v.value]));
   const jobs = new Map<string, { jobId: string; jobName: string; numRestarts: number; uptime: number }>();
   const job = (v: MetricValue<string>) => {
     const jobId = String(v.labels['job_id']);
     let entry = jobs.get(jobId);
-    if (entry === undefined) jobs.set(jobId, (entry = { jobId, jobName: String(v.labels['job_name']), numRestarts: 0, uptime: 0 }));
+    if (entry === undefined)
+      jobs.set(jobId, (entry = { jobId, jobName: String(v.labels['job_name']), numRestarts: 0, uptime: 0 }));
     return entry;
   };
   for (const v of values(names.jobNumRestarts)) job(v).numRestarts = v.value;
@@ -73,13 +80,17 @@ export function toMetricsSnapshot(names: MetricNames, metrics: readonly Values[]
 const EMPTY: HistogramSnapshot = { count: 0, sum: 0, buckets: [] };
 
 /** A histogram's series by the value of `label` ('' for an unlabelled one). */
-function histograms(values: ReadonlyArray<MetricValue<string> | MetricValueWithName<string>>, label: string | null): Record<string, HistogramSnapshot> {
+function histograms(
+  values: ReadonlyArray<MetricValue<string> | MetricValueWithName<string>>,
+  label: string | null,
+): Record<string, HistogramSnapshot> {
   const out: Record<string, { count: number; sum: number; buckets: Array<{ le: number; count: number }> }> = {};
   for (const v of values) {
     const key = label === null ? '' : String(v.labels[label]);
     const series = (out[key] ??= { count: 0, sum: 0, buckets: [] });
     const metricName = ('metricName' in v ? v.metricName : undefined) ?? '';
-    if (metricName.endsWith('_bucket')) series.buckets.push({ le: v.labels['le'] === '+Inf' ? Infinity : Number(v.labels['le']), count: v.value });
+    if (metricName.endsWith('_bucket'))
+      series.buckets.push({ le: v.labels['le'] === '+Inf' ? Infinity : Number(v.labels['le']), count: v.value });
     else if (metricName.endsWith('_sum')) series.sum = v.value;
     else if (metricName.endsWith('_count')) series.count = v.value;
   }

@@ -28,7 +28,13 @@ export class LinkedWorkers<W extends LinkedWorker> extends Map<ResourceID, W> {
   }
 
   infos(): WorkerInfo[] {
-    return [...this.values()].map(({ resourceId, pendingWorkerId, spec, startedAt, state }) => ({ resourceId, pendingWorkerId, spec, startedAt, state }));
+    return [...this.values()].map(({ resourceId, pendingWorkerId, spec, startedAt, state }) => ({
+      resourceId,
+      pendingWorkerId,
+      spec,
+      startedAt,
+      state,
+    }));
   }
 }
 

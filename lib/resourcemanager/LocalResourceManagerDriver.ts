@@ -83,7 +83,10 @@ export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> impl
     const resourceId = ResourceID.generate(this.mode === 'thread' ? 'taskexecutor' : 'taskexecutor-process');
     const delay = this.#startDelay();
     if (delay > 0) {
-      this.#log(`worker starts are failing (${this.#startFailures.length} in the last minute): starting ${resourceId} in ${delay} ms`, 'warn');
+      this.#log(
+        `worker starts are failing (${this.#startFailures.length} in the last minute): starting ${resourceId} in ${delay} ms`,
+        'warn',
+      );
       this.#delayedStarts++;
       this.#clock.setTimeout(() => {
         this.#delayedStarts--;
@@ -120,7 +123,8 @@ export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> impl
 
   cancelPendingWorker(pendingWorkerId: PendingTaskManagerID): void {
     for (const worker of this.linkedWorkers.values()) {
-      if (worker.pendingWorkerId === pendingWorkerId && worker.state === 'starting') this.releaseResource(worker.resourceId, 'its pending worker is no longer needed');
+      if (worker.pendingWorkerId === pendingWorkerId && worker.state === 'starting')
+        this.releaseResource(worker.resourceId, 'its pending worker is no longer needed');
     }
   }
 
@@ -167,9 +171,15 @@ export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> impl
     this.#running.add(spawned);
     void spawned.exited.then(() => this.#running.delete(spawned));
     const link = new Link(`${this.mode} ${resourceId}`, spawned.transport);
-    const gateway = wireWorkerLink(link, context, { resourceId, timeoutMs: this.#options['rpc.ask.timeout'], clock: this.#clock, logger: this.#logRecord });
+    const gateway = wireWorkerLink(link, context, {
+      resourceId,
+      timeoutMs: this.#options['rpc.ask.timeout'],
+      clock: this.#clock,
+      logger: this.#logRecord,
+    });
     const inspect = this.#o.inspect;
-    if (inspect !== undefined) link.channel(INSPECT_CHANNEL).addEventListener('message', (event) => inspect(resourceId, event.data));
+    if (inspect !== undefined)
+      link.channel(INSPECT_CHANNEL).addEventListener('message', (event) => inspect(resourceId, event.data));
     let resolveEnded!: () => void;
     const worker: Worker = {
       resourceId,
@@ -202,7 +212,9 @@ export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> impl
       let timer = this.#clock.setTimeout(() => {
         spawned.kill();
         timer = this.#clock.setTimeout(() => {
-          this.#log(`a worker did not exit within ${2 * grace} ms of its link closing, even when killed: no longer waiting for it`);
+          this.#log(
+            `a worker did not exit within ${2 * grace} ms of its link closing, even when killed: no longer waiting for it`,
+          );
           resolve();
         }, grace);
       }, grace);
@@ -216,7 +228,10 @@ export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> impl
   /** 0, or how long to wait before the next start while starts keep failing. */
   #startDelay(): number {
     const now = this.#clock.now();
-    while (this.#startFailures.length > 0 && now - this.#startFailures[0]! > START_FAILURE_WINDOW_MS) this.#startFailures.shift();
-    return this.#startFailures.length >= this.#options['resourcemanager.start-worker.max-failure-rate'] ? START_RETRY_DELAY_MS * (1 + this.#delayedStarts) : 0;
+    while (this.#startFailures.length > 0 && now - this.#startFailures[0]! > START_FAILURE_WINDOW_MS)
+      this.#startFailures.shift();
+    return this.#startFailures.length >= this.#options['resourcemanager.start-worker.max-failure-rate']
+      ? START_RETRY_DELAY_MS * (1 + this.#delayedStarts)
+      : 0;
   }
 }

@@ -25,7 +25,12 @@ import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } fr
 import { HeartbeatMonitor } from '../rpc/HeartbeatMonitor.js';
 import { MainThreadExecutor, type ScheduledTask } from '../rpc/MainThreadExecutor.js';
 import type { TaskExecutorSlotGateway } from '../rpc/TaskExecutorSlotGateway.js';
-import type { RegistrationResponse, ResourceRequirementsWire, SlotReportWire, TaskExecutorRegistrationWire } from '../rpc/protocol.js';
+import type {
+  RegistrationResponse,
+  ResourceRequirementsWire,
+  SlotReportWire,
+  TaskExecutorRegistrationWire,
+} from '../rpc/protocol.js';
 import { slotReportFromWire } from '../rpc/slotReportWire.js';
 import { requirementsFromWire } from './requirementsWire.js';
 import type { ResourceManagerDriver } from './ResourceManagerDriver.js';
@@ -118,7 +123,9 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
     this.#onLost = options.onTaskExecutorLost ?? (() => {});
-    this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) => this.#log(`uncaught in mailbox: ${describeError(error)}`));
+    this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) =>
+      this.#log(`uncaught in mailbox: ${describeError(error)}`),
+    );
     const onDemand = options.workersOnDemand ?? true;
     this.#onDemand = onDemand;
     this.#heartbeats = new HeartbeatMonitor<ResourceID>({
@@ -159,7 +166,8 @@ export class ResourceManager implements ResourceManagerGateway {
         slotRequestFailed: (...args) => listener.slotRequestFailed?.(...args),
         slotsLost: (jobId, allocationIds, resourceId, cause) => {
           const jobMaster = this.#jobMasters.get(jobId);
-          for (const allocationId of allocationIds) void jobMaster?.gateway.notifySlotFreed(resourceId, allocationId, cause).catch(() => {});
+          for (const allocationId of allocationIds)
+            void jobMaster?.gateway.notifySlotFreed(resourceId, allocationId, cause).catch(() => {});
           listener.slotsLost?.(jobId, allocationIds, resourceId, cause);
         },
       },
@@ -172,7 +180,8 @@ export class ResourceManager implements ResourceManagerGateway {
       this.slotManager.start();
       this.#driver.start({
         mailbox: this.mailbox,
-        onWorkerTerminated: (resourceId, reason) => this.mailbox.execute(() => this.#workerTerminated(resourceId, reason)),
+        onWorkerTerminated: (resourceId, reason) =>
+          this.mailbox.execute(() => this.#workerTerminated(resourceId, reason)),
         resourceManagerGateway: (resourceId) => this.#gatewayFor(resourceId),
         jobMasterGateway: (address) => this.#jobMastersByAddress.get(address),
       });
@@ -195,7 +204,12 @@ export class ResourceManager implements ResourceManagerGateway {
 
   async registerTaskExecutor(registration: TaskExecutorRegistrationWire): Promise<RegistrationResponse> {
     this.mailbox.assertRunningInMainThread('ResourceManager.registerTaskExecutor');
-    if (!ResourceID.is(registration?.resourceId)) throw new IllegalArgumentError('invalid-value', `registerTaskExecutor: resourceId must be a ResourceID, got ${String(registration?.resourceId)}`, { argument: 'resourceId' });
+    if (!ResourceID.is(registration?.resourceId))
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `registerTaskExecutor: resourceId must be a ResourceID, got ${String(registration?.resourceId)}`,
+        { argument: 'resourceId' },
+      );
     const { resourceId } = registration;
     const refuse = (reason: string): RegistrationResponse => {
       this.#log(`refused the registration of ${resourceId}: ${reason}`);
@@ -204,7 +218,8 @@ export class ResourceManager implements ResourceManagerGateway {
     const stale = this.#stale.get(resourceId);
     if (stale !== undefined) return refuse(`stale: TaskExecutor ${resourceId} may not register again: ${stale}`);
     const gateway = this.#driver.taskExecutorGateway(resourceId);
-    if (gateway === undefined) return refuse(`unknown: no live worker ${resourceId} was started by this ResourceManager`);
+    if (gateway === undefined)
+      return refuse(`unknown: no live worker ${resourceId} was started by this ResourceManager`);
     const previous = this.#taskExecutors.get(resourceId);
     const lost = this.#lost.get(resourceId);
     const revoked = new Map(previous?.revoked);
@@ -221,19 +236,37 @@ export class ResourceManager implements ResourceManagerGateway {
       this.#log(`TaskExecutor ${resourceId}, declared lost (${lost.cause}), registers again`);
     }
     const registrationId = `registration-${++this.#registrations}`;
-    this.#taskExecutors.set(resourceId, { resourceId, registrationId, gateway, info: registration, inSlotManager: previous?.inSlotManager ?? false, revoked });
+    this.#taskExecutors.set(resourceId, {
+      resourceId,
+      registrationId,
+      gateway,
+      info: registration,
+      inSlotManager: previous?.inSlotManager ?? false,
+      revoked,
+    });
     this.#heartbeats.monitorTarget(resourceId);
     this.#startingWorkers.delete(resourceId);
-    if (!this.#onDemand && !this.#fixedWorkers.has(resourceId)) this.#fixedWorkers.set(resourceId, this.#specOf(resourceId));
+    if (!this.#onDemand && !this.#fixedWorkers.has(resourceId))
+      this.#fixedWorkers.set(resourceId, this.#specOf(resourceId));
     this.#driver.markRegistered(resourceId);
-    return { kind: 'accepted', registrationId, resourceManagerId: this.resourceManagerId, heartbeatIntervalMs: this.options['heartbeat.interval'], heartbeatTimeoutMs: this.options['heartbeat.timeout'] };
+    return {
+      kind: 'accepted',
+      registrationId,
+      resourceManagerId: this.resourceManagerId,
+      heartbeatIntervalMs: this.options['heartbeat.interval'],
+      heartbeatTimeoutMs: this.options['heartbeat.timeout'],
+    };
   }
 
   async sendSlotReport(resourceId: ResourceID, registrationId: string, report: SlotReportWire): Promise<void> {
     this.mailbox.assertRunningInMainThread('ResourceManager.sendSlotReport');
     const registration = this.#taskExecutors.get(resourceId);
     if (registration === undefined || registration.registrationId !== registrationId) {
-      throw new IllegalArgumentError('invalid-value', `sendSlotReport: ${resourceId} is not registered under ${registrationId}`, { argument: 'registrationId' });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `sendSlotReport: ${resourceId} is not registered under ${registrationId}`,
+        { argument: 'registrationId' },
+      );
     }
     const info = registration.info;
     const result = this.slotManager.registerTaskManager(
@@ -244,7 +277,9 @@ export class ResourceManager implements ResourceManagerGateway {
         defaultSlotResourceProfile: ResourceProfile.fromJSON(info.defaultSlotResourceProfile),
         numberOfStaticSlots: info.numberOfSlots,
         gateway: slotGateway(registration.gateway, this.resourceManagerId),
-        ...(info.pendingWorkerId === undefined ? {} : { pendingWorkerId: info.pendingWorkerId as PendingTaskManagerID }),
+        ...(info.pendingWorkerId === undefined
+          ? {}
+          : { pendingWorkerId: info.pendingWorkerId as PendingTaskManagerID }),
       },
       slotReportFromWire(this.#withoutRevoked(registration, report)),
     );
@@ -275,8 +310,16 @@ export class ResourceManager implements ResourceManagerGateway {
 
   async registerJobMaster(jobId: JobID, address: string): Promise<void> {
     this.mailbox.assertRunningInMainThread('ResourceManager.registerJobMaster');
-    if (!JobID.is(jobId)) throw new IllegalArgumentError('invalid-value', `registerJobMaster: jobId must be a JobID`, { argument: 'jobId' });
-    if (!this.#jobMastersByAddress.has(address)) throw new IllegalArgumentError('invalid-value', `registerJobMaster: no JobMaster is served at ${address}; call serveJobMaster first`, { argument: 'address' });
+    if (!JobID.is(jobId))
+      throw new IllegalArgumentError('invalid-value', `registerJobMaster: jobId must be a JobID`, {
+        argument: 'jobId',
+      });
+    if (!this.#jobMastersByAddress.has(address))
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `registerJobMaster: no JobMaster is served at ${address}; call serveJobMaster first`,
+        { argument: 'address' },
+      );
     this.#jobMasters.set(jobId, { address, gateway: this.#jobMastersByAddress.get(address)! });
   }
 
@@ -299,12 +342,18 @@ export class ResourceManager implements ResourceManagerGateway {
    * its job). With its mailbox, every call runs there.
    */
   serveJobMaster(address: string, gateway: JobMasterGateway, mailbox?: MainThreadExecutor): void {
-    this.#jobMastersByAddress.set(address, mailbox === undefined ? gateway : {
-      offerSlots: (resourceId, offers) => mailbox.callAsync(() => gateway.offerSlots(resourceId, offers)),
-      updateTaskExecutionState: (state) => mailbox.callAsync(() => gateway.updateTaskExecutionState(state)),
-      updateTaskExecutionStates: (states) => mailbox.callAsync(() => gateway.updateTaskExecutionStates(states)),
-      notifySlotFreed: (resourceId, allocationId, cause) => mailbox.callAsync(() => gateway.notifySlotFreed(resourceId, allocationId, cause)),
-    });
+    this.#jobMastersByAddress.set(
+      address,
+      mailbox === undefined
+        ? gateway
+        : {
+            offerSlots: (resourceId, offers) => mailbox.callAsync(() => gateway.offerSlots(resourceId, offers)),
+            updateTaskExecutionState: (state) => mailbox.callAsync(() => gateway.updateTaskExecutionState(state)),
+            updateTaskExecutionStates: (states) => mailbox.callAsync(() => gateway.updateTaskExecutionStates(states)),
+            notifySlotFreed: (resourceId, allocationId, cause) =>
+              mailbox.callAsync(() => gateway.notifySlotFreed(resourceId, allocationId, cause)),
+          },
+    );
   }
 
   withdrawJobMaster(address: string): void {
@@ -315,12 +364,14 @@ export class ResourceManager implements ResourceManagerGateway {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.mailbox.callAsync(() => {
-      this.#heartbeats.stop();
-      for (const lost of this.#lost.values()) lost.deadline.cancel();
-      this.#lost.clear();
-      this.slotManager.close();
-    }).catch(() => {});
+    await this.mailbox
+      .callAsync(() => {
+        this.#heartbeats.stop();
+        for (const lost of this.#lost.values()) lost.deadline.cancel();
+        this.#lost.clear();
+        this.slotManager.close();
+      })
+      .catch(() => {});
     await this.#driver.close();
     this.mailbox.close();
   }
@@ -336,7 +387,8 @@ export class ResourceManager implements ResourceManagerGateway {
         if (this.#taskExecutors.get(resourceId) !== registration) return;
         if (error !== undefined) return; // silence counts against heartbeat.timeout
         this.#heartbeats.reportHeartbeat(resourceId);
-        if (registration.inSlotManager && report !== undefined) this.slotManager.reportSlotStatus(resourceId, slotReportFromWire(this.#withoutRevoked(registration, report)));
+        if (registration.inSlotManager && report !== undefined)
+          this.slotManager.reportSlotStatus(resourceId, slotReportFromWire(this.#withoutRevoked(registration, report)));
       });
     }
   }
@@ -349,7 +401,10 @@ export class ResourceManager implements ResourceManagerGateway {
     const registration = this.#taskExecutors.get(resourceId);
     if (registration === undefined) return;
     const cause = `no heartbeat for ${silentMs} ms (heartbeat.timeout ${this.options['heartbeat.timeout']} ms)`;
-    const revoked = new Set([...registration.revoked.keys(), ...this.#closeConnection(resourceId, cause, false, 'heartbeat-timeout')]);
+    const revoked = new Set([
+      ...registration.revoked.keys(),
+      ...this.#closeConnection(resourceId, cause, false, 'heartbeat-timeout'),
+    ]);
     this.#log(`TaskExecutor ${resourceId} lost: ${cause}; it may register again within heartbeat.timeout`);
     // Flink's closeTaskManagerConnection: an executor that is alive reconnects at once.
     registration.gateway.disconnectResourceManager(`declared lost: ${cause}`).catch(() => {});
@@ -364,7 +419,10 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#lost.delete(resourceId);
     const reason = `${lost.cause}, and it did not register again within heartbeat.timeout`;
     const replacement = this.#replaceIfFixed(resourceId, reason);
-    this.#stale.set(resourceId, `${reason}; ${replacement === undefined ? 'its worker was stopped' : `${replacement} was started in its place`}`);
+    this.#stale.set(
+      resourceId,
+      `${reason}; ${replacement === undefined ? 'its worker was stopped' : `${replacement} was started in its place`}`,
+    );
     this.#driver.releaseResource(resourceId, reason);
   }
 
@@ -372,15 +430,21 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#log(`worker ${resourceId} ended: ${reason}`);
     const pending = this.#startingWorkers.get(resourceId);
     this.#startingWorkers.delete(resourceId);
-    if (pending !== undefined && this.slotManager.state === 'started') this.slotManager.pendingWorkerFailed(pending, reason);
+    if (pending !== undefined && this.slotManager.state === 'started')
+      this.slotManager.pendingWorkerFailed(pending, reason);
     const lost = this.#lost.get(resourceId);
     if (lost !== undefined) {
       lost.deadline.cancel();
       this.#lost.delete(resourceId);
     }
-    const ended = lost === undefined ? `its worker ended: ${reason}` : `${lost.cause}, then its worker ended: ${reason}`;
+    const ended =
+      lost === undefined ? `its worker ended: ${reason}` : `${lost.cause}, then its worker ended: ${reason}`;
     const replacement = this.#replaceIfFixed(resourceId, ended);
-    if (!this.#stale.has(resourceId)) this.#stale.set(resourceId, replacement === undefined ? ended : `${ended}; ${replacement} was started in its place`);
+    if (!this.#stale.has(resourceId))
+      this.#stale.set(
+        resourceId,
+        replacement === undefined ? ended : `${ended}; ${replacement} was started in its place`,
+      );
     const released = this.#released.delete(resourceId);
     this.#closeConnection(resourceId, `its worker ended: ${reason}`, true, released ? null : 'worker-exited');
     this.#tell({ type: 'worker-ended', resourceId });
@@ -434,7 +498,10 @@ export class ResourceManager implements ResourceManagerGateway {
         revoked.set(slot.allocationId, 'freeing');
         const cause = `its job was told it is lost when ${registration.resourceId} was declared lost`;
         this.mailbox.whenComplete(registration.gateway.freeSlot(slot.allocationId, cause), (_, error) => {
-          if (error !== undefined) this.#log(`freeing revoked slot ${slot.allocationId} on ${registration.resourceId} failed: ${describeError(error)}`);
+          if (error !== undefined)
+            this.#log(
+              `freeing revoked slot ${slot.allocationId} on ${registration.resourceId} failed: ${describeError(error)}`,
+            );
         });
       }
       return false;
@@ -447,7 +514,12 @@ export class ResourceManager implements ResourceManagerGateway {
    * Flink's closeTaskManagerConnection: the SlotManager frees its slots and tells their jobs.
    * Returns the allocations it held there (now lost to their jobs).
    */
-  #closeConnection(resourceId: ResourceID, cause: string, stale: boolean, loss: TaskExecutorLossCause | null): AllocationID[] {
+  #closeConnection(
+    resourceId: ResourceID,
+    cause: string,
+    stale: boolean,
+    loss: TaskExecutorLossCause | null,
+  ): AllocationID[] {
     // The first cause is the one worth keeping (a release that follows a lost heartbeat says less).
     if (stale && !this.#stale.has(resourceId)) this.#stale.set(resourceId, cause);
     const registration = this.#taskExecutors.get(resourceId);
@@ -457,7 +529,8 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#heartbeats.unmonitorTarget(resourceId);
     if (!registration.inSlotManager || this.slotManager.state !== 'started') return [];
     const taskManager = this.slotManager.tracker.getTaskManager(resourceId);
-    const held = taskManager === undefined ? [] : this.slotManager.tracker.slotsOf(taskManager).map((slot) => slot.allocationId!);
+    const held =
+      taskManager === undefined ? [] : this.slotManager.tracker.slotsOf(taskManager).map((slot) => slot.allocationId!);
     this.slotManager.unregisterTaskManager(resourceId, cause);
     return held;
   }
@@ -465,16 +538,42 @@ export class ResourceManager implements ResourceManagerGateway {
   /** The gateway a worker gets: every call runs on the mailbox and may only speak for that worker. */
   #gatewayFor(resourceId: ResourceID): ResourceManagerGateway {
     const guard = (claimed: ResourceID, method: string) => {
-      if (claimed !== resourceId) throw new IllegalArgumentError('invalid-value', `${method}: worker ${resourceId} may not speak for ${String(claimed)}`, { argument: 'resourceId' });
+      if (claimed !== resourceId)
+        throw new IllegalArgumentError(
+          'invalid-value',
+          `${method}: worker ${resourceId} may not speak for ${String(claimed)}`,
+          { argument: 'resourceId' },
+        );
     };
     return {
-      registerTaskExecutor: (registration) => this.mailbox.callAsync(() => (guard(registration?.resourceId, 'registerTaskExecutor'), this.registerTaskExecutor(registration))),
-      sendSlotReport: (id, registrationId, report) => this.mailbox.callAsync(() => (guard(id, 'sendSlotReport'), this.sendSlotReport(id, registrationId, report))),
-      notifySlotAvailable: (id, allocationId) => this.mailbox.callAsync(() => (guard(id, 'notifySlotAvailable'), this.notifySlotAvailable(id, allocationId))),
-      disconnectTaskExecutor: (id, cause) => this.mailbox.callAsync(() => (guard(id, 'disconnectTaskExecutor'), this.disconnectTaskExecutor(id, cause))),
-      registerJobMaster: () => Promise.reject(new IllegalArgumentError('invalid-value', 'a TaskExecutor may not register a JobMaster', { argument: 'caller' })),
-      declareRequiredResources: () => Promise.reject(new IllegalArgumentError('invalid-value', 'a TaskExecutor may not declare requirements', { argument: 'caller' })),
-      disconnectJobMaster: () => Promise.reject(new IllegalArgumentError('invalid-value', 'a TaskExecutor may not disconnect a JobMaster', { argument: 'caller' })),
+      registerTaskExecutor: (registration) =>
+        this.mailbox.callAsync(
+          () => (guard(registration?.resourceId, 'registerTaskExecutor'), this.registerTaskExecutor(registration)),
+        ),
+      sendSlotReport: (id, registrationId, report) =>
+        this.mailbox.callAsync(() => (guard(id, 'sendSlotReport'), this.sendSlotReport(id, registrationId, report))),
+      notifySlotAvailable: (id, allocationId) =>
+        this.mailbox.callAsync(() => (guard(id, 'notifySlotAvailable'), this.notifySlotAvailable(id, allocationId))),
+      disconnectTaskExecutor: (id, cause) =>
+        this.mailbox.callAsync(() => (guard(id, 'disconnectTaskExecutor'), this.disconnectTaskExecutor(id, cause))),
+      registerJobMaster: () =>
+        Promise.reject(
+          new IllegalArgumentError('invalid-value', 'a TaskExecutor may not register a JobMaster', {
+            argument: 'caller',
+          }),
+        ),
+      declareRequiredResources: () =>
+        Promise.reject(
+          new IllegalArgumentError('invalid-value', 'a TaskExecutor may not declare requirements', {
+            argument: 'caller',
+          }),
+        ),
+      disconnectJobMaster: () =>
+        Promise.reject(
+          new IllegalArgumentError('invalid-value', 'a TaskExecutor may not disconnect a JobMaster', {
+            argument: 'caller',
+          }),
+        ),
     };
   }
 }
@@ -487,8 +586,8 @@ export class ResourceManager implements ResourceManagerGateway {
 function slotGateway(gateway: TaskExecutorGateway, resourceManagerId: ResourceManagerId): TaskExecutorSlotGateway {
   return {
     deadline: 'transport',
-    requestSlot: (request) => gateway.requestSlot({ ...request, resourceProfile: request.resourceProfile.toJSON(), resourceManagerId }),
+    requestSlot: (request) =>
+      gateway.requestSlot({ ...request, resourceProfile: request.resourceProfile.toJSON(), resourceManagerId }),
     freeInactiveSlots: (jobId) => gateway.freeInactiveSlots(jobId),
   };
 }
-

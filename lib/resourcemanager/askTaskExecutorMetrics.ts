@@ -5,7 +5,9 @@
 import type { TaskExecutorGateway } from '../rpc/gateways.js';
 import type { TaskExecutorMetricsWire } from '../rpc/protocol.js';
 
-export async function askTaskExecutorMetrics(gateways: ReadonlyArray<TaskExecutorGateway | undefined>): Promise<TaskExecutorMetricsWire[]> {
+export async function askTaskExecutorMetrics(
+  gateways: ReadonlyArray<TaskExecutorGateway | undefined>,
+): Promise<TaskExecutorMetricsWire[]> {
   const asked = gateways.flatMap((gateway) => (gateway === undefined ? [] : [gateway.requestMetrics()]));
   const answers = await Promise.allSettled(asked);
   return answers.flatMap((answer) => (answer.status === 'fulfilled' ? [answer.value] : []));

@@ -10,7 +10,10 @@ export function requirementsToWire(requirements: ResourceRequirements): Resource
   return {
     jobId: requirements.jobId,
     targetAddress: requirements.targetAddress,
-    requirements: requirements.resourceRequirements.map((r) => ({ resourceProfile: r.resourceProfile.toJSON(), numberOfRequiredSlots: r.numberOfRequiredSlots })),
+    requirements: requirements.resourceRequirements.map((r) => ({
+      resourceProfile: r.resourceProfile.toJSON(),
+      numberOfRequiredSlots: r.numberOfRequiredSlots,
+    })),
   };
 }
 
@@ -19,6 +22,8 @@ export function requirementsFromWire(wire: ResourceRequirementsWire): ResourceRe
   return ResourceRequirements.create(
     wire.jobId,
     wire.targetAddress,
-    (wire.requirements ?? []).map((r) => ResourceRequirement.create(ResourceProfile.fromJSON(r.resourceProfile), r.numberOfRequiredSlots)),
+    (wire.requirements ?? []).map((r) =>
+      ResourceRequirement.create(ResourceProfile.fromJSON(r.resourceProfile), r.numberOfRequiredSlots),
+    ),
   );
 }

@@ -36,7 +36,11 @@ export const DEFAULT_WORKER_ENTRY =
 /** Heap above the tasks' own for the TaskExecutor runtime in a child process. */
 export const PROCESS_HEAP_OVERHEAD_MB = 96;
 
-export function spawnWorker(mode: 'thread' | 'process', bootstrap: WorkerBootstrap, options: { entry?: URL; heapLimitMb: number }): SpawnedWorker {
+export function spawnWorker(
+  mode: 'thread' | 'process',
+  bootstrap: WorkerBootstrap,
+  options: { entry?: URL; heapLimitMb: number },
+): SpawnedWorker {
   const entry = options.entry ?? DEFAULT_WORKER_ENTRY;
   if (mode === 'thread') {
     // The compiled runtime needs none of the application's Node options: a preload (`--import`,
@@ -48,7 +52,9 @@ export function spawnWorker(mode: 'thread' | 'process', bootstrap: WorkerBootstr
     return { transport: portTransport(worker), kill: () => void worker.terminate(), exited };
   }
   // The process's own heap limit is the hard bound: a task that blows it takes down this one process only.
-  const child = forkProcess(entry, [], { execArgv: [`--max-old-space-size=${options.heapLimitMb + PROCESS_HEAP_OVERHEAD_MB}`] });
+  const child = forkProcess(entry, [], {
+    execArgv: [`--max-old-space-size=${options.heapLimitMb + PROCESS_HEAP_OVERHEAD_MB}`],
+  });
   const exited = new Promise<void>((resolve) => {
     child.once('exit', () => resolve());
     // A child that could not be spawned has no pid and may never emit 'exit'.

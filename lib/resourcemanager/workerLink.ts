@@ -25,7 +25,11 @@ export interface WorkerLinkOptions {
 }
 
 /** Serves the ResourceManager and the JobMasters to the worker on `link`; returns the worker's TaskExecutor gateway. */
-export function wireWorkerLink(link: Link, context: ResourceManagerDriverContext, options: WorkerLinkOptions): TaskExecutorGateway {
+export function wireWorkerLink(
+  link: Link,
+  context: ResourceManagerDriverContext,
+  options: WorkerLinkOptions,
+): TaskExecutorGateway {
   const { resourceId, logger } = options;
   serveGateway(link, 'rm', context.resourceManagerGateway(resourceId), { mailbox: context.mailbox });
   link.onUnknownChannel('jm:', (channel) => {
@@ -33,7 +37,17 @@ export function wireWorkerLink(link: Link, context: ResourceManagerDriverContext
     // Not on our mailbox: a JobMaster served by the ResourceManager runs its calls on its own.
     if (gateway !== undefined) serveGateway(link, channel, gateway);
   });
-  if (logger !== undefined && logger !== null) link.channel(LOG_CHANNEL).addEventListener('message', (event) => logger({ ...(event.data as LogRecord), resourceId }));
+  if (logger !== undefined && logger !== null)
+    link
+      .channel(LOG_CHANNEL)
+      .addEventListener('message', (event) => logger({ ...(event.data as LogRecord), resourceId }));
   // The submitTask calls of one turn (a JobMaster deploying, the next tasks after a finished batch) go as one call.
-  return batchSubmissions(connectGateway<BatchingTaskExecutorGateway>(link, 'te', { gateway: GATEWAY.taskExecutor, timeoutMs: options.timeoutMs, clock: options.clock, endpoint: resourceId }));
+  return batchSubmissions(
+    connectGateway<BatchingTaskExecutorGateway>(link, 'te', {
+      gateway: GATEWAY.taskExecutor,
+      timeoutMs: options.timeoutMs,
+      clock: options.clock,
+      endpoint: resourceId,
+    }),
+  );
 }

@@ -40,14 +40,20 @@ export class JobEventLog {
 
   /** Status events kept, oldest first (never dropped). */
   statusEvents(): Array<Extract<SequencedJobEvent, { type: 'status' }>> {
-    return this.#events.filter((event): event is Extract<SequencedJobEvent, { type: 'status' }> => event.type === 'status');
+    return this.#events.filter(
+      (event): event is Extract<SequencedJobEvent, { type: 'status' }> => event.type === 'status',
+    );
   }
 
   /**
    * Where a subtask attempt ran (its last task event that named a TaskExecutor), or undefined: a
    * finished attempt gave its slot back, so the JobMaster no longer knows.
    */
-  placementOf(vertexId: string, subtaskIndex: number, attemptNumber: number): { readonly resourceId: string; readonly allocationId: string | null } | undefined {
+  placementOf(
+    vertexId: string,
+    subtaskIndex: number,
+    attemptNumber: number,
+  ): { readonly resourceId: string; readonly allocationId: string | null } | undefined {
     return this.#placements.get(`${vertexId}#${subtaskIndex}#${attemptNumber}`);
   }
 
@@ -80,7 +86,11 @@ export class JobEventLog {
   }
 
   #append(event: JobEvent): void {
-    if (event.type === 'task' && event.resourceId !== null) this.#placements.set(`${event.vertexId}#${event.subtaskIndex}#${event.attemptNumber}`, { resourceId: event.resourceId, allocationId: event.allocationId });
+    if (event.type === 'task' && event.resourceId !== null)
+      this.#placements.set(`${event.vertexId}#${event.subtaskIndex}#${event.attemptNumber}`, {
+        resourceId: event.resourceId,
+        allocationId: event.allocationId,
+      });
     this.#events.push({ ...event, seq: this.#nextSeq++ });
     if (this.#events.length <= this.#capacity) return;
     let toDrop = Math.ceil(this.#capacity / 2);

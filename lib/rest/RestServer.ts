@@ -34,7 +34,16 @@ export interface RestServer {
   close(): Promise<void>;
 }
 
-const TARGET_METHODS = ['storeTaskCode', 'submitJob', 'listJobs', 'jobDetails', 'jobResult', 'jobEvents', 'cancelJob', 'overview'] as const;
+const TARGET_METHODS = [
+  'storeTaskCode',
+  'submitJob',
+  'listJobs',
+  'jobDetails',
+  'jobResult',
+  'jobEvents',
+  'cancelJob',
+  'overview',
+] as const;
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 const CLOSE_TIMEOUT_MS = 5_000;
 const LOOPBACK: ReadonlySet<string> = new Set(['127.0.0.1', 'localhost', '::1']);
@@ -55,7 +64,15 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     forceCloseConnections: true,
     // Refuse what the schemas do not allow instead of repairing it: no unknown fields dropped, no
     // strings turned into numbers; `verbose` hands the error formatter the schema and the value.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, verbose: true, allErrors: false } },
+    ajv: {
+      customOptions: {
+        removeAdditional: false,
+        coerceTypes: false,
+        useDefaults: false,
+        verbose: true,
+        allErrors: false,
+      },
+    },
   });
   // JSON only: fastify also parses text/plain by default, which would turn a wrong content type into a schema error.
   app.removeContentTypeParser('text/plain');
@@ -64,7 +81,13 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     void reply.code(status).type('application/json').send(body);
   });
   app.setNotFoundHandler((request, reply) => {
-    const { status, body } = errorResponse(new RestError('not-found', `no route ${request.method} ${request.url.split('?')[0]}; the API has ${Object.keys(ROUTES).join(', ')}`, { status: 404, method: request.method, path: request.url }));
+    const { status, body } = errorResponse(
+      new RestError(
+        'not-found',
+        `no route ${request.method} ${request.url.split('?')[0]}; the API has ${Object.keys(ROUTES).join(', ')}`,
+        { status: 404, method: request.method, path: request.url },
+      ),
+    );
     void reply.code(status).send(body);
   });
   if (LOOPBACK.has(address)) {
@@ -73,7 +96,11 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     app.addHook('onRequest', async (request) => {
       const host = hostnameOf(request.headers.host);
       if (host === undefined || !LOOPBACK_NAMES.has(host)) {
-        throw new RestError('forbidden-host', `this REST API listens on ${address} and answers only requests addressed to localhost, 127.0.0.1 or [::1], not to ${JSON.stringify(request.headers.host ?? '')}`, { status: 403, host: request.headers.host });
+        throw new RestError(
+          'forbidden-host',
+          `this REST API listens on ${address} and answers only requests addressed to localhost, 127.0.0.1 or [::1], not to ${JSON.stringify(request.headers.host ?? '')}`,
+          { status: 403, host: request.headers.host },
+        );
       }
     });
   }
@@ -84,12 +111,16 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   } catch (error) {
     await app.close();
     const code = (error as { code?: string }).code;
-    throw new IllegalArgumentError('invalid-value', `the REST server cannot listen on ${address}:${port}: ${code === 'EADDRINUSE' ? 'the port is in use' : code === 'EADDRNOTAVAIL' ? 'no interface has this address' : (error as Error).message}`, {
-      argument: code === 'EADDRNOTAVAIL' ? 'address' : 'port',
-      address,
-      port,
-      code,
-    });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `the REST server cannot listen on ${address}:${port}: ${code === 'EADDRINUSE' ? 'the port is in use' : code === 'EADDRNOTAVAIL' ? 'no interface has this address' : (error as Error).message}`,
+      {
+        argument: code === 'EADDRNOTAVAIL' ? 'address' : 'port',
+        address,
+        port,
+        code,
+      },
+    );
   }
   const bound = app.server.address();
   const host = address.includes(':') ? `[${address}]` : address;
@@ -116,23 +147,71 @@ function refuseOtherMethods(app: FastifyInstance): void {
       url,
       handler: async (request, reply) => {
         void reply.header('allow', allowed.join(', '));
-        throw new RestError('method-not-allowed', `${request.method} is not allowed on ${url}; allowed: ${allowed.join(', ')}`, { status: 405, method: request.method, path: url, allowed });
+        throw new RestError(
+          'method-not-allowed',
+          `${request.method} is not allowed on ${url}; allowed: ${allowed.join(', ')}`,
+          { status: 405, method: request.method, path: url, allowed },
+        );
       },
     });
   }
 }
 
 function checkOptions(options: RestServerOptions): Required<RestServerOptions> {
-  if (typeof options !== 'object' || options === null) throw new IllegalArgumentError('invalid-type', `startRestServer takes { target, address?, port?, bodyLimit?, requestTimeoutMs? }, got ${options === null ? 'null' : typeof options}`, { argument: 'options' });
+  if (typeof options !== 'object' || options === null)
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `startRestServer takes { target, address?, port?, bodyLimit?, requestTimeoutMs? }, got ${options === null ? 'null' : typeof options}`,
+      { argument: 'options' },
+    );
   const known = ['target', 'address', 'port', 'bodyLimit', 'requestTimeoutMs'];
   const unknown = Object.keys(options).find((key) => !known.includes(key));
-  if (unknown !== undefined) throw new IllegalArgumentError('unknown-key', `unknown startRestServer option '${unknown}'; known: ${known.join(', ')}`, { argument: unknown });
-  const { target, address = '127.0.0.1', port = 8081, bodyLimit = 64 * 1024 * 1024, requestTimeoutMs = 60_000 } = options;
-  const missing = typeof target === 'object' && target !== null ? TARGET_METHODS.filter((m) => typeof target[m] !== 'function') : TARGET_METHODS;
-  if (missing.length > 0) throw new IllegalArgumentError('invalid-type', `startRestServer options.target must be a RestTarget (miniClusterTarget(cluster)); it lacks ${missing.join(', ')}`, { argument: 'target', missing });
-  if (typeof address !== 'string' || !/^[\w.:-]+$/.test(address)) throw new IllegalArgumentError('invalid-value', `startRestServer options.address must be a host name or IP address such as '127.0.0.1', got ${JSON.stringify(address)}`, { argument: 'address' });
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new IllegalArgumentError('out-of-range', `startRestServer options.port must be an integer from 0 (any free port) to 65535, got ${String(port)}`, { argument: 'port' });
-  if (!Number.isInteger(bodyLimit) || bodyLimit < 1) throw new IllegalArgumentError('out-of-range', `startRestServer options.bodyLimit must be an integer number of bytes >= 1, got ${String(bodyLimit)}`, { argument: 'bodyLimit' });
-  if (!Number.isFinite(requestTimeoutMs) || requestTimeoutMs <= 0) throw new IllegalArgumentError('out-of-range', `startRestServer options.requestTimeoutMs must be a number of ms > 0, got ${String(requestTimeoutMs)}`, { argument: 'requestTimeoutMs' });
+  if (unknown !== undefined)
+    throw new IllegalArgumentError(
+      'unknown-key',
+      `unknown startRestServer option '${unknown}'; known: ${known.join(', ')}`,
+      { argument: unknown },
+    );
+  const {
+    target,
+    address = '127.0.0.1',
+    port = 8081,
+    bodyLimit = 64 * 1024 * 1024,
+    requestTimeoutMs = 60_000,
+  } = options;
+  const missing =
+    typeof target === 'object' && target !== null
+      ? TARGET_METHODS.filter((m) => typeof target[m] !== 'function')
+      : TARGET_METHODS;
+  if (missing.length > 0)
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `startRestServer options.target must be a RestTarget (miniClusterTarget(cluster)); it lacks ${missing.join(', ')}`,
+      { argument: 'target', missing },
+    );
+  if (typeof address !== 'string' || !/^[\w.:-]+$/.test(address))
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `startRestServer options.address must be a host name or IP address such as '127.0.0.1', got ${JSON.stringify(address)}`,
+      { argument: 'address' },
+    );
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new IllegalArgumentError(
+      'out-of-range',
+      `startRestServer options.port must be an integer from 0 (any free port) to 65535, got ${String(port)}`,
+      { argument: 'port' },
+    );
+  if (!Number.isInteger(bodyLimit) || bodyLimit < 1)
+    throw new IllegalArgumentError(
+      'out-of-range',
+      `startRestServer options.bodyLimit must be an integer number of bytes >= 1, got ${String(bodyLimit)}`,
+      { argument: 'bodyLimit' },
+    );
+  if (!Number.isFinite(requestTimeoutMs) || requestTimeoutMs <= 0)
+    throw new IllegalArgumentError(
+      'out-of-range',
+      `startRestServer options.requestTimeoutMs must be a number of ms > 0, got ${String(requestTimeoutMs)}`,
+      { argument: 'requestTimeoutMs' },
+    );
   return { target, address, port, bodyLimit, requestTimeoutMs };
 }

@@ -34,9 +34,19 @@ export class TaskCodeCache {
   readonly #writing = new Map<string, Promise<StoredTaskCode>>();
 
   constructor(options: TaskCodeCacheOptions = {}) {
-    if (typeof options !== 'object' || options === null) throw new IllegalArgumentError('invalid-type', `TaskCodeCache options must be an object { dir? }, got ${options === null ? 'null' : typeof options}`, { argument: 'options' });
+    if (typeof options !== 'object' || options === null)
+      throw new IllegalArgumentError(
+        'invalid-type',
+        `TaskCodeCache options must be an object { dir? }, got ${options === null ? 'null' : typeof options}`,
+        { argument: 'options' },
+      );
     const { dir = join(tmpdir(), 'slotwise-task-code') } = options;
-    if (typeof dir !== 'string' || dir.length === 0) throw new IllegalArgumentError('invalid-type', `TaskCodeCache options.dir must be a non-empty path, got ${JSON.stringify(dir)}`, { argument: 'options.dir' });
+    if (typeof dir !== 'string' || dir.length === 0)
+      throw new IllegalArgumentError(
+        'invalid-type',
+        `TaskCodeCache options.dir must be a non-empty path, got ${JSON.stringify(dir)}`,
+        { argument: 'options.dir' },
+      );
     this.dir = dir;
   }
 
@@ -46,12 +56,16 @@ export class TaskCodeCache {
     const bytes = Buffer.from(code, 'utf8');
     const actual = sha256Hex(bytes);
     if (actual !== sha256) {
-      throw new IllegalArgumentError('invalid-value', `task code '${upload.name}' hashes to sha256 ${actual}, not the ${sha256} sent with it: the upload was changed or cut short`, {
-        argument: 'sha256',
-        name: upload.name,
-        expected: sha256,
-        actual,
-      });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `task code '${upload.name}' hashes to sha256 ${actual}, not the ${sha256} sent with it: the upload was changed or cut short`,
+        {
+          argument: 'sha256',
+          name: upload.name,
+          expected: sha256,
+          actual,
+        },
+      );
     }
     const pending = this.#writing.get(sha256);
     if (pending !== undefined) return pending;
@@ -88,11 +102,35 @@ export class TaskCodeCache {
 }
 
 function checkUpload(upload: TaskCodeUpload): TaskCodeUpload {
-  if (typeof upload !== 'object' || upload === null) throw new IllegalArgumentError('invalid-type', `task code must be an object { name, code, sha256 }, got ${upload === null ? 'null' : typeof upload}`, { argument: 'upload' });
+  if (typeof upload !== 'object' || upload === null)
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `task code must be an object { name, code, sha256 }, got ${upload === null ? 'null' : typeof upload}`,
+      { argument: 'upload' },
+    );
   const { name, code, sha256 } = upload;
-  if (typeof name !== 'string' || name.length === 0 || name.length > 256) throw new IllegalArgumentError('invalid-value', `task code name must be a string of 1 to 256 characters, got ${JSON.stringify(name)}`, { argument: 'name' });
-  if (typeof code !== 'string') throw new IllegalArgumentError('invalid-type', `task code '${name}': code must be the module's source text, got ${typeof code}`, { argument: 'code', name });
-  if (Buffer.byteLength(code, 'utf8') > MAX_TASK_CODE_BYTES) throw new IllegalArgumentError('out-of-range', `task code '${name}' is larger than ${MAX_TASK_CODE_BYTES} bytes`, { argument: 'code', name });
-  if (typeof sha256 !== 'string' || !SHA256.test(sha256)) throw new IllegalArgumentError('invalid-value', `task code '${name}': sha256 must be 64 lowercase hex characters, got ${JSON.stringify(sha256)}`, { argument: 'sha256', name });
+  if (typeof name !== 'string' || name.length === 0 || name.length > 256)
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `task code name must be a string of 1 to 256 characters, got ${JSON.stringify(name)}`,
+      { argument: 'name' },
+    );
+  if (typeof code !== 'string')
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `task code '${name}': code must be the module's source text, got ${typeof code}`,
+      { argument: 'code', name },
+    );
+  if (Buffer.byteLength(code, 'utf8') > MAX_TASK_CODE_BYTES)
+    throw new IllegalArgumentError('out-of-range', `task code '${name}' is larger than ${MAX_TASK_CODE_BYTES} bytes`, {
+      argument: 'code',
+      name,
+    });
+  if (typeof sha256 !== 'string' || !SHA256.test(sha256))
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `task code '${name}': sha256 must be 64 lowercase hex characters, got ${JSON.stringify(sha256)}`,
+      { argument: 'sha256', name },
+    );
   return upload;
 }

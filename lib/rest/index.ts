@@ -10,6 +10,15 @@ export { toJsonValue } from './jsonValue.js';
 
 export type { RestServer, RestServerOptions } from './RestServer.js';
 export type { MiniClusterTargetOptions, TargetCluster } from './miniClusterTarget.js';
-export type { JobDetails, JobEventPage, RestTarget, SequencedJobEvent, StoredTaskCode, TaskCodeUpload, TaskDetails, VertexDetails } from './RestTarget.js';
+export type {
+  JobDetails,
+  JobEventPage,
+  RestTarget,
+  SequencedJobEvent,
+  StoredTaskCode,
+  TaskCodeUpload,
+  TaskDetails,
+  VertexDetails,
+} from './RestTarget.js';
 export type { TaskCodeCacheOptions } from './TaskCodeCache.js';
 export type { JsonValue } from './jsonValue.js';

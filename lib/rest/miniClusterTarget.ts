@@ -43,13 +43,36 @@ export function miniClusterTarget(cluster: MiniCluster, options: MiniClusterTarg
 }
 
 /** A RestTarget over `cluster`, storing uploaded code with `storeTaskCode`. */
-export function clusterTarget(cluster: TargetCluster, storeTaskCode: (upload: TaskCodeUpload) => Promise<StoredTaskCode>, options: Pick<MiniClusterTargetOptions, 'eventLogCapacity'> = {}): RestTarget {
-  if (typeof cluster !== 'object' || cluster === null || typeof cluster.submitJob !== 'function' || typeof cluster.dispatcher?.getJob !== 'function') {
-    throw new IllegalArgumentError('invalid-type', `a REST target takes a started MiniCluster (or JobManager), got ${cluster === null ? 'null' : typeof cluster}`, { argument: 'cluster' });
+export function clusterTarget(
+  cluster: TargetCluster,
+  storeTaskCode: (upload: TaskCodeUpload) => Promise<StoredTaskCode>,
+  options: Pick<MiniClusterTargetOptions, 'eventLogCapacity'> = {},
+): RestTarget {
+  if (
+    typeof cluster !== 'object' ||
+    cluster === null ||
+    typeof cluster.submitJob !== 'function' ||
+    typeof cluster.dispatcher?.getJob !== 'function'
+  ) {
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `a REST target takes a started MiniCluster (or JobManager), got ${cluster === null ? 'null' : typeof cluster}`,
+      { argument: 'cluster' },
+    );
   }
-  if (typeof storeTaskCode !== 'function') throw new IllegalArgumentError('invalid-type', 'storeTaskCode must be a function (upload) => Promise<StoredTaskCode>', { argument: 'storeTaskCode' });
+  if (typeof storeTaskCode !== 'function')
+    throw new IllegalArgumentError(
+      'invalid-type',
+      'storeTaskCode must be a function (upload) => Promise<StoredTaskCode>',
+      { argument: 'storeTaskCode' },
+    );
   const capacity = options.eventLogCapacity ?? DEFAULT_EVENT_LOG_CAPACITY;
-  if (!Number.isInteger(capacity) || capacity < 1) throw new IllegalArgumentError('out-of-range', `eventLogCapacity must be an integer >= 1, got ${String(capacity)}`, { argument: 'eventLogCapacity' });
+  if (!Number.isInteger(capacity) || capacity < 1)
+    throw new IllegalArgumentError(
+      'out-of-range',
+      `eventLogCapacity must be an integer >= 1, got ${String(capacity)}`,
+      { argument: 'eventLogCapacity' },
+    );
   const logs = new Map<JobID, JobEventLog>();
 
   /** The job and its log, or undefined for a job the Dispatcher does not (or no longer) keep. */
@@ -93,7 +116,14 @@ export function clusterTarget(cluster: TargetCluster, storeTaskCode: (upload: Ta
         .map(({ vertexId, subtaskIndex, attemptNumber, state, resourceId, allocationId }) => {
           // A finished attempt gave its slot back: where it ran comes from its events.
           const ran = resourceId === null ? found.log.placementOf(vertexId, subtaskIndex, attemptNumber) : undefined;
-          return { vertexId, subtaskIndex, attemptNumber, state, resourceId: ran?.resourceId ?? resourceId, allocationId: ran?.allocationId ?? allocationId };
+          return {
+            vertexId,
+            subtaskIndex,
+            attemptNumber,
+            state,
+            resourceId: ran?.resourceId ?? resourceId,
+            allocationId: ran?.allocationId ?? allocationId,
+          };
         })
         .sort((a, b) => order.get(a.vertexId)! - order.get(b.vertexId)! || a.subtaskIndex - b.subtaskIndex);
       return {
@@ -103,7 +133,11 @@ export function clusterTarget(cluster: TargetCluster, storeTaskCode: (upload: Ta
         startTime: statuses[0]?.timestamp ?? Date.now(),
         endTime: ENDED.has(status) ? (statuses.at(-1)?.timestamp ?? null) : null,
         restarts: statuses.filter((event) => event.status === 'restarting').length,
-        vertices: master.jobGraph.vertices.map((v) => ({ id: v.id, parallelism: v.parallelism, slotSharingGroup: v.slotSharingGroup })),
+        vertices: master.jobGraph.vertices.map((v) => ({
+          id: v.id,
+          parallelism: v.parallelism,
+          slotSharingGroup: v.slotSharingGroup,
+        })),
         tasks,
       };
     },
@@ -114,7 +148,10 @@ export function clusterTarget(cluster: TargetCluster, storeTaskCode: (upload: Ta
       if (found.log.result !== null) return found.log.result;
       if (!ENDED.has(found.job.status)) return null;
       let timer: NodeJS.Timeout | undefined;
-      const settled = await Promise.race([found.job.result, new Promise<null>((resolve) => (timer = setTimeout(resolve, RESULT_SETTLE_MS, null)))]);
+      const settled = await Promise.race([
+        found.job.result,
+        new Promise<null>((resolve) => (timer = setTimeout(resolve, RESULT_SETTLE_MS, null))),
+      ]);
       clearTimeout(timer);
       return settled;
     },

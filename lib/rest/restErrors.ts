@@ -26,7 +26,12 @@ interface AjvError {
   readonly data?: unknown;
 }
 
-const BAD_INPUT_TAGS: ReadonlySet<string> = new Set(['IllegalArgumentError', 'JobGraphError', 'ConfigurationError', 'ResourceProfileError']);
+const BAD_INPUT_TAGS: ReadonlySet<string> = new Set([
+  'IllegalArgumentError',
+  'JobGraphError',
+  'ConfigurationError',
+  'ResourceProfileError',
+]);
 
 /** A short JSON rendering of a value for a message. */
 export function show(value: unknown): string {
@@ -59,17 +64,38 @@ export function describeViolation(context: string, error: AjvError): string {
 export function errorResponse(error: unknown): { status: number; body: ErrorBody } {
   if (error instanceof RestError) return { status: Number(error.details['status'] ?? 400), body: bodyOf(error) };
   if (isSlotwiseError(error)) {
-    const status = BAD_INPUT_TAGS.has(error._tag) ? 400 : error._tag === 'IllegalStateError' || error._tag === 'EndpointClosedError' ? 503 : error._tag === 'RpcTimeoutError' || error._tag === 'TimeoutError' ? 504 : 500;
+    const status = BAD_INPUT_TAGS.has(error._tag)
+      ? 400
+      : error._tag === 'IllegalStateError' || error._tag === 'EndpointClosedError'
+        ? 503
+        : error._tag === 'RpcTimeoutError' || error._tag === 'TimeoutError'
+          ? 504
+          : 500;
     return { status, body: bodyOf(error) };
   }
-  const fastifyError = error as { code?: string; statusCode?: number; validation?: AjvError[]; validationContext?: string; message?: string };
+  const fastifyError = error as {
+    code?: string;
+    statusCode?: number;
+    validation?: AjvError[];
+    validationContext?: string;
+    message?: string;
+  };
   if (Array.isArray(fastifyError.validation)) {
-    const violations = fastifyError.validation.map((v) => describeViolation(fastifyError.validationContext ?? 'request', v));
-    return { status: 400, body: bodyOf(new RestError('bad-request', violations.join('; '), { status: 400, violations })) };
+    const violations = fastifyError.validation.map((v) =>
+      describeViolation(fastifyError.validationContext ?? 'request', v),
+    );
+    return {
+      status: 400,
+      body: bodyOf(new RestError('bad-request', violations.join('; '), { status: 400, violations })),
+    };
   }
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return refusal(413, 'body-too-large', `the request body is larger than this server takes (${fastifyError.message ?? ''})`);
+      return refusal(
+        413,
+        'body-too-large',
+        `the request body is larger than this server takes (${fastifyError.message ?? ''})`,
+      );
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return refusal(415, 'unsupported-media-type', 'the request body must be JSON (Content-Type: application/json)');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -81,13 +107,32 @@ export function errorResponse(error: unknown): { status: number; body: ErrorBody
     return refusal(fastifyError.statusCode, 'bad-request', fastifyError.message ?? 'bad request');
   }
   const message = error instanceof Error ? error.message : String(error);
-  return { status: 500, body: { _tag: error instanceof Error ? error.name : 'Error', reason: 'internal', message, details: {}, errors: [message] } };
+  return {
+    status: 500,
+    body: {
+      _tag: error instanceof Error ? error.name : 'Error',
+      reason: 'internal',
+      message,
+      details: {},
+      errors: [message],
+    },
+  };
 }
 
-function refusal(status: number, reason: ConstructorParameters<typeof RestError>[0], message: string): { status: number; body: ErrorBody } {
+function refusal(
+  status: number,
+  reason: ConstructorParameters<typeof RestError>[0],
+  message: string,
+): { status: number; body: ErrorBody } {
   return { status, body: bodyOf(new RestError(reason, message, { status })) };
 }
 
 function bodyOf(error: SlotwiseError): ErrorBody {
-  return { _tag: error._tag, reason: error.reason, message: error.message, details: { ...error.details }, errors: [error.message] };
+  return {
+    _tag: error._tag,
+    reason: error.reason,
+    message: error.message,
+    details: { ...error.details },
+    errors: [error.message],
+  };
 }

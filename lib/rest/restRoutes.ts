@@ -9,8 +9,23 @@ import { RestError } from '../core/errors.js';
 import type { JobID } from '../core/ids.js';
 import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
 import type { RestTarget } from './RestTarget.js';
-import { cancelQuery, eventsQuery, jobParams, noQuery, submitJobBody, taskManagerParams, type SubmitJobBody } from './restSchemas.js';
-import { clusterOverviewView, jobDetailsView, jobResultView, jobsView, taskManagerDetailsView, taskManagerView } from './restViews.js';
+import {
+  cancelQuery,
+  eventsQuery,
+  jobParams,
+  noQuery,
+  submitJobBody,
+  taskManagerParams,
+  type SubmitJobBody,
+} from './restSchemas.js';
+import {
+  clusterOverviewView,
+  jobDetailsView,
+  jobResultView,
+  jobsView,
+  taskManagerDetailsView,
+  taskManagerView,
+} from './restViews.js';
 
 /** Every route's path and methods (the server answers 405 for the others). */
 export const ROUTES: Readonly<Record<string, readonly string[]>> = {
@@ -30,43 +45,92 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
   const ask = <T>(operation: string, call: () => Promise<T>): Promise<T> => {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new RestError('timed-out', `the cluster did not answer ${operation} within ${requestTimeoutMs} ms`, { status: 504, operation, timeoutMs: requestTimeoutMs })), requestTimeoutMs);
+      timer = setTimeout(
+        () =>
+          reject(
+            new RestError('timed-out', `the cluster did not answer ${operation} within ${requestTimeoutMs} ms`, {
+              status: 504,
+              operation,
+              timeoutMs: requestTimeoutMs,
+            }),
+          ),
+        requestTimeoutMs,
+      );
     });
     return Promise.race([call(), deadline]).finally(() => clearTimeout(timer));
   };
-  const unknownJob = (jobId: string) => new RestError('unknown-job', `no job ${jobId} in this cluster (ended jobs are kept for jobstore.expiration-time, at most jobstore.max-capacity)`, { status: 404, jobId });
+  const unknownJob = (jobId: string) =>
+    new RestError(
+      'unknown-job',
+      `no job ${jobId} in this cluster (ended jobs are kept for jobstore.expiration-time, at most jobstore.max-capacity)`,
+      { status: 404, jobId },
+    );
   const jobIdOf = (request: { params: unknown }) => (request.params as { jobid: string }).jobid as JobID;
 
-  app.get('/overview', { schema: { querystring: noQuery } }, async () => clusterOverviewView(await ask('overview', () => target.overview())));
+  app.get('/overview', { schema: { querystring: noQuery } }, async () =>
+    clusterOverviewView(await ask('overview', () => target.overview())),
+  );
 
-  app.get('/taskmanagers', { schema: { querystring: noQuery } }, async () => ({ taskmanagers: (await ask('overview', () => target.overview())).taskExecutors.map(taskManagerView) }));
+  app.get('/taskmanagers', { schema: { querystring: noQuery } }, async () => ({
+    taskmanagers: (await ask('overview', () => target.overview())).taskExecutors.map(taskManagerView),
+  }));
 
-  app.get('/taskmanagers/:taskmanagerid', { schema: { params: taskManagerParams, querystring: noQuery } }, async (request) => {
-    const id = (request.params as { taskmanagerid: string }).taskmanagerid;
-    const te = (await ask('overview', () => target.overview())).taskExecutors.find((t) => t.resourceId === id);
-    if (te === undefined) throw new RestError('unknown-taskmanager', `no TaskManager ${id} is registered (GET /taskmanagers lists them)`, { status: 404, resourceId: id });
-    return taskManagerDetailsView(te);
-  });
+  app.get(
+    '/taskmanagers/:taskmanagerid',
+    { schema: { params: taskManagerParams, querystring: noQuery } },
+    async (request) => {
+      const id = (request.params as { taskmanagerid: string }).taskmanagerid;
+      const te = (await ask('overview', () => target.overview())).taskExecutors.find((t) => t.resourceId === id);
+      if (te === undefined)
+        throw new RestError(
+          'unknown-taskmanager',
+          `no TaskManager ${id} is registered (GET /taskmanagers lists them)`,
+          { status: 404, resourceId: id },
+        );
+      return taskManagerDetailsView(te);
+    },
+  );
 
-  app.get('/jobs', { schema: { querystring: noQuery } }, async () => jobsView(await ask('listJobs', () => target.listJobs())));
+  app.get('/jobs', { schema: { querystring: noQuery } }, async () =>
+    jobsView(await ask('listJobs', () => target.listJobs())),
+  );
 
   app.post('/jobs', { schema: { body: submitJobBody, querystring: noQuery } }, async (request, reply) => {
     const { job, taskCode } = request.body as SubmitJobBody;
     const names = new Set<string>();
     for (const code of taskCode) {
-      if (names.has(code.name)) throw new RestError('bad-request', `body.taskCode names '${code.name}' twice; each uploaded module needs its own name`, { status: 400, name: code.name });
+      if (names.has(code.name))
+        throw new RestError(
+          'bad-request',
+          `body.taskCode names '${code.name}' twice; each uploaded module needs its own name`,
+          { status: 400, name: code.name },
+        );
       names.add(code.name);
     }
     for (const [i, vertex] of job.vertices.entries()) {
       if (!names.has(vertex.taskModule)) {
-        throw new RestError('bad-request', `body.job.vertices.${i} (${vertex.id}) names task module '${vertex.taskModule}', which is not in body.taskCode (${[...names].join(', ')})`, { status: 400, vertex: vertex.id, taskModule: vertex.taskModule });
+        throw new RestError(
+          'bad-request',
+          `body.job.vertices.${i} (${vertex.id}) names task module '${vertex.taskModule}', which is not in body.taskCode (${[...names].join(', ')})`,
+          { status: 400, vertex: vertex.id, taskModule: vertex.taskModule },
+        );
       }
     }
     // The graph's own rules first, with stand-in paths: a graph JobGraph refuses stores no code.
-    JobGraph.create({ ...job, vertices: job.vertices.map((v) => ({ ...v, taskModule: `/slotwise-upload/${v.taskModule.replace(/[^\w.-]/g, '_')}` })) } as unknown as JobGraphSpec);
+    JobGraph.create({
+      ...job,
+      vertices: job.vertices.map((v) => ({
+        ...v,
+        taskModule: `/slotwise-upload/${v.taskModule.replace(/[^\w.-]/g, '_')}`,
+      })),
+    } as unknown as JobGraphSpec);
     const stored = new Map<string, string>();
-    for (const code of taskCode) stored.set(code.name, (await ask('storeTaskCode', () => target.storeTaskCode(code))).taskModule);
-    const spec = { ...job, vertices: job.vertices.map((v) => ({ ...v, taskModule: stored.get(v.taskModule)! })) } as unknown as JobGraphSpec;
+    for (const code of taskCode)
+      stored.set(code.name, (await ask('storeTaskCode', () => target.storeTaskCode(code))).taskModule);
+    const spec = {
+      ...job,
+      vertices: job.vertices.map((v) => ({ ...v, taskModule: stored.get(v.taskModule)! })),
+    } as unknown as JobGraphSpec;
     const jobId = await ask('submitJob', () => target.submitJob(spec));
     return reply.code(202).send({ jobid: jobId, jobUrl: `/jobs/${jobId}` });
   });
@@ -82,12 +146,18 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
     const jobId = jobIdOf(request);
     const details = await ask('jobDetails', () => target.jobDetails(jobId));
     if (details === undefined) throw unknownJob(jobId);
-    if (ENDED.has(details.status)) throw new RestError('job-ended', `job ${jobId} has already ${details.status}: there is nothing to cancel`, { status: 409, jobId, jobStatus: details.status });
+    if (ENDED.has(details.status))
+      throw new RestError('job-ended', `job ${jobId} has already ${details.status}: there is nothing to cancel`, {
+        status: 409,
+        jobId,
+        jobStatus: details.status,
+      });
     try {
       await ask('cancelJob', () => target.cancelJob(jobId));
     } catch (error) {
       // The job store may have dropped it between the lookup and the cancel.
-      if (error instanceof Error && (error as { _tag?: string })._tag === 'IllegalArgumentError') throw unknownJob(jobId);
+      if (error instanceof Error && (error as { _tag?: string })._tag === 'IllegalArgumentError')
+        throw unknownJob(jobId);
       throw error;
     }
     return reply.code(202).send({});
@@ -103,7 +173,9 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
   app.get('/jobs/:jobid/events', { schema: { params: jobParams, querystring: eventsQuery } }, async (request) => {
     const jobId = jobIdOf(request);
     const query = request.query as { from?: string; limit?: string };
-    const page = await ask('jobEvents', () => target.jobEvents(jobId, Number(query.from ?? 0), Number(query.limit ?? 1000)));
+    const page = await ask('jobEvents', () =>
+      target.jobEvents(jobId, Number(query.from ?? 0), Number(query.limit ?? 1000)),
+    );
     if (page === undefined) throw unknownJob(jobId);
     return page;
   });

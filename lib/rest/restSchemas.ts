@@ -20,7 +20,11 @@ export const taskManagerParams = {
   type: 'object',
   required: ['taskmanagerid'],
   properties: {
-    taskmanagerid: { type: 'string', pattern: '^[A-Za-z0-9][\\w.:-]{0,199}$', description: 'a ResourceID (letters, digits, _ . : -, e.g. taskexecutor-3f9a1c)' },
+    taskmanagerid: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9][\\w.:-]{0,199}$',
+      description: 'a ResourceID (letters, digits, _ . : -, e.g. taskexecutor-3f9a1c)',
+    },
   },
 } as const;
 
@@ -36,8 +40,16 @@ export const eventsQuery = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    from: { type: 'string', pattern: '^(0|[1-9][0-9]{0,14})$', description: 'the first sequence number wanted: an integer >= 0' },
-    limit: { type: 'string', pattern: '^([1-9][0-9]{0,3}|10000)$', description: 'how many events at most: an integer from 1 to 10000' },
+    from: {
+      type: 'string',
+      pattern: '^(0|[1-9][0-9]{0,14})$',
+      description: 'the first sequence number wanted: an integer >= 0',
+    },
+    limit: {
+      type: 'string',
+      pattern: '^([1-9][0-9]{0,3}|10000)$',
+      description: 'how many events at most: an integer from 1 to 10000',
+    },
   },
 } as const;
 
@@ -49,9 +61,18 @@ const taskCode = {
   additionalProperties: false,
   required: ['name', 'code', 'sha256'],
   properties: {
-    name: { type: 'string', minLength: 1, maxLength: 256, description: 'the name vertices use in taskModule: 1 to 256 characters' },
+    name: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 256,
+      description: 'the name vertices use in taskModule: 1 to 256 characters',
+    },
     code: { type: 'string', description: "the bundled ES module's source text" },
-    sha256: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'the SHA-256 of the UTF-8 bytes of code: 64 lowercase hex characters' },
+    sha256: {
+      type: 'string',
+      pattern: '^[0-9a-f]{64}$',
+      description: 'the SHA-256 of the UTF-8 bytes of code: 64 lowercase hex characters',
+    },
   },
 } as const;
 
@@ -91,6 +112,11 @@ export const submitJobBody = {
 } as const;
 
 export interface SubmitJobBody {
-  readonly job: { readonly name: string; readonly vertices: ReadonlyArray<{ readonly id: string; readonly taskModule: string; readonly parallelism: number } & Record<string, unknown>> } & Record<string, unknown>;
+  readonly job: {
+    readonly name: string;
+    readonly vertices: ReadonlyArray<
+      { readonly id: string; readonly taskModule: string; readonly parallelism: number } & Record<string, unknown>
+    >;
+  } & Record<string, unknown>;
   readonly taskCode: ReadonlyArray<{ readonly name: string; readonly code: string; readonly sha256: string }>;
 }

@@ -27,7 +27,18 @@ const FLINK_JOB_STATUS: Readonly<Record<JobStatus, string>> = {
 };
 
 /** Flink's ExecutionState names, in the order Flink's counts list them. */
-const FLINK_EXECUTION_STATES = ['CREATED', 'SCHEDULED', 'DEPLOYING', 'INITIALIZING', 'RUNNING', 'FINISHED', 'CANCELING', 'CANCELED', 'FAILED', 'RECONCILING'] as const;
+const FLINK_EXECUTION_STATES = [
+  'CREATED',
+  'SCHEDULED',
+  'DEPLOYING',
+  'INITIALIZING',
+  'RUNNING',
+  'FINISHED',
+  'CANCELING',
+  'CANCELED',
+  'FAILED',
+  'RECONCILING',
+] as const;
 
 export function flinkJobStatus(status: JobStatus): string {
   return FLINK_JOB_STATUS[status];
@@ -75,7 +86,9 @@ export function taskManagerView(te: TaskExecutorOverview) {
 export function taskManagerDetailsView(te: TaskExecutorOverview) {
   return {
     ...taskManagerView(te),
-    allocatedSlots: te.slots.filter((slot) => slot.jobId !== null).map((slot) => ({ jobId: slot.jobId, resource: slot.resources })),
+    allocatedSlots: te.slots
+      .filter((slot) => slot.jobId !== null)
+      .map((slot) => ({ jobId: slot.jobId, resource: slot.resources })),
     available: te.available,
     slots: te.slots,
   };
@@ -102,7 +115,8 @@ function vertexState(tasks: readonly TaskDetails[]): string {
   const has = (state: string) => tasks.some((t) => t.state === state);
   for (const state of ['failed', 'canceling', 'canceled']) if (has(state)) return flinkExecutionState(state);
   if (tasks.length > 0 && tasks.every((t) => t.state === 'finished')) return 'FINISHED';
-  for (const state of ['running', 'initializing', 'deploying', 'scheduled']) if (has(state)) return flinkExecutionState(state);
+  for (const state of ['running', 'initializing', 'deploying', 'scheduled'])
+    if (has(state)) return flinkExecutionState(state);
   return 'CREATED';
 }
 
@@ -113,7 +127,14 @@ export function jobDetailsView(details: JobDetails, now: number) {
   for (const task of details.tasks) byVertex.get(task.vertexId)?.push(task);
   const vertices = details.vertices.map((v) => {
     const tasks = byVertex.get(v.id) ?? [];
-    return { id: v.id, name: v.id, parallelism: v.parallelism, slotSharingGroup: v.slotSharingGroup, status: vertexState(tasks), tasks: countStates(tasks.map((t) => t.state)) };
+    return {
+      id: v.id,
+      name: v.id,
+      parallelism: v.parallelism,
+      slotSharingGroup: v.slotSharingGroup,
+      status: vertexState(tasks),
+      tasks: countStates(tasks.map((t) => t.state)),
+    };
   });
   const statusCounts: Record<string, number> = Object.fromEntries(FLINK_EXECUTION_STATES.map((s) => [s, 0]));
   for (const vertex of vertices) statusCounts[vertex.status] = (statusCounts[vertex.status] ?? 0) + 1;
@@ -140,7 +161,11 @@ export function jobDetailsView(details: JobDetails, now: number) {
   };
 }
 
-const APPLICATION_STATUS: Readonly<Record<JobResult['status'], string>> = { finished: 'SUCCEEDED', failed: 'FAILED', canceled: 'CANCELED' };
+const APPLICATION_STATUS: Readonly<Record<JobResult['status'], string>> = {
+  finished: 'SUCCEEDED',
+  failed: 'FAILED',
+  canceled: 'CANCELED',
+};
 
 /** GET /jobs/:jobid/result: Flink's JobExecutionResultResponseBody, with the sinks' outputs (as JSON, see jsonValue.ts). */
 export function jobResultView(result: JobResult | null) {
@@ -152,7 +177,14 @@ export function jobResultView(result: JobResult | null) {
       'application-status': APPLICATION_STATUS[result.status],
       'accumulator-results': {},
       'net-runtime': result.durationMs,
-      ...(result.error === null ? {} : { 'failure-cause': { class: result.error._tag ?? result.error.name, 'stack-trace': result.error.stack ?? `${result.error.name}: ${result.error.message}` } }),
+      ...(result.error === null
+        ? {}
+        : {
+            'failure-cause': {
+              class: result.error._tag ?? result.error.name,
+              'stack-trace': result.error.stack ?? `${result.error.name}: ${result.error.message}`,
+            },
+          }),
       name: result.jobName,
       status: result.status,
       outputs: toJsonValue(result.outputs),

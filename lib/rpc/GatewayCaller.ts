@@ -151,7 +151,13 @@ export class GatewayCaller {
     if (batch.waiting === 0) return;
     const { clock, timeoutMs, maxWaitMs } = this.#o;
     const now = clock.now();
-    const verdict = judgeCallDeadline({ sentAt: batch.sentAt, lastHeardAt: this.#lastHeardAt, now, timeoutMs, maxWaitMs });
+    const verdict = judgeCallDeadline({
+      sentAt: batch.sentAt,
+      lastHeardAt: this.#lastHeardAt,
+      now,
+      timeoutMs,
+      maxWaitMs,
+    });
     if (verdict.kind === 'wait') {
       batch.timer = clock.setTimeout(() => this.#due(batch), verdict.until - now);
       return;
@@ -161,7 +167,11 @@ export class GatewayCaller {
     }
   }
 
-  #timeoutError(method: string, verdict: Exclude<CallDeadlineVerdict, { kind: 'wait' }>, waitedMs: number): RpcTimeoutError {
+  #timeoutError(
+    method: string,
+    verdict: Exclude<CallDeadlineVerdict, { kind: 'wait' }>,
+    waitedMs: number,
+  ): RpcTimeoutError {
     const { gateway, endpoint, timeoutMs, maxWaitMs } = this.#o;
     const call = `${gateway}.${method} to ${endpoint}`;
     const message =
@@ -170,7 +180,15 @@ export class GatewayCaller {
         : verdict.heardSinceSent
           ? `${call} got no answer within ${waitedMs} ms: ${endpoint} sent nothing for the last ${timeoutMs} ms`
           : `${call} got no answer within ${timeoutMs} ms`;
-    return new RpcTimeoutError(message, { gateway, method, timeoutMs, maxWaitMs, waitedMs, endpoint, expired: verdict.kind });
+    return new RpcTimeoutError(message, {
+      gateway,
+      method,
+      timeoutMs,
+      maxWaitMs,
+      waitedMs,
+      endpoint,
+      expired: verdict.kind,
+    });
   }
 
   readonly #onClose = (reason: string, kind: CloseKind): void => {
@@ -196,17 +214,24 @@ export class GatewayCaller {
     const { gateway, endpoint } = this.#o;
     const method = call.frame.method;
     call.reject(
-      new IllegalArgumentError('invalid-value', `${gateway}.${method}: its arguments could not be sent to ${endpoint} (${error instanceof Error ? error.message : String(error)}); gateways carry structured-cloneable data only`, {
-        argument: 'args',
-        gateway,
-        method,
-      }),
+      new IllegalArgumentError(
+        'invalid-value',
+        `${gateway}.${method}: its arguments could not be sent to ${endpoint} (${error instanceof Error ? error.message : String(error)}); gateways carry structured-cloneable data only`,
+        {
+          argument: 'args',
+          gateway,
+          method,
+        },
+      ),
     );
   };
 
   #closedError(method: string, wasPending: boolean): EndpointClosedError {
     const { gateway, endpoint } = this.#o;
-    const { reason, kind } = this.#closedBy ?? { reason: this.#link.closeReason ?? `channel "${this.channel.name}" closed`, kind: this.#link.closeKind ?? 'closed' };
+    const { reason, kind } = this.#closedBy ?? {
+      reason: this.#link.closeReason ?? `channel "${this.channel.name}" closed`,
+      kind: this.#link.closeKind ?? 'closed',
+    };
     return new EndpointClosedError(
       wasPending
         ? `${gateway}.${method} to ${endpoint}: the connection ${kind === 'lost' ? 'was lost' : 'was closed by this side'} before an answer came (${reason}); the call may or may not have run`

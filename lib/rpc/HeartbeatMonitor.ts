@@ -52,10 +52,18 @@ export class HeartbeatMonitor<Target> {
   constructor(options: HeartbeatMonitorOptions<Target>) {
     const { intervalMs, timeoutMs } = options;
     if (!Number.isFinite(intervalMs) || intervalMs <= 0) {
-      throw new IllegalArgumentError('out-of-range', `HeartbeatMonitor: intervalMs must be a finite number of ms > 0, got ${intervalMs}`, { argument: 'intervalMs', value: intervalMs });
+      throw new IllegalArgumentError(
+        'out-of-range',
+        `HeartbeatMonitor: intervalMs must be a finite number of ms > 0, got ${intervalMs}`,
+        { argument: 'intervalMs', value: intervalMs },
+      );
     }
     if (!Number.isFinite(timeoutMs) || timeoutMs <= intervalMs) {
-      throw new IllegalArgumentError('out-of-range', `HeartbeatMonitor: timeoutMs must be a finite number of ms > intervalMs (${intervalMs}), got ${timeoutMs}`, { argument: 'timeoutMs', value: timeoutMs });
+      throw new IllegalArgumentError(
+        'out-of-range',
+        `HeartbeatMonitor: timeoutMs must be a finite number of ms > intervalMs (${intervalMs}), got ${timeoutMs}`,
+        { argument: 'timeoutMs', value: timeoutMs },
+      );
     }
     this.#o = options;
     this.#mailbox = options.mailbox;
@@ -126,21 +134,28 @@ export class HeartbeatMonitor<Target> {
     }
     // Lateness is read as the timer fires, before the wake-up queues in the mailbox: a timer fires
     // late only when the event loop was blocked (a mailbox drain included), which is what we forgive.
-    this.#timer = clock.setTimeout(() => {
-      this.#timer = null;
-      const late = clock.now() - at;
-      this.#mailbox.execute(() => this.#wake(late));
-    }, Math.max(0, at - now));
+    this.#timer = clock.setTimeout(
+      () => {
+        this.#timer = null;
+        const late = clock.now() - at;
+        this.#mailbox.execute(() => this.#wake(late));
+      },
+      Math.max(0, at - now),
+    );
   }
 
   #wake(late: number): void {
     if (!this.#running || this.#timer !== null) return;
     const now = this.#mailbox.clock.now();
     if (late > this.#stallToleranceMs && this.#lastHeartbeat.size > 0) {
-      this.#o.log?.(`heartbeat monitor woke ${late} ms late (the event loop or the mailbox was blocked): not counting that against the ${this.#lastHeartbeat.size} monitored peer(s), each gets a fresh heartbeat.timeout`);
+      this.#o.log?.(
+        `heartbeat monitor woke ${late} ms late (the event loop or the mailbox was blocked): not counting that against the ${this.#lastHeartbeat.size} monitored peer(s), each gets a fresh heartbeat.timeout`,
+      );
       for (const target of this.#lastHeartbeat.keys()) this.#lastHeartbeat.set(target, now);
     }
-    const silent = [...this.#lastHeartbeat].filter(([, last]) => now - last >= this.#o.timeoutMs).map(([target]) => target);
+    const silent = [...this.#lastHeartbeat]
+      .filter(([, last]) => now - last >= this.#o.timeoutMs)
+      .map(([target]) => target);
     const round = now >= this.#nextRoundDue;
     if (round) this.#nextRoundDue = now + this.#o.intervalMs;
     this.#arm();

@@ -70,10 +70,17 @@ export class Link {
   constructor(name: string, transport: Transport, options: LinkOptions = {}) {
     const { maxBuffered = 10_000 } = options;
     if (typeof name !== 'string' || name === '') {
-      throw new IllegalArgumentError('invalid-value', `a Link's name must be a non-empty string, got ${String(name)}`, { argument: 'name', value: name });
+      throw new IllegalArgumentError('invalid-value', `a Link's name must be a non-empty string, got ${String(name)}`, {
+        argument: 'name',
+        value: name,
+      });
     }
     if (!Number.isInteger(maxBuffered) || maxBuffered < 0) {
-      throw new IllegalArgumentError('out-of-range', `options.maxBuffered must be a non-negative integer, got ${maxBuffered}`, { argument: 'options.maxBuffered', value: maxBuffered });
+      throw new IllegalArgumentError(
+        'out-of-range',
+        `options.maxBuffered must be a non-negative integer, got ${maxBuffered}`,
+        { argument: 'options.maxBuffered', value: maxBuffered },
+      );
     }
     this.name = name;
     this.#transport = transport;
@@ -124,7 +131,11 @@ export class Link {
    */
   channel(name: string): Channel {
     if (typeof name !== 'string' || name === '') {
-      throw new IllegalArgumentError('invalid-value', `a channel name must be a non-empty string, got ${JSON.stringify(name)}`, { argument: 'name', value: name });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `a channel name must be a non-empty string, got ${JSON.stringify(name)}`,
+        { argument: 'name', value: name },
+      );
     }
     let channel = this.#channels.get(name);
     if (channel === undefined) {
@@ -145,7 +156,11 @@ export class Link {
    */
   onUnknownChannel(prefix: string, handler: (name: string) => void): () => void {
     if (typeof prefix !== 'string' || typeof handler !== 'function') {
-      throw new IllegalArgumentError('invalid-type', 'onUnknownChannel(prefix, handler) needs a string prefix and a function', { argument: 'prefix', value: prefix });
+      throw new IllegalArgumentError(
+        'invalid-type',
+        'onUnknownChannel(prefix, handler) needs a string prefix and a function',
+        { argument: 'prefix', value: prefix },
+      );
     }
     this.#unknownHandlers.set(prefix, handler);
     for (const channel of [...this.#channels.values()]) {
@@ -267,7 +282,10 @@ export class Link {
   #undeliverable(name: unknown, message: unknown, error: unknown): void {
     const channel = typeof name === 'string' ? this.#channels.get(name) : undefined;
     if (channel?.undeliverable(message, error)) return;
-    process.emitWarning(`${this.name}: a message on channel ${String(name)} could not be sent and was dropped: ${error instanceof Error ? error.message : String(error)}`, 'SlotwiseLinkWarning');
+    process.emitWarning(
+      `${this.name}: a message on channel ${String(name)} could not be sent and was dropped: ${error instanceof Error ? error.message : String(error)}`,
+      'SlotwiseLinkWarning',
+    );
   }
 
   #receive(batch: unknown): void {
@@ -324,7 +342,10 @@ export class Link {
   #reserveBuffer(): boolean {
     if (this.#buffered >= this.#maxBuffered) {
       if (this.#dropped++ === 0) {
-        process.emitWarning(`${this.name}: more than ${this.#maxBuffered} messages wait for channels nobody listens to; dropping the rest (their calls will time out)`, 'SlotwiseLinkWarning');
+        process.emitWarning(
+          `${this.name}: more than ${this.#maxBuffered} messages wait for channels nobody listens to; dropping the rest (their calls will time out)`,
+          'SlotwiseLinkWarning',
+        );
       }
       return false;
     }

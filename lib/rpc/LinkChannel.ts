@@ -14,7 +14,9 @@ export interface ChannelMessageEvent {
   readonly data: unknown;
 }
 
-export type ChannelListener = ((event: ChannelMessageEvent) => void) | { handleEvent(event: ChannelMessageEvent): void };
+export type ChannelListener =
+  | ((event: ChannelMessageEvent) => void)
+  | { handleEvent(event: ChannelMessageEvent): void };
 
 /** One named channel of a Link: a comlink Endpoint plus close and delivery-failure notices. */
 export interface Channel {
@@ -74,10 +76,14 @@ export class LinkChannel implements Channel {
 
   postMessage(message: unknown, transfer?: readonly unknown[]): void {
     if (transfer !== undefined && transfer.length > 0) {
-      throw new IllegalArgumentError('invalid-value', `channel "${this.name}": a Link carries structured-cloneable data only (it may cross to a child process); transfer lists are not supported`, {
-        argument: 'transfer',
-        value: transfer.length,
-      });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `channel "${this.name}": a Link carries structured-cloneable data only (it may cross to a child process); transfer lists are not supported`,
+        {
+          argument: 'transfer',
+          value: transfer.length,
+        },
+      );
     }
     if (this.#closed) return;
     this.link.post(this.name, message);

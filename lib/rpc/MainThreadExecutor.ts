@@ -40,9 +40,10 @@ export class MainThreadExecutor {
     readonly name: string,
     readonly clock: Clock = systemClock,
     /** Called with an error a task threw (default: rethrown on a later tick, so it is not lost). */
-    private readonly onUncaught: (error: unknown) => void = (error) => queueMicrotask(() => {
-      throw error;
-    }),
+    private readonly onUncaught: (error: unknown) => void = (error) =>
+      queueMicrotask(() => {
+        throw error;
+      }),
   ) {}
 
   get isClosed(): boolean {
@@ -62,12 +63,15 @@ export class MainThreadExecutor {
   /** Fails loudly when endpoint state is touched from outside the mailbox. */
   assertRunningInMainThread(what = 'endpoint state'): void {
     if (current !== this) {
-      throw new IllegalStateError(`${what} of ${this.name} was touched outside its main thread${current ? ` (from ${current.name}'s)` : ''}; go through its mailbox (execute / callAsync)`, {
-        component: this.name,
-        operation: what,
-        state: current ? `in ${current.name}` : 'outside any mailbox',
-        allowed: [`in ${this.name}`],
-      });
+      throw new IllegalStateError(
+        `${what} of ${this.name} was touched outside its main thread${current ? ` (from ${current.name}'s)` : ''}; go through its mailbox (execute / callAsync)`,
+        {
+          component: this.name,
+          operation: what,
+          state: current ? `in ${current.name}` : 'outside any mailbox',
+          allowed: [`in ${this.name}`],
+        },
+      );
     }
   }
 
@@ -103,7 +107,11 @@ export class MainThreadExecutor {
   /** Queues `task` after `delayMs` on the clock. */
   schedule(task: () => void, delayMs: number): ScheduledTask {
     if (!Number.isFinite(delayMs) || delayMs < 0) {
-      throw new IllegalArgumentError('out-of-range', `${this.name}: a delay must be a finite number of ms >= 0, got ${delayMs}`, { argument: 'delayMs', value: delayMs });
+      throw new IllegalArgumentError(
+        'out-of-range',
+        `${this.name}: a delay must be a finite number of ms >= 0, got ${delayMs}`,
+        { argument: 'delayMs', value: delayMs },
+      );
     }
     let waiting = true;
     const handle = this.clock.setTimeout(() => {

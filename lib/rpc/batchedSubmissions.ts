@@ -37,7 +37,11 @@ interface QueuedSubmission {
  */
 export function batchSubmissions(gateway: BatchingTaskExecutorGateway): TaskExecutorGateway {
   if (typeof gateway !== 'object' || gateway === null) {
-    throw new IllegalArgumentError('invalid-type', `batchSubmissions needs a TaskExecutorGateway, got ${gateway === null ? 'null' : typeof gateway}`, { argument: 'gateway' });
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `batchSubmissions needs a TaskExecutorGateway, got ${gateway === null ? 'null' : typeof gateway}`,
+      { argument: 'gateway' },
+    );
   }
   let queue: QueuedSubmission[] = [];
   let scheduled = false;
@@ -57,7 +61,12 @@ export function batchSubmissions(gateway: BatchingTaskExecutorGateway): TaskExec
         for (let i = 0; i < batch.length; i++) {
           const outcome = outcomes[i];
           if (outcome === null) batch[i]!.resolve();
-          else batch[i]!.reject(outcome === undefined ? new Error(`submitTasks answered ${outcomes.length} outcomes for ${batch.length} submissions`) : deserializeError(outcome));
+          else
+            batch[i]!.reject(
+              outcome === undefined
+                ? new Error(`submitTasks answered ${outcomes.length} outcomes for ${batch.length} submissions`)
+                : deserializeError(outcome),
+            );
         }
       },
       (error: unknown) => {

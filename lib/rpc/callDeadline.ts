@@ -30,7 +30,13 @@ export type CallDeadlineVerdict =
   /** `maxWaitMs` passed although the peer kept sending. */
   | { readonly kind: 'max-wait' };
 
-export function judgeCallDeadline({ sentAt, lastHeardAt, now, timeoutMs, maxWaitMs }: CallDeadlineInput): CallDeadlineVerdict {
+export function judgeCallDeadline({
+  sentAt,
+  lastHeardAt,
+  now,
+  timeoutMs,
+  maxWaitMs,
+}: CallDeadlineInput): CallDeadlineVerdict {
   const heardSinceSent = lastHeardAt > sentAt;
   const silentUntil = (heardSinceSent ? lastHeardAt : sentAt) + timeoutMs;
   if (now >= silentUntil) return { kind: 'silent', heardSinceSent };

@@ -34,7 +34,11 @@ export { serveGateway, type ServedGateway, type ServeOptions } from './serveGate
 
 /** `T`'s methods, each returning a promise of what it returns. */
 export type Gateway<T> = {
-  readonly [K in keyof T as T[K] extends (...args: never[]) => unknown ? K : never]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never;
+  readonly [K in keyof T as T[K] extends (...args: never[]) => unknown ? K : never]: T[K] extends (
+    ...args: infer A
+  ) => infer R
+    ? (...args: A) => Promise<Awaited<R>>
+    : never;
 };
 
 export interface ConnectOptions {
@@ -62,11 +66,15 @@ const callers = new WeakMap<object, GatewayCaller>();
 /** The calls of `gateway` still waiting for an answer, and whether its channel is closed. */
 export function gatewayStatus(gateway: object): { readonly pendingCalls: number; readonly closed: boolean } {
   const caller = callers.get(gateway);
-  if (caller === undefined) throw new IllegalArgumentError('invalid-value', 'gatewayStatus needs a gateway made by connectGateway', { argument: 'gateway' });
+  if (caller === undefined)
+    throw new IllegalArgumentError('invalid-value', 'gatewayStatus needs a gateway made by connectGateway', {
+      argument: 'gateway',
+    });
   return { pendingCalls: caller.pendingCalls, closed: caller.channel.closed };
 }
 
-const isDuration = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value > 0;
+const isDuration = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0;
 
 /**
  * A proxy for the gateway served on `link.channel(channel)` on the other side: an object whose
@@ -80,17 +88,29 @@ const isDuration = (value: unknown): value is number => typeof value === 'number
 export function connectGateway<T>(link: Link, channel: string, options: ConnectOptions): Gateway<T> {
   const { gateway, timeoutMs, clock = systemClock } = options ?? ({} as ConnectOptions);
   if (typeof gateway !== 'string' || gateway === '') {
-    throw new IllegalArgumentError('invalid-value', `options.gateway must name the gateway (e.g. 'TaskExecutorGateway'), got ${String(gateway)}`, { argument: 'options.gateway', value: gateway });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `options.gateway must name the gateway (e.g. 'TaskExecutorGateway'), got ${String(gateway)}`,
+      { argument: 'options.gateway', value: gateway },
+    );
   }
   if (!isDuration(timeoutMs)) {
-    throw new IllegalArgumentError('out-of-range', `options.timeoutMs must be a finite number of ms > 0, got ${String(timeoutMs)}`, { argument: 'options.timeoutMs', value: timeoutMs });
+    throw new IllegalArgumentError(
+      'out-of-range',
+      `options.timeoutMs must be a finite number of ms > 0, got ${String(timeoutMs)}`,
+      { argument: 'options.timeoutMs', value: timeoutMs },
+    );
   }
   const maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_FACTOR * timeoutMs;
   if (!isDuration(maxWaitMs) || maxWaitMs < timeoutMs) {
-    throw new IllegalArgumentError('out-of-range', `options.maxWaitMs must be a finite number of ms >= options.timeoutMs (${timeoutMs}), got ${String(maxWaitMs)}`, {
-      argument: 'options.maxWaitMs',
-      value: maxWaitMs,
-    });
+    throw new IllegalArgumentError(
+      'out-of-range',
+      `options.maxWaitMs must be a finite number of ms >= options.timeoutMs (${timeoutMs}), got ${String(maxWaitMs)}`,
+      {
+        argument: 'options.maxWaitMs',
+        value: maxWaitMs,
+      },
+    );
   }
   const endpoint = options.endpoint ?? channel;
   const caller = new GatewayCaller(link, link.channel(channel), { gateway, endpoint, timeoutMs, maxWaitMs, clock });
@@ -101,11 +121,15 @@ export function connectGateway<T>(link: Link, channel: string, options: ConnectO
     if (!NOT_METHODS.has(name)) return (...args) => caller.call(name, args);
     return () =>
       Promise.reject(
-        new IllegalArgumentError('unknown-key', `${gateway}.${name} is not a gateway method (it belongs to every object); call one of the methods ${endpoint} serves`, {
-          argument: 'method',
-          value: name,
-          gateway,
-        }),
+        new IllegalArgumentError(
+          'unknown-key',
+          `${gateway}.${name} is not a gateway method (it belongs to every object); call one of the methods ${endpoint} serves`,
+          {
+            argument: 'method',
+            value: name,
+            gateway,
+          },
+        ),
       );
   };
   const proxy = new Proxy(Object.create(null) as object, {

@@ -45,7 +45,12 @@ export function serializeError(error: unknown): WireError {
 /** The error a wire form stands for: the same SlotwiseError class (reason, details), or an Error with name, message, stack. */
 export function deserializeError(wire: WireError): Error {
   if (typeof wire._tag === 'string') {
-    const error = reviveError({ _tag: wire._tag, reason: wire.reason ?? '', message: wire.message, details: wire.details ?? {} });
+    const error = reviveError({
+      _tag: wire._tag,
+      reason: wire.reason ?? '',
+      message: wire.message,
+      details: wire.details ?? {},
+    });
     // Keep the thrower's stack: it says where, on the other side, the error came from.
     if (typeof wire.stack === 'string') error.stack = wire.stack;
     return error;
@@ -53,7 +58,8 @@ export function deserializeError(wire: WireError): Error {
   const error = new Error(wire.message);
   error.name = wire.name;
   if (typeof wire.stack === 'string') error.stack = wire.stack;
-  if (typeof wire.code === 'string') Object.defineProperty(error, 'code', { value: wire.code, enumerable: true, writable: true, configurable: true });
+  if (typeof wire.code === 'string')
+    Object.defineProperty(error, 'code', { value: wire.code, enumerable: true, writable: true, configurable: true });
   return error;
 }
 
@@ -69,7 +75,9 @@ export function deserializeThrown(thrown: SerializedThrow): unknown {
 
 /** Installs the handler (idempotent; done at import). */
 export function installErrorTransfer(): void {
-  const current = transferHandlers.get('throw') as (TransferHandler<Thrown, SerializedThrow> & { [INSTALLED]?: true }) | undefined;
+  const current = transferHandlers.get('throw') as
+    | (TransferHandler<Thrown, SerializedThrow> & { [INSTALLED]?: true })
+    | undefined;
   if (current === undefined || current[INSTALLED] === true) return;
   const handler: TransferHandler<Thrown, SerializedThrow> & { [INSTALLED]: true } = {
     [INSTALLED]: true,

@@ -13,7 +13,11 @@ import { entryUrl, isTypeScriptEntry, resolveTsx } from './startWorker.js';
  * Forks `entry` with `args`. `execArgv` defaults to this process's; for a `.ts` entry tsx's hook is
  * added unless already there. `serialization` is always 'advanced'.
  */
-export function forkProcess(entry: URL | string, args: readonly string[] = [], options: Omit<ForkOptions, 'serialization'> = {}): ChildProcess {
+export function forkProcess(
+  entry: URL | string,
+  args: readonly string[] = [],
+  options: Omit<ForkOptions, 'serialization'> = {},
+): ChildProcess {
   const url = entryUrl(entry);
   const execArgv = [...(options.execArgv ?? process.execArgv)];
   if (isTypeScriptEntry(url) && !execArgv.some((arg) => /(^|[=/\\])tsx([/\\]|$)|tsx[/\\]dist/.test(arg))) {

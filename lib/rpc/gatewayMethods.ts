@@ -6,12 +6,19 @@
 import { IllegalArgumentError } from '../core/errors.js';
 
 /** Names no gateway serves (Object.prototype's) — and `then`. */
-export const NOT_METHODS: ReadonlySet<string> = new Set<string>([...Object.getOwnPropertyNames(Object.prototype), 'then']);
+export const NOT_METHODS: ReadonlySet<string> = new Set<string>([
+  ...Object.getOwnPropertyNames(Object.prototype),
+  'then',
+]);
 
 /** The method names of `implementation`: its own function properties and its class's, up to Object.prototype. */
 export function methodNames(implementation: object): string[] {
   const names = new Set<string>();
-  for (let o: object | null = implementation; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o) as object | null) {
+  for (
+    let o: object | null = implementation;
+    o !== null && o !== Object.prototype;
+    o = Object.getPrototypeOf(o) as object | null
+  ) {
     for (const name of Object.getOwnPropertyNames(o)) {
       if (NOT_METHODS.has(name) || names.has(name)) continue;
       const descriptor = Object.getOwnPropertyDescriptor(o, name);
@@ -23,10 +30,14 @@ export function methodNames(implementation: object): string[] {
 
 /** `gateway` has no method `method`: the error names the ones it has. */
 export function unknownMethod(gateway: string, method: string, allowed: readonly string[]): IllegalArgumentError {
-  return new IllegalArgumentError('unknown-key', `${gateway} has no method "${method}"; its methods are ${allowed.join(', ')}`, {
-    argument: 'method',
-    value: method,
-    gateway,
-    allowed,
-  });
+  return new IllegalArgumentError(
+    'unknown-key',
+    `${gateway} has no method "${method}"; its methods are ${allowed.join(', ')}`,
+    {
+      argument: 'method',
+      value: method,
+      gateway,
+      allowed,
+    },
+  );
 }

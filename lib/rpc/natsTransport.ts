@@ -22,7 +22,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
-import { headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import {
+  headers as natsHeaders,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/transport-node';
 import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
 import { BaseTransport, type Detach } from './BaseTransport.js';
 import type { Transport } from './Transport.js';
@@ -65,14 +71,22 @@ const PEER_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 /** Throws an IllegalArgumentError unless `subject` is a literal NATS subject (no wildcards, no blanks). */
 export function checkSubject(subject: unknown, argument: string): string {
   if (typeof subject !== 'string' || !SUBJECT.test(subject)) {
-    throw new IllegalArgumentError('invalid-value', `${argument} must be a NATS subject of tokens of letters, digits, '_' or '-' joined by '.', got ${JSON.stringify(subject)}`, { argument, value: subject });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${argument} must be a NATS subject of tokens of letters, digits, '_' or '-' joined by '.', got ${JSON.stringify(subject)}`,
+      { argument, value: subject },
+    );
   }
   return subject;
 }
 
 function checkPeerId(id: unknown, argument: string): string {
   if (typeof id !== 'string' || !PEER_ID.test(id)) {
-    throw new IllegalArgumentError('invalid-value', `${argument} must be 1-128 letters, digits, '_', '.', ':' or '-', got ${JSON.stringify(id)}`, { argument, value: id });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${argument} must be 1-128 letters, digits, '_', '.', ':' or '-', got ${JSON.stringify(id)}`,
+      { argument, value: id },
+    );
   }
   return id;
 }
@@ -92,10 +106,19 @@ export class NatsInbox {
     this.subject = checkSubject(options.subject, 'options.subject');
     this.id = checkPeerId(options.id, 'options.id');
     if (options.connection.isClosed()) {
-      throw new IllegalStateError(`cannot listen on ${this.subject}: the NATS connection is closed`, { component: 'NatsInbox', operation: 'subscribe', state: 'closed', allowed: ['connected'] });
+      throw new IllegalStateError(`cannot listen on ${this.subject}: the NATS connection is closed`, {
+        component: 'NatsInbox',
+        operation: 'subscribe',
+        state: 'closed',
+        allowed: ['connected'],
+      });
     }
-    this.#subscription = options.connection.subscribe(this.subject, { callback: (error, msg) => (error === null ? this.#arrive(msg) : this.#fail(error)) });
-    void options.connection.closed().then((error) => this.#lostAll(`the NATS connection closed${error ? `: ${error.message}` : ''}`));
+    this.#subscription = options.connection.subscribe(this.subject, {
+      callback: (error, msg) => (error === null ? this.#arrive(msg) : this.#fail(error)),
+    });
+    void options.connection
+      .closed()
+      .then((error) => this.#lostAll(`the NATS connection closed${error ? `: ${error.message}` : ''}`));
   }
 
   get closed(): boolean {
@@ -133,10 +156,21 @@ export class NatsInbox {
   transportTo(peerId: string, peerSubject: string): NatsTransport {
     checkPeerId(peerId, 'peerId');
     checkSubject(peerSubject, 'peerSubject');
-    if (this.#closed) throw new IllegalStateError(`${this.subject}: the inbox is closed`, { component: 'NatsInbox', operation: 'transportTo', state: 'closed', allowed: ['open'] });
+    if (this.#closed)
+      throw new IllegalStateError(`${this.subject}: the inbox is closed`, {
+        component: 'NatsInbox',
+        operation: 'transportTo',
+        state: 'closed',
+        allowed: ['open'],
+      });
     const open = this.#peers.get(peerId);
     if (open !== undefined && !open.closed) {
-      throw new IllegalStateError(`${this.subject} already has an open transport to ${peerId}`, { component: 'NatsInbox', operation: 'transportTo', state: 'connected', allowed: ['no transport to that peer'] });
+      throw new IllegalStateError(`${this.subject} already has an open transport to ${peerId}`, {
+        component: 'NatsInbox',
+        operation: 'transportTo',
+        state: 'connected',
+        allowed: ['no transport to that peer'],
+      });
     }
     const transport = new NatsTransport(this.#o, this.id, peerId, peerSubject, () => {
       if (this.#peers.get(peerId) === transport) this.#peers.delete(peerId);
@@ -158,13 +192,18 @@ export class NatsInbox {
     if (this.#closed) return;
     const from = msg.headers?.get(HEADER_FROM) ?? '';
     const reply = msg.headers?.get(HEADER_REPLY) ?? '';
-    if (!PEER_ID.test(from) || !SUBJECT.test(reply)) return this.#o.log?.(`${this.subject}: dropped a message without a valid ${HEADER_FROM}/${HEADER_REPLY} header`);
+    if (!PEER_ID.test(from) || !SUBJECT.test(reply))
+      return this.#o.log?.(`${this.subject}: dropped a message without a valid ${HEADER_FROM}/${HEADER_REPLY} header`);
     const session = msg.headers?.get(HEADER_SESSION) ?? '';
     const toSession = msg.headers?.get(HEADER_TO_SESSION) ?? '';
     let transport: Transport | undefined = this.#peers.get(from);
     // Addressed to an earlier transport of ours to that peer: stale.
     if (transport instanceof NatsTransport && toSession !== '' && toSession !== transport.session) return;
-    if (transport instanceof NatsTransport && transport.peerSession !== undefined && transport.peerSession !== session) {
+    if (
+      transport instanceof NatsTransport &&
+      transport.peerSession !== undefined &&
+      transport.peerSession !== session
+    ) {
       // A close from an earlier session of that peer concerns a transport that is gone already.
       if (msg.headers?.has(HEADER_CLOSE)) return;
       // The peer restarted: what we had with it is lost; its new session is a new peer.
@@ -230,11 +269,15 @@ export class NatsTransport extends BaseTransport {
     }
     const store = this.#o.largeMessages;
     if (store === undefined) {
-      throw new IllegalArgumentError('out-of-range', `a message of ${bytes.length} bytes to ${this.peerId} exceeds the NATS server's max_payload of ${maxPayload} bytes, and no large-message store is configured; nothing was sent`, {
-        argument: 'message',
-        bytes: bytes.length,
-        maxPayload,
-      });
+      throw new IllegalArgumentError(
+        'out-of-range',
+        `a message of ${bytes.length} bytes to ${this.peerId} exceeds the NATS server's max_payload of ${maxPayload} bytes, and no large-message store is configured; nothing was sent`,
+        {
+          argument: 'message',
+          bytes: bytes.length,
+          maxPayload,
+        },
+      );
     }
     this.#after('outgoing', async () => {
       const key = await store.put(bytes);
@@ -258,7 +301,8 @@ export class NatsTransport extends BaseTransport {
     this.peerSession ??= session;
     const store = this.#o.largeMessages;
     if (stored) {
-      if (store === undefined) return this.#o.log?.(`dropped a stored message from ${this.peerId}: no large-message store is configured here`);
+      if (store === undefined)
+        return this.#o.log?.(`dropped a stored message from ${this.peerId}: no large-message store is configured here`);
       this.#after('incoming', async () => this.#deliverBytes(await store.take(stored)));
       return;
     }
@@ -278,7 +322,8 @@ export class NatsTransport extends BaseTransport {
   protected closePipe(): void {
     this.#forget();
     // Tell the peer, so its transport (and the Link over it) closes now, not at its next deadline.
-    if (!this.#o.connection.isClosed()) this.#publish(new Uint8Array(0), { [HEADER_CLOSE]: `${this.#ownId} closed the transport` }, true);
+    if (!this.#o.connection.isClosed())
+      this.#publish(new Uint8Array(0), { [HEADER_CLOSE]: `${this.#ownId} closed the transport` }, true);
   }
 
   #peerClosed(reason: string): void {
@@ -291,7 +336,9 @@ export class NatsTransport extends BaseTransport {
     try {
       message = deserialize(bytes);
     } catch (error) {
-      this.#o.log?.(`dropped a message from ${this.peerId} that could not be decoded: ${error instanceof Error ? error.message : String(error)}`);
+      this.#o.log?.(
+        `dropped a message from ${this.peerId} that could not be decoded: ${error instanceof Error ? error.message : String(error)}`,
+      );
       return;
     }
     this.deliver(message);
@@ -309,7 +356,8 @@ export class NatsTransport extends BaseTransport {
       this.#o.connection.publish(this.peerSubject, data, { headers: h });
     } catch (error) {
       // Closed or draining under us: the Link's deadlines tell the calls; say it once.
-      if (this.#sendFailures++ === 0) this.#o.log?.(`sending to ${this.peerId} failed: ${error instanceof Error ? error.message : String(error)}`);
+      if (this.#sendFailures++ === 0)
+        this.#o.log?.(`sending to ${this.peerId} failed: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
 
@@ -318,7 +366,11 @@ export class NatsTransport extends BaseTransport {
     const previous = (direction === 'outgoing' ? this.#outgoing : this.#incoming) ?? Promise.resolve();
     const next: Promise<void> = previous
       .then(() => (this.closed ? undefined : step()))
-      .catch((error: unknown) => this.#o.log?.(`a large message ${direction === 'outgoing' ? 'to' : 'from'} ${this.peerId} was lost: ${error instanceof Error ? error.message : String(error)}`))
+      .catch((error: unknown) =>
+        this.#o.log?.(
+          `a large message ${direction === 'outgoing' ? 'to' : 'from'} ${this.peerId} was lost: ${error instanceof Error ? error.message : String(error)}`,
+        ),
+      )
       .finally(() => {
         if (direction === 'outgoing' && this.#outgoing === next) this.#outgoing = null;
         if (direction === 'incoming' && this.#incoming === next) this.#incoming = null;

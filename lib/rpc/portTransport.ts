@@ -11,7 +11,8 @@ class PortTransport extends BaseTransport {
   constructor(private readonly port: MessagePort | Worker) {
     super();
     // A Worker that has already exited reports threadId -1: its link is lost from the start.
-    if (port instanceof Worker && port.threadId === -1) queueMicrotask(() => this.lost('the worker had already exited'));
+    if (port instanceof Worker && port.threadId === -1)
+      queueMicrotask(() => this.lost('the worker had already exited'));
   }
 
   send(message: unknown): void {

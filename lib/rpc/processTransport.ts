@@ -29,7 +29,9 @@ class ProcessTransport extends BaseTransport {
     // The child's side is `process` itself (not an import of node:child_process: a worker has no use for it).
     this.#isChild = (peer as unknown) === process;
     if (typeof this.#peer.send !== 'function') {
-      throw new TypeError(`processTransport needs an IPC channel: ${this.#isChild ? 'this process was not started with fork()' : 'fork the child (or pass stdio with "ipc")'}`);
+      throw new TypeError(
+        `processTransport needs an IPC channel: ${this.#isChild ? 'this process was not started with fork()' : 'fork the child (or pass stdio with "ipc")'}`,
+      );
     }
     if (!this.#peer.connected) queueMicrotask(() => this.lost('the IPC channel was already disconnected'));
   }
@@ -48,9 +50,12 @@ class ProcessTransport extends BaseTransport {
   protected attach(): Detach {
     const peer = this.#peer;
     const onMessage = (message: unknown) => this.deliver(message);
-    const onDisconnect = () => this.lost(this.#isChild ? 'the parent process disconnected' : 'the child process disconnected');
+    const onDisconnect = () =>
+      this.lost(this.#isChild ? 'the parent process disconnected' : 'the child process disconnected');
     const onExit = (code: number | null, signal?: string | null) =>
-      this.lost(`the ${this.#isChild ? '' : 'child '}process exited ${typeof signal === 'string' ? `on signal ${signal}` : `with code ${code}`}`);
+      this.lost(
+        `the ${this.#isChild ? '' : 'child '}process exited ${typeof signal === 'string' ? `on signal ${signal}` : `with code ${code}`}`,
+      );
     const onError = (error: Error) => this.lost(`the child process failed: ${error.message}`);
     peer.on('message', onMessage);
     peer.on('disconnect', onDisconnect);

@@ -109,14 +109,22 @@ export interface SerializedError {
 export interface ResourceRequirementsWire {
   readonly jobId: JobID;
   readonly targetAddress: string;
-  readonly requirements: ReadonlyArray<{ readonly resourceProfile: ResourceProfileJSON; readonly numberOfRequiredSlots: number }>;
+  readonly requirements: ReadonlyArray<{
+    readonly resourceProfile: ResourceProfileJSON;
+    readonly numberOfRequiredSlots: number;
+  }>;
 }
 
 /** Figures of one TaskExecutor (TaskExecutorGateway.requestMetrics). */
 export interface TaskExecutorMetricsWire {
   readonly resourceId: ResourceID;
   /** Slots by state now: allocated (not active yet), active, releasing. Free static slots are `numberOfSlots` minus the static ones taken. */
-  readonly slots: { readonly numberOfSlots: number; readonly allocated: number; readonly active: number; readonly releasing: number };
+  readonly slots: {
+    readonly numberOfSlots: number;
+    readonly allocated: number;
+    readonly active: number;
+    readonly releasing: number;
+  };
   /** Attempts submitted here and not ended yet. */
   readonly runningTasks: number;
   /** Task threads (TaskThreadReserve): null when this TaskExecutor's runners keep no reserve. */
@@ -170,4 +178,6 @@ export type GatewayFrame = CallFrame | AnswerFrame;
 export type WireError = SerializedError & { readonly code?: string };
 
 /** A thrown value on the wire: an Error as a WireError (revived as its own class), anything else as itself. */
-export type SerializedThrow = { readonly isError: true; readonly error: WireError } | { readonly isError: false; readonly value: unknown };
+export type SerializedThrow =
+  | { readonly isError: true; readonly error: WireError }
+  | { readonly isError: false; readonly value: unknown };

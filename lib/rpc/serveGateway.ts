@@ -35,30 +35,46 @@ export interface ServedGateway {
 
 type Invoke = (args: readonly unknown[]) => unknown;
 
-const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (value as { then?: unknown } | null)?.then === 'function';
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  typeof (value as { then?: unknown } | null)?.then === 'function';
 
 /**
  * Serves `implementation` on `link.channel(channel)`. With a mailbox, each call runs as one of its
  * tasks (the implementation may assert it runs in its main thread); without one, where the frame
  * arrives. A call naming anything but one of its methods is answered with an IllegalArgumentError.
  */
-export function serveGateway<T extends object>(link: Link, channel: string, implementation: T, options: ServeOptions<T> = {}): ServedGateway {
+export function serveGateway<T extends object>(
+  link: Link,
+  channel: string,
+  implementation: T,
+  options: ServeOptions<T> = {},
+): ServedGateway {
   if (typeof implementation !== 'object' || implementation === null) {
-    throw new IllegalArgumentError('invalid-type', `serveGateway needs an object implementing the gateway, got ${implementation === null ? 'null' : typeof implementation}`, { argument: 'implementation' });
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `serveGateway needs an object implementing the gateway, got ${implementation === null ? 'null' : typeof implementation}`,
+      { argument: 'implementation' },
+    );
   }
   const gateway = options.gateway ?? channel;
   const available = methodNames(implementation);
   const methods = options.methods === undefined ? available : [...options.methods].sort();
   for (const name of methods) {
     if (!available.includes(name)) {
-      throw new IllegalArgumentError('unknown-key', `serveGateway(${gateway}): options.methods names "${name}", which is not a method of the implementation (it has ${available.join(', ')})`, {
-        argument: 'options.methods',
-        value: name,
-      });
+      throw new IllegalArgumentError(
+        'unknown-key',
+        `serveGateway(${gateway}): options.methods names "${name}", which is not a method of the implementation (it has ${available.join(', ')})`,
+        {
+          argument: 'options.methods',
+          value: name,
+        },
+      );
     }
   }
   if (methods.length === 0) {
-    throw new IllegalArgumentError('invalid-value', `serveGateway(${gateway}): the implementation has no methods`, { argument: 'implementation' });
+    throw new IllegalArgumentError('invalid-value', `serveGateway(${gateway}): the implementation has no methods`, {
+      argument: 'implementation',
+    });
   }
   if (link.closed) {
     throw new IllegalStateError(`cannot serve ${gateway} on ${link.name}: the link is closed (${link.closeReason})`, {
@@ -72,12 +88,17 @@ export function serveGateway<T extends object>(link: Link, channel: string, impl
   const table = Object.create(null) as Record<string, Invoke>;
   for (const name of methods) {
     const method = (implementation as Record<string, (...args: unknown[]) => unknown>)[name]!;
-    table[name] = mailbox === undefined ? (args) => method.apply(implementation, args as unknown[]) : (args) => mailbox.callAsync(() => method.apply(implementation, args as unknown[]));
+    table[name] =
+      mailbox === undefined
+        ? (args) => method.apply(implementation, args as unknown[])
+        : (args) => mailbox.callAsync(() => method.apply(implementation, args as unknown[]));
   }
 
   const endpoint = link.channel(channel);
-  const answer = (id: number, value: unknown) => endpoint.postMessage({ kind: 'result', id, value } satisfies ResultFrame);
-  const fail = (id: number, thrown: unknown) => endpoint.postMessage({ kind: 'error', id, thrown: serializeThrown(thrown) } satisfies ErrorFrame);
+  const answer = (id: number, value: unknown) =>
+    endpoint.postMessage({ kind: 'result', id, value } satisfies ResultFrame);
+  const fail = (id: number, thrown: unknown) =>
+    endpoint.postMessage({ kind: 'error', id, thrown: serializeThrown(thrown) } satisfies ErrorFrame);
 
   const listener = (event: ChannelMessageEvent): void => {
     const frame = event.data as GatewayFrame | null;
@@ -85,7 +106,15 @@ export function serveGateway<T extends object>(link: Link, channel: string, impl
     const { id, method, args } = frame;
     const invoke = typeof method === 'string' && Object.hasOwn(table, method) ? table[method]! : undefined;
     if (invoke === undefined) return fail(id, unknownMethod(gateway, String(method), methods));
-    if (!Array.isArray(args)) return fail(id, new IllegalArgumentError('invalid-type', `${gateway}.${method}: a call's arguments must be an array`, { argument: 'args', gateway, method }));
+    if (!Array.isArray(args))
+      return fail(
+        id,
+        new IllegalArgumentError('invalid-type', `${gateway}.${method}: a call's arguments must be an array`, {
+          argument: 'args',
+          gateway,
+          method,
+        }),
+      );
     let result: unknown;
     try {
       result = invoke(args);
@@ -108,7 +137,12 @@ export function serveGateway<T extends object>(link: Link, channel: string, impl
     const frame = message as AnswerFrame | null;
     if (frame?.kind !== 'result' && frame?.kind !== 'error') return;
     const what = frame.kind === 'result' ? 'the result of a call' : 'the error a call threw';
-    fail(frame.id, new TypeError(`${gateway}: ${what} could not be sent back (${error instanceof Error ? error.message : String(error)})`));
+    fail(
+      frame.id,
+      new TypeError(
+        `${gateway}: ${what} could not be sent back (${error instanceof Error ? error.message : String(error)})`,
+      ),
+    );
   });
   return {
     channel,

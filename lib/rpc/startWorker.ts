@@ -19,7 +19,8 @@ import { Worker, type WorkerOptions } from 'node:worker_threads';
 /** A file URL for `entry`: a URL, a `file:` URL string, or a path (relative to the working directory). */
 export function entryUrl(entry: URL | string): URL {
   if (entry instanceof URL) return entry;
-  if (typeof entry !== 'string' || entry === '') throw new TypeError(`an entry must be a URL or a non-empty path, got ${String(entry)}`);
+  if (typeof entry !== 'string' || entry === '')
+    throw new TypeError(`an entry must be a URL or a non-empty path, got ${String(entry)}`);
   return entry.startsWith('file:') ? new URL(entry) : pathToFileURL(resolve(entry));
 }
 
@@ -41,7 +42,10 @@ export function resolveTsx(subpath: '.' | './esm/api', entry: URL): string {
     const { exports } = JSON.parse(readFileSync(manifest, 'utf8')) as { exports: Record<string, unknown> };
     return pathToFileURL(join(dirname(manifest), importTarget(exports[subpath], specifier))).href;
   } catch (error) {
-    throw new Error(`cannot start ${entry.href}: a .ts entry needs tsx (${specifier}) to load; build with tsc and start the .js entry instead`, { cause: error });
+    throw new Error(
+      `cannot start ${entry.href}: a .ts entry needs tsx (${specifier}) to load; build with tsc and start the .js entry instead`,
+      { cause: error },
+    );
   }
 }
 
@@ -59,7 +63,11 @@ function importTarget(target: unknown, specifier: string): string {
  * Starts a worker thread on `entry` (`.ts` through the tsx bootstrap, `.js` directly), with
  * `workerData` and the other Worker options as given (`execArgv` is inherited unless set).
  */
-export function startWorker(entry: URL | string, workerData?: unknown, options: Omit<WorkerOptions, 'eval' | 'workerData'> = {}): Worker {
+export function startWorker(
+  entry: URL | string,
+  workerData?: unknown,
+  options: Omit<WorkerOptions, 'eval' | 'workerData'> = {},
+): Worker {
   const url = entryUrl(entry);
   if (!isTypeScriptEntry(url)) return new Worker(url, { ...options, workerData });
   const tsx = resolveTsx('./esm/api', url);

@@ -117,16 +117,24 @@ export class MemoryManager {
   static create(memorySize: number, pageSize: number = DEFAULT_PAGE_SIZE): MemoryManager {
     checkPageSize(pageSize, 'pageSize');
     if (typeof memorySize !== 'number') {
-      throw new IllegalArgumentError('invalid-type', `memorySize must be a number of bytes, got ${describe(memorySize)}`, {
-        argument: 'memorySize',
-        value: describe(memorySize),
-      });
+      throw new IllegalArgumentError(
+        'invalid-type',
+        `memorySize must be a number of bytes, got ${describe(memorySize)}`,
+        {
+          argument: 'memorySize',
+          value: describe(memorySize),
+        },
+      );
     }
     if (!Number.isSafeInteger(memorySize) || memorySize < 0) {
-      throw new IllegalArgumentError('invalid-value', `memorySize must be a non-negative safe integer (bytes), got ${memorySize}`, {
-        argument: 'memorySize',
-        value: memorySize,
-      });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `memorySize must be a non-negative safe integer (bytes), got ${memorySize}`,
+        {
+          argument: 'memorySize',
+          value: memorySize,
+        },
+      );
     }
     const totalPages = Math.floor(memorySize / pageSize);
     if (totalPages > MAX_PAGES) {
@@ -142,18 +150,26 @@ export class MemoryManager {
   /** A second view over the pages and accounting of a {@link share}d manager (e.g. in a task thread). */
   static attach(handle: SharedMemoryHandle): MemoryManager {
     if (typeof handle !== 'object' || handle === null) {
-      throw new IllegalArgumentError('invalid-type', `handle must be a SharedMemoryHandle from MemoryManager.share(), got ${describe(handle)}`, {
-        argument: 'handle',
-        value: describe(handle),
-      });
+      throw new IllegalArgumentError(
+        'invalid-type',
+        `handle must be a SharedMemoryHandle from MemoryManager.share(), got ${describe(handle)}`,
+        {
+          argument: 'handle',
+          value: describe(handle),
+        },
+      );
     }
     const { data, control, pageSize, totalPages } = handle;
     checkPageSize(pageSize, 'handle.pageSize');
     if (!Number.isSafeInteger(totalPages) || totalPages < 0 || totalPages > MAX_PAGES) {
-      throw new IllegalArgumentError('invalid-value', `handle.totalPages must be an integer from 0 to ${MAX_PAGES}, got ${describe(totalPages)}`, {
-        argument: 'handle.totalPages',
-        value: describe(totalPages),
-      });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `handle.totalPages must be an integer from 0 to ${MAX_PAGES}, got ${describe(totalPages)}`,
+        {
+          argument: 'handle.totalPages',
+          value: describe(totalPages),
+        },
+      );
     }
     if (!(data instanceof SharedArrayBuffer) || data.byteLength !== totalPages * pageSize) {
       throw new IllegalArgumentError(
@@ -196,10 +212,14 @@ export class MemoryManager {
   allocatePages(owner: string, count: number): MemorySegment[] {
     checkOwner(owner);
     if (!Number.isSafeInteger(count) || count <= 0) {
-      throw new MemoryAllocationError('invalid-request', `count must be a positive safe integer (pages), got ${describe(count)}`, {
-        argument: 'count',
-        value: describe(count),
-      });
+      throw new MemoryAllocationError(
+        'invalid-request',
+        `count must be a positive safe integer (pages), got ${describe(count)}`,
+        {
+          argument: 'count',
+          value: describe(count),
+        },
+      );
     }
     if (this.isShutdown) throw this.#shutDownError(owner, count);
     // A request that could never fit is refused without creating the buffers.
@@ -254,10 +274,14 @@ export class MemoryManager {
   releasePages(owner: string, segments: ReadonlyArray<MemorySegment | number>): void {
     checkOwner(owner);
     if (!Array.isArray(segments)) {
-      throw new MemoryAllocationError('invalid-request', `segments must be an array of MemorySegments or page indexes, got ${describe(segments)}`, {
-        argument: 'segments',
-        value: describe(segments),
-      });
+      throw new MemoryAllocationError(
+        'invalid-request',
+        `segments must be an array of MemorySegments or page indexes, got ${describe(segments)}`,
+        {
+          argument: 'segments',
+          value: describe(segments),
+        },
+      );
     }
     const indexes: number[] = [];
     const seen = new Set<number>();
@@ -271,10 +295,14 @@ export class MemoryManager {
         );
       }
       if (seen.has(index as number)) {
-        throw new MemoryAllocationError('invalid-request', `segments lists page ${index} twice; each page can be released once`, {
-          argument: 'segments',
-          page: index,
-        });
+        throw new MemoryAllocationError(
+          'invalid-request',
+          `segments lists page ${index} twice; each page can be released once`,
+          {
+            argument: 'segments',
+            page: index,
+          },
+        );
       }
       seen.add(index as number);
       indexes.push(index as number);
@@ -373,7 +401,12 @@ export class MemoryManager {
   }
 
   toJSON(): { pageSize: number; totalPages: number; freePages: number; shutdown: boolean } {
-    return { pageSize: this.pageSize, totalPages: this.totalPages, freePages: this.freePages, shutdown: this.isShutdown };
+    return {
+      pageSize: this.pageSize,
+      totalPages: this.totalPages,
+      freePages: this.freePages,
+      shutdown: this.isShutdown,
+    };
   }
 
   #materialize(): Shared {
@@ -408,10 +441,14 @@ export class MemoryManager {
     // its owners for its lifetime rather than burning a new token every time an owner comes back.
     const token = Atomics.add(this.#shared!.control, NEXT_TOKEN, 1);
     if (token < 1) {
-      throw new MemoryAllocationError('invalid-request', `owner ${JSON.stringify(owner)} cannot be registered: all 2^31 - 1 owner tokens of this manager are used`, {
-        argument: 'owner',
-        owner,
-      });
+      throw new MemoryAllocationError(
+        'invalid-request',
+        `owner ${JSON.stringify(owner)} cannot be registered: all 2^31 - 1 owner tokens of this manager are used`,
+        {
+          argument: 'owner',
+          owner,
+        },
+      );
     }
     const state: OwnerState = { token, pages: 0 };
     this.#owners.set(owner, state);
@@ -464,7 +501,12 @@ function checkPageSize(pageSize: unknown, argument: string): asserts pageSize is
       value: describe(pageSize),
     });
   }
-  if (!Number.isInteger(pageSize) || pageSize < MIN_PAGE_SIZE || pageSize > MAX_PAGE_SIZE || (pageSize & (pageSize - 1)) !== 0) {
+  if (
+    !Number.isInteger(pageSize) ||
+    pageSize < MIN_PAGE_SIZE ||
+    pageSize > MAX_PAGE_SIZE ||
+    (pageSize & (pageSize - 1)) !== 0
+  ) {
     throw new IllegalArgumentError(
       'out-of-range',
       `${argument} must be a power of two from ${MIN_PAGE_SIZE} (4 KiB) to ${MAX_PAGE_SIZE} (16 MiB) bytes, got ${pageSize}`,

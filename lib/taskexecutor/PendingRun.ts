@@ -7,7 +7,13 @@
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { isCanceled, isStarted, type RunFlag, type RunFlags } from './runFlags.js';
 import type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
-import { canceledAfterOutcome, isCanceledError, outcomeFailure, type FailureScope, type StoppedBy } from './taskFailure.js';
+import {
+  canceledAfterOutcome,
+  isCanceledError,
+  outcomeFailure,
+  type FailureScope,
+  type StoppedBy,
+} from './taskFailure.js';
 import type { TaskInvocationContext, TaskWorkerOutcome } from './taskThreadProtocol.js';
 
 export interface TaskResult {
@@ -105,7 +111,11 @@ export class PendingRuns {
   #failed = 0;
   #canceled = 0;
   readonly #listenerFailed = (run: PendingRun, error: unknown): void =>
-    this.log('error', `a run's start listener threw: ${error instanceof Error ? error.message : String(error)}`, run.ctx);
+    this.log(
+      'error',
+      `a run's start listener threw: ${error instanceof Error ? error.message : String(error)}`,
+      run.ctx,
+    );
 
   constructor(
     private readonly scope: FailureScope,
@@ -117,7 +127,13 @@ export class PendingRuns {
   get counts(): PendingRunsCounts {
     let running = 0;
     for (const run of this.#runs.values()) if (isStarted(run)) running++;
-    return { completed: this.#completed, failed: this.#failed, canceled: this.#canceled, running, queued: this.#runs.size - running };
+    return {
+      completed: this.#completed,
+      failed: this.#failed,
+      canceled: this.#canceled,
+      running,
+      queued: this.#runs.size - running,
+    };
   }
 
   add(run: PendingRun): void {
@@ -131,7 +147,8 @@ export class PendingRuns {
   /** The unsettled runs of an attempt. */
   ofAttempt(executionAttemptId: string): PendingRun[] {
     const found: PendingRun[] = [];
-    for (const run of this.#runs.values()) if (run.ctx.executionAttemptId === executionAttemptId && !run.settled) found.push(run);
+    for (const run of this.#runs.values())
+      if (run.ctx.executionAttemptId === executionAttemptId && !run.settled) found.push(run);
     return found;
   }
 

@@ -69,7 +69,10 @@ export class ResourceManagerConnection {
     this.#attempt = 0;
     this.#deadline?.cancel();
     this.#deadline = this.#o.mailbox.schedule(() => {
-      if (this.#state === 'registering') this.#o.onRegistrationTimeout(`could not register at the ResourceManager within taskmanager.registration.timeout (${why})`);
+      if (this.#state === 'registering')
+        this.#o.onRegistrationTimeout(
+          `could not register at the ResourceManager within taskmanager.registration.timeout (${why})`,
+        );
     }, this.#o.options['taskmanager.registration.timeout']);
     this.#attemptRegistration();
   }
@@ -100,15 +103,22 @@ export class ResourceManagerConnection {
   requireRegisteredAt(resourceManagerId: ResourceManagerId | undefined, operation: string, lifecycle: string): void {
     if (this.#state === 'registered' && resourceManagerId === this.#resourceManagerId) return;
     if (!ResourceManagerId.is(resourceManagerId)) {
-      throw new IllegalArgumentError('invalid-value', `${operation}: resourceManagerId must be the ResourceManagerId of the ResourceManager asking, got ${String(resourceManagerId)}`, { argument: 'resourceManagerId' });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `${operation}: resourceManagerId must be the ResourceManagerId of the ResourceManager asking, got ${String(resourceManagerId)}`,
+        { argument: 'resourceManagerId' },
+      );
     }
     const state = this.#state === 'registered' ? `registered at ResourceManager ${this.#resourceManagerId}` : lifecycle;
-    throw new IllegalStateError(`TaskExecutor ${this.#o.resourceId} is not connected to ResourceManager ${String(resourceManagerId)} (it is ${state}): ${operation} refused`, {
-      component: 'TaskExecutor',
-      operation,
-      state,
-      allowed: [`registered at ResourceManager ${String(resourceManagerId)}`],
-    });
+    throw new IllegalStateError(
+      `TaskExecutor ${this.#o.resourceId} is not connected to ResourceManager ${String(resourceManagerId)} (it is ${state}): ${operation} refused`,
+      {
+        component: 'TaskExecutor',
+        operation,
+        state,
+        allowed: [`registered at ResourceManager ${String(resourceManagerId)}`],
+      },
+    );
   }
 
   #attemptRegistration(): void {
@@ -123,7 +133,9 @@ export class ResourceManagerConnection {
       }
       const initial = options['cluster.registration.initial-timeout'];
       const delay = Math.min(initial * 2 ** (attempt - 1), options['cluster.registration.max-timeout']);
-      this.#o.log(`registration attempt ${attempt} ${response?.kind === 'refused' ? `refused: ${response.reason}` : `failed: ${describeError(error)}`}; retrying in ${delay} ms`);
+      this.#o.log(
+        `registration attempt ${attempt} ${response?.kind === 'refused' ? `refused: ${response.reason}` : `failed: ${describeError(error)}`}; retrying in ${delay} ms`,
+      );
       mailbox.schedule(() => this.#attemptRegistration(), delay);
     });
   }
@@ -148,7 +160,9 @@ export class ResourceManagerConnection {
       timeoutMs,
       onTimeout: (_, silentMs) => {
         if (this.#heartbeat !== monitor || this.#state !== 'registered') return;
-        this.#o.log(`no heartbeat from the ResourceManager for ${silentMs} ms (heartbeat.timeout ${timeoutMs} ms): registering again`);
+        this.#o.log(
+          `no heartbeat from the ResourceManager for ${silentMs} ms (heartbeat.timeout ${timeoutMs} ms): registering again`,
+        );
         this.register('the ResourceManager was lost');
       },
       log: (message) => this.#o.log(message),

@@ -31,7 +31,13 @@ import { cancelQueued, isStarted, type RunFlags } from './runFlags.js';
 import { RunQueue } from './RunQueue.js';
 import type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
 import { classifyPoolFailure, isDataCloneError, label, taskError, type FailureScope } from './taskFailure.js';
-import type { TaskInvocationContext, TaskWorkerBatch, TaskWorkerBatchItem, TaskWorkerBatchResult, TaskWorkerOutcome } from './taskThreadProtocol.js';
+import type {
+  TaskInvocationContext,
+  TaskWorkerBatch,
+  TaskWorkerBatchItem,
+  TaskWorkerBatchResult,
+  TaskWorkerOutcome,
+} from './taskThreadProtocol.js';
 
 /** A run is re-queued at most this often after its batch's thread was lost (then it fails with that error). */
 const MAX_REQUEUES = 3;
@@ -105,11 +111,19 @@ export class RunBatcher {
   }
 
   /** Queues one run (see the module comment); its promise settles when it ends. Not async: the caller's reactions hang on the very promise a run settles. */
-  submit(invocation: TaskInvocation, signal: AbortSignal | undefined, listener: RunStartListener | undefined): Promise<TaskResult> {
+  submit(
+    invocation: TaskInvocation,
+    signal: AbortSignal | undefined,
+    listener: RunStartListener | undefined,
+  ): Promise<TaskResult> {
     const ctx = invocation.context;
     if (signal?.aborted) {
       this.#runs.refusedCanceled();
-      return Promise.reject(taskError(this.#o.scope, 'canceled', ctx, `canceled before it started: ${reasonText(signal.reason)}`, { stoppedBy: 'before-start' }));
+      return Promise.reject(
+        taskError(this.#o.scope, 'canceled', ctx, `canceled before it started: ${reasonText(signal.reason)}`, {
+          stoppedBy: 'before-start',
+        }),
+      );
     }
     return new Promise<TaskResult>((resolve, reject) => {
       const { flags, index } = this.#o.flags.claim();
@@ -144,14 +158,16 @@ export class RunBatcher {
 
   /** Fails every queued run with `error` (the threads could not be made). */
   failQueued(error: unknown): void {
-    for (const run of this.#queue.drain()) if (!run.settled) this.#runs.reject(run, this.#poolFailure(run, error, false));
+    for (const run of this.#queue.drain())
+      if (!run.settled) this.#runs.reject(run, this.#poolFailure(run, error, false));
   }
 
   /** No more batches; the runs not sent end as the pool's threads end the ones they hold. */
   close(): void {
     if (this.#closing) return;
     this.#closing = true;
-    for (const run of this.#queue.drain()) if (!run.settled) this.#runs.reject(run, this.#poolFailure(run, new Error('Terminating worker thread'), false));
+    for (const run of this.#queue.drain())
+      if (!run.settled) this.#runs.reject(run, this.#poolFailure(run, new Error('Terminating worker thread'), false));
   }
 
   /** A run's signal fired, or {@link cancel} named it. */
@@ -163,7 +179,13 @@ export class RunBatcher {
     // Queued here, or in a batch whose thread has not claimed it yet: it never runs (its thread skips it).
     if (batch === null || cancelQueued(run)) {
       run.stoppedBy = 'before-start';
-      this.#runs.reject(run, taskError(scope, 'canceled', run.ctx, `canceled (${reason}); it had not started`, { stoppedBy: 'before-start', graceMs: scope.cancelGraceMs }));
+      this.#runs.reject(
+        run,
+        taskError(scope, 'canceled', run.ctx, `canceled (${reason}); it had not started`, {
+          stoppedBy: 'before-start',
+          graceMs: scope.cancelGraceMs,
+        }),
+      );
       return;
     }
     if (scope.cancelGraceMs === 0) {
@@ -176,7 +198,11 @@ export class RunBatcher {
       // Its outcome may be here already: a thread is only terminated for a run still running.
       this.#o.readPosted();
       if (run.settled || run.batch !== batch) return;
-      this.#o.log('warn', `task ${label(run.ctx)} did not stop within ${scope.cancelGraceMs} ms of its cancel: terminating its thread`, run.ctx);
+      this.#o.log(
+        'warn',
+        `task ${label(run.ctx)} did not stop within ${scope.cancelGraceMs} ms of its cancel: terminating its thread`,
+        run.ctx,
+      );
       this.#force(run, batch);
     }, scope.cancelGraceMs);
   }
@@ -255,7 +281,11 @@ export class RunBatcher {
       for (const run of batch.runs) {
         if (run.settled) continue;
         // Defensive: a batch that returned has posted or returned every outcome.
-        if (isStarted(run)) this.#runs.reject(run, taskError(this.#o.scope, 'thread-exited', run.ctx, 'ended without its outcome reaching the pool', {}));
+        if (isStarted(run))
+          this.#runs.reject(
+            run,
+            taskError(this.#o.scope, 'thread-exited', run.ctx, 'ended without its outcome reaching the pool', {}),
+          );
         else this.#requeue(run, new Error('the batch ended before it started'));
       }
     }
@@ -301,11 +331,22 @@ export class RunBatcher {
     if (run.cancelReason !== null) {
       // Its cancel was on its way to a thread that is gone: the thread's termination stopped it.
       const { scope } = this.#o;
-      this.#runs.reject(run, taskError(scope, 'canceled', run.ctx, `canceled (${run.cancelReason}); its thread was terminated`, { stoppedBy: 'forced', graceMs: scope.cancelGraceMs }));
+      this.#runs.reject(
+        run,
+        taskError(scope, 'canceled', run.ctx, `canceled (${run.cancelReason}); its thread was terminated`, {
+          stoppedBy: 'forced',
+          graceMs: scope.cancelGraceMs,
+        }),
+      );
       return;
     }
     if (this.#closing || (!free && ++run.requeues > MAX_REQUEUES)) {
-      this.#runs.reject(run, this.#closing ? this.#poolFailure(run, new Error('Terminating worker thread'), false) : this.#poolFailure(run, error, true));
+      this.#runs.reject(
+        run,
+        this.#closing
+          ? this.#poolFailure(run, new Error('Terminating worker thread'), false)
+          : this.#poolFailure(run, error, true),
+      );
       return;
     }
     run.batch = null;
@@ -324,7 +365,6 @@ export class RunBatcher {
       threadExitCode: lostThread ? this.#o.threadExitCode() : null,
     });
   }
-
 }
 
 function reasonText(reason: unknown): string {

@@ -46,7 +46,12 @@ export class RunQueue {
     if (!first.solo) {
       while (take < size) {
         const run = this.#runs[take]!;
-        if (run.solo || run.flags.buffer !== first.flags.buffer || run.invocation.memory?.data !== first.invocation.memory?.data) break;
+        if (
+          run.solo ||
+          run.flags.buffer !== first.flags.buffer ||
+          run.invocation.memory?.data !== first.invocation.memory?.data
+        )
+          break;
         take++;
       }
     }

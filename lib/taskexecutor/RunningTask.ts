@@ -16,7 +16,10 @@ export interface SlotTaskRunner {
    * `options.listener` when the attempt starts on its thread (it may wait behind others first),
    * at the latest just before it settles; never if it is canceled before it starts.
    */
-  run(invocation: TaskInvocation, options?: { listener?: RunStartListener }): Promise<{ output: unknown; leakedPagesReleased?: number }>;
+  run(
+    invocation: TaskInvocation,
+    options?: { listener?: RunStartListener },
+  ): Promise<{ output: unknown; leakedPagesReleased?: number }>;
   /**
    * Cancels the attempt if it is queued or running here (its run then rejects, canceled); false if
    * it is not here. A cancel names the attempt rather than aborting a signal: a TaskExecutor runs
@@ -63,19 +66,31 @@ export class RunningTask implements TaskSlotPayload, RunStartListener {
   }
 
   /** What the inspector shows of it in its slot (not its inputs, nor its runner). */
-  toJSON(): { executionAttemptId: ExecutionAttemptID; jobId: JobID; allocationId: AllocationID; state: ExecutionState } {
-    return { executionAttemptId: this.executionAttemptId, jobId: this.jobId, allocationId: this.allocationId, state: this.state };
+  toJSON(): {
+    executionAttemptId: ExecutionAttemptID;
+    jobId: JobID;
+    allocationId: AllocationID;
+    state: ExecutionState;
+  } {
+    return {
+      executionAttemptId: this.executionAttemptId,
+      jobId: this.jobId,
+      allocationId: this.allocationId,
+      state: this.state,
+    };
   }
 }
 
 /** Throws IllegalArgumentError naming the first field of the descriptor that is not what submitTask takes. */
 export function checkDescriptor(d: TaskDeploymentDescriptor): void {
-  const fail = (field: string, rule: string) => new IllegalArgumentError('invalid-value', `submitTask: ${field} ${rule}`, { argument: field });
+  const fail = (field: string, rule: string) =>
+    new IllegalArgumentError('invalid-value', `submitTask: ${field} ${rule}`, { argument: field });
   if (typeof d !== 'object' || d === null) throw fail('descriptor', 'must be a TaskDeploymentDescriptor object');
   if (!JobID.is(d.jobId)) throw fail('jobId', 'must be a JobID');
   if (!AllocationID.is(d.allocationId)) throw fail('allocationId', 'must be an AllocationID');
   if (!ExecutionAttemptID.is(d.executionAttemptId)) throw fail('executionAttemptId', 'must be an ExecutionAttemptID');
-  if (typeof d.taskModule !== 'string' || d.taskModule === '') throw fail('taskModule', 'must be the path or file: URL of a module');
+  if (typeof d.taskModule !== 'string' || d.taskModule === '')
+    throw fail('taskModule', 'must be the path or file: URL of a module');
   for (const key of ['subtaskIndex', 'parallelism', 'attemptNumber'] as const) {
     if (!Number.isSafeInteger(d[key]) || d[key] < 0) throw fail(key, 'must be an integer >= 0');
   }

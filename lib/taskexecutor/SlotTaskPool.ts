@@ -43,7 +43,13 @@ import { RunBatcher } from './RunBatcher.js';
 import { RunFlags } from './runFlags.js';
 import type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
 import { probeHeapLimit, type HeapLimitCheck } from './heapLimitProbe.js';
-import type { ControlFromTask, ControlToTask, TaskInvocationContext, TaskWorkerBatch, TaskWorkerBatchResult } from './taskThreadProtocol.js';
+import type {
+  ControlFromTask,
+  ControlToTask,
+  TaskInvocationContext,
+  TaskWorkerBatch,
+  TaskWorkerBatchResult,
+} from './taskThreadProtocol.js';
 import { createTaskThreads, ThreadExits } from './taskThreads.js';
 
 export type { TaskContext, TaskFunction } from './taskWorker.js';
@@ -139,19 +145,37 @@ export class SlotTaskPool {
   constructor(options: SlotTaskPoolOptions) {
     const { name, heapLimitMb, maxThreads = 1, idleTimeoutMs, cancelGraceMs = DEFAULT_CANCEL_GRACE_MS } = options;
     if (typeof name !== 'string' || name.length === 0) {
-      throw new IllegalArgumentError('invalid-value', `name must be a non-empty string, got ${String(name)}`, { argument: 'name', value: String(name) });
+      throw new IllegalArgumentError('invalid-value', `name must be a non-empty string, got ${String(name)}`, {
+        argument: 'name',
+        value: String(name),
+      });
     }
     if (heapLimitMb !== undefined && (!Number.isInteger(heapLimitMb) || heapLimitMb < 1)) {
-      throw new IllegalArgumentError('out-of-range', `heapLimitMb must be a positive integer (MB) or undefined, got ${heapLimitMb}`, { argument: 'heapLimitMb', value: heapLimitMb });
+      throw new IllegalArgumentError(
+        'out-of-range',
+        `heapLimitMb must be a positive integer (MB) or undefined, got ${heapLimitMb}`,
+        { argument: 'heapLimitMb', value: heapLimitMb },
+      );
     }
     if (!Number.isInteger(maxThreads) || maxThreads < 1) {
-      throw new IllegalArgumentError('out-of-range', `maxThreads must be an integer >= 1, got ${maxThreads}`, { argument: 'maxThreads', value: maxThreads });
+      throw new IllegalArgumentError('out-of-range', `maxThreads must be an integer >= 1, got ${maxThreads}`, {
+        argument: 'maxThreads',
+        value: maxThreads,
+      });
     }
     if (idleTimeoutMs !== undefined && (!Number.isFinite(idleTimeoutMs) || idleTimeoutMs < 0)) {
-      throw new IllegalArgumentError('out-of-range', `idleTimeoutMs must be a finite number >= 0 or undefined, got ${idleTimeoutMs}`, { argument: 'idleTimeoutMs', value: idleTimeoutMs });
+      throw new IllegalArgumentError(
+        'out-of-range',
+        `idleTimeoutMs must be a finite number >= 0 or undefined, got ${idleTimeoutMs}`,
+        { argument: 'idleTimeoutMs', value: idleTimeoutMs },
+      );
     }
     if (!Number.isFinite(cancelGraceMs) || cancelGraceMs < 0) {
-      throw new IllegalArgumentError('out-of-range', `cancelGraceMs must be a finite number >= 0, got ${cancelGraceMs}`, { argument: 'cancelGraceMs', value: cancelGraceMs });
+      throw new IllegalArgumentError(
+        'out-of-range',
+        `cancelGraceMs must be a finite number >= 0, got ${cancelGraceMs}`,
+        { argument: 'cancelGraceMs', value: cancelGraceMs },
+      );
     }
     this.name = name;
     this.heapLimitMb = heapLimitMb;
@@ -176,7 +200,12 @@ export class SlotTaskPool {
       // piscina replaces a thread that died this way: the next batch brings the buffers again.
       this.#runs.threadLost();
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      this.#emit({ source: 'pool', level: 'error', pool: this.name, message: `pool error (no task to receive it): ${message}` });
+      this.#emit({
+        source: 'pool',
+        level: 'error',
+        pool: this.name,
+        message: `pool error (no task to receive it): ${message}`,
+      });
     };
     // Booted ahead of need (TaskThreadReserve): ours alone from now on, its errors ours to report.
     // Else made here. Either may still be on its way (piscina loading): runs wait in the queue.
@@ -212,7 +241,16 @@ export class SlotTaskPool {
 
   get stats(): SlotTaskPoolStats {
     const { completed, failed, canceled, running, queued, batches } = this.#runs.counts;
-    return { completed, failed, canceled, running, queued, poolErrors: this.#poolErrors, threads: this.#pool?.threads.length ?? 0, batches };
+    return {
+      completed,
+      failed,
+      canceled,
+      running,
+      queued,
+      poolErrors: this.#poolErrors,
+      threads: this.#pool?.threads.length ?? 0,
+      batches,
+    };
   }
 
   /** The ids of the live threads (a replaced thread gets a new id). */
@@ -230,7 +268,10 @@ export class SlotTaskPool {
    * `bad-output`), IllegalArgumentError when the invocation cannot be sent to a thread, or
    * IllegalStateError after {@link close}. Aborting `signal` cancels the attempt (see the module comment).
    */
-  run(invocation: TaskInvocation, options: { readonly signal?: AbortSignal; readonly listener?: RunStartListener } = {}): Promise<TaskResult> {
+  run(
+    invocation: TaskInvocation,
+    options: { readonly signal?: AbortSignal; readonly listener?: RunStartListener } = {},
+  ): Promise<TaskResult> {
     // Not async: the caller's reactions hang on the very promise a run settles (RunBatcher).
     if (this.#closing !== null) {
       return Promise.reject(
@@ -271,7 +312,12 @@ export class SlotTaskPool {
   /** Terminates the threads; a running attempt rejects `canceled`. Idempotent. */
   close(): Promise<void> {
     if (this.#closing === null) {
-      this.#closing = this.#poolReady.then((pool) => pool.destroy(), () => {}).finally(() => this.#control.close());
+      this.#closing = this.#poolReady
+        .then(
+          (pool) => pool.destroy(),
+          () => {},
+        )
+        .finally(() => this.#control.close());
       this.#runs.close();
     }
     return this.#closing;
@@ -279,7 +325,10 @@ export class SlotTaskPool {
 
   /** One pool call: the batch to a thread. */
   #send(batch: TaskWorkerBatch, signal: AbortSignal | undefined): Promise<TaskWorkerBatchResult> {
-    return this.#pool!.run(batch, signal === undefined ? RUN_BATCH : { name: 'runBatch', signal }) as Promise<TaskWorkerBatchResult>;
+    return this.#pool!.run(
+      batch,
+      signal === undefined ? RUN_BATCH : { name: 'runBatch', signal },
+    ) as Promise<TaskWorkerBatchResult>;
   }
 
   /** A message from a run: its log lines, or its outcome (a run of a batch that goes on). */
@@ -291,7 +340,13 @@ export class SlotTaskPool {
     if (message?.type !== 'log') return;
     // It logs: it runs.
     const ctx = this.#runs.heardFrom(message.run);
-    this.#emit({ source: 'task', level: 'info', pool: this.name, message: message.message, ...(ctx === undefined ? {} : attemptOf(ctx)) });
+    this.#emit({
+      source: 'task',
+      level: 'info',
+      pool: this.name,
+      message: message.message,
+      ...(ctx === undefined ? {} : attemptOf(ctx)),
+    });
   }
 
   /** Reads what the runs posted and is still queued on our end, in order. */
@@ -313,12 +368,23 @@ export class SlotTaskPool {
 }
 
 /** The attempt a log entry is about. */
-function attemptOf(ctx: TaskInvocationContext): Pick<SlotTaskPoolLogEntry, 'executionAttemptId' | 'jobId' | 'vertexId' | 'vertexName' | 'subtaskIndex'> {
-  return { executionAttemptId: ctx.executionAttemptId, jobId: ctx.jobId, vertexId: ctx.vertexId, vertexName: ctx.vertexName, subtaskIndex: ctx.subtaskIndex };
+function attemptOf(
+  ctx: TaskInvocationContext,
+): Pick<SlotTaskPoolLogEntry, 'executionAttemptId' | 'jobId' | 'vertexId' | 'vertexName' | 'subtaskIndex'> {
+  return {
+    executionAttemptId: ctx.executionAttemptId,
+    jobId: ctx.jobId,
+    vertexId: ctx.vertexId,
+    vertexName: ctx.vertexName,
+    subtaskIndex: ctx.subtaskIndex,
+  };
 }
 
 function consoleLog(entry: SlotTaskPoolLogEntry): void {
-  const who = entry.vertexName === undefined ? `[${entry.pool}]` : `[${entry.pool}] ${entry.vertexName} (${(entry.subtaskIndex ?? 0) + 1})`;
+  const who =
+    entry.vertexName === undefined
+      ? `[${entry.pool}]`
+      : `[${entry.pool}] ${entry.vertexName} (${(entry.subtaskIndex ?? 0) + 1})`;
   if (entry.level === 'info') console.log(`${who}: ${entry.message}`);
   else console.warn(`${who} ${entry.level}: ${entry.message}`);
 }

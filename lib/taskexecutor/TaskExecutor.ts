@@ -16,7 +16,16 @@
  */
 import type { InspectionEvent } from 'xstate';
 import { systemClock, type Clock } from '../core/clock.js';
-import { describeError, IllegalArgumentError, IllegalStateError, isSlotwiseError, SlotNotActiveError, SlotNotFoundError, SlotOwnerMismatchError, TaskNotFoundError } from '../core/errors.js';
+import {
+  describeError,
+  IllegalArgumentError,
+  IllegalStateError,
+  isSlotwiseError,
+  SlotNotActiveError,
+  SlotNotFoundError,
+  SlotOwnerMismatchError,
+  TaskNotFoundError,
+} from '../core/errors.js';
 import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../core/ids.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { ResourceProfile } from '../core/ResourceProfile.js';
@@ -25,7 +34,14 @@ import type { BatchingTaskExecutorGateway, SubmitTaskOutcome } from '../rpc/batc
 import { serializeError } from '../rpc/errorTransfer.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
-import type { ExecutionState, SerializedError, SlotReportWire, SlotRequestWire, TaskDeploymentDescriptor, TaskExecutorMetricsWire } from '../rpc/protocol.js';
+import type {
+  ExecutionState,
+  SerializedError,
+  SlotReportWire,
+  SlotRequestWire,
+  TaskDeploymentDescriptor,
+  TaskExecutorMetricsWire,
+} from '../rpc/protocol.js';
 import { slotReportToWire } from '../rpc/slotReportWire.js';
 import { JobTable } from './JobTable.js';
 import { ResourceManagerConnection } from './ResourceManagerConnection.js';
@@ -55,7 +71,13 @@ export interface TaskExecutorOptions {
   readonly taskThreads?: {
     start(defaultHeapLimitMb: number | undefined, freeSlots: () => number): void;
     close(): Promise<void>;
-    readonly stats: { readonly started: number; readonly served: number; readonly bootedOnDemand: number; readonly spare: number; readonly inUse: number };
+    readonly stats: {
+      readonly started: number;
+      readonly served: number;
+      readonly bootedOnDemand: number;
+      readonly spare: number;
+      readonly inUse: number;
+    };
   };
   /** Called once when the TaskExecutor has stopped (the worker should exit with `code`). */
   readonly onTerminated?: (code: number, reason: string) => void;
@@ -96,8 +118,14 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.options = resolveOptions(options.configuration ?? {});
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
-    this.mailbox = new MainThreadExecutor(`TaskExecutor ${options.resourceId}`, this.#clock, (error) => this.#log(`uncaught in mailbox: ${describeError(error)}`));
-    this.#jobs = new JobTable({ mailbox: this.mailbox, connect: options.connectJobMaster, log: (message) => this.#log(message) });
+    this.mailbox = new MainThreadExecutor(`TaskExecutor ${options.resourceId}`, this.#clock, (error) =>
+      this.#log(`uncaught in mailbox: ${describeError(error)}`),
+    );
+    this.#jobs = new JobTable({
+      mailbox: this.mailbox,
+      connect: options.connectJobMaster,
+      log: (message) => this.#log(message),
+    });
     this.#resourceManager = new ResourceManagerConnection({
       resourceId: this.resourceId,
       resourceManager: options.resourceManager,
@@ -128,10 +156,14 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       slotActions: {
         timeoutSlot: (allocationId, ticket) => {
           // Flink's TaskExecutor.timeoutSlot: free it only if the timeout is still current.
-          if (this.table.isValidTimeout(allocationId, ticket)) this.#freeSlotInternal(allocationId, 'the slot was not activated within taskmanager.slot.timeout');
+          if (this.table.isValidTimeout(allocationId, ticket))
+            this.#freeSlotInternal(allocationId, 'the slot was not activated within taskmanager.slot.timeout');
         },
         slotFreed: (allocationId, jobId) => this.#slotFreed(allocationId, jobId),
-        releaseTimedOut: (allocationId, ids) => this.#log(`slot ${AllocationID.short(allocationId)}: tasks ${ids.map(ExecutionAttemptID.short).join(', ')} did not stop within task.cancellation.timeout`),
+        releaseTimedOut: (allocationId, ids) =>
+          this.#log(
+            `slot ${AllocationID.short(allocationId)}: tasks ${ids.map(ExecutionAttemptID.short).join(', ')} did not stop within task.cancellation.timeout`,
+          ),
         slotClosed: (output) => this.#slotClosed(output),
       },
     });
@@ -162,21 +194,30 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.#requireRunning('requestSlot');
     this.#resourceManager.requireRegisteredAt(request?.resourceManagerId, 'requestSlot', this.lifecycle);
     const profile = ResourceProfile.fromJSON(request.resourceProfile);
-    const allocated = this.table.allocateSlot({ index: request.index, jobId: request.jobId, allocationId: request.allocationId, resourceProfile: profile });
+    const allocated = this.table.allocateSlot({
+      index: request.index,
+      jobId: request.jobId,
+      allocationId: request.allocationId,
+      resourceProfile: profile,
+    });
     this.#jobs.connect(request.jobId, request.targetAddress);
     if (allocated) this.#offerSlot(request.jobId, request.allocationId);
   }
 
   async freeSlot(allocationId: AllocationID, cause: string): Promise<void> {
     this.#requireRunning('freeSlot');
-    if (this.table.getTaskSlot(allocationId) === undefined) throw new SlotNotFoundError(`${this.resourceId} has no slot ${AllocationID.short(allocationId)}`, { allocationId });
+    if (this.table.getTaskSlot(allocationId) === undefined)
+      throw new SlotNotFoundError(`${this.resourceId} has no slot ${AllocationID.short(allocationId)}`, {
+        allocationId,
+      });
     this.#freeSlotInternal(allocationId, cause);
   }
 
   async freeInactiveSlots(jobId: JobID): Promise<void> {
     this.#requireRunning('freeInactiveSlots');
     for (const allocationId of this.table.getAllocationIdsPerJob(jobId)) {
-      if (this.table.getTaskSlot(allocationId)?.state === 'allocated') this.#freeSlotInternal(allocationId, `job ${JobID.short(jobId)} ended`);
+      if (this.table.getTaskSlot(allocationId)?.state === 'allocated')
+        this.#freeSlotInternal(allocationId, `job ${JobID.short(jobId)} ended`);
     }
   }
 
@@ -194,7 +235,11 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   async submitTasks(descriptors: readonly TaskDeploymentDescriptor[]): Promise<SubmitTaskOutcome[]> {
     this.#requireRunning('submitTasks');
     if (!Array.isArray(descriptors)) {
-      throw new IllegalArgumentError('invalid-type', `submitTasks: descriptors must be an array of task deployment descriptors, got ${descriptors === null ? 'null' : typeof descriptors}`, { argument: 'descriptors' });
+      throw new IllegalArgumentError(
+        'invalid-type',
+        `submitTasks: descriptors must be an array of task deployment descriptors, got ${descriptors === null ? 'null' : typeof descriptors}`,
+        { argument: 'descriptors' },
+      );
     }
     return this.#submit(descriptors).map((error) => (error === undefined ? null : serializeError(error)));
   }
@@ -240,15 +285,32 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     const { allocationId, jobId, executionAttemptId } = descriptor;
     // The owner alone (not getTaskSlot, which lists the slot's tasks): this runs for every task.
     const owner = this.table.getOwningJob(allocationId);
-    if (owner === undefined) throw new SlotNotFoundError(`could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.resourceId} has no slot ${AllocationID.short(allocationId)}`, { allocationId, executionAttemptId });
-    if (owner !== jobId) throw new SlotOwnerMismatchError('job-mismatch', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(owner)}`, { allocationId, jobId, expected: owner });
-    if (!this.table.markSlotActive(allocationId)) throw new SlotNotActiveError('slot-releasing', `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} is releasing`, { allocationId });
+    if (owner === undefined)
+      throw new SlotNotFoundError(
+        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.resourceId} has no slot ${AllocationID.short(allocationId)}`,
+        { allocationId, executionAttemptId },
+      );
+    if (owner !== jobId)
+      throw new SlotOwnerMismatchError(
+        'job-mismatch',
+        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(owner)}`,
+        { allocationId, jobId, expected: owner },
+      );
+    if (!this.table.markSlotActive(allocationId))
+      throw new SlotNotActiveError(
+        'slot-releasing',
+        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} is releasing`,
+        { allocationId },
+      );
     return new RunningTask(descriptor, this.#taskCallbacks);
   }
 
   async cancelTask(executionAttemptId: ExecutionAttemptID): Promise<void> {
     this.#requireRunning('cancelTask');
-    if (!this.#tasks.has(executionAttemptId)) throw new TaskNotFoundError(`${this.resourceId} runs no task ${ExecutionAttemptID.short(executionAttemptId)}`, { executionAttemptId });
+    if (!this.#tasks.has(executionAttemptId))
+      throw new TaskNotFoundError(`${this.resourceId} runs no task ${ExecutionAttemptID.short(executionAttemptId)}`, {
+        executionAttemptId,
+      });
     this.#cancel(executionAttemptId, 'canceled by the JobMaster');
   }
 
@@ -258,7 +320,9 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   }
 
   async heartbeatFromJobManager(jobId: JobID): Promise<ExecutionAttemptID[]> {
-    return [...this.#tasks.values()].filter((t) => t.descriptor.jobId === jobId).map((t) => t.descriptor.executionAttemptId);
+    return [...this.#tasks.values()]
+      .filter((t) => t.descriptor.jobId === jobId)
+      .map((t) => t.descriptor.executionAttemptId);
   }
 
   async disconnectResourceManager(cause: string): Promise<void> {
@@ -278,7 +342,16 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       resourceId: this.resourceId,
       slots,
       runningTasks: this.#tasks.size,
-      taskThreads: threads === undefined ? null : { started: threads.started, servedFromSpare: threads.served, bootedOnDemand: threads.bootedOnDemand, spare: threads.spare, inUse: threads.inUse },
+      taskThreads:
+        threads === undefined
+          ? null
+          : {
+              started: threads.started,
+              servedFromSpare: threads.served,
+              bootedOnDemand: threads.bootedOnDemand,
+              spare: threads.spare,
+              inUse: threads.inUse,
+            },
     };
   }
 
@@ -302,12 +375,18 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   /** The ResourceManager accepted us: spare task threads may boot, and it gets our first slot report. */
   #registered(): void {
     const report = slotReportToWire(this.table.createSlotReport(this.resourceId));
-    this.mailbox.whenComplete(this.#o.resourceManager.sendSlotReport(this.resourceId, this.#resourceManager.registrationId!, report), (_, error) => {
-      if (error !== undefined) this.#log(`sending the first slot report failed: ${describeError(error)}`);
-      // Our slots are known: spare task threads may now boot in the background for the slots to
-      // come (not before: loading piscina and booting threads would compete with the registration).
-      if (this.#phase === 'started') this.#o.taskThreads?.start(heapLimitMbOf(this.table.defaultSlotResourceProfile), () => this.#freeStaticSlots());
-    });
+    this.mailbox.whenComplete(
+      this.#o.resourceManager.sendSlotReport(this.resourceId, this.#resourceManager.registrationId!, report),
+      (_, error) => {
+        if (error !== undefined) this.#log(`sending the first slot report failed: ${describeError(error)}`);
+        // Our slots are known: spare task threads may now boot in the background for the slots to
+        // come (not before: loading piscina and booting threads would compete with the registration).
+        if (this.#phase === 'started')
+          this.#o.taskThreads?.start(heapLimitMbOf(this.table.defaultSlotResourceProfile), () =>
+            this.#freeStaticSlots(),
+          );
+      },
+    );
   }
 
   // ------------------------------------------------------------------ slots
@@ -322,7 +401,12 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.mailbox.whenComplete(jobMaster.offerSlots(this.resourceId, [offer]), (accepted, error) => {
       if (this.table.getTaskSlot(allocationId) === undefined) return;
       if (error !== undefined || !accepted?.includes(allocationId)) {
-        this.#freeSlotInternal(allocationId, error !== undefined ? `the JobMaster did not answer the offer: ${describeError(error)}` : 'the JobMaster rejected the offer');
+        this.#freeSlotInternal(
+          allocationId,
+          error !== undefined
+            ? `the JobMaster did not answer the offer: ${describeError(error)}`
+            : 'the JobMaster rejected the offer',
+        );
       } else if (this.table.state === 'running') {
         this.table.markSlotActive(allocationId);
       }
@@ -336,9 +420,12 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   #slotFreed(allocationId: AllocationID, jobId: JobID): void {
     if (this.lifecycle === 'registered') {
-      this.mailbox.whenComplete(this.#o.resourceManager.notifySlotAvailable(this.resourceId, allocationId), (_, error) => {
-        if (error !== undefined) this.#log(`notifySlotAvailable failed: ${describeError(error)}`);
-      });
+      this.mailbox.whenComplete(
+        this.#o.resourceManager.notifySlotAvailable(this.resourceId, allocationId),
+        (_, error) => {
+          if (error !== undefined) this.#log(`notifySlotAvailable failed: ${describeError(error)}`);
+        },
+      );
     }
     const jobMaster = this.#jobs.gateway(jobId);
     if (jobMaster !== undefined) {
@@ -351,7 +438,9 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   #slotClosed(output: TaskSlotOutput): void {
     if (output.leaks.leakedPages > 0) {
-      this.#log(`slot ${output.index} (${AllocationID.short(output.allocationId)}) closed with ${output.leaks.leakedPages} managed-memory pages never released: ${output.leaks.owners.map((o) => `${o.owner}=${o.pages}`).join(', ')}`);
+      this.#log(
+        `slot ${output.index} (${AllocationID.short(output.allocationId)}) closed with ${output.leaks.leakedPages} managed-memory pages never released: ${output.leaks.owners.map((o) => `${o.owner}=${o.pages}`).join(', ')}`,
+      );
     }
     const runner = this.#runners.get(output.allocationId);
     this.#runners.delete(output.allocationId);
@@ -371,7 +460,10 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     let runner = this.#runners.get(allocationId);
     if (runner === undefined) {
       const slot = this.table.getTaskSlot(allocationId)!;
-      runner = this.#o.createTaskRunner({ name: `${this.resourceId}/${slot.index}`, heapLimitMb: heapLimitMbOf(slot.resourceProfile) });
+      runner = this.#o.createTaskRunner({
+        name: `${this.resourceId}/${slot.index}`,
+        heapLimitMb: heapLimitMbOf(slot.resourceProfile),
+      });
       this.#runners.set(allocationId, runner);
     }
     return runner;
@@ -383,7 +475,8 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   #run(task: RunningTask): void {
     const { descriptor } = task;
-    if (task.cancelCause !== null) return this.#finish(task, 'canceled', undefined, { name: 'TaskCanceled', message: task.cancelCause });
+    if (task.cancelCause !== null)
+      return this.#finish(task, 'canceled', undefined, { name: 'TaskCanceled', message: task.cancelCause });
     const memoryManager = this.table.getTaskMemoryManager(descriptor.allocationId);
     const invocation = invocationFor(descriptor, memoryManager.totalPages > 0 ? memoryManager.share() : null);
     this.#report(task, 'initializing');
@@ -403,7 +496,8 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   }
 
   #started(task: RunningTask): void {
-    if (this.#tasks.get(task.executionAttemptId) === task && task.state === 'initializing') this.#report(task, 'running');
+    if (this.#tasks.get(task.executionAttemptId) === task && task.state === 'initializing')
+      this.#report(task, 'running');
   }
 
   #cancel(executionAttemptId: ExecutionAttemptID, cause: string): void {
@@ -413,7 +507,12 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     task.runner?.cancel(executionAttemptId, cause);
   }
 
-  #finish(task: RunningTask, state: 'finished' | 'failed' | 'canceled', output: unknown, error?: SerializedError): void {
+  #finish(
+    task: RunningTask,
+    state: 'finished' | 'failed' | 'canceled',
+    output: unknown,
+    error?: SerializedError,
+  ): void {
     const { executionAttemptId } = task.descriptor;
     if (!this.#tasks.has(executionAttemptId)) return;
     this.#tasks.delete(executionAttemptId);
@@ -437,7 +536,14 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     task.state = state;
     const { jobId, executionAttemptId } = task.descriptor;
     if (this.#jobs.gateway(jobId) === undefined) return;
-    this.#jobs.report({ jobId, executionAttemptId, state, resourceId: this.resourceId, ...(output === undefined ? {} : { output }), ...(error === undefined ? {} : { error }) });
+    this.#jobs.report({
+      jobId,
+      executionAttemptId,
+      state,
+      resourceId: this.resourceId,
+      ...(output === undefined ? {} : { output }),
+      ...(error === undefined ? {} : { error }),
+    });
   }
 
   // ------------------------------------------------------------------ helpers
@@ -445,7 +551,12 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   #requireRunning(operation: string): void {
     this.mailbox.assertRunningInMainThread(`TaskExecutor.${operation}`);
     if (this.#phase === 'shutting-down' || this.#phase === 'stopped') {
-      throw new IllegalStateError(`TaskExecutor ${this.resourceId} is ${this.#phase}: ${operation} refused`, { component: 'TaskExecutor', operation, state: this.#phase, allowed: ['registering', 'registered'] });
+      throw new IllegalStateError(`TaskExecutor ${this.resourceId} is ${this.#phase}: ${operation} refused`, {
+        component: 'TaskExecutor',
+        operation,
+        state: this.#phase,
+        allowed: ['registering', 'registered'],
+      });
     }
   }
 

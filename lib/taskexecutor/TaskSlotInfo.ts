@@ -35,16 +35,36 @@ export function taskSlotInfo(slot: TaskSlotRef): TaskSlotInfo {
 }
 
 /** Every static slot (a free one with `defaultSlotProfile`) and every live dynamic slot. */
-export function slotReportOf(context: TaskSlotTableContext, resourceId: ResourceID, defaultSlotProfile: ResourceProfile): SlotReport {
+export function slotReportOf(
+  context: TaskSlotTableContext,
+  resourceId: ResourceID,
+  defaultSlotProfile: ResourceProfile,
+): SlotReport {
   const slots: SlotStatus[] = [];
   const statusOf = (slot: TaskSlotRef): SlotStatus => {
     const c = slot.getSnapshot().context;
     const state = slotState(slot);
-    return { slotId: SlotID.of(resourceId, c.index), resourceProfile: c.resourceProfile, allocationId: c.allocationId, jobId: c.jobId, state: state === 'done' ? 'releasing' : state };
+    return {
+      slotId: SlotID.of(resourceId, c.index),
+      resourceProfile: c.resourceProfile,
+      allocationId: c.allocationId,
+      jobId: c.jobId,
+      state: state === 'done' ? 'releasing' : state,
+    };
   };
   for (let index = 0; index < context.numberSlots; index++) {
     const slot = context.slots[index];
-    slots.push(slot === undefined ? { slotId: SlotID.of(resourceId, index), resourceProfile: defaultSlotProfile, allocationId: null, jobId: null, state: 'free' } : statusOf(slot));
+    slots.push(
+      slot === undefined
+        ? {
+            slotId: SlotID.of(resourceId, index),
+            resourceProfile: defaultSlotProfile,
+            allocationId: null,
+            jobId: null,
+            state: 'free',
+          }
+        : statusOf(slot),
+    );
   }
   for (const [index, slot] of Object.entries(context.slots)) {
     if (Number(index) >= context.numberSlots) slots.push(statusOf(slot));

@@ -104,8 +104,11 @@ export class TaskSlotTable {
       throw illegal('totalResourceProfile', 'invalid-value', 'must be a known ResourceProfile (specified or ANY)');
     }
     const numberSlots = options.numberSlots ?? DEFAULTS['taskmanager.numberOfTaskSlots'];
-    if (!Number.isSafeInteger(numberSlots) || numberSlots < 0) throw illegal('numberSlots', 'out-of-range', `must be an integer >= 0, got ${numberSlots}`);
-    const defaultSlot = options.defaultSlotResourceProfile ?? defaultSlotResourceProfile(options.totalResourceProfile, Math.max(numberSlots, 1));
+    if (!Number.isSafeInteger(numberSlots) || numberSlots < 0)
+      throw illegal('numberSlots', 'out-of-range', `must be an integer >= 0, got ${numberSlots}`);
+    const defaultSlot =
+      options.defaultSlotResourceProfile ??
+      defaultSlotResourceProfile(options.totalResourceProfile, Math.max(numberSlots, 1));
     if (!(defaultSlot instanceof ResourceProfile) || defaultSlot.isUnknown()) {
       throw illegal('defaultSlotResourceProfile', 'invalid-value', 'must be a known ResourceProfile');
     }
@@ -135,7 +138,9 @@ export class TaskSlotTable {
     });
     this.#actor.on('slotTimedOut', (e) => execute(() => actions?.timeoutSlot(e.allocationId, e.ticket)));
     this.#actor.on('slotFreed', (e) => execute(() => actions?.slotFreed?.(e.allocationId, e.jobId, e.index)));
-    this.#actor.on('slotReleaseTimedOut', (e) => execute(() => actions?.releaseTimedOut?.(e.allocationId, e.executionAttemptIds)));
+    this.#actor.on('slotReleaseTimedOut', (e) =>
+      execute(() => actions?.releaseTimedOut?.(e.allocationId, e.executionAttemptIds)),
+    );
     this.#actor.on('slotClosed', (e) => execute(() => actions?.slotClosed?.(e.output)));
     this.#actor.start();
   }
@@ -204,7 +209,11 @@ export class TaskSlotTable {
     const slot = this.#slot('markSlotInactive', allocationId);
     const timeout = slotTimeout === undefined ? undefined : duration('slotTimeout', slotTimeout, this.slotTimeout);
     if (slotState(slot) === 'releasing') return false;
-    this.#actor.send({ type: 'MARK_SLOT_INACTIVE', allocationId, ...(timeout === undefined ? {} : { slotTimeout: timeout }) });
+    this.#actor.send({
+      type: 'MARK_SLOT_INACTIVE',
+      allocationId,
+      ...(timeout === undefined ? {} : { slotTimeout: timeout }),
+    });
     return true;
   }
 
@@ -221,7 +230,11 @@ export class TaskSlotTable {
     const closed = this.#closingOf(slot);
     // The cause reaches only the tasks still running; build a default one only when there are some.
     const hasTasks = slot.getSnapshot().context.tasks.size > 0;
-    this.#actor.send({ type: 'FREE_SLOT', allocationId, cause: cause ?? (hasTasks ? new Error(`slot ${AllocationID.short(allocationId)} was freed`) : undefined) });
+    this.#actor.send({
+      type: 'FREE_SLOT',
+      allocationId,
+      cause: cause ?? (hasTasks ? new Error(`slot ${AllocationID.short(allocationId)} was freed`) : undefined),
+    });
     return { index, state: slotOf(this.#context, allocationId) === slot ? 'releasing' : 'freed', closed };
   }
 
@@ -264,7 +277,9 @@ export class TaskSlotTable {
         continue;
       }
       // The table as it will be once the tasks before this one are in: only they can refuse it anew.
-      const refusal = accepted.has(task.executionAttemptId) ? ({ reason: 'duplicate-execution-attempt' } as const) : addTaskRefusalIn(this.#context, task);
+      const refusal = accepted.has(task.executionAttemptId)
+        ? ({ reason: 'duplicate-execution-attempt' } as const)
+        : addTaskRefusalIn(this.#context, task);
       if (refusal !== undefined) {
         errors.push(addTaskError(task, refusal));
         continue;
@@ -276,7 +291,8 @@ export class TaskSlotTable {
       else batch.push(task);
       errors.push(undefined);
     }
-    for (const [slot, batch] of perSlot) slot.send(batch.length === 1 ? { type: 'ADD_TASK', task: batch[0]! } : { type: 'ADD_TASKS', tasks: batch });
+    for (const [slot, batch] of perSlot)
+      slot.send(batch.length === 1 ? { type: 'ADD_TASK', task: batch[0]! } : { type: 'ADD_TASKS', tasks: batch });
     return errors;
   }
 
@@ -288,7 +304,9 @@ export class TaskSlotTable {
     this.#requireState('removeTask', ['running', 'closing']);
     const [task] = this.#removeAll([executionAttemptId]);
     if (task === undefined) {
-      throw new TaskNotFoundError(`no task ${describeId(executionAttemptId)} in this table`, { executionAttemptId: String(executionAttemptId) });
+      throw new TaskNotFoundError(`no task ${describeId(executionAttemptId)} in this table`, {
+        executionAttemptId: String(executionAttemptId),
+      });
     }
     return task;
   }
@@ -337,14 +355,21 @@ export class TaskSlotTable {
       if (batch === undefined) perSlot.set(slot, [executionAttemptId]);
       else batch.push(executionAttemptId);
     }
-    for (const [slot, batch] of perSlot) slot.send(batch.length === 1 ? { type: 'REMOVE_TASK', executionAttemptId: batch[0]! } : { type: 'REMOVE_TASKS', executionAttemptIds: batch });
+    for (const [slot, batch] of perSlot)
+      slot.send(
+        batch.length === 1
+          ? { type: 'REMOVE_TASK', executionAttemptId: batch[0]! }
+          : { type: 'REMOVE_TASKS', executionAttemptIds: batch },
+      );
     return removed;
   }
 
   /** Whether a reported slot timeout is still current: the slot is still allocated and not re-registered since. */
   isValidTimeout(allocationId: AllocationID, ticket: string): boolean {
     const slot = slotOf(this.#context, allocationId);
-    return slot !== undefined && slotState(slot) === 'allocated' && currentTicket(slot.getSnapshot().context) === ticket;
+    return (
+      slot !== undefined && slotState(slot) === 'allocated' && currentTicket(slot.getSnapshot().context) === ticket
+    );
   }
 
   // ------------------------------------------------------------------------------ lookups
@@ -356,7 +381,9 @@ export class TaskSlotTable {
 
   /** Every slot in the table, by index. */
   getTaskSlots(): TaskSlotInfo[] {
-    return Object.values(this.#context.slots).map(taskSlotInfo).sort((a, b) => a.index - b.index);
+    return Object.values(this.#context.slots)
+      .map(taskSlotInfo)
+      .sort((a, b) => a.index - b.index);
   }
 
   /** The slot's MemoryManager, for a task being submitted to it (Flink's getTaskMemoryManager). */
@@ -375,7 +402,9 @@ export class TaskSlotTable {
 
   /** Every task of a job in this table. */
   getTasks(jobId: JobID): TaskSlotPayload[] {
-    return this.getAllocationIdsPerJob(jobId).flatMap((id) => slotOf(this.#context, id)!.getSnapshot().context.tasks.values());
+    return this.getAllocationIdsPerJob(jobId).flatMap((id) =>
+      slotOf(this.#context, id)!.getSnapshot().context.tasks.values(),
+    );
   }
 
   getAllocationIdsPerJob(jobId: JobID): AllocationID[] {
@@ -430,11 +459,18 @@ export class TaskSlotTable {
   }
 
   /** A plain picture of the table, for logs, tests and the demo. */
-  describe(): { state: TaskSlotTableStateName; available: string; slots: Array<Omit<TaskSlotInfo, 'memoryManager' | 'resourceProfile'> & { resourceProfile: string }> } {
+  describe(): {
+    state: TaskSlotTableStateName;
+    available: string;
+    slots: Array<Omit<TaskSlotInfo, 'memoryManager' | 'resourceProfile'> & { resourceProfile: string }>;
+  } {
     return {
       state: this.state,
       available: this.availableResources.toString(),
-      slots: this.getTaskSlots().map(({ memoryManager: _, resourceProfile, ...rest }) => ({ ...rest, resourceProfile: resourceProfile.toString() })),
+      slots: this.getTaskSlots().map(({ memoryManager: _, resourceProfile, ...rest }) => ({
+        ...rest,
+        resourceProfile: resourceProfile.toString(),
+      })),
     };
   }
 
@@ -447,20 +483,31 @@ export class TaskSlotTable {
   #requireState(operation: string, allowed: readonly TaskSlotTableStateName[]): void {
     const state = this.state;
     if (!allowed.includes(state)) {
-      throw new IllegalStateError(`${COMPONENT}.${operation} is not allowed while the table is ${state} (allowed: ${allowed.join(', ')})`, {
-        component: COMPONENT,
-        operation,
-        state,
-        allowed,
-      });
+      throw new IllegalStateError(
+        `${COMPONENT}.${operation} is not allowed while the table is ${state} (allowed: ${allowed.join(', ')})`,
+        {
+          component: COMPONENT,
+          operation,
+          state,
+          allowed,
+        },
+      );
     }
   }
 
   #slot(operation: string, allocationId: AllocationID): TaskSlotRef {
-    if (!AllocationID.is(allocationId)) throw illegal('allocationId', 'invalid-value', `must be an AllocationID (32 hex characters), got ${describeId(allocationId)}`);
+    if (!AllocationID.is(allocationId))
+      throw illegal(
+        'allocationId',
+        'invalid-value',
+        `must be an AllocationID (32 hex characters), got ${describeId(allocationId)}`,
+      );
     const slot = slotOf(this.#context, allocationId);
     if (slot === undefined) {
-      throw new SlotNotFoundError(`${COMPONENT}.${operation}: no slot with allocation ${AllocationID.short(allocationId)} in this table`, { allocationId });
+      throw new SlotNotFoundError(
+        `${COMPONENT}.${operation}: no slot with allocation ${AllocationID.short(allocationId)} in this table`,
+        { allocationId },
+      );
     }
     return slot;
   }

@@ -99,7 +99,8 @@ export class TaskThreadReserve {
         this.#loaded = true;
         this.#refill();
       },
-      (error: unknown) => this.#o.log(`task threads cannot be made: ${error instanceof Error ? error.message : String(error)}`),
+      (error: unknown) =>
+        this.#o.log(`task threads cannot be made: ${error instanceof Error ? error.message : String(error)}`),
     );
   }
 
@@ -155,7 +156,10 @@ export class TaskThreadReserve {
       ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
       // Spare, nobody's task can receive it; taken, its owner's listener reports it.
       onError: (error) => {
-        if (pool === undefined || !this.#taken.has(pool)) this.#o.log(`a spare task thread (heap limit ${keyOf(heapLimitMb)} MB) reported an error: ${error instanceof Error ? error.message : String(error)}`);
+        if (pool === undefined || !this.#taken.has(pool))
+          this.#o.log(
+            `a spare task thread (heap limit ${keyOf(heapLimitMb)} MB) reported an error: ${error instanceof Error ? error.message : String(error)}`,
+          );
       },
     });
     const keep = (made: Piscina) => {
@@ -203,4 +207,3 @@ export class TaskThreadReserve {
     threadsReady(pool).then(ready, ready);
   }
 }
-

@@ -46,7 +46,8 @@ export class RunFlags {
   #unused = 0;
 
   constructor(initial = INITIAL_RUN_FLAGS) {
-    if (!Number.isInteger(initial) || initial < 1) throw new RangeError(`RunFlags needs an integer initial size >= 1, got ${initial}`);
+    if (!Number.isInteger(initial) || initial < 1)
+      throw new RangeError(`RunFlags needs an integer initial size >= 1, got ${initial}`);
     this.#flags = new Int32Array(new SharedArrayBuffer(initial * Int32Array.BYTES_PER_ELEMENT));
   }
 

@@ -17,7 +17,8 @@ import { TaskThreadReserve } from './TaskThreadReserve.js';
 import { TaskExecutor } from './TaskExecutor.js';
 
 async function bootstrap(): Promise<{ bootstrap: WorkerBootstrap; transport: Transport }> {
-  if (!isMainThread && parentPort !== null) return { bootstrap: workerData as WorkerBootstrap, transport: portTransport(parentPort) };
+  if (!isMainThread && parentPort !== null)
+    return { bootstrap: workerData as WorkerBootstrap, transport: portTransport(parentPort) };
   const data = await new Promise<WorkerBootstrap>((resolve) => {
     const onMessage = (message: unknown) => {
       const value = (message as Record<string, unknown> | null)?.[BOOTSTRAP_MESSAGE];
@@ -36,8 +37,12 @@ async function bootstrap(): Promise<{ bootstrap: WorkerBootstrap; transport: Tra
  * taskExecutorStart.cts lends its `import()` then, resolving against this entry's URL.
  */
 function importWorkerInspector(): Promise<typeof import('../workerInspector.js')> {
-  const lent = (globalThis as Record<symbol, ((specifier: string) => Promise<unknown>) | undefined>)[Symbol.for('slotwise.importFromEntry')];
-  return lent === undefined ? import('../workerInspector.js') : (lent('../workerInspector.js') as Promise<typeof import('../workerInspector.js')>);
+  const lent = (globalThis as Record<symbol, ((specifier: string) => Promise<unknown>) | undefined>)[
+    Symbol.for('slotwise.importFromEntry')
+  ];
+  return lent === undefined
+    ? import('../workerInspector.js')
+    : (lent('../workerInspector.js') as Promise<typeof import('../workerInspector.js')>);
 }
 
 /**
@@ -48,7 +53,11 @@ async function main(): Promise<void> {
   const { bootstrap: config, transport } = await bootstrap();
   const link = new Link(`TaskExecutor ${config.resourceId}`, transport);
   const timeoutMs = config.configuration['rpc.ask.timeout'];
-  const resourceManager = connectGateway<ResourceManagerGateway>(link, 'rm', { gateway: GATEWAY.resourceManager, timeoutMs, endpoint: 'ResourceManager' });
+  const resourceManager = connectGateway<ResourceManagerGateway>(link, 'rm', {
+    gateway: GATEWAY.resourceManager,
+    timeoutMs,
+    endpoint: 'ResourceManager',
+  });
   const debug = process.env['SLOTWISE_DEBUG'] !== undefined;
   const logChannel = link.channel(LOG_CHANNEL);
   const logLevel = config.logLevel ?? 'debug';
@@ -75,11 +84,14 @@ async function main(): Promise<void> {
   const inspectChannel = link.channel(INSPECT_CHANNEL);
   // Loaded only when asked for: the inspector and its serializer cost a worker more to load than the rest of it
   // (the worker side alone: the relay and the browser opener stay on the main thread, inspect.ts).
-  const inspect = config.inspect ? await (await importWorkerInspector()).loadWorkerInspector((event) => inspectChannel.postMessage(event)) : undefined;
+  const inspect = config.inspect
+    ? await (await importWorkerInspector()).loadWorkerInspector((event) => inspectChannel.postMessage(event))
+    : undefined;
 
   // Task threads booted ahead of need, one taken per slot allocation and destroyed with it.
   const taskThreads = new TaskThreadReserve({
-    spare: config.configuration['taskmanager.task-threads.spare'] ?? config.configuration['taskmanager.numberOfTaskSlots'],
+    spare:
+      config.configuration['taskmanager.task-threads.spare'] ?? config.configuration['taskmanager.numberOfTaskSlots'],
     // It speaks only of a spare thread's errors: warnings of the pools.
     log: (message) => send({ level: 'warn', source: 'pool', message }),
   });
@@ -90,7 +102,12 @@ async function main(): Promise<void> {
     configuration: config.configuration,
     ...(config.pendingWorkerId === null ? {} : { pendingWorkerId: config.pendingWorkerId }),
     resourceManager,
-    connectJobMaster: (address) => connectGateway<JobMasterGateway>(link, `jm:${address}`, { gateway: GATEWAY.jobMaster, timeoutMs, endpoint: address }),
+    connectJobMaster: (address) =>
+      connectGateway<JobMasterGateway>(link, `jm:${address}`, {
+        gateway: GATEWAY.jobMaster,
+        timeoutMs,
+        endpoint: address,
+      }),
     createTaskRunner: ({ name, heapLimitMb }) => {
       const pool = new SlotTaskPool({
         name,

@@ -27,7 +27,9 @@ const BUNDLE = path.join(__dirname, 'taskExecutorMain.bundle.cjs');
 // V8 takes a code cache only under the V8 flags it was made with. A thread has its process's (the
 // build's warm-up makes the cache of a plain `node`); a child process has the flags its driver
 // gave it (the heap limit, `--max-old-space-size`): one cache per such set of flags.
-const FLAGS = worker.isMainThread ? process.execArgv.map((arg) => arg.replace(/^-+/, '').replace(/[^\w=.-]/g, '_')).join('_') : '';
+const FLAGS = worker.isMainThread
+  ? process.execArgv.map((arg) => arg.replace(/^-+/, '').replace(/[^\w=.-]/g, '_')).join('_')
+  : '';
 const CODE_CACHE = `${BUNDLE}${FLAGS === '' ? '' : `.${FLAGS}`}.codecache`;
 const ENTRY_URL = url.pathToFileURL(path.join(__dirname, 'taskExecutorMain.js')).href;
 
@@ -43,14 +45,18 @@ const source = fs.readFileSync(BUNDLE, 'utf8');
 const cachedData = process.env['SLOTWISE_WRITE_CODE_CACHE'] === undefined ? readCodeCache() : undefined;
 // The bundle's own parameters: CommonJS's, and the URL its `import.meta.url` stood for (the
 // unbundled entry, in the same directory, whose siblings it finds: taskWorker.js, ../workerInspector.js).
-const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __importMetaUrl) {${source}\n})`, {
-  filename: BUNDLE,
-  ...(cachedData === undefined ? {} : { cachedData }),
-});
+const script = new vm.Script(
+  `(function (exports, require, module, __filename, __dirname, __importMetaUrl) {${source}\n})`,
+  {
+    filename: BUNDLE,
+    ...(cachedData === undefined ? {} : { cachedData }),
+  },
+);
 // A vm script cannot `import()` on Node 20 (without --experimental-vm-modules): the bundle's one ES
 // module (the worker inspector, when asked for) comes through this module's own `import()`,
 // resolved against the unbundled entry as in the source (taskExecutorMain.ts).
-(globalThis as Record<symbol, unknown>)[Symbol.for('slotwise.importFromEntry')] = (specifier: string) => import(new URL(specifier, ENTRY_URL).href);
+(globalThis as Record<symbol, unknown>)[Symbol.for('slotwise.importFromEntry')] = (specifier: string) =>
+  import(new URL(specifier, ENTRY_URL).href);
 
 if (process.env['SLOTWISE_WRITE_CODE_CACHE'] !== undefined) {
   // Called by the worker entry as its TaskExecutor stops (taskExecutorMain.ts), when every
@@ -61,13 +67,30 @@ if (process.env['SLOTWISE_WRITE_CODE_CACHE'] !== undefined) {
       fs.writeFileSync(temporary, script.createCachedData());
       fs.renameSync(temporary, CODE_CACHE);
     } catch (error) {
-      process.stderr.write(`slotwise: the TaskExecutor's code cache could not be written: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.stderr.write(
+        `slotwise: the TaskExecutor's code cache could not be written: ${error instanceof Error ? error.message : String(error)}\n`,
+      );
     }
   };
 } else if (process.env['SLOTWISE_DEBUG'] !== undefined) {
-  const cache = cachedData === undefined ? 'none' : script.cachedDataRejected === true ? 'rejected by V8 (made by another Node version or under other V8 flags)' : 'accepted';
-  process.stderr.write(`slotwise: a TaskExecutor ${worker.isMainThread ? 'process' : 'thread'} runs ${BUNDLE}; its code cache ${CODE_CACHE}: ${cache}\n`);
+  const cache =
+    cachedData === undefined
+      ? 'none'
+      : script.cachedDataRejected === true
+        ? 'rejected by V8 (made by another Node version or under other V8 flags)'
+        : 'accepted';
+  process.stderr.write(
+    `slotwise: a TaskExecutor ${worker.isMainThread ? 'process' : 'thread'} runs ${BUNDLE}; its code cache ${CODE_CACHE}: ${cache}\n`,
+  );
 }
 
 const bundle = { exports: {} };
-(script.runInThisContext() as (...args: unknown[]) => void).call(bundle.exports, bundle.exports, require, bundle, BUNDLE, __dirname, ENTRY_URL);
+(script.runInThisContext() as (...args: unknown[]) => void).call(
+  bundle.exports,
+  bundle.exports,
+  require,
+  bundle,
+  BUNDLE,
+  __dirname,
+  ENTRY_URL,
+);

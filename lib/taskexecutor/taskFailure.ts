@@ -53,7 +53,12 @@ interface ErrorFacts {
 }
 
 export function errorFacts(error: unknown): ErrorFacts {
-  const e = (typeof error === 'object' && error !== null ? error : {}) as { name?: unknown; message?: unknown; code?: unknown; stack?: unknown };
+  const e = (typeof error === 'object' && error !== null ? error : {}) as {
+    name?: unknown;
+    message?: unknown;
+    code?: unknown;
+    stack?: unknown;
+  };
   return {
     name: typeof e.name === 'string' ? e.name : 'Error',
     message: typeof e.message === 'string' ? e.message : String(error),
@@ -73,7 +78,13 @@ export function label(ctx: TaskInvocationContext): string {
 }
 
 /** `task <label> on slot pool <pool> <what>`, with the attempt's identity in its details. */
-export function taskError(scope: FailureScope, reason: TaskFailureReason, ctx: TaskInvocationContext, what: string, details: Record<string, unknown>): TaskExecutionError {
+export function taskError(
+  scope: FailureScope,
+  reason: TaskFailureReason,
+  ctx: TaskInvocationContext,
+  what: string,
+  details: Record<string, unknown>,
+): TaskExecutionError {
   return new TaskExecutionError(reason, `task ${label(ctx)} on slot pool ${scope.pool} ${what}`, {
     executionAttemptId: ctx.executionAttemptId,
     vertexName: ctx.vertexName,
@@ -92,14 +103,23 @@ export function isCanceledError(error: unknown): boolean {
 /** The error of a pool call that rejected (see the module comment for what it reads). */
 export function classifyPoolFailure(scope: FailureScope, ctx: TaskInvocationContext, failure: PoolCallFailure): Error {
   const { name, message, code, stack } = errorFacts(failure.error);
-  const extra = { cause: message, causeName: name, ...(code === undefined ? {} : { code }), ...(stack === undefined ? {} : { stack }) };
+  const extra = {
+    cause: message,
+    causeName: name,
+    ...(code === undefined ? {} : { code }),
+    ...(stack === undefined ? {} : { stack }),
+  };
   if (name === 'DataCloneError') {
     // piscina could not post the invocation: the caller's inputs or config, not the task.
-    return new IllegalArgumentError('invalid-value', `task ${label(ctx)}: its invocation cannot be sent to a thread (inputs and config must be structured-cloneable): ${message}`, {
-      argument: 'invocation',
-      executionAttemptId: ctx.executionAttemptId,
-      cause: message,
-    });
+    return new IllegalArgumentError(
+      'invalid-value',
+      `task ${label(ctx)}: its invocation cannot be sent to a thread (inputs and config must be structured-cloneable): ${message}`,
+      {
+        argument: 'invocation',
+        executionAttemptId: ctx.executionAttemptId,
+        cause: message,
+      },
+    );
   }
   const { cancelReason, stoppedBy } = failure;
   // Forced: piscina's abort (AbortError), or its only thread terminated under it (it exited).
@@ -108,29 +128,51 @@ export function classifyPoolFailure(scope: FailureScope, ctx: TaskInvocationCont
       stoppedBy === 'before-start'
         ? 'it had not started'
         : `its thread was terminated after ${stoppedBy === 'forced' && scope.cancelGraceMs > 0 ? `a ${scope.cancelGraceMs} ms grace` : 'no grace'}`;
-    return taskError(scope, 'canceled', ctx, `canceled (${cancelReason}); ${how}`, { ...extra, stoppedBy: stoppedBy ?? 'forced', graceMs: scope.cancelGraceMs });
+    return taskError(scope, 'canceled', ctx, `canceled (${cancelReason}); ${how}`, {
+      ...extra,
+      stoppedBy: stoppedBy ?? 'forced',
+      graceMs: scope.cancelGraceMs,
+    });
   }
   if (code === 'ERR_WORKER_OUT_OF_MEMORY') {
     const limit = scope.heapLimitMb === undefined ? '' : ` (its thread's limit is ${scope.heapLimitMb} MB)`;
-    return taskError(scope, 'out-of-memory', ctx, `ran out of heap${limit}; the thread was replaced: ${message}`, { ...extra, heapLimitMb: scope.heapLimitMb ?? null });
+    return taskError(scope, 'out-of-memory', ctx, `ran out of heap${limit}; the thread was replaced: ${message}`, {
+      ...extra,
+      heapLimitMb: scope.heapLimitMb ?? null,
+    });
   }
   if (failure.threadExitCode !== null) {
     const exitCode = failure.threadExitCode;
-    return taskError(scope, 'thread-exited', ctx, `ended its thread (exit code ${exitCode}); the thread was replaced`, { ...extra, exitCode });
+    return taskError(scope, 'thread-exited', ctx, `ended its thread (exit code ${exitCode}); the thread was replaced`, {
+      ...extra,
+      exitCode,
+    });
   }
   if (failure.poolClosing) {
     // piscina's destroy terminates the threads and fails what they held.
-    return taskError(scope, 'canceled', ctx, `canceled: the slot's task pool ${scope.pool} was closed while it ran`, { ...extra, stoppedBy: 'pool-closed' });
+    return taskError(scope, 'canceled', ctx, `canceled: the slot's task pool ${scope.pool} was closed while it ran`, {
+      ...extra,
+      stoppedBy: 'pool-closed',
+    });
   }
   // An uncaught error in the thread (a stray timer or rejection of the task's) killed it.
   return taskError(scope, 'thread-exited', ctx, `lost its thread to an uncaught ${name}: ${message}`, extra);
 }
 
 /** The failure a run's thread reported for it (the task threw, its module did not load, its output cannot cross threads). */
-export function outcomeFailure(scope: FailureScope, ctx: TaskInvocationContext, taskModule: string, outcome: Extract<TaskWorkerOutcome, { ok: false }>): TaskExecutionError {
+export function outcomeFailure(
+  scope: FailureScope,
+  ctx: TaskInvocationContext,
+  taskModule: string,
+  outcome: Extract<TaskWorkerOutcome, { ok: false }>,
+): TaskExecutionError {
   const { error } = outcome;
   const what =
-    outcome.failure === 'bad-module' ? `could not load its task module ${taskModule}` : outcome.failure === 'bad-output' ? 'returned an output that cannot cross threads' : 'threw';
+    outcome.failure === 'bad-module'
+      ? `could not load its task module ${taskModule}`
+      : outcome.failure === 'bad-output'
+        ? 'returned an output that cannot cross threads'
+        : 'threw';
   return taskError(scope, outcome.failure, ctx, `${what}: ${error.name}: ${error.message}`, {
     cause: error.message,
     causeName: error.name,
@@ -143,8 +185,15 @@ export function outcomeFailure(scope: FailureScope, ctx: TaskInvocationContext, 
 }
 
 /** A run that ended on its own after its cancel (on its signal, or by finishing): canceled either way. */
-export function canceledAfterOutcome(scope: FailureScope, ctx: TaskInvocationContext, cancelReason: string, outcome: TaskWorkerOutcome): TaskExecutionError {
-  const how = outcome.ok ? 'it returned after the cancel' : `it stopped: ${outcome.error.name}: ${outcome.error.message}`;
+export function canceledAfterOutcome(
+  scope: FailureScope,
+  ctx: TaskInvocationContext,
+  cancelReason: string,
+  outcome: TaskWorkerOutcome,
+): TaskExecutionError {
+  const how = outcome.ok
+    ? 'it returned after the cancel'
+    : `it stopped: ${outcome.error.name}: ${outcome.error.message}`;
   return taskError(scope, 'canceled', ctx, `canceled (${cancelReason}); ${how}`, {
     stoppedBy: 'cooperative',
     leakedPagesReleased: outcome.leakedPagesReleased,

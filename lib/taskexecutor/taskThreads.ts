@@ -61,7 +61,12 @@ export function createTaskThreads(options: TaskThreadsOptions): Piscina | Promis
 
 function createLoaded(options: TaskThreadsOptions): Piscina {
   const { heapLimitMb, maxThreads = 1, idleTimeoutMs, workerFile } = options;
-  const filename = workerFile === undefined ? DEFAULT_WORKER_FILE : workerFile instanceof URL || workerFile.startsWith('file:') ? fileURLToPath(workerFile) : workerFile;
+  const filename =
+    workerFile === undefined
+      ? DEFAULT_WORKER_FILE
+      : workerFile instanceof URL || workerFile.startsWith('file:')
+        ? fileURLToPath(workerFile)
+        : workerFile;
   const execArgv = options.execArgv ?? (OWN_EXTENSION === '.ts' ? ['--import', 'tsx'] : []);
   const pool = new PiscinaClass!({
     filename,

@@ -159,7 +159,13 @@ class RunContext implements TaskContext {
   readonly #sink: LogSink;
   #view: MemoryManager | null | undefined = undefined;
 
-  constructor(context: TaskInvocationContext, config: unknown, memory: SharedMemoryHandle | null, abort: RunAbort, sink: LogSink) {
+  constructor(
+    context: TaskInvocationContext,
+    config: unknown,
+    memory: SharedMemoryHandle | null,
+    abort: RunAbort,
+    sink: LogSink,
+  ) {
     this.jobId = context.jobId;
     this.jobName = context.jobName;
     this.vertexId = context.vertexId;
@@ -202,8 +208,28 @@ class RunContext implements TaskContext {
   }
 
   #plain(): TaskInvocationContext {
-    const { jobId, jobName, vertexId, vertexName, subtaskIndex, parallelism, attemptNumber, executionAttemptId, allocationId } = this;
-    return { jobId, jobName, vertexId, vertexName, subtaskIndex, parallelism, attemptNumber, executionAttemptId, allocationId };
+    const {
+      jobId,
+      jobName,
+      vertexId,
+      vertexName,
+      subtaskIndex,
+      parallelism,
+      attemptNumber,
+      executionAttemptId,
+      allocationId,
+    } = this;
+    return {
+      jobId,
+      jobName,
+      vertexId,
+      vertexName,
+      subtaskIndex,
+      parallelism,
+      attemptNumber,
+      executionAttemptId,
+      allocationId,
+    };
   }
 }
 
@@ -211,7 +237,14 @@ class RunContext implements TaskContext {
 export default async function runTask(payload: TaskWorkerPayload): Promise<TaskWorkerOutcome> {
   const abort = new RunAbort();
   const sink: LogSink = { pool: undefined, run: 0, label: labelOf(payload.context) };
-  return cloneable(await runOne(payload.taskModule, new RunContext(payload.context, payload.config, payload.memory, abort, sink), payload.inputs, abort));
+  return cloneable(
+    await runOne(
+      payload.taskModule,
+      new RunContext(payload.context, payload.config, payload.memory, abort, sink),
+      payload.inputs,
+      abort,
+    ),
+  );
 }
 
 /**
@@ -236,7 +269,12 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
     try {
       if (Atomics.compareExchange(flags, item.index, RUN_QUEUED, RUN_STARTED) !== RUN_QUEUED) continue; // canceled while queued
       const sink: LogSink = { pool, run: item.run, label: '' };
-      const outcome = await runOne(item.taskModule, new RunContext(item.context, item.config, memory, abort, sink), item.inputs, abort);
+      const outcome = await runOne(
+        item.taskModule,
+        new RunContext(item.context, item.config, memory, abort, sink),
+        item.inputs,
+        abort,
+      );
       if (i < items.length - 1) {
         postOutcome(pool.channel, item.run, outcome);
         continue;
@@ -253,7 +291,13 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
 
 /** The outcome, or its bad-output failure when it cannot be cloned (an output of a primitive always can). */
 function cloneable(outcome: TaskWorkerOutcome): TaskWorkerOutcome {
-  if (outcome.ok && (typeof outcome.output !== 'object' || outcome.output === null) && typeof outcome.output !== 'function' && typeof outcome.output !== 'symbol') return outcome;
+  if (
+    outcome.ok &&
+    (typeof outcome.output !== 'object' || outcome.output === null) &&
+    typeof outcome.output !== 'function' &&
+    typeof outcome.output !== 'symbol'
+  )
+    return outcome;
   try {
     structuredClone(outcome);
     return outcome;
@@ -290,19 +334,34 @@ function badOutput(outcome: TaskWorkerOutcome, error: unknown): TaskWorkerOutcom
   return {
     ok: false,
     failure: 'bad-output',
-    error: { ...info, message: `the task's output cannot cross threads (${describeValue(outcome.output)}): ${info.message}` },
+    error: {
+      ...info,
+      message: `the task's output cannot cross threads (${describeValue(outcome.output)}): ${info.message}`,
+    },
     aborted: false,
     leakedPagesReleased: outcome.leakedPagesReleased,
     pagesLeft: 0,
   };
 }
 
-async function runOne(taskModule: string, context: RunContext, inputs: unknown, abort: RunAbort): Promise<TaskWorkerOutcome> {
+async function runOne(
+  taskModule: string,
+  context: RunContext,
+  inputs: unknown,
+  abort: RunAbort,
+): Promise<TaskWorkerOutcome> {
   let fn: TaskFunction;
   try {
     fn = await loadTask(taskModule);
   } catch (error) {
-    return { ok: false, failure: 'bad-module', error: describeError(error), aborted: abort.aborted, leakedPagesReleased: 0, pagesLeft: 0 };
+    return {
+      ok: false,
+      failure: 'bad-module',
+      error: describeError(error),
+      aborted: abort.aborted,
+      leakedPagesReleased: 0,
+      pagesLeft: 0,
+    };
   }
   let output: unknown;
   try {
@@ -315,7 +374,14 @@ async function runOne(taskModule: string, context: RunContext, inputs: unknown, 
       // Never attached.
     }
     // A task that throws leaves its pages held: the slot's shutdown report shows them.
-    return { ok: false, failure: 'threw', error: describeError(error), aborted: abort.aborted, leakedPagesReleased: 0, pagesLeft: heldPages(memory) };
+    return {
+      ok: false,
+      failure: 'threw',
+      error: describeError(error),
+      aborted: abort.aborted,
+      leakedPagesReleased: 0,
+      pagesLeft: heldPages(memory),
+    };
   }
   // A task that returned has finished with its memory.
   return { ok: true, output, leakedPagesReleased: releaseEverything(context.attachedMemory) };
@@ -328,7 +394,10 @@ function labelOf(context: TaskInvocationContext): string {
 /** The probe {@link SlotTaskPool.checkHeapLimit} runs: this thread's heap limit. */
 export function heapLimit(): HeapLimitProbe {
   const { maxYoungGenerationSizeMb, maxOldGenerationSizeMb } = resourceLimits;
-  return { heapSizeLimit: v8.getHeapStatistics().heap_size_limit, resourceLimits: { maxYoungGenerationSizeMb, maxOldGenerationSizeMb } };
+  return {
+    heapSizeLimit: v8.getHeapStatistics().heap_size_limit,
+    resourceLimits: { maxYoungGenerationSizeMb, maxOldGenerationSizeMb },
+  };
 }
 
 function loadTask(taskModule: string): Promise<TaskFunction> {
@@ -401,7 +470,15 @@ function describeError(error: unknown): WorkerErrorInfo {
   if (typeof error !== 'object' || error === null) {
     return { name: 'Error', message: `the task threw a non-error value: ${describeValue(error)}` };
   }
-  const e = error as { name?: unknown; message?: unknown; stack?: unknown; code?: unknown; _tag?: unknown; reason?: unknown; details?: unknown };
+  const e = error as {
+    name?: unknown;
+    message?: unknown;
+    stack?: unknown;
+    code?: unknown;
+    _tag?: unknown;
+    reason?: unknown;
+    details?: unknown;
+  };
   const info: { -readonly [K in keyof WorkerErrorInfo]: WorkerErrorInfo[K] } = {
     name: typeof e.name === 'string' ? e.name : 'Error',
     message: typeof e.message === 'string' ? e.message : String(error),

@@ -37,17 +37,25 @@ describe('slotwise CLI against slotwise jobmanager --local-taskmanagers (child p
   });
 
   it('run --json: one JSON line with the result on stdout (progress on stderr); SLOTWISE_JOBMANAGER names the JobManager', async () => {
-    const { code, stdout, stderr } = await cliChild(TSX_CLI, ['run', '--json', 'sumOfSquares.job.mjs'], { SLOTWISE_JOBMANAGER: jm.url });
+    const { code, stdout, stderr } = await cliChild(TSX_CLI, ['run', '--json', 'sumOfSquares.job.mjs'], {
+      SLOTWISE_JOBMANAGER: jm.url,
+    });
     expect(code, stderr).to.equal(0);
     const lines = stdout.trimEnd().split('\n');
     expect(lines).to.have.length(1);
     const result = JSON.parse(lines[0]!);
-    expect(result).to.deep.include({ name: 'sum of squares', status: 'finished', outputs: { sum: [338350] }, error: null, restarts: 0 });
+    expect(result).to.deep.include({
+      name: 'sum of squares',
+      status: 'finished',
+      outputs: { sum: [338350] },
+      error: null,
+      restarts: 0,
+    });
     expect(result.jobId).to.match(/^[0-9a-f]{32}$/);
     expect(stderr).to.contain('square#0 running on taskexecutor-');
   });
 
-  it('run: a job whose task throws fails with exit 1 and the task\'s error', async () => {
+  it("run: a job whose task throws fails with exit 1 and the task's error", async () => {
     const { code, stdout } = await cli('run', '--jobmanager', jm.url, 'failing.job.mjs');
     expect(code).to.equal(1);
     expect(stdout).to.match(/^job failed in \d+ ms \(0 restarts\): TaskExecutionError: .*no luck today$/m);
@@ -63,7 +71,7 @@ describe('slotwise CLI against slotwise jobmanager --local-taskmanagers (child p
     expect(listed.code, listed.stderr).to.equal(0);
     expect(listed.stdout).to.match(/^JOB ID\s+STATUS\s+NAME$/m);
     expect(listed.stdout).to.match(new RegExp(`^${jobId}  (CREATED|RUNNING) +sleeper$`, 'm'));
-    expect(listed.stdout).to.match(/^[0-9a-f]{32}  FINISHED +sum of squares$/m);
+    expect(listed.stdout).to.match(/^[0-9a-f]{32} {2}FINISHED +sum of squares$/m);
 
     const table = await until('the sleeper in the slot table', async () => {
       const shown = await cli('overview', '--jobmanager', jm.url);
@@ -77,26 +85,37 @@ describe('slotwise CLI against slotwise jobmanager --local-taskmanagers (child p
     expect(canceled.code, canceled.stderr).to.equal(0);
     expect(canceled.stdout.trim()).to.equal(`canceling job ${jobId}`);
     const json = await until('the sleeper canceled', async () => {
-      const list = JSON.parse((await cli('list', '--jobmanager', jm.url, '--json')).stdout) as Array<{ id: string; status: string }>;
+      const list = JSON.parse((await cli('list', '--jobmanager', jm.url, '--json')).stdout) as Array<{
+        id: string;
+        status: string;
+      }>;
       return list.find((job) => job.id === jobId && job.status === 'CANCELED');
     });
     expect(json.status).to.equal('CANCELED');
 
     const again = await cli('cancel', '--jobmanager', jm.url, jobId);
     expect(again.code).to.equal(2);
-    expect(again.stderr.trim()).to.equal(`slotwise cancel: job ${jobId} has already canceled: there is nothing to cancel`);
+    expect(again.stderr.trim()).to.equal(
+      `slotwise cancel: job ${jobId} has already canceled: there is nothing to cancel`,
+    );
   });
 
   it('refuses bad input with one line and exit 2: an unknown job, a missing job file, a bad flag', async () => {
     const unknown = await cli('cancel', '--jobmanager', jm.url, '0123456789abcdef0123456789abcdef');
     expect(unknown.code).to.equal(2);
-    expect(unknown.stderr.trim().split('\n')).to.deep.equal(['slotwise cancel: no job 0123456789abcdef0123456789abcdef in this cluster (ended jobs are kept for jobstore.expiration-time, at most jobstore.max-capacity)']);
+    expect(unknown.stderr.trim().split('\n')).to.deep.equal([
+      'slotwise cancel: no job 0123456789abcdef0123456789abcdef in this cluster (ended jobs are kept for jobstore.expiration-time, at most jobstore.max-capacity)',
+    ]);
     const missing = await cli('run', '--jobmanager', jm.url, 'nothere.job.mjs');
     expect(missing.code).to.equal(2);
-    expect(missing.stderr.trim().split('\n')).to.deep.equal(['slotwise run: cannot read job file nothere.job.mjs: no such file']);
+    expect(missing.stderr.trim().split('\n')).to.deep.equal([
+      'slotwise run: cannot read job file nothere.job.mjs: no such file',
+    ]);
     const flag = await cli('overview', '--jobmanager', jm.url, '--wide');
     expect(flag.code).to.equal(2);
-    expect(flag.stderr.trim()).to.equal("slotwise overview: unknown option '--wide'; overview takes --jobmanager, --json (slotwise overview --help)");
+    expect(flag.stderr.trim()).to.equal(
+      "slotwise overview: unknown option '--wide'; overview takes --jobmanager, --json (slotwise overview --help)",
+    );
   });
 
   it('the JobManager stops on SIGTERM with exit code 0', async () => {

@@ -23,13 +23,30 @@ describe('slotwise CLI against a NATS session cluster (jobmanager and two taskma
     server = await startNatsServer(binary);
     jm = await startJobManagerChild(TSX_CLI, ['--nats', server.url, '--cluster-id', 'e2e', '--rest-port', '0']);
     for (let i = 0; i < 2; i++) {
-      const child = spawn(TSX_CLI[0], [...TSX_CLI.slice(1), 'taskmanager', '--nats', server.url, '--cluster-id', 'e2e', '--slots', '2', '--task-heap', '512m'], { cwd: FIXTURES, stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(
+        TSX_CLI[0],
+        [
+          ...TSX_CLI.slice(1),
+          'taskmanager',
+          '--nats',
+          server.url,
+          '--cluster-id',
+          'e2e',
+          '--slots',
+          '2',
+          '--task-heap',
+          '512m',
+        ],
+        { cwd: FIXTURES, stdio: ['ignore', 'pipe', 'inherit'] },
+      );
       child.stdout!.resume();
       taskManagers.push(child);
     }
     await until(
       'both TaskManagers in the JobManager',
-      async () => ((await (await fetch(`${jm!.url}/taskmanagers`)).json()) as { taskmanagers: unknown[] }).taskmanagers.length === 2,
+      async () =>
+        ((await (await fetch(`${jm!.url}/taskmanagers`)).json()) as { taskmanagers: unknown[] }).taskmanagers.length ===
+        2,
       90_000,
     );
   });
@@ -59,7 +76,7 @@ describe('slotwise CLI against a NATS session cluster (jobmanager and two taskma
     expect(detached.code, detached.stderr).to.equal(0);
     const jobId = detached.stdout.trim();
     const listed = await cli('list', '--jobmanager', jm!.url);
-    expect(listed.stdout).to.match(/^[0-9a-f]{32}  FINISHED +sum of squares$/m);
+    expect(listed.stdout).to.match(/^[0-9a-f]{32} {2}FINISHED +sum of squares$/m);
     expect(listed.stdout).to.match(new RegExp(`^${jobId}  (CREATED|RUNNING) +sleeper$`, 'm'));
     const table = await until('the sleeper in the slot table', async () => {
       const shown = await cli('overview', '--jobmanager', jm!.url);
@@ -69,7 +86,10 @@ describe('slotwise CLI against a NATS session cluster (jobmanager and two taskma
     const canceled = await cli('cancel', '--jobmanager', jm!.url, jobId);
     expect(canceled.code, canceled.stderr).to.equal(0);
     await until('the sleeper canceled', async () => {
-      const list = JSON.parse((await cli('list', '--jobmanager', jm!.url, '--json')).stdout) as Array<{ id: string; status: string }>;
+      const list = JSON.parse((await cli('list', '--jobmanager', jm!.url, '--json')).stdout) as Array<{
+        id: string;
+        status: string;
+      }>;
       return list.find((job) => job.id === jobId && job.status === 'CANCELED');
     });
   });

@@ -9,7 +9,11 @@ import { createServer, type Socket } from 'node:net';
 import { cliInProcess, closedPort } from './support.js';
 
 /** Refused with exit 2 and exactly one stderr line that contains `text`. */
-async function refused(argv: readonly string[], text: string | RegExp, env: Record<string, string> = {}): Promise<string> {
+async function refused(
+  argv: readonly string[],
+  text: string | RegExp,
+  env: Record<string, string> = {},
+): Promise<string> {
   const { code, lines } = await cliInProcess(argv, env);
   expect(code, lines.stderr.join('\n')).to.equal(2);
   expect(lines.stderr, argv.join(' ')).to.have.length(1);
@@ -26,7 +30,10 @@ describe('slotwise: refusals (one line, exit code 2)', function () {
     const none = await cliInProcess([]);
     expect(none.code).to.equal(2);
     expect(none.stderr).to.contain('Usage: slotwise <command>');
-    await refused(['deploy'], "slotwise: unknown command 'deploy'; commands: run, list, cancel, overview, jobmanager, taskmanager");
+    await refused(
+      ['deploy'],
+      "slotwise: unknown command 'deploy'; commands: run, list, cancel, overview, jobmanager, taskmanager",
+    );
   });
 
   it('--help of every command prints its usage to stdout with exit 0', async () => {
@@ -47,25 +54,38 @@ describe('slotwise: refusals (one line, exit code 2)', function () {
   });
 
   it('refuses a JobManager URL that is not one, from the flag or from SLOTWISE_JOBMANAGER', async () => {
-    await refused(['list', '--jobmanager', 'ftp://host'], 'slotwise list: --jobmanager must be the JobManager\'s REST URL, like http://127.0.0.1:8081, got "ftp://host"');
+    await refused(
+      ['list', '--jobmanager', 'ftp://host'],
+      'slotwise list: --jobmanager must be the JobManager\'s REST URL, like http://127.0.0.1:8081, got "ftp://host"',
+    );
     await refused(['overview', '--jobmanager', 'http://host:1/?a=b'], '--jobmanager must be');
-    await refused(['list'], 'SLOTWISE_JOBMANAGER must be the JobManager\'s REST URL', { SLOTWISE_JOBMANAGER: 'localhost:8081' });
+    await refused(['list'], "SLOTWISE_JOBMANAGER must be the JobManager's REST URL", {
+      SLOTWISE_JOBMANAGER: 'localhost:8081',
+    });
   });
 
   it('refuses a JobID that is not 32 hex characters before calling anyone', async () => {
-    await refused(['cancel', 'not-a-job'], 'slotwise cancel: JOB_ID must be 32 lowercase hex characters, as slotwise list shows it, got "not-a-job"');
+    await refused(
+      ['cancel', 'not-a-job'],
+      'slotwise cancel: JOB_ID must be 32 lowercase hex characters, as slotwise list shows it, got "not-a-job"',
+    );
   });
 
   it('answers an unreachable JobManager (nothing on the port) at once, for every command', async () => {
     const url = `http://127.0.0.1:${await closedPort()}`;
-    for (const argv of [['list'], ['overview'], ['cancel', '0123456789abcdef0123456789abcdef'], ['run', 'sumOfSquares.job.mjs']]) {
+    for (const argv of [
+      ['list'],
+      ['overview'],
+      ['cancel', '0123456789abcdef0123456789abcdef'],
+      ['run', 'sumOfSquares.job.mjs'],
+    ]) {
       await refused([...argv, '--jobmanager', url], `cannot reach the JobManager at ${url}: ECONNREFUSED`);
     }
     // The default comes from the environment.
     await refused(['list'], `cannot reach the JobManager at ${url}`, { SLOTWISE_JOBMANAGER: url });
   });
 
-  it('gives up on a JobManager that accepts the connection and never answers, at the call deadline', async function () {
+  it('gives up on a JobManager that accepts the connection and never answers, at the call deadline', async () => {
     const sockets: Socket[] = [];
     const silent = createServer((socket) => sockets.push(socket));
     silent.listen(0, '127.0.0.1');
@@ -81,30 +101,63 @@ describe('slotwise: refusals (one line, exit code 2)', function () {
 
   it('refuses a job file that is missing, not a job, throws, or holds a bad graph — before reaching any JobManager', async () => {
     const url = `http://127.0.0.1:${await closedPort()}`;
-    await refused(['run', '--jobmanager', url, 'missing.job.mjs'], 'slotwise run: cannot read job file missing.job.mjs: no such file');
-    await refused(['run', '--jobmanager', url, 'notAJob.mjs'], 'job file notAJob.mjs must export default a JobGraphSpec ({ name, vertices, edges? }) or a function returning one, got number');
-    await refused(['run', '--jobmanager', url, 'throwsOnLoad.job.mjs'], 'job file throwsOnLoad.job.mjs could not be loaded: it threw while loading: no graph today');
+    await refused(
+      ['run', '--jobmanager', url, 'missing.job.mjs'],
+      'slotwise run: cannot read job file missing.job.mjs: no such file',
+    );
+    await refused(
+      ['run', '--jobmanager', url, 'notAJob.mjs'],
+      'job file notAJob.mjs must export default a JobGraphSpec ({ name, vertices, edges? }) or a function returning one, got number',
+    );
+    await refused(
+      ['run', '--jobmanager', url, 'throwsOnLoad.job.mjs'],
+      'job file throwsOnLoad.job.mjs could not be loaded: it threw while loading: no graph today',
+    );
     await refused(['run', '--jobmanager', url, 'zeroParallelism.job.mjs'], /slotwise run: .*parallelism/);
-    await refused(['run', '--jobmanager', url, 'mapConfig.job.mjs'], "vertex 'sum': config.lookup is a Map, which JSON cannot hold");
+    await refused(
+      ['run', '--jobmanager', url, 'mapConfig.job.mjs'],
+      "vertex 'sum': config.lookup is a Map, which JSON cannot hold",
+    );
   });
 
   it('refuses bad jobmanager flags before starting anything', async () => {
-    await refused(['jobmanager', '--rest-port', '70000'], 'slotwise jobmanager: --rest-port must be an integer from 0 to 65535, got "70000"');
+    await refused(
+      ['jobmanager', '--rest-port', '70000'],
+      'slotwise jobmanager: --rest-port must be an integer from 0 to 65535, got "70000"',
+    );
     await refused(['jobmanager', '--rest-port', 'http'], '--rest-port must be an integer');
     await refused(['jobmanager', '--rest-address', 'a b'], '--rest-address must be a host name or IP address');
-    await refused(['jobmanager', '--local-taskmanagers', '0'], '--local-taskmanagers must be an integer from 1 to 256, got "0"');
-    await refused(['jobmanager', '--local-taskmanagers', '1', '--mode', 'fiber'], '--mode must be one of thread, process, got "fiber"');
-    await refused(['jobmanager', '--local-taskmanagers', '1', '--nats', 'nats://127.0.0.1:4222'], '--nats and --local-taskmanagers exclude each other');
+    await refused(
+      ['jobmanager', '--local-taskmanagers', '0'],
+      '--local-taskmanagers must be an integer from 1 to 256, got "0"',
+    );
+    await refused(
+      ['jobmanager', '--local-taskmanagers', '1', '--mode', 'fiber'],
+      '--mode must be one of thread, process, got "fiber"',
+    );
+    await refused(
+      ['jobmanager', '--local-taskmanagers', '1', '--nats', 'nats://127.0.0.1:4222'],
+      '--nats and --local-taskmanagers exclude each other',
+    );
     await refused(['jobmanager', '--slots', '2'], '--slots goes with --local-taskmanagers');
-    await refused(['jobmanager', '--nats', 'http://127.0.0.1:4222'], '--nats must be a NATS server URL like nats://127.0.0.1:4222, got "http://127.0.0.1:4222"');
+    await refused(
+      ['jobmanager', '--nats', 'http://127.0.0.1:4222'],
+      '--nats must be a NATS server URL like nats://127.0.0.1:4222, got "http://127.0.0.1:4222"',
+    );
     await refused(['jobmanager', '--cluster-id', 'a.b'], '--cluster-id must be 1 to 64 letters, digits, _ or -');
   });
 
   it('refuses bad taskmanager flags before connecting', async () => {
-    await refused(['taskmanager', '--slots', '0'], 'slotwise taskmanager: --slots must be an integer from 1 to 1024, got "0"');
+    await refused(
+      ['taskmanager', '--slots', '0'],
+      'slotwise taskmanager: --slots must be an integer from 1 to 1024, got "0"',
+    );
     await refused(['taskmanager', '--cpu-cores', '-1'], '--cpu-cores must be a number > 0, like 2 or 0.5, got "-1"');
     await refused(['taskmanager', '--cpu-cores', 'two'], '--cpu-cores must be a number > 0, like 2 or 0.5, got "two"');
-    await refused(['taskmanager', '--task-heap', '12parsecs'], '--task-heap must be a memory size like 512m, 1g or 256 mb: "12parsecs" has unknown unit "parsecs"');
+    await refused(
+      ['taskmanager', '--task-heap', '12parsecs'],
+      '--task-heap must be a memory size like 512m, 1g or 256 mb: "12parsecs" has unknown unit "parsecs"',
+    );
     await refused(['taskmanager', '--managed-memory', 'lots'], '--managed-memory must be a memory size');
     await refused(['taskmanager', '--network-memory', '-5m'], '--network-memory must be a memory size');
     await refused(['jobmanager', '--rest-port', '-1'], '--rest-port must be an integer from 0 to 65535, got "-1"');
@@ -117,7 +170,13 @@ describe('slotwise: refusals (one line, exit code 2)', function () {
   it('jobmanager and taskmanager over NATS: without a reachable session cluster, one line and exit 2 within seconds', async () => {
     const nats = `nats://127.0.0.1:${await closedPort()}`;
     // This build may lack lib/cluster ("not available"), or have it and find no NATS server there.
-    await refused(['jobmanager', '--nats', nats, '--rest-port', '0'], /slotwise jobmanager: (the NATS session cluster \(lib\/cluster\) is not available in this build|.*(NATS|nats|connect|ECONNREFUSED))/);
-    await refused(['taskmanager', '--nats', nats], /slotwise taskmanager: (the NATS session cluster \(lib\/cluster\) is not available in this build|.*(NATS|nats|connect|ECONNREFUSED))/);
+    await refused(
+      ['jobmanager', '--nats', nats, '--rest-port', '0'],
+      /slotwise jobmanager: (the NATS session cluster \(lib\/cluster\) is not available in this build|.*(NATS|nats|connect|ECONNREFUSED))/,
+    );
+    await refused(
+      ['taskmanager', '--nats', nats],
+      /slotwise taskmanager: (the NATS session cluster \(lib\/cluster\) is not available in this build|.*(NATS|nats|connect|ECONNREFUSED))/,
+    );
   });
 });

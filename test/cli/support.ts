@@ -18,18 +18,36 @@ export interface CliRun {
 }
 
 /** runCli in this process, its output captured; `env` replaces the environment (default: none). */
-export async function cliInProcess(argv: readonly string[], env: Record<string, string> = {}): Promise<CliRun & { lines: { stdout: string[]; stderr: string[] } }> {
+export async function cliInProcess(
+  argv: readonly string[],
+  env: Record<string, string> = {},
+): Promise<CliRun & { lines: { stdout: string[]; stderr: string[] } }> {
   const lines = { stdout: [] as string[], stderr: [] as string[] };
-  const code = await runCli(argv, { stdout: (l) => lines.stdout.push(l), stderr: (l) => lines.stderr.push(l), env, cwd: FIXTURES });
+  const code = await runCli(argv, {
+    stdout: (l) => lines.stdout.push(l),
+    stderr: (l) => lines.stderr.push(l),
+    env,
+    cwd: FIXTURES,
+  });
   return { code, stdout: lines.stdout.join('\n'), stderr: lines.stderr.join('\n'), lines };
 }
 
 /** `node [--import tsx] main ...argv` in a child process. */
-export function cliChild(command: readonly string[], argv: readonly string[], env: NodeJS.ProcessEnv = {}, timeout = 60_000): Promise<CliRun> {
+export function cliChild(
+  command: readonly string[],
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  timeout = 60_000,
+): Promise<CliRun> {
   return new Promise((resolve) => {
-    execFile(command[0]!, [...command.slice(1), ...argv], { cwd: FIXTURES, env: { ...process.env, ...env }, timeout, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout, stderr });
-    });
+    execFile(
+      command[0]!,
+      [...command.slice(1), ...argv],
+      { cwd: FIXTURES, env: { ...process.env, ...env }, timeout, killSignal: 'SIGKILL' },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -37,8 +55,17 @@ export function cliChild(command: readonly string[], argv: readonly string[], en
 export const TSX_CLI = [process.execPath, '--import', 'tsx', CLI] as const;
 
 /** A JobManager child (`jobmanager ... --rest-port 0`): resolves once it printed its REST URL. */
-export async function startJobManagerChild(command: readonly string[], args: readonly string[], cwd = FIXTURES, env: NodeJS.ProcessEnv = process.env): Promise<{ url: string; child: ChildProcess; output: () => string; stop: () => Promise<number | null> }> {
-  const child = spawn(command[0]!, [...command.slice(1), 'jobmanager', ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startJobManagerChild(
+  command: readonly string[],
+  args: readonly string[],
+  cwd = FIXTURES,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ url: string; child: ChildProcess; output: () => string; stop: () => Promise<number | null> }> {
+  const child = spawn(command[0]!, [...command.slice(1), 'jobmanager', ...args], {
+    cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));

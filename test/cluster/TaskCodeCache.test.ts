@@ -20,11 +20,15 @@ describe('TaskCodeCache', () => {
     let fetches = 0;
     const fetch = async () => (fetches++, code);
     const [a, b] = await Promise.all([cache.resolve(hash, fetch), cache.resolve(hash, fetch)]);
-    expect(a).to.equal(b).and.to.equal(join(dir, `sha256-${hash}.mjs`));
+    expect(a)
+      .to.equal(b)
+      .and.to.equal(join(dir, `sha256-${hash}.mjs`));
     expect(readFileSync(a).equals(code)).to.equal(true);
     expect(fetches).to.equal(1);
     // Another process on the same directory finds it on disk.
-    expect(await new TaskCodeCache(dir).resolve(hash, () => Promise.reject(new Error('no fetch expected')))).to.equal(a);
+    expect(await new TaskCodeCache(dir).resolve(hash, () => Promise.reject(new Error('no fetch expected')))).to.equal(
+      a,
+    );
   });
 
   it('refuses fetched bytes that do not hash to their name, and fetches again next time', async () => {

@@ -16,7 +16,12 @@ import { createTestNetwork, netnsOrSkip, type TestNetwork } from '../support/net
 import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { control, ENTRY, start, stop, type Started } from './support/clusterProcesses.js';
 
-const configuration = { 'heartbeat.interval': 500, 'heartbeat.timeout': 3_000, 'restart-strategy.fixed-delay.delay': 200, 'cluster.registration.max-timeout': 1_000 };
+const configuration = {
+  'heartbeat.interval': 500,
+  'heartbeat.timeout': 3_000,
+  'restart-strategy.fixed-delay.delay': 200,
+  'cluster.registration.max-timeout': 1_000,
+};
 const sleep = new URL('../fixtures/tasks/sleep.ts', import.meta.url).href;
 type TaskEvent = Extract<JobEvent, { type: 'task' }>;
 
@@ -35,15 +40,42 @@ describe('a session cluster with each TaskManager in a network namespace of its 
     jobManager = start<JobManagerControl>('jobmanager', { nats: server.url, clusterId: 'netns', configuration });
     await jobManager.control.overview();
     for (let i = 1; i <= 2; i++) {
-      const options = { nats: server.url, clusterId: 'netns', slots: 2, cpuCores: 2, taskHeap: '1g', managedMemory: '64m', networkMemory: '32m', configuration };
+      const options = {
+        nats: server.url,
+        clusterId: 'netns',
+        slots: 2,
+        cpuCores: 2,
+        taskHeap: '1g',
+        managedMemory: '64m',
+        networkMemory: '32m',
+        configuration,
+      };
       // `ip netns exec` execs node in the namespace; the IPC channel's descriptor goes with it.
-      const child = spawn('ip', ['netns', 'exec', network.namespace(i), process.execPath, '--import', resolveTsx('.', ENTRY), fileURLToPath(ENTRY), 'taskmanager', JSON.stringify(options)], {
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        serialization: 'advanced',
-      });
+      const child = spawn(
+        'ip',
+        [
+          'netns',
+          'exec',
+          network.namespace(i),
+          process.execPath,
+          '--import',
+          resolveTsx('.', ENTRY),
+          fileURLToPath(ENTRY),
+          'taskmanager',
+          JSON.stringify(options),
+        ],
+        {
+          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+          serialization: 'advanced',
+        },
+      );
       taskManagers.push(control<TaskManagerControl>(`taskmanager in ${network.namespace(i)}`, child));
     }
-    await until('both TaskManagers registered', async () => (await jobManager!.control.overview()).taskExecutors.length === 2, 60_000);
+    await until(
+      'both TaskManagers registered',
+      async () => (await jobManager!.control.overview()).taskExecutors.length === 2,
+      60_000,
+    );
   });
 
   after(async () => {
@@ -60,7 +92,8 @@ describe('a session cluster with each TaskManager in a network namespace of its 
       vertices: [{ id: 'wait', taskModule: sleep, parallelism: 2, config: { ms: 8_000 } }],
       restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 200 },
     });
-    const running = (events: JobEvent[]) => events.filter((e): e is TaskEvent => e.type === 'task' && e.state === 'running');
+    const running = (events: JobEvent[]) =>
+      events.filter((e): e is TaskEvent => e.type === 'task' && e.state === 'running');
     const first = await until('a subtask running', async () => running(await jm.events(jobId))[0]);
     const statuses = await Promise.all(taskManagers.map((tm) => tm.control.status()));
     const victim = statuses.findIndex((s) => s.resourceId === first.resourceId);
@@ -69,12 +102,21 @@ describe('a session cluster with each TaskManager in a network namespace of its 
 
     network!.linkDown(victim + 1);
     try {
-      await until('the cut-off TaskExecutor to be lost', async () => !(await jm.overview()).taskExecutors.some((te) => te.resourceId === first.resourceId), 30_000);
+      await until(
+        'the cut-off TaskExecutor to be lost',
+        async () => !(await jm.overview()).taskExecutors.some((te) => te.resourceId === first.resourceId),
+        30_000,
+      );
       const result = await jm.result(jobId);
       expect(result.status, result.error?.message).to.equal('finished');
-      const finished = (await jm.events(jobId)).filter((e): e is TaskEvent => e.type === 'task' && e.state === 'finished');
+      const finished = (await jm.events(jobId)).filter(
+        (e): e is TaskEvent => e.type === 'task' && e.state === 'finished',
+      );
       expect(finished.map((e) => e.subtaskIndex).sort()).to.deep.equal([0, 1]);
-      expect(finished.every((e) => e.resourceId === survivor), `finished on ${finished.map((e) => e.resourceId).join(', ')}`).to.equal(true);
+      expect(
+        finished.every((e) => e.resourceId === survivor),
+        `finished on ${finished.map((e) => e.resourceId).join(', ')}`,
+      ).to.equal(true);
     } finally {
       network!.linkUp(victim + 1);
     }
@@ -86,11 +128,16 @@ describe('a session cluster with each TaskManager in a network namespace of its 
       async () => {
         const status = await taskManagers[victim]!.control.status();
         const listed = (await jm.overview()).taskExecutors.map((te) => te.resourceId);
-        return status.registered && listed.includes(status.resourceId as never) && listed.length === 2 ? status : undefined;
+        return status.registered && listed.includes(status.resourceId as never) && listed.length === 2
+          ? status
+          : undefined;
       },
       90_000,
     );
     expect(back.resourceId).to.not.equal(survivor);
-    if (process.env['SLOTWISE_DEBUG']) console.log(`      came back as ${back.resourceId === first.resourceId ? 'the same' : 'a fresh'} TaskExecutor (${back.incarnations} incarnations)`);
+    if (process.env['SLOTWISE_DEBUG'])
+      console.log(
+        `      came back as ${back.resourceId === first.resourceId ? 'the same' : 'a fresh'} TaskExecutor (${back.incarnations} incarnations)`,
+      );
   });
 });

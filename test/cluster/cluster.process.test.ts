@@ -15,7 +15,11 @@ import { crossable, start, stop, type Started } from './support/clusterProcesses
 import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
 
 const HEARTBEAT_TIMEOUT_MS = 3_000;
-const configuration = { 'heartbeat.interval': 500, 'heartbeat.timeout': HEARTBEAT_TIMEOUT_MS, 'restart-strategy.fixed-delay.delay': 200 };
+const configuration = {
+  'heartbeat.interval': 500,
+  'heartbeat.timeout': HEARTBEAT_TIMEOUT_MS,
+  'restart-strategy.fixed-delay.delay': 200,
+};
 const sleep = new URL('../fixtures/tasks/sleep.ts', import.meta.url).href;
 
 describe('a session cluster over NATS: JobManager and two TaskManagers as child processes', function () {
@@ -30,9 +34,24 @@ describe('a session cluster over NATS: JobManager and two TaskManagers as child 
     jobManager = start<JobManagerControl>('jobmanager', { nats: server.url, clusterId: 'procs', configuration });
     await jobManager.control.overview();
     for (let i = 0; i < 2; i++) {
-      taskManagers.push(start<TaskManagerControl>('taskmanager', { nats: server.url, clusterId: 'procs', slots: 2, cpuCores: 2, taskHeap: '1g', managedMemory: '64m', networkMemory: '32m', configuration }));
+      taskManagers.push(
+        start<TaskManagerControl>('taskmanager', {
+          nats: server.url,
+          clusterId: 'procs',
+          slots: 2,
+          cpuCores: 2,
+          taskHeap: '1g',
+          managedMemory: '64m',
+          networkMemory: '32m',
+          configuration,
+        }),
+      );
     }
-    await until('both TaskManagers registered', async () => (await jobManager!.control.overview()).taskExecutors.length === 2, 60_000);
+    await until(
+      'both TaskManagers registered',
+      async () => (await jobManager!.control.overview()).taskExecutors.length === 2,
+      60_000,
+    );
   });
 
   after(async () => {
@@ -50,7 +69,9 @@ describe('a session cluster over NATS: JobManager and two TaskManagers as child 
 
   it('runs the word count of 2,000 generated lines and the counts are exactly those of a single loop', async () => {
     const jobManagerControl = jobManager!.control;
-    const jobId = await jobManagerControl.submit(crossable(wordCountJob({ input: { lines: 2000, seed: 11 }, parallelism: 2, counters: 2 })));
+    const jobId = await jobManagerControl.submit(
+      crossable(wordCountJob({ input: { lines: 2000, seed: 11 }, parallelism: 2, counters: 2 })),
+    );
     const result = await jobManagerControl.result(jobId);
     expect(result.status, result.error?.message).to.equal('finished');
     expect((result.outputs['sink']![0] as WordCountResult).counts).to.deep.equal(countWords(generatedText(11, 2000)));
@@ -64,7 +85,8 @@ describe('a session cluster over NATS: JobManager and two TaskManagers as child 
       restartStrategy: { type: 'fixed-delay' as const, attempts: 3, delay: 200 },
     };
     const jobId = await control.submit(spec);
-    const running = (events: JobEvent[]) => events.filter((e): e is Extract<JobEvent, { type: 'task' }> => e.type === 'task' && e.state === 'running');
+    const running = (events: JobEvent[]) =>
+      events.filter((e): e is Extract<JobEvent, { type: 'task' }> => e.type === 'task' && e.state === 'running');
     const first = await until('a subtask running', async () => running(await control.events(jobId))[0]);
     const ids = await Promise.all(taskManagers.map(async (tm) => (await tm.control.status()).resourceId));
     const victim = ids.indexOf(first.resourceId!);
@@ -73,11 +95,17 @@ describe('a session cluster over NATS: JobManager and two TaskManagers as child 
     taskManagers[victim]!.child.kill('SIGKILL');
     await taskManagers[victim]!.exited;
 
-    await until('the killed TaskExecutor to leave the cluster', async () => !(await control.overview()).taskExecutors.some((te) => te.resourceId === first.resourceId), 30_000);
+    await until(
+      'the killed TaskExecutor to leave the cluster',
+      async () => !(await control.overview()).taskExecutors.some((te) => te.resourceId === first.resourceId),
+      30_000,
+    );
     const result = await control.result(jobId);
     expect(result.status, result.error?.message).to.equal('finished');
     const events = await control.events(jobId);
-    const finished = events.filter((e): e is Extract<JobEvent, { type: 'task' }> => e.type === 'task' && e.state === 'finished');
+    const finished = events.filter(
+      (e): e is Extract<JobEvent, { type: 'task' }> => e.type === 'task' && e.state === 'finished',
+    );
     // Every subtask that ran on the lost host ran again, as a later attempt, on the survivor.
     const onVictim = running(events).filter((e) => e.resourceId === first.resourceId);
     for (const lost of onVictim) {

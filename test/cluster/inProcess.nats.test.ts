@@ -35,9 +35,24 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
     jobManager = await startJobManager({ nats: server.url, clusterId: 'inproc', configuration });
     for (let i = 0; i < 2; i++) {
       cacheDirs.push(mkdtempSync(join(tmpdir(), 'slotwise-tm-cache-')));
-      taskManagers.push(await startTaskManager({ nats: server.url, clusterId: 'inproc', cacheDir: cacheDirs[i]!, slots: 2, cpuCores: 2, taskHeap: '1g', managedMemory: '64m', networkMemory: '32m', configuration }));
+      taskManagers.push(
+        await startTaskManager({
+          nats: server.url,
+          clusterId: 'inproc',
+          cacheDir: cacheDirs[i]!,
+          slots: 2,
+          cpuCores: 2,
+          taskHeap: '1g',
+          managedMemory: '64m',
+          networkMemory: '32m',
+          configuration,
+        }),
+      );
     }
-    await until('both TaskManagers registered with their slots', () => jobManager.overview().taskExecutors.length === 2);
+    await until(
+      'both TaskManagers registered with their slots',
+      () => jobManager.overview().taskExecutors.length === 2,
+    );
   });
 
   after(async () => {
@@ -49,7 +64,9 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
 
   it('registers both TaskManagers under their ResourceIDs with 2 slots each', () => {
     const overview = jobManager.overview();
-    expect(overview.taskExecutors.map((te) => te.resourceId).sort()).to.deep.equal(taskManagers.map((tm) => tm.resourceId).sort());
+    expect(overview.taskExecutors.map((te) => te.resourceId).sort()).to.deep.equal(
+      taskManagers.map((tm) => tm.resourceId).sort(),
+    );
     expect(overview.taskExecutors.every((te) => te.slots.length === 2)).to.equal(true);
   });
 
@@ -70,7 +87,9 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
 
   it('refuses uploaded code whose SHA-256 does not match, and stores nothing', async () => {
     const code = 'export default () => 1;\n';
-    const error = await rejection(jobManager.storeTaskCode({ name: 'one.mjs', code, sha256: sha256Hex('something else') }));
+    const error = await rejection(
+      jobManager.storeTaskCode({ name: 'one.mjs', code, sha256: sha256Hex('something else') }),
+    );
     expect(error).to.be.instanceOf(IllegalArgumentError);
     expect(error.message).to.contain(`but its code hashes to ${sha256Hex(code)}: refused`);
   });
@@ -80,20 +99,31 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
     const stored = await jobManager.storeTaskCode(bundle);
     expect(stored.sha256).to.equal(bundle.sha256);
     expect(await jobManager.storeTaskCode(bundle)).to.deep.equal(stored); // the same code again: a no-op
-    const job = await jobManager.submitJob({ name: 'uploaded', vertices: [{ id: 'ok', taskModule: stored.taskModule, parallelism: 3, config: { answer: 42 } }] });
+    const job = await jobManager.submitJob({
+      name: 'uploaded',
+      vertices: [{ id: 'ok', taskModule: stored.taskModule, parallelism: 3, config: { answer: 42 } }],
+    });
     const result = await job.result;
     expect(result.status, result.error?.message).to.equal('finished');
     const outputs = result.outputs['ok'] as Array<{ config: unknown; seen: { subtaskIndex: number; jobName: string } }>;
     expect(outputs.map((o) => o.seen.subtaskIndex)).to.deep.equal([0, 1, 2]);
-    expect(outputs.every((o) => o.seen.jobName === 'uploaded' && (o.config as { answer: number }).answer === 42)).to.equal(true);
+    expect(
+      outputs.every((o) => o.seen.jobName === 'uploaded' && (o.config as { answer: number }).answer === 42),
+    ).to.equal(true);
     // The TaskManagers ran it from their own caches, fetched from the object store by its hash.
     const fetched = cacheDirs.filter((dir) => existsSync(join(dir, `sha256-${bundle.sha256}.mjs`)));
     expect(fetched.length).to.be.at.least(1);
-    for (const dir of fetched) expect(readFileSync(join(dir, `sha256-${bundle.sha256}.mjs`), 'utf8')).to.equal(bundle.code);
+    for (const dir of fetched)
+      expect(readFileSync(join(dir, `sha256-${bundle.sha256}.mjs`), 'utf8')).to.equal(bundle.code);
   });
 
   it('refuses a job whose task module does not exist with JobGraphError, before anything runs', async () => {
-    const error = await rejection(jobManager.submitJob({ name: 'missing', vertices: [{ id: 'x', taskModule: '/nonexistent/task.mjs', parallelism: 1 }] }));
+    const error = await rejection(
+      jobManager.submitJob({
+        name: 'missing',
+        vertices: [{ id: 'x', taskModule: '/nonexistent/task.mjs', parallelism: 1 }],
+      }),
+    );
     expect(error).to.be.instanceOf(JobGraphError);
     expect((error as JobGraphError).reason).to.equal('invalid-task-module');
     expect(jobManager.listJobs().some((job) => job.name === 'missing')).to.equal(false);
@@ -101,14 +131,31 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
 
   it('runs a TaskManager in mode process: its TaskExecutor in a child process, started again under a new ResourceID when killed', async function () {
     this.timeout(120_000);
-    const tm = await startTaskManager({ nats: server.url, clusterId: 'inproc', mode: 'process', slots: 1, taskHeap: '256m', managedMemory: '32m', networkMemory: '16m', configuration });
+    const tm = await startTaskManager({
+      nats: server.url,
+      clusterId: 'inproc',
+      mode: 'process',
+      slots: 1,
+      taskHeap: '256m',
+      managedMemory: '32m',
+      networkMemory: '16m',
+      configuration,
+    });
     try {
       expect(tm).to.be.instanceOf(TaskManagerProcess);
       const listed = () => jobManager.overview().taskExecutors.map((te) => te.resourceId as string);
-      await until('the process TaskManager registered', () => tm.registered && listed().includes(tm.resourceId), 60_000);
+      await until(
+        'the process TaskManager registered',
+        () => tm.registered && listed().includes(tm.resourceId),
+        60_000,
+      );
       const first = tm.resourceId;
       process.kill((tm as TaskManagerProcess).pid!, 'SIGKILL');
-      await until('a fresh TaskExecutor registered in a new child', () => tm.registered && tm.resourceId !== first && listed().includes(tm.resourceId), 90_000);
+      await until(
+        'a fresh TaskExecutor registered in a new child',
+        () => tm.registered && tm.resourceId !== first && listed().includes(tm.resourceId),
+        90_000,
+      );
       expect(tm.incarnations).to.equal(2);
       await until('the killed one to be gone', () => !listed().includes(first), 60_000);
     } finally {

@@ -13,10 +13,22 @@ import { rejection } from '../rpc/support/transports.js';
 
 describe('session cluster options', () => {
   const refusals: Array<[string, TaskManagerOptions, RegExp]> = [
-    ['a NATS URL that is not one', { nats: 'http://127.0.0.1:4222' }, /options\.nats must be a NATS URL like nats:\/\/127\.0\.0\.1:4222/],
+    [
+      'a NATS URL that is not one',
+      { nats: 'http://127.0.0.1:4222' },
+      /options\.nats must be a NATS URL like nats:\/\/127\.0\.0\.1:4222/,
+    ],
     ['a cluster id with a dot', { clusterId: 'a.b' }, /options\.clusterId must be 1-64 letters, digits/],
-    ['an unknown option', { slot: 2 } as unknown as TaskManagerOptions, /unknown option 'slot'; known: nats, clusterId, slots/],
-    ['an unknown mode', { mode: 'fork' as 'thread' }, /options\.mode must be 'thread' \(the TaskExecutor in this process\) or 'process'/],
+    [
+      'an unknown option',
+      { slot: 2 } as unknown as TaskManagerOptions,
+      /unknown option 'slot'; known: nats, clusterId, slots/,
+    ],
+    [
+      'an unknown mode',
+      { mode: 'fork' as 'thread' },
+      /options\.mode must be 'thread' \(the TaskExecutor in this process\) or 'process'/,
+    ],
     ['a relative cache directory', { cacheDir: 'cache' }, /options\.cacheDir must be an absolute path/],
   ];
   for (const [what, options, message] of refusals) {
@@ -41,7 +53,10 @@ describe('session cluster options', () => {
 
   it('answers an unreachable NATS server with an error naming it, within the connect timeout', async () => {
     const url = `nats://127.0.0.1:${await freePort()}`;
-    for (const start of [() => startTaskManager({ nats: url, connectTimeoutMs: 2_000 }), () => startJobManager({ nats: url, connectTimeoutMs: 2_000 })]) {
+    for (const start of [
+      () => startTaskManager({ nats: url, connectTimeoutMs: 2_000 }),
+      () => startJobManager({ nats: url, connectTimeoutMs: 2_000 }),
+    ]) {
       const error = await rejection(start());
       expect(error).to.be.instanceOf(IllegalArgumentError);
       expect(error.message).to.contain(`cannot connect to the NATS server at ${url} within 2000 ms`);
@@ -52,6 +67,9 @@ describe('session cluster options', () => {
     const subjects = clusterSubjects('prod');
     expect(subjects.resourceManager).to.equal('slotwise.prod.rm');
     expect(subjects.taskExecutor('taskmanager-1a2b3c')).to.equal('slotwise.prod.te.taskmanager-1a2b3c');
-    expect(() => subjects.taskExecutor('te.1')).to.throw(IllegalArgumentError, /resourceId must be 1-128 letters, digits, '_' or '-'/);
+    expect(() => subjects.taskExecutor('te.1')).to.throw(
+      IllegalArgumentError,
+      /resourceId must be 1-128 letters, digits, '_' or '-'/,
+    );
   });
 });

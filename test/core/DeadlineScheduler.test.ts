@@ -43,7 +43,6 @@ class ManualClock implements Clock {
   }
 }
 
-
 describe('DeadlineScheduler', () => {
   describe('firing', () => {
     it('calls onDue at the deadline and not before, with the key and its deadline, and forgets the key', () => {
@@ -346,14 +345,20 @@ describe('DeadlineScheduler', () => {
       const { clock, scheduler, keys } = start<number>();
       for (let key = 0; key < 3_000; key++) scheduler.schedule(key, 10_000 - key);
       for (let key = 0; key < 2_900; key++) scheduler.cancel(key); // stale ≫ live: the heap is compacted
-      for (let round = 0; round < 20; round++) for (let key = 2_900; key < 3_000; key++) scheduler.schedule(key, 20_000 + ((key * 7 + round) % 100));
+      for (let round = 0; round < 20; round++)
+        for (let key = 2_900; key < 3_000; key++) scheduler.schedule(key, 20_000 + ((key * 7 + round) % 100));
       clock.increment(30_000);
-      const want = Array.from({ length: 100 }, (_, i) => 2_900 + i).sort((a, b) => ((a * 7 + 19) % 100) - ((b * 7 + 19) % 100) || a - b);
+      const want = Array.from({ length: 100 }, (_, i) => 2_900 + i).sort(
+        (a, b) => ((a * 7 + 19) % 100) - ((b * 7 + 19) % 100) || a - b,
+      );
       expect(keys()).to.deep.equal(want);
     });
 
     it('agrees with a naive model on random schedule / cancel / advance sequences', () => {
-      type Op = { op: 'schedule'; key: number; offset: number } | { op: 'cancel'; key: number } | { op: 'advance'; ms: number };
+      type Op =
+        | { op: 'schedule'; key: number; offset: number }
+        | { op: 'cancel'; key: number }
+        | { op: 'advance'; ms: number };
       const op: fc.Arbitrary<Op> = fc.oneof(
         fc.record({ op: fc.constant('schedule' as const), key: fc.nat(7), offset: fc.integer({ min: -50, max: 300 }) }),
         fc.record({ op: fc.constant('cancel' as const), key: fc.nat(7) }),
@@ -368,7 +373,9 @@ describe('DeadlineScheduler', () => {
           const drain = (until: number) => {
             // SimulatedClock runs the timer at the earliest deadline (or now, if already past); each
             // sweep fires every key due by then, in (deadline, scheduling) order.
-            const due = [...model].filter(([, e]) => e.deadline <= until).sort(([, a], [, b]) => a.deadline - b.deadline || a.seq - b.seq);
+            const due = [...model]
+              .filter(([, e]) => e.deadline <= until)
+              .sort(([, a], [, b]) => a.deadline - b.deadline || a.seq - b.seq);
             for (const [key, { deadline }] of due) {
               model.delete(key);
               modelFired.push([key, deadline, Math.max(deadline, clock.now())]);
@@ -417,9 +424,18 @@ describe('DeadlineScheduler', () => {
 
     it('refuses a missing clock or callback', () => {
       const clock = new SimulatedClock();
-      expect(() => new DeadlineScheduler(undefined as unknown as Clock, () => {})).to.throw(IllegalArgumentError, /clock must be a Clock/);
-      expect(() => new DeadlineScheduler({ now: () => 0 } as unknown as Clock, () => {})).to.throw(IllegalArgumentError, /clock/);
-      expect(() => new DeadlineScheduler(clock, 'run' as unknown as () => void)).to.throw(IllegalArgumentError, /onDue must be a function/);
+      expect(() => new DeadlineScheduler(undefined as unknown as Clock, () => {})).to.throw(
+        IllegalArgumentError,
+        /clock must be a Clock/,
+      );
+      expect(() => new DeadlineScheduler({ now: () => 0 } as unknown as Clock, () => {})).to.throw(
+        IllegalArgumentError,
+        /clock/,
+      );
+      expect(() => new DeadlineScheduler(clock, 'run' as unknown as () => void)).to.throw(
+        IllegalArgumentError,
+        /onDue must be a function/,
+      );
     });
   });
 });

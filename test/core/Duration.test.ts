@@ -26,9 +26,12 @@ describe('Duration', () => {
     });
 
     it('reads every unit spelling, in any case, with or without a space', () => {
-      for (const unit of ['ms', 'milli', 'millis', 'millisecond', 'milliseconds', 'MS']) expect(ms(`500${unit}`), unit).to.equal(500);
-      for (const unit of ['s', 'sec', 'secs', 'second', 'seconds', 'S']) expect(ms(`10 ${unit}`), unit).to.equal(10_000);
-      for (const unit of ['m', 'min', 'mins', 'minute', 'minutes', 'Min']) expect(ms(`5 ${unit}`), unit).to.equal(300_000);
+      for (const unit of ['ms', 'milli', 'millis', 'millisecond', 'milliseconds', 'MS'])
+        expect(ms(`500${unit}`), unit).to.equal(500);
+      for (const unit of ['s', 'sec', 'secs', 'second', 'seconds', 'S'])
+        expect(ms(`10 ${unit}`), unit).to.equal(10_000);
+      for (const unit of ['m', 'min', 'mins', 'minute', 'minutes', 'Min'])
+        expect(ms(`5 ${unit}`), unit).to.equal(300_000);
       for (const unit of ['h', 'hour', 'hours', 'H']) expect(ms(`2${unit}`), unit).to.equal(7_200_000);
       for (const unit of ['d', 'day', 'days']) expect(ms(`1 ${unit}`), unit).to.equal(DAY);
     });
@@ -107,13 +110,33 @@ describe('Duration', () => {
     });
 
     it('reads back the printed form of the durations options use', () => {
-      for (const duration of [50, 500, 1001, 10_000, 30_000, 30_001, 90_000, 100_000, 180_000, 300_000, 5_400_000, DAY]) {
+      for (const duration of [
+        50,
+        500,
+        1001,
+        10_000,
+        30_000,
+        30_001,
+        90_000,
+        100_000,
+        180_000,
+        300_000,
+        5_400_000,
+        DAY,
+      ]) {
         expect(ms(formatDuration(duration)), String(duration)).to.equal(duration);
       }
     });
 
     it('prints what it reads in canonical form', () => {
-      for (const [written, printed] of [['10 seconds', '10 s'], ['5 minutes', '5 min'], ['500ms', '500 ms'], ['1.5 hours', '1.5 h'], ['2 d', '48 h'], ['60 s', '1 min']]) {
+      for (const [written, printed] of [
+        ['10 seconds', '10 s'],
+        ['5 minutes', '5 min'],
+        ['500ms', '500 ms'],
+        ['1.5 hours', '1.5 h'],
+        ['2 d', '48 h'],
+        ['60 s', '1 min'],
+      ]) {
         expect(formatDuration(ms(written)), written).to.equal(printed);
       }
     });

@@ -4,7 +4,14 @@
  * each distinct warning once and nothing else.
  */
 import { expect } from 'chai';
-import { createDefaultLogSink, formatLogRecord, toLogger, type LogFields, type Logger, type LogRecord } from '../../lib/core/Logger.js';
+import {
+  createDefaultLogSink,
+  formatLogRecord,
+  toLogger,
+  type LogFields,
+  type Logger,
+  type LogRecord,
+} from '../../lib/core/Logger.js';
 
 const TASK_LINE: LogRecord = {
   level: 'info',
@@ -55,8 +62,18 @@ describe('Logger', () => {
 
   it('writes a record as one line: where it comes from, the level of a warning, the message', () => {
     expect(formatLogRecord(TASK_LINE)).to.equal('[taskexecutor-3f9a1c2b4d5e] sum#2 summing 3 inputs');
-    expect(formatLogRecord({ level: 'info', source: 'runtime', message: 'shutting down', resourceId: 'taskexecutor-1' })).to.equal('[taskexecutor-1] shutting down');
-    expect(formatLogRecord({ level: 'warn', source: 'runtime', message: 'a job event listener threw: boom', jobId: 'j', jobName: 'word count' })).to.equal('[word count] warn: a job event listener threw: boom');
+    expect(
+      formatLogRecord({ level: 'info', source: 'runtime', message: 'shutting down', resourceId: 'taskexecutor-1' }),
+    ).to.equal('[taskexecutor-1] shutting down');
+    expect(
+      formatLogRecord({
+        level: 'warn',
+        source: 'runtime',
+        message: 'a job event listener threw: boom',
+        jobId: 'j',
+        jobName: 'word count',
+      }),
+    ).to.equal('[word count] warn: a job event listener threw: boom');
     expect(formatLogRecord({ level: 'error', source: 'runtime', message: 'uncaught' })).to.equal('error: uncaught');
   });
 
@@ -69,7 +86,9 @@ describe('Logger', () => {
     sink({ level: 'warn', source: 'pool', message: 'terminating its thread', resourceId: 'taskexecutor-1' });
     sink({ level: 'error', source: 'pool', message: 'pool error', resourceId: 'taskexecutor-1' });
     expect(lines).to.have.length(2);
-    expect(lines[0]).to.match(/^slotwise \[taskexecutor-1\] warn: terminating its thread \(slotwise writes each warning once; pass `logger` to MiniCluster.start to receive every message\)\n$/);
+    expect(lines[0]).to.match(
+      /^slotwise \[taskexecutor-1\] warn: terminating its thread \(slotwise writes each warning once; pass `logger` to MiniCluster.start to receive every message\)\n$/,
+    );
     expect(lines[1]).to.equal('slotwise [taskexecutor-1] error: pool error\n');
   });
 });

@@ -45,14 +45,18 @@ describe('MemorySize', () => {
   });
 
   it('refuses negative, fractional and non-finite numbers, saying what is allowed', () => {
-    expect(problem(-1)).to.equal(`must be a non-negative whole number of bytes or a size like '256m' or '1 gb', got -1`);
+    expect(problem(-1)).to.equal(
+      `must be a non-negative whole number of bytes or a size like '256m' or '1 gb', got -1`,
+    );
     expect(problem(1.5)).to.match(/whole number of bytes.*got 1\.5$/);
     expect(problem(NaN)).to.match(/got NaN$/);
     expect(problem(Infinity)).to.match(/got Infinity$/);
   });
 
   it('refuses malformed strings and other types, quoting what it got', () => {
-    expect(problem('abc')).to.equal(`must be a non-negative whole number of bytes or a size like '256m' or '1 gb', got "abc"`);
+    expect(problem('abc')).to.equal(
+      `must be a non-negative whole number of bytes or a size like '256m' or '1 gb', got "abc"`,
+    );
     for (const bad of ['', '-1g', '1 g b', '1e3', 'g', '1,5g']) expect(problem(bad)).to.contain(JSON.stringify(bad));
     expect(problem(true)).to.match(/got boolean true$/);
     expect(problem(null)).to.match(/got null$/);

@@ -5,7 +5,12 @@ import { ResourceBudgetManager } from '../../lib/core/ResourceBudgetManager.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 
 const { ANY, UNKNOWN, ZERO } = ResourceProfile;
-const total = ResourceProfile.fromSpec({ cpuCores: 2, taskHeapMemory: '512m', managedMemory: '256m', extendedResources: { gpu: 1 } });
+const total = ResourceProfile.fromSpec({
+  cpuCores: 2,
+  taskHeapMemory: '512m',
+  managedMemory: '256m',
+  extendedResources: { gpu: 1 },
+});
 const half = ResourceProfile.fromSpec({ cpuCores: 1, taskHeapMemory: '256m', managedMemory: '128m' });
 
 function thrown(fn: () => unknown): unknown {
@@ -38,7 +43,9 @@ describe('ResourceBudgetManager', () => {
     const once = empty.reserve(half);
     const twice = once.reserve(half);
     expect(once).to.not.equal(empty);
-    expect(once.available.equals(half.merge(ResourceProfile.fromSpec({ extendedResources: { gpu: 1 } })))).to.equal(true);
+    expect(once.available.equals(half.merge(ResourceProfile.fromSpec({ extendedResources: { gpu: 1 } })))).to.equal(
+      true,
+    );
     expect(once.reserved.equals(half)).to.equal(true);
     expect(twice.available.equals(ResourceProfile.fromSpec({ extendedResources: { gpu: 1 } }))).to.equal(true);
     expect(twice.reserved.equals(half.multiply(2))).to.equal(true);
@@ -68,7 +75,9 @@ describe('ResourceBudgetManager', () => {
 
   it('refuses an extended resource the total does not have', () => {
     const budget = new ResourceBudgetManager(half);
-    const error = thrown(() => budget.reserve(ResourceProfile.fromSpec({ extendedResources: { fpga: 1 } }))) as ResourceBudgetError;
+    const error = thrown(() =>
+      budget.reserve(ResourceProfile.fromSpec({ extendedResources: { fpga: 1 } })),
+    ) as ResourceBudgetError;
     expect(error.reason).to.equal('insufficient-budget');
     expect(error.message).to.contain('fpga available 0, required 1');
   });
@@ -106,8 +115,16 @@ describe('ResourceBudgetManager', () => {
     const error = thrown(() => budget.release(half.multiply(2))) as ResourceBudgetError;
     expect(error).to.be.instanceOf(ResourceBudgetError);
     expect(error.reason).to.equal('over-release');
-    expect(error.message).to.contain('cpuCores reserved 1, released 2').and.contain('managedMemory reserved 128 mb, released 256 mb');
-    expect((thrown(() => new ResourceBudgetManager(total).release(ResourceProfile.fromSpec({ extendedResources: { gpu: 1 } }))) as ResourceBudgetError).reason).to.equal('over-release');
+    expect(error.message)
+      .to.contain('cpuCores reserved 1, released 2')
+      .and.contain('managedMemory reserved 128 mb, released 256 mb');
+    expect(
+      (
+        thrown(() =>
+          new ResourceBudgetManager(total).release(ResourceProfile.fromSpec({ extendedResources: { gpu: 1 } })),
+        ) as ResourceBudgetError
+      ).reason,
+    ).to.equal('over-release');
     expect(budget.reserved.equals(half)).to.equal(true);
     expect(budget.available.managedMemory).to.equal(128 * MiB);
   });

@@ -19,8 +19,16 @@ describe('ResourceCounter', () => {
     });
 
     it('sums a profile listed twice in fromEntries, keeping the first-seen order', () => {
-      const c = ResourceCounter.fromEntries([[B, 1], [A, 2], [profile(2, 200), 4], [UNKNOWN, 0]]);
-      expect(pairs(c)).to.deep.equal([[B.key, 5], [A.key, 2]]);
+      const c = ResourceCounter.fromEntries([
+        [B, 1],
+        [A, 2],
+        [profile(2, 200), 4],
+        [UNKNOWN, 0],
+      ]);
+      expect(pairs(c)).to.deep.equal([
+        [B.key, 5],
+        [A.key, 2],
+      ]);
     });
 
     it('keeps the first profile object for a key', () => {
@@ -30,14 +38,26 @@ describe('ResourceCounter', () => {
     });
 
     it('refuses negative, fractional and non-numeric counts and non-profiles, naming the argument', () => {
-      expect(() => ResourceCounter.withResource(A, -1)).to.throw(IllegalArgumentError, /count must be a non-negative safe integer/);
+      expect(() => ResourceCounter.withResource(A, -1)).to.throw(
+        IllegalArgumentError,
+        /count must be a non-negative safe integer/,
+      );
       expect(() => ResourceCounter.withResource(A, 1.5)).to.throw(IllegalArgumentError, /count/);
       expect(() => ResourceCounter.withResource(A, NaN)).to.throw(IllegalArgumentError, /count/);
       expect(() => ResourceCounter.withResource(A, '2' as unknown as number)).to.throw(IllegalArgumentError, /count/);
-      expect(() => ResourceCounter.empty().add({} as ResourceProfile, 1)).to.throw(IllegalArgumentError, /profile must be a ResourceProfile/);
+      expect(() => ResourceCounter.empty().add({} as ResourceProfile, 1)).to.throw(
+        IllegalArgumentError,
+        /profile must be a ResourceProfile/,
+      );
       expect(() => ResourceCounter.fromEntries([A] as never)).to.throw(IllegalArgumentError, /pair/);
       expect(() => ResourceCounter.fromEntries(null as never)).to.throw(IllegalArgumentError, /entries/);
-      const error = (() => { try { ResourceCounter.withResource(A, -1); } catch (e) { return e as IllegalArgumentError; } })();
+      const error = (() => {
+        try {
+          ResourceCounter.withResource(A, -1);
+        } catch (e) {
+          return e as IllegalArgumentError;
+        }
+      })();
       expect(error?.details).to.include({ argument: 'count' });
     });
 
@@ -58,19 +78,46 @@ describe('ResourceCounter', () => {
     });
 
     it('adds a counter entry by entry and keeps a changed profile in its place', () => {
-      const c = ResourceCounter.fromEntries([[A, 1], [B, 1]]).add(ResourceCounter.fromEntries([[UNKNOWN, 2], [A, 3]]));
-      expect(pairs(c)).to.deep.equal([[A.key, 4], [B.key, 1], [UNKNOWN.key, 2]]);
+      const c = ResourceCounter.fromEntries([
+        [A, 1],
+        [B, 1],
+      ]).add(
+        ResourceCounter.fromEntries([
+          [UNKNOWN, 2],
+          [A, 3],
+        ]),
+      );
+      expect(pairs(c)).to.deep.equal([
+        [A.key, 4],
+        [B.key, 1],
+        [UNKNOWN.key, 2],
+      ]);
     });
 
     it('drops a profile whose count reaches zero or below, and appends it when it comes back', () => {
-      const c = ResourceCounter.fromEntries([[A, 2], [B, 1]]).subtract(A, 5);
+      const c = ResourceCounter.fromEntries([
+        [A, 2],
+        [B, 1],
+      ]).subtract(A, 5);
       expect(c.containsResource(A)).to.equal(false);
       expect(c.getResourceCount(A)).to.equal(0);
-      expect(pairs(c.add(A, 1))).to.deep.equal([[B.key, 1], [A.key, 1]]);
+      expect(pairs(c.add(A, 1))).to.deep.equal([
+        [B.key, 1],
+        [A.key, 1],
+      ]);
     });
 
     it('subtracts a counter, ignoring profiles it does not hold', () => {
-      const c = ResourceCounter.fromEntries([[A, 3], [B, 1]]).subtract(ResourceCounter.fromEntries([[A, 1], [B, 1], [UNKNOWN, 4]]));
+      const c = ResourceCounter.fromEntries([
+        [A, 3],
+        [B, 1],
+      ]).subtract(
+        ResourceCounter.fromEntries([
+          [A, 1],
+          [B, 1],
+          [UNKNOWN, 4],
+        ]),
+      );
       expect(pairs(c)).to.deep.equal([[A.key, 2]]);
     });
 
@@ -83,40 +130,92 @@ describe('ResourceCounter', () => {
 
   describe('totals', () => {
     it('counts every resource', () => {
-      expect(ResourceCounter.fromEntries([[A, 2], [B, 3]]).getTotalResourceCount()).to.equal(5);
+      expect(
+        ResourceCounter.fromEntries([
+          [A, 2],
+          [B, 3],
+        ]).getTotalResourceCount(),
+      ).to.equal(5);
       expect(ResourceCounter.empty().getTotalResourceCount()).to.equal(0);
     });
 
     it('merges profile × count, ZERO when empty', () => {
-      expect(ResourceCounter.fromEntries([[A, 2], [B, 1]]).getTotalResource().equals(profile(4, 400))).to.equal(true);
+      expect(
+        ResourceCounter.fromEntries([
+          [A, 2],
+          [B, 1],
+        ])
+          .getTotalResource()
+          .equals(profile(4, 400)),
+      ).to.equal(true);
       expect(ResourceCounter.empty().getTotalResource().equals(ResourceProfile.ZERO)).to.equal(true);
     });
 
     it('gives UNKNOWN when any entry is UNKNOWN, and ANY when any entry is ANY (merge semantics)', () => {
-      expect(ResourceCounter.fromEntries([[A, 1], [UNKNOWN, 2]]).getTotalResource().isUnknown()).to.equal(true);
-      expect(ResourceCounter.fromEntries([[UNKNOWN, 1], [ResourceProfile.ANY, 1]]).getTotalResource().isAny()).to.equal(true);
+      expect(
+        ResourceCounter.fromEntries([
+          [A, 1],
+          [UNKNOWN, 2],
+        ])
+          .getTotalResource()
+          .isUnknown(),
+      ).to.equal(true);
+      expect(
+        ResourceCounter.fromEntries([
+          [UNKNOWN, 1],
+          [ResourceProfile.ANY, 1],
+        ])
+          .getTotalResource()
+          .isAny(),
+      ).to.equal(true);
     });
   });
 
   describe('comparison and output', () => {
     it('compares as a multiset, ignoring order', () => {
-      const ab = ResourceCounter.fromEntries([[A, 1], [B, 2]]);
-      expect(ab.equals(ResourceCounter.fromEntries([[B, 2], [A, 1]]))).to.equal(true);
-      expect(ab.equals(ResourceCounter.fromEntries([[A, 1], [B, 1]]))).to.equal(false);
+      const ab = ResourceCounter.fromEntries([
+        [A, 1],
+        [B, 2],
+      ]);
+      expect(
+        ab.equals(
+          ResourceCounter.fromEntries([
+            [B, 2],
+            [A, 1],
+          ]),
+        ),
+      ).to.equal(true);
+      expect(
+        ab.equals(
+          ResourceCounter.fromEntries([
+            [A, 1],
+            [B, 1],
+          ]),
+        ),
+      ).to.equal(false);
       expect(ab.equals(ResourceCounter.withResource(A, 1))).to.equal(false);
       expect(ab.equals(null)).to.equal(false);
     });
 
     it('prints entries in insertion order', () => {
-      const c = ResourceCounter.fromEntries([[UNKNOWN, 3], [A, 2]]);
+      const c = ResourceCounter.fromEntries([
+        [UNKNOWN, 3],
+        [A, 2],
+      ]);
       expect(c.toString()).to.equal(`{ResourceProfile{UNKNOWN}=3, ${A}=2}`);
       expect(ResourceCounter.empty().toString()).to.equal('{}');
     });
 
     it('serialises to plain data and back', () => {
-      const c = ResourceCounter.fromEntries([[UNKNOWN, 3], [A, 2]]);
+      const c = ResourceCounter.fromEntries([
+        [UNKNOWN, 3],
+        [A, 2],
+      ]);
       const json = JSON.parse(JSON.stringify(c));
-      expect(json).to.deep.equal([{ profile: 'UNKNOWN', count: 3 }, { profile: A.toJSON(), count: 2 }]);
+      expect(json).to.deep.equal([
+        { profile: 'UNKNOWN', count: 3 },
+        { profile: A.toJSON(), count: 2 },
+      ]);
       const back = ResourceCounter.fromJSON(json);
       expect(back.equals(c)).to.equal(true);
       expect(pairs(back)).to.deep.equal(pairs(c));
@@ -124,7 +223,10 @@ describe('ResourceCounter', () => {
     });
 
     it('lists profiles and entries as fresh arrays', () => {
-      const c = ResourceCounter.fromEntries([[A, 1], [B, 2]]);
+      const c = ResourceCounter.fromEntries([
+        [A, 1],
+        [B, 2],
+      ]);
       c.getResources().pop();
       c.entries().pop();
       expect(() => ((c.entries()[0] as unknown as number[])[1] = 99)).to.throw(TypeError);

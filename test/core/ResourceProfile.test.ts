@@ -20,7 +20,13 @@ function refusal(fn: () => unknown): ResourceProfileError {
   throw new Error('expected a ResourceProfileError, nothing was thrown');
 }
 
-const slot = profile({ cpuCores: 1, taskHeapMemory: '256m', managedMemory: '128m', networkMemory: '64m', extendedResources: { gpu: 1 } });
+const slot = profile({
+  cpuCores: 1,
+  taskHeapMemory: '256m',
+  managedMemory: '128m',
+  networkMemory: '64m',
+  extendedResources: { gpu: 1 },
+});
 
 describe('ResourceProfile', () => {
   describe('building', () => {
@@ -32,14 +38,33 @@ describe('ResourceProfile', () => {
         .setManagedMemory('512 mb')
         .setNetworkMemory('64m')
         .build();
-      expect([p.cpuCores, p.taskHeapMemory, p.taskOffHeapMemory, p.managedMemory, p.networkMemory]).to.deep.equal([2.5, GiB, KiB, 512 * MiB, 64 * MiB]);
-      const q = ResourceProfile.newBuilder().setTaskHeapMemoryMB(1024).setTaskOffHeapMemoryMB(0).setManagedMemoryMB(512).setNetworkMemoryMB(64).build();
-      expect([q.taskHeapMemory, q.taskOffHeapMemory, q.managedMemory, q.networkMemory]).to.deep.equal([GiB, 0, 512 * MiB, 64 * MiB]);
+      expect([p.cpuCores, p.taskHeapMemory, p.taskOffHeapMemory, p.managedMemory, p.networkMemory]).to.deep.equal([
+        2.5,
+        GiB,
+        KiB,
+        512 * MiB,
+        64 * MiB,
+      ]);
+      const q = ResourceProfile.newBuilder()
+        .setTaskHeapMemoryMB(1024)
+        .setTaskOffHeapMemoryMB(0)
+        .setManagedMemoryMB(512)
+        .setNetworkMemoryMB(64)
+        .build();
+      expect([q.taskHeapMemory, q.taskOffHeapMemory, q.managedMemory, q.networkMemory]).to.deep.equal([
+        GiB,
+        0,
+        512 * MiB,
+        64 * MiB,
+      ]);
       expect(q.cpuCores).to.equal(0);
     });
 
     it('sets extended resources one at a time or from a record, merging them', () => {
-      const p = ResourceProfile.newBuilder().setExtendedResource('gpu', 2).setExtendedResources({ fpga: 0.5, 'tpu.v4': 1 }).build();
+      const p = ResourceProfile.newBuilder()
+        .setExtendedResource('gpu', 2)
+        .setExtendedResources({ fpga: 0.5, 'tpu.v4': 1 })
+        .build();
       expect(p.extendedResources).to.deep.equal({ fpga: 0.5, gpu: 2, 'tpu.v4': 1 });
       expect(Object.keys(p.extendedResources)).to.deep.equal(['fpga', 'gpu', 'tpu.v4']);
       expect(Object.isFrozen(p.extendedResources)).to.equal(true);
@@ -116,8 +141,12 @@ describe('ResourceProfile', () => {
         expect(error.reason, name).to.equal('invalid-name');
         expect(error.details.field).to.equal('extendedResources');
       }
-      expect(refusal(() => ResourceProfile.newBuilder().setExtendedResource('gpu', -0.5)).reason).to.equal('negative-amount');
-      expect(refusal(() => ResourceProfile.newBuilder().setExtendedResources(null as never)).reason).to.equal('not-finite');
+      expect(refusal(() => ResourceProfile.newBuilder().setExtendedResource('gpu', -0.5)).reason).to.equal(
+        'negative-amount',
+      );
+      expect(refusal(() => ResourceProfile.newBuilder().setExtendedResources(null as never)).reason).to.equal(
+        'not-finite',
+      );
     });
 
     it('accepts memory sizes as strings in a spec, missing fields being 0', () => {
@@ -133,7 +162,9 @@ describe('ResourceProfile', () => {
       const error = refusal(() => ResourceProfile.fromSpec({ cpu: 1 } as ResourceSpec));
       expect(error.reason).to.equal('unknown-field');
       expect(error.details.field).to.equal('cpu');
-      expect(error.message).to.contain('"cpu"').and.contain('cpuCores, taskHeapMemory, taskOffHeapMemory, managedMemory, networkMemory, extendedResources');
+      expect(error.message)
+        .to.contain('"cpu"')
+        .and.contain('cpuCores, taskHeapMemory, taskOffHeapMemory, managedMemory, networkMemory, extendedResources');
       expect(refusal(() => ResourceProfile.fromSpec('SOME' as never)).reason).to.equal('unknown-field');
     });
 
@@ -168,7 +199,9 @@ describe('ResourceProfile', () => {
 
     it('never keeps more than was asked: 0.123456789 cores are 0.12345678, not 0.12345679', () => {
       expect(ResourceProfile.newBuilder().setCpuCores(0.123456789).build().cpuCores).to.equal(0.12345678);
-      expect(ResourceProfile.newBuilder().setExtendedResource('gpu', 0.123456789).build().extendedResources).to.deep.equal({ gpu: 0.12345678 });
+      expect(
+        ResourceProfile.newBuilder().setExtendedResource('gpu', 0.123456789).build().extendedResources,
+      ).to.deep.equal({ gpu: 0.12345678 });
       expect(profile({ cpuCores: 0.000000019 }).cpuCores).to.equal(0.00000001);
       expect(profile({ cpuCores: 0.000000009 }).equals(ZERO)).to.equal(true);
       for (const cores of [0.1, 0.29, 0.3, 0.57, 1.1, 2.675, 1234.56789012, 0.12345678]) {
@@ -178,7 +211,11 @@ describe('ResourceProfile', () => {
     });
 
     it('reads back exactly what it wrote: toJSON -> fromJSON keeps every unit', () => {
-      for (const p of [profile({ cpuCores: 2 / 3 }), profile({ cpuCores: 0.12345678, extendedResources: { gpu: 0.66666666 } }), profile({ cpuCores: 123456.78901234 })]) {
+      for (const p of [
+        profile({ cpuCores: 2 / 3 }),
+        profile({ cpuCores: 0.12345678, extendedResources: { gpu: 0.66666666 } }),
+        profile({ cpuCores: 123456.78901234 }),
+      ]) {
         expect(ResourceProfile.fromJSON(p.toJSON()).equals(p), p.toString()).to.equal(true);
       }
     });
@@ -197,11 +234,17 @@ describe('ResourceProfile', () => {
       expect(withZero.extendedResources).to.deep.equal({});
       expect(withZero.equals(profile({ cpuCores: 1 }))).to.equal(true);
       expect(withZero.key).to.equal(profile({ cpuCores: 1 }).key);
-      expect(ResourceProfile.newBuilder().setExtendedResource('gpu', 1).setExtendedResource('gpu', 0).build().equals(ZERO)).to.equal(true);
+      expect(
+        ResourceProfile.newBuilder().setExtendedResource('gpu', 1).setExtendedResource('gpu', 0).build().equals(ZERO),
+      ).to.equal(true);
     });
 
     it('agrees with key: equal profiles share a key regardless of insertion order', () => {
-      const a = ResourceProfile.newBuilder().setExtendedResource('gpu', 1).setExtendedResource('fpga', 2).setCpuCores(1).build();
+      const a = ResourceProfile.newBuilder()
+        .setExtendedResource('gpu', 1)
+        .setExtendedResource('fpga', 2)
+        .setCpuCores(1)
+        .build();
       const b = ResourceProfile.newBuilder().setCpuCores(1).setExtendedResources({ fpga: 2, gpu: 1 }).build();
       expect(a.equals(b)).to.equal(true);
       expect(a.key).to.equal(b.key);
@@ -211,7 +254,18 @@ describe('ResourceProfile', () => {
     });
 
     it('keys distinct profiles apart, including special values', () => {
-      const profiles = [UNKNOWN, ANY, ZERO, slot, profile({ cpuCores: 1 }), profile({ taskHeapMemory: 1 }), profile({ taskOffHeapMemory: 1 }), profile({ managedMemory: 1 }), profile({ networkMemory: 1 }), profile({ extendedResources: { gpu: 1 } })];
+      const profiles = [
+        UNKNOWN,
+        ANY,
+        ZERO,
+        slot,
+        profile({ cpuCores: 1 }),
+        profile({ taskHeapMemory: 1 }),
+        profile({ taskOffHeapMemory: 1 }),
+        profile({ managedMemory: 1 }),
+        profile({ networkMemory: 1 }),
+        profile({ extendedResources: { gpu: 1 } }),
+      ];
       const keys = new Set(profiles.map((p) => p.key));
       expect(keys.size).to.equal(profiles.length);
       for (const p of profiles) for (const q of profiles) expect(p.equals(q)).to.equal(p.key === q.key);
@@ -221,7 +275,17 @@ describe('ResourceProfile', () => {
     });
 
     it('compares by value with equals and with chai deep equality', () => {
-      expect(slot.equals(profile({ cpuCores: 1, taskHeapMemory: 256 * MiB, managedMemory: '128 mb', networkMemory: '64m', extendedResources: { gpu: 1 } }))).to.equal(true);
+      expect(
+        slot.equals(
+          profile({
+            cpuCores: 1,
+            taskHeapMemory: 256 * MiB,
+            managedMemory: '128 mb',
+            networkMemory: '64m',
+            extendedResources: { gpu: 1 },
+          }),
+        ),
+      ).to.equal(true);
       expect(slot.equals(slot.toJSON())).to.equal(false);
       expect(profile({ cpuCores: 1 })).to.deep.equal(profile({ cpuCores: 1 }));
       expect(profile({ cpuCores: 1 })).to.not.deep.equal(profile({ cpuCores: 2 }));
@@ -236,7 +300,16 @@ describe('ResourceProfile', () => {
     });
 
     it('throws unknown-profile from every getter of UNKNOWN', () => {
-      for (const getter of ['cpuCores', 'taskHeapMemory', 'taskOffHeapMemory', 'managedMemory', 'networkMemory', 'extendedResources', 'totalMemory', 'operatorsMemory'] as const) {
+      for (const getter of [
+        'cpuCores',
+        'taskHeapMemory',
+        'taskOffHeapMemory',
+        'managedMemory',
+        'networkMemory',
+        'extendedResources',
+        'totalMemory',
+        'operatorsMemory',
+      ] as const) {
         const error = refusal(() => UNKNOWN[getter]);
         expect(error.reason).to.equal('unknown-profile');
         expect(error.details.field).to.equal(getter);
@@ -244,7 +317,14 @@ describe('ResourceProfile', () => {
     });
 
     it('reports Infinity for every standard field of ANY and no extended resources', () => {
-      expect([ANY.cpuCores, ANY.taskHeapMemory, ANY.taskOffHeapMemory, ANY.managedMemory, ANY.networkMemory, ANY.totalMemory]).to.deep.equal(Array(6).fill(Infinity));
+      expect([
+        ANY.cpuCores,
+        ANY.taskHeapMemory,
+        ANY.taskOffHeapMemory,
+        ANY.managedMemory,
+        ANY.networkMemory,
+        ANY.totalMemory,
+      ]).to.deep.equal(Array(6).fill(Infinity));
       expect(ANY.extendedResources).to.deep.equal({});
     });
 
@@ -256,7 +336,13 @@ describe('ResourceProfile', () => {
   });
 
   describe('isMatching', () => {
-    const bigger = profile({ cpuCores: 2, taskHeapMemory: '512m', managedMemory: '128m', networkMemory: '64m', extendedResources: { gpu: 1 } });
+    const bigger = profile({
+      cpuCores: 2,
+      taskHeapMemory: '512m',
+      managedMemory: '128m',
+      networkMemory: '64m',
+      extendedResources: { gpu: 1 },
+    });
 
     it('matches when the receiver is ANY, the two are equal, or the requirement is UNKNOWN', () => {
       expect(ANY.isMatching(slot)).to.equal(true);
@@ -295,7 +381,13 @@ describe('ResourceProfile', () => {
     it('compares every standard field', () => {
       expect(slot.allFieldsNoLessThan(ZERO)).to.equal(true);
       expect(ZERO.allFieldsNoLessThan(slot)).to.equal(false);
-      for (const field of ['cpuCores', 'taskHeapMemory', 'taskOffHeapMemory', 'managedMemory', 'networkMemory'] as const) {
+      for (const field of [
+        'cpuCores',
+        'taskHeapMemory',
+        'taskOffHeapMemory',
+        'managedMemory',
+        'networkMemory',
+      ] as const) {
         expect(slot.allFieldsNoLessThan(slot.merge(profile({ [field]: 1 }))), field).to.equal(false);
       }
     });
@@ -305,14 +397,18 @@ describe('ResourceProfile', () => {
       const oneGpu = profile({ cpuCores: 1, extendedResources: { gpu: 1 } });
       expect(noGpu.allFieldsNoLessThan(oneGpu)).to.equal(false);
       expect(profile({ cpuCores: 4, extendedResources: { gpu: 0.5 } }).allFieldsNoLessThan(oneGpu)).to.equal(false);
-      expect(profile({ cpuCores: 4, extendedResources: { gpu: 2, fpga: 1 } }).allFieldsNoLessThan(oneGpu)).to.equal(true);
+      expect(profile({ cpuCores: 4, extendedResources: { gpu: 2, fpga: 1 } }).allFieldsNoLessThan(oneGpu)).to.equal(
+        true,
+      );
       expect(oneGpu.allFieldsNoLessThan(profile({ cpuCores: 1 }))).to.equal(true);
     });
   });
 
   describe('arithmetic', () => {
     it('merges field-wise, unioning and summing extended resources', () => {
-      const sum = slot.merge(profile({ cpuCores: 0.5, taskOffHeapMemory: '1m', extendedResources: { gpu: 1, fpga: 2 } }));
+      const sum = slot.merge(
+        profile({ cpuCores: 0.5, taskOffHeapMemory: '1m', extendedResources: { gpu: 1, fpga: 2 } }),
+      );
       expect(sum.toJSON()).to.deep.equal({
         cpuCores: 1.5,
         taskHeapMemory: 256 * MiB,
@@ -369,7 +465,11 @@ describe('ResourceProfile', () => {
       expect(triple.cpuCores).to.equal(3);
       expect(triple.managedMemory).to.equal(384 * MiB);
       expect(triple.extendedResources).to.deep.equal({ gpu: 3 });
-      expect(profile({ cpuCores: 0.1 }).multiply(3).equals(profile({ cpuCores: 0.3 }))).to.equal(true);
+      expect(
+        profile({ cpuCores: 0.1 })
+          .multiply(3)
+          .equals(profile({ cpuCores: 0.3 })),
+      ).to.equal(true);
       expect(slot.multiply(1).equals(slot)).to.equal(true);
     });
 
@@ -398,7 +498,10 @@ describe('ResourceProfile', () => {
       expect(profile({ cpuCores: 1 }).divide(6).cpuCores).to.equal(0.16666666);
       expect(profile({ cpuCores: 1 }).divide(6).multiply(6).cpuCores).to.equal(0.99999996);
       expect(slot.divide(1)).to.equal(slot);
-      expect(profile({ extendedResources: { gpu: 0.00000002 } }).divide(3).extendedResources, 'a share below one unit is dropped').to.deep.equal({});
+      expect(
+        profile({ extendedResources: { gpu: 0.00000002 } }).divide(3).extendedResources,
+        'a share below one unit is dropped',
+      ).to.deep.equal({});
       expect(ANY.divide(2)).to.equal(ANY);
       expect(UNKNOWN.divide(2)).to.equal(UNKNOWN);
     });
@@ -420,7 +523,12 @@ describe('ResourceProfile', () => {
   describe('shortfall', () => {
     it('lists every field, standard then extended by name, where the receiver has less than required', () => {
       const have = profile({ cpuCores: 1, taskHeapMemory: '1g', managedMemory: '64m', extendedResources: { gpu: 1 } });
-      const need = profile({ cpuCores: 2, taskHeapMemory: '512m', managedMemory: '128m', extendedResources: { gpu: 2, fpga: 1 } });
+      const need = profile({
+        cpuCores: 2,
+        taskHeapMemory: '512m',
+        managedMemory: '128m',
+        extendedResources: { gpu: 2, fpga: 1 },
+      });
       const shortfall = have.shortfall(need);
       expect(shortfall).to.deep.equal([
         { field: 'cpuCores', available: 1, required: 2 },
@@ -449,11 +557,19 @@ describe('ResourceProfile', () => {
       );
       expect(UNKNOWN.toString()).to.equal('ResourceProfile{UNKNOWN}');
       expect(ANY.toString()).to.equal('ResourceProfile{ANY}');
-      expect(String(profile({ cpuCores: 0.5, taskHeapMemory: 1536 }))).to.contain('cpuCores=0.5, taskHeapMemory=1.50 kb');
+      expect(String(profile({ cpuCores: 0.5, taskHeapMemory: 1536 }))).to.contain(
+        'cpuCores=0.5, taskHeapMemory=1.50 kb',
+      );
     });
 
     it('turns into plain data and back with toJSON / fromJSON', () => {
-      for (const p of [slot, ZERO, ANY, UNKNOWN, profile({ cpuCores: 1 / 3, extendedResources: { gpu: 0.1, fpga: 2 } })]) {
+      for (const p of [
+        slot,
+        ZERO,
+        ANY,
+        UNKNOWN,
+        profile({ cpuCores: 1 / 3, extendedResources: { gpu: 0.1, fpga: 2 } }),
+      ]) {
         const json = p.toJSON();
         expect(ResourceProfile.fromJSON(json).equals(p)).to.equal(true);
         expect(ResourceProfile.fromJSON(JSON.parse(JSON.stringify(json))).equals(p)).to.equal(true);
@@ -484,7 +600,12 @@ describe('ResourceProfile', () => {
 
   describe('fromAmounts', () => {
     it('builds the profile whose raw amounts and extended units are the ones given, dropping zero extended amounts', () => {
-      const original = ResourceProfile.fromSpec({ cpuCores: 0.3, taskHeapMemory: '256m', managedMemory: 7, extendedResources: { gpu: 0.1, fpga: 2 } });
+      const original = ResourceProfile.fromSpec({
+        cpuCores: 0.3,
+        taskHeapMemory: '256m',
+        managedMemory: 7,
+        extendedResources: { gpu: 0.1, fpga: 2 },
+      });
       const rebuilt = ResourceProfile.fromAmounts(original.amounts, new Map([...original.extended, ['tpu', 0]]));
       expect(rebuilt.equals(original)).to.equal(true);
       expect(rebuilt.key).to.equal(original.key);
@@ -496,8 +617,12 @@ describe('ResourceProfile', () => {
       expect(refusal(() => ResourceProfile.fromAmounts([-1, 0, 0, 0, 0])).reason).to.equal('negative-amount');
       expect(refusal(() => ResourceProfile.fromAmounts([0.5, 0, 0, 0, 0])).reason).to.equal('not-integer');
       expect(refusal(() => ResourceProfile.fromAmounts([0, Infinity, 0, 0, 0])).reason).to.equal('not-finite');
-      expect(refusal(() => ResourceProfile.fromAmounts([0, 0, 0, 0, 0], new Map([['cpuCores', 1]]))).reason).to.equal('invalid-name');
-      expect(refusal(() => ResourceProfile.fromAmounts([0, 0, 0, 0, 0], new Map([['gpu', -1]]))).reason).to.equal('negative-amount');
+      expect(refusal(() => ResourceProfile.fromAmounts([0, 0, 0, 0, 0], new Map([['cpuCores', 1]]))).reason).to.equal(
+        'invalid-name',
+      );
+      expect(refusal(() => ResourceProfile.fromAmounts([0, 0, 0, 0, 0], new Map([['gpu', -1]]))).reason).to.equal(
+        'negative-amount',
+      );
     });
   });
 

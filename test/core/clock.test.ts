@@ -51,7 +51,10 @@ describe('clock', () => {
       clock.setTimeout(() => seen.push(['a', clock.now()]), 10);
       clock.setTimeout(() => seen.push(['b', clock.now()]), 2_500);
       clock.increment(60_000);
-      expect(seen).to.deep.equal([['a', 1_010], ['b', 3_500]]);
+      expect(seen).to.deep.equal([
+        ['a', 1_010],
+        ['b', 3_500],
+      ]);
       expect(clock.now()).to.equal(61_000);
     });
 
@@ -65,7 +68,11 @@ describe('clock', () => {
       }, 5_000);
       clock.setTimeout(() => fired.push(['between', clock.now()]), 7_000);
       clock.increment(10_000);
-      expect(fired).to.deep.equal([['first', 5_000], ['between', 7_000], ['second', 8_000]]);
+      expect(fired).to.deep.equal([
+        ['first', 5_000],
+        ['between', 7_000],
+        ['second', 8_000],
+      ]);
       expect(clock.pendingTimers).to.equal(1);
     });
 
@@ -156,10 +163,17 @@ describe('clock', () => {
       clock.setTimeout(() => fired.push(['6 s', clock.now()]), 6_000); // due at 7000
       clock.stall(4_000);
       expect(clock.now()).to.equal(5_000);
-      expect(fired).to.deep.equal([['1 s', 5_000], ['3 s', 5_000], ['then 0', 5_000]]);
+      expect(fired).to.deep.equal([
+        ['1 s', 5_000],
+        ['3 s', 5_000],
+        ['then 0', 5_000],
+      ]);
       expect(clock.pendingTimers).to.equal(2);
       clock.increment(2_000);
-      expect(fired.slice(3)).to.deep.equal([['then 500 ms', 5_500], ['6 s', 7_000]]);
+      expect(fired.slice(3)).to.deep.equal([
+        ['then 500 ms', 5_500],
+        ['6 s', 7_000],
+      ]);
       expect(() => clock.stall(-1)).to.throw(RangeError, /finite ms >= 0/);
     });
 
@@ -210,7 +224,7 @@ describe('clock', () => {
       id: 'slot',
       initial: 'allocated',
       states: {
-        allocated: { after: { 10_000: 'timedOut' }, on: { MARK_ACTIVE: 'active' } },
+        allocated: { after: { 10000: 'timedOut' }, on: { MARK_ACTIVE: 'active' } },
         active: {},
         timedOut: {},
       },
@@ -251,7 +265,9 @@ describe('clock', () => {
       let cleared = false;
       const handle = systemClock.setTimeout(() => (cleared = true), 5);
       systemClock.clearTimeout(handle);
-      const firedAt = await new Promise<number>((resolve) => systemClock.setTimeout(() => resolve(systemClock.now()), 5));
+      const firedAt = await new Promise<number>((resolve) =>
+        systemClock.setTimeout(() => resolve(systemClock.now()), 5),
+      );
       // Node may fire up to a millisecond early by Date.now()'s rounding.
       expect(firedAt - start).to.be.at.least(4);
       await new Promise<void>((resolve) => systemClock.setTimeout(resolve, 10));

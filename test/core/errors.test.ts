@@ -30,7 +30,11 @@ import {
 
 /** One realistic instance of every class in the family; a Record, so a new class without a sample does not compile. */
 const SAMPLES: Record<SlotwiseErrorTag, () => AnySlotwiseError> = {
-  IllegalArgumentError: () => new IllegalArgumentError('out-of-range', 'numberSlots must be an integer >= 1, got 0', { argument: 'numberSlots', value: 0 }),
+  IllegalArgumentError: () =>
+    new IllegalArgumentError('out-of-range', 'numberSlots must be an integer >= 1, got 0', {
+      argument: 'numberSlots',
+      value: 0,
+    }),
   IllegalStateError: () =>
     new IllegalStateError('TaskSlotTable.allocateSlot is not allowed while the table is closed (allowed: running)', {
       component: 'TaskSlotTable',
@@ -38,24 +42,81 @@ const SAMPLES: Record<SlotwiseErrorTag, () => AnySlotwiseError> = {
       state: 'closed',
       allowed: ['running'],
     }),
-  ConfigurationError: () => new ConfigurationError('unknown-option', `unknown option 'heartbeat.intervall'`, { option: 'heartbeat.intervall', suggestion: 'heartbeat.interval' }),
-  ResourceProfileError: () => new ResourceProfileError('negative-amount', 'cpuCores must be >= 0, got -1', { field: 'cpuCores', value: -1 }),
-  ResourceBudgetError: () => new ResourceBudgetError('insufficient-budget', 'cannot reserve 2 cores: 1 left', { requested: { cpuCores: 2 }, available: { cpuCores: 1 } }),
-  SlotAllocationError: () => new SlotAllocationError('index-taken', 'slot index 0 is already held', { index: 0, holder: 'a'.repeat(32) }),
-  SlotNotFoundError: () => new SlotNotFoundError('no slot with allocation abcd1234', { allocationId: 'abcd1234'.repeat(4) }),
-  SlotNotActiveError: () => new SlotNotActiveError('slot-allocated', 'slot is allocated but not active; mark it active first', { allocationId: 'b'.repeat(32) }),
-  SlotOwnerMismatchError: () => new SlotOwnerMismatchError('job-mismatch', 'slot belongs to another job', { expected: 'c'.repeat(32), actual: 'd'.repeat(32) }),
-  DuplicateTaskError: () => new DuplicateTaskError('task is already in this table', { executionAttemptId: `${'e'.repeat(32)}_map_0_0` }),
-  TaskNotFoundError: () => new TaskNotFoundError('no task in this table', { executionAttemptId: `${'f'.repeat(32)}_map_1_0` }),
-  MemoryAllocationError: () => new MemoryAllocationError('insufficient-memory', 'cannot allocate 4 pages: 2 free', { requested: 4, free: 2, owners: [['op-1', 2]] }),
-  TimeoutError: () => new TimeoutError('TaskExecutorGateway.requestSlot timed out after 10 s', { operation: 'requestSlot', timeoutMs: 10_000 }),
-  UnknownTaskExecutorError: () => new UnknownTaskExecutorError('slot report from taskexecutor-1, which is not registered', { resourceId: 'taskexecutor-1' }),
-  SlotRequestError: () => new SlotRequestError('timed-out', 'slot request waited 5 min: no TaskExecutor has room', { jobId: 'a'.repeat(32), why: 'no TaskExecutor has room' }),
-  TaskExecutionError: () => new TaskExecutionError('out-of-memory', 'task tokenize#3 ran out of its 64 mb heap', { executionAttemptId: `${'a'.repeat(32)}_tokenize_3_0`, vertexName: 'tokenize', cause: 'Worker terminated due to reaching memory limit', code: 'ERR_WORKER_OUT_OF_MEMORY' }),
-  EndpointClosedError: () => new EndpointClosedError('TaskExecutor taskexecutor-1 is closed: the call was not run', { endpoint: 'TaskExecutor taskexecutor-1' }),
-  RpcTimeoutError: () => new RpcTimeoutError('TaskExecutorGateway.requestSlot got no answer within 10 s', { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: 10_000 }),
-  JobGraphError: () => new JobGraphError('cycle', 'the edges form a cycle: map -> reduce -> map; a job graph must be acyclic', { vertices: ['map', 'reduce', 'map'] }),
-  RestError: () => new RestError('unknown-job', 'no job 0123456789abcdef0123456789abcdef in this cluster', { status: 404, jobId: '0123456789abcdef0123456789abcdef' }),
+  ConfigurationError: () =>
+    new ConfigurationError('unknown-option', `unknown option 'heartbeat.intervall'`, {
+      option: 'heartbeat.intervall',
+      suggestion: 'heartbeat.interval',
+    }),
+  ResourceProfileError: () =>
+    new ResourceProfileError('negative-amount', 'cpuCores must be >= 0, got -1', { field: 'cpuCores', value: -1 }),
+  ResourceBudgetError: () =>
+    new ResourceBudgetError('insufficient-budget', 'cannot reserve 2 cores: 1 left', {
+      requested: { cpuCores: 2 },
+      available: { cpuCores: 1 },
+    }),
+  SlotAllocationError: () =>
+    new SlotAllocationError('index-taken', 'slot index 0 is already held', { index: 0, holder: 'a'.repeat(32) }),
+  SlotNotFoundError: () =>
+    new SlotNotFoundError('no slot with allocation abcd1234', { allocationId: 'abcd1234'.repeat(4) }),
+  SlotNotActiveError: () =>
+    new SlotNotActiveError('slot-allocated', 'slot is allocated but not active; mark it active first', {
+      allocationId: 'b'.repeat(32),
+    }),
+  SlotOwnerMismatchError: () =>
+    new SlotOwnerMismatchError('job-mismatch', 'slot belongs to another job', {
+      expected: 'c'.repeat(32),
+      actual: 'd'.repeat(32),
+    }),
+  DuplicateTaskError: () =>
+    new DuplicateTaskError('task is already in this table', { executionAttemptId: `${'e'.repeat(32)}_map_0_0` }),
+  TaskNotFoundError: () =>
+    new TaskNotFoundError('no task in this table', { executionAttemptId: `${'f'.repeat(32)}_map_1_0` }),
+  MemoryAllocationError: () =>
+    new MemoryAllocationError('insufficient-memory', 'cannot allocate 4 pages: 2 free', {
+      requested: 4,
+      free: 2,
+      owners: [['op-1', 2]],
+    }),
+  TimeoutError: () =>
+    new TimeoutError('TaskExecutorGateway.requestSlot timed out after 10 s', {
+      operation: 'requestSlot',
+      timeoutMs: 10_000,
+    }),
+  UnknownTaskExecutorError: () =>
+    new UnknownTaskExecutorError('slot report from taskexecutor-1, which is not registered', {
+      resourceId: 'taskexecutor-1',
+    }),
+  SlotRequestError: () =>
+    new SlotRequestError('timed-out', 'slot request waited 5 min: no TaskExecutor has room', {
+      jobId: 'a'.repeat(32),
+      why: 'no TaskExecutor has room',
+    }),
+  TaskExecutionError: () =>
+    new TaskExecutionError('out-of-memory', 'task tokenize#3 ran out of its 64 mb heap', {
+      executionAttemptId: `${'a'.repeat(32)}_tokenize_3_0`,
+      vertexName: 'tokenize',
+      cause: 'Worker terminated due to reaching memory limit',
+      code: 'ERR_WORKER_OUT_OF_MEMORY',
+    }),
+  EndpointClosedError: () =>
+    new EndpointClosedError('TaskExecutor taskexecutor-1 is closed: the call was not run', {
+      endpoint: 'TaskExecutor taskexecutor-1',
+    }),
+  RpcTimeoutError: () =>
+    new RpcTimeoutError('TaskExecutorGateway.requestSlot got no answer within 10 s', {
+      gateway: 'TaskExecutorGateway',
+      method: 'requestSlot',
+      timeoutMs: 10_000,
+    }),
+  JobGraphError: () =>
+    new JobGraphError('cycle', 'the edges form a cycle: map -> reduce -> map; a job graph must be acyclic', {
+      vertices: ['map', 'reduce', 'map'],
+    }),
+  RestError: () =>
+    new RestError('unknown-job', 'no job 0123456789abcdef0123456789abcdef in this cluster', {
+      status: 404,
+      jobId: '0123456789abcdef0123456789abcdef',
+    }),
 };
 
 const TAGS = Object.keys(ERROR_CLASSES) as SlotwiseErrorTag[];
@@ -102,7 +163,12 @@ describe('errors', () => {
       it(`carries ${tag} across a structured clone of toJSON() and revives it with the same class, reason, details and message`, () => {
         const error = SAMPLES[tag]();
         const wire = structuredClone(error.toJSON());
-        expect(wire).to.deep.equal({ _tag: tag, reason: error.reason, message: error.message, details: { ...error.details } });
+        expect(wire).to.deep.equal({
+          _tag: tag,
+          reason: error.reason,
+          message: error.message,
+          details: { ...error.details },
+        });
 
         const revived = reviveError(wire);
         expect(revived).to.be.instanceOf(ERROR_CLASSES[tag]);
@@ -135,7 +201,12 @@ describe('errors', () => {
     });
 
     it('revives an unknown tag (a newer peer) as a plain Error named by the tag', () => {
-      const revived = reviveError({ _tag: 'QuotaExceededError', reason: 'quota', message: 'over quota', details: { used: 3 } });
+      const revived = reviveError({
+        _tag: 'QuotaExceededError',
+        reason: 'quota',
+        message: 'over quota',
+        details: { used: 3 },
+      });
       expect(revived).to.be.instanceOf(Error);
       expect(revived).to.not.be.instanceOf(SlotwiseError);
       expect(isSlotwiseError(revived)).to.equal(false);
@@ -152,7 +223,17 @@ describe('errors', () => {
 
     it('rejects other errors, look-alike objects and non-errors', () => {
       const lookAlike = { _tag: 'ConfigurationError', reason: 'invalid-value', message: 'x', details: { option: 'x' } };
-      for (const value of [new Error('x'), new TypeError('x'), new RangeError('x'), lookAlike, SAMPLES.TimeoutError().toJSON(), null, undefined, 'ConfigurationError', 42]) {
+      for (const value of [
+        new Error('x'),
+        new TypeError('x'),
+        new RangeError('x'),
+        lookAlike,
+        SAMPLES.TimeoutError().toJSON(),
+        null,
+        undefined,
+        'ConfigurationError',
+        42,
+      ]) {
         expect(isSlotwiseError(value), String(value)).to.equal(false);
       }
     });

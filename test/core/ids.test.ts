@@ -22,7 +22,10 @@ describe('ids', () => {
     expect(id).to.match(/^[0-9a-f]{32}_tokenize_3_1$/);
     expect(ExecutionAttemptID.parse(id)).to.equal(id);
     expect(ExecutionAttemptID.short(id)).to.match(/^[0-9a-f]{8}_tokenize_3_1$/);
-    expect(() => ExecutionAttemptID.generate({ vertex: 'x', subtask: -1, attempt: 0 })).to.throw(IllegalArgumentError, /subtask/);
+    expect(() => ExecutionAttemptID.generate({ vertex: 'x', subtask: -1, attempt: 0 })).to.throw(
+      IllegalArgumentError,
+      /subtask/,
+    );
   });
 
   it('builds readable ResourceIDs and SlotIDs and parses them back', () => {

@@ -107,10 +107,15 @@ describe('options', () => {
     });
 
     it('accepts a zero requirement-check delay and a zero restart delay, but no zero timeout', () => {
-      const resolved = resolveOptions({ 'slotmanager.requirement-check.delay': 0, 'restart-strategy.fixed-delay.delay': '0 s' });
+      const resolved = resolveOptions({
+        'slotmanager.requirement-check.delay': 0,
+        'restart-strategy.fixed-delay.delay': '0 s',
+      });
       expect(resolved['slotmanager.requirement-check.delay']).to.equal(0);
       expect(resolved['restart-strategy.fixed-delay.delay']).to.equal(0);
-      expect(refusal({ 'taskmanager.slot.timeout': 0 }).message).to.equal(`option 'taskmanager.slot.timeout' must be at least 1 ms, got 0 ms`);
+      expect(refusal({ 'taskmanager.slot.timeout': 0 }).message).to.equal(
+        `option 'taskmanager.slot.timeout' must be at least 1 ms, got 0 ms`,
+      );
     });
 
     it('accepts memory sizes as bytes and as strings with binary units', () => {
@@ -160,7 +165,11 @@ describe('options', () => {
     });
 
     it('accepts its own output again unchanged', () => {
-      const once = resolveOptions({ 'taskmanager.numberOfTaskSlots': 4, 'taskmanager.cpu.cores': 2, 'heartbeat.timeout': '1 min' });
+      const once = resolveOptions({
+        'taskmanager.numberOfTaskSlots': 4,
+        'taskmanager.cpu.cores': 2,
+        'heartbeat.timeout': '1 min',
+      });
       expect(resolveOptions(once)).to.deep.equal(once);
       expect(resolveOptions(DEFAULTS)).to.deep.equal(DEFAULTS);
     });
@@ -172,12 +181,17 @@ describe('options', () => {
       expect(error.reason).to.equal('unknown-option');
       expect(error.message).to.contain(`unknown option 'taskmanager.slot.timout'`);
       expect(error.message).to.contain(`did you mean 'taskmanager.slot.timeout'?`);
-      expect(error.details).to.deep.include({ option: 'taskmanager.slot.timout', suggestion: 'taskmanager.slot.timeout' });
+      expect(error.details).to.deep.include({
+        option: 'taskmanager.slot.timout',
+        suggestion: 'taskmanager.slot.timeout',
+      });
     });
 
     it('suggests by spelling, whatever part of the name is wrong', () => {
       expect(refusal({ 'heartbeat.intervall': 1 }).details['suggestion']).to.equal('heartbeat.interval');
-      expect(refusal({ 'taskmanager.numberOfTaskslots': 1 }).details['suggestion']).to.equal('taskmanager.numberOfTaskSlots');
+      expect(refusal({ 'taskmanager.numberOfTaskslots': 1 }).details['suggestion']).to.equal(
+        'taskmanager.numberOfTaskSlots',
+      );
     });
 
     it('rejects a name like nothing known without a suggestion', () => {
@@ -196,43 +210,161 @@ describe('options', () => {
     });
 
     it('rejects an unknown option even when every other option is valid', () => {
-      expect(refusal({ 'taskmanager.numberOfTaskSlots': 2, 'slot.request.timeot': '1 min' }).details['option']).to.equal('slot.request.timeot');
+      expect(
+        refusal({ 'taskmanager.numberOfTaskSlots': 2, 'slot.request.timeot': '1 min' }).details['option'],
+      ).to.equal('slot.request.timeot');
     });
   });
 
   describe('invalid values', () => {
     const cases: Array<{ what: string; options: Record<string, unknown>; rule: RegExp }> = [
-      { what: 'a negative duration', options: { 'taskmanager.slot.timeout': -1 }, rule: /must be a number of milliseconds or a duration like .*\(finite, >= 0\), got -1$/ },
-      { what: 'a negative duration string', options: { 'heartbeat.interval': '-5 s' }, rule: /duration like '500 ms', '10 s', '5 min', '1 h', got "-5 s"$/ },
-      { what: 'a duration with an unknown unit', options: { 'slot.request.timeout': '5 fortnights' }, rule: /got "5 fortnights"$/ },
-      { what: 'a duration below 1 ms', options: { 'slot.request.timeout': 0.5 }, rule: /must be at least 1 ms, got 0\.5 ms$/ },
+      {
+        what: 'a negative duration',
+        options: { 'taskmanager.slot.timeout': -1 },
+        rule: /must be a number of milliseconds or a duration like .*\(finite, >= 0\), got -1$/,
+      },
+      {
+        what: 'a negative duration string',
+        options: { 'heartbeat.interval': '-5 s' },
+        rule: /duration like '500 ms', '10 s', '5 min', '1 h', got "-5 s"$/,
+      },
+      {
+        what: 'a duration with an unknown unit',
+        options: { 'slot.request.timeout': '5 fortnights' },
+        rule: /got "5 fortnights"$/,
+      },
+      {
+        what: 'a duration below 1 ms',
+        options: { 'slot.request.timeout': 0.5 },
+        rule: /must be at least 1 ms, got 0\.5 ms$/,
+      },
       { what: '0 slots', options: { 'taskmanager.numberOfTaskSlots': 0 }, rule: /must be an integer >= 1, got 0$/ },
-      { what: '1.5 slots', options: { 'taskmanager.numberOfTaskSlots': 1.5 }, rule: /must be an integer >= 1, got 1\.5$/ },
-      { what: 'slots as a string', options: { 'taskmanager.numberOfTaskSlots': '4' }, rule: /must be an integer >= 1, got "4"$/ },
-      { what: 'slots as a BigInt', options: { 'taskmanager.numberOfTaskSlots': 2n }, rule: /must be an integer >= 1, got 2n$/ },
-      { what: 'a negative number of redundant TaskExecutors', options: { 'slotmanager.redundant-taskmanager-num': -1 }, rule: /must be an integer >= 0, got -1$/ },
-      { what: 'a negative number of restart attempts', options: { 'restart-strategy.fixed-delay.attempts': -1 }, rule: /must be an integer >= 0, got -1$/ },
-      { what: '0 as the slot maximum', options: { 'slotmanager.number-of-slots.max': 0 }, rule: /must be an integer >= 1 or Infinity, got 0$/ },
-      { what: 'a non-power-of-two segment size', options: { 'taskmanager.memory.segment-size': 3000 }, rule: /must be a power of two from 4 kb to 16 mb, got 2\.93 kb$/ },
-      { what: 'a segment size below 4 kb', options: { 'taskmanager.memory.segment-size': '2 kb' }, rule: /must be a power of two from 4 kb to 16 mb, got 2 kb$/ },
-      { what: 'a segment size above 16 mb', options: { 'taskmanager.memory.segment-size': '32 mb' }, rule: /must be a power of two from 4 kb to 16 mb, got 32 mb$/ },
-      { what: 'a fractional byte count', options: { 'taskmanager.memory.managed.size': 1.5 }, rule: /whole number of bytes .*got 1\.5$/ },
-      { what: 'a memory size with an unknown unit', options: { 'taskmanager.memory.task.heap.size': '1 zb' }, rule: /unknown unit "zb"/ },
-      { what: 'a bad load-balance mode', options: { 'taskmanager.load-balance.mode': 'round-robin' }, rule: /must be one of 'none', 'slots', got "round-robin"$/ },
-      { what: 'a bad restart strategy', options: { 'restart-strategy.type': 'exponential-delay' }, rule: /must be one of 'fixed-delay', 'none', got "exponential-delay"$/ },
-      { what: 'a negative extended resource', options: { 'taskmanager.extended-resources': { gpu: -1 } }, rule: /amount of 'gpu' must be a finite number >= 0, got -1$/ },
-      { what: 'an infinite extended resource', options: { 'taskmanager.extended-resources': { gpu: Infinity } }, rule: /amount of 'gpu' must be a finite number >= 0, got Infinity$/ },
-      { what: 'an extended resource with a bad name', options: { 'taskmanager.extended-resources': { '2gpu': 1 } }, rule: /resource name "2gpu" must start with a letter/ },
-      { what: 'extended resources as an array', options: { 'taskmanager.extended-resources': [1, 2] }, rule: /must be an object of resource name -> amount, e.g. \{ gpu: 2 \}, got an array$/ },
+      {
+        what: '1.5 slots',
+        options: { 'taskmanager.numberOfTaskSlots': 1.5 },
+        rule: /must be an integer >= 1, got 1\.5$/,
+      },
+      {
+        what: 'slots as a string',
+        options: { 'taskmanager.numberOfTaskSlots': '4' },
+        rule: /must be an integer >= 1, got "4"$/,
+      },
+      {
+        what: 'slots as a BigInt',
+        options: { 'taskmanager.numberOfTaskSlots': 2n },
+        rule: /must be an integer >= 1, got 2n$/,
+      },
+      {
+        what: 'a negative number of redundant TaskExecutors',
+        options: { 'slotmanager.redundant-taskmanager-num': -1 },
+        rule: /must be an integer >= 0, got -1$/,
+      },
+      {
+        what: 'a negative number of restart attempts',
+        options: { 'restart-strategy.fixed-delay.attempts': -1 },
+        rule: /must be an integer >= 0, got -1$/,
+      },
+      {
+        what: '0 as the slot maximum',
+        options: { 'slotmanager.number-of-slots.max': 0 },
+        rule: /must be an integer >= 1 or Infinity, got 0$/,
+      },
+      {
+        what: 'a non-power-of-two segment size',
+        options: { 'taskmanager.memory.segment-size': 3000 },
+        rule: /must be a power of two from 4 kb to 16 mb, got 2\.93 kb$/,
+      },
+      {
+        what: 'a segment size below 4 kb',
+        options: { 'taskmanager.memory.segment-size': '2 kb' },
+        rule: /must be a power of two from 4 kb to 16 mb, got 2 kb$/,
+      },
+      {
+        what: 'a segment size above 16 mb',
+        options: { 'taskmanager.memory.segment-size': '32 mb' },
+        rule: /must be a power of two from 4 kb to 16 mb, got 32 mb$/,
+      },
+      {
+        what: 'a fractional byte count',
+        options: { 'taskmanager.memory.managed.size': 1.5 },
+        rule: /whole number of bytes .*got 1\.5$/,
+      },
+      {
+        what: 'a memory size with an unknown unit',
+        options: { 'taskmanager.memory.task.heap.size': '1 zb' },
+        rule: /unknown unit "zb"/,
+      },
+      {
+        what: 'a bad load-balance mode',
+        options: { 'taskmanager.load-balance.mode': 'round-robin' },
+        rule: /must be one of 'none', 'slots', got "round-robin"$/,
+      },
+      {
+        what: 'a bad restart strategy',
+        options: { 'restart-strategy.type': 'exponential-delay' },
+        rule: /must be one of 'fixed-delay', 'none', got "exponential-delay"$/,
+      },
+      {
+        what: 'a negative extended resource',
+        options: { 'taskmanager.extended-resources': { gpu: -1 } },
+        rule: /amount of 'gpu' must be a finite number >= 0, got -1$/,
+      },
+      {
+        what: 'an infinite extended resource',
+        options: { 'taskmanager.extended-resources': { gpu: Infinity } },
+        rule: /amount of 'gpu' must be a finite number >= 0, got Infinity$/,
+      },
+      {
+        what: 'an extended resource with a bad name',
+        options: { 'taskmanager.extended-resources': { '2gpu': 1 } },
+        rule: /resource name "2gpu" must start with a letter/,
+      },
+      {
+        what: 'extended resources as an array',
+        options: { 'taskmanager.extended-resources': [1, 2] },
+        rule: /must be an object of resource name -> amount, e.g. \{ gpu: 2 \}, got an array$/,
+      },
       { what: 'zero CPU cores', options: { 'taskmanager.cpu.cores': 0 }, rule: /must be a finite number > 0, got 0$/ },
-      { what: 'Infinity slots', options: { 'taskmanager.numberOfTaskSlots': Infinity }, rule: /must be an integer >= 1, got Infinity$/ },
-      { what: 'NaN slots', options: { 'taskmanager.numberOfTaskSlots': NaN }, rule: /must be an integer >= 1, got NaN$/ },
-      { what: 'an infinite timeout', options: { 'taskmanager.slot.timeout': Infinity }, rule: /\(finite, >= 0\), got Infinity$/ },
-      { what: 'Infinity CPU cores', options: { 'taskmanager.cpu.cores': Infinity }, rule: /must be a finite number > 0, got Infinity$/ },
-      { what: 'an infinite segment size', options: { 'taskmanager.memory.segment-size': Infinity }, rule: /got Infinity$/ },
-      { what: 'a zero task module check timeout', options: { 'dispatcher.task-module-check.timeout': 0 }, rule: /must be at least 1 ms, got 0 ms$/ },
-      { what: 'an unparsable task module check timeout', options: { 'dispatcher.task-module-check.timeout': 'soon' }, rule: /got "soon"$/ },
-      { what: 'an infinite failure rate', options: { 'resourcemanager.start-worker.max-failure-rate': Infinity }, rule: /must be a finite number > 0, got Infinity$/ },
+      {
+        what: 'Infinity slots',
+        options: { 'taskmanager.numberOfTaskSlots': Infinity },
+        rule: /must be an integer >= 1, got Infinity$/,
+      },
+      {
+        what: 'NaN slots',
+        options: { 'taskmanager.numberOfTaskSlots': NaN },
+        rule: /must be an integer >= 1, got NaN$/,
+      },
+      {
+        what: 'an infinite timeout',
+        options: { 'taskmanager.slot.timeout': Infinity },
+        rule: /\(finite, >= 0\), got Infinity$/,
+      },
+      {
+        what: 'Infinity CPU cores',
+        options: { 'taskmanager.cpu.cores': Infinity },
+        rule: /must be a finite number > 0, got Infinity$/,
+      },
+      {
+        what: 'an infinite segment size',
+        options: { 'taskmanager.memory.segment-size': Infinity },
+        rule: /got Infinity$/,
+      },
+      {
+        what: 'a zero task module check timeout',
+        options: { 'dispatcher.task-module-check.timeout': 0 },
+        rule: /must be at least 1 ms, got 0 ms$/,
+      },
+      {
+        what: 'an unparsable task module check timeout',
+        options: { 'dispatcher.task-module-check.timeout': 'soon' },
+        rule: /got "soon"$/,
+      },
+      {
+        what: 'an infinite failure rate',
+        options: { 'resourcemanager.start-worker.max-failure-rate': Infinity },
+        rule: /must be a finite number > 0, got Infinity$/,
+      },
     ];
 
     for (const { what, options, rule } of cases) {
@@ -247,7 +379,11 @@ describe('options', () => {
     }
 
     it('rejects a bad value even when it comes after valid ones, and returns nothing half-applied', () => {
-      const input = { 'taskmanager.numberOfTaskSlots': 8, 'taskmanager.slot.timeout': '20 s', 'restart-strategy.type': 'sometimes' };
+      const input = {
+        'taskmanager.numberOfTaskSlots': 8,
+        'taskmanager.slot.timeout': '20 s',
+        'restart-strategy.type': 'sometimes',
+      };
       const before = structuredClone(input);
       expect(refusal(input).details['option']).to.equal('restart-strategy.type');
       expect(input).to.deep.equal(before);
@@ -268,7 +404,9 @@ describe('options', () => {
       const error = refusal({ 'heartbeat.interval': '30 s', 'heartbeat.timeout': '30 s' });
       expect(error.reason).to.equal('invalid-value');
       expect(error.details['option']).to.equal('heartbeat.timeout');
-      expect(error.message).to.equal(`option 'heartbeat.timeout' (30 s) must be longer than 'heartbeat.interval' (30 s)`);
+      expect(error.message).to.equal(
+        `option 'heartbeat.timeout' (30 s) must be longer than 'heartbeat.interval' (30 s)`,
+      );
     });
 
     it('rejects a heartbeat timeout shorter than the interval, printing both exactly', () => {
@@ -336,8 +474,18 @@ describe('options', () => {
     });
 
     it('prints defaults that resolveOptions reads back as the defaults', () => {
-      const readable = ['taskmanager.slot.timeout', 'slot.request.timeout', 'slotmanager.requirement-check.delay', 'taskmanager.memory.segment-size', 'taskmanager.memory.managed.size'] as const;
-      const printed = Object.fromEntries(describeOptions().filter((o) => (readable as readonly string[]).includes(o.name)).map((o) => [o.name, o.default]));
+      const readable = [
+        'taskmanager.slot.timeout',
+        'slot.request.timeout',
+        'slotmanager.requirement-check.delay',
+        'taskmanager.memory.segment-size',
+        'taskmanager.memory.managed.size',
+      ] as const;
+      const printed = Object.fromEntries(
+        describeOptions()
+          .filter((o) => (readable as readonly string[]).includes(o.name))
+          .map((o) => [o.name, o.default]),
+      );
       const resolved = resolveOptions(printed as SlotwiseOptions);
       for (const name of readable) expect(resolved[name], name).to.equal(DEFAULTS[name]);
     });

@@ -4,9 +4,29 @@ import type { InspectionRecord } from '../../lib/InspectionRecord.js';
 import type { ClusterOverview } from '../../lib/ClusterOverview.js';
 import { POINTS, SeriesRecorder } from '../../lib/dashboard/SeriesRecorder.js';
 
-const base = { rootId: undefined, createdAt: String(Date.UTC(2026, 0, 1)), id: 'e', _version: '1', origin: 'taskexecutor-1' };
-const actor = (sessionId: string, name: string, value: unknown): InspectionRecord => ({ ...base, type: '@xstate.actor', sessionId, name, parentId: undefined, definition: undefined, snapshot: { value, status: 'active' } });
-const snapshot = (sessionId: string, type: string, value: unknown, status = 'active'): InspectionRecord => ({ ...base, type: '@xstate.snapshot', sessionId, event: { type }, snapshot: { value, status } });
+const base = {
+  rootId: undefined,
+  createdAt: String(Date.UTC(2026, 0, 1)),
+  id: 'e',
+  _version: '1',
+  origin: 'taskexecutor-1',
+};
+const actor = (sessionId: string, name: string, value: unknown): InspectionRecord => ({
+  ...base,
+  type: '@xstate.actor',
+  sessionId,
+  name,
+  parentId: undefined,
+  definition: undefined,
+  snapshot: { value, status: 'active' },
+});
+const snapshot = (sessionId: string, type: string, value: unknown, status = 'active'): InspectionRecord => ({
+  ...base,
+  type: '@xstate.snapshot',
+  sessionId,
+  event: { type },
+  snapshot: { value, status },
+});
 
 describe('ActorDirectory (the actors the dashboard shows)', () => {
   it("keeps each actor's current state and its recent events, and tells watchers of new ones", () => {
@@ -15,9 +35,27 @@ describe('ActorDirectory (the actors the dashboard shows)', () => {
     directory.subscribe((id, event) => seen.push(`${id}:${event.type}`));
     directory.record(actor('t/x:1', 'slot-0 @ taskexecutor-1', 'allocated'));
     directory.record(snapshot('t/x:1', 'MARK_ACTIVE', 'active'));
-    directory.record({ ...base, type: '@xstate.event', sessionId: 't/x:1', sourceId: undefined, event: { type: 'MARK_ACTIVE' } });
-    expect(directory.list()).to.deep.equal([{ id: 't/x:1', name: 'slot-0 @ taskexecutor-1', origin: 'taskexecutor-1', parentId: null, value: 'active', status: 'active', events: 1 }]);
-    expect(directory.get('t/x:1')!.recent, 'the stamp (Date.now() as text) as ISO 8601').to.deep.equal([{ at: '2026-01-01T00:00:00.000Z', type: 'MARK_ACTIVE', value: 'active' }]);
+    directory.record({
+      ...base,
+      type: '@xstate.event',
+      sessionId: 't/x:1',
+      sourceId: undefined,
+      event: { type: 'MARK_ACTIVE' },
+    });
+    expect(directory.list()).to.deep.equal([
+      {
+        id: 't/x:1',
+        name: 'slot-0 @ taskexecutor-1',
+        origin: 'taskexecutor-1',
+        parentId: null,
+        value: 'active',
+        status: 'active',
+        events: 1,
+      },
+    ]);
+    expect(directory.get('t/x:1')!.recent, 'the stamp (Date.now() as text) as ISO 8601').to.deep.equal([
+      { at: '2026-01-01T00:00:00.000Z', type: 'MARK_ACTIVE', value: 'active' },
+    ]);
     expect(seen).to.deep.equal(['t/x:1:MARK_ACTIVE']);
     expect(directory.get('nobody')).to.equal(undefined);
   });
@@ -41,7 +79,12 @@ describe('ActorDirectory (the actors the dashboard shows)', () => {
 
 describe('SeriesRecorder (the live charts)', () => {
   const overview = (states: Array<'free' | 'pending' | 'allocated'>): ClusterOverview =>
-    ({ taskExecutors: [{ slots: states.map((state) => ({ state })) }], pendingWorkers: 0, pendingRequests: [], jobs: [] }) as unknown as ClusterOverview;
+    ({
+      taskExecutors: [{ slots: states.map((state) => ({ state })) }],
+      pendingWorkers: 0,
+      pendingRequests: [],
+      jobs: [],
+    }) as unknown as ClusterOverview;
 
   it('takes a point per sample: slots in use and total, and the mean and max allocation latency of that second (null when none came)', () => {
     const series = new SeriesRecorder();
@@ -49,7 +92,13 @@ describe('SeriesRecorder (the live charts)', () => {
     series.recordAllocation(30);
     series.sample(1_000, overview(['allocated', 'pending', 'free']));
     series.sample(2_000, overview(['free', 'free', 'free']));
-    expect(series.snapshot()).to.deep.equal({ time: [1, 2], slotsInUse: [2, 0], slotsTotal: [3, 3], allocationLatencyMean: [20, null], allocationLatencyMax: [30, null] });
+    expect(series.snapshot()).to.deep.equal({
+      time: [1, 2],
+      slotsInUse: [2, 0],
+      slotsTotal: [3, 3],
+      allocationLatencyMean: [20, null],
+      allocationLatencyMax: [30, null],
+    });
   });
 
   it(`keeps the last ${POINTS} points`, () => {

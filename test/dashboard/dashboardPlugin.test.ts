@@ -11,7 +11,12 @@ import { ConfigurationError } from '../../lib/core/errors.js';
 const TOKEN = 'secret-token-123456789';
 const job = JobID.generate();
 const view: DashboardView = {
-  overview: { taskExecutors: [], pendingWorkers: 0, pendingRequests: [], jobs: [{ jobId: job, name: 'j', status: 'running' }] },
+  overview: {
+    taskExecutors: [],
+    pendingWorkers: 0,
+    pendingRequests: [],
+    jobs: [{ jobId: job, name: 'j', status: 'running' }],
+  },
   jobs: [],
   series: { time: [], slotsInUse: [], slotsTotal: [], allocationLatencyMean: [], allocationLatencyMax: [] },
   actors: null,
@@ -41,12 +46,15 @@ describe('the dashboard plugin (fastify, no browser)', () => {
   afterEach(() => server.close());
 
   const port = () => (server.server.address() as { port: number }).port;
-  const get = (path: string, headers: Record<string, string> = {}) => fetch(`http://127.0.0.1:${port()}${path}`, { headers });
+  const get = (path: string, headers: Record<string, string> = {}) =>
+    fetch(`http://127.0.0.1:${port()}${path}`, { headers });
 
   it('serves the page with its token in the asset URLs and a policy that lets it reach only its own origin', async () => {
     const response = await get(`/?token=${TOKEN}`);
     expect(response.status).to.equal(200);
-    expect(response.headers.get('content-security-policy')).to.match(/default-src 'none'; script-src 'self'.*connect-src 'self'/);
+    expect(response.headers.get('content-security-policy')).to.match(
+      /default-src 'none'; script-src 'self'.*connect-src 'self'/,
+    );
     expect(response.headers.get('referrer-policy')).to.equal('no-referrer');
     const html = await response.text();
     expect(html).to.include(`/dashboard/assets/dashboard.js?token=${TOKEN}`);
@@ -67,10 +75,20 @@ describe('the dashboard plugin (fastify, no browser)', () => {
     }
     expect((await get('/?token=secret-token-12345678X')).status).to.equal(403);
     // fetch may not set Host: a raw request does, as a DNS-rebinding page's would arrive.
-    const rebound = await new Promise<number>((resolve, reject) => request({ port: port(), host: '127.0.0.1', path: `/?token=${TOKEN}`, headers: { host: `evil.example:${port()}` } }, (r) => (r.resume(), resolve(r.statusCode!))).on('error', reject).end());
+    const rebound = await new Promise<number>((resolve, reject) =>
+      request(
+        { port: port(), host: '127.0.0.1', path: `/?token=${TOKEN}`, headers: { host: `evil.example:${port()}` } },
+        (r) => (r.resume(), resolve(r.statusCode!)),
+      )
+        .on('error', reject)
+        .end(),
+    );
     expect(rebound).to.equal(403);
     expect((await get(`/?token=${TOKEN}`, { origin: 'http://evil.example' })).status).to.equal(403);
-    const post = await fetch(`http://127.0.0.1:${port()}/dashboard/jobs/${job}/cancel?token=${TOKEN}`, { method: 'POST', headers: { origin: 'http://evil.example' } });
+    const post = await fetch(`http://127.0.0.1:${port()}/dashboard/jobs/${job}/cancel?token=${TOKEN}`, {
+      method: 'POST',
+      headers: { origin: 'http://evil.example' },
+    });
     expect(post.status).to.equal(403);
     expect(canceled, 'a refused cancel cancels nothing').to.deep.equal([]);
   });
@@ -83,7 +101,8 @@ describe('the dashboard plugin (fastify, no browser)', () => {
   });
 
   it('cancels a job (202) and answers 404 naming the problem for a job it does not know', async () => {
-    const cancel = (id: string) => fetch(`http://127.0.0.1:${port()}/dashboard/jobs/${id}/cancel?token=${TOKEN}`, { method: 'POST' });
+    const cancel = (id: string) =>
+      fetch(`http://127.0.0.1:${port()}/dashboard/jobs/${id}/cancel?token=${TOKEN}`, { method: 'POST' });
     const ok = await cancel(job);
     expect(ok.status).to.equal(202);
     expect(await ok.json()).to.deep.equal({ status: 'canceling' });
@@ -95,12 +114,15 @@ describe('the dashboard plugin (fastify, no browser)', () => {
 
   it('streams the view as Server-Sent Events, the first at once', async () => {
     const controller = new AbortController();
-    const response = await fetch(`http://127.0.0.1:${port()}/dashboard/events?token=${TOKEN}`, { signal: controller.signal });
+    const response = await fetch(`http://127.0.0.1:${port()}/dashboard/events?token=${TOKEN}`, {
+      signal: controller.signal,
+    });
     expect(response.headers.get('content-type')).to.match(/^text\/event-stream/);
     const reader = response.body!.getReader();
     let text = '';
     while (!text.includes('event: view\n')) text += new TextDecoder().decode((await reader.read()).value);
-    while (!text.includes('\n\n', text.indexOf('event: view'))) text += new TextDecoder().decode((await reader.read()).value);
+    while (!text.includes('\n\n', text.indexOf('event: view')))
+      text += new TextDecoder().decode((await reader.read()).value);
     const data = /event: view\ndata: (.*)\n/.exec(text)![1]!;
     expect(JSON.parse(data)).to.deep.equal(view);
     controller.abort();
@@ -122,10 +144,22 @@ describe('resolveDashboardOptions', () => {
   });
 
   it('refuses a bad port or host and unknown keys, naming the option', () => {
-    expect(() => resolveDashboardOptions({ port: 70_000 })).to.throw(ConfigurationError, /dashboard.port must be an integer in \[0, 65535\]/);
+    expect(() => resolveDashboardOptions({ port: 70_000 })).to.throw(
+      ConfigurationError,
+      /dashboard.port must be an integer in \[0, 65535\]/,
+    );
     expect(() => resolveDashboardOptions({ port: -1 })).to.throw(ConfigurationError, /dashboard.port/);
-    expect(() => resolveDashboardOptions({ host: '' })).to.throw(ConfigurationError, /dashboard.host must be a non-empty/);
-    expect(() => resolveDashboardOptions({ prot: 1 } as never)).to.throw(ConfigurationError, /unknown dashboard option 'prot'; known: port, host/);
-    expect(() => resolveDashboardOptions('yes' as never)).to.throw(ConfigurationError, /dashboard must be true or an object/);
+    expect(() => resolveDashboardOptions({ host: '' })).to.throw(
+      ConfigurationError,
+      /dashboard.host must be a non-empty/,
+    );
+    expect(() => resolveDashboardOptions({ prot: 1 } as never)).to.throw(
+      ConfigurationError,
+      /unknown dashboard option 'prot'; known: port, host/,
+    );
+    expect(() => resolveDashboardOptions('yes' as never)).to.throw(
+      ConfigurationError,
+      /dashboard must be true or an object/,
+    );
   });
 });

@@ -14,13 +14,20 @@ function harness(options: SlotwiseOptions = {}) {
   const dispatcher = new Dispatcher({
     options: resolveOptions(options),
     clock,
-    resourceManager: { registerJobMaster: async () => {}, declareRequiredResources: async () => {}, disconnectJobMaster: async () => {} },
+    resourceManager: {
+      registerJobMaster: async () => {},
+      declareRequiredResources: async () => {},
+      disconnectJobMaster: async () => {},
+    },
     serveJobMaster: (address) => void served.push(address),
     withdrawJobMaster: (address) => void withdrawn.push(address),
     taskExecutor: () => undefined,
     reasonFor: () => 'no TaskExecutor in this test',
     // No checker thread here: every module passes (TaskModuleChecker.test.ts checks for real).
-    taskModuleChecker: { check: async (modules) => modules.map(() => ({ status: 'valid' as const })), close: async () => {} },
+    taskModuleChecker: {
+      check: async (modules) => modules.map(() => ({ status: 'valid' as const })),
+      close: async () => {},
+    },
   });
   return { clock, served, withdrawn, dispatcher };
 }

@@ -30,9 +30,14 @@ function nodeChildren(): Array<{ pid: number; state: string }> {
 function runScript(mode: 'thread' | 'process'): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const script = fileURLToPath(new URL('../fixtures/closeWhileRunning.ts', import.meta.url));
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', script, mode], { timeout: 45_000, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', script, mode],
+      { timeout: 45_000, killSignal: 'SIGKILL' },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -42,13 +47,21 @@ describe('MiniCluster.close', function () {
   it('cancels running and waiting jobs, stops every TaskExecutor thread, and lets the process exit by itself', async () => {
     const { code, stdout, stderr } = await runScript('thread');
     expect(code, `the process did not end by itself (killed after 45 s?)\n${stderr}`).to.equal(0);
-    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).to.deep.equal({ running: 'canceled', waiting: 'canceled', executors: 0 });
+    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).to.deep.equal({
+      running: 'canceled',
+      waiting: 'canceled',
+      executors: 0,
+    });
   });
 
   it('does the same with TaskExecutors in child processes', async () => {
     const { code, stdout, stderr } = await runScript('process');
     expect(code, `the process did not end by itself (killed after 45 s?)\n${stderr}`).to.equal(0);
-    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).to.deep.equal({ running: 'canceled', waiting: 'canceled', executors: 0 });
+    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).to.deep.equal({
+      running: 'canceled',
+      waiting: 'canceled',
+      executors: 0,
+    });
   });
 
   it('resolves only once every child process has exited and been reaped: TaskExecutors and the task module checker, none left defunct', async function () {
@@ -56,7 +69,10 @@ describe('MiniCluster.close', function () {
     const before = new Set(nodeChildren().map((c) => c.pid));
     const cluster = await MiniCluster.start({ mode: 'process', taskExecutors: 2, slotsPerTaskExecutor: 1 });
     try {
-      const job = await cluster.submitJob({ name: 'one task', vertices: [{ id: 'ok', taskModule: new URL('../fixtures/tasks/ok.ts', import.meta.url), parallelism: 1 }] });
+      const job = await cluster.submitJob({
+        name: 'one task',
+        vertices: [{ id: 'ok', taskModule: new URL('../fixtures/tasks/ok.ts', import.meta.url), parallelism: 1 }],
+      });
       expect((await job.result).status).to.equal('finished');
       expect(nodeChildren().filter((c) => !before.has(c.pid)).length, 'the TaskExecutor processes').to.be.at.least(2);
     } finally {

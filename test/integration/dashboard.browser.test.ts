@@ -13,7 +13,15 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { MiniCluster } from '../../lib/MiniCluster.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url);
 const sleep = new URL('../fixtures/tasks/sleep.ts', import.meta.url);
 const UI_TIMEOUT = 30_000;
@@ -33,7 +41,12 @@ describe('the dashboard in a browser (headless Chromium)', function () {
     }
     cluster = await MiniCluster.start({ taskExecutors: 2, slotsPerTaskExecutor: 2, dashboard: { port: 0 } });
     userDataDir = mkdtempSync(join(tmpdir(), 'slotwise-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 1000 } });
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: FLAGS,
+      viewport: { width: 1280, height: 1000 },
+    });
     context.on('request', (request) => requested.push(request.url()));
     page = context.pages()[0] ?? (await context.newPage());
     page.setDefaultTimeout(UI_TIMEOUT);
@@ -58,21 +71,40 @@ describe('the dashboard in a browser (headless Chromium)', function () {
   it('lists the TaskExecutors and their slots', async () => {
     const overview = cluster.overview();
     await page.locator('[data-testid=executor]').nth(1).waitFor();
-    const shown = await page.locator('[data-testid=executor]').evaluateAll((nodes) => nodes.map((n) => ({ id: n.getAttribute('data-resource-id'), slots: [...n.querySelectorAll('[data-testid=slot]')].map((s) => `${s.getAttribute('data-slot')}:${s.getAttribute('data-state')}`) })));
-    expect(shown).to.deep.equal(overview.taskExecutors.map((te) => ({ id: te.resourceId, slots: ['0:free', '1:free'] })));
+    const shown = await page.locator('[data-testid=executor]').evaluateAll((nodes) =>
+      nodes.map((n) => ({
+        id: n.getAttribute('data-resource-id'),
+        slots: [...n.querySelectorAll('[data-testid=slot]')].map(
+          (s) => `${s.getAttribute('data-slot')}:${s.getAttribute('data-state')}`,
+        ),
+      })),
+    );
+    expect(shown).to.deep.equal(
+      overview.taskExecutors.map((te) => ({ id: te.resourceId, slots: ['0:free', '1:free'] })),
+    );
     expect(await page.locator('[data-testid=overview-slots-total] .value').textContent()).to.equal('4');
   });
 
   it('shows a submitted job with its subtasks and slots, and turns it finished', async () => {
-    const job = await cluster.submitJob({ name: 'shown', vertices: [{ id: 'nap', taskModule: sleep, parallelism: 2, config: { ms: 4_000 } }] });
+    const job = await cluster.submitJob({
+      name: 'shown',
+      vertices: [{ id: 'nap', taskModule: sleep, parallelism: 2, config: { ms: 4_000 } }],
+    });
     const box = page.locator(`[data-testid=job][data-job-id="${job.jobId}"]`);
     await box.locator('[data-testid=subtask][data-state=running]').nth(1).waitFor();
     expect(await box.locator('[data-testid=job-name]').textContent()).to.equal('shown');
-    const subtasks = await box.locator('[data-testid=subtask]').evaluateAll((nodes) => nodes.map((n) => ({ te: n.getAttribute('data-resource-id'), allocation: n.getAttribute('data-allocation-id') })));
+    const subtasks = await box.locator('[data-testid=subtask]').evaluateAll((nodes) =>
+      nodes.map((n) => ({
+        te: n.getAttribute('data-resource-id'),
+        allocation: n.getAttribute('data-allocation-id'),
+      })),
+    );
     expect(subtasks).to.have.length(2);
     for (const { te, allocation } of subtasks) {
       // The subtask's slot is in its TaskExecutor's table, allocated to the job.
-      const slot = page.locator(`[data-testid=executor][data-resource-id="${te}"] [data-testid=slot][data-allocation-id="${allocation}"]`);
+      const slot = page.locator(
+        `[data-testid=executor][data-resource-id="${te}"] [data-testid=slot][data-allocation-id="${allocation}"]`,
+      );
       expect(await slot.getAttribute('data-state')).to.equal('allocated');
       expect(await slot.locator('[data-testid=slot-tasks]').textContent()).to.match(/^nap#[01] \(running\)$/);
     }
@@ -84,14 +116,21 @@ describe('the dashboard in a browser (headless Chromium)', function () {
 
   it('cancels a running job with its cancel button (and shows what waits for slots, and why)', async () => {
     // Six subtasks on four slots: four run, two wait for slots no TaskExecutor has.
-    const job = await cluster.submitJob({ name: 'to cancel', vertices: [{ id: 'long', taskModule: sleep, parallelism: 6, config: { ms: 120_000 } }] });
+    const job = await cluster.submitJob({
+      name: 'to cancel',
+      vertices: [{ id: 'long', taskModule: sleep, parallelism: 6, config: { ms: 120_000 } }],
+    });
     const box = page.locator(`[data-testid=job][data-job-id="${job.jobId}"]`);
     await box.locator('[data-testid=subtask][data-state=running]').nth(3).waitFor();
     await page.locator('[data-testid=pending-request]').first().waitFor();
-    expect(await page.locator('[data-testid=pending-request]').first().getAttribute('data-reason')).to.equal('insufficient-resources');
+    expect(await page.locator('[data-testid=pending-request]').first().getAttribute('data-reason')).to.equal(
+      'insufficient-resources',
+    );
     // For the picture (not an assertion): the SlotManager's statechart shown, two more chart points.
     const select = page.locator('[data-testid=actor-select]');
-    await select.selectOption((await select.locator('option', { hasText: 'slotManager' }).first().getAttribute('value'))!);
+    await select.selectOption(
+      (await select.locator('option', { hasText: 'slotManager' }).first().getAttribute('value'))!,
+    );
     await page.waitForTimeout(1_500);
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: new URL('dashboard.png', ARTIFACTS).pathname, fullPage: true });

@@ -16,18 +16,39 @@ describe('a default slot rounded down (worker threads)', function () {
   });
 
   it('starts 1 TaskExecutor of 2 cores and 2 gpu in 3 slots, and runs 3 subtasks in 3 static slots', async () => {
-    cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 3, resources: { cpuCores: 2, taskHeapMemory: '384m', extendedResources: { gpu: 2 } } });
+    cluster = await MiniCluster.start({
+      taskExecutors: 1,
+      slotsPerTaskExecutor: 3,
+      resources: { cpuCores: 2, taskHeapMemory: '384m', extendedResources: { gpu: 2 } },
+    });
     const [executor] = cluster.overview().taskExecutors;
-    expect(executor!.slots.map((s) => [s.slot, s.state])).to.deep.equal([['0', 'free'], ['1', 'free'], ['2', 'free']]);
+    expect(executor!.slots.map((s) => [s.slot, s.state])).to.deep.equal([
+      ['0', 'free'],
+      ['1', 'free'],
+      ['2', 'free'],
+    ]);
     for (const s of executor!.slots) expect(s.resourceProfile).to.match(/cpuCores=0\.66666666,.*gpu=0\.66666666/);
 
-    const job = await cluster.submitJob({ name: 'three slots', vertices: [{ id: 'sleep', taskModule: new URL('../fixtures/tasks/sleep.ts', import.meta.url), parallelism: 3, config: { ms: 200 } }], edges: [] });
+    const job = await cluster.submitJob({
+      name: 'three slots',
+      vertices: [
+        {
+          id: 'sleep',
+          taskModule: new URL('../fixtures/tasks/sleep.ts', import.meta.url),
+          parallelism: 3,
+          config: { ms: 200 },
+        },
+      ],
+      edges: [],
+    });
     const running: JobEvent[] = [];
     job.onEvent((event) => {
       if (event.type === 'task' && event.state === 'running') running.push(event);
     });
     const result = await job.result;
     expect(result.status, result.error?.message).to.equal('finished');
-    expect(new Set(running.map((e) => e.type === 'task' && e.allocationId)).size, 'three slots held at once').to.equal(3);
+    expect(new Set(running.map((e) => e.type === 'task' && e.allocationId)).size, 'three slots held at once').to.equal(
+      3,
+    );
   });
 });

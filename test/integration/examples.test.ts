@@ -9,9 +9,14 @@ import { expect } from 'chai';
 function run(example: string, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const file = fileURLToPath(new URL(`../../examples/${example}`, import.meta.url));
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', file, ...args], { timeout: 50_000, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', file, ...args],
+      { timeout: 50_000, killSignal: 'SIGKILL' },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -48,7 +53,16 @@ describe('examples', function () {
   });
 
   it('the demo in process mode says it runs child processes, and counts right', async () => {
-    const { code, stdout, stderr } = await run('demo.ts', ['--mode', 'process', '--lines', '50', '--parallelism', '1', '--counters', '1']);
+    const { code, stdout, stderr } = await run('demo.ts', [
+      '--mode',
+      'process',
+      '--lines',
+      '50',
+      '--parallelism',
+      '1',
+      '--counters',
+      '1',
+    ]);
     expect(code, stderr).to.equal(0);
     expect(stdout).to.contain('cluster up: 2 TaskExecutor(s) (child processes) × 4 slots');
     expect(stdout).to.contain('the counts match a single loop over the same text');

@@ -12,14 +12,21 @@ import { ConfigurationError } from '../../lib/core/errors.js';
 import { eventually } from '../support/eventually.js';
 
 const sleep = new URL('../fixtures/tasks/sleep.ts', import.meta.url);
-const job = { name: 'inspected', vertices: [{ id: 'nap', taskModule: sleep, parallelism: 2, config: { ms: 10 }, slotSharingGroup: 'apart' }] };
+const job = {
+  name: 'inspected',
+  vertices: [{ id: 'nap', taskModule: sleep, parallelism: 2, config: { ms: 10 }, slotSharingGroup: 'apart' }],
+};
 
 describe('inspection of a MiniCluster', function () {
   this.timeout(60_000);
 
   it('delivers the events of every actor, main thread and workers, to a callback', async () => {
     const events: InspectionRecord[] = [];
-    const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, inspect: (event) => events.push(event) });
+    const cluster = await MiniCluster.start({
+      taskExecutors: 1,
+      slotsPerTaskExecutor: 2,
+      inspect: (event) => events.push(event),
+    });
     expect(cluster.inspectorUrl).to.equal(null);
     let executor: string;
     try {
@@ -28,15 +35,27 @@ describe('inspection of a MiniCluster', function () {
       expect(result.status).to.equal('finished');
       // Inspection events are converted on a later tick: wait for the slots' last snapshots.
       await eventually(
-        () => events.filter((e) => e.type === '@xstate.snapshot' && e.origin === executor && (e.snapshot as { value?: unknown }).value === 'done').length >= 2,
+        () =>
+          events.filter(
+            (e) =>
+              e.type === '@xstate.snapshot' &&
+              e.origin === executor &&
+              (e.snapshot as { value?: unknown }).value === 'done',
+          ).length >= 2,
         "the slots' last snapshots",
       );
     } finally {
       await cluster.close();
     }
-    const actors = events.filter((e): e is Extract<InspectionRecord, { type: '@xstate.actor' }> => e.type === '@xstate.actor');
+    const actors = events.filter(
+      (e): e is Extract<InspectionRecord, { type: '@xstate.actor' }> => e.type === '@xstate.actor',
+    );
     const names = actors.map((a) => `${a.origin}: ${a.name}`);
-    expect(names).to.include.members(['main: slotManager', 'main: jobStatus', `${executor}: taskSlotTable @ ${executor}`]);
+    expect(names).to.include.members([
+      'main: slotManager',
+      'main: jobStatus',
+      `${executor}: taskSlotTable @ ${executor}`,
+    ]);
     const slots = actors.filter((a) => a.origin === executor && /^slot-\d+ @ /.test(a.name));
     expect(slots).to.have.length(2);
     // Worker session ids carry the executor, so they cannot collide with the main thread's.
@@ -47,19 +66,27 @@ describe('inspection of a MiniCluster', function () {
       const table = actors.find((a) => a.name.startsWith('taskSlotTable'))!;
       expect(slot.parentId).to.equal(table.sessionId);
       // Each slot's whole life arrived, in order.
-      const values = events.filter((e) => e.type === '@xstate.snapshot' && e.sessionId === slot.sessionId).map((e) => JSON.stringify((e as { snapshot: { value: unknown } }).snapshot.value));
+      const values = events
+        .filter((e) => e.type === '@xstate.snapshot' && e.sessionId === slot.sessionId)
+        .map((e) => JSON.stringify((e as { snapshot: { value: unknown } }).snapshot.value));
       const distinct = values.filter((v, i) => v !== values[i - 1]);
       expect(distinct).to.deep.equal(['"allocated"', '"active"', '{"releasing":"shuttingDownMemory"}', '"done"']);
     }
     const jobStates = events
-      .filter((e) => e.type === '@xstate.snapshot' && e.sessionId === actors.find((a) => a.name === 'jobStatus')!.sessionId)
+      .filter(
+        (e) => e.type === '@xstate.snapshot' && e.sessionId === actors.find((a) => a.name === 'jobStatus')!.sessionId,
+      )
       .map((e) => (e as { snapshot: { value: unknown } }).snapshot.value)
       .filter((v, i, all) => v !== all[i - 1]);
     expect(jobStates).to.deep.equal(['created', 'running', 'finished']);
   });
 
   it('relays them to the Stately inspector: the page at cluster.inspectorUrl, the past to a late client, the live events, and close() ends its connection', async () => {
-    const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, inspect: { stately: { port: 0 } } });
+    const cluster = await MiniCluster.start({
+      taskExecutors: 1,
+      slotsPerTaskExecutor: 2,
+      inspect: { stately: { port: 0 } },
+    });
     const url = cluster.inspectorUrl!;
     expect(url).to.match(/^http:\/\/localhost:\d+\/\?token=/);
     let client: WebSocket | null = null;
@@ -73,19 +100,28 @@ describe('inspection of a MiniCluster', function () {
       client.on('message', (data) => received.push(JSON.parse(data.toString()) as StatelyInspectionEvent));
       await new Promise((resolve, reject) => client!.once('open', resolve).once('error', reject));
       const names = () => received.filter((e) => e.type === '@xstate.actor').map((e) => (e as { name: string }).name);
-      await eventually(() => names().some((n) => n.startsWith('taskSlotTable @ taskexecutor-')), 'the TaskSlotTable of the executor');
+      await eventually(
+        () => names().some((n) => n.startsWith('taskSlotTable @ taskexecutor-')),
+        'the TaskSlotTable of the executor',
+      );
       expect(names()).to.include('slotManager');
       expect(names()).to.include('jobStatus');
       const before = names().filter((n) => n === 'jobStatus').length;
       expect((await (await cluster.submitJob(job)).result).status).to.equal('finished');
-      await eventually(() => names().filter((n) => n === 'jobStatus').length === before + 1, 'the second job’s status actor');
+      await eventually(
+        () => names().filter((n) => n === 'jobStatus').length === before + 1,
+        'the second job’s status actor',
+      );
     } finally {
       const closed = client && new Promise((resolve) => client!.once('close', (code) => resolve(code)));
       await cluster.close();
       // An open inspector page does not keep the process alive: the relay ended the connection, going away.
       expect(await closed).to.equal(1001);
     }
-    const refused = await fetch(url).then(() => 'served', () => 'refused');
+    const refused = await fetch(url).then(
+      () => 'served',
+      () => 'refused',
+    );
     expect(refused).to.equal('refused');
   });
 
@@ -101,7 +137,10 @@ describe('inspection of a MiniCluster', function () {
       await first.close();
     }
     for (const [inspect, message] of [
-      [{ stately: { port: -1 } }, /inspect.stately.port must be an integer in \[0, 65535\] \(0: any free port\), got -1/],
+      [
+        { stately: { port: -1 } },
+        /inspect.stately.port must be an integer in \[0, 65535\] \(0: any free port\), got -1/,
+      ],
       [{ stately: { port: 0, open: 'yes' } }, /inspect.stately.open must be a boolean, got yes/],
       ['yes', /inspect must be a function/],
     ] as const) {

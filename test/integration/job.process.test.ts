@@ -8,7 +8,12 @@ describe('jobs on a MiniCluster (child processes)', function () {
   this.timeout(60_000);
 
   it('runs the word count in process mode and gets the exact counts', async () => {
-    const cluster = await MiniCluster.start({ mode: 'process', taskExecutors: 2, slotsPerTaskExecutor: 2, resources: { cpuCores: 2, taskHeapMemory: '1g', managedMemory: '64m', networkMemory: '32m' } });
+    const cluster = await MiniCluster.start({
+      mode: 'process',
+      taskExecutors: 2,
+      slotsPerTaskExecutor: 2,
+      resources: { cpuCores: 2, taskHeapMemory: '1g', managedMemory: '64m', networkMemory: '32m' },
+    });
     try {
       expect(cluster.overview().taskExecutors.map((te) => te.mode)).to.deep.equal(['process', 'process']);
       const job = await cluster.submitJob(wordCountJob({ input: { lines: 500, seed: 3 } }));

@@ -13,7 +13,12 @@ import { wordCountJob, type WordCountResult } from '../../examples/wordcount/wor
 import { until } from '../support/eventually.js';
 
 const fixture = (name: string) => new URL(`../fixtures/tasks/${name}.ts`, import.meta.url);
-const sleepVertex = (id: string, parallelism: number, ms: number, extra: Partial<JobVertexSpec> = {}): JobVertexSpec => ({
+const sleepVertex = (
+  id: string,
+  parallelism: number,
+  ms: number,
+  extra: Partial<JobVertexSpec> = {},
+): JobVertexSpec => ({
   id,
   taskModule: fixture('sleep'),
   parallelism,
@@ -22,7 +27,12 @@ const sleepVertex = (id: string, parallelism: number, ms: number, extra: Partial
 });
 
 /** Slots of 1 core and 256 mb heap (the counters of the word count ask 384 mb: dynamic slots). */
-const resources = (slots: number) => ({ cpuCores: slots, taskHeapMemory: `${256 * slots}m`, managedMemory: `${64 * slots}m`, networkMemory: `${32 * slots}m` });
+const resources = (slots: number) => ({
+  cpuCores: slots,
+  taskHeapMemory: `${256 * slots}m`,
+  managedMemory: `${64 * slots}m`,
+  networkMemory: `${32 * slots}m`,
+});
 
 describe('jobs on a MiniCluster (worker threads)', function () {
   this.timeout(60_000);
@@ -30,7 +40,12 @@ describe('jobs on a MiniCluster (worker threads)', function () {
   describe('on a shared cluster of 2 TaskExecutors × 4 slots', () => {
     let cluster: MiniCluster;
     before(async () => {
-      cluster = await MiniCluster.start({ taskExecutors: 2, slotsPerTaskExecutor: 4, resources: resources(4), configuration: { 'restart-strategy.fixed-delay.delay': 0 } });
+      cluster = await MiniCluster.start({
+        taskExecutors: 2,
+        slotsPerTaskExecutor: 4,
+        resources: resources(4),
+        configuration: { 'restart-strategy.fixed-delay.delay': 0 },
+      });
     });
     after(async () => {
       await cluster?.close();
@@ -44,20 +59,35 @@ describe('jobs on a MiniCluster (worker threads)', function () {
       const answer = result.outputs['sink']![0] as WordCountResult;
       expect(answer.counts).to.deep.equal({ the: 3, slot: 2, and: 1, task: 2, a: 2, end: 2 });
       expect(answer.totalWords).to.equal(12);
-      expect(answer.top.slice(0, 3)).to.deep.equal([['the', 3], ['a', 2], ['end', 2]]);
+      expect(answer.top.slice(0, 3)).to.deep.equal([
+        ['the', 3],
+        ['a', 2],
+        ['end', 2],
+      ]);
       expect(job.status).to.equal('finished');
     });
 
     it('runs the demo job and gets what a single loop counts, each subtask in a slot of the cluster', async () => {
-      const job = await cluster.submitJob(wordCountJob({ input: { lines: 3000, seed: 7 }, parallelism: 2, counters: 2 }));
+      const job = await cluster.submitJob(
+        wordCountJob({ input: { lines: 3000, seed: 7 }, parallelism: 2, counters: 2 }),
+      );
       const placements = new Map<string, string>();
       job.onEvent((event) => {
-        if (event.type === 'task' && event.state === 'running') placements.set(`${event.vertexId}#${event.subtaskIndex}`, `${event.resourceId}/${event.allocationId}`);
+        if (event.type === 'task' && event.state === 'running')
+          placements.set(`${event.vertexId}#${event.subtaskIndex}`, `${event.resourceId}/${event.allocationId}`);
       });
       const result = await job.result;
       expect(result.status, result.error?.message).to.equal('finished');
       expect((result.outputs['sink']![0] as WordCountResult).counts).to.deep.equal(countWords(generatedText(7, 3000)));
-      expect([...placements.keys()].sort()).to.deep.equal(['count#0', 'count#1', 'sink#0', 'source#0', 'source#1', 'tokenize#0', 'tokenize#1']);
+      expect([...placements.keys()].sort()).to.deep.equal([
+        'count#0',
+        'count#1',
+        'sink#0',
+        'source#0',
+        'source#1',
+        'tokenize#0',
+        'tokenize#1',
+      ]);
       // Slot sharing: tokenize i runs in the slot of its producer source i; the counters (their own group, more heap) elsewhere.
       expect(placements.get('tokenize#0')).to.equal(placements.get('source#0'));
       expect(placements.get('tokenize#1')).to.equal(placements.get('source#1'));
@@ -98,25 +128,49 @@ describe('jobs on a MiniCluster (worker threads)', function () {
 
     it('cancels a running job: its tasks stop, its slots are freed, the result says canceled', async () => {
       const job = await cluster.submitJob({ name: 'sleepy', vertices: [sleepVertex('sleep', 2, 60_000)] });
-      await until('both subtasks running', () => cluster.overview().taskExecutors.flatMap((te) => te.slots).filter((s) => s.tasks.some((t) => t.includes('(running)'))).length === 2);
+      await until(
+        'both subtasks running',
+        () =>
+          cluster
+            .overview()
+            .taskExecutors.flatMap((te) => te.slots)
+            .filter((s) => s.tasks.some((t) => t.includes('(running)'))).length === 2,
+      );
       await job.cancel();
       const result = await job.result;
       expect(result.status).to.equal('canceled');
       expect(job.status).to.equal('canceled');
-      await until('its slots to be free', () => cluster.overview().taskExecutors.every((te) => te.slots.every((s) => s.jobId !== job.jobId)));
+      await until('its slots to be free', () =>
+        cluster.overview().taskExecutors.every((te) => te.slots.every((s) => s.jobId !== job.jobId)),
+      );
     });
 
     it('shows the static slots whose resources a dynamic slot took as unavailable, and free again once it is gone', async () => {
       // 3 of the executor's 4 cores in one dynamic slot: one static slot is still covered, three are not.
-      const job = await cluster.submitJob({ name: 'big', vertices: [sleepVertex('big', 1, 60_000, { resources: { cpuCores: 3, taskHeapMemory: '256m' } })] });
+      const job = await cluster.submitJob({
+        name: 'big',
+        vertices: [sleepVertex('big', 1, 60_000, { resources: { cpuCores: 3, taskHeapMemory: '256m' } })],
+      });
       const executor = await until('the dynamic slot to run its task', () =>
-        cluster.overview().taskExecutors.find((te) => te.slots.some((s) => s.slot === 'dynamic' && s.tasks.some((t) => t.includes('(running)')))),
+        cluster
+          .overview()
+          .taskExecutors.find((te) =>
+            te.slots.some((s) => s.slot === 'dynamic' && s.tasks.some((t) => t.includes('(running)'))),
+          ),
       );
-      expect(executor.slots.filter((s) => s.slot !== 'dynamic').map((s) => s.state)).to.deep.equal(['free', 'unavailable', 'unavailable', 'unavailable']);
+      expect(executor.slots.filter((s) => s.slot !== 'dynamic').map((s) => s.state)).to.deep.equal([
+        'free',
+        'unavailable',
+        'unavailable',
+        'unavailable',
+      ]);
       expect(executor.available).to.match(/^ResourceProfile\{cpuCores=1(\.0+)?,/);
       await job.cancel();
       await until('its static slots to be free again', () =>
-        cluster.overview().taskExecutors.find((te) => te.resourceId === executor.resourceId)!.slots.every((s) => s.state === 'free'),
+        cluster
+          .overview()
+          .taskExecutors.find((te) => te.resourceId === executor.resourceId)!
+          .slots.every((s) => s.state === 'free'),
       );
     });
   });
@@ -129,7 +183,9 @@ describe('jobs on a MiniCluster (worker threads)', function () {
         name: 'two slots',
         vertices: [sleepVertex('left', 1, 0), sleepVertex('right', 1, 0, { slotSharingGroup: 'other' })],
       });
-      const waiting = await until('a pending request', () => cluster.overview().pendingRequests.find((r) => r.jobId === job.jobId));
+      const waiting = await until('a pending request', () =>
+        cluster.overview().pendingRequests.find((r) => r.jobId === job.jobId),
+      );
       expect(waiting.missing).to.equal(1);
       expect(waiting.why).to.be.a('string').and.not.empty;
       await cluster.addTaskExecutor();
@@ -144,9 +200,15 @@ describe('jobs on a MiniCluster (worker threads)', function () {
   it('addTaskExecutor gives up at once when the cluster closes while it waits for the registration', async () => {
     // A start timeout past the test's own: waiting it out would fail the test.
     const cluster = await MiniCluster.start({ taskExecutors: 0, startTimeoutMs: 120_000 });
-    const adding = cluster.addTaskExecutor().then(() => null, (e: unknown) => e);
+    const adding = cluster.addTaskExecutor().then(
+      () => null,
+      (e: unknown) => e,
+    );
     await cluster.close();
-    expect(await adding).to.be.instanceOf(IllegalStateError).and.to.have.property('message').that.matches(/closed/);
+    expect(await adding)
+      .to.be.instanceOf(IllegalStateError)
+      .and.to.have.property('message')
+      .that.matches(/closed/);
   });
 
   it('with TaskExecutors on demand: starts the workers a job needs, runs it, and releases them once idle', async () => {
@@ -161,7 +223,11 @@ describe('jobs on a MiniCluster (worker threads)', function () {
       // Three sharing groups: three slots, so two workers of two slots.
       const job = await cluster.submitJob({
         name: 'on demand',
-        vertices: [sleepVertex('a', 1, 0), sleepVertex('b', 1, 0, { slotSharingGroup: 'b' }), sleepVertex('c', 1, 0, { slotSharingGroup: 'c' })],
+        vertices: [
+          sleepVertex('a', 1, 0),
+          sleepVertex('b', 1, 0, { slotSharingGroup: 'b' }),
+          sleepVertex('c', 1, 0, { slotSharingGroup: 'c' }),
+        ],
       });
       const executors = new Set<string>();
       job.onEvent((event) => {
@@ -170,7 +236,10 @@ describe('jobs on a MiniCluster (worker threads)', function () {
       const result = await job.result;
       expect(result.status, result.error?.message).to.equal('finished');
       expect(executors.size).to.equal(2);
-      await until('the idle workers to be released', () => cluster.overview().taskExecutors.length === 0 && cluster.overview().pendingWorkers === 0);
+      await until(
+        'the idle workers to be released',
+        () => cluster.overview().taskExecutors.length === 0 && cluster.overview().pendingWorkers === 0,
+      );
     } finally {
       await cluster.close();
     }
@@ -178,7 +247,12 @@ describe('jobs on a MiniCluster (worker threads)', function () {
 
   it('passes the runtime messages of the TaskExecutors on to the cluster’s log, each with its ResourceID', async () => {
     const lines: string[] = [];
-    const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 1, resources: resources(1), log: (message) => lines.push(message) });
+    const cluster = await MiniCluster.start({
+      taskExecutors: 1,
+      slotsPerTaskExecutor: 1,
+      resources: resources(1),
+      log: (message) => lines.push(message),
+    });
     const [executor] = cluster.overview().taskExecutors.map((te) => te.resourceId);
     await cluster.close();
     expect(lines).to.include(`[${executor}] shutting down: the cluster is closing`);
@@ -187,7 +261,10 @@ describe('jobs on a MiniCluster (worker threads)', function () {
   it('a job asking more than any TaskExecutor can hold fails at once, naming what is short', async () => {
     const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 1, resources: resources(1) });
     try {
-      const job = await cluster.submitJob({ name: 'too big', vertices: [sleepVertex('huge', 1, 0, { resources: { cpuCores: 8 } })] });
+      const job = await cluster.submitJob({
+        name: 'too big',
+        vertices: [sleepVertex('huge', 1, 0, { resources: { cpuCores: 8 } })],
+      });
       const result = await job.result;
       expect(result.status).to.equal('failed');
       expect(result.error).to.include({ _tag: 'SlotRequestError', reason: 'never-satisfiable' });
@@ -198,18 +275,31 @@ describe('jobs on a MiniCluster (worker threads)', function () {
   });
 
   it('a job whose slots do not come in slot.request.timeout fails with the SlotManager’s reason', async () => {
-    const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 1, resources: resources(1), configuration: { 'slot.request.timeout': '1 s' } });
+    const cluster = await MiniCluster.start({
+      taskExecutors: 1,
+      slotsPerTaskExecutor: 1,
+      resources: resources(1),
+      configuration: { 'slot.request.timeout': '1 s' },
+    });
     try {
       // 'left' holds the only slot (the whole core) for 10 s; 'right' asks for half a core, which
       // that slot cannot serve (a slot serves its own profile or UNKNOWN) and no executor has free.
       const job = await cluster.submitJob({
         name: 'two slots',
-        vertices: [sleepVertex('left', 1, 10_000), sleepVertex('right', 1, 10_000, { slotSharingGroup: 'other', resources: { cpuCores: 0.5, taskHeapMemory: '64m' } })],
+        vertices: [
+          sleepVertex('left', 1, 10_000),
+          sleepVertex('right', 1, 10_000, {
+            slotSharingGroup: 'other',
+            resources: { cpuCores: 0.5, taskHeapMemory: '64m' },
+          }),
+        ],
       });
       const result = await job.result;
       expect(result.status).to.equal('failed');
       expect(result.error?.message).to.match(/1 × ResourceProfile\{cpuCores=0\.5/);
-      await until('the slot of the job to be freed', () => cluster.overview().taskExecutors.every((te) => te.slots.every((s) => s.state === 'free')));
+      await until('the slot of the job to be freed', () =>
+        cluster.overview().taskExecutors.every((te) => te.slots.every((s) => s.state === 'free')),
+      );
     } finally {
       await cluster.close();
     }
@@ -235,16 +325,23 @@ describe('jobs on a MiniCluster (worker threads)', function () {
       const events: JobEvent[] = [];
       job.onEvent((event) => events.push(event));
       const running = await until('slow#0 running', () =>
-        events.find((e): e is Extract<JobEvent, { type: 'task' }> => e.type === 'task' && e.vertexId === 'slow' && e.subtaskIndex === 0 && e.state === 'running'),
+        events.find(
+          (e): e is Extract<JobEvent, { type: 'task' }> =>
+            e.type === 'task' && e.vertexId === 'slow' && e.subtaskIndex === 0 && e.state === 'running',
+        ),
       );
       expect(cluster.killTaskExecutor(running.resourceId!)).to.equal(true);
       const result: JobResult = await job.result;
       expect(result.status, result.error?.message).to.equal('finished');
       expect(result.restarts).to.be.greaterThan(0);
-      const last = result.outputs['last']![0] as { inputs: { slow: Array<{ subtask: number; inputs: { first: Array<{ subtask: number }> } }> } };
+      const last = result.outputs['last']![0] as {
+        inputs: { slow: Array<{ subtask: number; inputs: { first: Array<{ subtask: number }> } }> };
+      };
       expect(last.inputs.slow.map((s) => s.subtask)).to.deep.equal([0, 1]);
       expect(last.inputs.slow.map((s) => s.inputs.first.map((f) => f.subtask))).to.deep.equal([[0], [1]]);
-      const retried = events.filter((e) => e.type === 'task' && e.vertexId === 'slow' && e.subtaskIndex === 0 && e.state === 'running');
+      const retried = events.filter(
+        (e) => e.type === 'task' && e.vertexId === 'slow' && e.subtaskIndex === 0 && e.state === 'running',
+      );
       expect(retried.length).to.be.greaterThan(1);
       expect((retried.at(-1) as Extract<JobEvent, { type: 'task' }>).resourceId).not.to.equal(running.resourceId);
     } finally {

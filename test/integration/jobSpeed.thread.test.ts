@@ -16,9 +16,16 @@ describe('jobs on warm threads (worker threads)', function () {
 
   let cluster: MiniCluster;
   before(async () => {
-    cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, resources: { cpuCores: 2, taskHeapMemory: '256m' } });
+    cluster = await MiniCluster.start({
+      taskExecutors: 1,
+      slotsPerTaskExecutor: 2,
+      resources: { cpuCores: 2, taskHeapMemory: '256m' },
+    });
     // Its spare threads (one per slot by default) booted before the first job.
-    await until('the spare task threads', async () => (await cluster.taskExecutorMetrics())[0]?.taskThreads?.spare === 2);
+    await until(
+      'the spare task threads',
+      async () => (await cluster.taskExecutorMetrics())[0]?.taskThreads?.spare === 2,
+    );
   });
   after(async () => {
     await cluster?.close();
@@ -26,7 +33,10 @@ describe('jobs on warm threads (worker threads)', function () {
 
   it('runs 100 subtasks on 2 slots with 2 allocations and 2 threads, taken from the spares, and gets every output', async () => {
     const before = (await cluster.taskExecutorMetrics())[0]!.taskThreads!;
-    const job = await cluster.submitJob({ name: 'p100', vertices: [{ id: 'v', taskModule: fixture('threadState'), parallelism: 100 }] });
+    const job = await cluster.submitJob({
+      name: 'p100',
+      vertices: [{ id: 'v', taskModule: fixture('threadState'), parallelism: 100 }],
+    });
     const allocations = new Set<string>();
     job.onEvent((event: JobEvent) => {
       if (event.type === 'task' && event.allocationId !== null) allocations.add(event.allocationId);
@@ -53,7 +63,10 @@ describe('jobs on warm threads (worker threads)', function () {
 
   it('never runs a job on a thread another job used: no thread, global or module state is shared', async () => {
     const run = async (name: string) => {
-      const job = await cluster.submitJob({ name, vertices: [{ id: 'v', taskModule: fixture('threadState'), parallelism: 20 }] });
+      const job = await cluster.submitJob({
+        name,
+        vertices: [{ id: 'v', taskModule: fixture('threadState'), parallelism: 20 }],
+      });
       const result = await job.result;
       expect(result.status, result.error?.message).to.equal('finished');
       return { jobId: job.jobId, outputs: result.outputs['v'] as ThreadState[] };
@@ -65,7 +78,10 @@ describe('jobs on warm threads (worker threads)', function () {
     // On its own threads, the second job sees only its own marks and module state that starts anew.
     expect(second.outputs.every((o) => o.seen === null || o.seen === second.jobId)).to.equal(true);
     for (const threadId of new Set(second.outputs.map((o) => o.threadId))) {
-      const runs = second.outputs.filter((o) => o.threadId === threadId).map((o) => o.runs).sort((a, b) => a - b);
+      const runs = second.outputs
+        .filter((o) => o.threadId === threadId)
+        .map((o) => o.runs)
+        .sort((a, b) => a - b);
       expect(runs[0]).to.equal(1);
     }
   });

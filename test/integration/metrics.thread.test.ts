@@ -22,7 +22,14 @@ describe('the metrics of a MiniCluster (worker threads)', function () {
   after(() => cluster?.close());
 
   it("after a job, the app's registry parses as Prometheus text and its slot figures equal overview()'s", async () => {
-    const job = await cluster.submitJob({ name: 'counted', vertices: [{ id: 'src', taskModule: ok, parallelism: 3 }, { id: 'sink', taskModule: ok, parallelism: 1 }], edges: [{ from: 'src', to: 'sink', pattern: 'all-to-all' }] });
+    const job = await cluster.submitJob({
+      name: 'counted',
+      vertices: [
+        { id: 'src', taskModule: ok, parallelism: 3 },
+        { id: 'sink', taskModule: ok, parallelism: 1 },
+      ],
+      edges: [{ from: 'src', to: 'sink', pattern: 'all-to-all' }],
+    });
     const result = await job.result;
     expect(result.status).to.equal('finished');
     // Slots go back to the SlotManager a moment after the job ends; compare when both are read together.
@@ -31,32 +38,65 @@ describe('the metrics of a MiniCluster (worker threads)', function () {
     const slots = overview.taskExecutors.flatMap((te) => te.slots);
     expect(cluster.metricsRegistry).to.equal(registry);
     expect(text.value('slotwise_jobmanager_taskSlotsTotal')).to.equal(slots.length).and.equal(4);
-    expect(text.value('slotwise_jobmanager_taskSlotsAvailable')).to.equal(slots.filter((s) => s.state === 'free').length);
-    for (const state of ['free', 'pending', 'allocated', 'unavailable'] as const) expect(text.value('slotwise_task_slots', { state }), state).to.equal(slots.filter((s) => s.state === state).length);
-    expect(text.value('slotwise_jobmanager_numRegisteredTaskManagers')).to.equal(overview.taskExecutors.length).and.equal(2);
+    expect(text.value('slotwise_jobmanager_taskSlotsAvailable')).to.equal(
+      slots.filter((s) => s.state === 'free').length,
+    );
+    for (const state of ['free', 'pending', 'allocated', 'unavailable'] as const)
+      expect(text.value('slotwise_task_slots', { state }), state).to.equal(
+        slots.filter((s) => s.state === state).length,
+      );
+    expect(text.value('slotwise_jobmanager_numRegisteredTaskManagers'))
+      .to.equal(overview.taskExecutors.length)
+      .and.equal(2);
     expect(text.value('slotwise_jobmanager_numPendingTaskManagers')).to.equal(overview.pendingWorkers);
     expect(text.value('slotwise_jobmanager_numRunningJobs')).to.equal(0);
-    expect(text.value('slotwise_jobmanager_job_uptime', { job_id: job.jobId, job_name: 'counted' }), 'ended: -1').to.equal(-1);
+    expect(
+      text.value('slotwise_jobmanager_job_uptime', { job_id: job.jobId, job_name: 'counted' }),
+      'ended: -1',
+    ).to.equal(-1);
     expect(text.value('slotwise_jobmanager_job_numRestarts', { job_id: job.jobId })).to.equal(0);
     expect(text.value('slotwise_subtasks_ended_total', { state: 'finished' })).to.equal(4);
     expect(text.value('slotwise_slot_allocation_latency_seconds_count'), 'one slot assignment per subtask').to.equal(4);
     expect(text.value('slotwise_subtask_deploy_latency_seconds_count')).to.equal(4);
     const runCounts = text.samples.filter((s) => s.name === 'slotwise_task_run_time_seconds_count');
     expect(runCounts.reduce((n, s) => n + s.value, 0)).to.equal(4);
-    expect(runCounts.map((s) => s.labels['resource_id']).every((id) => overview.taskExecutors.some((te) => te.resourceId === id))).to.equal(true);
+    expect(
+      runCounts
+        .map((s) => s.labels['resource_id'])
+        .every((id) => overview.taskExecutors.some((te) => te.resourceId === id)),
+    ).to.equal(true);
   });
 
   it('metrics() gives the same figures as plain numbers: restarts, failures, a running job and its uptime', async () => {
-    const failing = await cluster.submitJob({ name: 'fails', vertices: [{ id: 'boom', taskModule: throws, parallelism: 1 }], restartStrategy: { type: 'fixed-delay', attempts: 2, delay: 0 } });
+    const failing = await cluster.submitJob({
+      name: 'fails',
+      vertices: [{ id: 'boom', taskModule: throws, parallelism: 1 }],
+      restartStrategy: { type: 'fixed-delay', attempts: 2, delay: 0 },
+    });
     expect((await failing.result).status).to.equal('failed');
-    const running = await cluster.submitJob({ name: 'sleeps', vertices: [{ id: 'nap', taskModule: sleep, parallelism: 1, config: { ms: 60_000 } }] });
-    await until('the sleeping subtask to run', () => cluster.overview().taskExecutors.some((te) => te.slots.some((s) => s.tasks.some((t) => t.includes('(running)')))));
+    const running = await cluster.submitJob({
+      name: 'sleeps',
+      vertices: [{ id: 'nap', taskModule: sleep, parallelism: 1, config: { ms: 60_000 } }],
+    });
+    await until('the sleeping subtask to run', () =>
+      cluster.overview().taskExecutors.some((te) => te.slots.some((s) => s.tasks.some((t) => t.includes('(running)')))),
+    );
     const snapshot = await cluster.metrics();
     expect(snapshot.numRunningJobs).to.equal(1);
-    expect(snapshot.jobs.find((j) => j.jobId === failing.jobId)).to.deep.equal({ jobId: failing.jobId, jobName: 'fails', numRestarts: 2, uptime: -1 });
+    expect(snapshot.jobs.find((j) => j.jobId === failing.jobId)).to.deep.equal({
+      jobId: failing.jobId,
+      jobName: 'fails',
+      numRestarts: 2,
+      uptime: -1,
+    });
     expect(snapshot.jobs.find((j) => j.jobId === running.jobId)!.uptime).to.be.greaterThan(0);
     expect(snapshot.subtasksEnded['failed'], 'three attempts failed').to.equal(3);
-    expect(snapshot.taskSlots['allocated']).to.equal(cluster.overview().taskExecutors.flatMap((te) => te.slots).filter((s) => s.state === 'allocated').length);
+    expect(snapshot.taskSlots['allocated']).to.equal(
+      cluster
+        .overview()
+        .taskExecutors.flatMap((te) => te.slots)
+        .filter((s) => s.state === 'allocated').length,
+    );
     await running.cancel();
     expect((await running.result).status).to.equal('canceled');
     await until('the cancel to be counted', async () => (await cluster.metrics()).subtasksEnded['canceled'] === 1);
@@ -69,7 +109,12 @@ describe('the metrics of a MiniCluster (worker threads)', function () {
       const s = await cluster.metrics();
       return s.taskExecutorsLost['worker-exited'] === 1 ? s : undefined;
     });
-    expect(snapshot.taskExecutorsLost).to.deep.equal({ 'worker-exited': 1, 'heartbeat-timeout': 0, disconnected: 0, rejected: 0 });
+    expect(snapshot.taskExecutorsLost).to.deep.equal({
+      'worker-exited': 1,
+      'heartbeat-timeout': 0,
+      disconnected: 0,
+      rejected: 0,
+    });
   });
 
   it('takes the metrics out of the registry when the cluster closes', async () => {

@@ -30,26 +30,41 @@ interface Run {
 }
 
 /** Runs a command to its end (never rejects: the code says how it went). Plain node: no tsx hooks inherited from mocha. */
-function run(command: string, args: readonly string[], cwd: string, timeout = 120_000, extraEnv: Record<string, string> = {}): Promise<Run> {
+function run(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  timeout = 120_000,
+  extraEnv: Record<string, string> = {},
+): Promise<Run> {
   const env = { ...process.env, NODE_OPTIONS: '', ...extraEnv };
   return new Promise((resolve) => {
-    execFile(command, args, { cwd, env, timeout, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      command,
+      args,
+      { cwd, env, timeout, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
 async function succeed(command: string, args: readonly string[], cwd: string): Promise<Run> {
   const result = await run(command, args, cwd);
-  if (result.code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.code}):\n${result.stderr}\n${result.stdout}`);
+  if (result.code !== 0)
+    throw new Error(`${command} ${args.join(' ')} failed (${result.code}):\n${result.stderr}\n${result.stdout}`);
   return result;
 }
 
 /** The `.mjs` blocks of the README's quick start, by the file name their first line gives. */
 function quickStartFiles(): Map<string, string> {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Quick start'), readme.indexOf('\n## ', readme.indexOf('## Quick start') + 1));
+  const section = readme.slice(
+    readme.indexOf('## Quick start'),
+    readme.indexOf('\n## ', readme.indexOf('## Quick start') + 1),
+  );
   const files = new Map<string, string>();
   for (const [, code] of section.matchAll(/```js\n([\s\S]*?)```/g)) {
     const name = /^\/\/ ([\w.-]+\.mjs)\b/.exec(code!)?.[1];
@@ -60,13 +75,29 @@ function quickStartFiles(): Map<string, string> {
 
 /** The application's lockfile: slotwise from the tarball, its dependencies as this repository pins them. */
 function applicationLock(tarball: string): object {
-  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; license: string; dependencies: Record<string, string>; engines: object; bin: Record<string, string> };
-  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    version: string;
+    license: string;
+    dependencies: Record<string, string>;
+    engines: object;
+    bin: Record<string, string>;
+  };
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean }>;
+  };
   const packages: Record<string, unknown> = {
     '': { name: 'app', dependencies: { slotwise: `file:${tarball}` } },
-    'node_modules/slotwise': { version: pkg.version, resolved: `file:${tarball}`, license: pkg.license, dependencies: pkg.dependencies, engines: pkg.engines, bin: pkg.bin },
+    'node_modules/slotwise': {
+      version: pkg.version,
+      resolved: `file:${tarball}`,
+      license: pkg.license,
+      dependencies: pkg.dependencies,
+      engines: pkg.engines,
+      bin: pkg.bin,
+    },
   };
-  for (const [path, entry] of Object.entries(lock.packages)) if (path !== '' && entry.dev !== true) packages[path] = entry;
+  for (const [path, entry] of Object.entries(lock.packages))
+    if (path !== '' && entry.dev !== true) packages[path] = entry;
   return { name: 'app', lockfileVersion: 3, requires: true, packages };
 }
 
@@ -143,9 +174,18 @@ describe('the package, installed from its tarball into an application', function
     dir = mkdtempSync(join(tmpdir(), 'slotwise-package-'));
     app = join(dir, 'app');
     mkdirSync(app);
-    packed = JSON.parse((await succeed(NPM, ['pack', '--json', '--pack-destination', dir], ROOT)).stdout) as typeof packed;
+    packed = JSON.parse(
+      (await succeed(NPM, ['pack', '--json', '--pack-destination', dir], ROOT)).stdout,
+    ) as typeof packed;
     const tarball = `../${packed[0]!.filename}`;
-    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module', dependencies: { slotwise: `file:${tarball}` } }, null, 2));
+    writeFileSync(
+      join(app, 'package.json'),
+      JSON.stringify(
+        { name: 'app', private: true, type: 'module', dependencies: { slotwise: `file:${tarball}` } },
+        null,
+        2,
+      ),
+    );
     writeFileSync(join(app, 'package-lock.json'), JSON.stringify(applicationLock(tarball), null, 2));
     const install = ['ci', '--omit=dev', '--no-audit', '--no-fund'];
     const offline = await run(NPM, [...install, '--offline'], app);
@@ -165,11 +205,30 @@ describe('the package, installed from its tarball into an application', function
 
   it('holds dist/lib, dist/machines, README, LICENSE and package.json only', () => {
     const paths = packed[0]!.files.map((f) => f.path);
-    expect(paths.filter((p) => !/^(dist\/(lib|machines)\/.+\.(js|d\.ts)|dist\/lib\/taskexecutor\/taskExecutor(Start\.(cjs|d\.cts)|Main\.bundle\.cjs(\.[\w=.-]+)?\.codecache|Main\.bundle\.cjs)|dist\/lib\/dashboard\/page\/(index\.html|dashboard\.css)|README\.md|LICENSE|package\.json)$/.test(p))).to.deep.equal([]);
-    for (const entry of ['dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/lib/internals.js', 'dist/machines/index.js', 'dist/lib/taskexecutor/taskExecutorMain.js', 'dist/lib/taskexecutor/taskWorker.js', 'dist/lib/taskexecutor/taskExecutorStart.cjs', 'dist/lib/taskexecutor/taskExecutorMain.bundle.cjs', 'dist/lib/taskexecutor/taskExecutorMain.bundle.cjs.codecache']) {
+    expect(
+      paths.filter(
+        (p) =>
+          !/^(dist\/(lib|machines)\/.+\.(js|d\.ts)|dist\/lib\/taskexecutor\/taskExecutor(Start\.(cjs|d\.cts)|Main\.bundle\.cjs(\.[\w=.-]+)?\.codecache|Main\.bundle\.cjs)|dist\/lib\/dashboard\/page\/(index\.html|dashboard\.css)|README\.md|LICENSE|package\.json)$/.test(
+            p,
+          ),
+      ),
+    ).to.deep.equal([]);
+    for (const entry of [
+      'dist/lib/index.js',
+      'dist/lib/index.d.ts',
+      'dist/lib/internals.js',
+      'dist/machines/index.js',
+      'dist/lib/taskexecutor/taskExecutorMain.js',
+      'dist/lib/taskexecutor/taskWorker.js',
+      'dist/lib/taskexecutor/taskExecutorStart.cjs',
+      'dist/lib/taskexecutor/taskExecutorMain.bundle.cjs',
+      'dist/lib/taskexecutor/taskExecutorMain.bundle.cjs.codecache',
+    ]) {
       expect(paths).to.include(entry);
     }
-    expect(readFileSync(join(app, 'node_modules/slotwise/LICENSE'), 'utf8')).to.contain('Apache License\n                           Version 2.0, January 2004');
+    expect(readFileSync(join(app, 'node_modules/slotwise/LICENSE'), 'utf8')).to.contain(
+      'Apache License\n                           Version 2.0, January 2004',
+    );
   });
 
   it("serves the dashboard's page and assets from the installed package (nothing from a CDN)", async () => {
@@ -187,7 +246,8 @@ describe('the package, installed from its tarball into an application', function
   });
 
   it('was installed with its production dependencies only: no tsx, no TypeScript', () => {
-    for (const dev of ['tsx', 'typescript', 'mocha', '@types/node']) expect(existsSync(join(app, 'node_modules', dev)), dev).to.equal(false);
+    for (const dev of ['tsx', 'typescript', 'mocha', '@types/node'])
+      expect(existsSync(join(app, 'node_modules', dev)), dev).to.equal(false);
     expect(existsSync(join(app, 'node_modules/xstate'))).to.equal(true);
   });
 
@@ -212,35 +272,56 @@ describe('the package, installed from its tarball into an application', function
       "const required = createRequire(import.meta.url)('slotwise');",
       'console.log(JSON.stringify({ deep, machines: Object.keys(machines).sort(), internals: typeof ResourceManager, rest: typeof startRestServer, sameClass: required.MiniCluster === MiniCluster }));',
     ];
-    expect(await probeJson(app, 'probe.mjs', probe)).to.deep.equal({ deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED', machines: ['jobStatus', 'resourceSlot', 'slotManager', 'taskSlot', 'taskSlotTable'], internals: 'function', rest: 'function', sameClass: true });
+    expect(await probeJson(app, 'probe.mjs', probe)).to.deep.equal({
+      deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED',
+      machines: ['jobStatus', 'resourceSlot', 'slotManager', 'taskSlot', 'taskSlotTable'],
+      internals: 'function',
+      rest: 'function',
+      sameClass: true,
+    });
   });
 
-  it('installs the slotwise command: jobmanager --local-taskmanagers serves a cluster, run submits the README\'s job file of the quick start\'s tasks', async () => {
+  it("installs the slotwise command: jobmanager --local-taskmanagers serves a cluster, run submits the README's job file of the quick start's tasks", async () => {
     // The README's job file, beside the quick start's task modules.
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     const cli = readme.slice(readme.indexOf('## CLI'), readme.indexOf('\n## ', readme.indexOf('## CLI') + 1));
     const job = /```js\n(\/\/ sumOfSquares\.job\.mjs[\s\S]*?)```/.exec(cli)?.[1];
-    expect(job, 'the README\'s CLI section shows sumOfSquares.job.mjs').to.be.a('string');
+    expect(job, "the README's CLI section shows sumOfSquares.job.mjs").to.be.a('string');
     writeFileSync(join(app, 'sumOfSquares.job.mjs'), job!);
     const bin = join(app, 'node_modules/.bin/slotwise');
-    const jm = await startJobManagerChild([bin], ['--local-taskmanagers', '1', '--rest-port', '0'], app, { ...process.env, NODE_OPTIONS: '' });
+    const jm = await startJobManagerChild([bin], ['--local-taskmanagers', '1', '--rest-port', '0'], app, {
+      ...process.env,
+      NODE_OPTIONS: '',
+    });
     try {
-      const { code, stdout, stderr } = await run(bin, ['run', '--jobmanager', jm.url, '--json', 'sumOfSquares.job.mjs'], app, 60_000);
+      const { code, stdout, stderr } = await run(
+        bin,
+        ['run', '--jobmanager', jm.url, '--json', 'sumOfSquares.job.mjs'],
+        app,
+        60_000,
+      );
       expect(code, stderr).to.equal(0);
       expect(JSON.parse(stdout.trim())).to.deep.include({ status: 'finished', outputs: { sum: [338350] } });
       const refused = await run(bin, ['cancel', '--jobmanager', jm.url, 'nope'], app, 30_000);
       expect(refused.code).to.equal(2);
-      expect(refused.stderr.trim()).to.equal('slotwise cancel: JOB_ID must be 32 lowercase hex characters, as slotwise list shows it, got "nope"');
+      expect(refused.stderr.trim()).to.equal(
+        'slotwise cancel: JOB_ID must be 32 lowercase hex characters, as slotwise list shows it, got "nope"',
+      );
     } finally {
       expect(await jm.stop()).to.equal(0);
     }
   });
 
   it('runs a task on a TaskExecutor thread and in a TaskExecutor process, and checks task modules, from the compiled build', async () => {
-    for (const name of ['smoke.mjs', 'sumTask.mjs', 'noDefault.mjs']) copyFileSync(fileURLToPath(new URL(`../fixtures/compiled/${name}`, import.meta.url)), join(app, name));
+    for (const name of ['smoke.mjs', 'sumTask.mjs', 'noDefault.mjs'])
+      copyFileSync(fileURLToPath(new URL(`../fixtures/compiled/${name}`, import.meta.url)), join(app, name));
     const { code, stdout, stderr } = await run(process.execPath, ['smoke.mjs'], app, 60_000);
     expect(code, stderr).to.equal(0);
-    const lines = stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as unknown);
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as unknown);
     expect(lines).to.deep.equal([
       { mode: 'thread', state: 'finished', output: { sum: 6, vertex: 'sum' }, error: null },
       { mode: 'process', state: 'finished', output: { sum: 6, vertex: 'sum' }, error: null },
@@ -250,14 +331,27 @@ describe('the package, installed from its tarball into an application', function
   });
 
   it('starts a TaskExecutor thread from the one-file bundle, with the code cache it ships accepted by V8', async () => {
-    for (const name of ['smoke.mjs', 'sumTask.mjs', 'noDefault.mjs']) copyFileSync(fileURLToPath(new URL(`../fixtures/compiled/${name}`, import.meta.url)), join(app, name));
+    for (const name of ['smoke.mjs', 'sumTask.mjs', 'noDefault.mjs'])
+      copyFileSync(fileURLToPath(new URL(`../fixtures/compiled/${name}`, import.meta.url)), join(app, name));
     const { code, stderr } = await run(process.execPath, ['smoke.mjs'], app, 60_000, { SLOTWISE_DEBUG: '1' });
     expect(code, stderr).to.equal(0);
     const starts = stderr.split('\n').filter((line) => line.startsWith('slotwise: a TaskExecutor '));
-    expect(starts.filter((line) => line.includes(' thread runs ') && line.includes('node_modules/slotwise/dist/lib/taskexecutor/taskExecutorMain.bundle.cjs'))).to.have.length.greaterThan(0);
-    expect(starts.filter((line) => line.includes(' thread runs ')).every((line) => line.endsWith(': accepted')), starts.join('\n')).to.equal(true);
+    expect(
+      starts.filter(
+        (line) =>
+          line.includes(' thread runs ') &&
+          line.includes('node_modules/slotwise/dist/lib/taskexecutor/taskExecutorMain.bundle.cjs'),
+      ),
+    ).to.have.length.greaterThan(0);
+    expect(
+      starts.filter((line) => line.includes(' thread runs ')).every((line) => line.endsWith(': accepted')),
+      starts.join('\n'),
+    ).to.equal(true);
     // A process's cache is made for the default heap limit only; any other is compiled from source, never wrongly used.
-    expect(starts.some((line) => line.includes(' process runs ')), starts.join('\n')).to.equal(true);
+    expect(
+      starts.some((line) => line.includes(' process runs ')),
+      starts.join('\n'),
+    ).to.equal(true);
     // The bundle's one ES module import (the worker inspector, asked for by `inspect`) loads from there too.
     const probe = [
       "import { MiniCluster } from 'slotwise';",

@@ -20,11 +20,17 @@ describe('runtime in child processes', function () {
     const [slot] = await cluster.offers(1);
     expect(slot!.resourceId).to.match(/^taskexecutor-process-/);
     const tdd = await cluster.submit(slot!, 'ok');
-    const finished = await cluster.jobMaster.until(() => cluster.jobMaster.terminalState(tdd.executionAttemptId), 'the task to finish');
+    const finished = await cluster.jobMaster.until(
+      () => cluster.jobMaster.terminalState(tdd.executionAttemptId),
+      'the task to finish',
+    );
     expect(finished.state).to.equal('finished');
     expect(finished.output).to.deep.include({ sum: 6, hasMemoryManager: true });
     await cluster.driver.taskExecutorGateway(slot!.resourceId)!.freeSlot(slot!.offer.allocationId, 'done');
-    await cluster.jobMaster.until(() => cluster.rm.slotManager.overview().taskManagers[0]?.slots.allocated === 0, 'the slot to be free at the ResourceManager');
+    await cluster.jobMaster.until(
+      () => cluster.rm.slotManager.overview().taskManagers[0]?.slots.allocated === 0,
+      'the slot to be free at the ResourceManager',
+    );
   });
 
   it('a task that aborts its process (as Node does on some over-limit allocations) kills only its TaskExecutor; its slots are freed at once', async () => {
@@ -33,7 +39,10 @@ describe('runtime in child processes', function () {
     const [slot] = await cluster.offers(1);
     const started = Date.now();
     await cluster.submit(slot!, 'aborts');
-    const lost = await cluster.jobMaster.until(() => cluster.events.find((e) => e[0] === 'slotsLost'), 'the ResourceManager to free the dead executor\'s slots');
+    const lost = await cluster.jobMaster.until(
+      () => cluster.events.find((e) => e[0] === 'slotsLost'),
+      "the ResourceManager to free the dead executor's slots",
+    );
     expect(Date.now() - started).to.be.below(10_000); // seen through the process exit, not the 60 s heartbeat timeout
     expect(lost[1]).to.equal(slot!.resourceId);
     expect(String(lost[3])).to.match(/worker ended/);
@@ -44,12 +53,19 @@ describe('runtime in child processes', function () {
   });
 
   it('a task growing a Map without bound is contained: its attempt fails, or at worst its TaskExecutor process dies', async () => {
-    cluster = await startTestCluster('process', { 'taskmanager.memory.task.heap.size': '64m', 'heartbeat.interval': '10 s', 'heartbeat.timeout': '60 s' });
+    cluster = await startTestCluster('process', {
+      'taskmanager.memory.task.heap.size': '64m',
+      'heartbeat.interval': '10 s',
+      'heartbeat.timeout': '60 s',
+    });
     await cluster.declare(1);
     const [slot] = await cluster.offers(1);
     const hog = await cluster.submit(slot!, 'mapHog');
     const outcome = await cluster.jobMaster.until(
-      () => (cluster.events.some((e) => e[0] === 'slotsLost') ? 'executor-died' : cluster.jobMaster.terminalState(hog.executionAttemptId)?.error?.reason),
+      () =>
+        cluster.events.some((e) => e[0] === 'slotsLost')
+          ? 'executor-died'
+          : cluster.jobMaster.terminalState(hog.executionAttemptId)?.error?.reason,
       'the Map hog to be stopped',
       45_000,
     );

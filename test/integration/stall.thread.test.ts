@@ -31,7 +31,10 @@ describe('a stalled coordinator (worker threads)', function () {
       log: (message) => lines.push(message),
     });
     try {
-      const before = cluster.overview().taskExecutors.map((te) => te.resourceId).sort();
+      const before = cluster
+        .overview()
+        .taskExecutors.map((te) => te.resourceId)
+        .sort();
       expect(before).to.have.length(2);
       // Blocked in a callback of its own (setImmediate): the event loop's next turn then runs its
       // overdue timers — the heartbeat monitor's among them — before it reads the messages that
@@ -39,10 +42,18 @@ describe('a stalled coordinator (worker threads)', function () {
       await new Promise<void>((resolve) => setImmediate(() => (blockMainThread(5_000), resolve())));
       // At once: the TaskExecutors may still be registering again (they heard nothing for 5 s);
       // until they are, they refuse slot requests and the SlotManager asks again.
-      const job = await cluster.submitJob({ name: 'after the stall', vertices: [{ id: 'sum', taskModule: fixture('ok'), parallelism: 2 }] });
+      const job = await cluster.submitJob({
+        name: 'after the stall',
+        vertices: [{ id: 'sum', taskModule: fixture('ok'), parallelism: 2 }],
+      });
       const result = await job.result;
       expect(result.status, result.error?.message).to.equal('finished');
-      expect(cluster.overview().taskExecutors.map((te) => te.resourceId).sort()).to.deep.equal(before);
+      expect(
+        cluster
+          .overview()
+          .taskExecutors.map((te) => te.resourceId)
+          .sort(),
+      ).to.deep.equal(before);
       expect(lines.filter((m) => / lost: |refused the registration|started .* in its place/.test(m))).to.deep.equal([]);
     } finally {
       await cluster.close();

@@ -16,7 +16,11 @@ describe('task modules are checked off the main thread', function () {
   let cluster: MiniCluster;
 
   before(async () => {
-    cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, configuration: { 'dispatcher.task-module-check.timeout': '3 s' } });
+    cluster = await MiniCluster.start({
+      taskExecutors: 1,
+      slotsPerTaskExecutor: 2,
+      configuration: { 'dispatcher.task-module-check.timeout': '3 s' },
+    });
   });
 
   after(async () => {
@@ -25,7 +29,10 @@ describe('task modules are checked off the main thread', function () {
 
   it('refuses each bad module with its problem, while another job runs on untouched', async () => {
     const secret = { apiKey: 'sk-do-not-leak' };
-    const running = await cluster.submitJob({ name: 'bystander', vertices: [{ id: 'nap', taskModule: task('sleep'), parallelism: 1, config: { ms: 1_500, secret } }] });
+    const running = await cluster.submitJob({
+      name: 'bystander',
+      vertices: [{ id: 'nap', taskModule: task('sleep'), parallelism: 1, config: { ms: 1_500, secret } }],
+    });
     const set = Map.prototype.set;
 
     for (const [module, problem] of [
@@ -34,7 +41,9 @@ describe('task modules are checked off the main thread', function () {
       ['throwsOnLoad', 'threw'],
       ['noDefault', 'no-default-export'],
     ] as const) {
-      const error = await cluster.submitJob({ name: module, vertices: [{ id: 'bad', taskModule: task(module), parallelism: 1 }] }).catch((e: unknown) => e);
+      const error = await cluster
+        .submitJob({ name: module, vertices: [{ id: 'bad', taskModule: task(module), parallelism: 1 }] })
+        .catch((e: unknown) => e);
       expect(error, module).to.be.instanceOf(JobGraphError);
       expect((error as JobGraphError).reason, module).to.equal('invalid-task-module');
       expect((error as JobGraphError).details, module).to.deep.include({ vertex: 'bad', problem });
@@ -43,7 +52,10 @@ describe('task modules are checked off the main thread', function () {
     expect(process.exitCode ?? 0).to.equal(0);
 
     // A valid module that patches Map.prototype.set when loaded: its job is taken, the patch stays off this thread.
-    const patcher = await cluster.submitJob({ name: 'patcher', vertices: [{ id: 'patch', taskModule: task('patchesMap'), parallelism: 1, slotSharingGroup: 'apart' }] });
+    const patcher = await cluster.submitJob({
+      name: 'patcher',
+      vertices: [{ id: 'patch', taskModule: task('patchesMap'), parallelism: 1, slotSharingGroup: 'apart' }],
+    });
     expect(Map.prototype.set).to.equal(set);
     expect((globalThis as { __slotwiseStolen?: unknown }).__slotwiseStolen).to.equal(undefined);
 
@@ -52,6 +64,11 @@ describe('task modules are checked off the main thread', function () {
     expect(result.restarts).to.equal(0);
     expect(result.outputs['nap']).to.deep.equal([{ subtask: 0, attempt: 0, inputs: {} }]);
     expect((await patcher.result).status).to.equal('finished');
-    expect(cluster.listJobs().map((j) => j.name).sort()).to.deep.equal(['bystander', 'patcher']);
+    expect(
+      cluster
+        .listJobs()
+        .map((j) => j.name)
+        .sort(),
+    ).to.deep.equal(['bystander', 'patcher']);
   });
 });

@@ -5,7 +5,15 @@ import { JobGraph } from '../../lib/jobmaster/JobGraph.js';
 import { edge, vertex } from './support.js';
 
 function attemptsOf(): ExecutionAttempts {
-  return new ExecutionAttempts(new ExecutionGraph(JobGraph.create({ name: 'job', vertices: [vertex('src', 2), vertex('sink', 1)], edges: [edge('src', 'sink', 'all-to-all')] })));
+  return new ExecutionAttempts(
+    new ExecutionGraph(
+      JobGraph.create({
+        name: 'job',
+        vertices: [vertex('src', 2), vertex('sink', 1)],
+        edges: [edge('src', 'sink', 'all-to-all')],
+      }),
+    ),
+  );
 }
 
 describe('ExecutionAttempts', () => {

@@ -1,7 +1,13 @@
 import { expect } from 'chai';
 import { IllegalArgumentError } from '../../lib/core/errors.js';
 import { ExecutionAttemptID } from '../../lib/core/ids.js';
-import { createExecution, ExecutionGraph, ExecutionVertexID, pointwiseProducerRange, type ExecutionVertex } from '../../lib/jobmaster/ExecutionGraph.js';
+import {
+  createExecution,
+  ExecutionGraph,
+  ExecutionVertexID,
+  pointwiseProducerRange,
+  type ExecutionVertex,
+} from '../../lib/jobmaster/ExecutionGraph.js';
 import { JobGraph, type JobEdgeSpec, type JobVertexSpec } from '../../lib/jobmaster/JobGraph.js';
 
 const OK = new URL('../fixtures/tasks/ok.ts', import.meta.url);
@@ -18,7 +24,8 @@ describe('ExecutionGraph', () => {
       const id = ExecutionVertexID.of('tokenize', 3);
       expect(ExecutionVertexID.key(id)).to.equal('tokenize#3');
       expect(ExecutionVertexID.parse('tokenize#3')).to.deep.equal(id);
-      for (const bad of ['tokenize', '#3', 'tokenize#', 'tokenize#-1', 'tokenize#x']) expect(() => ExecutionVertexID.parse(bad), bad).to.throw(IllegalArgumentError);
+      for (const bad of ['tokenize', '#3', 'tokenize#', 'tokenize#-1', 'tokenize#x'])
+        expect(() => ExecutionVertexID.parse(bad), bad).to.throw(IllegalArgumentError);
     });
   });
 
@@ -38,7 +45,8 @@ describe('ExecutionGraph', () => {
 
   it('connects all-to-all: every downstream subtask consumes every upstream subtask', () => {
     const graph = graphOf([v('up', 3), v('down', 2)], [{ from: 'up', to: 'down', pattern: 'all-to-all' }]);
-    for (const down of graph.subtasksOf('down')) expect(keys(graph.producersOf(down))).to.deep.equal(['up#0', 'up#1', 'up#2']);
+    for (const down of graph.subtasksOf('down'))
+      expect(keys(graph.producersOf(down))).to.deep.equal(['up#0', 'up#1', 'up#2']);
     for (const up of graph.subtasksOf('up')) expect(keys(graph.consumersOf(up))).to.deep.equal(['down#0', 'down#1']);
     // one shared producer list for the whole edge: O(p), not O(p²)
     expect(graph.inputsOf('down#0')[0]!.producers).to.equal(graph.inputsOf('down#1')[0]!.producers);
@@ -66,14 +74,21 @@ describe('ExecutionGraph', () => {
   it("follows Flink's pointwise ranges for parallelisms that do not divide too", () => {
     // Flink's EdgeManagerBuildUtil: 3 -> 5 feeds {0,1}, {2,3}, {4}; 5 -> 3 reads [0,1), [1,3), [3,5).
     expect([0, 1, 2, 3, 4].map((i) => pointwiseProducerRange(3, 5, i)[0])).to.deep.equal([0, 0, 1, 1, 2]);
-    expect([0, 1, 2].map((i) => pointwiseProducerRange(5, 3, i))).to.deep.equal([[0, 1], [1, 3], [3, 5]]);
+    expect([0, 1, 2].map((i) => pointwiseProducerRange(5, 3, i))).to.deep.equal([
+      [0, 1],
+      [1, 3],
+      [3, 5],
+    ]);
   });
 
   it('keeps one input per edge, in declaration order, and producers over all inputs', () => {
-    const graph = graphOf([v('a', 2), v('b', 1), v('c', 2)], [
-      { from: 'b', to: 'c', pattern: 'all-to-all' },
-      { from: 'a', to: 'c', pattern: 'pointwise' },
-    ]);
+    const graph = graphOf(
+      [v('a', 2), v('b', 1), v('c', 2)],
+      [
+        { from: 'b', to: 'c', pattern: 'all-to-all' },
+        { from: 'a', to: 'c', pattern: 'pointwise' },
+      ],
+    );
     const inputs = graph.inputsOf('c#1');
     expect(inputs.map((i) => i.edge.from)).to.deep.equal(['b', 'a']);
     expect(keys(graph.producersOf('c#1'))).to.deep.equal(['b#0', 'a#1']);
@@ -81,11 +96,14 @@ describe('ExecutionGraph', () => {
   });
 
   it('lists the sinks: the subtasks of vertices without outputs', () => {
-    const graph = graphOf([v('source', 2), v('sideSink', 1), v('map', 2), v('sink', 3)], [
-      { from: 'source', to: 'map', pattern: 'pointwise' },
-      { from: 'source', to: 'sideSink', pattern: 'all-to-all' },
-      { from: 'map', to: 'sink', pattern: 'all-to-all' },
-    ]);
+    const graph = graphOf(
+      [v('source', 2), v('sideSink', 1), v('map', 2), v('sink', 3)],
+      [
+        { from: 'source', to: 'map', pattern: 'pointwise' },
+        { from: 'source', to: 'sideSink', pattern: 'all-to-all' },
+        { from: 'map', to: 'sink', pattern: 'all-to-all' },
+      ],
+    );
     expect(keys(graph.sinks())).to.deep.equal(['sideSink#0', 'sink#0', 'sink#1', 'sink#2']);
     expect(graph.producersOf('source#0')).to.deep.equal([]);
   });

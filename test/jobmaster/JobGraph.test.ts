@@ -6,7 +6,12 @@ import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import { JobGraph, type JobGraphSpec, type JobVertexSpec } from '../../lib/jobmaster/JobGraph.js';
 
 const OK = new URL('../fixtures/tasks/ok.ts', import.meta.url);
-const v = (id: string, parallelism = 1, extra: Partial<JobVertexSpec> = {}): JobVertexSpec => ({ id, taskModule: OK, parallelism, ...extra });
+const v = (id: string, parallelism = 1, extra: Partial<JobVertexSpec> = {}): JobVertexSpec => ({
+  id,
+  taskModule: OK,
+  parallelism,
+  ...extra,
+});
 
 /** Runs `create` and returns the JobGraphError it throws (failing the test if it throws none or another). */
 function refusal(spec: unknown): JobGraphError {
@@ -45,14 +50,28 @@ describe('JobGraph', () => {
 
     it('accepts a task module as an absolute path or a file: URL string', () => {
       const path = fileURLToPath(OK);
-      const graph = JobGraph.create({ name: 'paths', vertices: [v('a', 1, { taskModule: path }), v('b', 1, { taskModule: OK.href })] });
+      const graph = JobGraph.create({
+        name: 'paths',
+        vertices: [v('a', 1, { taskModule: path }), v('b', 1, { taskModule: OK.href })],
+      });
       expect(graph.vertices.map((x) => x.taskModule)).to.deep.equal([path, path]);
     });
 
     it('builds resources from a spec and keeps a ResourceProfile as given', () => {
       const profile = ResourceProfile.newBuilder().setCpuCores(2).build();
-      const graph = JobGraph.create({ name: 'r', vertices: [v('a', 1, { resources: { cpuCores: 0.5, taskHeapMemory: '64m' } }), v('b', 1, { resources: profile }), v('c', 1, { resources: 'UNKNOWN' })] });
-      expect(graph.vertex('a').resourceProfile.equals(ResourceProfile.fromSpec({ cpuCores: 0.5, taskHeapMemory: 64 * 1024 * 1024 }))).to.equal(true);
+      const graph = JobGraph.create({
+        name: 'r',
+        vertices: [
+          v('a', 1, { resources: { cpuCores: 0.5, taskHeapMemory: '64m' } }),
+          v('b', 1, { resources: profile }),
+          v('c', 1, { resources: 'UNKNOWN' }),
+        ],
+      });
+      expect(
+        graph
+          .vertex('a')
+          .resourceProfile.equals(ResourceProfile.fromSpec({ cpuCores: 0.5, taskHeapMemory: 64 * 1024 * 1024 })),
+      ).to.equal(true);
       expect(graph.vertex('b').resourceProfile).to.equal(profile);
       expect(graph.vertex('c').resourceProfile.isUnknown()).to.equal(true);
     });
@@ -89,31 +108,66 @@ describe('JobGraph', () => {
       ]);
       expect(graph.inputsOf('c').map((e) => e.from)).to.deep.equal(['a', 'b']);
       expect(graph.inputsOf('a')).to.deep.equal([]);
-      expect(() => graph.inputsOf('zzz')).to.throw(JobGraphError).with.property('reason', 'unknown-vertex');
+      expect(() => graph.inputsOf('zzz'))
+        .to.throw(JobGraphError)
+        .with.property('reason', 'unknown-vertex');
     });
 
     it('accepts pointwise edges whose parallelisms divide, in both directions', () => {
-      const graph = JobGraph.create({ name: 'pw', vertices: [v('a', 6), v('b', 2), v('c', 4)], edges: [{ from: 'a', to: 'b', pattern: 'pointwise' }, { from: 'b', to: 'c', pattern: 'pointwise' }] });
+      const graph = JobGraph.create({
+        name: 'pw',
+        vertices: [v('a', 6), v('b', 2), v('c', 4)],
+        edges: [
+          { from: 'a', to: 'b', pattern: 'pointwise' },
+          { from: 'b', to: 'c', pattern: 'pointwise' },
+        ],
+      });
       expect(graph.edges).to.have.length(2);
     });
 
     it('defaults the restart strategy to fixed-delay, 3 attempts, 10 s apart', () => {
-      expect(JobGraph.create({ name: 'd', vertices: [v('a')] }).restartStrategy).to.deep.equal({ type: 'fixed-delay', attempts: 3, delayMs: 10_000 });
+      expect(JobGraph.create({ name: 'd', vertices: [v('a')] }).restartStrategy).to.deep.equal({
+        type: 'fixed-delay',
+        attempts: 3,
+        delayMs: 10_000,
+      });
     });
 
     it("takes the default restart strategy from resolved options 'restart-strategy.*'", () => {
-      const options = resolveOptions({ 'restart-strategy.fixed-delay.attempts': 7, 'restart-strategy.fixed-delay.delay': '2 s' });
-      expect(JobGraph.create({ name: 'd', vertices: [v('a')] }, options).restartStrategy).to.deep.equal({ type: 'fixed-delay', attempts: 7, delayMs: 2000 });
-      expect(JobGraph.create({ name: 'd', vertices: [v('a')] }, resolveOptions({ 'restart-strategy.type': 'none' })).restartStrategy).to.deep.equal({ type: 'none' });
+      const options = resolveOptions({
+        'restart-strategy.fixed-delay.attempts': 7,
+        'restart-strategy.fixed-delay.delay': '2 s',
+      });
+      expect(JobGraph.create({ name: 'd', vertices: [v('a')] }, options).restartStrategy).to.deep.equal({
+        type: 'fixed-delay',
+        attempts: 7,
+        delayMs: 2000,
+      });
+      expect(
+        JobGraph.create({ name: 'd', vertices: [v('a')] }, resolveOptions({ 'restart-strategy.type': 'none' }))
+          .restartStrategy,
+      ).to.deep.equal({ type: 'none' });
     });
 
     it('resolves a given restart strategy, its delay as a duration', () => {
-      expect(JobGraph.create({ name: 'd', vertices: [v('a')], restartStrategy: { type: 'fixed-delay', attempts: 0, delay: '1.5 s' } }).restartStrategy).to.deep.equal({ type: 'fixed-delay', attempts: 0, delayMs: 1500 });
-      expect(JobGraph.create({ name: 'd', vertices: [v('a')], restartStrategy: { type: 'none' } }).restartStrategy).to.deep.equal({ type: 'none' });
+      expect(
+        JobGraph.create({
+          name: 'd',
+          vertices: [v('a')],
+          restartStrategy: { type: 'fixed-delay', attempts: 0, delay: '1.5 s' },
+        }).restartStrategy,
+      ).to.deep.equal({ type: 'fixed-delay', attempts: 0, delayMs: 1500 });
+      expect(
+        JobGraph.create({ name: 'd', vertices: [v('a')], restartStrategy: { type: 'none' } }).restartStrategy,
+      ).to.deep.equal({ type: 'none' });
     });
 
     it('keeps configured slot sharing group profiles, leaving UNKNOWN ones out', () => {
-      const graph = JobGraph.create({ name: 's', vertices: [v('a', 1, { slotSharingGroup: 'big' }), v('b')], slotSharingGroups: { big: { cpuCores: 4 }, default: 'UNKNOWN' } });
+      const graph = JobGraph.create({
+        name: 's',
+        vertices: [v('a', 1, { slotSharingGroup: 'big' }), v('b')],
+        slotSharingGroups: { big: { cpuCores: 4 }, default: 'UNKNOWN' },
+      });
       expect([...graph.slotSharingGroups.keys()]).to.deep.equal(['big']);
       expect(graph.slotSharingGroups.get('big')!.cpuCores).to.equal(4);
     });
@@ -160,11 +214,17 @@ describe('JobGraph', () => {
       const error = refusal({ name: 'u', vertices: [v('a')], edges: [{ from: 'a', to: 'b', pattern: 'all-to-all' }] });
       expect(error.reason).to.equal('unknown-vertex');
       expect(error.message).to.match(/edges\[0\]\.to names "b", which is not a vertex; vertices are a/);
-      expect(refusal({ name: 'u', vertices: [v('a')], edges: [{ from: 'x', to: 'a', pattern: 'all-to-all' }] }).reason).to.equal('unknown-vertex');
+      expect(
+        refusal({ name: 'u', vertices: [v('a')], edges: [{ from: 'x', to: 'a', pattern: 'all-to-all' }] }).reason,
+      ).to.equal('unknown-vertex');
     });
 
     it('refuses a bad edge pattern and a duplicate edge', () => {
-      const bad = refusal({ name: 'e', vertices: [v('a'), v('b')], edges: [{ from: 'a', to: 'b', pattern: 'broadcast' }] });
+      const bad = refusal({
+        name: 'e',
+        vertices: [v('a'), v('b')],
+        edges: [{ from: 'a', to: 'b', pattern: 'broadcast' }],
+      });
       expect(bad.reason).to.equal('invalid-edge');
       expect(bad.message).to.match(/'pointwise' or 'all-to-all'/);
       const twice = { from: 'a', to: 'b', pattern: 'all-to-all' };
@@ -188,7 +248,11 @@ describe('JobGraph', () => {
     });
 
     it('refuses a self-loop as a cycle', () => {
-      const error = refusal({ name: 'self', vertices: [v('a')], edges: [{ from: 'a', to: 'a', pattern: 'pointwise' }] });
+      const error = refusal({
+        name: 'self',
+        vertices: [v('a')],
+        edges: [{ from: 'a', to: 'a', pattern: 'pointwise' }],
+      });
       expect(error.reason).to.equal('cycle');
       expect(error.message).to.match(/a -> a/);
     });
@@ -202,32 +266,58 @@ describe('JobGraph', () => {
     });
 
     it('refuses a pointwise edge whose parallelisms do not divide, naming both', () => {
-      const error = refusal({ name: 'pw', vertices: [v('a', 3), v('b', 2)], edges: [{ from: 'a', to: 'b', pattern: 'pointwise' }] });
+      const error = refusal({
+        name: 'pw',
+        vertices: [v('a', 3), v('b', 2)],
+        edges: [{ from: 'a', to: 'b', pattern: 'pointwise' }],
+      });
       expect(error.reason).to.equal('incompatible-parallelism');
-      expect(error.message).to.match(/a \(parallelism 3\) -> b \(parallelism 2\) needs one parallelism to divide the other; .*'all-to-all'/);
+      expect(error.message).to.match(
+        /a \(parallelism 3\) -> b \(parallelism 2\) needs one parallelism to divide the other; .*'all-to-all'/,
+      );
       // all-to-all connects any parallelisms
-      expect(() => JobGraph.create({ name: 'ok', vertices: [v('a', 3), v('b', 2)], edges: [{ from: 'a', to: 'b', pattern: 'all-to-all' }] })).to.not.throw();
+      expect(() =>
+        JobGraph.create({
+          name: 'ok',
+          vertices: [v('a', 3), v('b', 2)],
+          edges: [{ from: 'a', to: 'b', pattern: 'all-to-all' }],
+        }),
+      ).to.not.throw();
     });
 
     it('refuses a co-location group spanning two slot sharing groups', () => {
-      const error = refusal({ name: 'co', vertices: [v('a', 2, { coLocationGroup: 'g' }), v('b', 2, { coLocationGroup: 'g', slotSharingGroup: 'other' })] });
+      const error = refusal({
+        name: 'co',
+        vertices: [v('a', 2, { coLocationGroup: 'g' }), v('b', 2, { coLocationGroup: 'g', slotSharingGroup: 'other' })],
+      });
       expect(error.reason).to.equal('invalid-co-location');
       expect(error.message).to.match(/'g' spans slot sharing groups \(a "default", b "other"\)/);
     });
 
     it('refuses a co-location group with unequal parallelism', () => {
-      const error = refusal({ name: 'co', vertices: [v('a', 2, { coLocationGroup: 'g' }), v('b', 3, { coLocationGroup: 'g' })] });
+      const error = refusal({
+        name: 'co',
+        vertices: [v('a', 2, { coLocationGroup: 'g' }), v('b', 3, { coLocationGroup: 'g' })],
+      });
       expect(error.reason).to.equal('invalid-co-location');
-      expect(error.message).to.match(/unequal parallelism \(a 2, b 3\); co-located vertices must have equal parallelism/);
+      expect(error.message).to.match(
+        /unequal parallelism \(a 2, b 3\); co-located vertices must have equal parallelism/,
+      );
     });
 
     it('refuses bad resource values, passing on what the profile rule says', () => {
       const negative = refusal({ name: 'r', vertices: [v('a', 1, { resources: { cpuCores: -1 } })] });
       expect(negative.reason).to.equal('invalid-resources');
       expect(negative.message).to.match(/vertex 'a': resources: cpuCores must be a finite non-negative number/);
-      expect(refusal({ name: 'r', vertices: [v('a', 1, { resources: { gpus: 1 } as never })] }).message).to.match(/unknown resource field "gpus"/);
-      expect(refusal({ name: 'r', vertices: [v('a', 1, { resources: 'ANY' as never })] }).message).to.match(/ANY is a slot's offer/);
-      expect(refusal({ name: 'r', vertices: [v('a')], slotSharingGroups: { default: { taskHeapMemory: 'lots' } } }).reason).to.equal('invalid-resources');
+      expect(refusal({ name: 'r', vertices: [v('a', 1, { resources: { gpus: 1 } as never })] }).message).to.match(
+        /unknown resource field "gpus"/,
+      );
+      expect(refusal({ name: 'r', vertices: [v('a', 1, { resources: 'ANY' as never })] }).message).to.match(
+        /ANY is a slot's offer/,
+      );
+      expect(
+        refusal({ name: 'r', vertices: [v('a')], slotSharingGroups: { default: { taskHeapMemory: 'lots' } } }).reason,
+      ).to.equal('invalid-resources');
     });
 
     it('refuses a slot sharing group profile for a group no vertex is in', () => {
@@ -252,7 +342,11 @@ describe('JobGraph', () => {
         { type: 'fixed-delay', attempts: 2, delay: 0, backoff: 2 },
         'none',
       ];
-      for (const restartStrategy of specs) expect(refusal({ name: 'r', vertices: [v('a')], restartStrategy }).reason, JSON.stringify(restartStrategy)).to.equal('invalid-restart-strategy');
+      for (const restartStrategy of specs)
+        expect(
+          refusal({ name: 'r', vertices: [v('a')], restartStrategy }).reason,
+          JSON.stringify(restartStrategy),
+        ).to.equal('invalid-restart-strategy');
     });
 
     it('refuses unknown fields, so a typo is not silently ignored', () => {
@@ -278,15 +372,23 @@ describe('JobGraph', () => {
     });
 
     it('refuses a module without a default export, naming the vertex, the module and its exports', async () => {
-      const graph = JobGraph.create({ name: 'nd', vertices: [v('a'), v('b', 1, { taskModule: new URL('../fixtures/tasks/noDefault.ts', import.meta.url) })] });
+      const graph = JobGraph.create({
+        name: 'nd',
+        vertices: [v('a'), v('b', 1, { taskModule: new URL('../fixtures/tasks/noDefault.ts', import.meta.url) })],
+      });
       const error = await asyncRefusal(graph.validateTaskModules());
       expect(error.reason).to.equal('invalid-task-module');
-      expect(error.message).to.match(/vertex 'b': task module .*noDefault\.ts has no default export function \(it exports notATask\)/);
+      expect(error.message).to.match(
+        /vertex 'b': task module .*noDefault\.ts has no default export function \(it exports notATask\)/,
+      );
       expect(error.details).to.deep.include({ vertex: 'b', problem: 'no-default-export' });
     });
 
     it('refuses a module that does not exist', async () => {
-      const graph = JobGraph.create({ name: 'missing', vertices: [v('a', 1, { taskModule: new URL('../fixtures/tasks/nope.ts', import.meta.url) })] });
+      const graph = JobGraph.create({
+        name: 'missing',
+        vertices: [v('a', 1, { taskModule: new URL('../fixtures/tasks/nope.ts', import.meta.url) })],
+      });
       const error = await asyncRefusal(graph.validateTaskModules());
       expect(error.reason).to.equal('invalid-task-module');
       expect(error.message).to.match(/vertex 'a': task module .*nope\.ts does not exist/);
@@ -294,16 +396,24 @@ describe('JobGraph', () => {
     });
 
     it('refuses a directory', async () => {
-      const graph = JobGraph.create({ name: 'dir', vertices: [v('a', 1, { taskModule: new URL('../fixtures/tasks/', import.meta.url) })] });
+      const graph = JobGraph.create({
+        name: 'dir',
+        vertices: [v('a', 1, { taskModule: new URL('../fixtures/tasks/', import.meta.url) })],
+      });
       expect((await asyncRefusal(graph.validateTaskModules())).reason).to.equal('invalid-task-module');
     });
 
     it('never runs a module on this thread: a top-level throw is refused as threw, naming the vertex', async () => {
-      const graph = JobGraph.create({ name: 'tt', vertices: [v('a'), v('b', 1, { taskModule: new URL('../fixtures/tasks/throwsOnLoad.ts', import.meta.url) })] });
+      const graph = JobGraph.create({
+        name: 'tt',
+        vertices: [v('a'), v('b', 1, { taskModule: new URL('../fixtures/tasks/throwsOnLoad.ts', import.meta.url) })],
+      });
       const error = await asyncRefusal(graph.validateTaskModules());
       expect(error.reason).to.equal('invalid-task-module');
       expect(error.details).to.deep.include({ vertex: 'b', problem: 'threw' });
-      expect(error.message).to.match(/vertex 'b': task module .*throwsOnLoad\.ts cannot be loaded: its top-level code threw Error: refusing to load/);
+      expect(error.message).to.match(
+        /vertex 'b': task module .*throwsOnLoad\.ts cannot be loaded: its top-level code threw Error: refusing to load/,
+      );
     });
   });
 });

@@ -12,7 +12,12 @@ import { ResourceProfile, type ResourceSpec } from '../../lib/core/ResourceProfi
 import { JobGraph, type JobGraphSpec } from '../../lib/jobmaster/JobGraph.js';
 import { JobMaster, type JobEvent } from '../../lib/jobmaster/JobMaster.js';
 import type { TaskExecutorGateway } from '../../lib/rpc/gateways.js';
-import type { ExecutionState, ResourceRequirementsWire, SlotOfferWire, TaskDeploymentDescriptor } from '../../lib/rpc/protocol.js';
+import type {
+  ExecutionState,
+  ResourceRequirementsWire,
+  SlotOfferWire,
+  TaskDeploymentDescriptor,
+} from '../../lib/rpc/protocol.js';
 import { edge, vertex } from './support.js';
 
 const DEFAULT_SLOT: ResourceSpec = { cpuCores: 1, taskHeapMemory: '128m' };
@@ -74,19 +79,40 @@ class Harness {
   /** The latest declaration, as `profile → count` (UNKNOWN as 'UNKNOWN'). */
   lastDeclaration(): Record<string, number> {
     const last = this.declared.at(-1);
-    return Object.fromEntries((last?.requirements ?? []).map((r) => [ResourceProfile.fromJSON(r.resourceProfile).isUnknown() ? 'UNKNOWN' : ResourceProfile.fromJSON(r.resourceProfile).toString(), r.numberOfRequiredSlots]));
+    return Object.fromEntries(
+      (last?.requirements ?? []).map((r) => [
+        ResourceProfile.fromJSON(r.resourceProfile).isUnknown()
+          ? 'UNKNOWN'
+          : ResourceProfile.fromJSON(r.resourceProfile).toString(),
+        r.numberOfRequiredSlots,
+      ]),
+    );
   }
 
   async offer(resourceId: ResourceID, count: number, spec: ResourceSpec = DEFAULT_SLOT): Promise<AllocationID[]> {
-    const offers: SlotOfferWire[] = Array.from({ length: count }, (_, index) => ({ allocationId: AllocationID.generate(), index, resourceProfile: ResourceProfile.fromSpec(spec).toJSON() }));
+    const offers: SlotOfferWire[] = Array.from({ length: count }, (_, index) => ({
+      allocationId: AllocationID.generate(),
+      index,
+      resourceProfile: ResourceProfile.fromSpec(spec).toJSON(),
+    }));
     const accepted = await this.master.mailbox.callAsync(() => this.master.offerSlots(resourceId, offers));
     await this.settle();
     return accepted;
   }
 
-  async report(descriptor: TaskDeploymentDescriptor, state: ExecutionState, extra: { output?: unknown; error?: { name: string; message: string } } = {}): Promise<void> {
+  async report(
+    descriptor: TaskDeploymentDescriptor,
+    state: ExecutionState,
+    extra: { output?: unknown; error?: { name: string; message: string } } = {},
+  ): Promise<void> {
     await this.master.mailbox.callAsync(() =>
-      this.master.updateTaskExecutionState({ jobId: descriptor.jobId, executionAttemptId: descriptor.executionAttemptId, state, resourceId: ResourceID.parse('taskexecutor-a'), ...extra }),
+      this.master.updateTaskExecutionState({
+        jobId: descriptor.jobId,
+        executionAttemptId: descriptor.executionAttemptId,
+        state,
+        resourceId: ResourceID.parse('taskexecutor-a'),
+        ...extra,
+      }),
     );
     await this.settle();
   }
@@ -113,7 +139,10 @@ class Harness {
 
 describe('JobMaster', () => {
   it('declares one slot per shared group, deploys a subtask once its slot and inputs are there, and finishes with the sink outputs', async () => {
-    const h = new Harness({ vertices: [vertex('src', 2), vertex('sink', 1)], edges: [edge('src', 'sink', 'all-to-all')] });
+    const h = new Harness({
+      vertices: [vertex('src', 2), vertex('sink', 1)],
+      edges: [edge('src', 'sink', 'all-to-all')],
+    });
     await h.start();
     expect(h.master.status).to.equal('running');
     // src#0 and sink#0 share a slot, src#1 has its own: two default slots.
@@ -138,22 +167,41 @@ describe('JobMaster', () => {
   });
 
   it('applies a batch of task states in order, as if each came alone, and ignores a stale one inside it', async () => {
-    const h = new Harness({ vertices: [vertex('src', 1), vertex('sink', 1, { slotSharingGroup: 'other' })], edges: [edge('src', 'sink')] });
+    const h = new Harness({
+      vertices: [vertex('src', 1), vertex('sink', 1, { slotSharingGroup: 'other' })],
+      edges: [edge('src', 'sink')],
+    });
     await h.start();
     const te = h.addExecutor('taskexecutor-a');
     await h.offer(te, 2);
     const src = h.submittedFor('src')[0]!;
-    const wire = (d: TaskDeploymentDescriptor, state: ExecutionState, extra: object = {}) => ({ jobId: d.jobId, executionAttemptId: d.executionAttemptId, state, resourceId: te, ...extra });
+    const wire = (d: TaskDeploymentDescriptor, state: ExecutionState, extra: object = {}) => ({
+      jobId: d.jobId,
+      executionAttemptId: d.executionAttemptId,
+      state,
+      resourceId: te,
+      ...extra,
+    });
     await h.master.mailbox.callAsync(() =>
-      h.master.updateTaskExecutionStates([wire(src, 'deploying'), wire(src, 'initializing'), wire(src, 'running'), wire(src, 'finished', { output: 'a' }), wire(src, 'failed')]),
+      h.master.updateTaskExecutionStates([
+        wire(src, 'deploying'),
+        wire(src, 'initializing'),
+        wire(src, 'running'),
+        wire(src, 'finished', { output: 'a' }),
+        wire(src, 'failed'),
+      ]),
     );
     await h.settle();
     // In order: src finished (the later 'failed' of a finished attempt is ignored), so the sink was deployed with its output.
-    const states = h.events.filter((e): e is Extract<JobEvent, { type: 'task' }> => e.type === 'task' && e.vertexId === 'src').map((e) => e.state);
+    const states = h.events
+      .filter((e): e is Extract<JobEvent, { type: 'task' }> => e.type === 'task' && e.vertexId === 'src')
+      .map((e) => e.state);
     expect(states).to.deep.equal(['scheduled', 'deploying', 'initializing', 'running', 'finished']);
     const sink = h.submittedFor('sink')[0]!;
     expect(sink.inputs).to.deep.equal({ src: ['a'] });
-    await h.master.mailbox.callAsync(() => h.master.updateTaskExecutionStates([wire(sink, 'running'), wire(sink, 'finished', { output: 'b' })]));
+    await h.master.mailbox.callAsync(() =>
+      h.master.updateTaskExecutionStates([wire(sink, 'running'), wire(sink, 'finished', { output: 'b' })]),
+    );
     expect(await h.master.result).to.deep.include({ status: 'finished', outputs: { sink: ['b'] } });
   });
 
@@ -163,12 +211,25 @@ describe('JobMaster', () => {
     const te = h.addExecutor('taskexecutor-a');
     await h.offer(te, 1);
     const d = h.submittedFor('only')[0]!;
-    const good = { jobId: d.jobId, executionAttemptId: d.executionAttemptId, state: 'finished' as const, output: 1, resourceId: te };
-    const call = (updates: unknown) => h.master.mailbox.callAsync(() => h.master.updateTaskExecutionStates(updates as never)).catch((e: unknown) => e);
+    const good = {
+      jobId: d.jobId,
+      executionAttemptId: d.executionAttemptId,
+      state: 'finished' as const,
+      output: 1,
+      resourceId: te,
+    };
+    const call = (updates: unknown) =>
+      h.master.mailbox.callAsync(() => h.master.updateTaskExecutionStates(updates as never)).catch((e: unknown) => e);
     const notArray = await call(good);
-    expect(notArray).to.be.instanceOf(IllegalArgumentError).and.to.have.property('message').that.matches(/updates must be an array/);
+    expect(notArray)
+      .to.be.instanceOf(IllegalArgumentError)
+      .and.to.have.property('message')
+      .that.matches(/updates must be an array/);
     const badState = await call([good, { ...good, state: 'exploded' }]);
-    expect(badState).to.be.instanceOf(IllegalArgumentError).and.to.have.property('message').that.matches(/updates\[1\]\.state must be one of deploying, /);
+    expect(badState)
+      .to.be.instanceOf(IllegalArgumentError)
+      .and.to.have.property('message')
+      .that.matches(/updates\[1\]\.state must be one of deploying, /);
     expect(await call([null])).to.be.instanceOf(IllegalArgumentError);
     await h.settle();
     // Nothing was applied: the good first update of the refused batch did not finish the job.
@@ -187,7 +248,10 @@ describe('JobMaster', () => {
   });
 
   it('restarts a failed subtask after the restart delay with the next attempt number, keeping the outputs it already has', async () => {
-    const h = new Harness({ vertices: [vertex('src', 1), vertex('map', 1, { slotSharingGroup: 'other' })], edges: [edge('src', 'map')] });
+    const h = new Harness({
+      vertices: [vertex('src', 1), vertex('map', 1, { slotSharingGroup: 'other' })],
+      edges: [edge('src', 'map')],
+    });
     await h.start();
     const te = h.addExecutor('taskexecutor-a');
     await h.offer(te, 2);
@@ -214,10 +278,15 @@ describe('JobMaster', () => {
   });
 
   it('reports a failure to the status machine once and lets it decide: TASK_FAILED, HANDLE_FAILURE, then its restart', async () => {
-    const h = new Harness({ vertices: [vertex('boom', 1)], restartStrategy: { type: 'fixed-delay', attempts: 1, delay: '2 s' } });
+    const h = new Harness({
+      vertices: [vertex('boom', 1)],
+      restartStrategy: { type: 'fixed-delay', attempts: 1, delay: '2 s' },
+    });
     await h.start();
     const sent: string[] = [];
-    h.master.statusActor.system.inspect((e) => void (e.type === '@xstate.event' && e.actorRef === h.master.statusActor && sent.push(e.event.type)));
+    h.master.statusActor.system.inspect(
+      (e) => void (e.type === '@xstate.event' && e.actorRef === h.master.statusActor && sent.push(e.event.type)),
+    );
     const te = h.addExecutor('taskexecutor-a');
     await h.offer(te, 1);
     const first = h.submittedFor('boom')[0]!;
@@ -230,16 +299,26 @@ describe('JobMaster', () => {
     // The machine's delay ran out: it is running again, and only then is the next attempt scheduled.
     expect(sent.at(-1)).to.match(/^xstate\.after\.restartDelay\./);
     const sinceRunning = h.events.slice(h.events.findLastIndex((e) => e.type === 'status' && e.status === 'running'));
-    expect(sinceRunning.find((e) => e.type === 'task')).to.deep.include({ vertexId: 'boom', attemptNumber: 1, state: 'scheduled' });
+    expect(sinceRunning.find((e) => e.type === 'task')).to.deep.include({
+      vertexId: 'boom',
+      attemptNumber: 1,
+      state: 'scheduled',
+    });
     await h.offer(te, 1);
     await h.report(h.submittedFor('boom')[1]!, 'failed', { error: { name: 'Error', message: 'flaky again' } });
     const result = await h.master.result;
     expect(result).to.deep.include({ status: 'failed', restarts: 1 });
-    expect(h.events.filter((e) => e.type === 'status').at(-1)).to.deep.include({ status: 'failed', cause: 'boom#0 (attempt 1) failed: flaky again; no restart left (1 of 1 made)' });
+    expect(h.events.filter((e) => e.type === 'status').at(-1)).to.deep.include({
+      status: 'failed',
+      cause: 'boom#0 (attempt 1) failed: flaky again; no restart left (1 of 1 made)',
+    });
   });
 
   it('fails the job with the task’s error once the restart attempts are spent', async () => {
-    const h = new Harness({ vertices: [vertex('boom', 1)], restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 } });
+    const h = new Harness({
+      vertices: [vertex('boom', 1)],
+      restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 },
+    });
     await h.start();
     const te = h.addExecutor('taskexecutor-a');
     await h.offer(te, 1);
@@ -275,7 +354,10 @@ describe('JobMaster', () => {
   });
 
   it('a slot freed under a running subtask fails that attempt; a subtask still waiting for inputs only gets another slot', async () => {
-    const h = new Harness({ vertices: [vertex('src', 1), vertex('sink', 1)], edges: [edge('src', 'sink')] }, { 'restart-strategy.fixed-delay.delay': 0 });
+    const h = new Harness(
+      { vertices: [vertex('src', 1), vertex('sink', 1)], edges: [edge('src', 'sink')] },
+      { 'restart-strategy.fixed-delay.delay': 0 },
+    );
     await h.start();
     const te = h.addExecutor('taskexecutor-a');
     const [allocation] = await h.offer(te, 1);
@@ -328,7 +410,12 @@ describe('JobMaster', () => {
     const te = h.addExecutor('taskexecutor-a');
     const allocations = await h.offer(te, 2);
     for (let done = 0; done < 100; done++) {
-      const running = h.submitted.filter((d) => !h.events.some((e) => e.type === 'task' && e.executionAttemptId === d.executionAttemptId && e.state === 'finished'));
+      const running = h.submitted.filter(
+        (d) =>
+          !h.events.some(
+            (e) => e.type === 'task' && e.executionAttemptId === d.executionAttemptId && e.state === 'finished',
+          ),
+      );
       expect(running.length, `after ${done} finished`).to.equal(Math.min(2, 100 - done));
       await h.finish(running[0]!, running[0]!.subtaskIndex);
       if (done === 49) {
@@ -348,7 +435,13 @@ describe('JobMaster', () => {
   });
 
   it('gives a slot back once it has been idle for slot.idle.timeout while the job runs on', async () => {
-    const h = new Harness({ vertices: [vertex('a', 2), vertex('b', 1, { slotSharingGroup: 'other' })], edges: [edge('a', 'b', 'all-to-all')] }, { 'slot.idle.timeout': '20 s' });
+    const h = new Harness(
+      {
+        vertices: [vertex('a', 2), vertex('b', 1, { slotSharingGroup: 'other' })],
+        edges: [edge('a', 'b', 'all-to-all')],
+      },
+      { 'slot.idle.timeout': '20 s' },
+    );
     await h.start();
     const te = h.addExecutor('taskexecutor-a');
     const [first, second] = await h.offer(te, 2);

@@ -22,15 +22,38 @@ function setup(idleSlotTimeoutMs = IDLE_MS) {
   const clock = new SimulatedClock(0);
   const freed: Array<{ slot: PhysicalSlot; cause: Error }> = [];
   let changes = 0;
-  const pool = new JobSlotPool({ clock, idleSlotTimeoutMs, onRequirementsChanged: () => changes++, freeSlot: (slot, cause) => freed.push({ slot, cause }) });
+  const pool = new JobSlotPool({
+    clock,
+    idleSlotTimeoutMs,
+    onRequirementsChanged: () => changes++,
+    freeSlot: (slot, cause) => freed.push({ slot, cause }),
+  });
   let next = 0;
-  const request = (spec?: ResourceSpec) => pool.allocatePhysicalSlot({ requestId: `r${++next}`, resourceProfile: spec === undefined ? ResourceProfile.UNKNOWN : ResourceProfile.fromSpec(spec) });
+  const request = (spec?: ResourceSpec) =>
+    pool.allocatePhysicalSlot({
+      requestId: `r${++next}`,
+      resourceProfile: spec === undefined ? ResourceProfile.UNKNOWN : ResourceProfile.fromSpec(spec),
+    });
   const offer = (count: number, spec: ResourceSpec = DEFAULT): AllocationID[] => {
-    const offers: SlotOfferWire[] = Array.from({ length: count }, (_, index) => ({ allocationId: AllocationID.generate(), index, resourceProfile: ResourceProfile.fromSpec(spec).toJSON() }));
+    const offers: SlotOfferWire[] = Array.from({ length: count }, (_, index) => ({
+      allocationId: AllocationID.generate(),
+      index,
+      resourceProfile: ResourceProfile.fromSpec(spec).toJSON(),
+    }));
     return pool.offerSlots(executor, offers);
   };
   /** What the job declares: profile (UNKNOWN as 'UNKNOWN') → count. */
-  const declared = () => Object.fromEntries(pool.requirements().map((r) => [ResourceProfile.fromJSON(r.resourceProfile).isUnknown() ? 'UNKNOWN' : ResourceProfile.fromJSON(r.resourceProfile).toString(), r.numberOfRequiredSlots]));
+  const declared = () =>
+    Object.fromEntries(
+      pool
+        .requirements()
+        .map((r) => [
+          ResourceProfile.fromJSON(r.resourceProfile).isUnknown()
+            ? 'UNKNOWN'
+            : ResourceProfile.fromJSON(r.resourceProfile).toString(),
+          r.numberOfRequiredSlots,
+        ]),
+    );
   return { clock, pool, freed, request, offer, declared, changes: () => changes };
 }
 

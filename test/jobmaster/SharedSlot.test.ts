@@ -14,7 +14,13 @@ function sharedSlot() {
   const provider = new TestingPhysicalSlotProvider();
   const releasedCalls: SharedSlot[] = [];
   let n = 0;
-  const slot = new SharedSlot({ requestId: 'r1', group: strategy.getExecutionSlotSharingGroups()[0]!, provider, onReleased: (s) => releasedCalls.push(s), nextLogicalId: () => `l${++n}` });
+  const slot = new SharedSlot({
+    requestId: 'r1',
+    group: strategy.getExecutionSlotSharingGroups()[0]!,
+    provider,
+    onReleased: (s) => releasedCalls.push(s),
+    nextLogicalId: () => `l${++n}`,
+  });
   return { slot, provider, releasedCalls };
 }
 
@@ -81,8 +87,18 @@ describe('SharedSlot', () => {
   it('treats a provider that throws like one that rejects: the waiting subtasks fail with its error', async () => {
     const { strategy } = jobOf([vertex('source', 1)]);
     const boom = new Error('pool closed');
-    const provider = Object.assign(new TestingPhysicalSlotProvider(), { allocatePhysicalSlot: () => { throw boom; } });
-    const slot = new SharedSlot({ requestId: 'r1', group: strategy.getExecutionSlotSharingGroups()[0]!, provider, onReleased: () => {}, nextLogicalId: () => 'l1' });
+    const provider = Object.assign(new TestingPhysicalSlotProvider(), {
+      allocatePhysicalSlot: () => {
+        throw boom;
+      },
+    });
+    const slot = new SharedSlot({
+      requestId: 'r1',
+      group: strategy.getExecutionSlotSharingGroups()[0]!,
+      provider,
+      onReleased: () => {},
+      nextLogicalId: () => 'l1',
+    });
     expect(await rejection(slot.allocateLogicalSlot(id('source#0')))).to.equal(boom);
     expect(slot.state).to.deep.equal({ kind: 'released', cause: boom, requestFailed: true });
   });
@@ -90,7 +106,10 @@ describe('SharedSlot', () => {
   it('refuses a logical slot once released', () => {
     const { slot } = sharedSlot();
     slot.release(new Error('gone'));
-    expect(() => slot.allocateLogicalSlot(id('source#0'))).to.throw(IllegalStateError, /SharedSlot r1 of group default\[0\] is released/);
+    expect(() => slot.allocateLogicalSlot(id('source#0'))).to.throw(
+      IllegalStateError,
+      /SharedSlot r1 of group default\[0\] is released/,
+    );
   });
 
   it('never leaves an unhandled rejection behind when nobody awaits a failed logical slot', async () => {

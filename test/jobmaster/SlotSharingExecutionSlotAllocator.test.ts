@@ -14,7 +14,10 @@ const FIVE_MIN = 5 * 60_000;
 
 /** source (2) -> sink (2), pointwise, 1 core each: groups default[0] = {source#0, sink#0}, default[1] = {source#1, sink#1}. */
 function setup(options: { reason?: string; timeoutMs?: number; held?: ResourceProfile[] } = {}) {
-  const { graph, strategy } = jobOf([vertex('source', 2, { resources: { cpuCores: 1 } }), vertex('sink', 2, { resources: { cpuCores: 1 } })], [edge('source', 'sink')]);
+  const { graph, strategy } = jobOf(
+    [vertex('source', 2, { resources: { cpuCores: 1 } }), vertex('sink', 2, { resources: { cpuCores: 1 } })],
+    [edge('source', 'sink')],
+  );
   const provider = new TestingPhysicalSlotProvider();
   const clock = new SimulatedClock();
   const jobId = JobID.generate();
@@ -22,11 +25,29 @@ function setup(options: { reason?: string; timeoutMs?: number; held?: ResourcePr
   const bulkChecker = new PhysicalSlotRequestBulkChecker({
     clock,
     jobId,
-    ...(options.reason === undefined ? {} : { reasonFor: (requestIds: readonly string[]) => (asked.push([...requestIds]), options.reason!) }),
+    ...(options.reason === undefined
+      ? {}
+      : { reasonFor: (requestIds: readonly string[]) => (asked.push([...requestIds]), options.reason!) }),
     ...(options.held === undefined ? {} : { heldSlotProfiles: () => options.held! }),
   });
-  const allocator = new SlotSharingExecutionSlotAllocator({ jobId, strategy, provider, bulkChecker, allocationTimeoutMs: options.timeoutMs ?? FIVE_MIN });
-  return { graph, strategy, provider, clock, jobId, bulkChecker, allocator, asked, all: ids('source#0', 'source#1', 'sink#0', 'sink#1') };
+  const allocator = new SlotSharingExecutionSlotAllocator({
+    jobId,
+    strategy,
+    provider,
+    bulkChecker,
+    allocationTimeoutMs: options.timeoutMs ?? FIVE_MIN,
+  });
+  return {
+    graph,
+    strategy,
+    provider,
+    clock,
+    jobId,
+    bulkChecker,
+    allocator,
+    asked,
+    all: ids('source#0', 'source#1', 'sink#0', 'sink#1'),
+  };
 }
 
 describe('SlotSharingExecutionSlotAllocator', () => {
@@ -36,7 +57,8 @@ describe('SlotSharingExecutionSlotAllocator', () => {
     expect([...slots.keys()]).to.deep.equal(['source#0', 'source#1', 'sink#0', 'sink#1']);
     expect(provider.requests).to.have.length(2);
     expect(provider.requests.map((r) => r.requestId)).to.deep.equal(['default[0]/p1', 'default[1]/p2']);
-    for (const request of provider.requests) expect(request.resourceProfile.equals(ResourceProfile.fromSpec({ cpuCores: 2 }))).to.equal(true);
+    for (const request of provider.requests)
+      expect(request.resourceProfile.equals(ResourceProfile.fromSpec({ cpuCores: 2 }))).to.equal(true);
   });
 
   it('does not request again for another member of a group that has a SharedSlot, nor for the same subtask twice', () => {
@@ -48,7 +70,7 @@ describe('SlotSharingExecutionSlotAllocator', () => {
     expect(allocator.sharedSlots.get('default[0]')!.logicalSlotCount).to.equal(2);
   });
 
-  it('gives every member its own logical slot on the group\'s physical slot once it arrives', async () => {
+  it("gives every member its own logical slot on the group's physical slot once it arrives", async () => {
     const { allocator, provider, all } = setup();
     const slots = allocator.allocateSlotsFor(all);
     expect(await isSettled(slots.get('source#0')!)).to.equal(false);
@@ -65,32 +87,39 @@ describe('SlotSharingExecutionSlotAllocator', () => {
     expect([s0, k0].every((s) => s!.isAlive())).to.equal(true);
     // a later member of an allocated group gets its slot at once, without a request
     allocator.releaseLogicalSlot(id('sink#0'));
-    expect((await allocator.allocateSlotsFor(ids('sink#0')).get('sink#0')!).allocationId).to.equal(physical0.allocationId);
+    expect((await allocator.allocateSlotsFor(ids('sink#0')).get('sink#0')!).allocationId).to.equal(
+      physical0.allocationId,
+    );
     expect(provider.requests).to.have.length(2);
   });
 
-  it("fails every logical slot of a group whose physical request fails, and asks anew on the next allocate", async () => {
+  it('fails every logical slot of a group whose physical request fails, and asks anew on the next allocate', async () => {
     const { allocator, provider, all } = setup();
     const slots = allocator.allocateSlotsFor(all);
     const cause = new SlotRequestError('never-satisfiable', 'no TaskExecutor can ever hold 2 cores', { jobId: 'x' });
     provider.fail('default[0]/p1', cause);
-    expect((await outcome(slots.get('source#0')!))).to.deep.equal({ ok: false, error: cause });
-    expect((await outcome(slots.get('sink#0')!))).to.deep.equal({ ok: false, error: cause });
+    expect(await outcome(slots.get('source#0')!)).to.deep.equal({ ok: false, error: cause });
+    expect(await outcome(slots.get('sink#0')!)).to.deep.equal({ ok: false, error: cause });
     expect(allocator.sharedSlots.has('default[0]')).to.equal(false);
     expect(provider.released).to.deep.equal([]);
 
     allocator.allocateSlotsFor(ids('source#0'));
-    expect(provider.requests.map((r) => r.requestId)).to.deep.equal(['default[0]/p1', 'default[1]/p2', 'default[0]/p3']);
+    expect(provider.requests.map((r) => r.requestId)).to.deep.equal([
+      'default[0]/p1',
+      'default[1]/p2',
+      'default[0]/p3',
+    ]);
   });
 
   describe('a physical request of a bulk that fails (Flink clears the bulk)', () => {
-    it('fails the bulk\'s other waiting subtasks at once with its cause, cancels their requests, and arms no timeout', async () => {
+    it("fails the bulk's other waiting subtasks at once with its cause, cancels their requests, and arms no timeout", async () => {
       const { allocator, provider, clock, bulkChecker, all } = setup({ reason: 'unused' });
       const slots = allocator.allocateSlotsFor(all);
       const cause = new SlotRequestError('never-satisfiable', 'no TaskExecutor can ever hold 2 cores', { jobId: 'x' });
       provider.fail('default[0]/p1', cause);
       await settle();
-      for (const key of ['source#1', 'sink#1']) expect(await outcome(slots.get(key)!), key).to.deep.equal({ ok: false, error: cause });
+      for (const key of ['source#1', 'sink#1'])
+        expect(await outcome(slots.get(key)!), key).to.deep.equal({ ok: false, error: cause });
       expect(provider.canceled).to.deep.equal([{ requestId: 'default[1]/p2', cause }]);
       expect(allocator.sharedSlots.size).to.equal(0);
       expect(bulkChecker.pendingBulks).to.equal(0);
@@ -120,8 +149,13 @@ describe('SlotSharingExecutionSlotAllocator', () => {
       const cause = new Error('no slot for default[0]');
       provider.fail('default[0]/p1', cause);
       await settle();
-      expect(await outcome(first.get('source#1')!), 'the failing bulk fails at once').to.deep.equal({ ok: false, error: cause });
-      expect(await isSettled(second.get('sink#1')!), 'sink#1 of the other bulk still waits on default[1]').to.equal(false);
+      expect(await outcome(first.get('source#1')!), 'the failing bulk fails at once').to.deep.equal({
+        ok: false,
+        error: cause,
+      });
+      expect(await isSettled(second.get('sink#1')!), 'sink#1 of the other bulk still waits on default[1]').to.equal(
+        false,
+      );
       const physical = provider.fulfil('default[1]/p2');
       expect((await second.get('sink#1')!).physicalSlot).to.equal(physical);
     });
@@ -135,7 +169,9 @@ describe('SlotSharingExecutionSlotAllocator', () => {
       expect(await isSettled(slots.get('source#1')!)).to.equal(false);
       expect(bulkChecker.pendingBulks, 'source#1 still times out if it never comes').to.equal(1);
       clock.increment(FIVE_MIN);
-      expect((await rejection(slots.get('source#1')!)).message).to.match(/1 of 2 slot requests .* not fulfilled within slot.request.timeout/);
+      expect((await rejection(slots.get('source#1')!)).message).to.match(
+        /1 of 2 slot requests .* not fulfilled within slot.request.timeout/,
+      );
     });
   });
 
@@ -221,7 +257,10 @@ describe('SlotSharingExecutionSlotAllocator', () => {
 
   it('refuses a subtask the job does not have and requests nothing', () => {
     const { allocator, provider } = setup();
-    expect(() => allocator.allocateSlotsFor(ids('source#0', 'map#0'))).to.throw(IllegalArgumentError, /subtask map#0 is in no ExecutionSlotSharingGroup/);
+    expect(() => allocator.allocateSlotsFor(ids('source#0', 'map#0'))).to.throw(
+      IllegalArgumentError,
+      /subtask map#0 is in no ExecutionSlotSharingGroup/,
+    );
     expect(provider.requests).to.deep.equal([]);
   });
 
@@ -233,7 +272,7 @@ describe('SlotSharingExecutionSlotAllocator', () => {
     const done = new Error('job finished');
     allocator.releaseAll(done);
     expect(await held.released).to.equal(done);
-    expect((await outcome(slots.get('sink#1')!))).to.deep.equal({ ok: false, error: done });
+    expect(await outcome(slots.get('sink#1')!)).to.deep.equal({ ok: false, error: done });
     expect(provider.released.map((r) => r.slot)).to.deep.equal([physical]);
     expect(provider.canceled.map((c) => c.requestId)).to.deep.equal(['default[1]/p2']);
   });
@@ -251,7 +290,9 @@ describe('SlotSharingExecutionSlotAllocator', () => {
       const error = (await rejection(slots.get('source#1')!)) as SlotRequestError;
       expect(error).to.be.instanceOf(SlotRequestError);
       expect(error.reason).to.equal('timed-out');
-      expect(error.message).to.equal(`1 of 2 slot requests of job ${jobId} not fulfilled within slot.request.timeout (5 min): ${reason}`);
+      expect(error.message).to.equal(
+        `1 of 2 slot requests of job ${jobId} not fulfilled within slot.request.timeout (5 min): ${reason}`,
+      );
       expect(error.details).to.deep.include({ jobId, why: reason, timeoutMs: FIVE_MIN, requestIds: ['default[1]/p2'] });
       expect(asked).to.deep.equal([['default[1]/p2']]);
       expect((await outcome(slots.get('sink#1')!)).ok).to.equal(false);

@@ -3,11 +3,23 @@ import fc from 'fast-check';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import { ExecutionGraph, ExecutionVertexID } from '../../lib/jobmaster/ExecutionGraph.js';
 import { JobGraph, type JobEdgeSpec, type JobGraphSpec, type JobVertexSpec } from '../../lib/jobmaster/JobGraph.js';
-import { LocalInputPreferredSlotSharingStrategy, type ExecutionSlotSharingGroup } from '../../lib/jobmaster/slotsharing/SlotSharingStrategy.js';
+import {
+  LocalInputPreferredSlotSharingStrategy,
+  type ExecutionSlotSharingGroup,
+} from '../../lib/jobmaster/slotsharing/SlotSharingStrategy.js';
 
 const OK = new URL('../fixtures/tasks/ok.ts', import.meta.url);
-const v = (id: string, parallelism: number, extra: Partial<JobVertexSpec> = {}): JobVertexSpec => ({ id, taskModule: OK, parallelism, ...extra });
-const e = (from: string, to: string, pattern: JobEdgeSpec['pattern'] = 'pointwise'): JobEdgeSpec => ({ from, to, pattern });
+const v = (id: string, parallelism: number, extra: Partial<JobVertexSpec> = {}): JobVertexSpec => ({
+  id,
+  taskModule: OK,
+  parallelism,
+  ...extra,
+});
+const e = (from: string, to: string, pattern: JobEdgeSpec['pattern'] = 'pointwise'): JobEdgeSpec => ({
+  from,
+  to,
+  pattern,
+});
 
 function strategyOf(vertices: JobVertexSpec[], edges: JobEdgeSpec[] = [], extra: Partial<JobGraphSpec> = {}) {
   const graph = new ExecutionGraph(JobGraph.create({ name: 'test', vertices, edges, ...extra }));
@@ -18,7 +30,8 @@ function strategyOf(vertices: JobVertexSpec[], edges: JobEdgeSpec[] = [], extra:
 const layout = (strategy: LocalInputPreferredSlotSharingStrategy) =>
   strategy.getExecutionSlotSharingGroups().map((g) => `${g.id}: ${g.members.map(ExecutionVertexID.key).join(', ')}`);
 
-const groupOf = (strategy: LocalInputPreferredSlotSharingStrategy, key: string): ExecutionSlotSharingGroup => strategy.getExecutionSlotSharingGroup(ExecutionVertexID.parse(key))!;
+const groupOf = (strategy: LocalInputPreferredSlotSharingStrategy, key: string): ExecutionSlotSharingGroup =>
+  strategy.getExecutionSlotSharingGroup(ExecutionVertexID.parse(key))!;
 
 describe('LocalInputPreferredSlotSharingStrategy', () => {
   it('puts subtask i of a source -> map -> sink chain of equal parallelism in group i', () => {
@@ -36,7 +49,10 @@ describe('LocalInputPreferredSlotSharingStrategy', () => {
   });
 
   it('never puts subtasks of two slot sharing groups in one group', () => {
-    const strategy = strategyOf([v('source', 2, { slotSharingGroup: 'a' }), v('map', 2, { slotSharingGroup: 'b' })], [e('source', 'map')]);
+    const strategy = strategyOf(
+      [v('source', 2, { slotSharingGroup: 'a' }), v('map', 2, { slotSharingGroup: 'b' })],
+      [e('source', 'map')],
+    );
     expect(layout(strategy)).to.deep.equal(['a[0]: source#0', 'a[1]: source#1', 'b[0]: map#0', 'b[1]: map#1']);
     for (const group of strategy.getExecutionSlotSharingGroups()) {
       expect(new Set(group.members.map((m) => m.vertexId)).size, group.id).to.equal(group.members.length);
@@ -46,22 +62,45 @@ describe('LocalInputPreferredSlotSharingStrategy', () => {
   it('fans out with p_up < p_down: producer groups first to every subtask, then new groups for the rest', () => {
     // Two passes: map#1 must not take default[1] before map#2 (which reads source#1) gets to it.
     const strategy = strategyOf([v('source', 2), v('map', 4)], [e('source', 'map')]);
-    expect(layout(strategy)).to.deep.equal(['default[0]: source#0, map#0', 'default[1]: source#1, map#2', 'default[2]: map#1', 'default[3]: map#3']);
+    expect(layout(strategy)).to.deep.equal([
+      'default[0]: source#0, map#0',
+      'default[1]: source#1, map#2',
+      'default[2]: map#1',
+      'default[3]: map#3',
+    ]);
   });
 
   it('fans in with p_up > p_down: each consumer joins the group of the first producer of its block', () => {
-    const strategy = strategyOf([v('source', 4), v('map', 2), v('sink', 1)], [e('source', 'map'), e('map', 'sink', 'all-to-all')]);
-    expect(layout(strategy)).to.deep.equal(['default[0]: source#0, map#0, sink#0', 'default[1]: source#1', 'default[2]: source#2, map#1', 'default[3]: source#3']);
+    const strategy = strategyOf(
+      [v('source', 4), v('map', 2), v('sink', 1)],
+      [e('source', 'map'), e('map', 'sink', 'all-to-all')],
+    );
+    expect(layout(strategy)).to.deep.equal([
+      'default[0]: source#0, map#0, sink#0',
+      'default[1]: source#1',
+      'default[2]: source#2, map#1',
+      'default[3]: source#3',
+    ]);
   });
 
   it('fills free groups before opening new ones for a vertex without inputs', () => {
     const strategy = strategyOf([v('a', 3), v('b', 2), v('c', 4)]);
-    expect(layout(strategy)).to.deep.equal(['default[0]: a#0, b#0, c#0', 'default[1]: a#1, b#1, c#1', 'default[2]: a#2, c#2', 'default[3]: c#3']);
+    expect(layout(strategy)).to.deep.equal([
+      'default[0]: a#0, b#0, c#0',
+      'default[1]: a#1, b#1, c#1',
+      'default[2]: a#2, c#2',
+      'default[3]: c#3',
+    ]);
   });
 
   it('puts co-located subtasks in the same group, before any producer preference', () => {
     // source (4) -> reduce (2) fans in, so reduce#1 sits in default[2]; tail reads reduce pointwise.
-    const vertices = (coLocate: boolean) => [v('head', 2, coLocate ? { coLocationGroup: 'g' } : {}), v('source', 4), v('reduce', 2), v('tail', 2, coLocate ? { coLocationGroup: 'g' } : {})];
+    const vertices = (coLocate: boolean) => [
+      v('head', 2, coLocate ? { coLocationGroup: 'g' } : {}),
+      v('source', 4),
+      v('reduce', 2),
+      v('tail', 2, coLocate ? { coLocationGroup: 'g' } : {}),
+    ];
     const edges = [e('source', 'reduce'), e('reduce', 'tail')];
 
     const free = strategyOf(vertices(false), edges);
@@ -69,14 +108,18 @@ describe('LocalInputPreferredSlotSharingStrategy', () => {
     expect(groupOf(free, 'tail#1').id).to.not.equal(groupOf(free, 'head#1').id);
 
     const coLocated = strategyOf(vertices(true), edges);
-    for (const i of [0, 1]) expect(groupOf(coLocated, `tail#${i}`), `subtask ${i}`).to.equal(groupOf(coLocated, `head#${i}`));
+    for (const i of [0, 1])
+      expect(groupOf(coLocated, `tail#${i}`), `subtask ${i}`).to.equal(groupOf(coLocated, `head#${i}`));
   });
 
   describe('group profiles', () => {
     const cpu = (cores: number) => ({ cpuCores: cores, taskHeapMemory: `${cores * 100}m` });
 
     it("sums the members' profiles", () => {
-      const strategy = strategyOf([v('source', 2, { resources: cpu(1) }), v('map', 1, { resources: cpu(0.5) })], [e('source', 'map')]);
+      const strategy = strategyOf(
+        [v('source', 2, { resources: cpu(1) }), v('map', 1, { resources: cpu(0.5) })],
+        [e('source', 'map')],
+      );
       expect(groupOf(strategy, 'source#0').resourceProfile.equals(ResourceProfile.fromSpec(cpu(1.5)))).to.equal(true);
       expect(groupOf(strategy, 'source#1').resourceProfile.equals(ResourceProfile.fromSpec(cpu(1)))).to.equal(true);
     });
@@ -87,14 +130,22 @@ describe('LocalInputPreferredSlotSharingStrategy', () => {
     });
 
     it("takes the slot sharing group's configured profile over the sum", () => {
-      const strategy = strategyOf([v('source', 2, { resources: cpu(1) }), v('map', 2, { resources: cpu(1), slotSharingGroup: 'heavy' })], [e('source', 'map')], { slotSharingGroups: { heavy: cpu(4) } });
+      const strategy = strategyOf(
+        [v('source', 2, { resources: cpu(1) }), v('map', 2, { resources: cpu(1), slotSharingGroup: 'heavy' })],
+        [e('source', 'map')],
+        { slotSharingGroups: { heavy: cpu(4) } },
+      );
       expect(groupOf(strategy, 'map#1').resourceProfile.equals(ResourceProfile.fromSpec(cpu(4)))).to.equal(true);
       expect(groupOf(strategy, 'source#1').resourceProfile.equals(ResourceProfile.fromSpec(cpu(1)))).to.equal(true);
     });
   });
 
   it('is deterministic: the same graph gives the same groups', () => {
-    const spec = () => strategyOf([v('s', 3), v('t', 5), v('u', 2, { slotSharingGroup: 'x' }), v('w', 5)], [e('s', 't', 'all-to-all'), e('t', 'u', 'all-to-all'), e('t', 'w')]);
+    const spec = () =>
+      strategyOf(
+        [v('s', 3), v('t', 5), v('u', 2, { slotSharingGroup: 'x' }), v('w', 5)],
+        [e('s', 't', 'all-to-all'), e('t', 'u', 'all-to-all'), e('t', 'w')],
+      );
     expect(layout(spec())).to.deep.equal(layout(spec()));
   });
 
@@ -104,7 +155,15 @@ describe('LocalInputPreferredSlotSharingStrategy', () => {
 
   it('on random DAGs: one subtask per vertex per group, one slot sharing group per group, co-location kept, as many groups as the widest vertex', () => {
     const dag = fc
-      .array(fc.record({ parallelism: fc.integer({ min: 1, max: 6 }), ssg: fc.constantFrom('a', 'b'), inputs: fc.array(fc.nat(), { maxLength: 2 }), allToAll: fc.boolean() }), { minLength: 1, maxLength: 7 })
+      .array(
+        fc.record({
+          parallelism: fc.integer({ min: 1, max: 6 }),
+          ssg: fc.constantFrom('a', 'b'),
+          inputs: fc.array(fc.nat(), { maxLength: 2 }),
+          allToAll: fc.boolean(),
+        }),
+        { minLength: 1, maxLength: 7 },
+      )
       .map((specs) => {
         const vertices = specs.map((s, i) => v(`v${i}`, s.parallelism, { slotSharingGroup: s.ssg }));
         const edges: JobEdgeSpec[] = [];
@@ -117,7 +176,11 @@ describe('LocalInputPreferredSlotSharingStrategy', () => {
         });
         // co-locate the last vertex with the first if they agree on group and parallelism
         const [first, last] = [vertices[0]!, vertices[vertices.length - 1]!];
-        if (vertices.length > 1 && first.slotSharingGroup === last.slotSharingGroup && first.parallelism === last.parallelism) {
+        if (
+          vertices.length > 1 &&
+          first.slotSharingGroup === last.slotSharingGroup &&
+          first.parallelism === last.parallelism
+        ) {
           first.coLocationGroup = 'co';
           last.coLocationGroup = 'co';
         }
@@ -129,7 +192,8 @@ describe('LocalInputPreferredSlotSharingStrategy', () => {
         const groups = strategy.getExecutionSlotSharingGroups();
         for (const group of groups) {
           expect(new Set(group.members.map((m) => m.vertexId)).size).to.equal(group.members.length);
-          for (const m of group.members) expect(vertices.find((x) => x.id === m.vertexId)!.slotSharingGroup).to.equal(group.slotSharingGroup);
+          for (const m of group.members)
+            expect(vertices.find((x) => x.id === m.vertexId)!.slotSharingGroup).to.equal(group.slotSharingGroup);
         }
         for (const ssg of ['a', 'b']) {
           const widest = Math.max(0, ...vertices.filter((x) => x.slotSharingGroup === ssg).map((x) => x.parallelism));
@@ -137,7 +201,10 @@ describe('LocalInputPreferredSlotSharingStrategy', () => {
         }
         const coLocated = vertices.filter((x) => x.coLocationGroup === 'co');
         if (coLocated.length === 2) {
-          for (let i = 0; i < coLocated[0]!.parallelism; i++) expect(groupOf(strategy, `${coLocated[0]!.id}#${i}`)).to.equal(groupOf(strategy, `${coLocated[1]!.id}#${i}`));
+          for (let i = 0; i < coLocated[0]!.parallelism; i++)
+            expect(groupOf(strategy, `${coLocated[0]!.id}#${i}`)).to.equal(
+              groupOf(strategy, `${coLocated[1]!.id}#${i}`),
+            );
         }
         const total = groups.reduce((n, g) => n + g.members.length, 0);
         expect(total).to.equal(vertices.reduce((n, x) => n + x.parallelism, 0));

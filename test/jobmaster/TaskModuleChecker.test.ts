@@ -13,7 +13,8 @@ import { DefaultTaskModuleChecker, type TaskModuleVerdict } from '../../lib/jobm
 import { eventually } from '../support/eventually.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/tasks/${name}.ts`, import.meta.url));
-const problemOf = (verdict: TaskModuleVerdict | undefined) => (verdict?.status === 'invalid' ? verdict.problem : verdict?.status);
+const problemOf = (verdict: TaskModuleVerdict | undefined) =>
+  verdict?.status === 'invalid' ? verdict.problem : verdict?.status;
 
 describe('DefaultTaskModuleChecker', function () {
   this.timeout(60_000);
@@ -46,7 +47,9 @@ describe('DefaultTaskModuleChecker', function () {
   it('times out a module whose top-level await never settles; the next check gets a new worker', async () => {
     const [verdict] = await checker.check([fixture('hangsOnLoad')]);
     expect(verdict).to.deep.include({ status: 'invalid', problem: 'timed-out' });
-    expect((verdict as { message: string }).message).to.match(/did not finish within 3 s \(dispatcher\.task-module-check\.timeout\)/);
+    expect((verdict as { message: string }).message).to.match(
+      /did not finish within 3 s \(dispatcher\.task-module-check\.timeout\)/,
+    );
     expect(problemOf((await checker.check([fixture('ok')]))[0])).to.equal('valid');
   });
 
@@ -98,8 +101,14 @@ describe('DefaultTaskModuleChecker', function () {
 
   it('refuses a relative path and bad options with IllegalArgumentError', async () => {
     expect(await checker.check(['tasks/ok.ts']).catch((e: unknown) => e)).to.be.instanceOf(IllegalArgumentError);
-    expect(() => new DefaultTaskModuleChecker({ timeoutMs: 0 })).to.throw(IllegalArgumentError, /timeoutMs must be a finite number of ms > 0, got 0/);
-    expect(() => new DefaultTaskModuleChecker({ mode: 'fiber' as never })).to.throw(IllegalArgumentError, /mode must be 'thread' or 'process'/);
+    expect(() => new DefaultTaskModuleChecker({ timeoutMs: 0 })).to.throw(
+      IllegalArgumentError,
+      /timeoutMs must be a finite number of ms > 0, got 0/,
+    );
+    expect(() => new DefaultTaskModuleChecker({ mode: 'fiber' as never })).to.throw(
+      IllegalArgumentError,
+      /mode must be 'thread' or 'process'/,
+    );
   });
 
   it('close() ends a check under way (it rejects with IllegalStateError) and resolves once its worker exited', async () => {

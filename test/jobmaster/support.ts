@@ -3,13 +3,26 @@ import { AllocationID, ResourceID } from '../../lib/core/ids.js';
 import type { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import { ExecutionGraph } from '../../lib/jobmaster/ExecutionGraph.js';
 import { JobGraph, type JobEdgeSpec, type JobGraphSpec, type JobVertexSpec } from '../../lib/jobmaster/JobGraph.js';
-import type { PhysicalSlot, PhysicalSlotProvider, PhysicalSlotRequest } from '../../lib/jobmaster/slotsharing/SharedSlot.js';
+import type {
+  PhysicalSlot,
+  PhysicalSlotProvider,
+  PhysicalSlotRequest,
+} from '../../lib/jobmaster/slotsharing/SharedSlot.js';
 import { LocalInputPreferredSlotSharingStrategy } from '../../lib/jobmaster/slotsharing/SlotSharingStrategy.js';
 
 const OK = new URL('../fixtures/tasks/ok.ts', import.meta.url);
 
-export const vertex = (id: string, parallelism: number, extra: Partial<JobVertexSpec> = {}): JobVertexSpec => ({ id, taskModule: OK, parallelism, ...extra });
-export const edge = (from: string, to: string, pattern: JobEdgeSpec['pattern'] = 'pointwise'): JobEdgeSpec => ({ from, to, pattern });
+export const vertex = (id: string, parallelism: number, extra: Partial<JobVertexSpec> = {}): JobVertexSpec => ({
+  id,
+  taskModule: OK,
+  parallelism,
+  ...extra,
+});
+export const edge = (from: string, to: string, pattern: JobEdgeSpec['pattern'] = 'pointwise'): JobEdgeSpec => ({
+  from,
+  to,
+  pattern,
+});
 
 /** A graph, its execution graph and its slot sharing strategy. */
 export function jobOf(vertices: JobVertexSpec[], edges: JobEdgeSpec[] = [], extra: Partial<JobGraphSpec> = {}) {
@@ -59,7 +72,11 @@ export class TestingPhysicalSlotProvider implements PhysicalSlotProvider {
   /** Fulfils a waiting request with a new slot of its profile (or `profile`); returns the slot. */
   fulfil(requestId: string, profile?: ResourceProfile): PhysicalSlot {
     const pending = this.#take(requestId, true)!;
-    const slot: PhysicalSlot = { allocationId: AllocationID.generate(), resourceId: ResourceID.parse('taskexecutor-1'), resourceProfile: profile ?? pending.request.resourceProfile };
+    const slot: PhysicalSlot = {
+      allocationId: AllocationID.generate(),
+      resourceId: ResourceID.parse('taskexecutor-1'),
+      resourceProfile: profile ?? pending.request.resourceProfile,
+    };
     pending.resolve(slot);
     return slot;
   }
@@ -70,7 +87,8 @@ export class TestingPhysicalSlotProvider implements PhysicalSlotProvider {
 
   #take(requestId: string, required = false): Pending | undefined {
     const pending = this.#pending.get(requestId);
-    if (pending === undefined && required) throw new Error(`no waiting request ${requestId}; waiting: ${this.pendingRequestIds.join(', ')}`);
+    if (pending === undefined && required)
+      throw new Error(`no waiting request ${requestId}; waiting: ${this.pendingRequestIds.join(', ')}`);
     this.#pending.delete(requestId);
     return pending;
   }

@@ -23,7 +23,14 @@ function startJob(restartStrategy: RestartBackoffTimeStrategy = FIXED) {
     actor.send({ type: 'TASK_FAILED', cause });
     actor.send({ type: 'HANDLE_FAILURE' });
   };
-  return { actor, clock, restarts, fail, value: () => actor.getSnapshot().value, context: () => actor.getSnapshot().context };
+  return {
+    actor,
+    clock,
+    restarts,
+    fail,
+    value: () => actor.getSnapshot().value,
+    context: () => actor.getSnapshot().context,
+  };
 }
 
 describe('jobStatus machine', () => {
@@ -114,9 +121,17 @@ describe('jobStatus machine', () => {
 
   it('decides purely: transition() from a failing snapshot gives restarting while attempts are left, failed after', () => {
     const machine = jobStatusMachine;
-    let [snapshot] = transition(machine, machine.resolveState({ value: 'failing', context: { restartStrategy: FIXED, restarts: 1, failureCause: 'x' } }), { type: 'HANDLE_FAILURE' });
+    let [snapshot] = transition(
+      machine,
+      machine.resolveState({ value: 'failing', context: { restartStrategy: FIXED, restarts: 1, failureCause: 'x' } }),
+      { type: 'HANDLE_FAILURE' },
+    );
     expect(snapshot.value).to.equal('restarting');
-    [snapshot] = transition(machine, machine.resolveState({ value: 'failing', context: { restartStrategy: FIXED, restarts: 2, failureCause: 'x' } }), { type: 'HANDLE_FAILURE' });
+    [snapshot] = transition(
+      machine,
+      machine.resolveState({ value: 'failing', context: { restartStrategy: FIXED, restarts: 2, failureCause: 'x' } }),
+      { type: 'HANDLE_FAILURE' },
+    );
     expect(snapshot.value).to.equal('failed');
   });
 });

@@ -34,13 +34,15 @@ const LEGAL: ReadonlyArray<[ResourceSlotState, ResourceSlotEventType, ResourceSl
   ['pending', 'FREE', 'free'],
   ['allocated', 'FREE', 'free'],
 ];
-const isLegal = (state: ResourceSlotState, event: ResourceSlotEventType) => LEGAL.some(([s, e]) => s === state && e === event);
+const isLegal = (state: ResourceSlotState, event: ResourceSlotEventType) =>
+  LEGAL.some(([s, e]) => s === state && e === event);
 const ILLEGAL = RESOURCE_SLOT_STATES.flatMap((state) =>
   RESOURCE_SLOT_EVENTS.filter((event) => !isLegal(state, event)).map((event) => [state, event] as const),
 );
 const ALL_EVENTS: ResourceSlotEvent[] = RESOURCE_SLOT_EVENTS.map((type) => ({ type }));
 
-const snapshotIn = (state: ResourceSlotState): Snapshot => resourceSlotMachine.resolveState({ value: state, context: {} });
+const snapshotIn = (state: ResourceSlotState): Snapshot =>
+  resourceSlotMachine.resolveState({ value: state, context: {} });
 const actorIn = (state: ResourceSlotState) => createActor(resourceSlotMachine, { snapshot: snapshotIn(state) }).start();
 
 describe('resourceSlot machine', () => {
@@ -48,7 +50,8 @@ describe('resourceSlot machine', () => {
     const actor = createActor(resourceSlotMachine).start();
     expect(actor.getSnapshot().value).to.equal('free');
     expect(actor.getSnapshot().status).to.equal('active');
-    for (const state of RESOURCE_SLOT_STATES) expect(resourceSlotMachine.root.states[state]!.type, state).to.equal('atomic');
+    for (const state of RESOURCE_SLOT_STATES)
+      expect(resourceSlotMachine.root.states[state]!.type, state).to.equal('atomic');
     expect(actor.getSnapshot().context ?? {}).to.deep.equal({});
   });
 
@@ -76,13 +79,25 @@ describe('resourceSlot machine', () => {
       const actor = createActor(resourceSlotMachine).start();
       const seen: string[] = [actor.getSnapshot().value];
       actor.subscribe((snapshot) => seen.push(snapshot.value));
-      for (const type of ['ASSIGN_PENDING', 'COMPLETE_ALLOCATION', 'FREE', 'ASSIGN_PENDING', 'FAIL_ALLOCATION', 'ADOPT', 'FREE'] as const) actor.send({ type });
+      for (const type of [
+        'ASSIGN_PENDING',
+        'COMPLETE_ALLOCATION',
+        'FREE',
+        'ASSIGN_PENDING',
+        'FAIL_ALLOCATION',
+        'ADOPT',
+        'FREE',
+      ] as const)
+        actor.send({ type });
       expect(seen).to.deep.equal(['free', 'pending', 'allocated', 'free', 'pending', 'free', 'allocated', 'free']);
     });
 
     it('is pure: no transition carries an action', () => {
       for (const state of RESOURCE_SLOT_STATES) {
-        for (const event of ALL_EVENTS) expect(transition(resourceSlotMachine, snapshotIn(state), event)[1], `${state} ${event.type}`).to.deep.equal([]);
+        for (const event of ALL_EVENTS)
+          expect(transition(resourceSlotMachine, snapshotIn(state), event)[1], `${state} ${event.type}`).to.deep.equal(
+            [],
+          );
       }
     });
   });
@@ -129,7 +144,9 @@ describe('ResourceSlotTransitions (the table compiled from the machine)', () => 
           for (const { event, state: next } of edges) checked.add(agree(state, event, next));
         }
       }
-      expect(checked.size, 'every state × event pair').to.equal(RESOURCE_SLOT_STATES.length * RESOURCE_SLOT_EVENTS.length);
+      expect(checked.size, 'every state × event pair').to.equal(
+        RESOURCE_SLOT_STATES.length * RESOURCE_SLOT_EVENTS.length,
+      );
     });
 
     it('along every shortest and simple path from every start state, replayed on a plain record', () => {
@@ -187,9 +204,16 @@ describe('ResourceSlotTransitions (the table compiled from the machine)', () => 
       }
       expect(caught).to.be.instanceOf(IllegalStateError);
       const error = caught as IllegalStateError;
-      expect(error.message).to.equal('slot te-1/0: COMPLETE_ALLOCATION is not allowed in state free (allowed in: pending)');
+      expect(error.message).to.equal(
+        'slot te-1/0: COMPLETE_ALLOCATION is not allowed in state free (allowed in: pending)',
+      );
       expect(error.reason).to.equal('wrong-state');
-      expect(error.details).to.deep.equal({ component: 'slot te-1/0', operation: 'COMPLETE_ALLOCATION', state: 'free', allowed: ['pending'] });
+      expect(error.details).to.deep.equal({
+        component: 'slot te-1/0',
+        operation: 'COMPLETE_ALLOCATION',
+        state: 'free',
+        allowed: ['pending'],
+      });
       expect(record.state).to.equal('free');
     });
 
@@ -205,7 +229,9 @@ describe('ResourceSlotTransitions (the table compiled from the machine)', () => 
     });
 
     it('names every state an event is allowed in (FREE: pending and allocated)', () => {
-      expect(() => transitionResourceSlot({ state: 'free' }, 'FREE', 'te-1/3')).to.throw('slot te-1/3: FREE is not allowed in state free (allowed in: pending, allocated)');
+      expect(() => transitionResourceSlot({ state: 'free' }, 'FREE', 'te-1/3')).to.throw(
+        'slot te-1/3: FREE is not allowed in state free (allowed in: pending, allocated)',
+      );
       expect(resourceSlotStatesAllowing('ASSIGN_PENDING')).to.deep.equal(['free']);
       expect(resourceSlotStatesAllowing('ADOPT')).to.deep.equal(['free']);
     });
@@ -213,10 +239,18 @@ describe('ResourceSlotTransitions (the table compiled from the machine)', () => 
     it('answers undefined for names it does not know (untyped callers), and says so when applying them', () => {
       expect(nextResourceSlotState('releasing' as ResourceSlotState, 'FREE')).to.equal(undefined);
       expect(nextResourceSlotState('free', 'RELEASE' as ResourceSlotEventType)).to.equal(undefined);
-      expect(nextResourceSlotState('constructor' as ResourceSlotState, 'toString' as ResourceSlotEventType)).to.equal(undefined);
+      expect(nextResourceSlotState('constructor' as ResourceSlotState, 'toString' as ResourceSlotEventType)).to.equal(
+        undefined,
+      );
       expect(resourceSlotStatesAllowing('RELEASE' as ResourceSlotEventType)).to.deep.equal([]);
-      expect(() => transitionResourceSlot({ state: 'free' }, 'RELEASE' as ResourceSlotEventType, 'te-1/0')).to.throw(IllegalStateError, /unknown event RELEASE \(events: ASSIGN_PENDING/);
-      expect(() => transitionResourceSlot({ state: 'gone' as ResourceSlotState }, 'FREE', 'te-1/0')).to.throw(IllegalStateError, /unknown state gone \(states: free, pending, allocated\)/);
+      expect(() => transitionResourceSlot({ state: 'free' }, 'RELEASE' as ResourceSlotEventType, 'te-1/0')).to.throw(
+        IllegalStateError,
+        /unknown event RELEASE \(events: ASSIGN_PENDING/,
+      );
+      expect(() => transitionResourceSlot({ state: 'gone' as ResourceSlotState }, 'FREE', 'te-1/0')).to.throw(
+        IllegalStateError,
+        /unknown state gone \(states: free, pending, allocated\)/,
+      );
     });
   });
 
@@ -261,7 +295,11 @@ describe('ResourceSlotTransitions (the table compiled from the machine)', () => 
       const root = fakeRoot();
       root.states.a!.transitions.set('GO', [{ target: [root.states.a!, root.states.b!], actions: [] }]);
       refusal({ id: 'fake', root }, /state 'a' on GO has 2 targets/);
-      const targetless = setup({}).createMachine({ id: 'targetless', initial: 'a', states: { a: { on: { GO: {} } }, b: {} } });
+      const targetless = setup({}).createMachine({
+        id: 'targetless',
+        initial: 'a',
+        states: { a: { on: { GO: {} } }, b: {} },
+      });
       refusal(targetless, /state 'a' on GO has no target/);
     });
 
@@ -273,27 +311,59 @@ describe('ResourceSlotTransitions (the table compiled from the machine)', () => 
     });
 
     it('refuses actions, entry/exit actions, always, after, invoke and nested states', () => {
-      const withActions = setup({}).createMachine({ id: 'm', initial: 'a', states: { a: { on: { GO: { target: 'b', actions: () => {} } } }, b: {} } });
+      const withActions = setup({}).createMachine({
+        id: 'm',
+        initial: 'a',
+        states: { a: { on: { GO: { target: 'b', actions: () => {} } } }, b: {} },
+      });
       refusal(withActions, /on GO has actions/);
       const withEntry = setup({}).createMachine({ id: 'm', initial: 'a', states: { a: { entry: () => {} }, b: {} } });
       refusal(withEntry, /state 'a' has entry or exit actions/);
       const withAlways = setup({}).createMachine({ id: 'm', initial: 'a', states: { a: { always: 'b' }, b: {} } });
       refusal(withAlways, /state 'a' has eventless \(always\) transitions/);
-      const withAfter = setup({}).createMachine({ id: 'm', initial: 'a', states: { a: { after: { 1000: 'b' } }, b: {} } });
+      const withAfter = setup({}).createMachine({
+        id: 'm',
+        initial: 'a',
+        states: { a: { after: { 1000: 'b' } }, b: {} },
+      });
       refusal(withAfter, /state 'a' has delayed \(after\) transitions/);
-      const withInvoke = setup({ actors: { noop: setup({}).createMachine({}) } }).createMachine({ id: 'm', initial: 'a', states: { a: { invoke: { src: 'noop' } }, b: {} } });
+      const withInvoke = setup({ actors: { noop: setup({}).createMachine({}) } }).createMachine({
+        id: 'm',
+        initial: 'a',
+        states: { a: { invoke: { src: 'noop' } }, b: {} },
+      });
       refusal(withInvoke, /state 'a' invokes actors/);
-      const nestedStates = setup({}).createMachine({ id: 'm', initial: 'a', states: { a: { initial: 'x', states: { x: {} } }, b: {} } });
+      const nestedStates = setup({}).createMachine({
+        id: 'm',
+        initial: 'a',
+        states: { a: { initial: 'x', states: { x: {} } }, b: {} },
+      });
       refusal(nestedStates, /state 'a' is compound/);
     });
 
     it('refuses wildcard and unknown event types, and states other than the listed ones', () => {
-      refusal(setup({}).createMachine({ id: 'm', initial: 'a', states: { a: { on: { '*': 'b' } }, b: {} } }), /a wildcard event type '\*'/);
-      refusal(setup({}).createMachine({ id: 'm', initial: 'a', states: { a: { on: { JUMP: 'b' } }, b: {} } }), /an unknown event type 'JUMP' \(known: GO, BACK\)/);
-      const done = setup({}).createMachine({ id: 'm', initial: 'a', states: { a: { on: { 'xstate.done.actor.x': 'b' } }, b: {} } });
+      refusal(
+        setup({}).createMachine({ id: 'm', initial: 'a', states: { a: { on: { '*': 'b' } }, b: {} } }),
+        /a wildcard event type '\*'/,
+      );
+      refusal(
+        setup({}).createMachine({ id: 'm', initial: 'a', states: { a: { on: { JUMP: 'b' } }, b: {} } }),
+        /an unknown event type 'JUMP' \(known: GO, BACK\)/,
+      );
+      const done = setup({}).createMachine({
+        id: 'm',
+        initial: 'a',
+        states: { a: { on: { 'xstate.done.actor.x': 'b' } }, b: {} },
+      });
       refusal(done, /a built-in \(after\/done\/error\) event type 'xstate\.done\.actor\.x'/);
-      refusal(setup({}).createMachine({ id: 'm', initial: 'a', on: { JUMP: '.b' }, states: { a: {}, b: {} } }), /the root handles an unknown event type 'JUMP'/);
-      refusal(setup({}).createMachine({ id: 'm', initial: 'a', states: { a: {}, c: {} } }), /its states are \[a, c\], expected \[a, b\]/);
+      refusal(
+        setup({}).createMachine({ id: 'm', initial: 'a', on: { JUMP: '.b' }, states: { a: {}, b: {} } }),
+        /the root handles an unknown event type 'JUMP'/,
+      );
+      refusal(
+        setup({}).createMachine({ id: 'm', initial: 'a', states: { a: {}, c: {} } }),
+        /its states are \[a, c\], expected \[a, b\]/,
+      );
     });
   });
 });
@@ -311,8 +381,20 @@ function fakeRoot() {
     entry: unknown[];
     exit: unknown[];
   };
-  const node = (key: string, id: string, type: string): Node => ({ key, id, type, states: {}, transitions: new Map(), invoke: [], entry: [], exit: [] });
+  const node = (key: string, id: string, type: string): Node => ({
+    key,
+    id,
+    type,
+    states: {},
+    transitions: new Map(),
+    invoke: [],
+    entry: [],
+    exit: [],
+  });
   const root = node('fake', 'fake', 'compound');
-  root.states = { a: { ...node('a', 'fake.a', 'atomic'), parent: root }, b: { ...node('b', 'fake.b', 'atomic'), parent: root } };
+  root.states = {
+    a: { ...node('a', 'fake.a', 'atomic'), parent: root },
+    b: { ...node('b', 'fake.b', 'atomic'), parent: root },
+  };
   return root;
 }

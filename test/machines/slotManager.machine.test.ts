@@ -9,7 +9,13 @@ import { SimulatedClock } from '../../lib/core/clock.js';
 import { machines } from '../../machines/index.js';
 import { slotManagerMachine, type RequirementCheckSummary } from '../../machines/slotManager.machine.js';
 
-const SUMMARY: RequirementCheckSummary = { placed: 2, onWorkers: 1, unfulfilled: 0, workersRequested: 1, waiting: { 'abcd1234 default': 'waiting for 1 worker to start and register' } };
+const SUMMARY: RequirementCheckSummary = {
+  placed: 2,
+  onWorkers: 1,
+  unfulfilled: 0,
+  workersRequested: 1,
+  waiting: { 'abcd1234 default': 'waiting for 1 worker to start and register' },
+};
 
 /** The machine on a simulated clock; `effects` lists the provided actions in the order they ran. */
 function startMachine(requirementCheckDelay = 50) {
@@ -32,7 +38,14 @@ function startMachine(requirementCheckDelay = 50) {
       },
     },
   ).start();
-  return { actor, clock, effects, trace, value: () => actor.getSnapshot().value, context: () => actor.getSnapshot().context };
+  return {
+    actor,
+    clock,
+    effects,
+    trace,
+    value: () => actor.getSnapshot().value,
+    context: () => actor.getSnapshot().context,
+  };
 }
 
 describe('slotManager machine', () => {
@@ -120,7 +133,10 @@ describe('slotManager machine', () => {
     clock.flush();
     expect(effects).to.deep.equal(['check@0']);
     actor.send({ type: 'REQUIREMENTS_CHANGED' });
-    expect([effects, trace]).to.deep.equal([['check@0', 'check@0'], ['xstate.init', 'START', 'REQUIREMENTS_CHANGED', 'REQUIREMENTS_CHANGED']]);
+    expect([effects, trace]).to.deep.equal([
+      ['check@0', 'check@0'],
+      ['xstate.init', 'START', 'REQUIREMENTS_CHANGED', 'REQUIREMENTS_CHANGED'],
+    ]);
   });
 
   it('on SUSPEND from checkScheduled cancels the pending check and runs clearState', () => {

@@ -34,7 +34,7 @@ function expectSame(set: TaskSet<Payload>, model: ReadonlyMap<string, Payload>, 
   expect(set.toJSON(), `toJSON ${where}`).to.deep.equal(Object.fromEntries(model));
 }
 
-describe('TaskSet (a TaskSlot\'s tasks)', () => {
+describe("TaskSet (a TaskSlot's tasks)", () => {
   it('starts empty: size 0, no ids, {} as JSON', () => {
     const set = TaskSet.empty<Payload>();
     expect(set.size).to.equal(0);
@@ -63,7 +63,10 @@ describe('TaskSet (a TaskSlot\'s tasks)', () => {
   it('matches a Map over random adds and removes, and never changes a set once built', () => {
     const next = random(42);
     // Few distinct short IDs (many share a bucket) and real ones (spread over the buckets).
-    const ids = [...Array.from({ length: 40 }, (_, i) => `t${i}`), ...Array.from({ length: 200 }, () => ExecutionAttemptID.generate())];
+    const ids = [
+      ...Array.from({ length: 40 }, (_, i) => `t${i}`),
+      ...Array.from({ length: 200 }, () => ExecutionAttemptID.generate()),
+    ];
     let set = TaskSet.empty<Payload>();
     let model = new Map<string, Payload>();
     const history: Array<[TaskSet<Payload>, Map<string, Payload>]> = [];
@@ -85,7 +88,7 @@ describe('TaskSet (a TaskSlot\'s tasks)', () => {
     history.forEach(([old, oldModel], i) => expectSame(old, oldModel, `of snapshot ${i}, after later changes`));
   });
 
-  it('keeps a TaskSlot snapshot\'s tasks visible in inspection JSON, keyed by ExecutionAttemptID', () => {
+  it("keeps a TaskSlot snapshot's tasks visible in inspection JSON, keyed by ExecutionAttemptID", () => {
     const jobId = JobID.generate();
     const allocationId = AllocationID.generate();
     const actor = createActor(taskSlotMachine, {
@@ -109,8 +112,13 @@ describe('TaskSet (a TaskSlot\'s tasks)', () => {
     const plain = toPlainInspectionEvent({ type: '@xstate.snapshot', snapshot: before } as never) as unknown as {
       snapshot: { context: { tasks: Record<string, { executionAttemptId: string; jobId: string }> } };
     };
-    expect(Object.keys(plain.snapshot.context.tasks).sort()).to.deep.equal(tasks.map((t) => t.executionAttemptId).sort());
-    expect(plain.snapshot.context.tasks[tasks[0]!.executionAttemptId]).to.include({ executionAttemptId: tasks[0]!.executionAttemptId, jobId });
+    expect(Object.keys(plain.snapshot.context.tasks).sort()).to.deep.equal(
+      tasks.map((t) => t.executionAttemptId).sort(),
+    );
+    expect(plain.snapshot.context.tasks[tasks[0]!.executionAttemptId]).to.include({
+      executionAttemptId: tasks[0]!.executionAttemptId,
+      jobId,
+    });
     // The earlier snapshot still holds both tasks; the current one only the second.
     expect(before.context.tasks.size).to.equal(2);
     expect(actor.getSnapshot().context.tasks.ids()).to.deep.equal([tasks[1]!.executionAttemptId]);

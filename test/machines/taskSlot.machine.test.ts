@@ -3,7 +3,13 @@ import { createActor } from 'xstate';
 import { SimulatedClock } from '../../lib/core/clock.js';
 import { AllocationID, ExecutionAttemptID, JobID } from '../../lib/core/ids.js';
 import { MemoryManager } from '../../lib/taskexecutor/MemoryManager.js';
-import { addTaskRefusal, addTasksRefusal, currentTicket, taskSlotMachine, type TaskSlotNotification } from '../../machines/taskSlot.machine.js';
+import {
+  addTaskRefusal,
+  addTasksRefusal,
+  currentTicket,
+  taskSlotMachine,
+  type TaskSlotNotification,
+} from '../../machines/taskSlot.machine.js';
 import { fakeTask, flushMicrotasks, profile } from '../support/fixtures.js';
 
 /** A standalone TaskSlot actor: its parent notifications are captured instead of sent. */
@@ -15,9 +21,18 @@ function startSlot(options: { slotTimeout?: number; releaseTimeout?: number; man
   const memoryManager = MemoryManager.create(options.managedBytes ?? 4 * 64 * 1024, 64 * 1024);
   const machine = taskSlotMachine.provide({
     actions: {
-      notifySlotTimedOut: ({ context }) => notifications.push({ type: 'SLOT_TIMED_OUT', allocationId: context.allocationId, ticket: currentTicket(context) }),
+      notifySlotTimedOut: ({ context }) =>
+        notifications.push({
+          type: 'SLOT_TIMED_OUT',
+          allocationId: context.allocationId,
+          ticket: currentTicket(context),
+        }),
       notifyReleaseTimedOut: ({ context }) =>
-        notifications.push({ type: 'SLOT_RELEASE_TIMED_OUT', allocationId: context.allocationId, executionAttemptIds: context.tasks.ids() as never }),
+        notifications.push({
+          type: 'SLOT_RELEASE_TIMED_OUT',
+          allocationId: context.allocationId,
+          executionAttemptIds: context.tasks.ids() as never,
+        }),
     },
   });
   const actor = createActor(machine, {
@@ -62,7 +77,9 @@ describe('taskSlot machine', () => {
       expect(actor.getSnapshot().can({ type: 'ADD_TASK', task })).to.equal(false);
       actor.send({ type: 'ADD_TASK', task });
       expect(actor.getSnapshot().context.tasks.toJSON()).to.deep.equal({});
-      expect(addTaskRefusal('allocated', actor.getSnapshot().context, task)).to.deep.equal({ reason: 'slot-allocated' });
+      expect(addTaskRefusal('allocated', actor.getSnapshot().context, task)).to.deep.equal({
+        reason: 'slot-allocated',
+      });
     });
 
     it('marked inactive again, re-registers the timeout with a new ticket (Flink)', () => {
@@ -115,7 +132,10 @@ describe('taskSlot machine', () => {
       const otherAllocation = AllocationID.generate();
       const cases = [
         [fakeTask(otherJob, allocationId), { reason: 'job-mismatch', expected: jobId, actual: otherJob }],
-        [fakeTask(jobId, otherAllocation), { reason: 'allocation-mismatch', expected: allocationId, actual: otherAllocation }],
+        [
+          fakeTask(jobId, otherAllocation),
+          { reason: 'allocation-mismatch', expected: allocationId, actual: otherAllocation },
+        ],
         [fakeTask(jobId, allocationId, first.executionAttemptId), { reason: 'duplicate-execution-attempt' }],
       ] as const;
       for (const [task, refusal] of cases) {
@@ -138,13 +158,17 @@ describe('taskSlot machine', () => {
       const before = actor.getSnapshot().context;
       actor.send({ type: 'ADD_TASKS', tasks: twice });
       expect(actor.getSnapshot().context).to.equal(before);
-      expect(addTasksRefusal('active', before, [a, fakeTask(jobId, allocationId, a.executionAttemptId)])).to.deep.equal({ index: 1, refusal: { reason: 'duplicate-execution-attempt' } });
+      expect(addTasksRefusal('active', before, [a, fakeTask(jobId, allocationId, a.executionAttemptId)])).to.deep.equal(
+        { index: 1, refusal: { reason: 'duplicate-execution-attempt' } },
+      );
       actor.send({ type: 'ADD_TASKS', tasks: [a, b] });
       expect(actor.getSnapshot().context.tasks.ids()).to.have.members([a.executionAttemptId, b.executionAttemptId]);
       // Removals in one event skip what the slot does not hold.
       actor.send({ type: 'REMOVE_TASKS', executionAttemptIds: [ExecutionAttemptID.generate(), a.executionAttemptId] });
       expect(actor.getSnapshot().context.tasks.ids()).to.deep.equal([b.executionAttemptId]);
-      expect(actor.getSnapshot().can({ type: 'REMOVE_TASKS', executionAttemptIds: [a.executionAttemptId] })).to.equal(false);
+      expect(actor.getSnapshot().can({ type: 'REMOVE_TASKS', executionAttemptIds: [a.executionAttemptId] })).to.equal(
+        false,
+      );
     });
 
     it('marked inactive goes back to allocated, keeps its tasks, and its timeout runs again', () => {
@@ -163,7 +187,9 @@ describe('taskSlot machine', () => {
       actor.send({ type: 'MARK_ACTIVE' });
       const task = fakeTask(jobId, allocationId);
       actor.send({ type: 'ADD_TASK', task });
-      expect(actor.getSnapshot().can({ type: 'REMOVE_TASK', executionAttemptId: ExecutionAttemptID.generate() })).to.equal(false);
+      expect(
+        actor.getSnapshot().can({ type: 'REMOVE_TASK', executionAttemptId: ExecutionAttemptID.generate() }),
+      ).to.equal(false);
       actor.send({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId });
       expect(actor.getSnapshot().context.tasks.toJSON()).to.deep.equal({});
     });
@@ -238,7 +264,9 @@ describe('taskSlot machine', () => {
       actor.send({ type: 'ADD_TASK', task });
       actor.send({ type: 'CLOSE' });
       clock.increment(180_000);
-      expect(notifications).to.deep.equal([{ type: 'SLOT_RELEASE_TIMED_OUT', allocationId, executionAttemptIds: [task.executionAttemptId] }]);
+      expect(notifications).to.deep.equal([
+        { type: 'SLOT_RELEASE_TIMED_OUT', allocationId, executionAttemptIds: [task.executionAttemptId] },
+      ]);
       expect(actor.getSnapshot().value).to.deep.equal({ releasing: 'terminatingTasks' });
     });
 

@@ -13,9 +13,16 @@
  */
 import { getAdjacencyMap, getShortestPaths, getSimplePaths, type AdjacencyMap, type StatePath } from '@xstate/graph';
 import { expect } from 'chai';
-import { createActor, initialTransition, transition, type ActorLogic, type AnyActorRef, type SnapshotFrom } from 'xstate';
+import {
+  createActor,
+  initialTransition,
+  transition,
+  type ActorLogic,
+  type AnyActorRef,
+  type SnapshotFrom,
+} from 'xstate';
 import { SimulatedClock } from '../../lib/core/clock.js';
-import { AllocationID, ExecutionAttemptID, JobID } from '../../lib/core/ids.js';
+import { AllocationID, JobID } from '../../lib/core/ids.js';
 import {
   currentTicket,
   taskSlotMachine,
@@ -49,8 +56,17 @@ const first = fakeTask(jobId, allocationId);
 const second = fakeTask(jobId, allocationId);
 const foreign = fakeTask(otherJobId, allocationId);
 const repeat = fakeTask(jobId, allocationId, first.executionAttemptId);
-const taskNames = new Map<TaskSlotPayload, string>([[first, 'first'], [second, 'second'], [foreign, 'foreign'], [repeat, 'repeat-of-first']]);
-const idNames = new Map<string, string>([[first.executionAttemptId, 'first'], [second.executionAttemptId, 'second'], [foreign.executionAttemptId, 'foreign']]);
+const taskNames = new Map<TaskSlotPayload, string>([
+  [first, 'first'],
+  [second, 'second'],
+  [foreign, 'foreign'],
+  [repeat, 'repeat-of-first'],
+]);
+const idNames = new Map<string, string>([
+  [first.executionAttemptId, 'first'],
+  [second.executionAttemptId, 'second'],
+  [foreign.executionAttemptId, 'foreign'],
+]);
 
 type ModelEvent =
   | TaskSlotEvent
@@ -63,7 +79,10 @@ const ORDINARY_EVENTS: readonly ModelEvent[] = [
   { type: 'MARK_INACTIVE' },
   { type: 'MARK_INACTIVE', slotTimeout: SHORT_SLOT_TIMEOUT },
   ...[first, second, foreign, repeat].map((task) => ({ type: 'ADD_TASK' as const, task })),
-  ...[first, second, foreign].map((task) => ({ type: 'REMOVE_TASK' as const, executionAttemptId: task.executionAttemptId })),
+  ...[first, second, foreign].map((task) => ({
+    type: 'REMOVE_TASK' as const,
+    executionAttemptId: task.executionAttemptId,
+  })),
   { type: 'CLOSE', cause: 'released' },
 ];
 
@@ -94,7 +113,9 @@ const input = (memoryManager: TaskSlotInput['memoryManager']): TaskSlotInput => 
 // ------------------------------------------------------------------------------ the model
 
 /** The statechart with its parent notifications as plain named actions, so `transition()` lists them. */
-const modelMachine = taskSlotMachine.provide({ actions: { notifySlotTimedOut: () => {}, notifyReleaseTimedOut: () => {} } });
+const modelMachine = taskSlotMachine.provide({
+  actions: { notifySlotTimedOut: () => {}, notifyReleaseTimedOut: () => {} },
+});
 type MachineSnapshot = SnapshotFrom<typeof modelMachine>;
 
 interface ScheduledTimer {
@@ -115,7 +136,11 @@ interface SlotModelSnapshot {
   readonly actions: readonly { type: string; id?: string }[];
 }
 
-function schedule(previous: Pick<SlotModelSnapshot, 'timers' | 'invoked'>, event: ModelEvent | undefined, actions: ReadonlyArray<{ type: string; params?: unknown }>) {
+function schedule(
+  previous: Pick<SlotModelSnapshot, 'timers' | 'invoked'>,
+  event: ModelEvent | undefined,
+  actions: ReadonlyArray<{ type: string; params?: unknown }>,
+) {
   const timers = { ...previous.timers };
   const invoked = new Set(previous.invoked);
   // The event itself consumes what produced it: a fired timer, a finished actor.
@@ -147,7 +172,13 @@ function schedule(previous: Pick<SlotModelSnapshot, 'timers' | 'invoked'>, event
 const slotModel: ActorLogic<SlotModelSnapshot, ModelEvent, undefined> = {
   getInitialSnapshot: () => {
     const [machine, actions] = initialTransition(modelMachine, input({ shutdown: () => LEAKS }));
-    return { status: 'active', output: undefined, error: undefined, machine, ...schedule({ timers: {}, invoked: [] }, undefined, actions) };
+    return {
+      status: 'active',
+      output: undefined,
+      error: undefined,
+      machine,
+      ...schedule({ timers: {}, invoked: [] }, undefined, actions),
+    };
   },
   transition: (snapshot, event) => {
     const [machine, actions] = transition(modelMachine, snapshot.machine, event as TaskSlotEvent);
@@ -163,12 +194,21 @@ function eventsFor(snapshot: SlotModelSnapshot): ModelEvent[] {
     ...ORDINARY_EVENTS,
     ...Object.values(snapshot.timers).map((timer) => timer.event),
     ...snapshot.invoked.flatMap((id): ModelEvent[] =>
-      id === 'shutdownMemory' ? [{ type: SHUTDOWN_DONE, output: LEAKS }, { type: SHUTDOWN_ERROR, error: SHUTDOWN_FAILURE }] : [],
+      id === 'shutdownMemory'
+        ? [
+            { type: SHUTDOWN_DONE, output: LEAKS },
+            { type: SHUTDOWN_ERROR, error: SHUTDOWN_FAILURE },
+          ]
+        : [],
     ),
   ];
 }
 
-const sortedTaskNames = (tasks: TaskSet<TaskSlotPayload>) => tasks.ids().map((id) => idNames.get(id) ?? id).sort();
+const sortedTaskNames = (tasks: TaskSet<TaskSlotPayload>) =>
+  tasks
+    .ids()
+    .map((id) => idNames.get(id) ?? id)
+    .sort();
 
 /** What identifies a model state: everything that decides what can happen next. */
 function serializeModel(snapshot: SlotModelSnapshot): string {
@@ -195,10 +235,18 @@ const traversal = {
  * five, plus the scheduled events, give ~600 paths to 20 states: every loop-free way through
  * activation, a changed timeout, one task, its removal and closing.
  */
-const SIMPLE_PATH_EVENTS = new Set(['MARK_ACTIVE', `MARK_INACTIVE(${SHORT_SLOT_TIMEOUT})`, 'ADD_TASK(first)', 'REMOVE_TASK(first)', 'CLOSE']);
+const SIMPLE_PATH_EVENTS = new Set([
+  'MARK_ACTIVE',
+  `MARK_INACTIVE(${SHORT_SLOT_TIMEOUT})`,
+  'ADD_TASK(first)',
+  'REMOVE_TASK(first)',
+  'CLOSE',
+]);
 
 function reducedEventsFor(snapshot: SlotModelSnapshot): ModelEvent[] {
-  return eventsFor(snapshot).filter((event) => !ORDINARY_EVENTS.includes(event) || SIMPLE_PATH_EVENTS.has(describeEvent(event)));
+  return eventsFor(snapshot).filter(
+    (event) => !ORDINARY_EVENTS.includes(event) || SIMPLE_PATH_EVENTS.has(describeEvent(event)),
+  );
 }
 
 // ------------------------------------------------------------------------------ the implementation
@@ -215,14 +263,25 @@ function startRealSlot(shutdownFails: boolean) {
   };
   const machine = taskSlotMachine.provide({
     actions: {
-      notifySlotTimedOut: ({ context }) => notifications.push({ type: 'SLOT_TIMED_OUT', allocationId: context.allocationId, ticket: currentTicket(context) }),
+      notifySlotTimedOut: ({ context }) =>
+        notifications.push({
+          type: 'SLOT_TIMED_OUT',
+          allocationId: context.allocationId,
+          ticket: currentTicket(context),
+        }),
       notifyReleaseTimedOut: ({ context }) =>
-        notifications.push({ type: 'SLOT_RELEASE_TIMED_OUT', allocationId: context.allocationId, executionAttemptIds: context.tasks.ids() }),
+        notifications.push({
+          type: 'SLOT_RELEASE_TIMED_OUT',
+          allocationId: context.allocationId,
+          executionAttemptIds: context.tasks.ids(),
+        }),
     },
   });
   const actor = createActor(machine, { clock, input: input(memoryManager) }).start();
   // Fresh payloads per walk, so one walk's failExternally calls are not seen by the next.
-  const payloads = new Map<TaskSlotPayload, FakeTask>([...taskNames.keys()].map((task) => [task, fakeTask(task.jobId, task.allocationId, task.executionAttemptId)]));
+  const payloads = new Map<TaskSlotPayload, FakeTask>(
+    [...taskNames.keys()].map((task) => [task, fakeTask(task.jobId, task.allocationId, task.executionAttemptId)]),
+  );
   return { actor, clock, notifications, payloads };
 }
 
@@ -232,7 +291,12 @@ type RealSlot = ReturnType<typeof startRealSlot>;
  * Makes the real slot do what the model's event stands for. Synchronous except for the shutdown's
  * events: awaiting anything else would let the shutdown promise settle before the model says so.
  */
-function apply(real: RealSlot, before: SlotModelSnapshot, event: ModelEvent, armedAt: ReadonlyMap<string, number>): Promise<void> | undefined {
+function apply(
+  real: RealSlot,
+  before: SlotModelSnapshot,
+  event: ModelEvent,
+  armedAt: ReadonlyMap<string, number>,
+): Promise<void> | undefined {
   switch (event.type) {
     case AFTER_SLOT_TIMEOUT:
     case AFTER_RELEASE_TIMEOUT: {
@@ -256,7 +320,8 @@ function apply(real: RealSlot, before: SlotModelSnapshot, event: ModelEvent, arm
 function expectedNotifications(after: SlotModelSnapshot): TaskSlotNotification[] {
   const { context } = after.machine;
   return after.actions.flatMap((action): TaskSlotNotification[] => {
-    if (action.type === 'notifySlotTimedOut') return [{ type: 'SLOT_TIMED_OUT', allocationId, ticket: currentTicket(context) }];
+    if (action.type === 'notifySlotTimedOut')
+      return [{ type: 'SLOT_TIMED_OUT', allocationId, ticket: currentTicket(context) }];
     if (action.type === 'notifyReleaseTimedOut') {
       return [{ type: 'SLOT_RELEASE_TIMED_OUT', allocationId, executionAttemptIds: context.tasks.ids() }];
     }
@@ -295,19 +360,27 @@ async function walk(path: StatePath<SlotModelSnapshot, ModelEvent>): Promise<voi
     const snapshot = real.actor.getSnapshot();
     expect(snapshot.value, `state value ${where}`).to.deep.equal(model.machine.value);
     expect(snapshot.status, `status ${where}`).to.equal(model.machine.status);
-    expect(sortedTaskNames(snapshot.context.tasks), `tasks ${where}`).to.deep.equal(sortedTaskNames(model.machine.context.tasks));
+    expect(sortedTaskNames(snapshot.context.tasks), `tasks ${where}`).to.deep.equal(
+      sortedTaskNames(model.machine.context.tasks),
+    );
     expect(snapshot.context.slotTimeout, `slot timeout ${where}`).to.equal(model.machine.context.slotTimeout);
     expect(real.notifications.slice(reported), `notifications ${where}`).to.deep.equal(expectedNotifications(model));
     expect(real.clock.pendingTimers, `pending timers ${where}`).to.equal(Object.keys(model.timers).length);
     expect(failures(real), `tasks failed ${where}`).to.equal(expectedFailures);
     if (snapshot.status === 'done') {
-      expect(snapshot.output?.leaks, `leak report ${where}`).to.deep.equal(model.machine.context.leaks ?? { leakedPages: 0, leakedBytes: 0, owners: [] });
+      expect(snapshot.output?.leaks, `leak report ${where}`).to.deep.equal(
+        model.machine.context.leaks ?? { leakedPages: 0, leakedBytes: 0, owners: [] },
+      );
       expect(snapshot.output?.shutdownError, `shutdown error ${where}`).to.equal(model.machine.context.shutdownError);
     }
   }
 }
 
-const describePath = (path: StatePath<SlotModelSnapshot, ModelEvent>) => path.steps.slice(1).map((s) => describeEvent(s.event)).join(' → ') || '(initial)';
+const describePath = (path: StatePath<SlotModelSnapshot, ModelEvent>) =>
+  path.steps
+    .slice(1)
+    .map((s) => describeEvent(s.event))
+    .join(' → ') || '(initial)';
 
 async function walkAll(paths: ReadonlyArray<StatePath<SlotModelSnapshot, ModelEvent>>): Promise<void> {
   for (const path of paths) {
@@ -315,7 +388,10 @@ async function walkAll(paths: ReadonlyArray<StatePath<SlotModelSnapshot, ModelEv
       await walk(path);
     } catch (error) {
       // Mocha prints only the text before ": expected" when it shows a diff: show the whole message.
-      Object.assign(error as Error, { showDiff: false, message: `${(error as Error).message}\n  path: ${describePath(path)}` });
+      Object.assign(error as Error, {
+        showDiff: false,
+        message: `${(error as Error).message}\n  path: ${describePath(path)}`,
+      });
       throw error;
     }
   }
@@ -343,7 +419,8 @@ describe('taskSlot machine, model-based', () => {
       for (const child of Object.values(node.states)) collect(child);
     };
     collect(taskSlotMachine.root);
-    for (const type of [AFTER_SLOT_TIMEOUT, AFTER_RELEASE_TIMEOUT, SHUTDOWN_DONE, SHUTDOWN_ERROR]) expect([...declared]).to.include(type);
+    for (const type of [AFTER_SLOT_TIMEOUT, AFTER_RELEASE_TIMEOUT, SHUTDOWN_DONE, SHUTDOWN_ERROR])
+      expect([...declared]).to.include(type);
   });
 
   it('reaches every state of the statechart, with and without tasks, timers armed and spent', () => {
@@ -371,7 +448,10 @@ describe('taskSlot machine, model-based', () => {
     const edges: StatePath<SlotModelSnapshot, ModelEvent>[] = [];
     for (const [key, entry] of Object.entries(adjacency)) {
       const prefix = byState.get(key)!;
-      for (const { event, state } of Object.values(entry.transitions) as Array<{ event: ModelEvent; state: SlotModelSnapshot }>) {
+      for (const { event, state } of Object.values(entry.transitions) as Array<{
+        event: ModelEvent;
+        state: SlotModelSnapshot;
+      }>) {
         edges.push({ state, weight: prefix.weight + 1, steps: [...prefix.steps, { event, state }] });
       }
     }
@@ -384,4 +464,3 @@ describe('taskSlot machine, model-based', () => {
     await walkAll(simplePaths);
   });
 });
-

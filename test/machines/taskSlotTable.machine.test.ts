@@ -6,7 +6,15 @@ import { ResourceBudgetManager } from '../../lib/core/ResourceBudgetManager.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import { MemoryManager } from '../../lib/taskexecutor/MemoryManager.js';
 import type { TaskSlotPayload } from '../../machines/taskSlot.machine.js';
-import { addTaskRefusalIn, slotOf, slotOfTask, slotState, taskSlotTableMachine, type TableAddTaskRefusal, type TaskSlotTableEmitted } from '../../machines/taskSlotTable.machine.js';
+import {
+  addTaskRefusalIn,
+  slotOf,
+  slotOfTask,
+  slotState,
+  taskSlotTableMachine,
+  type TableAddTaskRefusal,
+  type TaskSlotTableEmitted,
+} from '../../machines/taskSlotTable.machine.js';
 import { fakeTask, flushMicrotasks, profile } from '../support/fixtures.js';
 
 /** The machine alone, on a simulated clock, with 2 static slots of 1 core / 100 mb each. */
@@ -27,7 +35,12 @@ function startTable() {
   actor.on('*', (e) => emitted.push(e));
   actor.start();
   const jobId = JobID.generate();
-  const allocate = (index: number, allocationId = AllocationID.generate(), resourceProfile = ResourceProfile.UNKNOWN, job = jobId) => {
+  const allocate = (
+    index: number,
+    allocationId = AllocationID.generate(),
+    resourceProfile = ResourceProfile.UNKNOWN,
+    job = jobId,
+  ) => {
     actor.send({ type: 'ALLOCATE_SLOT', index, jobId: job, allocationId, resourceProfile });
     return allocationId;
   };
@@ -183,7 +196,9 @@ describe('taskSlotTable machine', () => {
       const id = allocate(0);
       const slot = ctx().slots[0]!;
       const seen: string[] = [];
-      const subscription = actor.system.inspect((e) => void (e.type === '@xstate.event' && e.actorRef === slot && seen.push(e.event.type)));
+      const subscription = actor.system.inspect(
+        (e) => void (e.type === '@xstate.event' && e.actorRef === slot && seen.push(e.event.type)),
+      );
       actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
       actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
       subscription.unsubscribe();
@@ -215,15 +230,21 @@ describe('taskSlotTable machine', () => {
       const task = fakeTask(jobId, id);
       const before = ctx();
       // Sent to the table anyway, ADD_TASK is ignored: no transition, no task in any slot.
-      expect(taskSlotTableMachine.getTransitionData(actor.getSnapshot(), { type: 'ADD_TASK', task } as never)).to.deep.equal([]);
+      expect(
+        taskSlotTableMachine.getTransitionData(actor.getSnapshot(), { type: 'ADD_TASK', task } as never),
+      ).to.deep.equal([]);
       actor.send({ type: 'ADD_TASK', task } as never);
       expect(ctx()).to.equal(before);
       expect(slotOfTask(ctx(), task.executionAttemptId)).to.equal(undefined);
       expect(addTask(task)).to.equal(undefined);
-      expect(actor.getSnapshot().can({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId })).to.equal(true);
+      expect(actor.getSnapshot().can({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId })).to.equal(
+        true,
+      );
       actor.send({ type: 'CLOSE' });
       expect(actor.getSnapshot().value).to.equal('closing');
-      expect(actor.getSnapshot().can({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId })).to.equal(true);
+      expect(actor.getSnapshot().can({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId })).to.equal(
+        true,
+      );
     });
 
     it('maps each task to its slot and refuses a task for an inactive or unknown slot', () => {
@@ -258,7 +279,9 @@ describe('taskSlotTable machine', () => {
       actor.send({ type: 'FREE_SLOT', allocationId: id });
       allocate(0, id);
       clock.increment(10_000);
-      expect(emitted.filter((e) => e.type === 'slotTimedOut')).to.deep.equal([{ type: 'slotTimedOut', allocationId: id, ticket: '2.1' }]);
+      expect(emitted.filter((e) => e.type === 'slotTimedOut')).to.deep.equal([
+        { type: 'slotTimedOut', allocationId: id, ticket: '2.1' },
+      ]);
     });
   });
 });

@@ -2,12 +2,19 @@ import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import type { ClusterOverview, SlotOverview, TaskExecutorOverview } from '../../lib/ClusterOverview.js';
 import { ConfigurationError } from '../../lib/core/errors.js';
-import { AllocationID, ExecutionAttemptID, JobID, ResourceID } from '../../lib/core/ids.js';
+import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../../lib/core/ids.js';
 import { ClusterMetrics } from '../../lib/metrics/ClusterMetrics.js';
 import { resolveMetricsOptions } from '../../lib/metrics/MetricsOptions.js';
 import { parsePrometheusText } from '../support/prometheusText.js';
 
-const amounts = { cpuCores: 1, taskHeapMemory: 1, taskOffHeapMemory: 0, managedMemory: 0, networkMemory: 0, extendedResources: {} };
+const amounts = {
+  cpuCores: 1,
+  taskHeapMemory: 1,
+  taskOffHeapMemory: 0,
+  managedMemory: 0,
+  networkMemory: 0,
+  extendedResources: {},
+};
 const slot = (state: SlotOverview['state'], index: number | null): SlotOverview => ({
   index,
   slot: index === null ? 'dynamic' : String(index),
@@ -18,22 +25,51 @@ const slot = (state: SlotOverview['state'], index: number | null): SlotOverview 
   resourceProfile: 'p',
   tasks: [],
 });
-const executor = (resourceId: string, slots: SlotOverview[]): TaskExecutorOverview => ({ resourceId: resourceId as ResourceID, mode: 'thread', utilization: 0, totalResources: amounts, availableResources: amounts, available: 'a', slots });
+const executor = (resourceId: string, slots: SlotOverview[]): TaskExecutorOverview => ({
+  resourceId: resourceId as ResourceID,
+  mode: 'thread',
+  utilization: 0,
+  totalResources: amounts,
+  availableResources: amounts,
+  available: 'a',
+  slots,
+});
 
 describe('ClusterMetrics', () => {
   const job = JobID.generate();
   let overview: ClusterOverview;
   let now = 0;
-  const start = (registry = new Registry(), prefix?: string) => new ClusterMetrics(resolveMetricsOptions({ registry, ...(prefix ? { prefix } : {}) }), { overview: () => overview, now: () => now });
+  const start = (registry = new Registry(), prefix?: string) =>
+    new ClusterMetrics(resolveMetricsOptions({ registry, ...(prefix ? { prefix } : {}) }), {
+      overview: () => overview,
+      now: () => now,
+    });
 
   beforeEach(() => {
     now = 1_000;
     overview = {
-      taskExecutors: [executor('te-1', [slot('allocated', 0), slot('free', 1), slot('allocated', null)]), executor('te-2', [slot('free', 0), slot('unavailable', 1)])],
+      taskExecutors: [
+        executor('te-1', [slot('allocated', 0), slot('free', 1), slot('allocated', null)]),
+        executor('te-2', [slot('free', 0), slot('unavailable', 1)]),
+      ],
       pendingWorkers: 1,
       pendingRequests: [
-        { jobId: job, missing: 2, resources: null, profile: 'default slot', why: 'waiting for 1 worker to start and register', reason: 'waiting-for-workers' },
-        { jobId: job, missing: 1, resources: null, profile: 'default slot', why: 'asking the TaskExecutor', reason: 'allocating' },
+        {
+          jobId: job,
+          missing: 2,
+          resources: null,
+          profile: 'default slot',
+          why: 'waiting for 1 worker to start and register',
+          reason: 'waiting-for-workers',
+        },
+        {
+          jobId: job,
+          missing: 1,
+          resources: null,
+          profile: 'default slot',
+          why: 'asking the TaskExecutor',
+          reason: 'allocating',
+        },
       ],
       jobs: [{ jobId: job, name: 'wordcount', status: 'running' }],
     };
@@ -66,24 +102,56 @@ describe('ClusterMetrics', () => {
     const te = 'te-1' as ResourceID;
     const attempt = ExecutionAttemptID.generate();
     const task = (state: 'scheduled' | 'deploying' | 'running' | 'failed', timestamp: number) =>
-      metrics.onJobEvent(job, 'wordcount', { type: 'task', vertexId: 'v', subtaskIndex: 0, attemptNumber: 0, executionAttemptId: attempt, state, resourceId: state === 'scheduled' ? null : te, allocationId: null, error: null, timestamp });
+      metrics.onJobEvent(job, 'wordcount', {
+        type: 'task',
+        vertexId: 'v',
+        subtaskIndex: 0,
+        attemptNumber: 0,
+        executionAttemptId: attempt,
+        state,
+        resourceId: state === 'scheduled' ? null : te,
+        allocationId: null,
+        error: null,
+        timestamp,
+      });
     task('scheduled', 0);
-    metrics.onSlotAssigned(job, { vertexId: 'v', subtaskIndex: 0, attemptNumber: 0, resourceId: te, allocationId: AllocationID.generate(), requestedAt: 0, timestamp: 4 });
+    metrics.onSlotAssigned(job, {
+      vertexId: 'v',
+      subtaskIndex: 0,
+      attemptNumber: 0,
+      resourceId: te,
+      allocationId: AllocationID.generate(),
+      requestedAt: 0,
+      timestamp: 4,
+    });
     task('deploying', 5);
     task('running', 25);
     task('failed', 1_025);
-    metrics.onJobEvent(job, 'wordcount', { type: 'status', status: 'restarting', cause: 'v#0 failed', timestamp: 1_026 });
+    metrics.onJobEvent(job, 'wordcount', {
+      type: 'status',
+      status: 'restarting',
+      cause: 'v#0 failed',
+      timestamp: 1_026,
+    });
     metrics.onTaskExecutorLost(te, 'heartbeat-timeout');
     const snapshot = await metrics.snapshot();
     expect(snapshot.slotAllocationLatency.count).to.equal(1);
     expect(snapshot.slotAllocationLatency.sum).to.be.closeTo(0.004, 1e-9);
-    expect(snapshot.slotAllocationLatency.buckets.find((b) => b.le === 0.005)!.count, '4 ms falls in the 5 ms bucket').to.equal(1);
+    expect(
+      snapshot.slotAllocationLatency.buckets.find((b) => b.le === 0.005)!.count,
+      '4 ms falls in the 5 ms bucket',
+    ).to.equal(1);
     expect(snapshot.slotAllocationLatency.buckets.find((b) => b.le === 0.0025)!.count).to.equal(0);
     expect(snapshot.subtaskDeployLatency).to.deep.include({ count: 1, sum: 0.025 });
     expect(snapshot.taskWaitTime[te]).to.deep.include({ count: 1, sum: 0.02 });
     expect(snapshot.taskRunTime[te]).to.deep.include({ count: 1, sum: 1 });
     expect(snapshot.subtasksEnded).to.deep.equal({ finished: 0, failed: 1, canceled: 0 });
-    expect(snapshot.taskExecutorsLost).to.deep.equal({ 'worker-exited': 0, 'heartbeat-timeout': 1, disconnected: 0, rejected: 0 });
+    expect(snapshot.taskExecutorsLost).to.deep.equal({
+      'worker-exited': 0,
+      'heartbeat-timeout': 1,
+      disconnected: 0,
+      rejected: 0,
+    });
     expect(snapshot.jobs).to.deep.equal([{ jobId: job, jobName: 'wordcount', numRestarts: 1, uptime: 0 }]);
     // The exposition says the same.
     const text = parsePrometheusText(await metrics.exposition());
@@ -94,8 +162,31 @@ describe('ClusterMetrics', () => {
   it('drops the run and wait time series of a TaskExecutor that left the cluster', async () => {
     const metrics = start();
     const attempt = 'a' as ExecutionAttemptID;
-    const event = (state: 'deploying' | 'running', timestamp: number) => metrics.onJobEvent(job, 'j', { type: 'task', vertexId: 'v', subtaskIndex: 0, attemptNumber: 0, executionAttemptId: attempt, state, resourceId: 'te-2' as ResourceID, allocationId: null, error: null, timestamp });
-    metrics.onJobEvent(job, 'j', { type: 'task', vertexId: 'v', subtaskIndex: 0, attemptNumber: 0, executionAttemptId: attempt, state: 'scheduled', resourceId: null, allocationId: null, error: null, timestamp: 0 });
+    const event = (state: 'deploying' | 'running', timestamp: number) =>
+      metrics.onJobEvent(job, 'j', {
+        type: 'task',
+        vertexId: 'v',
+        subtaskIndex: 0,
+        attemptNumber: 0,
+        executionAttemptId: attempt,
+        state,
+        resourceId: 'te-2' as ResourceID,
+        allocationId: null,
+        error: null,
+        timestamp,
+      });
+    metrics.onJobEvent(job, 'j', {
+      type: 'task',
+      vertexId: 'v',
+      subtaskIndex: 0,
+      attemptNumber: 0,
+      executionAttemptId: attempt,
+      state: 'scheduled',
+      resourceId: null,
+      allocationId: null,
+      error: null,
+      timestamp: 0,
+    });
     event('deploying', 1);
     event('running', 2);
     expect(Object.keys((await metrics.snapshot()).taskWaitTime)).to.deep.equal(['te-2']);
@@ -105,20 +196,27 @@ describe('ClusterMetrics', () => {
 
   it("goes into the app's registry beside its own metrics, under a prefix, and leaves it on close", async () => {
     const registry = new Registry();
-    registry.registerMetric(new (await import('prom-client')).Counter({ name: 'app_requests_total', help: 'the app', registers: [] }));
+    registry.registerMetric(
+      new (await import('prom-client')).Counter({ name: 'app_requests_total', help: 'the app', registers: [] }),
+    );
     const metrics = start(registry, 'shop');
     const text = parsePrometheusText(await registry.metrics());
     expect(text.value('app_requests_total')).to.equal(0);
     expect(text.value('shop_jobmanager_taskSlotsTotal')).to.equal(5);
     metrics.close();
-    expect(parsePrometheusText(await registry.metrics()).samples.map((s) => s.name)).to.deep.equal(['app_requests_total']);
+    expect(parsePrometheusText(await registry.metrics()).samples.map((s) => s.name)).to.deep.equal([
+      'app_requests_total',
+    ]);
   });
 
   it('refuses a registry another cluster already uses, naming the metric, and registers nothing', () => {
     const registry = new Registry();
     start(registry);
     const before = registry.getMetricsAsArray().length;
-    expect(() => start(registry)).to.throw(ConfigurationError, /already holds slotwise_jobmanager_taskSlotsTotal.*its own registry or its own metrics.prefix/);
+    expect(() => start(registry)).to.throw(
+      ConfigurationError,
+      /already holds slotwise_jobmanager_taskSlotsTotal.*its own registry or its own metrics.prefix/,
+    );
     expect(registry.getMetricsAsArray().length).to.equal(before);
     expect(() => start(registry, 'other')).to.not.throw();
   });
@@ -132,10 +230,19 @@ describe('resolveMetricsOptions', () => {
   });
 
   it('refuses what is not a registry, a bad prefix and unknown keys, naming the option', () => {
-    expect(() => resolveMetricsOptions({ registry: {} as Registry })).to.throw(ConfigurationError, /metrics.registry must be a prom-client Registry/);
-    expect(() => resolveMetricsOptions({ prefix: '9lives' })).to.throw(ConfigurationError, /metrics.prefix must start with a letter/);
+    expect(() => resolveMetricsOptions({ registry: {} as Registry })).to.throw(
+      ConfigurationError,
+      /metrics.registry must be a prom-client Registry/,
+    );
+    expect(() => resolveMetricsOptions({ prefix: '9lives' })).to.throw(
+      ConfigurationError,
+      /metrics.prefix must start with a letter/,
+    );
     expect(() => resolveMetricsOptions({ prefix: 'a-b' })).to.throw(ConfigurationError, /metrics.prefix/);
-    expect(() => resolveMetricsOptions({ registy: new Registry() } as never)).to.throw(ConfigurationError, /unknown metrics option 'registy'; known: registry, prefix/);
+    expect(() => resolveMetricsOptions({ registy: new Registry() } as never)).to.throw(
+      ConfigurationError,
+      /unknown metrics option 'registy'; known: registry, prefix/,
+    );
     expect(() => resolveMetricsOptions(null as never)).to.throw(ConfigurationError, /metrics must be an object/);
   });
 });

@@ -1,12 +1,22 @@
 import { expect } from 'chai';
-import { ExecutionAttemptID, JobID, ResourceID } from '../../lib/core/ids.js';
+import { type ExecutionAttemptID, JobID, type ResourceID } from '../../lib/core/ids.js';
 import type { JobEvent } from '../../lib/jobmaster/JobMaster.js';
 import { JobTimings, NO_LONGER_RUNNING } from '../../lib/metrics/JobTimings.js';
 
 const job = JobID.generate();
 const te = 'taskexecutor-1' as ResourceID;
-const status = (s: Extract<JobEvent, { type: 'status' }>['status'], timestamp: number): JobEvent => ({ type: 'status', status: s, cause: null, timestamp });
-const task = (attempt: string, state: Extract<JobEvent, { type: 'task' }>['state'], timestamp: number, resourceId: ResourceID | null = te): JobEvent => ({
+const status = (s: Extract<JobEvent, { type: 'status' }>['status'], timestamp: number): JobEvent => ({
+  type: 'status',
+  status: s,
+  cause: null,
+  timestamp,
+});
+const task = (
+  attempt: string,
+  state: Extract<JobEvent, { type: 'task' }>['state'],
+  timestamp: number,
+  resourceId: ResourceID | null = te,
+): JobEvent => ({
   type: 'task',
   vertexId: 'v',
   subtaskIndex: 0,
@@ -25,8 +35,16 @@ describe('JobTimings (what the metrics keep of a job)', () => {
     expect(t.record(job, 'j', task('a', 'scheduled', 100, null))).to.equal(null);
     expect(t.record(job, 'j', task('a', 'deploying', 130))).to.equal(null);
     expect(t.record(job, 'j', task('a', 'initializing', 135))).to.equal(null);
-    expect(t.record(job, 'j', task('a', 'running', 150))).to.deep.equal({ resourceId: te, deployLatencyMs: 50, waitTimeMs: 20 });
-    expect(t.record(job, 'j', task('a', 'finished', 400))).to.deep.equal({ resourceId: te, ended: 'finished', runTimeMs: 250 });
+    expect(t.record(job, 'j', task('a', 'running', 150))).to.deep.equal({
+      resourceId: te,
+      deployLatencyMs: 50,
+      waitTimeMs: 20,
+    });
+    expect(t.record(job, 'j', task('a', 'finished', 400))).to.deep.equal({
+      resourceId: te,
+      ended: 'finished',
+      runTimeMs: 250,
+    });
   });
 
   it('keeps the first scheduling of an attempt that is scheduled again for another slot', () => {

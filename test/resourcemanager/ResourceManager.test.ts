@@ -13,7 +13,13 @@ import type { RegistrationResponse } from '../../lib/rpc/protocol.js';
 import { ResourceManager } from '../../lib/resourcemanager/ResourceManager.js';
 import { WorkerResourceSpec } from '../../lib/resourcemanager/slotmanager/WorkerResourceSpec.js';
 import { RecordingListener, WORKER_OPTIONS } from './slotmanager/doubles.js';
-import { registrationWire, slotReportWire, TestingJobMasterGateway, TestingResourceManagerDriver, type ReportedSlot } from './driverDoubles.js';
+import {
+  registrationWire,
+  slotReportWire,
+  TestingJobMasterGateway,
+  TestingResourceManagerDriver,
+  type ReportedSlot,
+} from './driverDoubles.js';
 
 const settle = async () => {
   for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -31,7 +37,15 @@ async function harness(o: { configuration?: SlotwiseOptions; workersOnDemand?: b
   const listener = new RecordingListener();
   const logs: string[] = [];
   const losses: Array<[ResourceID, string]> = [];
-  const rm = new ResourceManager({ configuration, clock, driver, listener, log: (m) => logs.push(m), onTaskExecutorLost: (id, cause) => losses.push([id, cause]), ...(o.workersOnDemand === undefined ? {} : { workersOnDemand: o.workersOnDemand }) });
+  const rm = new ResourceManager({
+    configuration,
+    clock,
+    driver,
+    listener,
+    log: (m) => logs.push(m),
+    onTaskExecutorLost: (id, cause) => losses.push([id, cause]),
+    ...(o.workersOnDemand === undefined ? {} : { workersOnDemand: o.workersOnDemand }),
+  });
   running.push(rm);
   rm.start();
   await settle();
@@ -39,7 +53,16 @@ async function harness(o: { configuration?: SlotwiseOptions; workersOnDemand?: b
   const jobMaster = new TestingJobMasterGateway();
   const call = <T>(fn: () => Promise<T>) => rm.mailbox.callAsync(fn);
   const h = {
-    rm, clock, driver, listener, logs, losses, spec, jobId, jobMaster, call,
+    rm,
+    clock,
+    driver,
+    listener,
+    logs,
+    losses,
+    spec,
+    jobId,
+    jobMaster,
+    call,
     overview: () => rm.slotManager.overview(),
     /** Moves the clock in 50 ms steps, letting the mailbox run between them (each heartbeat round reschedules the next). */
     async advance(ms: number) {
@@ -49,14 +72,20 @@ async function harness(o: { configuration?: SlotwiseOptions; workersOnDemand?: b
       }
     },
     /** The worker registers through its own gateway (no report yet). */
-    registerOnly: (resourceId: ResourceID, pendingWorkerId?: string | null) => driver.gateway(resourceId).registerTaskExecutor(registrationWire(resourceId, spec, pendingWorkerId)),
+    registerOnly: (resourceId: ResourceID, pendingWorkerId?: string | null) =>
+      driver.gateway(resourceId).registerTaskExecutor(registrationWire(resourceId, spec, pendingWorkerId)),
     /** Registers worker `resourceId` and sends its first slot report; returns its registrationId. */
-    async register(resourceId: ResourceID, options: { pendingWorkerId?: string | null; allocated?: readonly ReportedSlot[] } = {}) {
+    async register(
+      resourceId: ResourceID,
+      options: { pendingWorkerId?: string | null; allocated?: readonly ReportedSlot[] } = {},
+    ) {
       const response = await h.registerOnly(resourceId, options.pendingWorkerId);
       if (response.kind !== 'accepted') throw new Error(`refused: ${response.reason}`);
       // Heartbeats answer with the same report until the test says otherwise.
       driver.executor(resourceId).reports(options.allocated ?? []);
-      await driver.gateway(resourceId).sendSlotReport(resourceId, response.registrationId, slotReportWire(resourceId, spec, options.allocated));
+      await driver
+        .gateway(resourceId)
+        .sendSlotReport(resourceId, response.registrationId, slotReportWire(resourceId, spec, options.allocated));
       return response.registrationId;
     },
     /** A started and registered worker with its first report. */
@@ -69,13 +98,21 @@ async function harness(o: { configuration?: SlotwiseOptions; workersOnDemand?: b
       rm.serveJobMaster(ADDRESS, jobMaster);
       await call(() => rm.registerJobMaster(jobId, ADDRESS));
     },
-    declare: (slots: number) => call(() => rm.declareRequiredResources({ jobId, targetAddress: ADDRESS, requirements: slots === 0 ? [] : [{ resourceProfile: 'UNKNOWN', numberOfRequiredSlots: slots }] })),
+    declare: (slots: number) =>
+      call(() =>
+        rm.declareRequiredResources({
+          jobId,
+          targetAddress: ADDRESS,
+          requirements: slots === 0 ? [] : [{ resourceProfile: 'UNKNOWN', numberOfRequiredSlots: slots }],
+        }),
+      ),
     slot: (index = 0): ReportedSlot => ({ index, jobId, allocationId: AllocationID.generate() }),
   };
   return h;
 }
 
-const refusal = (response: RegistrationResponse) => (response.kind === 'refused' ? response.reason : `accepted as ${response.registrationId}`);
+const refusal = (response: RegistrationResponse) =>
+  response.kind === 'refused' ? response.reason : `accepted as ${response.registrationId}`;
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -120,7 +157,9 @@ describe('ResourceManager endpoint', () => {
       const [a, b] = [h.driver.startWorker(), h.driver.startWorker()];
       const error = await rejection(h.driver.gateway(a).registerTaskExecutor(registrationWire(b, h.spec)));
       expect(error).to.be.instanceOf(IllegalArgumentError);
-      expect(await rejection(h.driver.gateway(a).notifySlotAvailable(b, AllocationID.generate()))).to.be.instanceOf(IllegalArgumentError);
+      expect(await rejection(h.driver.gateway(a).notifySlotAvailable(b, AllocationID.generate()))).to.be.instanceOf(
+        IllegalArgumentError,
+      );
       expect(h.rm.taskExecutors).to.deep.equal([]);
     });
 
@@ -135,7 +174,9 @@ describe('ResourceManager endpoint', () => {
       if (second.kind !== 'accepted') return;
       expect(second.registrationId).to.not.equal(first);
       expect(h.rm.taskExecutors).to.deep.equal([id]);
-      expect(await rejection(h.driver.gateway(id).sendSlotReport(id, first, slotReportWire(id, h.spec, [slot])))).to.be.instanceOf(IllegalArgumentError);
+      expect(
+        await rejection(h.driver.gateway(id).sendSlotReport(id, first, slotReportWire(id, h.spec, [slot]))),
+      ).to.be.instanceOf(IllegalArgumentError);
       await h.driver.gateway(id).sendSlotReport(id, second.registrationId, slotReportWire(id, h.spec, [slot]));
       expect(h.overview().taskManagers.map((tm) => [tm.resourceId, tm.slots.allocated])).to.deep.equal([[id, 1]]);
     });
@@ -168,13 +209,22 @@ describe('ResourceManager endpoint', () => {
       expect(refusal(response)).to.match(/^accepted as registration-/);
       if (response.kind !== 'accepted') return;
       h.driver.executor(id).reports([lostSlot, keptSlot]);
-      await h.driver.gateway(id).sendSlotReport(id, response.registrationId, slotReportWire(id, h.spec, [lostSlot, keptSlot]));
+      await h.driver
+        .gateway(id)
+        .sendSlotReport(id, response.registrationId, slotReportWire(id, h.spec, [lostSlot, keptSlot]));
       await settle();
       expect(h.rm.taskExecutors).to.deep.equal([id]);
-      expect(h.overview().taskManagers.map((tm) => [tm.resourceId, tm.slots])).to.deep.equal([[id, { free: 1, pending: 0, allocated: 1 }]]);
+      expect(h.overview().taskManagers.map((tm) => [tm.resourceId, tm.slots])).to.deep.equal([
+        [id, { free: 1, pending: 0, allocated: 1 }],
+      ]);
       expect(h.rm.slotManager.tracker.getSlot(keptSlot.allocationId)?.jobId).to.equal(h.jobId);
       expect(h.rm.slotManager.tracker.getSlot(lostSlot.allocationId)).to.equal(undefined);
-      expect(h.driver.executor(id).calls.filter((c) => c[0] === 'freeSlot').map((c) => c[1])).to.deep.equal([lostSlot.allocationId]);
+      expect(
+        h.driver
+          .executor(id)
+          .calls.filter((c) => c[0] === 'freeSlot')
+          .map((c) => c[1]),
+      ).to.deep.equal([lostSlot.allocationId]);
       // Heartbeats keep it and keep the revoked slot out until the executor has freed it.
       await h.advance(5_000);
       expect(h.rm.taskExecutors).to.deep.equal([id]);
@@ -193,7 +243,9 @@ describe('ResourceManager endpoint', () => {
       expect(h.driver.releaseResourceCalls).to.deep.equal([]);
       await h.advance(50);
       expect(h.driver.releaseResourceCalls.map((c) => c.resourceId)).to.deep.equal([id]);
-      expect(refusal(await h.registerOnly(id))).to.match(/^stale: .*no heartbeat for 3000 ms.*did not register again within heartbeat.timeout/);
+      expect(refusal(await h.registerOnly(id))).to.match(
+        /^stale: .*no heartbeat for 3000 ms.*did not register again within heartbeat.timeout/,
+      );
     });
 
     it("refuses a worker whose worker ended as 'stale', with the reason", async () => {
@@ -201,14 +253,18 @@ describe('ResourceManager endpoint', () => {
       const id = await h.worker();
       h.driver.terminate(id, 'exit code 1');
       await settle();
-      expect(refusal(await h.call(() => h.rm.registerTaskExecutor(registrationWire(id, h.spec))))).to.match(/^stale: .*exit code 1/);
+      expect(refusal(await h.call(() => h.rm.registerTaskExecutor(registrationWire(id, h.spec))))).to.match(
+        /^stale: .*exit code 1/,
+      );
     });
 
     it('rejects a slot report under a wrong registrationId and changes nothing', async () => {
       const h = await harness();
       const id = h.driver.startWorker();
       await h.registerOnly(id);
-      const error = await rejection(h.driver.gateway(id).sendSlotReport(id, 'registration-999', slotReportWire(id, h.spec)));
+      const error = await rejection(
+        h.driver.gateway(id).sendSlotReport(id, 'registration-999', slotReportWire(id, h.spec)),
+      );
       expect(error).to.be.instanceOf(IllegalArgumentError);
       expect(h.overview().taskManagers).to.have.length(0);
     });
@@ -220,7 +276,10 @@ describe('ResourceManager endpoint', () => {
       await h.register(b);
       expect(h.overview().taskManagers.map((tm) => tm.resourceId)).to.deep.equal([a]);
       expect(h.driver.releaseResourceCalls).to.have.length(1);
-      expect(h.driver.releaseResourceCalls[0]).to.include({ resourceId: b }).and.to.have.property('reason').that.matches(/slotmanager.number-of-slots.max = 2/);
+      expect(h.driver.releaseResourceCalls[0])
+        .to.include({ resourceId: b })
+        .and.to.have.property('reason')
+        .that.matches(/slotmanager.number-of-slots.max = 2/);
       expect(h.rm.taskExecutors).to.deep.equal([a]);
       expect(refusal(await h.registerOnly(b))).to.match(/^stale: /);
     });
@@ -263,9 +322,19 @@ describe('ResourceManager endpoint', () => {
       expect(h.overview()).to.deep.include({ taskManagers: [] });
       expect(h.overview().slots.allocated).to.equal(0);
       expect(h.jobMaster.freed).to.have.length(1);
-      expect(h.jobMaster.freed[0]).to.include({ resourceId: id, allocationId: slot.allocationId }).and.to.have.property('cause').that.matches(/no heartbeat for 3000 ms/);
-      expect(h.listener.of('slotsLost').map((c) => [c.jobId, c.allocationIds, c.resourceId])).to.deep.equal([[h.jobId, [slot.allocationId], id]]);
-      expect(h.driver.executor(id).calls.filter((c) => c[0] === 'disconnectResourceManager').map((c) => c[1])).to.deep.equal(['declared lost: no heartbeat for 3000 ms (heartbeat.timeout 3000 ms)']);
+      expect(h.jobMaster.freed[0])
+        .to.include({ resourceId: id, allocationId: slot.allocationId })
+        .and.to.have.property('cause')
+        .that.matches(/no heartbeat for 3000 ms/);
+      expect(h.listener.of('slotsLost').map((c) => [c.jobId, c.allocationIds, c.resourceId])).to.deep.equal([
+        [h.jobId, [slot.allocationId], id],
+      ]);
+      expect(
+        h.driver
+          .executor(id)
+          .calls.filter((c) => c[0] === 'disconnectResourceManager')
+          .map((c) => c[1]),
+      ).to.deep.equal(['declared lost: no heartbeat for 3000 ms (heartbeat.timeout 3000 ms)']);
       expect(h.driver.releaseResourceCalls).to.deep.equal([]);
     });
 
@@ -328,7 +397,11 @@ describe('ResourceManager endpoint', () => {
       expect(h.rm.taskExecutors).to.deep.equal([]);
       expect(h.overview().taskManagers).to.deep.equal([]);
       expect(h.listener.of('slotsLost')).to.have.length(1);
-      expect(h.listener.of('slotsLost')[0]).to.deep.include({ jobId: h.jobId, allocationIds: [slot.allocationId], resourceId: id });
+      expect(h.listener.of('slotsLost')[0]).to.deep.include({
+        jobId: h.jobId,
+        allocationIds: [slot.allocationId],
+        resourceId: id,
+      });
       expect(h.jobMaster.freed.map((f) => f.allocationId)).to.deep.equal([slot.allocationId]);
       expect(refusal(await h.registerOnly(id))).to.match(/^stale: .*exit code 134/);
     });
@@ -352,7 +425,9 @@ describe('ResourceManager endpoint', () => {
       await h.advance(3_000);
       h.driver.terminate(id, 'released');
       await settle();
-      expect(refusal(await h.call(() => h.rm.registerTaskExecutor(registrationWire(id, h.spec))))).to.match(/no heartbeat for 3000 ms/);
+      expect(refusal(await h.call(() => h.rm.registerTaskExecutor(registrationWire(id, h.spec))))).to.match(
+        /no heartbeat for 3000 ms/,
+      );
     });
   });
 
@@ -437,13 +512,17 @@ describe('ResourceManager endpoint', () => {
       await settle();
       expect(h.driver.requestResourceCalls).to.have.length(1);
       const { resourceId: replacement, spec, pendingWorkerId } = h.driver.requestResourceCalls[0]!;
-      expect(spec.totalResourceProfile.equals(h.spec.totalResourceProfile) && spec.numberOfSlots === h.spec.numberOfSlots).to.equal(true);
+      expect(
+        spec.totalResourceProfile.equals(h.spec.totalResourceProfile) && spec.numberOfSlots === h.spec.numberOfSlots,
+      ).to.equal(true);
       expect(pendingWorkerId).to.equal(null);
       expect(h.logs.some((m) => m.includes(`started ${replacement} in its place`))).to.equal(true);
       await h.register(replacement);
       expect(h.rm.taskExecutors).to.have.members([b, replacement]);
       expect(h.overview().taskManagers).to.have.length(2);
-      expect(refusal(await h.call(() => h.rm.registerTaskExecutor(registrationWire(a, h.spec))))).to.match(new RegExp(`^stale: .*exit code 134; ${replacement} was started in its place`));
+      expect(refusal(await h.call(() => h.rm.registerTaskExecutor(registrationWire(a, h.spec))))).to.match(
+        new RegExp(`^stale: .*exit code 134; ${replacement} was started in its place`),
+      );
     });
 
     it('replaces a TaskExecutor that stayed away for heartbeat.timeout after it was declared lost, and stops the old one', async () => {
@@ -468,7 +547,9 @@ describe('ResourceManager endpoint', () => {
       const first = h.driver.requestResourceCalls[0]!.resourceId;
       h.driver.terminate(first, 'exit code 1 before registering');
       await settle();
-      expect(h.driver.requestResourceCalls.map((c) => c.resourceId)).to.have.length(2).and.not.include(id);
+      expect(h.driver.requestResourceCalls.map((c) => c.resourceId))
+        .to.have.length(2)
+        .and.not.include(id);
     });
 
     it('does not replace a worker the SlotManager refused over its maxima', async () => {
@@ -515,10 +596,15 @@ describe('ResourceManager endpoint', () => {
       const requests = h.driver.executor(resourceId).slotRequests;
       expect(requests).to.have.length(2);
       for (const request of requests) {
-        expect(request).to.include({ jobId: h.jobId, targetAddress: ADDRESS, resourceManagerId: h.rm.resourceManagerId });
+        expect(request).to.include({
+          jobId: h.jobId,
+          targetAddress: ADDRESS,
+          resourceManagerId: h.rm.resourceManagerId,
+        });
         expect(request.resourceProfile).to.not.be.instanceOf(ResourceProfile);
         expect(structuredClone(request)).to.deep.equal(request);
-        if (typeof request.resourceProfile === 'object') expect(Object.getPrototypeOf(request.resourceProfile)).to.equal(Object.prototype);
+        if (typeof request.resourceProfile === 'object')
+          expect(Object.getPrototypeOf(request.resourceProfile)).to.equal(Object.prototype);
       }
       expect(h.overview().pendingWorkers).to.deep.equal([]);
       expect(h.overview().slots.allocated).to.equal(2);
@@ -585,7 +671,7 @@ describe('ResourceManager endpoint', () => {
       expect(h.overview().slots.allocated).to.equal(1);
     });
 
-    it("ignores an allocation that is held on another executor", async () => {
+    it('ignores an allocation that is held on another executor', async () => {
       const h = await harness();
       const slot = h.slot();
       await h.worker([slot]);

@@ -7,8 +7,17 @@
  */
 import { ResourceID, type AllocationID, type JobID } from '../../lib/core/ids.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../../lib/rpc/gateways.js';
-import type { SlotReportWire, SlotRequestWire, TaskExecutorMetricsWire, TaskExecutorRegistrationWire } from '../../lib/rpc/protocol.js';
-import type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from '../../lib/resourcemanager/ResourceManagerDriver.js';
+import type {
+  SlotReportWire,
+  SlotRequestWire,
+  TaskExecutorMetricsWire,
+  TaskExecutorRegistrationWire,
+} from '../../lib/rpc/protocol.js';
+import type {
+  ResourceManagerDriver,
+  ResourceManagerDriverContext,
+  WorkerInfo,
+} from '../../lib/resourcemanager/ResourceManagerDriver.js';
 import type { PendingTaskManagerID } from '../../lib/resourcemanager/slotmanager/PendingTaskManager.js';
 import type { WorkerResourceSpec } from '../../lib/resourcemanager/slotmanager/WorkerResourceSpec.js';
 
@@ -20,16 +29,30 @@ export interface ReportedSlot {
 }
 
 /** The wire slot report of a worker of `spec`: every static slot, free unless listed. */
-export function slotReportWire(resourceId: ResourceID, spec: WorkerResourceSpec, allocated: readonly ReportedSlot[] = []): SlotReportWire {
+export function slotReportWire(
+  resourceId: ResourceID,
+  spec: WorkerResourceSpec,
+  allocated: readonly ReportedSlot[] = [],
+): SlotReportWire {
   const slots = Array.from({ length: spec.numberOfSlots }, (_, index) => {
     const a = allocated.find((x) => x.index === index);
-    return { slotNumber: index, resourceProfile: spec.defaultSlotResourceProfile.toJSON(), allocationId: a?.allocationId ?? null, jobId: a?.jobId ?? null, state: a ? ('allocated' as const) : ('free' as const) };
+    return {
+      slotNumber: index,
+      resourceProfile: spec.defaultSlotResourceProfile.toJSON(),
+      allocationId: a?.allocationId ?? null,
+      jobId: a?.jobId ?? null,
+      state: a ? ('allocated' as const) : ('free' as const),
+    };
   });
   return { resourceId, slots };
 }
 
 /** What a TaskExecutor of `spec` says of itself when it registers. */
-export function registrationWire(resourceId: ResourceID, spec: WorkerResourceSpec, pendingWorkerId?: string | null): TaskExecutorRegistrationWire {
+export function registrationWire(
+  resourceId: ResourceID,
+  spec: WorkerResourceSpec,
+  pendingWorkerId?: string | null,
+): TaskExecutorRegistrationWire {
   return {
     resourceId,
     host: 'localhost',
@@ -53,7 +76,10 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
   /** How requestSlot answers (default: acknowledged). */
   requestSlotAnswer: (request: SlotRequestWire) => Promise<void> = async () => {};
 
-  constructor(readonly resourceId: ResourceID, readonly spec: WorkerResourceSpec) {
+  constructor(
+    readonly resourceId: ResourceID,
+    readonly spec: WorkerResourceSpec,
+  ) {
     this.report = slotReportWire(resourceId, spec);
   }
 
@@ -88,7 +114,12 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
     this.calls.push(['freeSlot', allocationId, cause]);
   }
   async requestMetrics(): Promise<TaskExecutorMetricsWire> {
-    return { resourceId: this.resourceId, slots: { numberOfSlots: this.spec.numberOfSlots, allocated: 0, active: 0, releasing: 0 }, runningTasks: 0, taskThreads: null };
+    return {
+      resourceId: this.resourceId,
+      slots: { numberOfSlots: this.spec.numberOfSlots, allocated: 0, active: 0, releasing: 0 },
+      runningTasks: 0,
+      taskThreads: null,
+    };
   }
   async submitTask(): Promise<void> {
     this.calls.push(['submitTask']);
@@ -115,7 +146,12 @@ interface TestingWorker extends WorkerInfo {
 export class TestingResourceManagerDriver implements ResourceManagerDriver {
   readonly mode = 'thread' as const;
   context: ResourceManagerDriverContext | null = null;
-  readonly requestResourceCalls: Array<{ spec: WorkerResourceSpec; pendingWorkerId: PendingTaskManagerID | null; resourceId: ResourceID; inMailbox: boolean }> = [];
+  readonly requestResourceCalls: Array<{
+    spec: WorkerResourceSpec;
+    pendingWorkerId: PendingTaskManagerID | null;
+    resourceId: ResourceID;
+    inMailbox: boolean;
+  }> = [];
   readonly releaseResourceCalls: Array<{ resourceId: ResourceID; reason: string }> = [];
   readonly cancelPendingWorkerCalls: PendingTaskManagerID[] = [];
   readonly markRegisteredCalls: ResourceID[] = [];
@@ -131,14 +167,29 @@ export class TestingResourceManagerDriver implements ResourceManagerDriver {
 
   requestResource(spec: WorkerResourceSpec, pendingWorkerId: PendingTaskManagerID | null): ResourceID {
     const resourceId = this.startWorker(spec, pendingWorkerId);
-    this.requestResourceCalls.push({ spec, pendingWorkerId, resourceId, inMailbox: this.context?.mailbox.isInMainThread ?? false });
+    this.requestResourceCalls.push({
+      spec,
+      pendingWorkerId,
+      resourceId,
+      inMailbox: this.context?.mailbox.isInMainThread ?? false,
+    });
     return resourceId;
   }
 
   /** A worker started outside requestResource (a fixed cluster): its fake TaskExecutor. */
-  startWorker(spec: WorkerResourceSpec = this.defaultSpec, pendingWorkerId: PendingTaskManagerID | null = null): ResourceID {
+  startWorker(
+    spec: WorkerResourceSpec = this.defaultSpec,
+    pendingWorkerId: PendingTaskManagerID | null = null,
+  ): ResourceID {
     const resourceId = ResourceID.parse(`worker-${++this.#started}`);
-    this.#workers.set(resourceId, { resourceId, pendingWorkerId, spec, startedAt: 0, state: 'starting', gateway: new TestingTaskExecutorGateway(resourceId, spec) });
+    this.#workers.set(resourceId, {
+      resourceId,
+      pendingWorkerId,
+      spec,
+      startedAt: 0,
+      state: 'starting',
+      gateway: new TestingTaskExecutorGateway(resourceId, spec),
+    });
     return resourceId;
   }
 
@@ -183,7 +234,13 @@ export class TestingResourceManagerDriver implements ResourceManagerDriver {
   }
 
   workers(): readonly WorkerInfo[] {
-    return [...this.#workers.values()].map(({ resourceId, pendingWorkerId, spec, startedAt, state }) => ({ resourceId, pendingWorkerId, spec, startedAt, state }));
+    return [...this.#workers.values()].map(({ resourceId, pendingWorkerId, spec, startedAt, state }) => ({
+      resourceId,
+      pendingWorkerId,
+      spec,
+      startedAt,
+      state,
+    }));
   }
 
   async close(): Promise<void> {
@@ -195,7 +252,10 @@ export class TestingResourceManagerDriver implements ResourceManagerDriver {
 export class TestingJobMasterGateway implements JobMasterGateway {
   readonly freed: Array<{ resourceId: ResourceID; allocationId: AllocationID; cause: string }> = [];
 
-  async offerSlots(_resourceId: ResourceID, offers: ReadonlyArray<{ allocationId: AllocationID }>): Promise<AllocationID[]> {
+  async offerSlots(
+    _resourceId: ResourceID,
+    offers: ReadonlyArray<{ allocationId: AllocationID }>,
+  ): Promise<AllocationID[]> {
     return offers.map((o) => o.allocationId);
   }
   async updateTaskExecutionState(): Promise<void> {}

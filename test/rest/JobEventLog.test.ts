@@ -8,11 +8,31 @@ function fakeJob() {
   let listener: (event: JobEvent) => void = () => {};
   let settle!: (result: JobResult) => void;
   const result = new Promise<JobResult>((resolve) => (settle = resolve));
-  const job = { onEvent: (l: (event: JobEvent) => void) => ((listener = l), () => (listener = () => {})), result } as unknown as JobClient;
+  const job = {
+    onEvent: (l: (event: JobEvent) => void) => ((listener = l), () => (listener = () => {})),
+    result,
+  } as unknown as JobClient;
   const status = (s: string): JobEvent => ({ type: 'status', status: s as never, cause: null, timestamp: 1 });
   const task = (subtaskIndex: number, state = 'running', resourceId: string | null = 'taskexecutor-a'): JobEvent =>
-    ({ type: 'task', vertexId: 'v', subtaskIndex, attemptNumber: 0, executionAttemptId: 'x' as never, state, resourceId, allocationId: null, error: null, timestamp: 1 }) as JobEvent;
-  return { job, emit: (e: JobEvent) => listener(e), status, task, finish: () => settle({ status: 'finished' } as JobResult) };
+    ({
+      type: 'task',
+      vertexId: 'v',
+      subtaskIndex,
+      attemptNumber: 0,
+      executionAttemptId: 'x' as never,
+      state,
+      resourceId,
+      allocationId: null,
+      error: null,
+      timestamp: 1,
+    }) as JobEvent;
+  return {
+    job,
+    emit: (e: JobEvent) => listener(e),
+    status,
+    task,
+    finish: () => settle({ status: 'finished' } as JobResult),
+  };
 }
 
 describe('JobEventLog', () => {

@@ -11,6 +11,7 @@ import type { RestTarget } from '../../lib/rest/RestTarget.js';
 import { call } from './support.js';
 
 /** GET `path` with this Host header (fetch would send the URL's own). */
+// biome-ignore lint/suspicious/noExplicitAny: the tests read the response's JSON by path
 function getWithHost(url: string, path: string, host: string): Promise<{ status: number; body: any }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
@@ -50,28 +51,54 @@ describe('REST API over a TestingRestTarget', function () {
   });
 
   it('answers 503 with the IllegalStateError when the cluster is closing', async () => {
-    const closed = new IllegalStateError('MiniCluster.overview: the cluster is closed', { component: 'MiniCluster', operation: 'overview', state: 'closed', allowed: ['started'] });
+    const closed = new IllegalStateError('MiniCluster.overview: the cluster is closed', {
+      component: 'MiniCluster',
+      operation: 'overview',
+      state: 'closed',
+      allowed: ['started'],
+    });
     server = await startRestServer({ target: testingTarget({ overview: () => Promise.reject(closed) }), port: 0 });
     const answer = await call(server.url, 'GET', '/overview');
     expect(answer.status).to.equal(503);
-    expect(answer.json).to.include({ _tag: 'IllegalStateError', reason: 'wrong-state', message: 'MiniCluster.overview: the cluster is closed' });
+    expect(answer.json).to.include({
+      _tag: 'IllegalStateError',
+      reason: 'wrong-state',
+      message: 'MiniCluster.overview: the cluster is closed',
+    });
   });
 
   it('answers 504 when the target does not answer within requestTimeoutMs', async () => {
-    server = await startRestServer({ target: testingTarget({ listJobs: () => new Promise(() => {}) }), port: 0, requestTimeoutMs: 50 });
+    server = await startRestServer({
+      target: testingTarget({ listJobs: () => new Promise(() => {}) }),
+      port: 0,
+      requestTimeoutMs: 50,
+    });
     const answer = await call(server.url, 'GET', '/jobs');
     expect(answer.status).to.equal(504);
-    expect(answer.json).to.include({ _tag: 'RestError', reason: 'timed-out', message: 'the cluster did not answer listJobs within 50 ms' });
+    expect(answer.json).to.include({
+      _tag: 'RestError',
+      reason: 'timed-out',
+      message: 'the cluster did not answer listJobs within 50 ms',
+    });
   });
 
   it('answers an unexpected failure with 500 and a typed body', async () => {
-    server = await startRestServer({ target: testingTarget({ listJobs: () => Promise.reject(new TypeError('boom')) }), port: 0 });
+    server = await startRestServer({
+      target: testingTarget({ listJobs: () => Promise.reject(new TypeError('boom')) }),
+      port: 0,
+    });
     const answer = await call(server.url, 'GET', '/jobs');
     expect(answer.status).to.equal(500);
-    expect(answer.json).to.deep.equal({ _tag: 'TypeError', reason: 'internal', message: 'boom', details: {}, errors: ['boom'] });
+    expect(answer.json).to.deep.equal({
+      _tag: 'TypeError',
+      reason: 'internal',
+      message: 'boom',
+      details: {},
+      errors: ['boom'],
+    });
   });
 
-  it('renders a result\'s outputs as JSON data (BigInt as digits, Map as pairs) and a failure cause as Flink does', async () => {
+  it("renders a result's outputs as JSON data (BigInt as digits, Map as pairs) and a failure cause as Flink does", async () => {
     const jobId = 'ab'.repeat(16);
     server = await startRestServer({
       target: testingTarget({
@@ -80,7 +107,13 @@ describe('REST API over a TestingRestTarget', function () {
           jobName: 'typed outputs',
           status: 'failed',
           outputs: { sink: [new Map([['a', 1n]])] },
-          error: { _tag: 'TaskExecutionError', name: 'TaskExecutionError', reason: 'threw', message: 'it threw', stack: 'TaskExecutionError: it threw\n    at task' },
+          error: {
+            _tag: 'TaskExecutionError',
+            name: 'TaskExecutionError',
+            reason: 'threw',
+            message: 'it threw',
+            stack: 'TaskExecutionError: it threw\n    at task',
+          },
           restarts: 2,
           durationMs: 42,
         }),
@@ -100,7 +133,13 @@ describe('REST API over a TestingRestTarget', function () {
         name: 'typed outputs',
         status: 'failed',
         outputs: { sink: [[['a', '1']]] },
-        error: { _tag: 'TaskExecutionError', name: 'TaskExecutionError', reason: 'threw', message: 'it threw', stack: 'TaskExecutionError: it threw\n    at task' },
+        error: {
+          _tag: 'TaskExecutionError',
+          name: 'TaskExecutionError',
+          reason: 'threw',
+          message: 'it threw',
+          stack: 'TaskExecutionError: it threw\n    at task',
+        },
         restarts: 2,
       },
     });

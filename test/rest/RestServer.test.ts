@@ -23,7 +23,8 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
   let target: RestTarget;
   let server: RestServer;
   let codeDir: string;
-  const api = (method: string, path: string, body?: unknown, raw?: { body: string; type: string }) => call(server.url, method, path, body, raw);
+  const api = (method: string, path: string, body?: unknown, raw?: { body: string; type: string }) =>
+    call(server.url, method, path, body, raw);
   const expectRefusal = (answer: Answer, status: number, tag: string, reason: string) => {
     expect(answer.status, JSON.stringify(answer.json)).to.equal(status);
     expect(answer.json).to.include({ _tag: tag, reason });
@@ -50,10 +51,16 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     expect(server.url).not.to.equal('http://127.0.0.1:0');
   });
 
-  it('GET /overview: Flink\'s ClusterOverview counts, as numbers', async () => {
+  it("GET /overview: Flink's ClusterOverview counts, as numbers", async () => {
     const { status, json } = await api('GET', '/overview');
     expect(status).to.equal(200);
-    expect(json).to.include({ taskmanagers: 1, 'slots-total': 2, 'slots-available': 2, 'jobs-running': 0, 'jobs-failed': 0 });
+    expect(json).to.include({
+      taskmanagers: 1,
+      'slots-total': 2,
+      'slots-available': 2,
+      'jobs-running': 0,
+      'jobs-failed': 0,
+    });
     expect(json.pendingRequests).to.deep.equal([]);
   });
 
@@ -68,7 +75,10 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     expect(tm.totalResource.taskHeapMemory).to.equal(256 * 1024 * 1024);
     const detail = await api('GET', `/taskmanagers/${tm.id}`);
     expect(detail.status).to.equal(200);
-    expect(detail.json.slots.map((s: { slot: string; state: string }) => `${s.slot}:${s.state}`)).to.deep.equal(['0:free', '1:free']);
+    expect(detail.json.slots.map((s: { slot: string; state: string }) => `${s.slot}:${s.state}`)).to.deep.equal([
+      '0:free',
+      '1:free',
+    ]);
     expect(detail.json.allocatedSlots).to.deep.equal([]);
   });
 
@@ -79,7 +89,7 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     expect(bad.json.message).to.contain('params.taskmanagerid must be a ResourceID');
   });
 
-  it('POST /jobs runs uploaded code; /jobs, /jobs/:id, /result and /events report it in Flink\'s shape', async () => {
+  it("POST /jobs runs uploaded code; /jobs, /jobs/:id, /result and /events report it in Flink's shape", async () => {
     const submitted = await api('POST', '/jobs', sumOfSquaresBody(100, 4));
     expect(submitted.status, JSON.stringify(submitted.json)).to.equal(202);
     const jobId: string = submitted.json.jobid;
@@ -90,29 +100,51 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
       const answer = await api('GET', `/jobs/${jobId}/result`);
       return answer.json.status.id === 'COMPLETED' ? answer : undefined;
     });
-    expect(result.json['job-execution-result']).to.deep.include({ id: jobId, 'application-status': 'SUCCEEDED', status: 'finished', outputs: { sum: [338350] }, error: null, restarts: 0 });
+    expect(result.json['job-execution-result']).to.deep.include({
+      id: jobId,
+      'application-status': 'SUCCEEDED',
+      status: 'finished',
+      outputs: { sum: [338350] },
+      error: null,
+      restarts: 0,
+    });
     expect(result.json['job-execution-result']['net-runtime']).to.be.a('number');
 
-    expect((await api('GET', '/jobs')).json.jobs).to.deep.include({ id: jobId, name: 'sum of squares', status: 'FINISHED' });
+    expect((await api('GET', '/jobs')).json.jobs).to.deep.include({
+      id: jobId,
+      name: 'sum of squares',
+      status: 'FINISHED',
+    });
 
     const details = await api('GET', `/jobs/${jobId}`);
     expect(details.status).to.equal(200);
     expect(details.json).to.include({ jid: jobId, name: 'sum of squares', state: 'FINISHED', restarts: 0 });
     expect(details.json['end-time']).to.be.at.least(details.json['start-time']);
-    expect(details.json.vertices.map((v: { id: string; parallelism: number; status: string }) => [v.id, v.parallelism, v.status])).to.deep.equal([
+    expect(
+      details.json.vertices.map((v: { id: string; parallelism: number; status: string }) => [
+        v.id,
+        v.parallelism,
+        v.status,
+      ]),
+    ).to.deep.equal([
       ['square', 4, 'FINISHED'],
       ['sum', 1, 'FINISHED'],
     ]);
     expect(details.json.vertices[0].tasks.FINISHED).to.equal(4);
     expect(details.json.subtasks).to.have.length(5);
     const tm = (await api('GET', '/taskmanagers')).json.taskmanagers[0].id;
-    for (const subtask of details.json.subtasks) expect(subtask).to.include({ status: 'FINISHED', 'taskmanager-id': tm });
+    for (const subtask of details.json.subtasks)
+      expect(subtask).to.include({ status: 'FINISHED', 'taskmanager-id': tm });
 
     const events = await api('GET', `/jobs/${jobId}/events`);
     expect(events.status).to.equal(200);
-    const statuses = events.json.events.filter((e: { type: string }) => e.type === 'status').map((e: { status: string }) => e.status);
+    const statuses = events.json.events
+      .filter((e: { type: string }) => e.type === 'status')
+      .map((e: { status: string }) => e.status);
     expect(statuses).to.deep.equal(['created', 'running', 'finished']);
-    const finishedTasks = events.json.events.filter((e: { type: string; state: string }) => e.type === 'task' && e.state === 'finished');
+    const finishedTasks = events.json.events.filter(
+      (e: { type: string; state: string }) => e.type === 'task' && e.state === 'finished',
+    );
     expect(finishedTasks).to.have.length(5);
     expect(events.json.events.map((e: { seq: number }) => e.seq)).to.deep.equal([...events.json.events.keys()]);
     expect(events.json).to.include({ complete: true, first: 0, next: events.json.events.length });
@@ -123,12 +155,21 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
   });
 
   it('serves a job submitted in code too: its details, and its status events from the start', async () => {
-    const job = await cluster.submitJob({ name: 'in code', vertices: [{ id: 'sum', taskModule: fileURLToPath(new URL('../fixtures/tasks/ok.ts', import.meta.url)), parallelism: 1 }] });
+    const job = await cluster.submitJob({
+      name: 'in code',
+      vertices: [
+        { id: 'sum', taskModule: fileURLToPath(new URL('../fixtures/tasks/ok.ts', import.meta.url)), parallelism: 1 },
+      ],
+    });
     await job.result;
     const details = await api('GET', `/jobs/${job.jobId}`);
     expect(details.json).to.include({ jid: job.jobId, name: 'in code', state: 'FINISHED' });
     const events = await api('GET', `/jobs/${job.jobId}/events`);
-    expect(events.json.events.map((e: { type: string; status?: string }) => e.status)).to.deep.equal(['created', 'running', 'finished']);
+    expect(events.json.events.map((e: { type: string; status?: string }) => e.status)).to.deep.equal([
+      'created',
+      'running',
+      'finished',
+    ]);
     expect(events.json.complete).to.equal(true);
   });
 
@@ -141,10 +182,19 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
   });
 
   it('PATCH /jobs/:id?mode=cancel cancels a running job (202), then refuses it as ended (409)', async () => {
-    const submitted = await api('POST', '/jobs', { job: { name: 'sleeper', vertices: [{ id: 'sleep', taskModule: 'sleep.mjs', parallelism: 1, config: { ms: 60_000 } }] }, taskCode: [upload('sleep.mjs', SLEEP)] });
+    const submitted = await api('POST', '/jobs', {
+      job: {
+        name: 'sleeper',
+        vertices: [{ id: 'sleep', taskModule: 'sleep.mjs', parallelism: 1, config: { ms: 60_000 } }],
+      },
+      taskCode: [upload('sleep.mjs', SLEEP)],
+    });
     expect(submitted.status).to.equal(202);
     const jobId = submitted.json.jobid;
-    await until('the sleeper running', async () => (await api('GET', `/jobs/${jobId}`)).json.subtasks[0]?.status === 'RUNNING');
+    await until(
+      'the sleeper running',
+      async () => (await api('GET', `/jobs/${jobId}`)).json.subtasks[0]?.status === 'RUNNING',
+    );
     expect((await api('GET', `/jobs/${jobId}/result`)).json).to.deep.equal({ status: { id: 'IN_PROGRESS' } });
     expect((await api('GET', '/overview')).json['jobs-running']).to.equal(1);
     const canceled = await api('PATCH', `/jobs/${jobId}?mode=cancel`);
@@ -196,18 +246,114 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     const before = await jobCount();
     const good = sumOfSquaresBody();
     const cases: Array<[string, Answer, number, string, string, string]> = [
-      ['sha mismatch', await api('POST', '/jobs', { ...good, taskCode: [{ ...good.taskCode[0]!, code: good.taskCode[0]!.code + ' ' }, good.taskCode[1]!] }), 400, 'IllegalArgumentError', 'invalid-value', 'hashes to sha256'],
-      ['missing code', await api('POST', '/jobs', { ...good, taskCode: [good.taskCode[0]!] }), 400, 'RestError', 'bad-request', "names task module 'sum.mjs', which is not in body.taskCode (square.mjs)"],
-      ['duplicate name', await api('POST', '/jobs', { ...good, taskCode: [good.taskCode[0]!, good.taskCode[0]!] }), 400, 'RestError', 'bad-request', "names 'square.mjs' twice"],
-      ['no taskCode', await api('POST', '/jobs', { job: good.job }), 400, 'RestError', 'bad-request', "body is missing 'taskCode'"],
-      ['unknown field', await api('POST', '/jobs', { ...good, extra: 1 }), 400, 'RestError', 'bad-request', "body has an unknown field 'extra'"],
-      ['bad sha format', await api('POST', '/jobs', { ...good, taskCode: [{ ...good.taskCode[0]!, sha256: 'abc' }, good.taskCode[1]!] }), 400, 'RestError', 'bad-request', 'body.taskCode.0.sha256 must be the SHA-256'],
-      ['parallelism 0', await api('POST', '/jobs', { ...good, job: { ...good.job, vertices: [{ ...good.job.vertices[0]!, parallelism: 0 }, good.job.vertices[1]!] } }), 400, 'JobGraphError', 'invalid-parallelism', 'square'],
-      ['parallelism text', await api('POST', '/jobs', { ...good, job: { ...good.job, vertices: [{ ...good.job.vertices[0]!, parallelism: '4' }, good.job.vertices[1]!] } }), 400, 'RestError', 'bad-request', 'body.job.vertices.0.parallelism must be integer, got string'],
-      ['no default export', await api('POST', '/jobs', { job: { name: 'x', vertices: [{ id: 'a', taskModule: 'a.mjs', parallelism: 1 }] }, taskCode: [upload('a.mjs', 'export const a = 1;\n')] }), 400, 'JobGraphError', 'invalid-task-module', 'default export'],
-      ['not JSON', await api('POST', '/jobs', undefined, { body: 'job=1', type: 'text/plain' }), 415, 'RestError', 'unsupported-media-type', 'application/json'],
-      ['broken JSON', await api('POST', '/jobs', undefined, { body: '{"job": ', type: 'application/json' }), 400, 'RestError', 'bad-request', 'not valid JSON'],
-      ['empty body', await api('POST', '/jobs', undefined, { body: '', type: 'application/json' }), 400, 'RestError', 'bad-request', 'not valid JSON'],
+      [
+        'sha mismatch',
+        await api('POST', '/jobs', {
+          ...good,
+          taskCode: [{ ...good.taskCode[0]!, code: `${good.taskCode[0]!.code} ` }, good.taskCode[1]!],
+        }),
+        400,
+        'IllegalArgumentError',
+        'invalid-value',
+        'hashes to sha256',
+      ],
+      [
+        'missing code',
+        await api('POST', '/jobs', { ...good, taskCode: [good.taskCode[0]!] }),
+        400,
+        'RestError',
+        'bad-request',
+        "names task module 'sum.mjs', which is not in body.taskCode (square.mjs)",
+      ],
+      [
+        'duplicate name',
+        await api('POST', '/jobs', { ...good, taskCode: [good.taskCode[0]!, good.taskCode[0]!] }),
+        400,
+        'RestError',
+        'bad-request',
+        "names 'square.mjs' twice",
+      ],
+      [
+        'no taskCode',
+        await api('POST', '/jobs', { job: good.job }),
+        400,
+        'RestError',
+        'bad-request',
+        "body is missing 'taskCode'",
+      ],
+      [
+        'unknown field',
+        await api('POST', '/jobs', { ...good, extra: 1 }),
+        400,
+        'RestError',
+        'bad-request',
+        "body has an unknown field 'extra'",
+      ],
+      [
+        'bad sha format',
+        await api('POST', '/jobs', { ...good, taskCode: [{ ...good.taskCode[0]!, sha256: 'abc' }, good.taskCode[1]!] }),
+        400,
+        'RestError',
+        'bad-request',
+        'body.taskCode.0.sha256 must be the SHA-256',
+      ],
+      [
+        'parallelism 0',
+        await api('POST', '/jobs', {
+          ...good,
+          job: { ...good.job, vertices: [{ ...good.job.vertices[0]!, parallelism: 0 }, good.job.vertices[1]!] },
+        }),
+        400,
+        'JobGraphError',
+        'invalid-parallelism',
+        'square',
+      ],
+      [
+        'parallelism text',
+        await api('POST', '/jobs', {
+          ...good,
+          job: { ...good.job, vertices: [{ ...good.job.vertices[0]!, parallelism: '4' }, good.job.vertices[1]!] },
+        }),
+        400,
+        'RestError',
+        'bad-request',
+        'body.job.vertices.0.parallelism must be integer, got string',
+      ],
+      [
+        'no default export',
+        await api('POST', '/jobs', {
+          job: { name: 'x', vertices: [{ id: 'a', taskModule: 'a.mjs', parallelism: 1 }] },
+          taskCode: [upload('a.mjs', 'export const a = 1;\n')],
+        }),
+        400,
+        'JobGraphError',
+        'invalid-task-module',
+        'default export',
+      ],
+      [
+        'not JSON',
+        await api('POST', '/jobs', undefined, { body: 'job=1', type: 'text/plain' }),
+        415,
+        'RestError',
+        'unsupported-media-type',
+        'application/json',
+      ],
+      [
+        'broken JSON',
+        await api('POST', '/jobs', undefined, { body: '{"job": ', type: 'application/json' }),
+        400,
+        'RestError',
+        'bad-request',
+        'not valid JSON',
+      ],
+      [
+        'empty body',
+        await api('POST', '/jobs', undefined, { body: '', type: 'application/json' }),
+        400,
+        'RestError',
+        'bad-request',
+        'not valid JSON',
+      ],
     ];
     for (const [what, answer, status, tag, reason, text] of cases) {
       expect(answer.status, `${what}: ${JSON.stringify(answer.json)}`).to.equal(status);
@@ -220,7 +366,20 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
   it('stores no uploaded code for a graph JobGraph refuses', async () => {
     const before = readdirSync(codeDir).sort();
     const fresh = upload('fresh.mjs', 'export default async () => 1; // never stored\n');
-    const answer = await api('POST', '/jobs', { job: { name: 'cyclic', vertices: [{ id: 'a', taskModule: 'fresh.mjs', parallelism: 1 }, { id: 'b', taskModule: 'fresh.mjs', parallelism: 1 }], edges: [{ from: 'a', to: 'b', pattern: 'all-to-all' }, { from: 'b', to: 'a', pattern: 'all-to-all' }] }, taskCode: [fresh] });
+    const answer = await api('POST', '/jobs', {
+      job: {
+        name: 'cyclic',
+        vertices: [
+          { id: 'a', taskModule: 'fresh.mjs', parallelism: 1 },
+          { id: 'b', taskModule: 'fresh.mjs', parallelism: 1 },
+        ],
+        edges: [
+          { from: 'a', to: 'b', pattern: 'all-to-all' },
+          { from: 'b', to: 'a', pattern: 'all-to-all' },
+        ],
+      },
+      taskCode: [fresh],
+    });
     expectRefusal(answer, 400, 'JobGraphError', 'cycle');
     expect(readdirSync(codeDir).sort()).to.deep.equal(before);
   });
@@ -228,7 +387,10 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
   it('refuses a body over the limit with 413', async () => {
     const small = await startRestServer({ target, port: 0, bodyLimit: 1024 });
     try {
-      const answer = await call(small.url, 'POST', '/jobs', { job: { name: 'big', vertices: [{ id: 'a', taskModule: 'a.mjs', parallelism: 1 }] }, taskCode: [upload('a.mjs', `export default async () => '${'x'.repeat(4096)}';`)] });
+      const answer = await call(small.url, 'POST', '/jobs', {
+        job: { name: 'big', vertices: [{ id: 'a', taskModule: 'a.mjs', parallelism: 1 }] },
+        taskCode: [upload('a.mjs', `export default async () => '${'x'.repeat(4096)}';`)],
+      });
       expectRefusal(answer, 413, 'RestError', 'body-too-large');
     } finally {
       await small.close();

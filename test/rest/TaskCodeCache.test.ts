@@ -21,14 +21,19 @@ describe('TaskCodeCache', () => {
   it('stores the same code once, whatever name it comes under, also when uploaded twice at once', async () => {
     const cache = new TaskCodeCache({ dir });
     const sha256 = sha256Hex(code);
-    const [a, b] = await Promise.all([cache.store({ name: 'a.mjs', code, sha256 }), cache.store({ name: 'b.mjs', code, sha256 })]);
+    const [a, b] = await Promise.all([
+      cache.store({ name: 'a.mjs', code, sha256 }),
+      cache.store({ name: 'b.mjs', code, sha256 }),
+    ]);
     expect(a).to.deep.equal(b);
     expect(readdirSync(dir)).to.deep.equal([`${sha256}.mjs`]);
   });
 
   it('refuses code that does not hash to the sha256 sent with it, and writes nothing', async () => {
     const cache = new TaskCodeCache({ dir });
-    const error = (await cache.store({ name: 'a.mjs', code, sha256: sha256Hex(code + ' ') }).catch((e: unknown) => e)) as { _tag: string; reason: string; details: Record<string, unknown> };
+    const error = (await cache
+      .store({ name: 'a.mjs', code, sha256: sha256Hex(`${code} `) })
+      .catch((e: unknown) => e)) as { _tag: string; reason: string; details: Record<string, unknown> };
     expect(error).to.include({ _tag: 'IllegalArgumentError', reason: 'invalid-value' });
     expect(error.details).to.include({ argument: 'sha256', actual: sha256Hex(code) });
     expect(readdirSync(dir)).to.deep.equal([]);
@@ -44,7 +49,11 @@ describe('TaskCodeCache', () => {
 
   it('refuses malformed uploads, naming the field', async () => {
     const cache = new TaskCodeCache({ dir });
-    const refusal = (upload: unknown) => cache.store(upload as never).then(() => null, (e: { details: { argument: string } }) => e.details.argument);
+    const refusal = (upload: unknown) =>
+      cache.store(upload as never).then(
+        () => null,
+        (e: { details: { argument: string } }) => e.details.argument,
+      );
     expect(await refusal(null)).to.equal('upload');
     expect(await refusal({ name: '', code, sha256: sha256Hex(code) })).to.equal('name');
     expect(await refusal({ name: 'a', code: 3, sha256: sha256Hex(code) })).to.equal('code');

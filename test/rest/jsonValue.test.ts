@@ -14,7 +14,10 @@ describe('toJsonValue (task outputs as JSON)', () => {
     expect(
       toJsonValue({
         big: 12345678901234567890n,
-        map: new Map<unknown, unknown>([['k', 1], [2, new Set([3])]]),
+        map: new Map<unknown, unknown>([
+          ['k', 1],
+          [2, new Set([3])],
+        ]),
         bytes: new Uint8Array([1, 2]),
         big64: new BigInt64Array([5n]),
         buffer: new Uint8Array([7]).buffer,
@@ -27,7 +30,10 @@ describe('toJsonValue (task outputs as JSON)', () => {
       }),
     ).to.deep.equal({
       big: '12345678901234567890',
-      map: [['k', 1], [2, [3]]],
+      map: [
+        ['k', 1],
+        [2, [3]],
+      ],
       bytes: [1, 2],
       big64: ['5'],
       buffer: [7],

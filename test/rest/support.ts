@@ -44,11 +44,18 @@ export function sumOfSquaresBody(to = 100, parallelism = 4) {
 export interface Answer {
   readonly status: number;
   readonly headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read the response's JSON by path; a wrong path fails their assertion
   readonly json: any;
 }
 
 /** One request; a JSON body unless `raw` gives the body and its content type. */
-export async function call(base: string, method: string, path: string, body?: unknown, raw?: { body: string; type: string }): Promise<Answer> {
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  raw?: { body: string; type: string },
+): Promise<Answer> {
   const init: RequestInit = { method, signal: AbortSignal.timeout(30_000) };
   if (raw !== undefined) init.headers = { 'content-type': raw.type };
   else if (body !== undefined) init.headers = { 'content-type': 'application/json' };

@@ -29,7 +29,13 @@ function harness(o: { intervalMs?: number; timeoutMs?: number } = {}) {
   });
   const inMailbox = (fn: () => void) => mailbox.callAsync(fn);
   return {
-    clock, mailbox, monitor, lost, rounds, logs, inMailbox,
+    clock,
+    mailbox,
+    monitor,
+    lost,
+    rounds,
+    logs,
+    inMailbox,
     /** Monitors `targets` (heard from now) and starts the rounds. */
     watch: (...targets: string[]) =>
       inMailbox(() => {
@@ -50,7 +56,10 @@ describe('HeartbeatMonitor', () => {
     const h = harness();
     await h.watch('a', 'b');
     await h.advance(2_000);
-    expect(h.rounds).to.deep.equal([['a', 'b'], ['a', 'b']]);
+    expect(h.rounds).to.deep.equal([
+      ['a', 'b'],
+      ['a', 'b'],
+    ]);
     await h.inMailbox(() => h.monitor.reportHeartbeat('a'));
     await h.advance(900);
     expect(h.lost).to.deep.equal([]);
@@ -58,7 +67,10 @@ describe('HeartbeatMonitor', () => {
     expect(h.lost).to.deep.equal([['b', 3_000]]);
     expect(h.monitor.targets).to.deep.equal(['a']);
     await h.advance(2_000);
-    expect(h.lost).to.deep.equal([['b', 3_000], ['a', 3_000]]);
+    expect(h.lost).to.deep.equal([
+      ['b', 3_000],
+      ['a', 3_000],
+    ]);
   });
 
   it('gives every target a fresh timeout when it wakes late (a blocked event loop), and loses a silent one a timeout later', async () => {
@@ -121,9 +133,13 @@ describe('HeartbeatMonitor', () => {
 
   it('refuses an interval that is not a positive number, and a timeout not longer than the interval', () => {
     const mailbox = new MainThreadExecutor('x', new SimulatedClock());
-    const make = (intervalMs: number, timeoutMs: number) => () => new HeartbeatMonitor({ mailbox, intervalMs, timeoutMs, onTimeout: () => {} });
+    const make = (intervalMs: number, timeoutMs: number) => () =>
+      new HeartbeatMonitor({ mailbox, intervalMs, timeoutMs, onTimeout: () => {} });
     expect(make(0, 1_000)).to.throw(IllegalArgumentError, /intervalMs must be a finite number of ms > 0, got 0/);
     expect(make(NaN, 1_000)).to.throw(IllegalArgumentError, /intervalMs/);
-    expect(make(1_000, 1_000)).to.throw(IllegalArgumentError, /timeoutMs must be a finite number of ms > intervalMs \(1000\), got 1000/);
+    expect(make(1_000, 1_000)).to.throw(
+      IllegalArgumentError,
+      /timeoutMs must be a finite number of ms > intervalMs \(1000\), got 1000/,
+    );
   });
 });

@@ -9,7 +9,10 @@ import { watched } from './support/transports.js';
 /** A transport that records what it sends. */
 function spy(inner: Transport): Transport & { readonly sent: unknown[] } {
   const sent: unknown[] = [];
-  return Object.assign(watched(inner, (message) => sent.push(message)), { sent });
+  return Object.assign(
+    watched(inner, (message) => sent.push(message)),
+    { sent },
+  );
 }
 
 const collect = (into: unknown[]) => (event: ChannelMessageEvent) => into.push(event.data);
@@ -56,7 +59,9 @@ describe('Link', () => {
     for (let i = 0; i < 64; i++) burst.postMessage(i);
     // Promise chains of different depths, as 64 answers produced by 64 async calls would be.
     void Promise.resolve().then(() => other.postMessage('depth 1'));
-    void Promise.resolve().then(() => Promise.resolve()).then(() => burst.postMessage('depth 3'));
+    void Promise.resolve()
+      .then(() => Promise.resolve())
+      .then(() => burst.postMessage('depth 3'));
     await eventually(() => received.length === 66, 'the burst');
     expect(sent).to.have.length(1);
     expect(received.slice(0, 64)).to.deep.equal([...Array(64).keys()]);
@@ -155,7 +160,10 @@ describe('Link', () => {
     await eventually(() => received.length === 2, 'the cloneable messages');
     expect(received).to.deep.equal(['before', 'after']);
     expect(failed).to.have.length(1);
-    expect(() => a.channel('x').postMessage('x', [new ArrayBuffer(1)])).to.throw(IllegalArgumentError, /transfer lists are not supported/);
+    expect(() => a.channel('x').postMessage('x', [new ArrayBuffer(1)])).to.throw(
+      IllegalArgumentError,
+      /transfer lists are not supported/,
+    );
   });
 
   it('tells whenSent once the batch holding what was posted has been handed to the transport, and never after close', async () => {

@@ -42,7 +42,11 @@ describe('MainThreadExecutor', () => {
     const settle = () => new Promise((resolve) => setImmediate(resolve));
     await settle();
     expect(log).to.deep.equal(['x:call', 'y:call', 'z:call']);
-    for (const [name, value] of [['y', 1], ['z', 2], ['x', 3]] as const) {
+    for (const [name, value] of [
+      ['y', 1],
+      ['z', 2],
+      ['x', 3],
+    ] as const) {
       answers.get(name)!(value);
       await settle();
     }
@@ -53,16 +57,21 @@ describe('MainThreadExecutor', () => {
     const mailbox = new MainThreadExecutor('JobMaster');
     expect(await mailbox.callAsync(() => (mailbox.assertRunningInMainThread(), 42))).to.equal(42);
     expect(await mailbox.callAsync(async () => 'later')).to.equal('later');
-    const error = await mailbox.callAsync(() => {
-      throw new Error('boom');
-    }).catch((e: unknown) => e);
+    const error = await mailbox
+      .callAsync(() => {
+        throw new Error('boom');
+      })
+      .catch((e: unknown) => e);
     expect((error as Error).message).to.equal('boom');
   });
 
-  it('fails loudly when state is touched from outside its mailbox, or from another endpoint\'s', async () => {
+  it("fails loudly when state is touched from outside its mailbox, or from another endpoint's", async () => {
     const rm = new MainThreadExecutor('ResourceManager');
     const te = new MainThreadExecutor('TaskExecutor te-1');
-    expect(() => rm.assertRunningInMainThread('the SlotManager')).to.throw(IllegalStateError, /the SlotManager of ResourceManager was touched outside its main thread/);
+    expect(() => rm.assertRunningInMainThread('the SlotManager')).to.throw(
+      IllegalStateError,
+      /the SlotManager of ResourceManager was touched outside its main thread/,
+    );
     const seen = await te.callAsync(() => {
       try {
         rm.assertRunningInMainThread();

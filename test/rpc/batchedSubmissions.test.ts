@@ -5,7 +5,11 @@
 import { expect } from 'chai';
 import { DuplicateTaskError, EndpointClosedError, SlotNotFoundError } from '../../lib/core/errors.js';
 import { AllocationID, ExecutionAttemptID, JobID } from '../../lib/core/ids.js';
-import { batchSubmissions, type BatchingTaskExecutorGateway, type SubmitTaskOutcome } from '../../lib/rpc/batchedSubmissions.js';
+import {
+  batchSubmissions,
+  type BatchingTaskExecutorGateway,
+  type SubmitTaskOutcome,
+} from '../../lib/rpc/batchedSubmissions.js';
 import { serializeError } from '../../lib/rpc/errorTransfer.js';
 import type { TaskDeploymentDescriptor } from '../../lib/rpc/protocol.js';
 
@@ -32,7 +36,9 @@ function recordingGateway(answer: (descriptors: readonly TaskDeploymentDescripto
   const calls: string[] = [];
   const gateway = {
     submitTask: async (d: TaskDeploymentDescriptor) => void calls.push(`submitTask ${d.subtaskIndex}`),
-    submitTasks: (ds: readonly TaskDeploymentDescriptor[]) => (calls.push(`submitTasks ${ds.map((d) => d.subtaskIndex).join(',')}`), answer(ds)),
+    submitTasks: (ds: readonly TaskDeploymentDescriptor[]) => (
+      calls.push(`submitTasks ${ds.map((d) => d.subtaskIndex).join(',')}`), answer(ds)
+    ),
     cancelTask: async (id: ExecutionAttemptID) => void calls.push(`cancelTask ${ExecutionAttemptID.short(id)}`),
     requestSlot: async () => void calls.push('requestSlot'),
     freeSlot: async () => void calls.push('freeSlot'),
@@ -46,18 +52,30 @@ function recordingGateway(answer: (descriptors: readonly TaskDeploymentDescripto
   return { gateway, calls };
 }
 
-const settled = <T>(promise: Promise<T>) => promise.then((value) => ({ value }), (error: unknown) => ({ error }));
+const settled = <T>(promise: Promise<T>) =>
+  promise.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
 
 describe('batchSubmissions', () => {
   it('sends the submissions of one turn as one submitTasks call; each settles on its own, a refusal with its own error class', async () => {
     const { gateway, calls } = recordingGateway(async (ds) =>
-      ds.map((d) => (d.subtaskIndex === 1 ? serializeError(new SlotNotFoundError('no slot', { allocationId: d.allocationId })) : d.subtaskIndex === 2 ? serializeError(new DuplicateTaskError('twice', { executionAttemptId: d.executionAttemptId })) : null)),
+      ds.map((d) =>
+        d.subtaskIndex === 1
+          ? serializeError(new SlotNotFoundError('no slot', { allocationId: d.allocationId }))
+          : d.subtaskIndex === 2
+            ? serializeError(new DuplicateTaskError('twice', { executionAttemptId: d.executionAttemptId }))
+            : null,
+      ),
     );
     const batched = batchSubmissions(gateway);
     const results = await Promise.all([0, 1, 2, 3].map((i) => settled(batched.submitTask(descriptor(i)))));
     expect(calls).to.deep.equal(['submitTasks 0,1,2,3']);
     expect(results[0]).to.deep.equal({ value: undefined });
-    expect((results[1] as { error: unknown }).error).to.be.instanceOf(SlotNotFoundError).and.to.have.property('message', 'no slot');
+    expect((results[1] as { error: unknown }).error)
+      .to.be.instanceOf(SlotNotFoundError)
+      .and.to.have.property('message', 'no slot');
     expect((results[2] as { error: unknown }).error).to.be.instanceOf(DuplicateTaskError);
     expect(results[3]).to.deep.equal({ value: undefined });
   });
@@ -79,7 +97,11 @@ describe('batchSubmissions', () => {
     await batched.cancelTask(a.executionAttemptId);
     await submitted;
     await batched.freeSlot(a.allocationId, 'done');
-    expect(calls).to.deep.equal(['submitTasks 0,1', `cancelTask ${ExecutionAttemptID.short(a.executionAttemptId)}`, 'freeSlot']);
+    expect(calls).to.deep.equal([
+      'submitTasks 0,1',
+      `cancelTask ${ExecutionAttemptID.short(a.executionAttemptId)}`,
+      'freeSlot',
+    ]);
   });
 
   it('fails every submission of a batch whose call failed, with that failure', async () => {

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { judgeCallDeadline } from '../../lib/rpc/callDeadline.js';
 
 /** A call sent at 1 s, a 5 s silence limit, a 15 s bound. */
-const judge = (now: number, lastHeardAt = -Infinity) => judgeCallDeadline({ sentAt: 1_000, lastHeardAt, now, timeoutMs: 5_000, maxWaitMs: 15_000 });
+const judge = (now: number, lastHeardAt = -Infinity) =>
+  judgeCallDeadline({ sentAt: 1_000, lastHeardAt, now, timeoutMs: 5_000, maxWaitMs: 15_000 });
 
 describe('judgeCallDeadline', () => {
   it('waits timeoutMs from when the frame left while the peer sends nothing, then calls it silent', () => {

@@ -1,7 +1,12 @@
 import { expect } from 'chai';
 import { MessageChannel } from 'node:worker_threads';
 import { SimulatedClock } from '../../lib/core/clock.js';
-import { EndpointClosedError, IllegalArgumentError, RpcTimeoutError, SlotAllocationError } from '../../lib/core/errors.js';
+import {
+  EndpointClosedError,
+  IllegalArgumentError,
+  RpcTimeoutError,
+  SlotAllocationError,
+} from '../../lib/core/errors.js';
 import { connectGateway, gatewayStatus, serveGateway, type Gateway } from '../../lib/rpc/connect.js';
 import { Link } from '../../lib/rpc/Link.js';
 import { MainThreadExecutor } from '../../lib/rpc/MainThreadExecutor.js';
@@ -30,7 +35,10 @@ class ProbeEndpoint implements Probe {
   }
   async refuse() {
     this.calls++;
-    throw new SlotAllocationError('index-taken', 'slot 2 is taken by allocation a-1', { index: 2, allocationId: 'a-1' });
+    throw new SlotAllocationError('index-taken', 'slot 2 is taken by allocation a-1', {
+      index: 2,
+      allocationId: 'a-1',
+    });
   }
   async crash() {
     this.calls++;
@@ -50,7 +58,6 @@ class ProbeEndpoint implements Probe {
     return this.mailbox.name;
   }
 }
-
 
 describe('connectGateway / serveGateway', () => {
   let clock: SimulatedClock;
@@ -72,7 +79,12 @@ describe('connectGateway / serveGateway', () => {
     mailbox = new MainThreadExecutor('ProbeEndpoint');
     probe = new ProbeEndpoint(mailbox);
     serveGateway(server, 'probe', probe, { mailbox, gateway: 'ProbeGateway' });
-    gateway = connectGateway<Probe>(caller, 'probe', { gateway: 'ProbeGateway', timeoutMs: 5_000, clock, endpoint: 'probe endpoint' });
+    gateway = connectGateway<Probe>(caller, 'probe', {
+      gateway: 'ProbeGateway',
+      timeoutMs: 5_000,
+      clock,
+      endpoint: 'probe endpoint',
+    });
   });
 
   afterEach(() => {
@@ -126,7 +138,11 @@ describe('connectGateway / serveGateway', () => {
     clock.increment(1);
     const error = await pending;
     expect(error).to.be.instanceOf(RpcTimeoutError);
-    expect((error as RpcTimeoutError).details).to.include({ gateway: 'ProbeGateway', method: 'hang', timeoutMs: 5_000 });
+    expect((error as RpcTimeoutError).details).to.include({
+      gateway: 'ProbeGateway',
+      method: 'hang',
+      timeoutMs: 5_000,
+    });
     expect(error.message).to.equal('ProbeGateway.hang to probe endpoint got no answer within 5000 ms');
     expect(gatewayStatus(gateway).pendingCalls).to.equal(0);
   });
@@ -140,7 +156,11 @@ describe('connectGateway / serveGateway', () => {
     for (const error of await Promise.all([first, second])) {
       expect(error).to.be.instanceOf(EndpointClosedError);
       expect((error as EndpointClosedError).reason).to.equal('lost');
-      expect((error as EndpointClosedError).details).to.include({ endpoint: 'probe endpoint', gateway: 'ProbeGateway', method: 'hang' });
+      expect((error as EndpointClosedError).details).to.include({
+        endpoint: 'probe endpoint',
+        gateway: 'ProbeGateway',
+        method: 'hang',
+      });
     }
     expect(clock.pendingTimers).to.equal(0);
     const sendsBefore = sends;
@@ -180,8 +200,17 @@ describe('connectGateway / serveGateway', () => {
   });
 
   it('validates its options', () => {
-    expect(() => serveGateway(server, 'x', probe, { methods: ['echo', 'nope' as keyof Probe] })).to.throw(IllegalArgumentError, /"nope"/);
-    expect(() => connectGateway<Probe>(caller, 'probe', { gateway: 'ProbeGateway', timeoutMs: 0 })).to.throw(IllegalArgumentError, /timeoutMs/);
-    expect(() => connectGateway<Probe>(caller, 'probe', { gateway: '', timeoutMs: 10 })).to.throw(IllegalArgumentError, /gateway/);
+    expect(() => serveGateway(server, 'x', probe, { methods: ['echo', 'nope' as keyof Probe] })).to.throw(
+      IllegalArgumentError,
+      /"nope"/,
+    );
+    expect(() => connectGateway<Probe>(caller, 'probe', { gateway: 'ProbeGateway', timeoutMs: 0 })).to.throw(
+      IllegalArgumentError,
+      /timeoutMs/,
+    );
+    expect(() => connectGateway<Probe>(caller, 'probe', { gateway: '', timeoutMs: 10 })).to.throw(
+      IllegalArgumentError,
+      /gateway/,
+    );
   });
 });

@@ -73,7 +73,13 @@ describe('gateway call deadlines: a deadline measures a silent peer, not our own
     const server = new Link('server', serverSide);
     links = [caller, server];
     serveGateway(server, 'probe', probe, { gateway: 'ProbeGateway' });
-    gateway = connectGateway<Probe>(caller, 'probe', { gateway: 'ProbeGateway', timeoutMs: 5_000, clock, endpoint: 'probe endpoint', ...options });
+    gateway = connectGateway<Probe>(caller, 'probe', {
+      gateway: 'ProbeGateway',
+      timeoutMs: 5_000,
+      clock,
+      endpoint: 'probe endpoint',
+      ...options,
+    });
   }
 
   beforeEach(() => {
@@ -150,8 +156,14 @@ describe('gateway call deadlines: a deadline measures a silent peer, not our own
     clock.increment(1);
     const error = await stuck;
     expect(error).to.be.instanceOf(RpcTimeoutError);
-    expect((error as RpcTimeoutError).details).to.include({ gateway: 'ProbeGateway', method: 'hang', timeoutMs: 5_000 });
-    expect(error.message).to.equal('ProbeGateway.hang to probe endpoint got no answer within 8000 ms: probe endpoint sent nothing for the last 5000 ms');
+    expect((error as RpcTimeoutError).details).to.include({
+      gateway: 'ProbeGateway',
+      method: 'hang',
+      timeoutMs: 5_000,
+    });
+    expect(error.message).to.equal(
+      'ProbeGateway.hang to probe endpoint got no answer within 8000 ms: probe endpoint sent nothing for the last 5000 ms',
+    );
   });
 
   it('counts no frame that came before the call left', async () => {
@@ -179,8 +191,15 @@ describe('gateway call deadlines: a deadline measures a silent peer, not our own
     clock.increment(1_000);
     const error = await stuck;
     expect(error).to.be.instanceOf(RpcTimeoutError);
-    expect((error as RpcTimeoutError).details).to.include({ gateway: 'ProbeGateway', method: 'hang', timeoutMs: 5_000, maxWaitMs: 15_000 });
-    expect(error.message).to.equal('ProbeGateway.hang to probe endpoint got no answer within 15000 ms, the most a call waits (probe endpoint kept sending other frames)');
+    expect((error as RpcTimeoutError).details).to.include({
+      gateway: 'ProbeGateway',
+      method: 'hang',
+      timeoutMs: 5_000,
+      maxWaitMs: 15_000,
+    });
+    expect(error.message).to.equal(
+      'ProbeGateway.hang to probe endpoint got no answer within 15000 ms, the most a call waits (probe endpoint kept sending other frames)',
+    );
     expect(gatewayStatus(gateway).pendingCalls).to.equal(0);
     expect(clock.pendingTimers).to.equal(0);
   });
@@ -196,6 +215,8 @@ describe('gateway call deadlines: a deadline measures a silent peer, not our own
     }
     clock.increment(1_000);
     expect((await stuck).message).to.match(/within 7000 ms, the most a call waits/);
-    expect(() => connectGateway<Probe>(links[0]!, 'probe', { gateway: 'ProbeGateway', timeoutMs: 5_000, maxWaitMs: 4_999 })).to.throw(IllegalArgumentError, /maxWaitMs/);
+    expect(() =>
+      connectGateway<Probe>(links[0]!, 'probe', { gateway: 'ProbeGateway', timeoutMs: 5_000, maxWaitMs: 4_999 }),
+    ).to.throw(IllegalArgumentError, /maxWaitMs/);
   });
 });

@@ -26,11 +26,19 @@ function compute(invocation: TaskInvocation): unknown {
 }
 
 /** Every module is fine: nothing is loaded in this thread. */
-const acceptAll: TaskModuleChecker = { check: async (modules) => modules.map(() => ({ status: 'valid' as const })), close: async () => {} };
+const acceptAll: TaskModuleChecker = {
+  check: async (modules) => modules.map(() => ({ status: 'valid' as const })),
+  close: async () => {},
+};
 
 async function cluster(taskExecutors: number) {
   const clock = new SimulatedClock();
-  const options = resolveOptions({ 'taskmanager.numberOfTaskSlots': 2, 'taskmanager.cpu.cores': 2, 'taskmanager.memory.managed.size': '1m', 'taskmanager.memory.segment-size': '64k' });
+  const options = resolveOptions({
+    'taskmanager.numberOfTaskSlots': 2,
+    'taskmanager.cpu.cores': 2,
+    'taskmanager.memory.managed.size': '1m',
+    'taskmanager.memory.segment-size': '64k',
+  });
   const driver = new MemoryResourceManagerDriver(options, clock, compute);
   const rm = new ResourceManager({ configuration: options, clock, driver, workersOnDemand: false });
   const dispatcher = new Dispatcher({
@@ -44,7 +52,8 @@ async function cluster(taskExecutors: number) {
   rm.start();
   const ids: ResourceID[] = [];
   await rm.mailbox.callAsync(() => {
-    for (let i = 0; i < taskExecutors; i++) ids.push(driver.requestResource(WorkerResourceSpec.fromOptions(options), null));
+    for (let i = 0; i < taskExecutors; i++)
+      ids.push(driver.requestResource(WorkerResourceSpec.fromOptions(options), null));
   });
   /** Moves the clock in 10 ms steps, letting every frame and mailbox run between them, until `done` (at most `limitMs`). */
   const until = async (done: () => boolean, what: string, limitMs = 60_000) => {
@@ -57,7 +66,12 @@ async function cluster(taskExecutors: number) {
   const registered = () => ids.every((id) => rm.slotManager.tracker.getTaskManager(id) !== undefined);
   await until(registered, 'the TaskExecutors registering');
   return {
-    clock, driver, rm, dispatcher, ids, until,
+    clock,
+    driver,
+    rm,
+    dispatcher,
+    ids,
+    until,
     async close() {
       await dispatcher.close(1_000);
       await rm.close();
@@ -88,16 +102,26 @@ describe('the real gateways over memory transports', () => {
     await until(() => result !== undefined, 'the job ending');
     expect(result!.status).to.equal('finished');
     expect(result!.outputs['sink']).to.deep.equal([0 + 10 + 20 + 30]);
-    expect([...driver.channelsUsed].sort()).to.deep.equal(['jm:' + `jobmaster-${job.jobId}`, 'rm', 'te'].sort());
+    expect([...driver.channelsUsed].sort()).to.deep.equal([`jm:jobmaster-${job.jobId}`, 'rm', 'te'].sort());
   });
 
   it("delivers the real TaskExecutor's SlotAllocationError to the ResourceManager's side as a SlotAllocationError", async () => {
     running = await cluster(1);
     const { driver, ids, rm } = running;
     const gateway = driver.taskExecutorGateway(ids[0]!)!;
-    const request = (allocationId: AllocationID, jobId: JobID) => ({ index: 0, jobId, allocationId, resourceProfile: 'UNKNOWN' as const, targetAddress: 'jobmaster-nobody', resourceManagerId: rm.resourceManagerId });
+    const request = (allocationId: AllocationID, jobId: JobID) => ({
+      index: 0,
+      jobId,
+      allocationId,
+      resourceProfile: 'UNKNOWN' as const,
+      targetAddress: 'jobmaster-nobody',
+      resourceManagerId: rm.resourceManagerId,
+    });
     const jobId = JobID.generate();
-    const [first, second] = await Promise.allSettled([gateway.requestSlot(request(AllocationID.generate(), jobId)), gateway.requestSlot(request(AllocationID.generate(), JobID.generate()))]);
+    const [first, second] = await Promise.allSettled([
+      gateway.requestSlot(request(AllocationID.generate(), jobId)),
+      gateway.requestSlot(request(AllocationID.generate(), JobID.generate())),
+    ]);
     expect(first.status).to.equal('fulfilled');
     expect(second.status).to.equal('rejected');
     const error = (second as PromiseRejectedResult).reason as SlotAllocationError;

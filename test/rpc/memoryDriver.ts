@@ -11,11 +11,20 @@ import { ResourceID } from '../../lib/core/ids.js';
 import type { ResolvedOptions } from '../../lib/core/options.js';
 import { batchSubmissions, type BatchingTaskExecutorGateway } from '../../lib/rpc/batchedSubmissions.js';
 import { connectGateway, serveGateway } from '../../lib/rpc/connect.js';
-import { GATEWAY, type JobMasterGateway, type ResourceManagerGateway, type TaskExecutorGateway } from '../../lib/rpc/gateways.js';
+import {
+  GATEWAY,
+  type JobMasterGateway,
+  type ResourceManagerGateway,
+  type TaskExecutorGateway,
+} from '../../lib/rpc/gateways.js';
 import { Link } from '../../lib/rpc/Link.js';
 import { memoryTransportPair } from '../../lib/rpc/memoryTransport.js';
 import type { Transport } from '../../lib/rpc/Transport.js';
-import type { ResourceManagerDriver, ResourceManagerDriverContext, WorkerInfo } from '../../lib/resourcemanager/ResourceManagerDriver.js';
+import type {
+  ResourceManagerDriver,
+  ResourceManagerDriverContext,
+  WorkerInfo,
+} from '../../lib/resourcemanager/ResourceManagerDriver.js';
 import type { PendingTaskManagerID } from '../../lib/resourcemanager/slotmanager/PendingTaskManager.js';
 import type { WorkerResourceSpec } from '../../lib/resourcemanager/slotmanager/WorkerResourceSpec.js';
 import type { TaskInvocation } from '../../lib/taskexecutor/SlotTaskPool.js';
@@ -70,7 +79,14 @@ export class MemoryResourceManagerDriver implements ResourceManagerDriver {
       if (gateway !== undefined) serveGateway(link, channel, gateway);
     });
     const timeoutMs = this.options['rpc.ask.timeout'];
-    const gateway = batchSubmissions(connectGateway<BatchingTaskExecutorGateway>(link, 'te', { gateway: GATEWAY.taskExecutor, timeoutMs, clock: this.clock, endpoint: resourceId }));
+    const gateway = batchSubmissions(
+      connectGateway<BatchingTaskExecutorGateway>(link, 'te', {
+        gateway: GATEWAY.taskExecutor,
+        timeoutMs,
+        clock: this.clock,
+        endpoint: resourceId,
+      }),
+    );
 
     // The worker side, as taskExecutorMain.ts wires it.
     const workerLink = new Link(`TaskExecutor ${resourceId}`, recording(workerEnd, this.channelsUsed));
@@ -89,14 +105,34 @@ export class MemoryResourceManagerDriver implements ResourceManagerDriver {
         'taskmanager.extended-resources': spec.totalResourceProfile.extendedResources,
       },
       ...(pendingWorkerId === null ? {} : { pendingWorkerId }),
-      resourceManager: connectGateway<ResourceManagerGateway>(workerLink, 'rm', { gateway: GATEWAY.resourceManager, timeoutMs, clock: this.clock, endpoint: 'ResourceManager' }),
-      connectJobMaster: (address) => connectGateway<JobMasterGateway>(workerLink, `jm:${address}`, { gateway: GATEWAY.jobMaster, timeoutMs, clock: this.clock, endpoint: address }),
+      resourceManager: connectGateway<ResourceManagerGateway>(workerLink, 'rm', {
+        gateway: GATEWAY.resourceManager,
+        timeoutMs,
+        clock: this.clock,
+        endpoint: 'ResourceManager',
+      }),
+      connectJobMaster: (address) =>
+        connectGateway<JobMasterGateway>(workerLink, `jm:${address}`, {
+          gateway: GATEWAY.jobMaster,
+          timeoutMs,
+          clock: this.clock,
+          endpoint: address,
+        }),
       createTaskRunner: () => this.#runner(),
       onTerminated: (_code, reason) => workerLink.close(`the TaskExecutor stopped: ${reason}`),
     });
     serveGateway(workerLink, 'te', taskExecutor, { mailbox: taskExecutor.mailbox });
 
-    const worker: MemoryWorker = { resourceId, pendingWorkerId, spec, startedAt: this.clock.now(), state: 'starting', link, taskExecutor, gateway };
+    const worker: MemoryWorker = {
+      resourceId,
+      pendingWorkerId,
+      spec,
+      startedAt: this.clock.now(),
+      state: 'starting',
+      link,
+      taskExecutor,
+      gateway,
+    };
     this.#workers.set(resourceId, worker);
     link.onClosed((reason) => {
       if (this.#workers.get(resourceId) !== worker) return;
@@ -139,7 +175,13 @@ export class MemoryResourceManagerDriver implements ResourceManagerDriver {
   }
 
   workers(): readonly WorkerInfo[] {
-    return [...this.#workers.values()].map(({ resourceId, pendingWorkerId, spec, startedAt, state }) => ({ resourceId, pendingWorkerId, spec, startedAt, state }));
+    return [...this.#workers.values()].map(({ resourceId, pendingWorkerId, spec, startedAt, state }) => ({
+      resourceId,
+      pendingWorkerId,
+      spec,
+      startedAt,
+      state,
+    }));
   }
 
   async close(): Promise<void> {

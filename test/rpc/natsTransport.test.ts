@@ -3,7 +3,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { SimulatedClock } from '../../lib/core/clock.js';
 import { IllegalArgumentError, RpcTimeoutError, SlotAllocationError } from '../../lib/core/errors.js';
 import { BlobStore } from '../../lib/cluster/BlobStore.js';
-import { connectGateway, serveGateway, type Gateway } from '../../lib/rpc/connect.js';
+import { connectGateway, serveGateway } from '../../lib/rpc/connect.js';
 import { Link } from '../../lib/rpc/Link.js';
 import { NatsInbox, type LargeMessageStore } from '../../lib/rpc/natsTransport.js';
 import { until } from '../support/eventually.js';
@@ -19,7 +19,10 @@ interface Probe {
 const probe: Probe = {
   echo: async (value) => value,
   refuse: async () => {
-    throw new SlotAllocationError('index-taken', 'slot 2 is taken by allocation a-1', { index: 2, allocationId: 'a-1' });
+    throw new SlotAllocationError('index-taken', 'slot 2 is taken by allocation a-1', {
+      index: 2,
+      allocationId: 'a-1',
+    });
   },
   hang: () => new Promise(() => {}),
 };
@@ -54,7 +57,12 @@ describe('NATS transport (a real nats-server)', function () {
   /** A JobManager-side inbox serving the probe to every peer, and a TaskExecutor-side link calling it. */
   async function pair(options: { clock?: SimulatedClock; largeMessages?: LargeMessageStore; subject?: string } = {}) {
     const subject = options.subject ?? 'slotwise.test.rm';
-    const served = new NatsInbox({ connection: jmConnection, subject, id: 'jobmanager', ...(options.largeMessages ? { largeMessages: options.largeMessages } : {}) });
+    const served = new NatsInbox({
+      connection: jmConnection,
+      subject,
+      id: 'jobmanager',
+      ...(options.largeMessages ? { largeMessages: options.largeMessages } : {}),
+    });
     const serverLinks: Link[] = [];
     served.onUnknownPeer((peerId, reply) => {
       const transport = served.transportTo(peerId, reply);
@@ -63,11 +71,21 @@ describe('NATS transport (a real nats-server)', function () {
       serverLinks.push(link);
       return transport;
     });
-    const calling = new NatsInbox({ connection: teConnection, subject: 'slotwise.test.te.te-1', id: 'te-1', ...(options.largeMessages ? { largeMessages: options.largeMessages } : {}) });
+    const calling = new NatsInbox({
+      connection: teConnection,
+      subject: 'slotwise.test.te.te-1',
+      id: 'te-1',
+      ...(options.largeMessages ? { largeMessages: options.largeMessages } : {}),
+    });
     // Both subscriptions in place before the first call (the server drops what nobody listens to yet).
     await Promise.all([served.ready(), calling.ready()]);
     const link = new Link('TaskExecutor te-1', calling.transportTo('jobmanager', subject));
-    const gateway = connectGateway<Probe>(link, 'probe', { gateway: 'ProbeGateway', timeoutMs: 5_000, ...(options.clock ? { clock: options.clock } : {}), endpoint: 'JobManager' });
+    const gateway = connectGateway<Probe>(link, 'probe', {
+      gateway: 'ProbeGateway',
+      timeoutMs: 5_000,
+      ...(options.clock ? { clock: options.clock } : {}),
+      endpoint: 'JobManager',
+    });
     cleanups.push(() => {
       link.close();
       calling.close();
@@ -78,7 +96,12 @@ describe('NATS transport (a real nats-server)', function () {
 
   it('carries gateway calls and their structured-cloneable answers exactly, 64 in flight', async () => {
     const { gateway } = await pair();
-    const value = { when: new Date(5), tags: new Set(['a', 'b']), counts: new Map([['x', 1n]]), bytes: new Uint8Array([1, 2, 3]) };
+    const value = {
+      when: new Date(5),
+      tags: new Set(['a', 'b']),
+      counts: new Map([['x', 1n]]),
+      bytes: new Uint8Array([1, 2, 3]),
+    };
     expect(await gateway.echo(value)).to.deep.equal(value);
     const answers = await Promise.all(Array.from({ length: 64 }, (_, i) => gateway.echo(i)));
     expect(answers).to.deep.equal(Array.from({ length: 64 }, (_, i) => i));
@@ -97,7 +120,12 @@ describe('NATS transport (a real nats-server)', function () {
     const calling = new NatsInbox({ connection: teConnection, subject: 'slotwise.test.te.te-2', id: 'te-2' });
     const link = new Link('TaskExecutor te-2', calling.transportTo('jobmanager', 'slotwise.test.nobody'));
     cleanups.push(() => (link.close(), calling.close()));
-    const gateway = connectGateway<Probe>(link, 'probe', { gateway: 'ProbeGateway', timeoutMs: 1_000, clock, endpoint: 'JobManager' });
+    const gateway = connectGateway<Probe>(link, 'probe', {
+      gateway: 'ProbeGateway',
+      timeoutMs: 1_000,
+      clock,
+      endpoint: 'JobManager',
+    });
     const call = rejection(gateway.echo('anyone?'));
     await new Promise((resolve) => setImmediate(resolve)); // the frame has left
     clock.increment(1_000);
@@ -137,13 +165,23 @@ describe('NATS transport (a real nats-server)', function () {
   it('keeps the order of messages behind a large one', async () => {
     const blobs = await BlobStore.open(jmConnection, 'test');
     const received: unknown[] = [];
-    const served = new NatsInbox({ connection: jmConnection, subject: 'slotwise.order.rm', id: 'jobmanager', largeMessages: blobs.messages });
+    const served = new NatsInbox({
+      connection: jmConnection,
+      subject: 'slotwise.order.rm',
+      id: 'jobmanager',
+      largeMessages: blobs.messages,
+    });
     served.onUnknownPeer((peerId, reply) => {
       const transport = served.transportTo(peerId, reply);
       transport.onMessage((message) => received.push(typeof message === 'string' ? message.length : message));
       return transport;
     });
-    const calling = new NatsInbox({ connection: teConnection, subject: 'slotwise.order.te', id: 'te-3', largeMessages: blobs.messages });
+    const calling = new NatsInbox({
+      connection: teConnection,
+      subject: 'slotwise.order.te',
+      id: 'te-3',
+      largeMessages: blobs.messages,
+    });
     await Promise.all([served.ready(), calling.ready()]);
     const transport = calling.transportTo('jobmanager', 'slotwise.order.rm');
     cleanups.push(() => (calling.close(), served.close()));
@@ -175,7 +213,11 @@ describe('NATS transport (a real nats-server)', function () {
     await again.ready();
     // The other side still talks to the old transport: addressed to the old session, it must not reach the new one.
     serverLinks[0]!.channel('stray').postMessage('for the old one');
-    const fresh = connectGateway<Probe>(link, 'probe', { gateway: 'ProbeGateway', timeoutMs: 5_000, endpoint: 'JobManager' });
+    const fresh = connectGateway<Probe>(link, 'probe', {
+      gateway: 'ProbeGateway',
+      timeoutMs: 5_000,
+      endpoint: 'JobManager',
+    });
     expect(await fresh.echo('second')).to.equal('second');
     expect(link.closed).to.equal(false);
     expect(seen).to.deep.equal([]);

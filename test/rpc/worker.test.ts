@@ -36,7 +36,11 @@ describe('gateways to a worker thread', function () {
   before(() => {
     worker = startWorker(new URL('../fixtures/echoWorker.ts', import.meta.url));
     link = new Link('test → echo worker', portTransport(worker));
-    echo = connectGateway<EchoGateway>(link, ECHO_CHANNEL, { gateway: 'EchoGateway', timeoutMs: TIMEOUT_MS, endpoint: 'echo worker' });
+    echo = connectGateway<EchoGateway>(link, ECHO_CHANNEL, {
+      gateway: 'EchoGateway',
+      timeoutMs: TIMEOUT_MS,
+      endpoint: 'echo worker',
+    });
   });
 
   after(async () => {
@@ -81,7 +85,11 @@ describe('gateways to a child process', function () {
   before(() => {
     child = forkProcess(new URL('../fixtures/echoProcess.ts', import.meta.url));
     link = new Link('test → echo process', processTransport(child));
-    echo = connectGateway<EchoGateway>(link, ECHO_CHANNEL, { gateway: 'EchoGateway', timeoutMs: TIMEOUT_MS, endpoint: 'echo process' });
+    echo = connectGateway<EchoGateway>(link, ECHO_CHANNEL, {
+      gateway: 'EchoGateway',
+      timeoutMs: TIMEOUT_MS,
+      endpoint: 'echo process',
+    });
   });
 
   after(() => {
@@ -99,7 +107,7 @@ describe('gateways to a child process', function () {
     expect(error).to.be.instanceOf(SlotAllocationError);
   });
 
-  it("rejects a pending call at once with EndpointClosedError (lost) when the child exits", async () => {
+  it('rejects a pending call at once with EndpointClosedError (lost) when the child exits', async () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     const pending = rejection(echo.hang());
     const started = performance.now();

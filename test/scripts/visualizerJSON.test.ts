@@ -5,7 +5,15 @@
  * state of the real machine with the same events in every state.
  */
 import { expect } from 'chai';
-import { createMachine, fromPromise, initialTransition, transition, type AnyMachineSnapshot, type AnyStateMachine, type AnyStateNode } from 'xstate';
+import {
+  createMachine,
+  fromPromise,
+  initialTransition,
+  transition,
+  type AnyMachineSnapshot,
+  type AnyStateMachine,
+  type AnyStateNode,
+} from 'xstate';
 import { machines } from '../../machines/index.js';
 import { machineToVisualizerJSON } from '../../scripts/visualizerJSON.js';
 
@@ -18,7 +26,8 @@ function referencedNames(config: unknown): Names {
   const addActions = (actions: unknown) => {
     for (const action of [actions].flat()) {
       if (typeof action === 'string') names.actions.add(action);
-      else if (typeof action === 'object' && action !== null && 'type' in action) names.actions.add(String(action.type));
+      else if (typeof action === 'object' && action !== null && 'type' in action)
+        names.actions.add(String(action.type));
     }
   };
   const visitTransitions = (transitions: unknown) => {
@@ -32,7 +41,8 @@ function referencedNames(config: unknown): Names {
   const visitNode = (node: Record<string, unknown>) => {
     addActions(node['entry']);
     addActions(node['exit']);
-    for (const transitions of Object.values((node['on'] ?? {}) as Record<string, unknown>)) visitTransitions(transitions);
+    for (const transitions of Object.values((node['on'] ?? {}) as Record<string, unknown>))
+      visitTransitions(transitions);
     for (const [delay, transitions] of Object.entries((node['after'] ?? {}) as Record<string, unknown>)) {
       if (!/^\d+$/.test(delay)) names.delays.add(delay);
       visitTransitions(transitions);
@@ -43,7 +53,8 @@ function referencedNames(config: unknown): Names {
       visitTransitions(invoke['onDone']);
       visitTransitions(invoke['onError']);
     }
-    for (const child of Object.values((node['states'] ?? {}) as Record<string, Record<string, unknown>>)) visitNode(child);
+    for (const child of Object.values((node['states'] ?? {}) as Record<string, Record<string, unknown>>))
+      visitNode(child);
   };
   visitNode(config as Record<string, unknown>);
   return names;
@@ -63,13 +74,19 @@ const eventsOf = (node: AnyStateNode) => [...node.transitions.keys()].sort();
 
 /** The machine rebuilt from the JSON, its named implementations stubbed; guards answer `guardsAnswer`. */
 function fromJSON(json: unknown, names: Names, guardsAnswer: boolean): AnyStateMachine {
-  const stub = <T,>(set: Set<string>, value: T) => Object.fromEntries([...set].map((name) => [name, value]));
-  return createMachine(json as never, {
-    guards: stub(names.guards, () => guardsAnswer),
-    actions: stub(names.actions, () => {}),
-    delays: stub(names.delays, 0),
-    actors: stub(names.actors, fromPromise(() => new Promise<never>(() => {}))),
-  } as never) as unknown as AnyStateMachine;
+  const stub = <T>(set: Set<string>, value: T) => Object.fromEntries([...set].map((name) => [name, value]));
+  return createMachine(
+    json as never,
+    {
+      guards: stub(names.guards, () => guardsAnswer),
+      actions: stub(names.actions, () => {}),
+      delays: stub(names.delays, 0),
+      actors: stub(
+        names.actors,
+        fromPromise(() => new Promise<never>(() => {})),
+      ),
+    } as never,
+  ) as unknown as AnyStateMachine;
 }
 
 /** Breadth-first over every event any active state node takes: the leaf states reached, and the events seen per node. */
@@ -117,7 +134,10 @@ describe('npm run machines: the exported statecharts', () => {
         const { json, names } = exported();
         for (const kind of ['guards', 'actions', 'delays', 'actors'] as const) {
           const implemented = Object.keys(machine.implementations[kind] ?? {});
-          expect([...names[kind]].filter((n) => !implemented.includes(n)), `${kind} named in the JSON but not in setup()`).to.deep.equal([]);
+          expect(
+            [...names[kind]].filter((n) => !implemented.includes(n)),
+            `${kind} named in the JSON but not in setup()`,
+          ).to.deep.equal([]);
         }
         // Every named decision and delay shows in the chart (an action or actor may be used only from code, e.g. spawn).
         expect(Object.keys(machine.implementations.guards).sort()).to.deep.equal([...names.guards].sort());
@@ -133,14 +153,22 @@ describe('npm run machines: the exported statecharts', () => {
         expect(reached).to.deep.equal(real);
         expect(real).to.deep.equal(EXPECTED_LEAVES[name].map((leaf) => `${machine.id}.${leaf}`).sort());
         for (const w of walks) {
-          for (const [id, events] of w.eventsByNode) expect(events, `events of ${id}`).to.deep.equal(eventsOf(machine.getStateNodeById(id)));
+          for (const [id, events] of w.eventsByNode)
+            expect(events, `events of ${id}`).to.deep.equal(eventsOf(machine.getStateNodeById(id)));
         }
       });
     });
   }
 
   it('refuses to export a machine with an inline implementation, naming where it is', () => {
-    const inline = createMachine({ id: 'inline', initial: 'a', states: { a: { on: { GO: { target: 'b', actions: function bump() {} } } }, b: {} } });
-    expect(() => machineToVisualizerJSON(inline)).to.throw(TypeError, /^inline\.states\.a\.on\.GO\.actions is an inline 'bump' function/);
+    const inline = createMachine({
+      id: 'inline',
+      initial: 'a',
+      states: { a: { on: { GO: { target: 'b', actions: function bump() {} } } }, b: {} },
+    });
+    expect(() => machineToVisualizerJSON(inline)).to.throw(
+      TypeError,
+      /^inline\.states\.a\.on\.GO\.actions is an inline 'bump' function/,
+    );
   });
 });

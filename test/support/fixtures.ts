@@ -6,14 +6,23 @@ import type { TaskSlotPayload } from '../../machines/taskSlot.machine.js';
 import { TaskSlotTable, type SlotActions, type TaskSlotTableOptions } from '../../lib/taskexecutor/TaskSlotTable.js';
 
 export const profile = (cpuCores: number, heapMB = 0, managedMB = 0, extended: Record<string, number> = {}) =>
-  ResourceProfile.newBuilder().setCpuCores(cpuCores).setTaskHeapMemoryMB(heapMB).setManagedMemoryMB(managedMB).setExtendedResources(extended).build();
+  ResourceProfile.newBuilder()
+    .setCpuCores(cpuCores)
+    .setTaskHeapMemoryMB(heapMB)
+    .setManagedMemoryMB(managedMB)
+    .setExtendedResources(extended)
+    .build();
 
 /** A task payload that records being failed; `failed` holds the causes it received. */
 export interface FakeTask extends TaskSlotPayload {
   readonly failed: unknown[];
 }
 
-export function fakeTask(jobId: JobID, allocationId: AllocationID, executionAttemptId: EAID = ExecutionAttemptID.generate()): FakeTask {
+export function fakeTask(
+  jobId: JobID,
+  allocationId: AllocationID,
+  executionAttemptId: EAID = ExecutionAttemptID.generate(),
+): FakeTask {
   const failed: unknown[] = [];
   return { executionAttemptId, jobId, allocationId, failed, failExternally: (cause) => failed.push(cause) };
 }

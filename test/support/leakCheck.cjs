@@ -33,7 +33,9 @@ function origins() {
     if (stack.includes('mocha/lib') || stack.includes('leakCheck.cjs')) continue;
     lines.push(`${type}\n${stack}`);
   }
-  return lines.length > 0 ? `\ncreated at:\n${lines.join('\n\n')}` : ' (SLOTWISE_LEAK_TRACE=1 names where they were created)';
+  return lines.length > 0
+    ? `\ncreated at:\n${lines.join('\n\n')}`
+    : ' (SLOTWISE_LEAK_TRACE=1 names where they were created)';
 }
 
 function count() {

@@ -19,7 +19,12 @@ export interface NatsServer {
 
 /** The nats-server binary, or undefined when it is not installed. */
 export function natsServerBinary(): string | undefined {
-  for (const candidate of [process.env['NATS_SERVER'], 'nats-server', '/usr/sbin/nats-server', '/usr/bin/nats-server']) {
+  for (const candidate of [
+    process.env['NATS_SERVER'],
+    'nats-server',
+    '/usr/sbin/nats-server',
+    '/usr/bin/nats-server',
+  ]) {
     if (candidate === undefined || candidate === '') continue;
     if (spawnSync(candidate, ['--version'], { stdio: 'ignore' }).status === 0) return candidate;
   }
@@ -33,7 +38,9 @@ export function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -74,7 +81,9 @@ export async function startNatsServer(binary: string, options: NatsServerOptions
     });
   });
   child.stderr!.resume();
-  const exited = new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+  const exited = new Promise<void>((resolve) =>
+    child.exitCode !== null ? resolve() : child.once('exit', () => resolve()),
+  );
   return {
     url: `nats://${address}:${port}`,
     port,
@@ -96,7 +105,9 @@ export async function startNatsServer(binary: string, options: NatsServerOptions
 export function natsServerOrSkip(context: Mocha.Context, suite: string): string {
   const binary = natsServerBinary();
   if (binary === undefined) {
-    console.log(`      [skipped] ${suite}: nats-server is not installed (apt-get install -y nats-server, or set NATS_SERVER)`);
+    console.log(
+      `      [skipped] ${suite}: nats-server is not installed (apt-get install -y nats-server, or set NATS_SERVER)`,
+    );
     context.skip();
   }
   return binary;

@@ -29,7 +29,8 @@ export function parsePrometheusText(text: string): Exposition {
     if (line === '') return;
     const comment = /^# (HELP|TYPE) (\S+) (.*)$/.exec(line);
     if (comment) {
-      if (comment[1] === 'TYPE' && !['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(comment[3]!)) throw new Error(`line ${i + 1}: unknown type ${comment[3]}`);
+      if (comment[1] === 'TYPE' && !['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(comment[3]!))
+        throw new Error(`line ${i + 1}: unknown type ${comment[3]}`);
       (comment[1] === 'HELP' ? help : types).set(comment[2]!, comment[3]!);
       return;
     }
@@ -55,8 +56,11 @@ export function parsePrometheusText(text: string): Exposition {
     help,
     samples,
     value(name, wanted = {}) {
-      const found = samples.filter((s) => s.name === name && Object.entries(wanted).every(([k, v]) => s.labels[k] === v));
-      if (found.length !== 1) throw new Error(`${found.length} samples of ${name} ${JSON.stringify(wanted)}, expected 1`);
+      const found = samples.filter(
+        (s) => s.name === name && Object.entries(wanted).every(([k, v]) => s.labels[k] === v),
+      );
+      if (found.length !== 1)
+        throw new Error(`${found.length} samples of ${name} ${JSON.stringify(wanted)}, expected 1`);
       return found[0]!.value;
     },
   };

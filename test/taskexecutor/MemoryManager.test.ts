@@ -21,7 +21,6 @@ function refused(fn: () => unknown, reason: string): MemoryAllocationError {
   expect.fail(`expected a MemoryAllocationError '${reason}'`);
 }
 
-
 describe('MemoryManager', () => {
   describe('sizes', () => {
     it('cuts the memory into whole pages; the remainder is unusable', () => {
@@ -33,7 +32,7 @@ describe('MemoryManager', () => {
       expect(mm.availableMemory).to.equal(10 * PAGE);
     });
 
-    it('uses Flink\'s 32 KiB segment size by default', () => {
+    it("uses Flink's 32 KiB segment size by default", () => {
       expect(DEFAULT_PAGE_SIZE).to.equal(32 * KiB);
       const mm = MemoryManager.create(MiB);
       expect(mm.pageSize).to.equal(32 * KiB);
@@ -57,7 +56,10 @@ describe('MemoryManager', () => {
           .with.property('details')
           .that.includes({ argument: 'memorySize' });
       }
-      expect(() => MemoryManager.create('1024' as unknown as number)).to.throw(IllegalArgumentError, /memorySize must be a number/);
+      expect(() => MemoryManager.create('1024' as unknown as number)).to.throw(
+        IllegalArgumentError,
+        /memorySize must be a number/,
+      );
     });
 
     it('refuses a memory size with more pages than the Int32 page table can count', () => {
@@ -86,7 +88,7 @@ describe('MemoryManager', () => {
       expect(mm.pagesOf('task-a')).to.equal(3);
     });
 
-    it('shows a write through one view\'s segment to an attached view of the same page', () => {
+    it("shows a write through one view's segment to an attached view of the same page", () => {
       const mm = MemoryManager.create(2 * PAGE, PAGE);
       const other = MemoryManager.attach(mm.share());
       const written = mm.allocatePages('writer', 2);
@@ -107,7 +109,10 @@ describe('MemoryManager', () => {
       const mm = MemoryManager.create(5 * PAGE, PAGE);
       mm.allocatePages('a', 2);
       const error = refused(() => mm.allocatePages('b', 4), 'insufficient-memory');
-      expect(error.message).to.include('4 pages (16384 bytes)').and.include('only 3 pages (12288 bytes)').and.include('"b"');
+      expect(error.message)
+        .to.include('4 pages (16384 bytes)')
+        .and.include('only 3 pages (12288 bytes)')
+        .and.include('"b"');
       expect(error.details).to.deep.equal({
         owner: 'b',
         requestedPages: 4,
@@ -142,7 +147,9 @@ describe('MemoryManager', () => {
     it('refuses an empty owner or a count that is not a positive safe integer, naming the argument', () => {
       const mm = MemoryManager.create(4 * PAGE, PAGE);
       expect(refused(() => mm.allocatePages('', 1), 'invalid-request').details).to.include({ argument: 'owner' });
-      expect(refused(() => mm.allocatePages(7 as unknown as string, 1), 'invalid-request').details).to.include({ argument: 'owner' });
+      expect(refused(() => mm.allocatePages(7 as unknown as string, 1), 'invalid-request').details).to.include({
+        argument: 'owner',
+      });
       for (const count of [0, -1, 1.5, Number.NaN]) {
         const error = refused(() => mm.allocatePages('a', count), 'invalid-request');
         expect(error.details).to.include({ argument: 'count' });
@@ -191,9 +198,13 @@ describe('MemoryManager', () => {
     it('refuses a malformed release list without releasing anything', () => {
       const mm = MemoryManager.create(4 * PAGE, PAGE);
       const [s] = mm.allocatePages('a', 1);
-      expect(refused(() => mm.releasePages('a', [s!.index, 4]), 'invalid-request').details).to.include({ argument: 'segments' });
+      expect(refused(() => mm.releasePages('a', [s!.index, 4]), 'invalid-request').details).to.include({
+        argument: 'segments',
+      });
       expect(refused(() => mm.releasePages('a', [s!, s!.index]), 'invalid-request').message).to.match(/twice/);
-      expect(refused(() => mm.releasePages('a', 'x' as unknown as number[]), 'invalid-request').details).to.include({ argument: 'segments' });
+      expect(refused(() => mm.releasePages('a', 'x' as unknown as number[]), 'invalid-request').details).to.include({
+        argument: 'segments',
+      });
       expect(mm.pagesOf('a')).to.equal(1);
     });
 
@@ -315,7 +326,7 @@ describe('MemoryManager', () => {
       expect(mm.owners()).to.deep.include({ owner: 'slot-owner', pages: 3 });
     });
 
-    it('keeps owner names per view: a view cannot release another view\'s pages by name', () => {
+    it("keeps owner names per view: a view cannot release another view's pages by name", () => {
       const mm = MemoryManager.create(8 * PAGE, PAGE);
       const other = MemoryManager.attach(mm.share());
       const pages = mm.allocatePages('task', 2);
@@ -338,8 +349,14 @@ describe('MemoryManager', () => {
     it('refuses a handle whose buffers do not match its geometry', () => {
       const handle = MemoryManager.create(4 * PAGE, PAGE).share();
       expect(() => MemoryManager.attach({ ...handle, totalPages: 5 })).to.throw(IllegalArgumentError, /handle\.data/);
-      expect(() => MemoryManager.attach({ ...handle, control: new SharedArrayBuffer(4) })).to.throw(IllegalArgumentError, /handle\.control/);
-      expect(() => MemoryManager.attach({ ...handle, pageSize: 3000 })).to.throw(IllegalArgumentError, /handle\.pageSize/);
+      expect(() => MemoryManager.attach({ ...handle, control: new SharedArrayBuffer(4) })).to.throw(
+        IllegalArgumentError,
+        /handle\.control/,
+      );
+      expect(() => MemoryManager.attach({ ...handle, pageSize: 3000 })).to.throw(
+        IllegalArgumentError,
+        /handle\.pageSize/,
+      );
       expect(() => MemoryManager.attach(null as never)).to.throw(IllegalArgumentError, /handle/);
     });
   });
@@ -374,7 +391,12 @@ describe('MemoryManager', () => {
     mm.allocatePages('a', 1);
     expect(mm.toJSON()).to.deep.equal({ pageSize: PAGE, totalPages: 4, freePages: 3, shutdown: false });
     mm.shutdown();
-    expect(JSON.parse(JSON.stringify(mm))).to.deep.equal({ pageSize: PAGE, totalPages: 4, freePages: 4, shutdown: true });
+    expect(JSON.parse(JSON.stringify(mm))).to.deep.equal({
+      pageSize: PAGE,
+      totalPages: 4,
+      freePages: 4,
+      shutdown: true,
+    });
   });
 
   it('keeps free + held = total through a seeded random interleaving of two views', () => {
@@ -407,7 +429,10 @@ describe('MemoryManager', () => {
       } else if (op < 0.75) {
         const release = mine.filter(() => random() < 0.5);
         view.releasePages(owner, random() < 0.5 ? release : release.map((s) => s.index));
-        held.set(key(v, owner), mine.filter((s) => !release.includes(s)));
+        held.set(
+          key(v, owner),
+          mine.filter((s) => !release.includes(s)),
+        );
       } else if (op < 0.85) {
         expect(view.releaseAll(owner), context).to.equal(mine.length);
         held.set(key(v, owner), []);

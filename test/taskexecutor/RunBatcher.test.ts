@@ -9,7 +9,12 @@ import { SimulatedClock } from '../../lib/core/clock.js';
 import { RunBatcher, type RunBatcherOptions } from '../../lib/taskexecutor/RunBatcher.js';
 import { RUN_QUEUED, RUN_STARTED, RunFlags } from '../../lib/taskexecutor/runFlags.js';
 import type { TaskInvocation } from '../../lib/taskexecutor/TaskInvocation.js';
-import type { TaskWorkerBatch, TaskWorkerBatchItem, TaskWorkerBatchResult, TaskWorkerOutcome } from '../../lib/taskexecutor/taskThreadProtocol.js';
+import type {
+  TaskWorkerBatch,
+  TaskWorkerBatchItem,
+  TaskWorkerBatchResult,
+  TaskWorkerOutcome,
+} from '../../lib/taskexecutor/taskThreadProtocol.js';
 
 /** One pool call the fake pool holds until the test ends it. */
 interface Call {
@@ -24,7 +29,17 @@ const ok = (output: unknown): TaskWorkerOutcome => ({ ok: true, output, leakedPa
 function invocation(name: string, memory: TaskInvocation['memory'] = null): TaskInvocation {
   return {
     taskModule: `/tasks/${name}.mjs`,
-    context: { jobId: 'job', jobName: 'batcher', vertexId: name, vertexName: name, subtaskIndex: 0, parallelism: 1, attemptNumber: 0, executionAttemptId: `attempt-${name}`, allocationId: 'alloc' },
+    context: {
+      jobId: 'job',
+      jobName: 'batcher',
+      vertexId: name,
+      vertexName: name,
+      subtaskIndex: 0,
+      parallelism: 1,
+      attemptNumber: 0,
+      executionAttemptId: `attempt-${name}`,
+      allocationId: 'alloc',
+    },
     inputs: null,
     config: undefined,
     memory,
@@ -148,10 +163,21 @@ describe('RunBatcher (no threads)', () => {
 
   it("never mixes two managed memories in one batch (a batch carries one): a run of another slot's memory starts the next", async () => {
     const h = harness();
-    const memory = (): TaskInvocation['memory'] => ({ data: new SharedArrayBuffer(8), control: new SharedArrayBuffer(8), pageSize: 8, totalPages: 1 });
+    const memory = (): TaskInvocation['memory'] => ({
+      data: new SharedArrayBuffer(8),
+      control: new SharedArrayBuffer(8),
+      pageSize: 8,
+      totalPages: 1,
+    });
     const [a, b] = [memory(), memory()];
     h.batcher.open();
-    for (const [name, m] of [['a1', a], ['a2', a], ['a3', a], ['b1', b]] as const) void h.batcher.submit(invocation(name, m), undefined, undefined);
+    for (const [name, m] of [
+      ['a1', a],
+      ['a2', a],
+      ['a3', a],
+      ['b1', b],
+    ] as const)
+      void h.batcher.submit(invocation(name, m), undefined, undefined);
     await settle();
     expect(h.sizes()).to.deep.equal([2, 1]);
     expect(h.calls[0]!.batch.memory).to.equal(a);
@@ -171,7 +197,9 @@ describe('RunBatcher (no threads)', () => {
     h.batcher.open();
     const heard: string[] = [];
     const listener = (name: string) => ({ started: () => heard.push(`start ${name}`) });
-    const runs = ['a', 'b', 'c'].map((name) => h.batcher.submit(invocation(name), undefined, listener(name)).then((r) => heard.push(`end ${String(r.output)}`)));
+    const runs = ['a', 'b', 'c'].map((name) =>
+      h.batcher.submit(invocation(name), undefined, listener(name)).then((r) => heard.push(`end ${String(r.output)}`)),
+    );
     await settle();
     expect(h.sizes()).to.deep.equal([2, 1]);
     expect(heard, 'the first batch goes to an idle thread: its first run starts').to.deep.equal(['start a']);
@@ -184,7 +212,13 @@ describe('RunBatcher (no threads)', () => {
     h.claim(b!);
     h.calls[0]!.resolve({ run: b!.run, outcome: ok('b') });
     await settle();
-    expect(heard, 'the thread takes the waiting batch when it returns one').to.deep.equal(['start a', 'end a', 'start b', 'end b', 'start c']);
+    expect(heard, 'the thread takes the waiting batch when it returns one').to.deep.equal([
+      'start a',
+      'end a',
+      'start b',
+      'end b',
+      'start c',
+    ]);
     const [c] = h.calls[1]!.batch.items;
     h.claim(c!);
     h.calls[1]!.resolve({ run: c!.run, outcome: ok('c') });
@@ -238,7 +272,9 @@ describe('RunBatcher (no threads)', () => {
     expect(h.terminated()).to.equal(0);
     h.clock.increment(1);
     expect(h.terminated(), 'one thread: terminated directly').to.equal(1);
-    expect(h.logs.some((line) => line.startsWith('warn:') && line.includes('did not stop within 300 ms'))).to.equal(true);
+    expect(h.logs.some((line) => line.startsWith('warn:') && line.includes('did not stop within 300 ms'))).to.equal(
+      true,
+    );
     h.setExitCode(1);
     h.calls[0]!.reject(new Error('worker exited with code: 1'));
     const error = (await rejection(stubborn)) as TaskExecutionError;
@@ -307,7 +343,7 @@ describe('RunBatcher (no threads)', () => {
     expect((await other).output).to.equal('other');
   });
 
-  it("fails the runs not sent when closed (canceled, pool-closed), and a run submitted with its signal already aborted at once", async () => {
+  it('fails the runs not sent when closed (canceled, pool-closed), and a run submitted with its signal already aborted at once', async () => {
     const h = harness();
     const queued = h.batcher.submit(invocation('queued'), undefined, undefined);
     h.batcher.close();
@@ -316,7 +352,9 @@ describe('RunBatcher (no threads)', () => {
     expect(closed.details).to.include({ stoppedBy: 'pool-closed' });
     const controller = new AbortController();
     controller.abort('too late');
-    const aborted = (await rejection(h.batcher.submit(invocation('aborted'), controller.signal, undefined))) as TaskExecutionError;
+    const aborted = (await rejection(
+      h.batcher.submit(invocation('aborted'), controller.signal, undefined),
+    )) as TaskExecutionError;
     expect(aborted.message).to.contain('canceled before it started: too late');
     h.batcher.open();
     await settle();

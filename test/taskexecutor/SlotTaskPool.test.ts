@@ -5,7 +5,14 @@
  */
 import { expect } from 'chai';
 import { fileURLToPath } from 'node:url';
-import { IllegalArgumentError, IllegalStateError, isSlotwiseError, reviveError, TaskExecutionError, type SerializedSlotwiseError } from '../../lib/core/errors.js';
+import {
+  IllegalArgumentError,
+  IllegalStateError,
+  isSlotwiseError,
+  reviveError,
+  TaskExecutionError,
+  type SerializedSlotwiseError,
+} from '../../lib/core/errors.js';
 import { AllocationID, ExecutionAttemptID, JobID } from '../../lib/core/ids.js';
 import { MemoryManager } from '../../lib/taskexecutor/MemoryManager.js';
 import { SlotTaskPool, type SlotTaskPoolLogEntry, type TaskInvocation } from '../../lib/taskexecutor/SlotTaskPool.js';
@@ -16,7 +23,16 @@ const task = (name: string) => fileURLToPath(new URL(`../fixtures/tasks/${name}.
 const jobId = JobID.generate();
 const allocationId = AllocationID.generate();
 
-function invocation(module: string, options: { inputs?: unknown; config?: unknown; memory?: TaskInvocation['memory']; vertexName?: string; subtaskIndex?: number } = {}): TaskInvocation {
+function invocation(
+  module: string,
+  options: {
+    inputs?: unknown;
+    config?: unknown;
+    memory?: TaskInvocation['memory'];
+    vertexName?: string;
+    subtaskIndex?: number;
+  } = {},
+): TaskInvocation {
   const vertexName = options.vertexName ?? module;
   const subtaskIndex = options.subtaskIndex ?? 0;
   return {
@@ -67,7 +83,9 @@ function logged(entries: SlotTaskPoolLogEntry[], pattern: RegExp, timeoutMs = 10
 // A process-wide --max-old-space-size (command line or NODE_OPTIONS) silently replaces every
 // thread's maxOldGenerationSizeMb: the heap-limit tests would then see the process's limit (the
 // hog takes far longer to die, checkHeapLimit reports enforced: false). They skip in that case.
-const processWideHeapFlag = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((arg) => arg.startsWith('--max-old-space-size'));
+const processWideHeapFlag = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((arg) =>
+  arg.startsWith('--max-old-space-size'),
+);
 
 describe('SlotTaskPool (real threads)', function () {
   this.timeout(30_000);
@@ -95,7 +113,13 @@ describe('SlotTaskPool (real threads)', function () {
       signalAborted: false,
     });
     const line = logs.find((e) => e.source === 'task' && e.executionAttemptId === inv.context.executionAttemptId);
-    expect(line).to.include({ level: 'info', pool: 'slot-0', message: 'summing 4 inputs', vertexName: 'ok', subtaskIndex: 1 });
+    expect(line).to.include({
+      level: 'info',
+      pool: 'slot-0',
+      message: 'summing 4 inputs',
+      vertexName: 'ok',
+      subtaskIndex: 1,
+    });
     expect(pool.stats).to.include({ running: 0, queued: 0, poolErrors: 0 });
   });
 
@@ -103,7 +127,13 @@ describe('SlotTaskPool (real threads)', function () {
     const inv = invocation('throws', { vertexName: 'mapper', subtaskIndex: 1 });
     const error = await failsWith(pool.run(inv), 'threw');
     expect(error.message).to.contain('mapper (2/2) attempt 0').and.contain('threw: RangeError: boom in mapper #1');
-    expect(error.details).to.include({ executionAttemptId: inv.context.executionAttemptId, vertexName: 'mapper', cause: 'boom in mapper #1', causeName: 'RangeError', code: 'E_BOOM' });
+    expect(error.details).to.include({
+      executionAttemptId: inv.context.executionAttemptId,
+      vertexName: 'mapper',
+      cause: 'boom in mapper #1',
+      causeName: 'RangeError',
+      code: 'E_BOOM',
+    });
     expect(error.details.stack).to.be.a('string').and.contain('throws.ts');
     // It crosses to the JobMaster as its wire form.
     const revived = reviveError(structuredClone(error.toJSON()) as SerializedSlotwiseError);
@@ -153,7 +183,9 @@ describe('SlotTaskPool (real threads)', function () {
       // Never before the grace period (a lower bound holds however loaded the machine is).
       expect(took).to.be.at.least(290);
       expect(error.details).to.include({ stoppedBy: 'forced', graceMs: 300 });
-      expect(logs.some((e) => e.source === 'pool' && e.level === 'warn' && /did not stop within 300 ms/.test(e.message))).to.equal(true);
+      expect(
+        logs.some((e) => e.source === 'pool' && e.level === 'warn' && /did not stop within 300 ms/.test(e.message)),
+      ).to.equal(true);
       expect((await pool.run(invocation('ok', { inputs: [2] }))).output).to.have.property('sum', 2);
     });
 
@@ -165,7 +197,9 @@ describe('SlotTaskPool (real threads)', function () {
       expect(pool.stats.queued).to.be.at.least(1);
       queuedController.abort();
       expect((await failsWith(queued, 'canceled')).details).to.include({ stoppedBy: 'before-start' });
-      expect((await failsWith(pool.run(invocation('ok'), { signal: AbortSignal.abort('too late') }), 'canceled')).message).to.contain('too late');
+      expect(
+        (await failsWith(pool.run(invocation('ok'), { signal: AbortSignal.abort('too late') }), 'canceled')).message,
+      ).to.contain('too late');
       blocker.abort();
       await failsWith(running, 'canceled');
     });
@@ -177,7 +211,10 @@ describe('SlotTaskPool (real threads)', function () {
       const queued = pool.run(queuedInvocation);
       // Its own log line (earlier tests logged the same words).
       const id = spinning.context.executionAttemptId;
-      await eventually(() => logs.some((e) => e.executionAttemptId === id && /spinning cooperatively/.test(e.message)), 'the spinning run to start');
+      await eventually(
+        () => logs.some((e) => e.executionAttemptId === id && /spinning cooperatively/.test(e.message)),
+        'the spinning run to start',
+      );
       expect(pool.cancel(queuedInvocation.context.executionAttemptId, 'job canceled')).to.equal(true);
       expect((await failsWith(queued, 'canceled')).details).to.include({ stoppedBy: 'before-start' });
       expect(pool.cancel(spinning.context.executionAttemptId, 'slot freed')).to.equal(true);
@@ -195,14 +232,17 @@ describe('SlotTaskPool (real threads)', function () {
     expect(missing.details).to.include({ code: 'ERR_MODULE_NOT_FOUND' });
     const noDefault = await failsWith(pool.run(invocation('noDefault')), 'bad-module');
     expect(noDefault.message).to.contain('has no default export function');
-    const relative = await failsWith(pool.run({ ...invocation('ok'), taskModule: 'fixtures/tasks/ok.ts' }), 'bad-module');
+    const relative = await failsWith(
+      pool.run({ ...invocation('ok'), taskModule: 'fixtures/tasks/ok.ts' }),
+      'bad-module',
+    );
     expect(relative.message).to.contain('absolute path or a file: URL');
   });
 
   it('fails a task whose output cannot cross threads with "bad-output"; the thread lives on', async () => {
     const threadsBefore = pool.threadIds();
     const error = await failsWith(pool.run(invocation('badOutput')), 'bad-output');
-    expect(error.message).to.contain("output that cannot cross threads").and.contain('a function');
+    expect(error.message).to.contain('output that cannot cross threads').and.contain('a function');
     expect(error.details).to.include({ causeName: 'DataCloneError' });
     expect(pool.threadIds()).to.deep.equal(threadsBefore);
   });
@@ -246,7 +286,10 @@ describe('SlotTaskPool (real threads)', function () {
       expect(clean.leakedPagesReleased).to.equal(0);
       expect(slotMemory.freePages).to.equal(8);
 
-      const error = await failsWith(pool.run(invocation('memory', { memory: slotMemory.share(), config: { pages: 2, throwAfter: true } })), 'threw');
+      const error = await failsWith(
+        pool.run(invocation('memory', { memory: slotMemory.share(), config: { pages: 2, throwAfter: true } })),
+        'threw',
+      );
       expect(error.details).to.include({ pagesLeft: 2 });
       expect(slotMemory.freePages).to.equal(6);
       const report = slotMemory.shutdown();
@@ -288,8 +331,10 @@ describe('SlotTaskPool (real threads)', function () {
   });
 
   // Last (mocha runs a suite's own tests before its nested suites): the counters after everything above.
-  it('keeps many outstanding runs apart (more than its first 64 started flags): each output and log line is its own run\'s', async () => {
-    const invocations = Array.from({ length: 150 }, (_, i) => invocation('ok', { inputs: [i, 1], vertexName: 'many', subtaskIndex: i }));
+  it("keeps many outstanding runs apart (more than its first 64 started flags): each output and log line is its own run's", async () => {
+    const invocations = Array.from({ length: 150 }, (_, i) =>
+      invocation('ok', { inputs: [i, 1], vertexName: 'many', subtaskIndex: i }),
+    );
     const runs = invocations.map((inv) => pool.run(inv, { signal: new AbortController().signal }));
     const { running, queued } = pool.stats;
     expect(running + queued).to.equal(150);
@@ -297,7 +342,9 @@ describe('SlotTaskPool (real threads)', function () {
     expect(results.map((r) => (r.output as { sum: number }).sum)).to.deep.equal(invocations.map((_, i) => i + 1));
     for (const inv of invocations) {
       const lines = logs.filter((e) => e.source === 'task' && e.executionAttemptId === inv.context.executionAttemptId);
-      expect(lines.map((e) => [e.message, e.subtaskIndex])).to.deep.equal([['summing 2 inputs', inv.context.subtaskIndex]]);
+      expect(lines.map((e) => [e.message, e.subtaskIndex])).to.deep.equal([
+        ['summing 2 inputs', inv.context.subtaskIndex],
+      ]);
     }
     expect(pool.stats).to.include({ running: 0, queued: 0 });
   });
@@ -337,9 +384,10 @@ describe('SlotTaskPool batches (real threads)', function () {
     await pool.close();
   });
 
-  const linesOf = (inv: TaskInvocation) => logs.filter((e) => e.source === 'task' && e.executionAttemptId === inv.context.executionAttemptId);
+  const linesOf = (inv: TaskInvocation) =>
+    logs.filter((e) => e.source === 'task' && e.executionAttemptId === inv.context.executionAttemptId);
   /** Records the order in which runs settle. */
-  const track = <T,>(order: string[], name: string, run: Promise<T>): Promise<T> => {
+  const track = <T>(order: string[], name: string, run: Promise<T>): Promise<T> => {
     run.then(
       () => order.push(name),
       () => order.push(name),
@@ -350,13 +398,22 @@ describe('SlotTaskPool batches (real threads)', function () {
   it('sends runs waiting together in one pool call, and isolates them: one that throws fails alone', async () => {
     const before = pool.stats.batches;
     const names = ['ok', 'throws', 'ok', 'ok', 'ok', 'ok'];
-    const invocations = names.map((name, i) => invocation(name, { inputs: [i], vertexName: `isolated-${i}`, subtaskIndex: i }));
+    const invocations = names.map((name, i) =>
+      invocation(name, { inputs: [i], vertexName: `isolated-${i}`, subtaskIndex: i }),
+    );
     const runs = invocations.map((inv) => pool.run(inv));
     const results = await Promise.allSettled(runs);
     // Six runs, two pool calls: [ok, throws, ok] and [ok, ok, ok].
     await new Promise(setImmediate); // the runs go out a microtask after they are submitted
     expect(pool.stats.batches - before).to.equal(2);
-    expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+    expect(results.map((r) => r.status)).to.deep.equal([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+    ]);
     await failsWith(runs[1]!, 'threw');
     results.forEach((r, i) => {
       if (i !== 1) expect((r as PromiseFulfilledResult<{ output: { sum: number } }>).value.output.sum).to.equal(i);
@@ -364,12 +421,18 @@ describe('SlotTaskPool batches (real threads)', function () {
     expect(pool.stats).to.include({ running: 0, queued: 0, poolErrors: 0 });
   });
 
-  it("settles each run of a batch as it ends: a fast run resolves while the slow one after it in the same batch still runs", async () => {
+  it('settles each run of a batch as it ends: a fast run resolves while the slow one after it in the same batch still runs', async () => {
     const before = pool.stats.batches;
     const order: string[] = [];
     const controller = new AbortController();
     const fast = track(order, 'fast', pool.run(invocation('ok', { inputs: [1], vertexName: 'fast' })));
-    const slow = track(order, 'slow', pool.run(invocation('spin', { config: { cooperative: true, checkEvery: 10_000 }, vertexName: 'slow' }), { signal: controller.signal }));
+    const slow = track(
+      order,
+      'slow',
+      pool.run(invocation('spin', { config: { cooperative: true, checkEvery: 10_000 }, vertexName: 'slow' }), {
+        signal: controller.signal,
+      }),
+    );
     const third = track(order, 'third', pool.run(invocation('ok', { inputs: [3], vertexName: 'third' })));
     // [fast, slow] and [third].
     await new Promise(setImmediate); // the runs go out a microtask after they are submitted
@@ -411,8 +474,13 @@ describe('SlotTaskPool batches (real threads)', function () {
     expect(events).to.deep.equal(['slow started']);
     await Promise.all(runs);
     await new Promise(setImmediate);
-    expect(events.filter((e) => e.endsWith('started'))).to.deep.equal(['slow started', 'second started', 'third started']);
-    for (const name of ['slow', 'second', 'third']) expect(events.indexOf(`${name} started`)).to.be.below(events.indexOf(`${name} ended`));
+    expect(events.filter((e) => e.endsWith('started'))).to.deep.equal([
+      'slow started',
+      'second started',
+      'third started',
+    ]);
+    for (const name of ['slow', 'second', 'third'])
+      expect(events.indexOf(`${name} started`)).to.be.below(events.indexOf(`${name} ended`));
     expect(settledAtStart).to.deep.include({ slow: 0 });
     expect(settledAtStart['second']).to.equal(1); // the slow one had ended
     expect(settledAtStart['third']).to.be.at.least(1);
@@ -445,11 +513,13 @@ describe('SlotTaskPool batches (real threads)', function () {
     expect(pool.stats).to.include({ running: 0, queued: 0 });
   });
 
-  it("re-queues the runs of a batch whose thread was terminated to stop one of them; they run once and finish", async () => {
+  it('re-queues the runs of a batch whose thread was terminated to stop one of them; they run once and finish', async () => {
     const controller = new AbortController();
     const invocations = [
       invocation('spin', { config: { cooperative: false }, vertexName: 'stuck' }),
-      ...Array.from({ length: 5 }, (_, i) => invocation('ok', { inputs: [i + 1], vertexName: `requeued-${i}`, subtaskIndex: i })),
+      ...Array.from({ length: 5 }, (_, i) =>
+        invocation('ok', { inputs: [i + 1], vertexName: `requeued-${i}`, subtaskIndex: i }),
+      ),
     ];
     const before = pool.stats.batches;
     const threadsBefore = pool.threadIds();
@@ -463,13 +533,18 @@ describe('SlotTaskPool batches (real threads)', function () {
     const error = await failsWith(stuck, 'canceled');
     expect(error.details).to.include({ stoppedBy: 'forced', graceMs: 300 });
     expect((await Promise.all(oks)).map((r) => (r.output as { sum: number }).sum)).to.deep.equal([1, 2, 3, 4, 5]);
-    for (const inv of invocations.slice(1)) expect(linesOf(inv).map((e) => e.message)).to.deep.equal(['summing 1 inputs']);
+    for (const inv of invocations.slice(1))
+      expect(linesOf(inv).map((e) => e.message)).to.deep.equal(['summing 1 inputs']);
     expect(pool.threadIds()).to.not.deep.equal(threadsBefore); // the stuck run's thread was replaced
     expect(pool.stats).to.include({ running: 0, queued: 0, poolErrors: 0 });
   });
 
   it('gives a thread-ending run its error and re-queues the runs after it in its batch', async () => {
-    const invocations = [invocation('exits', { vertexName: 'exits' }), invocation('ok', { inputs: [1], vertexName: 'after-exit' }), invocation('ok', { inputs: [2], vertexName: 'other-batch' })];
+    const invocations = [
+      invocation('exits', { vertexName: 'exits' }),
+      invocation('ok', { inputs: [1], vertexName: 'after-exit' }),
+      invocation('ok', { inputs: [2], vertexName: 'other-batch' }),
+    ];
     const before = pool.stats.batches;
     const [exits, afterExit, other] = invocations.map((inv) => pool.run(inv));
     // [exits, after-exit] and [other-batch].
@@ -482,7 +557,12 @@ describe('SlotTaskPool batches (real threads)', function () {
   });
 
   it('refuses only the run that cannot be sent to a thread when it came in a batch', async () => {
-    const runs = [pool.run(invocation('ok', { inputs: [1] })), pool.run(invocation('ok', { inputs: [() => 2] })), pool.run(invocation('ok', { inputs: [3] })), pool.run(invocation('ok', { inputs: [4] }))];
+    const runs = [
+      pool.run(invocation('ok', { inputs: [1] })),
+      pool.run(invocation('ok', { inputs: [() => 2] })),
+      pool.run(invocation('ok', { inputs: [3] })),
+      pool.run(invocation('ok', { inputs: [4] })),
+    ];
     const results = await Promise.allSettled(runs);
     expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
     expect((results[1] as PromiseRejectedResult).reason).to.be.instanceOf(IllegalArgumentError);

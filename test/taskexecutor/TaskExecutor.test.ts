@@ -4,8 +4,22 @@
  */
 import { expect } from 'chai';
 import { SimulatedClock } from '../../lib/core/clock.js';
-import { IllegalArgumentError, IllegalStateError, RpcTimeoutError, SlotNotFoundError, SlotOwnerMismatchError, TaskExecutionError } from '../../lib/core/errors.js';
-import { AllocationID, ExecutionAttemptID, JobID, ResourceID, ResourceManagerId, type ExecutionAttemptID as EAID } from '../../lib/core/ids.js';
+import {
+  IllegalArgumentError,
+  IllegalStateError,
+  RpcTimeoutError,
+  SlotNotFoundError,
+  SlotOwnerMismatchError,
+  TaskExecutionError,
+} from '../../lib/core/errors.js';
+import {
+  AllocationID,
+  ExecutionAttemptID,
+  JobID,
+  ResourceID,
+  ResourceManagerId,
+  type ExecutionAttemptID as EAID,
+} from '../../lib/core/ids.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../../lib/rpc/gateways.js';
 import type { RegistrationResponse, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../../lib/rpc/protocol.js';
@@ -34,13 +48,20 @@ function harness(options: { registration?: Array<RegistrationResponse | Error | 
   const resourceManager: ResourceManagerGateway = {
     registerTaskExecutor: async (registration) => {
       calls.push(['registerTaskExecutor', registration]);
-      const answer = (await answers.shift()) ?? { kind: 'accepted', registrationId: 'r-1', resourceManagerId: RM_ID, heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 };
+      const answer = (await answers.shift()) ?? {
+        kind: 'accepted',
+        registrationId: 'r-1',
+        resourceManagerId: RM_ID,
+        heartbeatIntervalMs: 10_000,
+        heartbeatTimeoutMs: 30_000,
+      };
       if (answer instanceof Error) throw answer;
       return answer;
     },
-    sendSlotReport: async (resourceId, registrationId, report) => void calls.push(['sendSlotReport', registrationId, report.slots.length]),
-    notifySlotAvailable: async (resourceId, allocationId) => void calls.push(['notifySlotAvailable', allocationId]),
-    disconnectTaskExecutor: async (resourceId, cause) => void calls.push(['disconnectTaskExecutor', cause]),
+    sendSlotReport: async (_resourceId, registrationId, report) =>
+      void calls.push(['sendSlotReport', registrationId, report.slots.length]),
+    notifySlotAvailable: async (_resourceId, allocationId) => void calls.push(['notifySlotAvailable', allocationId]),
+    disconnectTaskExecutor: async (_resourceId, cause) => void calls.push(['disconnectTaskExecutor', cause]),
     registerJobMaster: async () => {},
     declareRequiredResources: async () => {},
     disconnectJobMaster: async () => {},
@@ -53,7 +74,7 @@ function harness(options: { registration?: Array<RegistrationResponse | Error | 
   const offers: Array<AllocationID[]> = [];
   let offerAnswer: (ids: AllocationID[]) => Promise<AllocationID[]> = async (ids) => ids;
   const jobMaster: JobMasterGateway = {
-    offerSlots: (resourceId, slotOffers) => {
+    offerSlots: (_resourceId, slotOffers) => {
       const ids = slotOffers.map((o) => o.allocationId);
       offers.push(ids);
       return offerAnswer(ids);
@@ -63,12 +84,20 @@ function harness(options: { registration?: Array<RegistrationResponse | Error | 
       batches.push(batch.length);
       states.push(...batch);
     },
-    notifySlotFreed: async (resourceId, allocationId) => {
+    notifySlotFreed: async (_resourceId, allocationId) => {
       statesAtSlotFreed.push(states.length);
       calls.push(['notifySlotFreed', allocationId]);
     },
   };
-  const runs = new Map<EAID, { invocation: TaskInvocation; canceled: string | null; result: ReturnType<typeof deferred<{ output: unknown }>>; start: () => void }>();
+  const runs = new Map<
+    EAID,
+    {
+      invocation: TaskInvocation;
+      canceled: string | null;
+      result: ReturnType<typeof deferred<{ output: unknown }>>;
+      start: () => void;
+    }
+  >();
   /** Whether the runner starts an attempt as it gets it (a free thread), or waits for the test's `start()`. */
   const runner_ = { startsAtOnce: true };
   const runner: SlotTaskRunner = {
@@ -84,7 +113,13 @@ function harness(options: { registration?: Array<RegistrationResponse | Error | 
       if (run === undefined || run.canceled !== null) return false;
       run.canceled = reason;
       const { context } = run.invocation;
-      run.result.reject(new TaskExecutionError('canceled', 'canceled', { executionAttemptId: context.executionAttemptId, vertexName: context.vertexName, cause: reason }));
+      run.result.reject(
+        new TaskExecutionError('canceled', 'canceled', {
+          executionAttemptId: context.executionAttemptId,
+          vertexName: context.vertexName,
+          cause: reason,
+        }),
+      );
       return true;
     },
     close: async () => void calls.push(['runner.close']),
@@ -94,7 +129,12 @@ function harness(options: { registration?: Array<RegistrationResponse | Error | 
     resourceId: ResourceID.parse('te-test'),
     mode: 'thread',
     clock,
-    configuration: { 'taskmanager.numberOfTaskSlots': 2, 'taskmanager.cpu.cores': 2, 'taskmanager.memory.managed.size': '1m', 'taskmanager.memory.segment-size': '64k' },
+    configuration: {
+      'taskmanager.numberOfTaskSlots': 2,
+      'taskmanager.cpu.cores': 2,
+      'taskmanager.memory.managed.size': '1m',
+      'taskmanager.memory.segment-size': '64k',
+    },
     resourceManager,
     connectJobMaster: (address) => (calls.push(['connectJobMaster', address]), jobMaster),
     createTaskRunner: (slot) => (calls.push(['createTaskRunner', slot.name, slot.heapLimitMb]), runner),
@@ -102,7 +142,17 @@ function harness(options: { registration?: Array<RegistrationResponse | Error | 
   });
   const call = <T>(fn: () => Promise<T>) => te.mailbox.callAsync(fn);
   return {
-    te, clock, calls, states, batches, statesAtSlotFreed, offers, runs, terminated, call, runner: runner_,
+    te,
+    clock,
+    calls,
+    states,
+    batches,
+    statesAtSlotFreed,
+    offers,
+    runs,
+    terminated,
+    call,
+    runner: runner_,
     setOfferAnswer: (f: typeof offerAnswer) => (offerAnswer = f),
     /** Registers and lets the first report go out. */
     async started() {
@@ -115,7 +165,10 @@ function harness(options: { registration?: Array<RegistrationResponse | Error | 
 
 const jobId = JobID.generate();
 
-function descriptor(allocationId: AllocationID, overrides: Partial<TaskDeploymentDescriptor> = {}): TaskDeploymentDescriptor {
+function descriptor(
+  allocationId: AllocationID,
+  overrides: Partial<TaskDeploymentDescriptor> = {},
+): TaskDeploymentDescriptor {
   return {
     jobId,
     jobName: 'wordcount',
@@ -134,7 +187,16 @@ function descriptor(allocationId: AllocationID, overrides: Partial<TaskDeploymen
 
 async function slotFor(h: ReturnType<typeof harness>, index = 0) {
   const allocationId = AllocationID.generate();
-  await h.call(() => h.te.requestSlot({ index, jobId, allocationId, resourceProfile: 'UNKNOWN', targetAddress: 'jobmaster@wordcount', resourceManagerId: RM_ID }));
+  await h.call(() =>
+    h.te.requestSlot({
+      index,
+      jobId,
+      allocationId,
+      resourceProfile: 'UNKNOWN',
+      targetAddress: 'jobmaster@wordcount',
+      resourceManagerId: RM_ID,
+    }),
+  );
   await settle();
   return allocationId;
 }
@@ -153,7 +215,13 @@ describe('TaskExecutor endpoint', () => {
     });
 
     it('retries a refused or failed registration with growing waits, and is accepted later', async () => {
-      const h = harness({ registration: [{ kind: 'refused', reason: 'stale' }, new Error('no answer'), { kind: 'refused', reason: 'busy' }] });
+      const h = harness({
+        registration: [
+          { kind: 'refused', reason: 'stale' },
+          new Error('no answer'),
+          { kind: 'refused', reason: 'busy' },
+        ],
+      });
       await h.started();
       expect(h.te.isRegistered).to.equal(false);
       h.clock.increment(100); // cluster.registration.initial-timeout
@@ -235,7 +303,15 @@ describe('TaskExecutor endpoint', () => {
   });
 
   describe('requestSlot only while registered at that ResourceManager (Flink: "not connected")', () => {
-    const request = (overrides: Record<string, unknown> = {}) => ({ index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: 'UNKNOWN' as const, targetAddress: 'jm', resourceManagerId: RM_ID, ...overrides });
+    const request = (overrides: Record<string, unknown> = {}) => ({
+      index: 0,
+      jobId,
+      allocationId: AllocationID.generate(),
+      resourceProfile: 'UNKNOWN' as const,
+      targetAddress: 'jm',
+      resourceManagerId: RM_ID,
+      ...overrides,
+    });
 
     it('refuses a slot request while its first registration is pending, with IllegalStateError, and allocates nothing', async () => {
       const h = harness({ registration: [{ kind: 'refused', reason: 'not yet' }] });
@@ -257,7 +333,18 @@ describe('TaskExecutor endpoint', () => {
     it('refuses a slot request while it registers again, until the new registration is accepted', async () => {
       let accept!: (response: RegistrationResponse) => void;
       const second = new Promise<RegistrationResponse>((resolve) => (accept = resolve));
-      const h = harness({ registration: [{ kind: 'accepted', registrationId: 'r-1', resourceManagerId: RM_ID, heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 }, second] });
+      const h = harness({
+        registration: [
+          {
+            kind: 'accepted',
+            registrationId: 'r-1',
+            resourceManagerId: RM_ID,
+            heartbeatIntervalMs: 10_000,
+            heartbeatTimeoutMs: 30_000,
+          },
+          second,
+        ],
+      });
       await h.started();
       await h.call(() => h.te.disconnectResourceManager('declared lost'));
       await settle();
@@ -266,7 +353,13 @@ describe('TaskExecutor endpoint', () => {
       expect(error).to.be.instanceOf(IllegalStateError);
       expect(error).to.have.nested.property('details.state', 'registering');
       expect(h.te.table.getAllocationIdsPerJob(jobId)).to.deep.equal([]);
-      accept({ kind: 'accepted', registrationId: 'r-2', resourceManagerId: RM_ID, heartbeatIntervalMs: 10_000, heartbeatTimeoutMs: 30_000 });
+      accept({
+        kind: 'accepted',
+        registrationId: 'r-2',
+        resourceManagerId: RM_ID,
+        heartbeatIntervalMs: 10_000,
+        heartbeatTimeoutMs: 30_000,
+      });
       await settle();
       await h.call(() => h.te.requestSlot(request()));
       expect(h.te.table.getAllocationIdsPerJob(jobId)).to.have.length(1);
@@ -276,10 +369,14 @@ describe('TaskExecutor endpoint', () => {
       const h = harness();
       await h.started();
       const other = ResourceManagerId.generate();
-      const error = await h.call(() => h.te.requestSlot(request({ resourceManagerId: other }))).catch((e: unknown) => e);
+      const error = await h
+        .call(() => h.te.requestSlot(request({ resourceManagerId: other })))
+        .catch((e: unknown) => e);
       expect(error).to.be.instanceOf(IllegalStateError);
       expect(error).to.have.nested.property('details.state', `registered at ResourceManager ${RM_ID}`);
-      const missing = await h.call(() => h.te.requestSlot(request({ resourceManagerId: undefined }))).catch((e: unknown) => e);
+      const missing = await h
+        .call(() => h.te.requestSlot(request({ resourceManagerId: undefined })))
+        .catch((e: unknown) => e);
       expect(missing).to.be.instanceOf(IllegalArgumentError);
       expect(missing).to.have.nested.property('details.argument', 'resourceManagerId');
       expect(h.te.table.getAllocationIdsPerJob(jobId)).to.deep.equal([]);
@@ -301,19 +398,37 @@ describe('TaskExecutor endpoint', () => {
       await h.started();
       h.setOfferAnswer(async () => []);
       const rejected = await slotFor(h, 0);
-      h.setOfferAnswer(() => Promise.reject(new RpcTimeoutError('no answer', { gateway: 'JobMasterGateway', method: 'offerSlots', timeoutMs: 10_000 })));
+      h.setOfferAnswer(() =>
+        Promise.reject(
+          new RpcTimeoutError('no answer', { gateway: 'JobMasterGateway', method: 'offerSlots', timeoutMs: 10_000 }),
+        ),
+      );
       const unanswered = await slotFor(h, 1);
       await settle();
       expect(h.te.table.getTaskSlot(rejected)).to.equal(undefined);
       expect(h.te.table.getTaskSlot(unanswered)).to.equal(undefined);
-      expect(h.calls.filter((c) => c[0] === 'notifySlotAvailable').map((c) => c[1])).to.have.members([rejected, unanswered]);
+      expect(h.calls.filter((c) => c[0] === 'notifySlotAvailable').map((c) => c[1])).to.have.members([
+        rejected,
+        unanswered,
+      ]);
     });
 
-    it('refuses a taken index with the table\'s typed error', async () => {
+    it("refuses a taken index with the table's typed error", async () => {
       const h = harness();
       await h.started();
       await slotFor(h, 0);
-      const error = await h.call(() => h.te.requestSlot({ index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: 'UNKNOWN', targetAddress: 'jm', resourceManagerId: RM_ID })).catch((e: unknown) => e);
+      const error = await h
+        .call(() =>
+          h.te.requestSlot({
+            index: 0,
+            jobId,
+            allocationId: AllocationID.generate(),
+            resourceProfile: 'UNKNOWN',
+            targetAddress: 'jm',
+            resourceManagerId: RM_ID,
+          }),
+        )
+        .catch((e: unknown) => e);
       expect(error).to.have.property('_tag', 'SlotAllocationError');
       expect(error).to.have.property('reason', 'index-taken');
     });
@@ -321,13 +436,22 @@ describe('TaskExecutor endpoint', () => {
     it('fails loudly when its gateway is called outside its mailbox', async () => {
       const h = harness();
       await h.started();
-      const error = await h.te.requestSlot({ index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: 'UNKNOWN', targetAddress: 'jm', resourceManagerId: RM_ID }).catch((e: unknown) => e);
+      const error = await h.te
+        .requestSlot({
+          index: 0,
+          jobId,
+          allocationId: AllocationID.generate(),
+          resourceProfile: 'UNKNOWN',
+          targetAddress: 'jm',
+          resourceManagerId: RM_ID,
+        })
+        .catch((e: unknown) => e);
       expect(error).to.be.instanceOf(IllegalStateError);
     });
   });
 
   describe('tasks', () => {
-    it('runs a submitted task on its slot\'s runner and reports initializing → running → finished with the output', async () => {
+    it("runs a submitted task on its slot's runner and reports initializing → running → finished with the output", async () => {
       const h = harness();
       await h.started();
       const allocationId = await slotFor(h);
@@ -352,10 +476,17 @@ describe('TaskExecutor endpoint', () => {
       h.runner.startsAtOnce = false;
       await h.started();
       const allocationId = await slotFor(h);
-      const [a, b] = [descriptor(allocationId), descriptor(allocationId, { executionAttemptId: ExecutionAttemptID.generate({ vertex: 'tokenize', subtask: 1, attempt: 0 }), subtaskIndex: 1 })];
+      const [a, b] = [
+        descriptor(allocationId),
+        descriptor(allocationId, {
+          executionAttemptId: ExecutionAttemptID.generate({ vertex: 'tokenize', subtask: 1, attempt: 0 }),
+          subtaskIndex: 1,
+        }),
+      ];
       await h.call(() => h.te.submitTasks([a, b]));
       await settle();
-      const states = () => h.states.map((s) => `${s.executionAttemptId === a.executionAttemptId ? 'a' : 'b'}:${s.state}`);
+      const states = () =>
+        h.states.map((s) => `${s.executionAttemptId === a.executionAttemptId ? 'a' : 'b'}:${s.state}`);
       expect(states()).to.deep.equal(['a:initializing', 'b:initializing']);
       h.runs.get(a.executionAttemptId)!.start();
       await settle();
@@ -382,23 +513,29 @@ describe('TaskExecutor endpoint', () => {
       await settle();
       expect([...h.runs.keys()]).to.deep.equal([ok.executionAttemptId]);
       const notAnArray = await h.call(() => h.te.submitTasks(ok as never)).catch((e: unknown) => e);
-      expect(notAnArray).to.be.instanceOf(IllegalArgumentError).and.to.have.property('message').that.matches(/descriptors must be an array/);
+      expect(notAnArray)
+        .to.be.instanceOf(IllegalArgumentError)
+        .and.to.have.property('message')
+        .that.matches(/descriptors must be an array/);
     });
 
-    it('sends the states of one turn as one updateTaskExecutionStates call, in order, and a task\'s end before its freed slot', async () => {
+    it("sends the states of one turn as one updateTaskExecutionStates call, in order, and a task's end before its freed slot", async () => {
       const h = harness();
       await h.started();
       const allocationId = await slotFor(h);
       const a = descriptor(allocationId);
-      const b = descriptor(allocationId, { executionAttemptId: ExecutionAttemptID.generate({ vertex: 'tokenize', subtask: 1, attempt: 0 }), subtaskIndex: 1 });
+      const b = descriptor(allocationId, {
+        executionAttemptId: ExecutionAttemptID.generate({ vertex: 'tokenize', subtask: 1, attempt: 0 }),
+        subtaskIndex: 1,
+      });
       h.batches.length = 0;
       await Promise.all([h.call(() => h.te.submitTask(a)), h.call(() => h.te.submitTask(b))]);
       await settle();
       expect(h.batches).to.deep.equal([4]);
       // Each task's own states in order (its start notice comes from its runner, after both were handed over).
-      expect(h.states.map((s) => `${s.executionAttemptId === a.executionAttemptId ? 'a' : 'b'}:${s.state}`)).to.deep.equal([
-        'a:initializing', 'b:initializing', 'a:running', 'b:running',
-      ]);
+      expect(
+        h.states.map((s) => `${s.executionAttemptId === a.executionAttemptId ? 'a' : 'b'}:${s.state}`),
+      ).to.deep.equal(['a:initializing', 'b:initializing', 'a:running', 'b:running']);
       h.runs.get(a.executionAttemptId)!.result.resolve({ output: 1 });
       await settle();
       expect(h.batches).to.deep.equal([4, 1]);
@@ -407,7 +544,9 @@ describe('TaskExecutor endpoint', () => {
       const before = h.states.length;
       await h.call(() => h.te.freeSlot(allocationId, 'job canceled'));
       await settle();
-      expect(h.states.slice(before).map((s) => `${s.executionAttemptId === b.executionAttemptId ? 'b' : 'a'}:${s.state}`)).to.deep.equal(['b:canceled']);
+      expect(
+        h.states.slice(before).map((s) => `${s.executionAttemptId === b.executionAttemptId ? 'b' : 'a'}:${s.state}`),
+      ).to.deep.equal(['b:canceled']);
       expect(h.statesAtSlotFreed).to.deep.equal([before + 1]);
     });
 
@@ -418,7 +557,13 @@ describe('TaskExecutor endpoint', () => {
       const tdd = descriptor(allocationId);
       await h.call(() => h.te.submitTask(tdd));
       await settle();
-      h.runs.get(tdd.executionAttemptId)!.result.reject(new TaskExecutionError('threw', 'boom', { executionAttemptId: tdd.executionAttemptId, vertexName: 'tokenize', cause: 'boom' }));
+      h.runs.get(tdd.executionAttemptId)!.result.reject(
+        new TaskExecutionError('threw', 'boom', {
+          executionAttemptId: tdd.executionAttemptId,
+          vertexName: 'tokenize',
+          cause: 'boom',
+        }),
+      );
       await settle();
       const failed = h.states.at(-1)!;
       expect(failed.state).to.equal('failed');
@@ -426,12 +571,18 @@ describe('TaskExecutor endpoint', () => {
       expect(h.te.table.getTaskSlot(allocationId)).to.not.equal(undefined);
     });
 
-    it('refuses a task for an unknown slot or for another job\'s slot', async () => {
+    it("refuses a task for an unknown slot or for another job's slot", async () => {
       const h = harness();
       await h.started();
       const allocationId = await slotFor(h);
-      expect(await h.call(() => h.te.submitTask(descriptor(AllocationID.generate()))).catch((e: unknown) => e)).to.be.instanceOf(SlotNotFoundError);
-      expect(await h.call(() => h.te.submitTask(descriptor(allocationId, { jobId: JobID.generate() }))).catch((e: unknown) => e)).to.be.instanceOf(SlotOwnerMismatchError);
+      expect(
+        await h.call(() => h.te.submitTask(descriptor(AllocationID.generate()))).catch((e: unknown) => e),
+      ).to.be.instanceOf(SlotNotFoundError);
+      expect(
+        await h
+          .call(() => h.te.submitTask(descriptor(allocationId, { jobId: JobID.generate() })))
+          .catch((e: unknown) => e),
+      ).to.be.instanceOf(SlotOwnerMismatchError);
     });
 
     it('cancels a task through its slot runner and reports it canceled', async () => {

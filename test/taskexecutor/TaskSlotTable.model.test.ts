@@ -33,7 +33,14 @@ import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import { MemoryManager } from '../../lib/taskexecutor/MemoryManager.js';
 import { TaskSlotTable, type FreeSlotResult, type TaskSlotPayload } from '../../lib/taskexecutor/TaskSlotTable.js';
 import { taskSlotMachine, type SlotMemoryLeakReport, type SlotMemoryManager } from '../../machines/taskSlot.machine.js';
-import { addTaskRefusalIn, slotOf, slotState, taskSlotTableMachine, type TaskSlotRef, type TaskSlotTableEvent } from '../../machines/taskSlotTable.machine.js';
+import {
+  addTaskRefusalIn,
+  slotOf,
+  slotState,
+  taskSlotTableMachine,
+  type TaskSlotRef,
+  type TaskSlotTableEvent,
+} from '../../machines/taskSlotTable.machine.js';
 import { fakeTask, flushMicrotasks, profile } from '../support/fixtures.js';
 
 // ------------------------------------------------------------------------------ the fixed world
@@ -48,7 +55,13 @@ type JobLabel = keyof typeof JOBS;
 type AllocationLabel = keyof typeof ALLOCATIONS;
 type TaskLabel = keyof typeof TASKS;
 
-const labelOf = new Map<string, string>([...Object.entries(JOBS), ...Object.entries(ALLOCATIONS), ...Object.entries(TASKS).map(([label, t]) => [t.id, label] as const)].map(([l, id]) => [id, l]));
+const labelOf = new Map<string, string>(
+  [
+    ...Object.entries(JOBS),
+    ...Object.entries(ALLOCATIONS),
+    ...Object.entries(TASKS).map(([label, t]) => [t.id, label] as const),
+  ].map(([l, id]) => [id, l]),
+);
 const label = (id: string) => labelOf.get(id) ?? `?${id.slice(0, 8)}`;
 
 const NUMBER_SLOTS = 2;
@@ -72,13 +85,17 @@ const EVENTS: readonly ModelEvent[] = [
   { type: 'START' },
   { type: 'CLOSE' },
   { type: 'SETTLE' },
-  ...(['A1', 'A2'] as const).flatMap((allocation) => [0, 1, -1].map((index) => ({ type: 'ALLOCATE_SLOT' as const, allocation, index, job: 'J1' as const }))),
+  ...(['A1', 'A2'] as const).flatMap((allocation) =>
+    [0, 1, -1].map((index) => ({ type: 'ALLOCATE_SLOT' as const, allocation, index, job: 'J1' as const })),
+  ),
   // The same AllocationID for another job: a conflict while A1 is held, a fresh allocation otherwise.
   { type: 'ALLOCATE_SLOT', allocation: 'A1', index: 0, job: 'J2' },
   // A1 again, asking for more than the whole TaskExecutor: refused as an allocation conflict while
   // A1 is held, as a taken index while A2 holds 0, for want of resources otherwise — never allocated.
   { type: 'ALLOCATE_SLOT', allocation: 'A1', index: 0, job: 'J1', oversized: true },
-  ...(['MARK_SLOT_ACTIVE', 'MARK_SLOT_INACTIVE', 'FREE_SLOT'] as const).flatMap((type) => (['A1', 'A2'] as const).map((allocation) => ({ type, allocation }))),
+  ...(['MARK_SLOT_ACTIVE', 'MARK_SLOT_INACTIVE', 'FREE_SLOT'] as const).flatMap((type) =>
+    (['A1', 'A2'] as const).map((allocation) => ({ type, allocation })),
+  ),
   ...(['T1', 'T2'] as const).map((task) => ({ type: 'ADD_TASK' as const, task })),
   ...(['T1', 'T2'] as const).map((task) => ({ type: 'REMOVE_TASK' as const, task })),
 ];
@@ -105,7 +122,8 @@ const allocationRequest = (event: Extract<ModelEvent, { type: 'ALLOCATE_SLOT' }>
   allocationId: ALLOCATIONS[event.allocation],
   resourceProfile: event.oversized ? OVERSIZED : ResourceProfile.UNKNOWN,
 });
-const taskPayload = (task: TaskLabel) => fakeTask(JOBS[TASKS[task].job], ALLOCATIONS[TASKS[task].allocation], TASKS[task].id);
+const taskPayload = (task: TaskLabel) =>
+  fakeTask(JOBS[TASKS[task].job], ALLOCATIONS[TASKS[task].allocation], TASKS[task].id);
 
 // ------------------------------------------------------------------------------ the view both sides project to
 
@@ -132,7 +150,9 @@ const serializeView = ({ state, slots, closing }: TableView) => JSON.stringify({
 const manualShutdown: PromiseActorLogic<SlotMemoryLeakReport, SlotMemoryManager> = {
   getInitialSnapshot: (_scope, input) => ({ status: 'active', output: undefined, error: undefined, input }),
   transition: (snapshot, event): PromiseSnapshot<SlotMemoryLeakReport, SlotMemoryManager> =>
-    snapshot.status === 'active' && event.type === 'FINISH' ? { status: 'done', output: snapshot.input!.shutdown(), error: undefined, input: snapshot.input } : snapshot,
+    snapshot.status === 'active' && event.type === 'FINISH'
+      ? { status: 'done', output: snapshot.input!.shutdown(), error: undefined, input: snapshot.input }
+      : snapshot,
   getPersistedSnapshot: (snapshot) => snapshot,
 };
 
@@ -209,7 +229,13 @@ function project(actor: TableActor): TableView {
     slots: Object.values(context.slots)
       .map((slot) => {
         const c = slot.getSnapshot().context;
-        return { index: c.index, allocation: label(c.allocationId), job: label(c.jobId), state: slotState(slot), tasks: c.tasks.ids().map(label).sort() };
+        return {
+          index: c.index,
+          allocation: label(c.allocationId),
+          job: label(c.jobId),
+          state: slotState(slot),
+          tasks: c.tasks.ids().map(label).sort(),
+        };
       })
       .sort((a, b) => a.index - b.index),
     closing: context.closingSlots > 0,
@@ -219,7 +245,13 @@ function project(actor: TableActor): TableView {
 /** Every snapshot in the actor tree: if none is a new object, the last event did nothing at all. */
 function snapshotsOf(actor: TableActor): unknown[] {
   const table = actor.getSnapshot();
-  return [table, ...(Object.values(table.children) as TaskSlotRef[]).flatMap((slot) => [slot.getSnapshot(), ...Object.values(slot.getSnapshot().children).map((c) => c?.getSnapshot())])];
+  return [
+    table,
+    ...(Object.values(table.children) as TaskSlotRef[]).flatMap((slot) => [
+      slot.getSnapshot(),
+      ...Object.values(slot.getSnapshot().children).map((c) => c?.getSnapshot()),
+    ]),
+  ];
 }
 
 const sameSnapshots = (a: unknown[], b: unknown[]) => a.length === b.length && a.every((x, i) => x === b[i]);
@@ -302,7 +334,13 @@ const traversal = {
 function viewOf({ state, slots }: ReturnType<TaskSlotTable['describe']>): TableView {
   return {
     state,
-    slots: slots.map((s) => ({ index: s.index, allocation: label(s.allocationId), job: label(s.jobId), state: s.state, tasks: s.tasks.map(label).sort() })),
+    slots: slots.map((s) => ({
+      index: s.index,
+      allocation: label(s.allocationId),
+      job: label(s.jobId),
+      state: s.state,
+      tasks: s.tasks.map(label).sort(),
+    })),
   };
 }
 
@@ -370,19 +408,24 @@ function acceptedNoOp(event: ModelEvent, before: TableView, value: unknown, memo
       if (slot?.state === 'releasing' && value === false) return 'a releasing slot cannot be activated: false';
       return undefined;
     case 'MARK_SLOT_INACTIVE':
-      if (slot?.state === 'allocated' && value === true) return 'an allocated slot marked inactive re-arms its timeout (invisible here): true';
+      if (slot?.state === 'allocated' && value === true)
+        return 'an allocated slot marked inactive re-arms its timeout (invisible here): true';
       if (slot?.state === 'releasing' && value === false) return 'a releasing slot cannot be deactivated: false';
       return undefined;
     case 'FREE_SLOT': {
       // The same closing as an earlier freeSlot, when there was one (a slot released by closeAsync has none to compare).
       const result = value as FreeSlotResult;
       const earlier = memory.releasing.get(event.allocation);
-      return slot?.state === 'releasing' && result.state === 'releasing' && (earlier === undefined || result.closed === earlier.closed)
+      return slot?.state === 'releasing' &&
+        result.state === 'releasing' &&
+        (earlier === undefined || result.closed === earlier.closed)
         ? 'freeing a releasing slot again returns the same closing'
         : undefined;
     }
     case 'CLOSE':
-      return (before.state === 'closing' || before.state === 'closed') && memory.closed !== undefined && value === memory.closed
+      return (before.state === 'closing' || before.state === 'closed') &&
+        memory.closed !== undefined &&
+        value === memory.closed
         ? 'closing a closing or closed table returns the same promise'
         : undefined;
     default:
@@ -399,7 +442,11 @@ function checkSuccess(event: ModelEvent, after: TableView, value: unknown): void
     case 'MARK_SLOT_INACTIVE':
       return same(what, String(value), 'true');
     case 'FREE_SLOT':
-      return same(what, (value as FreeSlotResult).state, slotIn(after, event.allocation) === undefined ? 'freed' : 'releasing');
+      return same(
+        what,
+        (value as FreeSlotResult).state,
+        slotIn(after, event.allocation) === undefined ? 'freed' : 'releasing',
+      );
     case 'REMOVE_TASK':
       return same(what, (value as TaskSlotPayload).executionAttemptId, TASKS[event.task].id);
     case 'CLOSE':
@@ -428,7 +475,8 @@ function fail(message: string): never {
 }
 
 function same(what: string, actual: string, expected: string): void {
-  if (actual !== expected) throw new AssertionError(`${what}: expected ${expected}, got ${actual}`, { actual, expected });
+  if (actual !== expected)
+    throw new AssertionError(`${what}: expected ${expected}, got ${actual}`, { actual, expected });
 }
 
 /** A TaskSlotTable being walked along the model, checking each call's outcome and the table after it. */
@@ -452,7 +500,10 @@ class Walk {
    * except for SETTLE: awaiting anything else would let the slots' memory shutdowns finish early,
    * so a promise is returned only when there is one to wait for.
    */
-  step(event: ModelEvent, { view: after, accepted }: Pick<TableModelSnapshot, 'view' | 'accepted'>): Promise<void> | undefined {
+  step(
+    event: ModelEvent,
+    { view: after, accepted }: Pick<TableModelSnapshot, 'view' | 'accepted'>,
+  ): Promise<void> | undefined {
     this.#trail.push(describeEvent(event));
     const pending = call(this.table, event);
     if (pending instanceof Promise) return pending.then((outcome) => this.#check(event, after, accepted, outcome));
@@ -467,24 +518,39 @@ class Walk {
       const described = JSON.stringify(description);
       const what = describeEvent(event);
       if (serializeView(after) !== serializeView(before)) {
-        if (outcome.kind === 'refused') fail(`the machine accepted ${what}, so must the class, but it threw ${outcome.error._tag}: ${outcome.error.message}`);
+        if (outcome.kind === 'refused')
+          fail(
+            `the machine accepted ${what}, so must the class, but it threw ${outcome.error._tag}: ${outcome.error.message}`,
+          );
         checkSuccess(event, after, outcome.value);
       } else if (accepted === false && event.type !== 'CLOSE') {
-        if (outcome.kind === 'done') fail(`the machine's guards refused ${what}, so must the class; it returned ${String(outcome.value)}`);
+        if (outcome.kind === 'done')
+          fail(`the machine's guards refused ${what}, so must the class; it returned ${String(outcome.value)}`);
         same(`a refused ${what} changes nothing`, described, this.#described);
       } else {
         // The guards let the event through and nothing visible changed (or it is closeAsync, idempotent
         // in the class whatever the machine does): one of Flink's accepted no-ops, never an error.
-        if (outcome.kind === 'refused') fail(`the machine took ${what} without a visible change, so the class must accept it, but it threw ${outcome.error._tag}: ${outcome.error.message}`);
-        if (acceptedNoOp(event, before, outcome.value, this.#memory) === undefined) fail(`${what} is not an accepted no-op here; it returned ${String(outcome.value)}`);
+        if (outcome.kind === 'refused')
+          fail(
+            `the machine took ${what} without a visible change, so the class must accept it, but it threw ${outcome.error._tag}: ${outcome.error.message}`,
+          );
+        if (acceptedNoOp(event, before, outcome.value, this.#memory) === undefined)
+          fail(`${what} is not an accepted no-op here; it returned ${String(outcome.value)}`);
       }
       this.#remember(event, outcome, after);
-      same(`describe() after ${what}`, serializeView(viewOf(description)), serializeView({ ...after, closing: undefined }));
+      same(
+        `describe() after ${what}`,
+        serializeView(viewOf(description)),
+        serializeView({ ...after, closing: undefined }),
+      );
       this.#view = after;
       this.#described = described;
     } catch (error) {
       // Mocha prints only the text before ": expected" when it shows a diff: show the whole message.
-      Object.assign(error as Error, { showDiff: false, message: `${(error as Error).message}\n  walk: ${this.#trail.join(' → ')}` });
+      Object.assign(error as Error, {
+        showDiff: false,
+        message: `${(error as Error).message}\n  walk: ${this.#trail.join(' → ')}`,
+      });
       throw error;
     }
   }
@@ -492,11 +558,17 @@ class Walk {
   #remember(event: ModelEvent, outcome: Outcome, after: TableView): void {
     const memory = this.#memory;
     if (outcome.kind === 'done' && event.type === 'CLOSE') memory.closed ??= outcome.value as Promise<void>;
-    if (outcome.kind === 'done' && event.type === 'FREE_SLOT' && (outcome.value as FreeSlotResult).state === 'releasing' && !memory.releasing.has(event.allocation)) {
+    if (
+      outcome.kind === 'done' &&
+      event.type === 'FREE_SLOT' &&
+      (outcome.value as FreeSlotResult).state === 'releasing' &&
+      !memory.releasing.has(event.allocation)
+    ) {
       memory.releasing.set(event.allocation, outcome.value as FreeSlotResult);
     }
     // A slot that left the table may come back under the same AllocationID: forget its old closing.
-    for (const allocation of memory.releasing.keys()) if (slotIn(after, allocation)?.state !== 'releasing') memory.releasing.delete(allocation);
+    for (const allocation of memory.releasing.keys())
+      if (slotIn(after, allocation)?.state !== 'releasing') memory.releasing.delete(allocation);
   }
 }
 
@@ -515,11 +587,17 @@ interface Edge {
  * none left here, the walk goes by known edges to the nearest state with untried events, or, from a
  * dead end (closed), a new walk starts on a fresh table along the shortest path to one.
  */
-async function coverEveryEdge(adjacency: AdjacencyMap<TableModelSnapshot, ModelEvent>, shortestPaths: ReadonlyArray<StatePath<TableModelSnapshot, ModelEvent>>) {
+async function coverEveryEdge(
+  adjacency: AdjacencyMap<TableModelSnapshot, ModelEvent>,
+  shortestPaths: ReadonlyArray<StatePath<TableModelSnapshot, ModelEvent>>,
+) {
   const loops = new Map<string, Edge[]>();
   const moves = new Map<string, Edge[]>();
   for (const [from, entry] of Object.entries(adjacency)) {
-    for (const { event, state } of Object.values(entry.transitions) as Array<{ event: ModelEvent; state: TableModelSnapshot }>) {
+    for (const { event, state } of Object.values(entry.transitions) as Array<{
+      event: ModelEvent;
+      state: TableModelSnapshot;
+    }>) {
       const edge = { from, event, to: serializeView(state.view), view: state.view, accepted: state.accepted };
       const into = edge.to === from ? loops : moves;
       into.set(from, [...(into.get(from) ?? []), edge]);
@@ -583,7 +661,10 @@ async function coverEveryEdge(adjacency: AdjacencyMap<TableModelSnapshot, ModelE
       if (settling === undefined) return void moved();
       return settling.then(moved);
     };
-    const route: Array<Pick<Edge, 'event' | 'view' | 'accepted'>> = toStart.map(({ event, state }) => ({ event, ...state }));
+    const route: Array<Pick<Edge, 'event' | 'view' | 'accepted'>> = toStart.map(({ event, state }) => ({
+      event,
+      ...state,
+    }));
     for (;;) {
       for (const step of route) {
         const settling = go(step.event, step);
@@ -625,7 +706,11 @@ describe('TaskSlotTable, model-based against the taskSlotTable machine', () => {
     // 789 today (2 slots × 2 allocations × tasks × closing): a collapsed model has far fewer.
     expect(views.length).to.be.at.least(700);
     expect(new Set(views.map((v) => v.state))).to.have.all.keys('created', 'running', 'closing', 'closed');
-    expect(new Set(views.flatMap((v) => v.slots.map((s) => s.state)))).to.have.all.keys('allocated', 'active', 'releasing');
+    expect(new Set(views.flatMap((v) => v.slots.map((s) => s.state)))).to.have.all.keys(
+      'allocated',
+      'active',
+      'releasing',
+    );
     expect(views.some((v) => v.slots.some((s) => s.index >= NUMBER_SLOTS))).to.equal(true);
     expect(views.some((v) => v.state === 'running' && v.closing)).to.equal(true);
     expect(views.some((v) => v.slots.length === 2 && v.slots.every((s) => s.state === 'releasing'))).to.equal(true);

@@ -18,7 +18,17 @@ import fc from 'fast-check';
 import { SlotwiseError } from '../../lib/core/errors.js';
 import { ResourceID } from '../../lib/core/ids.js';
 import { TaskSlotTable } from '../../lib/taskexecutor/TaskSlotTable.js';
-import { AllocationID, ExecutionAttemptID, JobID, ResourceProfile, SimulatedClock, fakeTask, flushMicrotasks, profile, recordingSlotActions } from '../support/fixtures.js';
+import {
+  AllocationID,
+  ExecutionAttemptID,
+  JobID,
+  ResourceProfile,
+  SimulatedClock,
+  fakeTask,
+  flushMicrotasks,
+  profile,
+  recordingSlotActions,
+} from '../support/fixtures.js';
 
 // ------------------------------------------------------------------------------ pools
 
@@ -41,17 +51,34 @@ type ProfileName = keyof typeof PROFILES;
 /** IDs are drawn once per file: a sequence is a list of labels, so fast-check prints it readably. */
 const ids = {
   job: Object.fromEntries(JOBS.map((l) => [l, JobID.generate()])) as Record<(typeof JOBS)[number], JobID>,
-  allocation: Object.fromEntries(ALLOCATIONS.map((l) => [l, AllocationID.generate()])) as Record<(typeof ALLOCATIONS)[number], AllocationID>,
-  attempt: Object.fromEntries(ATTEMPTS.map((l) => [l, ExecutionAttemptID.generate()])) as Record<(typeof ATTEMPTS)[number], ExecutionAttemptID>,
+  allocation: Object.fromEntries(ALLOCATIONS.map((l) => [l, AllocationID.generate()])) as Record<
+    (typeof ALLOCATIONS)[number],
+    AllocationID
+  >,
+  attempt: Object.fromEntries(ATTEMPTS.map((l) => [l, ExecutionAttemptID.generate()])) as Record<
+    (typeof ATTEMPTS)[number],
+    ExecutionAttemptID
+  >,
 };
 
 // ------------------------------------------------------------------------------ operations
 
 type Op =
-  | { op: 'allocate'; index: number; job: (typeof JOBS)[number]; allocation: (typeof ALLOCATIONS)[number]; profile: ProfileName }
+  | {
+      op: 'allocate';
+      index: number;
+      job: (typeof JOBS)[number];
+      allocation: (typeof ALLOCATIONS)[number];
+      profile: ProfileName;
+    }
   | { op: 'markActive' | 'markInactive' | 'free'; allocation: (typeof ALLOCATIONS)[number] }
   /** `job: 'owner'` offers the task for the job that holds the allocation (when one does). */
-  | { op: 'addTask'; attempt: (typeof ATTEMPTS)[number]; allocation: (typeof ALLOCATIONS)[number]; job: (typeof JOBS)[number] | 'owner' }
+  | {
+      op: 'addTask';
+      attempt: (typeof ATTEMPTS)[number];
+      allocation: (typeof ALLOCATIONS)[number];
+      job: (typeof JOBS)[number] | 'owner';
+    }
   | { op: 'removeTask'; attempt: (typeof ATTEMPTS)[number] }
   | { op: 'tick'; ms: number }
   | { op: 'flush' }
@@ -60,15 +87,41 @@ type Op =
   | { op: 'close' };
 
 /** Half the AllocationIDs come up three times as often, so operations meet the slots they name. */
-const allocation = fc.oneof({ weight: 3, arbitrary: fc.constantFrom('A0', 'A1', 'A2') }, { weight: 1, arbitrary: fc.constantFrom('A3', 'A4', 'A5') });
+const allocation = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom('A0', 'A1', 'A2') },
+  { weight: 1, arbitrary: fc.constantFrom('A3', 'A4', 'A5') },
+);
 const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 20, arbitrary: fc.record({ op: fc.constant('allocate' as const), index: fc.integer({ min: -1, max: 3 }), job: fc.constantFrom(...JOBS), allocation, profile: fc.constantFrom(...(Object.keys(PROFILES) as ProfileName[])) }) },
+  {
+    weight: 20,
+    arbitrary: fc.record({
+      op: fc.constant('allocate' as const),
+      index: fc.integer({ min: -1, max: 3 }),
+      job: fc.constantFrom(...JOBS),
+      allocation,
+      profile: fc.constantFrom(...(Object.keys(PROFILES) as ProfileName[])),
+    }),
+  },
   { weight: 16, arbitrary: fc.record({ op: fc.constant('markActive' as const), allocation }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('markInactive' as const), allocation }) },
   { weight: 8, arbitrary: fc.record({ op: fc.constant('free' as const), allocation }) },
-  { weight: 24, arbitrary: fc.record({ op: fc.constant('addTask' as const), attempt: fc.constantFrom(...ATTEMPTS), allocation, job: fc.constantFrom('owner' as const, 'owner' as const, 'owner' as const, ...JOBS) }) },
-  { weight: 12, arbitrary: fc.record({ op: fc.constant('removeTask' as const), attempt: fc.constantFrom(...ATTEMPTS) }) },
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('tick' as const), ms: fc.constantFrom(1_000, 10_000, 180_000) }) },
+  {
+    weight: 24,
+    arbitrary: fc.record({
+      op: fc.constant('addTask' as const),
+      attempt: fc.constantFrom(...ATTEMPTS),
+      allocation,
+      job: fc.constantFrom('owner' as const, 'owner' as const, 'owner' as const, ...JOBS),
+    }),
+  },
+  {
+    weight: 12,
+    arbitrary: fc.record({ op: fc.constant('removeTask' as const), attempt: fc.constantFrom(...ATTEMPTS) }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({ op: fc.constant('tick' as const), ms: fc.constantFrom(1_000, 10_000, 180_000) }),
+  },
   { weight: 6, arbitrary: fc.record({ op: fc.constant('flush' as const) }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('expireTimedOut' as const) }) },
   // Rare: after a close every operation but freeSlot / removeTask is refused, and the run learns little more.
@@ -78,7 +131,15 @@ const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
 function newTable() {
   const clock = new SimulatedClock();
   const slotActions = recordingSlotActions();
-  const table = new TaskSlotTable({ totalResourceProfile: TOTAL, numberSlots: NUMBER_SLOTS, clock, slotActions, pageSize: 64 * 1024, slotTimeout: 10_000, releaseTimeout: 180_000 });
+  const table = new TaskSlotTable({
+    totalResourceProfile: TOTAL,
+    numberSlots: NUMBER_SLOTS,
+    clock,
+    slotActions,
+    pageSize: 64 * 1024,
+    slotTimeout: 10_000,
+    releaseTimeout: 180_000,
+  });
   table.start();
   return { table, clock, slotActions };
 }
@@ -89,7 +150,12 @@ type Fixture = ReturnType<typeof newTable>;
 function apply({ table, clock, slotActions }: Fixture, op: Op): Promise<void> | undefined {
   switch (op.op) {
     case 'allocate':
-      table.allocateSlot({ index: op.index, jobId: ids.job[op.job], allocationId: ids.allocation[op.allocation], resourceProfile: PROFILES[op.profile] });
+      table.allocateSlot({
+        index: op.index,
+        jobId: ids.job[op.job],
+        allocationId: ids.allocation[op.allocation],
+        resourceProfile: PROFILES[op.profile],
+      });
       return;
     case 'markActive':
       table.markSlotActive(ids.allocation[op.allocation]);
@@ -115,7 +181,9 @@ function apply({ table, clock, slotActions }: Fixture, op: Op): Promise<void> | 
     case 'flush':
       return flushMicrotasks();
     case 'expireTimedOut': {
-      const reported = slotActions.calls.filter(([name]) => name === 'timeoutSlot') as Array<[string, AllocationID, string]>;
+      const reported = slotActions.calls.filter(([name]) => name === 'timeoutSlot') as Array<
+        [string, AllocationID, string]
+      >;
       slotActions.calls.length = 0;
       for (const [, allocationId, ticket] of reported) {
         if (table.isValidTimeout(allocationId, ticket)) table.freeSlot(allocationId).closed.catch(() => {});
@@ -143,14 +211,27 @@ function checkInvariants(table: TaskSlotTable): void {
 
   // (a) resources: what the live slots hold is what the budget lacks, and never more than the total.
   const held = slots.reduce((sum, slot) => sum.merge(slot.resourceProfile), ResourceProfile.ZERO);
-  holds(`(a) the slots' ${held} fit in the total ${table.totalResourceProfile}`, table.totalResourceProfile.allFieldsNoLessThan(held), true);
-  holds('(a) total − available = the sum of the live slots', table.totalResourceProfile.subtract(table.availableResources).toString(), held.toString());
+  holds(
+    `(a) the slots' ${held} fit in the total ${table.totalResourceProfile}`,
+    table.totalResourceProfile.allFieldsNoLessThan(held),
+    true,
+  );
+  holds(
+    '(a) total − available = the sum of the live slots',
+    table.totalResourceProfile.subtract(table.availableResources).toString(),
+    held.toString(),
+  );
 
   // (b) indexes: one slot per index; statics are free exactly when no slot holds them.
   const indexes = slots.map((slot) => slot.index);
   holds(`(b) one slot per index (${indexes})`, new Set(indexes).size, indexes.length);
-  holds(`(b) indexes are non-negative integers (${indexes})`, indexes.every((index) => Number.isSafeInteger(index) && index >= 0), true);
-  for (let index = 0; index < NUMBER_SLOTS; index++) holds(`(b) isSlotFree(${index})`, table.isSlotFree(index), !indexes.includes(index));
+  holds(
+    `(b) indexes are non-negative integers (${indexes})`,
+    indexes.every((index) => Number.isSafeInteger(index) && index >= 0),
+    true,
+  );
+  for (let index = 0; index < NUMBER_SLOTS; index++)
+    holds(`(b) isSlotFree(${index})`, table.isSlotFree(index), !indexes.includes(index));
 
   // (c) allocations: one slot per AllocationID, and every lookup by AllocationID agrees.
   const allocationIds = slots.map((slot) => slot.allocationId);
@@ -167,7 +248,14 @@ function checkInvariants(table: TaskSlotTable): void {
     const active = slots.filter((s) => s.jobId === jobId && s.state === 'active').map((s) => s.allocationId);
     holds(`(c) getActiveSlots(${label})`, [...table.getActiveSlots(jobId)].sort(), active.sort());
     const tasks = slots.filter((s) => s.jobId === jobId).flatMap((s) => s.tasks);
-    holds(`(d) getTasks(${label})`, table.getTasks(jobId).map((t) => t.executionAttemptId).sort(), tasks.sort());
+    holds(
+      `(d) getTasks(${label})`,
+      table
+        .getTasks(jobId)
+        .map((t) => t.executionAttemptId)
+        .sort(),
+      tasks.sort(),
+    );
   }
 
   // (d) tasks: each in exactly one slot, of that slot's job, and the task index agrees.
@@ -186,9 +274,20 @@ function checkInvariants(table: TaskSlotTable): void {
   holds('(f) report size', report.slots.length, NUMBER_SLOTS + dynamic.length);
   report.slots.slice(0, NUMBER_SLOTS).forEach((status, index) => {
     holds(`(f) static slot ${index}: number`, status.slotId.slotNumber, index);
-    holds(`(f) static slot ${index}: allocation`, status.allocationId, slots.find((s) => s.index === index)?.allocationId ?? null);
+    holds(
+      `(f) static slot ${index}: allocation`,
+      status.allocationId,
+      slots.find((s) => s.index === index)?.allocationId ?? null,
+    );
   });
-  holds('(f) dynamic slots', report.slots.slice(NUMBER_SLOTS).map((s) => s.allocationId).sort(), dynamic.map((s) => s.allocationId).sort());
+  holds(
+    '(f) dynamic slots',
+    report.slots
+      .slice(NUMBER_SLOTS)
+      .map((s) => s.allocationId)
+      .sort(),
+    dynamic.map((s) => s.allocationId).sort(),
+  );
 }
 
 /** Runs one sequence, checking the invariants after every step, then closes the table down. */
@@ -203,7 +302,10 @@ async function run(ops: readonly Op[]): Promise<void> {
     } catch (error) {
       // (e) a refusal is a SlotwiseError and changes nothing.
       if (!(error instanceof SlotwiseError)) throw error;
-      expect(JSON.stringify(table.describe()), `(e) step ${step} ${JSON.stringify(op)} was refused (${error._tag}: ${error.message}) yet changed the table`).to.equal(before);
+      expect(
+        JSON.stringify(table.describe()),
+        `(e) step ${step} ${JSON.stringify(op)} was refused (${error._tag}: ${error.message}) yet changed the table`,
+      ).to.equal(before);
     }
     checkInvariants(table);
   }
@@ -221,6 +323,9 @@ async function run(ops: readonly Op[]): Promise<void> {
 
 describe('TaskSlotTable, property-based', () => {
   it('keeps its ledger consistent through any sequence of operations, refusing without changing anything', async () => {
-    await fc.assert(fc.asyncProperty(fc.array(opArbitrary, { minLength: 1, maxLength: 60, size: 'max' }), run), { numRuns: 200, seed: 0x5107 });
+    await fc.assert(fc.asyncProperty(fc.array(opArbitrary, { minLength: 1, maxLength: 60, size: 'max' }), run), {
+      numRuns: 200,
+      seed: 0x5107,
+    });
   });
 });

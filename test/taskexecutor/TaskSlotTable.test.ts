@@ -12,10 +12,25 @@ import {
 } from '../../lib/core/errors.js';
 import { ResourceID, SlotID } from '../../lib/core/ids.js';
 import { TaskSlotTable } from '../../lib/taskexecutor/TaskSlotTable.js';
-import { AllocationID, ExecutionAttemptID, JobID, ResourceProfile, fakeTask, flushMicrotasks, profile, startedTable } from '../support/fixtures.js';
+import {
+  AllocationID,
+  ExecutionAttemptID,
+  JobID,
+  ResourceProfile,
+  fakeTask,
+  flushMicrotasks,
+  profile,
+  startedTable,
+} from '../support/fixtures.js';
 
 /** Runs `call`, expects it to throw `type` with `reason`, and checks the table did not change. */
-function expectRefusal(table: TaskSlotTable, call: () => unknown, type: new (...args: never[]) => SlotwiseError, reason?: string, message?: RegExp) {
+function expectRefusal(
+  table: TaskSlotTable,
+  call: () => unknown,
+  type: new (...args: never[]) => SlotwiseError,
+  reason?: string,
+  message?: RegExp,
+) {
   const before = JSON.stringify(table.describe());
   let error: unknown;
   try {
@@ -45,20 +60,42 @@ describe('TaskSlotTable', () => {
         [profile(3, 0, 0, { gpu: 2 }), 3, profile(1, 0, 0, { gpu: 0.66666666 })],
       ] as const) {
         const { table } = startedTable({ totalResourceProfile: total, numberSlots: slots });
-        expect(table.defaultSlotResourceProfile.equals(expected), table.defaultSlotResourceProfile.toString()).to.equal(true);
+        expect(table.defaultSlotResourceProfile.equals(expected), table.defaultSlotResourceProfile.toString()).to.equal(
+          true,
+        );
         const jobId = JobID.generate();
         for (let index = 0; index < slots; index++) {
-          expect(table.allocateSlot({ index, jobId, allocationId: AllocationID.generate(), resourceProfile: ResourceProfile.UNKNOWN }), `static slot ${index} of ${slots}`).to.equal(true);
+          expect(
+            table.allocateSlot({
+              index,
+              jobId,
+              allocationId: AllocationID.generate(),
+              resourceProfile: ResourceProfile.UNKNOWN,
+            }),
+            `static slot ${index} of ${slots}`,
+          ).to.equal(true);
         }
         expect(table.describe().slots).to.have.length(slots);
       }
     });
 
     it('refuses an UNKNOWN total, a negative slot count, a zero timeout and a bad page size', () => {
-      expect(() => new TaskSlotTable({ totalResourceProfile: ResourceProfile.UNKNOWN })).to.throw(IllegalArgumentError, /totalResourceProfile/);
-      expect(() => new TaskSlotTable({ totalResourceProfile: profile(1), numberSlots: -1 })).to.throw(IllegalArgumentError, /numberSlots/);
-      expect(() => new TaskSlotTable({ totalResourceProfile: profile(1), slotTimeout: 0 })).to.throw(IllegalArgumentError, /slotTimeout/);
-      expect(() => new TaskSlotTable({ totalResourceProfile: profile(1), pageSize: 1000 })).to.throw(IllegalArgumentError, /pageSize|power of two/);
+      expect(() => new TaskSlotTable({ totalResourceProfile: ResourceProfile.UNKNOWN })).to.throw(
+        IllegalArgumentError,
+        /totalResourceProfile/,
+      );
+      expect(() => new TaskSlotTable({ totalResourceProfile: profile(1), numberSlots: -1 })).to.throw(
+        IllegalArgumentError,
+        /numberSlots/,
+      );
+      expect(() => new TaskSlotTable({ totalResourceProfile: profile(1), slotTimeout: 0 })).to.throw(
+        IllegalArgumentError,
+        /slotTimeout/,
+      );
+      expect(() => new TaskSlotTable({ totalResourceProfile: profile(1), pageSize: 1000 })).to.throw(
+        IllegalArgumentError,
+        /pageSize|power of two/,
+      );
     });
 
     it('accepts timeouts written with units', () => {
@@ -70,8 +107,19 @@ describe('TaskSlotTable', () => {
   describe('state', () => {
     it('refuses slot operations before start and after close with IllegalStateError naming the allowed states', async () => {
       const table = new TaskSlotTable({ totalResourceProfile: profile(1), numberSlots: 1 });
-      const request = { index: 0, jobId: JobID.generate(), allocationId: AllocationID.generate(), resourceProfile: ResourceProfile.UNKNOWN };
-      const error = expectRefusal(table, () => table.allocateSlot(request), IllegalStateError, 'wrong-state', /allocateSlot is not allowed while the table is created \(allowed: running\)/);
+      const request = {
+        index: 0,
+        jobId: JobID.generate(),
+        allocationId: AllocationID.generate(),
+        resourceProfile: ResourceProfile.UNKNOWN,
+      };
+      const error = expectRefusal(
+        table,
+        () => table.allocateSlot(request),
+        IllegalStateError,
+        'wrong-state',
+        /allocateSlot is not allowed while the table is created \(allowed: running\)/,
+      );
       expect(error.details).to.include({ state: 'created' });
       table.start();
       expectRefusal(table, () => table.start(), IllegalStateError);
@@ -86,7 +134,9 @@ describe('TaskSlotTable', () => {
     it('allocates a static slot with the default profile for UNKNOWN', () => {
       const { table, jobId } = startedTable();
       const allocationId = AllocationID.generate();
-      expect(table.allocateSlot({ index: 1, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN })).to.equal(true);
+      expect(table.allocateSlot({ index: 1, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN })).to.equal(
+        true,
+      );
       const slot = table.getTaskSlot(allocationId)!;
       expect(slot).to.include({ index: 1, jobId, allocationId, state: 'allocated' });
       expect(slot.resourceProfile.equals(table.defaultSlotResourceProfile)).to.equal(true);
@@ -98,13 +148,19 @@ describe('TaskSlotTable', () => {
     it('gives a negative index the next free dynamic index', () => {
       const { table, jobId } = startedTable({ numberSlots: 2 });
       const ids = [AllocationID.generate(), AllocationID.generate()];
-      for (const allocationId of ids) table.allocateSlot({ index: -1, jobId, allocationId, resourceProfile: profile(0.5, 10) });
+      for (const allocationId of ids)
+        table.allocateSlot({ index: -1, jobId, allocationId, resourceProfile: profile(0.5, 10) });
       expect(ids.map((id) => table.getTaskSlot(id)!.index)).to.deep.equal([2, 3]);
     });
 
     it('accepts an identical repeat (returns false) and changes nothing', () => {
       const { table, jobId } = startedTable();
-      const request = { index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: ResourceProfile.UNKNOWN };
+      const request = {
+        index: 0,
+        jobId,
+        allocationId: AllocationID.generate(),
+        resourceProfile: ResourceProfile.UNKNOWN,
+      };
       table.allocateSlot(request);
       const before = JSON.stringify(table.describe());
       expect(table.allocateSlot(request)).to.equal(false);
@@ -125,7 +181,13 @@ describe('TaskSlotTable', () => {
       table.allocateSlot({ index: 0, jobId, allocationId: holder, resourceProfile: ResourceProfile.UNKNOWN });
       const error = expectRefusal(
         table,
-        () => table.allocateSlot({ index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: ResourceProfile.UNKNOWN }),
+        () =>
+          table.allocateSlot({
+            index: 0,
+            jobId,
+            allocationId: AllocationID.generate(),
+            resourceProfile: ResourceProfile.UNKNOWN,
+          }),
         SlotAllocationError,
         'index-taken',
         /slot index 0 is already held/,
@@ -142,7 +204,13 @@ describe('TaskSlotTable', () => {
         { index: 0, jobId, allocationId, resourceProfile: profile(0.5, 10) },
         { index: 1, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN },
       ]) {
-        expectRefusal(table, () => table.allocateSlot(request), SlotAllocationError, 'allocation-conflict', /a repeat must name the same job, profile and index/);
+        expectRefusal(
+          table,
+          () => table.allocateSlot(request),
+          SlotAllocationError,
+          'allocation-conflict',
+          /a repeat must name the same job, profile and index/,
+        );
       }
     });
 
@@ -150,7 +218,13 @@ describe('TaskSlotTable', () => {
       const { table, jobId } = startedTable({ numberSlots: 2 });
       expectRefusal(
         table,
-        () => table.allocateSlot({ index: 2, jobId, allocationId: AllocationID.generate(), resourceProfile: ResourceProfile.UNKNOWN }),
+        () =>
+          table.allocateSlot({
+            index: 2,
+            jobId,
+            allocationId: AllocationID.generate(),
+            resourceProfile: ResourceProfile.UNKNOWN,
+          }),
         SlotAllocationError,
         'index-out-of-range',
         /2 static slots .*negative index/,
@@ -159,10 +233,21 @@ describe('TaskSlotTable', () => {
 
     it('refuses a profile the remaining budget cannot cover, naming the short dimension', () => {
       const { table, jobId } = startedTable({ numberSlots: 2 });
-      table.allocateSlot({ index: -1, jobId, allocationId: AllocationID.generate(), resourceProfile: profile(1.5, 10) });
+      table.allocateSlot({
+        index: -1,
+        jobId,
+        allocationId: AllocationID.generate(),
+        resourceProfile: profile(1.5, 10),
+      });
       expectRefusal(
         table,
-        () => table.allocateSlot({ index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: ResourceProfile.UNKNOWN }),
+        () =>
+          table.allocateSlot({
+            index: 0,
+            jobId,
+            allocationId: AllocationID.generate(),
+            resourceProfile: ResourceProfile.UNKNOWN,
+          }),
         SlotAllocationError,
         'insufficient-resources',
         /cpuCores available 0\.5, required 1/,
@@ -173,11 +258,41 @@ describe('TaskSlotTable', () => {
       const { table, jobId } = startedTable();
       const good = { index: 0, jobId, allocationId: AllocationID.generate(), resourceProfile: ResourceProfile.UNKNOWN };
       expectRefusal(table, () => table.allocateSlot({ ...good, index: 0.5 }), IllegalArgumentError, undefined, /index/);
-      expectRefusal(table, () => table.allocateSlot({ ...good, jobId: 'job-1' as JobID }), IllegalArgumentError, undefined, /jobId/);
-      expectRefusal(table, () => table.allocateSlot({ ...good, allocationId: 7 as unknown as AllocationID }), IllegalArgumentError, undefined, /allocationId/);
-      expectRefusal(table, () => table.allocateSlot({ ...good, resourceProfile: { cpuCores: 1 } as unknown as ResourceProfile }), IllegalArgumentError, undefined, /resourceProfile/);
-      expectRefusal(table, () => table.allocateSlot({ ...good, resourceProfile: ResourceProfile.ANY }), IllegalArgumentError, undefined, /ANY/);
-      expectRefusal(table, () => table.allocateSlot({ ...good, slotTimeout: -5 }), IllegalArgumentError, undefined, /slotTimeout/);
+      expectRefusal(
+        table,
+        () => table.allocateSlot({ ...good, jobId: 'job-1' as JobID }),
+        IllegalArgumentError,
+        undefined,
+        /jobId/,
+      );
+      expectRefusal(
+        table,
+        () => table.allocateSlot({ ...good, allocationId: 7 as unknown as AllocationID }),
+        IllegalArgumentError,
+        undefined,
+        /allocationId/,
+      );
+      expectRefusal(
+        table,
+        () => table.allocateSlot({ ...good, resourceProfile: { cpuCores: 1 } as unknown as ResourceProfile }),
+        IllegalArgumentError,
+        undefined,
+        /resourceProfile/,
+      );
+      expectRefusal(
+        table,
+        () => table.allocateSlot({ ...good, resourceProfile: ResourceProfile.ANY }),
+        IllegalArgumentError,
+        undefined,
+        /ANY/,
+      );
+      expectRefusal(
+        table,
+        () => table.allocateSlot({ ...good, slotTimeout: -5 }),
+        IllegalArgumentError,
+        undefined,
+        /slotTimeout/,
+      );
     });
   });
 
@@ -246,11 +361,16 @@ describe('TaskSlotTable', () => {
 
     it('marks an active slot active again without sending an event (a TaskExecutor does so for every task)', () => {
       const events: string[] = [];
-      const { table, jobId } = startedTable({ inspect: (e) => void (e.type === '@xstate.event' && events.push((e as { event: { type: string } }).event.type)) });
+      const { table, jobId } = startedTable({
+        inspect: (e) => void (e.type === '@xstate.event' && events.push((e as { event: { type: string } }).event.type)),
+      });
       const allocationId = AllocationID.generate();
       table.allocateSlot({ index: 0, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN });
       expect(table.markSlotActive(allocationId)).to.equal(true);
-      expect(events.filter((type) => type === 'MARK_SLOT_ACTIVE' || type === 'MARK_ACTIVE')).to.deep.equal(['MARK_SLOT_ACTIVE', 'MARK_ACTIVE']);
+      expect(events.filter((type) => type === 'MARK_SLOT_ACTIVE' || type === 'MARK_ACTIVE')).to.deep.equal([
+        'MARK_SLOT_ACTIVE',
+        'MARK_ACTIVE',
+      ]);
       events.length = 0;
       expect(table.markSlotActive(allocationId)).to.equal(true);
       expect(table.markSlotActive(allocationId)).to.equal(true);
@@ -260,7 +380,12 @@ describe('TaskSlotTable', () => {
 
     it('refuses to activate or deactivate a slot it does not have', () => {
       const { table } = startedTable();
-      expectRefusal(table, () => table.markSlotActive(AllocationID.generate()), SlotNotFoundError, 'unknown-allocation');
+      expectRefusal(
+        table,
+        () => table.markSlotActive(AllocationID.generate()),
+        SlotNotFoundError,
+        'unknown-allocation',
+      );
       expectRefusal(table, () => table.markSlotInactive(AllocationID.generate()), SlotNotFoundError);
       expectRefusal(table, () => table.markSlotActive('nope' as AllocationID), IllegalArgumentError);
     });
@@ -282,7 +407,12 @@ describe('TaskSlotTable', () => {
     function activeSlot() {
       const fixture = startedTable();
       const allocationId = AllocationID.generate();
-      fixture.table.allocateSlot({ index: 0, jobId: fixture.jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN });
+      fixture.table.allocateSlot({
+        index: 0,
+        jobId: fixture.jobId,
+        allocationId,
+        resourceProfile: ResourceProfile.UNKNOWN,
+      });
       fixture.table.markSlotActive(allocationId);
       return { ...fixture, allocationId };
     }
@@ -309,12 +439,41 @@ describe('TaskSlotTable', () => {
       table.addTask(first);
       const inactive = AllocationID.generate();
       table.allocateSlot({ index: 1, jobId, allocationId: inactive, resourceProfile: ResourceProfile.UNKNOWN });
-      expectRefusal(table, () => table.addTask(fakeTask(jobId, AllocationID.generate())), SlotNotFoundError, 'unknown-allocation', /no slot with allocation/);
-      expectRefusal(table, () => table.addTask(fakeTask(jobId, inactive)), SlotNotActiveError, 'slot-allocated', /mark it active first/);
-      expectRefusal(table, () => table.addTask(fakeTask(JobID.generate(), allocationId)), SlotOwnerMismatchError, 'job-mismatch', /belongs to job/);
-      expectRefusal(table, () => table.addTask(fakeTask(jobId, allocationId, first.executionAttemptId)), DuplicateTaskError, 'duplicate-execution-attempt');
+      expectRefusal(
+        table,
+        () => table.addTask(fakeTask(jobId, AllocationID.generate())),
+        SlotNotFoundError,
+        'unknown-allocation',
+        /no slot with allocation/,
+      );
+      expectRefusal(
+        table,
+        () => table.addTask(fakeTask(jobId, inactive)),
+        SlotNotActiveError,
+        'slot-allocated',
+        /mark it active first/,
+      );
+      expectRefusal(
+        table,
+        () => table.addTask(fakeTask(JobID.generate(), allocationId)),
+        SlotOwnerMismatchError,
+        'job-mismatch',
+        /belongs to job/,
+      );
+      expectRefusal(
+        table,
+        () => table.addTask(fakeTask(jobId, allocationId, first.executionAttemptId)),
+        DuplicateTaskError,
+        'duplicate-execution-attempt',
+      );
       table.markSlotActive(inactive);
-      expectRefusal(table, () => table.addTask(fakeTask(jobId, inactive, first.executionAttemptId)), DuplicateTaskError, undefined, /already in this table/);
+      expectRefusal(
+        table,
+        () => table.addTask(fakeTask(jobId, inactive, first.executionAttemptId)),
+        DuplicateTaskError,
+        undefined,
+        /already in this table/,
+      );
     });
 
     it('refuses a task once its slot is releasing', () => {
@@ -327,15 +486,28 @@ describe('TaskSlotTable', () => {
     it('refuses a malformed task payload', () => {
       const { table, jobId, allocationId } = activeSlot();
       const task = fakeTask(jobId, allocationId);
-      expectRefusal(table, () => table.addTask({ ...task, executionAttemptId: 'x' as ExecutionAttemptID }), IllegalArgumentError, undefined, /executionAttemptId/);
-      expectRefusal(table, () => table.addTask({ ...task, failExternally: undefined as never }), IllegalArgumentError, undefined, /failExternally/);
+      expectRefusal(
+        table,
+        () => table.addTask({ ...task, executionAttemptId: 'x' as ExecutionAttemptID }),
+        IllegalArgumentError,
+        undefined,
+        /executionAttemptId/,
+      );
+      expectRefusal(
+        table,
+        () => table.addTask({ ...task, failExternally: undefined as never }),
+        IllegalArgumentError,
+        undefined,
+        /failExternally/,
+      );
     });
 
     it('sends an added or removed task to its slot alone, and through the table only when the slot is releasing', () => {
       const events: Array<[string, string]> = [];
       const { table, jobId } = startedTable({
         inspect: (e) => {
-          if (e.type === '@xstate.event' && /TASK/.test(e.event.type)) events.push([e.actorRef === table.actor ? 'table' : 'slot', e.event.type]);
+          if (e.type === '@xstate.event' && /TASK/.test(e.event.type))
+            events.push([e.actorRef === table.actor ? 'table' : 'slot', e.event.type]);
         },
       });
       const allocationId = AllocationID.generate();
@@ -346,12 +518,19 @@ describe('TaskSlotTable', () => {
       table.addTask(a);
       table.addTask(b);
       table.removeTask(a.executionAttemptId);
-      expect(events).to.deep.equal([['slot', 'ADD_TASK'], ['slot', 'ADD_TASK'], ['slot', 'REMOVE_TASK']]);
+      expect(events).to.deep.equal([
+        ['slot', 'ADD_TASK'],
+        ['slot', 'ADD_TASK'],
+        ['slot', 'REMOVE_TASK'],
+      ]);
       events.length = 0;
       table.freeSlot(allocationId);
       table.removeTask(b.executionAttemptId);
       // The table decides whether the slot leaves with its last task: here it does.
-      expect(events).to.deep.equal([['table', 'REMOVE_TASK'], ['slot', 'REMOVE_TASK']]);
+      expect(events).to.deep.equal([
+        ['table', 'REMOVE_TASK'],
+        ['slot', 'REMOVE_TASK'],
+      ]);
       expect(table.getTaskSlot(allocationId)).to.equal(undefined);
       expect(table.isSlotFree(0)).to.equal(true);
     });
@@ -363,7 +542,11 @@ describe('TaskSlotTable', () => {
         inspect: (e) => {
           if (e.type === '@xstate.event' && /TASK/.test(e.event.type)) {
             const event = e.event as { type: string; tasks?: unknown[]; executionAttemptIds?: unknown[] };
-            events.push([e.actorRef === table.actor ? 'table' : 'slot', event.type, (event.tasks ?? event.executionAttemptIds ?? [1]).length]);
+            events.push([
+              e.actorRef === table.actor ? 'table' : 'slot',
+              event.type,
+              (event.tasks ?? event.executionAttemptIds ?? [1]).length,
+            ]);
           }
         },
       });
@@ -386,13 +569,35 @@ describe('TaskSlotTable', () => {
         { ...fakeTask(jobId, s0), executionAttemptId: 'x' as ExecutionAttemptID },
         c,
       ]);
-      expect(errors.map((e) => e?.constructor.name)).to.deep.equal([undefined, 'SlotNotActiveError', undefined, 'DuplicateTaskError', 'DuplicateTaskError', 'IllegalArgumentError', undefined]);
+      expect(errors.map((e) => e?.constructor.name)).to.deep.equal([
+        undefined,
+        'SlotNotActiveError',
+        undefined,
+        'DuplicateTaskError',
+        'DuplicateTaskError',
+        'IllegalArgumentError',
+        undefined,
+      ]);
       expect(table.getTasks(jobId)).to.have.members([earlier, a, b, c]);
-      expect(events).to.deep.equal([['slot', 'ADD_TASKS', 2], ['slot', 'ADD_TASK', 1]]);
+      expect(events).to.deep.equal([
+        ['slot', 'ADD_TASKS', 2],
+        ['slot', 'ADD_TASK', 1],
+      ]);
       events.length = 0;
       // Removals: one event per slot; an unknown ID and a repeat are skipped.
-      expect(table.removeTasksIfPresent([a.executionAttemptId, c.executionAttemptId, b.executionAttemptId, ExecutionAttemptID.generate(), a.executionAttemptId])).to.deep.equal([a, c, b, undefined, undefined]);
-      expect(events).to.deep.equal([['slot', 'REMOVE_TASKS', 2], ['slot', 'REMOVE_TASK', 1]]);
+      expect(
+        table.removeTasksIfPresent([
+          a.executionAttemptId,
+          c.executionAttemptId,
+          b.executionAttemptId,
+          ExecutionAttemptID.generate(),
+          a.executionAttemptId,
+        ]),
+      ).to.deep.equal([a, c, b, undefined, undefined]);
+      expect(events).to.deep.equal([
+        ['slot', 'REMOVE_TASKS', 2],
+        ['slot', 'REMOVE_TASK', 1],
+      ]);
       expect(table.getTasks(jobId)).to.deep.equal([earlier]);
       expect(() => table.addTasks('nope' as never)).to.throw(IllegalArgumentError, /tasks must be an array/);
     });
@@ -417,7 +622,12 @@ describe('TaskSlotTable', () => {
       table.addTask(task);
       expect(table.removeTask(task.executionAttemptId)).to.equal(task);
       expect(table.getTask(task.executionAttemptId)).to.equal(undefined);
-      expectRefusal(table, () => table.removeTask(task.executionAttemptId), TaskNotFoundError, 'unknown-execution-attempt');
+      expectRefusal(
+        table,
+        () => table.removeTask(task.executionAttemptId),
+        TaskNotFoundError,
+        'unknown-execution-attempt',
+      );
     });
 
     it('removeTaskIfPresent removes a task it holds and ignores one it does not, also once the table is closed', async () => {
@@ -480,7 +690,11 @@ describe('TaskSlotTable', () => {
       table.getTaskMemoryManager(allocationId).allocatePages(task.executionAttemptId, 2);
       const { closed } = table.freeSlot(allocationId);
       table.removeTask(task.executionAttemptId);
-      expect((await closed).leaks).to.deep.equal({ leakedPages: 2, leakedBytes: 2 * 64 * 1024, owners: [{ owner: task.executionAttemptId, pages: 2 }] });
+      expect((await closed).leaks).to.deep.equal({
+        leakedPages: 2,
+        leakedBytes: 2 * 64 * 1024,
+        owners: [{ owner: task.executionAttemptId, pages: 2 }],
+      });
     });
 
     it('reports tasks that do not terminate within the release timeout', async () => {

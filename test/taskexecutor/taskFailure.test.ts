@@ -4,7 +4,15 @@
  */
 import { expect } from 'chai';
 import { IllegalArgumentError, TaskExecutionError } from '../../lib/core/errors.js';
-import { canceledAfterOutcome, classifyPoolFailure, isCanceledError, isDataCloneError, outcomeFailure, type FailureScope, type PoolCallFailure } from '../../lib/taskexecutor/taskFailure.js';
+import {
+  canceledAfterOutcome,
+  classifyPoolFailure,
+  isCanceledError,
+  isDataCloneError,
+  outcomeFailure,
+  type FailureScope,
+  type PoolCallFailure,
+} from '../../lib/taskexecutor/taskFailure.js';
 import type { TaskInvocationContext } from '../../lib/taskexecutor/taskThreadProtocol.js';
 
 const scope: FailureScope = { pool: 'te-1/0', heapLimitMb: 64, cancelGraceMs: 300 };
@@ -59,44 +67,85 @@ describe('taskFailure (classifier)', () => {
       const classified = classifyPoolFailure(scope, ctx, failure(error));
       expect(classified).to.be.instanceOf(IllegalArgumentError);
       expect(classified.message).to.contain('mapper (2/4) attempt 2 [attempt-1]').and.contain('structured-cloneable');
-      expect((classified as IllegalArgumentError).details).to.include({ argument: 'invocation', executionAttemptId: 'attempt-1' });
+      expect((classified as IllegalArgumentError).details).to.include({
+        argument: 'invocation',
+        executionAttemptId: 'attempt-1',
+      });
     });
 
     it("is a forced cancel when piscina's abort rejected the call of a canceled run, naming the grace it had", () => {
-      const error = asTaskError(classifyPoolFailure(scope, ctx, failure(new PiscinaAbortError('The task has been aborted'), { cancelReason: 'job canceled', stoppedBy: 'forced' })), 'canceled');
+      const error = asTaskError(
+        classifyPoolFailure(
+          scope,
+          ctx,
+          failure(new PiscinaAbortError('The task has been aborted'), {
+            cancelReason: 'job canceled',
+            stoppedBy: 'forced',
+          }),
+        ),
+        'canceled',
+      );
       expect(error.message).to.contain('canceled (job canceled); its thread was terminated after a 300 ms grace');
       expect(error.details).to.include({ stoppedBy: 'forced', graceMs: 300, causeName: 'AbortError' });
       expect(isCanceledError(error)).to.equal(true);
     });
 
     it('is a forced cancel when the only thread of a canceled run was terminated under it (whatever the error says)', () => {
-      const error = asTaskError(classifyPoolFailure(scope, ctx, failure(new Error('anything at all'), { cancelReason: 'stop', stoppedBy: 'forced', threadExitCode: 1 })), 'canceled');
+      const error = asTaskError(
+        classifyPoolFailure(
+          scope,
+          ctx,
+          failure(new Error('anything at all'), { cancelReason: 'stop', stoppedBy: 'forced', threadExitCode: 1 }),
+        ),
+        'canceled',
+      );
       expect(error.details).to.include({ stoppedBy: 'forced' });
-      const noGrace = asTaskError(classifyPoolFailure({ ...scope, cancelGraceMs: 0 }, ctx, failure(new PiscinaAbortError('x'), { cancelReason: 'stop', stoppedBy: 'forced' })), 'canceled');
+      const noGrace = asTaskError(
+        classifyPoolFailure(
+          { ...scope, cancelGraceMs: 0 },
+          ctx,
+          failure(new PiscinaAbortError('x'), { cancelReason: 'stop', stoppedBy: 'forced' }),
+        ),
+        'canceled',
+      );
       expect(noGrace.message).to.contain('after no grace');
     });
 
     it("is out-of-memory by Node's ERR_WORKER_OUT_OF_MEMORY code, before the exit that follows it", () => {
-      const oom = Object.assign(new Error('Worker terminated due to reaching memory limit: JS heap out of memory'), { code: 'ERR_WORKER_OUT_OF_MEMORY' });
+      const oom = Object.assign(new Error('Worker terminated due to reaching memory limit: JS heap out of memory'), {
+        code: 'ERR_WORKER_OUT_OF_MEMORY',
+      });
       const error = asTaskError(classifyPoolFailure(scope, ctx, failure(oom, { threadExitCode: 1 })), 'out-of-memory');
       expect(error.message).to.contain("thread's limit is 64 MB");
       expect(error.details).to.include({ code: 'ERR_WORKER_OUT_OF_MEMORY', heapLimitMb: 64 });
-      const unlimited = asTaskError(classifyPoolFailure({ ...scope, heapLimitMb: undefined }, ctx, failure(oom)), 'out-of-memory');
+      const unlimited = asTaskError(
+        classifyPoolFailure({ ...scope, heapLimitMb: undefined }, ctx, failure(oom)),
+        'out-of-memory',
+      );
       expect(unlimited.details).to.include({ heapLimitMb: null });
     });
 
     it("is thread-exited with the exit code the thread's 'exit' event gave, not one read from the message", () => {
-      const exited = asTaskError(classifyPoolFailure(scope, ctx, failure(new Error('worker exited with code: 1'), { threadExitCode: 3 })), 'thread-exited');
+      const exited = asTaskError(
+        classifyPoolFailure(scope, ctx, failure(new Error('worker exited with code: 1'), { threadExitCode: 3 })),
+        'thread-exited',
+      );
       expect(exited.details).to.include({ exitCode: 3, cause: 'worker exited with code: 1' });
       expect(exited.message).to.contain('ended its thread (exit code 3)');
       // The same text with no exit seen: an uncaught error, not an exit code parsed out of the text.
-      const uncaught = asTaskError(classifyPoolFailure(scope, ctx, failure(new Error('worker exited with code: 1'))), 'thread-exited');
+      const uncaught = asTaskError(
+        classifyPoolFailure(scope, ctx, failure(new Error('worker exited with code: 1'))),
+        'thread-exited',
+      );
       expect(uncaught.details).to.not.have.property('exitCode');
       expect(uncaught.message).to.contain('lost its thread to an uncaught Error: worker exited with code: 1');
     });
 
     it('is canceled pool-closed while the pool closes (piscina terminating its threads)', () => {
-      const error = asTaskError(classifyPoolFailure(scope, ctx, failure(new Error('Terminating worker thread'), { poolClosing: true })), 'canceled');
+      const error = asTaskError(
+        classifyPoolFailure(scope, ctx, failure(new Error('Terminating worker thread'), { poolClosing: true })),
+        'canceled',
+      );
       expect(error.details).to.include({ stoppedBy: 'pool-closed' });
       expect(error.message).to.contain("the slot's task pool te-1/0 was closed while it ran");
     });
@@ -107,7 +156,10 @@ describe('taskFailure (classifier)', () => {
       expect(error.details).to.include({ causeName: 'RangeError', cause: 'stray timer blew up' });
       expect(error.details['stack']).to.be.a('string');
       // Not an error at all: still classified, by its string form.
-      expect(asTaskError(classifyPoolFailure(scope, ctx, failure('gone')), 'thread-exited').details).to.include({ cause: 'gone', causeName: 'Error' });
+      expect(asTaskError(classifyPoolFailure(scope, ctx, failure('gone')), 'thread-exited').details).to.include({
+        cause: 'gone',
+        causeName: 'Error',
+      });
     });
   });
 
@@ -116,7 +168,14 @@ describe('taskFailure (classifier)', () => {
       ({
         ok: false,
         failure,
-        error: { name: 'TypeError', message: 'nope', code: 'E_NOPE', tag: 'SlotwiseError', reason: 'x', details: { a: 1 } },
+        error: {
+          name: 'TypeError',
+          message: 'nope',
+          code: 'E_NOPE',
+          tag: 'SlotwiseError',
+          reason: 'x',
+          details: { a: 1 },
+        },
         aborted: false,
         leakedPagesReleased: 0,
         pagesLeft: 2,
@@ -126,13 +185,28 @@ describe('taskFailure (classifier)', () => {
       const threw = outcomeFailure(scope, ctx, '/tasks/map.mjs', failed('threw'));
       expect(threw.reason).to.equal('threw');
       expect(threw.message).to.contain('threw: TypeError: nope');
-      expect(threw.details).to.include({ cause: 'nope', causeName: 'TypeError', code: 'E_NOPE', causeTag: 'SlotwiseError', causeReason: 'x', pagesLeft: 2 });
-      expect(outcomeFailure(scope, ctx, '/tasks/map.mjs', failed('bad-module')).message).to.contain('could not load its task module /tasks/map.mjs');
-      expect(outcomeFailure(scope, ctx, '/tasks/map.mjs', failed('bad-output')).message).to.contain('returned an output that cannot cross threads');
+      expect(threw.details).to.include({
+        cause: 'nope',
+        causeName: 'TypeError',
+        code: 'E_NOPE',
+        causeTag: 'SlotwiseError',
+        causeReason: 'x',
+        pagesLeft: 2,
+      });
+      expect(outcomeFailure(scope, ctx, '/tasks/map.mjs', failed('bad-module')).message).to.contain(
+        'could not load its task module /tasks/map.mjs',
+      );
+      expect(outcomeFailure(scope, ctx, '/tasks/map.mjs', failed('bad-output')).message).to.contain(
+        'returned an output that cannot cross threads',
+      );
     });
 
     it('is canceled (cooperative) when the run ended after its cancel, whether it returned or stopped', () => {
-      const returned = canceledAfterOutcome(scope, ctx, 'job canceled', { ok: true, output: 1, leakedPagesReleased: 3 });
+      const returned = canceledAfterOutcome(scope, ctx, 'job canceled', {
+        ok: true,
+        output: 1,
+        leakedPagesReleased: 3,
+      });
       expect(returned.reason).to.equal('canceled');
       expect(returned.message).to.contain('canceled (job canceled); it returned after the cancel');
       expect(returned.details).to.include({ stoppedBy: 'cooperative', leakedPagesReleased: 3 });

@@ -2,7 +2,10 @@
 import type { TaskContext } from '../../../lib/taskexecutor/taskWorker.js';
 import type { WordCountResult } from '../wordCountJob.js';
 
-export default async function sink(_context: TaskContext, inputs: { count: Record<string, number>[] }): Promise<WordCountResult> {
+export default async function sink(
+  _context: TaskContext,
+  inputs: { count: Record<string, number>[] },
+): Promise<WordCountResult> {
   const counts: Record<string, number> = {};
   let totalWords = 0;
   for (const partial of inputs.count) {

@@ -12,9 +12,19 @@ Cancels the job JOB_ID (32 hex characters, as slotwise list shows it).
 export async function cancel(args: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseFlags('cancel', args, { jobmanager: { type: 'string' } }, true);
   if (values['help']) return (io.stdout(CANCEL_USAGE), 0);
-  if (positionals.length !== 1) throw new IllegalArgumentError('missing', `cancel takes one JOB_ID, got ${positionals.length === 0 ? 'none' : positionals.join(' ')} (slotwise cancel --help)`, { argument: 'JOB_ID' });
+  if (positionals.length !== 1)
+    throw new IllegalArgumentError(
+      'missing',
+      `cancel takes one JOB_ID, got ${positionals.length === 0 ? 'none' : positionals.join(' ')} (slotwise cancel --help)`,
+      { argument: 'JOB_ID' },
+    );
   const jobId = positionals[0]!;
-  if (!/^[0-9a-f]{32}$/.test(jobId)) throw new IllegalArgumentError('invalid-value', `JOB_ID must be 32 lowercase hex characters, as slotwise list shows it, got ${JSON.stringify(jobId)}`, { argument: 'JOB_ID' });
+  if (!/^[0-9a-f]{32}$/.test(jobId))
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `JOB_ID must be 32 lowercase hex characters, as slotwise list shows it, got ${JSON.stringify(jobId)}`,
+      { argument: 'JOB_ID' },
+    );
   const client = new RestClient(jobManagerUrl(values['jobmanager'] as string | undefined, io.env));
   await client.patch(`/jobs/${jobId}?mode=cancel`);
   io.stdout(`canceling job ${jobId}`);

@@ -42,13 +42,33 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
   if (values['help']) return (io.stdout(JOBMANAGER_USAGE), 0);
   const string = (name: string) => values[name] as string | undefined;
   const address = string('rest-address') ?? '127.0.0.1';
-  if (!/^[\w.:-]+$/.test(address)) throw new IllegalArgumentError('invalid-value', `--rest-address must be a host name or IP address like 127.0.0.1, got ${JSON.stringify(address)}`, { argument: '--rest-address' });
+  if (!/^[\w.:-]+$/.test(address))
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `--rest-address must be a host name or IP address like 127.0.0.1, got ${JSON.stringify(address)}`,
+      { argument: '--rest-address' },
+    );
   const port = string('rest-port') === undefined ? 8081 : integerFlag('rest-port', string('rest-port')!, 0, 65535);
-  const local = string('local-taskmanagers') === undefined ? null : integerFlag('local-taskmanagers', string('local-taskmanagers')!, 1, 256);
+  const local =
+    string('local-taskmanagers') === undefined
+      ? null
+      : integerFlag('local-taskmanagers', string('local-taskmanagers')!, 1, 256);
   if (local === null) {
-    for (const flag of ['slots', 'mode']) if (string(flag) !== undefined) throw new IllegalArgumentError('invalid-value', `--${flag} goes with --local-taskmanagers (a NATS cluster's TaskManagers bring their own slots: slotwise taskmanager --slots N)`, { argument: `--${flag}` });
+    for (const flag of ['slots', 'mode'])
+      if (string(flag) !== undefined)
+        throw new IllegalArgumentError(
+          'invalid-value',
+          `--${flag} goes with --local-taskmanagers (a NATS cluster's TaskManagers bring their own slots: slotwise taskmanager --slots N)`,
+          { argument: `--${flag}` },
+        );
   } else {
-    for (const flag of ['nats', 'cluster-id']) if (string(flag) !== undefined) throw new IllegalArgumentError('invalid-value', `--${flag} and --local-taskmanagers exclude each other: a local cluster uses no NATS`, { argument: `--${flag}` });
+    for (const flag of ['nats', 'cluster-id'])
+      if (string(flag) !== undefined)
+        throw new IllegalArgumentError(
+          'invalid-value',
+          `--${flag} and --local-taskmanagers exclude each other: a local cluster uses no NATS`,
+          { argument: `--${flag}` },
+        );
   }
 
   let target: RestTarget;
@@ -56,7 +76,8 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
   let description: string;
   if (local !== null) {
     const slots = string('slots') === undefined ? 2 : integerFlag('slots', string('slots')!, 1, 1024);
-    const mode = string('mode') === undefined ? 'thread' : choiceFlag('mode', string('mode')!, ['thread', 'process'] as const);
+    const mode =
+      string('mode') === undefined ? 'thread' : choiceFlag('mode', string('mode')!, ['thread', 'process'] as const);
     const cluster = await MiniCluster.start({ taskExecutors: local, slotsPerTaskExecutor: slots, mode });
     target = miniClusterTarget(cluster);
     closeCluster = () => cluster.close();

@@ -25,7 +25,12 @@ interface OverviewBody {
 
 interface TaskManagerDetails {
   readonly id: string;
-  readonly slots: ReadonlyArray<{ readonly slot: string; readonly state: string; readonly resources: ResourceAmounts; readonly tasks: readonly string[] }>;
+  readonly slots: ReadonlyArray<{
+    readonly slot: string;
+    readonly state: string;
+    readonly resources: ResourceAmounts;
+    readonly tasks: readonly string[];
+  }>;
 }
 
 export async function overview(args: readonly string[], io: CliIo): Promise<number> {
@@ -44,7 +49,14 @@ export async function overview(args: readonly string[], io: CliIo): Promise<numb
     }
   }
   if (values['json']) return (io.stdout(JSON.stringify({ overview: counts, taskmanagers: details })), 0);
-  io.stdout(`${counts.taskmanagers} TaskManager(s), ${counts['slots-total']} slots (${counts['slots-available']} free), ${counts['jobs-running']} job(s) running`);
-  io.stdout(renderSlotTable({ taskExecutors: details.map((d) => ({ resourceId: d.id, slots: d.slots })), pendingRequests: counts.pendingRequests }).trimEnd());
+  io.stdout(
+    `${counts.taskmanagers} TaskManager(s), ${counts['slots-total']} slots (${counts['slots-available']} free), ${counts['jobs-running']} job(s) running`,
+  );
+  io.stdout(
+    renderSlotTable({
+      taskExecutors: details.map((d) => ({ resourceId: d.id, slots: d.slots })),
+      pendingRequests: counts.pendingRequests,
+    }).trimEnd(),
+  );
   return 0;
 }

@@ -39,9 +39,19 @@ interface ExecutionResult {
 }
 
 export async function run(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseFlags('run', args, { jobmanager: { type: 'string' }, detached: { type: 'boolean' }, json: { type: 'boolean' } }, true);
+  const { values, positionals } = parseFlags(
+    'run',
+    args,
+    { jobmanager: { type: 'string' }, detached: { type: 'boolean' }, json: { type: 'boolean' } },
+    true,
+  );
   if (values['help']) return (io.stdout(RUN_USAGE), 0);
-  if (positionals.length !== 1) throw new IllegalArgumentError('missing', `run takes one JOB_FILE, got ${positionals.length === 0 ? 'none' : positionals.join(' ')} (slotwise run --help)`, { argument: 'JOB_FILE' });
+  if (positionals.length !== 1)
+    throw new IllegalArgumentError(
+      'missing',
+      `run takes one JOB_FILE, got ${positionals.length === 0 ? 'none' : positionals.join(' ')} (slotwise run --help)`,
+      { argument: 'JOB_FILE' },
+    );
   const url = jobManagerUrl(values['jobmanager'] as string | undefined, io.env);
   const json = values['json'] === true;
   const file = positionals[0]!;
@@ -61,9 +71,21 @@ export async function run(args: readonly string[], io: CliIo): Promise<number> {
   const answer = await client.get<{ 'job-execution-result': ExecutionResult }>(`/jobs/${jobid}/result`);
   const result = answer['job-execution-result'];
   if (json) {
-    io.stdout(JSON.stringify({ jobId: result.id, name: result.name, status: result.status, outputs: result.outputs, error: result.error, restarts: result.restarts, durationMs: result['net-runtime'] }));
+    io.stdout(
+      JSON.stringify({
+        jobId: result.id,
+        name: result.name,
+        status: result.status,
+        outputs: result.outputs,
+        error: result.error,
+        restarts: result.restarts,
+        durationMs: result['net-runtime'],
+      }),
+    );
   } else {
-    io.stdout(`job ${result.status} in ${result['net-runtime']} ms (${result.restarts} restart${result.restarts === 1 ? '' : 's'})${result.error ? `: ${result.error._tag ?? result.error.name}: ${result.error.message}` : ''}`);
+    io.stdout(
+      `job ${result.status} in ${result['net-runtime']} ms (${result.restarts} restart${result.restarts === 1 ? '' : 's'})${result.error ? `: ${result.error._tag ?? result.error.name}: ${result.error.message}` : ''}`,
+    );
     for (const [vertex, outputs] of Object.entries(result.outputs)) io.stdout(`${vertex}: ${JSON.stringify(outputs)}`);
   }
   return result.status === 'finished' ? 0 : 1;
@@ -79,10 +101,19 @@ async function follow(client: RestClient, jobId: string, print: (line: string) =
       page = await client.get<JobEventPage>(`/jobs/${jobId}/events?from=${from}`);
       unreachableSince = null;
     } catch (error) {
-      if (error instanceof RestRefusal || !(error instanceof RestError) || (error.reason !== 'unreachable' && error.reason !== 'timed-out')) throw error;
+      if (
+        error instanceof RestRefusal ||
+        !(error instanceof RestError) ||
+        (error.reason !== 'unreachable' && error.reason !== 'timed-out')
+      )
+        throw error;
       unreachableSince ??= Date.now();
       if (Date.now() - unreachableSince > LOST_AFTER_MS) {
-        throw new RestError('unreachable', `lost the JobManager at ${client.baseUrl} for ${LOST_AFTER_MS / 1000} s while job ${jobId} ran (${error.message}); the job may still run: slotwise list`, { jobId });
+        throw new RestError(
+          'unreachable',
+          `lost the JobManager at ${client.baseUrl} for ${LOST_AFTER_MS / 1000} s while job ${jobId} ran (${error.message}); the job may still run: slotwise list`,
+          { jobId },
+        );
       }
       await sleep(POLL_MS * 5);
       continue;

@@ -4,7 +4,17 @@
  * Every flag is checked before anything connects.
  */
 import { ResourceProfile } from '../../core/ResourceProfile.js';
-import { choiceFlag, clusterIdFlag, integerFlag, memoryFlag, natsUrlFlag, parseFlags, positiveNumberFlag, resourceFlags, type CliIo } from '../flags.js';
+import {
+  choiceFlag,
+  clusterIdFlag,
+  integerFlag,
+  memoryFlag,
+  natsUrlFlag,
+  parseFlags,
+  positiveNumberFlag,
+  resourceFlags,
+  type CliIo,
+} from '../flags.js';
 import { loadSessionCluster, untilShutdown } from '../sessionCluster.js';
 
 export const TASKMANAGER_USAGE = `Usage: slotwise taskmanager [--nats URL] [--cluster-id ID] [--slots N] [--cpu-cores N] [--task-heap SIZE]
@@ -44,13 +54,22 @@ export async function taskmanager(args: readonly string[], io: CliIo): Promise<n
     ...(string('slots') === undefined ? {} : { slots: integerFlag('slots', string('slots')!, 1, 1024) }),
     ...(string('cpu-cores') === undefined ? {} : { cpuCores: positiveNumberFlag('cpu-cores', string('cpu-cores')!) }),
     ...(string('task-heap') === undefined ? {} : { taskHeap: memoryFlag('task-heap', string('task-heap')!) }),
-    ...(string('managed-memory') === undefined ? {} : { managedMemory: memoryFlag('managed-memory', string('managed-memory')!) }),
-    ...(string('network-memory') === undefined ? {} : { networkMemory: memoryFlag('network-memory', string('network-memory')!) }),
+    ...(string('managed-memory') === undefined
+      ? {}
+      : { managedMemory: memoryFlag('managed-memory', string('managed-memory')!) }),
+    ...(string('network-memory') === undefined
+      ? {}
+      : { networkMemory: memoryFlag('network-memory', string('network-memory')!) }),
     ...(values['resource'] === undefined ? {} : { resources: resourceFlags(values['resource'] as string[]) }),
-    ...(string('mode') === undefined ? {} : { mode: choiceFlag('mode', string('mode')!, ['thread', 'process'] as const) }),
+    ...(string('mode') === undefined
+      ? {}
+      : { mode: choiceFlag('mode', string('mode')!, ['thread', 'process'] as const) }),
   };
   // The resources as one profile: ResourceProfile's own rules (names, amounts) refuse what it would.
-  ResourceProfile.fromSpec({ ...(options.cpuCores === undefined ? {} : { cpuCores: options.cpuCores }), ...(options.resources === undefined ? {} : { extendedResources: options.resources }) });
+  ResourceProfile.fromSpec({
+    ...(options.cpuCores === undefined ? {} : { cpuCores: options.cpuCores }),
+    ...(options.resources === undefined ? {} : { extendedResources: options.resources }),
+  });
   const { startTaskManager } = await loadSessionCluster('taskmanager');
   const manager = await startTaskManager(options);
   io.stdout(`slotwise taskmanager: ${manager.resourceId} joined cluster '${options.clusterId}' at ${options.nats}`);

@@ -16,7 +16,8 @@ function h(tag, attributes = {}, ...children) {
     if (name.startsWith('on')) node.addEventListener(name.slice(2), value);
     else node.setAttribute(name, value === true ? '' : String(value));
   }
-  for (const child of children.flat()) if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
+  for (const child of children.flat())
+    if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
   return node;
 }
 const badge = (state, testid) => h('span', { class: `badge ${state}`, 'data-testid': testid }, state);
@@ -39,7 +40,8 @@ stream.addEventListener('view', (message) => render(JSON.parse(message.data)));
 
 function render(view) {
   const slotsByAllocation = new Map();
-  for (const te of view.overview.taskExecutors) for (const slot of te.slots) if (slot.allocationId) slotsByAllocation.set(slot.allocationId, { te, slot });
+  for (const te of view.overview.taskExecutors)
+    for (const slot of te.slots) if (slot.allocationId) slotsByAllocation.set(slot.allocationId, { te, slot });
   const jobNames = new Map(view.overview.jobs.map((job) => [job.jobId, job.name]));
   renderOverview(view.overview);
   renderCharts(view.series);
@@ -58,7 +60,13 @@ function renderOverview(overview) {
   const jobs = overview.jobs;
   const byStatus = {};
   for (const job of jobs) byStatus[job.status] = (byStatus[job.status] ?? 0) + 1;
-  const card = (label, value, testid, wide = false) => h('div', { class: wide ? 'card wide' : 'card', 'data-testid': testid }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, value));
+  const card = (label, value, testid, wide = false) =>
+    h(
+      'div',
+      { class: wide ? 'card wide' : 'card', 'data-testid': testid },
+      h('div', { class: 'label' }, label),
+      h('div', { class: 'value' }, value),
+    );
   $('overview').replaceChildren(
     card('TaskExecutors', overview.taskExecutors.length, 'overview-executors'),
     card('Slots total', slots.length, 'overview-slots-total'),
@@ -66,8 +74,19 @@ function renderOverview(overview) {
     card('Slots pending', count('pending'), 'overview-slots-pending'),
     card('Slots allocated', count('allocated'), 'overview-slots-allocated'),
     card('Pending workers', overview.pendingWorkers, 'overview-pending-workers'),
-    card('Waiting requests', overview.pendingRequests.reduce((n, r) => n + r.missing, 0), 'overview-waiting'),
-    card('Jobs', Object.entries(byStatus).map(([status, n]) => `${n} ${status}`).join(', ') || '0', 'overview-jobs', true),
+    card(
+      'Waiting requests',
+      overview.pendingRequests.reduce((n, r) => n + r.missing, 0),
+      'overview-waiting',
+    ),
+    card(
+      'Jobs',
+      Object.entries(byStatus)
+        .map(([status, n]) => `${n} ${status}`)
+        .join(', ') || '0',
+      'overview-jobs',
+      true,
+    ),
   );
 }
 
@@ -78,7 +97,11 @@ function chart(id, series, data) {
   const container = $(id);
   const width = Math.max(280, container.clientWidth - 4);
   if (charts[id] === undefined) {
-    charts[id] = new uPlot({ width, height: 180, series: [{}, ...series], scales: { x: { time: true } }, axes: [{}, { size: 50 }] }, data, container);
+    charts[id] = new uPlot(
+      { width, height: 180, series: [{}, ...series], scales: { x: { time: true } }, axes: [{}, { size: 50 }] },
+      data,
+      container,
+    );
   } else {
     if (Math.abs(charts[id].width - width) > 8) charts[id].setSize({ width, height: 180 });
     charts[id].setData(data);
@@ -86,14 +109,22 @@ function chart(id, series, data) {
 }
 function renderCharts(series) {
   if (typeof uPlot === 'undefined' || series.time.length === 0) return;
-  chart('chart-slots', [
-    { label: 'in use', stroke: '#2f6fdd', fill: 'rgba(47,111,221,.12)' },
-    { label: 'total', stroke: '#9aa3ad', dash: [4, 4] },
-  ], [series.time, series.slotsInUse, series.slotsTotal]);
-  chart('chart-latency', [
-    { label: 'mean', stroke: '#2e9d5b', spanGaps: false, points: { show: true } },
-    { label: 'max', stroke: '#d89614', spanGaps: false, points: { show: true } },
-  ], [series.time, series.allocationLatencyMean, series.allocationLatencyMax]);
+  chart(
+    'chart-slots',
+    [
+      { label: 'in use', stroke: '#2f6fdd', fill: 'rgba(47,111,221,.12)' },
+      { label: 'total', stroke: '#9aa3ad', dash: [4, 4] },
+    ],
+    [series.time, series.slotsInUse, series.slotsTotal],
+  );
+  chart(
+    'chart-latency',
+    [
+      { label: 'mean', stroke: '#2e9d5b', spanGaps: false, points: { show: true } },
+      { label: 'max', stroke: '#d89614', spanGaps: false, points: { show: true } },
+    ],
+    [series.time, series.allocationLatencyMean, series.allocationLatencyMax],
+  );
 }
 
 // ------------------------------------------------------------------ jobs
@@ -116,19 +147,43 @@ function renderJobs(jobs, slotsByAllocation) {
   $('jobs').replaceChildren(
     ...jobs.map((job) => {
       const running = !ENDED.includes(job.status);
-      const states = Object.entries(job.subtasksByState).map(([state, n]) => `${n} ${state}`).join(', ');
+      const states = Object.entries(job.subtasksByState)
+        .map(([state, n]) => `${n} ${state}`)
+        .join(', ');
       const button = running
-        ? h('button', { 'data-testid': 'cancel-job', disabled: canceling.has(job.jobId), onclick: (event) => cancel(job.jobId, event.currentTarget) }, canceling.has(job.jobId) ? 'canceling…' : 'Cancel')
+        ? h(
+            'button',
+            {
+              'data-testid': 'cancel-job',
+              disabled: canceling.has(job.jobId),
+              onclick: (event) => cancel(job.jobId, event.currentTarget),
+            },
+            canceling.has(job.jobId) ? 'canceling…' : 'Cancel',
+          )
         : null;
       return h(
         'div',
         { class: 'box', 'data-testid': 'job', 'data-job-id': job.jobId, 'data-status': job.status },
-        h('h3', {}, h('span', { 'data-testid': 'job-name' }, job.name), badge(job.status, 'job-status'), h('span', { class: 'meta mono' }, job.jobId), button),
+        h(
+          'h3',
+          {},
+          h('span', { 'data-testid': 'job-name' }, job.name),
+          badge(job.status, 'job-status'),
+          h('span', { class: 'meta mono' }, job.jobId),
+          button,
+        ),
         h('div', { class: 'meta' }, `restarts ${job.restarts} · subtasks: ${states}`),
         h(
           'table',
           {},
-          h('tr', {}, h('th', {}, 'vertex'), h('th', {}, 'parallelism'), h('th', {}, 'resources'), h('th', {}, 'subtasks (state @ TaskExecutor / slot)')),
+          h(
+            'tr',
+            {},
+            h('th', {}, 'vertex'),
+            h('th', {}, 'parallelism'),
+            h('th', {}, 'resources'),
+            h('th', {}, 'subtasks (state @ TaskExecutor / slot)'),
+          ),
           ...job.vertices.map((vertex) =>
             h(
               'tr',
@@ -144,10 +199,18 @@ function renderJobs(jobs, slotsByAllocation) {
                   { class: 'subtasks' },
                   ...vertex.subtasks.map((subtask) => {
                     const held = subtask.allocationId ? slotsByAllocation.get(subtask.allocationId) : undefined;
-                    const where = subtask.resourceId ? ` @ ${short(subtask.resourceId.replace(/^taskexecutor-/, ''))} / ${held ? held.slot.slot : short(subtask.allocationId)}` : '';
+                    const where = subtask.resourceId
+                      ? ` @ ${short(subtask.resourceId.replace(/^taskexecutor-/, ''))} / ${held ? held.slot.slot : short(subtask.allocationId)}`
+                      : '';
                     return h(
                       'span',
-                      { class: 'subtask', 'data-testid': 'subtask', 'data-state': subtask.state, 'data-resource-id': subtask.resourceId ?? '', 'data-allocation-id': subtask.allocationId ?? '' },
+                      {
+                        class: 'subtask',
+                        'data-testid': 'subtask',
+                        'data-state': subtask.state,
+                        'data-resource-id': subtask.resourceId ?? '',
+                        'data-allocation-id': subtask.allocationId ?? '',
+                      },
                       `#${subtask.index} `,
                       badge(subtask.state),
                       h('span', { class: 'where' }, where),
@@ -167,22 +230,41 @@ function renderJobs(jobs, slotsByAllocation) {
 // ------------------------------------------------------------------ TaskExecutors
 
 function renderExecutors(executors, jobNames) {
-  if (executors.length === 0) return $('executors').replaceChildren(h('p', { class: 'empty' }, 'No TaskExecutor registered.'));
+  if (executors.length === 0)
+    return $('executors').replaceChildren(h('p', { class: 'empty' }, 'No TaskExecutor registered.'));
   $('executors').replaceChildren(
     ...executors.map((te) =>
       h(
         'div',
         { class: 'box', 'data-testid': 'executor', 'data-resource-id': te.resourceId },
-        h('h3', {}, h('span', { class: 'mono' }, te.resourceId), h('span', { class: 'meta' }, `${te.mode} · utilization ${Math.round(te.utilization * 100)} %`)),
+        h(
+          'h3',
+          {},
+          h('span', { class: 'mono' }, te.resourceId),
+          h('span', { class: 'meta' }, `${te.mode} · utilization ${Math.round(te.utilization * 100)} %`),
+        ),
         h('div', { class: 'meta' }, `available: ${te.available}`),
         h(
           'table',
           {},
-          h('tr', {}, h('th', {}, 'slot'), h('th', {}, 'state'), h('th', {}, 'job'), h('th', {}, 'profile'), h('th', {}, 'subtasks')),
+          h(
+            'tr',
+            {},
+            h('th', {}, 'slot'),
+            h('th', {}, 'state'),
+            h('th', {}, 'job'),
+            h('th', {}, 'profile'),
+            h('th', {}, 'subtasks'),
+          ),
           ...te.slots.map((slot) =>
             h(
               'tr',
-              { 'data-testid': 'slot', 'data-slot': slot.slot, 'data-state': slot.state, 'data-allocation-id': slot.allocationId ?? '' },
+              {
+                'data-testid': 'slot',
+                'data-slot': slot.slot,
+                'data-state': slot.state,
+                'data-allocation-id': slot.allocationId ?? '',
+              },
               h('td', {}, slot.slot),
               h('td', {}, badge(slot.state, 'slot-state')),
               h('td', {}, slot.jobId ? `${jobNames.get(slot.jobId) ?? ''} ${short(slot.jobId)}` : '—'),
@@ -199,7 +281,9 @@ function renderExecutors(executors, jobNames) {
 function profileText(r) {
   const mb = (bytes) => `${Math.round(bytes / 1048576)} mb`;
   const extended = Object.entries(r.extendedResources ?? {}).map(([name, n]) => `${name} ${n}`);
-  return [`${r.cpuCores} cpu`, `heap ${mb(r.taskHeapMemory)}`, `managed ${mb(r.managedMemory)}`, ...extended].join(' · ');
+  return [`${r.cpuCores} cpu`, `heap ${mb(r.taskHeapMemory)}`, `managed ${mb(r.managedMemory)}`, ...extended].join(
+    ' · ',
+  );
 }
 
 // ------------------------------------------------------------------ pending requests
@@ -210,9 +294,25 @@ function renderPending(requests, jobNames) {
     h(
       'table',
       {},
-      h('tr', {}, h('th', {}, 'job'), h('th', {}, 'slots'), h('th', {}, 'profile'), h('th', {}, 'reason'), h('th', {}, 'why')),
+      h(
+        'tr',
+        {},
+        h('th', {}, 'job'),
+        h('th', {}, 'slots'),
+        h('th', {}, 'profile'),
+        h('th', {}, 'reason'),
+        h('th', {}, 'why'),
+      ),
       ...requests.map((r) =>
-        h('tr', { 'data-testid': 'pending-request', 'data-reason': r.reason }, h('td', {}, `${jobNames.get(r.jobId) ?? ''} ${short(r.jobId)}`), h('td', {}, r.missing), h('td', { class: 'meta' }, r.profile), h('td', {}, badge(r.reason)), h('td', {}, r.why)),
+        h(
+          'tr',
+          { 'data-testid': 'pending-request', 'data-reason': r.reason },
+          h('td', {}, `${jobNames.get(r.jobId) ?? ''} ${short(r.jobId)}`),
+          h('td', {}, r.missing),
+          h('td', { class: 'meta' }, r.profile),
+          h('td', {}, badge(r.reason)),
+          h('td', {}, r.why),
+        ),
       ),
     ),
   );
@@ -231,12 +331,16 @@ function renderActorList(actors, jobs) {
     return $('actor').replaceChildren(h('p', { class: 'empty' }, 'This cluster was started without inspection.'));
   }
   const jobOfActor = new Map(jobs.filter((job) => job.actorId).map((job) => [job.actorId, job.name]));
-  const label = (actor) => `${actor.name}${jobOfActor.has(actor.id) ? ` (${jobOfActor.get(actor.id)})` : ''} — ${stateText(actor.value)}${actor.status === 'active' ? '' : ` [${actor.status}]`}`;
+  const label = (actor) =>
+    `${actor.name}${jobOfActor.has(actor.id) ? ` (${jobOfActor.get(actor.id)})` : ''} — ${stateText(actor.value)}${actor.status === 'active' ? '' : ` [${actor.status}]`}`;
   const key = actors.map(label).join('\n');
   if (key === actorListKey) return;
   actorListKey = key;
   const chosen = actorSelect.value;
-  actorSelect.replaceChildren(h('option', { value: '' }, 'choose an actor…'), ...actors.map((actor) => h('option', { value: actor.id, selected: actor.id === chosen }, label(actor))));
+  actorSelect.replaceChildren(
+    h('option', { value: '' }, 'choose an actor…'),
+    ...actors.map((actor) => h('option', { value: actor.id, selected: actor.id === chosen }, label(actor))),
+  );
 }
 
 actorSelect.addEventListener('change', () => watchActor(actorSelect.value));
@@ -265,9 +369,30 @@ function watchActor(id) {
 function renderActor() {
   const a = actorDetail;
   $('actor').replaceChildren(
-    h('h3', {}, h('span', { 'data-testid': 'actor-name' }, a.name), h('span', { class: 'meta' }, `${a.origin} · ${a.status} · ${a.events} events`)),
+    h(
+      'h3',
+      {},
+      h('span', { 'data-testid': 'actor-name' }, a.name),
+      h('span', { class: 'meta' }, `${a.origin} · ${a.status} · ${a.events} events`),
+    ),
     h('div', {}, 'state: ', h('code', { 'data-testid': 'actor-state' }, stateText(a.value))),
-    h('ol', { reversed: true, 'data-testid': 'actor-events' }, ...[...a.recent].reverse().map((e) => h('li', {}, h('span', { class: 'meta' }, new Date(e.at).toLocaleTimeString()), ' ', h('code', {}, e.type), ' → ', stateText(e.value)))),
+    h(
+      'ol',
+      { reversed: true, 'data-testid': 'actor-events' },
+      ...[...a.recent]
+        .reverse()
+        .map((e) =>
+          h(
+            'li',
+            {},
+            h('span', { class: 'meta' }, new Date(e.at).toLocaleTimeString()),
+            ' ',
+            h('code', {}, e.type),
+            ' → ',
+            stateText(e.value),
+          ),
+        ),
+    ),
   );
 }
 

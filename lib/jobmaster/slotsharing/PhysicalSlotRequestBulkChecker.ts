@@ -82,10 +82,18 @@ export class PhysicalSlotRequestBulkChecker {
    */
   schedulePendingRequestBulkTimeoutCheck(bulk: PhysicalSlotRequestBulk, timeoutMs: number): void {
     if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0) {
-      throw new IllegalArgumentError('invalid-value', `timeoutMs must be a finite number of milliseconds >= 0, got ${String(timeoutMs)}`, { argument: 'timeoutMs', value: String(timeoutMs) });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `timeoutMs must be a finite number of milliseconds >= 0, got ${String(timeoutMs)}`,
+        { argument: 'timeoutMs', value: String(timeoutMs) },
+      );
     }
     if (bulk.pendingRequestIds().length === 0 || this.#timers.has(bulk)) return;
-    const tracked: TrackedBulk = { timeoutMs, timer: this.#clock.setTimeout(() => this.#check(bulk), timeoutMs), unfulfillableSince: this.#clock.now() };
+    const tracked: TrackedBulk = {
+      timeoutMs,
+      timer: this.#clock.setTimeout(() => this.#check(bulk), timeoutMs),
+      unfulfillableSince: this.#clock.now(),
+    };
     this.#timers.set(bulk, tracked);
     bulk.whenSettled(() => this.#forget(bulk));
   }
@@ -119,7 +127,9 @@ export class PhysicalSlotRequestBulkChecker {
       why = `the reason could not be told (${(error as Error)?.message ?? String(error)})`;
     }
     const message = `${pending.length} of ${bulk.size} slot request${bulk.size === 1 ? '' : 's'} of job ${this.#jobId} not fulfilled within slot.request.timeout (${formatDuration(timeoutMs)}): ${why}`;
-    bulk.cancel(new SlotRequestError('timed-out', message, { jobId: this.#jobId, why, timeoutMs, requestIds: [...pending] }));
+    bulk.cancel(
+      new SlotRequestError('timed-out', message, { jobId: this.#jobId, why, timeoutMs, requestIds: [...pending] }),
+    );
   }
 
   /** Whether every pending request of the bulk matches a slot the job holds (ResourceProfile.isMatching). */

@@ -49,11 +49,25 @@ export interface LogicalSlot {
 }
 
 type LogicalRequest =
-  | { readonly kind: 'pending'; readonly id: string; readonly promise: Promise<LogicalSlot>; readonly resolve: (slot: LogicalSlot) => void; readonly reject: (cause: Error) => void }
-  | { readonly kind: 'fulfilled'; readonly id: string; readonly promise: Promise<LogicalSlot>; readonly release: (cause: Error) => void };
+  | {
+      readonly kind: 'pending';
+      readonly id: string;
+      readonly promise: Promise<LogicalSlot>;
+      readonly resolve: (slot: LogicalSlot) => void;
+      readonly reject: (cause: Error) => void;
+    }
+  | {
+      readonly kind: 'fulfilled';
+      readonly id: string;
+      readonly promise: Promise<LogicalSlot>;
+      readonly release: (cause: Error) => void;
+    };
 
 /** `requestFailed`: released because the physical request failed (the provider rejected it), not given back or given up. */
-export type SharedSlotState = { readonly kind: 'requested' } | { readonly kind: 'allocated'; readonly slot: PhysicalSlot } | { readonly kind: 'released'; readonly cause: Error; readonly requestFailed: boolean };
+export type SharedSlotState =
+  | { readonly kind: 'requested' }
+  | { readonly kind: 'allocated'; readonly slot: PhysicalSlot }
+  | { readonly kind: 'released'; readonly cause: Error; readonly requestFailed: boolean };
 
 const ignore = () => {};
 
@@ -78,7 +92,13 @@ export class SharedSlot {
    * Requests the physical slot at once. `onReleased` runs once, when the SharedSlot is released by
    * whatever path (the allocator forgets it then).
    */
-  constructor(options: { requestId: string; group: ExecutionSlotSharingGroup; provider: PhysicalSlotProvider; onReleased: (slot: SharedSlot) => void; nextLogicalId: () => string }) {
+  constructor(options: {
+    requestId: string;
+    group: ExecutionSlotSharingGroup;
+    provider: PhysicalSlotProvider;
+    onReleased: (slot: SharedSlot) => void;
+    nextLogicalId: () => string;
+  }) {
     this.requestId = options.requestId;
     this.group = options.group;
     this.#provider = options.provider;
@@ -90,7 +110,10 @@ export class SharedSlot {
     this.#settle = settle;
     let physical: Promise<PhysicalSlot>;
     try {
-      physical = this.#provider.allocatePhysicalSlot({ requestId: this.requestId, resourceProfile: this.group.resourceProfile });
+      physical = this.#provider.allocatePhysicalSlot({
+        requestId: this.requestId,
+        resourceProfile: this.group.resourceProfile,
+      });
     } catch (error) {
       physical = Promise.reject(error); // a provider that throws fails the request like one that rejects
     }
@@ -112,7 +135,15 @@ export class SharedSlot {
   /** The subtask's logical slot; the same promise while its request lives (Flink de-duplicates too). */
   allocateLogicalSlot(id: ExecutionVertexID): Promise<LogicalSlot> {
     if (this.#state.kind === 'released') {
-      throw new IllegalStateError(`SharedSlot ${this.requestId} of group ${this.group.id} is released; allocate from a new one`, { component: 'SharedSlot', operation: 'allocateLogicalSlot', state: 'released', allowed: ['requested', 'allocated'] });
+      throw new IllegalStateError(
+        `SharedSlot ${this.requestId} of group ${this.group.id} is released; allocate from a new one`,
+        {
+          component: 'SharedSlot',
+          operation: 'allocateLogicalSlot',
+          state: 'released',
+          allowed: ['requested', 'allocated'],
+        },
+      );
     }
     const key = ExecutionVertexID.key(id);
     const existing = this.#requests.get(key);
@@ -192,7 +223,12 @@ export class SharedSlot {
   }
 
   /** Records a handed-out logical slot; `promise` is the request's own when it waited. */
-  #fulfilled(id: ExecutionVertexID, requestId: string, slot: PhysicalSlot, waited?: Promise<LogicalSlot>): { slot: LogicalSlot; promise: Promise<LogicalSlot> } {
+  #fulfilled(
+    id: ExecutionVertexID,
+    requestId: string,
+    slot: PhysicalSlot,
+    waited?: Promise<LogicalSlot>,
+  ): { slot: LogicalSlot; promise: Promise<LogicalSlot> } {
     let alive = true;
     let markReleased!: (cause: Error) => void;
     const released = new Promise<Error>((resolve) => (markReleased = resolve));

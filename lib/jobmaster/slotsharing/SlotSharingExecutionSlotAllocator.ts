@@ -145,18 +145,28 @@ export class SlotSharingExecutionSlotAllocator {
     const group = this.#strategy.getExecutionSlotSharingGroup(id);
     if (group === undefined) {
       const key = typeof id === 'object' && id !== null ? ExecutionVertexID.key(id) : String(id);
-      throw new IllegalArgumentError('invalid-value', `subtask ${key} is in no ExecutionSlotSharingGroup of job ${this.#jobId}; pass subtasks of the job's ExecutionGraph`, { argument: 'executionVertexId', value: key });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `subtask ${key} is in no ExecutionSlotSharingGroup of job ${this.#jobId}; pass subtasks of the job's ExecutionGraph`,
+        { argument: 'executionVertexId', value: key },
+      );
     }
     return group;
   }
 
   #canceled(id: ExecutionVertexID): Error {
     const key = ExecutionVertexID.key(id);
-    return new SlotRequestError('canceled', `the slot request of subtask ${key} was canceled`, { jobId: this.#jobId, executionVertexId: key });
+    return new SlotRequestError('canceled', `the slot request of subtask ${key} was canceled`, {
+      jobId: this.#jobId,
+      executionVertexId: key,
+    });
   }
 
   #released(id: ExecutionVertexID): Error {
     const key = ExecutionVertexID.key(id);
-    return new SlotRequestError('canceled', `subtask ${key} returned its slot`, { jobId: this.#jobId, executionVertexId: key });
+    return new SlotRequestError('canceled', `subtask ${key} returned its slot`, {
+      jobId: this.#jobId,
+      executionVertexId: key,
+    });
   }
 }

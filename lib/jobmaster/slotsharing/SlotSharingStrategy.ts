@@ -58,8 +58,14 @@ export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrate
     const configured = graph.jobGraph.slotSharingGroups;
     this.#groups = Object.freeze(
       built.groups.map((g) => {
-        const profile = configured.get(g.slotSharingGroup) ?? sumOf(g.members.map((m) => graph.vertex(m).jobVertex.resourceProfile));
-        const group: ExecutionSlotSharingGroup = Object.freeze({ id: g.id, slotSharingGroup: g.slotSharingGroup, members: Object.freeze([...g.members]), resourceProfile: profile });
+        const profile =
+          configured.get(g.slotSharingGroup) ?? sumOf(g.members.map((m) => graph.vertex(m).jobVertex.resourceProfile));
+        const group: ExecutionSlotSharingGroup = Object.freeze({
+          id: g.id,
+          slotSharingGroup: g.slotSharingGroup,
+          members: Object.freeze([...g.members]),
+          resourceProfile: profile,
+        });
         for (const member of g.members) this.#byKey.set(ExecutionVertexID.key(member), group);
         return group;
       }),
@@ -120,7 +126,8 @@ function build(graph: ExecutionGraph): { groups: GroupBuilder[] } {
     // Pass 1: co-location, then a producer's group.
     const remaining: ExecutionVertex[] = [];
     for (const ev of subtasks) {
-      const group = (jobVertex.coLocationGroup !== null ? byConstraint.get(constraintKey(ev)) : undefined) ?? producerGroupFor(ev);
+      const group =
+        (jobVertex.coLocationGroup !== null ? byConstraint.get(constraintKey(ev)) : undefined) ?? producerGroupFor(ev);
       if (group === undefined) remaining.push(ev);
       else join(ev, group);
     }
@@ -134,7 +141,12 @@ function build(graph: ExecutionGraph): { groups: GroupBuilder[] } {
       while (cursor < own.length && !availableTo(own[cursor]!, ev)) cursor++;
       let group = own[cursor];
       if (group === undefined) {
-        group = { id: `${jobVertex.slotSharingGroup}[${own.length}]`, slotSharingGroup: jobVertex.slotSharingGroup, members: [], jobVertices: new Set() };
+        group = {
+          id: `${jobVertex.slotSharingGroup}[${own.length}]`,
+          slotSharingGroup: jobVertex.slotSharingGroup,
+          members: [],
+          jobVertices: new Set(),
+        };
         own.push(group);
         groups.push(group);
       }
@@ -142,7 +154,8 @@ function build(graph: ExecutionGraph): { groups: GroupBuilder[] } {
     }
 
     if (jobVertex.coLocationGroup !== null) {
-      for (const ev of subtasks) if (!byConstraint.has(constraintKey(ev))) byConstraint.set(constraintKey(ev), groupOf.get(ev.key)!);
+      for (const ev of subtasks)
+        if (!byConstraint.has(constraintKey(ev))) byConstraint.set(constraintKey(ev), groupOf.get(ev.key)!);
     }
   }
   return { groups };

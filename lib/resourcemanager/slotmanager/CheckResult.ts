@@ -22,7 +22,10 @@ export function summarizeCheck({ outcomes, workersRequested }: CheckResult): Req
     placed += o.placed;
     onWorkers += o.onWorkers;
     unfulfilled += o.unfulfilled;
-    if (o.reason !== undefined) waiting[`${JobID.short(o.demand.jobId)} ${o.demand.profile.isUnknown() ? 'default' : o.demand.profile.toString()}`] = describeWaitReason(o.reason);
+    if (o.reason !== undefined)
+      waiting[
+        `${JobID.short(o.demand.jobId)} ${o.demand.profile.isUnknown() ? 'default' : o.demand.profile.toString()}`
+      ] = describeWaitReason(o.reason);
   }
   return { placed, onWorkers, unfulfilled, workersRequested, waiting };
 }

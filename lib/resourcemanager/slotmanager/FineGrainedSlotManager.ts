@@ -17,7 +17,7 @@
  */
 import { systemClock, type Clock } from '../../core/clock.js';
 import { IllegalArgumentError } from '../../core/errors.js';
-import { AllocationID, JobID, type ResourceID as ResourceIDType } from '../../core/ids.js';
+import { type AllocationID, JobID, type ResourceID as ResourceIDType } from '../../core/ids.js';
 import { resolveOptions, type ResolvedOptions } from '../../core/options.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { SlotReport } from '../../core/SlotReport.js';
@@ -32,8 +32,18 @@ import { ResourceEventNotifier } from './ResourceEventNotifier.js';
 import { ResourceRequirements } from './ResourceRequirement.js';
 import { DefaultResourceTracker } from './ResourceTracker.js';
 import { RequirementCheckScheduler } from './RequirementCheckScheduler.js';
-import { checkRegistration, checkSlotReport, describeOverview, type SlotManagerOverview } from './SlotManagerOverview.js';
-import type { PendingRequestInfo, RegistrationResult, SlotManagerOptions, TaskManagerRegistrationRequest } from './SlotManagerOptions.js';
+import {
+  checkRegistration,
+  checkSlotReport,
+  describeOverview,
+  type SlotManagerOverview,
+} from './SlotManagerOverview.js';
+import type {
+  PendingRequestInfo,
+  RegistrationResult,
+  SlotManagerOptions,
+  TaskManagerRegistrationRequest,
+} from './SlotManagerOptions.js';
 import { admitTaskManager, refuseNeverSatisfiable } from './SlotManagerLimits.js';
 import { PlanApplier } from './PlanApplier.js';
 import { policyForLoadBalanceMode } from './SlotMatchingStrategy.js';
@@ -43,7 +53,12 @@ import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
 import { TaskManagerTracker, type PlacementPreference } from './TaskManagerTracker.js';
 import { WaitingJobs } from './WaitingJobs.js';
 import { WorkerResourceSpec } from './WorkerResourceSpec.js';
-export type { PendingRequestInfo, RegistrationResult, SlotManagerOptions, TaskManagerRegistrationRequest } from './SlotManagerOptions.js';
+export type {
+  PendingRequestInfo,
+  RegistrationResult,
+  SlotManagerOptions,
+  TaskManagerRegistrationRequest,
+} from './SlotManagerOptions.js';
 
 export class FineGrainedSlotManager {
   readonly options: ResolvedOptions;
@@ -63,7 +78,8 @@ export class FineGrainedSlotManager {
   readonly #targets = new Map<JobID, string>();
   readonly #plans: PlanApplier;
   /** A request whose AllocationID a slot report showed held by another job: it cannot be used again. */
-  readonly #failHeld = (request: SlotRequestRecord, message: string) => this.#failRequest(request, 'duplicate-request', message);
+  readonly #failHeld = (request: SlotRequestRecord, message: string) =>
+    this.#failRequest(request, 'duplicate-request', message);
 
   constructor(options: SlotManagerOptions = {}) {
     this.options = resolveOptions(options.configuration ?? {});
@@ -72,10 +88,18 @@ export class FineGrainedSlotManager {
     this.#allocator = options.allocator ?? NO_RESOURCE_ALLOCATOR;
     const clock: Clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
-    this.#events = new ResourceEventNotifier(options.listener ?? {}, options.execute ?? queueMicrotask, this.resourceTracker, this.#log);
+    this.#events = new ResourceEventNotifier(
+      options.listener ?? {},
+      options.execute ?? queueMicrotask,
+      this.resourceTracker,
+      this.#log,
+    );
     const policy = o['slotmanager.placement-policy'] ?? policyForLoadBalanceMode(o['taskmanager.load-balance.mode']);
     this.tracker = new TaskManagerTracker({ policy, clock, onIdleChanged: (tm) => this.#idle.idleChanged(tm) });
-    this.#strategy = DefaultResourceAllocationStrategy.fromOptions(this.#allocator.isSupported ? this.workerSpec : null, o);
+    this.#strategy = DefaultResourceAllocationStrategy.fromOptions(
+      this.#allocator.isSupported ? this.workerSpec : null,
+      o,
+    );
     this.#syncer = new SlotStatusSyncer({
       tracker: this.tracker,
       resourceTracker: this.resourceTracker,
@@ -90,7 +114,11 @@ export class FineGrainedSlotManager {
       clock,
       timeoutMs: o['slot.request.timeout'],
       onTimedOut: (request) => {
-        this.#failRequest(request, 'timed-out', `not fulfilled within slot.request.timeout (${o['slot.request.timeout']} ms)`);
+        this.#failRequest(
+          request,
+          'timed-out',
+          `not fulfilled within slot.request.timeout (${o['slot.request.timeout']} ms)`,
+        );
         this.#checks.requirementsChanged();
       },
     });
@@ -98,9 +126,15 @@ export class FineGrainedSlotManager {
       clock,
       timeoutMs: o['slot.request.timeout'],
       notEnoughResources: (jobId, requirements) => this.#events.notEnoughResourcesAvailable(jobId, requirements),
-      timedOut: (jobId, requirements) => this.#events.resourceRequirementsTimedOut(jobId, requirements, o['slot.request.timeout']),
+      timedOut: (jobId, requirements) =>
+        this.#events.resourceRequirementsTimedOut(jobId, requirements, o['slot.request.timeout']),
     });
-    this.#blocked = new BlockedTaskManagers({ tracker: this.tracker, clock, doubtMs: o['heartbeat.interval'], onUnblocked: () => this.#checks.requirementsChanged() });
+    this.#blocked = new BlockedTaskManagers({
+      tracker: this.tracker,
+      clock,
+      doubtMs: o['heartbeat.interval'],
+      onUnblocked: () => this.#checks.requirementsChanged(),
+    });
     this.#idle = new IdleTaskManagerTimeouts({
       clock,
       timeoutMs: o['resourcemanager.taskmanager-timeout'],
@@ -180,7 +214,9 @@ export class FineGrainedSlotManager {
     if (admission.hasAllocations) this.#applyReport(taskManager, initialSlotReport);
     if (admission.matched !== undefined) this.tracker.removePendingTaskManager(admission.matched.id);
     this.#checks.requirementsChanged();
-    return admission.matched === undefined ? { kind: 'registered' } : { kind: 'registered', replacedPendingWorker: admission.matched.id };
+    return admission.matched === undefined
+      ? { kind: 'registered' }
+      : { kind: 'registered', replacedPendingWorker: admission.matched.id };
   }
 
   /** A TaskExecutor is gone: its slots are freed, their jobs told, and the requirements re-planned. */
@@ -227,8 +263,13 @@ export class FineGrainedSlotManager {
   /** Declares everything a job needs now (it replaces the previous declaration). */
   declareResourceRequirements(requirements: ResourceRequirements): void {
     this.#checks.requireStarted('declareResourceRequirements');
-    const declared = ResourceRequirements.create(requirements?.jobId, requirements?.targetAddress, requirements?.resourceRequirements);
-    for (const requirement of declared.resourceRequirements) refuseNeverSatisfiable(declared.jobId, requirement.resourceProfile, this.workerSpec, this.tracker);
+    const declared = ResourceRequirements.create(
+      requirements?.jobId,
+      requirements?.targetAddress,
+      requirements?.resourceRequirements,
+    );
+    for (const requirement of declared.resourceRequirements)
+      refuseNeverSatisfiable(declared.jobId, requirement.resourceProfile, this.workerSpec, this.tracker);
     const { jobId } = declared;
     if (declared.resourceRequirements.length === 0 && this.resourceTracker.isRequirementEmpty(jobId)) return;
     if (declared.resourceRequirements.length === 0) {
@@ -247,10 +288,18 @@ export class FineGrainedSlotManager {
    */
   clearResourceRequirements(jobId: JobID): boolean {
     this.#checks.requireStarted('clearResourceRequirements');
-    if (!JobID.is(jobId)) throw new IllegalArgumentError('invalid-type', `jobId must be a JobID, got ${String(jobId)}`, { argument: 'jobId' });
+    if (!JobID.is(jobId))
+      throw new IllegalArgumentError('invalid-type', `jobId must be a JobID, got ${String(jobId)}`, {
+        argument: 'jobId',
+      });
     const requests = this.#requests.ofJob(jobId);
     const holdsSlots = [...this.tracker.slots].some((slot) => slot.jobId === jobId);
-    if (!this.resourceTracker.jobs().includes(jobId) && !this.#targets.has(jobId) && requests.length === 0 && !holdsSlots) {
+    if (
+      !this.resourceTracker.jobs().includes(jobId) &&
+      !this.#targets.has(jobId) &&
+      requests.length === 0 &&
+      !holdsSlots
+    ) {
       this.#log(`clearResourceRequirements: job ${jobId} is unknown (ignored)`);
       return false;
     }
@@ -281,12 +330,24 @@ export class FineGrainedSlotManager {
    * pending or allocated is a duplicate: ignored, 'duplicate' returned. It fails after
    * slot.request.timeout with the reason it waited (listener.slotRequestFailed).
    */
-  requestSlot(jobId: JobID, allocationId: AllocationID, profile: ResourceProfile, preference?: PlacementPreference | string, targetAddress = ''): 'accepted' | 'duplicate' {
+  requestSlot(
+    jobId: JobID,
+    allocationId: AllocationID,
+    profile: ResourceProfile,
+    preference?: PlacementPreference | string,
+    targetAddress = '',
+  ): 'accepted' | 'duplicate' {
     this.#checks.requireStarted('requestSlot');
     checkSlotRequest(jobId, allocationId, profile);
     if (this.#requests.has(allocationId) || this.tracker.getSlot(allocationId) !== undefined) return 'duplicate';
     refuseNeverSatisfiable(jobId, profile, this.workerSpec, this.tracker);
-    this.#requests.add(jobId, allocationId, profile, typeof preference === 'string' ? { host: preference } : preference, targetAddress);
+    this.#requests.add(
+      jobId,
+      allocationId,
+      profile,
+      typeof preference === 'string' ? { host: preference } : preference,
+      targetAddress,
+    );
     this.#checks.requirementsChanged();
     return 'accepted';
   }
@@ -340,7 +401,9 @@ export class FineGrainedSlotManager {
    * not need are released; the others are asked again after another timeout.
    */
   #reconcile(idle: readonly TaskManagerRegistration[]): void {
-    const hasEmptyPending = this.tracker.numberOfPendingTaskManagers > 0 && [...this.tracker.pendingTaskManagers].some((p) => !p.hasPendingAllocations);
+    const hasEmptyPending =
+      this.tracker.numberOfPendingTaskManagers > 0 &&
+      [...this.tracker.pendingTaskManagers].some((p) => !p.hasPendingAllocations);
     if (!hasEmptyPending && idle.length === 0) return;
     this.#plans.applyReconcile(this.#strategy.tryReconcileClusterResources(this.tracker, idle));
   }
@@ -368,7 +431,8 @@ export class FineGrainedSlotManager {
       // Requests the report answered are fulfilled before any check could plan them again.
       for (const slot of [...result.completed, ...result.adopted]) {
         const request = this.#requests.get(slot.allocationId!);
-        if (request !== undefined && request.jobId === slot.jobId) this.#fulfilled(request, taskManager.resourceId, slot.index);
+        if (request !== undefined && request.jobId === slot.jobId)
+          this.#fulfilled(request, taskManager.resourceId, slot.index);
         else if (request !== undefined) this.#requests.heldByAnotherJob(request.allocationId); // the next check fails it
       }
       return result.adopted.length > 0 || result.freed.length > 0;
@@ -387,7 +451,8 @@ export class FineGrainedSlotManager {
   }
 
   #clear(): void {
-    for (const request of this.#requests.all()) this.#failRequest(request, 'suspended', 'the SlotManager was suspended');
+    for (const request of this.#requests.all())
+      this.#failRequest(request, 'suspended', 'the SlotManager was suspended');
     this.#syncer.close();
     this.tracker.clear();
     this.resourceTracker.clear();

@@ -103,7 +103,14 @@ class CandidateSet<T extends IndexedExecutor> {
   #entryOf(taskManager: T): Entry<T> {
     let entry = this.#entries.get(taskManager);
     if (entry === undefined) {
-      entry = { taskManager, utilization: taskManager.utilization, seq: taskManager.seq, state: 'outside', pos: -1, dirty: false };
+      entry = {
+        taskManager,
+        utilization: taskManager.utilization,
+        seq: taskManager.seq,
+        state: 'outside',
+        pos: -1,
+        dirty: false,
+      };
       this.#entries.set(taskManager, entry);
     }
     return entry;

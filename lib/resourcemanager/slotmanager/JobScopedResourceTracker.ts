@@ -41,7 +41,11 @@ export class JobScopedResourceTracker {
 
   constructor(jobId: JobID) {
     if (!JobID.is(jobId)) {
-      throw new IllegalArgumentError('invalid-type', `jobId must be a JobID (32 lower-case hex characters), got ${String(jobId)}`, { argument: 'jobId' });
+      throw new IllegalArgumentError(
+        'invalid-type',
+        `jobId must be a JobID (32 lower-case hex characters), got ${String(jobId)}`,
+        { argument: 'jobId' },
+      );
     }
     this.jobId = jobId;
   }
@@ -52,7 +56,9 @@ export class JobScopedResourceTracker {
    */
   notifyResourceRequirements(requirements: readonly ResourceRequirement[]): void {
     checkResourceRequirementList(requirements, 'requirements', 0);
-    this.#requirements = ResourceCounter.fromEntries(requirements.map((r) => [r.resourceProfile, r.numberOfRequiredSlots] as const));
+    this.#requirements = ResourceCounter.fromEntries(
+      requirements.map((r) => [r.resourceProfile, r.numberOfRequiredSlots] as const),
+    );
     this.#findExcessResources();
     this.#tryAssigningExcessResources();
   }
@@ -79,7 +85,10 @@ export class JobScopedResourceTracker {
         this.#excess = this.#excess.add(resource, left);
         return;
       }
-      const n = Math.min(left, this.#requirements.getResourceCount(requirement) - this.#mapping.getNumFulfillingResources(requirement));
+      const n = Math.min(
+        left,
+        this.#requirements.getResourceCount(requirement) - this.#mapping.getNumFulfillingResources(requirement),
+      );
       this.#mapping.incrementCount(requirement, resource, n);
       left -= n;
     }
@@ -99,12 +108,15 @@ export class JobScopedResourceTracker {
     // Flink: the choice among fulfilled requirements is arbitrary for correctness; we take the first.
     const requirement = this.#mapping.getFirstRequirementFulfilledBy(resource);
     if (requirement === undefined) {
-      throw new IllegalStateError(`job ${this.jobId} lost a resource ${resource} but holds no such resource; report only resources the job acquired`, {
-        component: 'JobScopedResourceTracker',
-        operation: 'notifyLostResource',
-        state: 'not-acquired',
-        allowed: ['acquired'],
-      });
+      throw new IllegalStateError(
+        `job ${this.jobId} lost a resource ${resource} but holds no such resource; report only resources the job acquired`,
+        {
+          component: 'JobScopedResourceTracker',
+          operation: 'notifyLostResource',
+          state: 'not-acquired',
+          allowed: ['acquired'],
+        },
+      );
     }
     this.#mapping.decrementCount(requirement, resource, 1);
     this.#tryAssigningExcessResources();
@@ -124,8 +136,11 @@ export class JobScopedResourceTracker {
   /** Every acquired profile with its count (assigned + excess): assigned profiles first, then excess-only ones. */
   getAcquiredResources(): ResourceRequirement[] {
     const profiles = new Map<string, ResourceProfile>();
-    for (const p of [...this.#mapping.getAllResourceProfiles(), ...this.#excess.getResources()]) if (!profiles.has(p.key)) profiles.set(p.key, p);
-    return [...profiles.values()].map((p) => ResourceRequirement.create(p, this.#mapping.getNumFulfilledRequirements(p) + this.#excess.getResourceCount(p)));
+    for (const p of [...this.#mapping.getAllResourceProfiles(), ...this.#excess.getResources()])
+      if (!profiles.has(p.key)) profiles.set(p.key, p);
+    return [...profiles.values()].map((p) =>
+      ResourceRequirement.create(p, this.#mapping.getNumFulfilledRequirements(p) + this.#excess.getResourceCount(p)),
+    );
   }
 
   /** The current requirements as declared (summed per profile), in declaration order. */
@@ -160,7 +175,8 @@ export class JobScopedResourceTracker {
   #findExcessResources(): void {
     const moves: Array<readonly [requirement: ResourceProfile, resource: ResourceProfile, n: number]> = [];
     for (const requirement of this.#mapping.getAllRequirementProfiles()) {
-      let surplus = this.#mapping.getNumFulfillingResources(requirement) - this.#requirements.getResourceCount(requirement);
+      let surplus =
+        this.#mapping.getNumFulfillingResources(requirement) - this.#requirements.getResourceCount(requirement);
       // Take whole counts in insertion order, then whatever remains from the last one.
       for (const [resource, n] of this.#mapping.getResourcesFulfilling(requirement).entries()) {
         if (surplus <= 0) break;

@@ -55,7 +55,9 @@ export class PendingTaskManager {
     let used = ResourceCounter.empty();
     for (const counter of this.#allocations.values()) used = used.add(counter);
     const total = used.getTotalResource();
-    this.#unused = this.spec.totalResourceProfile.allFieldsNoLessThan(total) ? this.spec.totalResourceProfile.subtract(total) : this.spec.totalResourceProfile.multiply(0);
+    this.#unused = this.spec.totalResourceProfile.allFieldsNoLessThan(total)
+      ? this.spec.totalResourceProfile.subtract(total)
+      : this.spec.totalResourceProfile.multiply(0);
   }
 
   clearPendingAllocationsOfJob(jobId: JobID): void {

@@ -37,7 +37,10 @@ export class PlanApplier {
   }
 
   /** Applies an allocation plan; returns the new workers the ResourceAllocator refused, and how many it started. */
-  applyAllocation(result: ResourceAllocationResult<TaskManagerRegistration>): { readonly refused: readonly PlannedWorker[]; readonly workersRequested: number } {
+  applyAllocation(result: ResourceAllocationResult<TaskManagerRegistration>): {
+    readonly refused: readonly PlannedWorker[];
+    readonly workersRequested: number;
+  } {
     const { tracker, syncer, allocator, requests, targets } = this.#o;
     syncer.beginAllocations();
     const slots = result.slotsOnRegistered;
@@ -45,17 +48,23 @@ export class PlanApplier {
       const { demand, taskManager } = slots[i]!;
       // A run of the same demand on the same executor is reserved at once (a request is a demand of one).
       let run = 1;
-      while (i + run < slots.length && slots[i + run]!.demand === demand && slots[i + run]!.taskManager === taskManager) run++;
+      while (i + run < slots.length && slots[i + run]!.demand === demand && slots[i + run]!.taskManager === taskManager)
+        run++;
       const request = demand.allocationId === undefined ? undefined : requests.get(demand.allocationId);
       if (request !== undefined) request.state = 'allocating';
       const targetAddress = request?.targetAddress ?? targets.get(demand.jobId) ?? '';
       for (const reservation of tracker.reserveRun(taskManager, demand.profile, demand.jobId, run)) {
-        syncer.allocateSlot(reservation, { allocationId: demand.allocationId, targetAddress, tracked: request === undefined });
+        syncer.allocateSlot(reservation, {
+          allocationId: demand.allocationId,
+          targetAddress,
+          tracked: request === undefined,
+        });
       }
       i += run;
     }
     syncer.endAllocations();
-    for (const pending of tracker.pendingTaskManagers) pending.replaceAllPendingAllocations(result.slotsOnPending.get(pending.id) ?? new Map());
+    for (const pending of tracker.pendingTaskManagers)
+      pending.replaceAllPendingAllocations(result.slotsOnPending.get(pending.id) ?? new Map());
     let workersRequested = 0;
     const refused: PlannedWorker[] = [];
     for (const worker of result.newWorkers) {

@@ -15,15 +15,29 @@ import { ResourceProfile } from '../../core/ResourceProfile.js';
 import { FreeResourceIndex, type IndexedExecutor } from './FreeResourceIndex.js';
 import { candidateOrder, type CandidateOrder } from './SlotMatchingStrategy.js';
 import type { PlacementPreference } from './TaskManagerTracker.js';
-import type { InsufficientResources, RankedTaskManagers, RegisteredTaskManagerInfo, TaskManagerResourceInfoProvider } from './TaskManagerResourceInfoProvider.js';
-import { type CapacityAmounts, coresOf, memoryOf, saturatingSubtract, utilizationOfAmounts, utilizationOfProfiles } from './TaskManagerRegistration.js';
+import type {
+  InsufficientResources,
+  RankedTaskManagers,
+  RegisteredTaskManagerInfo,
+  TaskManagerResourceInfoProvider,
+} from './TaskManagerResourceInfoProvider.js';
+import {
+  type CapacityAmounts,
+  coresOf,
+  memoryOf,
+  saturatingSubtract,
+  utilizationOfAmounts,
+  utilizationOfProfiles,
+} from './TaskManagerRegistration.js';
 import { shortfallScore, type ExecutorShortfall } from './WaitReason.js';
 
 /** How many executors each list of an explanation names (as explainShortage). */
 const EXPLAIN_LIMIT = 3;
 
 /** An executor the plan put slots on: its capacity as the plan leaves it. */
-export class PlannedTaskManager<T extends RegisteredTaskManagerInfo = RegisteredTaskManagerInfo> implements IndexedExecutor {
+export class PlannedTaskManager<T extends RegisteredTaskManagerInfo = RegisteredTaskManagerInfo>
+  implements IndexedExecutor
+{
   readonly info: T;
   readonly host: string;
   readonly seq: number;
@@ -46,8 +60,16 @@ export class PlannedTaskManager<T extends RegisteredTaskManagerInfo = Registered
     this.#amounts = info.copyAmounts?.() ?? null;
     if (this.#amounts === null) {
       const { used, available } = info;
-      const exact = info.totalResourceProfile.kind === 'specified' && used.kind === 'specified' && available.kind === 'specified';
-      this.#amounts = exact ? { used: [...used.amounts], usedExtended: new Map(used.extended), available: [...available.amounts], availableExtended: new Map(available.extended) } : null;
+      const exact =
+        info.totalResourceProfile.kind === 'specified' && used.kind === 'specified' && available.kind === 'specified';
+      this.#amounts = exact
+        ? {
+            used: [...used.amounts],
+            usedExtended: new Map(used.extended),
+            available: [...available.amounts],
+            availableExtended: new Map(available.extended),
+          }
+        : null;
       this.#used = used;
       this.#available = available;
     }
@@ -151,7 +173,8 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
       const info = this.#view.getTaskManager(preference.resourceId);
       if (info !== undefined && !info.blocked) {
         const planned = this.#plannedOf(info);
-        if (planned === undefined ? info.canFit(requirement) : planned.canFit(requirement)) return planned ?? this.#touch(info);
+        if (planned === undefined ? info.canFit(requirement) : planned.canFit(requirement))
+          return planned ?? this.#touch(info);
       }
     }
     if (preference?.host !== undefined) {
@@ -178,12 +201,15 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
   claim(planned: PlannedTaskManager<T>, requirement: ResourceProfile): ResourceProfile {
     const effective = planned.effectiveProfile(requirement);
     if (!planned.tryClaim(effective)) {
-      throw new IllegalStateError(`TaskExecutor ${planned.resourceId} cannot fit ${requirement} in this plan (available ${planned.available})`, {
-        component: 'RegisteredResourcePlan',
-        operation: 'claim',
-        state: 'insufficient',
-        allowed: ['fits'],
-      });
+      throw new IllegalStateError(
+        `TaskExecutor ${planned.resourceId} cannot fit ${requirement} in this plan (available ${planned.available})`,
+        {
+          component: 'RegisteredResourcePlan',
+          operation: 'claim',
+          state: 'insufficient',
+          allowed: ['fits'],
+        },
+      );
     }
     if (this.#unsynced !== planned) {
       this.#sync();
@@ -204,7 +230,9 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
     // The view's lists less the touched executors (they hold at most EXPLAIN_LIMIT untouched ones
     // each), then each touched one where the plan leaves it, in the same orders as explainShortage.
     const closest: Array<ExecutorShortfall & { score: number; seq: number }> = [];
-    for (const c of base.closest) if (!this.#isTouched(c.resourceId)) closest.push({ resourceId: c.resourceId, shortfall: c.shortfall, score: shortfallScore(c.shortfall), seq: -1 });
+    for (const c of base.closest)
+      if (!this.#isTouched(c.resourceId))
+        closest.push({ resourceId: c.resourceId, shortfall: c.shortfall, score: shortfallScore(c.shortfall), seq: -1 });
     const couldFitWhenFree: Array<{ id: ResourceID; seq: number }> = [];
     for (const id of base.couldFitWhenFree) if (!this.#isTouched(id)) couldFitWhenFree.push({ id, seq: -1 });
     let resorted = false;
@@ -213,7 +241,8 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
       const shortfall = planned.available.shortfall(effective);
       if (shortfall.length === 0) continue;
       closest.push({ resourceId: planned.resourceId, shortfall, score: shortfallScore(shortfall), seq: planned.seq });
-      if (planned.info.totalResourceProfile.allFieldsNoLessThan(effective)) couldFitWhenFree.push({ id: planned.resourceId, seq: planned.seq });
+      if (planned.info.totalResourceProfile.allFieldsNoLessThan(effective))
+        couldFitWhenFree.push({ id: planned.resourceId, seq: planned.seq });
       resorted = true;
     }
     if (resorted) {
@@ -229,8 +258,13 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
       couldFitWhenFree: [],
       passedOver: base.passedOver.length > EXPLAIN_LIMIT ? base.passedOver.slice(0, EXPLAIN_LIMIT) : base.passedOver,
     };
-    for (let i = 0; i < closest.length && i < EXPLAIN_LIMIT; i++) (out.closest as ExecutorShortfall[]).push({ resourceId: closest[i]!.resourceId, shortfall: closest[i]!.shortfall });
-    for (let i = 0; i < couldFitWhenFree.length && i < EXPLAIN_LIMIT; i++) (out.couldFitWhenFree as ResourceID[]).push(couldFitWhenFree[i]!.id);
+    for (let i = 0; i < closest.length && i < EXPLAIN_LIMIT; i++)
+      (out.closest as ExecutorShortfall[]).push({
+        resourceId: closest[i]!.resourceId,
+        shortfall: closest[i]!.shortfall,
+      });
+    for (let i = 0; i < couldFitWhenFree.length && i < EXPLAIN_LIMIT; i++)
+      (out.couldFitWhenFree as ResourceID[]).push(couldFitWhenFree[i]!.id);
     return out;
   }
 

@@ -38,10 +38,15 @@ export function checksAtOnce(requirementCheckDelay: number): boolean {
   let known = immediateByDelay.get(requirementCheckDelay);
   if (known === undefined) {
     let ran = false;
-    const probe = createActor(slotManagerMachine.provide({ actions: { checkResourceRequirements: () => void (ran = true), clearState: () => {} } }), {
-      clock: new SimulatedClock(),
-      input: { requirementCheckDelay },
-    }).start();
+    const probe = createActor(
+      slotManagerMachine.provide({
+        actions: { checkResourceRequirements: () => void (ran = true), clearState: () => {} },
+      }),
+      {
+        clock: new SimulatedClock(),
+        input: { requirementCheckDelay },
+      },
+    ).start();
     probe.send({ type: 'START' });
     probe.send({ type: 'REQUIREMENTS_CHANGED' });
     probe.stop();
@@ -76,7 +81,11 @@ export class RequirementCheckScheduler<T> {
           clearState: () => options.clearState(),
         },
       }),
-      { clock: options.clock, input: { requirementCheckDelay: options.requirementCheckDelay }, ...(options.inspect ? { inspect: options.inspect } : {}) },
+      {
+        clock: options.clock,
+        input: { requirementCheckDelay: options.requirementCheckDelay },
+        ...(options.inspect ? { inspect: options.inspect } : {}),
+      },
     ).start();
   }
 
@@ -93,24 +102,30 @@ export class RequirementCheckScheduler<T> {
   /** Refuses a SlotManager call while a check runs (from a listener or allocator callback) or while suspended. */
   requireStarted(operation: string): void {
     if (this.#checking) {
-      throw new IllegalStateError(`SlotManager.${operation} was called while a requirement check runs (from a listener or allocator callback); hand it to the mailbox instead`, {
-        component: 'SlotManager',
-        operation,
-        state: 'checking',
-        allowed: ['started'],
-      });
+      throw new IllegalStateError(
+        `SlotManager.${operation} was called while a requirement check runs (from a listener or allocator callback); hand it to the mailbox instead`,
+        {
+          component: 'SlotManager',
+          operation,
+          state: 'checking',
+          allowed: ['started'],
+        },
+      );
     }
     if (!this.#started) throw this.wrongState(operation, ['started']);
   }
 
   wrongState(operation: string, allowed: string[]): IllegalStateError {
     const state = this.#started ? 'started' : 'suspended';
-    return new IllegalStateError(`SlotManager.${operation} is not allowed while the SlotManager is ${state} (allowed: ${allowed.join(', ')})`, {
-      component: 'SlotManager',
-      operation,
-      state,
-      allowed,
-    });
+    return new IllegalStateError(
+      `SlotManager.${operation} is not allowed while the SlotManager is ${state} (allowed: ${allowed.join(', ')})`,
+      {
+        component: 'SlotManager',
+        operation,
+        state,
+        allowed,
+      },
+    );
   }
 
   start(): void {
@@ -133,7 +148,8 @@ export class RequirementCheckScheduler<T> {
     if (!this.#started) return;
     if (!this.#immediate) {
       // While a check is scheduled the statechart absorbs the event (~5–15 µs of XState for nothing): only an inspector would see it.
-      if (this.#inspected || !this.#actor.getSnapshot().matches({ started: 'checkScheduled' })) this.#actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      if (this.#inspected || !this.#actor.getSnapshot().matches({ started: 'checkScheduled' }))
+        this.#actor.send({ type: 'REQUIREMENTS_CHANGED' });
     } else if (this.#checking || this.#deferring > 0) {
       this.#recheck = true;
     } else if (this.#inspected) {

@@ -81,9 +81,15 @@ export interface ResourceReconcileResult {
 }
 
 export interface ResourceAllocationStrategy {
-  tryFulfillRequirements<T extends RegisteredTaskManagerInfo>(demands: readonly ResourceDemand[], view: TaskManagerResourceInfoProvider<T>): ResourceAllocationResult<T>;
+  tryFulfillRequirements<T extends RegisteredTaskManagerInfo>(
+    demands: readonly ResourceDemand[],
+    view: TaskManagerResourceInfoProvider<T>,
+  ): ResourceAllocationResult<T>;
   /** Which pending workers, and which of `idleTaskManagers` (idle past resourcemanager.taskmanager-timeout), can go. */
-  tryReconcileClusterResources(view: TaskManagerResourceInfoProvider, idleTaskManagers: readonly RegisteredTaskManagerInfo[]): ResourceReconcileResult;
+  tryReconcileClusterResources(
+    view: TaskManagerResourceInfoProvider,
+    idleTaskManagers: readonly RegisteredTaskManagerInfo[],
+  ): ResourceReconcileResult;
 }
 
 export interface ResourceAllocationLimits {
@@ -113,7 +119,10 @@ class PlannedTotals {
   constructor(private readonly view: TaskManagerResourceInfoProvider) {}
 
   get totals(): Totals {
-    return (this.#totals ??= { slots: this.view.numberOfRegisteredSlots + this.view.numberOfPendingSlots, resource: this.view.registeredResource.merge(this.view.pendingResource) });
+    return (this.#totals ??= {
+      slots: this.view.numberOfRegisteredSlots + this.view.numberOfPendingSlots,
+      resource: this.view.registeredResource.merge(this.view.pendingResource),
+    });
   }
 }
 
@@ -127,7 +136,10 @@ interface WorkerPlan {
 
 export class DefaultResourceAllocationStrategy implements ResourceAllocationStrategy {
   /** With the limits of the slotmanager.* options. */
-  static fromOptions(workerSpec: WorkerResourceSpec | null, options: ResolvedOptions): DefaultResourceAllocationStrategy {
+  static fromOptions(
+    workerSpec: WorkerResourceSpec | null,
+    options: ResolvedOptions,
+  ): DefaultResourceAllocationStrategy {
     return new DefaultResourceAllocationStrategy(workerSpec, {
       maxSlots: options['slotmanager.number-of-slots.max'],
       maxTotalCpu: options['slotmanager.max-total-resource.cpu'],
@@ -142,10 +154,21 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
     private readonly limits: ResourceAllocationLimits,
   ) {}
 
-  tryFulfillRequirements<T extends RegisteredTaskManagerInfo>(demands: readonly ResourceDemand[], view: TaskManagerResourceInfoProvider<T>): ResourceAllocationResult<T> {
+  tryFulfillRequirements<T extends RegisteredTaskManagerInfo>(
+    demands: readonly ResourceDemand[],
+    view: TaskManagerResourceInfoProvider<T>,
+  ): ResourceAllocationResult<T> {
     const slotsOnRegistered: PlannedSlot<T>[] = [];
     const outcomes: DemandOutcome[] = [];
-    const pending: WorkerPlan[] = view.numberOfPendingTaskManagers === 0 ? [] : [...view.pendingTaskManagers].map((p) => ({ id: p.id, spec: p.spec, available: p.totalResourceProfile, allocations: new Map() }));
+    const pending: WorkerPlan[] =
+      view.numberOfPendingTaskManagers === 0
+        ? []
+        : [...view.pendingTaskManagers].map((p) => ({
+            id: p.id,
+            spec: p.spec,
+            available: p.totalResourceProfile,
+            allocations: new Map(),
+          }));
     const fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }> = [];
     const planned = new PlannedTotals(view);
     let registered: RegisteredResourcePlan<T> | undefined; // made for the first demand (a check may have none)
@@ -178,9 +201,19 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
       if (left > 0) {
         if (this.workerSpec === null) {
           refusal = registered.explainShortage(demand.profile);
-        } else if (!this.workerSpec.totalResourceProfile.allFieldsNoLessThan(effectiveOn(this.workerSpec, demand.profile))) {
+        } else if (
+          !this.workerSpec.totalResourceProfile.allFieldsNoLessThan(effectiveOn(this.workerSpec, demand.profile))
+        ) {
           const shortage = registered.explainShortage(demand.profile);
-          refusal = shortage.couldFitWhenFree.length > 0 ? shortage : { kind: 'exceeds-worker-shape', shortfall: this.workerSpec.totalResourceProfile.shortfall(effectiveOn(this.workerSpec, demand.profile)) };
+          refusal =
+            shortage.couldFitWhenFree.length > 0
+              ? shortage
+              : {
+                  kind: 'exceeds-worker-shape',
+                  shortfall: this.workerSpec.totalResourceProfile.shortfall(
+                    effectiveOn(this.workerSpec, demand.profile),
+                  ),
+                };
         } else {
           while (left > 0) {
             refusal = this.#limitReason(planned.totals, this.workerSpec);
@@ -192,7 +225,8 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
         }
       }
       const onWorkers = demand.count - placed - left;
-      const reason: WaitReason | undefined = left > 0 ? refusal : onWorkers > 0 ? { kind: 'waiting-for-workers', workers: touched.size } : undefined;
+      const reason: WaitReason | undefined =
+        left > 0 ? refusal : onWorkers > 0 ? { kind: 'waiting-for-workers', workers: touched.size } : undefined;
       outcomes.push({ demand, placed, onWorkers, unfulfilled: left, ...(reason === undefined ? {} : { reason }) });
     }
 
@@ -209,13 +243,23 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
    * Flink's tryReconcileClusterResources: pending workers that carry no slot are canceled, newest
    * first, and idle executors released, as long as what stays free still covers the redundant workers.
    */
-  tryReconcileClusterResources(view: TaskManagerResourceInfoProvider, idleTaskManagers: readonly RegisteredTaskManagerInfo[]): ResourceReconcileResult {
+  tryReconcileClusterResources(
+    view: TaskManagerResourceInfoProvider,
+    idleTaskManagers: readonly RegisteredTaskManagerInfo[],
+  ): ResourceReconcileResult {
     const pendingTaskManagersToRelease: PendingTaskManagerID[] = [];
     const taskManagersToRelease: ResourceID[] = [];
     const taskManagersToKeep: ResourceID[] = [];
-    const empty = view.numberOfPendingTaskManagers === 0 ? [] : [...view.pendingTaskManagers].filter((p) => !p.hasPendingAllocations);
-    if (empty.length === 0 && idleTaskManagers.length === 0) return { pendingTaskManagersToRelease, taskManagersToRelease, taskManagersToKeep };
-    let free = [...view.pendingTaskManagers].reduce((sum, p) => sum.merge(p.unusedResource), view.freeRegisteredResource);
+    const empty =
+      view.numberOfPendingTaskManagers === 0
+        ? []
+        : [...view.pendingTaskManagers].filter((p) => !p.hasPendingAllocations);
+    if (empty.length === 0 && idleTaskManagers.length === 0)
+      return { pendingTaskManagersToRelease, taskManagersToRelease, taskManagersToKeep };
+    let free = [...view.pendingTaskManagers].reduce(
+      (sum, p) => sum.merge(p.unusedResource),
+      view.freeRegisteredResource,
+    );
     for (const pending of empty.reverse()) {
       const without = this.#withoutKeepingRedundancy(free, pending.totalResourceProfile);
       if (without === undefined) continue;
@@ -241,7 +285,10 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
       const effective = effectiveOn(worker.spec, demand.profile);
       while (left > 0 && worker.available.allFieldsNoLessThan(effective)) {
         worker.available = worker.available.subtract(effective);
-        worker.allocations.set(demand.jobId, (worker.allocations.get(demand.jobId) ?? ResourceCounter.empty()).add(effective, 1));
+        worker.allocations.set(
+          demand.jobId,
+          (worker.allocations.get(demand.jobId) ?? ResourceCounter.empty()).add(effective, 1),
+        );
         touched.add(worker);
         left--;
       }
@@ -253,7 +300,13 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
   #newWorker(spec: WorkerResourceSpec, purpose: PlannedWorker['purpose'], totals: Totals) {
     totals.slots += spec.numberOfSlots;
     totals.resource = totals.resource.merge(spec.totalResourceProfile);
-    return { id: null, spec, available: spec.totalResourceProfile, allocations: new Map<JobID, ResourceCounter>(), purpose };
+    return {
+      id: null,
+      spec,
+      available: spec.totalResourceProfile,
+      allocations: new Map<JobID, ResourceCounter>(),
+      purpose,
+    };
   }
 
   /** Why one more worker may not be started, or undefined when it may. */
@@ -261,8 +314,20 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
     const slots = totals.slots + spec.numberOfSlots;
     if (slots > this.limits.maxSlots) return { kind: 'max-slots-reached', limit: this.limits.maxSlots, wouldBe: slots };
     const after = totals.resource.merge(spec.totalResourceProfile);
-    if (after.cpuCores > this.limits.maxTotalCpu) return { kind: 'max-resources-reached', dimension: 'cpu', limit: this.limits.maxTotalCpu, wouldBe: after.cpuCores };
-    if (after.totalMemory > this.limits.maxTotalMemory) return { kind: 'max-resources-reached', dimension: 'memory', limit: this.limits.maxTotalMemory, wouldBe: after.totalMemory };
+    if (after.cpuCores > this.limits.maxTotalCpu)
+      return {
+        kind: 'max-resources-reached',
+        dimension: 'cpu',
+        limit: this.limits.maxTotalCpu,
+        wouldBe: after.cpuCores,
+      };
+    if (after.totalMemory > this.limits.maxTotalMemory)
+      return {
+        kind: 'max-resources-reached',
+        dimension: 'memory',
+        limit: this.limits.maxTotalMemory,
+        wouldBe: after.totalMemory,
+      };
     return undefined;
   }
 
@@ -283,7 +348,13 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
   }
 
   /** Starts empty workers until the redundancy rule holds (or a limit says no). */
-  #topUpRedundancy<T extends RegisteredTaskManagerInfo>(view: TaskManagerResourceInfoProvider<T>, registered: RegisteredResourcePlan<T> | undefined, pending: WorkerPlan[], fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }>, planned: PlannedTotals): void {
+  #topUpRedundancy<T extends RegisteredTaskManagerInfo>(
+    view: TaskManagerResourceInfoProvider<T>,
+    registered: RegisteredResourcePlan<T> | undefined,
+    pending: WorkerPlan[],
+    fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }>,
+    planned: PlannedTotals,
+  ): void {
     const spec = this.workerSpec;
     if (spec === null || this.limits.redundantTaskManagers === 0) return;
     const totals = planned.totals;

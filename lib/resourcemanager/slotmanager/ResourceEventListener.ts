@@ -23,7 +23,11 @@ export interface WaitingRequirement {
 
 export interface ResourceEventListener {
   /** The job's requirements cannot be met now (Flink: notifyNotEnoughResourcesAvailable); sent when the reason changes. */
-  notEnoughResourcesAvailable?(jobId: JobID, acquired: readonly ResourceRequirement[], waiting: readonly WaitingRequirement[]): void;
+  notEnoughResourcesAvailable?(
+    jobId: JobID,
+    acquired: readonly ResourceRequirement[],
+    waiting: readonly WaitingRequirement[],
+  ): void;
   /** The job has waited longer than slot.request.timeout for its declared requirements. */
   resourceRequirementsTimedOut?(jobId: JobID, waiting: readonly WaitingRequirement[]): void;
   /** An imperative request (requestSlot) got its slot: `index` is the static slot, or -1 for a dynamic one. */

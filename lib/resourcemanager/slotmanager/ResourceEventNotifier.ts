@@ -23,7 +23,9 @@ export class ResourceEventNotifier {
   }
 
   resourceRequirementsTimedOut(jobId: JobID, waiting: readonly WaitingRequirement[], timeoutMs: number): void {
-    this.log(`job ${jobId} has waited ${timeoutMs} ms for ${waiting.map((r) => `${r.missing} × ${r.resourceProfile}`).join(', ')}`);
+    this.log(
+      `job ${jobId} has waited ${timeoutMs} ms for ${waiting.map((r) => `${r.missing} × ${r.resourceProfile}`).join(', ')}`,
+    );
     this.#notify((l) => l.resourceRequirementsTimedOut?.(jobId, waiting));
   }
 
@@ -44,7 +46,9 @@ export class ResourceEventNotifier {
       try {
         call(this.listener);
       } catch (error) {
-        this.log(`a ResourceEventListener callback threw: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+        this.log(
+          `a ResourceEventListener callback threw: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+        );
       }
     });
   }

@@ -32,10 +32,17 @@ function describe(value: unknown): string {
  */
 export function checkResourceProfile(value: unknown, argument: string, { known = false } = {}): ResourceProfile {
   if (!(value instanceof ResourceProfile)) {
-    throw new IllegalArgumentError('invalid-type', `${argument} must be a ResourceProfile, got ${describe(value)}`, { argument, value: describe(value) });
+    throw new IllegalArgumentError('invalid-type', `${argument} must be a ResourceProfile, got ${describe(value)}`, {
+      argument,
+      value: describe(value),
+    });
   }
   if (known && value.isUnknown()) {
-    throw new IllegalArgumentError('invalid-value', `${argument} must be a concrete profile, not UNKNOWN: an acquired slot always has a size`, { argument, value: 'UNKNOWN' });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${argument} must be a concrete profile, not UNKNOWN: an acquired slot always has a size`,
+      { argument, value: 'UNKNOWN' },
+    );
   }
   return value;
 }
@@ -46,24 +53,40 @@ export function checkResourceProfile(value: unknown, argument: string, { known =
  */
 export function checkResourceRequirement(value: unknown, argument: string, minimum: 0 | 1 = 1): ResourceRequirement {
   if (typeof value !== 'object' || value === null) {
-    throw new IllegalArgumentError('invalid-type', `${argument} must be a ResourceRequirement { resourceProfile, numberOfRequiredSlots }, got ${describe(value)}`, { argument });
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `${argument} must be a ResourceRequirement { resourceProfile, numberOfRequiredSlots }, got ${describe(value)}`,
+      { argument },
+    );
   }
   const { resourceProfile, numberOfRequiredSlots: n } = value as Partial<ResourceRequirement>;
   checkResourceProfile(resourceProfile, `${argument}.resourceProfile`);
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < minimum) {
     const rule = minimum === 1 ? 'a positive safe integer' : 'a non-negative safe integer';
-    throw new IllegalArgumentError('invalid-value', `${argument}.numberOfRequiredSlots must be ${rule}, got ${describe(n)}`, {
-      argument: `${argument}.numberOfRequiredSlots`,
-      value: describe(n),
-    });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${argument}.numberOfRequiredSlots must be ${rule}, got ${describe(n)}`,
+      {
+        argument: `${argument}.numberOfRequiredSlots`,
+        value: describe(n),
+      },
+    );
   }
   return value as ResourceRequirement;
 }
 
 /** Checks a list of requirements (an array; every entry as {@link checkResourceRequirement}). */
-export function checkResourceRequirementList(value: unknown, argument: string, minimum: 0 | 1 = 1): readonly ResourceRequirement[] {
+export function checkResourceRequirementList(
+  value: unknown,
+  argument: string,
+  minimum: 0 | 1 = 1,
+): readonly ResourceRequirement[] {
   if (!Array.isArray(value)) {
-    throw new IllegalArgumentError('invalid-type', `${argument} must be an array of ResourceRequirement, got ${describe(value)}`, { argument });
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `${argument} must be an array of ResourceRequirement, got ${describe(value)}`,
+      { argument },
+    );
   }
   value.forEach((entry: unknown, i) => checkResourceRequirement(entry, `${argument}[${i}]`, minimum));
   return value as readonly ResourceRequirement[];
@@ -90,23 +113,40 @@ export const ResourceRequirements = {
    * summed into one entry at the place it first appears (Flink keeps the list as given; its
    * trackers sum it anyway), so each profile appears at most once.
    */
-  create(jobId: JobID, targetAddress: string, resourceRequirements: readonly ResourceRequirement[]): ResourceRequirements {
+  create(
+    jobId: JobID,
+    targetAddress: string,
+    resourceRequirements: readonly ResourceRequirement[],
+  ): ResourceRequirements {
     if (!JobID.is(jobId)) {
-      throw new IllegalArgumentError('invalid-type', `jobId must be a JobID (32 lower-case hex characters), got ${describe(jobId)}`, { argument: 'jobId', value: describe(jobId) });
+      throw new IllegalArgumentError(
+        'invalid-type',
+        `jobId must be a JobID (32 lower-case hex characters), got ${describe(jobId)}`,
+        { argument: 'jobId', value: describe(jobId) },
+      );
     }
     if (typeof targetAddress !== 'string' || targetAddress.length === 0) {
-      throw new IllegalArgumentError('invalid-value', `targetAddress must be a non-empty string, got ${describe(targetAddress)}`, {
-        argument: 'targetAddress',
-        value: describe(targetAddress),
-      });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `targetAddress must be a non-empty string, got ${describe(targetAddress)}`,
+        {
+          argument: 'targetAddress',
+          value: describe(targetAddress),
+        },
+      );
     }
     const summed = new Map<string, { resourceProfile: ResourceProfile; numberOfRequiredSlots: number }>();
-    for (const { resourceProfile, numberOfRequiredSlots } of checkResourceRequirementList(resourceRequirements, 'resourceRequirements')) {
+    for (const { resourceProfile, numberOfRequiredSlots } of checkResourceRequirementList(
+      resourceRequirements,
+      'resourceRequirements',
+    )) {
       const seen = summed.get(resourceProfile.key);
       if (seen === undefined) summed.set(resourceProfile.key, { resourceProfile, numberOfRequiredSlots });
       else seen.numberOfRequiredSlots += numberOfRequiredSlots;
     }
-    const list = [...summed.values()].map((r) => ResourceRequirement.create(r.resourceProfile, r.numberOfRequiredSlots));
+    const list = [...summed.values()].map((r) =>
+      ResourceRequirement.create(r.resourceProfile, r.numberOfRequiredSlots),
+    );
     return Object.freeze({ jobId, targetAddress, resourceRequirements: Object.freeze(list) });
   },
   /** A declaration that the job needs nothing (Flink's ResourceRequirements.empty). */

@@ -55,16 +55,21 @@ export interface CompiledStateTable<S extends string, E extends string> {
 }
 
 function refuse(machineId: string, message: string): never {
-  throw new IllegalArgumentError('invalid-value', `cannot compile machine '${machineId}' into a transition table: ${message}`, {
-    argument: 'machine',
-    machineId,
-  });
+  throw new IllegalArgumentError(
+    'invalid-value',
+    `cannot compile machine '${machineId}' into a transition table: ${message}`,
+    {
+      argument: 'machine',
+      machineId,
+    },
+  );
 }
 
 function guardName(guard: unknown): string {
   if (typeof guard === 'string') return guard;
   if (typeof guard === 'function') return guard.name || 'an inline function';
-  if (typeof guard === 'object' && guard !== null && typeof (guard as { type?: unknown }).type === 'string') return (guard as { type: string }).type;
+  if (typeof guard === 'object' && guard !== null && typeof (guard as { type?: unknown }).type === 'string')
+    return (guard as { type: string }).type;
   return String(guard);
 }
 
@@ -109,9 +114,14 @@ export function compileStateTable<S extends string, E extends string>(
 
   /** The table cell for one (state, event) given the candidates XState would consider. */
   const targetOf = (eventType: string, candidates: ReadonlyArray<TransitionView>, where: string): number => {
-    if (candidates.length !== 1) refuse(id, `${where} on ${eventType} has ${candidates.length} candidate transitions (guarded fallbacks are not supported)`);
+    if (candidates.length !== 1)
+      refuse(
+        id,
+        `${where} on ${eventType} has ${candidates.length} candidate transitions (guarded fallbacks are not supported)`,
+      );
     const transition = candidates[0]!;
-    if (transition.guard !== undefined) refuse(id, `${where} on ${eventType} has a guard (${guardName(transition.guard)})`);
+    if (transition.guard !== undefined)
+      refuse(id, `${where} on ${eventType} has a guard (${guardName(transition.guard)})`);
     if (transition.actions.length > 0) refuse(id, `${where} on ${eventType} has actions`);
     const targets = transition.target;
     // A targetless transition consumes the event yet XState's `can()` calls it impossible: legal or
@@ -120,14 +130,19 @@ export function compileStateTable<S extends string, E extends string>(
     if (targets.length !== 1) refuse(id, `${where} on ${eventType} has ${targets.length} targets`);
     const target = targets[0]!;
     const index = target.parent === root ? stateIndex.get(target.key) : undefined;
-    if (index === undefined) refuse(id, `${where} on ${eventType} targets ${target.id}, which is not a top-level state`);
+    if (index === undefined)
+      refuse(id, `${where} on ${eventType} targets ${target.id}, which is not a top-level state`);
     return index;
   };
 
   const checkEventType = (eventType: string, where: string): number => {
     const e = eventIndex.get(eventType);
     if (e === undefined) {
-      const kind = eventType.includes('*') ? 'a wildcard' : eventType.startsWith('xstate.') ? 'a built-in (after/done/error)' : 'an unknown';
+      const kind = eventType.includes('*')
+        ? 'a wildcard'
+        : eventType.startsWith('xstate.')
+          ? 'a built-in (after/done/error)'
+          : 'an unknown';
       refuse(id, `${where} handles ${kind} event type '${eventType}' (known: ${events.join(', ')})`);
     }
     return e;
@@ -167,7 +182,10 @@ const ALLOWED_IN: ReadonlyArray<readonly ResourceSlotState[]> = RESOURCE_SLOT_EV
  * The state a slot in `state` moves to on `event`, or undefined when the machine does not allow
  * the event there (or either name is unknown). Allocation-free; safe on the hot path.
  */
-export function nextResourceSlotState(state: ResourceSlotState, event: ResourceSlotEventType): ResourceSlotState | undefined {
+export function nextResourceSlotState(
+  state: ResourceSlotState,
+  event: ResourceSlotEventType,
+): ResourceSlotState | undefined {
   const s = STATE_INDEX.get(state);
   const e = EVENT_INDEX.get(event);
   if (s === undefined || e === undefined) return undefined;
@@ -187,7 +205,11 @@ export function resourceSlotStatesAllowing(event: ResourceSlotEventType): readon
  * and `checkState(state == PENDING)`. `what` names the slot in the message (e.g. its SlotID):
  * "slot te-1/0: COMPLETE_ALLOCATION is not allowed in state free (allowed in: pending)".
  */
-export function transitionResourceSlot(record: { state: ResourceSlotState }, event: ResourceSlotEventType, what: string | (() => string)): void {
+export function transitionResourceSlot(
+  record: { state: ResourceSlotState },
+  event: ResourceSlotEventType,
+  what: string | (() => string),
+): void {
   const target = nextResourceSlotState(record.state, event);
   // `what` names the slot in the error; a function builds that name only when it is needed.
   if (target === undefined) throw illegalTransition(record.state, event, typeof what === 'function' ? what() : what);

@@ -24,13 +24,21 @@ interface Side {
 
 function checkAmount(value: unknown, argument: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw new IllegalArgumentError('invalid-value', `${argument} must be a positive safe integer, got ${String(value)}`, { argument, value: String(value) });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${argument} must be a positive safe integer, got ${String(value)}`,
+      { argument, value: String(value) },
+    );
   }
   return value;
 }
 
 /** The pair's count and its side's total, or undefined when the pair is not recorded. */
-function lookup(map: Map<string, Side>, primary: ResourceProfile, secondary: ResourceProfile): { side: Side | undefined; entry: [ResourceProfile, number] | undefined } {
+function lookup(
+  map: Map<string, Side>,
+  primary: ResourceProfile,
+  secondary: ResourceProfile,
+): { side: Side | undefined; entry: [ResourceProfile, number] | undefined } {
   const side = map.get(primary.key);
   return { side, entry: side?.counts.get(secondary.key) };
 }
@@ -38,7 +46,11 @@ function lookup(map: Map<string, Side>, primary: ResourceProfile, secondary: Res
 /** Refuses an increment that would take a count or a total past the safe integers (as ResourceCounter does), before anything changes. */
 function checkIncrement(at: ReturnType<typeof lookup>, secondary: ResourceProfile, n: number): void {
   if (!Number.isSafeInteger((at.side?.total ?? 0) + n) || !Number.isSafeInteger((at.entry?.[1] ?? 0) + n)) {
-    throw new IllegalArgumentError('out-of-range', `the count of ${secondary} would exceed ${Number.MAX_SAFE_INTEGER}`, { argument: 'count', value: n });
+    throw new IllegalArgumentError(
+      'out-of-range',
+      `the count of ${secondary} would exceed ${Number.MAX_SAFE_INTEGER}`,
+      { argument: 'count', value: n },
+    );
   }
 }
 
@@ -48,7 +60,13 @@ function checkIncrement(at: ReturnType<typeof lookup>, secondary: ResourceProfil
  * goes to the end, as in a ResourceCounter. Counts change in place: every acquired slot passes
  * here, and a new counter (a Map copy) per slot was most of what acquiring a slot cost.
  */
-function update(map: Map<string, Side>, at: ReturnType<typeof lookup>, primary: ResourceProfile, secondary: ResourceProfile, delta: number): void {
+function update(
+  map: Map<string, Side>,
+  at: ReturnType<typeof lookup>,
+  primary: ResourceProfile,
+  secondary: ResourceProfile,
+  delta: number,
+): void {
   let side = at.side;
   if (side === undefined) {
     side = { profile: primary, counts: new Map(), total: 0, counter: undefined };
@@ -102,15 +120,24 @@ export class ResourceToRequirementMapping {
     const forward = lookup(this.#requirementToFulfillingResources, requirement, resource);
     const recorded = forward.entry?.[1] ?? 0;
     if (recorded < n) {
-      throw new IllegalStateError(`cannot take ${n} of ${resource} away from requirement ${requirement}: only ${recorded} recorded`, {
-        component: 'ResourceToRequirementMapping',
-        operation: 'decrementCount',
-        state: `${recorded} recorded`,
-        allowed: [`at least ${n} recorded`],
-      });
+      throw new IllegalStateError(
+        `cannot take ${n} of ${resource} away from requirement ${requirement}: only ${recorded} recorded`,
+        {
+          component: 'ResourceToRequirementMapping',
+          operation: 'decrementCount',
+          state: `${recorded} recorded`,
+          allowed: [`at least ${n} recorded`],
+        },
+      );
     }
     update(this.#requirementToFulfillingResources, forward, requirement, resource, -n);
-    update(this.#resourceToFulfilledRequirements, lookup(this.#resourceToFulfilledRequirements, resource, requirement), resource, requirement, -n);
+    update(
+      this.#resourceToFulfilledRequirements,
+      lookup(this.#resourceToFulfilledRequirements, resource, requirement),
+      resource,
+      requirement,
+      -n,
+    );
   }
 
   /** The resources fulfilling `requirement`, with counts (empty when none). */

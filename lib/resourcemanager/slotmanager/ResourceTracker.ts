@@ -56,7 +56,11 @@ function checkJobId(jobId: unknown): JobID {
   if (jobId === lastValidJobId) return jobId as JobID;
   if (!JobID.is(jobId)) {
     const shown = typeof jobId === 'string' ? JSON.stringify(jobId) : String(jobId);
-    throw new IllegalArgumentError('invalid-type', `jobId must be a JobID (32 lower-case hex characters), got ${shown}`, { argument: 'jobId', value: shown });
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `jobId must be a JobID (32 lower-case hex characters), got ${shown}`,
+      { argument: 'jobId', value: shown },
+    );
   }
   lastValidJobId = jobId;
   return jobId;
@@ -85,7 +89,11 @@ export class DefaultResourceTracker implements ResourceTracker {
   notifyAcquiredResources(jobId: JobID, resourceProfile: ResourceProfile, count: number): void {
     checkJobId(jobId);
     checkResourceProfile(resourceProfile, 'resourceProfile', { known: true });
-    if (!Number.isSafeInteger(count) || count < 1) throw new IllegalArgumentError('invalid-value', `count must be a positive safe integer, got ${String(count)}`, { argument: 'count', value: String(count) });
+    if (!Number.isSafeInteger(count) || count < 1)
+      throw new IllegalArgumentError('invalid-value', `count must be a positive safe integer, got ${String(count)}`, {
+        argument: 'count',
+        value: String(count),
+      });
     this.#getOrCreate(jobId).notifyAcquiredResources(resourceProfile, count);
   }
 

@@ -151,7 +151,10 @@ class ShortageSet {
   }
 
   #shortfallOf(taskManager: TaskManagerRegistration): ExecutorShortfall {
-    return { resourceId: taskManager.resourceId, shortfall: taskManager.available.shortfall(taskManager.effectiveProfile(this.requirement)) };
+    return {
+      resourceId: taskManager.resourceId,
+      shortfall: taskManager.available.shortfall(taskManager.effectiveProfile(this.requirement)),
+    };
   }
 
   #holds(taskManager: TaskManagerRegistration): boolean {

@@ -42,7 +42,12 @@ export interface SlotRecordOverview {
   readonly profile: ResourceProfileJSON;
 }
 
-export function describeOverview(state: 'suspended' | 'started', tracker: TaskManagerTracker, resources: ReadonlyResourceTracker, inFlight: number): SlotManagerOverview {
+export function describeOverview(
+  state: 'suspended' | 'started',
+  tracker: TaskManagerTracker,
+  resources: ReadonlyResourceTracker,
+  inFlight: number,
+): SlotManagerOverview {
   let pending = 0;
   let allocated = 0;
   const taskManagers = [...tracker.taskManagers].map((tm) => {
@@ -59,16 +64,29 @@ export function describeOverview(state: 'suspended' | 'started', tracker: TaskMa
       slots,
       idleSince: tm.idleSince,
       blocked: tm.blocked,
-      records: [...tm.staticSlots, ...tm.dynamicSlots.values()].map(({ index, state, jobId, allocationId, profile }) => ({ index, state, jobId, allocationId, profile: profile.toJSON() })),
+      records: [...tm.staticSlots, ...tm.dynamicSlots.values()].map(
+        ({ index, state, jobId, allocationId, profile }) => ({
+          index,
+          state,
+          jobId,
+          allocationId,
+          profile: profile.toJSON(),
+        }),
+      ),
     };
   });
-  const count = (list: ReadonlyArray<{ numberOfRequiredSlots: number }>) => list.reduce((n, r) => n + r.numberOfRequiredSlots, 0);
+  const count = (list: ReadonlyArray<{ numberOfRequiredSlots: number }>) =>
+    list.reduce((n, r) => n + r.numberOfRequiredSlots, 0);
   return {
     state,
     taskManagers,
     pendingWorkers: [...tracker.pendingTaskManagers].map((p) => p.toJSON()),
     slots: { pending, allocated, inFlight },
-    jobs: resources.jobs().map((jobId) => ({ jobId, required: count(resources.getRequiredResources(jobId)), acquired: count(resources.getAcquiredResources(jobId)) })),
+    jobs: resources.jobs().map((jobId) => ({
+      jobId,
+      required: count(resources.getRequiredResources(jobId)),
+      acquired: count(resources.getAcquiredResources(jobId)),
+    })),
   };
 }
 
@@ -91,32 +109,60 @@ function freeDefaultSlots(tm: TaskManagerRegistration): number {
 }
 
 /** The registered executor a slot report comes from; refuses one from an unknown executor, or malformed. */
-export function checkSlotReport(resourceId: ResourceID, report: SlotReport, taskManager: TaskManagerRegistration | undefined): TaskManagerRegistration {
+export function checkSlotReport(
+  resourceId: ResourceID,
+  report: SlotReport,
+  taskManager: TaskManagerRegistration | undefined,
+): TaskManagerRegistration {
   if (taskManager === undefined) {
-    throw new UnknownTaskExecutorError(`slot report from TaskExecutor ${String(resourceId)}, which is not registered; register it first`, { resourceId: String(resourceId) });
+    throw new UnknownTaskExecutorError(
+      `slot report from TaskExecutor ${String(resourceId)}, which is not registered; register it first`,
+      { resourceId: String(resourceId) },
+    );
   }
   if (report?.resourceId !== resourceId || !Array.isArray(report.slots)) {
-    throw new IllegalArgumentError('invalid-value', `the slot report must be { resourceId: '${resourceId}', slots: [...] }`, { argument: 'report' });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `the slot report must be { resourceId: '${resourceId}', slots: [...] }`,
+      { argument: 'report' },
+    );
   }
   return taskManager;
 }
 
 /** Refuses a registration whose description of the executor is malformed or disagrees with its report. */
 export function checkRegistration(info: TaskManagerInfo, report: SlotReport): void {
-  const fail = (argument: string, rule: string) => new IllegalArgumentError('invalid-value', `registerTaskManager: ${argument} ${rule}`, { argument });
+  const fail = (argument: string, rule: string) =>
+    new IllegalArgumentError('invalid-value', `registerTaskManager: ${argument} ${rule}`, { argument });
   if (typeof info !== 'object' || info === null) throw fail('request', 'must be an object describing the TaskExecutor');
   if (!ResourceID.is(info.resourceId)) throw fail('resourceId', `must be a ResourceID, got ${String(info.resourceId)}`);
   if (typeof info.host !== 'string' || info.host === '') throw fail('host', 'must be a non-empty string');
-  if (!(info.totalResourceProfile instanceof ResourceProfile) || info.totalResourceProfile.kind !== 'specified') throw fail('totalResourceProfile', 'must be a specified ResourceProfile');
-  if (!(info.defaultSlotResourceProfile instanceof ResourceProfile) || info.defaultSlotResourceProfile.kind !== 'specified') throw fail('defaultSlotResourceProfile', 'must be a specified ResourceProfile');
+  if (!(info.totalResourceProfile instanceof ResourceProfile) || info.totalResourceProfile.kind !== 'specified')
+    throw fail('totalResourceProfile', 'must be a specified ResourceProfile');
+  if (
+    !(info.defaultSlotResourceProfile instanceof ResourceProfile) ||
+    info.defaultSlotResourceProfile.kind !== 'specified'
+  )
+    throw fail('defaultSlotResourceProfile', 'must be a specified ResourceProfile');
   if (info.defaultSlotResourceProfile.equals(ResourceProfile.ZERO)) {
     // A slot of nothing always fits: such an executor would take any number of UNKNOWN slots.
-    throw fail('defaultSlotResourceProfile', `must hold some resource, got ResourceProfile.ZERO (the total ${info.totalResourceProfile} over ${info.numberOfStaticSlots} slots); give the TaskExecutor resources or fewer slots`);
+    throw fail(
+      'defaultSlotResourceProfile',
+      `must hold some resource, got ResourceProfile.ZERO (the total ${info.totalResourceProfile} over ${info.numberOfStaticSlots} slots); give the TaskExecutor resources or fewer slots`,
+    );
   }
-  if (!Number.isSafeInteger(info.numberOfStaticSlots) || info.numberOfStaticSlots < 0) throw fail('numberOfStaticSlots', 'must be an integer >= 0');
-  if (!info.totalResourceProfile.allFieldsNoLessThan(info.defaultSlotResourceProfile.multiply(info.numberOfStaticSlots))) {
-    throw fail('totalResourceProfile', `must hold ${info.numberOfStaticSlots} default slots of ${info.defaultSlotResourceProfile}, got ${info.totalResourceProfile}`);
+  if (!Number.isSafeInteger(info.numberOfStaticSlots) || info.numberOfStaticSlots < 0)
+    throw fail('numberOfStaticSlots', 'must be an integer >= 0');
+  if (
+    !info.totalResourceProfile.allFieldsNoLessThan(info.defaultSlotResourceProfile.multiply(info.numberOfStaticSlots))
+  ) {
+    throw fail(
+      'totalResourceProfile',
+      `must hold ${info.numberOfStaticSlots} default slots of ${info.defaultSlotResourceProfile}, got ${info.totalResourceProfile}`,
+    );
   }
-  if (typeof info.gateway?.requestSlot !== 'function' || typeof info.gateway.freeInactiveSlots !== 'function') throw fail('gateway', 'must have requestSlot and freeInactiveSlots');
-  if (report?.resourceId !== info.resourceId || !Array.isArray(report.slots)) throw fail('initialSlotReport', `must be the slot report of ${info.resourceId}`);
+  if (typeof info.gateway?.requestSlot !== 'function' || typeof info.gateway.freeInactiveSlots !== 'function')
+    throw fail('gateway', 'must have requestSlot and freeInactiveSlots');
+  if (report?.resourceId !== info.resourceId || !Array.isArray(report.slots))
+    throw fail('initialSlotReport', `must be the slot report of ${info.resourceId}`);
 }

@@ -32,9 +32,13 @@ const ORDERS: Record<SlotMatchingPolicy, CandidateOrder> = {
 export function candidateOrder(policy: SlotMatchingPolicy): CandidateOrder {
   const order = ORDERS[policy];
   if (order === undefined) {
-    throw new IllegalArgumentError('invalid-value', `slot matching policy must be one of ${SLOT_MATCHING_POLICIES.map((p) => `'${p}'`).join(', ')}, got ${JSON.stringify(policy)}`, {
-      argument: 'policy',
-    });
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `slot matching policy must be one of ${SLOT_MATCHING_POLICIES.map((p) => `'${p}'`).join(', ')}, got ${JSON.stringify(policy)}`,
+      {
+        argument: 'policy',
+      },
+    );
   }
   return order;
 }

@@ -49,9 +49,22 @@ export interface SlotRequestsOptions {
 
 /** Refuses a requestSlot whose arguments are not a JobID, an AllocationID and a profile other than ANY. */
 export function checkSlotRequest(jobId: JobID, allocationId: AllocationID, profile: ResourceProfile): void {
-  if (!JobID.is(jobId)) throw new IllegalArgumentError('invalid-type', `jobId must be a JobID, got ${String(jobId)}`, { argument: 'jobId' });
-  if (!AllocationID.is(allocationId)) throw new IllegalArgumentError('invalid-type', `allocationId must be an AllocationID, got ${String(allocationId)}`, { argument: 'allocationId' });
-  if (!(profile instanceof ResourceProfile) || profile.isAny()) throw new IllegalArgumentError('invalid-value', `profile must be a ResourceProfile other than ANY, got ${String(profile)}`, { argument: 'profile' });
+  if (!JobID.is(jobId))
+    throw new IllegalArgumentError('invalid-type', `jobId must be a JobID, got ${String(jobId)}`, {
+      argument: 'jobId',
+    });
+  if (!AllocationID.is(allocationId))
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `allocationId must be an AllocationID, got ${String(allocationId)}`,
+      { argument: 'allocationId' },
+    );
+  if (!(profile instanceof ResourceProfile) || profile.isAny())
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `profile must be a ResourceProfile other than ANY, got ${String(profile)}`,
+      { argument: 'profile' },
+    );
 }
 
 export class SlotRequests {
@@ -92,9 +105,24 @@ export class SlotRequests {
   }
 
   /** A new request, waiting; its timeout starts now. */
-  add(jobId: JobID, allocationId: AllocationID, profile: ResourceProfile, preference: PlacementPreference | undefined, targetAddress: string): void {
+  add(
+    jobId: JobID,
+    allocationId: AllocationID,
+    profile: ResourceProfile,
+    preference: PlacementPreference | undefined,
+    targetAddress: string,
+  ): void {
     const since = this.#clock.now();
-    this.#requests.set(allocationId, { jobId, allocationId, profile, preference, targetAddress, since, state: 'waiting', reason: null });
+    this.#requests.set(allocationId, {
+      jobId,
+      allocationId,
+      profile,
+      preference,
+      targetAddress,
+      since,
+      state: 'waiting',
+      reason: null,
+    });
     this.#deadlines.schedule(allocationId, since + this.#timeoutMs);
   }
 
@@ -108,11 +136,15 @@ export class SlotRequests {
   fail(request: SlotRequestRecord, reason: SlotRequestFailure, message: string): SlotRequestError {
     this.fulfilled(request);
     const why = request.reason === null ? undefined : describeWaitReason(request.reason);
-    return new SlotRequestError(reason, `slot request ${AllocationID.short(request.allocationId)} of job ${JobID.short(request.jobId)} for ${request.profile}: ${message}${why ? `; it waited because ${why}` : ''}`, {
-      jobId: request.jobId,
-      allocationId: request.allocationId,
-      ...(why ? { why } : {}),
-    });
+    return new SlotRequestError(
+      reason,
+      `slot request ${AllocationID.short(request.allocationId)} of job ${JobID.short(request.jobId)} for ${request.profile}: ${message}${why ? `; it waited because ${why}` : ''}`,
+      {
+        jobId: request.jobId,
+        allocationId: request.allocationId,
+        ...(why ? { why } : {}),
+      },
+    );
   }
 
   /** The slot asked for this request is gone (its executor was lost): it waits again. False if no request has this AllocationID. */
@@ -132,16 +164,30 @@ export class SlotRequests {
    * The demands of the waiting requests, in the order they were made; first hands each request a
    * slot report showed held by another job meanwhile to `failHeld` (it cannot be used again).
    */
-  demands(slots: { getSlot(allocationId: AllocationID): ResourceSlotRecord | undefined }, failHeld: (request: SlotRequestRecord, message: string) => void): ResourceDemand[] {
+  demands(
+    slots: { getSlot(allocationId: AllocationID): ResourceSlotRecord | undefined },
+    failHeld: (request: SlotRequestRecord, message: string) => void,
+  ): ResourceDemand[] {
     const demands: ResourceDemand[] = [];
     for (const r of this.#requests.size === 0 ? [] : [...this.#requests.values()]) {
-      const holder = r.state === 'waiting' && this.#heldByAnotherJob.has(r.allocationId) ? slots.getSlot(r.allocationId) : undefined;
+      const holder =
+        r.state === 'waiting' && this.#heldByAnotherJob.has(r.allocationId) ? slots.getSlot(r.allocationId) : undefined;
       if (holder !== undefined) {
-        failHeld(r, `allocation ${AllocationID.short(r.allocationId)} is held by job ${JobID.short(holder.jobId!)} on ${holder.taskManager.resourceId}`);
+        failHeld(
+          r,
+          `allocation ${AllocationID.short(r.allocationId)} is held by job ${JobID.short(holder.jobId!)} on ${holder.taskManager.resourceId}`,
+        );
         continue;
       }
       // One shape for every demand (no conditional spread): the strategy reads these on every step.
-      if (r.state === 'waiting') demands.push({ jobId: r.jobId, profile: r.profile, count: 1, allocationId: r.allocationId, preference: r.preference });
+      if (r.state === 'waiting')
+        demands.push({
+          jobId: r.jobId,
+          profile: r.profile,
+          count: 1,
+          allocationId: r.allocationId,
+          preference: r.preference,
+        });
     }
     this.#heldByAnotherJob.clear();
     return demands;
@@ -164,8 +210,22 @@ export class SlotRequests {
   /** Every request, oldest first, and why it waits. */
   infos(): SlotRequestInfo[] {
     return [...this.#requests.values()].map((r) => {
-      const description = r.state === 'allocating' ? 'asking the TaskExecutor' : r.reason === null ? 'waiting for the next requirement check' : describeWaitReason(r.reason);
-      return { kind: 'slot-request', jobId: r.jobId, allocationId: r.allocationId, resourceProfile: r.profile, since: r.since, state: r.state, reason: r.reason, description };
+      const description =
+        r.state === 'allocating'
+          ? 'asking the TaskExecutor'
+          : r.reason === null
+            ? 'waiting for the next requirement check'
+            : describeWaitReason(r.reason);
+      return {
+        kind: 'slot-request',
+        jobId: r.jobId,
+        allocationId: r.allocationId,
+        resourceProfile: r.profile,
+        since: r.since,
+        state: r.state,
+        reason: r.reason,
+        description,
+      };
     });
   }
 

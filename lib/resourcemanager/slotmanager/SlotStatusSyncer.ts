@@ -129,7 +129,10 @@ export class SlotStatusSyncer {
    * it in the job's ResourceTracker (false for an imperative request, which is tracked by its own
    * AllocationID). Returns the slot record, pending.
    */
-  allocateSlot(reservation: SlotReservation, request: { allocationId?: AllocationID; targetAddress: string; tracked: boolean }): ResourceSlotRecord {
+  allocateSlot(
+    reservation: SlotReservation,
+    request: { allocationId?: AllocationID; targetAddress: string; tracked: boolean },
+  ): ResourceSlotRecord {
     const allocationId = request.allocationId ?? AllocationID.generate();
     const slot = this.#o.tracker.assignPending(reservation, allocationId, request.tracked);
     if (request.tracked) this.#acquired(reservation.jobId, slot.profile);
@@ -137,7 +140,13 @@ export class SlotStatusSyncer {
     // slot a check places): the first of the answer and the deadline settles the attempt, one
     // microtask later, as the deadline promise's own continuation did.
     const { taskManager } = reservation;
-    const attempt: Attempt = { allocationId, slot, answered: false, sentAt: this.#o.clock.now(), deadline: taskManager.gateway.deadline === 'transport' ? undefined : this.#deadlineBatch() };
+    const attempt: Attempt = {
+      allocationId,
+      slot,
+      answered: false,
+      sentAt: this.#o.clock.now(),
+      deadline: taskManager.gateway.deadline === 'transport' ? undefined : this.#deadlineBatch(),
+    };
     if (attempt.deadline !== undefined) {
       attempt.deadline.attempts.push(attempt);
       attempt.deadline.unanswered++;
@@ -145,7 +154,13 @@ export class SlotStatusSyncer {
     this.#setInFlight(slot, attempt);
     let call: Promise<void>;
     try {
-      call = taskManager.gateway.requestSlot({ index: slot.index, jobId: reservation.jobId, allocationId, resourceProfile: slot.profile, targetAddress: request.targetAddress });
+      call = taskManager.gateway.requestSlot({
+        index: slot.index,
+        jobId: reservation.jobId,
+        allocationId,
+        resourceProfile: slot.profile,
+        targetAddress: request.targetAddress,
+      });
     } catch (error) {
       call = Promise.reject(error);
     }
@@ -190,19 +205,45 @@ export class SlotStatusSyncer {
       if (attempt.answered) continue;
       const { taskManager } = attempt.slot;
       const lastHeardAt = this.#lastHeard.get(taskManager) ?? -Infinity;
-      const verdict = judgeCallDeadline({ sentAt: attempt.sentAt, lastHeardAt, now, timeoutMs: rpcTimeout, maxWaitMs: DEFAULT_MAX_WAIT_FACTOR * rpcTimeout });
+      const verdict = judgeCallDeadline({
+        sentAt: attempt.sentAt,
+        lastHeardAt,
+        now,
+        timeoutMs: rpcTimeout,
+        maxWaitMs: DEFAULT_MAX_WAIT_FACTOR * rpcTimeout,
+      });
       if (verdict.kind === 'wait') {
         later.push({ attempt, until: verdict.until });
         continue;
       }
       const { resourceId } = taskManager;
       const waitedMs = now - attempt.sentAt;
-      const why = verdict.kind === 'max-wait' ? `within ${waitedMs} ms, the most a request waits (${resourceId} kept answering others)` : verdict.heardSinceSent ? `within ${waitedMs} ms: ${resourceId} was silent for the last ${rpcTimeout} ms` : `within ${rpcTimeout} ms`;
-      this.#answered(attempt, new RpcTimeoutError(`TaskExecutorGateway.requestSlot on ${resourceId} got no answer ${why}`, { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: rpcTimeout, resourceId, waitedMs, expired: verdict.kind }));
+      const why =
+        verdict.kind === 'max-wait'
+          ? `within ${waitedMs} ms, the most a request waits (${resourceId} kept answering others)`
+          : verdict.heardSinceSent
+            ? `within ${waitedMs} ms: ${resourceId} was silent for the last ${rpcTimeout} ms`
+            : `within ${rpcTimeout} ms`;
+      this.#answered(
+        attempt,
+        new RpcTimeoutError(`TaskExecutorGateway.requestSlot on ${resourceId} got no answer ${why}`, {
+          gateway: 'TaskExecutorGateway',
+          method: 'requestSlot',
+          timeoutMs: rpcTimeout,
+          resourceId,
+          waitedMs,
+          expired: verdict.kind,
+        }),
+      );
     }
     if (later.length === 0) return;
     const at = Math.min(...later.map((l) => l.until));
-    const next: DeadlineBatch = { at, attempts: later.map((l) => l.attempt), unanswered: later.length, timer: undefined };
+    const next: DeadlineBatch = {
+      at,
+      attempts: later.map((l) => l.attempt),
+      unanswered: later.length,
+      timer: undefined,
+    };
     for (const attempt of next.attempts) attempt.deadline = next;
     next.timer = clock.setTimeout(() => this.#deadlinePassed(next), at - now);
   }
@@ -278,7 +319,10 @@ export class SlotStatusSyncer {
    * Frees every slot of an executor that is gone; returns, by job, the slots lost, leaving out
    * those `isRequested` claims (a request that will be placed again).
    */
-  freeSlotsOf(taskManager: TaskManagerRegistration, isRequested: (allocationId: AllocationID) => boolean): Map<JobID, AllocationID[]> {
+  freeSlotsOf(
+    taskManager: TaskManagerRegistration,
+    isRequested: (allocationId: AllocationID) => boolean,
+  ): Map<JobID, AllocationID[]> {
     const lost = new Map<JobID, AllocationID[]>();
     for (const slot of this.#o.tracker.slotsOf(taskManager)) {
       const allocationId = slot.allocationId!;
@@ -301,7 +345,8 @@ export class SlotStatusSyncer {
     const reported = new Map(report.slots.filter((s) => s.allocationId !== null).map((s) => [s.allocationId!, s]));
     const freed: ResourceSlotRecord[] = [];
     for (const slot of this.#o.tracker.slotsOf(taskManager)) {
-      if (slot.state === 'allocated' && !reported.has(slot.allocationId!)) freed.push(this.freeSlot(slot.allocationId!)!);
+      if (slot.state === 'allocated' && !reported.has(slot.allocationId!))
+        freed.push(this.freeSlot(slot.allocationId!)!);
     }
     const completed: ResourceSlotRecord[] = [];
     const adopted: ResourceSlotRecord[] = [];
@@ -310,7 +355,9 @@ export class SlotStatusSyncer {
       const known = this.#o.tracker.getSlot(allocationId);
       if (known !== undefined && known.taskManager !== taskManager) {
         conflicts.push(allocationId);
-        this.#o.log?.(`slot report of ${taskManager.resourceId} shows allocation ${allocationId}, held on ${known.taskManager.resourceId}: ignored`);
+        this.#o.log?.(
+          `slot report of ${taskManager.resourceId} shows allocation ${allocationId}, held on ${known.taskManager.resourceId}: ignored`,
+        );
       } else if (known?.state === 'pending') {
         this.#setInFlight(known, null);
         completed.push(this.#o.tracker.completeAllocation(allocationId));
@@ -319,11 +366,19 @@ export class SlotStatusSyncer {
         const occupant = taskManager.staticSlots[status.slotId.slotNumber];
         if (occupant?.state === 'pending' && occupant.allocationId !== null) {
           const attempt = occupant.inFlight as Attempt | null;
-          const error = new SlotAllocationError('index-taken', `${describeSlot(occupant)} is held by allocation ${allocationId}, as its slot report shows`, { index: occupant.index, holder: allocationId });
+          const error = new SlotAllocationError(
+            'index-taken',
+            `${describeSlot(occupant)} is held by allocation ${allocationId}, as its slot report shows`,
+            { index: occupant.index, holder: allocationId },
+          );
           if (attempt !== null) this.#settle(attempt, occupant, error, true);
         }
         const tracked = !(this.#o.isRequested?.(allocationId, status.jobId!) ?? false);
-        const slot = this.#o.tracker.adopt(taskManager, { index: status.slotId.slotNumber, allocationId, jobId: status.jobId!, profile: status.resourceProfile }, tracked);
+        const slot = this.#o.tracker.adopt(
+          taskManager,
+          { index: status.slotId.slotNumber, allocationId, jobId: status.jobId!, profile: status.resourceProfile },
+          tracked,
+        );
         if (tracked) this.#o.resourceTracker.notifyAcquiredResource(status.jobId!, slot.profile);
         adopted.push(slot);
       }
@@ -336,8 +391,9 @@ export class SlotStatusSyncer {
     const executors = new Set<TaskManagerRegistration>();
     for (const slot of this.#o.tracker.slots) if (slot.jobId === jobId) executors.add(slot.taskManager);
     for (const taskManager of executors) {
-      this.#withDeadline(taskManager, () => taskManager.gateway.freeInactiveSlots(jobId), 'freeInactiveSlots').catch((error: unknown) =>
-        this.#o.log?.(`freeInactiveSlots(${jobId}) on ${taskManager.resourceId} failed: ${describe(error)}`),
+      this.#withDeadline(taskManager, () => taskManager.gateway.freeInactiveSlots(jobId), 'freeInactiveSlots').catch(
+        (error: unknown) =>
+          this.#o.log?.(`freeInactiveSlots(${jobId}) on ${taskManager.resourceId} failed: ${describe(error)}`),
       );
     }
   }
@@ -361,7 +417,15 @@ export class SlotStatusSyncer {
     this.#o.log?.(`slot request ${describeSlot(slot)} for ${attempt.allocationId} failed: ${describe(error)}`);
     if (tracked) this.#o.resourceTracker.notifyLostResource(jobId!, slot.profile);
     this.#o.tracker.free(attempt.allocationId, 'FAIL_ALLOCATION', slot);
-    this.#o.onAllocationSettled({ ok: false, allocationId: attempt.allocationId, jobId: jobId!, resourceId: taskManager.resourceId, error, tracked, superseded });
+    this.#o.onAllocationSettled({
+      ok: false,
+      allocationId: attempt.allocationId,
+      jobId: jobId!,
+      resourceId: taskManager.resourceId,
+      error,
+      tracked,
+      superseded,
+    });
   }
 
   #withDeadline<T>(taskManager: TaskManagerRegistration, call: () => Promise<T>, method = 'requestSlot'): Promise<T> {
@@ -369,7 +433,13 @@ export class SlotStatusSyncer {
     if (taskManager.gateway.deadline === 'transport') return call();
     return new Promise<T>((resolve, reject) => {
       const timer = clock.setTimeout(
-        () => reject(new RpcTimeoutError(`TaskExecutorGateway.${method} on ${taskManager.resourceId} got no answer within ${rpcTimeout} ms`, { gateway: 'TaskExecutorGateway', method, timeoutMs: rpcTimeout, resourceId: taskManager.resourceId })),
+        () =>
+          reject(
+            new RpcTimeoutError(
+              `TaskExecutorGateway.${method} on ${taskManager.resourceId} got no answer within ${rpcTimeout} ms`,
+              { gateway: 'TaskExecutorGateway', method, timeoutMs: rpcTimeout, resourceId: taskManager.resourceId },
+            ),
+          ),
         rpcTimeout,
       );
       let pending: Promise<T>;

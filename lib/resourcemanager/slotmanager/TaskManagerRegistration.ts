@@ -113,7 +113,14 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     const total = info.totalResourceProfile;
     const specified = total instanceof ResourceProfile && total.kind === 'specified';
     this.#total = specified ? [...total.amounts] : [0, 0, 0, 0, 0];
-    this.#amounts = specified ? { used: [0, 0, 0, 0, 0], usedExtended: new Map(), available: [...this.#total], availableExtended: new Map(total.extended) } : null;
+    this.#amounts = specified
+      ? {
+          used: [0, 0, 0, 0, 0],
+          usedExtended: new Map(),
+          available: [...this.#total],
+          availableExtended: new Map(total.extended),
+        }
+      : null;
     this.#totalCpu = coresOf(this.#total);
     this.#totalMemory = memoryOf(this.#total);
     this.#availableProfile = total;
@@ -144,7 +151,10 @@ export class TaskManagerRegistration implements TaskManagerInfo {
 
   /** What is left for new slots: total − used, never below zero. */
   get available(): ResourceProfile {
-    return (this.#availableProfile ??= ResourceProfile.fromAmounts(this.#amounts!.available, this.#amounts!.availableExtended));
+    return (this.#availableProfile ??= ResourceProfile.fromAmounts(
+      this.#amounts!.available,
+      this.#amounts!.availableExtended,
+    ));
   }
 
   canFit(requirement: ResourceProfile): boolean {
@@ -218,12 +228,18 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   copyAmounts(): CapacityAmounts | null {
     const a = this.#amounts;
     if (a === null) return null;
-    return { used: [...a.used], usedExtended: new Map(a.usedExtended), available: [...a.available], availableExtended: new Map(a.availableExtended) };
+    return {
+      used: [...a.used],
+      usedExtended: new Map(a.usedExtended),
+      available: [...a.available],
+      availableExtended: new Map(a.availableExtended),
+    };
   }
 
   /** A free static slot this requirement may take (its effective profile is the default), if any. */
   freeStaticSlotFor(requirement: ResourceProfile): ResourceSlotRecord | undefined {
-    if (this.freeStaticSlots === 0 || !this.effectiveProfile(requirement).equals(this.defaultSlotResourceProfile)) return undefined;
+    if (this.freeStaticSlots === 0 || !this.effectiveProfile(requirement).equals(this.defaultSlotResourceProfile))
+      return undefined;
     // The lowest free index, as a scan from 0 finds it, without walking the taken ones below it again.
     const slots = this.staticSlots;
     for (let i = this.#staticCursor; i < slots.length; i++) {
@@ -276,7 +292,14 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   #usedChanged(a: CapacityAmounts): void {
     this.#usedProfile = undefined;
     this.#availableProfile = undefined;
-    availableAmounts(this.#total, this.totalResourceProfile.extended, a.used, a.usedExtended, a.available, a.availableExtended);
+    availableAmounts(
+      this.#total,
+      this.totalResourceProfile.extended,
+      a.used,
+      a.usedExtended,
+      a.available,
+      a.availableExtended,
+    );
     this.utilization = utilizationOfAmounts(a.used, this.#totalCpu, this.#totalMemory);
     this.version++;
   }
@@ -365,6 +388,8 @@ export function saturatingSubtract(a: ResourceProfile, b: ResourceProfile): Reso
   if (a.allFieldsNoLessThan(b) || a.isUnknown()) return a.subtract(b);
   // On the raw units, not on cores: a difference of floating cores (0.3 - 0.1) would be rounded down a unit.
   const amounts = a.amounts.map((units, i) => Math.max(0, units - b.amounts[i]!));
-  const extended = new Map([...a.extended].map(([name, units]) => [name, Math.max(0, units - (b.extended.get(name) ?? 0))]));
+  const extended = new Map(
+    [...a.extended].map(([name, units]) => [name, Math.max(0, units - (b.extended.get(name) ?? 0))]),
+  );
   return ResourceProfile.fromAmounts(amounts, extended);
 }

@@ -17,7 +17,11 @@ import { transitionResourceSlot } from './ResourceSlotTransitions.js';
 import { ShortageIndex } from './ShortageIndex.js';
 import { candidateOrder, type SlotMatchingPolicy } from './SlotMatchingStrategy.js';
 import { TaskManagerRegistration, type ResourceSlotRecord, type TaskManagerInfo } from './TaskManagerRegistration.js';
-import type { InsufficientResources, RankedTaskManagers, TaskManagerResourceInfoProvider } from './TaskManagerResourceInfoProvider.js';
+import type {
+  InsufficientResources,
+  RankedTaskManagers,
+  TaskManagerResourceInfoProvider,
+} from './TaskManagerResourceInfoProvider.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
 
 /** Capacity a plan set aside on an executor for one slot of a job, not yet asked of the executor. */
@@ -77,7 +81,11 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     this.policy = options.policy;
     this.#clock = options.clock;
     this.#onIdleChanged = options.onIdleChanged ?? (() => {});
-    this.#index = new FreeResourceIndex(candidateOrder(options.policy), () => this.#taskManagers.values(), options.policy !== 'first-fit');
+    this.#index = new FreeResourceIndex(
+      candidateOrder(options.policy),
+      () => this.#taskManagers.values(),
+      options.policy !== 'first-fit',
+    );
     this.#shortages = new ShortageIndex(
       () => this.#taskManagers.values(),
       () => this.#blocked,
@@ -90,7 +98,12 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
 
   addTaskManager(info: TaskManagerInfo): TaskManagerRegistration {
     if (this.#taskManagers.has(info.resourceId)) {
-      throw new IllegalStateError(`TaskExecutor ${info.resourceId} is already registered`, { component: 'TaskManagerTracker', operation: 'addTaskManager', state: 'registered', allowed: ['unregistered'] });
+      throw new IllegalStateError(`TaskExecutor ${info.resourceId} is already registered`, {
+        component: 'TaskManagerTracker',
+        operation: 'addTaskManager',
+        state: 'registered',
+        allowed: ['unregistered'],
+      });
     }
     const taskManager = new TaskManagerRegistration(info, ++this.#seq, this.#clock.now());
     this.#taskManagers.set(info.resourceId, taskManager);
@@ -145,10 +158,12 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
       this.#freeCounted = true;
       for (const taskManager of this.#taskManagers.values()) if (!taskManager.blocked) this.#countFree(taskManager, 1);
     }
-    if (this.#freeResource === undefined && this.#freeNumeric) this.#freeResource = ResourceProfile.fromAmounts(this.#free, this.#freeExtended);
+    if (this.#freeResource === undefined && this.#freeNumeric)
+      this.#freeResource = ResourceProfile.fromAmounts(this.#free, this.#freeExtended);
     if (this.#freeResource === undefined) {
       let free = ResourceProfile.ZERO;
-      for (const taskManager of this.#taskManagers.values()) if (!taskManager.blocked) free = free.merge(taskManager.available);
+      for (const taskManager of this.#taskManagers.values())
+        if (!taskManager.blocked) free = free.merge(taskManager.available);
       this.#freeResource = free;
     }
     return this.#freeResource;
@@ -184,7 +199,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
   findTaskManager(requirement: ResourceProfile, preference?: PlacementPreference): TaskManagerRegistration | undefined {
     if (preference?.resourceId !== undefined) {
       const preferred = this.#taskManagers.get(preference.resourceId);
-      if (preferred !== undefined && preferred.canFit(requirement)) return preferred;
+      if (preferred?.canFit(requirement)) return preferred;
     }
     if (preference?.host !== undefined) {
       const onHost = this.#index.best(requirement, preference.host);
@@ -233,12 +248,20 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
    * first), with capacity taken once: a plan puts runs of slots on one executor, and taking them
    * one by one was most of applying it. All or nothing: throws, changing nothing, if they do not fit.
    */
-  reserveRun(taskManager: TaskManagerRegistration, requirement: ResourceProfile, jobId: JobID, count: number): SlotReservation[] {
+  reserveRun(
+    taskManager: TaskManagerRegistration,
+    requirement: ResourceProfile,
+    jobId: JobID,
+    count: number,
+  ): SlotReservation[] {
     const profile = taskManager.effectiveProfile(requirement);
     const total = count === 1 ? profile : profile.multiply(count);
     if (!taskManager.canFit(requirement) || !taskManager.hasAvailable(total)) {
       const what = `${count === 1 ? '' : `${count} × `}${requirement}`;
-      throw new IllegalStateError(`TaskExecutor ${taskManager.resourceId} cannot fit ${what} (available ${taskManager.available})`, { component: 'TaskManagerTracker', operation: 'reserve', state: 'insufficient', allowed: ['fits'] });
+      throw new IllegalStateError(
+        `TaskExecutor ${taskManager.resourceId} cannot fit ${what} (available ${taskManager.available})`,
+        { component: 'TaskManagerTracker', operation: 'reserve', state: 'insufficient', allowed: ['fits'] },
+      );
     }
     const reservations: SlotReservation[] = [];
     for (let i = 0; i < count; i++) {
@@ -266,11 +289,24 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
   assignPending(reservation: SlotReservation, allocationId: AllocationID, tracked: boolean): ResourceSlotRecord {
     if (this.#slots.has(allocationId)) throw this.#duplicate(allocationId);
     if (!reservation.open) {
-      throw new IllegalStateError(`the reservation on TaskExecutor ${reservation.taskManager.resourceId} was already used or canceled`, { component: 'TaskManagerTracker', operation: 'assignPending', state: 'closed', allowed: ['open'] });
+      throw new IllegalStateError(
+        `the reservation on TaskExecutor ${reservation.taskManager.resourceId} was already used or canceled`,
+        { component: 'TaskManagerTracker', operation: 'assignPending', state: 'closed', allowed: ['open'] },
+      );
     }
     const { taskManager, staticSlot, profile, jobId } = reservation;
     this.#endReservation(reservation, false);
-    const slot = staticSlot ?? { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile, reserved: false, tracked, inFlight: null };
+    const slot = staticSlot ?? {
+      taskManager,
+      index: -1,
+      state: 'free' as const,
+      allocationId: null,
+      jobId: null,
+      profile,
+      reserved: false,
+      tracked,
+      inFlight: null,
+    };
     transitionResourceSlot(slot, 'ASSIGN_PENDING', () => describeSlot(slot));
     slot.allocationId = allocationId;
     slot.jobId = jobId;
@@ -293,14 +329,38 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
    * A slot report shows an allocation the SlotManager did not know of (free → allocated). A static
    * index is used when it is free and the profile is the default; otherwise a dynamic record.
    */
-  adopt(taskManager: TaskManagerRegistration, allocation: { index: number; allocationId: AllocationID; jobId: JobID; profile: ResourceProfile }, tracked = true): ResourceSlotRecord {
+  adopt(
+    taskManager: TaskManagerRegistration,
+    allocation: { index: number; allocationId: AllocationID; jobId: JobID; profile: ResourceProfile },
+    tracked = true,
+  ): ResourceSlotRecord {
     if (!(allocation.profile instanceof ResourceProfile) || allocation.profile.kind !== 'specified') {
-      throw new IllegalArgumentError('invalid-value', `a reported allocation needs a specified profile, got ${String(allocation.profile)}`, { argument: 'profile' });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `a reported allocation needs a specified profile, got ${String(allocation.profile)}`,
+        { argument: 'profile' },
+      );
     }
     if (this.#slots.has(allocation.allocationId)) throw this.#duplicate(allocation.allocationId);
     const candidate = taskManager.staticSlots[allocation.index];
-    const useStatic = candidate !== undefined && candidate.state === 'free' && !candidate.reserved && candidate.profile.equals(allocation.profile);
-    const slot = useStatic ? candidate : { taskManager, index: -1, state: 'free' as const, allocationId: null, jobId: null, profile: allocation.profile, reserved: false, tracked, inFlight: null };
+    const useStatic =
+      candidate !== undefined &&
+      candidate.state === 'free' &&
+      !candidate.reserved &&
+      candidate.profile.equals(allocation.profile);
+    const slot = useStatic
+      ? candidate
+      : {
+          taskManager,
+          index: -1,
+          state: 'free' as const,
+          allocationId: null,
+          jobId: null,
+          profile: allocation.profile,
+          reserved: false,
+          tracked,
+          inFlight: null,
+        };
     transitionResourceSlot(slot, 'ADOPT', () => describeSlot(slot));
     slot.allocationId = allocation.allocationId;
     slot.jobId = allocation.jobId;
@@ -318,7 +378,11 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
    * reported free, or its executor was lost. A static record stays, free; a dynamic one goes.
    * `known`: its record, when the caller holds it.
    */
-  free(allocationId: AllocationID, event: 'FREE' | 'FAIL_ALLOCATION' = 'FREE', known?: ResourceSlotRecord): ResourceSlotRecord {
+  free(
+    allocationId: AllocationID,
+    event: 'FREE' | 'FAIL_ALLOCATION' = 'FREE',
+    known?: ResourceSlotRecord,
+  ): ResourceSlotRecord {
     const slot = this.#requireSlot(allocationId, known);
     transitionResourceSlot(slot, event, () => describeSlot(slot));
     const { taskManager } = slot;
@@ -361,7 +425,8 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
 
   removePendingTaskManager(id: PendingTaskManagerID): PendingTaskManager {
     const pending = this.#pending.get(id);
-    if (pending === undefined) throw new IllegalArgumentError('invalid-value', `no pending worker ${id}`, { argument: 'id' });
+    if (pending === undefined)
+      throw new IllegalArgumentError('invalid-value', `no pending worker ${id}`, { argument: 'id' });
     this.#pending.delete(id);
     return pending;
   }
@@ -397,8 +462,13 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
    * (`preferredId`) if it matches, else the oldest of the same shape with planned slots, else the
    * oldest of the same shape (Flink prefers one with allocations, then any).
    */
-  findMatchingPendingTaskManager(total: ResourceProfile, defaultSlot: ResourceProfile, preferredId?: PendingTaskManagerID): PendingTaskManager | undefined {
-    const sameShape = (p: PendingTaskManager) => p.totalResourceProfile.equals(total) && p.defaultSlotResourceProfile.equals(defaultSlot);
+  findMatchingPendingTaskManager(
+    total: ResourceProfile,
+    defaultSlot: ResourceProfile,
+    preferredId?: PendingTaskManagerID,
+  ): PendingTaskManager | undefined {
+    const sameShape = (p: PendingTaskManager) =>
+      p.totalResourceProfile.equals(total) && p.defaultSlotResourceProfile.equals(defaultSlot);
     const preferred = preferredId === undefined ? undefined : this.#pending.get(preferredId);
     if (preferred !== undefined && sameShape(preferred)) return preferred;
     let fallback: PendingTaskManager | undefined;
@@ -440,17 +510,26 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
   /** Adds (1) or takes away (−1) the executor's available resources to or from the free sum. */
   #countFree(taskManager: TaskManagerRegistration, sign: 1 | -1): void {
     this.#freeResource = undefined;
-    if (this.#freeCounted && this.#freeNumeric && !taskManager.addAvailableTo(this.#free, this.#freeExtended, sign)) this.#freeNumeric = false;
+    if (this.#freeCounted && this.#freeNumeric && !taskManager.addAvailableTo(this.#free, this.#freeExtended, sign))
+      this.#freeNumeric = false;
   }
 
   /** Closes a reservation; its static slot goes back to free only when the reservation is dropped. */
   #endReservation(reservation: SlotReservation, releaseStaticSlot: boolean): void {
     const { taskManager, staticSlot } = reservation;
     if (!reservation.open) {
-      throw new IllegalStateError(`the reservation on TaskExecutor ${taskManager.resourceId} was already used or canceled`, { component: 'TaskManagerTracker', operation: 'endReservation', state: 'closed', allowed: ['open'] });
+      throw new IllegalStateError(
+        `the reservation on TaskExecutor ${taskManager.resourceId} was already used or canceled`,
+        { component: 'TaskManagerTracker', operation: 'endReservation', state: 'closed', allowed: ['open'] },
+      );
     }
     if (taskManager.reservations === 0) {
-      throw new IllegalStateError(`no reservation is open on TaskExecutor ${taskManager.resourceId}`, { component: 'TaskManagerTracker', operation: 'endReservation', state: 'none', allowed: ['reserved'] });
+      throw new IllegalStateError(`no reservation is open on TaskExecutor ${taskManager.resourceId}`, {
+        component: 'TaskManagerTracker',
+        operation: 'endReservation',
+        state: 'none',
+        allowed: ['reserved'],
+      });
     }
     taskManager.reservations--;
     (reservation as { open: boolean }).open = false;
@@ -472,7 +551,11 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
 
   #require(resourceId: ResourceID): TaskManagerRegistration {
     const taskManager = this.#taskManagers.get(resourceId);
-    if (taskManager === undefined) throw new IllegalArgumentError('invalid-value', `TaskExecutor ${resourceId} is not registered`, { argument: 'resourceId', value: resourceId });
+    if (taskManager === undefined)
+      throw new IllegalArgumentError('invalid-value', `TaskExecutor ${resourceId} is not registered`, {
+        argument: 'resourceId',
+        value: resourceId,
+      });
     return taskManager;
   }
 
@@ -484,15 +567,26 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
   #requireSlot(allocationId: AllocationID, known?: ResourceSlotRecord): ResourceSlotRecord {
     if (known !== undefined && known.allocationId === allocationId) return known;
     const slot = this.#slots.get(allocationId);
-    if (slot === undefined) throw new IllegalArgumentError('invalid-value', `no slot with allocation ${allocationId}`, { argument: 'allocationId', value: allocationId });
+    if (slot === undefined)
+      throw new IllegalArgumentError('invalid-value', `no slot with allocation ${allocationId}`, {
+        argument: 'allocationId',
+        value: allocationId,
+      });
     return slot;
   }
 
   #duplicate(allocationId: AllocationID): IllegalStateError {
-    return new IllegalStateError(`allocation ${allocationId} is already held by another slot`, { component: 'TaskManagerTracker', operation: 'allocate', state: 'duplicate', allowed: ['unknown allocation'] });
+    return new IllegalStateError(`allocation ${allocationId} is already held by another slot`, {
+      component: 'TaskManagerTracker',
+      operation: 'allocate',
+      state: 'duplicate',
+      allowed: ['unknown allocation'],
+    });
   }
 }
 
 export function describeSlot(slot: ResourceSlotRecord): string {
-  return slot.index >= 0 ? `${slot.taskManager.resourceId}/${slot.index}` : `${slot.taskManager.resourceId}/dynamic(${slot.allocationId ?? 'new'})`;
+  return slot.index >= 0
+    ? `${slot.taskManager.resourceId}/${slot.index}`
+    : `${slot.taskManager.resourceId}/dynamic(${slot.allocationId ?? 'new'})`;
 }

@@ -24,7 +24,12 @@ export type WaitReason =
   /** Starting the workers it needs would pass `slotmanager.number-of-slots.max`. */
   | { readonly kind: 'max-slots-reached'; readonly limit: number; readonly wouldBe: number }
   /** Starting the workers it needs would pass `slotmanager.max-total-resource.cpu` / `.memory`. */
-  | { readonly kind: 'max-resources-reached'; readonly dimension: 'cpu' | 'memory'; readonly limit: number; readonly wouldBe: number };
+  | {
+      readonly kind: 'max-resources-reached';
+      readonly dimension: 'cpu' | 'memory';
+      readonly limit: number;
+      readonly wouldBe: number;
+    };
 
 export interface ExecutorShortfall {
   readonly resourceId: ResourceID;
@@ -38,9 +43,16 @@ export function describeWaitReason(reason: WaitReason): string {
       return `waiting for ${reason.workers} worker${reason.workers === 1 ? '' : 's'} to start and register`;
     case 'insufficient-resources': {
       const closest = reason.closest.map((c) => `${c.resourceId} (${formatShortfall(c.shortfall)})`).join('; ');
-      const later = reason.couldFitWhenFree.length > 0 ? `; it fits ${reason.couldFitWhenFree.join(', ')} once slots there are freed` : '';
-      const passed = reason.passedOver.length > 0 ? `; ${reason.passedOver.join(', ')} ${reason.passedOver.length === 1 ? 'has' : 'have'} room but take no new slots for now (a refused request, or being released)` : '';
-      if (reason.closest.length === 0 && reason.passedOver.length === 0) return 'no TaskExecutor is registered and none can be started';
+      const later =
+        reason.couldFitWhenFree.length > 0
+          ? `; it fits ${reason.couldFitWhenFree.join(', ')} once slots there are freed`
+          : '';
+      const passed =
+        reason.passedOver.length > 0
+          ? `; ${reason.passedOver.join(', ')} ${reason.passedOver.length === 1 ? 'has' : 'have'} room but take no new slots for now (a refused request, or being released)`
+          : '';
+      if (reason.closest.length === 0 && reason.passedOver.length === 0)
+        return 'no TaskExecutor is registered and none can be started';
       return `no TaskExecutor has room${closest ? `: closest ${closest}` : ''}${later}${passed}`;
     }
     case 'worker-start-refused':
@@ -66,7 +78,14 @@ export function sameWaitReason(a: WaitReason, b: WaitReason): boolean {
 function sameAsJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a === 'number' || typeof b === 'number') return numberAsJson(a) === numberAsJson(b);
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
+  if (
+    typeof a !== 'object' ||
+    typeof b !== 'object' ||
+    a === null ||
+    b === null ||
+    Array.isArray(a) !== Array.isArray(b)
+  )
+    return false;
   if (Array.isArray(a)) {
     const other = b as unknown[];
     if (a.length !== other.length) return false;
@@ -77,7 +96,8 @@ function sameAsJson(a: unknown, b: unknown): boolean {
   const kb = jsonKeys(b);
   if (ka.length !== kb.length) return false;
   for (let i = 0; i < ka.length; i++) {
-    if (ka[i] !== kb[i] || !sameAsJson((a as Record<string, unknown>)[ka[i]!], (b as Record<string, unknown>)[kb[i]!])) return false;
+    if (ka[i] !== kb[i] || !sameAsJson((a as Record<string, unknown>)[ka[i]!], (b as Record<string, unknown>)[kb[i]!]))
+      return false;
   }
   return true;
 }
@@ -96,7 +116,10 @@ function jsonKeys(o: object): string[] {
  * ten per short dimension, plus the relative deficit of each (lower is closer).
  */
 export function shortfallScore(shortfall: readonly ResourceShortfall[]): number {
-  return shortfall.length * 10 + shortfall.reduce((sum, s) => sum + (s.required - s.available) / Math.max(s.required, 1e-9), 0);
+  return (
+    shortfall.length * 10 +
+    shortfall.reduce((sum, s) => sum + (s.required - s.available) / Math.max(s.required, 1e-9), 0)
+  );
 }
 
 /** What explainShortage reads of an executor (a TaskManagerRegistration, or a plain object in tests). */
@@ -115,7 +138,11 @@ export interface ShortageCandidate {
  * executors: the reference answer; the SlotManager asks the tracker's ShortageIndex, which keeps
  * the same answer up incrementally instead of recomputing it on every requirement check.
  */
-export function explainShortage(requirement: ResourceProfile, taskManagers: Iterable<ShortageCandidate>, limit = 3): Extract<WaitReason, { kind: 'insufficient-resources' }> {
+export function explainShortage(
+  requirement: ResourceProfile,
+  taskManagers: Iterable<ShortageCandidate>,
+  limit = 3,
+): Extract<WaitReason, { kind: 'insufficient-resources' }> {
   const scored: Array<{ resourceId: ResourceID; shortfall: ResourceShortfall[]; score: number; seq: number }> = [];
   const couldFitWhenFree: ResourceID[] = [];
   const passedOver: ResourceID[] = [];
@@ -126,8 +153,14 @@ export function explainShortage(requirement: ResourceProfile, taskManagers: Iter
       if (taskManager.blocked && passedOver.length < limit) passedOver.push(taskManager.resourceId);
       continue;
     }
-    scored.push({ resourceId: taskManager.resourceId, shortfall, score: shortfallScore(shortfall), seq: taskManager.seq });
-    if (couldFitWhenFree.length < limit && taskManager.totalResourceProfile.allFieldsNoLessThan(effective)) couldFitWhenFree.push(taskManager.resourceId);
+    scored.push({
+      resourceId: taskManager.resourceId,
+      shortfall,
+      score: shortfallScore(shortfall),
+      seq: taskManager.seq,
+    });
+    if (couldFitWhenFree.length < limit && taskManager.totalResourceProfile.allFieldsNoLessThan(effective))
+      couldFitWhenFree.push(taskManager.resourceId);
   }
   scored.sort((a, b) => a.score - b.score || a.seq - b.seq);
   return {

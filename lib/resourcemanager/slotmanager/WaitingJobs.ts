@@ -18,7 +18,11 @@ interface JobWait {
 }
 
 /** A declared requirement that waits, and why (FineGrainedSlotManager.getPendingRequests). */
-export type RequirementInfo = { readonly kind: 'requirement'; readonly jobId: JobID; readonly description: string } & WaitingRequirement;
+export type RequirementInfo = {
+  readonly kind: 'requirement';
+  readonly jobId: JobID;
+  readonly description: string;
+} & WaitingRequirement;
 
 export interface WaitingJobsOptions {
   readonly clock: Clock;
@@ -54,15 +58,26 @@ export class WaitingJobs {
       const waiting = outcome.onWorkers + outcome.unfulfilled;
       if (waiting === 0 || outcome.reason === undefined) continue;
       const since = this.#waits.get(demand.jobId)?.since ?? now;
-      byJob.set(demand.jobId, [...(byJob.get(demand.jobId) ?? []), { resourceProfile: demand.profile, missing: waiting, onWorkers: outcome.onWorkers, reason: outcome.reason, since }]);
+      byJob.set(demand.jobId, [
+        ...(byJob.get(demand.jobId) ?? []),
+        {
+          resourceProfile: demand.profile,
+          missing: waiting,
+          onWorkers: outcome.onWorkers,
+          reason: outcome.reason,
+          since,
+        },
+      ]);
     }
-    for (const jobId of this.#waits.size === 0 ? [] : [...this.#waits.keys()]) if (!byJob.has(jobId)) this.forget(jobId);
+    for (const jobId of this.#waits.size === 0 ? [] : [...this.#waits.keys()])
+      if (!byJob.has(jobId)) this.forget(jobId);
     for (const [jobId, requirements] of byJob) {
       const previous = this.#waits.get(jobId);
       if (previous === undefined) this.#deadlines.schedule(jobId, now + this.#o.timeoutMs);
       this.#waits.set(jobId, { since: previous?.since ?? now, requirements, timedOut: previous?.timedOut ?? false });
       const unfulfilled = requirements.some((r) => r.missing > r.onWorkers);
-      if (unfulfilled && !sameWaiting(requirements, previous?.requirements)) this.#o.notEnoughResources(jobId, requirements);
+      if (unfulfilled && !sameWaiting(requirements, previous?.requirements))
+        this.#o.notEnoughResources(jobId, requirements);
     }
   }
 
@@ -75,7 +90,8 @@ export class WaitingJobs {
   infos(): RequirementInfo[] {
     const out: RequirementInfo[] = [];
     for (const [jobId, wait] of this.#waits) {
-      for (const requirement of wait.requirements) out.push({ kind: 'requirement', jobId, description: describeWaitReason(requirement.reason), ...requirement });
+      for (const requirement of wait.requirements)
+        out.push({ kind: 'requirement', jobId, description: describeWaitReason(requirement.reason), ...requirement });
     }
     return out;
   }
@@ -91,6 +107,11 @@ function sameWaiting(now: readonly WaitingRequirement[], before: readonly Waitin
   if (before === undefined || before.length !== now.length) return false;
   return now.every((r, i) => {
     const b = before[i]!;
-    return r.resourceProfile.key === b.resourceProfile.key && r.missing === b.missing && r.onWorkers === b.onWorkers && sameWaitReason(r.reason, b.reason);
+    return (
+      r.resourceProfile.key === b.resourceProfile.key &&
+      r.missing === b.missing &&
+      r.onWorkers === b.onWorkers &&
+      sameWaitReason(r.reason, b.reason)
+    );
   });
 }

@@ -18,14 +18,26 @@ export interface WorkerResourceSpec {
 export const WorkerResourceSpec = {
   create(totalResourceProfile: ResourceProfile, numberOfSlots: number): WorkerResourceSpec {
     if (!(totalResourceProfile instanceof ResourceProfile) || totalResourceProfile.kind !== 'specified') {
-      throw new IllegalArgumentError('invalid-value', `a worker's totalResourceProfile must be a specified ResourceProfile (not UNKNOWN or ANY), got ${String(totalResourceProfile)}`, {
-        argument: 'totalResourceProfile',
-      });
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `a worker's totalResourceProfile must be a specified ResourceProfile (not UNKNOWN or ANY), got ${String(totalResourceProfile)}`,
+        {
+          argument: 'totalResourceProfile',
+        },
+      );
     }
     if (!Number.isSafeInteger(numberOfSlots) || numberOfSlots < 1) {
-      throw new IllegalArgumentError('out-of-range', `a worker's numberOfSlots must be an integer >= 1, got ${numberOfSlots}`, { argument: 'numberOfSlots', value: numberOfSlots });
+      throw new IllegalArgumentError(
+        'out-of-range',
+        `a worker's numberOfSlots must be an integer >= 1, got ${numberOfSlots}`,
+        { argument: 'numberOfSlots', value: numberOfSlots },
+      );
     }
-    return Object.freeze({ totalResourceProfile, numberOfSlots, defaultSlotResourceProfile: defaultSlotResourceProfile(totalResourceProfile, numberOfSlots) });
+    return Object.freeze({
+      totalResourceProfile,
+      numberOfSlots,
+      defaultSlotResourceProfile: defaultSlotResourceProfile(totalResourceProfile, numberOfSlots),
+    });
   },
 
   /** The worker the options describe: the TaskExecutor's total and `taskmanager.numberOfTaskSlots`. */

@@ -8,7 +8,10 @@
 import type { DemandOutcome, PlannedWorker } from './ResourceAllocationStrategy.js';
 
 /** `outcomes` with every slot planned on a `refused` worker moved from `onWorkers` to `unfulfilled`. */
-export function withRefusedWorkers(outcomes: readonly DemandOutcome[], refused: readonly PlannedWorker[]): readonly DemandOutcome[] {
+export function withRefusedWorkers(
+  outcomes: readonly DemandOutcome[],
+  refused: readonly PlannedWorker[],
+): readonly DemandOutcome[] {
   if (refused.length === 0) return outcomes;
   const moved = new Map<DemandOutcome, { slots: number; workers: Set<PlannedWorker> }>();
   for (const worker of refused) {

@@ -12,7 +12,10 @@ import { processTransport } from '../../../lib/rpc/Transport.js';
 export const ENTRY = new URL('../../fixtures/clusterProcess.ts', import.meta.url);
 
 /** A spec whose task modules are file: URL strings: a URL object does not cross a process boundary. */
-export const crossable = (spec: JobGraphSpec): JobGraphSpec => ({ ...spec, vertices: spec.vertices.map((v) => ({ ...v, taskModule: String(v.taskModule) })) });
+export const crossable = (spec: JobGraphSpec): JobGraphSpec => ({
+  ...spec,
+  vertices: spec.vertices.map((v) => ({ ...v, taskModule: String(v.taskModule) })),
+});
 
 export interface Started<T> {
   readonly child: ChildProcess;
@@ -22,7 +25,10 @@ export interface Started<T> {
 }
 
 export function start<T>(role: 'jobmanager' | 'taskmanager', options: Record<string, unknown>): Started<T> {
-  return control<T>(role, forkProcess(ENTRY, [role, JSON.stringify(options)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  return control<T>(
+    role,
+    forkProcess(ENTRY, [role, JSON.stringify(options)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  );
 }
 
 export function control<T>(role: string, child: ChildProcess): Started<T> {
@@ -33,7 +39,16 @@ export function control<T>(role: string, child: ChildProcess): Started<T> {
   return { child, link, control, exited };
 }
 
-export async function stop(started: { readonly child: ChildProcess; readonly link: Link; readonly exited: Promise<void>; readonly control: { close(): Promise<void> } } | undefined): Promise<void> {
+export async function stop(
+  started:
+    | {
+        readonly child: ChildProcess;
+        readonly link: Link;
+        readonly exited: Promise<void>;
+        readonly control: { close(): Promise<void> };
+      }
+    | undefined,
+): Promise<void> {
   if (started === undefined) return;
   if (started.child.exitCode === null && started.child.signalCode === null) {
     await started.control.close().catch(() => {});
@@ -43,4 +58,3 @@ export async function stop(started: { readonly child: ChildProcess; readonly lin
   }
   started.link.close();
 }
-

@@ -4,7 +4,7 @@
  * issue. The JobMaster accepts every offered slot and records what it hears.
  */
 import { fileURLToPath } from 'node:url';
-import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../../../lib/core/ids.js';
+import { type AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../../../lib/core/ids.js';
 import type { SlotwiseOptions } from '../../../lib/core/options.js';
 import type { JobMasterGateway } from '../../../lib/rpc/gateways.js';
 import type { SlotOfferWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../../../lib/rpc/protocol.js';
@@ -48,7 +48,10 @@ export class TestingJobMaster implements JobMasterGateway {
   /** Resolves when `condition` holds (checked on every message), or rejects after `timeoutMs`. */
   until<T>(condition: () => T | undefined | false, what: string, timeoutMs = 20_000): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)),
+        timeoutMs,
+      );
       const check = () => {
         const value = condition();
         if (value === undefined || value === false) return false;
@@ -65,7 +68,9 @@ export class TestingJobMaster implements JobMasterGateway {
   }
 
   terminalState(executionAttemptId: ExecutionAttemptID): TaskExecutionStateWire | undefined {
-    return this.states.find((s) => s.executionAttemptId === executionAttemptId && ['finished', 'failed', 'canceled'].includes(s.state));
+    return this.states.find(
+      (s) => s.executionAttemptId === executionAttemptId && ['finished', 'failed', 'canceled'].includes(s.state),
+    );
   }
 
   #wake(): void {
@@ -86,7 +91,11 @@ export interface TestCluster {
   /** Waits until `count` offers arrived and returns them. */
   offers(count: number): Promise<Array<{ resourceId: ResourceID; offer: SlotOfferWire }>>;
   /** Submits a subtask running fixture `task` in the offered slot. */
-  submit(offer: { resourceId: ResourceID; offer: SlotOfferWire }, task: string, extra?: Partial<TaskDeploymentDescriptor>): Promise<TaskDeploymentDescriptor>;
+  submit(
+    offer: { resourceId: ResourceID; offer: SlotOfferWire },
+    task: string,
+    extra?: Partial<TaskDeploymentDescriptor>,
+  ): Promise<TaskDeploymentDescriptor>;
   close(): Promise<void>;
 }
 
@@ -100,7 +109,11 @@ export const SMALL_WORKER: SlotwiseOptions = {
   'taskmanager.memory.segment-size': '64k',
 };
 
-export async function startTestCluster(mode: 'thread' | 'process', configuration: SlotwiseOptions = {}, extra: { entry?: URL } = {}): Promise<TestCluster> {
+export async function startTestCluster(
+  mode: 'thread' | 'process',
+  configuration: SlotwiseOptions = {},
+  extra: { entry?: URL } = {},
+): Promise<TestCluster> {
   const options: SlotwiseOptions = {
     ...SMALL_WORKER,
     'slotmanager.requirement-check.delay': 10,
@@ -109,9 +122,15 @@ export async function startTestCluster(mode: 'thread' | 'process', configuration
   };
   const events: Array<[string, ...unknown[]]> = [];
   const listener: ResourceEventListener = {
-    slotsLost: (jobId, allocationIds, resourceId, cause) => events.push(['slotsLost', resourceId, allocationIds, cause]),
+    slotsLost: (_jobId, allocationIds, resourceId, cause) =>
+      events.push(['slotsLost', resourceId, allocationIds, cause]),
   };
-  const driver = new LocalResourceManagerDriver({ mode, configuration: options, log: (m) => events.push(['driver', m]), ...(extra.entry ? { entry: extra.entry } : {}) });
+  const driver = new LocalResourceManagerDriver({
+    mode,
+    configuration: options,
+    log: (m) => events.push(['driver', m]),
+    ...(extra.entry ? { entry: extra.entry } : {}),
+  });
   const rm = new ResourceManager({ configuration: options, driver, listener, log: (m) => events.push(['log', m]) });
   rm.start();
   const jobMaster = new TestingJobMaster();
@@ -126,8 +145,18 @@ export async function startTestCluster(mode: 'thread' | 'process', configuration
     jobId,
     events,
     declare: (slots) =>
-      rm.mailbox.callAsync(() => rm.declareRequiredResources({ jobId, targetAddress: address, requirements: slots === 0 ? [] : [{ resourceProfile: 'UNKNOWN', numberOfRequiredSlots: slots }] })),
-    offers: (count) => jobMaster.until(() => jobMaster.offers.length >= count && jobMaster.offers.slice(0, count), `${count} slot offers`),
+      rm.mailbox.callAsync(() =>
+        rm.declareRequiredResources({
+          jobId,
+          targetAddress: address,
+          requirements: slots === 0 ? [] : [{ resourceProfile: 'UNKNOWN', numberOfRequiredSlots: slots }],
+        }),
+      ),
+    offers: (count) =>
+      jobMaster.until(
+        () => jobMaster.offers.length >= count && jobMaster.offers.slice(0, count),
+        `${count} slot offers`,
+      ),
     submit: async ({ resourceId, offer }, task, extra = {}) => {
       const descriptor: TaskDeploymentDescriptor = {
         jobId,

@@ -51,7 +51,12 @@ describe('FineGrainedSlotManager: placing slots', () => {
         ...records.slice(1).map((_, i) => [i + 1, 'free', null, null]),
       ]);
       expect(records.length, 'every static slot').to.be.greaterThan(1);
-      for (const r of records) expect(ResourceProfile.fromJSON(r.profile).equals(h.sm.tracker.getTaskManager(te1.resourceId)!.defaultSlotResourceProfile)).to.equal(true);
+      for (const r of records)
+        expect(
+          ResourceProfile.fromJSON(r.profile).equals(
+            h.sm.tracker.getTaskManager(te1.resourceId)!.defaultSlotResourceProfile,
+          ),
+        ).to.equal(true);
     });
 
     it('fills the first executor before the next one (first fit), one static slot per index', async () => {
@@ -63,7 +68,9 @@ describe('FineGrainedSlotManager: placing slots', () => {
       await h.check();
       expect(te1.gateway.requestSlotCalls.map((c) => c.index)).to.deep.equal([0, 1]);
       expect(te2.gateway.requestSlotCalls.map((c) => c.index)).to.deep.equal([0]);
-      expect(new Set([...te1.gateway.requestSlotCalls, ...te2.gateway.requestSlotCalls].map((c) => c.allocationId)).size).to.equal(3);
+      expect(
+        new Set([...te1.gateway.requestSlotCalls, ...te2.gateway.requestSlotCalls].map((c) => c.allocationId)).size,
+      ).to.equal(3);
       expect(h.acquired(job)).to.equal(3);
     });
   });
@@ -78,7 +85,10 @@ describe('FineGrainedSlotManager: placing slots', () => {
       expect(te.gateway.requestSlotCalls.map((c) => c.index)).to.deep.equal([0, -1]);
       const [tm] = h.sm.overview().taskManagers;
       expect(tm!.available).to.deep.include({ cpuCores: 6, taskHeapMemory: 700 * 1024 * 1024 });
-      expect(tm!.slots, '9 static records are free, but only 6 default slots of (1 core, 100 mb) fit in (6 cores, 700 mb)').to.deep.equal({ free: 6, pending: 0, allocated: 2 });
+      expect(
+        tm!.slots,
+        '9 static records are free, but only 6 default slots of (1 core, 100 mb) fit in (6 cores, 700 mb)',
+      ).to.deep.equal({ free: 6, pending: 0, allocated: 2 });
     });
 
     it('counts the tightest dimension, extended resources included, and at most the slot count', async () => {
@@ -89,7 +99,11 @@ describe('FineGrainedSlotManager: placing slots', () => {
       h.declare(job, [profile(0.5, 10, 0, { gpu: 2.5 }), 1]);
       await h.check();
       expect(te.gateway.requestSlotCalls.map((c) => c.index)).to.deep.equal([-1]);
-      expect(h.sm.overview().taskManagers[0]!.slots, 'gpu 1.5 left: one default slot of gpu 1').to.deep.equal({ free: 1, pending: 0, allocated: 1 });
+      expect(h.sm.overview().taskManagers[0]!.slots, 'gpu 1.5 left: one default slot of gpu 1').to.deep.equal({
+        free: 1,
+        pending: 0,
+        allocated: 1,
+      });
     });
   });
 
@@ -132,7 +146,10 @@ describe('FineGrainedSlotManager: placing slots', () => {
       expect(h.sm.overview().taskManagers.map((t) => t.blocked)).to.deep.equal([false, false]);
       h.declare(job, [UNKNOWN, 4]);
       await h.check();
-      expect(te1.gateway.requestSlotCalls.map((c) => c.index), 'the slot still missing and the new one').to.deep.equal([0, 0, 1]);
+      expect(
+        te1.gateway.requestSlotCalls.map((c) => c.index),
+        'the slot still missing and the new one',
+      ).to.deep.equal([0, 0, 1]);
       expect(h.acquired(job)).to.equal(4);
     });
 
@@ -193,7 +210,7 @@ describe('FineGrainedSlotManager: placing slots', () => {
   });
 
   describe('reconciliation through reportSlotStatus', () => {
-    it('adopts an allocation the SlotManager did not know of and counts it toward the job\'s requirement', async () => {
+    it("adopts an allocation the SlotManager did not know of and counts it toward the job's requirement", async () => {
       const h = createSlotManager({ allocator: false });
       const te1 = h.register();
       const job = JobID.generate();
@@ -235,7 +252,9 @@ describe('FineGrainedSlotManager: placing slots', () => {
       h.sm.reportSlotStatus(te1.resourceId, te1.report([{ index: 0, jobId: job, allocationId }]));
       expect(h.sm.tracker.getSlot(allocationId)?.state).to.equal('allocated');
       await h.advance(RPC_TIMEOUT * 2);
-      expect(h.sm.tracker.getSlot(allocationId)?.state, 'the timeout of the answered request is ignored').to.equal('allocated');
+      expect(h.sm.tracker.getSlot(allocationId)?.state, 'the timeout of the answered request is ignored').to.equal(
+        'allocated',
+      );
       expect(te1.gateway.requestSlotCalls).to.have.length(1);
     });
 
@@ -244,7 +263,9 @@ describe('FineGrainedSlotManager: placing slots', () => {
       const te1 = h.register();
       const stranger = h.register();
       h.sm.unregisterTaskManager(stranger.resourceId, 'gone');
-      expect(() => h.sm.reportSlotStatus(stranger.resourceId, stranger.report())).to.throw(UnknownTaskExecutorError).with.property('reason', 'not-registered');
+      expect(() => h.sm.reportSlotStatus(stranger.resourceId, stranger.report()))
+        .to.throw(UnknownTaskExecutorError)
+        .with.property('reason', 'not-registered');
       expect(() => h.sm.reportSlotStatus(te1.resourceId, stranger.report())).to.throw(IllegalArgumentError);
     });
   });
@@ -265,12 +286,22 @@ describe('FineGrainedSlotManager: placing slots', () => {
       h.declare(other, [UNKNOWN, 1]);
       await h.check();
       expect(h.sm.unregisterTaskManager(te1.resourceId, 'heartbeat timeout')).to.equal(true);
-      expect(h.listener.of('slotsLost')).to.deep.equal([{ type: 'slotsLost', jobId: job, allocationIds: lostIds, resourceId: te1.resourceId, cause: 'heartbeat timeout' }]);
+      expect(h.listener.of('slotsLost')).to.deep.equal([
+        {
+          type: 'slotsLost',
+          jobId: job,
+          allocationIds: lostIds,
+          resourceId: te1.resourceId,
+          cause: 'heartbeat timeout',
+        },
+      ]);
       expect(lostIds.map((id) => h.sm.tracker.getSlot(id))).to.deep.equal([undefined, undefined]);
       expect(h.acquired(job)).to.equal(0);
       expect(h.sm.overview().taskManagers.map((t) => t.resourceId)).to.deep.equal([te2.resourceId, te3.resourceId]);
       await h.check();
-      const replanned = [...te2.gateway.requestSlotCalls, ...te3.gateway.requestSlotCalls].filter((c) => c.jobId === job);
+      const replanned = [...te2.gateway.requestSlotCalls, ...te3.gateway.requestSlotCalls].filter(
+        (c) => c.jobId === job,
+      );
       expect(replanned).to.have.length(2);
       expect(replanned.every((c) => !lostIds.includes(c.allocationId))).to.equal(true);
       expect(h.acquired(job)).to.equal(2);
@@ -308,7 +339,7 @@ describe('FineGrainedSlotManager: placing slots', () => {
   });
 
   describe('requestSlot (seed 000)', () => {
-    it('places the request under the caller\'s AllocationID and tells the listener where it landed', async () => {
+    it("places the request under the caller's AllocationID and tells the listener where it landed", async () => {
       const h = createSlotManager({ allocator: false });
       const te1 = h.register();
       const job = JobID.generate();
@@ -316,7 +347,9 @@ describe('FineGrainedSlotManager: placing slots', () => {
       expect(h.sm.requestSlot(job, allocationId, UNKNOWN)).to.equal('accepted');
       await h.check();
       expect(te1.gateway.requestSlotCalls.map((c) => c.allocationId)).to.deep.equal([allocationId]);
-      expect(h.listener.of('slotRequestFulfilled')).to.deep.equal([{ type: 'slotRequestFulfilled', jobId: job, allocationId, resourceId: te1.resourceId, index: 0 }]);
+      expect(h.listener.of('slotRequestFulfilled')).to.deep.equal([
+        { type: 'slotRequestFulfilled', jobId: job, allocationId, resourceId: te1.resourceId, index: 0 },
+      ]);
       expect(h.sm.getPendingRequests()).to.deep.equal([]);
     });
 
@@ -329,7 +362,8 @@ describe('FineGrainedSlotManager: placing slots', () => {
         if (state === 'allocating') te1!.gateway.willAnswer('never');
         h.sm.requestSlot(job, allocationId, UNKNOWN);
         await h.check();
-        const snapshot = () => JSON.stringify([h.sm.overview(), h.sm.getPendingRequests(), h.listener.calls, te1?.gateway.requestSlotCalls]);
+        const snapshot = () =>
+          JSON.stringify([h.sm.overview(), h.sm.getPendingRequests(), h.listener.calls, te1?.gateway.requestSlotCalls]);
         const before = snapshot();
         expect(h.sm.requestSlot(job, allocationId, UNKNOWN)).to.equal('duplicate');
         expect(h.sm.requestSlot(JobID.generate(), allocationId, UNKNOWN), 'even for another job').to.equal('duplicate');
@@ -342,14 +376,27 @@ describe('FineGrainedSlotManager: placing slots', () => {
       const h = createSlotManager({ allocator: false });
       const [owner, other] = [JobID.generate(), JobID.generate()];
       const [first, second] = [AllocationID.generate(), AllocationID.generate()];
-      const te = h.register({ allocated: [{ index: 0, jobId: owner, allocationId: first }, { index: 1, jobId: owner, allocationId: second }] });
+      const te = h.register({
+        allocated: [
+          { index: 0, jobId: owner, allocationId: first },
+          { index: 1, jobId: owner, allocationId: second },
+        ],
+      });
       const requester = JobID.generate();
       const allocationId = AllocationID.generate();
       h.sm.requestSlot(requester, allocationId, UNKNOWN);
       await h.check();
-      expect(h.sm.getPendingRequests().map((r) => r.kind === 'slot-request' && r.reason?.kind)).to.deep.equal(['insufficient-resources']);
+      expect(h.sm.getPendingRequests().map((r) => r.kind === 'slot-request' && r.reason?.kind)).to.deep.equal([
+        'insufficient-resources',
+      ]);
       // The executor freed `first` and shows the requested AllocationID in that slot, for another job.
-      h.sm.reportSlotStatus(te.resourceId, te.report([{ index: 0, jobId: other, allocationId }, { index: 1, jobId: owner, allocationId: second }]));
+      h.sm.reportSlotStatus(
+        te.resourceId,
+        te.report([
+          { index: 0, jobId: other, allocationId },
+          { index: 1, jobId: owner, allocationId: second },
+        ]),
+      );
       expect(h.listener.of('slotRequestFailed'), 'not before the check').to.deep.equal([]);
       await h.check();
       const [failed] = h.listener.of('slotRequestFailed');
@@ -376,7 +423,7 @@ describe('FineGrainedSlotManager: placing slots', () => {
   });
 
   describe('pending-worker takeover', () => {
-    it('lets an executor of the pending worker\'s shape take its place: no extra worker, the slots go to it', async () => {
+    it("lets an executor of the pending worker's shape take its place: no extra worker, the slots go to it", async () => {
       const h = createSlotManager();
       const job = JobID.generate();
       h.declare(job, [UNKNOWN, 2]);
@@ -404,7 +451,7 @@ describe('FineGrainedSlotManager: placing slots', () => {
       expect(h.sm.overview().pendingWorkers.map((p) => (p as { id: string }).id)).to.deep.equal([p1]);
     });
 
-    it('does not let an executor of another shape take a pending worker\'s place', async () => {
+    it("does not let an executor of another shape take a pending worker's place", async () => {
       const h = createSlotManager();
       h.declare(JobID.generate(), [UNKNOWN, 1]);
       await h.check();
@@ -421,7 +468,16 @@ describe('FineGrainedSlotManager: placing slots', () => {
       h.declare(job, [UNKNOWN, 3]);
       await h.check();
       expect(h.sm.getPendingRequests()).to.deep.equal([
-        { kind: 'requirement', jobId: job, description: 'waiting for 2 workers to start and register', resourceProfile: UNKNOWN, missing: 3, onWorkers: 3, reason: { kind: 'waiting-for-workers', workers: 2 }, since: 50 },
+        {
+          kind: 'requirement',
+          jobId: job,
+          description: 'waiting for 2 workers to start and register',
+          resourceProfile: UNKNOWN,
+          missing: 3,
+          onWorkers: 3,
+          reason: { kind: 'waiting-for-workers', workers: 2 },
+          since: 50,
+        },
       ]);
       expect(h.listener.of('notEnoughResourcesAvailable'), 'waiting for workers is not a shortage').to.deep.equal([]);
     });
@@ -434,7 +490,11 @@ describe('FineGrainedSlotManager: placing slots', () => {
       const job = JobID.generate();
       const allocationId = AllocationID.generate();
       h.sm.requestSlot(job, allocationId, profile(0.5, 150));
-      expect(h.sm.getPendingRequests()[0]).to.deep.include({ state: 'waiting', reason: null, description: 'waiting for the next requirement check' });
+      expect(h.sm.getPendingRequests()[0]).to.deep.include({
+        state: 'waiting',
+        reason: null,
+        description: 'waiting for the next requirement check',
+      });
       await h.check();
       const [request] = h.sm.getPendingRequests();
       expect(request).to.deep.include({
@@ -442,7 +502,17 @@ describe('FineGrainedSlotManager: placing slots', () => {
         jobId: job,
         allocationId,
         state: 'waiting',
-        reason: { kind: 'insufficient-resources', closest: [{ resourceId: te.resourceId, shortfall: [{ field: 'taskHeapMemory', available: 100 * 1024 * 1024, required: 150 * 1024 * 1024 }] }], couldFitWhenFree: [te.resourceId], passedOver: [] },
+        reason: {
+          kind: 'insufficient-resources',
+          closest: [
+            {
+              resourceId: te.resourceId,
+              shortfall: [{ field: 'taskHeapMemory', available: 100 * 1024 * 1024, required: 150 * 1024 * 1024 }],
+            },
+          ],
+          couldFitWhenFree: [te.resourceId],
+          passedOver: [],
+        },
       });
       expect(request!.description).to.include('taskHeapMemory available 100 mb, required 150 mb');
       expect(request!.description).to.equal(describeWaitReason(request!.reason!));
@@ -465,7 +535,10 @@ describe('FineGrainedSlotManager: placing slots', () => {
       h.clock.increment(1);
       await settle();
       expect(h.checks()).to.equal(before + 1);
-      expect(executors.flatMap((te) => te.gateway.requestSlotCalls).filter((c) => c.jobId === job), 'the last declaration counts').to.have.length(2);
+      expect(
+        executors.flatMap((te) => te.gateway.requestSlotCalls).filter((c) => c.jobId === job),
+        'the last declaration counts',
+      ).to.have.length(2);
       await h.advance(1000);
       expect(h.checks()).to.equal(before + 1);
     });
@@ -490,7 +563,10 @@ describe('FineGrainedSlotManager: placing slots', () => {
     });
 
     it('records an unknown allocation in the static slot the report names, failing the request still pending for it', async () => {
-      const h = createSlotManager({ allocator: false, configuration: { 'taskmanager.numberOfTaskSlots': 1, 'taskmanager.cpu.cores': 1 } });
+      const h = createSlotManager({
+        allocator: false,
+        configuration: { 'taskmanager.numberOfTaskSlots': 1, 'taskmanager.cpu.cores': 1 },
+      });
       const te = h.register();
       te.gateway.willAnswer('never');
       const job = JobID.generate();
@@ -507,4 +583,3 @@ describe('FineGrainedSlotManager: placing slots', () => {
     });
   });
 });
-

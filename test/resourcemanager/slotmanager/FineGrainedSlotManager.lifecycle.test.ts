@@ -5,7 +5,12 @@
  * In-process doubles and a SimulatedClock; `execute: (f) => f()`.
  */
 import { expect } from 'chai';
-import { IllegalArgumentError, IllegalStateError, SlotRequestError, UnknownTaskExecutorError } from '../../../lib/core/errors.js';
+import {
+  IllegalArgumentError,
+  IllegalStateError,
+  SlotRequestError,
+  UnknownTaskExecutorError,
+} from '../../../lib/core/errors.js';
 import { AllocationID, JobID, ResourceID } from '../../../lib/core/ids.js';
 import { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
 import { profile } from '../../support/fixtures.js';
@@ -30,7 +35,10 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
     const CALLS: Array<[string, (h: Harness) => unknown]> = [
       ['registerTaskManager', (h) => h.register()],
       ['unregisterTaskManager', (h) => h.sm.unregisterTaskManager(ResourceID.generate(), 'gone')],
-      ['reportSlotStatus', (h) => h.sm.reportSlotStatus(ResourceID.parse('te-1'), { resourceId: ResourceID.parse('te-1'), slots: [] })],
+      [
+        'reportSlotStatus',
+        (h) => h.sm.reportSlotStatus(ResourceID.parse('te-1'), { resourceId: ResourceID.parse('te-1'), slots: [] }),
+      ],
       ['declareResourceRequirements', (h) => h.declare(job, [UNKNOWN, 1])],
       ['clearResourceRequirements', (h) => h.sm.clearResourceRequirements(job)],
       ['freeSlot', (h) => h.sm.freeSlot(AllocationID.generate())],
@@ -42,7 +50,11 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
     it('refuses every call before start() with IllegalStateError naming the operation and the state', () => {
       const h = createSlotManager({ start: false });
       for (const [operation, call] of CALLS) {
-        expect(() => call(h), operation).to.throw(IllegalStateError).that.deep.include({ reason: 'wrong-state' }).with.property('details').that.deep.include({ operation, state: 'suspended', allowed: ['started'] });
+        expect(() => call(h), operation)
+          .to.throw(IllegalStateError)
+          .that.deep.include({ reason: 'wrong-state' })
+          .with.property('details')
+          .that.deep.include({ operation, state: 'suspended', allowed: ['started'] });
       }
     });
 
@@ -53,12 +65,16 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       for (const [operation, call] of CALLS) expect(() => call(h), operation).to.throw(IllegalStateError);
     });
 
-    it('suspend() fails the waiting slot requests with \'suspended\' and forgets everything', async () => {
+    it("suspend() fails the waiting slot requests with 'suspended' and forgets everything", async () => {
       const h = createSlotManager();
       const te = h.register();
       te.gateway.willAnswer('ack', 'never');
       const job = JobID.generate();
-      const [fulfilled, allocating, waiting] = [AllocationID.generate(), AllocationID.generate(), AllocationID.generate()];
+      const [fulfilled, allocating, waiting] = [
+        AllocationID.generate(),
+        AllocationID.generate(),
+        AllocationID.generate(),
+      ];
       for (const id of [fulfilled, allocating, waiting]) h.sm.requestSlot(job, id, UNKNOWN);
       h.declare(JobID.generate(), [UNKNOWN, 2]);
       await h.check();
@@ -66,8 +82,17 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       h.sm.suspend();
       const failed = h.listener.of('slotRequestFailed');
       expect(failed.map((c) => c.allocationId)).to.deep.equal([allocating, waiting]);
-      expect(failed.map((c) => [c.error.reason, c.jobId])).to.deep.equal([['suspended', job], ['suspended', job]]);
-      expect(h.sm.overview()).to.deep.equal({ state: 'suspended', taskManagers: [], pendingWorkers: [], slots: { pending: 0, allocated: 0, inFlight: 0 }, jobs: [] });
+      expect(failed.map((c) => [c.error.reason, c.jobId])).to.deep.equal([
+        ['suspended', job],
+        ['suspended', job],
+      ]);
+      expect(h.sm.overview()).to.deep.equal({
+        state: 'suspended',
+        taskManagers: [],
+        pendingWorkers: [],
+        slots: { pending: 0, allocated: 0, inFlight: 0 },
+        jobs: [],
+      });
       expect(h.sm.getPendingRequests()).to.deep.equal([]);
       await h.advance(REQUEST_TIMEOUT * 2);
       expect(h.listener.calls).to.have.length(3);
@@ -88,7 +113,9 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       }
       expect(error).to.be.instanceOf(IllegalArgumentError);
       expect((error as IllegalArgumentError).details).to.deep.equal({ argument: 'defaultSlotResourceProfile' });
-      expect((error as Error).message).to.match(/^registerTaskManager: defaultSlotResourceProfile must hold some resource, got ResourceProfile.ZERO \(the total ResourceProfile\{cpuCores=0, .*\} over 2 slots\)/);
+      expect((error as Error).message).to.match(
+        /^registerTaskManager: defaultSlotResourceProfile must hold some resource, got ResourceProfile.ZERO \(the total ResourceProfile\{cpuCores=0, .*\} over 2 slots\)/,
+      );
       expect(h.sm.overview().taskManagers).to.deep.equal([]);
       const job = JobID.generate();
       h.declare(job, [UNKNOWN, 5]);
@@ -105,7 +132,11 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       const job = JobID.generate();
       h.declare(job, [UNKNOWN, 3]);
       await h.check();
-      expect(te.gateway.requestSlotCalls.map((c) => [c.index, c.resourceProfile.cpuCores])).to.deep.equal([[0, 0.66666666], [1, 0.66666666], [2, 0.66666666]]);
+      expect(te.gateway.requestSlotCalls.map((c) => [c.index, c.resourceProfile.cpuCores])).to.deep.equal([
+        [0, 0.66666666],
+        [1, 0.66666666],
+        [2, 0.66666666],
+      ]);
     });
   });
 
@@ -117,8 +148,16 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       await h.check();
       expect(h.allocator.allocateWorkerCalls).to.have.length(1);
       const [waiting] = h.sm.getPendingRequests();
-      expect(waiting).to.deep.include({ kind: 'requirement', jobId: job, missing: 3, onWorkers: 2, reason: { kind: 'max-slots-reached', limit: 2, wouldBe: 4 } });
-      expect(waiting!.description).to.equal('starting a worker would make 4 slots, over slotmanager.number-of-slots.max = 2');
+      expect(waiting).to.deep.include({
+        kind: 'requirement',
+        jobId: job,
+        missing: 3,
+        onWorkers: 2,
+        reason: { kind: 'max-slots-reached', limit: 2, wouldBe: 4 },
+      });
+      expect(waiting!.description).to.equal(
+        'starting a worker would make 4 slots, over slotmanager.number-of-slots.max = 2',
+      );
       expect(h.listener.of('notEnoughResourcesAvailable').map((c) => c.jobId)).to.deep.equal([job]);
     });
 
@@ -126,7 +165,10 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       const h = createSlotManager({ allocator: false, configuration: { 'slotmanager.number-of-slots.max': 3 } });
       expect(h.register().result).to.deep.equal({ kind: 'registered' });
       const over = h.register();
-      expect(over.result).to.deep.equal({ kind: 'rejected', reason: 'it would make 4 slots, over slotmanager.number-of-slots.max = 3' });
+      expect(over.result).to.deep.equal({
+        kind: 'rejected',
+        reason: 'it would make 4 slots, over slotmanager.number-of-slots.max = 3',
+      });
       expect(h.sm.overview().taskManagers).to.have.length(1);
       expect(() => h.sm.reportSlotStatus(over.resourceId, over.report())).to.throw(UnknownTaskExecutorError);
     });
@@ -134,7 +176,10 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
     it('rejects a registering executor that would pass slotmanager.max-total-resource.cpu', () => {
       const h = createSlotManager({ allocator: false, configuration: { 'slotmanager.max-total-resource.cpu': 3 } });
       h.register();
-      expect(h.register().result).to.deep.include({ kind: 'rejected' }).and.to.have.property('reason').that.matches(/4 cores, over slotmanager.max-total-resource.cpu/);
+      expect(h.register().result)
+        .to.deep.include({ kind: 'rejected' })
+        .and.to.have.property('reason')
+        .that.matches(/4 cores, over slotmanager.max-total-resource.cpu/);
     });
   });
 
@@ -187,7 +232,9 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       await h.advance(IDLE_TIMEOUT - 1);
       expect(h.allocator.releaseWorkerCalls).to.deep.equal([]);
       await h.advance(1);
-      expect(h.allocator.releaseWorkerCalls).to.deep.equal([{ resourceId: te.resourceId, reason: `idle for ${IDLE_TIMEOUT} ms` }]);
+      expect(h.allocator.releaseWorkerCalls).to.deep.equal([
+        { resourceId: te.resourceId, reason: `idle for ${IDLE_TIMEOUT} ms` },
+      ]);
       expect(h.clock.now() - idleSince).to.equal(IDLE_TIMEOUT);
       h.sm.reportSlotStatus(te.resourceId, te.report());
       h.declare(JobID.generate(), [UNKNOWN, 1]);
@@ -269,7 +316,15 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       expect(timedOut[0]).to.deep.equal({
         type: 'resourceRequirementsTimedOut',
         jobId: job,
-        waiting: [{ resourceProfile: UNKNOWN, missing: 2, onWorkers: 0, reason: { kind: 'insufficient-resources', closest: [], couldFitWhenFree: [], passedOver: [] }, since }],
+        waiting: [
+          {
+            resourceProfile: UNKNOWN,
+            missing: 2,
+            onWorkers: 0,
+            reason: { kind: 'insufficient-resources', closest: [], couldFitWhenFree: [], passedOver: [] },
+            since,
+          },
+        ],
       });
     });
 
@@ -287,7 +342,10 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       expect(h.listener.of('notEnoughResourcesAvailable')).to.have.length(1);
       h.declare(job, [UNKNOWN, 3]);
       await h.check();
-      expect(h.listener.of('notEnoughResourcesAvailable').map((c) => c.waiting[0]!.missing), 'sent again: what is missing changed').to.deep.equal([1, 3]);
+      expect(
+        h.listener.of('notEnoughResourcesAvailable').map((c) => c.waiting[0]!.missing),
+        'sent again: what is missing changed',
+      ).to.deep.equal([1, 3]);
       h.register();
       await h.check();
       const last = h.listener.of('notEnoughResourcesAvailable').at(-1)!;
@@ -309,9 +367,18 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       expect(h.allocator.allocateWorkerCalls, 'two workers of 2 slots were planned').to.have.length(2);
       const [waiting, ...more] = h.sm.getPendingRequests();
       expect(more).to.deep.equal([]);
-      expect(waiting).to.deep.include({ kind: 'requirement', jobId: job, missing: 3, onWorkers: 0, reason: { kind: 'worker-start-refused', workers: 2 }, description: REFUSED(2) });
+      expect(waiting).to.deep.include({
+        kind: 'requirement',
+        jobId: job,
+        missing: 3,
+        onWorkers: 0,
+        reason: { kind: 'worker-start-refused', workers: 2 },
+        description: REFUSED(2),
+      });
       const notified = h.listener.of('notEnoughResourcesAvailable');
-      expect(notified.map((c) => [c.jobId, c.waiting.map((w) => [w.missing, w.onWorkers, w.reason.kind])])).to.deep.equal([[job, [[3, 0, 'worker-start-refused']]]]);
+      expect(
+        notified.map((c) => [c.jobId, c.waiting.map((w) => [w.missing, w.onWorkers, w.reason.kind])]),
+      ).to.deep.equal([[job, [[3, 0, 'worker-start-refused']]]]);
       expect(h.sm.overview().pendingWorkers).to.deep.equal([]);
     });
 
@@ -325,7 +392,11 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       await h.check();
       expect(h.acquired(job), 'two slots on the registered executor').to.equal(2);
       expect(h.sm.getPendingRequests()).to.have.length(1);
-      expect(h.sm.getPendingRequests()[0]).to.deep.include({ missing: 3, onWorkers: 2, reason: { kind: 'worker-start-refused', workers: 1 } });
+      expect(h.sm.getPendingRequests()[0]).to.deep.include({
+        missing: 3,
+        onWorkers: 2,
+        reason: { kind: 'worker-start-refused', workers: 1 },
+      });
       expect(h.listener.of('notEnoughResourcesAvailable')).to.have.length(1);
       expect(h.sm.overview().pendingWorkers).to.have.length(1);
     });
@@ -338,17 +409,29 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       h.sm.requestSlot(job, allocationId, UNKNOWN);
       await h.check();
       expect(h.sm.getPendingRequests()).to.deep.equal([
-        { kind: 'slot-request', jobId: job, allocationId, resourceProfile: UNKNOWN, since: 0, state: 'waiting', reason: { kind: 'worker-start-refused', workers: 1 }, description: REFUSED(1) },
+        {
+          kind: 'slot-request',
+          jobId: job,
+          allocationId,
+          resourceProfile: UNKNOWN,
+          since: 0,
+          state: 'waiting',
+          reason: { kind: 'worker-start-refused', workers: 1 },
+          description: REFUSED(1),
+        },
       ]);
       h.allocator.refuse = false;
       h.sm.triggerResourceRequirementsCheck();
       await h.check();
-      expect(h.sm.getPendingRequests()[0]).to.deep.include({ reason: { kind: 'waiting-for-workers', workers: 1 }, description: 'waiting for 1 worker to start and register' });
+      expect(h.sm.getPendingRequests()[0]).to.deep.include({
+        reason: { kind: 'waiting-for-workers', workers: 1 },
+        description: 'waiting for 1 worker to start and register',
+      });
     });
   });
 
   describe('clearResourceRequirements', () => {
-    it('reclaims the job\'s inactive slots on each executor holding them, cancels its slot requests, and drops its requirements', async () => {
+    it("reclaims the job's inactive slots on each executor holding them, cancels its slot requests, and drops its requirements", async () => {
       const h = createSlotManager({ allocator: false });
       const [te1, te2, te3] = [h.register(), h.register(), h.register()];
       const job = JobID.generate();
@@ -363,10 +446,12 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       expect(te1.gateway.freeInactiveSlotsCalls).to.deep.equal([job]);
       expect(te2.gateway.freeInactiveSlotsCalls).to.deep.equal([job]);
       expect(te3.gateway.freeInactiveSlotsCalls).to.deep.equal([]);
-      expect(h.listener.of('slotRequestFailed').map((c) => [c.allocationId, c.error.reason])).to.deep.equal([[request, 'canceled']]);
+      expect(h.listener.of('slotRequestFailed').map((c) => [c.allocationId, c.error.reason])).to.deep.equal([
+        [request, 'canceled'],
+      ]);
       expect(h.sm.resourceTracker.getRequiredResources(job)).to.deep.equal([]);
       expect(h.sm.getPendingRequests().filter((r) => r.jobId === job)).to.deep.equal([]);
-      expect(h.acquired(job), 'the slots are freed by the executors\' next reports').to.equal(3);
+      expect(h.acquired(job), "the slots are freed by the executors' next reports").to.equal(3);
       h.sm.reportSlotStatus(te1.resourceId, te1.report());
       h.sm.reportSlotStatus(te2.resourceId, te2.report());
       expect(h.acquired(job)).to.equal(0);
@@ -391,7 +476,7 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
   });
 
   describe('a requirement no worker can ever hold', () => {
-    it('is refused with SlotRequestError \'never-satisfiable\' and changes nothing', async () => {
+    it("is refused with SlotRequestError 'never-satisfiable' and changes nothing", async () => {
       const h = createSlotManager();
       h.register();
       await h.check();
@@ -399,8 +484,13 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       const huge = profile(3, 10);
       const before = JSON.stringify([h.sm.overview(), h.sm.getPendingRequests()]);
       const checks = h.checks();
-      expect(() => h.declare(job, [UNKNOWN, 1], [huge, 1])).to.throw(SlotRequestError).with.property('reason', 'never-satisfiable');
-      expect(() => h.sm.requestSlot(job, AllocationID.generate(), huge)).to.throw(SlotRequestError, /which no worker can ever hold \(cpuCores a worker has 2, asked 3\)/);
+      expect(() => h.declare(job, [UNKNOWN, 1], [huge, 1]))
+        .to.throw(SlotRequestError)
+        .with.property('reason', 'never-satisfiable');
+      expect(() => h.sm.requestSlot(job, AllocationID.generate(), huge)).to.throw(
+        SlotRequestError,
+        /which no worker can ever hold \(cpuCores a worker has 2, asked 3\)/,
+      );
       await h.advance(1000);
       expect(JSON.stringify([h.sm.overview(), h.sm.getPendingRequests()])).to.equal(before);
       expect(h.checks()).to.equal(checks);
@@ -429,7 +519,10 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       await h.check();
       expect(errors).to.have.length(1);
       expect(errors[0]).to.be.instanceOf(IllegalStateError);
-      expect((errors[0] as IllegalStateError).details).to.deep.include({ operation: 'triggerResourceRequirementsCheck', state: 'checking' });
+      expect((errors[0] as IllegalStateError).details).to.deep.include({
+        operation: 'triggerResourceRequirementsCheck',
+        state: 'checking',
+      });
       expect((errors[0] as Error).message).to.match(/while a requirement check runs/);
       expect(h.checks()).to.equal(1);
       h.register();

@@ -38,7 +38,10 @@ import { AllocationID, JobID, ResourceID, SlotID } from '../../../lib/core/ids.j
 import { resolveOptions, type SlotwiseOptions } from '../../../lib/core/options.js';
 import { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
 import type { SlotReport, SlotStatus } from '../../../lib/core/SlotReport.js';
-import { FineGrainedSlotManager, type TaskManagerRegistrationRequest } from '../../../lib/resourcemanager/slotmanager/FineGrainedSlotManager.js';
+import {
+  FineGrainedSlotManager,
+  type TaskManagerRegistrationRequest,
+} from '../../../lib/resourcemanager/slotmanager/FineGrainedSlotManager.js';
 import type { PendingTaskManagerID } from '../../../lib/resourcemanager/slotmanager/PendingTaskManager.js';
 import type { ResourceAllocator } from '../../../lib/resourcemanager/slotmanager/ResourceAllocator.js';
 import { ResourceRequirements } from '../../../lib/resourcemanager/slotmanager/ResourceRequirement.js';
@@ -62,9 +65,18 @@ const CONFIGURATION = {
 /** 2 cores, 64 mb heap, 32 mb managed, 16 mb network, in 2 slots. */
 const WORKER = WorkerResourceSpec.fromOptions(resolveOptions(CONFIGURATION));
 const build = (cpu: number, heap: number, managed: number, network: number) =>
-  ResourceProfile.newBuilder().setCpuCores(cpu).setTaskHeapMemoryMB(heap).setManagedMemoryMB(managed).setNetworkMemoryMB(network).build();
+  ResourceProfile.newBuilder()
+    .setCpuCores(cpu)
+    .setTaskHeapMemoryMB(heap)
+    .setManagedMemoryMB(managed)
+    .setNetworkMemoryMB(network)
+    .build();
 
-const PROFILES = { UNKNOWN: ResourceProfile.UNKNOWN, default: WORKER.defaultSlotResourceProfile, small: build(0.5, 16, 8, 4) } as const;
+const PROFILES = {
+  UNKNOWN: ResourceProfile.UNKNOWN,
+  default: WORKER.defaultSlotResourceProfile,
+  small: build(0.5, 16, 8, 4),
+} as const;
 type ProfileName = keyof typeof PROFILES;
 
 interface Shape {
@@ -83,7 +95,13 @@ const SHAPES = {
 type ShapeName = keyof typeof SHAPES;
 
 /** The profiles the index is asked about after every step (the last one fits only an empty executor). */
-const INDEX_PROBES = [PROFILES.UNKNOWN, PROFILES.default, PROFILES.small, SHAPES.odd.defaultSlot, WORKER.totalResourceProfile];
+const INDEX_PROBES = [
+  PROFILES.UNKNOWN,
+  PROFILES.default,
+  PROFILES.small,
+  SHAPES.odd.defaultSlot,
+  WORKER.totalResourceProfile,
+];
 
 const JOBS = ['J0', 'J1', 'J2'] as const;
 type JobName = (typeof JOBS)[number];
@@ -102,14 +120,27 @@ const jobLabel = (jobId: JobID | null) => JOBS.find((l) => ids.job[l] === jobId)
 type Answer = 'ack' | 'refuse' | 'hang' | 'silent';
 
 type Op =
-  | { op: 'register'; shape: ShapeName; takeover: number | null; answers: Answer[]; holding: { job: JobName; profile: 'default' | 'small' } | null }
+  | {
+      op: 'register';
+      shape: ShapeName;
+      takeover: number | null;
+      answers: Answer[];
+      holding: { job: JobName; profile: 'default' | 'small' } | null;
+    }
   | { op: 'reRegister'; tm: number }
   | { op: 'declare'; job: JobName; requirements: Array<[ProfileName, number]> }
   | { op: 'clear'; job: JobName }
   | { op: 'settle'; pick: number; answer: 'ack' | 'refuse' }
   | { op: 'tick'; ms: number }
   /** `drop`: the executor freed one of its allocations first; `add`: it holds one the SlotManager never asked for. */
-  | { op: 'report'; tm: number; variant: 'truthful' | 'drop' | 'add'; pick: number; job: JobName; profile: 'default' | 'small' }
+  | {
+      op: 'report';
+      tm: number;
+      variant: 'truthful' | 'drop' | 'add';
+      pick: number;
+      job: JobName;
+      profile: 'default' | 'small';
+    }
   | { op: 'lose'; tm: number }
   /** The workers the allocator was told to release stop and disconnect. */
   | { op: 'stopReleased' }
@@ -126,8 +157,14 @@ const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
       op: fc.constant('register' as const),
       shape: fc.constantFrom<ShapeName>('worker', 'worker', 'wide', 'odd'),
       takeover: fc.option(pick, { nil: null }),
-      answers: fc.array(fc.constantFrom<Answer>('ack', 'ack', 'ack', 'refuse', 'hang', 'silent'), { minLength: 1, maxLength: 4 }),
-      holding: fc.option(fc.record({ job, profile: fc.constantFrom('default' as const, 'small' as const) }), { nil: null, freq: 6 }),
+      answers: fc.array(fc.constantFrom<Answer>('ack', 'ack', 'ack', 'refuse', 'hang', 'silent'), {
+        minLength: 1,
+        maxLength: 4,
+      }),
+      holding: fc.option(fc.record({ job, profile: fc.constantFrom('default' as const, 'small' as const) }), {
+        nil: null,
+        freq: 6,
+      }),
     }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('reRegister' as const), tm: pick }) },
@@ -136,17 +173,52 @@ const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({
       op: fc.constant('declare' as const),
       job,
-      requirements: fc.array(fc.tuple(fc.constantFrom<ProfileName>('UNKNOWN', 'default', 'small'), fc.integer({ min: 0, max: 6 })), { minLength: 0, maxLength: 2 }),
+      requirements: fc.array(
+        fc.tuple(fc.constantFrom<ProfileName>('UNKNOWN', 'default', 'small'), fc.integer({ min: 0, max: 6 })),
+        { minLength: 0, maxLength: 2 },
+      ),
     }),
   },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('clear' as const), job }) },
-  { weight: 8, arbitrary: fc.record({ op: fc.constant('settle' as const), pick, answer: fc.constantFrom('ack' as const, 'ack' as const, 'refuse' as const) }) },
-  { weight: 6, arbitrary: fc.record({ op: fc.constant('tick' as const), ms: fc.constantFrom(1_000, 5_000, 11_000, 11_000, 31_000, 301_000) }) },
-  { weight: 10, arbitrary: fc.record({ op: fc.constant('report' as const), tm: pick, variant: fc.constantFrom('truthful' as const, 'truthful' as const, 'drop' as const, 'add' as const), pick, job, profile: fc.constantFrom('default' as const, 'small' as const) }) },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      op: fc.constant('settle' as const),
+      pick,
+      answer: fc.constantFrom('ack' as const, 'ack' as const, 'refuse' as const),
+    }),
+  },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      op: fc.constant('tick' as const),
+      ms: fc.constantFrom(1_000, 5_000, 11_000, 11_000, 31_000, 301_000),
+    }),
+  },
+  {
+    weight: 10,
+    arbitrary: fc.record({
+      op: fc.constant('report' as const),
+      tm: pick,
+      variant: fc.constantFrom('truthful' as const, 'truthful' as const, 'drop' as const, 'add' as const),
+      pick,
+      job,
+      profile: fc.constantFrom('default' as const, 'small' as const),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('lose' as const), tm: pick }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('stopReleased' as const) }) },
   { weight: 4, arbitrary: fc.record({ op: fc.constant('freeSlot' as const), pick }) },
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('requestSlot' as const), job, request: fc.constantFrom(...REQUESTS), profile: fc.constantFrom<ProfileName>('UNKNOWN', 'default', 'small'), prefer: fc.option(pick, { nil: null }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('requestSlot' as const),
+      job,
+      request: fc.constantFrom(...REQUESTS),
+      profile: fc.constantFrom<ProfileName>('UNKNOWN', 'default', 'small'),
+      prefer: fc.option(pick, { nil: null }),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('cancel' as const), request: fc.constantFrom(...REQUESTS) }) },
 );
 
@@ -194,14 +266,22 @@ class Executor {
         for (const [allocationId, held] of this.table) if (held.jobId === jobId) this.table.delete(allocationId);
       },
     };
-    this.info = { resourceId, host: 'localhost', totalResourceProfile: shape.total, defaultSlotResourceProfile: shape.defaultSlot, numberOfStaticSlots: shape.slots, gateway };
+    this.info = {
+      resourceId,
+      host: 'localhost',
+      totalResourceProfile: shape.total,
+      defaultSlotResourceProfile: shape.defaultSlot,
+      numberOfStaticSlots: shape.slots,
+      gateway,
+    };
   }
 
   /** What a TaskSlotTable accepts: an identical repeat, or a new AllocationID on a free index with enough resources. */
   apply(request: Pick<SlotRequest, 'index' | 'jobId' | 'allocationId' | 'resourceProfile'>): boolean {
     const existing = this.table.get(request.allocationId);
     if (existing !== undefined) {
-      const sameSlot = request.index < 0 ? existing.slotNumber >= this.shape.slots : existing.slotNumber === request.index;
+      const sameSlot =
+        request.index < 0 ? existing.slotNumber >= this.shape.slots : existing.slotNumber === request.index;
       return sameSlot && existing.jobId === request.jobId && existing.profile.equals(request.resourceProfile);
     }
     const used = [...this.table.values()].reduce((sum, h) => sum.merge(h.profile), ResourceProfile.ZERO);
@@ -224,21 +304,42 @@ class Executor {
     const held = [...this.table].sort(([, a], [, b]) => a.slotNumber - b.slotNumber);
     for (let i = 0; i < this.shape.slots; i++) {
       const entry = held.find(([, h]) => h.slotNumber === i);
-      slots.push(entry === undefined ? this.#status(i, this.shape.defaultSlot, null, null) : this.#status(i, entry[1].profile, entry[0], entry[1].jobId));
+      slots.push(
+        entry === undefined
+          ? this.#status(i, this.shape.defaultSlot, null, null)
+          : this.#status(i, entry[1].profile, entry[0], entry[1].jobId),
+      );
     }
-    for (const [allocationId, h] of held) if (h.slotNumber >= this.shape.slots) slots.push(this.#status(h.slotNumber, h.profile, allocationId, h.jobId));
+    for (const [allocationId, h] of held)
+      if (h.slotNumber >= this.shape.slots) slots.push(this.#status(h.slotNumber, h.profile, allocationId, h.jobId));
     return { resourceId: this.resourceId, slots };
   }
 
-  #status(slotNumber: number, resourceProfile: ResourceProfile, allocationId: AllocationID | null, jobId: JobID | null): SlotStatus {
-    return { slotId: SlotID.of(this.resourceId, slotNumber), resourceProfile, allocationId, jobId, state: allocationId === null ? 'free' : 'allocated' };
+  #status(
+    slotNumber: number,
+    resourceProfile: ResourceProfile,
+    allocationId: AllocationID | null,
+    jobId: JobID | null,
+  ): SlotStatus {
+    return {
+      slotId: SlotID.of(this.resourceId, slotNumber),
+      resourceProfile,
+      allocationId,
+      jobId,
+      state: allocationId === null ? 'free' : 'allocated',
+    };
   }
 
   #requestSlot(request: SlotRequest): Promise<void> {
     const answer = this.answers[this.#calls++ % this.answers.length]!;
-    if (answer === 'ack') return this.apply(request) ? Promise.resolve() : Promise.reject(new Error(`${this.resourceId} cannot take ${request.allocationId} at index ${request.index}`));
+    if (answer === 'ack')
+      return this.apply(request)
+        ? Promise.resolve()
+        : Promise.reject(new Error(`${this.resourceId} cannot take ${request.allocationId} at index ${request.index}`));
     if (answer === 'refuse') return Promise.reject(new Error(`${this.resourceId} refuses`));
-    return new Promise<void>((resolve, reject) => this.open.push({ executor: this, request, applied: answer === 'silent' && this.apply(request), resolve, reject }));
+    return new Promise<void>((resolve, reject) =>
+      this.open.push({ executor: this, request, applied: answer === 'silent' && this.apply(request), resolve, reject }),
+    );
   }
 }
 
@@ -288,7 +389,12 @@ function newWorld(setup: Setup, allocatorSupported: boolean): World {
   };
   const asyncErrors: unknown[] = [];
   const sm = new FineGrainedSlotManager({
-    configuration: { ...CONFIGURATION, 'slotmanager.placement-policy': setup.policy, 'slotmanager.redundant-taskmanager-num': setup.redundant, 'slotmanager.number-of-slots.max': setup.maxSlots },
+    configuration: {
+      ...CONFIGURATION,
+      'slotmanager.placement-policy': setup.policy,
+      'slotmanager.redundant-taskmanager-num': setup.redundant,
+      'slotmanager.number-of-slots.max': setup.maxSlots,
+    },
     allocator,
     clock,
     // Synchronous, as the brief of this test wants; a throw is kept so the step that caused it fails.
@@ -301,7 +407,22 @@ function newWorld(setup: Setup, allocatorSupported: boolean): World {
     },
   });
   sm.start();
-  return { sm, clock, setup, asyncErrors, executors: [], open: [], pendingWorkers, released, declared: new Map(), requested: new Map(), reported: new Set(), reporters: new Set(), redeclared: new Set(), nextExecutor: 0 };
+  return {
+    sm,
+    clock,
+    setup,
+    asyncErrors,
+    executors: [],
+    open: [],
+    pendingWorkers,
+    released,
+    declared: new Map(),
+    requested: new Map(),
+    reported: new Set(),
+    reporters: new Set(),
+    redeclared: new Set(),
+    nextExecutor: 0,
+  };
 }
 
 const at = <T>(list: readonly T[], i: number): T | undefined => (list.length === 0 ? undefined : list[i % list.length]);
@@ -323,28 +444,52 @@ function apply(world: World, op: Op): void {
   const { sm } = world;
   switch (op.op) {
     case 'register': {
-      const executor = new Executor(ResourceID.parse(`tm-${world.nextExecutor++}`), SHAPES[op.shape], op.answers, world.open);
+      const executor = new Executor(
+        ResourceID.parse(`tm-${world.nextExecutor++}`),
+        SHAPES[op.shape],
+        op.answers,
+        world.open,
+      );
       if (op.holding !== null) {
         const profile = PROFILES[op.holding.profile];
-        executor.apply({ index: profile.equals(executor.shape.defaultSlot) ? 0 : -1, jobId: ids.job[op.holding.job], allocationId: AllocationID.generate(), resourceProfile: profile });
+        executor.apply({
+          index: profile.equals(executor.shape.defaultSlot) ? 0 : -1,
+          jobId: ids.job[op.holding.job],
+          allocationId: AllocationID.generate(),
+          resourceProfile: profile,
+        });
       }
       const pendingWorkerId = op.takeover === null ? undefined : at(world.pendingWorkers, op.takeover);
-      const result = sm.registerTaskManager({ ...executor.info, ...(pendingWorkerId === undefined ? {} : { pendingWorkerId }) }, sendReport(world, executor));
+      const result = sm.registerTaskManager(
+        { ...executor.info, ...(pendingWorkerId === undefined ? {} : { pendingWorkerId }) },
+        sendReport(world, executor),
+      );
       if (result.kind === 'registered') {
         world.executors.push(executor);
-        if (result.replacedPendingWorker !== undefined) world.pendingWorkers.splice(world.pendingWorkers.indexOf(result.replacedPendingWorker), 1);
+        if (result.replacedPendingWorker !== undefined)
+          world.pendingWorkers.splice(world.pendingWorkers.indexOf(result.replacedPendingWorker), 1);
       }
       return;
     }
     case 'reRegister': {
       const executor = at(world.executors, op.tm);
-      if (executor !== undefined) holds(`re-registering ${executor.resourceId} is ignored`, sm.registerTaskManager(executor.info, sendReport(world, executor)).kind, 'ignored');
+      if (executor !== undefined)
+        holds(
+          `re-registering ${executor.resourceId} is ignored`,
+          sm.registerTaskManager(executor.info, sendReport(world, executor)).kind,
+          'ignored',
+        );
       return;
     }
     case 'declare': {
-      const requirements = op.requirements.filter(([, n]) => n > 0).map(([p, n]) => ({ resourceProfile: PROFILES[p], numberOfRequiredSlots: n }));
+      const requirements = op.requirements
+        .filter(([, n]) => n > 0)
+        .map(([p, n]) => ({ resourceProfile: PROFILES[p], numberOfRequiredSlots: n }));
       const declaration = ResourceRequirements.create(ids.job[op.job], `jobmaster-${op.job}`, requirements);
-      world.declared.set(declaration.jobId, new Map(declaration.resourceRequirements.map((r) => [r.resourceProfile.key, r.numberOfRequiredSlots])));
+      world.declared.set(
+        declaration.jobId,
+        new Map(declaration.resourceRequirements.map((r) => [r.resourceProfile.key, r.numberOfRequiredSlots])),
+      );
       world.redeclared.add(declaration.jobId);
       sm.declareResourceRequirements(declaration);
       return;
@@ -375,7 +520,12 @@ function apply(world: World, op: Op): void {
       } else if (op.variant === 'add') {
         const profile = PROFILES[op.profile];
         const index = profile.equals(executor.shape.defaultSlot) ? executor.freeStaticIndex() : -1;
-        executor.apply({ index, jobId: ids.job[op.job], allocationId: AllocationID.generate(), resourceProfile: profile });
+        executor.apply({
+          index,
+          jobId: ids.job[op.job],
+          allocationId: AllocationID.generate(),
+          resourceProfile: profile,
+        });
       }
       sm.reportSlotStatus(executor.resourceId, sendReport(world, executor));
       return;
@@ -386,7 +536,8 @@ function apply(world: World, op: Op): void {
       return;
     }
     case 'stopReleased':
-      for (const executor of world.executors.filter((e) => world.released.has(e.resourceId))) unregister(world, executor);
+      for (const executor of world.executors.filter((e) => world.released.has(e.resourceId)))
+        unregister(world, executor);
       return;
     case 'freeSlot': {
       const slot = at(recordsOf(world), op.pick);
@@ -399,7 +550,14 @@ function apply(world: World, op: Op): void {
     case 'requestSlot': {
       const prefer = op.prefer === null ? undefined : at(world.executors, op.prefer);
       const allocationId = ids.request[op.request];
-      if (sm.requestSlot(ids.job[op.job], allocationId, PROFILES[op.profile], prefer === undefined ? undefined : { resourceId: prefer.resourceId }) === 'accepted') {
+      if (
+        sm.requestSlot(
+          ids.job[op.job],
+          allocationId,
+          PROFILES[op.profile],
+          prefer === undefined ? undefined : { resourceId: prefer.resourceId },
+        ) === 'accepted'
+      ) {
         world.requested.set(allocationId, ids.job[op.job]);
       }
       return;
@@ -423,9 +581,14 @@ function recordsOf(world: World): ResourceSlotRecord[] {
 }
 
 const sum = (profiles: Iterable<ResourceProfile>) => [...profiles].reduce((s, p) => s.merge(p), ResourceProfile.ZERO);
-const count = (list: ReadonlyArray<{ numberOfRequiredSlots: number }>) => list.reduce((n, r) => n + r.numberOfRequiredSlots, 0);
+const count = (list: ReadonlyArray<{ numberOfRequiredSlots: number }>) =>
+  list.reduce((n, r) => n + r.numberOfRequiredSlots, 0);
 const byKey = (list: ReadonlyArray<{ resourceProfile: ResourceProfile; numberOfRequiredSlots: number }>) =>
-  Object.fromEntries(list.map((r) => [r.resourceProfile.key, r.numberOfRequiredSlots]).sort(([a], [b]) => String(a).localeCompare(String(b))));
+  Object.fromEntries(
+    list
+      .map((r) => [r.resourceProfile.key, r.numberOfRequiredSlots])
+      .sort(([a], [b]) => String(a).localeCompare(String(b))),
+  );
 
 /** total − used, field by field, never below zero (no extended resources in this test). */
 function minus(total: ResourceProfile, used: ResourceProfile): ResourceProfile {
@@ -482,17 +645,30 @@ function checkRecords(world: World): void {
     registeredSlots += tm.numberOfStaticSlots;
     // (a) static records sit at their index and hold one allocation at most; dynamic ones are live.
     tm.staticSlots.forEach((s, i) => {
-      holds(`(a) ${name} static record ${i} sits at its index on its executor`, [s.index, s.taskManager === tm], [i, true]);
-      holds(`(a) ${name}/${i} holds an allocation exactly when it is not free`, s.allocationId !== null, s.state !== 'free');
+      holds(
+        `(a) ${name} static record ${i} sits at its index on its executor`,
+        [s.index, s.taskManager === tm],
+        [i, true],
+      );
+      holds(
+        `(a) ${name}/${i} holds an allocation exactly when it is not free`,
+        s.allocationId !== null,
+        s.state !== 'free',
+      );
       holds(`(b) ${name}/${i} is not left reserved`, s.reserved, false);
     });
     for (const [allocationId, s] of tm.dynamicSlots) {
-      holds(`(a) ${name} dynamic record of ${allocationId}`, [s.index, s.allocationId, s.state !== 'free', s.taskManager === tm], [-1, allocationId, true, true]);
+      holds(
+        `(a) ${name} dynamic record of ${allocationId}`,
+        [s.index, s.allocationId, s.state !== 'free', s.taskManager === tm],
+        [-1, allocationId, true, true],
+      );
     }
     const slots = tracker.slotsOf(tm);
     for (const s of slots) {
       const id = s.allocationId!;
-      if (seen.has(id)) throw new AssertionError(`(a) allocation ${id} is held by ${show(seen.get(id)!)} and by ${show(s)}`);
+      if (seen.has(id))
+        throw new AssertionError(`(a) allocation ${id} is held by ${show(seen.get(id)!)} and by ${show(s)}`);
       seen.set(id, s);
       holds(`(a) getSlot(${id}) is the record on ${name}`, tracker.getSlot(id) === s, true);
       holds(`(a) ${show(s)} names its job`, s.jobId !== null, true);
@@ -502,21 +678,42 @@ function checkRecords(world: World): void {
     const used = sum(slots.map((s) => s.profile));
     holds(`(b) ${name}: no reservation left open after a check`, tm.reservations, 0);
     holds(`(b) ${name}: used = sum of its pending/allocated slots`, tm.used.toString(), used.toString());
-    holds(`(b) ${name}: available = total − used`, tm.available.toString(), minus(tm.totalResourceProfile, used).toString());
-    const u = Math.max(used.cpuCores / tm.totalResourceProfile.cpuCores, used.totalMemory / tm.totalResourceProfile.totalMemory);
+    holds(
+      `(b) ${name}: available = total − used`,
+      tm.available.toString(),
+      minus(tm.totalResourceProfile, used).toString(),
+    );
+    const u = Math.max(
+      used.cpuCores / tm.totalResourceProfile.cpuCores,
+      used.totalMemory / tm.totalResourceProfile.totalMemory,
+    );
     holds(`(b) ${name}: utilization`, tm.utilization, u);
     holds(`(b) ${name}: idle exactly when it holds nothing`, tm.idleSince === null, slots.length > 0);
 
     // (c) free + pending + allocated = the static slots; the counters agree with the records.
     const statics = slots.filter((s) => s.index >= 0);
-    holds(`(c) ${name}: free + pending + allocated static slots`, tm.freeStaticSlots + statics.filter((s) => s.state === 'pending').length + statics.filter((s) => s.state === 'allocated').length, tm.numberOfStaticSlots);
+    holds(
+      `(c) ${name}: free + pending + allocated static slots`,
+      tm.freeStaticSlots +
+        statics.filter((s) => s.state === 'pending').length +
+        statics.filter((s) => s.state === 'allocated').length,
+      tm.numberOfStaticSlots,
+    );
     holds(`(c) ${name}: occupiedSlots`, tm.occupiedSlots, slots.length);
     occupied += slots.length;
   }
   holds('(c) pending + allocated across the cluster = numberOfOccupiedSlots', tracker.numberOfOccupiedSlots, occupied);
-  holds('(a) every record in the AllocationID map is on its executor', [...tracker.slots].every((s) => seen.get(s.allocationId!) === s), true);
+  holds(
+    '(a) every record in the AllocationID map is on its executor',
+    [...tracker.slots].every((s) => seen.get(s.allocationId!) === s),
+    true,
+  );
   holds('(c) numberOfRegisteredSlots', tracker.numberOfRegisteredSlots, registeredSlots);
-  holds('(c) registeredResource', tracker.registeredResource.toString(), sum([...tracker.taskManagers].map((tm) => tm.totalResourceProfile)).toString());
+  holds(
+    '(c) registeredResource',
+    tracker.registeredResource.toString(),
+    sum([...tracker.taskManagers].map((tm) => tm.totalResourceProfile)).toString(),
+  );
 }
 
 /** (a) across the system: the SlotManager and the executors agree on who holds what. */
@@ -529,7 +726,8 @@ function checkAgainstExecutors(world: World): void {
     for (const allocationId of executor.table.keys()) {
       if (imperative.has(allocationId)) continue; // reused across attempts by design: a late answer may land elsewhere
       const other = holders.get(allocationId);
-      if (other !== undefined) throw new AssertionError(`(a) allocation ${allocationId} is held by ${other} and by ${executor.resourceId}`);
+      if (other !== undefined)
+        throw new AssertionError(`(a) allocation ${allocationId} is held by ${other} and by ${executor.resourceId}`);
       holders.set(allocationId, executor.resourceId);
     }
   }
@@ -544,11 +742,19 @@ function checkAgainstExecutors(world: World): void {
     }
     for (const [allocationId, held] of executor.table) {
       const record = tracker.getSlot(allocationId);
-      holds(`(a) ${executor.resourceId} reported ${allocationId}, which the SlotManager knows`, record !== undefined, true);
+      holds(
+        `(a) ${executor.resourceId} reported ${allocationId}, which the SlotManager knows`,
+        record !== undefined,
+        true,
+      );
       // Held on another executor: a late answer to an imperative request retried elsewhere under the
       // same AllocationID. By design left to the executor's slot timeout.
       if (record === undefined || record.taskManager !== tm || held.slotNumber >= executor.shape.slots) continue;
-      holds(`(a) ${executor.resourceId} reported ${allocationId} in static slot ${held.slotNumber}; the SlotManager records it at`, record.index, held.slotNumber);
+      holds(
+        `(a) ${executor.resourceId} reported ${allocationId} in static slot ${held.slotNumber}; the SlotManager records it at`,
+        record.index,
+        held.slotNumber,
+      );
     }
   }
 }
@@ -557,19 +763,41 @@ function checkIndex(world: World): void {
   const { tracker } = world.sm;
   const order = ORDER[world.setup.policy];
   for (const probe of INDEX_PROBES) {
-    const fits = [...tracker.taskManagers].filter((tm) => !tm.blocked && minus(tm.totalResourceProfile, sum(tracker.slotsOf(tm).map((s) => s.profile))).allFieldsNoLessThan(tm.effectiveProfile(probe)));
+    const fits = [...tracker.taskManagers].filter(
+      (tm) =>
+        !tm.blocked &&
+        minus(tm.totalResourceProfile, sum(tracker.slotsOf(tm).map((s) => s.profile))).allFieldsNoLessThan(
+          tm.effectiveProfile(probe),
+        ),
+    );
     const best = fits.map((tm) => ({ tm, u: tm.utilization, seq: tm.seq })).sort(order)[0]?.tm;
-    holds(`(b) candidatesFor(${probe})`, [...tracker.candidatesFor(probe)].map((tm) => tm.resourceId).sort(), fits.map((tm) => tm.resourceId).sort());
-    holds(`(b) findTaskManager(${probe}) under ${world.setup.policy}`, tracker.findTaskManager(probe)?.resourceId ?? null, best?.resourceId ?? null);
+    holds(
+      `(b) candidatesFor(${probe})`,
+      [...tracker.candidatesFor(probe)].map((tm) => tm.resourceId).sort(),
+      fits.map((tm) => tm.resourceId).sort(),
+    );
+    holds(
+      `(b) findTaskManager(${probe}) under ${world.setup.policy}`,
+      tracker.findTaskManager(probe)?.resourceId ?? null,
+      best?.resourceId ?? null,
+    );
   }
-  holds('(b) the allocator and the tracker agree on the pending workers', [...tracker.pendingTaskManagers].map((p) => p.id).sort(), [...world.pendingWorkers].sort());
+  holds(
+    '(b) the allocator and the tracker agree on the pending workers',
+    [...tracker.pendingTaskManagers].map((p) => p.id).sort(),
+    [...world.pendingWorkers].sort(),
+  );
 }
 
 function checkJobs(world: World, before: Snapshot, after: Snapshot): void {
   const { sm } = world;
   const records = recordsOf(world);
   /** Records new in this step that a slot report showed: the SlotManager adopted them, it did not plan them. */
-  const adopted = new Set(records.filter((s) => s.tracked && !before.records.has(s.allocationId!) && world.reported.has(s.allocationId!)).map((s) => s.allocationId!));
+  const adopted = new Set(
+    records
+      .filter((s) => s.tracked && !before.records.has(s.allocationId!) && world.reported.has(s.allocationId!))
+      .map((s) => s.allocationId!),
+  );
   for (const label of JOBS) {
     const jobId = ids.job[label];
     const now = after.jobs.get(jobId)!;
@@ -582,8 +810,16 @@ function checkJobs(world: World, before: Snapshot, after: Snapshot): void {
     holds(`(d) ${label}: declarative slot records = acquired`, tracked.length, count(acquired));
     const recordsByProfile = new Map<string, number>();
     for (const s of tracked) recordsByProfile.set(s.profile.key, (recordsByProfile.get(s.profile.key) ?? 0) + 1);
-    holds(`(d) ${label}: declarative slot records by profile`, Object.fromEntries([...recordsByProfile].sort(([a], [b]) => a.localeCompare(b))), byKey(acquired));
-    holds(`(d) ${label}: requirements as declared`, byKey(sm.resourceTracker.getRequiredResources(jobId)), Object.fromEntries([...(world.declared.get(jobId) ?? [])].sort(([a], [b]) => a.localeCompare(b))));
+    holds(
+      `(d) ${label}: declarative slot records by profile`,
+      Object.fromEntries([...recordsByProfile].sort(([a], [b]) => a.localeCompare(b))),
+      byKey(acquired),
+    );
+    holds(
+      `(d) ${label}: requirements as declared`,
+      byKey(sm.resourceTracker.getRequiredResources(jobId)),
+      Object.fromEntries([...(world.declared.get(jobId) ?? [])].sort(([a], [b]) => a.localeCompare(b))),
+    );
 
     // (d) A job never holds more than it declared plus what it held before a decrease: everything
     // acquired fulfils a requirement (acquired − excess ≤ required, by construction), and the excess
@@ -600,20 +836,31 @@ function checkJobs(world: World, before: Snapshot, after: Snapshot): void {
     }
     // Pending workers carry no more of the job's slots than it misses (declared, or asked for imperatively).
     let planned = 0;
-    for (const pending of sm.tracker.pendingTaskManagers) planned += pending.pendingAllocations.get(jobId)?.getTotalResourceCount() ?? 0;
-    const waiting = sm.getPendingRequests().filter((r) => r.kind === 'slot-request' && r.jobId === jobId && r.state === 'waiting').length;
-    if (planned > now.missing + waiting) throw new AssertionError(`(d) pending workers carry ${planned} slots of ${label}, which misses only ${now.missing} (+ ${waiting} slot requests)`);
+    for (const pending of sm.tracker.pendingTaskManagers)
+      planned += pending.pendingAllocations.get(jobId)?.getTotalResourceCount() ?? 0;
+    const waiting = sm
+      .getPendingRequests()
+      .filter((r) => r.kind === 'slot-request' && r.jobId === jobId && r.state === 'waiting').length;
+    if (planned > now.missing + waiting)
+      throw new AssertionError(
+        `(d) pending workers carry ${planned} slots of ${label}, which misses only ${now.missing} (+ ${waiting} slot requests)`,
+      );
 
     // (e) a job that declares nothing gains no new declarative slot, only adopted ones.
     if (now.required === 0) {
       for (const s of tracked) {
         const id = s.allocationId!;
-        if (before.records.get(id)?.jobId !== jobId && !adopted.has(id)) throw new AssertionError(`(e) ${label} declares nothing yet got a new slot ${show(s)}`);
+        if (before.records.get(id)?.jobId !== jobId && !adopted.has(id))
+          throw new AssertionError(`(e) ${label} declares nothing yet got a new slot ${show(s)}`);
       }
     }
     // (e) every imperative record is one the job asked for, under that AllocationID.
     for (const s of mine.filter((r) => !r.tracked)) {
-      holds(`(e) imperative record ${show(s)} was requested by ${label}`, world.requested.get(s.allocationId!) === jobId, true);
+      holds(
+        `(e) imperative record ${show(s)} was requested by ${label}`,
+        world.requested.get(s.allocationId!) === jobId,
+        true,
+      );
     }
   }
 }
@@ -636,15 +883,23 @@ async function run(setup: Setup, allocatorSupported: boolean, ops: readonly Op[]
       try {
         apply(world, op);
       } catch (error) {
-        throw new AssertionError(`${where} threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+        throw new AssertionError(
+          `${where} threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+        );
       }
       await new Promise<void>((resolve) => setImmediate(resolve));
       const asyncError = world.asyncErrors.shift();
-      if (asyncError !== undefined) throw new AssertionError(`${where}: an RPC continuation threw ${String(asyncError)}`);
+      if (asyncError !== undefined)
+        throw new AssertionError(`${where}: an RPC continuation threw ${String(asyncError)}`);
       // (e') a waiting slot request's AllocationID is held by no slot record.
       const held = (id: AllocationID) => world.sm.tracker.getSlot(id) !== undefined;
-      const doubled = world.sm.getPendingRequests().find((r) => r.kind === 'slot-request' && r.state === 'waiting' && held(r.allocationId));
-      if (doubled !== undefined) throw new AssertionError(`${where}: (e') waiting slot request ${JSON.stringify(doubled)} is also held by a slot record`);
+      const doubled = world.sm
+        .getPendingRequests()
+        .find((r) => r.kind === 'slot-request' && r.state === 'waiting' && held(r.allocationId));
+      if (doubled !== undefined)
+        throw new AssertionError(
+          `${where}: (e') waiting slot request ${JSON.stringify(doubled)} is also held by a slot record`,
+        );
       try {
         checkRecords(world);
         checkAgainstExecutors(world);
@@ -668,15 +923,22 @@ const setupArbitrary = (allocatorSupported: boolean): fc.Arbitrary<Setup> =>
   });
 /** For bug hunts: SLOTWISE_PROPERTY_RUNS=2000 SLOTWISE_PROPERTY_SEED=7 (fixed seeds by default). */
 const RUNS = Number(process.env['SLOTWISE_PROPERTY_RUNS'] ?? 100);
-const SEED = process.env['SLOTWISE_PROPERTY_SEED'] === undefined ? undefined : Number(process.env['SLOTWISE_PROPERTY_SEED']);
+const SEED =
+  process.env['SLOTWISE_PROPERTY_SEED'] === undefined ? undefined : Number(process.env['SLOTWISE_PROPERTY_SEED']);
 const ops = fc.array(opArbitrary, { minLength: 1, maxLength: 40, size: 'max' });
 
 describe('FineGrainedSlotManager, property-based', () => {
   it('keeps slots, index, counts and job holdings consistent while it plans workers', async () => {
-    await fc.assert(fc.asyncProperty(setupArbitrary(true), ops, (setup, sequence) => run(setup, true, sequence)), { numRuns: RUNS, seed: SEED ?? 0x5107a1 });
+    await fc.assert(
+      fc.asyncProperty(setupArbitrary(true), ops, (setup, sequence) => run(setup, true, sequence)),
+      { numRuns: RUNS, seed: SEED ?? 0x5107a1 },
+    );
   });
 
   it('keeps slots, index, counts and job holdings consistent on a fixed cluster', async () => {
-    await fc.assert(fc.asyncProperty(setupArbitrary(false), ops, (setup, sequence) => run(setup, false, sequence)), { numRuns: RUNS, seed: SEED ?? 0x5107a2 });
+    await fc.assert(
+      fc.asyncProperty(setupArbitrary(false), ops, (setup, sequence) => run(setup, false, sequence)),
+      { numRuns: RUNS, seed: SEED ?? 0x5107a2 },
+    );
   });
 });

@@ -11,12 +11,24 @@ import { SLOT_MATCHING_POLICIES } from '../../../lib/resourcemanager/slotmanager
 import type { PlacementPreference } from '../../../lib/resourcemanager/slotmanager/TaskManagerTracker.js';
 import { job, occupy, profile, shape, trackerWith, type ExecutorShape } from './support.js';
 
-const REQUIREMENTS = [ResourceProfile.UNKNOWN, profile(1, 100), profile(0.5, 30), profile(2, 150), profile(1, 50, 0, { gpu: 1 }), profile(6, 100)];
-const SHAPES: ExecutorShape[] = [shape(4, 400, 4, 'h1'), shape(8, 800, 4, 'h2'), shape(2, 200, 2, 'h1'), { total: profile(4, 400, 0, { gpu: 2 }), slots: 2, host: 'h2' }];
+const REQUIREMENTS = [
+  ResourceProfile.UNKNOWN,
+  profile(1, 100),
+  profile(0.5, 30),
+  profile(2, 150),
+  profile(1, 50, 0, { gpu: 1 }),
+  profile(6, 100),
+];
+const SHAPES: ExecutorShape[] = [
+  shape(4, 400, 4, 'h1'),
+  shape(8, 800, 4, 'h2'),
+  shape(2, 200, 2, 'h1'),
+  { total: profile(4, 400, 0, { gpu: 2 }), slots: 2, host: 'h2' },
+];
 
 function random(seed: number): () => number {
   let x = seed;
-  return () => ((x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  return () => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 }
 
 describe('RegisteredResourcePlan', () => {
@@ -24,18 +36,27 @@ describe('RegisteredResourcePlan', () => {
     for (const policy of SLOT_MATCHING_POLICIES) {
       for (let seed = 1; seed <= 25; seed++) {
         const rnd = random(seed * 7919);
-        const cluster = Array.from({ length: 3 + Math.floor(rnd() * 8) }, () => SHAPES[Math.floor(rnd() * SHAPES.length)]!);
+        const cluster = Array.from(
+          { length: 3 + Math.floor(rnd() * 8) },
+          () => SHAPES[Math.floor(rnd() * SHAPES.length)]!,
+        );
         const build = () => {
           const built = trackerWith(cluster, { policy });
           const r = random(seed);
-          for (const tm of built.tms) if (r() < 0.4 && tm.canFit(profile(1, 50))) occupy(built.tracker, tm, profile(1, 50), job(9));
+          for (const tm of built.tms)
+            if (r() < 0.4 && tm.canFit(profile(1, 50))) occupy(built.tracker, tm, profile(1, 50), job(9));
           if (built.tms.length > 3) built.tracker.setBlocked(built.tms[2]!, true);
           return built;
         };
         const steps = Array.from({ length: 40 }, () => {
           const requirement = REQUIREMENTS[Math.floor(rnd() * REQUIREMENTS.length)]!;
           const p = rnd();
-          const preference: PlacementPreference | undefined = p < 0.2 ? { host: 'h2' } : p < 0.3 ? { resourceId: `te-${1 + Math.floor(rnd() * cluster.length)}` as ResourceID } : undefined;
+          const preference: PlacementPreference | undefined =
+            p < 0.2
+              ? { host: 'h2' }
+              : p < 0.3
+                ? { resourceId: `te-${1 + Math.floor(rnd() * cluster.length)}` as ResourceID }
+                : undefined;
           return { requirement, preference };
         });
         // Reference: reserve in the tracker as each slot is found.
@@ -56,7 +77,10 @@ describe('RegisteredResourcePlan', () => {
           return [tm.resourceId];
         });
         expect(actual, `${policy} seed ${seed}`).to.deep.equal(expected);
-        expect(planned.tms.map((tm) => tm.available.key), 'the tracker is untouched').to.deep.equal(before);
+        expect(
+          planned.tms.map((tm) => tm.available.key),
+          'the tracker is untouched',
+        ).to.deep.equal(before);
       }
     }
   });

@@ -75,21 +75,42 @@ describe('ResourceToRequirementMapping', () => {
     expect(() => m.incrementCount(A, A, 0)).to.throw(IllegalArgumentError, /n must be a positive safe integer/);
     expect(() => m.incrementCount(A, A, -1)).to.throw(IllegalArgumentError);
     expect(() => m.decrementCount(A, A, 1.5)).to.throw(IllegalArgumentError);
-    expect(() => m.incrementCount('A' as unknown as ResourceProfile, A, 1)).to.throw(IllegalArgumentError, /requirement must be a ResourceProfile/);
-    expect(() => m.incrementCount(A, undefined as unknown as ResourceProfile, 1)).to.throw(IllegalArgumentError, /resource must be a ResourceProfile/);
+    expect(() => m.incrementCount('A' as unknown as ResourceProfile, A, 1)).to.throw(
+      IllegalArgumentError,
+      /requirement must be a ResourceProfile/,
+    );
+    expect(() => m.incrementCount(A, undefined as unknown as ResourceProfile, 1)).to.throw(
+      IllegalArgumentError,
+      /resource must be a ResourceProfile/,
+    );
     expect(m.isEmpty()).to.equal(true);
   });
 
   it('keeps both directions in agreement over a mixed sequence', () => {
     const m = new ResourceToRequirementMapping();
-    const ops: Array<[ResourceProfile, ResourceProfile, number]> = [[UNKNOWN, A, 3], [A, A, 2], [UNKNOWN, B, 1], [UNKNOWN, A, -2], [A, A, -2], [B, B, 4], [UNKNOWN, B, -1]];
-    for (const [req, res, n] of ops) (n > 0 ? m.incrementCount(req, res, n) : m.decrementCount(req, res, -n));
+    const ops: Array<[ResourceProfile, ResourceProfile, number]> = [
+      [UNKNOWN, A, 3],
+      [A, A, 2],
+      [UNKNOWN, B, 1],
+      [UNKNOWN, A, -2],
+      [A, A, -2],
+      [B, B, 4],
+      [UNKNOWN, B, -1],
+    ];
+    for (const [req, res, n] of ops) n > 0 ? m.incrementCount(req, res, n) : m.decrementCount(req, res, -n);
     for (const req of m.getAllRequirementProfiles()) {
-      for (const [res, n] of m.getResourcesFulfilling(req).entries()) expect(m.getRequirementsFulfilledBy(res).getResourceCount(req)).to.equal(n);
+      for (const [res, n] of m.getResourcesFulfilling(req).entries())
+        expect(m.getRequirementsFulfilledBy(res).getResourceCount(req)).to.equal(n);
     }
     expect(snapshot(m)).to.deep.equal({
-      requirements: [[UNKNOWN.key, `{${A}=1}`], [B.key, `{${B}=4}`]],
-      resources: [[A.key, '{ResourceProfile{UNKNOWN}=1}'], [B.key, `{${B}=4}`]],
+      requirements: [
+        [UNKNOWN.key, `{${A}=1}`],
+        [B.key, `{${B}=4}`],
+      ],
+      resources: [
+        [A.key, '{ResourceProfile{UNKNOWN}=1}'],
+        [B.key, `{${B}=4}`],
+      ],
     });
   });
 });

@@ -4,30 +4,53 @@ import { IllegalArgumentError, IllegalStateError } from '../../../lib/core/error
 import { JobID } from '../../../lib/core/ids.js';
 import { ResourceCounter } from '../../../lib/core/ResourceCounter.js';
 import { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
-import { JobScopedResourceTracker, matchRequirement } from '../../../lib/resourcemanager/slotmanager/JobScopedResourceTracker.js';
-import { ResourceRequirement, ResourceRequirements } from '../../../lib/resourcemanager/slotmanager/ResourceRequirement.js';
+import {
+  JobScopedResourceTracker,
+  matchRequirement,
+} from '../../../lib/resourcemanager/slotmanager/JobScopedResourceTracker.js';
+import {
+  ResourceRequirement,
+  ResourceRequirements,
+} from '../../../lib/resourcemanager/slotmanager/ResourceRequirement.js';
 import { DefaultResourceTracker } from '../../../lib/resourcemanager/slotmanager/ResourceTracker.js';
 import { profile } from '../../support/fixtures.js';
 
-const P = { UNKNOWN: ResourceProfile.UNKNOWN, DEFAULT: profile(1, 100, 64), SMALL: profile(0.5, 50), GPU: profile(0.5, 10, 0, { gpu: 1 }) };
+const P = {
+  UNKNOWN: ResourceProfile.UNKNOWN,
+  DEFAULT: profile(1, 100, 64),
+  SMALL: profile(0.5, 50),
+  GPU: profile(0.5, 10, 0, { gpu: 1 }),
+};
 type Name = keyof typeof P;
 const nameOf = (p: ResourceProfile) => (Object.keys(P) as Name[]).find((n) => P[n].equals(p)) ?? p.toString();
 const [J1, J2, J3] = ['1', '2', '3'].map((c) => JobID.parse(c.repeat(32))) as [JobID, JobID, JobID];
 /** Requirement lists as readable data: `[['DEFAULT', 2], ['UNKNOWN', 1]]`. */
-const show = (list: readonly ResourceRequirement[] | undefined) => list?.map((r) => [nameOf(r.resourceProfile), r.numberOfRequiredSlots]);
+const show = (list: readonly ResourceRequirement[] | undefined) =>
+  list?.map((r) => [nameOf(r.resourceProfile), r.numberOfRequiredSlots]);
 const reqs = (...pairs: Array<[Name, number]>) => pairs.map(([n, count]) => ResourceRequirement.create(P[n], count));
 const counter = (c: ResourceCounter) => c.entries().map(([p, n]) => [nameOf(p), n]);
-const acquire = (t: DefaultResourceTracker, job: JobID, ...names: Name[]) => names.forEach((n) => t.notifyAcquiredResource(job, P[n]));
+const acquire = (t: DefaultResourceTracker, job: JobID, ...names: Name[]) =>
+  names.forEach((n) => t.notifyAcquiredResource(job, P[n]));
 /** Everything observable, as data: to prove that a refused call changed nothing. */
 const state = (t: DefaultResourceTracker) =>
-  JSON.stringify([...t.jobs()].map((j) => [j, show(t.getRequiredResources(j)), show(t.getAcquiredResources(j))]).concat([...t.getMissingResources()].map(([j, l]) => [j, show(l)])));
+  JSON.stringify(
+    [...t.jobs()]
+      .map((j) => [j, show(t.getRequiredResources(j)), show(t.getAcquiredResources(j))])
+      .concat([...t.getMissingResources()].map(([j, l]) => [j, show(l)])),
+  );
 
 describe('DefaultResourceTracker', () => {
   it('reports declared requirements as missing until acquired', () => {
     const t = new DefaultResourceTracker();
     t.notifyResourceRequirements(J1, reqs(['DEFAULT', 2], ['UNKNOWN', 1]));
-    expect(show(t.getMissingResources().get(J1))).to.deep.equal([['DEFAULT', 2], ['UNKNOWN', 1]]);
-    expect(show(t.getRequiredResources(J1))).to.deep.equal([['DEFAULT', 2], ['UNKNOWN', 1]]);
+    expect(show(t.getMissingResources().get(J1))).to.deep.equal([
+      ['DEFAULT', 2],
+      ['UNKNOWN', 1],
+    ]);
+    expect(show(t.getRequiredResources(J1))).to.deep.equal([
+      ['DEFAULT', 2],
+      ['UNKNOWN', 1],
+    ]);
     expect(t.isRequirementEmpty(J1)).to.equal(false);
     expect(t.jobs()).to.deep.equal([J1]);
     expect(t.getAcquiredResources(J1)).to.deep.equal([]);
@@ -86,7 +109,10 @@ describe('DefaultResourceTracker', () => {
     acquire(t, J1, 'DEFAULT', 'DEFAULT', 'SMALL');
     t.notifyLostResource(J1, P.DEFAULT);
     expect(t.getMissingResources().size).to.equal(0);
-    expect(show(t.getAcquiredResources(J1))).to.deep.equal([['DEFAULT', 1], ['SMALL', 1]]);
+    expect(show(t.getAcquiredResources(J1))).to.deep.equal([
+      ['DEFAULT', 1],
+      ['SMALL', 1],
+    ]);
   });
 
   it('keeps a job whose requirements were cleared while it holds resources, and drops it with the last one', () => {
@@ -98,7 +124,12 @@ describe('DefaultResourceTracker', () => {
     t.notifyLostResource(J1, P.DEFAULT);
     expect(t.jobs()).to.deep.equal([J1]);
     t.notifyLostResource(J1, P.DEFAULT);
-    expect([t.jobs(), t.isEmpty(), t.isRequirementEmpty(J1), t.getAcquiredResources(J1)]).to.deep.equal([[], true, true, []]);
+    expect([t.jobs(), t.isEmpty(), t.isRequirementEmpty(J1), t.getAcquiredResources(J1)]).to.deep.equal([
+      [],
+      true,
+      true,
+      [],
+    ]);
   });
 
   it('tracks resources of a job that declared nothing as excess, and forgets an empty or all-zero declaration', () => {
@@ -107,7 +138,11 @@ describe('DefaultResourceTracker', () => {
     t.notifyResourceRequirements(J3, [{ resourceProfile: P.DEFAULT, numberOfRequiredSlots: 0 }]); // Flink would keep J3
     expect(t.isEmpty()).to.equal(true);
     acquire(t, J2, 'GPU');
-    expect([t.jobs(), show(t.getAcquiredResources(J2)), t.getMissingResources().size]).to.deep.equal([[J2], [['GPU', 1]], 0]);
+    expect([t.jobs(), show(t.getAcquiredResources(J2)), t.getMissingResources().size]).to.deep.equal([
+      [J2],
+      [['GPU', 1]],
+      0,
+    ]);
   });
 
   it('lists only jobs still missing something, in the order they were first tracked', () => {
@@ -139,8 +174,14 @@ describe('DefaultResourceTracker', () => {
     const before = state(t);
     const bad: Array<[() => unknown, RegExp]> = [
       [() => t.notifyResourceRequirements('job-1' as JobID, []), /jobId/],
-      [() => t.notifyResourceRequirements(J2, [{ resourceProfile: P.DEFAULT, numberOfRequiredSlots: -1 }]), /requirements\[0\]\.numberOfRequiredSlots/],
-      [() => t.notifyResourceRequirements(J2, [{ resourceProfile: 'x' as never, numberOfRequiredSlots: 1 }]), /requirements\[0\]\.resourceProfile/],
+      [
+        () => t.notifyResourceRequirements(J2, [{ resourceProfile: P.DEFAULT, numberOfRequiredSlots: -1 }]),
+        /requirements\[0\]\.numberOfRequiredSlots/,
+      ],
+      [
+        () => t.notifyResourceRequirements(J2, [{ resourceProfile: 'x' as never, numberOfRequiredSlots: 1 }]),
+        /requirements\[0\]\.resourceProfile/,
+      ],
       [() => t.notifyResourceRequirements(J2, null as never), /requirements must be an array/],
       [() => t.notifyAcquiredResource(J2, {} as ResourceProfile), /resourceProfile must be a ResourceProfile/],
       [() => t.notifyAcquiredResource(J2, P.UNKNOWN), /not UNKNOWN/],
@@ -160,7 +201,10 @@ describe('DefaultResourceTracker', () => {
       acquire(t, J1, 'DEFAULT', 'SMALL', 'SMALL');
       t.notifyResourceRequirements(J2, reqs(['GPU', 1], ['UNKNOWN', 1]));
       t.notifyLostResource(J1, P.SMALL);
-      return JSON.stringify([[...t.getMissingResources()].map(([j, l]) => [j, show(l)]), t.jobs().map((j) => show(t.getAcquiredResources(j)))]);
+      return JSON.stringify([
+        [...t.getMissingResources()].map(([j, l]) => [j, show(l)]),
+        t.jobs().map((j) => show(t.getAcquiredResources(j))),
+      ]);
     };
     expect(run()).to.equal(run());
   });
@@ -169,12 +213,20 @@ describe('DefaultResourceTracker', () => {
 describe('DefaultResourceTracker.notifyAcquiredResources', () => {
   const names = fc.constantFrom<Name>('DEFAULT', 'SMALL', 'GPU');
   /** Everything observable of a job (the losses in between show that the mappings behind it agree too). */
-  const view = (t: DefaultResourceTracker, job: JobID) => JSON.stringify([show(t.getRequiredResources(job)), show(t.getAcquiredResources(job)), show(t.getMissingResources().get(job))]);
+  const view = (t: DefaultResourceTracker, job: JobID) =>
+    JSON.stringify([
+      show(t.getRequiredResources(job)),
+      show(t.getAcquiredResources(job)),
+      show(t.getMissingResources().get(job)),
+    ]);
 
   it('does what as many notifyAcquiredResource calls do: requirements filled a run at a time, the rest excess', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.tuple(fc.constantFrom<Name>('UNKNOWN', 'DEFAULT', 'SMALL', 'GPU'), fc.integer({ min: 1, max: 5 })), { maxLength: 4 }),
+        fc.array(
+          fc.tuple(fc.constantFrom<Name>('UNKNOWN', 'DEFAULT', 'SMALL', 'GPU'), fc.integer({ min: 1, max: 5 })),
+          { maxLength: 4 },
+        ),
         fc.array(fc.tuple(names, fc.integer({ min: 1, max: 7 }), fc.boolean()), { minLength: 1, maxLength: 8 }),
         (declared, batches) => {
           const one = new DefaultResourceTracker();
@@ -197,7 +249,10 @@ describe('DefaultResourceTracker.notifyAcquiredResources', () => {
     const t = new DefaultResourceTracker();
     t.notifyResourceRequirements(J1, reqs(['DEFAULT', 2]));
     const before = state(t);
-    expect(() => t.notifyAcquiredResources(J1, P.DEFAULT, 0)).to.throw(IllegalArgumentError, /count must be a positive safe integer/);
+    expect(() => t.notifyAcquiredResources(J1, P.DEFAULT, 0)).to.throw(
+      IllegalArgumentError,
+      /count must be a positive safe integer/,
+    );
     expect(() => t.notifyAcquiredResources(J1, P.DEFAULT, 1.5)).to.throw(IllegalArgumentError);
     expect(() => t.notifyAcquiredResources(J1, P.UNKNOWN, 1)).to.throw(IllegalArgumentError);
     expect(state(t)).to.equal(before);
@@ -206,7 +261,10 @@ describe('DefaultResourceTracker.notifyAcquiredResources', () => {
 
 describe('JobScopedResourceTracker', () => {
   it('matches an exactly equal requirement before an earlier UNKNOWN one, ANY to the first with room, and nothing without room', () => {
-    const requirements = ResourceCounter.fromEntries([[P.UNKNOWN, 1], [P.DEFAULT, 1]]);
+    const requirements = ResourceCounter.fromEntries([
+      [P.UNKNOWN, 1],
+      [P.DEFAULT, 1],
+    ]);
     const none = () => 0;
     expect(nameOf(matchRequirement(P.DEFAULT, requirements, none)!)).to.equal('DEFAULT');
     expect(nameOf(matchRequirement(P.SMALL, requirements, none)!)).to.equal('UNKNOWN');
@@ -248,18 +306,32 @@ describe('JobScopedResourceTracker', () => {
 describe('ResourceRequirement / ResourceRequirements', () => {
   it('builds frozen requirements and refuses a count below 1 or a non-profile', () => {
     const r = ResourceRequirement.create(P.DEFAULT, 2);
-    expect([Object.isFrozen(r), ResourceRequirement.toString(r)]).to.deep.equal([true, `ResourceRequirement{resourceProfile=${P.DEFAULT}, numberOfRequiredSlots=2}`]);
+    expect([Object.isFrozen(r), ResourceRequirement.toString(r)]).to.deep.equal([
+      true,
+      `ResourceRequirement{resourceProfile=${P.DEFAULT}, numberOfRequiredSlots=2}`,
+    ]);
     expect(() => ResourceRequirement.create(P.DEFAULT, 0)).to.throw(IllegalArgumentError, /positive safe integer/);
     expect(() => ResourceRequirement.create(null as never, 1)).to.throw(IllegalArgumentError, /resourceProfile/);
   });
 
   it('sums a profile declared twice at its first place, and checks job, address and entries', () => {
-    const d = ResourceRequirements.create(J1, 'jobmaster-1', [...reqs(['UNKNOWN', 1], ['DEFAULT', 2]), ResourceRequirement.create(ResourceProfile.UNKNOWN, 3)]);
-    expect([show(d.resourceRequirements), Object.isFrozen(d.resourceRequirements)]).to.deep.equal([[['UNKNOWN', 4], ['DEFAULT', 2]], true]);
+    const d = ResourceRequirements.create(J1, 'jobmaster-1', [
+      ...reqs(['UNKNOWN', 1], ['DEFAULT', 2]),
+      ResourceRequirement.create(ResourceProfile.UNKNOWN, 3),
+    ]);
+    expect([show(d.resourceRequirements), Object.isFrozen(d.resourceRequirements)]).to.deep.equal([
+      [
+        ['UNKNOWN', 4],
+        ['DEFAULT', 2],
+      ],
+      true,
+    ]);
     expect(ResourceRequirements.empty(J1, 'jm').resourceRequirements).to.deep.equal([]);
     expect(() => ResourceRequirements.create('x' as JobID, 'jm', [])).to.throw(IllegalArgumentError, /jobId/);
     expect(() => ResourceRequirements.create(J1, '', [])).to.throw(IllegalArgumentError, /targetAddress/);
-    expect(() => ResourceRequirements.create(J1, 'jm', [{ resourceProfile: P.GPU, numberOfRequiredSlots: 0 }])).to.throw(IllegalArgumentError, /resourceRequirements\[0\]/);
+    expect(() =>
+      ResourceRequirements.create(J1, 'jm', [{ resourceProfile: P.GPU, numberOfRequiredSlots: 0 }]),
+    ).to.throw(IllegalArgumentError, /resourceRequirements\[0\]/);
   });
 });
 
@@ -270,10 +342,19 @@ describe('DefaultResourceTracker, property-based', () => {
   const entry = fc.tuple(fc.constantFrom(...(Object.keys(P) as Name[])), fc.integer({ min: 0, max: 2 }));
   // Weighted towards acquire / lose: the interesting cases are losses beside excess.
   const op = fc.oneof(
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('declare' as const), job, list: fc.array(entry, { maxLength: 2 }) }) },
-    { weight: 3, arbitrary: fc.record({ kind: fc.constant('acquire' as const), job, name: fc.constantFrom(...ACQUIRABLE) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({ kind: fc.constant('declare' as const), job, list: fc.array(entry, { maxLength: 2 }) }),
+    },
+    {
+      weight: 3,
+      arbitrary: fc.record({ kind: fc.constant('acquire' as const), job, name: fc.constantFrom(...ACQUIRABLE) }),
+    },
     { weight: 3, arbitrary: fc.record({ kind: fc.constant('lose' as const), job, pick: fc.nat() }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('loseUnheld' as const), job, name: fc.constantFrom(...ACQUIRABLE) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({ kind: fc.constant('loseUnheld' as const), job, name: fc.constantFrom(...ACQUIRABLE) }),
+    },
   );
 
   it('keeps acquired = acquired − lost and 0 ≤ missing = required − fulfilled, assigning only matching resources', () => {
@@ -302,7 +383,8 @@ describe('DefaultResourceTracker, property-based', () => {
             else holds.set(name, holds.get(name)! - 1);
           } else if (!holds.has(step.name)) {
             const before = state(tracker);
-            if (tracker.jobs().includes(jobId)) expect(() => tracker.notifyLostResource(jobId, P[step.name])).to.throw(IllegalStateError);
+            if (tracker.jobs().includes(jobId))
+              expect(() => tracker.notifyLostResource(jobId, P[step.name])).to.throw(IllegalStateError);
             else tracker.notifyLostResource(jobId, P[step.name]);
             expect(state(tracker)).to.equal(before);
           }
@@ -313,7 +395,12 @@ describe('DefaultResourceTracker, property-based', () => {
     );
   });
 
-  function checkJob(tracker: DefaultResourceTracker, jobId: JobID, mirror: JobScopedResourceTracker, holds: Map<Name, number>) {
+  function checkJob(
+    tracker: DefaultResourceTracker,
+    jobId: JobID,
+    mirror: JobScopedResourceTracker,
+    holds: Map<Name, number>,
+  ) {
     const acquired = show(tracker.getAcquiredResources(jobId))!;
     expect(Object.fromEntries(acquired)).to.deep.equal(Object.fromEntries(holds));
     expect(acquired).to.deep.equal(show(mirror.getAcquiredResources()));
@@ -329,8 +416,11 @@ describe('DefaultResourceTracker, property-based', () => {
       expect(missing.get(req.key) ?? 0).to.equal(required - fulfilled);
       for (const res of fulfilling.getResources()) expect(res.isMatching(req), `${res} fulfils ${req}`).to.equal(true);
       // Greedy: no excess resource is left beside a gap it could fill.
-      if (fulfilled < required) for (const res of mirror.getExcessResources().getResources()) expect(res.isMatching(req)).to.equal(false);
+      if (fulfilled < required)
+        for (const res of mirror.getExcessResources().getResources()) expect(res.isMatching(req)).to.equal(false);
     }
-    expect(assigned + mirror.getExcessResources().getTotalResourceCount()).to.equal([...holds.values()].reduce((a, b) => a + b, 0));
+    expect(assigned + mirror.getExcessResources().getTotalResourceCount()).to.equal(
+      [...holds.values()].reduce((a, b) => a + b, 0),
+    );
   }
 });

@@ -32,8 +32,11 @@ function mixedCluster(policy: SlotMatchingPolicy) {
   return built;
 }
 
-const pick = (tracker: TaskManagerTracker, requirement: ResourceProfile, preference?: Parameters<TaskManagerTracker['findTaskManager']>[1]) =>
-  tracker.findTaskManager(requirement, preference)?.resourceId ?? 'none';
+const pick = (
+  tracker: TaskManagerTracker,
+  requirement: ResourceProfile,
+  preference?: Parameters<TaskManagerTracker['findTaskManager']>[1],
+) => tracker.findTaskManager(requirement, preference)?.resourceId ?? 'none';
 
 describe('SlotMatchingStrategy', () => {
   describe('candidate orders over plain scores', () => {
@@ -62,14 +65,21 @@ describe('SlotMatchingStrategy', () => {
   describe('findTaskManager on a mixed, partly used cluster', () => {
     const table: Array<[string, ResourceProfile, Record<SlotMatchingPolicy, string>]> = [
       ['UNKNOWN (each executor’s own default slot)', UNKNOWN, { 'first-fit': 'te-1', spread: 'te-3', pack: 'te-1' }],
-      ['2 cores / 100 mb (too big for te-1’s last core)', profile(2, 100), { 'first-fit': 'te-2', spread: 'te-3', pack: 'te-2' }],
+      [
+        '2 cores / 100 mb (too big for te-1’s last core)',
+        profile(2, 100),
+        { 'first-fit': 'te-2', spread: 'te-3', pack: 'te-2' },
+      ],
       ['3 cores (only te-2 and te-4, tied at 0.25)', profile(3), { 'first-fit': 'te-2', spread: 'te-2', pack: 'te-2' }],
       ['1 gpu (only te-4 has gpus)', GPU, { 'first-fit': 'te-4', spread: 'te-4', pack: 'te-4' }],
       ['10 cores (nobody)', profile(10), { 'first-fit': 'none', spread: 'none', pack: 'none' }],
     ];
     for (const [label, requirement, expected] of table) {
-      it(`${label}: ${Object.entries(expected).map(([p, e]) => `${p} → ${e}`).join(', ')}`, () => {
-        for (const policy of SLOT_MATCHING_POLICIES) expect(pick(mixedCluster(policy).tracker, requirement), policy).to.equal(expected[policy]);
+      it(`${label}: ${Object.entries(expected)
+        .map(([p, e]) => `${p} → ${e}`)
+        .join(', ')}`, () => {
+        for (const policy of SLOT_MATCHING_POLICIES)
+          expect(pick(mixedCluster(policy).tracker, requirement), policy).to.equal(expected[policy]);
       });
     }
   });
@@ -77,7 +87,10 @@ describe('SlotMatchingStrategy', () => {
   it('spreads slots round-robin over equal executors, packs them onto one, or fills them in order', () => {
     const sequence = (policy: SlotMatchingPolicy) => {
       const { tracker } = trackerWith([shape(2, 200, 2), shape(2, 200, 2), shape(2, 200, 2)], { policy });
-      return Array.from({ length: 6 }, () => occupy(tracker, tracker.findTaskManager(UNKNOWN)!, UNKNOWN).taskManager.resourceId);
+      return Array.from(
+        { length: 6 },
+        () => occupy(tracker, tracker.findTaskManager(UNKNOWN)!, UNKNOWN).taskManager.resourceId,
+      );
     };
     expect(sequence('spread')).to.deep.equal(['te-1', 'te-2', 'te-3', 'te-1', 'te-2', 'te-3']);
     expect(sequence('pack')).to.deep.equal(['te-1', 'te-1', 'te-2', 'te-2', 'te-3', 'te-3']);
@@ -85,7 +98,10 @@ describe('SlotMatchingStrategy', () => {
   });
 
   it('pack prefers a partly used executor over an empty one as long as it fits', () => {
-    const { tracker, tms: [a, b] } = trackerWith([shape(4, 400, 4), shape(4, 400, 4)], { policy: 'pack' });
+    const {
+      tracker,
+      tms: [a, b],
+    } = trackerWith([shape(4, 400, 4), shape(4, 400, 4)], { policy: 'pack' });
     occupy(tracker, b!, profile(3, 300));
     expect([pick(tracker, profile(1, 100)), pick(tracker, profile(1.5))]).to.deep.equal(['te-2', 'te-1']);
     expect(a!.utilization).to.equal(0);
@@ -141,10 +157,16 @@ describe('SlotMatchingStrategy', () => {
   it('refuses an unknown policy name with IllegalArgumentError listing the policies', () => {
     const bad = 'best-fit' as SlotMatchingPolicy;
     expect(() => candidateOrder(bad)).to.throw(IllegalArgumentError, /'first-fit', 'spread', 'pack', got "best-fit"/);
-    expect(() => new TaskManagerTracker({ policy: bad, clock: new SimulatedClock() })).to.throw(IllegalArgumentError, /policy/);
+    expect(() => new TaskManagerTracker({ policy: bad, clock: new SimulatedClock() })).to.throw(
+      IllegalArgumentError,
+      /policy/,
+    );
   });
 
   it('maps Flink’s taskmanager.load-balance.mode: slots spreads, none takes the first fit', () => {
-    expect([policyForLoadBalanceMode('slots'), policyForLoadBalanceMode('none')]).to.deep.equal(['spread', 'first-fit']);
+    expect([policyForLoadBalanceMode('slots'), policyForLoadBalanceMode('none')]).to.deep.equal([
+      'spread',
+      'first-fit',
+    ]);
   });
 });

@@ -26,7 +26,15 @@ function setup() {
   const resourceTracker = new DefaultResourceTracker();
   const settled: AllocationOutcome[] = [];
   const logs: string[] = [];
-  const syncer = new SlotStatusSyncer({ tracker, resourceTracker, clock, rpcTimeout: RPC_TIMEOUT, execute: (f) => f(), onAllocationSettled: (o) => settled.push(o), log: (m) => logs.push(m) });
+  const syncer = new SlotStatusSyncer({
+    tracker,
+    resourceTracker,
+    clock,
+    rpcTimeout: RPC_TIMEOUT,
+    execute: (f) => f(),
+    onAllocationSettled: (o) => settled.push(o),
+    log: (m) => logs.push(m),
+  });
   const addExecutor = () => {
     const gateway = new TestingTaskExecutorGateway();
     const tm = tracker.addTaskManager({
@@ -40,15 +48,33 @@ function setup() {
     return { tm, gateway };
   };
   /** Reserves a slot of `jobId` on `tm` as a plan would, and hands it to the syncer. */
-  const allocate = (tm: TaskManagerRegistration, jobId: JobID, options: { profile?: ResourceProfile; tracked?: boolean; allocationId?: AllocationID } = {}) =>
+  const allocate = (
+    tm: TaskManagerRegistration,
+    jobId: JobID,
+    options: { profile?: ResourceProfile; tracked?: boolean; allocationId?: AllocationID } = {},
+  ) =>
     syncer.allocateSlot(tracker.reserve(tm, options.profile ?? ResourceProfile.UNKNOWN, jobId), {
       targetAddress: 'jobmaster@test',
       tracked: options.tracked ?? true,
       ...(options.allocationId === undefined ? {} : { allocationId: options.allocationId }),
     });
-  const acquired = (jobId: JobID) => resourceTracker.getAcquiredResources(jobId).reduce((n, r) => n + r.numberOfRequiredSlots, 0);
-  const report = (tm: TaskManagerRegistration, allocated: readonly ReportedAllocation[] = []) => syncer.reportSlotStatus(tm, slotReport(tm.resourceId, SPEC, allocated));
-  return { clock, tracker, resourceTracker, syncer, settled, logs, addExecutor, allocate, acquired, report, jobId: JobID.generate() };
+  const acquired = (jobId: JobID) =>
+    resourceTracker.getAcquiredResources(jobId).reduce((n, r) => n + r.numberOfRequiredSlots, 0);
+  const report = (tm: TaskManagerRegistration, allocated: readonly ReportedAllocation[] = []) =>
+    syncer.reportSlotStatus(tm, slotReport(tm.resourceId, SPEC, allocated));
+  return {
+    clock,
+    tracker,
+    resourceTracker,
+    syncer,
+    settled,
+    logs,
+    addExecutor,
+    allocate,
+    acquired,
+    report,
+    jobId: JobID.generate(),
+  };
 }
 
 describe('SlotStatusSyncer', () => {
@@ -66,10 +92,13 @@ describe('SlotStatusSyncer', () => {
       expect(gateway.requestSlotCalls).to.have.length(1);
       const call = gateway.requestSlotCalls[0]!;
       expect(call).to.include({ index: 0, jobId, allocationId: slot.allocationId, targetAddress: 'jobmaster@test' });
-      expect(call.resourceProfile.equals(SPEC.defaultSlotResourceProfile), 'UNKNOWN is sent as the default slot profile').to.equal(true);
+      expect(
+        call.resourceProfile.equals(SPEC.defaultSlotResourceProfile),
+        'UNKNOWN is sent as the default slot profile',
+      ).to.equal(true);
     });
 
-    it('uses a new AllocationID for every attempt, and the caller\'s when one is given (an imperative request)', () => {
+    it("uses a new AllocationID for every attempt, and the caller's when one is given (an imperative request)", () => {
       const { addExecutor, allocate, acquired, jobId } = setup();
       const { tm } = addExecutor();
       const given = AllocationID.generate();
@@ -128,7 +157,11 @@ describe('SlotStatusSyncer', () => {
       expect(outcome).to.deep.include({ ok: false, allocationId, resourceId: tm.resourceId });
       const error = outcome.ok === false ? outcome.error : undefined;
       expect(error).to.be.instanceOf(RpcTimeoutError);
-      expect((error as RpcTimeoutError).details).to.include({ gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: RPC_TIMEOUT });
+      expect((error as RpcTimeoutError).details).to.include({
+        gateway: 'TaskExecutorGateway',
+        method: 'requestSlot',
+        timeoutMs: RPC_TIMEOUT,
+      });
     });
 
     it('waits on for an executor that answers other requests meanwhile (busy, not silent), until it is silent for rpc.ask.timeout', async () => {
@@ -151,7 +184,12 @@ describe('SlotStatusSyncer', () => {
       const outcome = settled[1]!;
       const error = outcome.ok === false ? outcome.error : undefined;
       expect(error).to.be.instanceOf(RpcTimeoutError);
-      expect((error as RpcTimeoutError).details).to.include({ method: 'requestSlot', timeoutMs: RPC_TIMEOUT, waitedMs: 1.8 * RPC_TIMEOUT, expired: 'silent' });
+      expect((error as RpcTimeoutError).details).to.include({
+        method: 'requestSlot',
+        timeoutMs: RPC_TIMEOUT,
+        waitedMs: 1.8 * RPC_TIMEOUT,
+        expired: 'silent',
+      });
     });
 
     it('gives up after 3 × rpc.ask.timeout even on an executor that keeps answering other requests', async () => {
@@ -182,7 +220,11 @@ describe('SlotStatusSyncer', () => {
       clock.increment(10 * RPC_TIMEOUT);
       await settle();
       expect([settled.length, slot.state, clock.pendingTimers]).to.deep.equal([0, 'pending', 0]);
-      const fromTransport = new RpcTimeoutError('TaskExecutorGateway.requestSlot to te got no answer within 10000 ms', { gateway: 'TaskExecutorGateway', method: 'requestSlot', timeoutMs: RPC_TIMEOUT });
+      const fromTransport = new RpcTimeoutError('TaskExecutorGateway.requestSlot to te got no answer within 10000 ms', {
+        gateway: 'TaskExecutorGateway',
+        method: 'requestSlot',
+        timeoutMs: RPC_TIMEOUT,
+      });
       fail(fromTransport);
       await settle();
       expect(settled[0]).to.deep.include({ ok: false, error: fromTransport });
@@ -277,7 +319,13 @@ describe('SlotStatusSyncer', () => {
       const allocationId = AllocationID.generate();
       const result = report(tm, [{ index: 1, jobId, allocationId }]);
       expect(result.adopted.map((s) => s.allocationId)).to.deep.equal([allocationId]);
-      expect(tracker.getSlot(allocationId)).to.include({ state: 'allocated', index: 1, jobId, taskManager: tm, tracked: true });
+      expect(tracker.getSlot(allocationId)).to.include({
+        state: 'allocated',
+        index: 1,
+        jobId,
+        taskManager: tm,
+        tracked: true,
+      });
       expect(tm.freeStaticSlots).to.equal(1);
       expect(acquired(jobId)).to.equal(1);
     });
@@ -341,7 +389,12 @@ describe('SlotStatusSyncer', () => {
       const { tm } = addExecutor();
       const slot = allocate(tm, jobId);
       await settle();
-      expect(report(tm, [{ index: 0, jobId, allocationId: slot.allocationId! }])).to.deep.equal({ completed: [], adopted: [], freed: [], conflicts: [] });
+      expect(report(tm, [{ index: 0, jobId, allocationId: slot.allocationId! }])).to.deep.equal({
+        completed: [],
+        adopted: [],
+        freed: [],
+        conflicts: [],
+      });
       expect(slot.state).to.equal('allocated');
       expect(acquired(jobId)).to.equal(1);
     });
@@ -396,7 +449,9 @@ describe('SlotStatusSyncer', () => {
       await settle();
       const failures = logs.filter((l) => l.startsWith('freeInactiveSlots'));
       expect(failures).to.have.length(2);
-      expect(failures.join('\n')).to.match(/failed: gone/).and.to.match(/RpcTimeoutError/);
+      expect(failures.join('\n'))
+        .to.match(/failed: gone/)
+        .and.to.match(/RpcTimeoutError/);
     });
   });
 });

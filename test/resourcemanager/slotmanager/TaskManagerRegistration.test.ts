@@ -1,7 +1,10 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
-import { saturatingSubtract, TaskManagerRegistration } from '../../../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
+import {
+  saturatingSubtract,
+  TaskManagerRegistration,
+} from '../../../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
 import { shortfallScore } from '../../../lib/resourcemanager/slotmanager/WaitReason.js';
 import { executorInfo, profile } from './support.js';
 
@@ -12,7 +15,12 @@ import { executorInfo, profile } from './support.js';
  */
 describe('TaskManagerRegistration capacity', () => {
   const total = profile(4, 400, 100, { gpu: 2 });
-  const registration = (t: ResourceProfile = total) => new TaskManagerRegistration({ ...executorInfo(1, { total: t, slots: 1, defaultSlot: profile(1) }), totalResourceProfile: t }, 1, 0);
+  const registration = (t: ResourceProfile = total) =>
+    new TaskManagerRegistration(
+      { ...executorInfo(1, { total: t, slots: 1, defaultSlot: profile(1) }), totalResourceProfile: t },
+      1,
+      0,
+    );
 
   /** Small specified profiles, some with extended resources the executor has or lacks. */
   const step = fc.record({
@@ -24,7 +32,12 @@ describe('TaskManagerRegistration capacity', () => {
   });
 
   it('scores a shortfall from its running numbers exactly as shortfallScore scores available.shortfall (or -1 when it fits)', () => {
-    const asked = fc.record({ cpu: fc.constantFrom(0.1, 1, 3, 4.5), heapMB: fc.constantFrom(0, 100, 399, 500), managedMB: fc.constantFrom(0, 60, 101), extended: fc.constantFrom<Record<string, number>>({}, { gpu: 1 }, { gpu: 2.5 }, { fpga: 1 }) });
+    const asked = fc.record({
+      cpu: fc.constantFrom(0.1, 1, 3, 4.5),
+      heapMB: fc.constantFrom(0, 100, 399, 500),
+      managedMB: fc.constantFrom(0, 60, 101),
+      extended: fc.constantFrom<Record<string, number>>({}, { gpu: 1 }, { gpu: 2.5 }, { fpga: 1 }),
+    });
     fc.assert(
       fc.property(fc.array(step, { maxLength: 30 }), asked, (steps, a) => {
         const tm = registration();
@@ -58,8 +71,19 @@ describe('TaskManagerRegistration capacity', () => {
           }
           const available = saturatingSubtract(total, used);
           const utilization = Math.max(used.cpuCores / total.cpuCores, used.totalMemory / total.totalMemory);
-          expect([tm.used.key, tm.available.key, tm.utilization, tm.version]).to.deep.equal([used.key, available.key, utilization, ++version]);
-          for (const r of [p, profile(1, 100), profile(0.5, 0, 0, { gpu: 1 }), ResourceProfile.UNKNOWN, ResourceProfile.ANY]) {
+          expect([tm.used.key, tm.available.key, tm.utilization, tm.version]).to.deep.equal([
+            used.key,
+            available.key,
+            utilization,
+            ++version,
+          ]);
+          for (const r of [
+            p,
+            profile(1, 100),
+            profile(0.5, 0, 0, { gpu: 1 }),
+            ResourceProfile.UNKNOWN,
+            ResourceProfile.ANY,
+          ]) {
             expect(tm.hasAvailable(r), `${tm.available} ≥ ${r}`).to.equal(tm.available.allFieldsNoLessThan(r));
           }
         }
@@ -77,11 +101,18 @@ describe('TaskManagerRegistration capacity', () => {
     const unknownTaken = registration();
     unknownTaken.take(profile(1, 100));
     expect(() => unknownTaken.take(ResourceProfile.UNKNOWN)).to.throw(/not defined for ResourceProfile.UNKNOWN/);
-    expect([unknownTaken.used, unknownTaken.available]).to.deep.equal([ResourceProfile.UNKNOWN, ResourceProfile.UNKNOWN]);
+    expect([unknownTaken.used, unknownTaken.available]).to.deep.equal([
+      ResourceProfile.UNKNOWN,
+      ResourceProfile.UNKNOWN,
+    ]);
 
     const unbounded = registration(ResourceProfile.ANY);
     unbounded.take(profile(1, 100));
-    expect([unbounded.used.key, unbounded.available, unbounded.hasAvailable(profile(1000))]).to.deep.equal([profile(1, 100).key, ResourceProfile.ANY, true]);
+    expect([unbounded.used.key, unbounded.available, unbounded.hasAvailable(profile(1000))]).to.deep.equal([
+      profile(1, 100).key,
+      ResourceProfile.ANY,
+      true,
+    ]);
 
     const huge = ResourceProfile.newBuilder().setTaskHeapMemory(Number.MAX_SAFE_INTEGER).build();
     const full = registration(huge);

@@ -12,11 +12,21 @@ import type { SlotwiseOptions } from '../../../lib/core/options.js';
 import type { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
 import type { SlotReport, SlotStatus } from '../../../lib/core/SlotReport.js';
 import type { SlotRequest, TaskExecutorSlotGateway } from '../../../lib/rpc/TaskExecutorSlotGateway.js';
-import { FineGrainedSlotManager, type RegistrationResult, type TaskManagerRegistrationRequest } from '../../../lib/resourcemanager/slotmanager/FineGrainedSlotManager.js';
+import {
+  FineGrainedSlotManager,
+  type RegistrationResult,
+  type TaskManagerRegistrationRequest,
+} from '../../../lib/resourcemanager/slotmanager/FineGrainedSlotManager.js';
 import type { PendingTaskManagerID } from '../../../lib/resourcemanager/slotmanager/PendingTaskManager.js';
 import type { ResourceAllocator } from '../../../lib/resourcemanager/slotmanager/ResourceAllocator.js';
-import type { ResourceEventListener, WaitingRequirement } from '../../../lib/resourcemanager/slotmanager/ResourceEventListener.js';
-import { ResourceRequirement, ResourceRequirements } from '../../../lib/resourcemanager/slotmanager/ResourceRequirement.js';
+import type {
+  ResourceEventListener,
+  WaitingRequirement,
+} from '../../../lib/resourcemanager/slotmanager/ResourceEventListener.js';
+import {
+  ResourceRequirement,
+  ResourceRequirements,
+} from '../../../lib/resourcemanager/slotmanager/ResourceRequirement.js';
 import { WorkerResourceSpec } from '../../../lib/resourcemanager/slotmanager/WorkerResourceSpec.js';
 
 /** Lets every settled promise's continuations run (the gateway's answers, the syncer's completions). */
@@ -54,7 +64,11 @@ export class TestingTaskExecutorGateway implements TaskExecutorSlotGateway {
       case 'ack':
         return Promise.resolve();
       case 'refuse':
-        return Promise.reject(new SlotAllocationError('index-taken', `slot ${request.index} is taken (testing refusal)`, { index: request.index }));
+        return Promise.reject(
+          new SlotAllocationError('index-taken', `slot ${request.index} is taken (testing refusal)`, {
+            index: request.index,
+          }),
+        );
       case 'never':
         return new Promise<void>(() => {});
       case 'defer':
@@ -62,7 +76,12 @@ export class TestingTaskExecutorGateway implements TaskExecutorSlotGateway {
           this.deferred.push({
             request,
             ack: () => resolve(),
-            refuse: () => reject(new SlotAllocationError('index-taken', `slot ${request.index} is taken (late testing refusal)`, { index: request.index })),
+            refuse: () =>
+              reject(
+                new SlotAllocationError('index-taken', `slot ${request.index} is taken (late testing refusal)`, {
+                  index: request.index,
+                }),
+              ),
           });
         });
     }
@@ -119,11 +138,37 @@ export class TestingResourceAllocator implements ResourceAllocator {
 // ------------------------------------------------------------------ listener
 
 export type ListenerCall =
-  | { readonly type: 'notEnoughResourcesAvailable'; readonly jobId: JobID; readonly acquired: readonly ResourceRequirement[]; readonly waiting: readonly WaitingRequirement[] }
-  | { readonly type: 'resourceRequirementsTimedOut'; readonly jobId: JobID; readonly waiting: readonly WaitingRequirement[] }
-  | { readonly type: 'slotRequestFulfilled'; readonly jobId: JobID; readonly allocationId: AllocationID; readonly resourceId: ResourceID; readonly index: number }
-  | { readonly type: 'slotRequestFailed'; readonly jobId: JobID; readonly allocationId: AllocationID; readonly error: SlotRequestError }
-  | { readonly type: 'slotsLost'; readonly jobId: JobID; readonly allocationIds: readonly AllocationID[]; readonly resourceId: ResourceID; readonly cause: string };
+  | {
+      readonly type: 'notEnoughResourcesAvailable';
+      readonly jobId: JobID;
+      readonly acquired: readonly ResourceRequirement[];
+      readonly waiting: readonly WaitingRequirement[];
+    }
+  | {
+      readonly type: 'resourceRequirementsTimedOut';
+      readonly jobId: JobID;
+      readonly waiting: readonly WaitingRequirement[];
+    }
+  | {
+      readonly type: 'slotRequestFulfilled';
+      readonly jobId: JobID;
+      readonly allocationId: AllocationID;
+      readonly resourceId: ResourceID;
+      readonly index: number;
+    }
+  | {
+      readonly type: 'slotRequestFailed';
+      readonly jobId: JobID;
+      readonly allocationId: AllocationID;
+      readonly error: SlotRequestError;
+    }
+  | {
+      readonly type: 'slotsLost';
+      readonly jobId: JobID;
+      readonly allocationIds: readonly AllocationID[];
+      readonly resourceId: ResourceID;
+      readonly cause: string;
+    };
 
 /** Records every callback, in order; `after` runs after each one is recorded (to test re-entrant calls). */
 export class RecordingListener implements ResourceEventListener {
@@ -139,7 +184,11 @@ export class RecordingListener implements ResourceEventListener {
     this.after(call);
   }
 
-  notEnoughResourcesAvailable(jobId: JobID, acquired: readonly ResourceRequirement[], waiting: readonly WaitingRequirement[]): void {
+  notEnoughResourcesAvailable(
+    jobId: JobID,
+    acquired: readonly ResourceRequirement[],
+    waiting: readonly WaitingRequirement[],
+  ): void {
     this.#record({ type: 'notEnoughResourcesAvailable', jobId, acquired, waiting });
   }
   resourceRequirementsTimedOut(jobId: JobID, waiting: readonly WaitingRequirement[]): void {
@@ -168,7 +217,11 @@ export interface ReportedAllocation {
 }
 
 /** The report of an executor of `spec`: its static slots (free unless listed) and any dynamic ones listed. */
-export function slotReport(resourceId: ResourceID, spec: WorkerResourceSpec, allocated: readonly ReportedAllocation[] = []): SlotReport {
+export function slotReport(
+  resourceId: ResourceID,
+  spec: WorkerResourceSpec,
+  allocated: readonly ReportedAllocation[] = [],
+): SlotReport {
   const slots: SlotStatus[] = [];
   for (let index = 0; index < spec.numberOfSlots; index++) {
     const a = allocated.find((x) => x.index === index);
@@ -181,7 +234,13 @@ export function slotReport(resourceId: ResourceID, spec: WorkerResourceSpec, all
     });
   }
   for (const a of allocated.filter((x) => x.index >= spec.numberOfSlots)) {
-    slots.push({ slotId: SlotID.of(resourceId, a.index), resourceProfile: a.profile ?? spec.defaultSlotResourceProfile, allocationId: a.allocationId, jobId: a.jobId, state: 'allocated' });
+    slots.push({
+      slotId: SlotID.of(resourceId, a.index),
+      resourceProfile: a.profile ?? spec.defaultSlotResourceProfile,
+      allocationId: a.allocationId,
+      jobId: a.jobId,
+      state: 'allocated',
+    });
   }
   return { resourceId, slots };
 }
@@ -206,7 +265,11 @@ export interface RegisteredExecutor {
 }
 
 /** Registers an executor of the worker shape with its initial slot report. */
-export function registerExecutor(sm: FineGrainedSlotManager, defaultSpec: WorkerResourceSpec, options: RegisterOptions = {}): RegisteredExecutor {
+export function registerExecutor(
+  sm: FineGrainedSlotManager,
+  defaultSpec: WorkerResourceSpec,
+  options: RegisterOptions = {},
+): RegisteredExecutor {
   const spec = options.spec ?? defaultSpec;
   const resourceId = options.resourceId ?? ResourceID.generate('te');
   const gateway = options.gateway ?? new TestingTaskExecutorGateway();
@@ -251,7 +314,10 @@ export interface HarnessOptions {
 export function createSlotManager(options: HarnessOptions = {}) {
   const clock = new SimulatedClock();
   const listener = new RecordingListener();
-  const allocator = options.allocator === false ? new TestingResourceAllocator(false) : (options.allocator ?? new TestingResourceAllocator(true));
+  const allocator =
+    options.allocator === false
+      ? new TestingResourceAllocator(false)
+      : (options.allocator ?? new TestingResourceAllocator(true));
   const logs: string[] = [];
   const sm = new FineGrainedSlotManager({
     configuration: { ...WORKER_OPTIONS, ...options.configuration },
@@ -284,10 +350,17 @@ export function createSlotManager(options: HarnessOptions = {}) {
     register: (o: RegisterOptions = {}) => registerExecutor(sm, spec, o),
     /** Declares the job's whole requirements: `[profile, count]` pairs. */
     declare(jobId: JobID, ...requirements: Array<[ResourceProfile, number]>): void {
-      sm.declareResourceRequirements(ResourceRequirements.create(jobId, 'jobmaster@test', requirements.map(([p, n]) => ResourceRequirement.create(p, n))));
+      sm.declareResourceRequirements(
+        ResourceRequirements.create(
+          jobId,
+          'jobmaster@test',
+          requirements.map(([p, n]) => ResourceRequirement.create(p, n)),
+        ),
+      );
     },
     /** How many slots the job holds (pending or allocated) per the ResourceTracker. */
-    acquired: (jobId: JobID) => sm.resourceTracker.getAcquiredResources(jobId).reduce((n, r) => n + r.numberOfRequiredSlots, 0),
+    acquired: (jobId: JobID) =>
+      sm.resourceTracker.getAcquiredResources(jobId).reduce((n, r) => n + r.numberOfRequiredSlots, 0),
     /** Requirement checks run so far (CHECKED events counted by the statechart). */
     checks: () => sm.actor.getSnapshot().context.checks,
   };

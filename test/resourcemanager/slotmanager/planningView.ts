@@ -9,9 +9,20 @@ import type { ResourceCounter } from '../../../lib/core/ResourceCounter.js';
 import { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
 import { defaultSlotResourceProfile } from '../../../lib/core/TaskExecutorResourceUtils.js';
 import type { PendingTaskManagerID } from '../../../lib/resourcemanager/slotmanager/PendingTaskManager.js';
-import { candidateOrder, type SlotMatchingPolicy } from '../../../lib/resourcemanager/slotmanager/SlotMatchingStrategy.js';
-import type { PendingTaskManagerInfo, RankedTaskManagers, RegisteredTaskManagerInfo, TaskManagerResourceInfoProvider } from '../../../lib/resourcemanager/slotmanager/TaskManagerResourceInfoProvider.js';
-import { saturatingSubtract, utilizationOfProfiles } from '../../../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
+import {
+  candidateOrder,
+  type SlotMatchingPolicy,
+} from '../../../lib/resourcemanager/slotmanager/SlotMatchingStrategy.js';
+import type {
+  PendingTaskManagerInfo,
+  RankedTaskManagers,
+  RegisteredTaskManagerInfo,
+  TaskManagerResourceInfoProvider,
+} from '../../../lib/resourcemanager/slotmanager/TaskManagerResourceInfoProvider.js';
+import {
+  saturatingSubtract,
+  utilizationOfProfiles,
+} from '../../../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
 import { explainShortage } from '../../../lib/resourcemanager/slotmanager/WaitReason.js';
 import type { WorkerResourceSpec } from '../../../lib/resourcemanager/slotmanager/WorkerResourceSpec.js';
 import type { ExecutorShape } from './support.js';
@@ -88,7 +99,14 @@ export class PlainPlanningView implements TaskManagerResourceInfoProvider<PlainE
   /** Executor te-<n> of `shape`, registered after the others. */
   add(s: ExecutorShape): PlainExecutor {
     const n = this.executors.length + 1;
-    const executor = new PlainExecutor(ResourceID.parse(`te-${n}`), n, s.host ?? 'host-a', s.total, s.defaultSlot ?? defaultSlotResourceProfile(s.total, s.slots), s.slots);
+    const executor = new PlainExecutor(
+      ResourceID.parse(`te-${n}`),
+      n,
+      s.host ?? 'host-a',
+      s.total,
+      s.defaultSlot ?? defaultSlotResourceProfile(s.total, s.slots),
+      s.slots,
+    );
     this.executors.push(executor);
     return executor;
   }
@@ -101,7 +119,9 @@ export class PlainPlanningView implements TaskManagerResourceInfoProvider<PlainE
 
   rankedTaskManagers(requirement: ResourceProfile, host?: string): RankedTaskManagers<PlainExecutor> {
     const order = candidateOrder(this.policy);
-    const ranked = this.executors.filter((e) => e.canFit(requirement) && (host === undefined || e.host === host)).sort(order);
+    const ranked = this.executors
+      .filter((e) => e.canFit(requirement) && (host === undefined || e.host === host))
+      .sort(order);
     let at = 0;
     return {
       get current() {

@@ -10,14 +10,27 @@ import { AllocationID, JobID, ResourceID } from '../../../lib/core/ids.js';
 import { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
 import { defaultSlotResourceProfile } from '../../../lib/core/TaskExecutorResourceUtils.js';
 import type { TaskExecutorSlotGateway } from '../../../lib/rpc/TaskExecutorSlotGateway.js';
-import type { TaskManagerRegistration, TaskManagerInfo } from '../../../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
+import type {
+  TaskManagerRegistration,
+  TaskManagerInfo,
+} from '../../../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
 import { TaskManagerTracker } from '../../../lib/resourcemanager/slotmanager/TaskManagerTracker.js';
 import type { SlotMatchingPolicy } from '../../../lib/resourcemanager/slotmanager/SlotMatchingStrategy.js';
 import { WorkerResourceSpec } from '../../../lib/resourcemanager/slotmanager/WorkerResourceSpec.js';
 
 /** A specified profile: cores, heap MB, managed MB and extended resources (e.g. `{ gpu: 1 }`). */
-export const profile = (cpuCores: number, heapMB = 0, managedMB = 0, extended: Record<string, number> = {}): ResourceProfile =>
-  ResourceProfile.newBuilder().setCpuCores(cpuCores).setTaskHeapMemoryMB(heapMB).setManagedMemoryMB(managedMB).setExtendedResources(extended).build();
+export const profile = (
+  cpuCores: number,
+  heapMB = 0,
+  managedMB = 0,
+  extended: Record<string, number> = {},
+): ResourceProfile =>
+  ResourceProfile.newBuilder()
+    .setCpuCores(cpuCores)
+    .setTaskHeapMemoryMB(heapMB)
+    .setManagedMemoryMB(managedMB)
+    .setExtendedResources(extended)
+    .build();
 
 /** A gateway that acknowledges everything: the tracker and strategy never call it. */
 export const stubGateway: TaskExecutorSlotGateway = { requestSlot: async () => {}, freeInactiveSlots: async () => {} };
@@ -31,7 +44,11 @@ export interface ExecutorShape {
 }
 
 /** `cores` cores and `heapMB` heap in `slots` static slots, on `host` (default 'host-a'). */
-export const shape = (cores: number, heapMB: number, slots: number, host?: string): ExecutorShape => ({ total: profile(cores, heapMB), slots, ...(host === undefined ? {} : { host }) });
+export const shape = (cores: number, heapMB: number, slots: number, host?: string): ExecutorShape => ({
+  total: profile(cores, heapMB),
+  slots,
+  ...(host === undefined ? {} : { host }),
+});
 
 /** The TaskManagerInfo of executor `te-<n>` of `shape`. */
 export function executorInfo(n: number, s: ExecutorShape): TaskManagerInfo {
@@ -54,13 +71,18 @@ export interface TrackerOptions {
 /** A tracker (first-fit unless told) with executors te-1, te-2, … of `shapes`, registered in that order. */
 export function trackerWith(shapes: readonly ExecutorShape[], options: TrackerOptions = {}) {
   const clock = options.clock ?? new SimulatedClock(1_000);
-  const tracker = new TaskManagerTracker({ policy: options.policy ?? 'first-fit', clock, ...(options.onIdleChanged === undefined ? {} : { onIdleChanged: options.onIdleChanged }) });
+  const tracker = new TaskManagerTracker({
+    policy: options.policy ?? 'first-fit',
+    clock,
+    ...(options.onIdleChanged === undefined ? {} : { onIdleChanged: options.onIdleChanged }),
+  });
   const tms = shapes.map((s, i) => tracker.addTaskManager(executorInfo(i + 1, s)));
   return { tracker, clock, tms };
 }
 
 /** A worker of `cores` cores and `heapMB` heap cut into `slots` static slots. */
-export const workerSpec = (cores = 4, heapMB = 400, slots = 4): WorkerResourceSpec => WorkerResourceSpec.create(profile(cores, heapMB), slots);
+export const workerSpec = (cores = 4, heapMB = 400, slots = 4): WorkerResourceSpec =>
+  WorkerResourceSpec.create(profile(cores, heapMB), slots);
 
 /** Job `n` (1–15) as a readable JobID: `1111…`, `2222…`. */
 export const job = (n: number): JobID => JobID.parse(n.toString(16).repeat(32));
@@ -68,7 +90,13 @@ export const job = (n: number): JobID => JobID.parse(n.toString(16).repeat(32));
 export const allocationId = (): AllocationID => AllocationID.generate();
 
 /** Reserves and assigns one pending slot of `requirement` for `jobId` on `tm` (the syncer's first two steps). */
-export function occupy(tracker: TaskManagerTracker, tm: TaskManagerRegistration, requirement: ResourceProfile, jobId: JobID = job(1), id: AllocationID = allocationId()) {
+export function occupy(
+  tracker: TaskManagerTracker,
+  tm: TaskManagerRegistration,
+  requirement: ResourceProfile,
+  jobId: JobID = job(1),
+  id: AllocationID = allocationId(),
+) {
   return tracker.assignPending(tracker.reserve(tm, requirement, jobId), id, true);
 }
 

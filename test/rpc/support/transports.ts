@@ -14,7 +14,9 @@ export function watched(inner: Transport, onSend: (message: unknown) => void): T
     get closed() {
       return inner.closed;
     },
-    ...(inner.afterIncoming === undefined ? {} : { afterIncoming: (callback: () => void) => inner.afterIncoming!(callback) }),
+    ...(inner.afterIncoming === undefined
+      ? {}
+      : { afterIncoming: (callback: () => void) => inner.afterIncoming!(callback) }),
   };
 }
 
