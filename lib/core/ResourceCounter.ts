@@ -78,7 +78,8 @@ export class ResourceCounter {
 
   static {
     // `this`, not the class name: tsc's ES2022 output binds the name only after the class body has run.
-    ResourceCounter.#EMPTY = new this(new Map());
+    // biome-ignore lint/complexity/noThisInStatic: the class name is not bound yet here (see above)
+    this.#EMPTY = new this(new Map());
     construct = (entries) => (entries.size === 0 ? ResourceCounter.#EMPTY : new ResourceCounter(entries));
   }
 
