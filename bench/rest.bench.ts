@@ -104,7 +104,8 @@ try {
   const localSpread = spreadOf(local);
   const restSpread = spreadOf(rest);
   console.log(
-    `a trivial job, submit to result, ms per job (min / median / max of ${ROUNDS} rounds of ${JOBS_PER_ROUND}): in process ${formatSpread(localSpread)}, submitted over REST ${formatSpread(restSpread)}`,
+    `a trivial job, submit to result, ms per job (min / median / max of ${ROUNDS} rounds of ${JOBS_PER_ROUND}): ` +
+      `in process ${formatSpread(localSpread)}, submitted over REST ${formatSpread(restSpread)}`,
   );
   const mean = (name: string) => rowNamed(rows, name).meanMicros;
   const figures = {
@@ -117,7 +118,9 @@ try {
     resultRestMicros: round(mean('GET /jobs/:id/result (ended job)')),
   };
   console.log(
-    `GET /overview ${figures.overviewRatio}× overview() in process; a trivial job submitted over REST ${figures.jobRatioMedian}× (median) the same job submitted in process; GET /jobs/:id/result ${figures.resultRestMicros} µs`,
+    `GET /overview ${figures.overviewRatio}× overview() in process; ` +
+      `a trivial job submitted over REST ${figures.jobRatioMedian}× ` +
+      `(median) the same job submitted in process; GET /jobs/:id/result ${figures.resultRestMicros} µs`,
   );
   printJson(figures);
 } finally {

@@ -183,11 +183,13 @@ const ratioProcess64 = ratio('processGateway64', 'processRaw64');
 const ratioComlink64 = ratio('threadComlink64', 'threadRaw64');
 console.log(`gateway / raw, thread, sequential:        ${round(ratioThreadSeq)}×`);
 console.log(
-  `gateway / raw, thread, ${IN_FLIGHT} in flight:      ${round(ratioThread64)}×  (target ≤ 2×: ${ratioThread64 <= 2 ? 'met' : 'MISSED'})`,
+  `gateway / raw, thread, ${IN_FLIGHT} in flight:      ${round(ratioThread64)}× ` +
+    ` (target ≤ 2×: ${ratioThread64 <= 2 ? 'met' : 'MISSED'})`,
 );
 console.log(`gateway / raw, process, ${IN_FLIGHT} in flight:     ${round(ratioProcess64)}×`);
 console.log(
-  `comlink wrap / raw, thread, ${IN_FLIGHT} in flight: ${round(ratioComlink64)}×  (reference: comlink's expose + wrap over the same kind of Link)`,
+  `comlink wrap / raw, thread, ${IN_FLIGHT} in flight: ${round(ratioComlink64)}× ` +
+    ` (reference: comlink's expose + wrap over the same kind of Link)`,
 );
 
 threadLink.close('bench done');

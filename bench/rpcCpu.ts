@@ -149,7 +149,8 @@ for (let round = 0; round < rounds; round++) {
     const figures = await measure(call, tids);
     results[name].push(figures);
     console.log(
-      `round ${round + 1} ${name.padEnd(12)} main ${figures.main.toFixed(1)} µs, worker ${figures.worker.toFixed(1)} µs, all threads ${figures.total.toFixed(1)} µs per call`,
+      `round ${round + 1} ${name.padEnd(12)} main ${figures.main.toFixed(1)} µs, ` +
+        `worker ${figures.worker.toFixed(1)} µs, all threads ${figures.total.toFixed(1)} µs per call`,
     );
   }
 }
@@ -158,7 +159,10 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 for (const name of Object.keys(variants) as Variant[]) {
   const rows = results[name];
   console.log(
-    `median ${name.padEnd(12)} main ${median(rows.map((r) => r.main)).toFixed(1)} µs, worker ${median(rows.map((r) => r.worker)).toFixed(1)} µs, all threads ${median(rows.map((r) => r.total)).toFixed(1)} µs per call (${calls} calls, ${IN_FLIGHT} in flight)`,
+    `median ${name.padEnd(12)} main ${median(rows.map((r) => r.main)).toFixed(1)} ` +
+      `µs, worker ${median(rows.map((r) => r.worker)).toFixed(1)} ` +
+      `µs, all threads ${median(rows.map((r) => r.total)).toFixed(1)} ` +
+      `µs per call (${calls} calls, ${IN_FLIGHT} in flight)`,
   );
 }
 

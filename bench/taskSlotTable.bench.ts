@@ -20,7 +20,9 @@ import { exposedGc, printJson, printTable, round, rowNamed, runBench, settledHea
 const CYCLE_SLOTS = 16;
 const LIVE_SLOTS = 1_000;
 const LEAK_CHECK_CYCLES = 10_000;
-/** Heap growth per cycle, with the table back to empty, above which the output flags a leak (GC noise is well below). */
+/**
+ * Heap growth per cycle, with the table back to empty, above which the output flags a leak (GC noise is well below).
+ */
 const LEAK_BYTES_PER_CYCLE = 64;
 const PAGE_SIZE = 32 * 1024;
 
@@ -36,7 +38,9 @@ function totalFor(n: number): ResourceProfile {
     .build();
 }
 
-/** A started table on a simulated clock that never moves, so no slot timeout fires. Default executor, no slotActions. */
+/**
+ * A started table on a simulated clock that never moves, so no slot timeout fires. Default executor, no slotActions.
+ */
 function actorTable(numberSlots: number): { table: TaskSlotTable; clock: SimulatedClock } {
   const clock = new SimulatedClock();
   const table = new TaskSlotTable({
@@ -115,13 +119,15 @@ bench.add(CYCLE_ACTORS, actorCycle).add(CYCLE_PLAIN, plainCycle).add(IDS_ONLY, i
 
 const gc = exposedGc();
 console.log(
-  `taskSlotTable bench · node ${process.version} · ${gc ? 'gc exposed' : 'gc NOT exposed (run with --expose-gc): heap figures are noisy'}`,
+  `taskSlotTable bench · node ${process.version} ` +
+    `· ${gc ? 'gc exposed' : 'gc NOT exposed (run with --expose-gc): heap figures are noisy'}`,
 );
 console.log(
   `cycle = allocate (index i % ${CYCLE_SLOTS}, fresh AllocationID) → markSlotActive → addTask → removeTask → freeSlot`,
 );
 console.log(
-  'the actor cycle also arms and cancels a slot-timeout timer (SimulatedClock) and awaits the slot closing; the plain table has no timers and nothing to await\n',
+  'the actor cycle also arms and cancels a slot-timeout timer (SimulatedClock) ' +
+    'and awaits the slot closing; the plain table has no timers and nothing to await\n',
 );
 
 const rows = await runBench(bench);
@@ -132,7 +138,8 @@ const ratio = plainRow.opsPerSec / actorRow.opsPerSec;
 const idsRow = rowNamed(rows, IDS_ONLY);
 const netRatio = (actorRow.meanMicros - idsRow.meanMicros) / (plainRow.meanMicros - idsRow.meanMicros);
 console.log(
-  `plain / actors: ${round(ratio)}× (${round(actorRow.meanMicros)} µs vs ${round(plainRow.meanMicros)} µs per cycle); net of the ids: ${round(netRatio)}×`,
+  `plain / actors: ${round(ratio)}× (${round(actorRow.meanMicros)} µs ` +
+    `vs ${round(plainRow.meanMicros)} µs per cycle); net of the ids: ${round(netRatio)}×`,
 );
 
 // Leak check: after the timed run and more cycles, the table must be as empty as it started.
@@ -150,7 +157,8 @@ const leftovers = {
 };
 const leakBytesPerCycle = (heapAfterMore - heapBeforeMore) / LEAK_CHECK_CYCLES;
 console.log(
-  `after ${actorCycles} actor cycles: ${JSON.stringify(leftovers)}; heap ${signed(leakBytesPerCycle)} bytes per cycle over the last ${LEAK_CHECK_CYCLES}` +
+  `after ${actorCycles} actor cycles: ${JSON.stringify(leftovers)}; ` +
+    `heap ${signed(leakBytesPerCycle)} bytes per cycle over the last ${LEAK_CHECK_CYCLES}` +
     (plain.size === 0 ? '' : `; plain table still holds ${plain.size} slots`),
 );
 const leaked =
@@ -162,7 +170,8 @@ if (leaked) {
 } else if (gc !== undefined && leakBytesPerCycle > LEAK_BYTES_PER_CYCLE) {
   // Reported, not failed: the table's own state is empty, so what grows is held outside it.
   console.log(
-    `WARNING: the heap grows ~${Math.round(leakBytesPerCycle)} bytes per cycle although the table is back to empty: something outside the table's state keeps per-slot data`,
+    `WARNING: the heap grows ~${Math.round(leakBytesPerCycle)} bytes per cycle although ` +
+      `the table is back to empty: something outside the table's state keeps per-slot data`,
   );
 }
 await actors.table.closeAsync();
@@ -246,12 +255,15 @@ const heapBytesPerSlotPlain = heapPlain.median;
 const rounded = (xs: number[]) => xs.map((x) => Math.round(x)).join(', ');
 
 console.log(
-  `\nheap per live slot (${LIVE_SLOTS} allocated, not active; median of ${HEAP_ROUNDS}${gc ? '' : '; NO forced GC, noisy'}): ` +
-    `actors ${Math.round(heapBytesPerSlotActors)} bytes [${rounded(heapActors.rounds)}], plain ${Math.round(heapBytesPerSlotPlain)} bytes [${rounded(heapPlain.rounds)}] ` +
+  `\nheap per live slot (${LIVE_SLOTS} allocated, not active; ` +
+    `median of ${HEAP_ROUNDS}${gc ? '' : '; NO forced GC, noisy'}): ` +
+    `actors ${Math.round(heapBytesPerSlotActors)} bytes [${rounded(heapActors.rounds)}], ` +
+    `plain ${Math.round(heapBytesPerSlotPlain)} bytes [${rounded(heapPlain.rounds)}] ` +
     `(${round(heapBytesPerSlotActors / heapBytesPerSlotPlain)}×); the actor table held ${liveTimers} armed slot timers`,
 );
 console.log(
-  `allocating ${LIVE_SLOTS} slots one by one: actors ${Math.round(heapActors.allocateMs)} ms, plain ${round(heapPlain.allocateMs)} ms; ` +
+  `allocating ${LIVE_SLOTS} slots one by one: actors ${Math.round(heapActors.allocateMs)} ` +
+    `ms, plain ${round(heapPlain.allocateMs)} ms; ` +
     `closeAsync() of the full actor table: ${Math.round(closeMsActors)} ms`,
 );
 

@@ -104,7 +104,8 @@ function measure(name: string, run: (table: TaskSlotTable, tasks: readonly TaskS
 }
 
 console.log(
-  `taskSlotTableTasks bench · node ${process.version} · ${TASKS} tasks over ${SLOTS} active slots, add + remove, median of ${ROUNDS} rounds`,
+  `taskSlotTableTasks bench · node ${process.version} · ${TASKS} tasks ` +
+    `over ${SLOTS} active slots, add + remove, median of ${ROUNDS} rounds`,
 );
 const oneByOneMicros = measure('(a) addTask + removeTaskIfPresent, one by one', oneByOne);
 const inTurnsMicros = measure(`(b) addTasks + removeTasksIfPresent, turns of ${TURN}`, inTurns);

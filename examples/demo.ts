@@ -114,13 +114,15 @@ const cluster = await MiniCluster.start({
   ...(values.inspect ? { inspect: { stately: { port } } } : {}),
 });
 say(
-  `cluster up: ${executors} TaskExecutor(s) (${mode === 'process' ? 'child processes' : 'worker threads'}) × ${slots} slots of 1 core, 256 mb heap, 64 mb managed, 32 mb network`,
+  `cluster up: ${executors} TaskExecutor(s) (${mode === 'process' ? 'child processes' : 'worker threads'}) ` +
+    `× ${slots} slots of 1 core, 256 mb heap, 64 mb managed, 32 mb network`,
 );
 if (values.inspect) say(`Stately inspector relay: open ${cluster.inspectorUrl} in a browser`);
 
 const job = await cluster.submitJob(wordCountJob({ input: { lines, seed }, parallelism, counters }));
 say(
-  `submitted '${job.name}' (${job.jobId}): ${lines} lines, source×${parallelism} → tokenize×${parallelism} → count×${counters} → sink×1`,
+  `submitted '${job.name}' (${job.jobId}): ${lines} lines, ` +
+    `source×${parallelism} → tokenize×${parallelism} → count×${counters} → sink×1`,
 );
 
 let lastTable = '';
@@ -155,7 +157,8 @@ if (result.status !== 'finished') {
     Object.keys(expected).length === answer.distinctWords &&
     Object.entries(expected).every(([word, n]) => answer.counts[word] === n);
   say(
-    `finished in ${result.durationMs} ms with ${result.restarts} restart(s): ${answer.totalWords} words, ${answer.distinctWords} distinct`,
+    `finished in ${result.durationMs} ms with ${result.restarts} ` +
+      `restart(s): ${answer.totalWords} words, ${answer.distinctWords} distinct`,
   );
   console.log(`\n  most frequent:\n${answer.top.map(([word, n]) => `    ${word.padEnd(12)} ${n}`).join('\n')}\n`);
   say(

@@ -37,12 +37,14 @@ const table: TaskSlotTable = new TaskSlotTable({
   numberSlots: 2,
   slotTimeout: SLOT_TIMEOUT_MS,
   slotActions: {
-    // What the TaskExecutor does with a timeout (Flink's TaskExecutor.timeoutSlot): free the slot if the timeout is still current.
+    // What the TaskExecutor does with a timeout (Flink's TaskExecutor.timeoutSlot): free the slot if the timeout is
+    // still current.
     timeoutSlot(allocationId, ticket) {
       if (!table.isValidTimeout(allocationId, ticket))
         return log(`slot ${AllocationID.short(allocationId)}: stale timeout ignored`);
       log(
-        `slot ${AllocationID.short(allocationId)} was not activated within ${SLOT_TIMEOUT_MS} ms: the TaskExecutor frees it`,
+        `slot ${AllocationID.short(allocationId)} was not activated ` +
+          `within ${SLOT_TIMEOUT_MS} ms: the TaskExecutor frees it`,
       );
       table.freeSlot(allocationId, new Error('slot timed out'));
       timedOut();
@@ -51,7 +53,11 @@ const table: TaskSlotTable = new TaskSlotTable({
       log(`slot ${index} (${AllocationID.short(allocationId)}) left the table; its resources are back`),
     slotClosed: ({ index, leaks }) =>
       log(
-        `slot ${index} closed; managed memory never released: ${leaks.leakedPages === 0 ? 'none' : leaks.owners.map((o) => `${o.pages} pages by ${o.owner.slice(0, 8)}…`).join(', ')}`,
+        `slot ${index} closed; managed memory never released: ${
+          leaks.leakedPages === 0
+            ? 'none'
+            : leaks.owners.map((o) => `${o.pages} pages by ${o.owner.slice(0, 8)}…`).join(', ')
+        }`,
       ),
   },
 });
@@ -63,8 +69,11 @@ function printReport(title: string): void {
     const slot = table.getTaskSlot(s.allocationId!);
     const tasks =
       slot && slot.tasks.length > 0 ? `  tasks: ${slot.tasks.map(ExecutionAttemptID.short).join(', ')}` : '';
+    const job = (s.jobId ? JobID.short(s.jobId) : '-').padEnd(9);
+    const allocation = (s.allocationId ? AllocationID.short(s.allocationId) : '-').padEnd(11);
     console.log(
-      `  ${SlotID.toString(s.slotId).padEnd(23)} ${s.state.padEnd(10)} ${(s.jobId ? JobID.short(s.jobId) : '-').padEnd(9)} ${(s.allocationId ? AllocationID.short(s.allocationId) : '-').padEnd(11)} ${s.resourceProfile}${tasks}`,
+      `  ${SlotID.toString(s.slotId).padEnd(23)} ${s.state.padEnd(10)} ${job} ${allocation} ` +
+        `${s.resourceProfile}${tasks}`,
     );
   }
   console.log(`  available for new slots: ${table.availableResources}\n`);
@@ -112,12 +121,13 @@ const tokenize = task(jobA, slotA, 'tokenize', 0);
 table.addTask(source);
 table.addTask(tokenize);
 log(
-  `slot 0 active; tasks ${ExecutionAttemptID.short(source.executionAttemptId)} and ${ExecutionAttemptID.short(tokenize.executionAttemptId)} share it`,
+  `slot 0 active; tasks ${ExecutionAttemptID.short(source.executionAttemptId)} ` +
+    `and ${ExecutionAttemptID.short(tokenize.executionAttemptId)} share it`,
 );
 const pages = table.getTaskMemoryManager(slotA).allocatePages(tokenize.executionAttemptId, 4);
-log(
-  `tokenize took ${pages.length} pages of managed memory (${formatMemorySize(pages.length * pages[0]!.bytes.byteLength)}); ${formatMemorySize(table.getTaskMemoryManager(slotA).availableMemory)} left in its slot`,
-);
+const taken = formatMemorySize(pages.length * pages[0]!.bytes.byteLength);
+const left = formatMemorySize(table.getTaskMemoryManager(slotA).availableMemory);
+log(`tokenize took ${pages.length} pages of managed memory (${taken}); ${left} left in its slot`);
 
 table.allocateSlot({
   index: -1,

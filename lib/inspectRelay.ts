@@ -89,7 +89,8 @@ export class StatelyRelay {
       const refused = this.#refusal(request, true);
       if (refused !== null) {
         socket.end(
-          `HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status]}\r\nconnection: close\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(refused.text)}\r\n\r\n${refused.text}`,
+          `HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status]}\r\nconnection: close\r\ncontent-type: ` +
+            `text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(refused.text)}\r\n\r\n${refused.text}`,
         );
         return;
       }
@@ -119,7 +120,8 @@ export class StatelyRelay {
         reject(
           new ConfigurationError(
             'invalid-value',
-            `inspect.stately.port ${port} is not free (${error.code ?? error.message}); choose another port, or 0 for any free one`,
+            `inspect.stately.port ${port} is not free ` +
+              `(${error.code ?? error.message}); choose another port, or 0 for any free one`,
             { option: 'inspect.stately.port' },
           ),
         ),
@@ -188,7 +190,10 @@ export class StatelyRelay {
     for (const client of this.#sockets.clients) if (client.readyState === WebSocket.OPEN) client.send(text);
   }
 
-  /** Sends every client a close frame (1001), ends the connections and both servers; resolves when the port is free. Idempotent. */
+  /**
+   * Sends every client a close frame (1001), ends the connections and both servers; resolves when the port is free.
+   * Idempotent.
+   */
   close(): Promise<void> {
     this.#closed ??= (async () => {
       // Let what was sent on the last ticks reach the pages before they are told to go.
@@ -211,7 +216,10 @@ export class StatelyRelay {
   }
 }
 
-/** Sends the client a close frame (1001: going away) and resolves when it is closed, cutting it off after CLOSE_GRACE_MS. */
+/**
+ * Sends the client a close frame (1001: going away) and resolves when it is closed, cutting it off after
+ * CLOSE_GRACE_MS.
+ */
 function closed(client: WebSocket): Promise<void> {
   if (client.readyState === WebSocket.CLOSED) return Promise.resolve();
   return new Promise((resolve) => {

@@ -63,7 +63,10 @@ export interface TaskSlotInput {
 
 export interface TaskSlotContext extends Omit<TaskSlotInput, 'ticketPrefix'> {
   readonly ticketPrefix: string;
-  /** The slot's tasks by ExecutionAttemptID: immutable, add and remove share most of it; JSON shows it as a plain record. */
+  /**
+   * The slot's tasks by ExecutionAttemptID: immutable, add and remove share most of it; JSON shows it as a plain
+   * record.
+   */
   readonly tasks: TaskSet<TaskSlotPayload>;
   /** Counts registrations of the slot timeout; the current ticket is `${ticketPrefix}${timeoutRegistrations}`. */
   readonly timeoutRegistrations: number;
@@ -196,7 +199,9 @@ export const taskSlotMachine = setup({
           : context.tasks,
     }),
     recordCloseCause: assign({ closeCause: ({ event }) => (event.type === 'CLOSE' ? event.cause : undefined) }),
-    /** Flink: task.failExternally(cause) for every task still in the slot. A payload that throws is still waited for. */
+    /**
+     * Flink: task.failExternally(cause) for every task still in the slot. A payload that throws is still waited for.
+     */
     failTasks: ({ context }) => {
       for (const task of context.tasks.values()) {
         try {

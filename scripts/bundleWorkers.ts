@@ -55,9 +55,11 @@ writeFileSync(fileURLToPath(task), 'export default (context) => context.subtaskI
 const warmUp = `
 const { MiniCluster } = await import(${JSON.stringify(index)});
 for (const mode of ['thread', 'process']) {
-  const cluster = await MiniCluster.start({ mode, taskExecutors: 1, configuration: { 'taskmanager.task-threads.spare': 0 } });
+  const configuration = { 'taskmanager.task-threads.spare': 0 };
+  const cluster = await MiniCluster.start({ mode, taskExecutors: 1, configuration });
   try {
-    const job = await cluster.submitJob({ name: 'code cache warm-up', vertices: [{ id: 'v', taskModule: ${JSON.stringify(task)}, parallelism: 1 }], edges: [] });
+    const vertex = { id: 'v', taskModule: ${JSON.stringify(task)}, parallelism: 1 };
+    const job = await cluster.submitJob({ name: 'code cache warm-up', vertices: [vertex], edges: [] });
     await job.result;
   } finally {
     await cluster.close();

@@ -18,7 +18,8 @@ export function machineToVisualizerJSON(machine: AnyStateMachine): string {
 function toPlain(value: unknown, path: string): unknown {
   if (typeof value === 'function') {
     throw new TypeError(
-      `${path} is an inline ${value.name ? `'${value.name}' ` : ''}function: name it in the machine's setup() so the exported statechart names it`,
+      `${path} is an inline ${value.name ? `'${value.name}' ` : ''}function: ` +
+        `name it in the machine's setup() so the exported statechart names it`,
     );
   }
   if (Array.isArray(value)) return value.map((item, i) => toPlain(item, `${path}[${i}]`));

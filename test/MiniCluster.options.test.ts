@@ -78,18 +78,21 @@ describe('MiniCluster.start options', () => {
       });
     }
 
-    it('refuses an option that a MiniCluster option sets, naming that option (it would be overridden silently)', async () => {
-      expectRefused(
-        await refusal({ taskExecutors: 0, configuration: { 'taskmanager.numberOfTaskSlots': 4 } }),
-        "configuration['taskmanager.numberOfTaskSlots']",
-        /set by the MiniCluster option slotsPerTaskExecutor/,
-      );
-      expectRefused(
-        await refusal({ taskExecutors: 0, configuration: { 'taskmanager.memory.task.heap.size': '1g' } }),
-        "configuration['taskmanager.memory.task.heap.size']",
-        /resources.taskHeapMemory/,
-      );
-    });
+    it(
+      'refuses an option that a MiniCluster option sets, ' + 'naming that option (it would be overridden silently)',
+      async () => {
+        expectRefused(
+          await refusal({ taskExecutors: 0, configuration: { 'taskmanager.numberOfTaskSlots': 4 } }),
+          "configuration['taskmanager.numberOfTaskSlots']",
+          /set by the MiniCluster option slotsPerTaskExecutor/,
+        );
+        expectRefused(
+          await refusal({ taskExecutors: 0, configuration: { 'taskmanager.memory.task.heap.size': '1g' } }),
+          "configuration['taskmanager.memory.task.heap.size']",
+          /resources.taskHeapMemory/,
+        );
+      },
+    );
 
     it('refuses a placement policy set two different ways', async () => {
       expectRefused(
@@ -106,7 +109,8 @@ describe('MiniCluster.start options', () => {
 
   describe('slotsPerTaskExecutor', () => {
     for (const value of [-1, 0, 1.5, '2']) {
-      it(`refuses ${JSON.stringify(value)}, naming slotsPerTaskExecutor (not the cpuCores it would be turned into)`, async () => {
+      const refuses = `refuses ${JSON.stringify(value)}`;
+      it(`${refuses}, naming slotsPerTaskExecutor (not the cpuCores it would be turned into)`, async () => {
         expectRefused(
           await refusal({ taskExecutors: 0, slotsPerTaskExecutor: value as never }),
           'slotsPerTaskExecutor',

@@ -123,25 +123,28 @@ describe('MiniCluster', () => {
       expect(cluster.listJobs()[0]!.status).to.equal('canceled');
     });
 
-    it('replays the status changes so far to a listener that subscribes late; task events only from then on', async () => {
-      const job = await cluster.submitJob({
-        name: 'late listener',
-        vertices: [{ id: 'a', taskModule: OK, parallelism: 1 }],
-      });
-      const early: JobEvent[] = [];
-      job.onEvent((event) => early.push(event));
-      await cluster.cancelJob(job.jobId);
-      await job.result;
-      const late: JobEvent[] = [];
-      const unsubscribe = job.onEvent((event) => late.push(event));
-      const statuses = (events: JobEvent[]) => events.flatMap((e) => (e.type === 'status' ? [e.status] : []));
-      expect(statuses(early)[0]).to.equal('created');
-      expect(statuses(early).at(-1)).to.equal('canceled');
-      expect(statuses(late)).to.deep.equal(statuses(early));
-      expect(late.every((e) => e.type === 'status')).to.equal(true);
-      unsubscribe();
-      expect(() => job.onEvent('listener' as never)).to.throw(IllegalArgumentError, /onEvent takes a function/);
-    });
+    it(
+      'replays the status changes so far to a listener ' + 'that subscribes late; task events only from then on',
+      async () => {
+        const job = await cluster.submitJob({
+          name: 'late listener',
+          vertices: [{ id: 'a', taskModule: OK, parallelism: 1 }],
+        });
+        const early: JobEvent[] = [];
+        job.onEvent((event) => early.push(event));
+        await cluster.cancelJob(job.jobId);
+        await job.result;
+        const late: JobEvent[] = [];
+        const unsubscribe = job.onEvent((event) => late.push(event));
+        const statuses = (events: JobEvent[]) => events.flatMap((e) => (e.type === 'status' ? [e.status] : []));
+        expect(statuses(early)[0]).to.equal('created');
+        expect(statuses(early).at(-1)).to.equal('canceled');
+        expect(statuses(late)).to.deep.equal(statuses(early));
+        expect(late.every((e) => e.type === 'status')).to.equal(true);
+        unsubscribe();
+        expect(() => job.onEvent('listener' as never)).to.throw(IllegalArgumentError, /onEvent takes a function/);
+      },
+    );
 
     it('refuses to cancel a job it does not know', async () => {
       const error = await cluster.cancelJob(JobID.generate()).catch((e: unknown) => e);

@@ -17,26 +17,29 @@ describe('Observability (what a coordinator wires for metrics and the dashboard)
     await o.close();
   });
 
-  it("with a dashboard, the statecharts' events reach its actors, and the application's inspect callback as well", async () => {
-    const o = new Observability({ metrics: resolveMetricsOptions(undefined), dashboard: true, overview });
-    const received: InspectionRecord[] = [];
-    const sink = o.inspectionSink((record) => received.push(record))!;
-    const actor = createActor(machine, { inspect: sink.inspect }).start();
-    actor.send({ type: 'FLIP' });
-    // The inspector hands events on a moment later, not inside send().
-    const shown = await until('the dashboard to list the actor in its new state', () =>
-      o.actors!.list().find((a) => a.id === actor.sessionId && a.value === 'on'),
-    );
-    expect(shown.name).to.equal('toggle');
-    expect(o.actors!.get(actor.sessionId)!.recent.map((e) => e.type)).to.include('FLIP');
-    expect(
-      received.some((r) => r.type === '@xstate.snapshot' && r.snapshot.value === 'on'),
-      'the callback got the same events',
-    ).to.equal(true);
-    actor.stop();
-    await sink.close();
-    await o.close();
-  });
+  it(
+    "with a dashboard, the statecharts' events reach its " + "actors, and the application's inspect callback as well",
+    async () => {
+      const o = new Observability({ metrics: resolveMetricsOptions(undefined), dashboard: true, overview });
+      const received: InspectionRecord[] = [];
+      const sink = o.inspectionSink((record) => received.push(record))!;
+      const actor = createActor(machine, { inspect: sink.inspect }).start();
+      actor.send({ type: 'FLIP' });
+      // The inspector hands events on a moment later, not inside send().
+      const shown = await until('the dashboard to list the actor in its new state', () =>
+        o.actors!.list().find((a) => a.id === actor.sessionId && a.value === 'on'),
+      );
+      expect(shown.name).to.equal('toggle');
+      expect(o.actors!.get(actor.sessionId)!.recent.map((e) => e.type)).to.include('FLIP');
+      expect(
+        received.some((r) => r.type === '@xstate.snapshot' && r.snapshot.value === 'on'),
+        'the callback got the same events',
+      ).to.equal(true);
+      actor.stop();
+      await sink.close();
+      await o.close();
+    },
+  );
 
   it('counts what the Dispatcher and the ResourceManager tell it, and leaves the registry on close', async () => {
     const metrics = resolveMetricsOptions(undefined);

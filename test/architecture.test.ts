@@ -207,16 +207,20 @@ describe('architecture', () => {
       expect(found, `machines must stay pure; offending imports:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
     });
 
-    it('lib/core/ imports only lib/core/: no Node built-in, no package, no other lib/ folder, so the machines that use it run anywhere', () => {
-      expect(coreFiles, 'no .ts files found in lib/core/').to.not.be.empty;
-      const found = violations(coreFiles, (file, specifier) => {
-        if (isNodeBuiltin(specifier)) return 'a Node built-in';
-        if (!specifier.startsWith('.')) return 'a package';
-        const target = resolve(dirname(file), specifier);
-        return isUnder(target, CORE) ? undefined : `${rel(target)}, outside lib/core/`;
-      });
-      expect(found, `lib/core must stay pure; offending imports:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
-    });
+    it(
+      'lib/core/ imports only lib/core/: no Node built-in, no package, ' +
+        'no other lib/ folder, so the machines that use it run anywhere',
+      () => {
+        expect(coreFiles, 'no .ts files found in lib/core/').to.not.be.empty;
+        const found = violations(coreFiles, (file, specifier) => {
+          if (isNodeBuiltin(specifier)) return 'a Node built-in';
+          if (!specifier.startsWith('.')) return 'a package';
+          const target = resolve(dirname(file), specifier);
+          return isUnder(target, CORE) ? undefined : `${rel(target)}, outside lib/core/`;
+        });
+        expect(found, `lib/core must stay pure; offending imports:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
+      },
+    );
   });
 
   describe('what a worker loads', () => {
@@ -252,23 +256,27 @@ describe('architecture', () => {
       }
     });
 
-    it(`the TaskExecutor worker entry's closure (static and dynamic imports) has no ws, http, child_process or inspector; the inspector is loaded only when asked, by the one dynamic import allowed by name`, () => {
-      const { files, externals } = importClosure(TASK_EXECUTOR_ENTRY);
-      expect(files, 'the walk reached the TaskExecutor').to.include.members([
-        'lib/taskexecutor/TaskExecutor.ts',
-        'lib/rpc/Link.ts',
-      ]);
-      expect(files, 'the worker side of inspection is in the closure (loaded when asked)').to.include(
-        'lib/workerInspector.ts',
-      );
-      expect(files, 'the main side of inspection is not').to.not.include.members([
-        'lib/inspect.ts',
-        'lib/inspectRelay.ts',
-      ]);
-      const found = workerViolations(externals);
-      expect(found, `a worker must not load these:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
-      expect(externals, 'the lazy inspector import is where it is allowed').to.deep.include(LAZY_INSPECTOR);
-    });
+    it(
+      `the TaskExecutor worker entry's closure (static and dynamic imports) has no ws, http, child_process ` +
+        `or inspector; the inspector is loaded only when asked, by the one dynamic import allowed by name`,
+      () => {
+        const { files, externals } = importClosure(TASK_EXECUTOR_ENTRY);
+        expect(files, 'the walk reached the TaskExecutor').to.include.members([
+          'lib/taskexecutor/TaskExecutor.ts',
+          'lib/rpc/Link.ts',
+        ]);
+        expect(files, 'the worker side of inspection is in the closure (loaded when asked)').to.include(
+          'lib/workerInspector.ts',
+        );
+        expect(files, 'the main side of inspection is not').to.not.include.members([
+          'lib/inspect.ts',
+          'lib/inspectRelay.ts',
+        ]);
+        const found = workerViolations(externals);
+        expect(found, `a worker must not load these:\n  ${found.join('\n  ')}\n`).to.deep.equal([]);
+        expect(externals, 'the lazy inspector import is where it is allowed').to.deep.include(LAZY_INSPECTOR);
+      },
+    );
 
     it(`a task thread's worker file loads none of them either`, () => {
       const found = workerViolations(importClosure(TASK_THREAD_ENTRY).externals);

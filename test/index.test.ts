@@ -10,7 +10,10 @@ import * as internals from '../lib/internals.js';
 import * as slotwise from '../lib/index.js';
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-/** Names the README gives that are not slotwise error classes: the platform's AbortError, the SerializedError type (checked by the package test's type check). */
+/**
+ * Names the README gives that are not slotwise error classes: the platform's AbortError, the SerializedError type
+ * (checked by the package test's type check).
+ */
 const NOT_CLASSES = ['AbortError', 'SerializedError'];
 
 describe('the public entry', () => {

@@ -8,7 +8,8 @@
  *
  * Fair to the scan: occupied slots cost one field read each; an executor is tested once per walk
  * even when several of its slots are free (its slots are adjacent); the test is the same
- * `TaskManagerRegistration.canFit` the tracker uses (its running totals, no profile built). The scan keeps no state between walks
+ * `TaskManagerRegistration.canFit` the tracker uses (its running totals, no profile built). The scan keeps no state
+ * between walks
  * except counters, so the allocation bookkeeping that follows a match (reserve, assignPending,
  * completeAllocation, free on the tracker) is shared with the indexed path unchanged.
  */

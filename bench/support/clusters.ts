@@ -112,7 +112,9 @@ export interface ClusterOptions {
   readonly policy: SlotMatchingPolicy;
 }
 
-/** A tracker with `executors` registered executors, all slots free; ResourceIDs `te-000000`, … in registration order. */
+/**
+ * A tracker with `executors` registered executors, all slots free; ResourceIDs `te-000000`, … in registration order.
+ */
 export function buildTracker({ executors, slotsPerExecutor, policy }: ClusterOptions): TaskManagerTracker {
   const tracker = new TaskManagerTracker({ policy, clock: new SimulatedClock() });
   const byName = shapes(slotsPerExecutor);

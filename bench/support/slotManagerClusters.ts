@@ -19,10 +19,16 @@ import type { TaskExecutorSlotGateway } from '../../lib/rpc/TaskExecutorSlotGate
 import { shapeOfIndex, shapes } from './clusters.js';
 import { cpuMicros } from './procStat.js';
 
-/** Counts the slot requests the SlotManager sends, and notes when a chosen one left (the clock is read for that one only). */
+/**
+ * Counts the slot requests the SlotManager sends, and notes when a chosen one left (the clock is read for that one
+ * only).
+ */
 export class CountingGateway implements TaskExecutorSlotGateway {
   requests = 0;
-  /** When the `watchFor`-th request (counted from the last reset) left, on performance.now() and on cpuMicros(); NaN until then. */
+  /**
+   * When the `watchFor`-th request (counted from the last reset) left, on performance.now() and on cpuMicros(); NaN
+   * until then.
+   */
   watchedAt = NaN;
   watchedAtCpu = NaN;
   watchFor = Infinity;

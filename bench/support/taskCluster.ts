@@ -67,7 +67,8 @@ export class BenchJobMaster implements JobMasterGateway {
     else
       waiter.reject(
         new Error(
-          `task ${ExecutionAttemptID.short(state.executionAttemptId)} ${state.state}: ${state.error?.message ?? 'no error'}`,
+          `task ${ExecutionAttemptID.short(state.executionAttemptId)} ${state.state}: ` +
+            `${state.error?.message ?? 'no error'}`,
         ),
       );
   }

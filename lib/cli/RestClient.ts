@@ -31,7 +31,9 @@ export class RestRefusal extends Error {
 export class RestClient {
   readonly baseUrl: string;
 
-  /** `baseUrl` as `--jobmanager` gives it (checked by the caller): `http://host:port`, with or without a trailing slash. */
+  /**
+   * `baseUrl` as `--jobmanager` gives it (checked by the caller): `http://host:port`, with or without a trailing slash.
+   */
   constructor(baseUrl: string) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
   }
@@ -81,7 +83,8 @@ export class RestClient {
     } catch {
       throw new RestError(
         'bad-response',
-        `${method} ${path} at ${this.baseUrl} answered ${response.status} with a body that is not JSON: is this a slotwise JobManager?`,
+        `${method} ${path} at ${this.baseUrl} answered ${response.status} ` +
+          `with a body that is not JSON: is this a slotwise JobManager?`,
         { url, method, status: response.status },
       );
     }
@@ -91,7 +94,8 @@ export class RestClient {
       throw new RestRefusal(response.status, refusal as RestRefusal['body']);
     throw new RestError(
       'bad-response',
-      `${method} ${path} at ${this.baseUrl} answered ${response.status} without a slotwise error body: is this a slotwise JobManager?`,
+      `${method} ${path} at ${this.baseUrl} answered ${response.status} ` +
+        `without a slotwise error body: is this a slotwise JobManager?`,
       { url, method, status: response.status },
     );
   }

@@ -205,7 +205,8 @@ export function clusterIdFlag(value: string): string {
   if (!/^[A-Za-z0-9][\w-]{0,63}$/.test(value))
     throw new IllegalArgumentError(
       'invalid-value',
-      `--cluster-id must be 1 to 64 letters, digits, _ or -, starting with a letter or digit, got ${JSON.stringify(value)}`,
+      `--cluster-id must be 1 to 64 letters, digits, _ or -, ` +
+        `starting with a letter or digit, got ${JSON.stringify(value)}`,
       { argument: '--cluster-id' },
     );
   return value;

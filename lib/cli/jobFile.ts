@@ -29,7 +29,8 @@ export async function loadJobFile(file: string, cwd: string): Promise<JobGraphSp
   } catch (error) {
     throw new IllegalArgumentError(
       'invalid-value',
-      `cannot read job file ${file}: ${(error as { code?: string }).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
+      `cannot read job ` +
+        `file ${file}: ${(error as { code?: string }).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
       { argument: 'JOB_FILE' },
     );
   }
@@ -61,7 +62,8 @@ export async function loadJobFile(file: string, cwd: string): Promise<JobGraphSp
   if (typeof spec !== 'object' || spec === null || !Array.isArray((spec as { vertices?: unknown }).vertices)) {
     throw new IllegalArgumentError(
       'invalid-value',
-      `job file ${file} must export default a JobGraphSpec ({ name, vertices, edges? }) or a function returning one, got ${spec === null ? 'null' : typeof spec}`,
+      `job file ${file} must export default a JobGraphSpec ({ name, vertices, edges? ` +
+        `}) or a function returning one, got ${spec === null ? 'null' : typeof spec}`,
       { argument: 'JOB_FILE' },
     );
   }
@@ -80,7 +82,10 @@ export async function loadJobFile(file: string, cwd: string): Promise<JobGraphSp
   return resolved;
 }
 
-/** Bundles every task module once and names each vertex's bundle by its path relative to `base` (the job file's directory). */
+/**
+ * Bundles every task module once and names each vertex's bundle by its path relative to `base` (the job file's
+ * directory).
+ */
 export async function bundleJob(spec: JobGraphSpec, base: string): Promise<JobSubmission> {
   const { build } = await import('esbuild');
   const byPath = new Map<string, TaskCodeUpload>();
@@ -104,7 +109,9 @@ export async function bundleJob(spec: JobGraphSpec, base: string): Promise<JobSu
           logLevel: 'silent',
           // A bundled CommonJS dependency that require()s a Node built-in needs a require in ESM.
           banner: {
-            js: "import { createRequire as __slotwiseCreateRequire } from 'node:module'; const require = __slotwiseCreateRequire(import.meta.url);",
+            js:
+              'import { createRequire as __slotwiseCreateRequire } from ' +
+              "'node:module'; const require = __slotwiseCreateRequire(import.meta.url);",
           },
         });
         code = result.outputFiles[0]!.text;
@@ -126,7 +133,10 @@ export async function bundleJob(spec: JobGraphSpec, base: string): Promise<JobSu
   return { job: { ...spec, vertices }, taskCode: [...byPath.values()] };
 }
 
-/** A vertex's config travels as JSON: refuse what JSON would lose (a Map, a BigInt, undefined, a Date) instead of sending less. */
+/**
+ * A vertex's config travels as JSON: refuse what JSON would lose (a Map, a BigInt, undefined, a Date) instead of
+ * sending less.
+ */
 function checkJsonConfig(spec: JobGraphSpec): void {
   for (const vertex of spec.vertices) {
     if (vertex.config === undefined) continue;

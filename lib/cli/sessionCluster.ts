@@ -50,7 +50,11 @@ export async function loadSessionCluster(command: string): Promise<SessionCluste
   }
   if (typeof loaded.startJobManager !== 'function' || typeof loaded.startTaskManager !== 'function') {
     throw new IllegalStateError(
-      `the NATS session cluster (lib/cluster) is not available in this build${command === 'jobmanager' ? '; slotwise jobmanager --local-taskmanagers N serves an in-process cluster over REST' : ''}`,
+      `the NATS session cluster (lib/cluster) is not available in this build${
+        command === 'jobmanager'
+          ? '; slotwise jobmanager --local-taskmanagers N serves an in-process cluster over REST'
+          : ''
+      }`,
       { component: 'slotwise', operation: command, state: 'no-session-cluster', allowed: ['session-cluster'] },
     );
   }

@@ -65,7 +65,9 @@ export function parseMemorySize(input: unknown): { ok: true; bytes: number } | {
   if (unit === undefined) {
     return {
       ok: false,
-      problem: `has unknown unit ${JSON.stringify(match[2])} in ${describe(input)}; allowed units are b, bytes, k, kb, kib, m, mb, mib, g, gb, gib, t, tb, tib (binary, any case) or none for bytes`,
+      problem:
+        `has unknown unit ${JSON.stringify(match[2])} in ${describe(input)}; allowed units are b, ` +
+        `bytes, k, kb, kib, m, mb, mib, g, gb, gib, t, tb, tib (binary, any case) or none for bytes`,
     };
   }
   const bytes = Math.round(Number(match[1]) * unit);

@@ -66,7 +66,8 @@ export class ResourceBudgetManager {
     if (excess.length > 0) {
       throw new ResourceBudgetError(
         'over-release',
-        `cannot release ${profile}: it is more than is reserved, so available would exceed total (${formatShortfall(excess, ['reserved', 'released'])})`,
+        `cannot release ${profile}: it is more than is reserved, so available ` +
+          `would exceed total (${formatShortfall(excess, ['reserved', 'released'])})`,
         { released: profile.toJSON(), reserved: this.reserved.toJSON(), total: this.total.toJSON(), excess },
       );
     }

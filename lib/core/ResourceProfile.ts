@@ -117,7 +117,10 @@ export class ResourceProfileBuilder {
   setNetworkMemoryMB(mb: number): this {
     return this.#memoryMB(4, mb);
   }
-  /** An extended resource (e.g. `gpu`), fractions allowed and kept to 8 decimal places (rounded down); amount 0 removes it. */
+  /**
+   * An extended resource (e.g. `gpu`), fractions allowed and kept to 8 decimal places (rounded down); amount 0 removes
+   * it.
+   */
   setExtendedResource(name: string, amount: number): this {
     const units = toUnits(checkName(name), amount);
     if (units === 0) this.#extended.delete(name);
@@ -226,14 +229,19 @@ export class ResourceProfile {
     return new ResourceProfileBuilder();
   }
 
-  /** A profile from plain data: a spec object (missing fields 0, unknown keys refused), a profile, `'UNKNOWN'` or `'ANY'`. */
+  /**
+   * A profile from plain data: a spec object (missing fields 0, unknown keys refused), a profile, `'UNKNOWN'` or
+   * `'ANY'`.
+   */
   static fromSpec(spec: ResourceSpec | ResourceProfile | 'UNKNOWN' | 'ANY'): ResourceProfile {
     if (spec instanceof ResourceProfile) return spec;
     if (spec === 'UNKNOWN') return ResourceProfile.UNKNOWN;
     if (spec === 'ANY') return ResourceProfile.ANY;
     const allowed = [...STANDARD, 'extendedResources'];
     if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
-      const message = `a resource spec must be a ResourceProfile, 'UNKNOWN', 'ANY' or an object with fields ${allowed.join(', ')}; got ${describeInput(spec)}`;
+      const message =
+        `a resource spec must be a ResourceProfile, 'UNKNOWN', 'ANY' or an ` +
+        `object with fields ${allowed.join(', ')}; got ${describeInput(spec)}`;
       throw new ResourceProfileError('unknown-field', message, { field: 'spec', value: describeInput(spec) });
     }
     const unknown = Object.keys(spec).find((k) => !allowed.includes(k));
@@ -261,7 +269,8 @@ export class ResourceProfile {
     if (!Array.isArray(amounts) || amounts.length !== STANDARD.length) {
       throw new ResourceProfileError(
         'invalid-size',
-        `amounts must be an array of ${STANDARD.length} numbers (${STANDARD.join(', ')}), got ${describeInput(amounts)}`,
+        `amounts must be an array of ${STANDARD.length} numbers ` +
+          `(${STANDARD.join(', ')}), got ${describeInput(amounts)}`,
         { field: 'amounts', value: describeInput(amounts) },
       );
     }
@@ -454,7 +463,10 @@ export class ResourceProfile {
     );
   }
 
-  /** Every field (standard, then extended) where this has less than `required`; empty when it suffices or either is UNKNOWN. */
+  /**
+   * Every field (standard, then extended) where this has less than `required`; empty when it suffices or either is
+   * UNKNOWN.
+   */
   shortfall(required: ResourceProfile): ResourceShortfall[] {
     if (this.isUnknown() || required.isUnknown() || this.isAny()) return [];
     const out: ResourceShortfall[] = [];
@@ -505,7 +517,10 @@ export class ResourceProfile {
     return true;
   }
 
-  /** Adds this specified profile to a running total (see {@link fitsWithin}); false, changing nothing, if a sum would pass the safe integers. */
+  /**
+   * Adds this specified profile to a running total (see {@link fitsWithin}); false, changing nothing, if a sum would
+   * pass the safe integers.
+   */
   addTo(amounts: number[], extended: Map<string, number>): boolean {
     this.#requireRunningTotal('addTo', amounts, extended);
     const b = this.#units;
@@ -519,7 +534,10 @@ export class ResourceProfile {
     return true;
   }
 
-  /** Takes this specified profile off a running total (see {@link fitsWithin}); false, changing nothing, if any amount would go below zero. */
+  /**
+   * Takes this specified profile off a running total (see {@link fitsWithin}); false, changing nothing, if any amount
+   * would go below zero.
+   */
   subtractFrom(amounts: number[], extended: Map<string, number>): boolean {
     if (!this.fitsWithin(amounts, extended)) return false;
     if (this.extended.size > 0) {
@@ -564,7 +582,9 @@ export class ResourceProfile {
 
   #requireKnown(what: string): void {
     if (this.kind === 'unknown') {
-      const message = `${what} is not defined for ResourceProfile.UNKNOWN (an unknown requirement has no amounts); check isUnknown() first`;
+      const message =
+        `${what} is not defined for ResourceProfile.UNKNOWN (an ` +
+        `unknown requirement has no amounts); check isUnknown() first`;
       throw new ResourceProfileError('unknown-profile', message, { field: what });
     }
   }
@@ -580,7 +600,8 @@ export class ResourceProfile {
     if (amounts?.length !== STANDARD.length || !(extended instanceof Map)) {
       throw new ResourceProfileError(
         'invalid-size',
-        `${what} needs a running total of ${STANDARD.length} amounts (${STANDARD.join(', ')}) and a Map of extended resources, got ${describeInput(amounts)} and ${describeInput(extended)}`,
+        `${what} needs a running total of ${STANDARD.length} amounts (${STANDARD.join(', ')}) and ` +
+          `a Map of extended resources, got ${describeInput(amounts)} and ${describeInput(extended)}`,
         { field: what },
       );
     }

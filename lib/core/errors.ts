@@ -328,7 +328,9 @@ export function isSlotwiseError(value: unknown): value is AnySlotwiseError {
   return value instanceof SlotwiseError;
 }
 
-/** An error as a log line says it: `Tag(reason): message` for a slotwise error, else its message (or its string form). */
+/**
+ * An error as a log line says it: `Tag(reason): message` for a slotwise error, else its message (or its string form).
+ */
 export function describeError(error: unknown): string {
   if (isSlotwiseError(error)) return `${error._tag}(${error.reason}): ${error.message}`;
   return error instanceof Error ? error.message : String(error);

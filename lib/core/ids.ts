@@ -37,7 +37,9 @@ const POOL_SIZE = 4096;
 const pool = new Uint8Array(POOL_SIZE);
 let poolOffset = POOL_SIZE;
 const HEX_DIGITS = Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
-/** Per number of bytes, the character codes of one ID (reused: setting an array's length per call is a runtime call). */
+/**
+ * Per number of bytes, the character codes of one ID (reused: setting an array's length per call is a runtime call).
+ */
 const charCodes: number[][] = [];
 
 /**
@@ -179,7 +181,8 @@ export const ResourceID = {
     if (!RESOURCE_ID.test(s)) {
       throw new IllegalArgumentError(
         'invalid-value',
-        `ResourceID must be 1-128 characters of letters, digits, '_', '.', ':' or '-', starting with a letter or digit; got ${JSON.stringify(s)}`,
+        `ResourceID must be 1-128 characters of letters, digits, '_', '.', ` +
+          `':' or '-', starting with a letter or digit; got ${JSON.stringify(s)}`,
         {
           argument: 'ResourceID',
           value: s,

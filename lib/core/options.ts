@@ -10,7 +10,9 @@ import { formatMemorySize, parseMemorySize, type MemorySizeInput } from './Memor
 
 type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
 
-/** A rejected value as a message shows it; never throws (JSON.stringify does on a BigInt and prints Infinity as null). */
+/**
+ * A rejected value as a message shows it; never throws (JSON.stringify does on a BigInt and prints Infinity as null).
+ */
 function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'bigint') return `${value}n`;
@@ -158,7 +160,9 @@ function resources(doc: string): OptionSpec<Record<string, number>, Readonly<Rec
         if (!/^[A-Za-z][A-Za-z0-9_.-]*$/.test(name))
           return {
             ok: false,
-            problem: `resource name ${JSON.stringify(name)} must start with a letter and use letters, digits, '_', '.', '-'`,
+            problem:
+              `resource name ${JSON.stringify(name)} must start ` +
+              `with a letter and use letters, digits, '_', '.', '-'`,
           };
         if (typeof amount !== 'number' || !Number.isFinite(amount) || amount < 0)
           return {
@@ -212,12 +216,14 @@ export const OPTIONS = {
   'slot.request.timeout': duration(300_000, 'A slot request not fulfilled by then fails with its reason (seed 000).'),
   'slot.idle.timeout': duration(
     50_000,
-    "How long a JobMaster keeps a slot its subtasks no longer use, for the job's next subtasks, before giving it back (0: at once).",
+    'How long a JobMaster keeps a slot its subtasks no longer use, ' +
+      "for the job's next subtasks, before giving it back (0: at once).",
     0,
   ),
   'taskmanager.task-threads.spare': derivedInteger(
     'number of slots',
-    'Task threads a TaskExecutor keeps started ahead of need, per task-heap limit, so that a new slot allocation does not wait for a thread to boot (0: none; threads are never shared between jobs).',
+    'Task threads a TaskExecutor keeps started ahead of need, per task-heap limit, so that a new slot ' +
+      'allocation does not wait for a thread to boot (0: none; threads are never shared between jobs).',
     0,
   ),
   'heartbeat.interval': duration(10_000, 'How often heartbeats are sent.'),
@@ -252,7 +258,8 @@ export const OPTIONS = {
   'slotmanager.placement-policy': derivedChoice(
     ['first-fit', 'spread', 'pack'] as const,
     'from taskmanager.load-balance.mode',
-    'Which TaskExecutor gets a slot: first-fit (registration order), spread (least utilised), pack (most utilised that fits). Unset: spread if the load-balance mode is `slots`, else first-fit.',
+    'Which TaskExecutor gets a slot: first-fit (registration order), spread (least utilised), pack ' +
+      '(most utilised that fits). Unset: spread if the load-balance mode is `slots`, else first-fit.',
   ),
   'cluster.registration.initial-timeout': duration(
     100,
@@ -285,7 +292,8 @@ export const OPTIONS = {
   'jobstore.max-capacity': integer(Infinity, 'The most ended jobs the Dispatcher keeps; the oldest go first.', 0, true),
   'dispatcher.task-module-check.timeout': duration(
     10_000,
-    'How long a task module may take to load in the checker worker (a short-lived thread, or a child process in process mode, never the main thread) before its submit fails with invalid-task-module, timed-out (ours).',
+    'How long a task module may take to load in the checker worker (a short-lived thread, or a child process ' +
+      'in process mode, never the main thread) before its submit fails with invalid-task-module, timed-out (ours).',
   ),
 } as const;
 
@@ -345,7 +353,8 @@ export function resolveOptions(options: SlotwiseOptions | ResolvedOptions = {}):
   if ((resolved['heartbeat.timeout'] as number) <= (resolved['heartbeat.interval'] as number)) {
     throw new ConfigurationError(
       'invalid-value',
-      `option 'heartbeat.timeout' (${formatDuration(resolved['heartbeat.timeout'] as number)}) must be longer than 'heartbeat.interval' (${formatDuration(resolved['heartbeat.interval'] as number)})`,
+      `option 'heartbeat.timeout' (${formatDuration(resolved['heartbeat.timeout'] as number)}) must be ` +
+        `longer than 'heartbeat.interval' (${formatDuration(resolved['heartbeat.interval'] as number)})`,
       { option: 'heartbeat.timeout' },
     );
   }

@@ -67,7 +67,9 @@ export function toBytes(field: string, value: unknown): number {
 
 export function checkName(name: unknown): string {
   if (typeof name !== 'string' || !NAME.test(name) || (STANDARD as readonly string[]).includes(name)) {
-    const message = `extended resource name must match ${NAME} and not be a standard field (${STANDARD.join(', ')}), got ${describeInput(name)}`;
+    const message =
+      `extended resource name must match ${NAME} and not be a standard ` +
+      `field (${STANDARD.join(', ')}), got ${describeInput(name)}`;
     throw new ResourceProfileError('invalid-name', message, { field: 'extendedResources', value: describeInput(name) });
   }
   return name;

@@ -52,7 +52,9 @@ export interface DispatcherServices {
    * it when it closes.
    */
   readonly taskModuleChecker?: TaskModuleChecker;
-  /** Sees every job's events and slot assignments (metrics, the dashboard); a throwing observer is logged, never fatal. */
+  /**
+   * Sees every job's events and slot assignments (metrics, the dashboard); a throwing observer is logged, never fatal.
+   */
   readonly jobObserver?: JobObserver;
 }
 
@@ -71,10 +73,16 @@ export interface SubmitJobOptions {
   readonly signal?: AbortSignal;
 }
 
-/** A job's status changed (`created` → `running` → … → `finished` | `failed` | `canceled`); `cause` says why it failed or restarts. */
+/**
+ * A job's status changed (`created` → `running` → … → `finished` | `failed` | `canceled`); `cause` says why it failed
+ * or restarts.
+ */
 export type JobStatusChangedEvent = Extract<JobEvent, { readonly type: 'status' }>;
 
-/** A subtask attempt changed state (`scheduled`, `deploying`, `initializing`, `running`, `finished`, `failed`, `canceled`), where it runs. */
+/**
+ * A subtask attempt changed state (`scheduled`, `deploying`, `initializing`, `running`, `finished`, `failed`,
+ * `canceled`), where it runs.
+ */
 export type TaskStateChangedEvent = Extract<JobEvent, { readonly type: 'task' }>;
 
 /** A submitted job, as its submitter sees it. */
@@ -274,7 +282,8 @@ export class Dispatcher {
     if (job === undefined)
       throw new IllegalArgumentError(
         'invalid-value',
-        `no job ${jobId} in this cluster (ended jobs are kept for jobstore.expiration-time, at most jobstore.max-capacity)`,
+        `no job ${jobId} in this cluster (ended jobs are kept for ` +
+          `jobstore.expiration-time, at most jobstore.max-capacity)`,
         { argument: 'jobId' },
       );
     await job.client.cancel();
@@ -308,7 +317,8 @@ function checkSubmitJobOptions(options: SubmitJobOptions): AbortSignal | undefin
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new IllegalArgumentError(
       'invalid-type',
-      `submitJob options must be an object { signal? }, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
+      `submitJob options must be an object { signal? }, ` +
+        `got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
       { argument: 'options' },
     );
   }
@@ -322,7 +332,8 @@ function checkSubmitJobOptions(options: SubmitJobOptions): AbortSignal | undefin
   if (!(signal instanceof AbortSignal)) {
     throw new IllegalArgumentError(
       'invalid-type',
-      `submitJob options.signal must be an AbortSignal (new AbortController().signal), got ${signal === null ? 'null' : typeof signal}`,
+      `submitJob options.signal must be an AbortSignal (new ` +
+        `AbortController().signal), got ${signal === null ? 'null' : typeof signal}`,
       { argument: 'options.signal' },
     );
   }

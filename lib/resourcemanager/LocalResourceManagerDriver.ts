@@ -27,9 +27,14 @@ export interface LocalDriverOptions {
   readonly mode: 'thread' | 'process';
   readonly configuration?: SlotwiseOptions | ResolvedOptions;
   readonly clock?: Clock;
-  /** Runtime messages of the driver and of every worker (task pool warnings and task logs included), as lines prefixed with the worker's ResourceID. */
+  /**
+   * Runtime messages of the driver and of every worker (task pool warnings and task logs included), as lines prefixed
+   * with the worker's ResourceID.
+   */
   readonly log?: (message: string) => void;
-  /** The same as records with their fields and level (a worker's carry its ResourceID); when set, `log` gets nothing. */
+  /**
+   * The same as records with their fields and level (a worker's carry its ResourceID); when set, `log` gets nothing.
+   */
   readonly logger?: LogSink;
   /** The least level a worker sends (default 'debug': all). */
   readonly logLevel?: LogLevel;
@@ -84,7 +89,8 @@ export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> impl
     const delay = this.#startDelay();
     if (delay > 0) {
       this.#log(
-        `worker starts are failing (${this.#startFailures.length} in the last minute): starting ${resourceId} in ${delay} ms`,
+        `worker starts are failing (${this.#startFailures.length} ` +
+          `in the last minute): starting ${resourceId} in ${delay} ms`,
         'warn',
       );
       this.#delayedStarts++;
@@ -213,7 +219,8 @@ export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> impl
         spawned.kill();
         timer = this.#clock.setTimeout(() => {
           this.#log(
-            `a worker did not exit within ${2 * grace} ms of its link closing, even when killed: no longer waiting for it`,
+            `a worker did not exit within ${2 * grace} ms of its ` +
+              `link closing, even when killed: no longer waiting for it`,
           );
           resolve();
         }, grace);

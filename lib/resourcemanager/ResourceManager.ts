@@ -53,19 +53,27 @@ export interface ResourceManagerOptions {
   /** Told what the SlotManager tells about jobs (slots lost, requirements waiting, ...). */
   readonly listener?: ResourceEventListener;
   readonly log?: (message: string) => void;
-  /** A registered TaskExecutor was lost (not released: an idle release or the cluster closing is no loss); for metrics. */
+  /**
+   * A registered TaskExecutor was lost (not released: an idle release or the cluster closing is no loss); for metrics.
+   */
   readonly onTaskExecutorLost?: (resourceId: ResourceID, cause: TaskExecutorLossCause, detail: string) => void;
   /** Receives every XState inspection event of the SlotManager's statechart. */
   readonly inspect?: (event: InspectionEvent) => void;
 }
 
-/** For waits on TaskExecutors (MiniCluster.start): `registered`, one entered the SlotManager with its slots; `worker-ended`, a worker ended. */
+/**
+ * For waits on TaskExecutors (MiniCluster.start): `registered`, one entered the SlotManager with its slots;
+ * `worker-ended`, a worker ended.
+ */
 export interface TaskExecutorRegistrationEvent {
   readonly type: 'registered' | 'worker-ended';
   readonly resourceId: ResourceID;
 }
 
-/** Why a registered TaskExecutor was lost: its worker ended, it went silent, it said goodbye, or the SlotManager refused it. */
+/**
+ * Why a registered TaskExecutor was lost: its worker ended, it went silent, it said goodbye, or the SlotManager refused
+ * it.
+ */
 export type TaskExecutorLossCause = 'worker-exited' | 'heartbeat-timeout' | 'disconnected' | 'rejected';
 
 interface TaskExecutorRegistration {
@@ -194,7 +202,10 @@ export class ResourceManager implements ResourceManagerGateway {
     return [...this.#taskExecutors.keys()];
   }
 
-  /** Tells `listener`, in the mailbox, each TaskExecutorRegistrationEvent; returns its unsubscribe. One that throws is logged. */
+  /**
+   * Tells `listener`, in the mailbox, each TaskExecutorRegistrationEvent; returns its unsubscribe. One that throws is
+   * logged.
+   */
   onTaskExecutorRegistration(listener: (event: TaskExecutorRegistrationEvent) => void): () => void {
     this.#registrationListeners.add(listener);
     return () => void this.#registrationListeners.delete(listener);

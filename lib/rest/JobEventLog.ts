@@ -17,7 +17,10 @@ export class JobEventLog {
   #events: SequencedJobEvent[] = [];
   #nextSeq = 0;
   #result: JobResult | null = null;
-  /** Where each subtask attempt last ran, by `vertex#subtask#attempt` (kept when task events are dropped: one per attempt). */
+  /**
+   * Where each subtask attempt last ran, by `vertex#subtask#attempt` (kept when task events are dropped: one per
+   * attempt).
+   */
   readonly #placements = new Map<string, { readonly resourceId: string; readonly allocationId: string | null }>();
   readonly #unsubscribe: () => void;
 

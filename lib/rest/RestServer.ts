@@ -23,7 +23,10 @@ export interface RestServerOptions {
   readonly port?: number;
   /** The largest request body taken, in bytes (default 64 MiB: POST /jobs carries bundled task code). */
   readonly bodyLimit?: number;
-  /** How long one request may wait for the cluster before it is answered 504 (default 60 s: a submit checks every task module). */
+  /**
+   * How long one request may wait for the cluster before it is answered 504 (default 60 s: a submit checks every task
+   * module).
+   */
   readonly requestTimeoutMs?: number;
 }
 
@@ -98,7 +101,8 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       if (host === undefined || !LOOPBACK_NAMES.has(host)) {
         throw new RestError(
           'forbidden-host',
-          `this REST API listens on ${address} and answers only requests addressed to localhost, 127.0.0.1 or [::1], not to ${JSON.stringify(request.headers.host ?? '')}`,
+          `this REST API listens on ${address} and answers only requests addressed to ` +
+            `localhost, 127.0.0.1 or [::1], not to ${JSON.stringify(request.headers.host ?? '')}`,
           { status: 403, host: request.headers.host },
         );
       }
@@ -111,16 +115,18 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   } catch (error) {
     await app.close();
     const code = (error as { code?: string }).code;
-    throw new IllegalArgumentError(
-      'invalid-value',
-      `the REST server cannot listen on ${address}:${port}: ${code === 'EADDRINUSE' ? 'the port is in use' : code === 'EADDRNOTAVAIL' ? 'no interface has this address' : (error as Error).message}`,
-      {
-        argument: code === 'EADDRNOTAVAIL' ? 'address' : 'port',
-        address,
-        port,
-        code,
-      },
-    );
+    const why =
+      code === 'EADDRINUSE'
+        ? 'the port is in use'
+        : code === 'EADDRNOTAVAIL'
+          ? 'no interface has this address'
+          : (error as Error).message;
+    throw new IllegalArgumentError('invalid-value', `the REST server cannot listen on ${address}:${port}: ${why}`, {
+      argument: code === 'EADDRNOTAVAIL' ? 'address' : 'port',
+      address,
+      port,
+      code,
+    });
   }
   const bound = app.server.address();
   const host = address.includes(':') ? `[${address}]` : address;
@@ -161,7 +167,8 @@ function checkOptions(options: RestServerOptions): Required<RestServerOptions> {
   if (typeof options !== 'object' || options === null)
     throw new IllegalArgumentError(
       'invalid-type',
-      `startRestServer takes { target, address?, port?, bodyLimit?, requestTimeoutMs? }, got ${options === null ? 'null' : typeof options}`,
+      `startRestServer takes { target, address?, port?, bodyLimit?, ` +
+        `requestTimeoutMs? }, got ${options === null ? 'null' : typeof options}`,
       { argument: 'options' },
     );
   const known = ['target', 'address', 'port', 'bodyLimit', 'requestTimeoutMs'];
@@ -186,13 +193,15 @@ function checkOptions(options: RestServerOptions): Required<RestServerOptions> {
   if (missing.length > 0)
     throw new IllegalArgumentError(
       'invalid-type',
-      `startRestServer options.target must be a RestTarget (miniClusterTarget(cluster)); it lacks ${missing.join(', ')}`,
+      `startRestServer options.target must be a RestTarget ` +
+        `(miniClusterTarget(cluster)); it lacks ${missing.join(', ')}`,
       { argument: 'target', missing },
     );
   if (typeof address !== 'string' || !/^[\w.:-]+$/.test(address))
     throw new IllegalArgumentError(
       'invalid-value',
-      `startRestServer options.address must be a host name or IP address such as '127.0.0.1', got ${JSON.stringify(address)}`,
+      `startRestServer options.address must be a host name or IP ` +
+        `address such as '127.0.0.1', got ${JSON.stringify(address)}`,
       { argument: 'address' },
     );
   if (!Number.isInteger(port) || port < 0 || port > 65535)

@@ -46,7 +46,10 @@ export interface TaskDetails {
   readonly vertexId: string;
   readonly subtaskIndex: number;
   readonly attemptNumber: number;
-  /** `scheduled` (waiting for its slot or inputs), then `deploying`, `initializing`, `running`, `finished`, `failed`, `canceled`. */
+  /**
+   * `scheduled` (waiting for its slot or inputs), then `deploying`, `initializing`, `running`, `finished`, `failed`,
+   * `canceled`.
+   */
   readonly state: string;
   readonly resourceId: string | null;
   readonly allocationId: string | null;
@@ -101,7 +104,10 @@ export interface RestTarget {
   jobResult(jobId: JobID): Promise<JobResult | null | undefined>;
   /** The job's events from `from` on (at most `limit`); undefined for an unknown job. */
   jobEvents(jobId: JobID, from: number, limit: number): Promise<JobEventPage | undefined>;
-  /** Cancels a job (IllegalArgumentError for an unknown one); resolves once the cancel was taken, not when the job ended. */
+  /**
+   * Cancels a job (IllegalArgumentError for an unknown one); resolves once the cancel was taken, not when the job
+   * ended.
+   */
   cancelJob(jobId: JobID): Promise<void>;
   /** TaskExecutors with their slots, pending requests and why they wait, jobs. */
   overview(): Promise<ClusterOverview>;

@@ -58,7 +58,8 @@ export class TaskCodeCache {
     if (actual !== sha256) {
       throw new IllegalArgumentError(
         'invalid-value',
-        `task code '${upload.name}' hashes to sha256 ${actual}, not the ${sha256} sent with it: the upload was changed or cut short`,
+        `task code '${upload.name}' hashes to sha256 ${actual}, not ` +
+          `the ${sha256} sent with it: the upload was changed or cut short`,
         {
           argument: 'sha256',
           name: upload.name,

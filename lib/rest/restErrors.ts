@@ -48,15 +48,24 @@ export function describeViolation(context: string, error: AjvError): string {
     case 'additionalProperties':
       return `${where} has an unknown field '${String(error.params['additionalProperty'])}'`;
     case 'enum':
-      return `${where} must be one of ${(error.params['allowedValues'] as unknown[]).map((v) => show(v)).join(', ')}, got ${show(error.data)}`;
+      return (
+        `${where} must be one of ${(error.params['allowedValues'] as unknown[]).map((v) => show(v)).join(', ')}, ` +
+        `got ${show(error.data)}`
+      );
     case 'pattern':
     case 'minLength':
     case 'maxLength':
       return `${where} must be ${error.parentSchema?.description ?? error.message}, got ${show(error.data)}`;
     case 'type':
-      return `${where} must be ${String(error.params['type'])}, got ${error.data === null ? 'null' : Array.isArray(error.data) ? 'an array' : typeof error.data}`;
+      return (
+        `${where} must be ${String(error.params['type'])}, ` +
+        `got ${error.data === null ? 'null' : Array.isArray(error.data) ? 'an array' : typeof error.data}`
+      );
     default:
-      return `${where} ${error.message ?? 'is not allowed'}${error.data === undefined ? '' : `, got ${show(error.data)}`}`;
+      return (
+        `${where} ${error.message ?? 'is not allowed'}` +
+        `${error.data === undefined ? '' : `, got ${show(error.data)}`}`
+      );
   }
 }
 

@@ -62,7 +62,8 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
   const unknownJob = (jobId: string) =>
     new RestError(
       'unknown-job',
-      `no job ${jobId} in this cluster (ended jobs are kept for jobstore.expiration-time, at most jobstore.max-capacity)`,
+      `no job ${jobId} in this cluster (ended jobs are kept for ` +
+        `jobstore.expiration-time, at most jobstore.max-capacity)`,
       { status: 404, jobId },
     );
   const jobIdOf = (request: { params: unknown }) => (request.params as { jobid: string }).jobid as JobID;
@@ -111,7 +112,8 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
       if (!names.has(vertex.taskModule)) {
         throw new RestError(
           'bad-request',
-          `body.job.vertices.${i} (${vertex.id}) names task module '${vertex.taskModule}', which is not in body.taskCode (${[...names].join(', ')})`,
+          `body.job.vertices.${i} (${vertex.id}) names task module ` +
+            `'${vertex.taskModule}', which is not in body.taskCode (${[...names].join(', ')})`,
           { status: 400, vertex: vertex.id, taskModule: vertex.taskModule },
         );
       }

@@ -167,7 +167,9 @@ const APPLICATION_STATUS: Readonly<Record<JobResult['status'], string>> = {
   canceled: 'CANCELED',
 };
 
-/** GET /jobs/:jobid/result: Flink's JobExecutionResultResponseBody, with the sinks' outputs (as JSON, see jsonValue.ts). */
+/**
+ * GET /jobs/:jobid/result: Flink's JobExecutionResultResponseBody, with the sinks' outputs (as JSON, see jsonValue.ts).
+ */
 export function jobResultView(result: JobResult | null) {
   if (result === null) return { status: { id: 'IN_PROGRESS' } };
   return {

@@ -65,7 +65,9 @@ export class GatewayCaller {
   #unsent: PendingCall[] = [];
   #lastHeardAt = -Infinity;
   #closedBy: { readonly reason: string; readonly kind: CloseKind } | undefined;
-  /** Set while calls are in flight: a link may carry many idle gateways (one per JobMaster a TaskExecutor ever served). */
+  /**
+   * Set while calls are in flight: a link may carry many idle gateways (one per JobMaster a TaskExecutor ever served).
+   */
   #stopHearing: (() => void) | undefined;
 
   constructor(link: Link, channel: Channel, options: GatewayCallerOptions) {
@@ -216,7 +218,8 @@ export class GatewayCaller {
     call.reject(
       new IllegalArgumentError(
         'invalid-value',
-        `${gateway}.${method}: its arguments could not be sent to ${endpoint} (${error instanceof Error ? error.message : String(error)}); gateways carry structured-cloneable data only`,
+        `${gateway}.${method}: its arguments could not be sent to ${endpoint} ` +
+          `(${error instanceof Error ? error.message : String(error)}); gateways carry structured-cloneable data only`,
         {
           argument: 'args',
           gateway,
@@ -234,8 +237,11 @@ export class GatewayCaller {
     };
     return new EndpointClosedError(
       wasPending
-        ? `${gateway}.${method} to ${endpoint}: the connection ${kind === 'lost' ? 'was lost' : 'was closed by this side'} before an answer came (${reason}); the call may or may not have run`
-        : `${gateway}.${method} to ${endpoint} was not sent: the connection is ${kind === 'lost' ? 'lost' : 'closed'} (${reason})`,
+        ? `${gateway}.${method} to ${endpoint}: the ` +
+            `connection ${kind === 'lost' ? 'was lost' : 'was closed by this side'} ` +
+            `before an answer came (${reason}); the call may or may not have run`
+        : `${gateway}.${method} to ${endpoint} was not sent: the ` +
+            `connection is ${kind === 'lost' ? 'lost' : 'closed'} (${reason})`,
       { endpoint, gateway, method, cause: reason },
       kind,
     );

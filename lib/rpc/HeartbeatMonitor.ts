@@ -7,7 +7,8 @@
  * Beyond Flink: a target is lost when it was silent, not when the monitor could not look.
  * - Rounds run every `heartbeat.interval` on the endpoint's mailbox (and at the moment a target's
  *   silence would reach the timeout, if that comes first). A wake-up more than half of
- *   (`heartbeat.timeout` − `heartbeat.interval`) late proves the monitor was blind meanwhile — its event loop or its mailbox was blocked (a long synchronous computation in the
+ *   (`heartbeat.timeout` − `heartbeat.interval`) late proves the monitor was blind meanwhile — its event loop or its
+ * mailbox was blocked (a long synchronous computation in the
  *   embedding application) — so it neither asked nor listened: every target gets a fresh
  *   heartbeat.timeout from then. Up to that lateness, a target that answers every round still
  *   stays under the timeout with the other half to spare for its answer.
@@ -149,7 +150,8 @@ export class HeartbeatMonitor<Target> {
     const now = this.#mailbox.clock.now();
     if (late > this.#stallToleranceMs && this.#lastHeartbeat.size > 0) {
       this.#o.log?.(
-        `heartbeat monitor woke ${late} ms late (the event loop or the mailbox was blocked): not counting that against the ${this.#lastHeartbeat.size} monitored peer(s), each gets a fresh heartbeat.timeout`,
+        `heartbeat monitor woke ${late} ms late (the event loop or the mailbox was blocked): not counting ` +
+          `that against the ${this.#lastHeartbeat.size} monitored peer(s), each gets a fresh heartbeat.timeout`,
       );
       for (const target of this.#lastHeartbeat.keys()) this.#lastHeartbeat.set(target, now);
     }

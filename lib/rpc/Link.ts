@@ -34,7 +34,9 @@ import type { Transport } from './Transport.js';
 export type { Channel, ChannelListener, ChannelMessageEvent, CloseKind } from './LinkChannel.js';
 
 export interface LinkOptions {
-  /** Messages kept, over all channels, for channels with no listener yet; beyond that they are dropped. Default 10,000. */
+  /**
+   * Messages kept, over all channels, for channels with no listener yet; beyond that they are dropped. Default 10,000.
+   */
   readonly maxBuffered?: number;
 }
 
@@ -171,7 +173,10 @@ export class Link {
     };
   }
 
-  /** `handler(reason, kind)` is told once when the link closes (at once, on a microtask, if it already has). Returns an unsubscribe. */
+  /**
+   * `handler(reason, kind)` is told once when the link closes (at once, on a microtask, if it already has). Returns an
+   * unsubscribe.
+   */
   onClosed(handler: (reason: string, kind: CloseKind) => void): () => void {
     if (this.closed) {
       const reason = this.#closeReason!;
@@ -192,7 +197,10 @@ export class Link {
     if (!this.closed) this.#sentCallbacks.push(callback);
   }
 
-  /** `handler` is told after each transport message from the peer has been delivered (the peer is alive). Returns an unsubscribe. */
+  /**
+   * `handler` is told after each transport message from the peer has been delivered (the peer is alive). Returns an
+   * unsubscribe.
+   */
   onReceived(handler: () => void): () => void {
     this.#receivedHandlers.add(handler);
     return () => this.#receivedHandlers.delete(handler);
@@ -283,7 +291,8 @@ export class Link {
     const channel = typeof name === 'string' ? this.#channels.get(name) : undefined;
     if (channel?.undeliverable(message, error)) return;
     process.emitWarning(
-      `${this.name}: a message on channel ${String(name)} could not be sent and was dropped: ${error instanceof Error ? error.message : String(error)}`,
+      `${this.name}: a message on channel ${String(name)} could not be sent ` +
+        `and was dropped: ${error instanceof Error ? error.message : String(error)}`,
       'SlotwiseLinkWarning',
     );
   }
@@ -343,7 +352,8 @@ export class Link {
     if (this.#buffered >= this.#maxBuffered) {
       if (this.#dropped++ === 0) {
         process.emitWarning(
-          `${this.name}: more than ${this.#maxBuffered} messages wait for channels nobody listens to; dropping the rest (their calls will time out)`,
+          `${this.name}: more than ${this.#maxBuffered} messages wait for channels ` +
+            `nobody listens to; dropping the rest (their calls will time out)`,
           'SlotwiseLinkWarning',
         );
       }

@@ -24,7 +24,10 @@ export interface Channel {
   readonly closed: boolean;
   /** Message listeners attached now (leak checks). */
   readonly listenerCount: number;
-  /** Queues `message` for the next batch; dropped once closed. Transfer lists are refused: a Link carries cloneable data only. */
+  /**
+   * Queues `message` for the next batch; dropped once closed. Transfer lists are refused: a Link carries cloneable data
+   * only.
+   */
   postMessage(message: unknown, transfer?: readonly unknown[]): void;
   addEventListener(type: string, listener: ChannelListener): void;
   removeEventListener(type: string, listener: ChannelListener): void;
@@ -78,7 +81,8 @@ export class LinkChannel implements Channel {
     if (transfer !== undefined && transfer.length > 0) {
       throw new IllegalArgumentError(
         'invalid-value',
-        `channel "${this.name}": a Link carries structured-cloneable data only (it may cross to a child process); transfer lists are not supported`,
+        `channel "${this.name}": a Link carries structured-cloneable data only ` +
+          `(it may cross to a child process); transfer lists are not supported`,
         {
           argument: 'transfer',
           value: transfer.length,

@@ -64,7 +64,8 @@ export class MainThreadExecutor {
   assertRunningInMainThread(what = 'endpoint state'): void {
     if (current !== this) {
       throw new IllegalStateError(
-        `${what} of ${this.name} was touched outside its main thread${current ? ` (from ${current.name}'s)` : ''}; go through its mailbox (execute / callAsync)`,
+        `${what} of ${this.name} was touched outside its main ` +
+          `thread${current ? ` (from ${current.name}'s)` : ''}; go through its mailbox (execute / callAsync)`,
         {
           component: this.name,
           operation: what,

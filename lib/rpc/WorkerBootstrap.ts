@@ -13,7 +13,9 @@ export interface WorkerBootstrap {
   readonly mode: 'thread' | 'process';
   /** Whether the worker sends its statecharts' inspection events on {@link INSPECT_CHANNEL}. */
   readonly inspect: boolean;
-  /** Whether the worker sends its log records (runtime messages, task pool warnings, task logs) on {@link LOG_CHANNEL}. */
+  /**
+   * Whether the worker sends its log records (runtime messages, task pool warnings, task logs) on {@link LOG_CHANNEL}.
+   */
   readonly log: boolean;
   /** The least level it sends (default 'debug': every record); the cluster's default logger needs only warnings. */
   readonly logLevel?: LogLevel;
@@ -25,5 +27,8 @@ export const BOOTSTRAP_MESSAGE = 'slotwiseBootstrap';
 /** The Link channel on which a worker sends its inspection events (plain Stately inspection events). */
 export const INSPECT_CHANNEL = 'inspect';
 
-/** The Link channel on which a worker sends its log records (plain `LogRecord`s of lib/core/Logger.ts, without its ResourceID). */
+/**
+ * The Link channel on which a worker sends its log records (plain `LogRecord`s of lib/core/Logger.ts, without its
+ * ResourceID).
+ */
 export const LOG_CHANNEL = 'log';

@@ -25,7 +25,10 @@ export interface CallDeadlineInput {
 export type CallDeadlineVerdict =
   /** Keep waiting; judge again at `until`. */
   | { readonly kind: 'wait'; readonly until: number }
-  /** The peer sent nothing for `timeoutMs`; `heardSinceSent`: it did send something after the call left, before falling silent. */
+  /**
+   * The peer sent nothing for `timeoutMs`; `heardSinceSent`: it did send something after the call left, before falling
+   * silent.
+   */
   | { readonly kind: 'silent'; readonly heardSinceSent: boolean }
   /** `maxWaitMs` passed although the peer kept sending. */
   | { readonly kind: 'max-wait' };

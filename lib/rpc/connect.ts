@@ -18,7 +18,8 @@
  * ~24 µs of CPU per call over every thread against ~15 µs for this path with its deadlines, its
  * calling side alone ~13.5 µs against ~5.3 µs (a request id from four `Math.random().toString(16)`,
  * a Proxy per property read registered with a FinalizationRegistry, four promises a call); and
- * what a gateway needs is what it lacks: its resolvers live in a map we cannot reach, so a call given up at its deadline would
+ * what a gateway needs is what it lacks: its resolvers live in a map we cannot reach, so a call given up at its
+ * deadline would
  * stay there until an answer that may never come; its collected proxies send RELEASE, which makes
  * the serving side stop listening for every caller of the channel; its requests cannot be told
  * apart from its answers without reading its private wire format. Here: one listener per gateway,
@@ -123,7 +124,8 @@ export function connectGateway<T>(link: Link, channel: string, options: ConnectO
       Promise.reject(
         new IllegalArgumentError(
           'unknown-key',
-          `${gateway}.${name} is not a gateway method (it belongs to every object); call one of the methods ${endpoint} serves`,
+          `${gateway}.${name} is not a gateway method (it belongs to ` +
+            `every object); call one of the methods ${endpoint} serves`,
           {
             argument: 'method',
             value: name,

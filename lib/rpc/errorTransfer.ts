@@ -42,7 +42,10 @@ export function serializeError(error: unknown): WireError {
   return { name: 'Error', message: String(error) };
 }
 
-/** The error a wire form stands for: the same SlotwiseError class (reason, details), or an Error with name, message, stack. */
+/**
+ * The error a wire form stands for: the same SlotwiseError class (reason, details), or an Error with name, message,
+ * stack.
+ */
 export function deserializeError(wire: WireError): Error {
   if (typeof wire._tag === 'string') {
     const error = reviveError({

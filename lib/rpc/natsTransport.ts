@@ -73,7 +73,8 @@ export function checkSubject(subject: unknown, argument: string): string {
   if (typeof subject !== 'string' || !SUBJECT.test(subject)) {
     throw new IllegalArgumentError(
       'invalid-value',
-      `${argument} must be a NATS subject of tokens of letters, digits, '_' or '-' joined by '.', got ${JSON.stringify(subject)}`,
+      `${argument} must be a NATS subject of tokens of letters, ` +
+        `digits, '_' or '-' joined by '.', got ${JSON.stringify(subject)}`,
       { argument, value: subject },
     );
   }
@@ -152,7 +153,10 @@ export class NatsInbox {
     this.#unknownPeer = handler;
   }
 
-  /** The transport to `peerId`, who listens on `peerSubject` (one per peer: a second call while the first is open is refused). */
+  /**
+   * The transport to `peerId`, who listens on `peerSubject` (one per peer: a second call while the first is open is
+   * refused).
+   */
   transportTo(peerId: string, peerSubject: string): NatsTransport {
     checkPeerId(peerId, 'peerId');
     checkSubject(peerSubject, 'peerSubject');
@@ -271,7 +275,8 @@ export class NatsTransport extends BaseTransport {
     if (store === undefined) {
       throw new IllegalArgumentError(
         'out-of-range',
-        `a message of ${bytes.length} bytes to ${this.peerId} exceeds the NATS server's max_payload of ${maxPayload} bytes, and no large-message store is configured; nothing was sent`,
+        `a message of ${bytes.length} bytes to ${this.peerId} exceeds the NATS server's max_payload ` +
+          `of ${maxPayload} bytes, and no large-message store is configured; nothing was sent`,
         {
           argument: 'message',
           bytes: bytes.length,
@@ -337,7 +342,8 @@ export class NatsTransport extends BaseTransport {
       message = deserialize(bytes);
     } catch (error) {
       this.#o.log?.(
-        `dropped a message from ${this.peerId} that could not be decoded: ${error instanceof Error ? error.message : String(error)}`,
+        `dropped a message from ${this.peerId} that could not be ` +
+          `decoded: ${error instanceof Error ? error.message : String(error)}`,
       );
       return;
     }
@@ -368,7 +374,8 @@ export class NatsTransport extends BaseTransport {
       .then(() => (this.closed ? undefined : step()))
       .catch((error: unknown) =>
         this.#o.log?.(
-          `a large message ${direction === 'outgoing' ? 'to' : 'from'} ${this.peerId} was lost: ${error instanceof Error ? error.message : String(error)}`,
+          `a large message ${direction === 'outgoing' ? 'to' : 'from'} ${this.peerId} ` +
+            `was lost: ${error instanceof Error ? error.message : String(error)}`,
         ),
       )
       .finally(() => {

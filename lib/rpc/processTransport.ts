@@ -30,7 +30,9 @@ class ProcessTransport extends BaseTransport {
     this.#isChild = (peer as unknown) === process;
     if (typeof this.#peer.send !== 'function') {
       throw new TypeError(
-        `processTransport needs an IPC channel: ${this.#isChild ? 'this process was not started with fork()' : 'fork the child (or pass stdio with "ipc")'}`,
+        `processTransport needs an IPC channel: ${
+          this.#isChild ? 'this process was not started with fork()' : 'fork the child (or pass stdio with "ipc")'
+        }`,
       );
     }
     if (!this.#peer.connected) queueMicrotask(() => this.lost('the IPC channel was already disconnected'));
@@ -54,7 +56,8 @@ class ProcessTransport extends BaseTransport {
       this.lost(this.#isChild ? 'the parent process disconnected' : 'the child process disconnected');
     const onExit = (code: number | null, signal?: string | null) =>
       this.lost(
-        `the ${this.#isChild ? '' : 'child '}process exited ${typeof signal === 'string' ? `on signal ${signal}` : `with code ${code}`}`,
+        `the ${this.#isChild ? '' : 'child '}process ` +
+          `exited ${typeof signal === 'string' ? `on signal ${signal}` : `with code ${code}`}`,
       );
     const onError = (error: Error) => this.lost(`the child process failed: ${error.message}`);
     peer.on('message', onMessage);

@@ -52,7 +52,10 @@ export interface SlotRequestWire {
   readonly resourceProfile: ResourceProfileJSON;
   /** The JobMaster's address: the TaskExecutor offers the slot there. */
   readonly targetAddress: string;
-  /** The ResourceManager asking (Flink's resourceManagerId): a TaskExecutor grants slots only to the one it is registered at. */
+  /**
+   * The ResourceManager asking (Flink's resourceManagerId): a TaskExecutor grants slots only to the one it is
+   * registered at.
+   */
   readonly resourceManagerId: ResourceManagerId;
 }
 
@@ -118,7 +121,10 @@ export interface ResourceRequirementsWire {
 /** Figures of one TaskExecutor (TaskExecutorGateway.requestMetrics). */
 export interface TaskExecutorMetricsWire {
   readonly resourceId: ResourceID;
-  /** Slots by state now: allocated (not active yet), active, releasing. Free static slots are `numberOfSlots` minus the static ones taken. */
+  /**
+   * Slots by state now: allocated (not active yet), active, releasing. Free static slots are `numberOfSlots` minus the
+   * static ones taken.
+   */
   readonly slots: {
     readonly numberOfSlots: number;
     readonly allocated: number;

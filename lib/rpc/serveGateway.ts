@@ -52,7 +52,8 @@ export function serveGateway<T extends object>(
   if (typeof implementation !== 'object' || implementation === null) {
     throw new IllegalArgumentError(
       'invalid-type',
-      `serveGateway needs an object implementing the gateway, got ${implementation === null ? 'null' : typeof implementation}`,
+      `serveGateway needs an object implementing the gateway, ` +
+        `got ${implementation === null ? 'null' : typeof implementation}`,
       { argument: 'implementation' },
     );
   }
@@ -63,7 +64,8 @@ export function serveGateway<T extends object>(
     if (!available.includes(name)) {
       throw new IllegalArgumentError(
         'unknown-key',
-        `serveGateway(${gateway}): options.methods names "${name}", which is not a method of the implementation (it has ${available.join(', ')})`,
+        `serveGateway(${gateway}): options.methods names "${name}", which is ` +
+          `not a method of the implementation (it has ${available.join(', ')})`,
         {
           argument: 'options.methods',
           value: name,

@@ -43,7 +43,8 @@ export function resolveTsx(subpath: '.' | './esm/api', entry: URL): string {
     return pathToFileURL(join(dirname(manifest), importTarget(exports[subpath], specifier))).href;
   } catch (error) {
     throw new Error(
-      `cannot start ${entry.href}: a .ts entry needs tsx (${specifier}) to load; build with tsc and start the .js entry instead`,
+      `cannot start ${entry.href}: a .ts entry needs tsx (${specifier}) ` +
+        `to load; build with tsc and start the .js entry instead`,
       { cause: error },
     );
   }
@@ -71,6 +72,8 @@ export function startWorker(
   const url = entryUrl(entry);
   if (!isTypeScriptEntry(url)) return new Worker(url, { ...options, workerData });
   const tsx = resolveTsx('./esm/api', url);
-  const bootstrap = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); });`;
+  const bootstrap =
+    `import(${JSON.stringify(tsx)}).then(({ register }) => { ` +
+    `register(); return import(${JSON.stringify(url.href)}); });`;
   return new Worker(bootstrap, { ...options, workerData, eval: true });
 }

@@ -36,24 +36,28 @@ describe('slotwise CLI against slotwise jobmanager --local-taskmanagers (child p
     expect(stdout.trimEnd().split('\n').at(-1)).to.equal('sum: [338350]');
   });
 
-  it('run --json: one JSON line with the result on stdout (progress on stderr); SLOTWISE_JOBMANAGER names the JobManager', async () => {
-    const { code, stdout, stderr } = await cliChild(TSX_CLI, ['run', '--json', 'sumOfSquares.job.mjs'], {
-      SLOTWISE_JOBMANAGER: jm.url,
-    });
-    expect(code, stderr).to.equal(0);
-    const lines = stdout.trimEnd().split('\n');
-    expect(lines).to.have.length(1);
-    const result = JSON.parse(lines[0]!);
-    expect(result).to.deep.include({
-      name: 'sum of squares',
-      status: 'finished',
-      outputs: { sum: [338350] },
-      error: null,
-      restarts: 0,
-    });
-    expect(result.jobId).to.match(/^[0-9a-f]{32}$/);
-    expect(stderr).to.contain('square#0 running on taskexecutor-');
-  });
+  it(
+    'run --json: one JSON line with the result on stdout ' +
+      '(progress on stderr); SLOTWISE_JOBMANAGER names the JobManager',
+    async () => {
+      const { code, stdout, stderr } = await cliChild(TSX_CLI, ['run', '--json', 'sumOfSquares.job.mjs'], {
+        SLOTWISE_JOBMANAGER: jm.url,
+      });
+      expect(code, stderr).to.equal(0);
+      const lines = stdout.trimEnd().split('\n');
+      expect(lines).to.have.length(1);
+      const result = JSON.parse(lines[0]!);
+      expect(result).to.deep.include({
+        name: 'sum of squares',
+        status: 'finished',
+        outputs: { sum: [338350] },
+        error: null,
+        restarts: 0,
+      });
+      expect(result.jobId).to.match(/^[0-9a-f]{32}$/);
+      expect(stderr).to.contain('square#0 running on taskexecutor-');
+    },
+  );
 
   it("run: a job whose task throws fails with exit 1 and the task's error", async () => {
     const { code, stdout } = await cli('run', '--jobmanager', jm.url, 'failing.job.mjs');
@@ -104,7 +108,8 @@ describe('slotwise CLI against slotwise jobmanager --local-taskmanagers (child p
     const unknown = await cli('cancel', '--jobmanager', jm.url, '0123456789abcdef0123456789abcdef');
     expect(unknown.code).to.equal(2);
     expect(unknown.stderr.trim().split('\n')).to.deep.equal([
-      'slotwise cancel: no job 0123456789abcdef0123456789abcdef in this cluster (ended jobs are kept for jobstore.expiration-time, at most jobstore.max-capacity)',
+      'slotwise cancel: no job 0123456789abcdef0123456789abcdef in this cluster (ended ' +
+        'jobs are kept for jobstore.expiration-time, at most jobstore.max-capacity)',
     ]);
     const missing = await cli('run', '--jobmanager', jm.url, 'nothere.job.mjs');
     expect(missing.code).to.equal(2);

@@ -99,26 +99,30 @@ describe('slotwise: refusals (one line, exit code 2)', function () {
     }
   });
 
-  it('refuses a job file that is missing, not a job, throws, or holds a bad graph — before reaching any JobManager', async () => {
-    const url = `http://127.0.0.1:${await closedPort()}`;
-    await refused(
-      ['run', '--jobmanager', url, 'missing.job.mjs'],
-      'slotwise run: cannot read job file missing.job.mjs: no such file',
-    );
-    await refused(
-      ['run', '--jobmanager', url, 'notAJob.mjs'],
-      'job file notAJob.mjs must export default a JobGraphSpec ({ name, vertices, edges? }) or a function returning one, got number',
-    );
-    await refused(
-      ['run', '--jobmanager', url, 'throwsOnLoad.job.mjs'],
-      'job file throwsOnLoad.job.mjs could not be loaded: it threw while loading: no graph today',
-    );
-    await refused(['run', '--jobmanager', url, 'zeroParallelism.job.mjs'], /slotwise run: .*parallelism/);
-    await refused(
-      ['run', '--jobmanager', url, 'mapConfig.job.mjs'],
-      "vertex 'sum': config.lookup is a Map, which JSON cannot hold",
-    );
-  });
+  it(
+    'refuses a job file that is missing, not a job, throws, ' + 'or holds a bad graph — before reaching any JobManager',
+    async () => {
+      const url = `http://127.0.0.1:${await closedPort()}`;
+      await refused(
+        ['run', '--jobmanager', url, 'missing.job.mjs'],
+        'slotwise run: cannot read job file missing.job.mjs: no such file',
+      );
+      await refused(
+        ['run', '--jobmanager', url, 'notAJob.mjs'],
+        'job file notAJob.mjs must export default a JobGraphSpec ({ ' +
+          'name, vertices, edges? }) or a function returning one, got number',
+      );
+      await refused(
+        ['run', '--jobmanager', url, 'throwsOnLoad.job.mjs'],
+        'job file throwsOnLoad.job.mjs could not be loaded: it threw while loading: no graph today',
+      );
+      await refused(['run', '--jobmanager', url, 'zeroParallelism.job.mjs'], /slotwise run: .*parallelism/);
+      await refused(
+        ['run', '--jobmanager', url, 'mapConfig.job.mjs'],
+        "vertex 'sum': config.lookup is a Map, which JSON cannot hold",
+      );
+    },
+  );
 
   it('refuses bad jobmanager flags before starting anything', async () => {
     await refused(
@@ -167,16 +171,16 @@ describe('slotwise: refusals (one line, exit code 2)', function () {
     await refused(['taskmanager', '--nats', 'nats//x'], '--nats must be a NATS server URL');
   });
 
-  it('jobmanager and taskmanager over NATS: without a reachable session cluster, one line and exit 2 within seconds', async () => {
-    const nats = `nats://127.0.0.1:${await closedPort()}`;
-    // This build may lack lib/cluster ("not available"), or have it and find no NATS server there.
-    await refused(
-      ['jobmanager', '--nats', nats, '--rest-port', '0'],
-      /slotwise jobmanager: (the NATS session cluster \(lib\/cluster\) is not available in this build|.*(NATS|nats|connect|ECONNREFUSED))/,
-    );
-    await refused(
-      ['taskmanager', '--nats', nats],
-      /slotwise taskmanager: (the NATS session cluster \(lib\/cluster\) is not available in this build|.*(NATS|nats|connect|ECONNREFUSED))/,
-    );
-  });
+  it(
+    'jobmanager and taskmanager over NATS: without a reachable ' +
+      'session cluster, one line and exit 2 within seconds',
+    async () => {
+      const nats = `nats://127.0.0.1:${await closedPort()}`;
+      // This build may lack lib/cluster ("not available"), or have it and find no NATS server there.
+      const missing = String.raw`the NATS session cluster \(lib\/cluster\) is not available in this build`;
+      const why = `(${missing}|.*(NATS|nats|connect|ECONNREFUSED))`;
+      await refused(['jobmanager', '--nats', nats, '--rest-port', '0'], new RegExp(`slotwise jobmanager: ${why}`));
+      await refused(['taskmanager', '--nats', nats], new RegExp(`slotwise taskmanager: ${why}`));
+    },
+  );
 });

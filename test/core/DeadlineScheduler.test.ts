@@ -266,22 +266,26 @@ describe('DeadlineScheduler', () => {
       expect(clock.pendingTimers).to.equal(0);
     });
 
-    it('defers a key a callback re-schedules at a time already due to the next timer turn (no spinning in one sweep)', () => {
-      const clock = new ManualClock();
-      const fired: string[] = [];
-      const scheduler: DeadlineScheduler<string> = new DeadlineScheduler<string>(clock, (key) => {
-        fired.push(key);
-        if (key === 'a') scheduler.schedule('a', clock.now());
-      });
-      scheduler.schedule('a', 100);
-      scheduler.schedule('b', 100);
-      clock.time = 100;
-      clock.fireLive();
-      expect(fired).to.deep.equal(['a', 'b']);
-      expect(clock.live.map((t) => t.delay)).to.deep.equal([0]);
-      clock.fireLive();
-      expect(fired).to.deep.equal(['a', 'b', 'a']);
-    });
+    it(
+      'defers a key a callback re-schedules at a time already ' +
+        'due to the next timer turn (no spinning in one sweep)',
+      () => {
+        const clock = new ManualClock();
+        const fired: string[] = [];
+        const scheduler: DeadlineScheduler<string> = new DeadlineScheduler<string>(clock, (key) => {
+          fired.push(key);
+          if (key === 'a') scheduler.schedule('a', clock.now());
+        });
+        scheduler.schedule('a', 100);
+        scheduler.schedule('b', 100);
+        clock.time = 100;
+        clock.fireLive();
+        expect(fired).to.deep.equal(['a', 'b']);
+        expect(clock.live.map((t) => t.delay)).to.deep.equal([0]);
+        clock.fireLive();
+        expect(fired).to.deep.equal(['a', 'b', 'a']);
+      },
+    );
 
     it('lets a callback cancel a key that is due in the same sweep', () => {
       const { clock, scheduler, keys } = start<string>((key, _deadline, self) => {

@@ -86,35 +86,39 @@ describe('ResourceProfile', () => {
       expect(refusal(() => ResourceProfile.newBuilder().setExtendedResource('gpu', NaN)).details.field).to.equal('gpu');
     });
 
-    it('refuses each memory setter a negative, fractional, non-finite or malformed value, naming the field and the rule', () => {
-      const b = ResourceProfile.newBuilder();
-      const setters = [
-        ['taskHeapMemory', (v: unknown) => b.setTaskHeapMemory(v as number)],
-        ['taskOffHeapMemory', (v: unknown) => b.setTaskOffHeapMemory(v as number)],
-        ['managedMemory', (v: unknown) => b.setManagedMemory(v as number)],
-        ['networkMemory', (v: unknown) => b.setNetworkMemory(v as number)],
-      ] as const;
-      for (const [field, set] of setters) {
-        const cases: Array<[unknown, string]> = [
-          [-1, 'negative-amount'],
-          [1.5, 'not-integer'],
-          [NaN, 'not-finite'],
-          [Infinity, 'not-finite'],
-          [null, 'not-finite'],
-          ['lots', 'invalid-size'],
-          ['-5m', 'invalid-size'],
-          ['5 zb', 'invalid-size'],
-          ['8192 tb', 'invalid-size'],
-          [Number.MAX_SAFE_INTEGER + 1, 'invalid-size'],
-        ];
-        for (const [value, reason] of cases) {
-          const error = refusal(() => set(value));
-          expect(error.reason, `${field} = ${String(value)}`).to.equal(reason);
-          expect(error.details.field).to.equal(field);
-          expect(error.message).to.match(new RegExp(`^${field} `));
+    it(
+      'refuses each memory setter a negative, fractional, ' +
+        'non-finite or malformed value, naming the field and the rule',
+      () => {
+        const b = ResourceProfile.newBuilder();
+        const setters = [
+          ['taskHeapMemory', (v: unknown) => b.setTaskHeapMemory(v as number)],
+          ['taskOffHeapMemory', (v: unknown) => b.setTaskOffHeapMemory(v as number)],
+          ['managedMemory', (v: unknown) => b.setManagedMemory(v as number)],
+          ['networkMemory', (v: unknown) => b.setNetworkMemory(v as number)],
+        ] as const;
+        for (const [field, set] of setters) {
+          const cases: Array<[unknown, string]> = [
+            [-1, 'negative-amount'],
+            [1.5, 'not-integer'],
+            [NaN, 'not-finite'],
+            [Infinity, 'not-finite'],
+            [null, 'not-finite'],
+            ['lots', 'invalid-size'],
+            ['-5m', 'invalid-size'],
+            ['5 zb', 'invalid-size'],
+            ['8192 tb', 'invalid-size'],
+            [Number.MAX_SAFE_INTEGER + 1, 'invalid-size'],
+          ];
+          for (const [value, reason] of cases) {
+            const error = refusal(() => set(value));
+            expect(error.reason, `${field} = ${String(value)}`).to.equal(reason);
+            expect(error.details.field).to.equal(field);
+            expect(error.message).to.match(new RegExp(`^${field} `));
+          }
         }
-      }
-    });
+      },
+    );
 
     it('refuses each MB setter a negative, fractional or non-finite number of mebibytes', () => {
       const b = ResourceProfile.newBuilder();
@@ -537,7 +541,8 @@ describe('ResourceProfile', () => {
         { field: 'gpu', available: 1, required: 2 },
       ]);
       expect(formatShortfall(shortfall)).to.equal(
-        'cpuCores available 1, required 2; managedMemory available 64 mb, required 128 mb; fpga available 0, required 1; gpu available 1, required 2',
+        'cpuCores available 1, required 2; managedMemory available 64 mb, ' +
+          'required 128 mb; fpga available 0, required 1; gpu available 1, required 2',
       );
     });
 
@@ -553,7 +558,8 @@ describe('ResourceProfile', () => {
   describe('printing and wire form', () => {
     it('prints Flink-style, memory readably', () => {
       expect(slot.toString()).to.equal(
-        'ResourceProfile{cpuCores=1, taskHeapMemory=256 mb, taskOffHeapMemory=0 b, managedMemory=128 mb, networkMemory=64 mb, gpu=1}',
+        'ResourceProfile{cpuCores=1, taskHeapMemory=256 mb, ' +
+          'taskOffHeapMemory=0 b, managedMemory=128 mb, networkMemory=64 mb, gpu=1}',
       );
       expect(UNKNOWN.toString()).to.equal('ResourceProfile{UNKNOWN}');
       expect(ANY.toString()).to.equal('ResourceProfile{ANY}');
@@ -599,18 +605,21 @@ describe('ResourceProfile', () => {
   });
 
   describe('fromAmounts', () => {
-    it('builds the profile whose raw amounts and extended units are the ones given, dropping zero extended amounts', () => {
-      const original = ResourceProfile.fromSpec({
-        cpuCores: 0.3,
-        taskHeapMemory: '256m',
-        managedMemory: 7,
-        extendedResources: { gpu: 0.1, fpga: 2 },
-      });
-      const rebuilt = ResourceProfile.fromAmounts(original.amounts, new Map([...original.extended, ['tpu', 0]]));
-      expect(rebuilt.equals(original)).to.equal(true);
-      expect(rebuilt.key).to.equal(original.key);
-      expect(ResourceProfile.fromAmounts([0, 0, 0, 0, 0]).equals(ResourceProfile.ZERO)).to.equal(true);
-    });
+    it(
+      'builds the profile whose raw amounts and extended ' + 'units are the ones given, dropping zero extended amounts',
+      () => {
+        const original = ResourceProfile.fromSpec({
+          cpuCores: 0.3,
+          taskHeapMemory: '256m',
+          managedMemory: 7,
+          extendedResources: { gpu: 0.1, fpga: 2 },
+        });
+        const rebuilt = ResourceProfile.fromAmounts(original.amounts, new Map([...original.extended, ['tpu', 0]]));
+        expect(rebuilt.equals(original)).to.equal(true);
+        expect(rebuilt.key).to.equal(original.key);
+        expect(ResourceProfile.fromAmounts([0, 0, 0, 0, 0]).equals(ResourceProfile.ZERO)).to.equal(true);
+      },
+    );
 
     it('refuses anything but five non-negative safe integers and valid extended names', () => {
       expect(refusal(() => ResourceProfile.fromAmounts([0, 0, 0, 0])).reason).to.equal('invalid-size');
@@ -627,28 +636,36 @@ describe('ResourceProfile', () => {
   });
 
   describe('running totals (fitsWithin, addTo, subtractFrom)', () => {
-    it('adds to and takes off plain numbers exactly as merge and subtract would, and tests fits as allFieldsNoLessThan', () => {
-      const amounts = [0, 0, 0, 0, 0];
-      const extended = new Map<string, number>();
-      const a = profile({ cpuCores: 0.1, taskHeapMemory: '100m', extendedResources: { gpu: 1 } });
-      const b = profile({ cpuCores: 0.2, managedMemory: '1m', extendedResources: { gpu: 0.5, fpga: 2 } });
-      expect([a.addTo(amounts, extended), b.addTo(amounts, extended)]).to.deep.equal([true, true]);
-      expect(ResourceProfile.fromAmounts(amounts, extended).key).to.equal(a.merge(b).key);
-      expect([b.fitsWithin(amounts, extended), slot.fitsWithin(amounts, extended)]).to.deep.equal([true, false]);
-      expect(a.subtractFrom(amounts, extended)).to.equal(true);
-      expect(ResourceProfile.fromAmounts(amounts, extended).key).to.equal(b.key);
-      expect(b.subtractFrom(amounts, extended)).to.equal(true);
-      expect([amounts, [...extended]]).to.deep.equal([[0, 0, 0, 0, 0], []]);
-    });
+    it(
+      'adds to and takes off plain numbers exactly as merge ' +
+        'and subtract would, and tests fits as allFieldsNoLessThan',
+      () => {
+        const amounts = [0, 0, 0, 0, 0];
+        const extended = new Map<string, number>();
+        const a = profile({ cpuCores: 0.1, taskHeapMemory: '100m', extendedResources: { gpu: 1 } });
+        const b = profile({ cpuCores: 0.2, managedMemory: '1m', extendedResources: { gpu: 0.5, fpga: 2 } });
+        expect([a.addTo(amounts, extended), b.addTo(amounts, extended)]).to.deep.equal([true, true]);
+        expect(ResourceProfile.fromAmounts(amounts, extended).key).to.equal(a.merge(b).key);
+        expect([b.fitsWithin(amounts, extended), slot.fitsWithin(amounts, extended)]).to.deep.equal([true, false]);
+        expect(a.subtractFrom(amounts, extended)).to.equal(true);
+        expect(ResourceProfile.fromAmounts(amounts, extended).key).to.equal(b.key);
+        expect(b.subtractFrom(amounts, extended)).to.equal(true);
+        expect([amounts, [...extended]]).to.deep.equal([[0, 0, 0, 0, 0], []]);
+      },
+    );
 
-    it('changes nothing and answers false when a sum would overflow or an amount would go below zero; refuses UNKNOWN and ANY', () => {
-      const amounts = [0, Number.MAX_SAFE_INTEGER, 0, 0, 0];
-      const extended = new Map([['gpu', 1e8]]);
-      expect(profile({ taskHeapMemory: 1 }).addTo(amounts, extended)).to.equal(false);
-      expect(profile({ extendedResources: { gpu: 2 } }).subtractFrom(amounts, extended)).to.equal(false);
-      expect([amounts, [...extended]]).to.deep.equal([[0, Number.MAX_SAFE_INTEGER, 0, 0, 0], [['gpu', 1e8]]]);
-      expect(refusal(() => UNKNOWN.fitsWithin(amounts, extended)).reason).to.equal('unknown-profile');
-      expect(refusal(() => ANY.addTo(amounts, extended)).reason).to.equal('unknown-profile');
-    });
+    it(
+      'changes nothing and answers false when a sum would overflow ' +
+        'or an amount would go below zero; refuses UNKNOWN and ANY',
+      () => {
+        const amounts = [0, Number.MAX_SAFE_INTEGER, 0, 0, 0];
+        const extended = new Map([['gpu', 1e8]]);
+        expect(profile({ taskHeapMemory: 1 }).addTo(amounts, extended)).to.equal(false);
+        expect(profile({ extendedResources: { gpu: 2 } }).subtractFrom(amounts, extended)).to.equal(false);
+        expect([amounts, [...extended]]).to.deep.equal([[0, Number.MAX_SAFE_INTEGER, 0, 0, 0], [['gpu', 1e8]]]);
+        expect(refusal(() => UNKNOWN.fitsWithin(amounts, extended)).reason).to.equal('unknown-profile');
+        expect(refusal(() => ANY.addTo(amounts, extended)).reason).to.equal('unknown-profile');
+      },
+    );
   });
 });

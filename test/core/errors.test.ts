@@ -160,29 +160,33 @@ describe('errors', () => {
 
   describe('toJSON and reviveError', () => {
     for (const tag of Object.keys(SAMPLES) as SlotwiseErrorTag[]) {
-      it(`carries ${tag} across a structured clone of toJSON() and revives it with the same class, reason, details and message`, () => {
-        const error = SAMPLES[tag]();
-        const wire = structuredClone(error.toJSON());
-        expect(wire).to.deep.equal({
-          _tag: tag,
-          reason: error.reason,
-          message: error.message,
-          details: { ...error.details },
-        });
+      it(
+        `carries ${tag} across a structured clone of toJSON() and ` +
+          `revives it with the same class, reason, details and message`,
+        () => {
+          const error = SAMPLES[tag]();
+          const wire = structuredClone(error.toJSON());
+          expect(wire).to.deep.equal({
+            _tag: tag,
+            reason: error.reason,
+            message: error.message,
+            details: { ...error.details },
+          });
 
-        const revived = reviveError(wire);
-        expect(revived).to.be.instanceOf(ERROR_CLASSES[tag]);
-        expect(revived).to.be.instanceOf(Error);
-        expect(isSlotwiseError(revived)).to.equal(true);
-        const typed = revived as AnySlotwiseError;
-        expect(typed._tag).to.equal(tag);
-        expect(typed.name).to.equal(tag);
-        expect(typed.reason).to.equal(error.reason);
-        expect(typed.details).to.deep.equal(error.details);
-        expect(typed.message).to.equal(error.message);
-        expect(Object.isFrozen(typed.details)).to.equal(true);
-        expect(typed.stack).to.match(new RegExp(`^${tag}: `));
-      });
+          const revived = reviveError(wire);
+          expect(revived).to.be.instanceOf(ERROR_CLASSES[tag]);
+          expect(revived).to.be.instanceOf(Error);
+          expect(isSlotwiseError(revived)).to.equal(true);
+          const typed = revived as AnySlotwiseError;
+          expect(typed._tag).to.equal(tag);
+          expect(typed.name).to.equal(tag);
+          expect(typed.reason).to.equal(error.reason);
+          expect(typed.details).to.deep.equal(error.details);
+          expect(typed.message).to.equal(error.message);
+          expect(Object.isFrozen(typed.details)).to.equal(true);
+          expect(typed.stack).to.match(new RegExp(`^${tag}: `));
+        },
+      );
     }
 
     it('produces JSON-safe wire forms that revive the same way', () => {

@@ -86,20 +86,24 @@ describe('SeriesRecorder (the live charts)', () => {
       jobs: [],
     }) as unknown as ClusterOverview;
 
-  it('takes a point per sample: slots in use and total, and the mean and max allocation latency of that second (null when none came)', () => {
-    const series = new SeriesRecorder();
-    series.recordAllocation(10);
-    series.recordAllocation(30);
-    series.sample(1_000, overview(['allocated', 'pending', 'free']));
-    series.sample(2_000, overview(['free', 'free', 'free']));
-    expect(series.snapshot()).to.deep.equal({
-      time: [1, 2],
-      slotsInUse: [2, 0],
-      slotsTotal: [3, 3],
-      allocationLatencyMean: [20, null],
-      allocationLatencyMax: [30, null],
-    });
-  });
+  it(
+    'takes a point per sample: slots in use and total, and the mean ' +
+      'and max allocation latency of that second (null when none came)',
+    () => {
+      const series = new SeriesRecorder();
+      series.recordAllocation(10);
+      series.recordAllocation(30);
+      series.sample(1_000, overview(['allocated', 'pending', 'free']));
+      series.sample(2_000, overview(['free', 'free', 'free']));
+      expect(series.snapshot()).to.deep.equal({
+        time: [1, 2],
+        slotsInUse: [2, 0],
+        slotsTotal: [3, 3],
+        allocationLatencyMean: [20, null],
+        allocationLatencyMax: [30, null],
+      });
+    },
+  );
 
   it(`keeps the last ${POINTS} points`, () => {
     const series = new SeriesRecorder();

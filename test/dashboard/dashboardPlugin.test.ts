@@ -49,23 +49,26 @@ describe('the dashboard plugin (fastify, no browser)', () => {
   const get = (path: string, headers: Record<string, string> = {}) =>
     fetch(`http://127.0.0.1:${port()}${path}`, { headers });
 
-  it('serves the page with its token in the asset URLs and a policy that lets it reach only its own origin', async () => {
-    const response = await get(`/?token=${TOKEN}`);
-    expect(response.status).to.equal(200);
-    expect(response.headers.get('content-security-policy')).to.match(
-      /default-src 'none'; script-src 'self'.*connect-src 'self'/,
-    );
-    expect(response.headers.get('referrer-policy')).to.equal('no-referrer');
-    const html = await response.text();
-    expect(html).to.include(`/dashboard/assets/dashboard.js?token=${TOKEN}`);
-    expect(html).to.not.match(/https?:\/\//, 'no absolute URL: nothing is loaded from elsewhere');
-    for (const asset of ['dashboard.js', 'dashboard.css', 'uPlot.iife.min.js', 'uPlot.min.css']) {
-      const served = await get(`/dashboard/assets/${asset}?token=${TOKEN}`);
-      expect(served.status, asset).to.equal(200);
-      expect((await served.text()).length, asset).to.be.greaterThan(500);
-    }
-    expect((await get(`/dashboard/assets/..%2Fpackage.json?token=${TOKEN}`)).status).to.equal(404);
-  });
+  it(
+    'serves the page with its token in the asset URLs ' + 'and a policy that lets it reach only its own origin',
+    async () => {
+      const response = await get(`/?token=${TOKEN}`);
+      expect(response.status).to.equal(200);
+      expect(response.headers.get('content-security-policy')).to.match(
+        /default-src 'none'; script-src 'self'.*connect-src 'self'/,
+      );
+      expect(response.headers.get('referrer-policy')).to.equal('no-referrer');
+      const html = await response.text();
+      expect(html).to.include(`/dashboard/assets/dashboard.js?token=${TOKEN}`);
+      expect(html).to.not.match(/https?:\/\//, 'no absolute URL: nothing is loaded from elsewhere');
+      for (const asset of ['dashboard.js', 'dashboard.css', 'uPlot.iife.min.js', 'uPlot.min.css']) {
+        const served = await get(`/dashboard/assets/${asset}?token=${TOKEN}`);
+        expect(served.status, asset).to.equal(200);
+        expect((await served.text()).length, asset).to.be.greaterThan(500);
+      }
+      expect((await get(`/dashboard/assets/..%2Fpackage.json?token=${TOKEN}`)).status).to.equal(404);
+    },
+  );
 
   it('refuses every route without the token, with a wrong one, for another Host, and from another origin', async () => {
     for (const path of ['/', '/metrics', '/dashboard/view', '/dashboard/events', '/dashboard/assets/dashboard.js']) {
@@ -93,12 +96,15 @@ describe('the dashboard plugin (fastify, no browser)', () => {
     expect(canceled, 'a refused cancel cancels nothing').to.deep.equal([]);
   });
 
-  it('takes the token as a bearer token too (a Prometheus scraper) and serves /metrics as Prometheus text', async () => {
-    const response = await get('/metrics', { authorization: `Bearer ${TOKEN}` });
-    expect(response.status).to.equal(200);
-    expect(response.headers.get('content-type')).to.match(/^text\/plain; version=0\.0\.4/);
-    expect(await response.text()).to.equal('# TYPE x gauge\nx 1\n');
-  });
+  it(
+    'takes the token as a bearer token too (a Prometheus ' + 'scraper) and serves /metrics as Prometheus text',
+    async () => {
+      const response = await get('/metrics', { authorization: `Bearer ${TOKEN}` });
+      expect(response.status).to.equal(200);
+      expect(response.headers.get('content-type')).to.match(/^text\/plain; version=0\.0\.4/);
+      expect(await response.text()).to.equal('# TYPE x gauge\nx 1\n');
+    },
+  );
 
   it('cancels a job (202) and answers 404 naming the problem for a job it does not know', async () => {
     const cancel = (id: string) =>

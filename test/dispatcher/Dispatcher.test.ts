@@ -55,18 +55,22 @@ describe('Dispatcher', () => {
     expect(withdrawn).to.deep.equal(served);
   });
 
-  it('lists an ended job until jobstore.expiration-time has passed since it ended, then drops it; a running job never expires', async () => {
-    const { clock, dispatcher } = harness({ 'jobstore.expiration-time': '5 s' });
-    const client = await dispatcher.submitJob({ name: 'brief', vertices: [vertex('only', 1)] });
-    clock.increment(60_000);
-    expect(dispatcher.listJobs().map((j) => [j.name, j.status])).to.deep.equal([['brief', 'running']]);
-    await client.cancel();
-    expect((await client.result).status).to.equal('canceled');
-    clock.increment(4_999);
-    expect(dispatcher.listJobs().map((j) => [j.name, j.status])).to.deep.equal([['brief', 'canceled']]);
-    expect(dispatcher.getJob(client.jobId)).to.equal(client);
-    clock.increment(1);
-    expect(dispatcher.listJobs()).to.deep.equal([]);
-    expect(dispatcher.getJob(client.jobId)).to.equal(undefined);
-  });
+  it(
+    'lists an ended job until jobstore.expiration-time has passed ' +
+      'since it ended, then drops it; a running job never expires',
+    async () => {
+      const { clock, dispatcher } = harness({ 'jobstore.expiration-time': '5 s' });
+      const client = await dispatcher.submitJob({ name: 'brief', vertices: [vertex('only', 1)] });
+      clock.increment(60_000);
+      expect(dispatcher.listJobs().map((j) => [j.name, j.status])).to.deep.equal([['brief', 'running']]);
+      await client.cancel();
+      expect((await client.result).status).to.equal('canceled');
+      clock.increment(4_999);
+      expect(dispatcher.listJobs().map((j) => [j.name, j.status])).to.deep.equal([['brief', 'canceled']]);
+      expect(dispatcher.getJob(client.jobId)).to.equal(client);
+      clock.increment(1);
+      expect(dispatcher.listJobs()).to.deep.equal([]);
+      expect(dispatcher.getJob(client.jobId)).to.equal(undefined);
+    },
+  );
 });

@@ -44,15 +44,18 @@ function runScript(mode: 'thread' | 'process'): Promise<{ code: number | null; s
 describe('MiniCluster.close', function () {
   this.timeout(60_000);
 
-  it('cancels running and waiting jobs, stops every TaskExecutor thread, and lets the process exit by itself', async () => {
-    const { code, stdout, stderr } = await runScript('thread');
-    expect(code, `the process did not end by itself (killed after 45 s?)\n${stderr}`).to.equal(0);
-    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).to.deep.equal({
-      running: 'canceled',
-      waiting: 'canceled',
-      executors: 0,
-    });
-  });
+  it(
+    'cancels running and waiting jobs, stops every ' + 'TaskExecutor thread, and lets the process exit by itself',
+    async () => {
+      const { code, stdout, stderr } = await runScript('thread');
+      expect(code, `the process did not end by itself (killed after 45 s?)\n${stderr}`).to.equal(0);
+      expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).to.deep.equal({
+        running: 'canceled',
+        waiting: 'canceled',
+        executors: 0,
+      });
+    },
+  );
 
   it('does the same with TaskExecutors in child processes', async () => {
     const { code, stdout, stderr } = await runScript('process');
@@ -64,20 +67,24 @@ describe('MiniCluster.close', function () {
     });
   });
 
-  it('resolves only once every child process has exited and been reaped: TaskExecutors and the task module checker, none left defunct', async function () {
-    if (process.platform !== 'linux') this.skip();
-    const before = new Set(nodeChildren().map((c) => c.pid));
-    const cluster = await MiniCluster.start({ mode: 'process', taskExecutors: 2, slotsPerTaskExecutor: 1 });
-    try {
-      const job = await cluster.submitJob({
-        name: 'one task',
-        vertices: [{ id: 'ok', taskModule: new URL('../fixtures/tasks/ok.ts', import.meta.url), parallelism: 1 }],
-      });
-      expect((await job.result).status).to.equal('finished');
-      expect(nodeChildren().filter((c) => !before.has(c.pid)).length, 'the TaskExecutor processes').to.be.at.least(2);
-    } finally {
-      await cluster.close();
-    }
-    expect(nodeChildren().filter((c) => !before.has(c.pid))).to.deep.equal([]);
-  });
+  it(
+    'resolves only once every child process has exited and been ' +
+      'reaped: TaskExecutors and the task module checker, none left defunct',
+    async function () {
+      if (process.platform !== 'linux') this.skip();
+      const before = new Set(nodeChildren().map((c) => c.pid));
+      const cluster = await MiniCluster.start({ mode: 'process', taskExecutors: 2, slotsPerTaskExecutor: 1 });
+      try {
+        const job = await cluster.submitJob({
+          name: 'one task',
+          vertices: [{ id: 'ok', taskModule: new URL('../fixtures/tasks/ok.ts', import.meta.url), parallelism: 1 }],
+        });
+        expect((await job.result).status).to.equal('finished');
+        expect(nodeChildren().filter((c) => !before.has(c.pid)).length, 'the TaskExecutor processes').to.be.at.least(2);
+      } finally {
+        await cluster.close();
+      }
+      expect(nodeChildren().filter((c) => !before.has(c.pid))).to.deep.equal([]);
+    },
+  );
 });

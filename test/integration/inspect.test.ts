@@ -81,49 +81,53 @@ describe('inspection of a MiniCluster', function () {
     expect(jobStates).to.deep.equal(['created', 'running', 'finished']);
   });
 
-  it('relays them to the Stately inspector: the page at cluster.inspectorUrl, the past to a late client, the live events, and close() ends its connection', async () => {
-    const cluster = await MiniCluster.start({
-      taskExecutors: 1,
-      slotsPerTaskExecutor: 2,
-      inspect: { stately: { port: 0 } },
-    });
-    const url = cluster.inspectorUrl!;
-    expect(url).to.match(/^http:\/\/localhost:\d+\/\?token=/);
-    let client: WebSocket | null = null;
-    try {
-      const page = await (await fetch(url)).text();
-      expect(page).to.contain('https://stately.ai/inspect');
-      expect((await (await cluster.submitJob(job)).result).status).to.equal('finished');
-      // Connected only now: the relay sends what happened before, then what happens next.
-      const received: StatelyInspectionEvent[] = [];
-      client = new WebSocket(url.replace(/^http:/, 'ws:'));
-      client.on('message', (data) => received.push(JSON.parse(data.toString()) as StatelyInspectionEvent));
-      await new Promise((resolve, reject) => client!.once('open', resolve).once('error', reject));
-      const names = () => received.filter((e) => e.type === '@xstate.actor').map((e) => (e as { name: string }).name);
-      await eventually(
-        () => names().some((n) => n.startsWith('taskSlotTable @ taskexecutor-')),
-        'the TaskSlotTable of the executor',
+  it(
+    'relays them to the Stately inspector: the page at cluster.inspectorUrl, ' +
+      'the past to a late client, the live events, and close() ends its connection',
+    async () => {
+      const cluster = await MiniCluster.start({
+        taskExecutors: 1,
+        slotsPerTaskExecutor: 2,
+        inspect: { stately: { port: 0 } },
+      });
+      const url = cluster.inspectorUrl!;
+      expect(url).to.match(/^http:\/\/localhost:\d+\/\?token=/);
+      let client: WebSocket | null = null;
+      try {
+        const page = await (await fetch(url)).text();
+        expect(page).to.contain('https://stately.ai/inspect');
+        expect((await (await cluster.submitJob(job)).result).status).to.equal('finished');
+        // Connected only now: the relay sends what happened before, then what happens next.
+        const received: StatelyInspectionEvent[] = [];
+        client = new WebSocket(url.replace(/^http:/, 'ws:'));
+        client.on('message', (data) => received.push(JSON.parse(data.toString()) as StatelyInspectionEvent));
+        await new Promise((resolve, reject) => client!.once('open', resolve).once('error', reject));
+        const names = () => received.filter((e) => e.type === '@xstate.actor').map((e) => (e as { name: string }).name);
+        await eventually(
+          () => names().some((n) => n.startsWith('taskSlotTable @ taskexecutor-')),
+          'the TaskSlotTable of the executor',
+        );
+        expect(names()).to.include('slotManager');
+        expect(names()).to.include('jobStatus');
+        const before = names().filter((n) => n === 'jobStatus').length;
+        expect((await (await cluster.submitJob(job)).result).status).to.equal('finished');
+        await eventually(
+          () => names().filter((n) => n === 'jobStatus').length === before + 1,
+          'the second job’s status actor',
+        );
+      } finally {
+        const closed = client && new Promise((resolve) => client!.once('close', (code) => resolve(code)));
+        await cluster.close();
+        // An open inspector page does not keep the process alive: the relay ended the connection, going away.
+        expect(await closed).to.equal(1001);
+      }
+      const refused = await fetch(url).then(
+        () => 'served',
+        () => 'refused',
       );
-      expect(names()).to.include('slotManager');
-      expect(names()).to.include('jobStatus');
-      const before = names().filter((n) => n === 'jobStatus').length;
-      expect((await (await cluster.submitJob(job)).result).status).to.equal('finished');
-      await eventually(
-        () => names().filter((n) => n === 'jobStatus').length === before + 1,
-        'the second job’s status actor',
-      );
-    } finally {
-      const closed = client && new Promise((resolve) => client!.once('close', (code) => resolve(code)));
-      await cluster.close();
-      // An open inspector page does not keep the process alive: the relay ended the connection, going away.
-      expect(await closed).to.equal(1001);
-    }
-    const refused = await fetch(url).then(
-      () => 'served',
-      () => 'refused',
-    );
-    expect(refused).to.equal('refused');
-  });
+      expect(refused).to.equal('refused');
+    },
+  );
 
   it('refuses a busy port and a malformed option at the door', async () => {
     const port = 20_000 + Math.floor(Math.random() * 20_000);

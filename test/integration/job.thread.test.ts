@@ -88,7 +88,8 @@ describe('jobs on a MiniCluster (worker threads)', function () {
         'tokenize#0',
         'tokenize#1',
       ]);
-      // Slot sharing: tokenize i runs in the slot of its producer source i; the counters (their own group, more heap) elsewhere.
+      // Slot sharing: tokenize i runs in the slot of its producer source i; the counters (their own group, more heap)
+      // elsewhere.
       expect(placements.get('tokenize#0')).to.equal(placements.get('source#0'));
       expect(placements.get('tokenize#1')).to.equal(placements.get('source#1'));
       expect(placements.get('count#0')).not.to.equal(placements.get('source#0'));
@@ -145,34 +146,37 @@ describe('jobs on a MiniCluster (worker threads)', function () {
       );
     });
 
-    it('shows the static slots whose resources a dynamic slot took as unavailable, and free again once it is gone', async () => {
-      // 3 of the executor's 4 cores in one dynamic slot: one static slot is still covered, three are not.
-      const job = await cluster.submitJob({
-        name: 'big',
-        vertices: [sleepVertex('big', 1, 60_000, { resources: { cpuCores: 3, taskHeapMemory: '256m' } })],
-      });
-      const executor = await until('the dynamic slot to run its task', () =>
-        cluster
-          .overview()
-          .taskExecutors.find((te) =>
-            te.slots.some((s) => s.slot === 'dynamic' && s.tasks.some((t) => t.includes('(running)'))),
-          ),
-      );
-      expect(executor.slots.filter((s) => s.slot !== 'dynamic').map((s) => s.state)).to.deep.equal([
-        'free',
-        'unavailable',
-        'unavailable',
-        'unavailable',
-      ]);
-      expect(executor.available).to.match(/^ResourceProfile\{cpuCores=1(\.0+)?,/);
-      await job.cancel();
-      await until('its static slots to be free again', () =>
-        cluster
-          .overview()
-          .taskExecutors.find((te) => te.resourceId === executor.resourceId)!
-          .slots.every((s) => s.state === 'free'),
-      );
-    });
+    it(
+      'shows the static slots whose resources a dynamic slot ' + 'took as unavailable, and free again once it is gone',
+      async () => {
+        // 3 of the executor's 4 cores in one dynamic slot: one static slot is still covered, three are not.
+        const job = await cluster.submitJob({
+          name: 'big',
+          vertices: [sleepVertex('big', 1, 60_000, { resources: { cpuCores: 3, taskHeapMemory: '256m' } })],
+        });
+        const executor = await until('the dynamic slot to run its task', () =>
+          cluster
+            .overview()
+            .taskExecutors.find((te) =>
+              te.slots.some((s) => s.slot === 'dynamic' && s.tasks.some((t) => t.includes('(running)'))),
+            ),
+        );
+        expect(executor.slots.filter((s) => s.slot !== 'dynamic').map((s) => s.state)).to.deep.equal([
+          'free',
+          'unavailable',
+          'unavailable',
+          'unavailable',
+        ]);
+        expect(executor.available).to.match(/^ResourceProfile\{cpuCores=1(\.0+)?,/);
+        await job.cancel();
+        await until('its static slots to be free again', () =>
+          cluster
+            .overview()
+            .taskExecutors.find((te) => te.resourceId === executor.resourceId)!
+            .slots.every((s) => s.state === 'free'),
+        );
+      },
+    );
   });
 
   it('a job that needs more slots than exist waits, saying why, and runs once a TaskExecutor is added', async () => {
@@ -305,47 +309,50 @@ describe('jobs on a MiniCluster (worker threads)', function () {
     }
   });
 
-  it('a TaskExecutor terminated mid-job: its subtasks restart elsewhere and the job finishes with the right result', async () => {
-    const cluster = await MiniCluster.start({
-      taskExecutors: 2,
-      slotsPerTaskExecutor: 2,
-      resources: resources(2),
-      configuration: { 'restart-strategy.fixed-delay.delay': 0 },
-    });
-    try {
-      const job = await cluster.submitJob({
-        name: 'failover',
-        vertices: [sleepVertex('first', 2, 0), sleepVertex('slow', 2, 1_500), sleepVertex('last', 1, 0)],
-        edges: [
-          { from: 'first', to: 'slow', pattern: 'pointwise' },
-          { from: 'slow', to: 'last', pattern: 'all-to-all' },
-        ],
-        restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 0 },
+  it(
+    'a TaskExecutor terminated mid-job: its subtasks restart ' + 'elsewhere and the job finishes with the right result',
+    async () => {
+      const cluster = await MiniCluster.start({
+        taskExecutors: 2,
+        slotsPerTaskExecutor: 2,
+        resources: resources(2),
+        configuration: { 'restart-strategy.fixed-delay.delay': 0 },
       });
-      const events: JobEvent[] = [];
-      job.onEvent((event) => events.push(event));
-      const running = await until('slow#0 running', () =>
-        events.find(
-          (e): e is Extract<JobEvent, { type: 'task' }> =>
-            e.type === 'task' && e.vertexId === 'slow' && e.subtaskIndex === 0 && e.state === 'running',
-        ),
-      );
-      expect(cluster.killTaskExecutor(running.resourceId!)).to.equal(true);
-      const result: JobResult = await job.result;
-      expect(result.status, result.error?.message).to.equal('finished');
-      expect(result.restarts).to.be.greaterThan(0);
-      const last = result.outputs['last']![0] as {
-        inputs: { slow: Array<{ subtask: number; inputs: { first: Array<{ subtask: number }> } }> };
-      };
-      expect(last.inputs.slow.map((s) => s.subtask)).to.deep.equal([0, 1]);
-      expect(last.inputs.slow.map((s) => s.inputs.first.map((f) => f.subtask))).to.deep.equal([[0], [1]]);
-      const retried = events.filter(
-        (e) => e.type === 'task' && e.vertexId === 'slow' && e.subtaskIndex === 0 && e.state === 'running',
-      );
-      expect(retried.length).to.be.greaterThan(1);
-      expect((retried.at(-1) as Extract<JobEvent, { type: 'task' }>).resourceId).not.to.equal(running.resourceId);
-    } finally {
-      await cluster.close();
-    }
-  });
+      try {
+        const job = await cluster.submitJob({
+          name: 'failover',
+          vertices: [sleepVertex('first', 2, 0), sleepVertex('slow', 2, 1_500), sleepVertex('last', 1, 0)],
+          edges: [
+            { from: 'first', to: 'slow', pattern: 'pointwise' },
+            { from: 'slow', to: 'last', pattern: 'all-to-all' },
+          ],
+          restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 0 },
+        });
+        const events: JobEvent[] = [];
+        job.onEvent((event) => events.push(event));
+        const running = await until('slow#0 running', () =>
+          events.find(
+            (e): e is Extract<JobEvent, { type: 'task' }> =>
+              e.type === 'task' && e.vertexId === 'slow' && e.subtaskIndex === 0 && e.state === 'running',
+          ),
+        );
+        expect(cluster.killTaskExecutor(running.resourceId!)).to.equal(true);
+        const result: JobResult = await job.result;
+        expect(result.status, result.error?.message).to.equal('finished');
+        expect(result.restarts).to.be.greaterThan(0);
+        const last = result.outputs['last']![0] as {
+          inputs: { slow: Array<{ subtask: number; inputs: { first: Array<{ subtask: number }> } }> };
+        };
+        expect(last.inputs.slow.map((s) => s.subtask)).to.deep.equal([0, 1]);
+        expect(last.inputs.slow.map((s) => s.inputs.first.map((f) => f.subtask))).to.deep.equal([[0], [1]]);
+        const retried = events.filter(
+          (e) => e.type === 'task' && e.vertexId === 'slow' && e.subtaskIndex === 0 && e.state === 'running',
+        );
+        expect(retried.length).to.be.greaterThan(1);
+        expect((retried.at(-1) as Extract<JobEvent, { type: 'task' }>).resourceId).not.to.equal(running.resourceId);
+      } finally {
+        await cluster.close();
+      }
+    },
+  );
 });

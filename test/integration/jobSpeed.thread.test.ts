@@ -31,35 +31,38 @@ describe('jobs on warm threads (worker threads)', function () {
     await cluster?.close();
   });
 
-  it('runs 100 subtasks on 2 slots with 2 allocations and 2 threads, taken from the spares, and gets every output', async () => {
-    const before = (await cluster.taskExecutorMetrics())[0]!.taskThreads!;
-    const job = await cluster.submitJob({
-      name: 'p100',
-      vertices: [{ id: 'v', taskModule: fixture('threadState'), parallelism: 100 }],
-    });
-    const allocations = new Set<string>();
-    job.onEvent((event: JobEvent) => {
-      if (event.type === 'task' && event.allocationId !== null) allocations.add(event.allocationId);
-    });
-    const result = await job.result;
-    expect(result.status, result.error?.message).to.equal('finished');
-    const outputs = result.outputs['v'] as ThreadState[];
-    expect(outputs).to.have.length(100);
-    expect(outputs.every((o) => o.jobId === job.jobId)).to.equal(true);
-    expect(allocations.size).to.equal(2);
-    // Two threads ran everything, each counting its runs up through the job.
-    const threads = new Set(outputs.map((o) => o.threadId));
-    expect(threads.size).to.equal(2);
-    expect(outputs.map((o) => o.runs).sort((a, b) => b - a)[0]).to.be.greaterThan(2);
-    const after = await until('the spares booted again', async () => {
-      const threadsNow = (await cluster.taskExecutorMetrics())[0]!.taskThreads!;
-      return threadsNow.spare === 2 && threadsNow.inUse === 0 ? threadsNow : undefined;
-    });
-    // The job took the two spares; two more were booted for the next job. Nothing else.
-    expect(after.servedFromSpare - before.servedFromSpare).to.equal(2);
-    expect(after.bootedOnDemand - before.bootedOnDemand).to.equal(0);
-    expect(after.started - before.started).to.equal(2);
-  });
+  it(
+    'runs 100 subtasks on 2 slots with 2 allocations and ' + '2 threads, taken from the spares, and gets every output',
+    async () => {
+      const before = (await cluster.taskExecutorMetrics())[0]!.taskThreads!;
+      const job = await cluster.submitJob({
+        name: 'p100',
+        vertices: [{ id: 'v', taskModule: fixture('threadState'), parallelism: 100 }],
+      });
+      const allocations = new Set<string>();
+      job.onEvent((event: JobEvent) => {
+        if (event.type === 'task' && event.allocationId !== null) allocations.add(event.allocationId);
+      });
+      const result = await job.result;
+      expect(result.status, result.error?.message).to.equal('finished');
+      const outputs = result.outputs['v'] as ThreadState[];
+      expect(outputs).to.have.length(100);
+      expect(outputs.every((o) => o.jobId === job.jobId)).to.equal(true);
+      expect(allocations.size).to.equal(2);
+      // Two threads ran everything, each counting its runs up through the job.
+      const threads = new Set(outputs.map((o) => o.threadId));
+      expect(threads.size).to.equal(2);
+      expect(outputs.map((o) => o.runs).sort((a, b) => b - a)[0]).to.be.greaterThan(2);
+      const after = await until('the spares booted again', async () => {
+        const threadsNow = (await cluster.taskExecutorMetrics())[0]!.taskThreads!;
+        return threadsNow.spare === 2 && threadsNow.inUse === 0 ? threadsNow : undefined;
+      });
+      // The job took the two spares; two more were booted for the next job. Nothing else.
+      expect(after.servedFromSpare - before.servedFromSpare).to.equal(2);
+      expect(after.bootedOnDemand - before.bootedOnDemand).to.equal(0);
+      expect(after.started - before.started).to.equal(2);
+    },
+  );
 
   it('never runs a job on a thread another job used: no thread, global or module state is shared', async () => {
     const run = async (name: string) => {

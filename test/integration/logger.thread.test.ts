@@ -23,58 +23,61 @@ function recordingLogger(calls: Call[]): Logger {
 describe('the logger of a MiniCluster (worker threads)', function () {
   this.timeout(60_000);
 
-  it("receives a task's log line, its slot pool's warning and the TaskExecutor's messages, each with its fields", async () => {
-    const calls: Call[] = [];
-    // A short grace period: the spinning task ignores its signal, so the pool warns and terminates its thread.
-    const cluster = await MiniCluster.start({
-      taskExecutors: 1,
-      slotsPerTaskExecutor: 1,
-      resources: ONE_SLOT,
-      logger: recordingLogger(calls),
-      configuration: { 'task.cancellation.grace-period': '100 ms', 'restart-strategy.type': 'none' },
-    });
-    let resourceId: string | undefined;
-    try {
-      resourceId = cluster.overview().taskExecutors[0]!.resourceId;
-      const job = await cluster.submitJob({
-        name: 'spinner',
-        vertices: [{ id: 'spin', taskModule: fixture('spin'), parallelism: 1 }],
+  it(
+    "receives a task's log line, its slot pool's warning " + "and the TaskExecutor's messages, each with its fields",
+    async () => {
+      const calls: Call[] = [];
+      // A short grace period: the spinning task ignores its signal, so the pool warns and terminates its thread.
+      const cluster = await MiniCluster.start({
+        taskExecutors: 1,
+        slotsPerTaskExecutor: 1,
+        resources: ONE_SLOT,
+        logger: recordingLogger(calls),
+        configuration: { 'task.cancellation.grace-period': '100 ms', 'restart-strategy.type': 'none' },
       });
-      const line = await until('the task to log', () => calls.find((c) => c.fields.source === 'task'));
-      expect(line).to.deep.include({ method: 'info', message: 'spinning forever' });
-      expect(line.fields).to.deep.include({
-        level: 'info',
-        source: 'task',
-        jobId: job.jobId,
-        vertexId: 'spin',
-        vertexName: 'spin',
-        subtaskIndex: 0,
-        resourceId,
-        slotId: `${resourceId}/0`,
-      });
-      expect(line.fields.executionAttemptId).to.be.a('string');
+      let resourceId: string | undefined;
+      try {
+        resourceId = cluster.overview().taskExecutors[0]!.resourceId;
+        const job = await cluster.submitJob({
+          name: 'spinner',
+          vertices: [{ id: 'spin', taskModule: fixture('spin'), parallelism: 1 }],
+        });
+        const line = await until('the task to log', () => calls.find((c) => c.fields.source === 'task'));
+        expect(line).to.deep.include({ method: 'info', message: 'spinning forever' });
+        expect(line.fields).to.deep.include({
+          level: 'info',
+          source: 'task',
+          jobId: job.jobId,
+          vertexId: 'spin',
+          vertexName: 'spin',
+          subtaskIndex: 0,
+          resourceId,
+          slotId: `${resourceId}/0`,
+        });
+        expect(line.fields.executionAttemptId).to.be.a('string');
 
-      await job.cancel();
-      expect((await job.result).status).to.equal('canceled');
-      const warning = await until('the pool to warn', () => calls.find((c) => c.fields.source === 'pool'));
-      expect(warning.method).to.equal('warn');
-      expect(warning.message).to.match(/did not stop within 100 ms of its cancel: terminating its thread/);
-      expect(warning.fields).to.deep.include({
-        level: 'warn',
-        source: 'pool',
-        jobId: job.jobId,
-        vertexId: 'spin',
-        subtaskIndex: 0,
-        resourceId,
-      });
-    } finally {
-      await cluster.close();
-    }
-    const runtime = calls.find(
-      (c) => c.fields.source === 'runtime' && c.message === 'shutting down: the cluster is closing',
-    );
-    expect(runtime?.fields).to.deep.equal({ level: 'info', source: 'runtime', resourceId });
-  });
+        await job.cancel();
+        expect((await job.result).status).to.equal('canceled');
+        const warning = await until('the pool to warn', () => calls.find((c) => c.fields.source === 'pool'));
+        expect(warning.method).to.equal('warn');
+        expect(warning.message).to.match(/did not stop within 100 ms of its cancel: terminating its thread/);
+        expect(warning.fields).to.deep.include({
+          level: 'warn',
+          source: 'pool',
+          jobId: job.jobId,
+          vertexId: 'spin',
+          subtaskIndex: 0,
+          resourceId,
+        });
+      } finally {
+        await cluster.close();
+      }
+      const runtime = calls.find(
+        (c) => c.fields.source === 'runtime' && c.message === 'shutting down: the cluster is closing',
+      );
+      expect(runtime?.fields).to.deep.equal({ level: 'info', source: 'runtime', resourceId });
+    },
+  );
 
   it('gives the plain `log` option the same as lines: the task line with its TaskExecutor and subtask', async () => {
     const lines: string[] = [];

@@ -67,40 +67,45 @@ describe('the metrics of a MiniCluster (worker threads)', function () {
     ).to.equal(true);
   });
 
-  it('metrics() gives the same figures as plain numbers: restarts, failures, a running job and its uptime', async () => {
-    const failing = await cluster.submitJob({
-      name: 'fails',
-      vertices: [{ id: 'boom', taskModule: throws, parallelism: 1 }],
-      restartStrategy: { type: 'fixed-delay', attempts: 2, delay: 0 },
-    });
-    expect((await failing.result).status).to.equal('failed');
-    const running = await cluster.submitJob({
-      name: 'sleeps',
-      vertices: [{ id: 'nap', taskModule: sleep, parallelism: 1, config: { ms: 60_000 } }],
-    });
-    await until('the sleeping subtask to run', () =>
-      cluster.overview().taskExecutors.some((te) => te.slots.some((s) => s.tasks.some((t) => t.includes('(running)')))),
-    );
-    const snapshot = await cluster.metrics();
-    expect(snapshot.numRunningJobs).to.equal(1);
-    expect(snapshot.jobs.find((j) => j.jobId === failing.jobId)).to.deep.equal({
-      jobId: failing.jobId,
-      jobName: 'fails',
-      numRestarts: 2,
-      uptime: -1,
-    });
-    expect(snapshot.jobs.find((j) => j.jobId === running.jobId)!.uptime).to.be.greaterThan(0);
-    expect(snapshot.subtasksEnded['failed'], 'three attempts failed').to.equal(3);
-    expect(snapshot.taskSlots['allocated']).to.equal(
-      cluster
-        .overview()
-        .taskExecutors.flatMap((te) => te.slots)
-        .filter((s) => s.state === 'allocated').length,
-    );
-    await running.cancel();
-    expect((await running.result).status).to.equal('canceled');
-    await until('the cancel to be counted', async () => (await cluster.metrics()).subtasksEnded['canceled'] === 1);
-  });
+  it(
+    'metrics() gives the same figures as plain numbers: ' + 'restarts, failures, a running job and its uptime',
+    async () => {
+      const failing = await cluster.submitJob({
+        name: 'fails',
+        vertices: [{ id: 'boom', taskModule: throws, parallelism: 1 }],
+        restartStrategy: { type: 'fixed-delay', attempts: 2, delay: 0 },
+      });
+      expect((await failing.result).status).to.equal('failed');
+      const running = await cluster.submitJob({
+        name: 'sleeps',
+        vertices: [{ id: 'nap', taskModule: sleep, parallelism: 1, config: { ms: 60_000 } }],
+      });
+      await until('the sleeping subtask to run', () =>
+        cluster
+          .overview()
+          .taskExecutors.some((te) => te.slots.some((s) => s.tasks.some((t) => t.includes('(running)')))),
+      );
+      const snapshot = await cluster.metrics();
+      expect(snapshot.numRunningJobs).to.equal(1);
+      expect(snapshot.jobs.find((j) => j.jobId === failing.jobId)).to.deep.equal({
+        jobId: failing.jobId,
+        jobName: 'fails',
+        numRestarts: 2,
+        uptime: -1,
+      });
+      expect(snapshot.jobs.find((j) => j.jobId === running.jobId)!.uptime).to.be.greaterThan(0);
+      expect(snapshot.subtasksEnded['failed'], 'three attempts failed').to.equal(3);
+      expect(snapshot.taskSlots['allocated']).to.equal(
+        cluster
+          .overview()
+          .taskExecutors.flatMap((te) => te.slots)
+          .filter((s) => s.state === 'allocated').length,
+      );
+      await running.cancel();
+      expect((await running.result).status).to.equal('canceled');
+      await until('the cancel to be counted', async () => (await cluster.metrics()).subtasksEnded['canceled'] === 1);
+    },
+  );
 
   it('counts a TaskExecutor killed as lost because its worker exited', async () => {
     const victim = cluster.overview().taskExecutors[0]!.resourceId;

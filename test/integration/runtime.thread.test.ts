@@ -124,38 +124,41 @@ describe('runtime on worker threads', function () {
     expect(cluster.rm.taskExecutors).to.not.include(worker.resourceId);
   });
 
-  it('a hung TaskExecutor (its event loop blocked) is caught by the heartbeat timeout on a short interval', async () => {
-    process.env['SLOTWISE_HANG_AFTER_MS'] = '1500';
-    process.env['SLOTWISE_HANG_FOR_MS'] = '4000';
-    try {
-      const entry = new URL('../fixtures/hangingTaskExecutorMain.ts', import.meta.url);
-      cluster = await startTestCluster(
-        'thread',
-        {
-          'heartbeat.interval': '200 ms',
-          'heartbeat.timeout': '1 s',
-          'rpc.ask.timeout': '1 s',
-          'task.cancellation.grace-period': '500 ms',
-        },
-        { entry },
-      );
-      await cluster.declare(1);
-      const [slot] = await cluster.offers(1);
-      const lost = await cluster.jobMaster.until(
-        () => cluster.events.find((e) => e[0] === 'slotsLost'),
-        'the hung executor to be declared lost',
-        10_000,
-      );
-      expect(lost[1]).to.equal(slot!.resourceId);
-      expect(String(lost[3])).to.match(/no heartbeat for \d+ ms/);
-      await cluster.jobMaster.until(
-        () => cluster.driver.workers().every((w) => w.resourceId !== slot!.resourceId),
-        'the hung worker to be stopped',
-        10_000,
-      );
-    } finally {
-      delete process.env['SLOTWISE_HANG_AFTER_MS'];
-      delete process.env['SLOTWISE_HANG_FOR_MS'];
-    }
-  });
+  it(
+    'a hung TaskExecutor (its event loop blocked) is ' + 'caught by the heartbeat timeout on a short interval',
+    async () => {
+      process.env['SLOTWISE_HANG_AFTER_MS'] = '1500';
+      process.env['SLOTWISE_HANG_FOR_MS'] = '4000';
+      try {
+        const entry = new URL('../fixtures/hangingTaskExecutorMain.ts', import.meta.url);
+        cluster = await startTestCluster(
+          'thread',
+          {
+            'heartbeat.interval': '200 ms',
+            'heartbeat.timeout': '1 s',
+            'rpc.ask.timeout': '1 s',
+            'task.cancellation.grace-period': '500 ms',
+          },
+          { entry },
+        );
+        await cluster.declare(1);
+        const [slot] = await cluster.offers(1);
+        const lost = await cluster.jobMaster.until(
+          () => cluster.events.find((e) => e[0] === 'slotsLost'),
+          'the hung executor to be declared lost',
+          10_000,
+        );
+        expect(lost[1]).to.equal(slot!.resourceId);
+        expect(String(lost[3])).to.match(/no heartbeat for \d+ ms/);
+        await cluster.jobMaster.until(
+          () => cluster.driver.workers().every((w) => w.resourceId !== slot!.resourceId),
+          'the hung worker to be stopped',
+          10_000,
+        );
+      } finally {
+        delete process.env['SLOTWISE_HANG_AFTER_MS'];
+        delete process.env['SLOTWISE_HANG_FOR_MS'];
+      }
+    },
+  );
 });

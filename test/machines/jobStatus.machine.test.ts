@@ -119,19 +119,22 @@ describe('jobStatus machine', () => {
     expect(restarting.restarts).to.deep.equal([]);
   });
 
-  it('decides purely: transition() from a failing snapshot gives restarting while attempts are left, failed after', () => {
-    const machine = jobStatusMachine;
-    let [snapshot] = transition(
-      machine,
-      machine.resolveState({ value: 'failing', context: { restartStrategy: FIXED, restarts: 1, failureCause: 'x' } }),
-      { type: 'HANDLE_FAILURE' },
-    );
-    expect(snapshot.value).to.equal('restarting');
-    [snapshot] = transition(
-      machine,
-      machine.resolveState({ value: 'failing', context: { restartStrategy: FIXED, restarts: 2, failureCause: 'x' } }),
-      { type: 'HANDLE_FAILURE' },
-    );
-    expect(snapshot.value).to.equal('failed');
-  });
+  it(
+    'decides purely: transition() from a failing snapshot ' + 'gives restarting while attempts are left, failed after',
+    () => {
+      const machine = jobStatusMachine;
+      let [snapshot] = transition(
+        machine,
+        machine.resolveState({ value: 'failing', context: { restartStrategy: FIXED, restarts: 1, failureCause: 'x' } }),
+        { type: 'HANDLE_FAILURE' },
+      );
+      expect(snapshot.value).to.equal('restarting');
+      [snapshot] = transition(
+        machine,
+        machine.resolveState({ value: 'failing', context: { restartStrategy: FIXED, restarts: 2, failureCause: 'x' } }),
+        { type: 'HANDLE_FAILURE' },
+      );
+      expect(snapshot.value).to.equal('failed');
+    },
+  );
 });

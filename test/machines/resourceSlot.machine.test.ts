@@ -194,35 +194,40 @@ describe('ResourceSlotTransitions (the table compiled from the machine)', () => 
       }
     });
 
-    it('refuses an illegal transition with an IllegalStateError naming slot, event, state and where it is allowed; the record is unchanged', () => {
-      const record: { state: ResourceSlotState } = { state: 'free' };
-      let caught: unknown;
-      try {
-        transitionResourceSlot(record, 'COMPLETE_ALLOCATION', 'te-1/0');
-      } catch (e) {
-        caught = e;
-      }
-      expect(caught).to.be.instanceOf(IllegalStateError);
-      const error = caught as IllegalStateError;
-      expect(error.message).to.equal(
-        'slot te-1/0: COMPLETE_ALLOCATION is not allowed in state free (allowed in: pending)',
-      );
-      expect(error.reason).to.equal('wrong-state');
-      expect(error.details).to.deep.equal({
-        component: 'slot te-1/0',
-        operation: 'COMPLETE_ALLOCATION',
-        state: 'free',
-        allowed: ['pending'],
-      });
-      expect(record.state).to.equal('free');
-    });
+    it(
+      'refuses an illegal transition with an IllegalStateError naming ' +
+        'slot, event, state and where it is allowed; the record is unchanged',
+      () => {
+        const record: { state: ResourceSlotState } = { state: 'free' };
+        let caught: unknown;
+        try {
+          transitionResourceSlot(record, 'COMPLETE_ALLOCATION', 'te-1/0');
+        } catch (e) {
+          caught = e;
+        }
+        expect(caught).to.be.instanceOf(IllegalStateError);
+        const error = caught as IllegalStateError;
+        expect(error.message).to.equal(
+          'slot te-1/0: COMPLETE_ALLOCATION is not allowed in state free (allowed in: pending)',
+        );
+        expect(error.reason).to.equal('wrong-state');
+        expect(error.details).to.deep.equal({
+          component: 'slot te-1/0',
+          operation: 'COMPLETE_ALLOCATION',
+          state: 'free',
+          allowed: ['pending'],
+        });
+        expect(record.state).to.equal('free');
+      },
+    );
 
     it('throws on every illegal pair and changes nothing', () => {
       for (const [state, event] of ILLEGAL) {
         const record = { state };
         expect(() => transitionResourceSlot(record, event, 'te-2/1'), `${state} ${event}`).to.throw(
           IllegalStateError,
-          `slot te-2/1: ${event} is not allowed in state ${state} (allowed in: ${resourceSlotStatesAllowing(event).join(', ')})`,
+          `slot te-2/1: ${event} is not allowed in state ${state} ` +
+            `(allowed in: ${resourceSlotStatesAllowing(event).join(', ')})`,
         );
         expect(record.state).to.equal(state);
       }

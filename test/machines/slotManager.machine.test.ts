@@ -88,28 +88,31 @@ describe('slotManager machine', () => {
     expect(effects).to.deep.equal(['check@50']);
   });
 
-  it('coalesces every change inside the window into the one check already scheduled (the window is not extended)', () => {
-    const { actor, clock, effects, trace } = startMachine(50);
-    actor.send({ type: 'START' });
-    actor.send({ type: 'REQUIREMENTS_CHANGED' });
-    clock.increment(10);
-    actor.send({ type: 'REQUIREMENTS_CHANGED' });
-    clock.increment(39);
-    actor.send({ type: 'REQUIREMENTS_CHANGED' });
-    actor.send({ type: 'REQUIREMENTS_CHANGED' });
-    clock.increment(1);
-    expect(effects).to.deep.equal(['check@50']);
-    clock.increment(500);
-    expect(effects).to.deep.equal(['check@50']);
-    expect(trace.filter((t) => t !== 'xstate.init')).to.deep.equal([
-      'START',
-      'REQUIREMENTS_CHANGED',
-      'REQUIREMENTS_CHANGED',
-      'REQUIREMENTS_CHANGED',
-      'REQUIREMENTS_CHANGED',
-      'xstate.after.requirementCheckDelay.slotManager.started.checkScheduled',
-    ]);
-  });
+  it(
+    'coalesces every change inside the window into the one ' + 'check already scheduled (the window is not extended)',
+    () => {
+      const { actor, clock, effects, trace } = startMachine(50);
+      actor.send({ type: 'START' });
+      actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      clock.increment(10);
+      actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      clock.increment(39);
+      actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      clock.increment(1);
+      expect(effects).to.deep.equal(['check@50']);
+      clock.increment(500);
+      expect(effects).to.deep.equal(['check@50']);
+      expect(trace.filter((t) => t !== 'xstate.init')).to.deep.equal([
+        'START',
+        'REQUIREMENTS_CHANGED',
+        'REQUIREMENTS_CHANGED',
+        'REQUIREMENTS_CHANGED',
+        'REQUIREMENTS_CHANGED',
+        'xstate.after.requirementCheckDelay.slotManager.started.checkScheduled',
+      ]);
+    },
+  );
 
   it('schedules a new check for a change that arrives after the last check ran', () => {
     const { actor, clock, effects } = startMachine(50);

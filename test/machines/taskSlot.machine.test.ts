@@ -123,53 +123,67 @@ describe('taskSlot machine', () => {
       expect(actor.getSnapshot().context.tasks.ids()).to.have.members([a.executionAttemptId, b.executionAttemptId]);
     });
 
-    it('refuses a task of another job, another allocation, or a repeated attempt, each for its own reason, unchanged', () => {
-      const { actor, jobId, allocationId } = startSlot();
-      actor.send({ type: 'MARK_ACTIVE' });
-      const first = fakeTask(jobId, allocationId);
-      actor.send({ type: 'ADD_TASK', task: first });
-      const otherJob = JobID.generate();
-      const otherAllocation = AllocationID.generate();
-      const cases = [
-        [fakeTask(otherJob, allocationId), { reason: 'job-mismatch', expected: jobId, actual: otherJob }],
-        [
-          fakeTask(jobId, otherAllocation),
-          { reason: 'allocation-mismatch', expected: allocationId, actual: otherAllocation },
-        ],
-        [fakeTask(jobId, allocationId, first.executionAttemptId), { reason: 'duplicate-execution-attempt' }],
-      ] as const;
-      for (const [task, refusal] of cases) {
-        const before = actor.getSnapshot().context;
-        expect(addTaskRefusal('active', before, task)).to.deep.equal(refusal);
-        actor.send({ type: 'ADD_TASK', task });
-        expect(actor.getSnapshot().context).to.equal(before);
-      }
-      expect(actor.getSnapshot().context.tasks.get(first.executionAttemptId)).to.equal(first);
-    });
+    it(
+      'refuses a task of another job, another allocation, or ' +
+        'a repeated attempt, each for its own reason, unchanged',
+      () => {
+        const { actor, jobId, allocationId } = startSlot();
+        actor.send({ type: 'MARK_ACTIVE' });
+        const first = fakeTask(jobId, allocationId);
+        actor.send({ type: 'ADD_TASK', task: first });
+        const otherJob = JobID.generate();
+        const otherAllocation = AllocationID.generate();
+        const cases = [
+          [fakeTask(otherJob, allocationId), { reason: 'job-mismatch', expected: jobId, actual: otherJob }],
+          [
+            fakeTask(jobId, otherAllocation),
+            { reason: 'allocation-mismatch', expected: allocationId, actual: otherAllocation },
+          ],
+          [fakeTask(jobId, allocationId, first.executionAttemptId), { reason: 'duplicate-execution-attempt' }],
+        ] as const;
+        for (const [task, refusal] of cases) {
+          const before = actor.getSnapshot().context;
+          expect(addTaskRefusal('active', before, task)).to.deep.equal(refusal);
+          actor.send({ type: 'ADD_TASK', task });
+          expect(actor.getSnapshot().context).to.equal(before);
+        }
+        expect(actor.getSnapshot().context.tasks.get(first.executionAttemptId)).to.equal(first);
+      },
+    );
 
-    it('adds several tasks in one event, or none of them when any would be refused (the first refusal says which)', () => {
-      const { actor, jobId, allocationId } = startSlot();
-      actor.send({ type: 'ADD_TASKS', tasks: [fakeTask(jobId, allocationId)] });
-      expect(actor.getSnapshot().context.tasks.size).to.equal(0); // allocated, not active
-      actor.send({ type: 'MARK_ACTIVE' });
-      const [a, b] = [fakeTask(jobId, allocationId), fakeTask(jobId, allocationId)];
-      const twice = [a, fakeTask(JobID.generate(), allocationId), fakeTask(jobId, allocationId, a.executionAttemptId)];
-      expect(addTasksRefusal('active', actor.getSnapshot().context, twice)).to.deep.include({ index: 1 });
-      const before = actor.getSnapshot().context;
-      actor.send({ type: 'ADD_TASKS', tasks: twice });
-      expect(actor.getSnapshot().context).to.equal(before);
-      expect(addTasksRefusal('active', before, [a, fakeTask(jobId, allocationId, a.executionAttemptId)])).to.deep.equal(
-        { index: 1, refusal: { reason: 'duplicate-execution-attempt' } },
-      );
-      actor.send({ type: 'ADD_TASKS', tasks: [a, b] });
-      expect(actor.getSnapshot().context.tasks.ids()).to.have.members([a.executionAttemptId, b.executionAttemptId]);
-      // Removals in one event skip what the slot does not hold.
-      actor.send({ type: 'REMOVE_TASKS', executionAttemptIds: [ExecutionAttemptID.generate(), a.executionAttemptId] });
-      expect(actor.getSnapshot().context.tasks.ids()).to.deep.equal([b.executionAttemptId]);
-      expect(actor.getSnapshot().can({ type: 'REMOVE_TASKS', executionAttemptIds: [a.executionAttemptId] })).to.equal(
-        false,
-      );
-    });
+    it(
+      'adds several tasks in one event, or none of them when ' + 'any would be refused (the first refusal says which)',
+      () => {
+        const { actor, jobId, allocationId } = startSlot();
+        actor.send({ type: 'ADD_TASKS', tasks: [fakeTask(jobId, allocationId)] });
+        expect(actor.getSnapshot().context.tasks.size).to.equal(0); // allocated, not active
+        actor.send({ type: 'MARK_ACTIVE' });
+        const [a, b] = [fakeTask(jobId, allocationId), fakeTask(jobId, allocationId)];
+        const twice = [
+          a,
+          fakeTask(JobID.generate(), allocationId),
+          fakeTask(jobId, allocationId, a.executionAttemptId),
+        ];
+        expect(addTasksRefusal('active', actor.getSnapshot().context, twice)).to.deep.include({ index: 1 });
+        const before = actor.getSnapshot().context;
+        actor.send({ type: 'ADD_TASKS', tasks: twice });
+        expect(actor.getSnapshot().context).to.equal(before);
+        expect(
+          addTasksRefusal('active', before, [a, fakeTask(jobId, allocationId, a.executionAttemptId)]),
+        ).to.deep.equal({ index: 1, refusal: { reason: 'duplicate-execution-attempt' } });
+        actor.send({ type: 'ADD_TASKS', tasks: [a, b] });
+        expect(actor.getSnapshot().context.tasks.ids()).to.have.members([a.executionAttemptId, b.executionAttemptId]);
+        // Removals in one event skip what the slot does not hold.
+        actor.send({
+          type: 'REMOVE_TASKS',
+          executionAttemptIds: [ExecutionAttemptID.generate(), a.executionAttemptId],
+        });
+        expect(actor.getSnapshot().context.tasks.ids()).to.deep.equal([b.executionAttemptId]);
+        expect(actor.getSnapshot().can({ type: 'REMOVE_TASKS', executionAttemptIds: [a.executionAttemptId] })).to.equal(
+          false,
+        );
+      },
+    );
 
     it('marked inactive goes back to allocated, keeps its tasks, and its timeout runs again', () => {
       const { actor, clock, notifications, jobId, allocationId } = startSlot({ slotTimeout: 1_000 });

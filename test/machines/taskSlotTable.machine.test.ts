@@ -137,18 +137,22 @@ describe('taskSlotTable machine', () => {
       expect(ctx()).to.equal(before);
     });
 
-    it('refuses a taken index, a conflicting repeat, an index out of range and what the budget cannot cover, unchanged', () => {
-      const { actor, allocate, ctx } = startTable();
-      actor.send({ type: 'START' });
-      const id = allocate(0);
-      const before = ctx();
-      allocate(0); // taken
-      allocate(1, id); // same AllocationID, another index
-      allocate(0, id, profile(0.5, 10)); // same AllocationID, another profile
-      allocate(2); // out of range
-      allocate(1, undefined, profile(2, 100)); // more CPU than is left
-      expect(ctx()).to.equal(before);
-    });
+    it(
+      'refuses a taken index, a conflicting repeat, an index ' +
+        'out of range and what the budget cannot cover, unchanged',
+      () => {
+        const { actor, allocate, ctx } = startTable();
+        actor.send({ type: 'START' });
+        const id = allocate(0);
+        const before = ctx();
+        allocate(0); // taken
+        allocate(1, id); // same AllocationID, another index
+        allocate(0, id, profile(0.5, 10)); // same AllocationID, another profile
+        allocate(2); // out of range
+        allocate(1, undefined, profile(2, 100)); // more CPU than is left
+        expect(ctx()).to.equal(before);
+      },
+    );
 
     it('frees an empty slot at once: it leaves every index and its budget returns', async () => {
       const { actor, allocate, ctx, emitted, jobId } = startTable();
@@ -222,30 +226,34 @@ describe('taskSlotTable machine', () => {
       expect(slotOfTask(ctx(), task.executionAttemptId)).to.equal(undefined);
     });
 
-    it('has no task-adding event of its own: ADD_TASK is a TaskSlot event, REMOVE_TASK a table event in running and closing', () => {
-      const { actor, allocate, addTask, ctx, jobId } = startTable();
-      actor.send({ type: 'START' });
-      const id = allocate(0);
-      actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
-      const task = fakeTask(jobId, id);
-      const before = ctx();
-      // Sent to the table anyway, ADD_TASK is ignored: no transition, no task in any slot.
-      expect(
-        taskSlotTableMachine.getTransitionData(actor.getSnapshot(), { type: 'ADD_TASK', task } as never),
-      ).to.deep.equal([]);
-      actor.send({ type: 'ADD_TASK', task } as never);
-      expect(ctx()).to.equal(before);
-      expect(slotOfTask(ctx(), task.executionAttemptId)).to.equal(undefined);
-      expect(addTask(task)).to.equal(undefined);
-      expect(actor.getSnapshot().can({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId })).to.equal(
-        true,
-      );
-      actor.send({ type: 'CLOSE' });
-      expect(actor.getSnapshot().value).to.equal('closing');
-      expect(actor.getSnapshot().can({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId })).to.equal(
-        true,
-      );
-    });
+    it(
+      'has no task-adding event of its own: ADD_TASK is a TaskSlot ' +
+        'event, REMOVE_TASK a table event in running and closing',
+      () => {
+        const { actor, allocate, addTask, ctx, jobId } = startTable();
+        actor.send({ type: 'START' });
+        const id = allocate(0);
+        actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
+        const task = fakeTask(jobId, id);
+        const before = ctx();
+        // Sent to the table anyway, ADD_TASK is ignored: no transition, no task in any slot.
+        expect(
+          taskSlotTableMachine.getTransitionData(actor.getSnapshot(), { type: 'ADD_TASK', task } as never),
+        ).to.deep.equal([]);
+        actor.send({ type: 'ADD_TASK', task } as never);
+        expect(ctx()).to.equal(before);
+        expect(slotOfTask(ctx(), task.executionAttemptId)).to.equal(undefined);
+        expect(addTask(task)).to.equal(undefined);
+        expect(actor.getSnapshot().can({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId })).to.equal(
+          true,
+        );
+        actor.send({ type: 'CLOSE' });
+        expect(actor.getSnapshot().value).to.equal('closing');
+        expect(actor.getSnapshot().can({ type: 'REMOVE_TASK', executionAttemptId: task.executionAttemptId })).to.equal(
+          true,
+        );
+      },
+    );
 
     it('maps each task to its slot and refuses a task for an inactive or unknown slot', () => {
       const { actor, allocate, addTask, ctx, jobId } = startTable();
@@ -253,7 +261,8 @@ describe('taskSlotTable machine', () => {
       const id = allocate(0);
       const before = ctx();
       expect(addTask(fakeTask(jobId, id))).to.deep.equal({ reason: 'slot-allocated' }); // not active yet
-      expect(addTask(fakeTask(jobId, AllocationID.generate()))).to.deep.equal({ reason: 'slot-not-found' }); // unknown slot
+      // an unknown slot
+      expect(addTask(fakeTask(jobId, AllocationID.generate()))).to.deep.equal({ reason: 'slot-not-found' });
       expect(ctx()).to.equal(before);
       actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId: id });
       const task = fakeTask(jobId, id);

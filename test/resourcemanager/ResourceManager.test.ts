@@ -64,7 +64,9 @@ async function harness(o: { configuration?: SlotwiseOptions; workersOnDemand?: b
     jobMaster,
     call,
     overview: () => rm.slotManager.overview(),
-    /** Moves the clock in 50 ms steps, letting the mailbox run between them (each heartbeat round reschedules the next). */
+    /**
+     * Moves the clock in 50 ms steps, letting the mailbox run between them (each heartbeat round reschedules the next).
+     */
     async advance(ms: number) {
       for (let left = ms; left > 0; left -= 50) {
         clock.increment(Math.min(50, left));
@@ -163,23 +165,26 @@ describe('ResourceManager endpoint', () => {
       expect(h.rm.taskExecutors).to.deep.equal([]);
     });
 
-    it('accepts the same worker registering again, replacing the old registration; its slots are re-reported', async () => {
-      const h = await harness();
-      const slot = h.slot();
-      const id = h.driver.startWorker();
-      const first = await h.register(id, { allocated: [slot] });
-      expect(h.overview().slots.allocated).to.equal(1);
-      const second = await h.registerOnly(id);
-      expect(second.kind).to.equal('accepted');
-      if (second.kind !== 'accepted') return;
-      expect(second.registrationId).to.not.equal(first);
-      expect(h.rm.taskExecutors).to.deep.equal([id]);
-      expect(
-        await rejection(h.driver.gateway(id).sendSlotReport(id, first, slotReportWire(id, h.spec, [slot]))),
-      ).to.be.instanceOf(IllegalArgumentError);
-      await h.driver.gateway(id).sendSlotReport(id, second.registrationId, slotReportWire(id, h.spec, [slot]));
-      expect(h.overview().taskManagers.map((tm) => [tm.resourceId, tm.slots.allocated])).to.deep.equal([[id, 1]]);
-    });
+    it(
+      'accepts the same worker registering again, replacing ' + 'the old registration; its slots are re-reported',
+      async () => {
+        const h = await harness();
+        const slot = h.slot();
+        const id = h.driver.startWorker();
+        const first = await h.register(id, { allocated: [slot] });
+        expect(h.overview().slots.allocated).to.equal(1);
+        const second = await h.registerOnly(id);
+        expect(second.kind).to.equal('accepted');
+        if (second.kind !== 'accepted') return;
+        expect(second.registrationId).to.not.equal(first);
+        expect(h.rm.taskExecutors).to.deep.equal([id]);
+        expect(
+          await rejection(h.driver.gateway(id).sendSlotReport(id, first, slotReportWire(id, h.spec, [slot]))),
+        ).to.be.instanceOf(IllegalArgumentError);
+        await h.driver.gateway(id).sendSlotReport(id, second.registrationId, slotReportWire(id, h.spec, [slot]));
+        expect(h.overview().taskManagers.map((tm) => [tm.resourceId, tm.slots.allocated])).to.deep.equal([[id, 1]]);
+      },
+    );
 
     it('does not tell the JobMaster that the slots of a re-registering worker were freed', async () => {
       const h = await harness();
@@ -192,61 +197,68 @@ describe('ResourceManager endpoint', () => {
       expect(h.overview().slots.allocated).to.equal(1);
     });
 
-    it('accepts a worker declared lost on heartbeat timeout that registers again, as a new registration reconciled from its slot report', async () => {
-      const h = await harness();
-      await h.connectJob();
-      const [lostSlot, keptSlot] = [h.slot(0), h.slot(1)];
-      const id = await h.worker([lostSlot]);
-      h.driver.executor(id).heartbeat = 'silent';
-      await h.advance(3_000);
-      expect(h.rm.taskExecutors).to.deep.equal([]);
-      expect(h.jobMaster.freed.map((f) => f.allocationId)).to.deep.equal([lostSlot.allocationId]);
-      expect(h.driver.executor(id).calls.filter((c) => c[0] === 'disconnectResourceManager')).to.have.length(1);
-      // Alive after all: it registers again, still holding the slot its job was told is lost, and
-      // one allocated meanwhile that nobody was told about.
-      h.driver.executor(id).heartbeat = 'answer';
-      const response = await h.registerOnly(id);
-      expect(refusal(response)).to.match(/^accepted as registration-/);
-      if (response.kind !== 'accepted') return;
-      h.driver.executor(id).reports([lostSlot, keptSlot]);
-      await h.driver
-        .gateway(id)
-        .sendSlotReport(id, response.registrationId, slotReportWire(id, h.spec, [lostSlot, keptSlot]));
-      await settle();
-      expect(h.rm.taskExecutors).to.deep.equal([id]);
-      expect(h.overview().taskManagers.map((tm) => [tm.resourceId, tm.slots])).to.deep.equal([
-        [id, { free: 1, pending: 0, allocated: 1 }],
-      ]);
-      expect(h.rm.slotManager.tracker.getSlot(keptSlot.allocationId)?.jobId).to.equal(h.jobId);
-      expect(h.rm.slotManager.tracker.getSlot(lostSlot.allocationId)).to.equal(undefined);
-      expect(
-        h.driver
-          .executor(id)
-          .calls.filter((c) => c[0] === 'freeSlot')
-          .map((c) => c[1]),
-      ).to.deep.equal([lostSlot.allocationId]);
-      // Heartbeats keep it and keep the revoked slot out until the executor has freed it.
-      await h.advance(5_000);
-      expect(h.rm.taskExecutors).to.deep.equal([id]);
-      expect(h.driver.releaseResourceCalls).to.deep.equal([]);
-      expect(h.overview().slots.allocated).to.equal(1);
-      expect(h.driver.executor(id).calls.filter((c) => c[0] === 'freeSlot')).to.have.length(1);
-    });
+    it(
+      'accepts a worker declared lost on heartbeat timeout that registers ' +
+        'again, as a new registration reconciled from its slot report',
+      async () => {
+        const h = await harness();
+        await h.connectJob();
+        const [lostSlot, keptSlot] = [h.slot(0), h.slot(1)];
+        const id = await h.worker([lostSlot]);
+        h.driver.executor(id).heartbeat = 'silent';
+        await h.advance(3_000);
+        expect(h.rm.taskExecutors).to.deep.equal([]);
+        expect(h.jobMaster.freed.map((f) => f.allocationId)).to.deep.equal([lostSlot.allocationId]);
+        expect(h.driver.executor(id).calls.filter((c) => c[0] === 'disconnectResourceManager')).to.have.length(1);
+        // Alive after all: it registers again, still holding the slot its job was told is lost, and
+        // one allocated meanwhile that nobody was told about.
+        h.driver.executor(id).heartbeat = 'answer';
+        const response = await h.registerOnly(id);
+        expect(refusal(response)).to.match(/^accepted as registration-/);
+        if (response.kind !== 'accepted') return;
+        h.driver.executor(id).reports([lostSlot, keptSlot]);
+        await h.driver
+          .gateway(id)
+          .sendSlotReport(id, response.registrationId, slotReportWire(id, h.spec, [lostSlot, keptSlot]));
+        await settle();
+        expect(h.rm.taskExecutors).to.deep.equal([id]);
+        expect(h.overview().taskManagers.map((tm) => [tm.resourceId, tm.slots])).to.deep.equal([
+          [id, { free: 1, pending: 0, allocated: 1 }],
+        ]);
+        expect(h.rm.slotManager.tracker.getSlot(keptSlot.allocationId)?.jobId).to.equal(h.jobId);
+        expect(h.rm.slotManager.tracker.getSlot(lostSlot.allocationId)).to.equal(undefined);
+        expect(
+          h.driver
+            .executor(id)
+            .calls.filter((c) => c[0] === 'freeSlot')
+            .map((c) => c[1]),
+        ).to.deep.equal([lostSlot.allocationId]);
+        // Heartbeats keep it and keep the revoked slot out until the executor has freed it.
+        await h.advance(5_000);
+        expect(h.rm.taskExecutors).to.deep.equal([id]);
+        expect(h.driver.releaseResourceCalls).to.deep.equal([]);
+        expect(h.overview().slots.allocated).to.equal(1);
+        expect(h.driver.executor(id).calls.filter((c) => c[0] === 'freeSlot')).to.have.length(1);
+      },
+    );
 
-    it("refuses a worker declared lost as 'stale' once it stayed away for heartbeat.timeout, and stops it", async () => {
-      const h = await harness();
-      const id = await h.worker();
-      h.driver.executor(id).heartbeat = 'silent';
-      await h.advance(3_000);
-      expect(h.driver.releaseResourceCalls).to.deep.equal([]);
-      await h.advance(2_950);
-      expect(h.driver.releaseResourceCalls).to.deep.equal([]);
-      await h.advance(50);
-      expect(h.driver.releaseResourceCalls.map((c) => c.resourceId)).to.deep.equal([id]);
-      expect(refusal(await h.registerOnly(id))).to.match(
-        /^stale: .*no heartbeat for 3000 ms.*did not register again within heartbeat.timeout/,
-      );
-    });
+    it(
+      "refuses a worker declared lost as 'stale' once " + 'it stayed away for heartbeat.timeout, and stops it',
+      async () => {
+        const h = await harness();
+        const id = await h.worker();
+        h.driver.executor(id).heartbeat = 'silent';
+        await h.advance(3_000);
+        expect(h.driver.releaseResourceCalls).to.deep.equal([]);
+        await h.advance(2_950);
+        expect(h.driver.releaseResourceCalls).to.deep.equal([]);
+        await h.advance(50);
+        expect(h.driver.releaseResourceCalls.map((c) => c.resourceId)).to.deep.equal([id]);
+        expect(refusal(await h.registerOnly(id))).to.match(
+          /^stale: .*no heartbeat for 3000 ms.*did not register again within heartbeat.timeout/,
+        );
+      },
+    );
 
     it("refuses a worker whose worker ended as 'stale', with the reason", async () => {
       const h = await harness();
@@ -308,35 +320,39 @@ describe('ResourceManager endpoint', () => {
       expect(h.rm.slotManager.tracker.getSlot(slot.allocationId)?.jobId).to.equal(h.jobId);
     });
 
-    it('declares an executor silent for heartbeat.timeout lost: slots freed, its JobMaster told, it is asked to register again', async () => {
-      const h = await harness();
-      await h.connectJob();
-      const slot = h.slot();
-      const id = await h.worker([slot]);
-      await h.advance(1_000); // answered at t=1000
-      h.driver.executor(id).heartbeat = 'silent';
-      await h.advance(2_900);
-      expect(h.rm.taskExecutors).to.deep.equal([id]);
-      await h.advance(100); // t=4000: 3000 ms since the last answer
-      expect(h.rm.taskExecutors).to.deep.equal([]);
-      expect(h.overview()).to.deep.include({ taskManagers: [] });
-      expect(h.overview().slots.allocated).to.equal(0);
-      expect(h.jobMaster.freed).to.have.length(1);
-      expect(h.jobMaster.freed[0])
-        .to.include({ resourceId: id, allocationId: slot.allocationId })
-        .and.to.have.property('cause')
-        .that.matches(/no heartbeat for 3000 ms/);
-      expect(h.listener.of('slotsLost').map((c) => [c.jobId, c.allocationIds, c.resourceId])).to.deep.equal([
-        [h.jobId, [slot.allocationId], id],
-      ]);
-      expect(
-        h.driver
-          .executor(id)
-          .calls.filter((c) => c[0] === 'disconnectResourceManager')
-          .map((c) => c[1]),
-      ).to.deep.equal(['declared lost: no heartbeat for 3000 ms (heartbeat.timeout 3000 ms)']);
-      expect(h.driver.releaseResourceCalls).to.deep.equal([]);
-    });
+    it(
+      'declares an executor silent for heartbeat.timeout lost: ' +
+        'slots freed, its JobMaster told, it is asked to register again',
+      async () => {
+        const h = await harness();
+        await h.connectJob();
+        const slot = h.slot();
+        const id = await h.worker([slot]);
+        await h.advance(1_000); // answered at t=1000
+        h.driver.executor(id).heartbeat = 'silent';
+        await h.advance(2_900);
+        expect(h.rm.taskExecutors).to.deep.equal([id]);
+        await h.advance(100); // t=4000: 3000 ms since the last answer
+        expect(h.rm.taskExecutors).to.deep.equal([]);
+        expect(h.overview()).to.deep.include({ taskManagers: [] });
+        expect(h.overview().slots.allocated).to.equal(0);
+        expect(h.jobMaster.freed).to.have.length(1);
+        expect(h.jobMaster.freed[0])
+          .to.include({ resourceId: id, allocationId: slot.allocationId })
+          .and.to.have.property('cause')
+          .that.matches(/no heartbeat for 3000 ms/);
+        expect(h.listener.of('slotsLost').map((c) => [c.jobId, c.allocationIds, c.resourceId])).to.deep.equal([
+          [h.jobId, [slot.allocationId], id],
+        ]);
+        expect(
+          h.driver
+            .executor(id)
+            .calls.filter((c) => c[0] === 'disconnectResourceManager')
+            .map((c) => c[1]),
+        ).to.deep.equal(['declared lost: no heartbeat for 3000 ms (heartbeat.timeout 3000 ms)']);
+        expect(h.driver.releaseResourceCalls).to.deep.equal([]);
+      },
+    );
 
     it('counts a rejected heartbeat as silence', async () => {
       const h = await harness();
@@ -349,26 +365,30 @@ describe('ResourceManager endpoint', () => {
       expect(h.listener.of('slotsLost')).to.deep.equal([]); // it held no slot
     });
 
-    it('does not count its own stall against its executors: after a blocked event loop each gets a fresh heartbeat.timeout', async () => {
-      const h = await harness();
-      await h.connectJob();
-      const slot = h.slot();
-      const [alive, dead] = [await h.worker([slot]), await h.worker()];
-      await h.advance(1_000);
-      h.driver.executor(dead).heartbeat = 'silent';
-      h.clock.stall(10_000); // the embedding application blocked the main thread for 10 s
-      await settle();
-      expect(h.rm.taskExecutors).to.have.members([alive, dead]);
-      expect(h.listener.of('slotsLost')).to.deep.equal([]);
-      expect(h.logs.some((m) => /heartbeat monitor woke \d+ ms late/.test(m))).to.equal(true);
-      // The silent one is lost once it has been silent for heartbeat.timeout while we looked.
-      await h.advance(2_950);
-      expect(h.rm.taskExecutors).to.have.members([alive, dead]);
-      await h.advance(50);
-      expect(h.rm.taskExecutors).to.deep.equal([alive]);
-      expect(h.overview().slots.allocated).to.equal(1);
-      expect(h.jobMaster.freed).to.deep.equal([]);
-    });
+    it(
+      'does not count its own stall against its executors: after ' +
+        'a blocked event loop each gets a fresh heartbeat.timeout',
+      async () => {
+        const h = await harness();
+        await h.connectJob();
+        const slot = h.slot();
+        const [alive, dead] = [await h.worker([slot]), await h.worker()];
+        await h.advance(1_000);
+        h.driver.executor(dead).heartbeat = 'silent';
+        h.clock.stall(10_000); // the embedding application blocked the main thread for 10 s
+        await settle();
+        expect(h.rm.taskExecutors).to.have.members([alive, dead]);
+        expect(h.listener.of('slotsLost')).to.deep.equal([]);
+        expect(h.logs.some((m) => /heartbeat monitor woke \d+ ms late/.test(m))).to.equal(true);
+        // The silent one is lost once it has been silent for heartbeat.timeout while we looked.
+        await h.advance(2_950);
+        expect(h.rm.taskExecutors).to.have.members([alive, dead]);
+        await h.advance(50);
+        expect(h.rm.taskExecutors).to.deep.equal([alive]);
+        expect(h.overview().slots.allocated).to.equal(1);
+        expect(h.jobMaster.freed).to.deep.equal([]);
+      },
+    );
 
     it('handles a heartbeat answer already queued behind its round before declaring the executor lost', async () => {
       const h = await harness();
@@ -387,24 +407,28 @@ describe('ResourceManager endpoint', () => {
   });
 
   describe('worker terminated', () => {
-    it('loses the executor at once, without waiting for heartbeats: slots freed, slotsLost, later registration stale', async () => {
-      const h = await harness();
-      await h.connectJob();
-      const slot = h.slot();
-      const id = await h.worker([slot]);
-      h.driver.terminate(id, 'exit code 134');
-      await settle();
-      expect(h.rm.taskExecutors).to.deep.equal([]);
-      expect(h.overview().taskManagers).to.deep.equal([]);
-      expect(h.listener.of('slotsLost')).to.have.length(1);
-      expect(h.listener.of('slotsLost')[0]).to.deep.include({
-        jobId: h.jobId,
-        allocationIds: [slot.allocationId],
-        resourceId: id,
-      });
-      expect(h.jobMaster.freed.map((f) => f.allocationId)).to.deep.equal([slot.allocationId]);
-      expect(refusal(await h.registerOnly(id))).to.match(/^stale: .*exit code 134/);
-    });
+    it(
+      'loses the executor at once, without waiting for ' +
+        'heartbeats: slots freed, slotsLost, later registration stale',
+      async () => {
+        const h = await harness();
+        await h.connectJob();
+        const slot = h.slot();
+        const id = await h.worker([slot]);
+        h.driver.terminate(id, 'exit code 134');
+        await settle();
+        expect(h.rm.taskExecutors).to.deep.equal([]);
+        expect(h.overview().taskManagers).to.deep.equal([]);
+        expect(h.listener.of('slotsLost')).to.have.length(1);
+        expect(h.listener.of('slotsLost')[0]).to.deep.include({
+          jobId: h.jobId,
+          allocationIds: [slot.allocationId],
+          resourceId: id,
+        });
+        expect(h.jobMaster.freed.map((f) => f.allocationId)).to.deep.equal([slot.allocationId]);
+        expect(refusal(await h.registerOnly(id))).to.match(/^stale: .*exit code 134/);
+      },
+    );
 
     it('asks for a new worker when a pending worker ends before it registers', async () => {
       const h = await harness();
@@ -432,25 +456,31 @@ describe('ResourceManager endpoint', () => {
   });
 
   describe('registration events (what the MiniCluster waits on)', () => {
-    it('tells each TaskExecutor entering the SlotManager with its slot report, not at its registration, and each worker that ends, registered or not', async () => {
-      const h = await harness();
-      const events: string[] = [];
-      const unsubscribe = h.rm.onTaskExecutorRegistration((event) => events.push(`${event.type} ${event.resourceId}`));
-      const first = h.driver.startWorker();
-      const response = await h.registerOnly(first);
-      expect(response.kind).to.equal('accepted');
-      expect(events, 'registered at the ResourceManager, not yet in the SlotManager').to.deep.equal([]);
-      await h.register(first);
-      const never = h.driver.startWorker();
-      h.driver.terminate(never, 'exit code 1 before registering');
-      await settle();
-      h.driver.terminate(first, 'exit code 134');
-      await settle();
-      expect(events).to.deep.equal([`registered ${first}`, `worker-ended ${never}`, `worker-ended ${first}`]);
-      unsubscribe();
-      await h.worker();
-      expect(events).to.have.length(3);
-    });
+    it(
+      'tells each TaskExecutor entering the SlotManager with its slot report, ' +
+        'not at its registration, and each worker that ends, registered or not',
+      async () => {
+        const h = await harness();
+        const events: string[] = [];
+        const unsubscribe = h.rm.onTaskExecutorRegistration((event) =>
+          events.push(`${event.type} ${event.resourceId}`),
+        );
+        const first = h.driver.startWorker();
+        const response = await h.registerOnly(first);
+        expect(response.kind).to.equal('accepted');
+        expect(events, 'registered at the ResourceManager, not yet in the SlotManager').to.deep.equal([]);
+        await h.register(first);
+        const never = h.driver.startWorker();
+        h.driver.terminate(never, 'exit code 1 before registering');
+        await settle();
+        h.driver.terminate(first, 'exit code 134');
+        await settle();
+        expect(events).to.deep.equal([`registered ${first}`, `worker-ended ${never}`, `worker-ended ${first}`]);
+        unsubscribe();
+        await h.worker();
+        expect(events).to.have.length(3);
+      },
+    );
 
     it('logs a listener that throws and still tells the others', async () => {
       const h = await harness();
@@ -466,91 +496,110 @@ describe('ResourceManager endpoint', () => {
   });
 
   describe('lost TaskExecutors, told by cause (for the metrics)', () => {
-    it('tells each loss once, by cause: worker exited, heartbeat timeout (its stop later is not another), disconnected, rejected', async () => {
-      const h = await harness({ configuration: { 'slotmanager.number-of-slots.max': 6 } });
-      const [exited, silent, leaving] = [await h.worker(), await h.worker(), await h.worker()];
-      h.driver.terminate(exited, 'exit code 1');
-      await settle();
-      h.driver.executor(silent).heartbeat = 'silent';
-      await h.advance(6_000); // lost at 3 s, stopped at 6 s when it did not come back
-      h.driver.terminate(silent, 'stopped');
-      await h.driver.gateway(leaving).disconnectTaskExecutor(leaving, 'shutting down');
-      // Three new workers hold the 6 slots allowed: a fourth is over slotmanager.number-of-slots.max.
-      for (let i = 0; i < 3; i++) await h.worker();
-      const overMax = h.driver.startWorker();
-      await h.register(overMax);
-      expect(h.losses).to.deep.equal([
-        [exited, 'worker-exited'],
-        [silent, 'heartbeat-timeout'],
-        [leaving, 'disconnected'],
-        [overMax, 'rejected'],
-      ]);
-    });
+    it(
+      'tells each loss once, by cause: worker exited, heartbeat ' +
+        'timeout (its stop later is not another), disconnected, rejected',
+      async () => {
+        const h = await harness({ configuration: { 'slotmanager.number-of-slots.max': 6 } });
+        const [exited, silent, leaving] = [await h.worker(), await h.worker(), await h.worker()];
+        h.driver.terminate(exited, 'exit code 1');
+        await settle();
+        h.driver.executor(silent).heartbeat = 'silent';
+        await h.advance(6_000); // lost at 3 s, stopped at 6 s when it did not come back
+        h.driver.terminate(silent, 'stopped');
+        await h.driver.gateway(leaving).disconnectTaskExecutor(leaving, 'shutting down');
+        // Three new workers hold the 6 slots allowed: a fourth is over slotmanager.number-of-slots.max.
+        for (let i = 0; i < 3; i++) await h.worker();
+        const overMax = h.driver.startWorker();
+        await h.register(overMax);
+        expect(h.losses).to.deep.equal([
+          [exited, 'worker-exited'],
+          [silent, 'heartbeat-timeout'],
+          [leaving, 'disconnected'],
+          [overMax, 'rejected'],
+        ]);
+      },
+    );
 
-    it('tells no loss for a worker the SlotManager released when idle, nor for workers ending as the ResourceManager closes', async () => {
-      const h = await harness({ configuration: { 'resourcemanager.taskmanager-timeout': 1_000 } });
-      const idle = await h.worker();
-      const kept = await h.worker();
-      await h.connectJob();
-      await h.call(() => h.rm.declareRequiredResources({ jobId: h.jobId, targetAddress: ADDRESS, requirements: [] }));
-      await h.advance(1_100);
-      expect(h.driver.releaseResourceCalls.map((c) => c.resourceId)).to.include(idle);
-      h.driver.terminate(idle, 'released');
-      await settle();
-      await h.rm.close();
-      h.driver.terminate(kept, 'closing');
-      await settle();
-      expect(h.losses).to.deep.equal([]);
-    });
+    it(
+      'tells no loss for a worker the SlotManager released when ' +
+        'idle, nor for workers ending as the ResourceManager closes',
+      async () => {
+        const h = await harness({ configuration: { 'resourcemanager.taskmanager-timeout': 1_000 } });
+        const idle = await h.worker();
+        const kept = await h.worker();
+        await h.connectJob();
+        await h.call(() => h.rm.declareRequiredResources({ jobId: h.jobId, targetAddress: ADDRESS, requirements: [] }));
+        await h.advance(1_100);
+        expect(h.driver.releaseResourceCalls.map((c) => c.resourceId)).to.include(idle);
+        h.driver.terminate(idle, 'released');
+        await settle();
+        await h.rm.close();
+        h.driver.terminate(kept, 'closing');
+        await settle();
+        expect(h.losses).to.deep.equal([]);
+      },
+    );
   });
 
   describe('a fixed cluster (workersOnDemand false) keeps its size', () => {
-    it('replaces a TaskExecutor whose worker ended through the driver, with the same spec, and registers the new one', async () => {
-      const h = await harness({ workersOnDemand: false });
-      const [a, b] = [await h.worker(), await h.worker()];
-      h.driver.terminate(a, 'exit code 134');
-      await settle();
-      expect(h.driver.requestResourceCalls).to.have.length(1);
-      const { resourceId: replacement, spec, pendingWorkerId } = h.driver.requestResourceCalls[0]!;
-      expect(
-        spec.totalResourceProfile.equals(h.spec.totalResourceProfile) && spec.numberOfSlots === h.spec.numberOfSlots,
-      ).to.equal(true);
-      expect(pendingWorkerId).to.equal(null);
-      expect(h.logs.some((m) => m.includes(`started ${replacement} in its place`))).to.equal(true);
-      await h.register(replacement);
-      expect(h.rm.taskExecutors).to.have.members([b, replacement]);
-      expect(h.overview().taskManagers).to.have.length(2);
-      expect(refusal(await h.call(() => h.rm.registerTaskExecutor(registrationWire(a, h.spec))))).to.match(
-        new RegExp(`^stale: .*exit code 134; ${replacement} was started in its place`),
-      );
-    });
+    it(
+      'replaces a TaskExecutor whose worker ended through the ' +
+        'driver, with the same spec, and registers the new one',
+      async () => {
+        const h = await harness({ workersOnDemand: false });
+        const [a, b] = [await h.worker(), await h.worker()];
+        h.driver.terminate(a, 'exit code 134');
+        await settle();
+        expect(h.driver.requestResourceCalls).to.have.length(1);
+        const { resourceId: replacement, spec, pendingWorkerId } = h.driver.requestResourceCalls[0]!;
+        expect(
+          spec.totalResourceProfile.equals(h.spec.totalResourceProfile) && spec.numberOfSlots === h.spec.numberOfSlots,
+        ).to.equal(true);
+        expect(pendingWorkerId).to.equal(null);
+        expect(h.logs.some((m) => m.includes(`started ${replacement} in its place`))).to.equal(true);
+        await h.register(replacement);
+        expect(h.rm.taskExecutors).to.have.members([b, replacement]);
+        expect(h.overview().taskManagers).to.have.length(2);
+        expect(refusal(await h.call(() => h.rm.registerTaskExecutor(registrationWire(a, h.spec))))).to.match(
+          new RegExp(`^stale: .*exit code 134; ${replacement} was started in its place`),
+        );
+      },
+    );
 
-    it('replaces a TaskExecutor that stayed away for heartbeat.timeout after it was declared lost, and stops the old one', async () => {
-      const h = await harness({ workersOnDemand: false });
-      const id = await h.worker();
-      h.driver.executor(id).heartbeat = 'silent';
-      await h.advance(3_000);
-      expect(h.driver.requestResourceCalls).to.deep.equal([]); // it may still come back
-      await h.advance(3_000);
-      expect(h.driver.releaseResourceCalls.map((c) => c.resourceId)).to.deep.equal([id]);
-      expect(h.driver.requestResourceCalls).to.have.length(1);
-      h.driver.terminate(id, 'released'); // its exit after the release: no second replacement
-      await settle();
-      expect(h.driver.requestResourceCalls).to.have.length(1);
-    });
+    it(
+      'replaces a TaskExecutor that stayed away for heartbeat.timeout ' +
+        'after it was declared lost, and stops the old one',
+      async () => {
+        const h = await harness({ workersOnDemand: false });
+        const id = await h.worker();
+        h.driver.executor(id).heartbeat = 'silent';
+        await h.advance(3_000);
+        expect(h.driver.requestResourceCalls).to.deep.equal([]); // it may still come back
+        await h.advance(3_000);
+        expect(h.driver.releaseResourceCalls.map((c) => c.resourceId)).to.deep.equal([id]);
+        expect(h.driver.requestResourceCalls).to.have.length(1);
+        h.driver.terminate(id, 'released'); // its exit after the release: no second replacement
+        await settle();
+        expect(h.driver.requestResourceCalls).to.have.length(1);
+      },
+    );
 
-    it('starts another when a replacement ends before it registers (the driver paces starts that keep failing)', async () => {
-      const h = await harness({ workersOnDemand: false });
-      const id = await h.worker();
-      h.driver.terminate(id, 'exit code 1');
-      await settle();
-      const first = h.driver.requestResourceCalls[0]!.resourceId;
-      h.driver.terminate(first, 'exit code 1 before registering');
-      await settle();
-      expect(h.driver.requestResourceCalls.map((c) => c.resourceId))
-        .to.have.length(2)
-        .and.not.include(id);
-    });
+    it(
+      'starts another when a replacement ends before it ' + 'registers (the driver paces starts that keep failing)',
+      async () => {
+        const h = await harness({ workersOnDemand: false });
+        const id = await h.worker();
+        h.driver.terminate(id, 'exit code 1');
+        await settle();
+        const first = h.driver.requestResourceCalls[0]!.resourceId;
+        h.driver.terminate(first, 'exit code 1 before registering');
+        await settle();
+        expect(h.driver.requestResourceCalls.map((c) => c.resourceId))
+          .to.have.length(2)
+          .and.not.include(id);
+      },
+    );
 
     it('does not replace a worker the SlotManager refused over its maxima', async () => {
       const h = await harness({ workersOnDemand: false, configuration: { 'slotmanager.number-of-slots.max': 2 } });
@@ -579,37 +628,41 @@ describe('ResourceManager endpoint', () => {
       expect((error as IllegalArgumentError).message).to.match(/serveJobMaster/);
     });
 
-    it('asks the driver for a worker of the worker spec, then requests the slots on it once it registers (profiles as plain data)', async () => {
-      const h = await harness();
-      await h.connectJob();
-      await h.declare(2);
-      await h.advance(50);
-      expect(h.driver.requestResourceCalls).to.have.length(1);
-      const { spec, pendingWorkerId, resourceId } = h.driver.requestResourceCalls[0]!;
-      expect(spec.totalResourceProfile.equals(h.spec.totalResourceProfile)).to.equal(true);
-      expect(spec.numberOfSlots).to.equal(2);
-      expect(pendingWorkerId).to.be.a('string');
-      expect(h.overview().pendingWorkers).to.have.length(1);
+    it(
+      'asks the driver for a worker of the worker spec, then requests ' +
+        'the slots on it once it registers (profiles as plain data)',
+      async () => {
+        const h = await harness();
+        await h.connectJob();
+        await h.declare(2);
+        await h.advance(50);
+        expect(h.driver.requestResourceCalls).to.have.length(1);
+        const { spec, pendingWorkerId, resourceId } = h.driver.requestResourceCalls[0]!;
+        expect(spec.totalResourceProfile.equals(h.spec.totalResourceProfile)).to.equal(true);
+        expect(spec.numberOfSlots).to.equal(2);
+        expect(pendingWorkerId).to.be.a('string');
+        expect(h.overview().pendingWorkers).to.have.length(1);
 
-      await h.register(resourceId, { pendingWorkerId });
-      await h.advance(50);
-      const requests = h.driver.executor(resourceId).slotRequests;
-      expect(requests).to.have.length(2);
-      for (const request of requests) {
-        expect(request).to.include({
-          jobId: h.jobId,
-          targetAddress: ADDRESS,
-          resourceManagerId: h.rm.resourceManagerId,
-        });
-        expect(request.resourceProfile).to.not.be.instanceOf(ResourceProfile);
-        expect(structuredClone(request)).to.deep.equal(request);
-        if (typeof request.resourceProfile === 'object')
-          expect(Object.getPrototypeOf(request.resourceProfile)).to.equal(Object.prototype);
-      }
-      expect(h.overview().pendingWorkers).to.deep.equal([]);
-      expect(h.overview().slots.allocated).to.equal(2);
-      expect(h.driver.requestResourceCalls).to.have.length(1);
-    });
+        await h.register(resourceId, { pendingWorkerId });
+        await h.advance(50);
+        const requests = h.driver.executor(resourceId).slotRequests;
+        expect(requests).to.have.length(2);
+        for (const request of requests) {
+          expect(request).to.include({
+            jobId: h.jobId,
+            targetAddress: ADDRESS,
+            resourceManagerId: h.rm.resourceManagerId,
+          });
+          expect(request.resourceProfile).to.not.be.instanceOf(ResourceProfile);
+          expect(structuredClone(request)).to.deep.equal(request);
+          if (typeof request.resourceProfile === 'object')
+            expect(Object.getPrototypeOf(request.resourceProfile)).to.equal(Object.prototype);
+        }
+        expect(h.overview().pendingWorkers).to.deep.equal([]);
+        expect(h.overview().slots.allocated).to.equal(2);
+        expect(h.driver.requestResourceCalls).to.have.length(1);
+      },
+    );
 
     it("clears the job's requirements when its JobMaster disconnects for good, and keeps them otherwise", async () => {
       const h = await harness();

@@ -64,7 +64,10 @@ export function registrationWire(
   };
 }
 
-/** A TaskExecutor the test plays: heartbeats answered with `report`, never, with a rejection, or when the test says (`held`). */
+/**
+ * A TaskExecutor the test plays: heartbeats answered with `report`, never, with a rejection, or when the test says
+ * (`held`).
+ */
 export class TestingTaskExecutorGateway implements TaskExecutorGateway {
   heartbeat: 'answer' | 'silent' | 'reject' | 'held' = 'answer';
   report: SlotReportWire;

@@ -98,15 +98,43 @@ describe('REST API over a TestingRestTarget', function () {
     });
   });
 
-  it("renders a result's outputs as JSON data (BigInt as digits, Map as pairs) and a failure cause as Flink does", async () => {
-    const jobId = 'ab'.repeat(16);
-    server = await startRestServer({
-      target: testingTarget({
-        jobResult: async () => ({
-          jobId: jobId as never,
-          jobName: 'typed outputs',
+  it(
+    "renders a result's outputs as JSON data (BigInt as " + 'digits, Map as pairs) and a failure cause as Flink does',
+    async () => {
+      const jobId = 'ab'.repeat(16);
+      server = await startRestServer({
+        target: testingTarget({
+          jobResult: async () => ({
+            jobId: jobId as never,
+            jobName: 'typed outputs',
+            status: 'failed',
+            outputs: { sink: [new Map([['a', 1n]])] },
+            error: {
+              _tag: 'TaskExecutionError',
+              name: 'TaskExecutionError',
+              reason: 'threw',
+              message: 'it threw',
+              stack: 'TaskExecutionError: it threw\n    at task',
+            },
+            restarts: 2,
+            durationMs: 42,
+          }),
+        }),
+        port: 0,
+      });
+      const answer = await call(server.url, 'GET', `/jobs/${jobId}/result`);
+      expect(answer.status).to.equal(200);
+      expect(answer.json).to.deep.equal({
+        status: { id: 'COMPLETED' },
+        'job-execution-result': {
+          id: jobId,
+          'application-status': 'FAILED',
+          'accumulator-results': {},
+          'net-runtime': 42,
+          'failure-cause': { class: 'TaskExecutionError', 'stack-trace': 'TaskExecutionError: it threw\n    at task' },
+          name: 'typed outputs',
           status: 'failed',
-          outputs: { sink: [new Map([['a', 1n]])] },
+          outputs: { sink: [[['a', '1']]] },
           error: {
             _tag: 'TaskExecutionError',
             name: 'TaskExecutionError',
@@ -115,35 +143,10 @@ describe('REST API over a TestingRestTarget', function () {
             stack: 'TaskExecutionError: it threw\n    at task',
           },
           restarts: 2,
-          durationMs: 42,
-        }),
-      }),
-      port: 0,
-    });
-    const answer = await call(server.url, 'GET', `/jobs/${jobId}/result`);
-    expect(answer.status).to.equal(200);
-    expect(answer.json).to.deep.equal({
-      status: { id: 'COMPLETED' },
-      'job-execution-result': {
-        id: jobId,
-        'application-status': 'FAILED',
-        'accumulator-results': {},
-        'net-runtime': 42,
-        'failure-cause': { class: 'TaskExecutionError', 'stack-trace': 'TaskExecutionError: it threw\n    at task' },
-        name: 'typed outputs',
-        status: 'failed',
-        outputs: { sink: [[['a', '1']]] },
-        error: {
-          _tag: 'TaskExecutionError',
-          name: 'TaskExecutionError',
-          reason: 'threw',
-          message: 'it threw',
-          stack: 'TaskExecutionError: it threw\n    at task',
         },
-        restarts: 2,
-      },
-    });
-  });
+      });
+    },
+  );
 
   it('on loopback answers only requests addressed to a loopback name (403 otherwise: no DNS rebinding)', async () => {
     server = await startRestServer({ target: testingTarget({ listJobs: async () => [] }), port: 0 });

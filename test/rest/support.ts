@@ -1,4 +1,7 @@
-/** Shared by the REST and CLI tests: task code as ES module text, and a fetch that returns status, headers and parsed JSON. */
+/**
+ * Shared by the REST and CLI tests: task code as ES module text, and a fetch that returns status, headers and parsed
+ * JSON.
+ */
 import { sha256Hex } from '../../lib/rest/TaskCodeCache.js';
 
 export const SQUARE = `export default async function square(context) {
@@ -44,7 +47,7 @@ export function sumOfSquaresBody(to = 100, parallelism = 4) {
 export interface Answer {
   readonly status: number;
   readonly headers: Headers;
-  // biome-ignore lint/suspicious/noExplicitAny: tests read the response's JSON by path; a wrong path fails their assertion
+  // biome-ignore lint/suspicious/noExplicitAny: tests read the response's JSON by path
   readonly json: any;
 }
 

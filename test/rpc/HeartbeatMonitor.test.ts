@@ -52,40 +52,47 @@ function harness(o: { intervalMs?: number; timeoutMs?: number } = {}) {
 }
 
 describe('HeartbeatMonitor', () => {
-  it('runs a round every interval with the monitored targets, and loses a silent one exactly at the timeout', async () => {
-    const h = harness();
-    await h.watch('a', 'b');
-    await h.advance(2_000);
-    expect(h.rounds).to.deep.equal([
-      ['a', 'b'],
-      ['a', 'b'],
-    ]);
-    await h.inMailbox(() => h.monitor.reportHeartbeat('a'));
-    await h.advance(900);
-    expect(h.lost).to.deep.equal([]);
-    await h.advance(100);
-    expect(h.lost).to.deep.equal([['b', 3_000]]);
-    expect(h.monitor.targets).to.deep.equal(['a']);
-    await h.advance(2_000);
-    expect(h.lost).to.deep.equal([
-      ['b', 3_000],
-      ['a', 3_000],
-    ]);
-  });
+  it(
+    'runs a round every interval with the monitored ' + 'targets, and loses a silent one exactly at the timeout',
+    async () => {
+      const h = harness();
+      await h.watch('a', 'b');
+      await h.advance(2_000);
+      expect(h.rounds).to.deep.equal([
+        ['a', 'b'],
+        ['a', 'b'],
+      ]);
+      await h.inMailbox(() => h.monitor.reportHeartbeat('a'));
+      await h.advance(900);
+      expect(h.lost).to.deep.equal([]);
+      await h.advance(100);
+      expect(h.lost).to.deep.equal([['b', 3_000]]);
+      expect(h.monitor.targets).to.deep.equal(['a']);
+      await h.advance(2_000);
+      expect(h.lost).to.deep.equal([
+        ['b', 3_000],
+        ['a', 3_000],
+      ]);
+    },
+  );
 
-  it('gives every target a fresh timeout when it wakes late (a blocked event loop), and loses a silent one a timeout later', async () => {
-    const h = harness();
-    await h.watch('a');
-    h.clock.stall(10_000);
-    await settle();
-    expect(h.lost).to.deep.equal([]);
-    expect(h.logs.some((m) => /woke 9000 ms late/.test(m))).to.equal(true);
-    expect(h.rounds).to.have.length(1); // it asks at once
-    await h.advance(2_900);
-    expect(h.lost).to.deep.equal([]);
-    await h.advance(100);
-    expect(h.lost).to.deep.equal([['a', 3_000]]);
-  });
+  it(
+    'gives every target a fresh timeout when it wakes late (a ' +
+      'blocked event loop), and loses a silent one a timeout later',
+    async () => {
+      const h = harness();
+      await h.watch('a');
+      h.clock.stall(10_000);
+      await settle();
+      expect(h.lost).to.deep.equal([]);
+      expect(h.logs.some((m) => /woke 9000 ms late/.test(m))).to.equal(true);
+      expect(h.rounds).to.have.length(1); // it asks at once
+      await h.advance(2_900);
+      expect(h.lost).to.deep.equal([]);
+      await h.advance(100);
+      expect(h.lost).to.deep.equal([['a', 3_000]]);
+    },
+  );
 
   it('does not forgive a lateness within half of (timeout - interval)', async () => {
     const h = harness();
@@ -107,16 +114,20 @@ describe('HeartbeatMonitor', () => {
     expect(h.monitor.lastHeartbeatFrom('a')).to.equal(3_000);
   });
 
-  it('waits for a message that arrived while its round ran: one delivered on this turn of the event loop keeps the target', async () => {
-    const h = harness();
-    await h.watch('a');
-    await h.advance(2_900);
-    // A message event of this turn (setImmediate stands in for the port's delivery).
-    setImmediate(() => h.mailbox.execute(() => h.monitor.reportHeartbeat('a')));
-    h.clock.increment(100);
-    await settle();
-    expect(h.lost).to.deep.equal([]);
-  });
+  it(
+    'waits for a message that arrived while its round ran: one ' +
+      'delivered on this turn of the event loop keeps the target',
+    async () => {
+      const h = harness();
+      await h.watch('a');
+      await h.advance(2_900);
+      // A message event of this turn (setImmediate stands in for the port's delivery).
+      setImmediate(() => h.mailbox.execute(() => h.monitor.reportHeartbeat('a')));
+      h.clock.increment(100);
+      await settle();
+      expect(h.lost).to.deep.equal([]);
+    },
+  );
 
   it('ignores a heartbeat from a target it does not monitor, and forgets everything on stop', async () => {
     const h = harness();

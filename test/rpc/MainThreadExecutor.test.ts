@@ -117,17 +117,20 @@ describe('MainThreadExecutor', () => {
     expect((errors[0] as Error).message).to.equal('bad task');
   });
 
-  it('closing rejects what is still queued and everything after with EndpointClosedError, and cancels timers', async () => {
-    const clock = new SimulatedClock();
-    const mailbox = new MainThreadExecutor('TaskExecutor te-9', clock);
-    const queued = mailbox.callAsync(() => 'never');
-    mailbox.schedule(() => expect.fail('a timer ran after close'), 1000);
-    mailbox.close();
-    const error = await queued.catch((e: unknown) => e);
-    expect(error).to.be.instanceOf(EndpointClosedError);
-    expect((error as EndpointClosedError).message).to.match(/TaskExecutor te-9 is closed/);
-    expect(await mailbox.callAsync(() => 1).catch((e: unknown) => e)).to.be.instanceOf(EndpointClosedError);
-    expect(clock.pendingTimers).to.equal(0);
-    expect(mailbox.isClosed).to.equal(true);
-  });
+  it(
+    'closing rejects what is still queued and everything ' + 'after with EndpointClosedError, and cancels timers',
+    async () => {
+      const clock = new SimulatedClock();
+      const mailbox = new MainThreadExecutor('TaskExecutor te-9', clock);
+      const queued = mailbox.callAsync(() => 'never');
+      mailbox.schedule(() => expect.fail('a timer ran after close'), 1000);
+      mailbox.close();
+      const error = await queued.catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(EndpointClosedError);
+      expect((error as EndpointClosedError).message).to.match(/TaskExecutor te-9 is closed/);
+      expect(await mailbox.callAsync(() => 1).catch((e: unknown) => e)).to.be.instanceOf(EndpointClosedError);
+      expect(clock.pendingTimers).to.equal(0);
+      expect(mailbox.isClosed).to.equal(true);
+    },
+  );
 });

@@ -59,26 +59,30 @@ const settled = <T>(promise: Promise<T>) =>
   );
 
 describe('batchSubmissions', () => {
-  it('sends the submissions of one turn as one submitTasks call; each settles on its own, a refusal with its own error class', async () => {
-    const { gateway, calls } = recordingGateway(async (ds) =>
-      ds.map((d) =>
-        d.subtaskIndex === 1
-          ? serializeError(new SlotNotFoundError('no slot', { allocationId: d.allocationId }))
-          : d.subtaskIndex === 2
-            ? serializeError(new DuplicateTaskError('twice', { executionAttemptId: d.executionAttemptId }))
-            : null,
-      ),
-    );
-    const batched = batchSubmissions(gateway);
-    const results = await Promise.all([0, 1, 2, 3].map((i) => settled(batched.submitTask(descriptor(i)))));
-    expect(calls).to.deep.equal(['submitTasks 0,1,2,3']);
-    expect(results[0]).to.deep.equal({ value: undefined });
-    expect((results[1] as { error: unknown }).error)
-      .to.be.instanceOf(SlotNotFoundError)
-      .and.to.have.property('message', 'no slot');
-    expect((results[2] as { error: unknown }).error).to.be.instanceOf(DuplicateTaskError);
-    expect(results[3]).to.deep.equal({ value: undefined });
-  });
+  it(
+    'sends the submissions of one turn as one submitTasks call; ' +
+      'each settles on its own, a refusal with its own error class',
+    async () => {
+      const { gateway, calls } = recordingGateway(async (ds) =>
+        ds.map((d) =>
+          d.subtaskIndex === 1
+            ? serializeError(new SlotNotFoundError('no slot', { allocationId: d.allocationId }))
+            : d.subtaskIndex === 2
+              ? serializeError(new DuplicateTaskError('twice', { executionAttemptId: d.executionAttemptId }))
+              : null,
+        ),
+      );
+      const batched = batchSubmissions(gateway);
+      const results = await Promise.all([0, 1, 2, 3].map((i) => settled(batched.submitTask(descriptor(i)))));
+      expect(calls).to.deep.equal(['submitTasks 0,1,2,3']);
+      expect(results[0]).to.deep.equal({ value: undefined });
+      expect((results[1] as { error: unknown }).error)
+        .to.be.instanceOf(SlotNotFoundError)
+        .and.to.have.property('message', 'no slot');
+      expect((results[2] as { error: unknown }).error).to.be.instanceOf(DuplicateTaskError);
+      expect(results[3]).to.deep.equal({ value: undefined });
+    },
+  );
 
   it('sends a submission alone as a plain submitTask, and one turn later a new batch', async () => {
     const { gateway, calls } = recordingGateway(async (ds) => ds.map(() => null));

@@ -103,15 +103,18 @@ describe('connectGateway / serveGateway', () => {
     expect(server.channel('probe').listenerCount).to.equal(1);
   });
 
-  it("delivers an implementation's SlotAllocationError as a SlotAllocationError with its reason and details", async () => {
-    const error = await rejection(gateway.refuse());
-    expect(error).to.be.instanceOf(SlotAllocationError);
-    const refused = error as SlotAllocationError;
-    expect(refused._tag).to.equal('SlotAllocationError');
-    expect(refused.reason).to.equal('index-taken');
-    expect(refused.details).to.deep.equal({ index: 2, allocationId: 'a-1' });
-    expect(refused.message).to.equal('slot 2 is taken by allocation a-1');
-  });
+  it(
+    "delivers an implementation's SlotAllocationError " + 'as a SlotAllocationError with its reason and details',
+    async () => {
+      const error = await rejection(gateway.refuse());
+      expect(error).to.be.instanceOf(SlotAllocationError);
+      const refused = error as SlotAllocationError;
+      expect(refused._tag).to.equal('SlotAllocationError');
+      expect(refused.reason).to.equal('index-taken');
+      expect(refused.details).to.deep.equal({ index: 2, allocationId: 'a-1' });
+      expect(refused.message).to.equal('slot 2 is taken by allocation a-1');
+    },
+  );
 
   it('delivers any other Error with its name and message', async () => {
     const error = await rejection(gateway.crash());
@@ -130,65 +133,77 @@ describe('connectGateway / serveGateway', () => {
     expect((gateway as { then?: unknown }).then, 'a gateway is not a thenable').to.equal(undefined);
   });
 
-  it('rejects with RpcTimeoutError naming gateway, method and timeout when the deadline passes without an answer', async () => {
-    const pending = rejection(gateway.hang());
-    await eventually(() => probe.calls === 1, 'the call to arrive');
-    clock.increment(4_999);
-    expect(gatewayStatus(gateway).pendingCalls).to.equal(1);
-    clock.increment(1);
-    const error = await pending;
-    expect(error).to.be.instanceOf(RpcTimeoutError);
-    expect((error as RpcTimeoutError).details).to.include({
-      gateway: 'ProbeGateway',
-      method: 'hang',
-      timeoutMs: 5_000,
-    });
-    expect(error.message).to.equal('ProbeGateway.hang to probe endpoint got no answer within 5000 ms');
-    expect(gatewayStatus(gateway).pendingCalls).to.equal(0);
-  });
-
-  it("rejects pending calls at once when the peer's link closes, and fails later calls at once without sending", async () => {
-    const first = rejection(gateway.hang());
-    const second = rejection(gateway.hang());
-    await eventually(() => probe.calls === 2, 'both calls to arrive');
-    server.close('server stopping');
-    // No clock increment: the deadline cannot be what ends them.
-    for (const error of await Promise.all([first, second])) {
-      expect(error).to.be.instanceOf(EndpointClosedError);
-      expect((error as EndpointClosedError).reason).to.equal('lost');
-      expect((error as EndpointClosedError).details).to.include({
-        endpoint: 'probe endpoint',
+  it(
+    'rejects with RpcTimeoutError naming gateway, method ' + 'and timeout when the deadline passes without an answer',
+    async () => {
+      const pending = rejection(gateway.hang());
+      await eventually(() => probe.calls === 1, 'the call to arrive');
+      clock.increment(4_999);
+      expect(gatewayStatus(gateway).pendingCalls).to.equal(1);
+      clock.increment(1);
+      const error = await pending;
+      expect(error).to.be.instanceOf(RpcTimeoutError);
+      expect((error as RpcTimeoutError).details).to.include({
         gateway: 'ProbeGateway',
         method: 'hang',
+        timeoutMs: 5_000,
       });
-    }
-    expect(clock.pendingTimers).to.equal(0);
-    const sendsBefore = sends;
-    const later = await rejection(gateway.echo(1));
-    expect(later).to.be.instanceOf(EndpointClosedError);
-    expect((later as EndpointClosedError).reason).to.equal('lost');
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(sends).to.equal(sendsBefore);
-    expect(gatewayStatus(gateway)).to.deep.equal({ pendingCalls: 0, closed: true });
-  });
+      expect(error.message).to.equal('ProbeGateway.hang to probe endpoint got no answer within 5000 ms');
+      expect(gatewayStatus(gateway).pendingCalls).to.equal(0);
+    },
+  );
+
+  it(
+    "rejects pending calls at once when the peer's link " + 'closes, and fails later calls at once without sending',
+    async () => {
+      const first = rejection(gateway.hang());
+      const second = rejection(gateway.hang());
+      await eventually(() => probe.calls === 2, 'both calls to arrive');
+      server.close('server stopping');
+      // No clock increment: the deadline cannot be what ends them.
+      for (const error of await Promise.all([first, second])) {
+        expect(error).to.be.instanceOf(EndpointClosedError);
+        expect((error as EndpointClosedError).reason).to.equal('lost');
+        expect((error as EndpointClosedError).details).to.include({
+          endpoint: 'probe endpoint',
+          gateway: 'ProbeGateway',
+          method: 'hang',
+        });
+      }
+      expect(clock.pendingTimers).to.equal(0);
+      const sendsBefore = sends;
+      const later = await rejection(gateway.echo(1));
+      expect(later).to.be.instanceOf(EndpointClosedError);
+      expect((later as EndpointClosedError).reason).to.equal('lost');
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(sends).to.equal(sendsBefore);
+      expect(gatewayStatus(gateway)).to.deep.equal({ pendingCalls: 0, closed: true });
+    },
+  );
 
   it("runs served calls as tasks of the serving endpoint's mailbox", async () => {
     expect(await gateway.touchState()).to.equal('ProbeEndpoint');
   });
 
-  it('rejects a call whose arguments cannot be cloned with IllegalArgumentError; the calls beside it go through', async () => {
-    const [bad, good] = await Promise.allSettled([gateway.echo({ callback: () => 1 }), gateway.echo('fine')]);
-    expect(bad.status).to.equal('rejected');
-    expect((bad as PromiseRejectedResult).reason).to.be.instanceOf(IllegalArgumentError);
-    expect(good).to.deep.equal({ status: 'fulfilled', value: 'fine' });
-    expect(clock.pendingTimers).to.equal(0);
-  });
+  it(
+    'rejects a call whose arguments cannot be cloned with ' + 'IllegalArgumentError; the calls beside it go through',
+    async () => {
+      const [bad, good] = await Promise.allSettled([gateway.echo({ callback: () => 1 }), gateway.echo('fine')]);
+      expect(bad.status).to.equal('rejected');
+      expect((bad as PromiseRejectedResult).reason).to.be.instanceOf(IllegalArgumentError);
+      expect(good).to.deep.equal({ status: 'fulfilled', value: 'fine' });
+      expect(clock.pendingTimers).to.equal(0);
+    },
+  );
 
-  it('answers a call whose result cannot be cloned with an error instead of letting it wait out its deadline', async () => {
-    const error = await rejection(gateway.unsendable());
-    expect(error.name).to.equal('TypeError');
-    expect(error.message).to.match(/ProbeGateway: the result of a call could not be sent back/);
-  });
+  it(
+    'answers a call whose result cannot be cloned with ' + 'an error instead of letting it wait out its deadline',
+    async () => {
+      const error = await rejection(gateway.unsendable());
+      expect(error.name).to.equal('TypeError');
+      expect(error.message).to.match(/ProbeGateway: the result of a call could not be sent back/);
+    },
+  );
 
   it('serves only the methods it is told to, when told', async () => {
     const narrow = serveGateway(server, 'narrow', probe, { methods: ['echo'] });

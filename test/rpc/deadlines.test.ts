@@ -94,12 +94,16 @@ describe('gateway call deadlines: a deadline measures a silent peer, not our own
     for (const link of links) link.close('test over');
   });
 
-  it('starts the clock of a call when its frame leaves: time our own job spends before the batch goes out does not count', async () => {
-    const answer = gateway.echo('sent late');
-    // Our job goes on for 5 s after making the call: its frame still waits in our outbox.
-    clock.increment(5_000);
-    expect(await answer).to.equal('sent late');
-  });
+  it(
+    'starts the clock of a call when its frame leaves: time ' +
+      'our own job spends before the batch goes out does not count',
+    async () => {
+      const answer = gateway.echo('sent late');
+      // Our job goes on for 5 s after making the call: its frame still waits in our outbox.
+      clock.increment(5_000);
+      expect(await answer).to.equal('sent late');
+    },
+  );
 
   it('does not count the time our transport spends sending a big batch', async () => {
     // The clone of our batch takes 6 s: the call's frame has left only when send returns.
@@ -162,7 +166,8 @@ describe('gateway call deadlines: a deadline measures a silent peer, not our own
       timeoutMs: 5_000,
     });
     expect(error.message).to.equal(
-      'ProbeGateway.hang to probe endpoint got no answer within 8000 ms: probe endpoint sent nothing for the last 5000 ms',
+      'ProbeGateway.hang to probe endpoint got no answer within ' +
+        '8000 ms: probe endpoint sent nothing for the last 5000 ms',
     );
   });
 
@@ -180,29 +185,34 @@ describe('gateway call deadlines: a deadline measures a silent peer, not our own
     expect(error.message).to.equal('ProbeGateway.hang to probe endpoint got no answer within 5000 ms');
   });
 
-  it('keeps a call alive while its peer keeps sending, and fails it at 3 × timeoutMs even so: a peer that answers every other call but never this one', async () => {
-    const stuck = rejection(gateway.hang());
-    await turns();
-    for (let second = 1; second < 15; second++) {
+  it(
+    'keeps a call alive while its peer keeps sending, and fails it at 3 × ' +
+      'timeoutMs even so: a peer that answers every other call but never this one',
+    async () => {
+      const stuck = rejection(gateway.hang());
+      await turns();
+      for (let second = 1; second < 15; second++) {
+        clock.increment(1_000);
+        expect(await gateway.echo(second)).to.equal(second);
+      }
+      expect(gatewayStatus(gateway).pendingCalls, 'at 14 s').to.equal(1);
       clock.increment(1_000);
-      expect(await gateway.echo(second)).to.equal(second);
-    }
-    expect(gatewayStatus(gateway).pendingCalls, 'at 14 s').to.equal(1);
-    clock.increment(1_000);
-    const error = await stuck;
-    expect(error).to.be.instanceOf(RpcTimeoutError);
-    expect((error as RpcTimeoutError).details).to.include({
-      gateway: 'ProbeGateway',
-      method: 'hang',
-      timeoutMs: 5_000,
-      maxWaitMs: 15_000,
-    });
-    expect(error.message).to.equal(
-      'ProbeGateway.hang to probe endpoint got no answer within 15000 ms, the most a call waits (probe endpoint kept sending other frames)',
-    );
-    expect(gatewayStatus(gateway).pendingCalls).to.equal(0);
-    expect(clock.pendingTimers).to.equal(0);
-  });
+      const error = await stuck;
+      expect(error).to.be.instanceOf(RpcTimeoutError);
+      expect((error as RpcTimeoutError).details).to.include({
+        gateway: 'ProbeGateway',
+        method: 'hang',
+        timeoutMs: 5_000,
+        maxWaitMs: 15_000,
+      });
+      expect(error.message).to.equal(
+        'ProbeGateway.hang to probe endpoint got no answer within 15000 ' +
+          'ms, the most a call waits (probe endpoint kept sending other frames)',
+      );
+      expect(gatewayStatus(gateway).pendingCalls).to.equal(0);
+      expect(clock.pendingTimers).to.equal(0);
+    },
+  );
 
   it('takes its bound from options.maxWaitMs, which must be at least timeoutMs', async () => {
     for (const link of links) link.close('replaced');

@@ -55,7 +55,9 @@ async function cluster(taskExecutors: number) {
     for (let i = 0; i < taskExecutors; i++)
       ids.push(driver.requestResource(WorkerResourceSpec.fromOptions(options), null));
   });
-  /** Moves the clock in 10 ms steps, letting every frame and mailbox run between them, until `done` (at most `limitMs`). */
+  /**
+   * Moves the clock in 10 ms steps, letting every frame and mailbox run between them, until `done` (at most `limitMs`).
+   */
   const until = async (done: () => boolean, what: string, limitMs = 60_000) => {
     for (let waited = 0; !done(); waited += 10) {
       if (waited >= limitMs) throw new Error(`${what} did not happen within ${limitMs} ms of simulated time`);
@@ -86,46 +88,53 @@ describe('the real gateways over memory transports', () => {
     running = undefined;
   });
 
-  it('runs a job end to end — registration, slot requests and offers, deployment, task states — with every call crossing a Link', async () => {
-    running = await cluster(2);
-    const { dispatcher, driver, until } = running;
-    const job = await dispatcher.submitJob({
-      name: 'sum over memory links',
-      vertices: [
-        { id: 'source', taskModule: TASK, parallelism: 4 },
-        { id: 'sink', taskModule: TASK, parallelism: 1 },
-      ],
-      edges: [{ from: 'source', to: 'sink', pattern: 'all-to-all' }],
-    });
-    let result: Awaited<typeof job.result> | undefined;
-    void job.result.then((r) => (result = r));
-    await until(() => result !== undefined, 'the job ending');
-    expect(result!.status).to.equal('finished');
-    expect(result!.outputs['sink']).to.deep.equal([0 + 10 + 20 + 30]);
-    expect([...driver.channelsUsed].sort()).to.deep.equal([`jm:jobmaster-${job.jobId}`, 'rm', 'te'].sort());
-  });
+  it(
+    'runs a job end to end — registration, slot requests and ' +
+      'offers, deployment, task states — with every call crossing a Link',
+    async () => {
+      running = await cluster(2);
+      const { dispatcher, driver, until } = running;
+      const job = await dispatcher.submitJob({
+        name: 'sum over memory links',
+        vertices: [
+          { id: 'source', taskModule: TASK, parallelism: 4 },
+          { id: 'sink', taskModule: TASK, parallelism: 1 },
+        ],
+        edges: [{ from: 'source', to: 'sink', pattern: 'all-to-all' }],
+      });
+      let result: Awaited<typeof job.result> | undefined;
+      void job.result.then((r) => (result = r));
+      await until(() => result !== undefined, 'the job ending');
+      expect(result!.status).to.equal('finished');
+      expect(result!.outputs['sink']).to.deep.equal([0 + 10 + 20 + 30]);
+      expect([...driver.channelsUsed].sort()).to.deep.equal([`jm:jobmaster-${job.jobId}`, 'rm', 'te'].sort());
+    },
+  );
 
-  it("delivers the real TaskExecutor's SlotAllocationError to the ResourceManager's side as a SlotAllocationError", async () => {
-    running = await cluster(1);
-    const { driver, ids, rm } = running;
-    const gateway = driver.taskExecutorGateway(ids[0]!)!;
-    const request = (allocationId: AllocationID, jobId: JobID) => ({
-      index: 0,
-      jobId,
-      allocationId,
-      resourceProfile: 'UNKNOWN' as const,
-      targetAddress: 'jobmaster-nobody',
-      resourceManagerId: rm.resourceManagerId,
-    });
-    const jobId = JobID.generate();
-    const [first, second] = await Promise.allSettled([
-      gateway.requestSlot(request(AllocationID.generate(), jobId)),
-      gateway.requestSlot(request(AllocationID.generate(), JobID.generate())),
-    ]);
-    expect(first.status).to.equal('fulfilled');
-    expect(second.status).to.equal('rejected');
-    const error = (second as PromiseRejectedResult).reason as SlotAllocationError;
-    expect(error).to.be.instanceOf(SlotAllocationError);
-    expect(error._tag).to.equal('SlotAllocationError');
-  });
+  it(
+    "delivers the real TaskExecutor's SlotAllocationError " + "to the ResourceManager's side as a SlotAllocationError",
+    async () => {
+      running = await cluster(1);
+      const { driver, ids, rm } = running;
+      const gateway = driver.taskExecutorGateway(ids[0]!)!;
+      const request = (allocationId: AllocationID, jobId: JobID) => ({
+        index: 0,
+        jobId,
+        allocationId,
+        resourceProfile: 'UNKNOWN' as const,
+        targetAddress: 'jobmaster-nobody',
+        resourceManagerId: rm.resourceManagerId,
+      });
+      const jobId = JobID.generate();
+      const [first, second] = await Promise.allSettled([
+        gateway.requestSlot(request(AllocationID.generate(), jobId)),
+        gateway.requestSlot(request(AllocationID.generate(), JobID.generate())),
+      ]);
+      expect(first.status).to.equal('fulfilled');
+      expect(second.status).to.equal('rejected');
+      const error = (second as PromiseRejectedResult).reason as SlotAllocationError;
+      expect(error).to.be.instanceOf(SlotAllocationError);
+      expect(error._tag).to.equal('SlotAllocationError');
+    },
+  );
 });

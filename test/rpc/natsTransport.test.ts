@@ -144,14 +144,17 @@ describe('NATS transport (a real nats-server)', function () {
     expect(await gateway.echo('still here')).to.equal('still here');
   });
 
-  it('refuses a value over max_payload with a typed error when there is no large-message store, and sends nothing', async () => {
-    const { gateway } = await pair();
-    const big = 'x'.repeat(MAX_PAYLOAD * 2);
-    const error = await rejection(gateway.echo(big));
-    expect(error).to.be.instanceOf(IllegalArgumentError);
-    expect(error.message).to.match(/exceeds the NATS server's max_payload of 65536 bytes/);
-    expect(await gateway.echo('small')).to.equal('small');
-  });
+  it(
+    'refuses a value over max_payload with a typed error ' + 'when there is no large-message store, and sends nothing',
+    async () => {
+      const { gateway } = await pair();
+      const big = 'x'.repeat(MAX_PAYLOAD * 2);
+      const error = await rejection(gateway.echo(big));
+      expect(error).to.be.instanceOf(IllegalArgumentError);
+      expect(error.message).to.match(/exceeds the NATS server's max_payload of 65536 bytes/);
+      expect(await gateway.echo('small')).to.equal('small');
+    },
+  );
 
   it('carries values over max_payload both ways through the object store, whole', async () => {
     const blobs = await BlobStore.open(jmConnection, 'test');
@@ -201,26 +204,29 @@ describe('NATS transport (a real nats-server)', function () {
     expect(serverLink!.closeKind).to.equal('lost');
   });
 
-  it('drops a message still addressed to an earlier transport of ours on the same subject, and keeps the new Link', async () => {
-    const { gateway, serverLinks, served } = await pair({ subject: 'slotwise.stale.rm' });
-    expect(await gateway.echo('first')).to.equal('first');
-    // A new TaskExecutor-side inbox on the same subject (the old one's transport is still known to the other side).
-    const again = new NatsInbox({ connection: teConnection, subject: 'slotwise.test.te.te-1', id: 'te-1' });
-    const link = new Link('TaskExecutor te-1 again', again.transportTo('jobmanager', 'slotwise.stale.rm'));
-    cleanups.push(() => (link.close(), again.close()));
-    const seen: unknown[] = [];
-    link.channel('stray').addEventListener('message', (event) => seen.push(event.data));
-    await again.ready();
-    // The other side still talks to the old transport: addressed to the old session, it must not reach the new one.
-    serverLinks[0]!.channel('stray').postMessage('for the old one');
-    const fresh = connectGateway<Probe>(link, 'probe', {
-      gateway: 'ProbeGateway',
-      timeoutMs: 5_000,
-      endpoint: 'JobManager',
-    });
-    expect(await fresh.echo('second')).to.equal('second');
-    expect(link.closed).to.equal(false);
-    expect(seen).to.deep.equal([]);
-    expect(served.peers).to.deep.equal(['te-1']);
-  });
+  it(
+    'drops a message still addressed to an earlier transport ' + 'of ours on the same subject, and keeps the new Link',
+    async () => {
+      const { gateway, serverLinks, served } = await pair({ subject: 'slotwise.stale.rm' });
+      expect(await gateway.echo('first')).to.equal('first');
+      // A new TaskExecutor-side inbox on the same subject (the old one's transport is still known to the other side).
+      const again = new NatsInbox({ connection: teConnection, subject: 'slotwise.test.te.te-1', id: 'te-1' });
+      const link = new Link('TaskExecutor te-1 again', again.transportTo('jobmanager', 'slotwise.stale.rm'));
+      cleanups.push(() => (link.close(), again.close()));
+      const seen: unknown[] = [];
+      link.channel('stray').addEventListener('message', (event) => seen.push(event.data));
+      await again.ready();
+      // The other side still talks to the old transport: addressed to the old session, it must not reach the new one.
+      serverLinks[0]!.channel('stray').postMessage('for the old one');
+      const fresh = connectGateway<Probe>(link, 'probe', {
+        gateway: 'ProbeGateway',
+        timeoutMs: 5_000,
+        endpoint: 'JobManager',
+      });
+      expect(await fresh.echo('second')).to.equal('second');
+      expect(link.closed).to.equal(false);
+      expect(seen).to.deep.equal([]);
+      expect(served.peers).to.deep.equal(['te-1']);
+    },
+  );
 });

@@ -20,7 +20,9 @@ import { machineToVisualizerJSON } from '../../scripts/visualizerJSON.js';
 type Kind = 'guards' | 'actions' | 'delays' | 'actors';
 type Names = Record<Kind, Set<string>>;
 
-/** Every implementation the JSON names: guards, actions (transitions, entry, exit), delays (after), actors (invoke src). */
+/**
+ * Every implementation the JSON names: guards, actions (transitions, entry, exit), delays (after), actors (invoke src).
+ */
 function referencedNames(config: unknown): Names {
   const names: Names = { guards: new Set(), actions: new Set(), delays: new Set(), actors: new Set() };
   const addActions = (actions: unknown) => {
@@ -89,7 +91,9 @@ function fromJSON(json: unknown, names: Names, guardsAnswer: boolean): AnyStateM
   ) as unknown as AnyStateMachine;
 }
 
-/** Breadth-first over every event any active state node takes: the leaf states reached, and the events seen per node. */
+/**
+ * Breadth-first over every event any active state node takes: the leaf states reached, and the events seen per node.
+ */
 function walk(machine: AnyStateMachine): { leaves: Set<string>; eventsByNode: Map<string, string[]> } {
   const leaves = new Set<string>();
   const eventsByNode = new Map<string, string[]>();
@@ -139,24 +143,29 @@ describe('npm run machines: the exported statecharts', () => {
             `${kind} named in the JSON but not in setup()`,
           ).to.deep.equal([]);
         }
-        // Every named decision and delay shows in the chart (an action or actor may be used only from code, e.g. spawn).
+        // Every named decision and delay shows in the chart (an action or actor may be used only from code, e.g.
+        // spawn).
         expect(Object.keys(machine.implementations.guards).sort()).to.deep.equal([...names.guards].sort());
         expect(Object.keys(machine.implementations.delays).sort()).to.deep.equal([...names.delays].sort());
         expect(JSON.stringify(json)).not.to.match(/"type":"(assign|inline|input|params)"/);
       });
 
-      it('walked from its JSON alone with pure transition(), reaches every state of the machine with the same events in each', () => {
-        const { json, names } = exported();
-        const walks = [walk(fromJSON(json, names, true)), walk(fromJSON(json, names, false))];
-        const reached = [...new Set(walks.flatMap((w) => [...w.leaves]))].sort();
-        const real = leafIds(machine);
-        expect(reached).to.deep.equal(real);
-        expect(real).to.deep.equal(EXPECTED_LEAVES[name].map((leaf) => `${machine.id}.${leaf}`).sort());
-        for (const w of walks) {
-          for (const [id, events] of w.eventsByNode)
-            expect(events, `events of ${id}`).to.deep.equal(eventsOf(machine.getStateNodeById(id)));
-        }
-      });
+      it(
+        'walked from its JSON alone with pure transition(), reaches ' +
+          'every state of the machine with the same events in each',
+        () => {
+          const { json, names } = exported();
+          const walks = [walk(fromJSON(json, names, true)), walk(fromJSON(json, names, false))];
+          const reached = [...new Set(walks.flatMap((w) => [...w.leaves]))].sort();
+          const real = leafIds(machine);
+          expect(reached).to.deep.equal(real);
+          expect(real).to.deep.equal(EXPECTED_LEAVES[name].map((leaf) => `${machine.id}.${leaf}`).sort());
+          for (const w of walks) {
+            for (const [id, events] of w.eventsByNode)
+              expect(events, `events of ${id}`).to.deep.equal(eventsOf(machine.getStateNodeById(id)));
+          }
+        },
+      );
     });
   }
 

@@ -5,7 +5,10 @@
 
 type Probed<T> = T | undefined | null | false;
 
-/** Polls `probe` (which may ask another thread, and so return a promise) until it gives a value (not undefined, null or false) and resolves with it. */
+/**
+ * Polls `probe` (which may ask another thread, and so return a promise) until it gives a value (not undefined, null or
+ * false) and resolves with it.
+ */
 export async function until<T>(what: string, probe: () => Probed<T> | Promise<Probed<T>>, ms = 20_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {

@@ -1,4 +1,7 @@
-/** `slotwise cancel [--jobmanager URL] JOB_ID`: cancels a job (PATCH /jobs/:id?mode=cancel); returns once the cancel was taken. */
+/**
+ * `slotwise cancel [--jobmanager URL] JOB_ID`: cancels a job (PATCH /jobs/:id?mode=cancel); returns once the cancel was
+ * taken.
+ */
 import { IllegalArgumentError } from '../../core/errors.js';
 import { jobManagerUrl, parseFlags, type CliIo } from '../flags.js';
 import { RestClient } from '../RestClient.js';
@@ -15,7 +18,8 @@ export async function cancel(args: readonly string[], io: CliIo): Promise<number
   if (positionals.length !== 1)
     throw new IllegalArgumentError(
       'missing',
-      `cancel takes one JOB_ID, got ${positionals.length === 0 ? 'none' : positionals.join(' ')} (slotwise cancel --help)`,
+      `cancel takes one JOB_ID, ` +
+        `got ${positionals.length === 0 ? 'none' : positionals.join(' ')} (slotwise cancel --help)`,
       { argument: 'JOB_ID' },
     );
   const jobId = positionals[0]!;

@@ -13,8 +13,10 @@ import type { RestTarget } from '../../rest/RestTarget.js';
 import { choiceFlag, clusterIdFlag, integerFlag, natsUrlFlag, parseFlags, type CliIo } from '../flags.js';
 import { loadSessionCluster, untilShutdown } from '../sessionCluster.js';
 
-export const JOBMANAGER_USAGE = `Usage: slotwise jobmanager [--nats URL] [--rest-address ADDRESS] [--rest-port PORT] [--cluster-id ID]
-       slotwise jobmanager --local-taskmanagers N [--slots N] [--mode thread|process] [--rest-address ADDRESS] [--rest-port PORT]
+export const JOBMANAGER_USAGE = `Usage: slotwise jobmanager [--nats URL] [--rest-address ADDRESS] [--rest-port PORT]
+                           [--cluster-id ID]
+       slotwise jobmanager --local-taskmanagers N [--slots N] [--mode thread|process]
+                           [--rest-address ADDRESS] [--rest-port PORT]
 
 Starts a JobManager (Dispatcher, ResourceManager, REST API) and prints its REST URL on a line of
 its own; runs until Ctrl-C.
@@ -58,7 +60,8 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
       if (string(flag) !== undefined)
         throw new IllegalArgumentError(
           'invalid-value',
-          `--${flag} goes with --local-taskmanagers (a NATS cluster's TaskManagers bring their own slots: slotwise taskmanager --slots N)`,
+          `--${flag} goes with --local-taskmanagers (a NATS cluster's ` +
+            `TaskManagers bring their own slots: slotwise taskmanager --slots N)`,
           { argument: `--${flag}` },
         );
   } else {
@@ -81,7 +84,8 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
     const cluster = await MiniCluster.start({ taskExecutors: local, slotsPerTaskExecutor: slots, mode });
     target = miniClusterTarget(cluster);
     closeCluster = () => cluster.close();
-    description = `an in-process cluster of ${local} TaskExecutor(s) × ${slots} slot(s) (${mode === 'process' ? 'child processes' : 'worker threads'})`;
+    const kind = mode === 'process' ? 'child processes' : 'worker threads';
+    description = `an in-process cluster of ${local} TaskExecutor(s) × ${slots} slot(s) (${kind})`;
   } else {
     const nats = natsUrlFlag(string('nats') ?? 'nats://127.0.0.1:4222');
     const clusterId = clusterIdFlag(string('cluster-id') ?? 'default');

@@ -50,7 +50,8 @@ export async function overview(args: readonly string[], io: CliIo): Promise<numb
   }
   if (values['json']) return (io.stdout(JSON.stringify({ overview: counts, taskmanagers: details })), 0);
   io.stdout(
-    `${counts.taskmanagers} TaskManager(s), ${counts['slots-total']} slots (${counts['slots-available']} free), ${counts['jobs-running']} job(s) running`,
+    `${counts.taskmanagers} TaskManager(s), ${counts['slots-total']} slots ` +
+      `(${counts['slots-available']} free), ${counts['jobs-running']} job(s) running`,
   );
   io.stdout(
     renderSlotTable({

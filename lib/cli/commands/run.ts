@@ -83,9 +83,9 @@ export async function run(args: readonly string[], io: CliIo): Promise<number> {
       }),
     );
   } else {
-    io.stdout(
-      `job ${result.status} in ${result['net-runtime']} ms (${result.restarts} restart${result.restarts === 1 ? '' : 's'})${result.error ? `: ${result.error._tag ?? result.error.name}: ${result.error.message}` : ''}`,
-    );
+    const failure = result.error ? `: ${result.error._tag ?? result.error.name}: ${result.error.message}` : '';
+    const restarts = `${result.restarts} restart${result.restarts === 1 ? '' : 's'}`;
+    io.stdout(`job ${result.status} in ${result['net-runtime']} ms (${restarts})${failure}`);
     for (const [vertex, outputs] of Object.entries(result.outputs)) io.stdout(`${vertex}: ${JSON.stringify(outputs)}`);
   }
   return result.status === 'finished' ? 0 : 1;
@@ -111,7 +111,8 @@ async function follow(client: RestClient, jobId: string, print: (line: string) =
       if (Date.now() - unreachableSince > LOST_AFTER_MS) {
         throw new RestError(
           'unreachable',
-          `lost the JobManager at ${client.baseUrl} for ${LOST_AFTER_MS / 1000} s while job ${jobId} ran (${error.message}); the job may still run: slotwise list`,
+          `lost the JobManager at ${client.baseUrl} for ${LOST_AFTER_MS / 1000} s while ` +
+            `job ${jobId} ran (${error.message}); the job may still run: slotwise list`,
           { jobId },
         );
       }
@@ -134,7 +135,8 @@ function describeEvent(event: SequencedJobEvent): string | null {
   if (!['running', 'finished', 'failed', 'canceled'].includes(event.state)) return null;
   const attempt = event.attemptNumber > 0 ? ` (attempt ${event.attemptNumber})` : '';
   const where = event.resourceId && event.state === 'running' ? ` on ${event.resourceId}` : '';
-  return `${event.vertexId}#${event.subtaskIndex}${attempt} ${event.state}${where}${event.error ? `: ${event.error.message}` : ''}`;
+  const failure = event.error ? `: ${event.error.message}` : '';
+  return `${event.vertexId}#${event.subtaskIndex}${attempt} ${event.state}${where}${failure}`;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

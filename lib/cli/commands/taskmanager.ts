@@ -17,8 +17,9 @@ import {
 } from '../flags.js';
 import { loadSessionCluster, untilShutdown } from '../sessionCluster.js';
 
-export const TASKMANAGER_USAGE = `Usage: slotwise taskmanager [--nats URL] [--cluster-id ID] [--slots N] [--cpu-cores N] [--task-heap SIZE]
-                            [--managed-memory SIZE] [--network-memory SIZE] [--resource NAME=AMOUNT]... [--mode thread|process]
+export const TASKMANAGER_USAGE = `Usage: slotwise taskmanager [--nats URL] [--cluster-id ID] [--slots N] [--cpu-cores N]
+                            [--task-heap SIZE] [--managed-memory SIZE] [--network-memory SIZE]
+                            [--resource NAME=AMOUNT]... [--mode thread|process]
 
 Starts one TaskManager that joins the cluster's JobManager through NATS; runs until Ctrl-C.
 
