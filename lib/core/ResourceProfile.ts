@@ -7,17 +7,16 @@
  * a slot given back restores exactly what was taken.
  */
 import { ResourceProfileError } from './errors.js';
-import { formatMemorySize, MiB, type MemorySizeInput } from './MemorySize.js';
+import { ResourceProfileBuilder } from './ResourceProfileBuilder.js';
+import { formatShortfall, type ResourceShortfall } from './ResourceShortfall.js';
+import { formatMemorySize, type MemorySizeInput } from './MemorySize.js';
 import {
   checked,
   checkName,
   describeInput,
-  IS_MEMORY,
   MEMORY,
   SCALE,
   STANDARD,
-  toBytes,
-  toUnits,
   type Amounts,
   type StandardField,
 } from './resourceAmounts.js';
@@ -51,115 +50,16 @@ export type ResourceProfileJSON =
     };
 
 /** One field in which a profile falls short of a requirement (cores, bytes, or an extended amount). */
-export interface ResourceShortfall {
-  readonly field: string;
-  readonly available: number;
-  readonly required: number;
-}
+export { formatShortfall, type ResourceShortfall } from './ResourceShortfall.js';
+export { ResourceProfileBuilder } from './ResourceProfileBuilder.js';
 
 let createProfile: (
   kind: ResourceProfile['kind'],
   amounts: Amounts,
   extended: ReadonlyMap<string, number>,
 ) => ResourceProfile;
-
-/** Prints shortfalls as `cpuCores available 1, required 2; managedMemory available 64 mb, required 128 mb`. */
-export function formatShortfall(
-  shortfall: readonly ResourceShortfall[],
-  [have, need] = ['available', 'required'],
-): string {
-  const show = (field: string, n: number) =>
-    IS_MEMORY.has(field) ? formatMemorySize(n) : n === Infinity ? '∞' : String(n);
-  return shortfall
-    .map((s) => `${s.field} ${have} ${show(s.field, s.available)}, ${need} ${show(s.field, s.required)}`)
-    .join('; ');
-}
-
-/** Builds a specified profile field by field; every setter checks its value at once. */
-export class ResourceProfileBuilder {
-  readonly #amounts = [0, 0, 0, 0, 0];
-  readonly #extended = new Map<string, number>();
-
-  /** CPU cores, fractions allowed, kept to 8 decimal places (rounded down: 0.123456789 is kept as 0.12345678). */
-  setCpuCores(cores: number): this {
-    this.#amounts[0] = toUnits('cpuCores', cores);
-    return this;
-  }
-  /** Task heap memory (Flink: taskmanager.memory.task.heap.size share of the slot). */
-  setTaskHeapMemory(size: MemorySizeInput): this {
-    return this.#memory(1, size);
-  }
-  /** Task heap memory in whole mebibytes. */
-  setTaskHeapMemoryMB(mb: number): this {
-    return this.#memoryMB(1, mb);
-  }
-  /** Task off-heap memory (direct / native memory used by user code). */
-  setTaskOffHeapMemory(size: MemorySizeInput): this {
-    return this.#memory(2, size);
-  }
-  /** Task off-heap memory in whole mebibytes. */
-  setTaskOffHeapMemoryMB(mb: number): this {
-    return this.#memoryMB(2, mb);
-  }
-  /** Managed memory (Flink's MemoryManager: sorting, hash tables, RocksDB). */
-  setManagedMemory(size: MemorySizeInput): this {
-    return this.#memory(3, size);
-  }
-  /** Managed memory in whole mebibytes. */
-  setManagedMemoryMB(mb: number): this {
-    return this.#memoryMB(3, mb);
-  }
-  /** Network memory (buffers for shuffles between tasks). */
-  setNetworkMemory(size: MemorySizeInput): this {
-    return this.#memory(4, size);
-  }
-  /** Network memory in whole mebibytes. */
-  setNetworkMemoryMB(mb: number): this {
-    return this.#memoryMB(4, mb);
-  }
-  /**
-   * An extended resource (e.g. `gpu`), fractions allowed and kept to 8 decimal places (rounded down); amount 0 removes
-   * it.
-   */
-  setExtendedResource(name: string, amount: number): this {
-    const units = toUnits(checkName(name), amount);
-    if (units === 0) this.#extended.delete(name);
-    else this.#extended.set(name, units);
-    return this;
-  }
-  /** Sets every extended resource in the record (others already set are kept, like Flink's putAll). */
-  setExtendedResources(resources: Record<string, number>): this {
-    if (typeof resources !== 'object' || resources === null || Array.isArray(resources)) {
-      const message = `extendedResources must be an object of name → amount, got ${describeInput(resources)}`;
-      throw new ResourceProfileError('not-finite', message, {
-        field: 'extendedResources',
-        value: describeInput(resources),
-      });
-    }
-    for (const [name, amount] of Object.entries(resources)) this.setExtendedResource(name, amount);
-    return this;
-  }
-  /** The profile built so far. */
-  build(): ResourceProfile {
-    return createProfile('specified', [...this.#amounts] as unknown as Amounts, this.#extended);
-  }
-
-  #memory(index: 1 | 2 | 3 | 4, size: unknown): this {
-    this.#amounts[index] = toBytes(STANDARD[index], size);
-    return this;
-  }
-  #memoryMB(index: 1 | 2 | 3 | 4, mb: number): this {
-    const field = STANDARD[index];
-    if (typeof mb === 'number' && Number.isFinite(mb) && mb >= 0 && !Number.isInteger(mb)) {
-      throw new ResourceProfileError(
-        'not-integer',
-        `${field} in MB must be a whole number of mebibytes, got ${mb}; pass a size string like '${mb}m' for fractions`,
-        { field, value: mb },
-      );
-    }
-    return this.#memory(index, typeof mb === 'number' && Number.isInteger(mb) ? mb * MiB : mb);
-  }
-}
+const createSpecified = (amounts: Amounts, extended: ReadonlyMap<string, number>) =>
+  createProfile('specified', amounts, extended);
 
 /**
  * The resources of a slot or a requirement (Flink's ResourceProfile): CPU cores, four kinds of
@@ -226,7 +126,7 @@ export class ResourceProfile {
 
   /** A builder for a specified profile, every field starting at 0. */
   static newBuilder(): ResourceProfileBuilder {
-    return new ResourceProfileBuilder();
+    return new ResourceProfileBuilder(createSpecified);
   }
 
   /**
@@ -237,26 +137,7 @@ export class ResourceProfile {
     if (spec instanceof ResourceProfile) return spec;
     if (spec === 'UNKNOWN') return ResourceProfile.UNKNOWN;
     if (spec === 'ANY') return ResourceProfile.ANY;
-    const allowed = [...STANDARD, 'extendedResources'];
-    if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
-      const message =
-        `a resource spec must be a ResourceProfile, 'UNKNOWN', 'ANY' or an ` +
-        `object with fields ${allowed.join(', ')}; got ${describeInput(spec)}`;
-      throw new ResourceProfileError('unknown-field', message, { field: 'spec', value: describeInput(spec) });
-    }
-    const unknown = Object.keys(spec).find((k) => !allowed.includes(k));
-    if (unknown !== undefined) {
-      const message = `unknown resource field ${JSON.stringify(unknown)}; allowed fields are ${allowed.join(', ')}`;
-      throw new ResourceProfileError('unknown-field', message, { field: unknown, allowed });
-    }
-    const b = new ResourceProfileBuilder();
-    if (spec.cpuCores !== undefined) b.setCpuCores(spec.cpuCores);
-    if (spec.taskHeapMemory !== undefined) b.setTaskHeapMemory(spec.taskHeapMemory);
-    if (spec.taskOffHeapMemory !== undefined) b.setTaskOffHeapMemory(spec.taskOffHeapMemory);
-    if (spec.managedMemory !== undefined) b.setManagedMemory(spec.managedMemory);
-    if (spec.networkMemory !== undefined) b.setNetworkMemory(spec.networkMemory);
-    if (spec.extendedResources !== undefined) b.setExtendedResources(spec.extendedResources);
-    return b.build();
+    return new ResourceProfileBuilder(createSpecified).setSpec(spec).build();
   }
 
   /**
