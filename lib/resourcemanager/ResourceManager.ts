@@ -21,10 +21,9 @@ import { describeError, IllegalArgumentError } from '../core/errors.js';
 import { JobID, ResourceID, ResourceManagerId, type AllocationID } from '../core/ids.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { ResourceProfile } from '../core/ResourceProfile.js';
-import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
+import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.js';
 import { HeartbeatMonitor } from '../rpc/HeartbeatMonitor.js';
-import { MainThreadExecutor, type ScheduledTask } from '../rpc/MainThreadExecutor.js';
-import type { TaskExecutorSlotGateway } from '../rpc/TaskExecutorSlotGateway.js';
+import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type {
   RegistrationResponse,
   ResourceRequirementsWire,
@@ -39,6 +38,8 @@ import type { PendingTaskManagerID } from './slotmanager/PendingTaskManager.js';
 import type { ResourceAllocator } from './slotmanager/ResourceAllocator.js';
 import type { ResourceEventListener } from './slotmanager/ResourceEventListener.js';
 import { WorkerResourceSpec } from './slotmanager/WorkerResourceSpec.js';
+import { slotGateway, workerGateway } from './workerGateways.js';
+import { reportWithoutRevoked, type LostTaskExecutor, type TaskExecutorRegistration } from './WorkerRegistration.js';
 
 export interface ResourceManagerOptions {
   readonly configuration?: SlotwiseOptions | ResolvedOptions;
@@ -53,9 +54,7 @@ export interface ResourceManagerOptions {
   /** Told what the SlotManager tells about jobs (slots lost, requirements waiting, ...). */
   readonly listener?: ResourceEventListener;
   readonly log?: (message: string) => void;
-  /**
-   * A registered TaskExecutor was lost (not released: an idle release or the cluster closing is no loss); for metrics.
-   */
+  /** A registered TaskExecutor was lost (an idle release or the cluster closing is no loss); for metrics. */
   readonly onTaskExecutorLost?: (resourceId: ResourceID, cause: TaskExecutorLossCause, detail: string) => void;
   /** Receives every XState inspection event of the SlotManager's statechart. */
   readonly inspect?: (event: InspectionEvent) => void;
@@ -70,31 +69,8 @@ export interface TaskExecutorRegistrationEvent {
   readonly resourceId: ResourceID;
 }
 
-/**
- * Why a registered TaskExecutor was lost: its worker ended, it went silent, it said goodbye, or the SlotManager refused
- * it.
- */
+/** Why a registered TaskExecutor was lost: its worker ended, it went silent, said goodbye, or was refused. */
 export type TaskExecutorLossCause = 'worker-exited' | 'heartbeat-timeout' | 'disconnected' | 'rejected';
-
-interface TaskExecutorRegistration {
-  readonly resourceId: ResourceID;
-  readonly registrationId: string;
-  readonly gateway: TaskExecutorGateway;
-  readonly info: TaskExecutorRegistrationWire;
-  inSlotManager: boolean;
-  /**
-   * Allocations its jobs were told are lost (when it was declared lost): freed on it, and kept out
-   * of the SlotManager while its reports still show them.
-   */
-  readonly revoked: Map<AllocationID, 'to-free' | 'freeing'>;
-}
-
-/** A TaskExecutor declared lost on heartbeat timeout, given heartbeat.timeout to register again. */
-interface LostTaskExecutor {
-  readonly cause: string;
-  readonly revoked: ReadonlySet<AllocationID>;
-  readonly deadline: ScheduledTask;
-}
 
 export class ResourceManager implements ResourceManagerGateway {
   /** Who this ResourceManager is to its TaskExecutors: its slot requests carry it. */
@@ -190,7 +166,7 @@ export class ResourceManager implements ResourceManagerGateway {
         mailbox: this.mailbox,
         onWorkerTerminated: (resourceId, reason) =>
           this.mailbox.execute(() => this.#workerTerminated(resourceId, reason)),
-        resourceManagerGateway: (resourceId) => this.#gatewayFor(resourceId),
+        resourceManagerGateway: (resourceId) => workerGateway(this, resourceId, this.mailbox),
         jobMasterGateway: (address) => this.#jobMastersByAddress.get(address),
       });
       this.#heartbeats.start();
@@ -202,10 +178,7 @@ export class ResourceManager implements ResourceManagerGateway {
     return [...this.#taskExecutors.keys()];
   }
 
-  /**
-   * Tells `listener`, in the mailbox, each TaskExecutorRegistrationEvent; returns its unsubscribe. One that throws is
-   * logged.
-   */
+  /** Tells `listener`, in the mailbox, each TaskExecutorRegistrationEvent (one that throws is logged); unsubscribes. */
   onTaskExecutorRegistration(listener: (event: TaskExecutorRegistrationEvent) => void): () => void {
     this.#registrationListeners.add(listener);
     return () => void this.#registrationListeners.delete(listener);
@@ -292,7 +265,7 @@ export class ResourceManager implements ResourceManagerGateway {
           ? {}
           : { pendingWorkerId: info.pendingWorkerId as PendingTaskManagerID }),
       },
-      slotReportFromWire(this.#withoutRevoked(registration, report)),
+      slotReportFromWire(reportWithoutRevoked(registration, report, this.mailbox, this.#log)),
     );
     if (result.kind === 'ignored') return; // registered before: the report was reconciled as a slot report
     if (result.kind === 'rejected') {
@@ -399,7 +372,10 @@ export class ResourceManager implements ResourceManagerGateway {
         if (error !== undefined) return; // silence counts against heartbeat.timeout
         this.#heartbeats.reportHeartbeat(resourceId);
         if (registration.inSlotManager && report !== undefined)
-          this.slotManager.reportSlotStatus(resourceId, slotReportFromWire(this.#withoutRevoked(registration, report)));
+          this.slotManager.reportSlotStatus(
+            resourceId,
+            slotReportFromWire(reportWithoutRevoked(registration, report, this.mailbox, this.#log)),
+          );
       });
     }
   }
@@ -493,35 +469,6 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 
   /**
-   * The report as the SlotManager may see it: without the allocations whose jobs were told they
-   * are lost. The first report showing one asks the executor to free it; one it no longer shows is
-   * forgotten. Until then the SlotManager sees that slot free: a request for it is refused (the
-   * index is taken) and goes elsewhere, as for any slot whose report is behind.
-   */
-  #withoutRevoked(registration: TaskExecutorRegistration, report: SlotReportWire): SlotReportWire {
-    const { revoked } = registration;
-    if (revoked.size === 0) return report;
-    const shown = new Set<AllocationID>();
-    const slots = report.slots.filter((slot) => {
-      if (slot.allocationId === null || !revoked.has(slot.allocationId)) return true;
-      shown.add(slot.allocationId);
-      if (revoked.get(slot.allocationId) === 'to-free') {
-        revoked.set(slot.allocationId, 'freeing');
-        const cause = `its job was told it is lost when ${registration.resourceId} was declared lost`;
-        this.mailbox.whenComplete(registration.gateway.freeSlot(slot.allocationId, cause), (_, error) => {
-          if (error !== undefined)
-            this.#log(
-              `freeing revoked slot ${slot.allocationId} on ${registration.resourceId} failed: ${describeError(error)}`,
-            );
-        });
-      }
-      return false;
-    });
-    for (const allocationId of [...revoked.keys()]) if (!shown.has(allocationId)) revoked.delete(allocationId);
-    return { ...report, slots };
-  }
-
-  /**
    * Flink's closeTaskManagerConnection: the SlotManager frees its slots and tells their jobs.
    * Returns the allocations it held there (now lost to their jobs).
    */
@@ -545,60 +492,4 @@ export class ResourceManager implements ResourceManagerGateway {
     this.slotManager.unregisterTaskManager(resourceId, cause);
     return held;
   }
-
-  /** The gateway a worker gets: every call runs on the mailbox and may only speak for that worker. */
-  #gatewayFor(resourceId: ResourceID): ResourceManagerGateway {
-    const guard = (claimed: ResourceID, method: string) => {
-      if (claimed !== resourceId)
-        throw new IllegalArgumentError(
-          'invalid-value',
-          `${method}: worker ${resourceId} may not speak for ${String(claimed)}`,
-          { argument: 'resourceId' },
-        );
-    };
-    return {
-      registerTaskExecutor: (registration) =>
-        this.mailbox.callAsync(
-          () => (guard(registration?.resourceId, 'registerTaskExecutor'), this.registerTaskExecutor(registration)),
-        ),
-      sendSlotReport: (id, registrationId, report) =>
-        this.mailbox.callAsync(() => (guard(id, 'sendSlotReport'), this.sendSlotReport(id, registrationId, report))),
-      notifySlotAvailable: (id, allocationId) =>
-        this.mailbox.callAsync(() => (guard(id, 'notifySlotAvailable'), this.notifySlotAvailable(id, allocationId))),
-      disconnectTaskExecutor: (id, cause) =>
-        this.mailbox.callAsync(() => (guard(id, 'disconnectTaskExecutor'), this.disconnectTaskExecutor(id, cause))),
-      registerJobMaster: () =>
-        Promise.reject(
-          new IllegalArgumentError('invalid-value', 'a TaskExecutor may not register a JobMaster', {
-            argument: 'caller',
-          }),
-        ),
-      declareRequiredResources: () =>
-        Promise.reject(
-          new IllegalArgumentError('invalid-value', 'a TaskExecutor may not declare requirements', {
-            argument: 'caller',
-          }),
-        ),
-      disconnectJobMaster: () =>
-        Promise.reject(
-          new IllegalArgumentError('invalid-value', 'a TaskExecutor may not disconnect a JobMaster', {
-            argument: 'caller',
-          }),
-        ),
-    };
-  }
-}
-
-/**
- * The SlotManager's view of a TaskExecutor's gateway: profiles go on the wire as JSON; requests name
- * this ResourceManager. A driver's TaskExecutorGateway carries the rpc layer's deadlines (every
- * gateway call does, DESIGN.md), so the SlotStatusSyncer adds none of its own.
- */
-function slotGateway(gateway: TaskExecutorGateway, resourceManagerId: ResourceManagerId): TaskExecutorSlotGateway {
-  return {
-    deadline: 'transport',
-    requestSlot: (request) =>
-      gateway.requestSlot({ ...request, resourceProfile: request.resourceProfile.toJSON(), resourceManagerId }),
-    freeInactiveSlots: (jobId) => gateway.freeInactiveSlots(jobId),
-  };
 }

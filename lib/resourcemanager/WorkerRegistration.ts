@@ -1,0 +1,63 @@
+/**
+ * The ResourceManager's record of a registered TaskExecutor (Flink's WorkerRegistration) and of one declared lost
+ * that may register again, and the slot report as the SlotManager may see it.
+ */
+import type { AllocationID, ResourceID } from '../core/ids.js';
+import { describeError } from '../core/errors.js';
+import type { TaskExecutorGateway } from '../rpc/gateways.js';
+import type { MainThreadExecutor, ScheduledTask } from '../rpc/MainThreadExecutor.js';
+import type { SlotReportWire, TaskExecutorRegistrationWire } from '../rpc/protocol.js';
+
+export interface TaskExecutorRegistration {
+  readonly resourceId: ResourceID;
+  readonly registrationId: string;
+  readonly gateway: TaskExecutorGateway;
+  readonly info: TaskExecutorRegistrationWire;
+  inSlotManager: boolean;
+  /**
+   * Allocations its jobs were told are lost (when it was declared lost): freed on it, and kept out
+   * of the SlotManager while its reports still show them.
+   */
+  readonly revoked: Map<AllocationID, 'to-free' | 'freeing'>;
+}
+
+/** A TaskExecutor declared lost on heartbeat timeout, given heartbeat.timeout to register again. */
+export interface LostTaskExecutor {
+  readonly cause: string;
+  readonly revoked: ReadonlySet<AllocationID>;
+  readonly deadline: ScheduledTask;
+}
+
+/**
+ * The report as the SlotManager may see it: without the allocations whose jobs were told they
+ * are lost. The first report showing one asks the executor to free it; one it no longer shows is
+ * forgotten. Until then the SlotManager sees that slot free: a request for it is refused (the
+ * index is taken) and goes elsewhere, as for any slot whose report is behind.
+ */
+export function reportWithoutRevoked(
+  registration: TaskExecutorRegistration,
+  report: SlotReportWire,
+  mailbox: MainThreadExecutor,
+  log: (message: string) => void,
+): SlotReportWire {
+  const { revoked } = registration;
+  if (revoked.size === 0) return report;
+  const shown = new Set<AllocationID>();
+  const slots = report.slots.filter((slot) => {
+    if (slot.allocationId === null || !revoked.has(slot.allocationId)) return true;
+    shown.add(slot.allocationId);
+    if (revoked.get(slot.allocationId) === 'to-free') {
+      revoked.set(slot.allocationId, 'freeing');
+      const cause = `its job was told it is lost when ${registration.resourceId} was declared lost`;
+      mailbox.whenComplete(registration.gateway.freeSlot(slot.allocationId, cause), (_, error) => {
+        if (error !== undefined)
+          log(
+            `freeing revoked slot ${slot.allocationId} on ${registration.resourceId} failed: ${describeError(error)}`,
+          );
+      });
+    }
+    return false;
+  });
+  for (const allocationId of [...revoked.keys()]) if (!shown.has(allocationId)) revoked.delete(allocationId);
+  return { ...report, slots };
+}
