@@ -28,12 +28,11 @@
  * No `node:` imports: SharedArrayBuffer and Atomics are globals, so a view works in any thread.
  */
 import { IllegalArgumentError, MemoryAllocationError } from '../core/errors.js';
+import { checkHandle, checkOwner, checkPageSize, describeArgument } from './memoryArguments.js';
 
 /** Flink's default `taskmanager.memory.segment-size`. */
 export const DEFAULT_PAGE_SIZE = 32 * 1024;
 
-const MIN_PAGE_SIZE = 4 * 1024;
-const MAX_PAGE_SIZE = 16 * 1024 * 1024;
 // The free counter and the page table are Int32, so the page count must fit one.
 const MAX_PAGES = 0x7fff_ffff - 3;
 
@@ -75,7 +74,9 @@ interface Shared {
 
 interface OwnerState {
   readonly token: number;
-  /** Pages this owner holds; exact, because only this view claims or releases with its token (or a shutdown frees all). */
+  /**
+   * Pages this owner holds; exact, because only this view claims or releases with its token (or a shutdown frees all).
+   */
   pages: number;
 }
 
@@ -119,10 +120,10 @@ export class MemoryManager {
     if (typeof memorySize !== 'number') {
       throw new IllegalArgumentError(
         'invalid-type',
-        `memorySize must be a number of bytes, got ${describe(memorySize)}`,
+        `memorySize must be a number of bytes, got ${describeArgument(memorySize)}`,
         {
           argument: 'memorySize',
-          value: describe(memorySize),
+          value: describeArgument(memorySize),
         },
       );
     }
@@ -140,7 +141,8 @@ export class MemoryManager {
     if (totalPages > MAX_PAGES) {
       throw new IllegalArgumentError(
         'out-of-range',
-        `memorySize ${memorySize} makes ${totalPages} pages of ${pageSize} bytes; at most ${MAX_PAGES} pages are allowed (use a larger pageSize)`,
+        `memorySize ${memorySize} makes ${totalPages} pages of ${pageSize} ` +
+          `bytes; at most ${MAX_PAGES} pages are allowed (use a larger pageSize)`,
         { argument: 'memorySize', value: memorySize, pageSize, totalPages, maxPages: MAX_PAGES },
       );
     }
@@ -149,43 +151,8 @@ export class MemoryManager {
 
   /** A second view over the pages and accounting of a {@link share}d manager (e.g. in a task thread). */
   static attach(handle: SharedMemoryHandle): MemoryManager {
-    if (typeof handle !== 'object' || handle === null) {
-      throw new IllegalArgumentError(
-        'invalid-type',
-        `handle must be a SharedMemoryHandle from MemoryManager.share(), got ${describe(handle)}`,
-        {
-          argument: 'handle',
-          value: describe(handle),
-        },
-      );
-    }
+    checkHandle(handle, MAX_PAGES, TABLE);
     const { data, control, pageSize, totalPages } = handle;
-    checkPageSize(pageSize, 'handle.pageSize');
-    if (!Number.isSafeInteger(totalPages) || totalPages < 0 || totalPages > MAX_PAGES) {
-      throw new IllegalArgumentError(
-        'invalid-value',
-        `handle.totalPages must be an integer from 0 to ${MAX_PAGES}, got ${describe(totalPages)}`,
-        {
-          argument: 'handle.totalPages',
-          value: describe(totalPages),
-        },
-      );
-    }
-    if (!(data instanceof SharedArrayBuffer) || data.byteLength !== totalPages * pageSize) {
-      throw new IllegalArgumentError(
-        'invalid-value',
-        `handle.data must be a SharedArrayBuffer of totalPages * pageSize = ${totalPages * pageSize} bytes, got ${describeBuffer(data)}`,
-        { argument: 'handle.data', value: describeBuffer(data) },
-      );
-    }
-    const controlBytes = (TABLE + totalPages) * Int32Array.BYTES_PER_ELEMENT;
-    if (!(control instanceof SharedArrayBuffer) || control.byteLength !== controlBytes) {
-      throw new IllegalArgumentError(
-        'invalid-value',
-        `handle.control must be a SharedArrayBuffer of (3 + totalPages) * 4 = ${controlBytes} bytes, got ${describeBuffer(control)}`,
-        { argument: 'handle.control', value: describeBuffer(control) },
-      );
-    }
     return new MemoryManager(pageSize, totalPages, view(data, control, totalPages));
   }
 
@@ -214,10 +181,10 @@ export class MemoryManager {
     if (!Number.isSafeInteger(count) || count <= 0) {
       throw new MemoryAllocationError(
         'invalid-request',
-        `count must be a positive safe integer (pages), got ${describe(count)}`,
+        `count must be a positive safe integer (pages), got ${describeArgument(count)}`,
         {
           argument: 'count',
-          value: describe(count),
+          value: describeArgument(count),
         },
       );
     }
@@ -276,10 +243,10 @@ export class MemoryManager {
     if (!Array.isArray(segments)) {
       throw new MemoryAllocationError(
         'invalid-request',
-        `segments must be an array of MemorySegments or page indexes, got ${describe(segments)}`,
+        `segments must be an array of MemorySegments or page indexes, got ${describeArgument(segments)}`,
         {
           argument: 'segments',
-          value: describe(segments),
+          value: describeArgument(segments),
         },
       );
     }
@@ -290,8 +257,9 @@ export class MemoryManager {
       if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= this.totalPages) {
         throw new MemoryAllocationError(
           'invalid-request',
-          `segments must hold MemorySegments or page indexes from 0 to ${this.totalPages - 1}, got ${describe(index ?? item)}`,
-          { argument: 'segments', value: describe(index ?? item), totalPages: this.totalPages },
+          `segments must hold MemorySegments or page indexes from 0 ` +
+            `to ${this.totalPages - 1}, got ${describeArgument(index ?? item)}`,
+          { argument: 'segments', value: describeArgument(index ?? item), totalPages: this.totalPages },
         );
       }
       if (seen.has(index as number)) {
@@ -318,7 +286,9 @@ export class MemoryManager {
         const holderName = holder === 0 ? null : this.#nameOf(holder);
         throw new MemoryAllocationError(
           'not-owner',
-          `owner ${JSON.stringify(owner)} cannot release page ${index}: it is ${holderName === null ? 'free' : `held by ${JSON.stringify(holderName)}`}; only pages an owner holds can be released`,
+          `owner ${JSON.stringify(owner)} cannot release page ${index}: it ` +
+            `is ${holderName === null ? 'free' : `held by ${JSON.stringify(holderName)}`}; ` +
+            `only pages an owner holds can be released`,
           { page: index, owner, holder: holderName },
         );
       }
@@ -422,7 +392,9 @@ export class MemoryManager {
     return shared;
   }
 
-  /** Frees the pages still held by `token` (a racing shutdown may have freed some); returns how many this call freed. */
+  /**
+   * Frees the pages still held by `token` (a racing shutdown may have freed some); returns how many this call freed.
+   */
   #free(token: number, indexes: readonly number[]): number {
     const { control, table } = this.#shared!;
     let freed = 0;
@@ -471,7 +443,9 @@ export class MemoryManager {
     const availableBytes = freePages * this.pageSize;
     return new MemoryAllocationError(
       'insufficient-memory',
-      `cannot allocate ${requestedPages} pages (${requestedBytes} bytes) for owner ${JSON.stringify(owner)}: only ${freePages} pages (${availableBytes} bytes) of ${this.totalPages} are free (page size ${this.pageSize} bytes)`,
+      `cannot allocate ${requestedPages} pages (${requestedBytes} bytes) for owner ${JSON.stringify(owner)}: ` +
+        `only ${freePages} pages (${availableBytes} bytes) ` +
+        `of ${this.totalPages} are free (page size ${this.pageSize} bytes)`,
       { owner, requestedPages, freePages, pageSize: this.pageSize, requestedBytes, availableBytes },
     );
   }
@@ -479,7 +453,8 @@ export class MemoryManager {
   #shutDownError(owner: string, requestedPages: number): MemoryAllocationError {
     return new MemoryAllocationError(
       'shut-down',
-      `cannot allocate ${requestedPages} pages for owner ${JSON.stringify(owner)}: the memory manager has been shut down (its slot closed)`,
+      `cannot allocate ${requestedPages} pages for owner ${JSON.stringify(owner)}: ` +
+        `the memory manager has been shut down (its slot closed)`,
       { owner, requestedPages },
     );
   }
@@ -492,46 +467,4 @@ function view(data: SharedArrayBuffer, control: SharedArrayBuffer, totalPages: n
     control: new Int32Array(control),
     table: new Int32Array(control, TABLE * Int32Array.BYTES_PER_ELEMENT, totalPages),
   };
-}
-
-function checkPageSize(pageSize: unknown, argument: string): asserts pageSize is number {
-  if (typeof pageSize !== 'number') {
-    throw new IllegalArgumentError('invalid-type', `${argument} must be a number of bytes, got ${describe(pageSize)}`, {
-      argument,
-      value: describe(pageSize),
-    });
-  }
-  if (
-    !Number.isInteger(pageSize) ||
-    pageSize < MIN_PAGE_SIZE ||
-    pageSize > MAX_PAGE_SIZE ||
-    (pageSize & (pageSize - 1)) !== 0
-  ) {
-    throw new IllegalArgumentError(
-      'out-of-range',
-      `${argument} must be a power of two from ${MIN_PAGE_SIZE} (4 KiB) to ${MAX_PAGE_SIZE} (16 MiB) bytes, got ${pageSize}`,
-      { argument, value: pageSize, min: MIN_PAGE_SIZE, max: MAX_PAGE_SIZE },
-    );
-  }
-}
-
-function checkOwner(owner: unknown): asserts owner is string {
-  if (typeof owner !== 'string' || owner.length === 0) {
-    throw new MemoryAllocationError('invalid-request', `owner must be a non-empty string, got ${describe(owner)}`, {
-      argument: 'owner',
-      value: describe(owner),
-    });
-  }
-}
-
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (value === null || value === undefined) return String(value);
-  if (typeof value === 'object') return Object.prototype.toString.call(value);
-  return `${typeof value} ${String(value)}`;
-}
-
-function describeBuffer(value: unknown): string {
-  if (value instanceof SharedArrayBuffer) return `a SharedArrayBuffer of ${value.byteLength} bytes`;
-  return describe(value);
 }
