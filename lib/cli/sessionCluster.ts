@@ -10,6 +10,10 @@ import type { TargetCluster } from '../rest/miniClusterTarget.js';
 
 export interface SessionJobManager extends TargetCluster {
   storeTaskCode(upload: TaskCodeUpload): Promise<StoredTaskCode>;
+  /** Its REST API's URL, when started with `rest`. */
+  readonly restUrl: string | null;
+  /** Its dashboard's page with the token, when started with `rest`. */
+  readonly dashboardUrl: string | null;
   close(): Promise<void>;
 }
 
@@ -19,7 +23,11 @@ export interface SessionTaskManager {
 }
 
 export interface SessionClusterModule {
-  startJobManager(options: { nats: string; clusterId: string }): Promise<SessionJobManager>;
+  startJobManager(options: {
+    nats: string;
+    clusterId: string;
+    rest?: { port: number; address: string };
+  }): Promise<SessionJobManager>;
   startTaskManager(options: {
     nats: string;
     clusterId: string;

@@ -11,12 +11,18 @@
  * bundles a task module given as a local path itself. The JobManager keeps a copy on its disk for
  * its task module checker (a worker thread: user code never runs on this one); its TaskExecutors
  * are told the code's hash and fetch it.
+ *
+ * It keeps a MiniCluster's metrics and dashboard, wired by the same Observability: its ClusterMetrics
+ * in a prom-client registry (`metricsRegistry`, `metrics()`), and, with `rest`, its own REST server
+ * (Flink's WebMonitorEndpoint) serving the API, the dashboard at `/` and Prometheus text at
+ * `/metrics` (`restUrl`, `dashboardUrl`).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { Registry } from 'prom-client';
 import { describeCluster, type ClusterOverview } from '../ClusterOverview.js';
 import { systemClock } from '../core/clock.js';
 import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
@@ -28,7 +34,13 @@ import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
 import { DefaultTaskModuleChecker } from '../jobmaster/TaskModuleChecker.js';
 import { NatsInbox } from '../rpc/natsTransport.js';
 import type { TaskExecutorMetricsWire } from '../rpc/protocol.js';
+import type { InspectionSink } from '../inspect.js';
+import type { MetricsSnapshot } from '../metrics/MetricsSnapshot.js';
+import { resolveMetricsOptions, type MetricsOptions } from '../metrics/MetricsOptions.js';
+import { Observability } from '../Observability.js';
 import { ResourceManager } from '../resourcemanager/ResourceManager.js';
+import { clusterTarget } from '../rest/miniClusterTarget.js';
+import { startRestServer, type RestServer } from '../rest/RestServer.js';
 import { askTaskExecutorMetrics } from '../resourcemanager/askTaskExecutorMetrics.js';
 import { resourceManagerServices } from '../dispatcher/resourceManagerServices.js';
 import { BlobStore, checkSha256, sha256Hex } from './BlobStore.js';
@@ -51,6 +63,18 @@ export interface JobManagerOptions {
   readonly connectTimeoutMs?: number;
   /** Log records of the JobManager and of every TaskExecutor. Default: warnings and errors to stderr. */
   readonly logger?: LogSink;
+  /** Its metrics' prom-client registry and prefix, as a MiniCluster's (default: a registry of its own, `slotwise`). */
+  readonly metrics?: MetricsOptions;
+  /**
+   * Its REST server (API, dashboard at `/`, `/metrics`), as `slotwise jobmanager` starts it. Default: none
+   * (`startRestServer` may serve it later). `port` default 8081 (0: a free port), `address` default '127.0.0.1'.
+   */
+  readonly rest?: JobManagerRestOptions;
+}
+
+export interface JobManagerRestOptions {
+  readonly port?: number;
+  readonly address?: string;
 }
 
 /** One task module as uploaded: an ES module bundled into one file (RestTarget's TaskCodeUpload). */
@@ -66,7 +90,8 @@ export interface StoredTaskCode {
   readonly taskModule: string;
 }
 
-const OPTION_KEYS = ['nats', 'clusterId', 'configuration', 'cacheDir', 'connectTimeoutMs', 'logger'];
+const OPTION_KEYS = ['nats', 'clusterId', 'configuration', 'cacheDir', 'connectTimeoutMs', 'logger', 'metrics', 'rest'];
+const REST_KEYS = ['port', 'address'];
 
 export class JobManager {
   readonly clusterId: string;
@@ -79,6 +104,9 @@ export class JobManager {
   readonly #driver: StandaloneResourceManagerDriver;
   readonly #cache: TaskCodeCache;
   readonly #ownCacheDir: boolean;
+  readonly #observability: Observability;
+  readonly #inspection: InspectionSink | null;
+  #rest: RestServer | null = null;
   #closed: Promise<void> | null = null;
 
   private constructor(
@@ -88,7 +116,12 @@ export class JobManager {
     blobs: BlobStore,
     cacheDir: string | undefined,
     logger: LogSink,
+    observability: Observability,
   ) {
+    this.#observability = observability;
+    // With a dashboard, the SlotManager's and the jobs' statecharts report to its actors view.
+    this.#inspection = observability.inspectionSink(undefined);
+    const inspect = this.#inspection ? { inspect: this.#inspection.inspect } : {};
     this.clusterId = clusterId;
     this.options = options;
     this.#connection = connection;
@@ -121,6 +154,8 @@ export class JobManager {
       driver,
       workersOnDemand: false,
       log: (message) => log({ level: 'info', source: 'runtime', message }),
+      onTaskExecutorLost: observability.onTaskExecutorLost,
+      ...inspect,
     });
     const rm = this.resourceManager;
     this.dispatcher = new Dispatcher({
@@ -138,6 +173,8 @@ export class JobManager {
         mode: 'thread',
         timeoutMs: options['dispatcher.task-module-check.timeout'],
       }),
+      jobObserver: observability.jobObserver,
+      ...inspect,
     });
   }
 
@@ -154,6 +191,9 @@ export class JobManager {
         { argument: 'options.cacheDir', value: options.cacheDir },
       );
     }
+    const rest = options.rest === undefined ? null : checkRestOptions(options.rest);
+    const metrics = resolveMetricsOptions(options.metrics);
+    let observability: Observability | undefined;
     const connection = await connectNats(
       url,
       `slotwise jobmanager ${clusterId}`,
@@ -162,22 +202,64 @@ export class JobManager {
     );
     try {
       const blobs = await BlobStore.open(connection, clusterId);
-      const jobManager = new JobManager(
+      // First what may refuse (a registry another cluster uses): nothing listens yet.
+      let self: JobManager | null = null;
+      observability = new Observability({
+        metrics,
+        dashboard: rest !== null,
+        overview: () => self!.overview(),
+      });
+      const jobManager = (self = new JobManager(
         clusterId,
         configuration,
         connection,
         blobs,
         options.cacheDir,
         options.logger ?? createDefaultLogSink(),
-      );
+        observability,
+      ));
       jobManager.resourceManager.start();
       // Our subscription is in place at the server before anyone is told we are up.
       await jobManager.#inbox.ready();
+      if (rest !== null) {
+        try {
+          jobManager.#rest = await startRestServer({
+            ...rest,
+            target: clusterTarget(jobManager, (upload) => jobManager.storeTaskCode(upload)),
+            dashboard: observability.dashboardFor(jobManager.dispatcher),
+          });
+        } catch (error) {
+          await jobManager.close();
+          throw error;
+        }
+      }
       return jobManager;
     } catch (error) {
-      await connection.close();
+      await observability?.close();
+      await connection.close().catch(() => {});
       throw error;
     }
+  }
+
+  /** The REST API's URL (`http://127.0.0.1:8081`), or null when started without `rest`. */
+  get restUrl(): string | null {
+    return this.#rest?.url ?? null;
+  }
+
+  /** The dashboard's page with its token (`http://127.0.0.1:8081/?token=…`), or null when started without `rest`. */
+  get dashboardUrl(): string | null {
+    return this.#rest?.dashboardUrl ?? null;
+  }
+
+  /** The prom-client Registry holding the JobManager's metrics (the one passed as `metrics.registry`, or its own). */
+  get metricsRegistry(): Registry {
+    return this.#observability.metrics.registry;
+  }
+
+  /** The cluster's metrics now, as plain numbers (what `/metrics` exposes; the README's Metrics section). */
+  async metrics(): Promise<MetricsSnapshot> {
+    this.#requireOpen('metrics');
+    return this.#observability.metrics.snapshot();
   }
 
   /** Validates and stores one uploaded task module (content-addressed; the same code again is a no-op). */
@@ -251,8 +333,12 @@ export class JobManager {
   /** Cancels the running jobs, lets the TaskManagers go (they keep trying to register), closes NATS; the same promise every time. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
+      // The REST server and dashboard first: nobody submits or watches while the jobs end.
+      await this.#rest?.close();
+      await this.#observability.close();
       await this.dispatcher.close(this.options['rpc.ask.timeout']);
       await this.resourceManager.close();
+      await this.#inspection?.close();
       this.#inbox.close();
       await this.#connection.drain().catch(() => this.#connection.close());
       if (this.#ownCacheDir) rmSync(this.#cache.dir, { recursive: true, force: true });
@@ -315,6 +401,24 @@ function localPath(taskModule: unknown): string | undefined {
     return undefined;
   }
   return typeof taskModule === 'string' && isAbsolute(taskModule) ? taskModule : undefined;
+}
+
+function checkRestOptions(rest: unknown): { port: number; address: string } {
+  checkOptionKeys(rest, REST_KEYS, 'startJobManager options.rest');
+  const { port = 8081, address = '127.0.0.1' } = rest as JobManagerRestOptions;
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new IllegalArgumentError(
+      'out-of-range',
+      `options.rest.port must be an integer from 0 (any free port) to 65535, got ${String(port)}`,
+      { argument: 'options.rest.port', value: port },
+    );
+  if (typeof address !== 'string' || !/^[\w.:-]+$/.test(address))
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `options.rest.address must be a host name or IP address such as '127.0.0.1', got ${JSON.stringify(address)}`,
+      { argument: 'options.rest.address', value: address },
+    );
+  return { port, address };
 }
 
 export function checkOptionKeys(options: unknown, known: readonly string[], where: string): void {

@@ -7,9 +7,17 @@
  * it listens on loopback unless told otherwise, and there answers only requests addressed to a
  * loopback name (no DNS rebinding). A vertex can name only code uploaded with it, never a path on
  * the JobManager's host.
+ *
+ * With `dashboard` (a session cluster's JobManager gives its own), the same port serves the
+ * dashboard plugin beside the API: the page at `/`, its streams and assets, and Prometheus text at
+ * `GET /metrics`, all behind the MiniCluster dashboard's rule (a token new at every start, in
+ * `dashboardUrl`); the API's routes keep their own rule above.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { IllegalArgumentError, RestError } from '../core/errors.js';
+import { createAccessToken } from '../dashboard/accessToken.js';
+import type { DashboardSource } from '../dashboard/ClusterDashboard.js';
+import { dashboardPlugin } from '../dashboard/dashboardPlugin.js';
 import { errorResponse } from './restErrors.js';
 import { registerRoutes, ROUTES } from './restRoutes.js';
 import type { RestTarget } from './RestTarget.js';
@@ -28,11 +36,15 @@ export interface RestServerOptions {
    * module).
    */
   readonly requestTimeoutMs?: number;
+  /** What the dashboard at `/` (and `/metrics`) shows; without it the server has the API only. */
+  readonly dashboard?: DashboardSource;
 }
 
 export interface RestServer {
   /** `http://127.0.0.1:8081`: where it listens, with the port it got. */
   readonly url: string;
+  /** The dashboard's page with its token (`http://127.0.0.1:8081/?token=…`), or null without `dashboard`. */
+  readonly dashboardUrl: string | null;
   /** Stops listening and ends every connection (bounded); the same promise every time. */
   close(): Promise<void>;
 }
@@ -60,7 +72,7 @@ function hostnameOf(header: string | undefined): string | undefined {
 }
 
 export async function startRestServer(options: RestServerOptions): Promise<RestServer> {
-  const { target, address, port, bodyLimit, requestTimeoutMs } = checkOptions(options);
+  const { target, address, port, bodyLimit, requestTimeoutMs, dashboard } = checkOptions(options);
   const app = Fastify({
     logger: false,
     bodyLimit,
@@ -93,7 +105,8 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     );
     void reply.code(status).send(body);
   });
-  if (LOOPBACK.has(address)) {
+  const isLoopback = LOOPBACK.has(address);
+  if (isLoopback) {
     // DNS rebinding: a web page whose name resolves to 127.0.0.1 could otherwise reach a loopback
     // server as its own origin and POST task code. Only loopback names may address it.
     app.addHook('onRequest', async (request) => {
@@ -110,6 +123,9 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   }
   registerRoutes(app, target, requestTimeoutMs);
   refuseOtherMethods(app);
+  const token = dashboard === null ? null : createAccessToken();
+  // In a context of its own: the plugin's token hook guards its routes only, not the API's.
+  if (dashboard !== null) await app.register(dashboardPlugin, { source: dashboard, token, loopbackOnly: isLoopback });
   try {
     await app.listen({ host: address, port });
   } catch (error) {
@@ -134,6 +150,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   let closed: Promise<void> | null = null;
   return {
     url,
+    dashboardUrl: token === null ? null : `${url}/?token=${token}`,
     close: () =>
       (closed ??= (async () => {
         let timer: NodeJS.Timeout | undefined;
@@ -163,15 +180,21 @@ function refuseOtherMethods(app: FastifyInstance): void {
   }
 }
 
-function checkOptions(options: RestServerOptions): Required<RestServerOptions> {
+interface CheckedOptions extends Required<Omit<RestServerOptions, 'dashboard'>> {
+  readonly dashboard: DashboardSource | null;
+}
+
+const DASHBOARD_METHODS = ['view', 'actor', 'watchActor', 'cancelJob', 'metrics'] as const;
+
+function checkOptions(options: RestServerOptions): CheckedOptions {
   if (typeof options !== 'object' || options === null)
     throw new IllegalArgumentError(
       'invalid-type',
       `startRestServer takes { target, address?, port?, bodyLimit?, ` +
-        `requestTimeoutMs? }, got ${options === null ? 'null' : typeof options}`,
+        `requestTimeoutMs?, dashboard? }, got ${options === null ? 'null' : typeof options}`,
       { argument: 'options' },
     );
-  const known = ['target', 'address', 'port', 'bodyLimit', 'requestTimeoutMs'];
+  const known = ['target', 'address', 'port', 'bodyLimit', 'requestTimeoutMs', 'dashboard'];
   const unknown = Object.keys(options).find((key) => !known.includes(key));
   if (unknown !== undefined)
     throw new IllegalArgumentError(
@@ -185,6 +208,7 @@ function checkOptions(options: RestServerOptions): Required<RestServerOptions> {
     port = 8081,
     bodyLimit = 64 * 1024 * 1024,
     requestTimeoutMs = 60_000,
+    dashboard,
   } = options;
   const missing =
     typeof target === 'object' && target !== null
@@ -222,5 +246,18 @@ function checkOptions(options: RestServerOptions): Required<RestServerOptions> {
       `startRestServer options.requestTimeoutMs must be a number of ms > 0, got ${String(requestTimeoutMs)}`,
       { argument: 'requestTimeoutMs' },
     );
-  return { target, address, port, bodyLimit, requestTimeoutMs };
+  if (dashboard !== undefined) {
+    const lacks =
+      typeof dashboard === 'object' && dashboard !== null
+        ? DASHBOARD_METHODS.filter((m) => typeof dashboard[m] !== 'function')
+        : DASHBOARD_METHODS;
+    if (lacks.length > 0)
+      throw new IllegalArgumentError(
+        'invalid-type',
+        `startRestServer options.dashboard must be a DashboardSource ` +
+          `(observability.dashboardFor(dispatcher)); it lacks ${lacks.join(', ')}`,
+        { argument: 'dashboard', missing: lacks },
+      );
+  }
+  return { target, address, port, bodyLimit, requestTimeoutMs, dashboard: dashboard ?? null };
 }

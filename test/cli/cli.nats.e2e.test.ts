@@ -2,7 +2,7 @@
  * The slotwise command against a real session cluster: a nats-server, `slotwise jobmanager --nats`
  * and two `slotwise taskmanager`s, each a child process on loopback; `slotwise run` submits a job
  * file whose task code travels through the cluster's object store to the TaskManagers, and prints
- * the exact result; `list`, `overview` and `cancel` work against it.
+ * the exact result; `list`, `overview` and `cancel` work against it; its dashboard URL is printed.
  */
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -94,6 +94,17 @@ describe(
         }>;
         return list.find((job) => job.id === jobId && job.status === 'CANCELED');
       });
+    });
+
+    it('prints the dashboard URL, on the REST port with a token, and it serves the page and /metrics', async () => {
+      const printed = /^slotwise jobmanager: dashboard at (http:\/\/\S+)$/m.exec(jm!.output())?.[1];
+      expect(printed, jm!.output()).to.be.a('string');
+      const dashboard = new URL(printed!);
+      expect(dashboard.origin).to.equal(new URL(jm!.url).origin);
+      expect((await fetch(dashboard)).status).to.equal(200);
+      const metrics = await fetch(`${dashboard.origin}/metrics${dashboard.search}`);
+      expect(await metrics.text()).to.match(/^slotwise_jobmanager_numRegisteredTaskManagers 2$/m);
+      expect((await fetch(`${dashboard.origin}/metrics`)).status, 'no token').to.equal(403);
     });
   },
 );

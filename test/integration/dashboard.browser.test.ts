@@ -6,55 +6,29 @@
  * screenshot is saved under test-artifacts/. Skips, saying why, when chromium is not installed.
  */
 import { expect } from 'chai';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+import type { Page } from 'playwright-core';
 import { MiniCluster } from '../../lib/MiniCluster.js';
+import { type Browser, chromiumOrSkip, launchChromium } from '../support/chromium.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url);
 const sleep = new URL('../fixtures/tasks/sleep.ts', import.meta.url);
-const UI_TIMEOUT = 30_000;
 
 describe('the dashboard in a browser (headless Chromium)', function () {
   this.timeout(120_000);
   let cluster: MiniCluster;
-  let context: BrowserContext;
+  let browser: Browser;
   let page: Page;
-  let userDataDir: string;
-  const requested: string[] = [];
 
   before(async function () {
-    if (!existsSync(CHROMIUM)) {
-      console.log(`    skipped: no ${CHROMIUM} (apt-get install -y chromium; .ci/run installs it)`);
-      this.skip();
-    }
+    chromiumOrSkip(this);
     cluster = await MiniCluster.start({ taskExecutors: 2, slotsPerTaskExecutor: 2, dashboard: { port: 0 } });
-    userDataDir = mkdtempSync(join(tmpdir(), 'slotwise-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: FLAGS,
-      viewport: { width: 1280, height: 1000 },
-    });
-    context.on('request', (request) => requested.push(request.url()));
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(UI_TIMEOUT);
+    browser = await launchChromium();
+    page = browser.page;
   });
 
   after(async () => {
-    await context?.close();
-    if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+    await browser?.close();
     await cluster?.close();
   });
 
@@ -64,8 +38,8 @@ describe('the dashboard in a browser (headless Chromium)', function () {
     await page.locator('[data-testid=connection]', { hasText: 'live' }).waitFor();
     await page.locator('[data-testid=executor]').first().waitFor();
     const origin = new URL(cluster.dashboardUrl!).origin;
-    expect(requested.length, 'the page, its assets and its stream').to.be.greaterThanOrEqual(5);
-    for (const url of requested) expect(new URL(url).origin, url).to.equal(origin);
+    expect(browser.requested.length, 'the page, its assets and its stream').to.be.greaterThanOrEqual(5);
+    for (const url of browser.requested) expect(new URL(url).origin, url).to.equal(origin);
   });
 
   it('lists the TaskExecutors and their slots', async () => {

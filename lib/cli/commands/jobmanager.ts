@@ -3,13 +3,13 @@
  * with its REST endpoint. With `--nats` (the default) it is the NATS session cluster's, which
  * TaskManagers on any host join; with `--local-taskmanagers N` it is an in-process MiniCluster of
  * N TaskExecutors served over the same REST API. It prints the REST URL on a line of its own once
- * it listens, and runs until SIGINT or SIGTERM.
+ * it listens (and, for the NATS JobManager, its dashboard's URL with the token on the next line),
+ * and runs until SIGINT or SIGTERM.
  */
 import { IllegalArgumentError } from '../../core/errors.js';
 import { MiniCluster } from '../../MiniCluster.js';
-import { clusterTarget, miniClusterTarget } from '../../rest/miniClusterTarget.js';
+import { miniClusterTarget } from '../../rest/miniClusterTarget.js';
 import { startRestServer, type RestServer } from '../../rest/RestServer.js';
-import type { RestTarget } from '../../rest/RestTarget.js';
 import { choiceFlag, clusterIdFlag, integerFlag, natsUrlFlag, parseFlags, type CliIo } from '../flags.js';
 import { loadSessionCluster, untilShutdown } from '../sessionCluster.js';
 
@@ -19,7 +19,8 @@ export const JOBMANAGER_USAGE = `Usage: slotwise jobmanager [--nats URL] [--rest
                            [--rest-address ADDRESS] [--rest-port PORT]
 
 Starts a JobManager (Dispatcher, ResourceManager, REST API) and prints its REST URL on a line of
-its own; runs until Ctrl-C.
+its own; with --nats also its dashboard's URL (the page at / and Prometheus text at /metrics, on
+the REST port, with the token the URL carries); runs until Ctrl-C.
 
   --nats URL              the NATS server TaskManagers join through (default nats://127.0.0.1:4222)
   --cluster-id ID         the cluster's name on that server (default 'default')
@@ -74,36 +75,36 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
         );
   }
 
-  let target: RestTarget;
-  let closeCluster: () => Promise<void>;
   let description: string;
+  let server: Pick<RestServer, 'url' | 'dashboardUrl' | 'close'>;
+  let closeCluster: () => Promise<void>;
   if (local !== null) {
     const slots = string('slots') === undefined ? 2 : integerFlag('slots', string('slots')!, 1, 1024);
     const mode =
       string('mode') === undefined ? 'thread' : choiceFlag('mode', string('mode')!, ['thread', 'process'] as const);
     const cluster = await MiniCluster.start({ taskExecutors: local, slotsPerTaskExecutor: slots, mode });
-    target = miniClusterTarget(cluster);
     closeCluster = () => cluster.close();
     const kind = mode === 'process' ? 'child processes' : 'worker threads';
     description = `an in-process cluster of ${local} TaskExecutor(s) × ${slots} slot(s) (${kind})`;
+    try {
+      server = await startRestServer({ target: miniClusterTarget(cluster), address, port });
+    } catch (error) {
+      await closeCluster();
+      throw error;
+    }
   } else {
     const nats = natsUrlFlag(string('nats') ?? 'nats://127.0.0.1:4222');
     const clusterId = clusterIdFlag(string('cluster-id') ?? 'default');
     const { startJobManager } = await loadSessionCluster('jobmanager');
-    const manager = await startJobManager({ nats, clusterId });
-    target = clusterTarget(manager, (upload) => manager.storeTaskCode(upload));
+    // The JobManager serves its REST API, dashboard and /metrics itself (and closes them with it).
+    const manager = await startJobManager({ nats, clusterId, rest: { address, port } });
     closeCluster = () => manager.close();
     description = `the JobManager of cluster '${clusterId}' at ${nats}`;
-  }
-  let server: RestServer;
-  try {
-    server = await startRestServer({ target, address, port });
-  } catch (error) {
-    await closeCluster();
-    throw error;
+    server = { url: manager.restUrl!, dashboardUrl: manager.dashboardUrl, close: async () => {} };
   }
   io.stdout(`slotwise jobmanager: ${description}; REST API at`);
   io.stdout(server.url);
+  if (server.dashboardUrl !== null) io.stdout(`slotwise jobmanager: dashboard at ${server.dashboardUrl}`);
   await untilShutdown(io.shutdown);
   await server.close();
   await closeCluster();
