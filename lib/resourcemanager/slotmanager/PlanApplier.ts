@@ -44,23 +44,31 @@ export class PlanApplier {
     const { tracker, syncer, allocator, requests, targets } = this.#o;
     syncer.beginAllocations();
     const slots = result.slotsOnRegistered;
+    // Each demand's slots are reserved per executor at once, in the order the plan first put one
+    // there (as Flink applies allocations: per job, per executor, a count): under spread a demand's
+    // slots alternate between executors, and reserving them one by one was most of applying it.
+    const perExecutor = new Map<TaskManagerRegistration, number>();
     for (let i = 0; i < slots.length; ) {
-      const { demand, taskManager } = slots[i]!;
-      // A run of the same demand on the same executor is reserved at once (a request is a demand of one).
-      let run = 1;
-      while (i + run < slots.length && slots[i + run]!.demand === demand && slots[i + run]!.taskManager === taskManager)
-        run++;
+      const { demand } = slots[i]!;
+      let end = i;
+      for (; end < slots.length && slots[end]!.demand === demand; end++) {
+        const { taskManager } = slots[end]!;
+        perExecutor.set(taskManager, (perExecutor.get(taskManager) ?? 0) + 1);
+      }
       const request = demand.allocationId === undefined ? undefined : requests.get(demand.allocationId);
       if (request !== undefined) request.state = 'allocating';
       const targetAddress = request?.targetAddress ?? targets.get(demand.jobId) ?? '';
-      for (const reservation of tracker.reserveRun(taskManager, demand.profile, demand.jobId, run)) {
-        syncer.allocateSlot(reservation, {
-          allocationId: demand.allocationId,
-          targetAddress,
-          tracked: request === undefined,
-        });
+      for (const [taskManager, count] of perExecutor) {
+        for (const reservation of tracker.reserveRun(taskManager, demand.profile, demand.jobId, count)) {
+          syncer.allocateSlot(reservation, {
+            allocationId: demand.allocationId,
+            targetAddress,
+            tracked: request === undefined,
+          });
+        }
       }
-      i += run;
+      perExecutor.clear();
+      i = end;
     }
     syncer.endAllocations();
     for (const pending of tracker.pendingTaskManagers)
