@@ -344,7 +344,12 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
     if (host === undefined && requirement === this.#lastRequirement) return this.#lastRanked!;
     let byProfile: Map<ResourceProfile, RankedTaskManagers<T>>;
     if (host === undefined) {
-      byProfile = this.#ranked ??= new Map();
+      if (this.#lastRequirement === undefined) {
+        // The first requirement (a check placing one demand asks no other): no table for it yet.
+        this.#lastRequirement = requirement;
+        return (this.#lastRanked = this.#view.rankedTaskManagers(requirement));
+      }
+      byProfile = this.#ranked ??= new Map([[this.#lastRequirement, this.#lastRanked!]]);
     } else {
       this.#rankedOnHost ??= new Map();
       byProfile = this.#rankedOnHost.get(host) ?? new Map();
