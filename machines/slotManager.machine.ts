@@ -3,17 +3,27 @@
  * lifecycle and of its requirement checks. The slots themselves are plain records (100,000 of them
  * must stay cheap); this machine decides *when* the coordinator looks at them.
  *
- *   suspended ──START──▶ started.idle ──REQUIREMENTS_CHANGED──▶ started.checkScheduled
- *       ▲                     ▲                                     │ (more changes: absorbed)
- *       │                     ├──── after requirementCheckDelay: checkResourceRequirements
- *       │                     └──── at once if isImmediate (delay 0): checkResourceRequirements
- *       └──────────────────SUSPEND (from anywhere in started)───────┘
+ *   suspended ──START──▶ started.idle ──REQUIREMENTS_CHANGED──▶ started.checkSoon
+ *       ▲                    ▲  (quiet: no check within the last delay)      │ (more changes: absorbed)
+ *       │                    │             at once if isImmediate (delay 0) ─┤ checkResourceRequirements
+ *       │                    │          after nextTurn (0 ms, leading edge) ─┤ checkResourceRequirements
+ *       │                    │                                               ▼
+ *       │                    └── after requirementCheckDelay ─── started.cooling
+ *       │                                                          │ ▲  REQUIREMENTS_CHANGED
+ *       │                                                          ▼ │  after requirementCheckDelay:
+ *       │                                               started.checkScheduled  checkResourceRequirements
+ *       └──────────────────SUSPEND (from anywhere in started)──────────────────────────┘
  *
- * Changes arriving while a check is scheduled are coalesced into that one check (Flink's
- * slotmanager.requirement-check.delay). With a delay of 0 (`isImmediate`) checkScheduled is left at
- * once, the check running inside the change's own step. After each check the coordinator reports a
- * summary (CHECKED) that an inspector can show: how many slots were placed, how many wait and why;
- * it may report a run of checks in one CHECKED (`checks`: how many; the summary is the last one's).
+ * A change after a quiet period (no check within the last requirementCheckDelay) is checked at
+ * once, on the next turn of the clock (`nextTurn`): the other changes of the same turn join it, and
+ * a job of parallelism 1 does not wait the delay for its first slot. Changes after that check and
+ * within the delay are coalesced into one trailing check, requirementCheckDelay after the first of
+ * them (Flink's slotmanager.requirement-check.delay), after which the delay is watched again
+ * (`cooling`). So a burst of changes costs at most two checks: the leading one and the trailing one.
+ * With a delay of 0 (`isImmediate`) checkSoon is left at once, the check running inside the
+ * change's own step. After each check the coordinator reports a summary (CHECKED) that an inspector
+ * can show: how many slots were placed, how many wait and why; it may report a run of checks in one
+ * CHECKED (`checks`: how many; the summary is the last one's).
  */
 import { assign, setup } from 'xstate';
 
@@ -52,6 +62,8 @@ export const slotManagerMachine = setup({
   },
   delays: {
     requirementCheckDelay: ({ context }) => context.requirementCheckDelay,
+    /** The leading-edge check: on the clock's next turn, so the changes of the same turn join it. */
+    nextTurn: 0,
   },
   guards: {
     /** requirementCheckDelay 0: a change is checked at once, in its own step. */
@@ -83,11 +95,18 @@ export const slotManagerMachine = setup({
       },
       states: {
         idle: {
+          on: { REQUIREMENTS_CHANGED: { target: 'checkSoon' } },
+        },
+        checkSoon: {
+          always: { guard: 'isImmediate', target: 'idle', actions: 'checkResourceRequirements' },
+          after: { nextTurn: { target: 'cooling', actions: 'checkResourceRequirements' } },
+        },
+        cooling: {
           on: { REQUIREMENTS_CHANGED: { target: 'checkScheduled' } },
+          after: { requirementCheckDelay: { target: 'idle' } },
         },
         checkScheduled: {
-          always: { guard: 'isImmediate', target: 'idle', actions: 'checkResourceRequirements' },
-          after: { requirementCheckDelay: { target: 'idle', actions: 'checkResourceRequirements' } },
+          after: { requirementCheckDelay: { target: 'cooling', actions: 'checkResourceRequirements' } },
         },
       },
     },

@@ -234,7 +234,8 @@ export const OPTIONS = {
   'resourcemanager.taskmanager-timeout': duration(30_000, 'An idle TaskExecutor is released after this.'),
   'slotmanager.requirement-check.delay': duration(
     50,
-    'Requirement changes within this window are coalesced into one check.',
+    'A requirement change after a quiet period is checked at once (next turn); ' +
+      'later changes within this window are coalesced into one trailing check.',
     0,
   ),
   'slotmanager.number-of-slots.max': integer(Infinity, 'The most slots the cluster may hold.', 1, true),

@@ -74,47 +74,87 @@ describe('slotManager machine', () => {
     expect(effects).to.deep.equal([]);
   });
 
-  it('schedules one check requirementCheckDelay after a change, then is idle again', () => {
+  it('checks a change after a quiet period on the next turn (leading edge), then watches the delay', () => {
     const { actor, clock, effects, value } = startMachine(50);
     actor.send({ type: 'START' });
     actor.send({ type: 'REQUIREMENTS_CHANGED' });
-    expect(value()).to.deep.equal({ started: 'checkScheduled' });
+    expect(value()).to.deep.equal({ started: 'checkSoon' });
+    expect(effects, 'not inside the change’s own step').to.deep.equal([]);
+    clock.increment(0);
+    expect(effects).to.deep.equal(['check@0']);
+    expect(value()).to.deep.equal({ started: 'cooling' });
     clock.increment(49);
-    expect(effects).to.deep.equal([]);
+    expect(value()).to.deep.equal({ started: 'cooling' });
     clock.increment(1);
-    expect(effects).to.deep.equal(['check@50']);
     expect(value()).to.deep.equal({ started: 'idle' });
     clock.increment(10_000);
-    expect(effects).to.deep.equal(['check@50']);
+    expect(effects).to.deep.equal(['check@0']);
+  });
+
+  it('joins the changes of the same turn to the leading check', () => {
+    const { actor, clock, effects, trace } = startMachine(50);
+    actor.send({ type: 'START' });
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    clock.increment(500);
+    expect(effects).to.deep.equal(['check@0']);
+    expect(trace.filter((t) => t !== 'xstate.init')).to.deep.equal([
+      'START',
+      'REQUIREMENTS_CHANGED',
+      'REQUIREMENTS_CHANGED',
+      'REQUIREMENTS_CHANGED',
+      'xstate.after.nextTurn.slotManager.started.checkSoon',
+      'xstate.after.requirementCheckDelay.slotManager.started.cooling',
+    ]);
   });
 
   it(
-    'coalesces every change inside the window into the one ' + 'check already scheduled (the window is not extended)',
+    'coalesces every change within the delay after a check into one trailing check, ' +
+      'requirementCheckDelay after the first of them (the window is not extended)',
     () => {
       const { actor, clock, effects, trace } = startMachine(50);
       actor.send({ type: 'START' });
       actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      clock.increment(0);
       clock.increment(10);
       actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      expect(actor.getSnapshot().value).to.deep.equal({ started: 'checkScheduled' });
       clock.increment(39);
       actor.send({ type: 'REQUIREMENTS_CHANGED' });
       actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      clock.increment(10);
+      expect(effects).to.deep.equal(['check@0']);
       clock.increment(1);
-      expect(effects).to.deep.equal(['check@50']);
+      expect(effects).to.deep.equal(['check@0', 'check@60']);
+      expect(actor.getSnapshot().value, 'the delay is watched again').to.deep.equal({ started: 'cooling' });
       clock.increment(500);
-      expect(effects).to.deep.equal(['check@50']);
+      expect(effects).to.deep.equal(['check@0', 'check@60']);
       expect(trace.filter((t) => t !== 'xstate.init')).to.deep.equal([
         'START',
         'REQUIREMENTS_CHANGED',
+        'xstate.after.nextTurn.slotManager.started.checkSoon',
         'REQUIREMENTS_CHANGED',
         'REQUIREMENTS_CHANGED',
         'REQUIREMENTS_CHANGED',
         'xstate.after.requirementCheckDelay.slotManager.started.checkScheduled',
+        'xstate.after.requirementCheckDelay.slotManager.started.cooling',
       ]);
     },
   );
 
-  it('schedules a new check for a change that arrives after the last check ran', () => {
+  it('costs at most two checks for a burst of 1,000 changes inside one delay', () => {
+    const { actor, clock, effects } = startMachine(50);
+    actor.send({ type: 'START' });
+    for (let i = 0; i < 1000; i++) {
+      actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      if (i % 25 === 24) clock.increment(1); // 40 ms of changes
+    }
+    clock.increment(1000);
+    expect(effects).to.deep.equal(['check@0', 'check@51']);
+  });
+
+  it('checks a change that arrives once the delay after the last check has passed at once again', () => {
     const { actor, clock, effects } = startMachine(50);
     actor.send({ type: 'START' });
     actor.send({ type: 'REQUIREMENTS_CHANGED' });
@@ -122,7 +162,7 @@ describe('slotManager machine', () => {
     clock.increment(25);
     actor.send({ type: 'REQUIREMENTS_CHANGED' });
     clock.increment(50);
-    expect(effects).to.deep.equal(['check@50', 'check@125']);
+    expect(effects).to.deep.equal(['check@0', 'check@75']);
   });
 
   // Was: on the next timer turn. The SlotManager has always run a delay-0 check inside the change's
@@ -146,13 +186,16 @@ describe('slotManager machine', () => {
     const { actor, clock, effects, value } = startMachine(50);
     actor.send({ type: 'START' });
     actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    clock.increment(0);
+    actor.send({ type: 'REQUIREMENTS_CHANGED' });
     clock.increment(20);
+    expect(value()).to.deep.equal({ started: 'checkScheduled' });
     actor.send({ type: 'SUSPEND' });
     expect(value()).to.equal('suspended');
-    expect(effects).to.deep.equal(['clear@20']);
+    expect(effects).to.deep.equal(['check@0', 'clear@20']);
     expect(clock.pendingTimers, 'the delayed check is cancelled with its state').to.equal(0);
     clock.increment(1000);
-    expect(effects).to.deep.equal(['clear@20']);
+    expect(effects).to.deep.equal(['check@0', 'clear@20']);
   });
 
   it('runs clearState on SUSPEND from idle too, and ignores SUSPEND while suspended', () => {
@@ -172,10 +215,10 @@ describe('slotManager machine', () => {
     actor.send({ type: 'START' });
     actor.send({ type: 'REQUIREMENTS_CHANGED' });
     clock.increment(50);
-    expect(effects).to.deep.equal(['clear@0', 'check@50']);
+    expect(effects).to.deep.equal(['clear@0', 'check@0']);
   });
 
-  it('records the summary of each CHECKED and counts the checks, in idle and in checkScheduled alike', () => {
+  it('records the summary of each CHECKED and counts the checks, in idle and in checkSoon alike', () => {
     const { actor, context, value } = startMachine();
     actor.send({ type: 'START' });
     actor.send({ type: 'CHECKED', summary: SUMMARY });
@@ -184,7 +227,7 @@ describe('slotManager machine', () => {
     actor.send({ type: 'REQUIREMENTS_CHANGED' });
     const second = { ...SUMMARY, placed: 0, waiting: {} };
     actor.send({ type: 'CHECKED', summary: second });
-    expect(value(), 'CHECKED does not leave checkScheduled').to.deep.equal({ started: 'checkScheduled' });
+    expect(value(), 'CHECKED does not leave checkSoon').to.deep.equal({ started: 'checkSoon' });
     expect(context().checks).to.equal(2);
     expect(context().lastCheck).to.deep.equal(second);
   });

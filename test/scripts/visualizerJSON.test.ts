@@ -121,7 +121,7 @@ const EXPECTED_LEAVES: Record<keyof typeof machines, string[]> = {
   taskSlot: ['allocated', 'active', 'releasing.terminatingTasks', 'releasing.shuttingDownMemory', 'done'],
   taskSlotTable: ['created', 'running', 'closing', 'closed'],
   resourceSlot: ['free', 'pending', 'allocated'],
-  slotManager: ['suspended', 'started.idle', 'started.checkScheduled'],
+  slotManager: ['suspended', 'started.idle', 'started.checkSoon', 'started.cooling', 'started.checkScheduled'],
   jobStatus: ['created', 'running', 'failing', 'restarting', 'finished', 'failed', 'canceling', 'canceled'],
 };
 

@@ -44,23 +44,38 @@ export class PlanApplier {
     const { tracker, syncer, allocator, requests, targets } = this.#o;
     syncer.beginAllocations();
     const slots = result.slotsOnRegistered;
+    // Each demand's slots are reserved per executor at once, in the order the plan first put one
+    // there (as Flink applies allocations: per job, per executor, a count): under spread a demand's
+    // slots alternate between executors, and reserving them one by one was most of applying it.
+    let perExecutor: Map<TaskManagerRegistration, number> | undefined;
     for (let i = 0; i < slots.length; ) {
-      const { demand, taskManager } = slots[i]!;
-      // A run of the same demand on the same executor is reserved at once (a request is a demand of one).
-      let run = 1;
-      while (i + run < slots.length && slots[i + run]!.demand === demand && slots[i + run]!.taskManager === taskManager)
-        run++;
+      const { demand, taskManager: first } = slots[i]!;
+      let end = i + 1;
+      let oneExecutor = true;
+      for (; end < slots.length && slots[end]!.demand === demand; end++)
+        if (slots[end]!.taskManager !== first) oneExecutor = false;
       const request = demand.allocationId === undefined ? undefined : requests.get(demand.allocationId);
       if (request !== undefined) request.state = 'allocating';
-      const targetAddress = request?.targetAddress ?? targets.get(demand.jobId) ?? '';
-      for (const reservation of tracker.reserveRun(taskManager, demand.profile, demand.jobId, run)) {
-        syncer.allocateSlot(reservation, {
-          allocationId: demand.allocationId,
-          targetAddress,
-          tracked: request === undefined,
-        });
+      const ask = {
+        allocationId: demand.allocationId,
+        targetAddress: request?.targetAddress ?? targets.get(demand.jobId) ?? '',
+        tracked: request === undefined,
+      };
+      if (oneExecutor) {
+        for (const reservation of tracker.reserveRun(first, demand.profile, demand.jobId, end - i))
+          syncer.allocateSlot(reservation, ask);
+      } else {
+        perExecutor ??= new Map();
+        for (let k = i; k < end; k++) {
+          const { taskManager } = slots[k]!;
+          perExecutor.set(taskManager, (perExecutor.get(taskManager) ?? 0) + 1);
+        }
+        for (const [taskManager, count] of perExecutor)
+          for (const reservation of tracker.reserveRun(taskManager, demand.profile, demand.jobId, count))
+            syncer.allocateSlot(reservation, ask);
+        perExecutor.clear();
       }
-      i += run;
+      i = end;
     }
     syncer.endAllocations();
     for (const pending of tracker.pendingTaskManagers)

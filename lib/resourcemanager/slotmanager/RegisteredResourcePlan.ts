@@ -143,6 +143,10 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
   /** The last requirement looked up anywhere, and its reading (a demand asks slot after slot). */
   #lastRequirement: ResourceProfile | undefined;
   #lastRanked: RankedTaskManagers<T> | undefined;
+  /** Slots claimed per effective profile; the last profile's claims are counted in #lastClaims first. */
+  readonly #claimed = new Map<ResourceProfile, number>();
+  #lastClaimed: ResourceProfile | undefined;
+  #lastClaims = 0;
 
   constructor(view: TaskManagerResourceInfoProvider<T>) {
     this.#view = view;
@@ -152,8 +156,11 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
 
   /** What the unblocked registered executors can still take once the plan's slots are on them, summed. */
   get freeRegisteredResource(): ResourceProfile {
+    this.#countClaims();
     let free = this.#view.freeRegisteredResource;
-    for (const planned of this.#plannedList) free = free.subtract(planned.info.available).merge(planned.available);
+    // What each touched executor has less is what the plan claimed on it: subtracted per profile
+    // claimed, not per executor touched (a profile per executor was a good part of a large plan).
+    for (const [profile, count] of this.#claimed) free = free.subtract(profile.multiply(count));
     return free;
   }
 
@@ -194,7 +201,9 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
   claimAgain(planned: PlannedTaskManager<T>, requirement: ResourceProfile): ResourceProfile | undefined {
     if (this.#spread) return undefined;
     const effective = planned.effectiveProfile(requirement);
-    return planned.tryClaim(effective) ? effective : undefined;
+    if (!planned.tryClaim(effective)) return undefined;
+    this.#claimedOne(effective);
+    return effective;
   }
 
   /** Sets one slot of `requirement` aside on `planned`, just found for it; returns its effective profile. */
@@ -211,11 +220,27 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
         },
       );
     }
+    this.#claimedOne(effective);
     if (this.#unsynced !== planned) {
       this.#sync();
       this.#unsynced = planned;
     }
     return effective;
+  }
+
+  #claimedOne(effective: ResourceProfile): void {
+    if (effective !== this.#lastClaimed) {
+      this.#countClaims();
+      this.#lastClaimed = effective;
+    }
+    this.#lastClaims++;
+  }
+
+  #countClaims(): void {
+    if (this.#lastClaims === 0) return;
+    const profile = this.#lastClaimed!;
+    this.#claimed.set(profile, (this.#claimed.get(profile) ?? 0) + this.#lastClaims);
+    this.#lastClaims = 0;
   }
 
   /**
@@ -319,7 +344,12 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
     if (host === undefined && requirement === this.#lastRequirement) return this.#lastRanked!;
     let byProfile: Map<ResourceProfile, RankedTaskManagers<T>>;
     if (host === undefined) {
-      byProfile = this.#ranked ??= new Map();
+      if (this.#lastRequirement === undefined) {
+        // The first requirement (a check placing one demand asks no other): no table for it yet.
+        this.#lastRequirement = requirement;
+        return (this.#lastRanked = this.#view.rankedTaskManagers(requirement));
+      }
+      byProfile = this.#ranked ??= new Map([[this.#lastRequirement, this.#lastRanked!]]);
     } else {
       this.#rankedOnHost ??= new Map();
       byProfile = this.#rankedOnHost.get(host) ?? new Map();

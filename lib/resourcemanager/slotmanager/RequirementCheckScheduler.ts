@@ -1,11 +1,13 @@
 /**
  * When the SlotManager runs a requirement check: as `slotManager.machine` decides, for every delay.
- * A change is REQUIREMENTS_CHANGED to the statechart; with requirement-check.delay > 0 it schedules
- * one coalesced check after the delay, with a delay of 0 (`isImmediate`) it runs the check at once,
- * inside the change's own call. The statechart is asked once which of the two it does for this
- * delay (a probe actor, at construction); then, unless an inspector watches, a delay-0 change runs
- * its check without an XState event (~5–15 µs each, more than a check that places one slot): the
- * live statechart would only pass through checkScheduled back to idle, where it stays.
+ * A change is REQUIREMENTS_CHANGED to the statechart; with requirement-check.delay > 0 a change
+ * after a quiet period is checked on the clock's next turn (leading edge), and the changes within
+ * the delay after that check are coalesced into one trailing check; with a delay of 0
+ * (`isImmediate`) it runs the check at once, inside the change's own call. The statechart is asked
+ * once which of the two it does for this delay (a probe actor, at construction); then, unless an
+ * inspector watches, a delay-0 change runs its check without an XState event (~5–15 µs each, more
+ * than a check that places one slot): the live statechart would only pass through checkSoon back
+ * to idle, where it stays.
  *
  * Checks never nest: a change during a check, or while `defer` holds checks back (a slot report
  * being applied), runs one more check once that is over. Each check is reported to the statechart
@@ -147,9 +149,9 @@ export class RequirementCheckScheduler<T> {
   requirementsChanged(): void {
     if (!this.#started) return;
     if (!this.#immediate) {
-      // While a check is scheduled the statechart absorbs the event (~5–15 µs of XState for nothing): only an inspector would see it.
-      if (this.#inspected || !this.#actor.getSnapshot().matches({ started: 'checkScheduled' }))
-        this.#actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      // While a check is scheduled (leading or trailing) the statechart absorbs the event (~5–15 µs
+      // of XState for nothing): only an inspector would see it.
+      if (this.#inspected || !this.#scheduled()) this.#actor.send({ type: 'REQUIREMENTS_CHANGED' });
     } else if (this.#checking || this.#deferring > 0) {
       this.#recheck = true;
     } else if (this.#inspected) {
@@ -171,6 +173,11 @@ export class RequirementCheckScheduler<T> {
         this.requirementsChanged();
       }
     }
+  }
+
+  #scheduled(): boolean {
+    const snapshot = this.#actor.getSnapshot();
+    return snapshot.matches({ started: 'checkScheduled' }) || snapshot.matches({ started: 'checkSoon' });
   }
 
   #runChecks(): void {

@@ -103,6 +103,9 @@ export interface ResourceAllocationLimits {
   readonly redundantTaskManagers: number;
 }
 
+/** slotsOnPending when there is no pending worker (most checks): read only, so one for all. */
+const NO_PENDING_PLANS: ReadonlyMap<PendingTaskManagerID, ReadonlyMap<JobID, ResourceCounter>> = new Map();
+
 /** Slots and resources of the registered executors and every pending or planned worker. */
 interface Totals {
   slots: number;
@@ -233,7 +236,7 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
     this.#topUpRedundancy(view, registered, pending, fresh, planned);
     return {
       slotsOnRegistered,
-      slotsOnPending: new Map(pending.map((p) => [p.id!, p.allocations])),
+      slotsOnPending: pending.length === 0 ? NO_PENDING_PLANS : new Map(pending.map((p) => [p.id!, p.allocations])),
       newWorkers: fresh.map(({ spec, allocations, purpose }) => ({ spec, allocations, purpose })),
       outcomes,
     };

@@ -162,12 +162,19 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   }
 
   /** `available.allFieldsNoLessThan(profile)`, without building `available` (blocked or not). */
-  hasAvailable(profile: ResourceProfile): boolean {
+  /** Whether `count` slots of `profile` fit in what is available. */
+  hasAvailable(profile: ResourceProfile, count = 1): boolean {
     const a = this.#amounts;
+    if (count !== 1 && (a === null || profile.kind !== 'specified')) return this.hasAvailable(profile.multiply(count));
     if (a === null) return this.available.allFieldsNoLessThan(profile);
     // Against a specified `available`: UNKNOWN is covered, ANY (infinite) is not.
     if (profile.kind !== 'specified') return profile.kind === 'unknown';
-    return profile.fitsWithin(a.available, a.availableExtended);
+    if (count === 1) return profile.fitsWithin(a.available, a.availableExtended);
+    // A run of slots (PlanApplier): no multiplied profile made to ask.
+    const p = profile.amounts;
+    for (let i = 0; i < 5; i++) if (p[i]! * count > a.available[i]!) return false;
+    for (const [n, units] of profile.extended) if (units * count > (a.availableExtended.get(n) ?? 0)) return false;
+    return true;
   }
 
   /**
@@ -228,11 +235,13 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   copyAmounts(): CapacityAmounts | null {
     const a = this.#amounts;
     if (a === null) return null;
+    // A plan copies one per executor it touches, a check that places one slot one: no iterator
+    // protocol for five numbers, no table copied when there are no extended resources.
     return {
-      used: [...a.used],
-      usedExtended: new Map(a.usedExtended),
-      available: [...a.available],
-      availableExtended: new Map(a.availableExtended),
+      used: a.used.slice(),
+      usedExtended: a.usedExtended.size === 0 ? new Map() : new Map(a.usedExtended),
+      available: a.available.slice(),
+      availableExtended: a.availableExtended.size === 0 ? new Map() : new Map(a.availableExtended),
     };
   }
 
@@ -259,8 +268,18 @@ export class TaskManagerRegistration implements TaskManagerInfo {
   }
 
   /** Adds `profile` to what is used (a slot was reserved, became pending, or was adopted). */
-  take(profile: ResourceProfile): void {
+  /** `count` slots of `profile` (a run, PlanApplier's) come off what is available. */
+  take(profile: ResourceProfile, count = 1): void {
     const a = this.#amounts;
+    if (count !== 1) {
+      if (a !== null && profile.kind === 'specified' && withinSafeIntegers(a.used, a.usedExtended, profile, count)) {
+        for (let i = 0; i < count; i++) profile.addTo(a.used, a.usedExtended);
+        this.#usedChanged(a);
+      } else {
+        this.take(profile.multiply(count));
+      }
+      return;
+    }
     if (a !== null && profile.kind === 'specified') {
       if (profile.addTo(a.used, a.usedExtended)) {
         this.#usedChanged(a);
@@ -330,6 +349,20 @@ const MANAGED = 3;
 const NETWORK = 4;
 
 /** The cores of raw amounts, as ResourceProfile.cpuCores computes them. */
+/** Whether adding `count` × `profile` to the running total `used` stays within the safe integers. */
+function withinSafeIntegers(
+  used: readonly number[],
+  usedExtended: ReadonlyMap<string, number>,
+  profile: ResourceProfile,
+  count: number,
+): boolean {
+  const p = profile.amounts;
+  for (let i = 0; i < 5; i++) if (used[i]! + p[i]! * count > Number.MAX_SAFE_INTEGER) return false;
+  for (const [n, units] of profile.extended)
+    if ((usedExtended.get(n) ?? 0) + units * count > Number.MAX_SAFE_INTEGER) return false;
+  return true;
+}
+
 export function coresOf(amounts: ArrayLike<number>): number {
   return amounts[CPU]! / UNITS_PER_CORE;
 }

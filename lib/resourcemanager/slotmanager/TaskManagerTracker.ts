@@ -255,8 +255,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     count: number,
   ): SlotReservation[] {
     const profile = taskManager.effectiveProfile(requirement);
-    const total = count === 1 ? profile : profile.multiply(count);
-    if (!taskManager.canFit(requirement) || !taskManager.hasAvailable(total)) {
+    if (!taskManager.canFit(requirement) || !taskManager.hasAvailable(profile, count)) {
       const what = `${count === 1 ? '' : `${count} × `}${requirement}`;
       throw new IllegalStateError(
         `TaskExecutor ${taskManager.resourceId} cannot fit ${what} (available ${taskManager.available})`,
@@ -273,7 +272,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
       reservations.push({ open: true, taskManager, staticSlot, profile, jobId });
     }
     taskManager.reservations += count;
-    this.#take(taskManager, total);
+    this.#take(taskManager, profile, count);
     return reservations;
   }
 
@@ -489,9 +488,9 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
 
   // ------------------------------------------------------------------ internals
 
-  #take(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
+  #take(taskManager: TaskManagerRegistration, profile: ResourceProfile, count = 1): void {
     if (!taskManager.blocked) this.#countFree(taskManager, -1);
-    taskManager.take(profile);
+    taskManager.take(profile, count);
     if (!taskManager.blocked) this.#countFree(taskManager, 1);
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);

@@ -476,7 +476,7 @@ describe('FineGrainedSlotManager: placing slots', () => {
           missing: 3,
           onWorkers: 3,
           reason: { kind: 'waiting-for-workers', workers: 2 },
-          since: 50,
+          since: 0, // a quiet SlotManager checks a declaration at once (on the clock's next turn)
         },
       ]);
       expect(h.listener.of('notEnoughResourcesAvailable'), 'waiting for workers is not a shortage').to.deep.equal([]);
@@ -520,27 +520,59 @@ describe('FineGrainedSlotManager: placing slots', () => {
   });
 
   describe('requirement checks are coalesced', () => {
-    it('runs one check for several declarations inside slotmanager.requirement-check.delay, on the last declaration', async () => {
+    it('checks a declaration after a quiet period on the next turn, without waiting for the delay', async () => {
       const h = createSlotManager({ allocator: false });
-      const executors = [h.register(), h.register()];
-      await h.check();
+      const [te] = [h.register()];
+      await h.advance(1000); // quiet: the registration's check is long past
       const job = JobID.generate();
       const before = h.checks();
       h.declare(job, [UNKNOWN, 1]);
+      expect(h.checks(), 'not inside the call itself').to.equal(before);
+      await h.advance(0);
+      expect(h.checks()).to.equal(before + 1);
+      expect(te!.gateway.requestSlotCalls.filter((c) => c.jobId === job)).to.have.length(1);
+      await h.advance(1000);
+      expect(h.checks()).to.equal(before + 1);
+    });
+
+    it('coalesces the changes within the delay after a check into one trailing check, the last counting', async () => {
+      const h = createSlotManager({ allocator: false });
+      const executors = [h.register(), h.register()];
+      await h.advance(1000);
+      const job = JobID.generate();
+      const before = h.checks();
+      h.declare(job, [UNKNOWN, 1]);
+      await h.advance(0);
+      expect(h.checks(), 'the leading check').to.equal(before + 1);
       h.clock.increment(20);
       h.declare(job, [UNKNOWN, 2]);
       h.sm.requestSlot(JobID.generate(), AllocationID.generate(), UNKNOWN);
+      h.clock.increment(20);
+      h.declare(job, [UNKNOWN, 3]);
       h.clock.increment(29);
-      expect(h.checks()).to.equal(before);
-      h.clock.increment(1);
-      await settle();
       expect(h.checks()).to.equal(before + 1);
+      h.clock.increment(1); // the delay after the first change since the check
+      await settle();
+      expect(h.checks()).to.equal(before + 2);
       expect(
         executors.flatMap((te) => te.gateway.requestSlotCalls).filter((c) => c.jobId === job),
         'the last declaration counts',
-      ).to.have.length(2);
+      ).to.have.length(3);
       await h.advance(1000);
-      expect(h.checks()).to.equal(before + 1);
+      expect(h.checks()).to.equal(before + 2);
+    });
+
+    it('costs at most two checks for a burst of 1,000 declarations, the first after a quiet period', async () => {
+      const h = createSlotManager({ allocator: false });
+      h.register();
+      await h.advance(1000);
+      const before = h.checks();
+      for (let i = 0; i < 1000; i++) {
+        h.declare(JobID.generate(), [UNKNOWN, 1]);
+        if (i % 100 === 99) h.clock.increment(4); // spread over 40 ms, inside one delay
+      }
+      await h.advance(1000);
+      expect(h.checks() - before).to.be.within(1, 2);
     });
   });
 
