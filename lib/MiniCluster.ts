@@ -146,7 +146,10 @@ export class MiniCluster {
     return this.#observability.dashboardUrl;
   }
 
-  /** The prom-client Registry holding this cluster's metrics (the one passed as `metrics.registry`, or the cluster's own). */
+  /**
+   * The prom-client Registry holding this cluster's metrics (the one passed as `metrics.registry`, or the cluster's
+   * own).
+   */
   get metricsRegistry(): Registry {
     return this.#observability.metrics.registry;
   }
@@ -244,7 +247,9 @@ export class MiniCluster {
     return reasons
       .map(
         (r) =>
-          `${r.kind === 'requirement' ? r.missing : 1} × ${r.resourceProfile.isUnknown() ? 'default slot' : r.resourceProfile}: ${r.reason === null ? r.description : describeWaitReason(r.reason)}`,
+          `${r.kind === 'requirement' ? r.missing : 1} × ` +
+          `${r.resourceProfile.isUnknown() ? 'default slot' : r.resourceProfile}: ` +
+          `${r.reason === null ? r.description : describeWaitReason(r.reason)}`,
       )
       .join('; ');
   }

@@ -25,9 +25,13 @@ import { resolveMetricsOptions, type MetricsOptions, type ResolvedMetricsOptions
 import type { SlotMatchingPolicy } from './resourcemanager/slotmanager/SlotMatchingStrategy.js';
 
 export interface MiniClusterOptions {
-  /** 'thread' (default): TaskExecutors on worker threads; 'process': each in a child process (hard memory isolation). */
+  /**
+   * 'thread' (default): TaskExecutors on worker threads; 'process': each in a child process (hard memory isolation).
+   */
   readonly mode?: 'thread' | 'process';
-  /** A fixed number of TaskExecutors started with the cluster (default 2), or 'on-demand': started as jobs need them. */
+  /**
+   * A fixed number of TaskExecutors started with the cluster (default 2), or 'on-demand': started as jobs need them.
+   */
   readonly taskExecutors?: number | 'on-demand';
   /** Static slots per TaskExecutor (taskmanager.numberOfTaskSlots); default 2. */
   readonly slotsPerTaskExecutor?: number;
@@ -57,7 +61,10 @@ export interface MiniClusterOptions {
   readonly startTimeoutMs?: number;
   /** Where the cluster's metrics go: the app's prom-client Registry (default: one of its own) and their prefix. */
   readonly metrics?: MetricsOptions;
-  /** Serve the dashboard: `{ port, host }` (port 8081 by default, 0: a free one; host 127.0.0.1), or true for the defaults. */
+  /**
+   * Serve the dashboard: `{ port, host }` (port 8081 by default, 0: a free one; host 127.0.0.1), or true for the
+   * defaults.
+   */
   readonly dashboard?: DashboardOptions | true;
 }
 
@@ -155,7 +162,8 @@ export function resolveMiniClusterOptions(options: MiniClusterOptions): Resolved
   if (options.placementPolicy !== undefined && policy !== undefined && policy !== options.placementPolicy) {
     throw invalid(
       'placementPolicy',
-      `placementPolicy '${String(options.placementPolicy)}' and configuration['slotmanager.placement-policy'] '${String(policy)}' disagree: set one of them`,
+      `placementPolicy '${String(options.placementPolicy)}' and ` +
+        `configuration['slotmanager.placement-policy'] '${String(policy)}' disagree: set one of them`,
     );
   }
 
@@ -218,7 +226,8 @@ function resolveLogging(
   if (typeof logger !== 'object' || logger === null) {
     throw invalid(
       'logger',
-      `logger must be an object with ${LOG_LEVELS.join(', ')} methods (fields, message) — pino's logger fits —, got ${describe(logger)}`,
+      `logger must be an object with ${LOG_LEVELS.join(', ')} methods ` +
+        `(fields, message) — pino's logger fits —, got ${describe(logger)}`,
     );
   }
   const missing = LOG_LEVELS.filter(

@@ -43,7 +43,10 @@ export class Observability {
   #dashboard: ClusterDashboard | null = null;
   #server: DashboardServer | null = null;
 
-  /** Throws ConfigurationError when the registry already holds these metrics (another cluster's): nothing is registered then. */
+  /**
+   * Throws ConfigurationError when the registry already holds these metrics (another cluster's): nothing is registered
+   * then.
+   */
   constructor(options: ObservabilityOptions) {
     this.#o = options;
     const metrics = (this.metrics = new ClusterMetrics(options.metrics, {
@@ -69,7 +72,9 @@ export class Observability {
     return own !== null && dashboard !== null ? combineInspectionSinks(own, dashboard) : (own ?? dashboard);
   }
 
-  /** The dashboard's source for `dispatcher`'s cluster (the plugin's `source`); its chart series sampled from now on. */
+  /**
+   * The dashboard's source for `dispatcher`'s cluster (the plugin's `source`); its chart series sampled from now on.
+   */
   dashboardFor(dispatcher: Dispatcher): ClusterDashboard {
     if (this.#dashboard === null) {
       this.#dashboard = new ClusterDashboard({
@@ -84,7 +89,10 @@ export class Observability {
     return this.#dashboard;
   }
 
-  /** Serves the dashboard on a server of its own; resolves with its URL (token included). ConfigurationError for a busy port. */
+  /**
+   * Serves the dashboard on a server of its own; resolves with its URL (token included). ConfigurationError for a busy
+   * port.
+   */
   async serve(options: ResolvedDashboardOptions, dispatcher: Dispatcher): Promise<string> {
     this.#server = await DashboardServer.start(options, this.dashboardFor(dispatcher));
     return this.#server.url;

@@ -55,7 +55,8 @@ export class BlobStore {
     } catch (error) {
       throw new IllegalArgumentError(
         'invalid-value',
-        `cannot open the object store of cluster '${clusterId}' (is JetStream enabled on the NATS server? start it with -js): ${error instanceof Error ? error.message : String(error)}`,
+        `cannot open the object store of cluster '${clusterId}' (is JetStream enabled on the NATS ` +
+          `server? start it with -js): ${error instanceof Error ? error.message : String(error)}`,
         {
           argument: 'nats',
         },
@@ -73,7 +74,10 @@ export class BlobStore {
     return hash;
   }
 
-  /** The code stored under `sha256`, verified; IllegalArgumentError when absent ('missing') or corrupt ('invalid-value'). */
+  /**
+   * The code stored under `sha256`, verified; IllegalArgumentError when absent ('missing') or corrupt
+   * ('invalid-value').
+   */
   async getCode(sha256: string): Promise<Uint8Array> {
     checkSha256(sha256, 'sha256');
     const bytes = await this.#code.getBlob(`sha256-${sha256}`);

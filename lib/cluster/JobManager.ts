@@ -57,7 +57,9 @@ export interface JobManagerOptions {
   readonly clusterId?: string;
   /** Runtime options (heartbeat.*, rpc.ask.timeout, slotmanager.*, restart-strategy, ...). */
   readonly configuration?: SlotwiseOptions;
-  /** Where the JobManager keeps its copy of task code. Default: a new directory under the OS tmpdir, removed at close. */
+  /**
+   * Where the JobManager keeps its copy of task code. Default: a new directory under the OS tmpdir, removed at close.
+   */
   readonly cacheDir?: string;
   /** Bound on the first connect to NATS. Default 5 s. */
   readonly connectTimeoutMs?: number;
@@ -178,7 +180,10 @@ export class JobManager {
     });
   }
 
-  /** Connects to NATS, opens the cluster's object store and starts the ResourceManager; TaskManagers may register from then on. */
+  /**
+   * Connects to NATS, opens the cluster's object store and starts the ResourceManager; TaskManagers may register from
+   * then on.
+   */
   static async start(options: JobManagerOptions = {}): Promise<JobManager> {
     checkOptionKeys(options, OPTION_KEYS, 'startJobManager');
     const url = checkNatsUrl(options.nats ?? DEFAULT_NATS_URL, 'options.nats');
@@ -322,7 +327,10 @@ export class JobManager {
     return describeCluster(this.resourceManager.slotManager, this.dispatcher, 'process');
   }
 
-  /** Each registered TaskExecutor's figures, asked of it now (one that does not answer within rpc.ask.timeout is left out). */
+  /**
+   * Each registered TaskExecutor's figures, asked of it now (one that does not answer within rpc.ask.timeout is left
+   * out).
+   */
   async taskExecutorMetrics(): Promise<TaskExecutorMetricsWire[]> {
     this.#requireOpen('taskExecutorMetrics');
     return askTaskExecutorMetrics(
@@ -330,7 +338,10 @@ export class JobManager {
     );
   }
 
-  /** Cancels the running jobs, lets the TaskManagers go (they keep trying to register), closes NATS; the same promise every time. */
+  /**
+   * Cancels the running jobs, lets the TaskManagers go (they keep trying to register), closes NATS; the same promise
+   * every time.
+   */
   close(): Promise<void> {
     this.#closed ??= (async () => {
       // The REST server and dashboard first: nobody submits or watches while the jobs end.
@@ -425,7 +436,8 @@ export function checkOptionKeys(options: unknown, known: readonly string[], wher
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new IllegalArgumentError(
       'invalid-type',
-      `${where} takes an options object, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
+      `${where} takes an options object, ` +
+        `got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
       { argument: 'options' },
     );
   }

@@ -171,7 +171,8 @@ export class TaskManager {
     if ((options.mode ?? 'thread') !== 'thread') {
       throw new IllegalArgumentError(
         'invalid-value',
-        `TaskManager.start runs the TaskExecutor in this process (mode 'thread'); startTaskManager takes mode 'process', got ${JSON.stringify(options.mode)}`,
+        `TaskManager.start runs the TaskExecutor in this process (mode 'thread'); ` +
+          `startTaskManager takes mode 'process', got ${JSON.stringify(options.mode)}`,
         { argument: 'options.mode', value: options.mode },
       );
     }
@@ -328,7 +329,8 @@ export class TaskManager {
           const cause = error instanceof Error ? error.message : String(error);
           throw new TaskExecutionError(
             'bad-module',
-            `task ${invocation.context.vertexName}#${invocation.context.subtaskIndex}: its code sha256-${hash} could not be fetched: ${cause}`,
+            `task ${invocation.context.vertexName}#${invocation.context.subtaskIndex}: ` +
+              `its code sha256-${hash} could not be fetched: ${cause}`,
             {
               executionAttemptId: id,
               vertexName: invocation.context.vertexName,
@@ -341,7 +343,8 @@ export class TaskManager {
         if (waiting.canceled !== null) {
           throw new TaskExecutionError(
             'canceled',
-            `task ${invocation.context.vertexName}#${invocation.context.subtaskIndex} was canceled before it started: ${waiting.canceled}`,
+            `task ${invocation.context.vertexName}#${invocation.context.subtaskIndex} ` +
+              `was canceled before it started: ${waiting.canceled}`,
             {
               executionAttemptId: id,
               vertexName: invocation.context.vertexName,
@@ -361,7 +364,9 @@ export class TaskManager {
     };
   }
 
-  /** NATS dropped us: the ResourceManager is lost to us; register again (over the same Link) as soon as it can hear us. */
+  /**
+   * NATS dropped us: the ResourceManager is lost to us; register again (over the same Link) as soon as it can hear us.
+   */
   async #watchConnection(): Promise<void> {
     for await (const status of this.#connection.status()) {
       if (this.#closed !== null) return;
@@ -405,7 +410,8 @@ function checkTaskManagerOptions(options: TaskManagerOptions): {
   if (options.mode !== undefined && options.mode !== 'thread' && options.mode !== 'process') {
     throw new IllegalArgumentError(
       'invalid-value',
-      `options.mode must be 'thread' (the TaskExecutor in this process) or 'process' (in a child process with a hard heap limit), got ${JSON.stringify(options.mode)}`,
+      `options.mode must be 'thread' (the TaskExecutor in this process) or 'process' ` +
+        `(in a child process with a hard heap limit), got ${JSON.stringify(options.mode)}`,
       {
         argument: 'options.mode',
         value: options.mode,

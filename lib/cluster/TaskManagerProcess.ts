@@ -35,7 +35,9 @@ export class TaskManagerProcess {
     this.#child = this.#fork();
   }
 
-  /** Starts the child; resolves once it has connected and started its TaskExecutor (options are checked by the caller). */
+  /**
+   * Starts the child; resolves once it has connected and started its TaskExecutor (options are checked by the caller).
+   */
   static async start(
     clusterId: string,
     options: ResolvedOptions,

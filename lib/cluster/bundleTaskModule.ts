@@ -18,7 +18,10 @@ export interface BundledTaskModule {
   readonly sha256: string;
 }
 
-/** Bundles the module at `taskModule` (an absolute path or file: URL); JobGraphError('invalid-task-module') when it cannot be. */
+/**
+ * Bundles the module at `taskModule` (an absolute path or file: URL); JobGraphError('invalid-task-module') when it
+ * cannot be.
+ */
 export async function bundleTaskModule(taskModule: string | URL): Promise<BundledTaskModule> {
   const path = taskModule instanceof URL || taskModule.startsWith('file:') ? fileURLToPath(taskModule) : taskModule;
   const { build } = await import('esbuild');
@@ -38,7 +41,8 @@ export async function bundleTaskModule(taskModule: string | URL): Promise<Bundle
   } catch (error) {
     throw new JobGraphError(
       'invalid-task-module',
-      `task module ${path} could not be bundled for the cluster: ${error instanceof Error ? error.message.split('\n').slice(0, 3).join(' ') : String(error)}`,
+      `task module ${path} could not be bundled for the ` +
+        `cluster: ${error instanceof Error ? error.message.split('\n').slice(0, 3).join(' ') : String(error)}`,
       { taskModule: path },
     );
   }

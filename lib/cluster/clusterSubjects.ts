@@ -20,7 +20,8 @@ export function checkClusterId(value: unknown, argument = 'clusterId'): string {
   if (typeof value !== 'string' || !CLUSTER_ID.test(value)) {
     throw new IllegalArgumentError(
       'invalid-value',
-      `${argument} must be 1-64 letters, digits, '_' or '-' (it becomes a NATS subject token), got ${JSON.stringify(value)}`,
+      `${argument} must be 1-64 letters, digits, '_' or '-' (it ` +
+        `becomes a NATS subject token), got ${JSON.stringify(value)}`,
       { argument, value },
     );
   }
@@ -31,7 +32,8 @@ export function checkResourceIdToken(value: unknown, argument = 'resourceId'): s
   if (typeof value !== 'string' || !TOKEN.test(value)) {
     throw new IllegalArgumentError(
       'invalid-value',
-      `${argument} must be 1-128 letters, digits, '_' or '-' (it becomes a NATS subject token), got ${JSON.stringify(value)}`,
+      `${argument} must be 1-128 letters, digits, '_' or '-' (it ` +
+        `becomes a NATS subject token), got ${JSON.stringify(value)}`,
       { argument, value },
     );
   }

@@ -54,7 +54,8 @@ export async function connectNats(
   } catch (error) {
     throw new IllegalArgumentError(
       'invalid-value',
-      `cannot connect to the NATS server at ${url} within ${timeoutMs} ms: ${error instanceof Error ? error.message : String(error)}`,
+      `cannot connect to the NATS server at ${url} within ${timeoutMs} ` +
+        `ms: ${error instanceof Error ? error.message : String(error)}`,
       { argument: 'nats', value: url },
     );
   }

@@ -1,4 +1,7 @@
-/** What a TaskManager in mode 'process' and its child (taskManagerProcessMain.ts) say over IPC: types and message keys only. */
+/**
+ * What a TaskManager in mode 'process' and its child (taskManagerProcessMain.ts) say over IPC: types and message keys
+ * only.
+ */
 export const STATUS_MESSAGE = 'slotwiseTaskManagerStatus';
 export const CLOSE_MESSAGE = 'slotwiseTaskManagerClose';
 

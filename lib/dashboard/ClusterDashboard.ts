@@ -32,7 +32,10 @@ export interface DashboardSource {
   actor(id: string): ActorDetail | undefined;
   /** Each new event of the actor `id`; returns a function that stops it. */
   watchActor(id: string, listener: (event: ActorEvent) => void): () => void;
-  /** Cancels a job: 'canceling', or 'ended' when it had ended already; IllegalArgumentError for an unknown or malformed JobID. */
+  /**
+   * Cancels a job: 'canceling', or 'ended' when it had ended already; IllegalArgumentError for an unknown or malformed
+   * JobID.
+   */
   cancelJob(jobId: string): Promise<'canceling' | 'ended'>;
   metrics(): Promise<{ readonly contentType: string; readonly text: string }>;
 }

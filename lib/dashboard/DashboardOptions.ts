@@ -24,7 +24,8 @@ export function resolveDashboardOptions(options: DashboardOptions | true): Resol
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw invalid(
       'dashboard',
-      `dashboard must be true or an object { port?, host? }, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
+      `dashboard must be true or an object { port?, host? }, ` +
+        `got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
     );
   }
   const unknown = Object.keys(options).find((key) => !KNOWN.includes(key));
@@ -44,7 +45,8 @@ export function resolveDashboardOptions(options: DashboardOptions | true): Resol
   if (typeof host !== 'string' || host.trim() === '')
     throw invalid(
       'dashboard.host',
-      `dashboard.host must be a non-empty host name or address ('127.0.0.1', 'localhost', '::1', '0.0.0.0'), got ${JSON.stringify(host)}`,
+      `dashboard.host must be a non-empty host name or address ('127.0.0.1', ` +
+        `'localhost', '::1', '0.0.0.0'), got ${JSON.stringify(host)}`,
     );
   return { port, host };
 }

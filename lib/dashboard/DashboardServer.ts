@@ -35,7 +35,8 @@ export class DashboardServer {
       const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
       throw new ConfigurationError(
         'invalid-value',
-        `dashboard: cannot listen on ${options.host}:${options.port} (${code}); choose another dashboard.port, or 0 for any free one`,
+        `dashboard: cannot listen on ${options.host}:${options.port} ` +
+          `(${code}); choose another dashboard.port, or 0 for any free one`,
         { option: 'dashboard.port' },
       );
     }

@@ -43,7 +43,8 @@ const ASSETS: Readonly<Record<string, { readonly path: string; readonly type: st
 };
 /** Nothing but this origin: a page that tried to reach the internet would be stopped by the browser. */
 const CONTENT_SECURITY_POLICY =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+  "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 export async function dashboardPlugin(fastify: FastifyInstance, options: DashboardPluginOptions): Promise<void> {
   const { source } = options;

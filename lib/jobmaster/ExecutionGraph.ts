@@ -128,7 +128,8 @@ export class ExecutionGraph {
     if (vertex === undefined) {
       throw new IllegalArgumentError(
         'invalid-value',
-        `no subtask ${key} in job '${this.jobGraph.name}' (vertices: ${this.jobGraph.vertices.map((v) => `${v.id} x${v.parallelism}`).join(', ')})`,
+        `no subtask ${key} in job '${this.jobGraph.name}' ` +
+          `(vertices: ${this.jobGraph.vertices.map((v) => `${v.id} x${v.parallelism}`).join(', ')})`,
         {
           argument: 'executionVertexId',
           value: key,

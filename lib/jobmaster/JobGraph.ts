@@ -122,7 +122,8 @@ export class JobGraph {
     if (!isRecord(spec))
       return refuse(
         'no-vertices',
-        `a job graph must be an object { name, vertices, edges?, restartStrategy?, slotSharingGroups? }, got ${show(spec)}`,
+        `a job graph must be an object { name, vertices, edges?, ` +
+          `restartStrategy?, slotSharingGroups? }, got ${show(spec)}`,
       );
     checkFields('the job graph', spec, GRAPH_FIELDS);
     if (typeof spec.name !== 'string' || spec.name.trim() === '')
@@ -177,7 +178,8 @@ export class JobGraph {
       if (e.pattern === 'pointwise' && Math.max(up, down) % Math.min(up, down) !== 0) {
         refuse(
           'incompatible-parallelism',
-          `the pointwise edge ${e.from} (parallelism ${up}) -> ${e.to} (parallelism ${down}) needs one parallelism to divide the other; change one, or use 'all-to-all'`,
+          `the pointwise edge ${e.from} (parallelism ${up}) -> ${e.to} (parallelism ${down}) ` +
+            `needs one parallelism to divide the other; change one, or use 'all-to-all'`,
           { from: e.from, to: e.to, parallelisms: [up, down] },
         );
       }

@@ -236,7 +236,8 @@ export class JobMaster implements JobMasterGateway {
     if (!Array.isArray(updates))
       throw new IllegalArgumentError(
         'invalid-type',
-        `updateTaskExecutionStates: updates must be an array of task execution states, got ${updates === null ? 'null' : typeof updates}`,
+        `updateTaskExecutionStates: updates must be an array of task ` +
+          `execution states, got ${updates === null ? 'null' : typeof updates}`,
         { argument: 'updates' },
       );
     // All checked before any is applied: a refused batch changes nothing.
@@ -390,7 +391,10 @@ export class JobMaster implements JobMasterGateway {
     if (this.status === 'failed') this.#terminate('failed', error);
   }
 
-  /** The status machine's restartTasks: the failed subtasks' next attempts (ExecutionAttempts.restartFailed), each with a slot again. */
+  /**
+   * The status machine's restartTasks: the failed subtasks' next attempts (ExecutionAttempts.restartFailed), each with
+   * a slot again.
+   */
   #restart(): void {
     if (this.#closed) return;
     const { restarted, reslot } = this.#executions.restartFailed();
@@ -545,7 +549,10 @@ function checkStateUpdate(update: TaskExecutionStateWire, argument: string): voi
   }
 }
 
-/** An error as the job's result and events carry it: rpc's wire form; one that arrived serialized (a task's failure) stays as it came. */
+/**
+ * An error as the job's result and events carry it: rpc's wire form; one that arrived serialized (a task's failure)
+ * stays as it came.
+ */
 function serialize(error: unknown): SerializedError {
   if (!(error instanceof Error) && typeof error === 'object' && error !== null && 'message' in error)
     return error as SerializedError;

@@ -49,7 +49,9 @@ export interface JobSlotPoolOptions {
   readonly freeSlot: (slot: PhysicalSlot, cause: Error) => void;
   /** Where idle slots' timeouts run (the JobMaster's mailbox clock). */
   readonly clock: Clock;
-  /** `slot.idle.timeout`: how long a slot the job no longer uses is kept for its next subtasks (0: given back at once). */
+  /**
+   * `slot.idle.timeout`: how long a slot the job no longer uses is kept for its next subtasks (0: given back at once).
+   */
   readonly idleSlotTimeoutMs: number;
 }
 

@@ -297,7 +297,8 @@ class CheckerRun {
           () =>
             this.#fail(
               'timed-out',
-              `cannot be loaded: its top-level code did not finish within ${formatDuration(this.#timeoutMs)} (dispatcher.task-module-check.timeout); a top-level await that never settles, or a busy loop?`,
+              `cannot be loaded: its top-level code did not finish within ${formatDuration(this.#timeoutMs)} ` +
+                `(dispatcher.task-module-check.timeout); a top-level await that never settles, or a busy loop?`,
             ),
           this.#timeoutMs,
         );
@@ -313,7 +314,8 @@ class CheckerRun {
               : `its default export is a ${message.defaultExport}; it also exports ${exported}`;
           return this.#fail(
             'no-default-export',
-            `has no default export function (${seen}); export the task as 'export default async function (context, inputs) { ... }'`,
+            `has no default export function (${seen}); export the task ` +
+              `as 'export default async function (context, inputs) { ... }'`,
           );
         }
         this.#results[this.#current] = VALID;

@@ -88,7 +88,8 @@ export function resolveVertex(spec: unknown, index: number): JobVertex {
   if (typeof spec.id !== 'string' || !VERTEX_ID.test(spec.id)) {
     refuse(
       'invalid-name',
-      `vertices[${index}].id must be 1-128 letters, digits, '_', '.', ':' or '-', starting with a letter or digit; got ${show(spec.id)}`,
+      `vertices[${index}].id must be 1-128 letters, digits, '_', '.', ` +
+        `':' or '-', starting with a letter or digit; got ${show(spec.id)}`,
       { index },
     );
   }
@@ -111,7 +112,8 @@ export function resolveVertex(spec: unknown, index: number): JobVertex {
     } catch (error) {
       refuse(
         'invalid-config',
-        `${where}: config must survive a structured clone (it is sent to the task's thread): ${(error as Error).message}`,
+        `${where}: config must survive a structured clone (it is ` +
+          `sent to the task's thread): ${(error as Error).message}`,
         { vertex: id },
       );
     }
@@ -140,7 +142,8 @@ export function resolveEdge(spec: unknown, index: number, vertices: ReadonlyMap<
     if (typeof spec[end] !== 'string' || !vertices.has(spec[end])) {
       refuse(
         'unknown-vertex',
-        `edges[${index}].${end} names ${show(spec[end])}, which is not a vertex; vertices are ${[...vertices.keys()].join(', ')}`,
+        `edges[${index}].${end} names ${show(spec[end])}, which is ` +
+          `not a vertex; vertices are ${[...vertices.keys()].join(', ')}`,
         { edge: index, vertex: show(spec[end]) },
       );
     }
@@ -148,7 +151,8 @@ export function resolveEdge(spec: unknown, index: number, vertices: ReadonlyMap<
   if (spec.pattern !== 'pointwise' && spec.pattern !== 'all-to-all') {
     refuse(
       'invalid-edge',
-      `edges[${index}] (${String(spec.from)} -> ${String(spec.to)}): pattern must be 'pointwise' or 'all-to-all', got ${show(spec.pattern)}`,
+      `edges[${index}] (${String(spec.from)} -> ${String(spec.to)}): ` +
+        `pattern must be 'pointwise' or 'all-to-all', got ${show(spec.pattern)}`,
       { edge: index },
     );
   }
@@ -202,14 +206,16 @@ export function checkCoLocation(vertices: readonly JobVertex[]): void {
     if (new Set(members.map((v) => v.slotSharingGroup)).size > 1) {
       refuse(
         'invalid-co-location',
-        `co-location group '${group}' spans slot sharing groups (${list((v) => v.slotSharingGroup)}); co-located vertices must be in one slot sharing group`,
+        `co-location group '${group}' spans slot sharing groups ` +
+          `(${list((v) => v.slotSharingGroup)}); co-located vertices must be in one slot sharing group`,
         { group },
       );
     }
     if (new Set(members.map((v) => v.parallelism)).size > 1) {
       refuse(
         'invalid-co-location',
-        `co-location group '${group}' has unequal parallelism (${list((v) => v.parallelism)}); co-located vertices must have equal parallelism`,
+        `co-location group '${group}' has unequal parallelism ` +
+          `(${list((v) => v.parallelism)}); co-located vertices must have equal parallelism`,
         { group },
       );
     }

@@ -5,7 +5,10 @@
  * an error nobody caught — and the main side turns them into verdicts, with its own timers.
  */
 
-/** What a checker worker is told when it starts: its workerData, or in a child process the first IPC message under {@link CHECK_REQUEST_MESSAGE}. */
+/**
+ * What a checker worker is told when it starts: its workerData, or in a child process the first IPC message under
+ * {@link CHECK_REQUEST_MESSAGE}.
+ */
 export interface TaskModuleCheckRequest {
   /** Absolute paths of the modules to load, one after another, in this order. */
   readonly modules: readonly string[];

@@ -41,7 +41,8 @@ function ensureTypeScriptLoader(): Promise<void> {
       ((await import(specifier)) as { register: () => unknown }).register();
     } catch (error) {
       throw new Error(
-        `it is TypeScript, and tsx (its loader) could not be registered: ${describeError(error)}; compile the task to JavaScript or install tsx`,
+        `it is TypeScript, and tsx (its loader) could not be ` +
+          `registered: ${describeError(error)}; compile the task to JavaScript or install tsx`,
       );
     }
   })();

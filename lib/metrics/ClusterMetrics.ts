@@ -51,7 +51,10 @@ export class ClusterMetrics implements JobObserver {
   readonly #runTime: Histogram<'resource_id'>;
   readonly #waitTime: Histogram<'resource_id'>;
   readonly #lost: Counter<'cause'>;
-  /** Each TaskExecutor's run and wait time observers (prom-client's labels(), bound once), so those that left the cluster can be dropped. */
+  /**
+   * Each TaskExecutor's run and wait time observers (prom-client's labels(), bound once), so those that left the
+   * cluster can be dropped.
+   */
   readonly #executorSeries = new Map<ResourceID, { readonly run: Observer; readonly wait: Observer }>();
   #overview: ClusterOverview | null = null;
   #closed = false;
@@ -64,7 +67,8 @@ export class ClusterMetrics implements JobObserver {
     if (taken !== undefined) {
       throw new ConfigurationError(
         'invalid-value',
-        `metrics.registry already holds ${taken}: another cluster uses it; give each cluster its own registry or its own metrics.prefix`,
+        `metrics.registry already holds ${taken}: another cluster uses ` +
+          `it; give each cluster its own registry or its own metrics.prefix`,
         { option: 'metrics.registry' },
       );
     }
@@ -107,7 +111,9 @@ export class ClusterMetrics implements JobObserver {
     this.#own(
       new Gauge({
         name: n.taskSlots,
-        help: 'Slots by state: free, unavailable (a free static slot whose resources dynamic slots took), pending, allocated.',
+        help:
+          'Slots by state: free, unavailable (a free static slot ' +
+          'whose resources dynamic slots took), pending, allocated.',
         labelNames: ['state'],
         registers,
         collect() {
@@ -179,7 +185,9 @@ export class ClusterMetrics implements JobObserver {
     this.#runTime = this.#own(
       new Histogram({
         name: n.taskRunTime,
-        help: "Seconds a task attempt ran, per TaskExecutor (piscina's runTime); a TaskExecutor that left is dropped at the next scrape.",
+        help:
+          "Seconds a task attempt ran, per TaskExecutor (piscina's " +
+          'runTime); a TaskExecutor that left is dropped at the next scrape.',
         labelNames: ['resource_id'],
         buckets: LATENCY_BUCKETS,
         registers,
@@ -189,7 +197,9 @@ export class ClusterMetrics implements JobObserver {
     this.#waitTime = this.#own(
       new Histogram({
         name: n.taskWaitTime,
-        help: "Seconds a task attempt waited at its TaskExecutor, from its deployment to its running (piscina's waitTime).",
+        help:
+          'Seconds a task attempt waited at its TaskExecutor, ' +
+          "from its deployment to its running (piscina's waitTime).",
         labelNames: ['resource_id'],
         buckets: LATENCY_BUCKETS,
         registers,
@@ -258,7 +268,10 @@ export class ClusterMetrics implements JobObserver {
     return metric;
   }
 
-  /** A TaskExecutor that left the cluster: its run and wait time series go (they would grow with every worker ever started). */
+  /**
+   * A TaskExecutor that left the cluster: its run and wait time series go (they would grow with every worker ever
+   * started).
+   */
   #dropGoneExecutors(): void {
     const live = new Set(this.#read().taskExecutors.map((te) => te.resourceId));
     for (const resourceId of this.#executorSeries.keys()) {

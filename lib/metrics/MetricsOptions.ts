@@ -29,7 +29,8 @@ export function resolveMetricsOptions(options: MetricsOptions | undefined): Reso
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw invalid(
       'metrics',
-      `metrics must be an object { registry?, prefix? }, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
+      `metrics must be an object { registry?, prefix? }, ` +
+        `got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
     );
   }
   const unknown = Object.keys(options).find((key) => !KNOWN.includes(key));
@@ -42,13 +43,15 @@ export function resolveMetricsOptions(options: MetricsOptions | undefined): Reso
   if (registry !== undefined && !isRegistry(registry)) {
     throw invalid(
       'metrics.registry',
-      "metrics.registry must be a prom-client Registry (new Registry() or prom-client's register): it needs registerMetric, getSingleMetric, removeSingleMetric, metrics and getMetricsAsJSON",
+      "metrics.registry must be a prom-client Registry (new Registry() or prom-client's register): " +
+        'it needs registerMetric, getSingleMetric, removeSingleMetric, metrics and getMetricsAsJSON',
     );
   }
   if (prefix !== undefined && (typeof prefix !== 'string' || !PREFIX.test(prefix))) {
     throw invalid(
       'metrics.prefix',
-      `metrics.prefix must start with a letter and hold only letters, digits and _ (a Prometheus name), got ${JSON.stringify(prefix)}`,
+      `metrics.prefix must start with a letter and hold only letters, ` +
+        `digits and _ (a Prometheus name), got ${JSON.stringify(prefix)}`,
     );
   }
   return { registry: registry ?? new Registry(), prefix: prefix ?? 'slotwise' };

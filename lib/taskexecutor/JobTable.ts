@@ -87,9 +87,8 @@ export class JobTable {
     this.#o.mailbox.whenComplete(pending.gateway.updateTaskExecutionStates(updates), (_, failure) => {
       if (failure !== undefined) {
         const what = updates.map((u) => `${u.state} of ${ExecutionAttemptID.short(u.executionAttemptId)}`);
-        this.#o.log(
-          `reporting ${what.length > 4 ? `${what.slice(0, 4).join(', ')} and ${what.length - 4} more` : what.join(', ')} failed: ${describeError(failure)}`,
-        );
+        const shown = what.length > 4 ? `${what.slice(0, 4).join(', ')} and ${what.length - 4} more` : what.join(', ');
+        this.#o.log(`reporting ${shown} failed: ${describeError(failure)}`);
       }
     });
   }

@@ -56,7 +56,10 @@ export class PendingRun implements RunFlag {
     this.ctx = invocation.context;
   }
 
-  /** Tells its listener, once, that it started (never after it settled); a listener that throws is `onError`'s to report. */
+  /**
+   * Tells its listener, once, that it started (never after it settled); a listener that throws is `onError`'s to
+   * report.
+   */
   noticeStart(onError: (run: PendingRun, error: unknown) => void): void {
     if (this.startNoticed || this.settled) return;
     this.startNoticed = true;
@@ -82,7 +85,10 @@ export interface Batch {
   forcedRun: PendingRun | null;
 }
 
-/** The first run of `batch` from `position` on that will still run (not settled, not canceled before it started): the one starting. */
+/**
+ * The first run of `batch` from `position` on that will still run (not settled, not canceled before it started): the
+ * one starting.
+ */
 export function nextToStart(batch: Batch, position: number): PendingRun | undefined {
   for (let i = position; i < batch.runs.length; i++) {
     const run = batch.runs[i]!;

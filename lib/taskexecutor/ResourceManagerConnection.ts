@@ -105,13 +105,15 @@ export class ResourceManagerConnection {
     if (!ResourceManagerId.is(resourceManagerId)) {
       throw new IllegalArgumentError(
         'invalid-value',
-        `${operation}: resourceManagerId must be the ResourceManagerId of the ResourceManager asking, got ${String(resourceManagerId)}`,
+        `${operation}: resourceManagerId must be the ResourceManagerId ` +
+          `of the ResourceManager asking, got ${String(resourceManagerId)}`,
         { argument: 'resourceManagerId' },
       );
     }
     const state = this.#state === 'registered' ? `registered at ResourceManager ${this.#resourceManagerId}` : lifecycle;
     throw new IllegalStateError(
-      `TaskExecutor ${this.#o.resourceId} is not connected to ResourceManager ${String(resourceManagerId)} (it is ${state}): ${operation} refused`,
+      `TaskExecutor ${this.#o.resourceId} is not connected to ` +
+        `ResourceManager ${String(resourceManagerId)} (it is ${state}): ${operation} refused`,
       {
         component: 'TaskExecutor',
         operation,
@@ -133,9 +135,8 @@ export class ResourceManagerConnection {
       }
       const initial = options['cluster.registration.initial-timeout'];
       const delay = Math.min(initial * 2 ** (attempt - 1), options['cluster.registration.max-timeout']);
-      this.#o.log(
-        `registration attempt ${attempt} ${response?.kind === 'refused' ? `refused: ${response.reason}` : `failed: ${describeError(error)}`}; retrying in ${delay} ms`,
-      );
+      const outcome = response?.kind === 'refused' ? `refused: ${response.reason}` : `failed: ${describeError(error)}`;
+      this.#o.log(`registration attempt ${attempt} ${outcome}; retrying in ${delay} ms`);
       mailbox.schedule(() => this.#attemptRegistration(), delay);
     });
   }
@@ -161,7 +162,8 @@ export class ResourceManagerConnection {
       onTimeout: (_, silentMs) => {
         if (this.#heartbeat !== monitor || this.#state !== 'registered') return;
         this.#o.log(
-          `no heartbeat from the ResourceManager for ${silentMs} ms (heartbeat.timeout ${timeoutMs} ms): registering again`,
+          `no heartbeat from the ResourceManager for ${silentMs} ` +
+            `ms (heartbeat.timeout ${timeoutMs} ms): registering again`,
         );
         this.register('the ResourceManager was lost');
       },

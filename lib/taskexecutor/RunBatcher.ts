@@ -49,7 +49,10 @@ export interface RunBatcherOptions {
   /** The control channel's name, which every batch carries. */
   readonly channel: string;
   readonly flags: RunFlags;
-  /** The pool call: resolves with the batch's last outcome; rejects when the call failed (its thread lost, the batch not sendable). */
+  /**
+   * The pool call: resolves with the batch's last outcome; rejects when the call failed (its thread lost, the batch not
+   * sendable).
+   */
   readonly send: (batch: TaskWorkerBatch, signal: AbortSignal | undefined) => Promise<TaskWorkerBatchResult>;
   /** Reads what the runs posted and is still waiting: their outcomes come to {@link RunBatcher.outcome} first. */
   readonly readPosted: () => void;
@@ -110,7 +113,10 @@ export class RunBatcher {
     this.#sent = null;
   }
 
-  /** Queues one run (see the module comment); its promise settles when it ends. Not async: the caller's reactions hang on the very promise a run settles. */
+  /**
+   * Queues one run (see the module comment); its promise settles when it ends. Not async: the caller's reactions hang
+   * on the very promise a run settles.
+   */
   submit(
     invocation: TaskInvocation,
     signal: AbortSignal | undefined,
@@ -355,7 +361,10 @@ export class RunBatcher {
     this.#queue.requeue(run);
   }
 
-  /** The error for a run whose pool call failed with `error` (`lostThread`: the call's own failure, whose thread may have exited just now). */
+  /**
+   * The error for a run whose pool call failed with `error` (`lostThread`: the call's own failure, whose thread may
+   * have exited just now).
+   */
   #poolFailure(run: PendingRun, error: unknown, lostThread: boolean): Error {
     return classifyPoolFailure(this.#o.scope, run.ctx, {
       error,

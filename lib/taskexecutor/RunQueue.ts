@@ -36,7 +36,10 @@ export class RunQueue {
     return runs;
   }
 
-  /** The next batch for one of `places` free places (runs settled while waiting are dropped first), or null when none waits. */
+  /**
+   * The next batch for one of `places` free places (runs settled while waiting are dropped first), or null when none
+   * waits.
+   */
   takeBatch(places: number): PendingRun[] | null {
     if (this.#runs.some((run) => run.settled)) this.#runs = this.#runs.filter((run) => !run.settled);
     if (this.#runs.length === 0) return null;

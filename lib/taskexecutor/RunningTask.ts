@@ -36,7 +36,10 @@ export interface TaskCallbacks {
   started(task: RunningTask): void;
 }
 
-/** A submitted attempt: what the TaskExecutor tracks, what its slot holds (the slot's TaskSlotPayload), and what its runner tells when it starts. */
+/**
+ * A submitted attempt: what the TaskExecutor tracks, what its slot holds (the slot's TaskSlotPayload), and what its
+ * runner tells when it starts.
+ */
 export class RunningTask implements TaskSlotPayload, RunStartListener {
   readonly executionAttemptId: ExecutionAttemptID;
   readonly jobId: JobID;

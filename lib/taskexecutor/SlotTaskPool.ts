@@ -296,7 +296,9 @@ export class SlotTaskPool {
     return this.#runs.cancel(executionAttemptId, reason);
   }
 
-  /** Asks a thread of this pool for its real heap limit (heapLimitProbe.ts): a process-wide flag may have replaced it. */
+  /**
+   * Asks a thread of this pool for its real heap limit (heapLimitProbe.ts): a process-wide flag may have replaced it.
+   */
   async checkHeapLimit(): Promise<HeapLimitCheck> {
     if (this.#closing !== null) {
       throw new IllegalStateError(`SlotTaskPool ${this.name} is closed`, {

@@ -162,7 +162,8 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
         slotFreed: (allocationId, jobId) => this.#slotFreed(allocationId, jobId),
         releaseTimedOut: (allocationId, ids) =>
           this.#log(
-            `slot ${AllocationID.short(allocationId)}: tasks ${ids.map(ExecutionAttemptID.short).join(', ')} did not stop within task.cancellation.timeout`,
+            `slot ${AllocationID.short(allocationId)}: tasks ${ids.map(ExecutionAttemptID.short).join(', ')} ` +
+              `did not stop within task.cancellation.timeout`,
           ),
         slotClosed: (output) => this.#slotClosed(output),
       },
@@ -237,7 +238,8 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     if (!Array.isArray(descriptors)) {
       throw new IllegalArgumentError(
         'invalid-type',
-        `submitTasks: descriptors must be an array of task deployment descriptors, got ${descriptors === null ? 'null' : typeof descriptors}`,
+        `submitTasks: descriptors must be an array of task deployment ` +
+          `descriptors, got ${descriptors === null ? 'null' : typeof descriptors}`,
         { argument: 'descriptors' },
       );
     }
@@ -287,19 +289,22 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     const owner = this.table.getOwningJob(allocationId);
     if (owner === undefined)
       throw new SlotNotFoundError(
-        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.resourceId} has no slot ${AllocationID.short(allocationId)}`,
+        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.resourceId} ` +
+          `has no slot ${AllocationID.short(allocationId)}`,
         { allocationId, executionAttemptId },
       );
     if (owner !== jobId)
       throw new SlotOwnerMismatchError(
         'job-mismatch',
-        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(owner)}`,
+        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ` +
+          `slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(owner)}`,
         { allocationId, jobId, expected: owner },
       );
     if (!this.table.markSlotActive(allocationId))
       throw new SlotNotActiveError(
         'slot-releasing',
-        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: slot ${AllocationID.short(allocationId)} is releasing`,
+        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ` +
+          `slot ${AllocationID.short(allocationId)} is releasing`,
         { allocationId },
       );
     return new RunningTask(descriptor, this.#taskCallbacks);
@@ -439,7 +444,8 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   #slotClosed(output: TaskSlotOutput): void {
     if (output.leaks.leakedPages > 0) {
       this.#log(
-        `slot ${output.index} (${AllocationID.short(output.allocationId)}) closed with ${output.leaks.leakedPages} managed-memory pages never released: ${output.leaks.owners.map((o) => `${o.owner}=${o.pages}`).join(', ')}`,
+        `slot ${output.index} (${AllocationID.short(output.allocationId)}) closed with ${output.leaks.leakedPages} ` +
+          `managed-memory pages never released: ${output.leaks.owners.map((o) => `${o.owner}=${o.pages}`).join(', ')}`,
       );
     }
     const runner = this.#runners.get(output.allocationId);

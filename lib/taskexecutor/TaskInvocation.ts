@@ -16,7 +16,10 @@ export interface TaskInvocation {
   readonly inputs: unknown;
   /** The vertex's parameters (structured-cloneable), seen by the task as `context.config`. */
   readonly config?: unknown;
-  /** The slot's managed memory (`MemoryManager.share()`), or null: its SharedArrayBuffers are shared with the thread, not copied. */
+  /**
+   * The slot's managed memory (`MemoryManager.share()`), or null: its SharedArrayBuffers are shared with the thread,
+   * not copied.
+   */
   readonly memory: SharedMemoryHandle | null;
 }
 

@@ -19,7 +19,9 @@ import { createTaskThreads, loadTaskThreads, threadsReady, type TaskThreadsOptio
 export interface TaskThreadReserveOptions {
   /** Spare threads per heap limit (0: none kept; every allocation boots its own). */
   readonly spare: number;
-  /** Makes a pool of one thread (default `createTaskThreads`, which loads piscina first if it must; tests pass doubles). */
+  /**
+   * Makes a pool of one thread (default `createTaskThreads`, which loads piscina first if it must; tests pass doubles).
+   */
   readonly create?: (options: TaskThreadsOptions) => Piscina | Promise<Piscina>;
   /** Loads what `create` needs before spares boot (default piscina itself; tests: nothing). */
   readonly load?: () => Promise<void>;
@@ -50,7 +52,10 @@ export class TaskThreadReserve {
   readonly #spares = new Map<string, Piscina[]>();
   /** Pools handed to a slot: their owner reports their errors. */
   readonly #taken = new WeakSet<Piscina>();
-  /** Allocated slots (taken threads) by heap limit: spares of a limit other than the default's are kept while this is > 0. */
+  /**
+   * Allocated slots (taken threads) by heap limit: spares of a limit other than the default's are kept while this is >
+   * 0.
+   */
   readonly #inUse = new Map<string, number>();
   readonly #load: () => Promise<void>;
   /** Spares boot once what `create` needs is loaded. */
@@ -158,7 +163,8 @@ export class TaskThreadReserve {
       onError: (error) => {
         if (pool === undefined || !this.#taken.has(pool))
           this.#o.log(
-            `a spare task thread (heap limit ${keyOf(heapLimitMb)} MB) reported an error: ${error instanceof Error ? error.message : String(error)}`,
+            `a spare task thread (heap limit ${keyOf(heapLimitMb)} MB) reported ` +
+              `an error: ${error instanceof Error ? error.message : String(error)}`,
           );
       },
     });
@@ -170,7 +176,10 @@ export class TaskThreadReserve {
     return made instanceof Promise ? made.then(keep) : keep(made);
   }
 
-  /** The heap limit whose spares are furthest below their target, if any is: `spare` each, no more in all than slots are free. */
+  /**
+   * The heap limit whose spares are furthest below their target, if any is: `spare` each, no more in all than slots are
+   * free.
+   */
   #mostNeeded(): number | undefined | null {
     let total = 0;
     for (const list of this.#spares.values()) total += list.length;

@@ -74,7 +74,10 @@ export function isDataCloneError(error: unknown): boolean {
 
 /** `vertex (2/4) attempt 0 [<ExecutionAttemptID>]`. */
 export function label(ctx: TaskInvocationContext): string {
-  return `${ctx.vertexName} (${ctx.subtaskIndex + 1}/${ctx.parallelism}) attempt ${ctx.attemptNumber} [${ctx.executionAttemptId}]`;
+  return (
+    `${ctx.vertexName} (${ctx.subtaskIndex + 1}/${ctx.parallelism}) ` +
+    `attempt ${ctx.attemptNumber} [${ctx.executionAttemptId}]`
+  );
 }
 
 /** `task <label> on slot pool <pool> <what>`, with the attempt's identity in its details. */
@@ -113,7 +116,8 @@ export function classifyPoolFailure(scope: FailureScope, ctx: TaskInvocationCont
     // piscina could not post the invocation: the caller's inputs or config, not the task.
     return new IllegalArgumentError(
       'invalid-value',
-      `task ${label(ctx)}: its invocation cannot be sent to a thread (inputs and config must be structured-cloneable): ${message}`,
+      `task ${label(ctx)}: its invocation cannot be sent to a thread ` +
+        `(inputs and config must be structured-cloneable): ${message}`,
       {
         argument: 'invocation',
         executionAttemptId: ctx.executionAttemptId,
@@ -124,10 +128,8 @@ export function classifyPoolFailure(scope: FailureScope, ctx: TaskInvocationCont
   const { cancelReason, stoppedBy } = failure;
   // Forced: piscina's abort (AbortError), or its only thread terminated under it (it exited).
   if (cancelReason !== null && (name === 'AbortError' || stoppedBy === 'forced')) {
-    const how =
-      stoppedBy === 'before-start'
-        ? 'it had not started'
-        : `its thread was terminated after ${stoppedBy === 'forced' && scope.cancelGraceMs > 0 ? `a ${scope.cancelGraceMs} ms grace` : 'no grace'}`;
+    const grace = stoppedBy === 'forced' && scope.cancelGraceMs > 0 ? `a ${scope.cancelGraceMs} ms grace` : 'no grace';
+    const how = stoppedBy === 'before-start' ? 'it had not started' : `its thread was terminated after ${grace}`;
     return taskError(scope, 'canceled', ctx, `canceled (${cancelReason}); ${how}`, {
       ...extra,
       stoppedBy: stoppedBy ?? 'forced',
@@ -159,7 +161,10 @@ export function classifyPoolFailure(scope: FailureScope, ctx: TaskInvocationCont
   return taskError(scope, 'thread-exited', ctx, `lost its thread to an uncaught ${name}: ${message}`, extra);
 }
 
-/** The failure a run's thread reported for it (the task threw, its module did not load, its output cannot cross threads). */
+/**
+ * The failure a run's thread reported for it (the task threw, its module did not load, its output cannot cross
+ * threads).
+ */
 export function outcomeFailure(
   scope: FailureScope,
   ctx: TaskInvocationContext,

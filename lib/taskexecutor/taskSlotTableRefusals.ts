@@ -29,19 +29,23 @@ export function allocationRefusalError(
     case 'index-out-of-range':
       return new SlotAllocationError(
         'index-out-of-range',
-        `slot index ${verdict.index} is out of range: this table has ${verdict.numberSlots} static slots (0..${verdict.numberSlots - 1}); ask for a negative index to get a dynamic slot`,
+        `slot index ${verdict.index} is out of range: this table has ${verdict.numberSlots} static ` +
+          `slots (0..${verdict.numberSlots - 1}); ask for a negative index to get a dynamic slot`,
         { ...verdict, allocationId: request.allocationId },
       );
     case 'index-taken':
       return new SlotAllocationError(
         'index-taken',
-        `cannot allocate ${id}: slot index ${verdict.index} is already held by allocation ${AllocationID.short(verdict.holder)}`,
+        `cannot allocate ${id}: slot index ${verdict.index} is already ` +
+          `held by allocation ${AllocationID.short(verdict.holder)}`,
         { ...verdict, allocationId: request.allocationId },
       );
     case 'allocation-conflict':
       return new SlotAllocationError(
         'allocation-conflict',
-        `allocation ${id} is already held by slot ${verdict.existing.index} for job ${JobID.short(verdict.existing.jobId)} with ${verdict.existing.profile}; a repeat must name the same job, profile and index`,
+        `allocation ${id} is already held by slot ${verdict.existing.index} ` +
+          `for job ${JobID.short(verdict.existing.jobId)} ` +
+          `with ${verdict.existing.profile}; a repeat must name the same job, profile and index`,
         {
           allocationId: request.allocationId,
           existingIndex: verdict.existing.index,
@@ -51,7 +55,8 @@ export function allocationRefusalError(
     case 'insufficient-resources':
       return new SlotAllocationError(
         'insufficient-resources',
-        `cannot allocate ${id} at index ${verdict.index}: the TaskExecutor has not enough resources left (${formatShortfall(verdict.available.shortfall(verdict.profile))})`,
+        `cannot allocate ${id} at index ${verdict.index}: the TaskExecutor has not enough ` +
+          `resources left (${formatShortfall(verdict.available.shortfall(verdict.profile))})`,
         {
           allocationId: request.allocationId,
           index: verdict.index,
@@ -81,7 +86,8 @@ export function addTaskError(task: TaskSlotPayload, refusal: TableAddTaskRefusal
     case 'job-mismatch':
       return new SlotOwnerMismatchError(
         'job-mismatch',
-        `cannot add task ${id} of job ${JobID.short(refusal.actual)}: slot ${slot} belongs to job ${JobID.short(refusal.expected)}`,
+        `cannot add task ${id} of job ${JobID.short(refusal.actual)}: ` +
+          `slot ${slot} belongs to job ${JobID.short(refusal.expected)}`,
         { ...details, expected: refusal.expected },
       );
     case 'allocation-mismatch':

@@ -61,7 +61,10 @@ export interface TaskWorkerBatchItem {
   readonly index: number;
 }
 
-/** What a runBatch call resolves with: the outcome of its last run, or null when that one did not run (canceled while queued). */
+/**
+ * What a runBatch call resolves with: the outcome of its last run, or null when that one did not run (canceled while
+ * queued).
+ */
 export type TaskWorkerBatchResult = { readonly run: number; readonly outcome: TaskWorkerOutcome } | null;
 
 /** Messages on a pool's control channel. */
@@ -100,6 +103,9 @@ export type TaskWorkerOutcome =
 export interface HeapLimitProbe {
   /** `v8.getHeapStatistics().heap_size_limit`: old generation + young generation, in bytes. */
   readonly heapSizeLimit: number;
-  /** The thread's resource limits as Node reports them (the *requested* values: a process-wide flag that overrides them is not visible here). */
+  /**
+   * The thread's resource limits as Node reports them (the *requested* values: a process-wide flag that overrides them
+   * is not visible here).
+   */
   readonly resourceLimits: { readonly maxYoungGenerationSizeMb?: number; readonly maxOldGenerationSizeMb?: number };
 }

@@ -257,7 +257,8 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
   if (batch.started !== undefined) pool.flags = new Int32Array(batch.started);
   if (batch.memory !== undefined) pool.memory = batch.memory;
   const { flags, memory } = pool;
-  // The pool sends its buffers again after any lost thread; a thread that has none fails the call, and the pool re-sends.
+  // The pool sends its buffers again after any lost thread; a thread that has none fails the call, and the pool
+  // re-sends.
   if (flags === null) throw new Error(`no started flags for channel ${batch.channel} on this thread`);
   const { items } = batch;
   let last: TaskWorkerBatchResult = null;
@@ -267,7 +268,8 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
     // Abortable first, then started: a pool that sees the flag may send its abort at once.
     pool.running.set(item.run, abort);
     try {
-      if (Atomics.compareExchange(flags, item.index, RUN_QUEUED, RUN_STARTED) !== RUN_QUEUED) continue; // canceled while queued
+      // canceled while queued
+      if (Atomics.compareExchange(flags, item.index, RUN_QUEUED, RUN_STARTED) !== RUN_QUEUED) continue;
       const sink: LogSink = { pool, run: item.run, label: '' };
       const outcome = await runOne(
         item.taskModule,
@@ -424,13 +426,17 @@ async function importTask(taskModule: string): Promise<TaskFunction> {
   const fn = module.default;
   if (typeof fn !== 'function') {
     throw new TypeError(
-      `task module ${taskModule} has no default export function (its default export is ${describeValue(fn)}); a task module must export default async (context, inputs) => output`,
+      `task module ${taskModule} has no default export function (its default export ` +
+        `is ${describeValue(fn)}); a task module must export default async (context, inputs) => output`,
     );
   }
   return fn as TaskFunction;
 }
 
-/** Registers tsx's ESM loader in this thread, once (the specifier is a variable: tsx is a development tool, not a dependency). */
+/**
+ * Registers tsx's ESM loader in this thread, once (the specifier is a variable: tsx is a development tool, not a
+ * dependency).
+ */
 function ensureTypeScriptLoader(taskModule: string): Promise<void> {
   typeScriptLoader ??= (async () => {
     const specifier = 'tsx/esm/api';
@@ -440,7 +446,8 @@ function ensureTypeScriptLoader(taskModule: string): Promise<void> {
     } catch (error) {
       typeScriptLoader = undefined;
       throw new Error(
-        `task module ${taskModule} is TypeScript, and tsx (its loader) could not be registered in the task thread: ${(error as Error)?.message ?? String(error)}; compile the task to JavaScript or install tsx`,
+        `task module ${taskModule} is TypeScript, and tsx (its loader) could not be registered in the task ` +
+          `thread: ${(error as Error)?.message ?? String(error)}; compile the task to JavaScript or install tsx`,
       );
     }
   })();

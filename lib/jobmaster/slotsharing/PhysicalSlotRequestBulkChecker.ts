@@ -126,7 +126,9 @@ export class PhysicalSlotRequestBulkChecker {
     } catch (error) {
       why = `the reason could not be told (${(error as Error)?.message ?? String(error)})`;
     }
-    const message = `${pending.length} of ${bulk.size} slot request${bulk.size === 1 ? '' : 's'} of job ${this.#jobId} not fulfilled within slot.request.timeout (${formatDuration(timeoutMs)}): ${why}`;
+    const message =
+      `${pending.length} of ${bulk.size} slot request${bulk.size === 1 ? '' : 's'} of job ${this.#jobId} ` +
+      `not fulfilled within slot.request.timeout (${formatDuration(timeoutMs)}): ${why}`;
     bulk.cancel(
       new SlotRequestError('timed-out', message, { jobId: this.#jobId, why, timeoutMs, requestIds: [...pending] }),
     );

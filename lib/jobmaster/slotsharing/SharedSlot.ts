@@ -27,7 +27,10 @@ export interface PhysicalSlotRequest {
 export interface PhysicalSlotProvider {
   /** Resolves with the slot, or rejects when it cannot be had. */
   allocatePhysicalSlot(request: PhysicalSlotRequest): Promise<PhysicalSlot>;
-  /** Gives up a request still waiting. Should reject its promise; a slot it delivers anyway is given back with releaseSlot. */
+  /**
+   * Gives up a request still waiting. Should reject its promise; a slot it delivers anyway is given back with
+   * releaseSlot.
+   */
   cancelSlotRequest(requestId: string, cause: Error): void;
   /** Gives back a slot the job no longer needs (or has lost). */
   releaseSlot(slot: PhysicalSlot, cause: Error): void;
@@ -63,7 +66,9 @@ type LogicalRequest =
       readonly release: (cause: Error) => void;
     };
 
-/** `requestFailed`: released because the physical request failed (the provider rejected it), not given back or given up. */
+/**
+ * `requestFailed`: released because the physical request failed (the provider rejected it), not given back or given up.
+ */
 export type SharedSlotState =
   | { readonly kind: 'requested' }
   | { readonly kind: 'allocated'; readonly slot: PhysicalSlot }

@@ -147,7 +147,8 @@ export class SlotSharingExecutionSlotAllocator {
       const key = typeof id === 'object' && id !== null ? ExecutionVertexID.key(id) : String(id);
       throw new IllegalArgumentError(
         'invalid-value',
-        `subtask ${key} is in no ExecutionSlotSharingGroup of job ${this.#jobId}; pass subtasks of the job's ExecutionGraph`,
+        `subtask ${key} is in no ExecutionSlotSharingGroup of ` +
+          `job ${this.#jobId}; pass subtasks of the job's ExecutionGraph`,
         { argument: 'executionVertexId', value: key },
       );
     }

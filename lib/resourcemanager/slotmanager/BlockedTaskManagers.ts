@@ -39,7 +39,10 @@ export class BlockedTaskManagers {
     return this.#releasing.has(resourceId);
   }
 
-  /** A slot request to it failed: until its next slot report its view is in doubt (not if the report itself overtook the answer). */
+  /**
+   * A slot request to it failed: until its next slot report its view is in doubt (not if the report itself overtook the
+   * answer).
+   */
   requestFailed(taskManager: TaskManagerRegistration): void {
     if (taskManager.blocked) return;
     this.#o.tracker.setBlocked(taskManager, true);

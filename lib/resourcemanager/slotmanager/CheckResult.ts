@@ -12,7 +12,9 @@ export interface CheckResult {
   readonly workersRequested: number;
 }
 
-/** A check as the statechart's CHECKED shows it: slots placed, on workers, unfulfilled, and why each waiting job waits. */
+/**
+ * A check as the statechart's CHECKED shows it: slots placed, on workers, unfulfilled, and why each waiting job waits.
+ */
 export function summarizeCheck({ outcomes, workersRequested }: CheckResult): RequirementCheckSummary {
   const waiting: Record<string, string> = {};
   let placed = 0;

@@ -433,7 +433,8 @@ export class FineGrainedSlotManager {
         const request = this.#requests.get(slot.allocationId!);
         if (request !== undefined && request.jobId === slot.jobId)
           this.#fulfilled(request, taskManager.resourceId, slot.index);
-        else if (request !== undefined) this.#requests.heldByAnotherJob(request.allocationId); // the next check fails it
+        // held by another job: the next check fails it
+        else if (request !== undefined) this.#requests.heldByAnotherJob(request.allocationId);
       }
       return result.adopted.length > 0 || result.freed.length > 0;
     });

@@ -71,7 +71,9 @@ class CandidateSet<T extends IndexedExecutor> {
     readonly requirement: ResourceProfile,
     readonly host: string | null,
     readonly order: CandidateOrder,
-    /** Whether the order looks at utilisation (spread, pack); if not, an entry never moves while its executor stays in. */
+    /**
+     * Whether the order looks at utilisation (spread, pack); if not, an entry never moves while its executor stays in.
+     */
     readonly byUtilization: boolean,
   ) {}
 

@@ -109,7 +109,8 @@ export class JobScopedResourceTracker {
     const requirement = this.#mapping.getFirstRequirementFulfilledBy(resource);
     if (requirement === undefined) {
       throw new IllegalStateError(
-        `job ${this.jobId} lost a resource ${resource} but holds no such resource; report only resources the job acquired`,
+        `job ${this.jobId} lost a resource ${resource} but holds ` +
+          `no such resource; report only resources the job acquired`,
         {
           component: 'JobScopedResourceTracker',
           operation: 'notifyLostResource',

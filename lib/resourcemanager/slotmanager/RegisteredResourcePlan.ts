@@ -135,7 +135,10 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
   #planned: Map<T, PlannedTaskManager<T>> | undefined;
   /** Made when a second executor is touched (a check that places a slot or a few touches one). */
   #index: FreeResourceIndex<PlannedTaskManager<T>> | undefined;
-  /** The executor claimed on last, not told to #index yet (claims on it in a row are told once, when the plan looks again). */
+  /**
+   * The executor claimed on last, not told to #index yet (claims on it in a row are told once, when the plan looks
+   * again).
+   */
   #unsynced: PlannedTaskManager<T> | undefined;
   /** The view's executors best first, per requirement (and per host), read as the plan goes. */
   #ranked: Map<ResourceProfile, RankedTaskManagers<T>> | undefined;

@@ -35,7 +35,10 @@ export interface RequirementCheckSchedulerOptions<T> {
 
 const immediateByDelay = new Map<number, boolean>();
 
-/** Whether slotManager.machine runs a check inside the REQUIREMENTS_CHANGED step itself for this delay (asked once per delay). */
+/**
+ * Whether slotManager.machine runs a check inside the REQUIREMENTS_CHANGED step itself for this delay (asked once per
+ * delay).
+ */
 export function checksAtOnce(requirementCheckDelay: number): boolean {
   let known = immediateByDelay.get(requirementCheckDelay);
   if (known === undefined) {
@@ -105,7 +108,8 @@ export class RequirementCheckScheduler<T> {
   requireStarted(operation: string): void {
     if (this.#checking) {
       throw new IllegalStateError(
-        `SlotManager.${operation} was called while a requirement check runs (from a listener or allocator callback); hand it to the mailbox instead`,
+        `SlotManager.${operation} was called while a requirement check runs ` +
+          `(from a listener or allocator callback); hand it to the mailbox instead`,
         {
           component: 'SlotManager',
           operation,
@@ -161,7 +165,9 @@ export class RequirementCheckScheduler<T> {
     }
   }
 
-  /** Runs `change` with immediate checks held back until it is complete (never a check halfway through a slot report). */
+  /**
+   * Runs `change` with immediate checks held back until it is complete (never a check halfway through a slot report).
+   */
   defer<R>(change: () => R): R {
     this.#deferring++;
     try {

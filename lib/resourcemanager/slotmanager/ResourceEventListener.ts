@@ -22,7 +22,9 @@ export interface WaitingRequirement {
 }
 
 export interface ResourceEventListener {
-  /** The job's requirements cannot be met now (Flink: notifyNotEnoughResourcesAvailable); sent when the reason changes. */
+  /**
+   * The job's requirements cannot be met now (Flink: notifyNotEnoughResourcesAvailable); sent when the reason changes.
+   */
   notEnoughResourcesAvailable?(
     jobId: JobID,
     acquired: readonly ResourceRequirement[],

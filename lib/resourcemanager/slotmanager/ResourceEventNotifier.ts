@@ -24,7 +24,8 @@ export class ResourceEventNotifier {
 
   resourceRequirementsTimedOut(jobId: JobID, waiting: readonly WaitingRequirement[], timeoutMs: number): void {
     this.log(
-      `job ${jobId} has waited ${timeoutMs} ms for ${waiting.map((r) => `${r.missing} × ${r.resourceProfile}`).join(', ')}`,
+      `job ${jobId} has waited ${timeoutMs} ms ` +
+        `for ${waiting.map((r) => `${r.missing} × ${r.resourceProfile}`).join(', ')}`,
     );
     this.#notify((l) => l.resourceRequirementsTimedOut?.(jobId, waiting));
   }
@@ -47,7 +48,8 @@ export class ResourceEventNotifier {
         call(this.listener);
       } catch (error) {
         this.log(
-          `a ResourceEventListener callback threw: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+          `a ResourceEventListener callback ` +
+            `threw: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
         );
       }
     });

@@ -102,7 +102,10 @@ export const ResourceRequirement = {
   },
   /** `ResourceRequirement{resourceProfile=…, numberOfRequiredSlots=n}`, as Flink prints it. */
   toString(requirement: ResourceRequirement): string {
-    return `ResourceRequirement{resourceProfile=${requirement.resourceProfile}, numberOfRequiredSlots=${requirement.numberOfRequiredSlots}}`;
+    return (
+      `ResourceRequirement{resourceProfile=${requirement.resourceProfile}, ` +
+      `numberOfRequiredSlots=${requirement.numberOfRequiredSlots}}`
+    );
   },
 };
 

@@ -43,7 +43,10 @@ function lookup(
   return { side, entry: side?.counts.get(secondary.key) };
 }
 
-/** Refuses an increment that would take a count or a total past the safe integers (as ResourceCounter does), before anything changes. */
+/**
+ * Refuses an increment that would take a count or a total past the safe integers (as ResourceCounter does), before
+ * anything changes.
+ */
 function checkIncrement(at: ReturnType<typeof lookup>, secondary: ResourceProfile, n: number): void {
   if (!Number.isSafeInteger((at.side?.total ?? 0) + n) || !Number.isSafeInteger((at.entry?.[1] ?? 0) + n)) {
     throw new IllegalArgumentError(

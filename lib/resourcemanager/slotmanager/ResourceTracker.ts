@@ -38,7 +38,10 @@ export interface ResourceTracker extends ReadonlyResourceTracker {
   notifyResourceRequirements(jobId: JobID, requirements: readonly ResourceRequirement[]): void;
   /** The job acquired one resource of `resourceProfile` (a concrete profile, never UNKNOWN). */
   notifyAcquiredResource(jobId: JobID, resourceProfile: ResourceProfile): void;
-  /** The job acquired `count` (≥ 1) resources of `resourceProfile`: what `count` calls of notifyAcquiredResource do, at once. */
+  /**
+   * The job acquired `count` (≥ 1) resources of `resourceProfile`: what `count` calls of notifyAcquiredResource do, at
+   * once.
+   */
   notifyAcquiredResources(jobId: JobID, resourceProfile: ResourceProfile, count: number): void;
   /**
    * The job lost one resource of `resourceProfile`. Callers must report only what the job acquired:
@@ -49,7 +52,10 @@ export interface ResourceTracker extends ReadonlyResourceTracker {
   clear(): void;
 }
 
-/** The JobID checkJobId passed last: a job's slots arrive by the thousand, and its ID need not be matched against the pattern for each. */
+/**
+ * The JobID checkJobId passed last: a job's slots arrive by the thousand, and its ID need not be matched against the
+ * pattern for each.
+ */
 let lastValidJobId: JobID | undefined;
 
 function checkJobId(jobId: unknown): JobID {

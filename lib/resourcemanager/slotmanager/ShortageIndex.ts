@@ -44,7 +44,10 @@ class ShortageSet {
   /** The executors that fall short of the requirement, as a binary min-heap. */
   #heap: Entry[] = [];
   readonly #entries = new Map<TaskManagerRegistration, Entry>();
-  /** The executors whose total covers the requirement, in registration order; may hold removed ones (skipped, compacted). */
+  /**
+   * The executors whose total covers the requirement, in registration order; may hold removed ones (skipped,
+   * compacted).
+   */
   #holders: TaskManagerRegistration[] = [];
   #removedHolders = 0;
   /** Executors whose capacity changed since the set last looked. */

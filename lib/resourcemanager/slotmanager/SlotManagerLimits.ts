@@ -27,7 +27,8 @@ export function refuseNeverSatisfiable(
   const shortfall = workerSpec.totalResourceProfile.shortfall(profile);
   throw new SlotRequestError(
     'never-satisfiable',
-    `job ${JobID.short(jobId)} asks for ${profile}, which no worker can ever hold (${formatShortfall(shortfall, ['a worker has', 'asked'])})`,
+    `job ${JobID.short(jobId)} asks for ${profile}, which no worker can ` +
+      `ever hold (${formatShortfall(shortfall, ['a worker has', 'asked'])})`,
     {
       jobId,
       profile: profile.toJSON(),

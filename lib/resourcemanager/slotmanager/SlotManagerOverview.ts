@@ -19,7 +19,10 @@ export interface SlotManagerOverview {
     readonly total: ResourceProfileJSON;
     readonly available: ResourceProfileJSON;
     readonly utilization: number;
-    /** `free`: the default slots that still fit in `available` (at most the static slot count), not the free static records. */
+    /**
+     * `free`: the default slots that still fit in `available` (at most the static slot count), not the free static
+     * records.
+     */
     readonly slots: { readonly free: number; readonly pending: number; readonly allocated: number };
     readonly idleSince: number | null;
     readonly blocked: boolean;
@@ -148,7 +151,8 @@ export function checkRegistration(info: TaskManagerInfo, report: SlotReport): vo
     // A slot of nothing always fits: such an executor would take any number of UNKNOWN slots.
     throw fail(
       'defaultSlotResourceProfile',
-      `must hold some resource, got ResourceProfile.ZERO (the total ${info.totalResourceProfile} over ${info.numberOfStaticSlots} slots); give the TaskExecutor resources or fewer slots`,
+      `must hold some resource, got ResourceProfile.ZERO (the total ${info.totalResourceProfile} ` +
+        `over ${info.numberOfStaticSlots} slots); give the TaskExecutor resources or fewer slots`,
     );
   }
   if (!Number.isSafeInteger(info.numberOfStaticSlots) || info.numberOfStaticSlots < 0)
@@ -158,7 +162,8 @@ export function checkRegistration(info: TaskManagerInfo, report: SlotReport): vo
   ) {
     throw fail(
       'totalResourceProfile',
-      `must hold ${info.numberOfStaticSlots} default slots of ${info.defaultSlotResourceProfile}, got ${info.totalResourceProfile}`,
+      `must hold ${info.numberOfStaticSlots} default slots ` +
+        `of ${info.defaultSlotResourceProfile}, got ${info.totalResourceProfile}`,
     );
   }
   if (typeof info.gateway?.requestSlot !== 'function' || typeof info.gateway.freeInactiveSlots !== 'function')

@@ -34,7 +34,8 @@ export function candidateOrder(policy: SlotMatchingPolicy): CandidateOrder {
   if (order === undefined) {
     throw new IllegalArgumentError(
       'invalid-value',
-      `slot matching policy must be one of ${SLOT_MATCHING_POLICIES.map((p) => `'${p}'`).join(', ')}, got ${JSON.stringify(policy)}`,
+      `slot matching policy must be one ` +
+        `of ${SLOT_MATCHING_POLICIES.map((p) => `'${p}'`).join(', ')}, got ${JSON.stringify(policy)}`,
       {
         argument: 'policy',
       },

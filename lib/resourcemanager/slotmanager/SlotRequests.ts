@@ -138,7 +138,8 @@ export class SlotRequests {
     const why = request.reason === null ? undefined : describeWaitReason(request.reason);
     return new SlotRequestError(
       reason,
-      `slot request ${AllocationID.short(request.allocationId)} of job ${JobID.short(request.jobId)} for ${request.profile}: ${message}${why ? `; it waited because ${why}` : ''}`,
+      `slot request ${AllocationID.short(request.allocationId)} of job ${JobID.short(request.jobId)} ` +
+        `for ${request.profile}: ${message}${why ? `; it waited because ${why}` : ''}`,
       {
         jobId: request.jobId,
         allocationId: request.allocationId,
@@ -147,7 +148,10 @@ export class SlotRequests {
     );
   }
 
-  /** The slot asked for this request is gone (its executor was lost): it waits again. False if no request has this AllocationID. */
+  /**
+   * The slot asked for this request is gone (its executor was lost): it waits again. False if no request has this
+   * AllocationID.
+   */
   waitAgain(allocationId: AllocationID): boolean {
     const request = this.#requests.get(allocationId);
     if (request === undefined) return false;
@@ -175,7 +179,8 @@ export class SlotRequests {
       if (holder !== undefined) {
         failHeld(
           r,
-          `allocation ${AllocationID.short(r.allocationId)} is held by job ${JobID.short(holder.jobId!)} on ${holder.taskManager.resourceId}`,
+          `allocation ${AllocationID.short(r.allocationId)} is held by ` +
+            `job ${JobID.short(holder.jobId!)} on ${holder.taskManager.resourceId}`,
         );
         continue;
       }

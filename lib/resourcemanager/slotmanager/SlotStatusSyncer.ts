@@ -110,7 +110,10 @@ export class SlotStatusSyncer {
   readonly #lastHeard = new WeakMap<TaskManagerRegistration, number>();
   /** The batch new requests join while the clock stays at its time. */
   #batch: DeadlineBatch | undefined;
-  /** Between beginAllocations and endAllocations: tracked slots not counted in the ResourceTracker yet, a run of one job and profile. */
+  /**
+   * Between beginAllocations and endAllocations: tracked slots not counted in the ResourceTracker yet, a run of one job
+   * and profile.
+   */
   #deferring = false;
   #uncounted: { readonly jobId: JobID; readonly profile: ResourceProfile; count: number } | undefined;
 
@@ -194,7 +197,10 @@ export class SlotStatusSyncer {
     this.#answered(attempt, error);
   }
 
-  /** A batch's deadline: each request still unanswered fails if its executor stayed silent, else waits on in a later batch. */
+  /**
+   * A batch's deadline: each request still unanswered fails if its executor stayed silent, else waits on in a later
+   * batch.
+   */
   #deadlinePassed(batch: DeadlineBatch): void {
     batch.timer = undefined;
     if (this.#batch === batch) this.#batch = undefined;
@@ -248,7 +254,10 @@ export class SlotStatusSyncer {
     next.timer = clock.setTimeout(() => this.#deadlinePassed(next), at - now);
   }
 
-  /** The executor answered (`error` undefined: acknowledged) or the deadline passed: settle the attempt in the next microtask. */
+  /**
+   * The executor answered (`error` undefined: acknowledged) or the deadline passed: settle the attempt in the next
+   * microtask.
+   */
   #answered(attempt: Attempt, error: unknown): void {
     if (attempt.answered) return;
     attempt.answered = true;
@@ -356,7 +365,8 @@ export class SlotStatusSyncer {
       if (known !== undefined && known.taskManager !== taskManager) {
         conflicts.push(allocationId);
         this.#o.log?.(
-          `slot report of ${taskManager.resourceId} shows allocation ${allocationId}, held on ${known.taskManager.resourceId}: ignored`,
+          `slot report of ${taskManager.resourceId} shows ` +
+            `allocation ${allocationId}, held on ${known.taskManager.resourceId}: ignored`,
         );
       } else if (known?.state === 'pending') {
         this.#setInFlight(known, null);

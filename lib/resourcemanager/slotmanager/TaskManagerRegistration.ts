@@ -34,11 +34,16 @@ export interface ResourceSlotRecord {
   reserved: boolean;
   /** Counted in its job's ResourceTracker (declared requirements); false for seed 000's imperative requests. */
   tracked: boolean;
-  /** The SlotStatusSyncer's request to the executor for this pending slot while it is unanswered (its own, opaque here); null otherwise. */
+  /**
+   * The SlotStatusSyncer's request to the executor for this pending slot while it is unanswered (its own, opaque here);
+   * null otherwise.
+   */
   inFlight: object | null;
 }
 
-/** Capacity as running totals: raw amounts (ResourceProfile.amounts order and units), extended resources without zeros. */
+/**
+ * Capacity as running totals: raw amounts (ResourceProfile.amounts order and units), extended resources without zeros.
+ */
 export interface CapacityAmounts {
   readonly used: number[];
   readonly usedExtended: Map<string, number>;
@@ -323,7 +328,10 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     this.version++;
   }
 
-  /** From here on the profiles are the truth, kept by profile arithmetic (UNKNOWN / ANY involved, or an overflow to report). */
+  /**
+   * From here on the profiles are the truth, kept by profile arithmetic (UNKNOWN / ANY involved, or an overflow to
+   * report).
+   */
   #keepAsProfiles(): void {
     if (this.#amounts === null) return;
     this.#usedProfile = this.used;

@@ -32,7 +32,9 @@ export interface RegisteredTaskManagerInfo extends IndexedExecutor {
   readonly blocked: boolean;
   /** When it last became empty; null while it holds a slot. */
   readonly idleSince: number | null;
-  /** Optional: `used` and `available` as fresh running totals, or null outside them (a plan then reads the profiles). */
+  /**
+   * Optional: `used` and `available` as fresh running totals, or null outside them (a plan then reads the profiles).
+   */
   copyAmounts?(): CapacityAmounts | null;
 }
 
@@ -52,13 +54,22 @@ export interface RankedTaskManagers<T extends RegisteredTaskManagerInfo = Regist
   advance(): void;
 }
 
-/** `T`: how the provider's executors are typed (the tracker's are its TaskManagerRegistrations), so a plan names them as given. */
+/**
+ * `T`: how the provider's executors are typed (the tracker's are its TaskManagerRegistrations), so a plan names them as
+ * given.
+ */
 export interface TaskManagerResourceInfoProvider<T extends RegisteredTaskManagerInfo = RegisteredTaskManagerInfo> {
   readonly policy: SlotMatchingPolicy;
-  /** The unblocked registered executors that can take `requirement` now (UNKNOWN: their default slot), best first; on `host` only, if given. */
+  /**
+   * The unblocked registered executors that can take `requirement` now (UNKNOWN: their default slot), best first; on
+   * `host` only, if given.
+   */
   rankedTaskManagers(requirement: ResourceProfile, host?: string): RankedTaskManagers<T>;
   getTaskManager(resourceId: ResourceID): T | undefined;
-  /** Why no registered executor takes `requirement` now (explainShortage in WaitReason.ts), with up to `limit` executors per list. */
+  /**
+   * Why no registered executor takes `requirement` now (explainShortage in WaitReason.ts), with up to `limit` executors
+   * per list.
+   */
   explainShortage(requirement: ResourceProfile, limit?: number): InsufficientResources;
   /** In the order they were asked for. */
   readonly pendingTaskManagers: Iterable<PendingTaskManagerInfo>;

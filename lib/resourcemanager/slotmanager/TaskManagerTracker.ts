@@ -228,7 +228,9 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     return this.#shortages.explain(requirement, limit);
   }
 
-  /** The unblocked executors that can take `requirement` now, best first under the policy, read lazily (a plan's view). */
+  /**
+   * The unblocked executors that can take `requirement` now, best first under the policy, read lazily (a plan's view).
+   */
   rankedTaskManagers(requirement: ResourceProfile, host?: string): RankedTaskManagers<TaskManagerRegistration> {
     return this.#index.ranked(requirement, host ?? null);
   }
@@ -317,7 +319,10 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     return slot;
   }
 
-  /** The executor acknowledged or reported the allocation (pending → allocated). `known`: its record, when the caller holds it. */
+  /**
+   * The executor acknowledged or reported the allocation (pending → allocated). `known`: its record, when the caller
+   * holds it.
+   */
   completeAllocation(allocationId: AllocationID, known?: ResourceSlotRecord): ResourceSlotRecord {
     const slot = this.#requireSlot(allocationId, known);
     transitionResourceSlot(slot, 'COMPLETE_ALLOCATION', () => describeSlot(slot));

@@ -17,7 +17,10 @@ export type WaitReason =
       /** Executors with room that take no new slots now (one refused a request, or is being released). */
       readonly passedOver: readonly ResourceID[];
     }
-  /** The ResourceAllocator refused to start the workers it was planned on (allocateWorker answered false); the next check plans it again. */
+  /**
+   * The ResourceAllocator refused to start the workers it was planned on (allocateWorker answered false); the next
+   * check plans it again.
+   */
   | { readonly kind: 'worker-start-refused'; readonly workers: number }
   /** It is larger than a worker of the configured shape, and no registered executor is big enough. */
   | { readonly kind: 'exceeds-worker-shape'; readonly shortfall: readonly ResourceShortfall[] }
@@ -49,20 +52,30 @@ export function describeWaitReason(reason: WaitReason): string {
           : '';
       const passed =
         reason.passedOver.length > 0
-          ? `; ${reason.passedOver.join(', ')} ${reason.passedOver.length === 1 ? 'has' : 'have'} room but take no new slots for now (a refused request, or being released)`
+          ? `; ${reason.passedOver.join(', ')} ${reason.passedOver.length === 1 ? 'has' : 'have'} ` +
+            `room but take no new slots for now (a refused request, or being released)`
           : '';
       if (reason.closest.length === 0 && reason.passedOver.length === 0)
         return 'no TaskExecutor is registered and none can be started';
       return `no TaskExecutor has room${closest ? `: closest ${closest}` : ''}${later}${passed}`;
     }
     case 'worker-start-refused':
-      return `the ResourceAllocator refused to start the ${reason.workers === 1 ? 'worker' : `${reason.workers} workers`} it was planned on (allocateWorker answered false); a later requirement check tries again`;
+      return (
+        `the ResourceAllocator refused to start the ${reason.workers === 1 ? 'worker' : `${reason.workers} workers`} ` +
+        `it was planned on (allocateWorker answered false); a later requirement check tries again`
+      );
     case 'exceeds-worker-shape':
       return `larger than any worker can ever be (${formatShortfall(reason.shortfall, ['worker has', 'needs'])})`;
     case 'max-slots-reached':
-      return `starting a worker would make ${reason.wouldBe} slots, over slotmanager.number-of-slots.max = ${reason.limit}`;
+      return (
+        `starting a worker would make ${reason.wouldBe} slots, ` +
+        `over slotmanager.number-of-slots.max = ${reason.limit}`
+      );
     case 'max-resources-reached':
-      return `starting a worker would make ${reason.wouldBe} ${reason.dimension === 'cpu' ? 'cores' : 'bytes'}, over slotmanager.max-total-resource.${reason.dimension} = ${reason.limit}`;
+      return (
+        `starting a worker would make ${reason.wouldBe} ${reason.dimension === 'cpu' ? 'cores' : 'bytes'}, ` +
+        `over slotmanager.max-total-resource.${reason.dimension} = ${reason.limit}`
+      );
   }
 }
 

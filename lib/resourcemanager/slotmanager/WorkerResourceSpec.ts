@@ -20,7 +20,8 @@ export const WorkerResourceSpec = {
     if (!(totalResourceProfile instanceof ResourceProfile) || totalResourceProfile.kind !== 'specified') {
       throw new IllegalArgumentError(
         'invalid-value',
-        `a worker's totalResourceProfile must be a specified ResourceProfile (not UNKNOWN or ANY), got ${String(totalResourceProfile)}`,
+        `a worker's totalResourceProfile must be a specified ResourceProfile ` +
+          `(not UNKNOWN or ANY), got ${String(totalResourceProfile)}`,
         {
           argument: 'totalResourceProfile',
         },

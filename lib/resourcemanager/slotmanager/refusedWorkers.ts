@@ -17,7 +17,8 @@ export function withRefusedWorkers(
   for (const worker of refused) {
     for (const [jobId, counter] of worker.allocations) {
       for (const [profile, count] of counter.entries()) {
-        // The worker holds effective profiles (UNKNOWN became its default slot): find the demands they came from, in plan order.
+        // The worker holds effective profiles (UNKNOWN became its default slot): find the demands they came from, in
+        // plan order.
         let left = count;
         for (const outcome of outcomes) {
           if (left === 0) break;
