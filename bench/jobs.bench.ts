@@ -77,7 +77,10 @@ function cpuMs(): number {
   return (usage.user + usage.system) / 1000 + (ticks * 1000) / USER_HZ;
 }
 
-/** Waits until this process and its children have used less than 3 ms of CPU in 150 ms (at most `limitMs`); returns the CPU ms spent meanwhile. */
+/**
+ * Waits until this process and its children have used less than 3 ms of CPU in 150 ms (at most `limitMs`); returns the
+ * CPU ms spent meanwhile.
+ */
 async function quiet(limitMs = 20_000): Promise<number> {
   const start = cpuMs();
   const deadline = performance.now() + limitMs;
@@ -224,7 +227,9 @@ if (target !== undefined && target.failed === null) {
   const rate = target.subtasksPerSec.median;
   const cpu = target.cpuMsPerSubtask.median;
   console.log(
-    `thread mode, p=${TARGET.parallelism}: ${Math.round(rate)} subtasks/s (target ≥ ${TARGET.subtasksPerSec}: ${rate >= TARGET.subtasksPerSec ? 'met' : 'NOT MET'}), ${cpu.toFixed(3)} ms CPU per subtask (target ≤ ${TARGET.cpuMsPerSubtask}: ${cpu <= TARGET.cpuMsPerSubtask ? 'met' : 'NOT MET'})`,
+    `thread mode, p=${TARGET.parallelism}: ${Math.round(rate)} subtasks/s (target ` +
+      `≥ ${TARGET.subtasksPerSec}: ${rate >= TARGET.subtasksPerSec ? 'met' : 'NOT MET'}), ${cpu.toFixed(3)} ms ` +
+      `CPU per subtask (target ≤ ${TARGET.cpuMsPerSubtask}: ${cpu <= TARGET.cpuMsPerSubtask ? 'met' : 'NOT MET'})`,
   );
 }
 for (const mode of MODES) {

@@ -77,7 +77,10 @@ const SIZES = [1_000, 10_000, 100_000] as const;
 const JOB = JobID.generate();
 const gc = exposedGc();
 const minorGc = exposedMinorGc();
-/** Makes what was just built old (two scavenges), as a cluster that has been up a while is: a run must not pay for promoting the cluster it was handed. */
+/**
+ * Makes what was just built old (two scavenges), as a cluster that has been up a while is: a run must not pay for
+ * promoting the cluster it was handed.
+ */
 const age = (): void => {
   minorGc?.();
   minorGc?.();
@@ -236,13 +239,15 @@ function caseState(cluster: Cluster, slots: number, condition: Condition, path: 
   for (const [k, requirement] of condition.requirements.entries()) {
     if ((fixed[k] === undefined) !== condition.nothingFits)
       throw new Error(
-        `${taskName(slots, condition, path)}: ${requirement} ${fixed[k] === undefined ? 'fits nowhere' : 'fits'} before the run`,
+        `${taskName(slots, condition, path)}: ${requirement} ${fixed[k] === undefined ? 'fits nowhere' : 'fits'} ` +
+          `before the run`,
       );
     if (path === 'indexed') {
       const byIndex = tracker.findTaskManager(requirement);
       if (byIndex !== fixed[k])
         throw new Error(
-          `${taskName(slots, condition, path)}: the index picked ${byIndex?.resourceId} for ${requirement}, the linear scan ${fixed[k]?.resourceId}`,
+          `${taskName(slots, condition, path)}: the index picked ${byIndex?.resourceId} ` +
+            `for ${requirement}, the linear scan ${fixed[k]?.resourceId}`,
         );
     }
   }
@@ -326,24 +331,31 @@ function prewarm(): void {
 
 const loadBefore = loadavg();
 console.log(
-  `matching bench · node ${process.version} · ${gc ? 'gc exposed' : 'gc NOT exposed (run with --expose-gc): heap figures are noisy'} · ${cpus().length} CPUs, load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`,
+  `matching bench · node ${process.version} ` +
+    `· ${gc ? 'gc exposed' : 'gc NOT exposed (run with --expose-gc): heap figures are noisy'} ` +
+    `· ${cpus().length} CPUs, load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`,
 );
 const s = shapes(SLOTS_PER_EXECUTOR);
 console.log(
-  `(a) executors of ${SLOTS_PER_EXECUTOR} static slots, registered as 50% standard (slot ${s.standard.defaultSlot}), 30% large (slot ${s.large.defaultSlot}), ` +
+  `(a) executors of ${SLOTS_PER_EXECUTOR} static slots, registered as 50% standard ` +
+    `(slot ${s.standard.defaultSlot}), 30% large (slot ${s.large.defaultSlot}), ` +
     `20% gpu (slot ${s.gpu.defaultSlot}), interleaved; policy first-fit`,
 );
 console.log(
-  `    one op = match + reserve + assignPending + completeAllocation + free, the requirement cycling through: ${MIXED_REQUIREMENT_NAMES.join(', ')}`,
+  `    one op = match + reserve + assignPending + completeAllocation + free, ` +
+    `the requirement cycling through: ${MIXED_REQUIREMENT_NAMES.join(', ')}`,
 );
 console.log(
-  '    occupancy = static slots allocated (default profile) beforehand; layout ff = the first slots in registration order are taken, free ones at the end (what',
+  '    occupancy = static slots allocated (default profile) beforehand; layout ff ' +
+    '= the first slots in registration order are taken, free ones at the end (what',
 );
 console.log(
-  '    first-fit leaves; worst case for a scan); rnd = taken at random per shape (seeded). "none fits" asks for 64 cores at 90% ff: the op is the match alone.',
+  '    first-fit leaves; worst case for a scan); rnd = taken at random per shape ' +
+    '(seeded). "none fits" asks for 64 cores at 90% ff: the op is the match alone.',
 );
 console.log(
-  '    bookkeeping = the same op without any match (the executor first fit picks, known in advance; no index): what every path pays after the match.\n',
+  '    bookkeeping = the same op without any match (the executor first fit ' +
+    'picks, known in advance; no index): what every path pays after the match.\n',
 );
 
 prewarm();
@@ -423,7 +435,8 @@ for (const slots of SIZES) {
 
 console.log('\nindexed vs linear per case (ratio = indexed ops/s ÷ linear ops/s)');
 console.log(
-  `90% cases: match µs = op − bookkeeping (signed: within noise it can come out ≤ 0); match-only ratio = linear match ÷ indexed match, the latter floored at ${MATCH_NOISE_MICROS} µs (then "≥"); ` +
+  `90% cases: match µs = op − bookkeeping (signed: within noise it can come out ≤ 0); match-only ` +
+    `ratio = linear match ÷ indexed match, the latter floored at ${MATCH_NOISE_MICROS} µs (then "≥"); ` +
     `"—" when the scan's own cost is below ${MATCH_NOISE_MICROS} µs`,
 );
 console.table(
@@ -451,11 +464,13 @@ console.table(
 const missed = cases.filter((c) => c.unexpectedMisses > 0);
 for (const c of missed)
   console.log(
-    `WARNING: ${sizeLabel(c.slots)} ${c.condition}: ${c.unexpectedMisses} ops did not ${c.nothingFits ? 'miss' : 'find an executor'} as expected`,
+    `WARNING: ${sizeLabel(c.slots)} ${c.condition}: ${c.unexpectedMisses} ` +
+      `ops did not ${c.nothingFits ? 'miss' : 'find an executor'} as expected`,
   );
 const slowestBuild = buildTimes.reduce((a, b) => (b.ms > a.ms ? b : a));
 console.log(
-  `(building + filling a case's cluster, outside the timed window: up to ${Math.round(slowestBuild.ms)} ms, for ${slowestBuild.name})`,
+  `(building + filling a case's cluster, outside the timed window: ` +
+    `up to ${Math.round(slowestBuild.ms)} ms, for ${slowestBuild.name})`,
 );
 
 const at = (slots: number, condition: string) => cases.find((c) => c.slots === slots && c.condition === condition)!;
@@ -504,13 +519,18 @@ const placementChecks = new Map<
   SlotMatchingPolicy,
   { runs: number; incomplete: number; buildMs: number; executorsUsed: number }
 >();
-/** Rounds of (b) and (f): each round runs every policy once, in turn; the first PLACEMENT_WARMUP_ROUNDS are not counted. */
+/**
+ * Rounds of (b) and (f): each round runs every policy once, in turn; the first PLACEMENT_WARMUP_ROUNDS are not counted.
+ */
 const PLACEMENT_ROUNDS = 12;
 const PLACEMENT_WARMUP_ROUNDS = 4;
 const placementRuns = new Map<SlotMatchingPolicy, number[]>(SLOT_MATCHING_POLICIES.map((p) => [p, []]));
 const placementWallRuns = new Map<SlotMatchingPolicy, number[]>(SLOT_MATCHING_POLICIES.map((p) => [p, []]));
 
-/** One placement on a fresh tracker (built outside the timed window); returns its ms, CPU time of the process and wall time. */
+/**
+ * One placement on a fresh tracker (built outside the timed window); returns its ms, CPU time of the process and wall
+ * time.
+ */
 function placeOnce(policy: SlotMatchingPolicy): { cpu: number; wall: number } {
   const check = placementChecks.get(policy) ?? { runs: 0, incomplete: 0, buildMs: 0, executorsUsed: 0 };
   placementChecks.set(policy, check);
@@ -536,9 +556,13 @@ function placeOnce(policy: SlotMatchingPolicy): { cpu: number; wall: number } {
 }
 
 console.log(
-  `\n(b) DefaultResourceAllocationStrategy.tryFulfillRequirements: one job of ${subtasks.toLocaleString('en-US')} subtasks (${placementProfiles.map(([n]) => `${SUBTASKS_PER_PROFILE} ${n}`).join(', ')}) ` +
-    `on ${PLACEMENT_EXECUTORS} empty executors of ${PLACEMENT_SLOTS_PER_EXECUTOR} slots (same shape mix); a fresh tracker per run, built outside the timed window and aged by two scavenges; the index is built inside it (first use); ` +
-    `${PLACEMENT_ROUNDS - PLACEMENT_WARMUP_ROUNDS} interleaved rounds (after ${PLACEMENT_WARMUP_ROUNDS} not counted), min / median / max of the process's CPU time (wall time after it)\n`,
+  `\n(b) DefaultResourceAllocationStrategy.tryFulfillRequirements: one job of ${subtasks.toLocaleString('en-US')} ` +
+    `subtasks (${placementProfiles.map(([n]) => `${SUBTASKS_PER_PROFILE} ${n}`).join(', ')}) ` +
+    `on ${PLACEMENT_EXECUTORS} empty executors of ${PLACEMENT_SLOTS_PER_EXECUTOR} slots (same shape mix); a fresh ` +
+    `tracker per run, built outside the timed window and aged ` +
+    `by two scavenges; the index is built inside it (first use); ` +
+    `${PLACEMENT_ROUNDS - PLACEMENT_WARMUP_ROUNDS} interleaved rounds (after ${PLACEMENT_WARMUP_ROUNDS} ` +
+    `not counted), min / median / max of the process's CPU time (wall time after it)\n`,
 );
 gc?.();
 const placementRatios = { spread: [] as number[], pack: [] as number[] };
@@ -563,7 +587,8 @@ for (const policy of SLOT_MATCHING_POLICIES) {
   placementSpread[policy] = spread;
   placementMs[policy] = spread.median;
   console.log(
-    `${policy}: ${formatSpread(spread)} ms per placement (wall ${formatSpread(spreadOf(placementWallRuns.get(policy)!))} ms), ${check.executorsUsed} executors used; ` +
+    `${policy}: ${formatSpread(spread)} ms per placement ` +
+      `(wall ${formatSpread(spreadOf(placementWallRuns.get(policy)!))} ms), ${check.executorsUsed} executors used; ` +
       `${check.runs} runs, ${check.incomplete} incomplete; building the tracker ${round(check.buildMs)} ms`,
   );
   if (check.incomplete > 0) {
@@ -575,7 +600,8 @@ for (const policy of SLOT_MATCHING_POLICIES) {
 }
 const placementRatioSpread = { spread: spreadOf(placementRatios.spread), pack: spreadOf(placementRatios.pack) };
 console.log(
-  `spread ÷ first-fit ${formatSpread(placementRatioSpread.spread)}×, pack ÷ first-fit ${formatSpread(placementRatioSpread.pack)}× (per round)`,
+  `spread ÷ first-fit ${formatSpread(placementRatioSpread.spread)}×, pack ` +
+    `÷ first-fit ${formatSpread(placementRatioSpread.pack)}× (per round)`,
 );
 const worstPlacementMs = Math.max(...Object.values(placementMs));
 
@@ -602,12 +628,15 @@ function heapPerSlot(): { empty: number; filled: number } {
 }
 const { empty: bytesPerSlotEmpty, filled: bytesPerSlotFilled } = heapPerSlot();
 console.log(
-  `\n(c) heap held by a ${HEAP_SLOTS.toLocaleString('en-US')}-slot tracker (${HEAP_SLOTS / SLOTS_PER_EXECUTOR} executors, their IDs and records, index built for 3 profiles)` +
+  `\n(c) heap held by a ${HEAP_SLOTS.toLocaleString('en-US')}-slot tracker ` +
+    `(${HEAP_SLOTS / SLOTS_PER_EXECUTOR} executors, their IDs and records, index built for 3 profiles)` +
     `${gc ? '' : ' — NO forced GC, noisy'}: ${Math.round(bytesPerSlotEmpty)} bytes per slot all free; ` +
-    `${Math.round(bytesPerSlotFilled)} bytes per slot with 90% allocated (random layout: AllocationIDs, JobIDs, the allocation map, index entries)`,
+    `${Math.round(bytesPerSlotFilled)} bytes per slot with 90% allocated ` +
+    `(random layout: AllocationIDs, JobIDs, the allocation map, index entries)`,
 );
 
-// ------------------------------------------------------------------------------ (d)–(f) the FineGrainedSlotManager itself
+// ------------------------------------------------------------------------------ (d)–(f) the FineGrainedSlotManager
+// itself
 
 /** Interleaved rounds of (d) and (e): each round measures every size once, smallest first. */
 const SM_ROUNDS = 3;
@@ -678,7 +707,8 @@ async function warmUpPath(c: SlotManagerCase, ops: number): Promise<void> {
     await new Promise<void>((resolve) => setImmediate(resolve));
     if (!fulfilled)
       throw new Error(
-        `slot request ${i} for ${c.requirements[k % c.requirements.length]} was not fulfilled: ${JSON.stringify(c.cluster.sm.getPendingRequests().map((r) => r.description))}`,
+        `slot request ${i} for ${c.requirements[k % c.requirements.length]} was not ` +
+          `fulfilled: ${JSON.stringify(c.cluster.sm.getPendingRequests().map((r) => r.description))}`,
       );
     c.cluster.sm.freeSlot(allocationId);
   }
@@ -688,10 +718,14 @@ async function warmUpPath(c: SlotManagerCase, ops: number): Promise<void> {
 const PATH_SIZES = SIZES;
 const PATH_OCCUPANCY = 0.9;
 console.log(
-  `\n(d) the whole FineGrainedSlotManager path, one op = requestSlot → requirement check (places it) → the executor acknowledges → slotRequestFulfilled → freeSlot → requirement check; ` +
-    `executors of ${SLOTS_PER_EXECUTOR} static slots (same shape mix), the first ${PATH_OCCUPANCY * 100}% fully allocated to another job (reported, first-fit layout), ` +
-    `the requirement cycling through ${MIXED_REQUIREMENT_NAMES.join(', ')}; slotmanager.requirement-check.delay 0 (a check per change), SimulatedClock, gateways that acknowledge at once; ` +
-    `${SM_ROUNDS} interleaved rounds of ≥ ${SM_BUDGET_MS} ms each; µs per op, min / median / max of the process's CPU time (wall time after it)`,
+  `\n(d) the whole FineGrainedSlotManager path, one op = requestSlot → requirement check ` +
+    `(places it) → the executor acknowledges → slotRequestFulfilled → freeSlot → requirement check; ` +
+    `executors of ${SLOTS_PER_EXECUTOR} static slots (same shape mix), the ` +
+    `first ${PATH_OCCUPANCY * 100}% fully allocated to another job (reported, first-fit layout), ` +
+    `the requirement cycling through ${MIXED_REQUIREMENT_NAMES.join(', ')}; slotmanager.requirement-check.delay ` +
+    `0 (a check per change), SimulatedClock, gateways that acknowledge at once; ` +
+    `${SM_ROUNDS} interleaved rounds of ≥ ${SM_BUDGET_MS} ms each; µs per ` +
+    `op, min / median / max of the process's CPU time (wall time after it)`,
 );
 const pathCases = new Map<number, SlotManagerCase>();
 for (const slots of PATH_SIZES) {
@@ -715,7 +749,8 @@ for (const slots of PATH_SIZES) {
   };
   await warmUpPath(c, 64);
   console.log(
-    `    ${sizeLabel(slots)} slots: cluster built in ${Math.round(performance.now() - built)} ms (outside the timed window)`,
+    `    ${sizeLabel(slots)} slots: cluster built ` +
+      `in ${Math.round(performance.now() - built)} ms (outside the timed window)`,
   );
   pathCases.set(slots, c);
 }
@@ -734,7 +769,8 @@ for (const slots of PATH_SIZES) {
   pathSpread.set(slots, spread);
   const tracker = at(slots, '90%-first-fit').indexedMeanMicros;
   console.log(
-    `    ${sizeLabel(slots)} slots: ${formatSpread(spread)} µs per op (wall ${formatSpread(wallOf(pathMicros.get(slots)!))} µs); ` +
+    `    ${sizeLabel(slots)} slots: ${formatSpread(spread)} µs per ` +
+      `op (wall ${formatSpread(wallOf(pathMicros.get(slots)!))} µs); ` +
       `${round(spread.median / tracker)}× the tracker's own op at 90% ff in (a) (${round(tracker)} µs, wall)`,
   );
 }
@@ -748,10 +784,15 @@ pathCases.clear();
 const CHECK_EXECUTORS = [1_000, 10_000, 100_000] as const;
 const oneSlotShapes = shapes(1);
 console.log(
-  `\n(e) requirement checks while a job waits for a slot nothing can hold: executors of 1 static slot (same shape mix), every slot allocated to another job (reported) but the first ` +
-    `(a standard one), freed; the waiting job declares 1 slot of a large executor's size (${oneSlotShapes.large.defaultSlot}); no ResourceAllocator, so the wait is explained ` +
-    `(insufficient-resources: the closest executors, those that could hold it once freed). "check" = triggerResourceRequirementsCheck() (nothing else changed); ` +
-    `"path" = one op of (d) on the freed executor meanwhile (a standard slot: two checks, each explaining the waiting job again); per size ${SM_ROUNDS} rounds alternating the two, µs per op, CPU time of the process (wall time after it)`,
+  `\n(e) requirement checks while a job waits for a slot nothing can hold: executors of 1 ` +
+    `static slot (same shape mix), every slot allocated to another job (reported) but the first ` +
+    `(a standard one), freed; the waiting job declares 1 slot of a large executor's size ` +
+    `(${oneSlotShapes.large.defaultSlot}); no ResourceAllocator, so the wait is explained ` +
+    `(insufficient-resources: the closest executors, those that could hold it once ` +
+    `freed). "check" = triggerResourceRequirementsCheck() (nothing else changed); ` +
+    `"path" = one op of (d) on the freed executor meanwhile (a standard slot: two checks, each explaining the ` +
+    `waiting job again); per size ${SM_ROUNDS} rounds alternating ` +
+    `the two, µs per op, CPU time of the process (wall time after it)`,
 );
 interface CheckCase extends SlotManagerCase {
   readonly waitingJob: JobID;
@@ -795,7 +836,8 @@ for (const executors of CHECK_EXECUTORS) {
   )
     throw new Error(`(e) ${executors}: the job should wait, explained: ${JSON.stringify(waiting)}`);
   console.log(
-    `    ${sizeLabel(executors)} executors: built in ${Math.round(performance.now() - built)} ms; the waiting job: "${waiting[0]!.description}"`,
+    `    ${sizeLabel(executors)} executors: built in ${Math.round(performance.now() - built)} ` +
+      `ms; the waiting job: "${waiting[0]!.description}"`,
   );
   for (let r = 0; r < SM_ROUNDS; r++) {
     checkMicros.get(executors)!.push(await measure(() => c.cluster.sm.triggerResourceRequirementsCheck()));
@@ -810,16 +852,22 @@ for (const executors of CHECK_EXECUTORS) {
   checkSpread.set(executors, cpuOf(checkMicros.get(executors)!));
   churnSpread.set(executors, cpuOf(churnMicros.get(executors)!));
   console.log(
-    `    ${sizeLabel(executors)} executors: check ${formatSpread(checkSpread.get(executors)!)} µs (wall ${formatSpread(wallOf(checkMicros.get(executors)!))}); ` +
-      `path while it waits ${formatSpread(churnSpread.get(executors)!)} µs per op, two checks (wall ${formatSpread(wallOf(churnMicros.get(executors)!))})`,
+    `    ${sizeLabel(executors)} executors: check ${formatSpread(checkSpread.get(executors)!)} ` +
+      `µs (wall ${formatSpread(wallOf(checkMicros.get(executors)!))}); ` +
+      `path while it waits ${formatSpread(churnSpread.get(executors)!)} µs per ` +
+      `op, two checks (wall ${formatSpread(wallOf(churnMicros.get(executors)!))})`,
   );
 }
 
 // (f) declareResourceRequirements for the 10,000 subtasks of (b) → the 10,000th requestSlot, under each policy.
 console.log(
-  `\n(f) declareResourceRequirements of the (b) job (${subtasks.toLocaleString('en-US')} subtasks) on a FineGrainedSlotManager with the ${PLACEMENT_EXECUTORS} executors of (b), registered and empty ` +
-    `(requirement-check.delay 0): from the call to the ${subtasks.toLocaleString('en-US')}th TaskExecutorGateway.requestSlot; a fresh SlotManager per run (built outside the timed window and aged by two scavenges); ` +
-    `${PLACEMENT_ROUNDS - PLACEMENT_WARMUP_ROUNDS} interleaved rounds (after ${PLACEMENT_WARMUP_ROUNDS} not counted), ms, min / median / max of the process's CPU time (wall time after it)`,
+  `\n(f) declareResourceRequirements of the (b) job (${subtasks.toLocaleString('en-US')} subtasks) ` +
+    `on a FineGrainedSlotManager with the ${PLACEMENT_EXECUTORS} executors of (b), registered and empty ` +
+    `(requirement-check.delay 0): from the call to the ${subtasks.toLocaleString('en-US')}th ` +
+    `TaskExecutorGateway.requestSlot; a fresh SlotManager per run ` +
+    `(built outside the timed window and aged by two scavenges); ` +
+    `${PLACEMENT_ROUNDS - PLACEMENT_WARMUP_ROUNDS} interleaved rounds (after ${PLACEMENT_WARMUP_ROUNDS} ` +
+    `not counted), ms, min / median / max of the process's CPU time (wall time after it)`,
 );
 gc?.(); // what (e) left behind, collected before (f) starts (not before each run: see (b))
 const declaredRequirements = ResourceRequirements.create(
@@ -868,13 +916,16 @@ const declareSpread: Record<string, Spread> = {};
 for (const policy of SLOT_MATCHING_POLICIES) {
   declareSpread[policy] = spreadOf(declareRuns.get(policy)!);
   console.log(
-    `    ${policy}: ${formatSpread(declareSpread[policy]!)} ms to the ${subtasks.toLocaleString('en-US')}th requestSlot (wall ${formatSpread(spreadOf(declareWallRuns.get(policy)!))} ms); ` +
-      `${round(declareSpread[policy]!.median / placementMs[policy]!)}× the strategy's own placement in (b); the first round (code not compiled yet) ${round(declareColdMs[policy]!)} ms`,
+    `    ${policy}: ${formatSpread(declareSpread[policy]!)} ms to the ${subtasks.toLocaleString('en-US')}th ` +
+      `requestSlot (wall ${formatSpread(spreadOf(declareWallRuns.get(policy)!))} ms); ` +
+      `${round(declareSpread[policy]!.median / placementMs[policy]!)}× the strategy's own ` +
+      `placement in (b); the first round (code not compiled yet) ${round(declareColdMs[policy]!)} ms`,
   );
 }
 const declareRatioSpread = { spread: spreadOf(declareRatios.spread), pack: spreadOf(declareRatios.pack) };
 console.log(
-  `    spread ÷ first-fit ${formatSpread(declareRatioSpread.spread)}×, pack ÷ first-fit ${formatSpread(declareRatioSpread.pack)}× (per round)`,
+  `    spread ÷ first-fit ${formatSpread(declareRatioSpread.spread)}×, ` +
+    `pack ÷ first-fit ${formatSpread(declareRatioSpread.pack)}× (per round)`,
 );
 
 // ------------------------------------------------------------------------------ targets and the JSON line
@@ -935,39 +986,61 @@ const targets = {
 console.log('\ntargets:');
 const yes = (met: boolean) => (met ? 'MET' : 'NOT MET');
 const ff100k90 = at(100_000, '90%-first-fit');
+const matchAlone =
+  ff100k90.matchOnlyRatio === null
+    ? '—'
+    : `${ff100k90.matchOnlyRatioIsLowerBound ? '≥ ' : ''}${round(ff100k90.matchOnlyRatio)}×`;
 console.log(
-  `  indexed ≥ 100× linear at 100k slots, 90%: ${round(ff100k90.ratio)}× (ff layout), ${round(at(100_000, '90%-random').ratio)}× (random layout) → ${yes(targets.indexedOver100xLinearAt100k90.met)}` +
-    `; the match alone (ff): ${ff100k90.matchOnlyRatio === null ? '—' : `${ff100k90.matchOnlyRatioIsLowerBound ? '≥ ' : ''}${round(ff100k90.matchOnlyRatio)}×`} — both paths also pay ~${round(ff100k90.bookkeepingMeanMicros!)} µs of bookkeeping per op`,
+  `  indexed ≥ 100× linear at 100k slots, 90%: ${round(ff100k90.ratio)}× (ff ` +
+    `layout), ${round(at(100_000, '90%-random').ratio)}× (random ` +
+    `layout) → ${yes(targets.indexedOver100xLinearAt100k90.met)}` +
+    `; the match alone ` +
+    `(ff): ${matchAlone} ` +
+    `— both paths also pay ~${round(ff100k90.bookkeepingMeanMicros!)} µs of bookkeeping per op`,
 );
 console.log(
-  `  cost of one op growing ≤ 2× from 1k to 100k slots: ${CONDITIONS.map((c) => `${c.key} ${round(growth[c.key]!)}×`).join(', ')} → ${yes(targets.matchCostGrowth1kTo100kAtMost2x.met)} (worst of the mixed cases ${round(worstGrowth)}×)`,
+  `  cost of one op growing ≤ 2× from 1k to 100k ` +
+    `slots: ${CONDITIONS.map((c) => `${c.key} ${round(growth[c.key]!)}×`).join(', ')} ` +
+    `→ ${yes(targets.matchCostGrowth1kTo100kAtMost2x.met)} (worst of the mixed cases ${round(worstGrowth)}×)`,
 );
 console.log(
-  `  10k-subtask job placed in < 100 ms: ${SLOT_MATCHING_POLICIES.map((p) => `${p} ${round(placementMs[p]!)} ms`).join(', ')} → ${yes(targets.placement10kUnder100ms.met)}`,
+  `  10k-subtask job placed in < 100 ` +
+    `ms: ${SLOT_MATCHING_POLICIES.map((p) => `${p} ${round(placementMs[p]!)} ms`).join(', ')} ` +
+    `→ ${yes(targets.placement10kUnder100ms.met)}`,
 );
 console.log(
-  `  < 1 KB heap per slot at 100k slots: ${Math.round(bytesPerSlotEmpty)} B free, ${Math.round(bytesPerSlotFilled)} B at 90% → ${yes(targets.heapUnder1KBPerSlot.met)}`,
+  `  < 1 KB heap per slot at 100k slots: ${Math.round(bytesPerSlotEmpty)} B ` +
+    `free, ${Math.round(bytesPerSlotFilled)} B at 90% → ${yes(targets.heapUnder1KBPerSlot.met)}`,
 );
 console.log(
-  `  (targets below: met when the median over the rounds of the process's CPU time is, GC and compiler threads included: on a shared machine wall time also counts waiting for a core)`,
+  `  (targets below: met when the median over the rounds of the process's CPU time is, GC ` +
+    `and compiler threads included: on a shared machine wall time also counts waiting for a core)`,
 );
 console.log(
-  `  the whole SlotManager path ≤ 10 µs per op at 100k slots: ${formatSpread(pathSpread.get(100_000)!)} µs → ${yes(targets.slotManagerPathAt100kAtMost10us.met)}`,
+  `  the whole SlotManager path ≤ 10 µs per op at 100k slots: ${formatSpread(pathSpread.get(100_000)!)} ` +
+    `µs → ${yes(targets.slotManagerPathAt100kAtMost10us.met)}`,
 );
 console.log(
-  `  a check while a demand cannot be placed ≤ 100 µs at 100k executors: ${formatSpread(checkSpread.get(100_000)!)} µs; the path meanwhile (two checks) ≤ 200 µs: ${formatSpread(churnSpread.get(100_000)!)} µs → ${yes(targets.checkWhileWaitingAt100kExecutorsAtMost100us.met)}`,
+  `  a check while a demand cannot be placed ≤ 100 µs at 100k executors: ${formatSpread(checkSpread.get(100_000)!)} ` +
+    `µs; the path meanwhile (two checks) ≤ 200 µs: ${formatSpread(churnSpread.get(100_000)!)} ` +
+    `µs → ${yes(targets.checkWhileWaitingAt100kExecutorsAtMost100us.met)}`,
 );
 console.log(
-  `  declare → 10,000th requestSlot ≤ 20 ms (first fit): ${formatSpread(declareSpread['first-fit']!)} ms → ${yes(targets.declareTo10000thRequestSlotAtMost20ms.met)}`,
+  `  declare → 10,000th requestSlot ≤ 20 ms (first fit): ${formatSpread(declareSpread['first-fit']!)} ` +
+    `ms → ${yes(targets.declareTo10000thRequestSlotAtMost20ms.met)}`,
 );
 console.log(
-  `  spread and pack ≤ 2× first fit: placement spread ${formatSpread(placementRatioSpread.spread)}×, pack ${formatSpread(placementRatioSpread.pack)}×; ` +
-    `declare spread ${formatSpread(declareRatioSpread.spread)}×, pack ${formatSpread(declareRatioSpread.pack)}× → ${yes(targets.spreadAndPackAtMost2xFirstFit.met)}`,
+  `  spread and pack ≤ 2× first fit: placement spread ${formatSpread(placementRatioSpread.spread)}×, ` +
+    `pack ${formatSpread(placementRatioSpread.pack)}×; ` +
+    `declare spread ${formatSpread(declareRatioSpread.spread)}×, ` +
+    `pack ${formatSpread(declareRatioSpread.pack)}× → ${yes(targets.spreadAndPackAtMost2xFirstFit.met)}`,
 );
 
 const loadAfter = loadavg();
+const busy =
+  loadAfter[0]! > cpus().length ? ' — the machine was busy: absolute figures are inflated, ratios less so' : '';
 console.log(
-  `load average at the end: ${loadAfter.map((l) => l.toFixed(2)).join(' ')} on ${cpus().length} CPUs${loadAfter[0]! > cpus().length ? ' — the machine was busy: absolute figures are inflated, ratios less so' : ''}`,
+  `load average at the end: ${loadAfter.map((l) => l.toFixed(2)).join(' ')} on ${cpus().length} ` + `CPUs${busy}`,
 );
 printJson({
   bench: 'matching',

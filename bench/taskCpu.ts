@@ -85,6 +85,7 @@ for (const [thread, now] of after) {
     );
 }
 console.log(
-  `${mode} mode: ${Math.round((tasks / elapsedMs) * 1000)} tasks/s; CPU over every thread ${microsPerTask(total)} µs/task`,
+  `${mode} mode: ${Math.round((tasks / elapsedMs) * 1000)} ` +
+    `tasks/s; CPU over every thread ${microsPerTask(total)} µs/task`,
 );
 console.log(rows.join('\n'));

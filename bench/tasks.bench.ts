@@ -42,7 +42,9 @@ const IN_FLIGHT = 64;
 const TASKS_PER_ITERATION = 500;
 /** Short settings for a quick before/after comparison: `TASKS_ROUNDS=3 TASKS_WARMUP=1000 TASKS_SEQUENTIAL=100`. */
 const ROUNDS = Number(process.env['TASKS_ROUNDS'] ?? 5);
-/** Tasks per variant before anything is timed: the JIT warms up over the first thousands (a cold run reads ~30 % lower). */
+/**
+ * Tasks per variant before anything is timed: the JIT warms up over the first thousands (a cold run reads ~30 % lower).
+ */
 const WARMUP_TASKS = Number(process.env['TASKS_WARMUP'] ?? 3_000);
 const SEQUENTIAL_TASKS = Number(process.env['TASKS_SEQUENTIAL'] ?? 200);
 /** Throughput against bare piscina, per mode, and one task alone: at most this many times bare piscina's latency. */
@@ -182,7 +184,10 @@ const setupMs = performance.now() - setupStarted;
 // ------------------------------------------------------------------------------ throughput rounds
 
 const perRound: Record<Key, BenchRow[]> = { bare: [], direct: [], thread: [], process: [] };
-/** Per round, CPU µs per task over the round's timed and warmup iterations (all threads, the TaskExecutor process included). */
+/**
+ * Per round, CPU µs per task over the round's timed and warmup iterations (all threads, the TaskExecutor process
+ * included).
+ */
 const cpuPerTask: Record<Key, number[]> = { bare: [], direct: [], thread: [], process: [] };
 const latencies: Record<Key, Latencies> = {
   bare: { values: [] },
@@ -261,7 +266,9 @@ interface Figure {
   /** Per-task latency (submit → 'finished') at IN_FLIGHT outstanding, over every timed iteration of every round. */
   readonly latencyP50Micros: number;
   readonly latencyP99Micros: number;
-  /** CPU time per task, every thread and the TaskExecutor process counted (what it costs whatever the machine's load). */
+  /**
+   * CPU time per task, every thread and the TaskExecutor process counted (what it costs whatever the machine's load).
+   */
   readonly cpuMicrosPerTask: number;
 }
 
@@ -279,7 +286,8 @@ for (const key of KEYS) {
 }
 
 console.log(
-  `\n${SLOTS} slots, ${IN_FLIGHT} tasks in flight, ${TASKS_PER_ITERATION} tasks per iteration, median of ${ROUNDS} rounds`,
+  `\n${SLOTS} slots, ${IN_FLIGHT} tasks in flight, ${TASKS_PER_ITERATION} ` +
+    `tasks per iteration, median of ${ROUNDS} rounds`,
 );
 console.table(
   KEYS.map((key) => ({
@@ -310,7 +318,8 @@ const aloneProcess = sequential.process.p50Micros / sequential.bare.p50Micros;
 const aloneVerdict = (ratio: number) =>
   `(target ≤ ${TARGET.aloneLatency}×: ${ratio <= TARGET.aloneLatency ? 'met' : 'MISSED'})`;
 console.log(
-  `one task alone, latency vs bare piscina: thread ${round(aloneThread)}× ${aloneVerdict(aloneThread)}, process ${round(aloneProcess)}× ${aloneVerdict(aloneProcess)}`,
+  `one task alone, latency vs bare piscina: thread ${round(aloneThread)}× ${aloneVerdict(aloneThread)}, ` +
+    `process ${round(aloneProcess)}× ${aloneVerdict(aloneProcess)}`,
 );
 console.log(
   `SlotTaskPool ×${SLOTS} / bare piscina:            ${round(ratioDirect)}×  (what the slots' pools alone keep)`,
@@ -318,12 +327,14 @@ console.log(
 const reportsPerTask = (cluster: TaskCluster) =>
   cluster.jobMaster.reports / Math.max(1, cluster.jobMaster.stateCounts.finished);
 console.log(
-  `task states the JobMaster heard per task: thread ${round(reportsPerTask(threadCluster))}, process ${round(reportsPerTask(processCluster))}`,
+  `task states the JobMaster heard per task: thread ${round(reportsPerTask(threadCluster))}, ` +
+    `process ${round(reportsPerTask(processCluster))}`,
 );
 const reportCallsPerTask = (cluster: TaskCluster) =>
   cluster.jobMaster.batches / Math.max(1, cluster.jobMaster.stateCounts.finished);
 console.log(
-  `updateTaskExecutionStates calls per task: thread ${round(reportCallsPerTask(threadCluster))}, process ${round(reportCallsPerTask(processCluster))}`,
+  `updateTaskExecutionStates calls per task: thread ${round(reportCallsPerTask(threadCluster))}, ` +
+    `process ${round(reportCallsPerTask(processCluster))}`,
 );
 
 const closeStarted = performance.now();
