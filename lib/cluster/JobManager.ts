@@ -40,7 +40,7 @@ import { resolveMetricsOptions, type MetricsOptions } from '../metrics/MetricsOp
 import { Observability } from '../Observability.js';
 import { ResourceManager } from '../resourcemanager/ResourceManager.js';
 import { clusterTarget } from '../rest/miniClusterTarget.js';
-import { startRestServer, type RestServer } from '../rest/RestServer.js';
+import { checkListenAddress, startRestServer, type RestServer } from '../rest/RestServer.js';
 import { askTaskExecutorMetrics } from '../resourcemanager/askTaskExecutorMetrics.js';
 import { resourceManagerServices } from '../dispatcher/resourceManagerServices.js';
 import { BlobStore, checkSha256, sha256Hex } from './BlobStore.js';
@@ -417,18 +417,7 @@ function localPath(taskModule: unknown): string | undefined {
 function checkRestOptions(rest: unknown): { port: number; address: string } {
   checkOptionKeys(rest, REST_KEYS, 'startJobManager options.rest');
   const { port = 8081, address = '127.0.0.1' } = rest as JobManagerRestOptions;
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new IllegalArgumentError(
-      'out-of-range',
-      `options.rest.port must be an integer from 0 (any free port) to 65535, got ${String(port)}`,
-      { argument: 'options.rest.port', value: port },
-    );
-  if (typeof address !== 'string' || !/^[\w.:-]+$/.test(address))
-    throw new IllegalArgumentError(
-      'invalid-value',
-      `options.rest.address must be a host name or IP address such as '127.0.0.1', got ${JSON.stringify(address)}`,
-      { argument: 'options.rest.address', value: address },
-    );
+  checkListenAddress(address, port, 'options.rest', 'options.rest.');
   return { port, address };
 }
 

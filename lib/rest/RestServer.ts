@@ -186,6 +186,33 @@ interface CheckedOptions extends Required<Omit<RestServerOptions, 'dashboard'>> 
 
 const DASHBOARD_METHODS = ['view', 'actor', 'watchActor', 'cancelJob', 'metrics'] as const;
 
+/** The methods of `names` that `value` does not have (all of them when it is not an object). */
+function missingMethods<T extends string>(value: unknown, names: readonly T[]): readonly T[] {
+  if (typeof value !== 'object' || value === null) return names;
+  const record = value as Record<string, unknown>;
+  return names.filter((name) => typeof record[name] !== 'function');
+}
+
+/**
+ * Where a REST server listens, checked before anything starts: `address` a host name or IP address, `port` an integer
+ * from 0 (any free port) to 65535. `where` prefixes the message (`startRestServer options`), `argumentPrefix` the
+ * argument the error names (`options.rest.` for startJobManager's `rest`).
+ */
+export function checkListenAddress(address: unknown, port: unknown, where: string, argumentPrefix: string): void {
+  if (typeof address !== 'string' || !/^[\w.:-]+$/.test(address))
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${where}.address must be a host name or IP address such as '127.0.0.1', got ${JSON.stringify(address)}`,
+      { argument: `${argumentPrefix}address`, value: address },
+    );
+  if (!Number.isInteger(port) || (port as number) < 0 || (port as number) > 65535)
+    throw new IllegalArgumentError(
+      'out-of-range',
+      `${where}.port must be an integer from 0 (any free port) to 65535, got ${String(port)}`,
+      { argument: `${argumentPrefix}port`, value: port },
+    );
+}
+
 function checkOptions(options: RestServerOptions): CheckedOptions {
   if (typeof options !== 'object' || options === null)
     throw new IllegalArgumentError(
@@ -210,10 +237,7 @@ function checkOptions(options: RestServerOptions): CheckedOptions {
     requestTimeoutMs = 60_000,
     dashboard,
   } = options;
-  const missing =
-    typeof target === 'object' && target !== null
-      ? TARGET_METHODS.filter((m) => typeof target[m] !== 'function')
-      : TARGET_METHODS;
+  const missing = missingMethods(target, TARGET_METHODS);
   if (missing.length > 0)
     throw new IllegalArgumentError(
       'invalid-type',
@@ -221,19 +245,7 @@ function checkOptions(options: RestServerOptions): CheckedOptions {
         `(miniClusterTarget(cluster)); it lacks ${missing.join(', ')}`,
       { argument: 'target', missing },
     );
-  if (typeof address !== 'string' || !/^[\w.:-]+$/.test(address))
-    throw new IllegalArgumentError(
-      'invalid-value',
-      `startRestServer options.address must be a host name or IP ` +
-        `address such as '127.0.0.1', got ${JSON.stringify(address)}`,
-      { argument: 'address' },
-    );
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new IllegalArgumentError(
-      'out-of-range',
-      `startRestServer options.port must be an integer from 0 (any free port) to 65535, got ${String(port)}`,
-      { argument: 'port' },
-    );
+  checkListenAddress(address, port, 'startRestServer options', '');
   if (!Number.isInteger(bodyLimit) || bodyLimit < 1)
     throw new IllegalArgumentError(
       'out-of-range',
@@ -247,10 +259,7 @@ function checkOptions(options: RestServerOptions): CheckedOptions {
       { argument: 'requestTimeoutMs' },
     );
   if (dashboard !== undefined) {
-    const lacks =
-      typeof dashboard === 'object' && dashboard !== null
-        ? DASHBOARD_METHODS.filter((m) => typeof dashboard[m] !== 'function')
-        : DASHBOARD_METHODS;
+    const lacks = missingMethods(dashboard, DASHBOARD_METHODS);
     if (lacks.length > 0)
       throw new IllegalArgumentError(
         'invalid-type',
