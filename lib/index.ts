@@ -130,7 +130,7 @@ export type {
   RegistrationResult,
   SlotManagerOptions,
   TaskManagerRegistrationRequest,
-} from './resourcemanager/slotmanager/FineGrainedSlotManager.js';
+} from './resourcemanager/slotmanager/SlotManagerOptions.js';
 export type { PendingTaskManagerID } from './resourcemanager/slotmanager/PendingTaskManager.js';
 export type {
   DemandOutcome,

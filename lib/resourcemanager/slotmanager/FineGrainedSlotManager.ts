@@ -2,10 +2,10 @@
  * FineGrainedSlotManager (seeds 000 and 003): the coordinator. It validates every call, keeps the
  * ResourceTracker (what jobs need), the TaskManagerTracker (what executors have) and the
  * SlotStatusSyncer (what executors are asked) in step; on every change the statechart (through
- * RequirementCheckScheduler) schedules one coalesced check: the ResourceAllocationStrategy's plan,
- * applied (PlanApplier), then its reconcile step. Collaborators, each owning its timers:
- * SlotRequests (seed 000's requests, timeouts), WaitingJobs (declared requirements that wait, why,
- * deadlines), BlockedTaskManagers (in doubt, or being released), IdleTaskManagerTimeouts.
+ * RequirementCheckScheduler) schedules one coalesced RequirementCheck: the strategy's plan, applied,
+ * then its reconcile step. Collaborators, each owning its timers: SlotRequests (seed 000's requests,
+ * timeouts), WaitingJobs (declared requirements that wait, why, deadlines), BlockedTaskManagers (in
+ * doubt, or being released), IdleTaskManagerTimeouts.
  *
  * Beyond Flink: a waiting request says why it waits (WaitReason); a declared requirement waiting
  * longer than slot.request.timeout is reported with that reason; an executor that refuses or misses
@@ -16,8 +16,7 @@
  * check runs throws IllegalStateError. A listener that throws is logged and ignored.
  */
 import { systemClock, type Clock } from '../../core/clock.js';
-import { IllegalArgumentError } from '../../core/errors.js';
-import { type AllocationID, JobID, type ResourceID as ResourceIDType } from '../../core/ids.js';
+import type { AllocationID, JobID, ResourceID as ResourceIDType } from '../../core/ids.js';
 import { resolveOptions, type ResolvedOptions } from '../../core/options.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { SlotReport } from '../../core/SlotReport.js';
@@ -25,8 +24,7 @@ import { BlockedTaskManagers } from './BlockedTaskManagers.js';
 import { summarizeCheck, type CheckResult } from './CheckResult.js';
 import { IdleTaskManagerTimeouts } from './IdleTaskManagerTimeouts.js';
 import type { PendingTaskManagerID } from './PendingTaskManager.js';
-import { DefaultResourceAllocationStrategy, type ResourceAllocationStrategy } from './ResourceAllocationStrategy.js';
-import { withRefusedWorkers } from './refusedWorkers.js';
+import { DefaultResourceAllocationStrategy } from './ResourceAllocationStrategy.js';
 import { NO_RESOURCE_ALLOCATOR, type ResourceAllocator } from './ResourceAllocator.js';
 import { ResourceEventNotifier } from './ResourceEventNotifier.js';
 import { ResourceRequirements } from './ResourceRequirement.js';
@@ -45,20 +43,14 @@ import type {
   TaskManagerRegistrationRequest,
 } from './SlotManagerOptions.js';
 import { admitTaskManager, refuseNeverSatisfiable } from './SlotManagerLimits.js';
-import { PlanApplier } from './PlanApplier.js';
+import { RequirementCheck } from './RequirementCheck.js';
 import { policyForLoadBalanceMode } from './SlotMatchingStrategy.js';
-import { checkSlotRequest, SlotRequests, type SlotRequestFailure, type SlotRequestRecord } from './SlotRequests.js';
+import { checkJobId, checkSlotRequest, SlotRequests } from './SlotRequests.js';
 import { SlotStatusSyncer, type AllocationOutcome } from './SlotStatusSyncer.js';
 import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
 import { TaskManagerTracker, type PlacementPreference } from './TaskManagerTracker.js';
 import { WaitingJobs } from './WaitingJobs.js';
 import { WorkerResourceSpec } from './WorkerResourceSpec.js';
-export type {
-  PendingRequestInfo,
-  RegistrationResult,
-  SlotManagerOptions,
-  TaskManagerRegistrationRequest,
-} from './SlotManagerOptions.js';
 
 export class FineGrainedSlotManager {
   readonly options: ResolvedOptions;
@@ -66,8 +58,6 @@ export class FineGrainedSlotManager {
   readonly tracker: TaskManagerTracker;
   readonly resourceTracker = new DefaultResourceTracker();
   readonly #syncer: SlotStatusSyncer;
-  readonly #strategy: ResourceAllocationStrategy;
-  readonly #allocator: ResourceAllocator;
   readonly #events: ResourceEventNotifier;
   readonly #log: (message: string) => void;
   readonly #checks: RequirementCheckScheduler<CheckResult>;
@@ -76,16 +66,13 @@ export class FineGrainedSlotManager {
   readonly #blocked: BlockedTaskManagers;
   readonly #idle: IdleTaskManagerTimeouts;
   readonly #targets = new Map<JobID, string>();
-  readonly #plans: PlanApplier;
-  /** A request whose AllocationID a slot report showed held by another job: it cannot be used again. */
-  readonly #failHeld = (request: SlotRequestRecord, message: string) =>
-    this.#failRequest(request, 'duplicate-request', message);
+  readonly #check: RequirementCheck;
 
   constructor(options: SlotManagerOptions = {}) {
     this.options = resolveOptions(options.configuration ?? {});
     const o = this.options;
     this.workerSpec = options.workerSpec === undefined ? WorkerResourceSpec.fromOptions(o) : options.workerSpec;
-    this.#allocator = options.allocator ?? NO_RESOURCE_ALLOCATOR;
+    const allocator: ResourceAllocator = options.allocator ?? NO_RESOURCE_ALLOCATOR;
     const clock: Clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
     this.#events = new ResourceEventNotifier(
@@ -96,10 +83,6 @@ export class FineGrainedSlotManager {
     );
     const policy = o['slotmanager.placement-policy'] ?? policyForLoadBalanceMode(o['taskmanager.load-balance.mode']);
     this.tracker = new TaskManagerTracker({ policy, clock, onIdleChanged: (tm) => this.#idle.idleChanged(tm) });
-    this.#strategy = DefaultResourceAllocationStrategy.fromOptions(
-      this.#allocator.isSupported ? this.workerSpec : null,
-      o,
-    );
     this.#syncer = new SlotStatusSyncer({
       tracker: this.tracker,
       resourceTracker: this.resourceTracker,
@@ -113,14 +96,9 @@ export class FineGrainedSlotManager {
     this.#requests = new SlotRequests({
       clock,
       timeoutMs: o['slot.request.timeout'],
-      onTimedOut: (request) => {
-        this.#failRequest(
-          request,
-          'timed-out',
-          `not fulfilled within slot.request.timeout (${o['slot.request.timeout']} ms)`,
-        );
-        this.#checks.requirementsChanged();
-      },
+      events: this.#events,
+      freeSlot: (allocationId) => this.#syncer.freeSlot(allocationId),
+      onTimedOut: () => this.#checks.requirementsChanged(),
     });
     this.#waiting = new WaitingJobs({
       clock,
@@ -138,17 +116,20 @@ export class FineGrainedSlotManager {
     this.#idle = new IdleTaskManagerTimeouts({
       clock,
       timeoutMs: o['resourcemanager.taskmanager-timeout'],
-      enabled: this.#allocator.isSupported,
+      enabled: allocator.isSupported,
       tracker: this.tracker,
       onTimedOut: (taskManager) => {
-        if (!this.#blocked.isReleasing(taskManager.resourceId)) this.#reconcile([taskManager]);
+        if (!this.#blocked.isReleasing(taskManager.resourceId)) this.#check.reconcile([taskManager]);
       },
     });
-    this.#plans = new PlanApplier({
+    this.#check = new RequirementCheck({
+      strategy: DefaultResourceAllocationStrategy.fromOptions(allocator.isSupported ? this.workerSpec : null, o),
       tracker: this.tracker,
+      resourceTracker: this.resourceTracker,
       syncer: this.#syncer,
-      allocator: this.#allocator,
+      allocator,
       requests: this.#requests,
+      waiting: this.#waiting,
       blocked: this.#blocked,
       idle: this.#idle,
       targets: this.#targets,
@@ -159,7 +140,7 @@ export class FineGrainedSlotManager {
       requirementCheckDelay: o['slotmanager.requirement-check.delay'],
       clock,
       ...(options.inspect ? { inspect: options.inspect } : {}),
-      runCheck: () => this.#runCheck(),
+      runCheck: () => this.#check.run(),
       summarize: summarizeCheck,
       afterChecks: () => this.#syncer.endAllocations(), // after a throw too: never leave acquisitions uncounted
       clearState: () => this.#clear(),
@@ -288,10 +269,7 @@ export class FineGrainedSlotManager {
    */
   clearResourceRequirements(jobId: JobID): boolean {
     this.#checks.requireStarted('clearResourceRequirements');
-    if (!JobID.is(jobId))
-      throw new IllegalArgumentError('invalid-type', `jobId must be a JobID, got ${String(jobId)}`, {
-        argument: 'jobId',
-      });
+    checkJobId(jobId);
     const requests = this.#requests.ofJob(jobId);
     const holdsSlots = [...this.tracker.slots].some((slot) => slot.jobId === jobId);
     if (
@@ -307,7 +285,7 @@ export class FineGrainedSlotManager {
     this.#targets.delete(jobId);
     this.resourceTracker.notifyResourceRequirements(jobId, []);
     for (const pending of this.tracker.pendingTaskManagers) pending.clearPendingAllocationsOfJob(jobId);
-    for (const request of requests) this.#failRequest(request, 'canceled', `job ${jobId} ended`);
+    for (const request of requests) this.#requests.fail(request, 'canceled', `job ${jobId} ended`);
     this.#waiting.forget(jobId);
     this.#checks.requirementsChanged();
     return true;
@@ -357,7 +335,7 @@ export class FineGrainedSlotManager {
     this.#checks.requireStarted('cancelSlotRequest');
     const request = this.#requests.get(allocationId);
     if (request === undefined) return false;
-    this.#failRequest(request, 'canceled', 'the request was canceled');
+    this.#requests.fail(request, 'canceled', 'the request was canceled');
     this.#checks.requirementsChanged();
     return true;
   }
@@ -377,44 +355,13 @@ export class FineGrainedSlotManager {
     return describeOverview(this.state, this.tracker, this.resourceTracker, this.#syncer.inFlight);
   }
 
-  // ------------------------------------------------------------------ the requirement check
-
-  /** One check: the strategy's plan for what is missing, applied; then what is no longer needed released. */
-  #runCheck(): CheckResult {
-    const demands = this.#requests.demands(this.tracker, this.#failHeld);
-    for (const [jobId, requirements] of this.resourceTracker.getMissingResources()) {
-      for (const r of requirements) demands.push({ jobId, profile: r.resourceProfile, count: r.numberOfRequiredSlots });
-    }
-    const result = this.#strategy.tryFulfillRequirements(demands, this.tracker);
-
-    const { refused, workersRequested } = this.#plans.applyAllocation(result);
-    this.#reconcile([]);
-    // What was planned on a refused worker cannot be fulfilled now (Flink: its jobs are unfulfillable).
-    const outcomes = withRefusedWorkers(result.outcomes, refused);
-    this.#waiting.record(this.#requests.recordOutcomes(outcomes));
-    return { outcomes, workersRequested };
-  }
-
-  /**
-   * The strategy's reconcile step applied: pending workers that carry no slot are canceled, and of
-   * `idle` (executors idle past resourcemanager.taskmanager-timeout) those the redundant workers do
-   * not need are released; the others are asked again after another timeout.
-   */
-  #reconcile(idle: readonly TaskManagerRegistration[]): void {
-    const hasEmptyPending =
-      this.tracker.numberOfPendingTaskManagers > 0 &&
-      [...this.tracker.pendingTaskManagers].some((p) => !p.hasPendingAllocations);
-    if (!hasEmptyPending && idle.length === 0) return;
-    this.#plans.applyReconcile(this.#strategy.tryReconcileClusterResources(this.tracker, idle));
-  }
-
   // ------------------------------------------------------------------ events from the syncer
 
   #allocationSettled(outcome: AllocationOutcome): void {
     if (outcome.ok) {
       const { slot } = outcome;
       const request = this.#requests.get(slot.allocationId!);
-      if (request !== undefined) this.#fulfilled(request, slot.taskManager.resourceId, slot.index);
+      if (request !== undefined) this.#requests.fulfilled(request, slot.taskManager.resourceId, slot.index);
       return;
     }
     const request = this.#requests.get(outcome.allocationId);
@@ -429,31 +376,14 @@ export class FineGrainedSlotManager {
     return this.#checks.defer(() => {
       const result = this.#syncer.reportSlotStatus(taskManager, report);
       // Requests the report answered are fulfilled before any check could plan them again.
-      for (const slot of [...result.completed, ...result.adopted]) {
-        const request = this.#requests.get(slot.allocationId!);
-        if (request !== undefined && request.jobId === slot.jobId)
-          this.#fulfilled(request, taskManager.resourceId, slot.index);
-        // held by another job: the next check fails it
-        else if (request !== undefined) this.#requests.heldByAnotherJob(request.allocationId);
-      }
+      this.#requests.answeredBy([...result.completed, ...result.adopted], taskManager.resourceId);
       return result.adopted.length > 0 || result.freed.length > 0;
     });
   }
 
-  #fulfilled(request: SlotRequestRecord, resourceId: ResourceIDType, index: number): void {
-    this.#requests.fulfilled(request);
-    this.#events.slotRequestFulfilled(request.jobId, request.allocationId, resourceId, index);
-  }
-
-  #failRequest(request: SlotRequestRecord, reason: SlotRequestFailure, message: string): void {
-    const error = this.#requests.fail(request, reason, message);
-    if (request.state === 'allocating') this.#syncer.freeSlot(request.allocationId);
-    this.#events.slotRequestFailed(request.jobId, request.allocationId, error);
-  }
-
   #clear(): void {
     for (const request of this.#requests.all())
-      this.#failRequest(request, 'suspended', 'the SlotManager was suspended');
+      this.#requests.fail(request, 'suspended', 'the SlotManager was suspended');
     this.#syncer.close();
     this.tracker.clear();
     this.resourceTracker.clear();

@@ -1,14 +1,16 @@
 /**
  * Seed 000's imperative slot requests (requestSlot) while they wait, and their timeouts: each fails
  * after slot.request.timeout with the reason it waited. Keyed by the caller's AllocationID, their
- * deadlines too (one DeadlineScheduler, one clock timer for all of them).
+ * deadlines too (one DeadlineScheduler, one clock timer for all of them). A request's job is told
+ * how it ended (slotRequestFulfilled or slotRequestFailed) here, once.
  */
 import type { Clock } from '../../core/clock.js';
 import { DeadlineScheduler } from '../../core/DeadlineScheduler.js';
 import { IllegalArgumentError, SlotRequestError } from '../../core/errors.js';
-import { AllocationID, JobID } from '../../core/ids.js';
+import { AllocationID, JobID, type ResourceID } from '../../core/ids.js';
 import { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { DemandOutcome, ResourceDemand } from './ResourceAllocationStrategy.js';
+import type { ResourceEventNotifier } from './ResourceEventNotifier.js';
 import type { ResourceSlotRecord } from './TaskManagerRegistration.js';
 import type { PlacementPreference } from './TaskManagerTracker.js';
 import { describeWaitReason, type WaitReason } from './WaitReason.js';
@@ -43,16 +45,25 @@ export interface SlotRequestsOptions {
   readonly clock: Clock;
   /** slot.request.timeout (ms). */
   readonly timeoutMs: number;
-  /** A request's timeout passed (it is still here: fail it). */
-  readonly onTimedOut: (request: SlotRequestRecord) => void;
+  /** Where a request's job hears how it ended. */
+  readonly events: Pick<ResourceEventNotifier, 'slotRequestFulfilled' | 'slotRequestFailed'>;
+  /** Frees the slot being asked for a request that fails meanwhile. */
+  readonly freeSlot: (allocationId: AllocationID) => void;
+  /** A request timed out (it has failed, and its job was told). */
+  readonly onTimedOut: () => void;
 }
 
-/** Refuses a requestSlot whose arguments are not a JobID, an AllocationID and a profile other than ANY. */
-export function checkSlotRequest(jobId: JobID, allocationId: AllocationID, profile: ResourceProfile): void {
+/** Refuses a `jobId` that is not a JobID. */
+export function checkJobId(jobId: JobID): void {
   if (!JobID.is(jobId))
     throw new IllegalArgumentError('invalid-type', `jobId must be a JobID, got ${String(jobId)}`, {
       argument: 'jobId',
     });
+}
+
+/** Refuses a requestSlot whose arguments are not a JobID, an AllocationID and a profile other than ANY. */
+export function checkSlotRequest(jobId: JobID, allocationId: AllocationID, profile: ResourceProfile): void {
+  checkJobId(jobId);
   if (!AllocationID.is(allocationId))
     throw new IllegalArgumentError(
       'invalid-type',
@@ -68,8 +79,7 @@ export function checkSlotRequest(jobId: JobID, allocationId: AllocationID, profi
 }
 
 export class SlotRequests {
-  readonly #clock: Clock;
-  readonly #timeoutMs: number;
+  readonly #o: SlotRequestsOptions;
   readonly #requests = new Map<AllocationID, SlotRequestRecord>();
   readonly #deadlines: DeadlineScheduler<AllocationID>;
   /**
@@ -80,11 +90,12 @@ export class SlotRequests {
   readonly #heldByAnotherJob = new Set<AllocationID>();
 
   constructor(options: SlotRequestsOptions) {
-    this.#clock = options.clock;
-    this.#timeoutMs = options.timeoutMs;
+    this.#o = options;
     this.#deadlines = new DeadlineScheduler(options.clock, (allocationId) => {
       const request = this.#requests.get(allocationId);
-      if (request !== undefined) options.onTimedOut(request);
+      if (request === undefined) return;
+      this.fail(request, 'timed-out', `not fulfilled within slot.request.timeout (${options.timeoutMs} ms)`);
+      options.onTimedOut();
     });
   }
 
@@ -112,7 +123,7 @@ export class SlotRequests {
     preference: PlacementPreference | undefined,
     targetAddress: string,
   ): void {
-    const since = this.#clock.now();
+    const since = this.#o.clock.now();
     this.#requests.set(allocationId, {
       jobId,
       allocationId,
@@ -123,18 +134,31 @@ export class SlotRequests {
       state: 'waiting',
       reason: null,
     });
-    this.#deadlines.schedule(allocationId, since + this.#timeoutMs);
+    this.#deadlines.schedule(allocationId, since + this.#o.timeoutMs);
   }
 
-  /** The request got its slot: it is gone. */
-  fulfilled(request: SlotRequestRecord): void {
+  /** The request got slot `index` of `resourceId`: it is gone, its job told. */
+  fulfilled(request: SlotRequestRecord, resourceId: ResourceID, index: number): void {
+    this.#forget(request);
+    this.#o.events.slotRequestFulfilled(request.jobId, request.allocationId, resourceId, index);
+  }
+
+  /**
+   * The request fails: it is gone, the slot being asked for it (if any) freed, and its job told with
+   * an error naming why it waited.
+   */
+  fail(request: SlotRequestRecord, reason: SlotRequestFailure, message: string): void {
+    this.#forget(request);
+    if (request.state === 'allocating') this.#o.freeSlot(request.allocationId);
+    this.#o.events.slotRequestFailed(request.jobId, request.allocationId, this.#error(request, reason, message));
+  }
+
+  #forget(request: SlotRequestRecord): void {
     this.#requests.delete(request.allocationId);
     this.#deadlines.cancel(request.allocationId);
   }
 
-  /** The request is gone; the error to tell its job, naming why it waited. */
-  fail(request: SlotRequestRecord, reason: SlotRequestFailure, message: string): SlotRequestError {
-    this.fulfilled(request);
+  #error(request: SlotRequestRecord, reason: SlotRequestFailure, message: string): SlotRequestError {
     const why = request.reason === null ? undefined : describeWaitReason(request.reason);
     return new SlotRequestError(
       reason,
@@ -159,26 +183,32 @@ export class SlotRequests {
     return true;
   }
 
-  /** A slot report showed this waiting request's AllocationID held by another job: the next check fails it. */
-  heldByAnotherJob(allocationId: AllocationID): void {
-    this.#heldByAnotherJob.add(allocationId);
+  /**
+   * A slot report of `resourceId` showed these slots allocated: a request for one of them is
+   * fulfilled; one whose AllocationID another job holds is failed by the next check.
+   */
+  answeredBy(slots: readonly ResourceSlotRecord[], resourceId: ResourceID): void {
+    for (const slot of slots) {
+      const request = this.#requests.get(slot.allocationId!);
+      if (request === undefined) continue;
+      if (request.jobId === slot.jobId) this.fulfilled(request, resourceId, slot.index);
+      else this.#heldByAnotherJob.add(request.allocationId);
+    }
   }
 
   /**
-   * The demands of the waiting requests, in the order they were made; first hands each request a
-   * slot report showed held by another job meanwhile to `failHeld` (it cannot be used again).
+   * The demands of the waiting requests, in the order they were made; first fails each request
+   * whose AllocationID a slot report showed held by another job meanwhile (it cannot be used again).
    */
-  demands(
-    slots: { getSlot(allocationId: AllocationID): ResourceSlotRecord | undefined },
-    failHeld: (request: SlotRequestRecord, message: string) => void,
-  ): ResourceDemand[] {
+  demands(slots: { getSlot(allocationId: AllocationID): ResourceSlotRecord | undefined }): ResourceDemand[] {
     const demands: ResourceDemand[] = [];
     for (const r of this.#requests.size === 0 ? [] : [...this.#requests.values()]) {
       const holder =
         r.state === 'waiting' && this.#heldByAnotherJob.has(r.allocationId) ? slots.getSlot(r.allocationId) : undefined;
       if (holder !== undefined) {
-        failHeld(
+        this.fail(
           r,
+          'duplicate-request',
           `allocation ${AllocationID.short(r.allocationId)} is held by ` +
             `job ${JobID.short(holder.jobId!)} on ${holder.taskManager.resourceId}`,
         );

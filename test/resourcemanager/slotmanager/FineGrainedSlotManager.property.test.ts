@@ -38,10 +38,8 @@ import { AllocationID, JobID, ResourceID, SlotID } from '../../../lib/core/ids.j
 import { resolveOptions, type SlotwiseOptions } from '../../../lib/core/options.js';
 import { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
 import type { SlotReport, SlotStatus } from '../../../lib/core/SlotReport.js';
-import {
-  FineGrainedSlotManager,
-  type TaskManagerRegistrationRequest,
-} from '../../../lib/resourcemanager/slotmanager/FineGrainedSlotManager.js';
+import { FineGrainedSlotManager } from '../../../lib/resourcemanager/slotmanager/FineGrainedSlotManager.js';
+import type { TaskManagerRegistrationRequest } from '../../../lib/resourcemanager/slotmanager/SlotManagerOptions.js';
 import type { PendingTaskManagerID } from '../../../lib/resourcemanager/slotmanager/PendingTaskManager.js';
 import type { ResourceAllocator } from '../../../lib/resourcemanager/slotmanager/ResourceAllocator.js';
 import { ResourceRequirements } from '../../../lib/resourcemanager/slotmanager/ResourceRequirement.js';

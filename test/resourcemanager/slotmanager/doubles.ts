@@ -12,11 +12,11 @@ import type { SlotwiseOptions } from '../../../lib/core/options.js';
 import type { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
 import type { SlotReport, SlotStatus } from '../../../lib/core/SlotReport.js';
 import type { SlotRequest, TaskExecutorSlotGateway } from '../../../lib/rpc/TaskExecutorSlotGateway.js';
-import {
-  FineGrainedSlotManager,
-  type RegistrationResult,
-  type TaskManagerRegistrationRequest,
-} from '../../../lib/resourcemanager/slotmanager/FineGrainedSlotManager.js';
+import { FineGrainedSlotManager } from '../../../lib/resourcemanager/slotmanager/FineGrainedSlotManager.js';
+import type {
+  RegistrationResult,
+  TaskManagerRegistrationRequest,
+} from '../../../lib/resourcemanager/slotmanager/SlotManagerOptions.js';
 import type { PendingTaskManagerID } from '../../../lib/resourcemanager/slotmanager/PendingTaskManager.js';
 import type { ResourceAllocator } from '../../../lib/resourcemanager/slotmanager/ResourceAllocator.js';
 import type {
