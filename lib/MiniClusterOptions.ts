@@ -3,7 +3,7 @@
  * refusal a ConfigurationError (or the ResourceProfileError of a bad `resources`) naming the option
  * and what is allowed, before anything starts.
  */
-import { ConfigurationError } from './core/errors.js';
+import { ConfigurationError, describeValue } from './core/errors.js';
 import {
   createDefaultLogSink,
   formatLogRecord,
@@ -114,9 +114,13 @@ const SET_BY_OPTION: Readonly<Record<string, string>> = {
 
 export function resolveMiniClusterOptions(options: MiniClusterOptions): ResolvedMiniClusterOptions {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new ConfigurationError('invalid-value', `MiniCluster options must be an object, got ${describe(options)}`, {
-      option: '(options)',
-    });
+    throw new ConfigurationError(
+      'invalid-value',
+      `MiniCluster options must be an object, got ${describeValue(options)}`,
+      {
+        option: '(options)',
+      },
+    );
   }
   const unknown = Object.keys(options).find((key) => !KNOWN_OPTIONS.includes(key));
   if (unknown !== undefined)
@@ -133,14 +137,17 @@ export function resolveMiniClusterOptions(options: MiniClusterOptions): Resolved
 
   const executors = options.taskExecutors === undefined ? 2 : options.taskExecutors;
   if (executors !== 'on-demand' && (!Number.isSafeInteger(executors) || executors < 0)) {
-    throw invalid('taskExecutors', `taskExecutors must be an integer >= 0 or 'on-demand', got ${describe(executors)}`);
+    throw invalid(
+      'taskExecutors',
+      `taskExecutors must be an integer >= 0 or 'on-demand', got ${describeValue(executors)}`,
+    );
   }
 
   const slots = options.slotsPerTaskExecutor === undefined ? 2 : options.slotsPerTaskExecutor;
   if (!Number.isSafeInteger(slots) || slots < 1) {
     throw invalid(
       'slotsPerTaskExecutor',
-      `slotsPerTaskExecutor (taskmanager.numberOfTaskSlots) must be an integer >= 1, got ${describe(slots)}`,
+      `slotsPerTaskExecutor (taskmanager.numberOfTaskSlots) must be an integer >= 1, got ${describeValue(slots)}`,
     );
   }
 
@@ -148,7 +155,7 @@ export function resolveMiniClusterOptions(options: MiniClusterOptions): Resolved
   if (typeof configuration !== 'object' || configuration === null || Array.isArray(configuration)) {
     throw invalid(
       'configuration',
-      `configuration must be an object of option name -> value (see OPTIONS), got ${describe(configuration)}`,
+      `configuration must be an object of option name -> value (see OPTIONS), got ${describeValue(configuration)}`,
     );
   }
   for (const [name, option] of Object.entries(SET_BY_OPTION)) {
@@ -190,7 +197,7 @@ export function resolveMiniClusterOptions(options: MiniClusterOptions): Resolved
   if (typeof startTimeoutMs !== 'number' || !Number.isFinite(startTimeoutMs) || startTimeoutMs <= 0) {
     throw invalid(
       'startTimeoutMs',
-      `startTimeoutMs must be a finite number of ms > 0, got ${describe(startTimeoutMs)}`,
+      `startTimeoutMs must be a finite number of ms > 0, got ${describeValue(startTimeoutMs)}`,
     );
   }
 
@@ -219,7 +226,7 @@ function resolveLogging(
     throw invalid('logger', 'logger and log are two forms of the same thing: pass one of them');
   if (log !== undefined) {
     if (typeof log !== 'function')
-      throw invalid('log', `log must be a function (message: string) => void, got ${describe(log)}`);
+      throw invalid('log', `log must be a function (message: string) => void, got ${describeValue(log)}`);
     return { logSink: (record) => log(formatLogRecord(record)), logLevel: 'debug' };
   }
   if (logger === undefined) return { logSink: createDefaultLogSink(), logLevel: 'warn' };
@@ -227,7 +234,7 @@ function resolveLogging(
     throw invalid(
       'logger',
       `logger must be an object with ${LOG_LEVELS.join(', ')} methods ` +
-        `(fields, message) — pino's logger fits —, got ${describe(logger)}`,
+        `(fields, message) — pino's logger fits —, got ${describeValue(logger)}`,
     );
   }
   const missing = LOG_LEVELS.filter(
@@ -243,12 +250,4 @@ function resolveLogging(
 
 function invalid(option: string, message: string): ConfigurationError {
   return new ConfigurationError('invalid-value', message, { option });
-}
-
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'function') return 'a function';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object' && value !== null) return Object.prototype.toString.call(value);
-  return String(value);
 }

@@ -6,6 +6,7 @@
  * error (ConfigurationError for an option, ResourceProfileError for a profile field), so the
  * message can name the option or field it came from.
  */
+import { describeValue } from './errors.js';
 
 /** A memory size as a caller may write it: bytes as a number, or a string like `'256m'`, `'1 gb'`. */
 export type MemorySizeInput = number | string;
@@ -39,13 +40,6 @@ const UNITS: Readonly<Record<string, number>> = {
 const SIZE = /^(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)$/i;
 const ALLOWED = `a non-negative whole number of bytes or a size like '256m' or '1 gb'`;
 
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number' || value === null || value === undefined) return String(value);
-  if (typeof value === 'object') return Object.prototype.toString.call(value);
-  return `${typeof value} ${String(value)}`;
-}
-
 /**
  * Reads a memory size. A number must be a non-negative safe integer (bytes). A string is
  * `<number><optional spaces><unit>`, the unit one of b, bytes, k, kb, kib, m, mb, mib, g, gb, gib,
@@ -56,17 +50,17 @@ export function parseMemorySize(input: unknown): { ok: true; bytes: number } | {
   if (typeof input === 'number') {
     if (Number.isSafeInteger(input) && input >= 0) return { ok: true, bytes: input + 0 }; // -0 → 0
     if (Number.isInteger(input) && input > 0) return tooLarge(input);
-    return { ok: false, problem: `must be ${ALLOWED}, got ${describe(input)}` };
+    return { ok: false, problem: `must be ${ALLOWED}, got ${describeValue(input)}` };
   }
-  if (typeof input !== 'string') return { ok: false, problem: `must be ${ALLOWED}, got ${describe(input)}` };
+  if (typeof input !== 'string') return { ok: false, problem: `must be ${ALLOWED}, got ${describeValue(input)}` };
   const match = SIZE.exec(input.trim());
-  if (match === null) return { ok: false, problem: `must be ${ALLOWED}, got ${describe(input)}` };
+  if (match === null) return { ok: false, problem: `must be ${ALLOWED}, got ${describeValue(input)}` };
   const unit = UNITS[match[2]!.toLowerCase()];
   if (unit === undefined) {
     return {
       ok: false,
       problem:
-        `has unknown unit ${JSON.stringify(match[2])} in ${describe(input)}; allowed units are b, ` +
+        `has unknown unit ${JSON.stringify(match[2])} in ${describeValue(input)}; allowed units are b, ` +
         `bytes, k, kb, kib, m, mb, mib, g, gb, gib, t, tb, tib (binary, any case) or none for bytes`,
     };
   }
@@ -77,7 +71,7 @@ export function parseMemorySize(input: unknown): { ok: true; bytes: number } | {
 function tooLarge(input: unknown): { ok: false; problem: string } {
   return {
     ok: false,
-    problem: `must be at most ${Number.MAX_SAFE_INTEGER} bytes (about 8 pb), got ${describe(input)}`,
+    problem: `must be at most ${Number.MAX_SAFE_INTEGER} bytes (about 8 pb), got ${describeValue(input)}`,
   };
 }
 

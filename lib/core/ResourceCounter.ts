@@ -6,7 +6,7 @@
  * count changes, goes to the end when it is added again after dropping to zero. Flink iterates a
  * HashMap here; the insertion order is what makes the trackers built on top deterministic.
  */
-import { IllegalArgumentError } from './errors.js';
+import { describeValue, IllegalArgumentError } from './errors.js';
 import { ResourceProfile, type ResourceProfileJSON } from './ResourceProfile.js';
 
 /** One entry of {@link ResourceCounter.toJSON}. */
@@ -17,18 +17,16 @@ export interface ResourceCountJSON {
 
 type Entry = readonly [profile: ResourceProfile, count: number];
 
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'object' && value !== null) return Object.prototype.toString.call(value);
-  return String(value);
-}
-
 function checkProfile(value: unknown, argument: string): ResourceProfile {
   if (!(value instanceof ResourceProfile)) {
-    throw new IllegalArgumentError('invalid-type', `${argument} must be a ResourceProfile, got ${describe(value)}`, {
-      argument,
-      value: describe(value),
-    });
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `${argument} must be a ResourceProfile, got ${describeValue(value)}`,
+      {
+        argument,
+        value: describeValue(value),
+      },
+    );
   }
   return value;
 }
@@ -37,8 +35,8 @@ function checkCount(value: unknown, argument: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
     throw new IllegalArgumentError(
       'invalid-value',
-      `${argument} must be a non-negative safe integer, got ${describe(value)}`,
-      { argument, value: describe(value) },
+      `${argument} must be a non-negative safe integer, got ${describeValue(value)}`,
+      { argument, value: describeValue(value) },
     );
   }
   return value;
@@ -98,7 +96,7 @@ export class ResourceCounter {
     if (entries === null || typeof (entries as { [Symbol.iterator]?: unknown })?.[Symbol.iterator] !== 'function') {
       throw new IllegalArgumentError(
         'invalid-type',
-        `entries must be an iterable of [ResourceProfile, count] pairs, got ${describe(entries)}`,
+        `entries must be an iterable of [ResourceProfile, count] pairs, got ${describeValue(entries)}`,
         { argument: 'entries' },
       );
     }
@@ -107,7 +105,7 @@ export class ResourceCounter {
       if (!Array.isArray(pair)) {
         throw new IllegalArgumentError(
           'invalid-type',
-          `every entry must be a [ResourceProfile, count] pair, got ${describe(pair)}`,
+          `every entry must be a [ResourceProfile, count] pair, got ${describeValue(pair)}`,
           { argument: 'entries' },
         );
       }
@@ -121,7 +119,7 @@ export class ResourceCounter {
     if (!Array.isArray(json)) {
       throw new IllegalArgumentError(
         'invalid-type',
-        `a ResourceCounter in JSON must be an array of { profile, count }, got ${describe(json)}`,
+        `a ResourceCounter in JSON must be an array of { profile, count }, got ${describeValue(json)}`,
         { argument: 'json' },
       );
     }

@@ -6,20 +6,11 @@
  * BigDecimal of scale 8), so merge and subtract are exact: 0.1 + 0.2 cores equals 0.3 cores and
  * a slot given back restores exactly what was taken.
  */
-import { ResourceProfileError } from './errors.js';
+import { describeValue, ResourceProfileError } from './errors.js';
 import { ResourceProfileBuilder } from './ResourceProfileBuilder.js';
 import { formatShortfall, type ResourceShortfall } from './ResourceShortfall.js';
 import { formatMemorySize, type MemorySizeInput } from './MemorySize.js';
-import {
-  checked,
-  checkName,
-  describeInput,
-  MEMORY,
-  SCALE,
-  STANDARD,
-  type Amounts,
-  type StandardField,
-} from './resourceAmounts.js';
+import { checked, checkName, MEMORY, SCALE, STANDARD, type Amounts, type StandardField } from './resourceAmounts.js';
 
 export { UNITS_PER_CORE } from './resourceAmounts.js';
 
@@ -151,15 +142,15 @@ export class ResourceProfile {
       throw new ResourceProfileError(
         'invalid-size',
         `amounts must be an array of ${STANDARD.length} numbers ` +
-          `(${STANDARD.join(', ')}), got ${describeInput(amounts)}`,
-        { field: 'amounts', value: describeInput(amounts) },
+          `(${STANDARD.join(', ')}), got ${describeValue(amounts)}`,
+        { field: 'amounts', value: describeValue(amounts) },
       );
     }
     const unit = (field: string, value: unknown): number => {
       if (typeof value !== 'number' || !Number.isFinite(value))
-        throw new ResourceProfileError('not-finite', `${field} must be a finite amount, got ${describeInput(value)}`, {
+        throw new ResourceProfileError('not-finite', `${field} must be a finite amount, got ${describeValue(value)}`, {
           field,
-          value: describeInput(value),
+          value: describeValue(value),
         });
       if (value < 0)
         throw new ResourceProfileError('negative-amount', `${field} must be non-negative, got ${value}`, {
@@ -182,8 +173,8 @@ export class ResourceProfile {
     if (!(extended instanceof Map)) {
       throw new ResourceProfileError(
         'invalid-name',
-        `extended must be a Map of name → units, got ${describeInput(extended)}`,
-        { field: 'extendedResources', value: describeInput(extended) },
+        `extended must be a Map of name → units, got ${describeValue(extended)}`,
+        { field: 'extendedResources', value: describeValue(extended) },
       );
     }
     const checkedAmounts = STANDARD.map((field, i) => unit(field, amounts[i])) as unknown as Amounts;
@@ -311,8 +302,8 @@ export class ResourceProfile {
   /** Every field times `n`, a non-negative safe integer (Flink's multiply). */
   multiply(n: number): ResourceProfile {
     if (!Number.isSafeInteger(n) || n < 0) {
-      const message = `multiplier must be a non-negative whole number, got ${describeInput(n)}`;
-      throw new ResourceProfileError('invalid-multiplier', message, { field: 'multiplier', value: describeInput(n) });
+      const message = `multiplier must be a non-negative whole number, got ${describeValue(n)}`;
+      throw new ResourceProfileError('invalid-multiplier', message, { field: 'multiplier', value: describeValue(n) });
     }
     if (this.kind !== 'specified') return this;
     if (n === 0) return ResourceProfile.ZERO;
@@ -331,8 +322,8 @@ export class ResourceProfile {
    */
   divide(n: number): ResourceProfile {
     if (!Number.isSafeInteger(n) || n < 1) {
-      const message = `divisor must be a whole number >= 1, got ${describeInput(n)}`;
-      throw new ResourceProfileError('invalid-divisor', message, { field: 'divisor', value: describeInput(n) });
+      const message = `divisor must be a whole number >= 1, got ${describeValue(n)}`;
+      throw new ResourceProfileError('invalid-divisor', message, { field: 'divisor', value: describeValue(n) });
     }
     if (this.kind !== 'specified' || n === 1) return this;
     // Integer units over a safe integer: the floating quotient never rounds up across a whole unit.
@@ -482,7 +473,7 @@ export class ResourceProfile {
       throw new ResourceProfileError(
         'invalid-size',
         `${what} needs a running total of ${STANDARD.length} amounts (${STANDARD.join(', ')}) and ` +
-          `a Map of extended resources, got ${describeInput(amounts)} and ${describeInput(extended)}`,
+          `a Map of extended resources, got ${describeValue(amounts)} and ${describeValue(extended)}`,
         { field: what },
       );
     }

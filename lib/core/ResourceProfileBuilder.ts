@@ -1,8 +1,8 @@
 /** ResourceProfile's builder (Flink's ResourceProfile.Builder): a specified profile field by field. */
-import { ResourceProfileError } from './errors.js';
+import { describeValue, ResourceProfileError } from './errors.js';
 import { MiB, type MemorySizeInput } from './MemorySize.js';
 import type { ResourceProfile, ResourceSpec } from './ResourceProfile.js';
-import { checkName, describeInput, STANDARD, toBytes, toUnits, type Amounts } from './resourceAmounts.js';
+import { checkName, STANDARD, toBytes, toUnits, type Amounts } from './resourceAmounts.js';
 
 /** Makes the specified profile of these amounts (ResourceProfile's private constructor, handed over by newBuilder). */
 export type ProfileFactory = (amounts: Amounts, extended: ReadonlyMap<string, number>) => ResourceProfile;
@@ -68,10 +68,10 @@ export class ResourceProfileBuilder {
   /** Sets every extended resource in the record (others already set are kept, like Flink's putAll). */
   setExtendedResources(resources: Record<string, number>): this {
     if (typeof resources !== 'object' || resources === null || Array.isArray(resources)) {
-      const message = `extendedResources must be an object of name → amount, got ${describeInput(resources)}`;
+      const message = `extendedResources must be an object of name → amount, got ${describeValue(resources)}`;
       throw new ResourceProfileError('not-finite', message, {
         field: 'extendedResources',
-        value: describeInput(resources),
+        value: describeValue(resources),
       });
     }
     for (const [name, amount] of Object.entries(resources)) this.setExtendedResource(name, amount);
@@ -83,8 +83,8 @@ export class ResourceProfileBuilder {
     if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
       const message =
         `a resource spec must be a ResourceProfile, 'UNKNOWN', 'ANY' or an ` +
-        `object with fields ${allowed.join(', ')}; got ${describeInput(spec)}`;
-      throw new ResourceProfileError('unknown-field', message, { field: 'spec', value: describeInput(spec) });
+        `object with fields ${allowed.join(', ')}; got ${describeValue(spec)}`;
+      throw new ResourceProfileError('unknown-field', message, { field: 'spec', value: describeValue(spec) });
     }
     const unknown = Object.keys(spec).find((k) => !allowed.includes(k));
     if (unknown !== undefined) {

@@ -337,6 +337,22 @@ export function describeError(error: unknown): string {
 }
 
 /**
+ * A refused value as an error message shows it, never throwing (JSON.stringify does on a BigInt): a
+ * string quoted, a number as written, a URL by its href, a function or an array named, an object by
+ * its tag, else its type and value (`boolean true`).
+ */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || value === null || value === undefined) return String(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (value instanceof URL) return value.href;
+  if (typeof value === 'function') return 'a function';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return Object.prototype.toString.call(value);
+  return `${typeof value} ${String(value)}`;
+}
+
+/**
  * Rebuilds an error from its wire form, as the same class with the same reason and details.
  * An unknown tag (a newer peer) comes back as a plain Error whose name is the tag.
  */

@@ -12,7 +12,7 @@
  * - ResourceManagerId: one ResourceManager, 32 hex characters (a TaskExecutor grants slots only to
  *   the one it is registered at).
  */
-import { IllegalArgumentError } from './errors.js';
+import { describeValue, IllegalArgumentError } from './errors.js';
 
 declare const brand: unique symbol;
 type Brand<T, B extends string> = T & { readonly [brand]: B };
@@ -63,19 +63,12 @@ function randomHex(bytes: number): string {
 
 function requireString(kind: string, value: unknown): string {
   if (typeof value !== 'string' || value.length === 0) {
-    throw new IllegalArgumentError('invalid-type', `${kind} must be a non-empty string, got ${describe(value)}`, {
+    throw new IllegalArgumentError('invalid-type', `${kind} must be a non-empty string, got ${describeValue(value)}`, {
       argument: kind,
-      value: describe(value),
+      value: describeValue(value),
     });
   }
   return value;
-}
-
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (value === null || value === undefined) return String(value);
-  if (typeof value === 'object') return Object.prototype.toString.call(value);
-  return `${typeof value} ${String(value)}`;
 }
 
 function hexId<T extends string>(kind: string) {

@@ -5,22 +5,10 @@
  * returns the fully resolved, frozen options. Durations resolve to milliseconds, sizes to bytes.
  */
 import { formatDuration, parseDuration, type DurationInput } from './Duration.js';
-import { ConfigurationError } from './errors.js';
+import { ConfigurationError, describeValue } from './errors.js';
 import { formatMemorySize, parseMemorySize, type MemorySizeInput } from './MemorySize.js';
 
 type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
-
-/**
- * A rejected value as a message shows it; never throws (JSON.stringify does on a BigInt and prints Infinity as null).
- */
-function describeValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'bigint') return `${value}n`;
-  if (typeof value === 'function') return 'a function';
-  if (typeof value === 'object' && value !== null)
-    return Array.isArray(value) ? 'an array' : Object.prototype.toString.call(value);
-  return String(value);
-}
 
 interface OptionSpec<In, Out> {
   readonly default: Out;

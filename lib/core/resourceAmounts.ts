@@ -3,7 +3,7 @@
  * (CPU and extended resources in 1e-8 units, memory in bytes), and the checks that turn one input
  * value into an amount, each failing with a ResourceProfileError naming the field.
  */
-import { ResourceProfileError } from './errors.js';
+import { describeValue, ResourceProfileError } from './errors.js';
 import { parseMemorySize } from './MemorySize.js';
 
 export const SCALE = 1e8;
@@ -19,21 +19,13 @@ export type MemoryField = Exclude<StandardField, 'cpuCores'>;
 /** The five standard amounts, in STANDARD order: CPU in 1e-8 units, memory in bytes. */
 export type Amounts = readonly [number, number, number, number, number];
 
-/** A value as an error message shows it. */
-export function describeInput(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number' || value === null || value === undefined) return String(value);
-  if (typeof value === 'object') return Object.prototype.toString.call(value);
-  return `${typeof value} ${String(value)}`;
-}
-
 /** Checks a cores/extended amount and converts it to 1e-8 units. */
 export function toUnits(field: string, value: unknown): number {
   const rule = `${field} must be a finite non-negative number`;
   if (typeof value !== 'number' || !Number.isFinite(value))
-    throw new ResourceProfileError('not-finite', `${rule}, got ${describeInput(value)}`, {
+    throw new ResourceProfileError('not-finite', `${rule}, got ${describeValue(value)}`, {
       field,
-      value: describeInput(value),
+      value: describeValue(value),
     });
   if (value < 0) throw new ResourceProfileError('negative-amount', `${rule}, got ${value}`, { field, value });
   // Rounded down at the kept precision, never up (Flink's resources round down): the amount kept is
@@ -56,7 +48,7 @@ export function toBytes(field: string, value: unknown): number {
   const parsed = parseMemorySize(value);
   if (parsed.ok) return parsed.bytes;
   const message = `${field} ${parsed.problem}`;
-  const details = { field, value: describeInput(value) };
+  const details = { field, value: describeValue(value) };
   if (typeof value === 'string') throw new ResourceProfileError('invalid-size', message, details);
   if (typeof value !== 'number' || !Number.isFinite(value))
     throw new ResourceProfileError('not-finite', message, details);
@@ -69,8 +61,8 @@ export function checkName(name: unknown): string {
   if (typeof name !== 'string' || !NAME.test(name) || (STANDARD as readonly string[]).includes(name)) {
     const message =
       `extended resource name must match ${NAME} and not be a standard ` +
-      `field (${STANDARD.join(', ')}), got ${describeInput(name)}`;
-    throw new ResourceProfileError('invalid-name', message, { field: 'extendedResources', value: describeInput(name) });
+      `field (${STANDARD.join(', ')}), got ${describeValue(name)}`;
+    throw new ResourceProfileError('invalid-name', message, { field: 'extendedResources', value: describeValue(name) });
   }
   return name;
 }

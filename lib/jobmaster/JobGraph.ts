@@ -6,6 +6,7 @@
  * and what is allowed; `validateTaskModules` then has each task module loaded and checked off the
  * main thread (TaskModuleChecker).
  */
+import { describeValue } from '../core/errors.js';
 import { DEFAULTS, type ResolvedOptions } from '../core/options.js';
 import type { ResourceProfile, ResourceSpec } from '../core/ResourceProfile.js';
 import {
@@ -18,7 +19,6 @@ import {
   resolveProfile,
   resolveRestartStrategy,
   resolveVertex,
-  show,
 } from './jobGraphRules.js';
 import { DefaultTaskModuleChecker, type TaskModuleChecker } from './TaskModuleChecker.js';
 import { findCycle, topologicalOrder } from './topology.js';
@@ -123,13 +123,13 @@ export class JobGraph {
       return refuse(
         'no-vertices',
         `a job graph must be an object { name, vertices, edges?, ` +
-          `restartStrategy?, slotSharingGroups? }, got ${show(spec)}`,
+          `restartStrategy?, slotSharingGroups? }, got ${describeValue(spec)}`,
       );
     checkFields('the job graph', spec, GRAPH_FIELDS);
     if (typeof spec.name !== 'string' || spec.name.trim() === '')
-      refuse('invalid-name', `the job name must be a non-empty string, got ${show(spec.name)}`);
+      refuse('invalid-name', `the job name must be a non-empty string, got ${describeValue(spec.name)}`);
     if (!Array.isArray(spec.vertices) || spec.vertices.length === 0) {
-      refuse('no-vertices', `a job needs at least one vertex in 'vertices', got ${show(spec.vertices)}`);
+      refuse('no-vertices', `a job needs at least one vertex in 'vertices', got ${describeValue(spec.vertices)}`);
     }
     const byId = new Map<string, JobVertex>();
     spec.vertices.forEach((vertexSpec, index) => {
@@ -145,7 +145,7 @@ export class JobGraph {
     const declared = [...byId.values()];
 
     if (spec.edges !== undefined && !Array.isArray(spec.edges))
-      refuse('invalid-edge', `edges must be an array of { from, to, pattern }, got ${show(spec.edges)}`);
+      refuse('invalid-edge', `edges must be an array of { from, to, pattern }, got ${describeValue(spec.edges)}`);
     const edges = (spec.edges ?? []).map((edgeSpec, index) => resolveEdge(edgeSpec, index, byId));
     const seen = new Set<string>();
     for (const e of edges) {
@@ -191,7 +191,7 @@ export class JobGraph {
       if (!isRecord(spec.slotSharingGroups))
         refuse(
           'invalid-resources',
-          `slotSharingGroups must be an object of group name -> resources, got ${show(spec.slotSharingGroups)}`,
+          `slotSharingGroups must be an object of group name -> resources, got ${describeValue(spec.slotSharingGroups)}`,
         );
       const used = new Set(declared.map((v) => v.slotSharingGroup));
       for (const [group, resources] of Object.entries(spec.slotSharingGroups)) {

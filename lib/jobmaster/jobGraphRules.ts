@@ -7,7 +7,7 @@
 import { isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseDuration, type DurationInput } from '../core/Duration.js';
-import { isSlotwiseError, JobGraphError } from '../core/errors.js';
+import { describeValue, isSlotwiseError, JobGraphError } from '../core/errors.js';
 import type { ResolvedOptions } from '../core/options.js';
 import { ResourceProfile, type ResourceSpec } from '../core/ResourceProfile.js';
 import type { JobEdge, JobVertex, RestartStrategy } from './JobGraph.js';
@@ -17,14 +17,6 @@ const MAX_PARALLELISM = 32_768;
 export const GRAPH_FIELDS = ['name', 'vertices', 'edges', 'restartStrategy', 'slotSharingGroups'];
 const VERTEX_FIELDS = ['id', 'taskModule', 'parallelism', 'resources', 'slotSharingGroup', 'coLocationGroup', 'config'];
 const EDGE_FIELDS = ['from', 'to', 'pattern'];
-
-export function show(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (value instanceof URL) return value.href;
-  if (typeof value === 'object' && value !== null)
-    return Array.isArray(value) ? 'an array' : Object.prototype.toString.call(value);
-  return typeof value === 'function' ? 'a function' : String(value);
-}
 
 export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -49,7 +41,7 @@ export function checkFields(where: string, value: Record<string, unknown>, allow
 
 function checkGroupName(where: string, field: string, value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '')
-    refuse('invalid-name', `${where}: ${field} must be a non-empty string, got ${show(value)}`, { field });
+    refuse('invalid-name', `${where}: ${field} must be a non-empty string, got ${describeValue(value)}`, { field });
   return value;
 }
 
@@ -74,8 +66,8 @@ function resolveTaskModule(where: string, value: unknown): string {
     // fall through: not a file URL
   }
   if (typeof value === 'string' && isAbsolute(value)) return value;
-  return refuse('invalid-task-module', `${where}: taskModule must be ${allowed}; got ${show(value)}`, {
-    taskModule: show(value),
+  return refuse('invalid-task-module', `${where}: taskModule must be ${allowed}; got ${describeValue(value)}`, {
+    taskModule: describeValue(value),
   });
 }
 
@@ -83,13 +75,13 @@ export function resolveVertex(spec: unknown, index: number): JobVertex {
   if (!isRecord(spec))
     return refuse(
       'no-vertices',
-      `vertices[${index}] must be an object { id, taskModule, parallelism, ... }, got ${show(spec)}`,
+      `vertices[${index}] must be an object { id, taskModule, parallelism, ... }, got ${describeValue(spec)}`,
     );
   if (typeof spec.id !== 'string' || !VERTEX_ID.test(spec.id)) {
     refuse(
       'invalid-name',
       `vertices[${index}].id must be 1-128 letters, digits, '_', '.', ` +
-        `':' or '-', starting with a letter or digit; got ${show(spec.id)}`,
+        `':' or '-', starting with a letter or digit; got ${describeValue(spec.id)}`,
       { index },
     );
   }
@@ -100,7 +92,7 @@ export function resolveVertex(spec: unknown, index: number): JobVertex {
   if (typeof p !== 'number' || !Number.isSafeInteger(p) || p < 1 || p > MAX_PARALLELISM) {
     refuse(
       'invalid-parallelism',
-      `${where}: parallelism must be an integer from 1 to ${MAX_PARALLELISM}, got ${show(p)}`,
+      `${where}: parallelism must be an integer from 1 to ${MAX_PARALLELISM}, got ${describeValue(p)}`,
       { vertex: id },
     );
   }
@@ -136,15 +128,18 @@ export function resolveVertex(spec: unknown, index: number): JobVertex {
 
 export function resolveEdge(spec: unknown, index: number, vertices: ReadonlyMap<string, JobVertex>): JobEdge {
   if (!isRecord(spec))
-    return refuse('invalid-edge', `edges[${index}] must be an object { from, to, pattern }, got ${show(spec)}`);
+    return refuse(
+      'invalid-edge',
+      `edges[${index}] must be an object { from, to, pattern }, got ${describeValue(spec)}`,
+    );
   checkFields(`edges[${index}]`, spec, EDGE_FIELDS);
   for (const end of ['from', 'to'] as const) {
     if (typeof spec[end] !== 'string' || !vertices.has(spec[end])) {
       refuse(
         'unknown-vertex',
-        `edges[${index}].${end} names ${show(spec[end])}, which is ` +
+        `edges[${index}].${end} names ${describeValue(spec[end])}, which is ` +
           `not a vertex; vertices are ${[...vertices.keys()].join(', ')}`,
-        { edge: index, vertex: show(spec[end]) },
+        { edge: index, vertex: describeValue(spec[end]) },
       );
     }
   }
@@ -152,7 +147,7 @@ export function resolveEdge(spec: unknown, index: number, vertices: ReadonlyMap<
     refuse(
       'invalid-edge',
       `edges[${index}] (${String(spec.from)} -> ${String(spec.to)}): ` +
-        `pattern must be 'pointwise' or 'all-to-all', got ${show(spec.pattern)}`,
+        `pattern must be 'pointwise' or 'all-to-all', got ${describeValue(spec.pattern)}`,
       { edge: index },
     );
   }
@@ -170,7 +165,7 @@ export function resolveRestartStrategy(spec: unknown, options: ResolvedOptions):
   }
   const allowed = `{ type: 'fixed-delay', attempts, delay } or { type: 'none' }`;
   if (!isRecord(spec))
-    return refuse('invalid-restart-strategy', `restartStrategy must be ${allowed}, got ${show(spec)}`);
+    return refuse('invalid-restart-strategy', `restartStrategy must be ${allowed}, got ${describeValue(spec)}`);
   if (spec.type === 'none') {
     checkFields('restartStrategy', spec, ['type']);
     return Object.freeze({ type: 'none' });
@@ -178,7 +173,7 @@ export function resolveRestartStrategy(spec: unknown, options: ResolvedOptions):
   if (spec.type !== 'fixed-delay')
     return refuse(
       'invalid-restart-strategy',
-      `restartStrategy.type must be 'fixed-delay' or 'none', got ${show(spec.type)}`,
+      `restartStrategy.type must be 'fixed-delay' or 'none', got ${describeValue(spec.type)}`,
     );
   const unknown = Object.keys(spec).find((key) => !['type', 'attempts', 'delay'].includes(key));
   if (unknown !== undefined)
@@ -189,7 +184,10 @@ export function resolveRestartStrategy(spec: unknown, options: ResolvedOptions):
     );
   const { attempts } = spec;
   if (typeof attempts !== 'number' || !Number.isSafeInteger(attempts) || attempts < 0) {
-    refuse('invalid-restart-strategy', `restartStrategy.attempts must be an integer >= 0, got ${show(attempts)}`);
+    refuse(
+      'invalid-restart-strategy',
+      `restartStrategy.attempts must be an integer >= 0, got ${describeValue(attempts)}`,
+    );
   }
   const delay = parseDuration(spec.delay as DurationInput);
   if (!delay.ok) return refuse('invalid-restart-strategy', `restartStrategy.delay ${delay.problem}`);
@@ -202,7 +200,7 @@ export function checkCoLocation(vertices: readonly JobVertex[]): void {
   for (const v of vertices)
     if (v.coLocationGroup !== null) groups.set(v.coLocationGroup, [...(groups.get(v.coLocationGroup) ?? []), v]);
   for (const [group, members] of groups) {
-    const list = (f: (v: JobVertex) => unknown) => members.map((v) => `${v.id} ${show(f(v))}`).join(', ');
+    const list = (f: (v: JobVertex) => unknown) => members.map((v) => `${v.id} ${describeValue(f(v))}`).join(', ');
     if (new Set(members.map((v) => v.slotSharingGroup)).size > 1) {
       refuse(
         'invalid-co-location',

@@ -27,8 +27,8 @@
  *
  * No `node:` imports: SharedArrayBuffer and Atomics are globals, so a view works in any thread.
  */
-import { IllegalArgumentError, MemoryAllocationError } from '../core/errors.js';
-import { checkHandle, checkOwner, checkPageSize, describeArgument } from './memoryArguments.js';
+import { describeValue, IllegalArgumentError, MemoryAllocationError } from '../core/errors.js';
+import { checkHandle, checkOwner, checkPageSize } from './memoryArguments.js';
 
 /** Flink's default `taskmanager.memory.segment-size`. */
 export const DEFAULT_PAGE_SIZE = 32 * 1024;
@@ -120,10 +120,10 @@ export class MemoryManager {
     if (typeof memorySize !== 'number') {
       throw new IllegalArgumentError(
         'invalid-type',
-        `memorySize must be a number of bytes, got ${describeArgument(memorySize)}`,
+        `memorySize must be a number of bytes, got ${describeValue(memorySize)}`,
         {
           argument: 'memorySize',
-          value: describeArgument(memorySize),
+          value: describeValue(memorySize),
         },
       );
     }
@@ -181,10 +181,10 @@ export class MemoryManager {
     if (!Number.isSafeInteger(count) || count <= 0) {
       throw new MemoryAllocationError(
         'invalid-request',
-        `count must be a positive safe integer (pages), got ${describeArgument(count)}`,
+        `count must be a positive safe integer (pages), got ${describeValue(count)}`,
         {
           argument: 'count',
-          value: describeArgument(count),
+          value: describeValue(count),
         },
       );
     }
@@ -243,10 +243,10 @@ export class MemoryManager {
     if (!Array.isArray(segments)) {
       throw new MemoryAllocationError(
         'invalid-request',
-        `segments must be an array of MemorySegments or page indexes, got ${describeArgument(segments)}`,
+        `segments must be an array of MemorySegments or page indexes, got ${describeValue(segments)}`,
         {
           argument: 'segments',
-          value: describeArgument(segments),
+          value: describeValue(segments),
         },
       );
     }
@@ -258,8 +258,8 @@ export class MemoryManager {
         throw new MemoryAllocationError(
           'invalid-request',
           `segments must hold MemorySegments or page indexes from 0 ` +
-            `to ${this.totalPages - 1}, got ${describeArgument(index ?? item)}`,
-          { argument: 'segments', value: describeArgument(index ?? item), totalPages: this.totalPages },
+            `to ${this.totalPages - 1}, got ${describeValue(index ?? item)}`,
+          { argument: 'segments', value: describeValue(index ?? item), totalPages: this.totalPages },
         );
       }
       if (seen.has(index as number)) {

@@ -1,5 +1,5 @@
 /** The arguments a MemoryManager checks at its door, and how a refused value is described. */
-import { IllegalArgumentError, MemoryAllocationError } from '../core/errors.js';
+import { describeValue, IllegalArgumentError, MemoryAllocationError } from '../core/errors.js';
 import type { SharedMemoryHandle } from './MemoryManager.js';
 
 const MIN_PAGE_SIZE = 4 * 1024;
@@ -9,10 +9,10 @@ export function checkPageSize(pageSize: unknown, argument: string): asserts page
   if (typeof pageSize !== 'number') {
     throw new IllegalArgumentError(
       'invalid-type',
-      `${argument} must be a number of bytes, got ${describeArgument(pageSize)}`,
+      `${argument} must be a number of bytes, got ${describeValue(pageSize)}`,
       {
         argument,
-        value: describeArgument(pageSize),
+        value: describeValue(pageSize),
       },
     );
   }
@@ -35,10 +35,10 @@ export function checkOwner(owner: unknown): asserts owner is string {
   if (typeof owner !== 'string' || owner.length === 0) {
     throw new MemoryAllocationError(
       'invalid-request',
-      `owner must be a non-empty string, got ${describeArgument(owner)}`,
+      `owner must be a non-empty string, got ${describeValue(owner)}`,
       {
         argument: 'owner',
-        value: describeArgument(owner),
+        value: describeValue(owner),
       },
     );
   }
@@ -49,10 +49,10 @@ export function checkHandle(handle: unknown, maxPages: number, table: number): a
   if (typeof handle !== 'object' || handle === null) {
     throw new IllegalArgumentError(
       'invalid-type',
-      `handle must be a SharedMemoryHandle from MemoryManager.share(), got ${describeArgument(handle)}`,
+      `handle must be a SharedMemoryHandle from MemoryManager.share(), got ${describeValue(handle)}`,
       {
         argument: 'handle',
-        value: describeArgument(handle),
+        value: describeValue(handle),
       },
     );
   }
@@ -61,10 +61,10 @@ export function checkHandle(handle: unknown, maxPages: number, table: number): a
   if (!Number.isSafeInteger(totalPages) || totalPages < 0 || totalPages > maxPages) {
     throw new IllegalArgumentError(
       'invalid-value',
-      `handle.totalPages must be an integer from 0 to ${maxPages}, got ${describeArgument(totalPages)}`,
+      `handle.totalPages must be an integer from 0 to ${maxPages}, got ${describeValue(totalPages)}`,
       {
         argument: 'handle.totalPages',
-        value: describeArgument(totalPages),
+        value: describeValue(totalPages),
       },
     );
   }
@@ -87,14 +87,7 @@ export function checkHandle(handle: unknown, maxPages: number, table: number): a
   }
 }
 
-export function describeArgument(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (value === null || value === undefined) return String(value);
-  if (typeof value === 'object') return Object.prototype.toString.call(value);
-  return `${typeof value} ${String(value)}`;
-}
-
 export function describeBuffer(value: unknown): string {
   if (value instanceof SharedArrayBuffer) return `a SharedArrayBuffer of ${value.byteLength} bytes`;
-  return describeArgument(value);
+  return describeValue(value);
 }

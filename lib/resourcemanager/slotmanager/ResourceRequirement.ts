@@ -3,7 +3,7 @@
  * ResourceRequirements): "job J, reachable at address A, needs n slots of profile P, …".
  * Declarations are declarative: each one replaces the job's previous one as a whole.
  */
-import { IllegalArgumentError } from '../../core/errors.js';
+import { describeValue, IllegalArgumentError } from '../../core/errors.js';
 import { JobID } from '../../core/ids.js';
 import { ResourceProfile } from '../../core/ResourceProfile.js';
 
@@ -20,22 +20,20 @@ export interface ResourceRequirements {
   readonly resourceRequirements: readonly ResourceRequirement[];
 }
 
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'object' && value !== null) return Object.prototype.toString.call(value);
-  return String(value);
-}
-
 /**
  * Checks that `value` is a ResourceProfile; with `known`, also that it is not UNKNOWN (an acquired
  * slot always has a concrete profile). Throws IllegalArgumentError naming `argument`.
  */
 export function checkResourceProfile(value: unknown, argument: string, { known = false } = {}): ResourceProfile {
   if (!(value instanceof ResourceProfile)) {
-    throw new IllegalArgumentError('invalid-type', `${argument} must be a ResourceProfile, got ${describe(value)}`, {
-      argument,
-      value: describe(value),
-    });
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `${argument} must be a ResourceProfile, got ${describeValue(value)}`,
+      {
+        argument,
+        value: describeValue(value),
+      },
+    );
   }
   if (known && value.isUnknown()) {
     throw new IllegalArgumentError(
@@ -55,7 +53,7 @@ export function checkResourceRequirement(value: unknown, argument: string, minim
   if (typeof value !== 'object' || value === null) {
     throw new IllegalArgumentError(
       'invalid-type',
-      `${argument} must be a ResourceRequirement { resourceProfile, numberOfRequiredSlots }, got ${describe(value)}`,
+      `${argument} must be a ResourceRequirement { resourceProfile, numberOfRequiredSlots }, got ${describeValue(value)}`,
       { argument },
     );
   }
@@ -65,10 +63,10 @@ export function checkResourceRequirement(value: unknown, argument: string, minim
     const rule = minimum === 1 ? 'a positive safe integer' : 'a non-negative safe integer';
     throw new IllegalArgumentError(
       'invalid-value',
-      `${argument}.numberOfRequiredSlots must be ${rule}, got ${describe(n)}`,
+      `${argument}.numberOfRequiredSlots must be ${rule}, got ${describeValue(n)}`,
       {
         argument: `${argument}.numberOfRequiredSlots`,
-        value: describe(n),
+        value: describeValue(n),
       },
     );
   }
@@ -84,7 +82,7 @@ export function checkResourceRequirementList(
   if (!Array.isArray(value)) {
     throw new IllegalArgumentError(
       'invalid-type',
-      `${argument} must be an array of ResourceRequirement, got ${describe(value)}`,
+      `${argument} must be an array of ResourceRequirement, got ${describeValue(value)}`,
       { argument },
     );
   }
@@ -124,17 +122,17 @@ export const ResourceRequirements = {
     if (!JobID.is(jobId)) {
       throw new IllegalArgumentError(
         'invalid-type',
-        `jobId must be a JobID (32 lower-case hex characters), got ${describe(jobId)}`,
-        { argument: 'jobId', value: describe(jobId) },
+        `jobId must be a JobID (32 lower-case hex characters), got ${describeValue(jobId)}`,
+        { argument: 'jobId', value: describeValue(jobId) },
       );
     }
     if (typeof targetAddress !== 'string' || targetAddress.length === 0) {
       throw new IllegalArgumentError(
         'invalid-value',
-        `targetAddress must be a non-empty string, got ${describe(targetAddress)}`,
+        `targetAddress must be a non-empty string, got ${describeValue(targetAddress)}`,
         {
           argument: 'targetAddress',
-          value: describe(targetAddress),
+          value: describeValue(targetAddress),
         },
       );
     }

@@ -22,7 +22,7 @@
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { judgeCallDeadline } from '../../rpc/callDeadline.js';
 import { DEFAULT_MAX_WAIT_FACTOR } from '../../rpc/connect.js';
-import { RpcTimeoutError, SlotAllocationError, isSlotwiseError } from '../../core/errors.js';
+import { describeError, RpcTimeoutError, SlotAllocationError } from '../../core/errors.js';
 import { AllocationID, type JobID, type ResourceID } from '../../core/ids.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { SlotReport } from '../../core/SlotReport.js';
@@ -403,7 +403,7 @@ export class SlotStatusSyncer {
     for (const taskManager of executors) {
       this.#withDeadline(taskManager, () => taskManager.gateway.freeInactiveSlots(jobId), 'freeInactiveSlots').catch(
         (error: unknown) =>
-          this.#o.log?.(`freeInactiveSlots(${jobId}) on ${taskManager.resourceId} failed: ${describe(error)}`),
+          this.#o.log?.(`freeInactiveSlots(${jobId}) on ${taskManager.resourceId} failed: ${describeError(error)}`),
       );
     }
   }
@@ -424,7 +424,7 @@ export class SlotStatusSyncer {
       return;
     }
     const { jobId, tracked, taskManager } = slot;
-    this.#o.log?.(`slot request ${describeSlot(slot)} for ${attempt.allocationId} failed: ${describe(error)}`);
+    this.#o.log?.(`slot request ${describeSlot(slot)} for ${attempt.allocationId} failed: ${describeError(error)}`);
     if (tracked) this.#o.resourceTracker.notifyLostResource(jobId!, slot.profile);
     this.#o.tracker.free(attempt.allocationId, 'FAIL_ALLOCATION', slot);
     this.#o.onAllocationSettled({
@@ -470,9 +470,4 @@ export class SlotStatusSyncer {
       );
     });
   }
-}
-
-function describe(error: unknown): string {
-  if (isSlotwiseError(error)) return `${error._tag}(${error.reason}): ${error.message}`;
-  return error instanceof Error ? error.message : String(error);
 }
