@@ -7,20 +7,21 @@
  * at the end and completes the job's result with the sink outputs.
  *
  * Whether and when a failed job restarts is jobStatus.machine's decision (canRestart, restartDelay,
- * then restartTasks); the subtasks' attempts and the failover step are ExecutionAttempts'.
+ * then restartTasks); the subtasks' attempts and the failover step are ExecutionAttempts'. What an
+ * attempt is deployed with is TaskDeploymentDescriptorFactory's, when the requirements go out
+ * ResourceRequirementsDeclarer's; its events and result are JobResult's.
  *
  * Runs on the main thread on its own MainThreadExecutor; TaskExecutors call its gateway through
  * their Link, and it calls theirs.
  */
 import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
-import { describeError, IllegalArgumentError, isSlotwiseError } from '../core/errors.js';
-import { AllocationID, ExecutionAttemptID, type JobID, type ResourceID } from '../core/ids.js';
+import { describeError, isSlotwiseError } from '../core/errors.js';
+import { AllocationID, type JobID, type ResourceID } from '../core/ids.js';
 import type { ResolvedOptions } from '../core/options.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
-import { serializeError } from '../rpc/errorTransfer.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
-import type { ExecutionState, SerializedError, SlotOfferWire, TaskExecutionStateWire } from '../rpc/protocol.js';
+import type { SerializedError, SlotOfferWire, TaskExecutionStateWire } from '../rpc/protocol.js';
 import { jobStatusMachine, type JobStatus } from '../../machines/jobStatus.machine.js';
 import {
   ExecutionAttempts,
@@ -31,38 +32,17 @@ import {
 } from './ExecutionAttempts.js';
 import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
+import { jobErrorOf, type JobEvent, type JobResult } from './JobResult.js';
 import { JobSlotPool } from './JobSlotPool.js';
+import { ResourceRequirementsDeclarer } from './ResourceRequirementsDeclarer.js';
 import { slotAssignmentOf, type SlotAssignment } from './SlotAssignment.js';
 import { PhysicalSlotRequestBulkChecker } from './slotsharing/PhysicalSlotRequestBulkChecker.js';
 import { LocalInputPreferredSlotSharingStrategy } from './slotsharing/SlotSharingStrategy.js';
 import { SlotSharingExecutionSlotAllocator } from './slotsharing/SlotSharingExecutionSlotAllocator.js';
+import { TaskDeploymentDescriptorFactory } from './TaskDeploymentDescriptorFactory.js';
+import { checkStateUpdate, checkStateUpdates } from './taskExecutionStateWire.js';
 
-export type JobEvent =
-  | { readonly type: 'status'; readonly status: JobStatus; readonly cause: string | null; readonly timestamp: number }
-  | {
-      readonly type: 'task';
-      readonly vertexId: string;
-      readonly subtaskIndex: number;
-      readonly attemptNumber: number;
-      readonly executionAttemptId: ExecutionAttemptID;
-      readonly state: ExecutionState | 'scheduled';
-      readonly resourceId: ResourceID | null;
-      readonly allocationId: AllocationID | null;
-      readonly error: SerializedError | null;
-      readonly timestamp: number;
-    };
-
-export interface JobResult {
-  readonly jobId: JobID;
-  readonly jobName: string;
-  readonly status: 'finished' | 'failed' | 'canceled';
-  /** With 'finished': each sink vertex's outputs, by subtask index. */
-  readonly outputs: Readonly<Record<string, unknown[]>>;
-  /** With 'failed': the error that ended it (the last task failure, or why slots never came). */
-  readonly error: SerializedError | null;
-  readonly restarts: number;
-  readonly durationMs: number;
-}
+export type { JobEvent, JobResult } from './JobResult.js';
 
 export interface JobMasterOptions {
   readonly jobId: JobID;
@@ -104,13 +84,12 @@ export class JobMaster implements JobMasterGateway {
   readonly #allocator: SlotSharingExecutionSlotAllocator;
   readonly #bulkChecker: PhysicalSlotRequestBulkChecker;
   readonly #executions: ExecutionAttempts;
+  readonly #deployments: TaskDeploymentDescriptorFactory;
+  readonly #declarations: ResourceRequirementsDeclarer;
   /** Subtasks whose current attempt finished: the job is done when this reaches every subtask. */
   #finishedCount = 0;
   #resolveResult!: (result: JobResult) => void;
   #startedAt = 0;
-  #declareScheduled = false;
-  /** When the last declaration went out. */
-  #lastDeclaredAt = -Infinity;
   /** Effects that read the job's status, run once the status machine's snapshot is settled. */
   #whenStatusSettled: Array<() => void> = [];
   #lastError: SerializedError | null = null;
@@ -153,8 +132,16 @@ export class JobMaster implements JobMasterGateway {
       for (const effect of this.#whenStatusSettled.splice(0)) effect();
     });
     this.#status.start();
+    this.#declarations = new ResourceRequirementsDeclarer({
+      mailbox: this.mailbox,
+      clock: this.#clock,
+      delayMs: options.options['slotmanager.requirement-check.delay'],
+      resourceManager: options.resourceManager,
+      requirements: () => ({ jobId: this.jobId, targetAddress: this.address, requirements: this.#pool.requirements() }),
+      onRefused: (error) => this.#failJob(jobErrorOf(error), 'the ResourceManager refused its requirements'),
+    });
     this.#pool = new JobSlotPool({
-      onRequirementsChanged: () => this.#declareSoon(),
+      onRequirementsChanged: () => this.#declarations.declareSoon(),
       freeSlot: (slot, cause) => {
         const gateway = this.#o.taskExecutor(slot.resourceId);
         if (gateway !== undefined)
@@ -178,6 +165,7 @@ export class JobMaster implements JobMasterGateway {
       allocationTimeoutMs: options.options['slot.request.timeout'],
     });
     this.#executions = new ExecutionAttempts(this.graph);
+    this.#deployments = new TaskDeploymentDescriptorFactory(this.jobId, this.graph, this.#executions);
   }
 
   get status(): JobStatus {
@@ -200,7 +188,7 @@ export class JobMaster implements JobMasterGateway {
       this.#startedAt = this.#clock.now();
       this.#status.send({ type: 'START' });
       this.mailbox.whenComplete(this.#o.resourceManager.registerJobMaster(this.jobId, this.address), (_, error) => {
-        if (error !== undefined) return this.#failJob(serialize(error), 'could not register at the ResourceManager');
+        if (error !== undefined) return this.#failJob(jobErrorOf(error), 'could not register at the ResourceManager');
         this.#schedule([...this.#executions.values()]);
       });
     });
@@ -233,15 +221,8 @@ export class JobMaster implements JobMasterGateway {
 
   async updateTaskExecutionStates(updates: readonly TaskExecutionStateWire[]): Promise<void> {
     this.mailbox.assertRunningInMainThread('JobMaster.updateTaskExecutionStates');
-    if (!Array.isArray(updates))
-      throw new IllegalArgumentError(
-        'invalid-type',
-        `updateTaskExecutionStates: updates must be an array of task ` +
-          `execution states, got ${updates === null ? 'null' : typeof updates}`,
-        { argument: 'updates' },
-      );
     // All checked before any is applied: a refused batch changes nothing.
-    updates.forEach((update, i) => checkStateUpdate(update, `updates[${i}]`));
+    checkStateUpdates(updates);
     for (const update of updates) this.#applyStateUpdate(update);
   }
 
@@ -320,39 +301,20 @@ export class JobMaster implements JobMasterGateway {
         name: 'TaskExecutorLost',
         message: `TaskExecutor ${record.slot.resourceId} is gone`,
       });
-    const inputs: Record<string, unknown[]> = {};
-    for (const input of this.graph.inputsOf(record.vertex))
-      inputs[input.edge.from] = input.producers.map((p) => this.#executions.of(p).output);
-    const { jobVertex, id } = record.vertex;
+    const descriptor = this.#deployments.createDeploymentDescriptor(record, record.slot.allocationId);
     // As Flink's Execution.deploy: the JobMaster moves the attempt to DEPLOYING as it submits it;
     // the TaskExecutor reports what comes after (initializing, running, the end).
     record.state = 'deploying';
     this.#emitTask(record, null);
     const attempt = record.executionAttemptId;
-    this.mailbox.whenComplete(
-      gateway.submitTask({
-        jobId: this.jobId,
-        jobName: this.jobGraph.name,
-        vertexId: jobVertex.id,
-        vertexName: jobVertex.id,
-        subtaskIndex: id.subtaskIndex,
-        parallelism: jobVertex.parallelism,
-        attemptNumber: record.attemptNumber,
-        executionAttemptId: attempt,
-        allocationId: record.slot.allocationId,
-        taskModule: jobVertex.taskModule,
-        inputs,
-        config: jobVertex.config,
-      }),
-      (_, error) => {
-        if (error !== undefined && record.executionAttemptId === attempt && !TERMINAL_STATES.has(record.state)) {
-          record.state = 'failed';
-          const failure = serialize(error);
-          this.#emitTask(record, failure);
-          this.#failed(record, failure);
-        }
-      },
-    );
+    this.mailbox.whenComplete(gateway.submitTask(descriptor), (_, error) => {
+      if (error !== undefined && record.executionAttemptId === attempt && !TERMINAL_STATES.has(record.state)) {
+        record.state = 'failed';
+        const failure = jobErrorOf(error);
+        this.#emitTask(record, failure);
+        this.#failed(record, failure);
+      }
+    });
   }
 
   #finished(record: ExecutionRecord, output: unknown): void {
@@ -370,7 +332,7 @@ export class JobMaster implements JobMasterGateway {
 
   #slotFailed(record: ExecutionRecord, error: unknown): void {
     if (this.status === 'canceling' || TERMINAL_STATES.has(this.status)) return;
-    const failure = serialize(error);
+    const failure = jobErrorOf(error);
     if (isSlotwiseError(error) && error._tag === 'SlotRequestError')
       return this.#failJob(failure, 'its slots did not come in time');
     // A shared slot whose physical slot failed: ask again, as part of the normal failover.
@@ -448,6 +410,7 @@ export class JobMaster implements JobMasterGateway {
   #terminate(status: JobResult['status'], error: SerializedError | null): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#declarations.close();
     const cause = new Error(`job ${this.jobGraph.name} ${status}`);
     this.#allocator.releaseAll(cause);
     this.#pool.close(cause);
@@ -471,30 +434,6 @@ export class JobMaster implements JobMasterGateway {
 
   // ------------------------------------------------------------------ helpers
 
-  /**
-   * Declares the job's requirements after the changes of this mailbox turn: at once when the last
-   * declaration went out at least slotmanager.requirement-check.delay ago, else once that delay
-   * has passed since it (the latest requirements then). The SlotManager coalesces changes over
-   * that window anyway, and a job reusing its slots changes them at every finished subtask.
-   */
-  #declareSoon(): void {
-    if (this.#declareScheduled || this.#closed) return;
-    this.#declareScheduled = true;
-    const wait = this.#lastDeclaredAt + this.#o.options['slotmanager.requirement-check.delay'] - this.#clock.now();
-    if (wait > 0) this.mailbox.schedule(() => this.#declare(), wait);
-    else this.mailbox.execute(() => this.#declare());
-  }
-
-  #declare(): void {
-    this.#declareScheduled = false;
-    if (this.#closed) return;
-    this.#lastDeclaredAt = this.#clock.now();
-    const requirements = { jobId: this.jobId, targetAddress: this.address, requirements: this.#pool.requirements() };
-    this.mailbox.whenComplete(this.#o.resourceManager.declareRequiredResources(requirements), (_, error) => {
-      if (error !== undefined) this.#failJob(serialize(error), 'the ResourceManager refused its requirements');
-    });
-  }
-
   #emitTask(record: ExecutionRecord, error: SerializedError | null): void {
     this.#emit(taskEventOf(record, error, this.#clock.now()));
   }
@@ -514,47 +453,4 @@ export class JobMaster implements JobMasterGateway {
       this.#log(`a job event listener threw: ${describeError(error)}`);
     }
   }
-}
-
-const EXECUTION_STATES: ReadonlySet<string> = new Set<ExecutionState>([
-  'deploying',
-  'initializing',
-  'running',
-  'finished',
-  'failed',
-  'canceled',
-]);
-
-/** A TaskExecutor's state update, as far as the JobMaster reads it. */
-function checkStateUpdate(update: TaskExecutionStateWire, argument: string): void {
-  if (typeof update !== 'object' || update === null)
-    throw new IllegalArgumentError(
-      'invalid-type',
-      `${argument} must be a task execution state object, got ${update === null ? 'null' : typeof update}`,
-      { argument },
-    );
-  if (!ExecutionAttemptID.is(update.executionAttemptId)) {
-    throw new IllegalArgumentError(
-      'invalid-value',
-      `${argument}.executionAttemptId must be an ExecutionAttemptID, got ${String(update.executionAttemptId)}`,
-      { argument: `${argument}.executionAttemptId` },
-    );
-  }
-  if (!EXECUTION_STATES.has(update.state)) {
-    throw new IllegalArgumentError(
-      'invalid-value',
-      `${argument}.state must be one of ${[...EXECUTION_STATES].join(', ')}, got ${String(update.state)}`,
-      { argument: `${argument}.state`, value: String(update.state), allowed: [...EXECUTION_STATES] },
-    );
-  }
-}
-
-/**
- * An error as the job's result and events carry it: rpc's wire form; one that arrived serialized (a task's failure)
- * stays as it came.
- */
-function serialize(error: unknown): SerializedError {
-  if (!(error instanceof Error) && typeof error === 'object' && error !== null && 'message' in error)
-    return error as SerializedError;
-  return serializeError(error);
 }

@@ -1,0 +1,45 @@
+/**
+ * What a job tells its listeners: a JobEvent at every change of its status or of an attempt's state while it runs,
+ * and its JobResult (Flink's JobResult) once it ends; with the form an error takes in both.
+ */
+import type { AllocationID, ExecutionAttemptID, JobID, ResourceID } from '../core/ids.js';
+import { serializeError } from '../rpc/errorTransfer.js';
+import type { ExecutionState, SerializedError } from '../rpc/protocol.js';
+import type { JobStatus } from '../../machines/jobStatus.machine.js';
+
+export type JobEvent =
+  | { readonly type: 'status'; readonly status: JobStatus; readonly cause: string | null; readonly timestamp: number }
+  | {
+      readonly type: 'task';
+      readonly vertexId: string;
+      readonly subtaskIndex: number;
+      readonly attemptNumber: number;
+      readonly executionAttemptId: ExecutionAttemptID;
+      readonly state: ExecutionState | 'scheduled';
+      readonly resourceId: ResourceID | null;
+      readonly allocationId: AllocationID | null;
+      readonly error: SerializedError | null;
+      readonly timestamp: number;
+    };
+
+export interface JobResult {
+  readonly jobId: JobID;
+  readonly jobName: string;
+  readonly status: 'finished' | 'failed' | 'canceled';
+  /** With 'finished': each sink vertex's outputs, by subtask index. */
+  readonly outputs: Readonly<Record<string, unknown[]>>;
+  /** With 'failed': the error that ended it (the last task failure, or why slots never came). */
+  readonly error: SerializedError | null;
+  readonly restarts: number;
+  readonly durationMs: number;
+}
+
+/**
+ * An error as the job's result and events carry it: rpc's wire form; one that arrived serialized (a task's failure)
+ * stays as it came.
+ */
+export function jobErrorOf(error: unknown): SerializedError {
+  if (!(error instanceof Error) && typeof error === 'object' && error !== null && 'message' in error)
+    return error as SerializedError;
+  return serializeError(error);
+}
