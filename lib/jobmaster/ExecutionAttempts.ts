@@ -11,7 +11,7 @@
  */
 import type { AllocationID, ExecutionAttemptID, ResourceID } from '../core/ids.js';
 import type { ExecutionState, SerializedError } from '../rpc/protocol.js';
-import type { JobEvent } from './JobMaster.js';
+import type { JobEvent } from './JobResult.js';
 import { createExecution, type ExecutionGraph, type ExecutionVertex } from './ExecutionGraph.js';
 import type { LogicalSlot } from './slotsharing/SharedSlot.js';
 
