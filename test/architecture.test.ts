@@ -4,7 +4,8 @@
  * a machine runs anywhere (a worker, a browser, the Stately inspector). Effects come in through
  * `machine.provide(...)` from lib/. And a worker loads only what runs in a worker: the import
  * closure of the TaskExecutor's worker entry (and of a task thread's) holds no server, socket,
- * browser opener or inspector package.
+ * browser opener or inspector package. Every line of source, too, stays within the formatter's
+ * width (biome.json's lineWidth): Biome breaks code there, but not strings, templates or comments.
  */
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -18,11 +19,18 @@ const CORE = join(ROOT, 'lib', 'core');
 const LIB = join(ROOT, 'lib');
 /** The endpoint wings (DESIGN.md): side by side on rpc/, core/ and machines/, never importing each other. */
 const WINGS = ['taskexecutor', 'resourcemanager', 'jobmaster'].map((wing) => join(LIB, wing));
+/** Folders that hold no source of ours wherever they are: installed packages and build output. */
+const NOT_SOURCE = /(^|[/\\])(node_modules|dist)([/\\]|$)/;
 
-/** Every .ts source file under `dir` (declaration files excluded). */
-function sourceFiles(dir: string): string[] {
+/**
+ * Every source file under `dir` whose name ends with one of `extensions` (by default .ts), in path order;
+ * declaration files and whatever is under node_modules/ or dist/ excluded.
+ */
+function sourceFiles(dir: string, extensions: readonly string[] = ['.ts']): string[] {
   return readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((entry) => entry.isFile() && entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts'))
+    .filter((entry) => entry.isFile() && extensions.some((extension) => entry.name.endsWith(extension)))
+    .filter((entry) => !/\.d\.[cm]?ts$/.test(entry.name))
+    .filter((entry) => !NOT_SOURCE.test(relative(dir, entry.parentPath)))
     .map((entry) => join(entry.parentPath, entry.name))
     .sort();
 }
@@ -117,6 +125,21 @@ function workerViolations(externals: readonly ExternalImport[]): string[] {
 const isNodeBuiltin = (specifier: string) => specifier.startsWith('node:') || isBuiltin(specifier);
 const isUnder = (path: string, dir: string) => path === dir || path.startsWith(dir + sep);
 const rel = (path: string) => relative(ROOT, path).split(sep).join('/');
+
+/** biome.json's formatter.lineWidth: where Biome breaks code, and the most columns any line of source may have. */
+const LINE_WIDTH = (JSON.parse(readFileSync(join(ROOT, 'biome.json'), 'utf8')) as { formatter: { lineWidth: number } })
+  .formatter.lineWidth;
+
+/**
+ * The lines of `source` wider than `width` columns, each as `file:line (N columns)`; a character is a column, as grep
+ * and editors count (not a byte, not a UTF-16 unit).
+ */
+function wideLines(file: string, source: string, width: number): string[] {
+  return source.split('\n').flatMap((line, index) => {
+    const columns = [...line.replace(/\r$/, '')].length;
+    return columns > width ? [`${file}:${index + 1} (${columns} columns)`] : [];
+  });
+}
 
 /** Why `file` (in machines/) may not import `specifier`, or undefined when it may. */
 function machineImportViolation(file: string, specifier: string): string | undefined {
@@ -300,6 +323,40 @@ describe('architecture', () => {
         [],
       );
     });
+  });
+
+  describe('line width', () => {
+    const SOURCE_FOLDERS = ['lib', 'machines', 'test', 'bench', 'examples', 'scripts'];
+    const SOURCE_EXTENSIONS = ['.ts', '.cts', '.mts', '.js', '.mjs', '.cjs'];
+
+    it('names each line wider than the width with its length, counting a character as one column', () => {
+      const source = ['a'.repeat(10), '→'.repeat(10), 'b'.repeat(11), '', `${'µ'.repeat(11)}\r`, 'é'.repeat(10)];
+      expect(wideLines('x.ts', source.join('\n'), 10)).to.deep.equal(['x.ts:3 (11 columns)', 'x.ts:5 (11 columns)']);
+      expect(wideLines('x.ts', 'a'.repeat(10), 10)).to.deep.equal([]);
+    });
+
+    it(
+      `keeps every line of lib/, machines/, test/, bench/, examples/ and scripts/ within ${LINE_WIDTH} columns ` +
+        `(biome.json's lineWidth; Biome does not break strings, templates or comments)`,
+      () => {
+        expect(LINE_WIDTH, 'formatter.lineWidth in biome.json').to.be.a('number');
+        const files = SOURCE_FOLDERS.flatMap((folder) => sourceFiles(join(ROOT, folder), SOURCE_EXTENSIONS));
+        expect(files.map(rel), 'the walk reaches every kind of source file').to.include.members([
+          'lib/index.ts',
+          'lib/taskexecutor/taskExecutorStart.cts',
+          'lib/dashboard/page/dashboard.js',
+          'test/fixtures/compiled/smoke.mjs',
+          'test/support/leakCheck.cjs',
+          'scripts/bundleWorkers.ts',
+        ]);
+        const found = files.flatMap((file) => wideLines(rel(file), readFileSync(file, 'utf8'), LINE_WIDTH));
+        expect(
+          found,
+          `lines wider than ${LINE_WIDTH} columns (split the string, name a part first or wrap the comment):\n  ` +
+            `${found.join('\n  ')}\n`,
+        ).to.deep.equal([]);
+      },
+    );
   });
 
   describe('machine exports', () => {

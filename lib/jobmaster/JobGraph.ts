@@ -191,7 +191,8 @@ export class JobGraph {
       if (!isRecord(spec.slotSharingGroups))
         refuse(
           'invalid-resources',
-          `slotSharingGroups must be an object of group name -> resources, got ${describeValue(spec.slotSharingGroups)}`,
+          `slotSharingGroups must be an object of group name -> resources, ` +
+            `got ${describeValue(spec.slotSharingGroups)}`,
         );
       const used = new Set(declared.map((v) => v.slotSharingGroup));
       for (const [group, resources] of Object.entries(spec.slotSharingGroups)) {

@@ -68,7 +68,8 @@ if (process.env['SLOTWISE_WRITE_CODE_CACHE'] !== undefined) {
       fs.renameSync(temporary, CODE_CACHE);
     } catch (error) {
       process.stderr.write(
-        `slotwise: the TaskExecutor's code cache could not be written: ${error instanceof Error ? error.message : String(error)}\n`,
+        `slotwise: the TaskExecutor's code cache could not be written: ` +
+          `${error instanceof Error ? error.message : String(error)}\n`,
       );
     }
   };
@@ -80,7 +81,8 @@ if (process.env['SLOTWISE_WRITE_CODE_CACHE'] !== undefined) {
         ? 'rejected by V8 (made by another Node version or under other V8 flags)'
         : 'accepted';
   process.stderr.write(
-    `slotwise: a TaskExecutor ${worker.isMainThread ? 'process' : 'thread'} runs ${BUNDLE}; its code cache ${CODE_CACHE}: ${cache}\n`,
+    `slotwise: a TaskExecutor ${worker.isMainThread ? 'process' : 'thread'} runs ${BUNDLE}; ` +
+      `its code cache ${CODE_CACHE}: ${cache}\n`,
   );
 }
 

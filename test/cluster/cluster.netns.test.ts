@@ -85,59 +85,63 @@ describe('a session cluster with each TaskManager in a network namespace of its 
     network?.remove();
   });
 
-  it('loses the TaskExecutor whose link goes down, re-places its subtasks, and takes it back once the link is up', async () => {
-    const jm = jobManager!.control;
-    const jobId = await jm.submit({
-      name: 'survives a partition',
-      vertices: [{ id: 'wait', taskModule: sleep, parallelism: 2, config: { ms: 8_000 } }],
-      restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 200 },
-    });
-    const running = (events: JobEvent[]) =>
-      events.filter((e): e is TaskEvent => e.type === 'task' && e.state === 'running');
-    const first = await until('a subtask running', async () => running(await jm.events(jobId))[0]);
-    const statuses = await Promise.all(taskManagers.map((tm) => tm.control.status()));
-    const victim = statuses.findIndex((s) => s.resourceId === first.resourceId);
-    expect(victim, `subtask ran on ${first.resourceId}`).to.be.at.least(0);
-    const survivor = statuses[1 - victim]!.resourceId;
+  it(
+    'loses the TaskExecutor whose link goes down, re-places ' + 'its subtasks, and takes it back once the link is up',
+    async () => {
+      const jm = jobManager!.control;
+      const jobId = await jm.submit({
+        name: 'survives a partition',
+        vertices: [{ id: 'wait', taskModule: sleep, parallelism: 2, config: { ms: 8_000 } }],
+        restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 200 },
+      });
+      const running = (events: JobEvent[]) =>
+        events.filter((e): e is TaskEvent => e.type === 'task' && e.state === 'running');
+      const first = await until('a subtask running', async () => running(await jm.events(jobId))[0]);
+      const statuses = await Promise.all(taskManagers.map((tm) => tm.control.status()));
+      const victim = statuses.findIndex((s) => s.resourceId === first.resourceId);
+      expect(victim, `subtask ran on ${first.resourceId}`).to.be.at.least(0);
+      const survivor = statuses[1 - victim]!.resourceId;
 
-    network!.linkDown(victim + 1);
-    try {
-      await until(
-        'the cut-off TaskExecutor to be lost',
-        async () => !(await jm.overview()).taskExecutors.some((te) => te.resourceId === first.resourceId),
-        30_000,
-      );
-      const result = await jm.result(jobId);
-      expect(result.status, result.error?.message).to.equal('finished');
-      const finished = (await jm.events(jobId)).filter(
-        (e): e is TaskEvent => e.type === 'task' && e.state === 'finished',
-      );
-      expect(finished.map((e) => e.subtaskIndex).sort()).to.deep.equal([0, 1]);
-      expect(
-        finished.every((e) => e.resourceId === survivor),
-        `finished on ${finished.map((e) => e.resourceId).join(', ')}`,
-      ).to.equal(true);
-    } finally {
-      network!.linkUp(victim + 1);
-    }
+      network!.linkDown(victim + 1);
+      try {
+        await until(
+          'the cut-off TaskExecutor to be lost',
+          async () => !(await jm.overview()).taskExecutors.some((te) => te.resourceId === first.resourceId),
+          30_000,
+        );
+        const result = await jm.result(jobId);
+        expect(result.status, result.error?.message).to.equal('finished');
+        const finished = (await jm.events(jobId)).filter(
+          (e): e is TaskEvent => e.type === 'task' && e.state === 'finished',
+        );
+        expect(finished.map((e) => e.subtaskIndex).sort()).to.deep.equal([0, 1]);
+        expect(
+          finished.every((e) => e.resourceId === survivor),
+          `finished on ${finished.map((e) => e.resourceId).join(', ')}`,
+        ).to.equal(true);
+      } finally {
+        network!.linkUp(victim + 1);
+      }
 
-    // Back on the network, it registers again by itself (under its ResourceID if the ResourceManager
-    // still waited for it, else as a fresh TaskExecutor), and the cluster has both hosts again.
-    const back = await until(
-      'the TaskManager to register again',
-      async () => {
-        const status = await taskManagers[victim]!.control.status();
-        const listed = (await jm.overview()).taskExecutors.map((te) => te.resourceId);
-        return status.registered && listed.includes(status.resourceId as never) && listed.length === 2
-          ? status
-          : undefined;
-      },
-      90_000,
-    );
-    expect(back.resourceId).to.not.equal(survivor);
-    if (process.env['SLOTWISE_DEBUG'])
-      console.log(
-        `      came back as ${back.resourceId === first.resourceId ? 'the same' : 'a fresh'} TaskExecutor (${back.incarnations} incarnations)`,
+      // Back on the network, it registers again by itself (under its ResourceID if the ResourceManager
+      // still waited for it, else as a fresh TaskExecutor), and the cluster has both hosts again.
+      const back = await until(
+        'the TaskManager to register again',
+        async () => {
+          const status = await taskManagers[victim]!.control.status();
+          const listed = (await jm.overview()).taskExecutors.map((te) => te.resourceId);
+          return status.registered && listed.includes(status.resourceId as never) && listed.length === 2
+            ? status
+            : undefined;
+        },
+        90_000,
       );
-  });
+      expect(back.resourceId).to.not.equal(survivor);
+      if (process.env['SLOTWISE_DEBUG'])
+        console.log(
+          `      came back as ${back.resourceId === first.resourceId ? 'the same' : 'a fresh'} ` +
+            `TaskExecutor (${back.incarnations} incarnations)`,
+        );
+    },
+  );
 });

@@ -77,42 +77,45 @@ describe('a session cluster over NATS: JobManager and two TaskManagers as child 
     expect((result.outputs['sink']![0] as WordCountResult).counts).to.deep.equal(countWords(generatedText(11, 2000)));
   });
 
-  it('loses a TaskManager killed with SIGKILL by heartbeat timeout and runs its subtasks again on the other', async () => {
-    const control = jobManager!.control;
-    const spec = {
-      name: 'survives a lost host',
-      vertices: [{ id: 'wait', taskModule: sleep, parallelism: 2, config: { ms: 8_000 } }],
-      restartStrategy: { type: 'fixed-delay' as const, attempts: 3, delay: 200 },
-    };
-    const jobId = await control.submit(spec);
-    const running = (events: JobEvent[]) =>
-      events.filter((e): e is Extract<JobEvent, { type: 'task' }> => e.type === 'task' && e.state === 'running');
-    const first = await until('a subtask running', async () => running(await control.events(jobId))[0]);
-    const ids = await Promise.all(taskManagers.map(async (tm) => (await tm.control.status()).resourceId));
-    const victim = ids.indexOf(first.resourceId!);
-    expect(victim, `subtask ran on ${first.resourceId}, not one of ${ids.join(', ')}`).to.be.at.least(0);
-    const survivor = ids[1 - victim]!;
-    taskManagers[victim]!.child.kill('SIGKILL');
-    await taskManagers[victim]!.exited;
+  it(
+    'loses a TaskManager killed with SIGKILL by heartbeat ' + 'timeout and runs its subtasks again on the other',
+    async () => {
+      const control = jobManager!.control;
+      const spec = {
+        name: 'survives a lost host',
+        vertices: [{ id: 'wait', taskModule: sleep, parallelism: 2, config: { ms: 8_000 } }],
+        restartStrategy: { type: 'fixed-delay' as const, attempts: 3, delay: 200 },
+      };
+      const jobId = await control.submit(spec);
+      const running = (events: JobEvent[]) =>
+        events.filter((e): e is Extract<JobEvent, { type: 'task' }> => e.type === 'task' && e.state === 'running');
+      const first = await until('a subtask running', async () => running(await control.events(jobId))[0]);
+      const ids = await Promise.all(taskManagers.map(async (tm) => (await tm.control.status()).resourceId));
+      const victim = ids.indexOf(first.resourceId!);
+      expect(victim, `subtask ran on ${first.resourceId}, not one of ${ids.join(', ')}`).to.be.at.least(0);
+      const survivor = ids[1 - victim]!;
+      taskManagers[victim]!.child.kill('SIGKILL');
+      await taskManagers[victim]!.exited;
 
-    await until(
-      'the killed TaskExecutor to leave the cluster',
-      async () => !(await control.overview()).taskExecutors.some((te) => te.resourceId === first.resourceId),
-      30_000,
-    );
-    const result = await control.result(jobId);
-    expect(result.status, result.error?.message).to.equal('finished');
-    const events = await control.events(jobId);
-    const finished = events.filter(
-      (e): e is Extract<JobEvent, { type: 'task' }> => e.type === 'task' && e.state === 'finished',
-    );
-    // Every subtask that ran on the lost host ran again, as a later attempt, on the survivor.
-    const onVictim = running(events).filter((e) => e.resourceId === first.resourceId);
-    for (const lost of onVictim) {
-      const again = finished.find((e) => e.subtaskIndex === lost.subtaskIndex);
-      expect(again?.resourceId, `subtask ${lost.subtaskIndex}`).to.equal(survivor);
-      expect(again!.attemptNumber).to.be.greaterThan(lost.attemptNumber);
-    }
-    expect(finished.map((e) => e.subtaskIndex).sort()).to.deep.equal([0, 1]);
-  });
+      await until(
+        'the killed TaskExecutor to leave the cluster',
+        async () => !(await control.overview()).taskExecutors.some((te) => te.resourceId === first.resourceId),
+        30_000,
+      );
+      const result = await control.result(jobId);
+      expect(result.status, result.error?.message).to.equal('finished');
+      const events = await control.events(jobId);
+      const finished = events.filter(
+        (e): e is Extract<JobEvent, { type: 'task' }> => e.type === 'task' && e.state === 'finished',
+      );
+      // Every subtask that ran on the lost host ran again, as a later attempt, on the survivor.
+      const onVictim = running(events).filter((e) => e.resourceId === first.resourceId);
+      for (const lost of onVictim) {
+        const again = finished.find((e) => e.subtaskIndex === lost.subtaskIndex);
+        expect(again?.resourceId, `subtask ${lost.subtaskIndex}`).to.equal(survivor);
+        expect(again!.attemptNumber).to.be.greaterThan(lost.attemptNumber);
+      }
+      expect(finished.map((e) => e.subtaskIndex).sort()).to.deep.equal([0, 1]);
+    },
+  );
 });

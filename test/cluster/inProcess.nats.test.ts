@@ -129,37 +129,41 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
     expect(jobManager.listJobs().some((job) => job.name === 'missing')).to.equal(false);
   });
 
-  it('runs a TaskManager in mode process: its TaskExecutor in a child process, started again under a new ResourceID when killed', async function () {
-    this.timeout(120_000);
-    const tm = await startTaskManager({
-      nats: server.url,
-      clusterId: 'inproc',
-      mode: 'process',
-      slots: 1,
-      taskHeap: '256m',
-      managedMemory: '32m',
-      networkMemory: '16m',
-      configuration,
-    });
-    try {
-      expect(tm).to.be.instanceOf(TaskManagerProcess);
-      const listed = () => jobManager.overview().taskExecutors.map((te) => te.resourceId as string);
-      await until(
-        'the process TaskManager registered',
-        () => tm.registered && listed().includes(tm.resourceId),
-        60_000,
-      );
-      const first = tm.resourceId;
-      process.kill((tm as TaskManagerProcess).pid!, 'SIGKILL');
-      await until(
-        'a fresh TaskExecutor registered in a new child',
-        () => tm.registered && tm.resourceId !== first && listed().includes(tm.resourceId),
-        90_000,
-      );
-      expect(tm.incarnations).to.equal(2);
-      await until('the killed one to be gone', () => !listed().includes(first), 60_000);
-    } finally {
-      await tm.close();
-    }
-  });
+  it(
+    'runs a TaskManager in mode process: its TaskExecutor in a ' +
+      'child process, started again under a new ResourceID when killed',
+    async function () {
+      this.timeout(120_000);
+      const tm = await startTaskManager({
+        nats: server.url,
+        clusterId: 'inproc',
+        mode: 'process',
+        slots: 1,
+        taskHeap: '256m',
+        managedMemory: '32m',
+        networkMemory: '16m',
+        configuration,
+      });
+      try {
+        expect(tm).to.be.instanceOf(TaskManagerProcess);
+        const listed = () => jobManager.overview().taskExecutors.map((te) => te.resourceId as string);
+        await until(
+          'the process TaskManager registered',
+          () => tm.registered && listed().includes(tm.resourceId),
+          60_000,
+        );
+        const first = tm.resourceId;
+        process.kill((tm as TaskManagerProcess).pid!, 'SIGKILL');
+        await until(
+          'a fresh TaskExecutor registered in a new child',
+          () => tm.registered && tm.resourceId !== first && listed().includes(tm.resourceId),
+          90_000,
+        );
+        expect(tm.incarnations).to.equal(2);
+        await until('the killed one to be gone', () => !listed().includes(first), 60_000);
+      } finally {
+        await tm.close();
+      }
+    },
+  );
 });

@@ -39,17 +39,20 @@ describe('session cluster options', () => {
     });
   }
 
-  it('refuses slots 0, a negative CPU and a bad memory size through the runtime options, naming the option', async () => {
-    for (const [options, option] of [
-      [{ slots: 0 }, 'taskmanager.numberOfTaskSlots'],
-      [{ cpuCores: -1 }, 'taskmanager.cpu.cores'],
-      [{ taskHeap: 'lots' }, 'taskmanager.memory.task.heap.size'],
-    ] as const) {
-      const error = await rejection(startTaskManager(options));
-      expect(error, JSON.stringify(options)).to.be.instanceOf(ConfigurationError);
-      expect((error as ConfigurationError).details['option']).to.equal(option);
-    }
-  });
+  it(
+    'refuses slots 0, a negative CPU and a bad memory ' + 'size through the runtime options, naming the option',
+    async () => {
+      for (const [options, option] of [
+        [{ slots: 0 }, 'taskmanager.numberOfTaskSlots'],
+        [{ cpuCores: -1 }, 'taskmanager.cpu.cores'],
+        [{ taskHeap: 'lots' }, 'taskmanager.memory.task.heap.size'],
+      ] as const) {
+        const error = await rejection(startTaskManager(options));
+        expect(error, JSON.stringify(options)).to.be.instanceOf(ConfigurationError);
+        expect((error as ConfigurationError).details['option']).to.equal(option);
+      }
+    },
+  );
 
   it('answers an unreachable NATS server with an error naming it, within the connect timeout', async () => {
     const url = `nats://127.0.0.1:${await freePort()}`;

@@ -27,25 +27,29 @@ describe('ExecutionAttempts', () => {
     for (const record of attempts.values()) expect(attempts.current(record.executionAttemptId)).to.equal(record);
   });
 
-  it('restartFailed gives only the failed and canceled subtasks their next attempt; the old attempt is no longer current', () => {
-    const attempts = attemptsOf();
-    const [src0, src1, sink] = [...attempts.values()];
-    src0!.state = 'failed';
-    src1!.state = 'finished';
-    sink!.state = 'canceled';
-    const [oldSrc0, oldSink] = [src0!.executionAttemptId, sink!.executionAttemptId];
-    const { restarted, reslot } = attempts.restartFailed();
-    expect(restarted).to.deep.equal([src0, sink]);
-    expect(reslot).to.deep.equal([]);
-    expect(attempts.summaries().map((s) => [s.key, s.attemptNumber, s.state])).to.deep.equal([
-      ['src#0', 1, 'scheduled'],
-      ['src#1', 0, 'finished'],
-      ['sink#0', 1, 'scheduled'],
-    ]);
-    expect(attempts.current(oldSrc0)).to.equal(undefined);
-    expect(attempts.current(oldSink)).to.equal(undefined);
-    expect(attempts.current(src0!.executionAttemptId)).to.equal(src0);
-  });
+  it(
+    'restartFailed gives only the failed and canceled subtasks ' +
+      'their next attempt; the old attempt is no longer current',
+    () => {
+      const attempts = attemptsOf();
+      const [src0, src1, sink] = [...attempts.values()];
+      src0!.state = 'failed';
+      src1!.state = 'finished';
+      sink!.state = 'canceled';
+      const [oldSrc0, oldSink] = [src0!.executionAttemptId, sink!.executionAttemptId];
+      const { restarted, reslot } = attempts.restartFailed();
+      expect(restarted).to.deep.equal([src0, sink]);
+      expect(reslot).to.deep.equal([]);
+      expect(attempts.summaries().map((s) => [s.key, s.attemptNumber, s.state])).to.deep.equal([
+        ['src#0', 1, 'scheduled'],
+        ['src#1', 0, 'finished'],
+        ['sink#0', 1, 'scheduled'],
+      ]);
+      expect(attempts.current(oldSrc0)).to.equal(undefined);
+      expect(attempts.current(oldSink)).to.equal(undefined);
+      expect(attempts.current(src0!.executionAttemptId)).to.equal(src0);
+    },
+  );
 
   it('restartFailed asks a slot again for a subtask not deployed yet that has none and waits for none', () => {
     const attempts = attemptsOf();

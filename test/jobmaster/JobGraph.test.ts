@@ -36,17 +36,21 @@ async function asyncRefusal(promise: Promise<unknown>): Promise<JobGraphError> {
 
 describe('JobGraph', () => {
   describe('a valid graph', () => {
-    it('resolves defaults: UNKNOWN resources, slot sharing group "default", no co-location, absolute task module path', () => {
-      const graph = JobGraph.create({ name: 'one', vertices: [v('source', 2)] });
-      const [source] = graph.vertices;
-      expect(source!.id).to.equal('source');
-      expect(source!.parallelism).to.equal(2);
-      expect(source!.resourceProfile).to.equal(ResourceProfile.UNKNOWN);
-      expect(source!.slotSharingGroup).to.equal('default');
-      expect(source!.coLocationGroup).to.equal(null);
-      expect(source!.taskModule).to.equal(fileURLToPath(OK));
-      expect(graph.edges).to.deep.equal([]);
-    });
+    it(
+      'resolves defaults: UNKNOWN resources, slot sharing group ' +
+        '"default", no co-location, absolute task module path',
+      () => {
+        const graph = JobGraph.create({ name: 'one', vertices: [v('source', 2)] });
+        const [source] = graph.vertices;
+        expect(source!.id).to.equal('source');
+        expect(source!.parallelism).to.equal(2);
+        expect(source!.resourceProfile).to.equal(ResourceProfile.UNKNOWN);
+        expect(source!.slotSharingGroup).to.equal('default');
+        expect(source!.coLocationGroup).to.equal(null);
+        expect(source!.taskModule).to.equal(fileURLToPath(OK));
+        expect(graph.edges).to.deep.equal([]);
+      },
+    );
 
     it('accepts a task module as an absolute path or a file: URL string', () => {
       const path = fileURLToPath(OK);

@@ -58,41 +58,47 @@ function setup(idleSlotTimeoutMs = IDLE_MS) {
 }
 
 describe('JobSlotPool', () => {
-  it('gives an offered slot to the oldest pending request it matches, and accepts only what a request wants', async () => {
-    const { pool, request, offer, declared } = setup();
-    const unknown = request();
-    const big = request(BIG);
-    expect(declared()).to.deep.equal({ UNKNOWN: 1, [ResourceProfile.fromSpec(BIG).toString()]: 1 });
-    // A default slot serves the UNKNOWN request only; a second one finds nothing to serve.
-    expect(offer(2)).to.have.length(1);
-    expect((await unknown).resourceProfile.equals(ResourceProfile.fromSpec(DEFAULT))).to.equal(true);
-    expect(await isSettled(big)).to.equal(false);
-    expect(offer(1, BIG)).to.have.length(1);
-    expect((await big).resourceProfile.equals(ResourceProfile.fromSpec(BIG))).to.equal(true);
-    // Held slots stay declared under the profile they were asked with.
-    expect(declared()).to.deep.equal({ UNKNOWN: 1, [ResourceProfile.fromSpec(BIG).toString()]: 1 });
-    expect(pool.pendingRequests).to.equal(0);
-  });
+  it(
+    'gives an offered slot to the oldest pending request ' + 'it matches, and accepts only what a request wants',
+    async () => {
+      const { pool, request, offer, declared } = setup();
+      const unknown = request();
+      const big = request(BIG);
+      expect(declared()).to.deep.equal({ UNKNOWN: 1, [ResourceProfile.fromSpec(BIG).toString()]: 1 });
+      // A default slot serves the UNKNOWN request only; a second one finds nothing to serve.
+      expect(offer(2)).to.have.length(1);
+      expect((await unknown).resourceProfile.equals(ResourceProfile.fromSpec(DEFAULT))).to.equal(true);
+      expect(await isSettled(big)).to.equal(false);
+      expect(offer(1, BIG)).to.have.length(1);
+      expect((await big).resourceProfile.equals(ResourceProfile.fromSpec(BIG))).to.equal(true);
+      // Held slots stay declared under the profile they were asked with.
+      expect(declared()).to.deep.equal({ UNKNOWN: 1, [ResourceProfile.fromSpec(BIG).toString()]: 1 });
+      expect(pool.pendingRequests).to.equal(0);
+    },
+  );
 
-  it('hands a slot its subtasks gave back to the job’s next pending request, without a new slot or a free', async () => {
-    const { pool, request, offer, freed, declared } = setup();
-    const first = request();
-    const second = request();
-    const third = request();
-    expect(declared()).to.deep.equal({ UNKNOWN: 3 });
-    offer(1);
-    const slot = await first;
-    pool.releaseSlot(slot, new Error('its subtask finished'));
-    // The same slot serves the next request, in request order; the declaration drops by the request it served.
-    expect((await second).allocationId).to.equal(slot.allocationId);
-    expect(await isSettled(third)).to.equal(false);
-    expect(declared()).to.deep.equal({ UNKNOWN: 2 });
-    pool.releaseSlot(slot, new Error('its subtask finished'));
-    expect((await third).allocationId).to.equal(slot.allocationId);
-    expect(declared()).to.deep.equal({ UNKNOWN: 1 });
-    expect(pool.reusedSlots).to.equal(2);
-    expect(freed).to.deep.equal([]);
-  });
+  it(
+    'hands a slot its subtasks gave back to the job’s ' + 'next pending request, without a new slot or a free',
+    async () => {
+      const { pool, request, offer, freed, declared } = setup();
+      const first = request();
+      const second = request();
+      const third = request();
+      expect(declared()).to.deep.equal({ UNKNOWN: 3 });
+      offer(1);
+      const slot = await first;
+      pool.releaseSlot(slot, new Error('its subtask finished'));
+      // The same slot serves the next request, in request order; the declaration drops by the request it served.
+      expect((await second).allocationId).to.equal(slot.allocationId);
+      expect(await isSettled(third)).to.equal(false);
+      expect(declared()).to.deep.equal({ UNKNOWN: 2 });
+      pool.releaseSlot(slot, new Error('its subtask finished'));
+      expect((await third).allocationId).to.equal(slot.allocationId);
+      expect(declared()).to.deep.equal({ UNKNOWN: 1 });
+      expect(pool.reusedSlots).to.equal(2);
+      expect(freed).to.deep.equal([]);
+    },
+  );
 
   it('a new request takes an idle slot at once; a slot does not serve a profile it does not match', async () => {
     const { pool, request, offer, freed, declared } = setup();
@@ -113,16 +119,20 @@ describe('JobSlotPool', () => {
     expect(freed).to.deep.equal([]);
   });
 
-  it('an idle slot counts as what it serves next: a default slot reused for an exact request is declared under that profile', async () => {
-    const { pool, request, offer, declared } = setup();
-    const first = request();
-    offer(1);
-    const slot = await first;
-    pool.releaseSlot(slot, new Error('done'));
-    const exact = request(DEFAULT);
-    expect((await exact).allocationId).to.equal(slot.allocationId);
-    expect(declared()).to.deep.equal({ [ResourceProfile.fromSpec(DEFAULT).toString()]: 1 });
-  });
+  it(
+    'an idle slot counts as what it serves next: a default slot ' +
+      'reused for an exact request is declared under that profile',
+    async () => {
+      const { pool, request, offer, declared } = setup();
+      const first = request();
+      offer(1);
+      const slot = await first;
+      pool.releaseSlot(slot, new Error('done'));
+      const exact = request(DEFAULT);
+      expect((await exact).allocationId).to.equal(slot.allocationId);
+      expect(declared()).to.deep.equal({ [ResourceProfile.fromSpec(DEFAULT).toString()]: 1 });
+    },
+  );
 
   it('gives an idle slot back after slot.idle.timeout, and only then declares one fewer', async () => {
     const { clock, pool, request, offer, freed, declared } = setup();
@@ -188,20 +198,23 @@ describe('JobSlotPool', () => {
     expect(!refused.ok && refused.error).to.be.instanceOf(IllegalStateError);
   });
 
-  it('a canceled request leaves the declaration; canceling it twice or after it was served changes nothing', async () => {
-    const { pool, request, offer, declared } = setup();
-    const a = request();
-    const b = request();
-    pool.cancelSlotRequest('r2', new Error('not needed'));
-    expect((await outcome(b)).ok).to.equal(false);
-    expect(declared()).to.deep.equal({ UNKNOWN: 1 });
-    offer(1);
-    await a;
-    pool.cancelSlotRequest('r1', new Error('late'));
-    pool.cancelSlotRequest('r2', new Error('again'));
-    await settle();
-    expect(declared()).to.deep.equal({ UNKNOWN: 1 });
-  });
+  it(
+    'a canceled request leaves the declaration; canceling ' + 'it twice or after it was served changes nothing',
+    async () => {
+      const { pool, request, offer, declared } = setup();
+      const a = request();
+      const b = request();
+      pool.cancelSlotRequest('r2', new Error('not needed'));
+      expect((await outcome(b)).ok).to.equal(false);
+      expect(declared()).to.deep.equal({ UNKNOWN: 1 });
+      offer(1);
+      await a;
+      pool.cancelSlotRequest('r1', new Error('late'));
+      pool.cancelSlotRequest('r2', new Error('again'));
+      await settle();
+      expect(declared()).to.deep.equal({ UNKNOWN: 1 });
+    },
+  );
 
   it('serves thousands of requests through one slot in request order', async () => {
     const { pool, request, offer, declared } = setup();

@@ -3,7 +3,10 @@ import { IllegalStateError } from '../../lib/core/errors.js';
 import { JobID } from '../../lib/core/ids.js';
 import { ExecutionVertexID } from '../../lib/jobmaster/ExecutionGraph.js';
 import { SharedSlot } from '../../lib/jobmaster/slotsharing/SharedSlot.js';
-import { SlotSharingExecutionSlotAllocator } from '../../lib/jobmaster/slotsharing/SlotSharingExecutionSlotAllocator.js';
+// biome-ignore format: the module's path leaves no room on one line for the name it imports
+import {
+  SlotSharingExecutionSlotAllocator,
+} from '../../lib/jobmaster/slotsharing/SlotSharingExecutionSlotAllocator.js';
 import { edge, isSettled, jobOf, rejection, settle, TestingPhysicalSlotProvider, vertex } from './support.js';
 
 const id = (key: string) => ExecutionVertexID.parse(key);
@@ -25,19 +28,22 @@ function sharedSlot() {
 }
 
 describe('SharedSlot', () => {
-  it('requests its physical slot at once with the group profile, and moves requested -> allocated -> released', async () => {
-    const { slot, provider, releasedCalls } = sharedSlot();
-    expect(provider.requests.map((r) => r.requestId)).to.deep.equal(['r1']);
-    expect(slot.state.kind).to.equal('requested');
-    const logical = slot.allocateLogicalSlot(id('source#0'));
-    const physical = provider.fulfil('r1');
-    expect((await logical).physicalSlot).to.equal(physical);
-    expect(slot.state).to.deep.equal({ kind: 'allocated', slot: physical });
-    expect(await slot.allocated).to.equal(physical);
-    slot.returnLogicalSlot(id('source#0'), new Error('done'));
-    expect(slot.state.kind).to.equal('released');
-    expect(releasedCalls).to.deep.equal([slot]);
-  });
+  it(
+    'requests its physical slot at once with the group ' + 'profile, and moves requested -> allocated -> released',
+    async () => {
+      const { slot, provider, releasedCalls } = sharedSlot();
+      expect(provider.requests.map((r) => r.requestId)).to.deep.equal(['r1']);
+      expect(slot.state.kind).to.equal('requested');
+      const logical = slot.allocateLogicalSlot(id('source#0'));
+      const physical = provider.fulfil('r1');
+      expect((await logical).physicalSlot).to.equal(physical);
+      expect(slot.state).to.deep.equal({ kind: 'allocated', slot: physical });
+      expect(await slot.allocated).to.equal(physical);
+      slot.returnLogicalSlot(id('source#0'), new Error('done'));
+      expect(slot.state.kind).to.equal('released');
+      expect(releasedCalls).to.deep.equal([slot]);
+    },
+  );
 
   it('hands the same promise to a subtask that asks twice', () => {
     const { slot } = sharedSlot();

@@ -5,14 +5,20 @@ import { JobID } from '../../lib/core/ids.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import { ExecutionVertexID } from '../../lib/jobmaster/ExecutionGraph.js';
 import { PhysicalSlotRequestBulkChecker } from '../../lib/jobmaster/slotsharing/PhysicalSlotRequestBulkChecker.js';
-import { SlotSharingExecutionSlotAllocator } from '../../lib/jobmaster/slotsharing/SlotSharingExecutionSlotAllocator.js';
+// biome-ignore format: the module's path leaves no room on one line for the name it imports
+import {
+  SlotSharingExecutionSlotAllocator,
+} from '../../lib/jobmaster/slotsharing/SlotSharingExecutionSlotAllocator.js';
 import { edge, isSettled, jobOf, outcome, rejection, settle, TestingPhysicalSlotProvider, vertex } from './support.js';
 
 const id = (key: string) => ExecutionVertexID.parse(key);
 const ids = (...keys: string[]) => keys.map(id);
 const FIVE_MIN = 5 * 60_000;
 
-/** source (2) -> sink (2), pointwise, 1 core each: groups default[0] = {source#0, sink#0}, default[1] = {source#1, sink#1}. */
+/**
+ * source (2) -> sink (2), pointwise, 1 core each: groups default[0] = {source#0, sink#0}, default[1] = {source#1,
+ * sink#1}.
+ */
 function setup(options: { reason?: string; timeoutMs?: number; held?: ResourceProfile[] } = {}) {
   const { graph, strategy } = jobOf(
     [vertex('source', 2, { resources: { cpuCores: 1 } }), vertex('sink', 2, { resources: { cpuCores: 1 } })],
@@ -61,14 +67,17 @@ describe('SlotSharingExecutionSlotAllocator', () => {
       expect(request.resourceProfile.equals(ResourceProfile.fromSpec({ cpuCores: 2 }))).to.equal(true);
   });
 
-  it('does not request again for another member of a group that has a SharedSlot, nor for the same subtask twice', () => {
-    const { allocator, provider } = setup();
-    const first = allocator.allocateSlotsFor(ids('source#0'));
-    const second = allocator.allocateSlotsFor(ids('sink#0', 'source#0'));
-    expect(provider.requests).to.have.length(1);
-    expect(second.get('source#0')).to.equal(first.get('source#0'));
-    expect(allocator.sharedSlots.get('default[0]')!.logicalSlotCount).to.equal(2);
-  });
+  it(
+    'does not request again for another member of a group ' + 'that has a SharedSlot, nor for the same subtask twice',
+    () => {
+      const { allocator, provider } = setup();
+      const first = allocator.allocateSlotsFor(ids('source#0'));
+      const second = allocator.allocateSlotsFor(ids('sink#0', 'source#0'));
+      expect(provider.requests).to.have.length(1);
+      expect(second.get('source#0')).to.equal(first.get('source#0'));
+      expect(allocator.sharedSlots.get('default[0]')!.logicalSlotCount).to.equal(2);
+    },
+  );
 
   it("gives every member its own logical slot on the group's physical slot once it arrives", async () => {
     const { allocator, provider, all } = setup();
@@ -93,38 +102,47 @@ describe('SlotSharingExecutionSlotAllocator', () => {
     expect(provider.requests).to.have.length(2);
   });
 
-  it('fails every logical slot of a group whose physical request fails, and asks anew on the next allocate', async () => {
-    const { allocator, provider, all } = setup();
-    const slots = allocator.allocateSlotsFor(all);
-    const cause = new SlotRequestError('never-satisfiable', 'no TaskExecutor can ever hold 2 cores', { jobId: 'x' });
-    provider.fail('default[0]/p1', cause);
-    expect(await outcome(slots.get('source#0')!)).to.deep.equal({ ok: false, error: cause });
-    expect(await outcome(slots.get('sink#0')!)).to.deep.equal({ ok: false, error: cause });
-    expect(allocator.sharedSlots.has('default[0]')).to.equal(false);
-    expect(provider.released).to.deep.equal([]);
-
-    allocator.allocateSlotsFor(ids('source#0'));
-    expect(provider.requests.map((r) => r.requestId)).to.deep.equal([
-      'default[0]/p1',
-      'default[1]/p2',
-      'default[0]/p3',
-    ]);
-  });
-
-  describe('a physical request of a bulk that fails (Flink clears the bulk)', () => {
-    it("fails the bulk's other waiting subtasks at once with its cause, cancels their requests, and arms no timeout", async () => {
-      const { allocator, provider, clock, bulkChecker, all } = setup({ reason: 'unused' });
+  it(
+    'fails every logical slot of a group whose physical ' + 'request fails, and asks anew on the next allocate',
+    async () => {
+      const { allocator, provider, all } = setup();
       const slots = allocator.allocateSlotsFor(all);
       const cause = new SlotRequestError('never-satisfiable', 'no TaskExecutor can ever hold 2 cores', { jobId: 'x' });
       provider.fail('default[0]/p1', cause);
-      await settle();
-      for (const key of ['source#1', 'sink#1'])
-        expect(await outcome(slots.get(key)!), key).to.deep.equal({ ok: false, error: cause });
-      expect(provider.canceled).to.deep.equal([{ requestId: 'default[1]/p2', cause }]);
-      expect(allocator.sharedSlots.size).to.equal(0);
-      expect(bulkChecker.pendingBulks).to.equal(0);
-      expect(clock.pendingTimers, 'no slot.request.timeout follows').to.equal(0);
-    });
+      expect(await outcome(slots.get('source#0')!)).to.deep.equal({ ok: false, error: cause });
+      expect(await outcome(slots.get('sink#0')!)).to.deep.equal({ ok: false, error: cause });
+      expect(allocator.sharedSlots.has('default[0]')).to.equal(false);
+      expect(provider.released).to.deep.equal([]);
+
+      allocator.allocateSlotsFor(ids('source#0'));
+      expect(provider.requests.map((r) => r.requestId)).to.deep.equal([
+        'default[0]/p1',
+        'default[1]/p2',
+        'default[0]/p3',
+      ]);
+    },
+  );
+
+  describe('a physical request of a bulk that fails (Flink clears the bulk)', () => {
+    it(
+      "fails the bulk's other waiting subtasks at once with " +
+        'its cause, cancels their requests, and arms no timeout',
+      async () => {
+        const { allocator, provider, clock, bulkChecker, all } = setup({ reason: 'unused' });
+        const slots = allocator.allocateSlotsFor(all);
+        const cause = new SlotRequestError('never-satisfiable', 'no TaskExecutor can ever hold 2 cores', {
+          jobId: 'x',
+        });
+        provider.fail('default[0]/p1', cause);
+        await settle();
+        for (const key of ['source#1', 'sink#1'])
+          expect(await outcome(slots.get(key)!), key).to.deep.equal({ ok: false, error: cause });
+        expect(provider.canceled).to.deep.equal([{ requestId: 'default[1]/p2', cause }]);
+        expect(allocator.sharedSlots.size).to.equal(0);
+        expect(bulkChecker.pendingBulks).to.equal(0);
+        expect(clock.pendingTimers, 'no slot.request.timeout follows').to.equal(0);
+      },
+    );
 
     it('leaves the subtasks of the bulk whose slot came already: they keep it', async () => {
       const { allocator, provider, all } = setup();
@@ -235,15 +253,18 @@ describe('SlotSharingExecutionSlotAllocator', () => {
     expect(provider.released.map((r) => r.slot)).to.deep.equal([late]);
   });
 
-  it('leaves a logical slot already handed out alone on cancel (Flink): it is returned with releaseLogicalSlot', async () => {
-    const { allocator, provider } = setup();
-    const slots = allocator.allocateSlotsFor(ids('source#0'));
-    provider.fulfil('default[0]/p1');
-    const slot = await slots.get('source#0')!;
-    expect(allocator.cancel(id('source#0'))).to.equal(false);
-    expect(slot.isAlive()).to.equal(true);
-    expect(provider.released).to.deep.equal([]);
-  });
+  it(
+    'leaves a logical slot already handed out alone on ' + 'cancel (Flink): it is returned with releaseLogicalSlot',
+    async () => {
+      const { allocator, provider } = setup();
+      const slots = allocator.allocateSlotsFor(ids('source#0'));
+      provider.fulfil('default[0]/p1');
+      const slot = await slots.get('source#0')!;
+      expect(allocator.cancel(id('source#0'))).to.equal(false);
+      expect(slot.isAlive()).to.equal(true);
+      expect(provider.released).to.deep.equal([]);
+    },
+  );
 
   it('requests again for a group whose SharedSlot was released (a restarted subtask)', async () => {
     const { allocator, provider } = setup();
@@ -278,28 +299,37 @@ describe('SlotSharingExecutionSlotAllocator', () => {
   });
 
   describe('bulk timeout (slot.request.timeout on a simulated clock)', () => {
-    it("fails a bulk still unfulfilled at the deadline with SlotRequestError 'timed-out' carrying the SlotManager's reason", async () => {
-      const reason = 'no TaskExecutor has room: closest taskexecutor-1 (cpuCores available 1, required 2)';
-      const { allocator, provider, clock, asked, jobId, all } = setup({ reason });
-      const slots = allocator.allocateSlotsFor(all);
-      provider.fulfil('default[0]/p1');
-      await settle();
-      clock.increment(FIVE_MIN - 1);
-      expect(await isSettled(slots.get('source#1')!)).to.equal(false);
-      clock.increment(1);
-      const error = (await rejection(slots.get('source#1')!)) as SlotRequestError;
-      expect(error).to.be.instanceOf(SlotRequestError);
-      expect(error.reason).to.equal('timed-out');
-      expect(error.message).to.equal(
-        `1 of 2 slot requests of job ${jobId} not fulfilled within slot.request.timeout (5 min): ${reason}`,
-      );
-      expect(error.details).to.deep.include({ jobId, why: reason, timeoutMs: FIVE_MIN, requestIds: ['default[1]/p2'] });
-      expect(asked).to.deep.equal([['default[1]/p2']]);
-      expect((await outcome(slots.get('sink#1')!)).ok).to.equal(false);
-      // the fulfilled group keeps its slots; the timed-out group's request is canceled
-      expect((await outcome(slots.get('sink#0')!)).ok).to.equal(true);
-      expect(provider.canceled.map((c) => c.requestId)).to.deep.equal(['default[1]/p2']);
-    });
+    it(
+      'fails a bulk still unfulfilled at the deadline with ' +
+        "SlotRequestError 'timed-out' carrying the SlotManager's reason",
+      async () => {
+        const reason = 'no TaskExecutor has room: closest taskexecutor-1 (cpuCores available 1, required 2)';
+        const { allocator, provider, clock, asked, jobId, all } = setup({ reason });
+        const slots = allocator.allocateSlotsFor(all);
+        provider.fulfil('default[0]/p1');
+        await settle();
+        clock.increment(FIVE_MIN - 1);
+        expect(await isSettled(slots.get('source#1')!)).to.equal(false);
+        clock.increment(1);
+        const error = (await rejection(slots.get('source#1')!)) as SlotRequestError;
+        expect(error).to.be.instanceOf(SlotRequestError);
+        expect(error.reason).to.equal('timed-out');
+        expect(error.message).to.equal(
+          `1 of 2 slot requests of job ${jobId} not fulfilled within slot.request.timeout (5 min): ${reason}`,
+        );
+        expect(error.details).to.deep.include({
+          jobId,
+          why: reason,
+          timeoutMs: FIVE_MIN,
+          requestIds: ['default[1]/p2'],
+        });
+        expect(asked).to.deep.equal([['default[1]/p2']]);
+        expect((await outcome(slots.get('sink#1')!)).ok).to.equal(false);
+        // the fulfilled group keeps its slots; the timed-out group's request is canceled
+        expect((await outcome(slots.get('sink#0')!)).ok).to.equal(true);
+        expect(provider.canceled.map((c) => c.requestId)).to.deep.equal(['default[1]/p2']);
+      },
+    );
 
     it('does not fail a bulk whose requests all got slots, and leaves no timer behind', async () => {
       const { allocator, provider, clock, bulkChecker, all } = setup({ reason: 'unused' });
@@ -325,25 +355,28 @@ describe('SlotSharingExecutionSlotAllocator', () => {
       expect(clock.pendingTimers).to.equal(0);
     });
 
-    it('keeps a bulk that a slot the job holds can serve (it waits for its turn), checking again each timeout', async () => {
-      const held: ResourceProfile[] = [];
-      const { allocator, provider, clock, bulkChecker, all } = setup({ reason: 'no room', held });
-      const slots = allocator.allocateSlotsFor(all);
-      held.push(provider.fulfil('default[0]/p1').resourceProfile);
-      await settle();
-      clock.increment(FIVE_MIN * 3);
-      expect(await isSettled(slots.get('source#1')!)).to.equal(false);
-      expect(bulkChecker.pendingBulks).to.equal(1);
-      expect(clock.pendingTimers).to.equal(1);
-      // The job's slot is gone and nothing can serve the bulk any more: it fails one whole timeout later.
-      held.length = 0;
-      clock.increment(FIVE_MIN);
-      expect(await isSettled(slots.get('source#1')!)).to.equal(false);
-      clock.increment(FIVE_MIN);
-      const error = (await rejection(slots.get('source#1')!)) as SlotRequestError;
-      expect(error.reason).to.equal('timed-out');
-      expect(error.details).to.deep.include({ why: 'no room', requestIds: ['default[1]/p2'] });
-    });
+    it(
+      'keeps a bulk that a slot the job holds can serve ' + '(it waits for its turn), checking again each timeout',
+      async () => {
+        const held: ResourceProfile[] = [];
+        const { allocator, provider, clock, bulkChecker, all } = setup({ reason: 'no room', held });
+        const slots = allocator.allocateSlotsFor(all);
+        held.push(provider.fulfil('default[0]/p1').resourceProfile);
+        await settle();
+        clock.increment(FIVE_MIN * 3);
+        expect(await isSettled(slots.get('source#1')!)).to.equal(false);
+        expect(bulkChecker.pendingBulks).to.equal(1);
+        expect(clock.pendingTimers).to.equal(1);
+        // The job's slot is gone and nothing can serve the bulk any more: it fails one whole timeout later.
+        held.length = 0;
+        clock.increment(FIVE_MIN);
+        expect(await isSettled(slots.get('source#1')!)).to.equal(false);
+        clock.increment(FIVE_MIN);
+        const error = (await rejection(slots.get('source#1')!)) as SlotRequestError;
+        expect(error.reason).to.equal('timed-out');
+        expect(error.details).to.deep.include({ why: 'no room', requestIds: ['default[1]/p2'] });
+      },
+    );
 
     it('fails a bulk that no held slot matches at its deadline, though the job holds slots', async () => {
       const held = [ResourceProfile.fromSpec({ cpuCores: 1 })];

@@ -153,63 +153,67 @@ describe('LocalInputPreferredSlotSharingStrategy', () => {
     expect(strategyOf([v('a', 1)]).getExecutionSlotSharingGroup(ExecutionVertexID.of('a', 1))).to.equal(undefined);
   });
 
-  it('on random DAGs: one subtask per vertex per group, one slot sharing group per group, co-location kept, as many groups as the widest vertex', () => {
-    const dag = fc
-      .array(
-        fc.record({
-          parallelism: fc.integer({ min: 1, max: 6 }),
-          ssg: fc.constantFrom('a', 'b'),
-          inputs: fc.array(fc.nat(), { maxLength: 2 }),
-          allToAll: fc.boolean(),
-        }),
-        { minLength: 1, maxLength: 7 },
-      )
-      .map((specs) => {
-        const vertices = specs.map((s, i) => v(`v${i}`, s.parallelism, { slotSharingGroup: s.ssg }));
-        const edges: JobEdgeSpec[] = [];
-        specs.forEach((s, i) => {
-          for (const from of new Set(s.inputs.filter(() => i > 0).map((n) => n % i))) {
-            const [up, down] = [specs[from]!.parallelism, s.parallelism];
-            const divides = Math.max(up, down) % Math.min(up, down) === 0;
-            edges.push(e(`v${from}`, `v${i}`, s.allToAll || !divides ? 'all-to-all' : 'pointwise'));
+  it(
+    'on random DAGs: one subtask per vertex per group, one slot sharing ' +
+      'group per group, co-location kept, as many groups as the widest vertex',
+    () => {
+      const dag = fc
+        .array(
+          fc.record({
+            parallelism: fc.integer({ min: 1, max: 6 }),
+            ssg: fc.constantFrom('a', 'b'),
+            inputs: fc.array(fc.nat(), { maxLength: 2 }),
+            allToAll: fc.boolean(),
+          }),
+          { minLength: 1, maxLength: 7 },
+        )
+        .map((specs) => {
+          const vertices = specs.map((s, i) => v(`v${i}`, s.parallelism, { slotSharingGroup: s.ssg }));
+          const edges: JobEdgeSpec[] = [];
+          specs.forEach((s, i) => {
+            for (const from of new Set(s.inputs.filter(() => i > 0).map((n) => n % i))) {
+              const [up, down] = [specs[from]!.parallelism, s.parallelism];
+              const divides = Math.max(up, down) % Math.min(up, down) === 0;
+              edges.push(e(`v${from}`, `v${i}`, s.allToAll || !divides ? 'all-to-all' : 'pointwise'));
+            }
+          });
+          // co-locate the last vertex with the first if they agree on group and parallelism
+          const [first, last] = [vertices[0]!, vertices[vertices.length - 1]!];
+          if (
+            vertices.length > 1 &&
+            first.slotSharingGroup === last.slotSharingGroup &&
+            first.parallelism === last.parallelism
+          ) {
+            first.coLocationGroup = 'co';
+            last.coLocationGroup = 'co';
           }
+          return { vertices, edges };
         });
-        // co-locate the last vertex with the first if they agree on group and parallelism
-        const [first, last] = [vertices[0]!, vertices[vertices.length - 1]!];
-        if (
-          vertices.length > 1 &&
-          first.slotSharingGroup === last.slotSharingGroup &&
-          first.parallelism === last.parallelism
-        ) {
-          first.coLocationGroup = 'co';
-          last.coLocationGroup = 'co';
-        }
-        return { vertices, edges };
-      });
-    fc.assert(
-      fc.property(dag, ({ vertices, edges }) => {
-        const strategy = strategyOf(vertices, edges);
-        const groups = strategy.getExecutionSlotSharingGroups();
-        for (const group of groups) {
-          expect(new Set(group.members.map((m) => m.vertexId)).size).to.equal(group.members.length);
-          for (const m of group.members)
-            expect(vertices.find((x) => x.id === m.vertexId)!.slotSharingGroup).to.equal(group.slotSharingGroup);
-        }
-        for (const ssg of ['a', 'b']) {
-          const widest = Math.max(0, ...vertices.filter((x) => x.slotSharingGroup === ssg).map((x) => x.parallelism));
-          expect(groups.filter((g) => g.slotSharingGroup === ssg)).to.have.length(widest);
-        }
-        const coLocated = vertices.filter((x) => x.coLocationGroup === 'co');
-        if (coLocated.length === 2) {
-          for (let i = 0; i < coLocated[0]!.parallelism; i++)
-            expect(groupOf(strategy, `${coLocated[0]!.id}#${i}`)).to.equal(
-              groupOf(strategy, `${coLocated[1]!.id}#${i}`),
-            );
-        }
-        const total = groups.reduce((n, g) => n + g.members.length, 0);
-        expect(total).to.equal(vertices.reduce((n, x) => n + x.parallelism, 0));
-      }),
-      { seed: 2002, numRuns: 300 },
-    );
-  });
+      fc.assert(
+        fc.property(dag, ({ vertices, edges }) => {
+          const strategy = strategyOf(vertices, edges);
+          const groups = strategy.getExecutionSlotSharingGroups();
+          for (const group of groups) {
+            expect(new Set(group.members.map((m) => m.vertexId)).size).to.equal(group.members.length);
+            for (const m of group.members)
+              expect(vertices.find((x) => x.id === m.vertexId)!.slotSharingGroup).to.equal(group.slotSharingGroup);
+          }
+          for (const ssg of ['a', 'b']) {
+            const widest = Math.max(0, ...vertices.filter((x) => x.slotSharingGroup === ssg).map((x) => x.parallelism));
+            expect(groups.filter((g) => g.slotSharingGroup === ssg)).to.have.length(widest);
+          }
+          const coLocated = vertices.filter((x) => x.coLocationGroup === 'co');
+          if (coLocated.length === 2) {
+            for (let i = 0; i < coLocated[0]!.parallelism; i++)
+              expect(groupOf(strategy, `${coLocated[0]!.id}#${i}`)).to.equal(
+                groupOf(strategy, `${coLocated[1]!.id}#${i}`),
+              );
+          }
+          const total = groups.reduce((n, g) => n + g.members.length, 0);
+          expect(total).to.equal(vertices.reduce((n, x) => n + x.parallelism, 0));
+        }),
+        { seed: 2002, numRuns: 300 },
+      );
+    },
+  );
 });

@@ -111,14 +111,17 @@ describe('DefaultTaskModuleChecker', function () {
     );
   });
 
-  it('close() ends a check under way (it rejects with IllegalStateError) and resolves once its worker exited', async () => {
-    const closing = new DefaultTaskModuleChecker({ timeoutMs: 60_000 });
-    const check = closing.check([fixture('hangsOnLoad')]).catch((e: unknown) => e);
-    await eventually(() => closing.workersStarted === 1, 'the checker worker to start');
-    await closing.close();
-    expect(await check).to.be.instanceOf(IllegalStateError);
-    expect(await closing.check([fixture('ok')]).catch((e: unknown) => e)).to.be.instanceOf(IllegalStateError);
-  });
+  it(
+    'close() ends a check under way (it rejects with ' + 'IllegalStateError) and resolves once its worker exited',
+    async () => {
+      const closing = new DefaultTaskModuleChecker({ timeoutMs: 60_000 });
+      const check = closing.check([fixture('hangsOnLoad')]).catch((e: unknown) => e);
+      await eventually(() => closing.workersStarted === 1, 'the checker worker to start');
+      await closing.close();
+      expect(await check).to.be.instanceOf(IllegalStateError);
+      expect(await closing.check([fixture('ok')]).catch((e: unknown) => e)).to.be.instanceOf(IllegalStateError);
+    },
+  );
 
   it('in process mode loads modules in a child process: exit and throw are verdicts there too', async () => {
     const inProcess = new DefaultTaskModuleChecker({ mode: 'process', timeoutMs: 10_000 });

@@ -75,27 +75,30 @@ describe('ClusterMetrics', () => {
     };
   });
 
-  it("exposes Flink's slot, TaskManager and job gauges as Prometheus text, read from the overview on scrape", async () => {
-    const metrics = start();
-    metrics.onJobEvent(job, 'wordcount', { type: 'status', status: 'running', cause: null, timestamp: 400 });
-    const text = parsePrometheusText(await metrics.exposition());
-    expect(text.types.get('slotwise_jobmanager_taskSlotsTotal')).to.equal('gauge');
-    expect(text.value('slotwise_jobmanager_taskSlotsTotal')).to.equal(5);
-    expect(text.value('slotwise_jobmanager_taskSlotsAvailable')).to.equal(2);
-    expect(text.value('slotwise_jobmanager_numRegisteredTaskManagers')).to.equal(2);
-    expect(text.value('slotwise_jobmanager_numPendingTaskManagers')).to.equal(1);
-    expect(text.value('slotwise_jobmanager_numRunningJobs')).to.equal(1);
-    expect(text.value('slotwise_jobmanager_job_uptime', { job_id: job, job_name: 'wordcount' })).to.equal(600);
-    expect(text.value('slotwise_jobmanager_job_numRestarts', { job_id: job })).to.equal(0);
-    expect(text.value('slotwise_task_slots', { state: 'unavailable' })).to.equal(1);
-    expect(text.value('slotwise_slot_requests_pending', { reason: 'waiting-for-workers' })).to.equal(2);
-    expect(text.value('slotwise_slot_requests_pending', { reason: 'allocating' })).to.equal(1);
-    // A change shows at the next scrape.
-    overview = { ...overview, taskExecutors: overview.taskExecutors.slice(0, 1), pendingRequests: [] };
-    const later = parsePrometheusText(await metrics.exposition());
-    expect(later.value('slotwise_jobmanager_taskSlotsTotal')).to.equal(3);
-    expect(later.samples.filter((s) => s.name === 'slotwise_slot_requests_pending')).to.deep.equal([]);
-  });
+  it(
+    "exposes Flink's slot, TaskManager and job gauges " + 'as Prometheus text, read from the overview on scrape',
+    async () => {
+      const metrics = start();
+      metrics.onJobEvent(job, 'wordcount', { type: 'status', status: 'running', cause: null, timestamp: 400 });
+      const text = parsePrometheusText(await metrics.exposition());
+      expect(text.types.get('slotwise_jobmanager_taskSlotsTotal')).to.equal('gauge');
+      expect(text.value('slotwise_jobmanager_taskSlotsTotal')).to.equal(5);
+      expect(text.value('slotwise_jobmanager_taskSlotsAvailable')).to.equal(2);
+      expect(text.value('slotwise_jobmanager_numRegisteredTaskManagers')).to.equal(2);
+      expect(text.value('slotwise_jobmanager_numPendingTaskManagers')).to.equal(1);
+      expect(text.value('slotwise_jobmanager_numRunningJobs')).to.equal(1);
+      expect(text.value('slotwise_jobmanager_job_uptime', { job_id: job, job_name: 'wordcount' })).to.equal(600);
+      expect(text.value('slotwise_jobmanager_job_numRestarts', { job_id: job })).to.equal(0);
+      expect(text.value('slotwise_task_slots', { state: 'unavailable' })).to.equal(1);
+      expect(text.value('slotwise_slot_requests_pending', { reason: 'waiting-for-workers' })).to.equal(2);
+      expect(text.value('slotwise_slot_requests_pending', { reason: 'allocating' })).to.equal(1);
+      // A change shows at the next scrape.
+      overview = { ...overview, taskExecutors: overview.taskExecutors.slice(0, 1), pendingRequests: [] };
+      const later = parsePrometheusText(await metrics.exposition());
+      expect(later.value('slotwise_jobmanager_taskSlotsTotal')).to.equal(3);
+      expect(later.samples.filter((s) => s.name === 'slotwise_slot_requests_pending')).to.deep.equal([]);
+    },
+  );
 
   it('feeds the histograms and counters from job events, slot assignments and lost TaskExecutors', async () => {
     const metrics = start();

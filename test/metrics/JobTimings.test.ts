@@ -30,22 +30,25 @@ const task = (
 });
 
 describe('JobTimings (what the metrics keep of a job)', () => {
-  it('measures deploy latency (scheduled → running), wait time (deploying → running) and run time (running → end)', () => {
-    const t = new JobTimings();
-    expect(t.record(job, 'j', task('a', 'scheduled', 100, null))).to.equal(null);
-    expect(t.record(job, 'j', task('a', 'deploying', 130))).to.equal(null);
-    expect(t.record(job, 'j', task('a', 'initializing', 135))).to.equal(null);
-    expect(t.record(job, 'j', task('a', 'running', 150))).to.deep.equal({
-      resourceId: te,
-      deployLatencyMs: 50,
-      waitTimeMs: 20,
-    });
-    expect(t.record(job, 'j', task('a', 'finished', 400))).to.deep.equal({
-      resourceId: te,
-      ended: 'finished',
-      runTimeMs: 250,
-    });
-  });
+  it(
+    'measures deploy latency (scheduled → running), wait ' + 'time (deploying → running) and run time (running → end)',
+    () => {
+      const t = new JobTimings();
+      expect(t.record(job, 'j', task('a', 'scheduled', 100, null))).to.equal(null);
+      expect(t.record(job, 'j', task('a', 'deploying', 130))).to.equal(null);
+      expect(t.record(job, 'j', task('a', 'initializing', 135))).to.equal(null);
+      expect(t.record(job, 'j', task('a', 'running', 150))).to.deep.equal({
+        resourceId: te,
+        deployLatencyMs: 50,
+        waitTimeMs: 20,
+      });
+      expect(t.record(job, 'j', task('a', 'finished', 400))).to.deep.equal({
+        resourceId: te,
+        ended: 'finished',
+        runTimeMs: 250,
+      });
+    },
+  );
 
   it('keeps the first scheduling of an attempt that is scheduled again for another slot', () => {
     const t = new JobTimings();
@@ -60,19 +63,23 @@ describe('JobTimings (what the metrics keep of a job)', () => {
     expect(t.record(job, 'j', task('a', 'canceled', 120, null))).to.deep.equal({ resourceId: null, ended: 'canceled' });
   });
 
-  it("gives Flink's uptime: 0 before running, ms since running, 0 again while restarting, -1 once ended; and counts restarts", () => {
-    const t = new JobTimings();
-    t.record(job, 'j', status('created', 0));
-    expect(t.figures(job, 10)).to.deep.equal({ restarts: 0, uptimeMs: 0 });
-    t.record(job, 'j', status('running', 100));
-    expect(t.figures(job, 350)).to.deep.equal({ restarts: 0, uptimeMs: 250 });
-    t.record(job, 'j', status('restarting', 400));
-    expect(t.figures(job, 450)).to.deep.equal({ restarts: 1, uptimeMs: 0 });
-    t.record(job, 'j', status('running', 500));
-    expect(t.figures(job, 600)).to.deep.equal({ restarts: 1, uptimeMs: 100 });
-    t.record(job, 'j', status('finished', 700));
-    expect(t.figures(job, 800)).to.deep.equal({ restarts: 1, uptimeMs: NO_LONGER_RUNNING });
-  });
+  it(
+    "gives Flink's uptime: 0 before running, ms since running, " +
+      '0 again while restarting, -1 once ended; and counts restarts',
+    () => {
+      const t = new JobTimings();
+      t.record(job, 'j', status('created', 0));
+      expect(t.figures(job, 10)).to.deep.equal({ restarts: 0, uptimeMs: 0 });
+      t.record(job, 'j', status('running', 100));
+      expect(t.figures(job, 350)).to.deep.equal({ restarts: 0, uptimeMs: 250 });
+      t.record(job, 'j', status('restarting', 400));
+      expect(t.figures(job, 450)).to.deep.equal({ restarts: 1, uptimeMs: 0 });
+      t.record(job, 'j', status('running', 500));
+      expect(t.figures(job, 600)).to.deep.equal({ restarts: 1, uptimeMs: 100 });
+      t.record(job, 'j', status('finished', 700));
+      expect(t.figures(job, 800)).to.deep.equal({ restarts: 1, uptimeMs: NO_LONGER_RUNNING });
+    },
+  );
 
   it('forgets the jobs the Dispatcher no longer lists', () => {
     const t = new JobTimings();

@@ -68,7 +68,8 @@ exports.mochaHooks = {
       left = extra(baseline);
     }
     if (left.length === 0) return;
-    const message = `the tests left resources running ${GRACE_MS} ms after the last one: ${left.join(', ')}${origins()}`;
+    const running = left.join(', ');
+    const message = `the tests left resources running ${GRACE_MS} ms after the last one: ${running}${origins()}`;
     // A pending timer ends by itself (a deadline not yet due); a socket, port, worker or child does not.
     if (left.every((entry) => entry.endsWith('× Timeout'))) console.warn(`warning: ${message}`);
     else throw new Error(message);

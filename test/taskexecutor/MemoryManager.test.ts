@@ -280,18 +280,21 @@ describe('MemoryManager', () => {
       expect(mm.freePages).to.equal(8);
     });
 
-    it('refuses allocation from an attached view once the manager is shut down, and names unknown owners by token', () => {
-      const mm = MemoryManager.create(8 * PAGE, PAGE);
-      const other = MemoryManager.attach(mm.share());
-      other.allocatePages('task', 2);
-      const report = mm.shutdown();
-      expect(report.leakedPages).to.equal(2);
-      expect(report.owners).to.have.length(1);
-      expect(report.owners[0]!.owner).to.match(/^#\d+$/);
-      expect(other.isShutdown).to.equal(true);
-      expect(other.freePages).to.equal(8);
-      refused(() => other.allocatePages('task', 1), 'shut-down');
-    });
+    it(
+      'refuses allocation from an attached view once the ' + 'manager is shut down, and names unknown owners by token',
+      () => {
+        const mm = MemoryManager.create(8 * PAGE, PAGE);
+        const other = MemoryManager.attach(mm.share());
+        other.allocatePages('task', 2);
+        const report = mm.shutdown();
+        expect(report.leakedPages).to.equal(2);
+        expect(report.owners).to.have.length(1);
+        expect(report.owners[0]!.owner).to.match(/^#\d+$/);
+        expect(other.isShutdown).to.equal(true);
+        expect(other.freePages).to.equal(8);
+        refused(() => other.allocatePages('task', 1), 'shut-down');
+      },
+    );
 
     it('makes release after shutdown a no-op', () => {
       const mm = MemoryManager.create(8 * PAGE, PAGE);

@@ -141,14 +141,18 @@ describe('SlotTaskPool (real threads)', function () {
     expect((await pool.run(invocation('ok', { inputs: [5] }))).output).to.have.property('sum', 5);
   });
 
-  it('fails a task over its heap limit with "out-of-memory"; the thread is replaced and the pool runs the next task', async function () {
-    if (processWideHeapFlag) this.skip();
-    const error = await failsWith(pool.run(invocation('heapHog')), 'out-of-memory');
-    expect(error.details).to.include({ code: 'ERR_WORKER_OUT_OF_MEMORY', heapLimitMb: 64 });
-    expect(error.message).to.contain("thread's limit is 64 MB");
-    expect((await pool.run(invocation('ok', { inputs: [7] }))).output).to.have.property('sum', 7);
-    expect(pool.stats.threads).to.equal(1);
-  });
+  it(
+    'fails a task over its heap limit with "out-of-memory"; ' +
+      'the thread is replaced and the pool runs the next task',
+    async function () {
+      if (processWideHeapFlag) this.skip();
+      const error = await failsWith(pool.run(invocation('heapHog')), 'out-of-memory');
+      expect(error.details).to.include({ code: 'ERR_WORKER_OUT_OF_MEMORY', heapLimitMb: 64 });
+      expect(error.message).to.contain("thread's limit is 64 MB");
+      expect((await pool.run(invocation('ok', { inputs: [7] }))).output).to.have.property('sum', 7);
+      expect(pool.stats.threads).to.equal(1);
+    },
+  );
 
   it('fails a task that calls process.exit with "thread-exited"; the pool runs the next task', async () => {
     const error = await failsWith(pool.run(invocation('exits')), 'thread-exited');
@@ -204,27 +208,31 @@ describe('SlotTaskPool (real threads)', function () {
       await failsWith(running, 'canceled');
     });
 
-    it('cancels by ExecutionAttemptID as its signal would: a running run stops cooperatively, a queued one never runs, an unknown one is refused', async () => {
-      const spinning = invocation('spin', { config: { cooperative: true, checkEvery: 10_000 } });
-      const running = pool.run(spinning);
-      const queuedInvocation = invocation('ok');
-      const queued = pool.run(queuedInvocation);
-      // Its own log line (earlier tests logged the same words).
-      const id = spinning.context.executionAttemptId;
-      await eventually(
-        () => logs.some((e) => e.executionAttemptId === id && /spinning cooperatively/.test(e.message)),
-        'the spinning run to start',
-      );
-      expect(pool.cancel(queuedInvocation.context.executionAttemptId, 'job canceled')).to.equal(true);
-      expect((await failsWith(queued, 'canceled')).details).to.include({ stoppedBy: 'before-start' });
-      expect(pool.cancel(spinning.context.executionAttemptId, 'slot freed')).to.equal(true);
-      const error = await failsWith(running, 'canceled');
-      expect(error.details).to.include({ stoppedBy: 'cooperative' });
-      expect(error.message).to.contain('canceled (slot freed)');
-      // Settled: nothing left to cancel.
-      expect(pool.cancel(spinning.context.executionAttemptId, 'again')).to.equal(false);
-      expect(pool.stats.running + pool.stats.queued).to.equal(0);
-    });
+    it(
+      'cancels by ExecutionAttemptID as its signal would: a running run ' +
+        'stops cooperatively, a queued one never runs, an unknown one is refused',
+      async () => {
+        const spinning = invocation('spin', { config: { cooperative: true, checkEvery: 10_000 } });
+        const running = pool.run(spinning);
+        const queuedInvocation = invocation('ok');
+        const queued = pool.run(queuedInvocation);
+        // Its own log line (earlier tests logged the same words).
+        const id = spinning.context.executionAttemptId;
+        await eventually(
+          () => logs.some((e) => e.executionAttemptId === id && /spinning cooperatively/.test(e.message)),
+          'the spinning run to start',
+        );
+        expect(pool.cancel(queuedInvocation.context.executionAttemptId, 'job canceled')).to.equal(true);
+        expect((await failsWith(queued, 'canceled')).details).to.include({ stoppedBy: 'before-start' });
+        expect(pool.cancel(spinning.context.executionAttemptId, 'slot freed')).to.equal(true);
+        const error = await failsWith(running, 'canceled');
+        expect(error.details).to.include({ stoppedBy: 'cooperative' });
+        expect(error.message).to.contain('canceled (slot freed)');
+        // Settled: nothing left to cancel.
+        expect(pool.cancel(spinning.context.executionAttemptId, 'again')).to.equal(false);
+        expect(pool.stats.running + pool.stats.queued).to.equal(0);
+      },
+    );
   });
 
   it('fails a missing module, or one without a default export function, with "bad-module"', async () => {
@@ -261,40 +269,48 @@ describe('SlotTaskPool (real threads)', function () {
   describe('managed memory', () => {
     const PAGE = 4096;
 
-    it("shares the slot's pages: taken pages show in the slot's view while the task holds them; leftovers are released and counted", async () => {
-      const slotMemory = MemoryManager.create(16 * PAGE, PAGE);
-      const inv = invocation('memory', { memory: slotMemory.share(), config: { pages: 3, keep: true, holdMs: 200 } });
-      const run = pool.run(inv);
-      await logged(logs, /holding 3 pages/);
-      expect(slotMemory.freePages).to.equal(13);
-      // Another view's owner: the slot's view knows only its token.
-      expect(slotMemory.owners()).to.have.lengthOf(1);
-      expect(slotMemory.owners()[0]!.pages).to.equal(3);
-      expect(slotMemory.owners()[0]!.owner).to.match(/^#\d+$/);
+    it(
+      "shares the slot's pages: taken pages show in the slot's view " +
+        'while the task holds them; leftovers are released and counted',
+      async () => {
+        const slotMemory = MemoryManager.create(16 * PAGE, PAGE);
+        const inv = invocation('memory', { memory: slotMemory.share(), config: { pages: 3, keep: true, holdMs: 200 } });
+        const run = pool.run(inv);
+        await logged(logs, /holding 3 pages/);
+        expect(slotMemory.freePages).to.equal(13);
+        // Another view's owner: the slot's view knows only its token.
+        expect(slotMemory.owners()).to.have.lengthOf(1);
+        expect(slotMemory.owners()[0]!.pages).to.equal(3);
+        expect(slotMemory.owners()[0]!.owner).to.match(/^#\d+$/);
 
-      const { output, leakedPagesReleased } = await run;
-      expect(leakedPagesReleased).to.equal(3);
-      expect(output).to.include({ freeWhileHeld: 13 });
-      expect((output as { checksum: number }).checksum).to.be.above(0);
-      expect(slotMemory.freePages).to.equal(16);
-      expect(slotMemory.shutdown().leakedPages).to.equal(0);
-    });
+        const { output, leakedPagesReleased } = await run;
+        expect(leakedPagesReleased).to.equal(3);
+        expect(output).to.include({ freeWhileHeld: 13 });
+        expect((output as { checksum: number }).checksum).to.be.above(0);
+        expect(slotMemory.freePages).to.equal(16);
+        expect(slotMemory.shutdown().leakedPages).to.equal(0);
+      },
+    );
 
-    it('reports nothing left by a task that released its pages, and leaves the pages of a task that threw to the slot report', async () => {
-      const slotMemory = MemoryManager.create(8 * PAGE, PAGE);
-      const clean = await pool.run(invocation('memory', { memory: slotMemory.share(), config: { pages: 2 } }));
-      expect(clean.leakedPagesReleased).to.equal(0);
-      expect(slotMemory.freePages).to.equal(8);
+    it(
+      'reports nothing left by a task that released its pages, ' +
+        'and leaves the pages of a task that threw to the slot report',
+      async () => {
+        const slotMemory = MemoryManager.create(8 * PAGE, PAGE);
+        const clean = await pool.run(invocation('memory', { memory: slotMemory.share(), config: { pages: 2 } }));
+        expect(clean.leakedPagesReleased).to.equal(0);
+        expect(slotMemory.freePages).to.equal(8);
 
-      const error = await failsWith(
-        pool.run(invocation('memory', { memory: slotMemory.share(), config: { pages: 2, throwAfter: true } })),
-        'threw',
-      );
-      expect(error.details).to.include({ pagesLeft: 2 });
-      expect(slotMemory.freePages).to.equal(6);
-      const report = slotMemory.shutdown();
-      expect(report.leakedPages).to.equal(2);
-    });
+        const error = await failsWith(
+          pool.run(invocation('memory', { memory: slotMemory.share(), config: { pages: 2, throwAfter: true } })),
+          'threw',
+        );
+        expect(error.details).to.include({ pagesLeft: 2 });
+        expect(slotMemory.freePages).to.equal(6);
+        const report = slotMemory.shutdown();
+        expect(report.leakedPages).to.equal(2);
+      },
+    );
   });
 
   describe('heap limit probe', () => {
@@ -331,23 +347,29 @@ describe('SlotTaskPool (real threads)', function () {
   });
 
   // Last (mocha runs a suite's own tests before its nested suites): the counters after everything above.
-  it("keeps many outstanding runs apart (more than its first 64 started flags): each output and log line is its own run's", async () => {
-    const invocations = Array.from({ length: 150 }, (_, i) =>
-      invocation('ok', { inputs: [i, 1], vertexName: 'many', subtaskIndex: i }),
-    );
-    const runs = invocations.map((inv) => pool.run(inv, { signal: new AbortController().signal }));
-    const { running, queued } = pool.stats;
-    expect(running + queued).to.equal(150);
-    const results = await Promise.all(runs);
-    expect(results.map((r) => (r.output as { sum: number }).sum)).to.deep.equal(invocations.map((_, i) => i + 1));
-    for (const inv of invocations) {
-      const lines = logs.filter((e) => e.source === 'task' && e.executionAttemptId === inv.context.executionAttemptId);
-      expect(lines.map((e) => [e.message, e.subtaskIndex])).to.deep.equal([
-        ['summing 2 inputs', inv.context.subtaskIndex],
-      ]);
-    }
-    expect(pool.stats).to.include({ running: 0, queued: 0 });
-  });
+  it(
+    'keeps many outstanding runs apart (more than its first 64 ' +
+      "started flags): each output and log line is its own run's",
+    async () => {
+      const invocations = Array.from({ length: 150 }, (_, i) =>
+        invocation('ok', { inputs: [i, 1], vertexName: 'many', subtaskIndex: i }),
+      );
+      const runs = invocations.map((inv) => pool.run(inv, { signal: new AbortController().signal }));
+      const { running, queued } = pool.stats;
+      expect(running + queued).to.equal(150);
+      const results = await Promise.all(runs);
+      expect(results.map((r) => (r.output as { sum: number }).sum)).to.deep.equal(invocations.map((_, i) => i + 1));
+      for (const inv of invocations) {
+        const lines = logs.filter(
+          (e) => e.source === 'task' && e.executionAttemptId === inv.context.executionAttemptId,
+        );
+        expect(lines.map((e) => [e.message, e.subtaskIndex])).to.deep.equal([
+          ['summing 2 inputs', inv.context.subtaskIndex],
+        ]);
+      }
+      expect(pool.stats).to.include({ running: 0, queued: 0 });
+    },
+  );
 
   describe('stats', () => {
     it('counts what it ran, and never saw an unclaimed pool error', () => {
@@ -421,123 +443,137 @@ describe('SlotTaskPool batches (real threads)', function () {
     expect(pool.stats).to.include({ running: 0, queued: 0, poolErrors: 0 });
   });
 
-  it('settles each run of a batch as it ends: a fast run resolves while the slow one after it in the same batch still runs', async () => {
-    const before = pool.stats.batches;
-    const order: string[] = [];
-    const controller = new AbortController();
-    const fast = track(order, 'fast', pool.run(invocation('ok', { inputs: [1], vertexName: 'fast' })));
-    const slow = track(
-      order,
-      'slow',
-      pool.run(invocation('spin', { config: { cooperative: true, checkEvery: 10_000 }, vertexName: 'slow' }), {
-        signal: controller.signal,
-      }),
-    );
-    const third = track(order, 'third', pool.run(invocation('ok', { inputs: [3], vertexName: 'third' })));
-    // [fast, slow] and [third].
-    await new Promise(setImmediate); // the runs go out a microtask after they are submitted
-    expect(pool.stats.batches - before).to.equal(2);
-    expect((await fast).output).to.have.property('sum', 1);
-    await logged(logs, /spinning cooperatively/);
-    expect(order).to.deep.equal(['fast']);
-    expect(pool.stats).to.include({ running: 1, queued: 1 });
-    controller.abort('enough');
-    expect((await failsWith(slow, 'canceled')).details).to.include({ stoppedBy: 'cooperative' });
-    expect((await third).output).to.have.property('sum', 3);
-    expect(order).to.deep.equal(['fast', 'slow', 'third']);
-  });
-
-  it('tells each run when it starts: one at a time, in order, each before its own end, the second only after the first ended', async () => {
-    const completedBefore = pool.stats.completed;
-    const events: string[] = [];
-    /** Runs settled when each start was told. */
-    const settledAtStart: Record<string, number> = {};
-    const submit = (name: string, inv: TaskInvocation) => {
-      const started = () => {
-        events.push(`${name} started`);
-        settledAtStart[name] = pool.stats.completed - completedBefore;
-      };
-      const run = pool.run(inv, { listener: { started } });
-      run.then(
-        () => events.push(`${name} ended`),
-        () => events.push(`${name} ended`),
+  it(
+    'settles each run of a batch as it ends: a fast run resolves ' +
+      'while the slow one after it in the same batch still runs',
+    async () => {
+      const before = pool.stats.batches;
+      const order: string[] = [];
+      const controller = new AbortController();
+      const fast = track(order, 'fast', pool.run(invocation('ok', { inputs: [1], vertexName: 'fast' })));
+      const slow = track(
+        order,
+        'slow',
+        pool.run(invocation('spin', { config: { cooperative: true, checkEvery: 10_000 }, vertexName: 'slow' }), {
+          signal: controller.signal,
+        }),
       );
-      return run;
-    };
-    // One thread, two places: [slow, second] and [third].
-    const runs = [
-      submit('slow', invocation('sleep', { config: { ms: 150 }, vertexName: 'slow' })),
-      submit('second', invocation('ok', { inputs: [2], vertexName: 'second' })),
-      submit('third', invocation('ok', { inputs: [3], vertexName: 'third' })),
-    ];
-    await new Promise(setImmediate);
-    expect(events).to.deep.equal(['slow started']);
-    await Promise.all(runs);
-    await new Promise(setImmediate);
-    expect(events.filter((e) => e.endsWith('started'))).to.deep.equal([
-      'slow started',
-      'second started',
-      'third started',
-    ]);
-    for (const name of ['slow', 'second', 'third'])
-      expect(events.indexOf(`${name} started`)).to.be.below(events.indexOf(`${name} ended`));
-    expect(settledAtStart).to.deep.include({ slow: 0 });
-    expect(settledAtStart['second']).to.equal(1); // the slow one had ended
-    expect(settledAtStart['third']).to.be.at.least(1);
-  });
+      const third = track(order, 'third', pool.run(invocation('ok', { inputs: [3], vertexName: 'third' })));
+      // [fast, slow] and [third].
+      await new Promise(setImmediate); // the runs go out a microtask after they are submitted
+      expect(pool.stats.batches - before).to.equal(2);
+      expect((await fast).output).to.have.property('sum', 1);
+      await logged(logs, /spinning cooperatively/);
+      expect(order).to.deep.equal(['fast']);
+      expect(pool.stats).to.include({ running: 1, queued: 1 });
+      controller.abort('enough');
+      expect((await failsWith(slow, 'canceled')).details).to.include({ stoppedBy: 'cooperative' });
+      expect((await third).output).to.have.property('sum', 3);
+      expect(order).to.deep.equal(['fast', 'slow', 'third']);
+    },
+  );
 
-  it('cancels a run queued in a batch behind a running one without running it; the rest of the batch runs', async () => {
-    const blocker = new AbortController();
-    const queuedController = new AbortController();
-    const invocations = [
-      invocation('spin', { config: { cooperative: true, checkEvery: 10_000 }, vertexName: 'blocker' }),
-      invocation('ok', { inputs: [1], vertexName: 'skipped' }),
-      invocation('ok', { inputs: [2], vertexName: 'after-skipped' }),
-      invocation('ok', { inputs: [3], vertexName: 'next-batch' }),
-    ];
-    const before = pool.stats.batches;
-    const running = pool.run(invocations[0]!, { signal: blocker.signal });
-    const skipped = pool.run(invocations[1]!, { signal: queuedController.signal });
-    const others = [pool.run(invocations[2]!), pool.run(invocations[3]!)];
-    // [blocker, skipped] and [after-skipped, next-batch].
-    await new Promise(setImmediate); // the runs go out a microtask after they are submitted
-    expect(pool.stats.batches - before).to.equal(2);
-    await logged(logs, /spinning cooperatively/);
-    queuedController.abort('not needed');
-    const error = await failsWith(skipped, 'canceled');
-    expect(error.details).to.include({ stoppedBy: 'before-start' });
-    blocker.abort();
-    await failsWith(running, 'canceled');
-    expect((await Promise.all(others)).map((r) => (r.output as { sum: number }).sum)).to.deep.equal([2, 3]);
-    expect(linesOf(invocations[1]!)).to.have.lengthOf(0); // it never ran
-    expect(pool.stats).to.include({ running: 0, queued: 0 });
-  });
+  it(
+    'tells each run when it starts: one at a time, in order, each ' +
+      'before its own end, the second only after the first ended',
+    async () => {
+      const completedBefore = pool.stats.completed;
+      const events: string[] = [];
+      /** Runs settled when each start was told. */
+      const settledAtStart: Record<string, number> = {};
+      const submit = (name: string, inv: TaskInvocation) => {
+        const started = () => {
+          events.push(`${name} started`);
+          settledAtStart[name] = pool.stats.completed - completedBefore;
+        };
+        const run = pool.run(inv, { listener: { started } });
+        run.then(
+          () => events.push(`${name} ended`),
+          () => events.push(`${name} ended`),
+        );
+        return run;
+      };
+      // One thread, two places: [slow, second] and [third].
+      const runs = [
+        submit('slow', invocation('sleep', { config: { ms: 150 }, vertexName: 'slow' })),
+        submit('second', invocation('ok', { inputs: [2], vertexName: 'second' })),
+        submit('third', invocation('ok', { inputs: [3], vertexName: 'third' })),
+      ];
+      await new Promise(setImmediate);
+      expect(events).to.deep.equal(['slow started']);
+      await Promise.all(runs);
+      await new Promise(setImmediate);
+      expect(events.filter((e) => e.endsWith('started'))).to.deep.equal([
+        'slow started',
+        'second started',
+        'third started',
+      ]);
+      for (const name of ['slow', 'second', 'third'])
+        expect(events.indexOf(`${name} started`)).to.be.below(events.indexOf(`${name} ended`));
+      expect(settledAtStart).to.deep.include({ slow: 0 });
+      expect(settledAtStart['second']).to.equal(1); // the slow one had ended
+      expect(settledAtStart['third']).to.be.at.least(1);
+    },
+  );
 
-  it('re-queues the runs of a batch whose thread was terminated to stop one of them; they run once and finish', async () => {
-    const controller = new AbortController();
-    const invocations = [
-      invocation('spin', { config: { cooperative: false }, vertexName: 'stuck' }),
-      ...Array.from({ length: 5 }, (_, i) =>
-        invocation('ok', { inputs: [i + 1], vertexName: `requeued-${i}`, subtaskIndex: i }),
-      ),
-    ];
-    const before = pool.stats.batches;
-    const threadsBefore = pool.threadIds();
-    const stuck = pool.run(invocations[0]!, { signal: controller.signal });
-    const oks = invocations.slice(1).map((inv) => pool.run(inv));
-    // [stuck, requeued-0, requeued-1] and [requeued-2 … 4].
-    await new Promise(setImmediate); // the runs go out a microtask after they are submitted
-    expect(pool.stats.batches - before).to.equal(2);
-    await logged(logs, /spinning forever/);
-    controller.abort('slot freed');
-    const error = await failsWith(stuck, 'canceled');
-    expect(error.details).to.include({ stoppedBy: 'forced', graceMs: 300 });
-    expect((await Promise.all(oks)).map((r) => (r.output as { sum: number }).sum)).to.deep.equal([1, 2, 3, 4, 5]);
-    for (const inv of invocations.slice(1))
-      expect(linesOf(inv).map((e) => e.message)).to.deep.equal(['summing 1 inputs']);
-    expect(pool.threadIds()).to.not.deep.equal(threadsBefore); // the stuck run's thread was replaced
-    expect(pool.stats).to.include({ running: 0, queued: 0, poolErrors: 0 });
-  });
+  it(
+    'cancels a run queued in a batch behind a running ' + 'one without running it; the rest of the batch runs',
+    async () => {
+      const blocker = new AbortController();
+      const queuedController = new AbortController();
+      const invocations = [
+        invocation('spin', { config: { cooperative: true, checkEvery: 10_000 }, vertexName: 'blocker' }),
+        invocation('ok', { inputs: [1], vertexName: 'skipped' }),
+        invocation('ok', { inputs: [2], vertexName: 'after-skipped' }),
+        invocation('ok', { inputs: [3], vertexName: 'next-batch' }),
+      ];
+      const before = pool.stats.batches;
+      const running = pool.run(invocations[0]!, { signal: blocker.signal });
+      const skipped = pool.run(invocations[1]!, { signal: queuedController.signal });
+      const others = [pool.run(invocations[2]!), pool.run(invocations[3]!)];
+      // [blocker, skipped] and [after-skipped, next-batch].
+      await new Promise(setImmediate); // the runs go out a microtask after they are submitted
+      expect(pool.stats.batches - before).to.equal(2);
+      await logged(logs, /spinning cooperatively/);
+      queuedController.abort('not needed');
+      const error = await failsWith(skipped, 'canceled');
+      expect(error.details).to.include({ stoppedBy: 'before-start' });
+      blocker.abort();
+      await failsWith(running, 'canceled');
+      expect((await Promise.all(others)).map((r) => (r.output as { sum: number }).sum)).to.deep.equal([2, 3]);
+      expect(linesOf(invocations[1]!)).to.have.lengthOf(0); // it never ran
+      expect(pool.stats).to.include({ running: 0, queued: 0 });
+    },
+  );
+
+  it(
+    're-queues the runs of a batch whose thread was ' + 'terminated to stop one of them; they run once and finish',
+    async () => {
+      const controller = new AbortController();
+      const invocations = [
+        invocation('spin', { config: { cooperative: false }, vertexName: 'stuck' }),
+        ...Array.from({ length: 5 }, (_, i) =>
+          invocation('ok', { inputs: [i + 1], vertexName: `requeued-${i}`, subtaskIndex: i }),
+        ),
+      ];
+      const before = pool.stats.batches;
+      const threadsBefore = pool.threadIds();
+      const stuck = pool.run(invocations[0]!, { signal: controller.signal });
+      const oks = invocations.slice(1).map((inv) => pool.run(inv));
+      // [stuck, requeued-0, requeued-1] and [requeued-2 … 4].
+      await new Promise(setImmediate); // the runs go out a microtask after they are submitted
+      expect(pool.stats.batches - before).to.equal(2);
+      await logged(logs, /spinning forever/);
+      controller.abort('slot freed');
+      const error = await failsWith(stuck, 'canceled');
+      expect(error.details).to.include({ stoppedBy: 'forced', graceMs: 300 });
+      expect((await Promise.all(oks)).map((r) => (r.output as { sum: number }).sum)).to.deep.equal([1, 2, 3, 4, 5]);
+      for (const inv of invocations.slice(1))
+        expect(linesOf(inv).map((e) => e.message)).to.deep.equal(['summing 1 inputs']);
+      expect(pool.threadIds()).to.not.deep.equal(threadsBefore); // the stuck run's thread was replaced
+      expect(pool.stats).to.include({ running: 0, queued: 0, poolErrors: 0 });
+    },
+  );
 
   it('gives a thread-ending run its error and re-queues the runs after it in its batch', async () => {
     const invocations = [

@@ -40,7 +40,10 @@ function deferred<T>() {
 /** The ResourceManager of the fake gateway: its registrations are accepted under this id. */
 const RM_ID = ResourceManagerId.generate();
 
-/** `registration`: how the fake ResourceManager answers each registration in turn (then: accepted); a promise answers when it settles. */
+/**
+ * `registration`: how the fake ResourceManager answers each registration in turn (then: accepted); a promise answers
+ * when it settles.
+ */
 function harness(options: { registration?: Array<RegistrationResponse | Error | Promise<RegistrationResponse>> } = {}) {
   const clock = new SimulatedClock();
   const calls: Array<[string, ...unknown[]]> = [];
@@ -271,22 +274,26 @@ describe('TaskExecutor endpoint', () => {
       expect(h.te.isRegistered).to.equal(true);
     });
 
-    it('does not count its own stall against the ResourceManager: after a blocked event loop it gives it a fresh heartbeat.timeout', async () => {
-      const h = harness();
-      await h.started();
-      h.clock.stall(45_000); // its thread was blocked for 45 s: longer than heartbeat.timeout
-      await settle();
-      expect(h.calls.filter((c) => c[0] === 'registerTaskExecutor')).to.have.length(1);
-      expect(h.te.lifecycle).to.equal('registered');
-      await h.call(() => h.te.heartbeatFromResourceManager()); // the request that waited behind the stall
-      h.clock.increment(29_000);
-      await settle();
-      expect(h.te.lifecycle).to.equal('registered');
-      // A ResourceManager really silent for heartbeat.timeout while it looked is still lost.
-      h.clock.increment(1_000);
-      await settle();
-      expect(h.calls.filter((c) => c[0] === 'registerTaskExecutor')).to.have.length(2);
-    });
+    it(
+      'does not count its own stall against the ResourceManager: ' +
+        'after a blocked event loop it gives it a fresh heartbeat.timeout',
+      async () => {
+        const h = harness();
+        await h.started();
+        h.clock.stall(45_000); // its thread was blocked for 45 s: longer than heartbeat.timeout
+        await settle();
+        expect(h.calls.filter((c) => c[0] === 'registerTaskExecutor')).to.have.length(1);
+        expect(h.te.lifecycle).to.equal('registered');
+        await h.call(() => h.te.heartbeatFromResourceManager()); // the request that waited behind the stall
+        h.clock.increment(29_000);
+        await settle();
+        expect(h.te.lifecycle).to.equal('registered');
+        // A ResourceManager really silent for heartbeat.timeout while it looked is still lost.
+        h.clock.increment(1_000);
+        await settle();
+        expect(h.calls.filter((c) => c[0] === 'registerTaskExecutor')).to.have.length(2);
+      },
+    );
 
     it('handles a heartbeat request already queued behind its timeout before it registers again', async () => {
       const h = harness();
@@ -313,22 +320,26 @@ describe('TaskExecutor endpoint', () => {
       ...overrides,
     });
 
-    it('refuses a slot request while its first registration is pending, with IllegalStateError, and allocates nothing', async () => {
-      const h = harness({ registration: [{ kind: 'refused', reason: 'not yet' }] });
-      await h.started();
-      expect(h.te.lifecycle).to.equal('registering');
-      const error = await h.call(() => h.te.requestSlot(request())).catch((e: unknown) => e);
-      expect(error).to.be.instanceOf(IllegalStateError);
-      expect(error).to.have.nested.property('details.state', 'registering');
-      expect((error as Error).message).to.match(/is not connected to ResourceManager/);
-      expect(h.te.table.getAllocationIdsPerJob(jobId)).to.deep.equal([]);
-      expect(h.offers).to.deep.equal([]);
-      h.clock.increment(100); // registered now: the same request goes through
-      await settle();
-      await h.call(() => h.te.requestSlot(request()));
-      await settle();
-      expect(h.offers).to.have.length(1);
-    });
+    it(
+      'refuses a slot request while its first registration is ' +
+        'pending, with IllegalStateError, and allocates nothing',
+      async () => {
+        const h = harness({ registration: [{ kind: 'refused', reason: 'not yet' }] });
+        await h.started();
+        expect(h.te.lifecycle).to.equal('registering');
+        const error = await h.call(() => h.te.requestSlot(request())).catch((e: unknown) => e);
+        expect(error).to.be.instanceOf(IllegalStateError);
+        expect(error).to.have.nested.property('details.state', 'registering');
+        expect((error as Error).message).to.match(/is not connected to ResourceManager/);
+        expect(h.te.table.getAllocationIdsPerJob(jobId)).to.deep.equal([]);
+        expect(h.offers).to.deep.equal([]);
+        h.clock.increment(100); // registered now: the same request goes through
+        await settle();
+        await h.call(() => h.te.requestSlot(request()));
+        await settle();
+        expect(h.offers).to.have.length(1);
+      },
+    );
 
     it('refuses a slot request while it registers again, until the new registration is accepted', async () => {
       let accept!: (response: RegistrationResponse) => void;
@@ -384,14 +395,17 @@ describe('TaskExecutor endpoint', () => {
   });
 
   describe('slots (seed 004 steps 22–24)', () => {
-    it('allocates a requested slot, connects to the JobMaster at its address and offers it; accepted → active', async () => {
-      const h = harness();
-      await h.started();
-      const allocationId = await slotFor(h);
-      expect(h.calls).to.deep.include(['connectJobMaster', 'jobmaster@wordcount']);
-      expect(h.offers).to.deep.equal([[allocationId]]);
-      expect(h.te.table.getTaskSlot(allocationId)).to.include({ state: 'active', index: 0 });
-    });
+    it(
+      'allocates a requested slot, connects to the JobMaster ' + 'at its address and offers it; accepted → active',
+      async () => {
+        const h = harness();
+        await h.started();
+        const allocationId = await slotFor(h);
+        expect(h.calls).to.deep.include(['connectJobMaster', 'jobmaster@wordcount']);
+        expect(h.offers).to.deep.equal([[allocationId]]);
+        expect(h.te.table.getTaskSlot(allocationId)).to.include({ state: 'active', index: 0 });
+      },
+    );
 
     it('frees a slot the JobMaster rejects, or does not answer for, and tells the ResourceManager', async () => {
       const h = harness();
@@ -451,104 +465,119 @@ describe('TaskExecutor endpoint', () => {
   });
 
   describe('tasks', () => {
-    it("runs a submitted task on its slot's runner and reports initializing → running → finished with the output", async () => {
-      const h = harness();
-      await h.started();
-      const allocationId = await slotFor(h);
-      const tdd = descriptor(allocationId);
-      await h.call(() => h.te.submitTask(tdd));
-      await settle();
-      const run = h.runs.get(tdd.executionAttemptId)!;
-      expect(run.invocation).to.deep.include({ taskModule: '/tasks/tokenize.js', inputs: ['to be or not'] });
-      expect(run.invocation.context).to.include({ vertexName: 'tokenize', subtaskIndex: 0, allocationId });
-      expect(run.invocation.memory).to.have.property('totalPages', 8); // 1 mb / 2 slots / 64 kb pages
-      expect(h.calls).to.deep.include(['createTaskRunner', 'te-test/0', 128]); // 256 mb heap / 2 slots
-      run.result.resolve({ output: { to: 1, be: 1 } });
-      await settle();
-      expect(h.states.map((s) => s.state)).to.deep.equal(['initializing', 'running', 'finished']); // deploying is the JobMaster's own
-      expect(h.states[2]!.output).to.deep.equal({ to: 1, be: 1 });
-      expect(h.te.table.getTask(tdd.executionAttemptId)).to.equal(undefined);
-      expect(h.te.table.getTaskSlot(allocationId)!.state).to.equal('active');
-    });
+    it(
+      "runs a submitted task on its slot's runner and reports " + 'initializing → running → finished with the output',
+      async () => {
+        const h = harness();
+        await h.started();
+        const allocationId = await slotFor(h);
+        const tdd = descriptor(allocationId);
+        await h.call(() => h.te.submitTask(tdd));
+        await settle();
+        const run = h.runs.get(tdd.executionAttemptId)!;
+        expect(run.invocation).to.deep.include({ taskModule: '/tasks/tokenize.js', inputs: ['to be or not'] });
+        expect(run.invocation.context).to.include({ vertexName: 'tokenize', subtaskIndex: 0, allocationId });
+        expect(run.invocation.memory).to.have.property('totalPages', 8); // 1 mb / 2 slots / 64 kb pages
+        expect(h.calls).to.deep.include(['createTaskRunner', 'te-test/0', 128]); // 256 mb heap / 2 slots
+        run.result.resolve({ output: { to: 1, be: 1 } });
+        await settle();
+        // deploying is the JobMaster's own
+        expect(h.states.map((s) => s.state)).to.deep.equal(['initializing', 'running', 'finished']);
+        expect(h.states[2]!.output).to.deep.equal({ to: 1, be: 1 });
+        expect(h.te.table.getTask(tdd.executionAttemptId)).to.equal(undefined);
+        expect(h.te.table.getTaskSlot(allocationId)!.state).to.equal('active');
+      },
+    );
 
-    it('reports running only once the slot runner says the attempt started (it may wait behind others), and not after it ended', async () => {
-      const h = harness();
-      h.runner.startsAtOnce = false;
-      await h.started();
-      const allocationId = await slotFor(h);
-      const [a, b] = [
-        descriptor(allocationId),
-        descriptor(allocationId, {
+    it(
+      'reports running only once the slot runner says the attempt ' +
+        'started (it may wait behind others), and not after it ended',
+      async () => {
+        const h = harness();
+        h.runner.startsAtOnce = false;
+        await h.started();
+        const allocationId = await slotFor(h);
+        const [a, b] = [
+          descriptor(allocationId),
+          descriptor(allocationId, {
+            executionAttemptId: ExecutionAttemptID.generate({ vertex: 'tokenize', subtask: 1, attempt: 0 }),
+            subtaskIndex: 1,
+          }),
+        ];
+        await h.call(() => h.te.submitTasks([a, b]));
+        await settle();
+        const states = () =>
+          h.states.map((s) => `${s.executionAttemptId === a.executionAttemptId ? 'a' : 'b'}:${s.state}`);
+        expect(states()).to.deep.equal(['a:initializing', 'b:initializing']);
+        h.runs.get(a.executionAttemptId)!.start();
+        await settle();
+        expect(states()).to.deep.equal(['a:initializing', 'b:initializing', 'a:running']);
+        h.runs.get(a.executionAttemptId)!.result.resolve({ output: 1 });
+        await settle();
+        h.runs.get(b.executionAttemptId)!.start();
+        h.runs.get(a.executionAttemptId)!.start(); // a late, repeated notice changes nothing
+        await settle();
+        expect(states()).to.deep.equal(['a:initializing', 'b:initializing', 'a:running', 'a:finished', 'b:running']);
+      },
+    );
+
+    it(
+      'submitTasks accepts or refuses each descriptor as ' + 'submitTask would, in order, and runs the accepted ones',
+      async () => {
+        const h = harness();
+        await h.started();
+        const allocationId = await slotFor(h);
+        const ok = descriptor(allocationId);
+        const unknownSlot = descriptor(AllocationID.generate());
+        const duplicate = { ...ok };
+        const outcomes = await h.call(() => h.te.submitTasks([ok, unknownSlot, duplicate]));
+        expect(outcomes[0]).to.equal(null);
+        expect(outcomes[1]).to.include({ _tag: 'SlotNotFoundError' });
+        expect(outcomes[2]).to.include({ _tag: 'DuplicateTaskError' });
+        await settle();
+        expect([...h.runs.keys()]).to.deep.equal([ok.executionAttemptId]);
+        const notAnArray = await h.call(() => h.te.submitTasks(ok as never)).catch((e: unknown) => e);
+        expect(notAnArray)
+          .to.be.instanceOf(IllegalArgumentError)
+          .and.to.have.property('message')
+          .that.matches(/descriptors must be an array/);
+      },
+    );
+
+    it(
+      'sends the states of one turn as one updateTaskExecutionStates ' +
+        "call, in order, and a task's end before its freed slot",
+      async () => {
+        const h = harness();
+        await h.started();
+        const allocationId = await slotFor(h);
+        const a = descriptor(allocationId);
+        const b = descriptor(allocationId, {
           executionAttemptId: ExecutionAttemptID.generate({ vertex: 'tokenize', subtask: 1, attempt: 0 }),
           subtaskIndex: 1,
-        }),
-      ];
-      await h.call(() => h.te.submitTasks([a, b]));
-      await settle();
-      const states = () =>
-        h.states.map((s) => `${s.executionAttemptId === a.executionAttemptId ? 'a' : 'b'}:${s.state}`);
-      expect(states()).to.deep.equal(['a:initializing', 'b:initializing']);
-      h.runs.get(a.executionAttemptId)!.start();
-      await settle();
-      expect(states()).to.deep.equal(['a:initializing', 'b:initializing', 'a:running']);
-      h.runs.get(a.executionAttemptId)!.result.resolve({ output: 1 });
-      await settle();
-      h.runs.get(b.executionAttemptId)!.start();
-      h.runs.get(a.executionAttemptId)!.start(); // a late, repeated notice changes nothing
-      await settle();
-      expect(states()).to.deep.equal(['a:initializing', 'b:initializing', 'a:running', 'a:finished', 'b:running']);
-    });
-
-    it('submitTasks accepts or refuses each descriptor as submitTask would, in order, and runs the accepted ones', async () => {
-      const h = harness();
-      await h.started();
-      const allocationId = await slotFor(h);
-      const ok = descriptor(allocationId);
-      const unknownSlot = descriptor(AllocationID.generate());
-      const duplicate = { ...ok };
-      const outcomes = await h.call(() => h.te.submitTasks([ok, unknownSlot, duplicate]));
-      expect(outcomes[0]).to.equal(null);
-      expect(outcomes[1]).to.include({ _tag: 'SlotNotFoundError' });
-      expect(outcomes[2]).to.include({ _tag: 'DuplicateTaskError' });
-      await settle();
-      expect([...h.runs.keys()]).to.deep.equal([ok.executionAttemptId]);
-      const notAnArray = await h.call(() => h.te.submitTasks(ok as never)).catch((e: unknown) => e);
-      expect(notAnArray)
-        .to.be.instanceOf(IllegalArgumentError)
-        .and.to.have.property('message')
-        .that.matches(/descriptors must be an array/);
-    });
-
-    it("sends the states of one turn as one updateTaskExecutionStates call, in order, and a task's end before its freed slot", async () => {
-      const h = harness();
-      await h.started();
-      const allocationId = await slotFor(h);
-      const a = descriptor(allocationId);
-      const b = descriptor(allocationId, {
-        executionAttemptId: ExecutionAttemptID.generate({ vertex: 'tokenize', subtask: 1, attempt: 0 }),
-        subtaskIndex: 1,
-      });
-      h.batches.length = 0;
-      await Promise.all([h.call(() => h.te.submitTask(a)), h.call(() => h.te.submitTask(b))]);
-      await settle();
-      expect(h.batches).to.deep.equal([4]);
-      // Each task's own states in order (its start notice comes from its runner, after both were handed over).
-      expect(
-        h.states.map((s) => `${s.executionAttemptId === a.executionAttemptId ? 'a' : 'b'}:${s.state}`),
-      ).to.deep.equal(['a:initializing', 'b:initializing', 'a:running', 'b:running']);
-      h.runs.get(a.executionAttemptId)!.result.resolve({ output: 1 });
-      await settle();
-      expect(h.batches).to.deep.equal([4, 1]);
-      expect(h.states.at(-1)).to.include({ executionAttemptId: a.executionAttemptId, state: 'finished', output: 1 });
-      // Freeing the slot cancels b: its 'canceled' must reach the JobMaster before notifySlotFreed.
-      const before = h.states.length;
-      await h.call(() => h.te.freeSlot(allocationId, 'job canceled'));
-      await settle();
-      expect(
-        h.states.slice(before).map((s) => `${s.executionAttemptId === b.executionAttemptId ? 'b' : 'a'}:${s.state}`),
-      ).to.deep.equal(['b:canceled']);
-      expect(h.statesAtSlotFreed).to.deep.equal([before + 1]);
-    });
+        });
+        h.batches.length = 0;
+        await Promise.all([h.call(() => h.te.submitTask(a)), h.call(() => h.te.submitTask(b))]);
+        await settle();
+        expect(h.batches).to.deep.equal([4]);
+        // Each task's own states in order (its start notice comes from its runner, after both were handed over).
+        expect(
+          h.states.map((s) => `${s.executionAttemptId === a.executionAttemptId ? 'a' : 'b'}:${s.state}`),
+        ).to.deep.equal(['a:initializing', 'b:initializing', 'a:running', 'b:running']);
+        h.runs.get(a.executionAttemptId)!.result.resolve({ output: 1 });
+        await settle();
+        expect(h.batches).to.deep.equal([4, 1]);
+        expect(h.states.at(-1)).to.include({ executionAttemptId: a.executionAttemptId, state: 'finished', output: 1 });
+        // Freeing the slot cancels b: its 'canceled' must reach the JobMaster before notifySlotFreed.
+        const before = h.states.length;
+        await h.call(() => h.te.freeSlot(allocationId, 'job canceled'));
+        await settle();
+        expect(
+          h.states.slice(before).map((s) => `${s.executionAttemptId === b.executionAttemptId ? 'b' : 'a'}:${s.state}`),
+        ).to.deep.equal(['b:canceled']);
+        expect(h.statesAtSlotFreed).to.deep.equal([before + 1]);
+      },
+    );
 
     it('reports a task that fails with its serialized error, and keeps the slot', async () => {
       const h = harness();
@@ -598,34 +627,40 @@ describe('TaskExecutor endpoint', () => {
       expect(h.states.at(-1)!.state).to.equal('canceled');
     });
 
-    it('freeing a slot with a running task cancels the task, then frees the slot and tells the ResourceManager', async () => {
-      const h = harness();
-      await h.started();
-      const allocationId = await slotFor(h);
-      const tdd = descriptor(allocationId);
-      await h.call(() => h.te.submitTask(tdd));
-      await settle();
-      await h.call(() => h.te.freeSlot(allocationId, 'job canceled'));
-      await settle();
-      expect(h.states.at(-1)!.state).to.equal('canceled');
-      expect(h.te.table.getTaskSlot(allocationId)).to.equal(undefined);
-      expect(h.calls).to.deep.include(['notifySlotAvailable', allocationId]);
-      expect(h.calls).to.deep.include(['runner.close']);
-    });
+    it(
+      'freeing a slot with a running task cancels the task, ' + 'then frees the slot and tells the ResourceManager',
+      async () => {
+        const h = harness();
+        await h.started();
+        const allocationId = await slotFor(h);
+        const tdd = descriptor(allocationId);
+        await h.call(() => h.te.submitTask(tdd));
+        await settle();
+        await h.call(() => h.te.freeSlot(allocationId, 'job canceled'));
+        await settle();
+        expect(h.states.at(-1)!.state).to.equal('canceled');
+        expect(h.te.table.getTaskSlot(allocationId)).to.equal(undefined);
+        expect(h.calls).to.deep.include(['notifySlotAvailable', allocationId]);
+        expect(h.calls).to.deep.include(['runner.close']);
+      },
+    );
 
-    it('shuts down gracefully: running tasks canceled, slots freed, the ResourceManager told, then it stops', async () => {
-      const h = harness();
-      await h.started();
-      const allocationId = await slotFor(h);
-      const tdd = descriptor(allocationId);
-      await h.call(() => h.te.submitTask(tdd));
-      await settle();
-      await h.call(() => h.te.shutdown('released: idle'));
-      await settle();
-      expect(h.states.at(-1)!.state).to.equal('canceled');
-      expect(h.calls).to.deep.include(['disconnectTaskExecutor', 'released: idle']);
-      expect(h.terminated).to.deep.equal([[0, 'released: idle']]);
-      expect(h.te.table.state).to.equal('closed');
-    });
+    it(
+      'shuts down gracefully: running tasks canceled, ' + 'slots freed, the ResourceManager told, then it stops',
+      async () => {
+        const h = harness();
+        await h.started();
+        const allocationId = await slotFor(h);
+        const tdd = descriptor(allocationId);
+        await h.call(() => h.te.submitTask(tdd));
+        await settle();
+        await h.call(() => h.te.shutdown('released: idle'));
+        await settle();
+        expect(h.states.at(-1)!.state).to.equal('canceled');
+        expect(h.calls).to.deep.include(['disconnectTaskExecutor', 'released: idle']);
+        expect(h.terminated).to.deep.equal([[0, 'released: idle']]);
+        expect(h.te.table.state).to.equal('closed');
+      },
+    );
   });
 });

@@ -413,7 +413,8 @@ function acceptedNoOp(event: ModelEvent, before: TableView, value: unknown, memo
       if (slot?.state === 'releasing' && value === false) return 'a releasing slot cannot be deactivated: false';
       return undefined;
     case 'FREE_SLOT': {
-      // The same closing as an earlier freeSlot, when there was one (a slot released by closeAsync has none to compare).
+      // The same closing as an earlier freeSlot, when there was one (a slot released by closeAsync has none to
+      // compare).
       const result = value as FreeSlotResult;
       const earlier = memory.releasing.get(event.allocation);
       return slot?.state === 'releasing' &&
@@ -520,7 +521,8 @@ class Walk {
       if (serializeView(after) !== serializeView(before)) {
         if (outcome.kind === 'refused')
           fail(
-            `the machine accepted ${what}, so must the class, but it threw ${outcome.error._tag}: ${outcome.error.message}`,
+            `the machine accepted ${what}, so must the class, ` +
+              `but it threw ${outcome.error._tag}: ${outcome.error.message}`,
           );
         checkSuccess(event, after, outcome.value);
       } else if (accepted === false && event.type !== 'CLOSE') {
@@ -532,7 +534,8 @@ class Walk {
         // in the class whatever the machine does): one of Flink's accepted no-ops, never an error.
         if (outcome.kind === 'refused')
           fail(
-            `the machine took ${what} without a visible change, so the class must accept it, but it threw ${outcome.error._tag}: ${outcome.error.message}`,
+            `the machine took ${what} without a visible change, so the class must accept it, ` +
+              `but it threw ${outcome.error._tag}: ${outcome.error.message}`,
           );
         if (acceptedNoOp(event, before, outcome.value, this.#memory) === undefined)
           fail(`${what} is not an accepted no-op here; it returned ${String(outcome.value)}`);
@@ -717,11 +720,16 @@ describe('TaskSlotTable, model-based against the taskSlotTable machine', () => {
     expect(views.some((v) => v.slots.some((s) => s.job === 'J2'))).to.equal(true);
   });
 
-  it('walks every transition of the model, accepted or refused, on TaskSlotTables: their answers are the machine’s', async function () {
-    this.timeout(30_000);
-    const { edges } = await coverEveryEdge(adjacency, shortestPaths);
-    expect(edges).to.equal(Object.values(adjacency).reduce((n, entry) => n + Object.keys(entry.transitions).length, 0));
-  });
+  it(
+    'walks every transition of the model, accepted or refused, ' + 'on TaskSlotTables: their answers are the machine’s',
+    async function () {
+      this.timeout(30_000);
+      const { edges } = await coverEveryEdge(adjacency, shortestPaths);
+      expect(edges).to.equal(
+        Object.values(adjacency).reduce((n, entry) => n + Object.keys(entry.transitions).length, 0),
+      );
+    },
+  );
 
   it('closeAsync on a created table closes it at once (Flink: CREATED → CLOSED)', async () => {
     const table = newTable();

@@ -53,31 +53,35 @@ describe('TaskSlotTable', () => {
       expect(table.state).to.equal('created');
     });
 
-    it('rounds the default slot down, so that every static slot fits: 2 cores over 3, 1 core over 6, 2 gpu over 3', () => {
-      for (const [total, slots, expected] of [
-        [profile(2), 3, profile(0.66666666)],
-        [profile(1), 6, profile(0.16666666)],
-        [profile(3, 0, 0, { gpu: 2 }), 3, profile(1, 0, 0, { gpu: 0.66666666 })],
-      ] as const) {
-        const { table } = startedTable({ totalResourceProfile: total, numberSlots: slots });
-        expect(table.defaultSlotResourceProfile.equals(expected), table.defaultSlotResourceProfile.toString()).to.equal(
-          true,
-        );
-        const jobId = JobID.generate();
-        for (let index = 0; index < slots; index++) {
+    it(
+      'rounds the default slot down, so that every static ' + 'slot fits: 2 cores over 3, 1 core over 6, 2 gpu over 3',
+      () => {
+        for (const [total, slots, expected] of [
+          [profile(2), 3, profile(0.66666666)],
+          [profile(1), 6, profile(0.16666666)],
+          [profile(3, 0, 0, { gpu: 2 }), 3, profile(1, 0, 0, { gpu: 0.66666666 })],
+        ] as const) {
+          const { table } = startedTable({ totalResourceProfile: total, numberSlots: slots });
           expect(
-            table.allocateSlot({
-              index,
-              jobId,
-              allocationId: AllocationID.generate(),
-              resourceProfile: ResourceProfile.UNKNOWN,
-            }),
-            `static slot ${index} of ${slots}`,
+            table.defaultSlotResourceProfile.equals(expected),
+            table.defaultSlotResourceProfile.toString(),
           ).to.equal(true);
+          const jobId = JobID.generate();
+          for (let index = 0; index < slots; index++) {
+            expect(
+              table.allocateSlot({
+                index,
+                jobId,
+                allocationId: AllocationID.generate(),
+                resourceProfile: ResourceProfile.UNKNOWN,
+              }),
+              `static slot ${index} of ${slots}`,
+            ).to.equal(true);
+          }
+          expect(table.describe().slots).to.have.length(slots);
         }
-        expect(table.describe().slots).to.have.length(slots);
-      }
-    });
+      },
+    );
 
     it('refuses an UNKNOWN total, a negative slot count, a zero timeout and a bad page size', () => {
       expect(() => new TaskSlotTable({ totalResourceProfile: ResourceProfile.UNKNOWN })).to.throw(
@@ -105,29 +109,32 @@ describe('TaskSlotTable', () => {
   });
 
   describe('state', () => {
-    it('refuses slot operations before start and after close with IllegalStateError naming the allowed states', async () => {
-      const table = new TaskSlotTable({ totalResourceProfile: profile(1), numberSlots: 1 });
-      const request = {
-        index: 0,
-        jobId: JobID.generate(),
-        allocationId: AllocationID.generate(),
-        resourceProfile: ResourceProfile.UNKNOWN,
-      };
-      const error = expectRefusal(
-        table,
-        () => table.allocateSlot(request),
-        IllegalStateError,
-        'wrong-state',
-        /allocateSlot is not allowed while the table is created \(allowed: running\)/,
-      );
-      expect(error.details).to.include({ state: 'created' });
-      table.start();
-      expectRefusal(table, () => table.start(), IllegalStateError);
-      await table.closeAsync();
-      expect(table.state).to.equal('closed');
-      expectRefusal(table, () => table.allocateSlot(request), IllegalStateError);
-      expectRefusal(table, () => table.addTask(fakeTask(request.jobId, request.allocationId)), IllegalStateError);
-    });
+    it(
+      'refuses slot operations before start and after close ' + 'with IllegalStateError naming the allowed states',
+      async () => {
+        const table = new TaskSlotTable({ totalResourceProfile: profile(1), numberSlots: 1 });
+        const request = {
+          index: 0,
+          jobId: JobID.generate(),
+          allocationId: AllocationID.generate(),
+          resourceProfile: ResourceProfile.UNKNOWN,
+        };
+        const error = expectRefusal(
+          table,
+          () => table.allocateSlot(request),
+          IllegalStateError,
+          'wrong-state',
+          /allocateSlot is not allowed while the table is created \(allowed: running\)/,
+        );
+        expect(error.details).to.include({ state: 'created' });
+        table.start();
+        expectRefusal(table, () => table.start(), IllegalStateError);
+        await table.closeAsync();
+        expect(table.state).to.equal('closed');
+        expectRefusal(table, () => table.allocateSlot(request), IllegalStateError);
+        expectRefusal(table, () => table.addTask(fakeTask(request.jobId, request.allocationId)), IllegalStateError);
+      },
+    );
   });
 
   describe('allocateSlot', () => {
@@ -297,22 +304,25 @@ describe('TaskSlotTable', () => {
   });
 
   describe('activation and slot timeouts', () => {
-    it('reports a slot left allocated past its timeout, with a ticket that stays valid until something changes', async () => {
-      const { table, clock, slotActions, jobId } = startedTable({ slotTimeout: '10 s' });
-      const allocationId = AllocationID.generate();
-      table.allocateSlot({ index: 0, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN });
-      clock.increment(9_999);
-      await flushMicrotasks();
-      expect(slotActions.calls).to.deep.equal([]);
-      clock.increment(1);
-      await flushMicrotasks();
-      expect(slotActions.calls).to.have.length(1);
-      const [, reported, ticket] = slotActions.calls[0] as [string, AllocationID, string];
-      expect(reported).to.equal(allocationId);
-      expect(table.isValidTimeout(allocationId, ticket)).to.equal(true);
-      // The slot is not freed by the table itself: that is the TaskExecutor's decision.
-      expect(table.getTaskSlot(allocationId)!.state).to.equal('allocated');
-    });
+    it(
+      'reports a slot left allocated past its timeout, with ' + 'a ticket that stays valid until something changes',
+      async () => {
+        const { table, clock, slotActions, jobId } = startedTable({ slotTimeout: '10 s' });
+        const allocationId = AllocationID.generate();
+        table.allocateSlot({ index: 0, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN });
+        clock.increment(9_999);
+        await flushMicrotasks();
+        expect(slotActions.calls).to.deep.equal([]);
+        clock.increment(1);
+        await flushMicrotasks();
+        expect(slotActions.calls).to.have.length(1);
+        const [, reported, ticket] = slotActions.calls[0] as [string, AllocationID, string];
+        expect(reported).to.equal(allocationId);
+        expect(table.isValidTimeout(allocationId, ticket)).to.equal(true);
+        // The slot is not freed by the table itself: that is the TaskExecutor's decision.
+        expect(table.getTaskSlot(allocationId)!.state).to.equal('allocated');
+      },
+    );
 
     it('activation cancels the timeout, and a report delivered before the activation becomes stale', async () => {
       const { table, clock, slotActions, jobId } = startedTable({ slotTimeout: 1000 });
@@ -433,48 +443,52 @@ describe('TaskSlotTable', () => {
       expect(table.getTasks(JobID.generate())).to.deep.equal([]);
     });
 
-    it('refuses a task for an unknown slot, an inactive slot, another job, or a repeated attempt — each with its own error', () => {
-      const { table, jobId, allocationId } = activeSlot();
-      const first = fakeTask(jobId, allocationId);
-      table.addTask(first);
-      const inactive = AllocationID.generate();
-      table.allocateSlot({ index: 1, jobId, allocationId: inactive, resourceProfile: ResourceProfile.UNKNOWN });
-      expectRefusal(
-        table,
-        () => table.addTask(fakeTask(jobId, AllocationID.generate())),
-        SlotNotFoundError,
-        'unknown-allocation',
-        /no slot with allocation/,
-      );
-      expectRefusal(
-        table,
-        () => table.addTask(fakeTask(jobId, inactive)),
-        SlotNotActiveError,
-        'slot-allocated',
-        /mark it active first/,
-      );
-      expectRefusal(
-        table,
-        () => table.addTask(fakeTask(JobID.generate(), allocationId)),
-        SlotOwnerMismatchError,
-        'job-mismatch',
-        /belongs to job/,
-      );
-      expectRefusal(
-        table,
-        () => table.addTask(fakeTask(jobId, allocationId, first.executionAttemptId)),
-        DuplicateTaskError,
-        'duplicate-execution-attempt',
-      );
-      table.markSlotActive(inactive);
-      expectRefusal(
-        table,
-        () => table.addTask(fakeTask(jobId, inactive, first.executionAttemptId)),
-        DuplicateTaskError,
-        undefined,
-        /already in this table/,
-      );
-    });
+    it(
+      'refuses a task for an unknown slot, an inactive slot, ' +
+        'another job, or a repeated attempt — each with its own error',
+      () => {
+        const { table, jobId, allocationId } = activeSlot();
+        const first = fakeTask(jobId, allocationId);
+        table.addTask(first);
+        const inactive = AllocationID.generate();
+        table.allocateSlot({ index: 1, jobId, allocationId: inactive, resourceProfile: ResourceProfile.UNKNOWN });
+        expectRefusal(
+          table,
+          () => table.addTask(fakeTask(jobId, AllocationID.generate())),
+          SlotNotFoundError,
+          'unknown-allocation',
+          /no slot with allocation/,
+        );
+        expectRefusal(
+          table,
+          () => table.addTask(fakeTask(jobId, inactive)),
+          SlotNotActiveError,
+          'slot-allocated',
+          /mark it active first/,
+        );
+        expectRefusal(
+          table,
+          () => table.addTask(fakeTask(JobID.generate(), allocationId)),
+          SlotOwnerMismatchError,
+          'job-mismatch',
+          /belongs to job/,
+        );
+        expectRefusal(
+          table,
+          () => table.addTask(fakeTask(jobId, allocationId, first.executionAttemptId)),
+          DuplicateTaskError,
+          'duplicate-execution-attempt',
+        );
+        table.markSlotActive(inactive);
+        expectRefusal(
+          table,
+          () => table.addTask(fakeTask(jobId, inactive, first.executionAttemptId)),
+          DuplicateTaskError,
+          undefined,
+          /already in this table/,
+        );
+      },
+    );
 
     it('refuses a task once its slot is releasing', () => {
       const { table, jobId, allocationId } = activeSlot();
@@ -502,119 +516,129 @@ describe('TaskSlotTable', () => {
       );
     });
 
-    it('sends an added or removed task to its slot alone, and through the table only when the slot is releasing', () => {
-      const events: Array<[string, string]> = [];
-      const { table, jobId } = startedTable({
-        inspect: (e) => {
-          if (e.type === '@xstate.event' && /TASK/.test(e.event.type))
-            events.push([e.actorRef === table.actor ? 'table' : 'slot', e.event.type]);
-        },
-      });
-      const allocationId = AllocationID.generate();
-      table.allocateSlot({ index: 0, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN });
-      table.markSlotActive(allocationId);
-      const a = fakeTask(jobId, allocationId);
-      const b = fakeTask(jobId, allocationId);
-      table.addTask(a);
-      table.addTask(b);
-      table.removeTask(a.executionAttemptId);
-      expect(events).to.deep.equal([
-        ['slot', 'ADD_TASK'],
-        ['slot', 'ADD_TASK'],
-        ['slot', 'REMOVE_TASK'],
-      ]);
-      events.length = 0;
-      table.freeSlot(allocationId);
-      table.removeTask(b.executionAttemptId);
-      // The table decides whether the slot leaves with its last task: here it does.
-      expect(events).to.deep.equal([
-        ['table', 'REMOVE_TASK'],
-        ['slot', 'REMOVE_TASK'],
-      ]);
-      expect(table.getTaskSlot(allocationId)).to.equal(undefined);
-      expect(table.isSlotFree(0)).to.equal(true);
-    });
+    it(
+      'sends an added or removed task to its slot alone, ' + 'and through the table only when the slot is releasing',
+      () => {
+        const events: Array<[string, string]> = [];
+        const { table, jobId } = startedTable({
+          inspect: (e) => {
+            if (e.type === '@xstate.event' && /TASK/.test(e.event.type))
+              events.push([e.actorRef === table.actor ? 'table' : 'slot', e.event.type]);
+          },
+        });
+        const allocationId = AllocationID.generate();
+        table.allocateSlot({ index: 0, jobId, allocationId, resourceProfile: ResourceProfile.UNKNOWN });
+        table.markSlotActive(allocationId);
+        const a = fakeTask(jobId, allocationId);
+        const b = fakeTask(jobId, allocationId);
+        table.addTask(a);
+        table.addTask(b);
+        table.removeTask(a.executionAttemptId);
+        expect(events).to.deep.equal([
+          ['slot', 'ADD_TASK'],
+          ['slot', 'ADD_TASK'],
+          ['slot', 'REMOVE_TASK'],
+        ]);
+        events.length = 0;
+        table.freeSlot(allocationId);
+        table.removeTask(b.executionAttemptId);
+        // The table decides whether the slot leaves with its last task: here it does.
+        expect(events).to.deep.equal([
+          ['table', 'REMOVE_TASK'],
+          ['slot', 'REMOVE_TASK'],
+        ]);
+        expect(table.getTaskSlot(allocationId)).to.equal(undefined);
+        expect(table.isSlotFree(0)).to.equal(true);
+      },
+    );
 
-    it('addTasks adds what addTask would add one by one, with one event per slot, and gives each refusal its own error while the rest go in', () => {
-      const events: Array<[string, string, number]> = [];
-      const { table, jobId } = startedTable({
-        numberSlots: 3,
-        inspect: (e) => {
-          if (e.type === '@xstate.event' && /TASK/.test(e.event.type)) {
-            const event = e.event as { type: string; tasks?: unknown[]; executionAttemptIds?: unknown[] };
-            events.push([
-              e.actorRef === table.actor ? 'table' : 'slot',
-              event.type,
-              (event.tasks ?? event.executionAttemptIds ?? [1]).length,
-            ]);
-          }
-        },
-      });
-      const [s0, s1, inactive] = [AllocationID.generate(), AllocationID.generate(), AllocationID.generate()];
-      table.allocateSlot({ index: 0, jobId, allocationId: s0, resourceProfile: ResourceProfile.UNKNOWN });
-      table.allocateSlot({ index: 1, jobId, allocationId: s1, resourceProfile: ResourceProfile.UNKNOWN });
-      table.allocateSlot({ index: 2, jobId, allocationId: inactive, resourceProfile: ResourceProfile.UNKNOWN });
-      table.markSlotActive(s0);
-      table.markSlotActive(s1);
-      const earlier = fakeTask(jobId, s1);
-      table.addTask(earlier);
-      events.length = 0;
-      const [a, b, c] = [fakeTask(jobId, s0), fakeTask(jobId, s0), fakeTask(jobId, s1)];
-      const errors = table.addTasks([
-        a,
-        fakeTask(jobId, inactive),
-        b,
-        fakeTask(jobId, s0, a.executionAttemptId), // the same attempt as one before it in this call
-        fakeTask(jobId, s0, earlier.executionAttemptId), // already in another slot
-        { ...fakeTask(jobId, s0), executionAttemptId: 'x' as ExecutionAttemptID },
-        c,
-      ]);
-      expect(errors.map((e) => e?.constructor.name)).to.deep.equal([
-        undefined,
-        'SlotNotActiveError',
-        undefined,
-        'DuplicateTaskError',
-        'DuplicateTaskError',
-        'IllegalArgumentError',
-        undefined,
-      ]);
-      expect(table.getTasks(jobId)).to.have.members([earlier, a, b, c]);
-      expect(events).to.deep.equal([
-        ['slot', 'ADD_TASKS', 2],
-        ['slot', 'ADD_TASK', 1],
-      ]);
-      events.length = 0;
-      // Removals: one event per slot; an unknown ID and a repeat are skipped.
-      expect(
-        table.removeTasksIfPresent([
-          a.executionAttemptId,
-          c.executionAttemptId,
-          b.executionAttemptId,
-          ExecutionAttemptID.generate(),
-          a.executionAttemptId,
-        ]),
-      ).to.deep.equal([a, c, b, undefined, undefined]);
-      expect(events).to.deep.equal([
-        ['slot', 'REMOVE_TASKS', 2],
-        ['slot', 'REMOVE_TASK', 1],
-      ]);
-      expect(table.getTasks(jobId)).to.deep.equal([earlier]);
-      expect(() => table.addTasks('nope' as never)).to.throw(IllegalArgumentError, /tasks must be an array/);
-    });
+    it(
+      'addTasks adds what addTask would add one by one, with one event ' +
+        'per slot, and gives each refusal its own error while the rest go in',
+      () => {
+        const events: Array<[string, string, number]> = [];
+        const { table, jobId } = startedTable({
+          numberSlots: 3,
+          inspect: (e) => {
+            if (e.type === '@xstate.event' && /TASK/.test(e.event.type)) {
+              const event = e.event as { type: string; tasks?: unknown[]; executionAttemptIds?: unknown[] };
+              events.push([
+                e.actorRef === table.actor ? 'table' : 'slot',
+                event.type,
+                (event.tasks ?? event.executionAttemptIds ?? [1]).length,
+              ]);
+            }
+          },
+        });
+        const [s0, s1, inactive] = [AllocationID.generate(), AllocationID.generate(), AllocationID.generate()];
+        table.allocateSlot({ index: 0, jobId, allocationId: s0, resourceProfile: ResourceProfile.UNKNOWN });
+        table.allocateSlot({ index: 1, jobId, allocationId: s1, resourceProfile: ResourceProfile.UNKNOWN });
+        table.allocateSlot({ index: 2, jobId, allocationId: inactive, resourceProfile: ResourceProfile.UNKNOWN });
+        table.markSlotActive(s0);
+        table.markSlotActive(s1);
+        const earlier = fakeTask(jobId, s1);
+        table.addTask(earlier);
+        events.length = 0;
+        const [a, b, c] = [fakeTask(jobId, s0), fakeTask(jobId, s0), fakeTask(jobId, s1)];
+        const errors = table.addTasks([
+          a,
+          fakeTask(jobId, inactive),
+          b,
+          fakeTask(jobId, s0, a.executionAttemptId), // the same attempt as one before it in this call
+          fakeTask(jobId, s0, earlier.executionAttemptId), // already in another slot
+          { ...fakeTask(jobId, s0), executionAttemptId: 'x' as ExecutionAttemptID },
+          c,
+        ]);
+        expect(errors.map((e) => e?.constructor.name)).to.deep.equal([
+          undefined,
+          'SlotNotActiveError',
+          undefined,
+          'DuplicateTaskError',
+          'DuplicateTaskError',
+          'IllegalArgumentError',
+          undefined,
+        ]);
+        expect(table.getTasks(jobId)).to.have.members([earlier, a, b, c]);
+        expect(events).to.deep.equal([
+          ['slot', 'ADD_TASKS', 2],
+          ['slot', 'ADD_TASK', 1],
+        ]);
+        events.length = 0;
+        // Removals: one event per slot; an unknown ID and a repeat are skipped.
+        expect(
+          table.removeTasksIfPresent([
+            a.executionAttemptId,
+            c.executionAttemptId,
+            b.executionAttemptId,
+            ExecutionAttemptID.generate(),
+            a.executionAttemptId,
+          ]),
+        ).to.deep.equal([a, c, b, undefined, undefined]);
+        expect(events).to.deep.equal([
+          ['slot', 'REMOVE_TASKS', 2],
+          ['slot', 'REMOVE_TASK', 1],
+        ]);
+        expect(table.getTasks(jobId)).to.deep.equal([earlier]);
+        expect(() => table.addTasks('nope' as never)).to.throw(IllegalArgumentError, /tasks must be an array/);
+      },
+    );
 
-    it('removeTasksIfPresent lets a releasing slot leave with its last task, as removing them one by one would', async () => {
-      const { table, jobId, allocationId } = activeSlot();
-      const [a, b] = [fakeTask(jobId, allocationId), fakeTask(jobId, allocationId)];
-      expect(table.addTasks([a, b])).to.deep.equal([undefined, undefined]);
-      table.freeSlot(allocationId);
-      expect(a.failed).to.have.length(1);
-      expect(table.getTaskSlot(allocationId)?.state).to.equal('releasing');
-      expect(table.removeTasksIfPresent([a.executionAttemptId, b.executionAttemptId])).to.deep.equal([a, b]);
-      expect(table.getTaskSlot(allocationId)).to.equal(undefined);
-      expect(table.isSlotFree(0)).to.equal(true);
-      await table.closeAsync();
-      expect(table.removeTasksIfPresent([a.executionAttemptId])).to.deep.equal([undefined]);
-    });
+    it(
+      'removeTasksIfPresent lets a releasing slot leave ' + 'with its last task, as removing them one by one would',
+      async () => {
+        const { table, jobId, allocationId } = activeSlot();
+        const [a, b] = [fakeTask(jobId, allocationId), fakeTask(jobId, allocationId)];
+        expect(table.addTasks([a, b])).to.deep.equal([undefined, undefined]);
+        table.freeSlot(allocationId);
+        expect(a.failed).to.have.length(1);
+        expect(table.getTaskSlot(allocationId)?.state).to.equal('releasing');
+        expect(table.removeTasksIfPresent([a.executionAttemptId, b.executionAttemptId])).to.deep.equal([a, b]);
+        expect(table.getTaskSlot(allocationId)).to.equal(undefined);
+        expect(table.isSlotFree(0)).to.equal(true);
+        await table.closeAsync();
+        expect(table.removeTasksIfPresent([a.executionAttemptId])).to.deep.equal([undefined]);
+      },
+    );
 
     it('removes a task and returns it; an unknown attempt is refused', () => {
       const { table, jobId, allocationId } = activeSlot();
@@ -630,16 +654,19 @@ describe('TaskSlotTable', () => {
       );
     });
 
-    it('removeTaskIfPresent removes a task it holds and ignores one it does not, also once the table is closed', async () => {
-      const { table, jobId, allocationId } = activeSlot();
-      const task = fakeTask(jobId, allocationId);
-      table.addTask(task);
-      expect(table.removeTaskIfPresent(task.executionAttemptId)).to.equal(task);
-      expect(table.getTask(task.executionAttemptId)).to.equal(undefined);
-      expect(table.removeTaskIfPresent(task.executionAttemptId)).to.equal(undefined);
-      await table.closeAsync();
-      expect(table.removeTaskIfPresent(task.executionAttemptId)).to.equal(undefined);
-    });
+    it(
+      'removeTaskIfPresent removes a task it holds and ' + 'ignores one it does not, also once the table is closed',
+      async () => {
+        const { table, jobId, allocationId } = activeSlot();
+        const task = fakeTask(jobId, allocationId);
+        table.addTask(task);
+        expect(table.removeTaskIfPresent(task.executionAttemptId)).to.equal(task);
+        expect(table.getTask(task.executionAttemptId)).to.equal(undefined);
+        expect(table.removeTaskIfPresent(task.executionAttemptId)).to.equal(undefined);
+        await table.closeAsync();
+        expect(table.removeTaskIfPresent(task.executionAttemptId)).to.equal(undefined);
+      },
+    );
   });
 
   describe('freeSlot', () => {

@@ -69,34 +69,41 @@ describe('TaskThreadReserve', () => {
     expect(reserve.stats).to.deep.equal({ started: 2, served: 0, bootedOnDemand: 0, spare: 2, inUse: 0 });
   });
 
-  it('with no spare wanted, loads nothing at start (a TaskExecutor’s start stays light) and boots a taken thread on demand', async () => {
-    const { reserve, pools, loads, bootAll } = setup(0);
-    reserve.start(128);
-    await bootAll();
-    expect(loads).to.deep.equal([]);
-    expect(pools).to.have.length(0);
-    reserve.take(128);
-    await bootAll();
-    expect(pools.map((p) => p.heapLimitMb)).to.deep.equal([128]);
-    expect(reserve.stats).to.deep.equal({ started: 1, served: 0, bootedOnDemand: 1, spare: 0, inUse: 1 });
-  });
+  it(
+    'with no spare wanted, loads nothing at start (a TaskExecutor’s ' +
+      'start stays light) and boots a taken thread on demand',
+    async () => {
+      const { reserve, pools, loads, bootAll } = setup(0);
+      reserve.start(128);
+      await bootAll();
+      expect(loads).to.deep.equal([]);
+      expect(pools).to.have.length(0);
+      reserve.take(128);
+      await bootAll();
+      expect(pools.map((p) => p.heapLimitMb)).to.deep.equal([128]);
+      expect(reserve.stats).to.deep.equal({ started: 1, served: 0, bootedOnDemand: 1, spare: 0, inUse: 1 });
+    },
+  );
 
-  it('hands a spare to a slot once, refills, and boots on demand only when no spare of that limit is there', async () => {
-    const { reserve, pools, bootAll } = setup(1);
-    reserve.start(128);
-    await bootAll();
-    const taken = reserve.take(128);
-    expect(taken).to.equal(pools[0]);
-    await bootAll();
-    // A new spare in its place; the taken one is never handed out again.
-    expect(pools).to.have.length(2);
-    const next = reserve.take(128);
-    expect(next).to.equal(pools[1]).and.not.equal(taken);
-    // Another heap limit has no spare: booted for it now.
-    const other = reserve.take(512) as unknown as TestingPool;
-    expect(other.heapLimitMb).to.equal(512);
-    expect(reserve.stats).to.include({ served: 2, bootedOnDemand: 1, inUse: 3 });
-  });
+  it(
+    'hands a spare to a slot once, refills, and boots ' + 'on demand only when no spare of that limit is there',
+    async () => {
+      const { reserve, pools, bootAll } = setup(1);
+      reserve.start(128);
+      await bootAll();
+      const taken = reserve.take(128);
+      expect(taken).to.equal(pools[0]);
+      await bootAll();
+      // A new spare in its place; the taken one is never handed out again.
+      expect(pools).to.have.length(2);
+      const next = reserve.take(128);
+      expect(next).to.equal(pools[1]).and.not.equal(taken);
+      // Another heap limit has no spare: booted for it now.
+      const other = reserve.take(512) as unknown as TestingPool;
+      expect(other.heapLimitMb).to.equal(512);
+      expect(reserve.stats).to.include({ served: 2, bootedOnDemand: 1, inUse: 3 });
+    },
+  );
 
   it('boots no more spares than slots could still be allocated: none while a job holds every slot', async () => {
     const { reserve, pools, bootAll } = setup(2);

@@ -90,26 +90,30 @@ describe('taskFailure (classifier)', () => {
       expect(isCanceledError(error)).to.equal(true);
     });
 
-    it('is a forced cancel when the only thread of a canceled run was terminated under it (whatever the error says)', () => {
-      const error = asTaskError(
-        classifyPoolFailure(
-          scope,
-          ctx,
-          failure(new Error('anything at all'), { cancelReason: 'stop', stoppedBy: 'forced', threadExitCode: 1 }),
-        ),
-        'canceled',
-      );
-      expect(error.details).to.include({ stoppedBy: 'forced' });
-      const noGrace = asTaskError(
-        classifyPoolFailure(
-          { ...scope, cancelGraceMs: 0 },
-          ctx,
-          failure(new PiscinaAbortError('x'), { cancelReason: 'stop', stoppedBy: 'forced' }),
-        ),
-        'canceled',
-      );
-      expect(noGrace.message).to.contain('after no grace');
-    });
+    it(
+      'is a forced cancel when the only thread of a canceled ' +
+        'run was terminated under it (whatever the error says)',
+      () => {
+        const error = asTaskError(
+          classifyPoolFailure(
+            scope,
+            ctx,
+            failure(new Error('anything at all'), { cancelReason: 'stop', stoppedBy: 'forced', threadExitCode: 1 }),
+          ),
+          'canceled',
+        );
+        expect(error.details).to.include({ stoppedBy: 'forced' });
+        const noGrace = asTaskError(
+          classifyPoolFailure(
+            { ...scope, cancelGraceMs: 0 },
+            ctx,
+            failure(new PiscinaAbortError('x'), { cancelReason: 'stop', stoppedBy: 'forced' }),
+          ),
+          'canceled',
+        );
+        expect(noGrace.message).to.contain('after no grace');
+      },
+    );
 
     it("is out-of-memory by Node's ERR_WORKER_OUT_OF_MEMORY code, before the exit that follows it", () => {
       const oom = Object.assign(new Error('Worker terminated due to reaching memory limit: JS heap out of memory'), {

@@ -199,8 +199,9 @@ function renderJobs(jobs, slotsByAllocation) {
                   { class: 'subtasks' },
                   ...vertex.subtasks.map((subtask) => {
                     const held = subtask.allocationId ? slotsByAllocation.get(subtask.allocationId) : undefined;
+                    const slot = held ? held.slot.slot : short(subtask.allocationId);
                     const where = subtask.resourceId
-                      ? ` @ ${short(subtask.resourceId.replace(/^taskexecutor-/, ''))} / ${held ? held.slot.slot : short(subtask.allocationId)}`
+                      ? ` @ ${short(subtask.resourceId.replace(/^taskexecutor-/, ''))} / ${slot}`
                       : '';
                     return h(
                       'span',
@@ -331,8 +332,11 @@ function renderActorList(actors, jobs) {
     return $('actor').replaceChildren(h('p', { class: 'empty' }, 'This cluster was started without inspection.'));
   }
   const jobOfActor = new Map(jobs.filter((job) => job.actorId).map((job) => [job.actorId, job.name]));
-  const label = (actor) =>
-    `${actor.name}${jobOfActor.has(actor.id) ? ` (${jobOfActor.get(actor.id)})` : ''} — ${stateText(actor.value)}${actor.status === 'active' ? '' : ` [${actor.status}]`}`;
+  const label = (actor) => {
+    const job = jobOfActor.has(actor.id) ? ` (${jobOfActor.get(actor.id)})` : '';
+    const status = actor.status === 'active' ? '' : ` [${actor.status}]`;
+    return `${actor.name}${job} — ${stateText(actor.value)}${status}`;
+  };
   const key = actors.map(label).join('\n');
   if (key === actorListKey) return;
   actorListKey = key;

@@ -53,7 +53,8 @@ export function checkResourceRequirement(value: unknown, argument: string, minim
   if (typeof value !== 'object' || value === null) {
     throw new IllegalArgumentError(
       'invalid-type',
-      `${argument} must be a ResourceRequirement { resourceProfile, numberOfRequiredSlots }, got ${describeValue(value)}`,
+      `${argument} must be a ResourceRequirement { resourceProfile, numberOfRequiredSlots }, ` +
+        `got ${describeValue(value)}`,
       { argument },
     );
   }

@@ -37,27 +37,31 @@ describe('FineGrainedSlotManager: placing slots', () => {
       expect(h.sm.overview().slots).to.deep.equal({ pending: 0, allocated: 1, inFlight: 0 });
     });
 
-    it("shows each executor's slot records in its overview: static ones in index order, free ones too, with state, job, allocation and profile", async () => {
-      const h = createSlotManager({ allocator: false });
-      const te1 = h.register();
-      const job = JobID.generate();
-      h.declare(job, [UNKNOWN, 1]);
-      await h.check();
-      const { allocationId } = te1.gateway.requestSlotCalls[0]!;
-      const [tm] = h.sm.overview().taskManagers;
-      const records = tm!.records;
-      expect(records.map((r) => [r.index, r.state, r.jobId, r.allocationId])).to.deep.equal([
-        [0, 'allocated', job, allocationId],
-        ...records.slice(1).map((_, i) => [i + 1, 'free', null, null]),
-      ]);
-      expect(records.length, 'every static slot').to.be.greaterThan(1);
-      for (const r of records)
-        expect(
-          ResourceProfile.fromJSON(r.profile).equals(
-            h.sm.tracker.getTaskManager(te1.resourceId)!.defaultSlotResourceProfile,
-          ),
-        ).to.equal(true);
-    });
+    it(
+      "shows each executor's slot records in its overview: static ones in " +
+        'index order, free ones too, with state, job, allocation and profile',
+      async () => {
+        const h = createSlotManager({ allocator: false });
+        const te1 = h.register();
+        const job = JobID.generate();
+        h.declare(job, [UNKNOWN, 1]);
+        await h.check();
+        const { allocationId } = te1.gateway.requestSlotCalls[0]!;
+        const [tm] = h.sm.overview().taskManagers;
+        const records = tm!.records;
+        expect(records.map((r) => [r.index, r.state, r.jobId, r.allocationId])).to.deep.equal([
+          [0, 'allocated', job, allocationId],
+          ...records.slice(1).map((_, i) => [i + 1, 'free', null, null]),
+        ]);
+        expect(records.length, 'every static slot').to.be.greaterThan(1);
+        for (const r of records)
+          expect(
+            ResourceProfile.fromJSON(r.profile).equals(
+              h.sm.tracker.getTaskManager(te1.resourceId)!.defaultSlotResourceProfile,
+            ),
+          ).to.equal(true);
+      },
+    );
 
     it('fills the first executor before the next one (first fit), one static slot per index', async () => {
       const h = createSlotManager({ allocator: false });
@@ -258,16 +262,20 @@ describe('FineGrainedSlotManager: placing slots', () => {
       expect(te1.gateway.requestSlotCalls).to.have.length(1);
     });
 
-    it('refuses a report from an unregistered executor with UnknownTaskExecutorError, and a malformed one with IllegalArgumentError', () => {
-      const h = createSlotManager({ allocator: false });
-      const te1 = h.register();
-      const stranger = h.register();
-      h.sm.unregisterTaskManager(stranger.resourceId, 'gone');
-      expect(() => h.sm.reportSlotStatus(stranger.resourceId, stranger.report()))
-        .to.throw(UnknownTaskExecutorError)
-        .with.property('reason', 'not-registered');
-      expect(() => h.sm.reportSlotStatus(te1.resourceId, stranger.report())).to.throw(IllegalArgumentError);
-    });
+    it(
+      'refuses a report from an unregistered executor with ' +
+        'UnknownTaskExecutorError, and a malformed one with IllegalArgumentError',
+      () => {
+        const h = createSlotManager({ allocator: false });
+        const te1 = h.register();
+        const stranger = h.register();
+        h.sm.unregisterTaskManager(stranger.resourceId, 'gone');
+        expect(() => h.sm.reportSlotStatus(stranger.resourceId, stranger.report()))
+          .to.throw(UnknownTaskExecutorError)
+          .with.property('reason', 'not-registered');
+        expect(() => h.sm.reportSlotStatus(te1.resourceId, stranger.report())).to.throw(IllegalArgumentError);
+      },
+    );
   });
 
   describe('executor lost mid-allocation', () => {
@@ -372,73 +380,85 @@ describe('FineGrainedSlotManager: placing slots', () => {
       });
     }
 
-    it('fails a waiting request whose AllocationID a slot report shows held by another job (duplicate-request), at the next check', async () => {
-      const h = createSlotManager({ allocator: false });
-      const [owner, other] = [JobID.generate(), JobID.generate()];
-      const [first, second] = [AllocationID.generate(), AllocationID.generate()];
-      const te = h.register({
-        allocated: [
-          { index: 0, jobId: owner, allocationId: first },
-          { index: 1, jobId: owner, allocationId: second },
-        ],
-      });
-      const requester = JobID.generate();
-      const allocationId = AllocationID.generate();
-      h.sm.requestSlot(requester, allocationId, UNKNOWN);
-      await h.check();
-      expect(h.sm.getPendingRequests().map((r) => r.kind === 'slot-request' && r.reason?.kind)).to.deep.equal([
-        'insufficient-resources',
-      ]);
-      // The executor freed `first` and shows the requested AllocationID in that slot, for another job.
-      h.sm.reportSlotStatus(
-        te.resourceId,
-        te.report([
-          { index: 0, jobId: other, allocationId },
-          { index: 1, jobId: owner, allocationId: second },
-        ]),
-      );
-      expect(h.listener.of('slotRequestFailed'), 'not before the check').to.deep.equal([]);
-      await h.check();
-      const [failed] = h.listener.of('slotRequestFailed');
-      expect([failed?.allocationId, failed?.error.reason]).to.deep.equal([allocationId, 'duplicate-request']);
-      expect(failed!.error.message).to.match(new RegExp(`is held by job ${JobID.short(other)} on ${te.resourceId}`));
-      expect(h.sm.getPendingRequests()).to.deep.equal([]);
-      expect(h.sm.tracker.getSlot(allocationId)?.jobId, 'the slot stays with the job the report names').to.equal(other);
-    });
+    it(
+      'fails a waiting request whose AllocationID a slot report shows ' +
+        'held by another job (duplicate-request), at the next check',
+      async () => {
+        const h = createSlotManager({ allocator: false });
+        const [owner, other] = [JobID.generate(), JobID.generate()];
+        const [first, second] = [AllocationID.generate(), AllocationID.generate()];
+        const te = h.register({
+          allocated: [
+            { index: 0, jobId: owner, allocationId: first },
+            { index: 1, jobId: owner, allocationId: second },
+          ],
+        });
+        const requester = JobID.generate();
+        const allocationId = AllocationID.generate();
+        h.sm.requestSlot(requester, allocationId, UNKNOWN);
+        await h.check();
+        expect(h.sm.getPendingRequests().map((r) => r.kind === 'slot-request' && r.reason?.kind)).to.deep.equal([
+          'insufficient-resources',
+        ]);
+        // The executor freed `first` and shows the requested AllocationID in that slot, for another job.
+        h.sm.reportSlotStatus(
+          te.resourceId,
+          te.report([
+            { index: 0, jobId: other, allocationId },
+            { index: 1, jobId: owner, allocationId: second },
+          ]),
+        );
+        expect(h.listener.of('slotRequestFailed'), 'not before the check').to.deep.equal([]);
+        await h.check();
+        const [failed] = h.listener.of('slotRequestFailed');
+        expect([failed?.allocationId, failed?.error.reason]).to.deep.equal([allocationId, 'duplicate-request']);
+        expect(failed!.error.message).to.match(new RegExp(`is held by job ${JobID.short(other)} on ${te.resourceId}`));
+        expect(h.sm.getPendingRequests()).to.deep.equal([]);
+        expect(h.sm.tracker.getSlot(allocationId)?.jobId, 'the slot stays with the job the report names').to.equal(
+          other,
+        );
+      },
+    );
 
-    it('lands on the preferred host, then on the preferred executor, even where first fit would choose another', async () => {
-      const h = createSlotManager({ allocator: false });
-      const teA = h.register({ host: 'host-a' });
-      const teB = h.register({ host: 'host-b' });
-      const teC = h.register({ host: 'host-a' });
-      const job = JobID.generate();
-      const [onHost, onExecutor] = [AllocationID.generate(), AllocationID.generate()];
-      h.sm.requestSlot(job, onHost, UNKNOWN, 'host-b');
-      h.sm.requestSlot(job, onExecutor, UNKNOWN, { resourceId: teC.resourceId });
-      await h.check();
-      expect(teA.gateway.requestSlotCalls).to.deep.equal([]);
-      expect(teB.gateway.requestSlotCalls.map((c) => c.allocationId)).to.deep.equal([onHost]);
-      expect(teC.gateway.requestSlotCalls.map((c) => c.allocationId)).to.deep.equal([onExecutor]);
-    });
+    it(
+      'lands on the preferred host, then on the preferred ' + 'executor, even where first fit would choose another',
+      async () => {
+        const h = createSlotManager({ allocator: false });
+        const teA = h.register({ host: 'host-a' });
+        const teB = h.register({ host: 'host-b' });
+        const teC = h.register({ host: 'host-a' });
+        const job = JobID.generate();
+        const [onHost, onExecutor] = [AllocationID.generate(), AllocationID.generate()];
+        h.sm.requestSlot(job, onHost, UNKNOWN, 'host-b');
+        h.sm.requestSlot(job, onExecutor, UNKNOWN, { resourceId: teC.resourceId });
+        await h.check();
+        expect(teA.gateway.requestSlotCalls).to.deep.equal([]);
+        expect(teB.gateway.requestSlotCalls.map((c) => c.allocationId)).to.deep.equal([onHost]);
+        expect(teC.gateway.requestSlotCalls.map((c) => c.allocationId)).to.deep.equal([onExecutor]);
+      },
+    );
   });
 
   describe('pending-worker takeover', () => {
-    it("lets an executor of the pending worker's shape take its place: no extra worker, the slots go to it", async () => {
-      const h = createSlotManager();
-      const job = JobID.generate();
-      h.declare(job, [UNKNOWN, 2]);
-      await h.check();
-      expect(h.allocator.allocateWorkerCalls).to.have.length(1);
-      const pendingId = h.allocator.allocateWorkerCalls[0]!.id;
-      const te = h.register();
-      expect(te.result).to.deep.equal({ kind: 'registered', replacedPendingWorker: pendingId });
-      expect(h.sm.overview().pendingWorkers).to.deep.equal([]);
-      await h.check();
-      expect(h.allocator.allocateWorkerCalls).to.have.length(1);
-      expect(h.allocator.cancelWorkerCalls).to.deep.equal([]);
-      expect(te.gateway.requestSlotCalls.map((c) => c.index)).to.deep.equal([0, 1]);
-      expect(h.acquired(job)).to.equal(2);
-    });
+    it(
+      "lets an executor of the pending worker's shape " + 'take its place: no extra worker, the slots go to it',
+      async () => {
+        const h = createSlotManager();
+        const job = JobID.generate();
+        h.declare(job, [UNKNOWN, 2]);
+        await h.check();
+        expect(h.allocator.allocateWorkerCalls).to.have.length(1);
+        const pendingId = h.allocator.allocateWorkerCalls[0]!.id;
+        const te = h.register();
+        expect(te.result).to.deep.equal({ kind: 'registered', replacedPendingWorker: pendingId });
+        expect(h.sm.overview().pendingWorkers).to.deep.equal([]);
+        await h.check();
+        expect(h.allocator.allocateWorkerCalls).to.have.length(1);
+        expect(h.allocator.cancelWorkerCalls).to.deep.equal([]);
+        expect(te.gateway.requestSlotCalls.map((c) => c.index)).to.deep.equal([0, 1]);
+        expect(h.acquired(job)).to.equal(2);
+      },
+    );
 
     it('with pendingWorkerId replaces exactly that pending worker', async () => {
       const h = createSlotManager();
@@ -482,41 +502,44 @@ describe('FineGrainedSlotManager: placing slots', () => {
       expect(h.listener.of('notEnoughResourcesAvailable'), 'waiting for workers is not a shortage').to.deep.equal([]);
     });
 
-    it('getPendingRequests names the short dimension and the executors that could hold the request once freed', async () => {
-      const h = createSlotManager({ allocator: false });
-      const te = h.register();
-      h.declare(JobID.generate(), [UNKNOWN, 1]);
-      await h.check();
-      const job = JobID.generate();
-      const allocationId = AllocationID.generate();
-      h.sm.requestSlot(job, allocationId, profile(0.5, 150));
-      expect(h.sm.getPendingRequests()[0]).to.deep.include({
-        state: 'waiting',
-        reason: null,
-        description: 'waiting for the next requirement check',
-      });
-      await h.check();
-      const [request] = h.sm.getPendingRequests();
-      expect(request).to.deep.include({
-        kind: 'slot-request',
-        jobId: job,
-        allocationId,
-        state: 'waiting',
-        reason: {
-          kind: 'insufficient-resources',
-          closest: [
-            {
-              resourceId: te.resourceId,
-              shortfall: [{ field: 'taskHeapMemory', available: 100 * 1024 * 1024, required: 150 * 1024 * 1024 }],
-            },
-          ],
-          couldFitWhenFree: [te.resourceId],
-          passedOver: [],
-        },
-      });
-      expect(request!.description).to.include('taskHeapMemory available 100 mb, required 150 mb');
-      expect(request!.description).to.equal(describeWaitReason(request!.reason!));
-    });
+    it(
+      'getPendingRequests names the short dimension and ' + 'the executors that could hold the request once freed',
+      async () => {
+        const h = createSlotManager({ allocator: false });
+        const te = h.register();
+        h.declare(JobID.generate(), [UNKNOWN, 1]);
+        await h.check();
+        const job = JobID.generate();
+        const allocationId = AllocationID.generate();
+        h.sm.requestSlot(job, allocationId, profile(0.5, 150));
+        expect(h.sm.getPendingRequests()[0]).to.deep.include({
+          state: 'waiting',
+          reason: null,
+          description: 'waiting for the next requirement check',
+        });
+        await h.check();
+        const [request] = h.sm.getPendingRequests();
+        expect(request).to.deep.include({
+          kind: 'slot-request',
+          jobId: job,
+          allocationId,
+          state: 'waiting',
+          reason: {
+            kind: 'insufficient-resources',
+            closest: [
+              {
+                resourceId: te.resourceId,
+                shortfall: [{ field: 'taskHeapMemory', available: 100 * 1024 * 1024, required: 150 * 1024 * 1024 }],
+              },
+            ],
+            couldFitWhenFree: [te.resourceId],
+            passedOver: [],
+          },
+        });
+        expect(request!.description).to.include('taskHeapMemory available 100 mb, required 150 mb');
+        expect(request!.description).to.equal(describeWaitReason(request!.reason!));
+      },
+    );
   });
 
   describe('requirement checks are coalesced', () => {
@@ -577,41 +600,50 @@ describe('FineGrainedSlotManager: placing slots', () => {
   });
 
   describe('slot reports that overtake answers (found by the property test)', () => {
-    it('fulfils a waiting slot request whose late acknowledgement shows up in a report, instead of planning it twice', async () => {
-      const h = createSlotManager({ allocator: false });
-      const te = h.register();
-      te.gateway.willAnswer('never');
-      const job = JobID.generate();
-      const allocationId = AllocationID.generate();
-      h.sm.requestSlot(job, allocationId, UNKNOWN);
-      await h.check();
-      await h.advance(RPC_TIMEOUT + 1000); // no answer: the request waits again under its AllocationID
-      h.sm.reportSlotStatus(te.resourceId, te.report([{ index: 0, jobId: job, allocationId }])); // the executor had taken it
-      await h.check();
-      expect(h.listener.calls.filter((e) => e.type === 'slotRequestFulfilled')).to.have.length(1);
-      expect(h.sm.getPendingRequests()).to.deep.equal([]);
-      expect(h.sm.tracker.getSlot(allocationId)).to.include({ state: 'allocated', index: 0, tracked: false });
-      expect(h.acquired(job)).to.equal(0); // an imperative slot is not counted among declared requirements
-    });
+    it(
+      'fulfils a waiting slot request whose late acknowledgement ' +
+        'shows up in a report, instead of planning it twice',
+      async () => {
+        const h = createSlotManager({ allocator: false });
+        const te = h.register();
+        te.gateway.willAnswer('never');
+        const job = JobID.generate();
+        const allocationId = AllocationID.generate();
+        h.sm.requestSlot(job, allocationId, UNKNOWN);
+        await h.check();
+        await h.advance(RPC_TIMEOUT + 1000); // no answer: the request waits again under its AllocationID
+        // the executor had taken it
+        h.sm.reportSlotStatus(te.resourceId, te.report([{ index: 0, jobId: job, allocationId }]));
+        await h.check();
+        expect(h.listener.calls.filter((e) => e.type === 'slotRequestFulfilled')).to.have.length(1);
+        expect(h.sm.getPendingRequests()).to.deep.equal([]);
+        expect(h.sm.tracker.getSlot(allocationId)).to.include({ state: 'allocated', index: 0, tracked: false });
+        expect(h.acquired(job)).to.equal(0); // an imperative slot is not counted among declared requirements
+      },
+    );
 
-    it('records an unknown allocation in the static slot the report names, failing the request still pending for it', async () => {
-      const h = createSlotManager({
-        allocator: false,
-        configuration: { 'taskmanager.numberOfTaskSlots': 1, 'taskmanager.cpu.cores': 1 },
-      });
-      const te = h.register();
-      te.gateway.willAnswer('never');
-      const job = JobID.generate();
-      h.declare(job, [UNKNOWN, 1]);
-      await h.check();
-      const pending = te.gateway.requestSlotCalls[0]!;
-      const other = AllocationID.generate();
-      h.sm.reportSlotStatus(te.resourceId, te.report([{ index: 0, jobId: job, allocationId: other }]));
-      await h.check();
-      expect(h.sm.tracker.getSlot(other)).to.include({ state: 'allocated', index: 0 });
-      expect(h.sm.tracker.getSlot(pending.allocationId)).to.equal(undefined);
-      expect(h.acquired(job)).to.equal(1); // the reported slot now serves the requirement
-      expect(h.sm.tracker.getTaskManager(te.resourceId)!.blocked).to.equal(false);
-    });
+    it(
+      'records an unknown allocation in the static slot the ' +
+        'report names, failing the request still pending for it',
+      async () => {
+        const h = createSlotManager({
+          allocator: false,
+          configuration: { 'taskmanager.numberOfTaskSlots': 1, 'taskmanager.cpu.cores': 1 },
+        });
+        const te = h.register();
+        te.gateway.willAnswer('never');
+        const job = JobID.generate();
+        h.declare(job, [UNKNOWN, 1]);
+        await h.check();
+        const pending = te.gateway.requestSlotCalls[0]!;
+        const other = AllocationID.generate();
+        h.sm.reportSlotStatus(te.resourceId, te.report([{ index: 0, jobId: job, allocationId: other }]));
+        await h.check();
+        expect(h.sm.tracker.getSlot(other)).to.include({ state: 'allocated', index: 0 });
+        expect(h.sm.tracker.getSlot(pending.allocationId)).to.equal(undefined);
+        expect(h.acquired(job)).to.equal(1); // the reported slot now serves the requirement
+        expect(h.sm.tracker.getTaskManager(te.resourceId)!.blocked).to.equal(false);
+      },
+    );
   });
 });

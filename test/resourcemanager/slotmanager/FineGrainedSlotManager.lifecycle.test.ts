@@ -102,64 +102,79 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
   });
 
   describe('registration', () => {
-    it('refuses an executor whose default slot profile is ZERO with IllegalArgumentError saying so, and registers nothing', async () => {
-      const h = createSlotManager({ allocator: false });
-      const zero = WorkerResourceSpec.create(ResourceProfile.ZERO, 2);
-      let error: unknown;
-      try {
-        h.register({ spec: zero });
-      } catch (e) {
-        error = e;
-      }
-      expect(error).to.be.instanceOf(IllegalArgumentError);
-      expect((error as IllegalArgumentError).details).to.deep.equal({ argument: 'defaultSlotResourceProfile' });
-      expect((error as Error).message).to.match(
-        /^registerTaskManager: defaultSlotResourceProfile must hold some resource, got ResourceProfile.ZERO \(the total ResourceProfile\{cpuCores=0, .*\} over 2 slots\)/,
-      );
-      expect(h.sm.overview().taskManagers).to.deep.equal([]);
-      const job = JobID.generate();
-      h.declare(job, [UNKNOWN, 5]);
-      await h.check();
-      expect(h.acquired(job), 'no slot of nothing is handed out').to.equal(0);
-    });
+    it(
+      'refuses an executor whose default slot profile is ZERO ' +
+        'with IllegalArgumentError saying so, and registers nothing',
+      async () => {
+        const h = createSlotManager({ allocator: false });
+        const zero = WorkerResourceSpec.create(ResourceProfile.ZERO, 2);
+        let error: unknown;
+        try {
+          h.register({ spec: zero });
+        } catch (e) {
+          error = e;
+        }
+        expect(error).to.be.instanceOf(IllegalArgumentError);
+        expect((error as IllegalArgumentError).details).to.deep.equal({ argument: 'defaultSlotResourceProfile' });
+        expect((error as Error).message).to.match(
+          new RegExp(
+            /^registerTaskManager: defaultSlotResourceProfile must hold some resource, /.source +
+              /got ResourceProfile.ZERO \(the total ResourceProfile\{cpuCores=0, .*\} over 2 slots\)/.source,
+          ),
+        );
+        expect(h.sm.overview().taskManagers).to.deep.equal([]);
+        const job = JobID.generate();
+        h.declare(job, [UNKNOWN, 5]);
+        await h.check();
+        expect(h.acquired(job), 'no slot of nothing is handed out').to.equal(0);
+      },
+    );
 
-    it('registers an executor whose total does not divide evenly: 2 cores over 3 slots are 3 default slots of 0.66666666 cores', async () => {
-      const h = createSlotManager({ allocator: false });
-      const te = h.register({ spec: WorkerResourceSpec.create(profile(2, 300), 3) });
-      expect(te.result).to.deep.equal({ kind: 'registered' });
-      const [tm] = h.sm.overview().taskManagers;
-      expect(tm!.slots).to.deep.equal({ free: 3, pending: 0, allocated: 0 });
-      const job = JobID.generate();
-      h.declare(job, [UNKNOWN, 3]);
-      await h.check();
-      expect(te.gateway.requestSlotCalls.map((c) => [c.index, c.resourceProfile.cpuCores])).to.deep.equal([
-        [0, 0.66666666],
-        [1, 0.66666666],
-        [2, 0.66666666],
-      ]);
-    });
+    it(
+      'registers an executor whose total does not divide evenly: ' +
+        '2 cores over 3 slots are 3 default slots of 0.66666666 cores',
+      async () => {
+        const h = createSlotManager({ allocator: false });
+        const te = h.register({ spec: WorkerResourceSpec.create(profile(2, 300), 3) });
+        expect(te.result).to.deep.equal({ kind: 'registered' });
+        const [tm] = h.sm.overview().taskManagers;
+        expect(tm!.slots).to.deep.equal({ free: 3, pending: 0, allocated: 0 });
+        const job = JobID.generate();
+        h.declare(job, [UNKNOWN, 3]);
+        await h.check();
+        expect(te.gateway.requestSlotCalls.map((c) => [c.index, c.resourceProfile.cpuCores])).to.deep.equal([
+          [0, 0.66666666],
+          [1, 0.66666666],
+          [2, 0.66666666],
+        ]);
+      },
+    );
   });
 
   describe('the max-slots refusal', () => {
-    it('does not request a worker that would pass slotmanager.number-of-slots.max, and says so in the waiting reason', async () => {
-      const h = createSlotManager({ configuration: { 'slotmanager.number-of-slots.max': 2 } });
-      const job = JobID.generate();
-      h.declare(job, [UNKNOWN, 3]);
-      await h.check();
-      expect(h.allocator.allocateWorkerCalls).to.have.length(1);
-      const [waiting] = h.sm.getPendingRequests();
-      expect(waiting).to.deep.include({
-        kind: 'requirement',
-        jobId: job,
-        missing: 3,
-        onWorkers: 2,
-        reason: { kind: 'max-slots-reached', limit: 2, wouldBe: 4 },
-      });
-      expect(waiting!.description).to.equal(
-        'starting a worker would make 4 slots, over slotmanager.number-of-slots.max = 2',
-      );
-      expect(h.listener.of('notEnoughResourcesAvailable').map((c) => c.jobId)).to.deep.equal([job]);
-    });
+    it(
+      'does not request a worker that would pass ' +
+        'slotmanager.number-of-slots.max, and says so in the waiting reason',
+      async () => {
+        const h = createSlotManager({ configuration: { 'slotmanager.number-of-slots.max': 2 } });
+        const job = JobID.generate();
+        h.declare(job, [UNKNOWN, 3]);
+        await h.check();
+        expect(h.allocator.allocateWorkerCalls).to.have.length(1);
+        const [waiting] = h.sm.getPendingRequests();
+        expect(waiting).to.deep.include({
+          kind: 'requirement',
+          jobId: job,
+          missing: 3,
+          onWorkers: 2,
+          reason: { kind: 'max-slots-reached', limit: 2, wouldBe: 4 },
+        });
+        expect(waiting!.description).to.equal(
+          'starting a worker would make 4 slots, over slotmanager.number-of-slots.max = 2',
+        );
+        expect(h.listener.of('notEnoughResourcesAvailable').map((c) => c.jobId)).to.deep.equal([job]);
+      },
+    );
 
     it('rejects a registering executor that would pass the maxima, and does not register it', () => {
       const h = createSlotManager({ allocator: false, configuration: { 'slotmanager.number-of-slots.max': 3 } });
@@ -184,17 +199,20 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
   });
 
   describe('redundant workers', () => {
-    it('requests slotmanager.redundant-taskmanager-num spare workers on top of what the jobs need, and keeps them', async () => {
-      const h = createSlotManager({ configuration: { 'slotmanager.redundant-taskmanager-num': 1 } });
-      h.declare(JobID.generate(), [UNKNOWN, 2]);
-      await h.check();
-      expect(h.allocator.allocateWorkerCalls).to.have.length(2);
-      h.sm.triggerResourceRequirementsCheck();
-      await h.check();
-      expect(h.allocator.allocateWorkerCalls).to.have.length(2);
-      expect(h.allocator.cancelWorkerCalls).to.deep.equal([]);
-      expect(h.sm.overview().pendingWorkers).to.have.length(2);
-    });
+    it(
+      'requests slotmanager.redundant-taskmanager-num spare ' + 'workers on top of what the jobs need, and keeps them',
+      async () => {
+        const h = createSlotManager({ configuration: { 'slotmanager.redundant-taskmanager-num': 1 } });
+        h.declare(JobID.generate(), [UNKNOWN, 2]);
+        await h.check();
+        expect(h.allocator.allocateWorkerCalls).to.have.length(2);
+        h.sm.triggerResourceRequirementsCheck();
+        await h.check();
+        expect(h.allocator.allocateWorkerCalls).to.have.length(2);
+        expect(h.allocator.cancelWorkerCalls).to.deep.equal([]);
+        expect(h.sm.overview().pendingWorkers).to.have.length(2);
+      },
+    );
 
     it('does not release an idle executor the spare count needs', async () => {
       const h = createSlotManager({ configuration: { 'slotmanager.redundant-taskmanager-num': 1 } });
@@ -224,39 +242,45 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
   });
 
   describe('idle release', () => {
-    it('releases an executor idle for resourcemanager.taskmanager-timeout, once, and gives it no new slot', async () => {
-      const h = createSlotManager();
-      const te = h.register();
-      await useAndFree(h, te);
-      const idleSince = h.clock.now();
-      await h.advance(IDLE_TIMEOUT - 1);
-      expect(h.allocator.releaseWorkerCalls).to.deep.equal([]);
-      await h.advance(1);
-      expect(h.allocator.releaseWorkerCalls).to.deep.equal([
-        { resourceId: te.resourceId, reason: `idle for ${IDLE_TIMEOUT} ms` },
-      ]);
-      expect(h.clock.now() - idleSince).to.equal(IDLE_TIMEOUT);
-      h.sm.reportSlotStatus(te.resourceId, te.report());
-      h.declare(JobID.generate(), [UNKNOWN, 1]);
-      await h.check();
-      await h.advance(IDLE_TIMEOUT * 3);
-      expect(h.allocator.releaseWorkerCalls).to.have.length(1);
-      expect(te.gateway.requestSlotCalls, 'only the slot of useAndFree').to.have.length(1);
-    });
+    it(
+      'releases an executor idle for ' + 'resourcemanager.taskmanager-timeout, once, and gives it no new slot',
+      async () => {
+        const h = createSlotManager();
+        const te = h.register();
+        await useAndFree(h, te);
+        const idleSince = h.clock.now();
+        await h.advance(IDLE_TIMEOUT - 1);
+        expect(h.allocator.releaseWorkerCalls).to.deep.equal([]);
+        await h.advance(1);
+        expect(h.allocator.releaseWorkerCalls).to.deep.equal([
+          { resourceId: te.resourceId, reason: `idle for ${IDLE_TIMEOUT} ms` },
+        ]);
+        expect(h.clock.now() - idleSince).to.equal(IDLE_TIMEOUT);
+        h.sm.reportSlotStatus(te.resourceId, te.report());
+        h.declare(JobID.generate(), [UNKNOWN, 1]);
+        await h.check();
+        await h.advance(IDLE_TIMEOUT * 3);
+        expect(h.allocator.releaseWorkerCalls).to.have.length(1);
+        expect(te.gateway.requestSlotCalls, 'only the slot of useAndFree').to.have.length(1);
+      },
+    );
 
-    it('releases only an executor that was idle the whole time: a slot held meanwhile restarts the timeout', async () => {
-      const h = createSlotManager();
-      const te = h.register();
-      await useAndFree(h, te);
-      await h.advance(IDLE_TIMEOUT / 2);
-      await useAndFree(h, te);
-      const idleAgain = h.clock.now();
-      await h.advance(IDLE_TIMEOUT - 1);
-      expect(h.allocator.releaseWorkerCalls).to.deep.equal([]);
-      await h.advance(1);
-      expect(h.allocator.releaseWorkerCalls).to.have.length(1);
-      expect(h.clock.now() - idleAgain).to.equal(IDLE_TIMEOUT);
-    });
+    it(
+      'releases only an executor that was idle the whole ' + 'time: a slot held meanwhile restarts the timeout',
+      async () => {
+        const h = createSlotManager();
+        const te = h.register();
+        await useAndFree(h, te);
+        await h.advance(IDLE_TIMEOUT / 2);
+        await useAndFree(h, te);
+        const idleAgain = h.clock.now();
+        await h.advance(IDLE_TIMEOUT - 1);
+        expect(h.allocator.releaseWorkerCalls).to.deep.equal([]);
+        await h.advance(1);
+        expect(h.allocator.releaseWorkerCalls).to.have.length(1);
+        expect(h.clock.now() - idleAgain).to.equal(IDLE_TIMEOUT);
+      },
+    );
 
     it('releases nothing in a fixed cluster', async () => {
       const h = createSlotManager({ allocator: false });
@@ -293,168 +317,195 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       const error = failed!.error;
       expect(error).to.be.instanceOf(SlotRequestError);
       expect(error.reason).to.equal('timed-out');
-      const why = `no TaskExecutor has room: closest ${te.resourceId} (cpuCores available 0, required 1; taskHeapMemory available 0 b, required 100 mb; managedMemory available 0 b, required 64 mb; networkMemory available 0 b, required 32 mb); it fits ${te.resourceId} once slots there are freed`;
+      const why =
+        `no TaskExecutor has room: closest ${te.resourceId} (cpuCores available 0, required 1; ` +
+        `taskHeapMemory available 0 b, required 100 mb; managedMemory available 0 b, required 64 mb; ` +
+        `networkMemory available 0 b, required 32 mb); it fits ${te.resourceId} once slots there are freed`;
       expect(error.details).to.deep.equal({ jobId: job, allocationId, why });
       expect(error.message).to.include('slot.request.timeout (300000 ms)').and.to.include(`it waited because ${why}`);
       expect(h.sm.getPendingRequests()).to.deep.equal([]);
     });
 
-    it('tells the listener once when declared requirements have waited slot.request.timeout, with the requirements and reasons', async () => {
-      const h = createSlotManager({ allocator: false });
-      const job = JobID.generate();
-      h.declare(job, [UNKNOWN, 2]);
-      const since = h.clock.now(); // a quiet SlotManager checks it at once (on the clock's next turn)
-      await h.advance(REQUEST_TIMEOUT - 1);
-      expect(h.listener.of('resourceRequirementsTimedOut')).to.deep.equal([]);
-      await h.advance(1);
-      h.sm.triggerResourceRequirementsCheck();
-      await h.check();
-      await h.advance(REQUEST_TIMEOUT * 2);
-      const timedOut = h.listener.of('resourceRequirementsTimedOut');
-      expect(timedOut).to.have.length(1);
-      expect(timedOut[0]).to.deep.equal({
-        type: 'resourceRequirementsTimedOut',
-        jobId: job,
-        waiting: [
-          {
-            resourceProfile: UNKNOWN,
-            missing: 2,
-            onWorkers: 0,
-            reason: { kind: 'insufficient-resources', closest: [], couldFitWhenFree: [], passedOver: [] },
-            since,
-          },
-        ],
-      });
-    });
+    it(
+      'tells the listener once when declared requirements have ' +
+        'waited slot.request.timeout, with the requirements and reasons',
+      async () => {
+        const h = createSlotManager({ allocator: false });
+        const job = JobID.generate();
+        h.declare(job, [UNKNOWN, 2]);
+        const since = h.clock.now(); // a quiet SlotManager checks it at once (on the clock's next turn)
+        await h.advance(REQUEST_TIMEOUT - 1);
+        expect(h.listener.of('resourceRequirementsTimedOut')).to.deep.equal([]);
+        await h.advance(1);
+        h.sm.triggerResourceRequirementsCheck();
+        await h.check();
+        await h.advance(REQUEST_TIMEOUT * 2);
+        const timedOut = h.listener.of('resourceRequirementsTimedOut');
+        expect(timedOut).to.have.length(1);
+        expect(timedOut[0]).to.deep.equal({
+          type: 'resourceRequirementsTimedOut',
+          jobId: job,
+          waiting: [
+            {
+              resourceProfile: UNKNOWN,
+              missing: 2,
+              onWorkers: 0,
+              reason: { kind: 'insufficient-resources', closest: [], couldFitWhenFree: [], passedOver: [] },
+              since,
+            },
+          ],
+        });
+      },
+    );
 
-    it('sends notEnoughResourcesAvailable when a job cannot be fulfilled, and not again while the reason is unchanged', async () => {
-      const h = createSlotManager({ allocator: false });
-      const job = JobID.generate();
-      h.declare(job, [UNKNOWN, 1]);
-      await h.check();
-      const [first] = h.listener.of('notEnoughResourcesAvailable');
-      expect(first).to.deep.include({ jobId: job, acquired: [] });
-      expect(first!.waiting.map((w) => [w.missing, w.reason.kind])).to.deep.equal([[1, 'insufficient-resources']]);
-      h.sm.triggerResourceRequirementsCheck();
-      await h.check();
-      await h.advance(60_000);
-      expect(h.listener.of('notEnoughResourcesAvailable')).to.have.length(1);
-      h.declare(job, [UNKNOWN, 3]);
-      await h.check();
-      expect(
-        h.listener.of('notEnoughResourcesAvailable').map((c) => c.waiting[0]!.missing),
-        'sent again: what is missing changed',
-      ).to.deep.equal([1, 3]);
-      h.register();
-      await h.check();
-      const last = h.listener.of('notEnoughResourcesAvailable').at(-1)!;
-      expect(last.waiting[0]!.missing).to.equal(1);
-      expect(last.acquired.map((r) => r.numberOfRequiredSlots)).to.deep.equal([2]);
-    });
+    it(
+      'sends notEnoughResourcesAvailable when a job cannot be ' +
+        'fulfilled, and not again while the reason is unchanged',
+      async () => {
+        const h = createSlotManager({ allocator: false });
+        const job = JobID.generate();
+        h.declare(job, [UNKNOWN, 1]);
+        await h.check();
+        const [first] = h.listener.of('notEnoughResourcesAvailable');
+        expect(first).to.deep.include({ jobId: job, acquired: [] });
+        expect(first!.waiting.map((w) => [w.missing, w.reason.kind])).to.deep.equal([[1, 'insufficient-resources']]);
+        h.sm.triggerResourceRequirementsCheck();
+        await h.check();
+        await h.advance(60_000);
+        expect(h.listener.of('notEnoughResourcesAvailable')).to.have.length(1);
+        h.declare(job, [UNKNOWN, 3]);
+        await h.check();
+        expect(
+          h.listener.of('notEnoughResourcesAvailable').map((c) => c.waiting[0]!.missing),
+          'sent again: what is missing changed',
+        ).to.deep.equal([1, 3]);
+        h.register();
+        await h.check();
+        const last = h.listener.of('notEnoughResourcesAvailable').at(-1)!;
+        expect(last.waiting[0]!.missing).to.equal(1);
+        expect(last.acquired.map((r) => r.numberOfRequiredSlots)).to.deep.equal([2]);
+      },
+    );
   });
 
   describe('a worker the allocator refuses to start', () => {
     const REFUSED = (workers: number) =>
-      `the ResourceAllocator refused to start the ${workers === 1 ? 'worker' : `${workers} workers`} it was planned on (allocateWorker answered false); a later requirement check tries again`;
+      `the ResourceAllocator refused to start the ${workers === 1 ? 'worker' : `${workers} workers`} it was planned ` +
+      `on (allocateWorker answered false); a later requirement check tries again`;
 
-    it('makes the requirements planned on it unfulfillable at once: the job is told, and getPendingRequests says why', async () => {
-      const h = createSlotManager();
-      h.allocator.refuse = true;
-      const job = JobID.generate();
-      h.declare(job, [UNKNOWN, 3]);
-      await h.check();
-      expect(h.allocator.allocateWorkerCalls, 'two workers of 2 slots were planned').to.have.length(2);
-      const [waiting, ...more] = h.sm.getPendingRequests();
-      expect(more).to.deep.equal([]);
-      expect(waiting).to.deep.include({
-        kind: 'requirement',
-        jobId: job,
-        missing: 3,
-        onWorkers: 0,
-        reason: { kind: 'worker-start-refused', workers: 2 },
-        description: REFUSED(2),
-      });
-      const notified = h.listener.of('notEnoughResourcesAvailable');
-      expect(
-        notified.map((c) => [c.jobId, c.waiting.map((w) => [w.missing, w.onWorkers, w.reason.kind])]),
-      ).to.deep.equal([[job, [[3, 0, 'worker-start-refused']]]]);
-      expect(h.sm.overview().pendingWorkers).to.deep.equal([]);
-    });
-
-    it('leaves what another worker or an executor holds as it is: only the slots of the refused worker are unfulfilled', async () => {
-      const h = createSlotManager();
-      h.register();
-      // The first worker asked for starts, the second is refused.
-      h.allocator.onAllocateWorker = () => (h.allocator.refuse = h.allocator.allocateWorkerCalls.length > 1);
-      const job = JobID.generate();
-      h.declare(job, [UNKNOWN, 5]);
-      await h.check();
-      expect(h.acquired(job), 'two slots on the registered executor').to.equal(2);
-      expect(h.sm.getPendingRequests()).to.have.length(1);
-      expect(h.sm.getPendingRequests()[0]).to.deep.include({
-        missing: 3,
-        onWorkers: 2,
-        reason: { kind: 'worker-start-refused', workers: 1 },
-      });
-      expect(h.listener.of('notEnoughResourcesAvailable')).to.have.length(1);
-      expect(h.sm.overview().pendingWorkers).to.have.length(1);
-    });
-
-    it('says so for a slot request (seed 000) planned on it, and waits for workers again once a start is accepted', async () => {
-      const h = createSlotManager();
-      h.allocator.refuse = true;
-      const job = JobID.generate();
-      const allocationId = AllocationID.generate();
-      h.sm.requestSlot(job, allocationId, UNKNOWN);
-      await h.check();
-      expect(h.sm.getPendingRequests()).to.deep.equal([
-        {
-          kind: 'slot-request',
+    it(
+      'makes the requirements planned on it unfulfillable at ' +
+        'once: the job is told, and getPendingRequests says why',
+      async () => {
+        const h = createSlotManager();
+        h.allocator.refuse = true;
+        const job = JobID.generate();
+        h.declare(job, [UNKNOWN, 3]);
+        await h.check();
+        expect(h.allocator.allocateWorkerCalls, 'two workers of 2 slots were planned').to.have.length(2);
+        const [waiting, ...more] = h.sm.getPendingRequests();
+        expect(more).to.deep.equal([]);
+        expect(waiting).to.deep.include({
+          kind: 'requirement',
           jobId: job,
-          allocationId,
-          resourceProfile: UNKNOWN,
-          since: 0,
-          state: 'waiting',
+          missing: 3,
+          onWorkers: 0,
+          reason: { kind: 'worker-start-refused', workers: 2 },
+          description: REFUSED(2),
+        });
+        const notified = h.listener.of('notEnoughResourcesAvailable');
+        expect(
+          notified.map((c) => [c.jobId, c.waiting.map((w) => [w.missing, w.onWorkers, w.reason.kind])]),
+        ).to.deep.equal([[job, [[3, 0, 'worker-start-refused']]]]);
+        expect(h.sm.overview().pendingWorkers).to.deep.equal([]);
+      },
+    );
+
+    it(
+      'leaves what another worker or an executor holds as it ' +
+        'is: only the slots of the refused worker are unfulfilled',
+      async () => {
+        const h = createSlotManager();
+        h.register();
+        // The first worker asked for starts, the second is refused.
+        h.allocator.onAllocateWorker = () => (h.allocator.refuse = h.allocator.allocateWorkerCalls.length > 1);
+        const job = JobID.generate();
+        h.declare(job, [UNKNOWN, 5]);
+        await h.check();
+        expect(h.acquired(job), 'two slots on the registered executor').to.equal(2);
+        expect(h.sm.getPendingRequests()).to.have.length(1);
+        expect(h.sm.getPendingRequests()[0]).to.deep.include({
+          missing: 3,
+          onWorkers: 2,
           reason: { kind: 'worker-start-refused', workers: 1 },
-          description: REFUSED(1),
-        },
-      ]);
-      h.allocator.refuse = false;
-      h.sm.triggerResourceRequirementsCheck();
-      await h.check();
-      expect(h.sm.getPendingRequests()[0]).to.deep.include({
-        reason: { kind: 'waiting-for-workers', workers: 1 },
-        description: 'waiting for 1 worker to start and register',
-      });
-    });
+        });
+        expect(h.listener.of('notEnoughResourcesAvailable')).to.have.length(1);
+        expect(h.sm.overview().pendingWorkers).to.have.length(1);
+      },
+    );
+
+    it(
+      'says so for a slot request (seed 000) planned on it, ' + 'and waits for workers again once a start is accepted',
+      async () => {
+        const h = createSlotManager();
+        h.allocator.refuse = true;
+        const job = JobID.generate();
+        const allocationId = AllocationID.generate();
+        h.sm.requestSlot(job, allocationId, UNKNOWN);
+        await h.check();
+        expect(h.sm.getPendingRequests()).to.deep.equal([
+          {
+            kind: 'slot-request',
+            jobId: job,
+            allocationId,
+            resourceProfile: UNKNOWN,
+            since: 0,
+            state: 'waiting',
+            reason: { kind: 'worker-start-refused', workers: 1 },
+            description: REFUSED(1),
+          },
+        ]);
+        h.allocator.refuse = false;
+        h.sm.triggerResourceRequirementsCheck();
+        await h.check();
+        expect(h.sm.getPendingRequests()[0]).to.deep.include({
+          reason: { kind: 'waiting-for-workers', workers: 1 },
+          description: 'waiting for 1 worker to start and register',
+        });
+      },
+    );
   });
 
   describe('clearResourceRequirements', () => {
-    it("reclaims the job's inactive slots on each executor holding them, cancels its slot requests, and drops its requirements", async () => {
-      const h = createSlotManager({ allocator: false });
-      const [te1, te2, te3] = [h.register(), h.register(), h.register()];
-      const job = JobID.generate();
-      const other = JobID.generate();
-      h.declare(job, [UNKNOWN, 3]);
-      h.declare(other, [UNKNOWN, 2]);
-      await h.check();
-      const request = AllocationID.generate();
-      h.sm.requestSlot(job, request, profile(1.5, 10));
-      await h.check();
-      expect(h.sm.clearResourceRequirements(job)).to.equal(true);
-      expect(te1.gateway.freeInactiveSlotsCalls).to.deep.equal([job]);
-      expect(te2.gateway.freeInactiveSlotsCalls).to.deep.equal([job]);
-      expect(te3.gateway.freeInactiveSlotsCalls).to.deep.equal([]);
-      expect(h.listener.of('slotRequestFailed').map((c) => [c.allocationId, c.error.reason])).to.deep.equal([
-        [request, 'canceled'],
-      ]);
-      expect(h.sm.resourceTracker.getRequiredResources(job)).to.deep.equal([]);
-      expect(h.sm.getPendingRequests().filter((r) => r.jobId === job)).to.deep.equal([]);
-      expect(h.acquired(job), "the slots are freed by the executors' next reports").to.equal(3);
-      h.sm.reportSlotStatus(te1.resourceId, te1.report());
-      h.sm.reportSlotStatus(te2.resourceId, te2.report());
-      expect(h.acquired(job)).to.equal(0);
-    });
+    it(
+      "reclaims the job's inactive slots on each executor holding " +
+        'them, cancels its slot requests, and drops its requirements',
+      async () => {
+        const h = createSlotManager({ allocator: false });
+        const [te1, te2, te3] = [h.register(), h.register(), h.register()];
+        const job = JobID.generate();
+        const other = JobID.generate();
+        h.declare(job, [UNKNOWN, 3]);
+        h.declare(other, [UNKNOWN, 2]);
+        await h.check();
+        const request = AllocationID.generate();
+        h.sm.requestSlot(job, request, profile(1.5, 10));
+        await h.check();
+        expect(h.sm.clearResourceRequirements(job)).to.equal(true);
+        expect(te1.gateway.freeInactiveSlotsCalls).to.deep.equal([job]);
+        expect(te2.gateway.freeInactiveSlotsCalls).to.deep.equal([job]);
+        expect(te3.gateway.freeInactiveSlotsCalls).to.deep.equal([]);
+        expect(h.listener.of('slotRequestFailed').map((c) => [c.allocationId, c.error.reason])).to.deep.equal([
+          [request, 'canceled'],
+        ]);
+        expect(h.sm.resourceTracker.getRequiredResources(job)).to.deep.equal([]);
+        expect(h.sm.getPendingRequests().filter((r) => r.jobId === job)).to.deep.equal([]);
+        expect(h.acquired(job), "the slots are freed by the executors' next reports").to.equal(3);
+        h.sm.reportSlotStatus(te1.resourceId, te1.report());
+        h.sm.reportSlotStatus(te2.resourceId, te2.report());
+        expect(h.acquired(job)).to.equal(0);
+      },
+    );
 
     it('returns false for a job it never saw, and changes nothing', () => {
       const h = createSlotManager({ allocator: false });
@@ -545,18 +596,21 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       expect(h.sm.overview().taskManagers).to.deep.equal([]);
     });
 
-    it('accepts a call from a callback that runs outside a check (slotsLost during unregisterTaskManager)', async () => {
-      const h = createSlotManager({ allocator: false });
-      const te1 = h.register();
-      const job = JobID.generate();
-      h.declare(job, [UNKNOWN, 1]);
-      await h.check();
-      h.listener.after = (call) => {
-        if (call.type === 'slotsLost') h.declare(call.jobId, [UNKNOWN, 2]);
-      };
-      h.sm.unregisterTaskManager(te1.resourceId, 'lost');
-      expect(h.sm.resourceTracker.getRequiredResources(job).map((r) => r.numberOfRequiredSlots)).to.deep.equal([2]);
-    });
+    it(
+      'accepts a call from a callback that runs outside ' + 'a check (slotsLost during unregisterTaskManager)',
+      async () => {
+        const h = createSlotManager({ allocator: false });
+        const te1 = h.register();
+        const job = JobID.generate();
+        h.declare(job, [UNKNOWN, 1]);
+        await h.check();
+        h.listener.after = (call) => {
+          if (call.type === 'slotsLost') h.declare(call.jobId, [UNKNOWN, 2]);
+        };
+        h.sm.unregisterTaskManager(te1.resourceId, 'lost');
+        expect(h.sm.resourceTracker.getRequiredResources(job).map((r) => r.numberOfRequiredSlots)).to.deep.equal([2]);
+      },
+    );
 
     it('keeps checking requirements after a listener callback throws', async () => {
       const h = createSlotManager({ allocator: false });

@@ -749,7 +749,8 @@ function checkAgainstExecutors(world: World): void {
       // same AllocationID. By design left to the executor's slot timeout.
       if (record === undefined || record.taskManager !== tm || held.slotNumber >= executor.shape.slots) continue;
       holds(
-        `(a) ${executor.resourceId} reported ${allocationId} in static slot ${held.slotNumber}; the SlotManager records it at`,
+        `(a) ${executor.resourceId} reported ${allocationId} in static slot ${held.slotNumber}; ` +
+          `the SlotManager records it at`,
         record.index,
         held.slotNumber,
       );
@@ -827,8 +828,9 @@ function checkJobs(world: World, before: Snapshot, after: Snapshot): void {
     const allowance = then.excess + adoptedHere + (world.redeclared.has(jobId) ? then.acquired - then.excess : 0);
     if (now.excess < 0 || now.excess > allowance) {
       throw new AssertionError(
-        `(d) ${label} holds ${now.acquired} slots for a requirement of ${now.required} (${now.missing} missing): ${now.excess} beyond it, ` +
-          `but before this step it held ${then.acquired} (${then.excess} beyond a requirement of ${then.required}), ${adoptedHere} were adopted, ` +
+        `(d) ${label} holds ${now.acquired} slots for a requirement of ${now.required} ` +
+          `(${now.missing} missing): ${now.excess} beyond it, but before this step it held ${then.acquired} ` +
+          `(${then.excess} beyond a requirement of ${then.required}), ${adoptedHere} were adopted, ` +
           `and it was${world.redeclared.has(jobId) ? '' : ' not'} redeclared: at most ${allowance} may be beyond it`,
       );
     }
@@ -841,7 +843,8 @@ function checkJobs(world: World, before: Snapshot, after: Snapshot): void {
       .filter((r) => r.kind === 'slot-request' && r.jobId === jobId && r.state === 'waiting').length;
     if (planned > now.missing + waiting)
       throw new AssertionError(
-        `(d) pending workers carry ${planned} slots of ${label}, which misses only ${now.missing} (+ ${waiting} slot requests)`,
+        `(d) pending workers carry ${planned} slots of ${label}, ` +
+          `which misses only ${now.missing} (+ ${waiting} slot requests)`,
       );
 
     // (e) a job that declares nothing gains no new declarative slot, only adopted ones.
@@ -864,7 +867,9 @@ function checkJobs(world: World, before: Snapshot, after: Snapshot): void {
 }
 
 function show(slot: ResourceSlotRecord): string {
-  return `${slot.taskManager.resourceId}/${slot.index >= 0 ? slot.index : 'dynamic'} (${slot.state}, ${jobLabel(slot.jobId)}, ${slot.tracked ? 'declarative' : 'imperative'})`;
+  const index = slot.index >= 0 ? slot.index : 'dynamic';
+  const kind = slot.tracked ? 'declarative' : 'imperative';
+  return `${slot.taskManager.resourceId}/${index} (${slot.state}, ${jobLabel(slot.jobId)}, ${kind})`;
 }
 
 // ------------------------------------------------------------------------------ the runs

@@ -90,23 +90,27 @@ describe('FreeResourceIndex', () => {
     ]);
   });
 
-  it('keeps answering correctly after thousands of changes to one executor (stale heap entries are skipped and trimmed)', () => {
-    const {
-      tms: [a, b],
-      index,
-      take,
-    } = plainIndex('pack', 2);
-    take(b!, profile(1));
-    expect(index.best(profile(1))).to.equal(b);
-    for (let i = 0; i < 3000; i++) {
-      take(a!, profile(0.5));
-      a!.giveBack(profile(0.5));
-      index.taskManagerChanged(a!);
-    }
-    expect(index.best(profile(1))).to.equal(b);
-    take(a!, profile(2));
-    expect(index.best(profile(1))).to.equal(a);
-  });
+  it(
+    'keeps answering correctly after thousands of changes to ' +
+      'one executor (stale heap entries are skipped and trimmed)',
+    () => {
+      const {
+        tms: [a, b],
+        index,
+        take,
+      } = plainIndex('pack', 2);
+      take(b!, profile(1));
+      expect(index.best(profile(1))).to.equal(b);
+      for (let i = 0; i < 3000; i++) {
+        take(a!, profile(0.5));
+        a!.giveBack(profile(0.5));
+        index.taskManagerChanged(a!);
+      }
+      expect(index.best(profile(1))).to.equal(b);
+      take(a!, profile(2));
+      expect(index.best(profile(1))).to.equal(a);
+    },
+  );
 
   it('forgets the least recently used of more than 256 sets, and rebuilds a forgotten one correctly', () => {
     const {
@@ -122,36 +126,40 @@ describe('FreeResourceIndex', () => {
     expect(index.best(first)).to.equal(b);
   });
 
-  it('re-heaps a set asked after changes to many of its executors, and agrees with a brute-force scan under every policy', () => {
-    for (const policy of SLOT_MATCHING_POLICIES) {
-      const { tracker, tms } = trackerWith(
-        Array.from({ length: 300 }, (_, i) => SHAPES[i % SHAPES.length]!),
-        { policy },
-      );
-      const probes = [ResourceProfile.UNKNOWN, profile(1, 100), profile(6, 600)];
-      for (const p of probes)
-        expect(tracker.findTaskManager(p), `${policy} ${p} before`).to.equal(bruteForce(tracker, p));
-      // Changes to most executors between two questions (more than re-checking one by one is worth).
-      tms.forEach((tm, i) => {
-        if (i % 3 !== 2 && tm.canFit(profile(1, 100))) occupy(tracker, tm, profile(1, 100));
-      });
-      for (const slot of [...tracker.slots].filter((_, i) => i % 4 === 0)) tracker.free(slot.allocationId!);
-      for (const p of probes) {
-        expect(tracker.findTaskManager(p)?.resourceId, `${policy} ${p} after`).to.equal(
-          bruteForce(tracker, p)?.resourceId,
+  it(
+    're-heaps a set asked after changes to many of its executors, ' +
+      'and agrees with a brute-force scan under every policy',
+    () => {
+      for (const policy of SLOT_MATCHING_POLICIES) {
+        const { tracker, tms } = trackerWith(
+          Array.from({ length: 300 }, (_, i) => SHAPES[i % SHAPES.length]!),
+          { policy },
         );
-        expect(
-          [...tracker.candidatesFor(p)].map((t) => t.resourceId).sort(),
-          `${policy} ${p} candidates`,
-        ).to.deep.equal(
-          [...tracker.taskManagers]
-            .filter((t) => t.canFit(p))
-            .map((t) => t.resourceId)
-            .sort(),
-        );
+        const probes = [ResourceProfile.UNKNOWN, profile(1, 100), profile(6, 600)];
+        for (const p of probes)
+          expect(tracker.findTaskManager(p), `${policy} ${p} before`).to.equal(bruteForce(tracker, p));
+        // Changes to most executors between two questions (more than re-checking one by one is worth).
+        tms.forEach((tm, i) => {
+          if (i % 3 !== 2 && tm.canFit(profile(1, 100))) occupy(tracker, tm, profile(1, 100));
+        });
+        for (const slot of [...tracker.slots].filter((_, i) => i % 4 === 0)) tracker.free(slot.allocationId!);
+        for (const p of probes) {
+          expect(tracker.findTaskManager(p)?.resourceId, `${policy} ${p} after`).to.equal(
+            bruteForce(tracker, p)?.resourceId,
+          );
+          expect(
+            [...tracker.candidatesFor(p)].map((t) => t.resourceId).sort(),
+            `${policy} ${p} candidates`,
+          ).to.deep.equal(
+            [...tracker.taskManagers]
+              .filter((t) => t.canFit(p))
+              .map((t) => t.resourceId)
+              .sort(),
+          );
+        }
       }
-    }
-  });
+    },
+  );
 
   describe('agrees with a brute-force scan after long random sequences of changes', () => {
     type Op =
@@ -254,7 +262,10 @@ describe('FreeResourceIndex', () => {
       }
     }
 
-    /** Every requirement, anywhere and on every host: the index's answer and candidates against the scan; the free sum against a pass over the executors. */
+    /**
+     * Every requirement, anywhere and on every host: the index's answer and candidates against the scan; the free sum
+     * against a pass over the executors.
+     */
     function check(tracker: TaskManagerTracker, step: number, readFree: boolean): void {
       if (readFree) {
         const free = [...tracker.taskManagers]

@@ -32,56 +32,60 @@ function random(seed: number): () => number {
 }
 
 describe('RegisteredResourcePlan', () => {
-  it('finds, slot after slot, what reserving in the tracker finds, and explains a shortage the same way (every policy, random clusters)', () => {
-    for (const policy of SLOT_MATCHING_POLICIES) {
-      for (let seed = 1; seed <= 25; seed++) {
-        const rnd = random(seed * 7919);
-        const cluster = Array.from(
-          { length: 3 + Math.floor(rnd() * 8) },
-          () => SHAPES[Math.floor(rnd() * SHAPES.length)]!,
-        );
-        const build = () => {
-          const built = trackerWith(cluster, { policy });
-          const r = random(seed);
-          for (const tm of built.tms)
-            if (r() < 0.4 && tm.canFit(profile(1, 50))) occupy(built.tracker, tm, profile(1, 50), job(9));
-          if (built.tms.length > 3) built.tracker.setBlocked(built.tms[2]!, true);
-          return built;
-        };
-        const steps = Array.from({ length: 40 }, () => {
-          const requirement = REQUIREMENTS[Math.floor(rnd() * REQUIREMENTS.length)]!;
-          const p = rnd();
-          const preference: PlacementPreference | undefined =
-            p < 0.2
-              ? { host: 'h2' }
-              : p < 0.3
-                ? { resourceId: `te-${1 + Math.floor(rnd() * cluster.length)}` as ResourceID }
-                : undefined;
-          return { requirement, preference };
-        });
-        // Reference: reserve in the tracker as each slot is found.
-        const reference = build();
-        const expected = steps.map(({ requirement, preference }) => {
-          const tm = reference.tracker.findTaskManager(requirement, preference);
-          if (tm === undefined) return ['none', reference.tracker.explainShortage(requirement)];
-          reference.tracker.reserve(tm, requirement, job(1));
-          return [tm.resourceId];
-        });
-        const planned = build();
-        const before = planned.tms.map((tm) => tm.available.key);
-        const plan = new RegisteredResourcePlan(planned.tracker);
-        const actual = steps.map(({ requirement, preference }) => {
-          const tm = plan.find(requirement, preference);
-          if (tm === undefined) return ['none', plan.explainShortage(requirement)];
-          plan.claim(tm, requirement);
-          return [tm.resourceId];
-        });
-        expect(actual, `${policy} seed ${seed}`).to.deep.equal(expected);
-        expect(
-          planned.tms.map((tm) => tm.available.key),
-          'the tracker is untouched',
-        ).to.deep.equal(before);
+  it(
+    'finds, slot after slot, what reserving in the tracker finds, and ' +
+      'explains a shortage the same way (every policy, random clusters)',
+    () => {
+      for (const policy of SLOT_MATCHING_POLICIES) {
+        for (let seed = 1; seed <= 25; seed++) {
+          const rnd = random(seed * 7919);
+          const cluster = Array.from(
+            { length: 3 + Math.floor(rnd() * 8) },
+            () => SHAPES[Math.floor(rnd() * SHAPES.length)]!,
+          );
+          const build = () => {
+            const built = trackerWith(cluster, { policy });
+            const r = random(seed);
+            for (const tm of built.tms)
+              if (r() < 0.4 && tm.canFit(profile(1, 50))) occupy(built.tracker, tm, profile(1, 50), job(9));
+            if (built.tms.length > 3) built.tracker.setBlocked(built.tms[2]!, true);
+            return built;
+          };
+          const steps = Array.from({ length: 40 }, () => {
+            const requirement = REQUIREMENTS[Math.floor(rnd() * REQUIREMENTS.length)]!;
+            const p = rnd();
+            const preference: PlacementPreference | undefined =
+              p < 0.2
+                ? { host: 'h2' }
+                : p < 0.3
+                  ? { resourceId: `te-${1 + Math.floor(rnd() * cluster.length)}` as ResourceID }
+                  : undefined;
+            return { requirement, preference };
+          });
+          // Reference: reserve in the tracker as each slot is found.
+          const reference = build();
+          const expected = steps.map(({ requirement, preference }) => {
+            const tm = reference.tracker.findTaskManager(requirement, preference);
+            if (tm === undefined) return ['none', reference.tracker.explainShortage(requirement)];
+            reference.tracker.reserve(tm, requirement, job(1));
+            return [tm.resourceId];
+          });
+          const planned = build();
+          const before = planned.tms.map((tm) => tm.available.key);
+          const plan = new RegisteredResourcePlan(planned.tracker);
+          const actual = steps.map(({ requirement, preference }) => {
+            const tm = plan.find(requirement, preference);
+            if (tm === undefined) return ['none', plan.explainShortage(requirement)];
+            plan.claim(tm, requirement);
+            return [tm.resourceId];
+          });
+          expect(actual, `${policy} seed ${seed}`).to.deep.equal(expected);
+          expect(
+            planned.tms.map((tm) => tm.available.key),
+            'the tracker is untouched',
+          ).to.deep.equal(before);
+        }
       }
-    }
-  });
+    },
+  );
 });

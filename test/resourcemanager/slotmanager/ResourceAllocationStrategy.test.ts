@@ -12,7 +12,10 @@ import {
   SLOT_MATCHING_POLICIES,
   type SlotMatchingPolicy,
 } from '../../../lib/resourcemanager/slotmanager/SlotMatchingStrategy.js';
-import type { TaskManagerResourceInfoProvider } from '../../../lib/resourcemanager/slotmanager/TaskManagerResourceInfoProvider.js';
+// biome-ignore format: the module's path leaves no room on one line for the name it imports
+import type {
+  TaskManagerResourceInfoProvider,
+} from '../../../lib/resourcemanager/slotmanager/TaskManagerResourceInfoProvider.js';
 import { describeWaitReason, type WaitReason } from '../../../lib/resourcemanager/slotmanager/WaitReason.js';
 import type { WorkerResourceSpec } from '../../../lib/resourcemanager/slotmanager/WorkerResourceSpec.js';
 import { viewWith } from './planningView.js';
@@ -53,62 +56,72 @@ const workers = (r: ResourceAllocationResult) =>
 const perJob = (allocations: ReadonlyMap<unknown, { getTotalResourceCount(): number }>) =>
   [...allocations].map(([j, c]) => [String(j).slice(0, 1), c.getTotalResourceCount()]);
 const placedOn = (r: ResourceAllocationResult) => r.slotsOnRegistered.map((s) => s.taskManager.resourceId);
-/** Whether a planned slot takes its executor's default slot (a static one, when one is free as it is applied) or a dynamic one. */
+/**
+ * Whether a planned slot takes its executor's default slot (a static one, when one is free as it is applied) or a
+ * dynamic one.
+ */
 const slotKind = (s: ResourceAllocationResult['slotsOnRegistered'][number]) =>
   s.profile.equals(s.taskManager.defaultSlotResourceProfile) ? 'default' : 'dynamic';
 
 describe('DefaultResourceAllocationStrategy', () => {
-  it('plans what looking every slot up in the index would plan, though it skips the lookup while the last executor stays the best (every policy, with preferences)', () => {
-    const shapes: ExecutorShape[] = [
-      shape(4, 400, 4, 'h1'),
-      shape(8, 800, 4, 'h2'),
-      shape(2, 200, 2, 'h1'),
-      { total: profile(4, 400, 0, { gpu: 2 }), slots: 2, host: 'h2' },
-      shape(16, 1600, 8, 'h1'),
-    ];
-    const cluster = Array.from({ length: 12 }, (_, i) => shapes[(i * 7) % shapes.length]!);
-    const demands = (te: string) => [
-      demand(1, UNKNOWN, 9),
-      demand(2, profile(1, 100), 7, { preference: { host: 'h2' } }),
-      demand(3, profile(0.5, 30), 11, { preference: { resourceId: te as never } }),
-      demand(1, profile(1, 50, 0, { gpu: 1 }), 3),
-      demand(4, profile(3, 300), 5),
-    ];
-    for (const policy of SLOT_MATCHING_POLICIES) {
-      const placements = (lookEverySlot: boolean) => {
-        const { view, tms } = viewWith(cluster, { policy });
-        tms[1]!.use(profile(2, 100));
-        tms[4]!.use(profile(1, 10));
-        const claimAgain = RegisteredResourcePlan.prototype.claimAgain;
-        if (lookEverySlot) RegisteredResourcePlan.prototype.claimAgain = () => undefined;
-        let result: ResourceAllocationResult;
-        try {
-          result = plan(view, demands('te-6'), {}, null);
-        } finally {
-          RegisteredResourcePlan.prototype.claimAgain = claimAgain;
-        }
-        return [result.slotsOnRegistered.map((s) => [s.taskManager.resourceId, slotKind(s)]), outcomes(result)];
-      };
-      expect(placements(false), policy).to.deep.equal(placements(true));
-    }
-  });
+  it(
+    'plans what looking every slot up in the index would plan, though it skips the ' +
+      'lookup while the last executor stays the best (every policy, with preferences)',
+    () => {
+      const shapes: ExecutorShape[] = [
+        shape(4, 400, 4, 'h1'),
+        shape(8, 800, 4, 'h2'),
+        shape(2, 200, 2, 'h1'),
+        { total: profile(4, 400, 0, { gpu: 2 }), slots: 2, host: 'h2' },
+        shape(16, 1600, 8, 'h1'),
+      ];
+      const cluster = Array.from({ length: 12 }, (_, i) => shapes[(i * 7) % shapes.length]!);
+      const demands = (te: string) => [
+        demand(1, UNKNOWN, 9),
+        demand(2, profile(1, 100), 7, { preference: { host: 'h2' } }),
+        demand(3, profile(0.5, 30), 11, { preference: { resourceId: te as never } }),
+        demand(1, profile(1, 50, 0, { gpu: 1 }), 3),
+        demand(4, profile(3, 300), 5),
+      ];
+      for (const policy of SLOT_MATCHING_POLICIES) {
+        const placements = (lookEverySlot: boolean) => {
+          const { view, tms } = viewWith(cluster, { policy });
+          tms[1]!.use(profile(2, 100));
+          tms[4]!.use(profile(1, 10));
+          const claimAgain = RegisteredResourcePlan.prototype.claimAgain;
+          if (lookEverySlot) RegisteredResourcePlan.prototype.claimAgain = () => undefined;
+          let result: ResourceAllocationResult;
+          try {
+            result = plan(view, demands('te-6'), {}, null);
+          } finally {
+            RegisteredResourcePlan.prototype.claimAgain = claimAgain;
+          }
+          return [result.slotsOnRegistered.map((s) => [s.taskManager.resourceId, slotKind(s)]), outcomes(result)];
+        };
+        expect(placements(false), policy).to.deep.equal(placements(true));
+      }
+    },
+  );
 
-  it('places demands on free registered resources first, counting what it planned, and changes nothing in the view', () => {
-    const {
-      view,
-      tms: [a],
-    } = viewWith([shape(4, 400, 4), shape(4, 400, 4)]);
-    const result = plan(view, [demand(1, UNKNOWN, 3), demand(2, profile(2, 200), 1)]);
-    expect(placedOn(result)).to.deep.equal(['te-1', 'te-1', 'te-1', 'te-2']);
-    expect([outcomes(result), workers(result), a!.available.cpuCores]).to.deep.equal([
-      [
-        [3, 0, 0, null],
-        [1, 0, 0, null],
-      ],
-      [],
-      4,
-    ]);
-  });
+  it(
+    'places demands on free registered resources first, ' + 'counting what it planned, and changes nothing in the view',
+    () => {
+      const {
+        view,
+        tms: [a],
+      } = viewWith([shape(4, 400, 4), shape(4, 400, 4)]);
+      const result = plan(view, [demand(1, UNKNOWN, 3), demand(2, profile(2, 200), 1)]);
+      expect(placedOn(result)).to.deep.equal(['te-1', 'te-1', 'te-1', 'te-2']);
+      expect([outcomes(result), workers(result), a!.available.cpuCores]).to.deep.equal([
+        [
+          [3, 0, 0, null],
+          [1, 0, 0, null],
+        ],
+        [],
+        4,
+      ]);
+    },
+  );
 
   it('skips blocked executors and honours a demand’s host preference', () => {
     const {
@@ -154,17 +167,20 @@ describe('DefaultResourceAllocationStrategy', () => {
     expect(perJob(p1.allocations)).to.deep.equal([['9', 4]]); // a plan is not applied by the strategy
   });
 
-  it('starts new workers of the spec shape, each carrying as many effective profiles as fit (not its slot count)', () => {
-    const { view } = viewWith([]);
-    expect(workers(plan(view, [demand(1, profile(1.5, 150), 5)]))).to.deep.equal([
-      ['requirements', 2],
-      ['requirements', 2],
-      ['requirements', 1],
-    ]);
-    expect(workers(plan(view, [demand(1, profile(0.5, 50), 8)]))).to.deep.equal([['requirements', 8]]);
-    const unknown = plan(view, [demand(1, UNKNOWN, 2)]).newWorkers[0]!.allocations.get(job(1))!;
-    expect(unknown.getResourceCount(SPEC.defaultSlotResourceProfile)).to.equal(2);
-  });
+  it(
+    'starts new workers of the spec shape, each carrying ' + 'as many effective profiles as fit (not its slot count)',
+    () => {
+      const { view } = viewWith([]);
+      expect(workers(plan(view, [demand(1, profile(1.5, 150), 5)]))).to.deep.equal([
+        ['requirements', 2],
+        ['requirements', 2],
+        ['requirements', 1],
+      ]);
+      expect(workers(plan(view, [demand(1, profile(0.5, 50), 8)]))).to.deep.equal([['requirements', 8]]);
+      const unknown = plan(view, [demand(1, UNKNOWN, 2)]).newWorkers[0]!.allocations.get(job(1))!;
+      expect(unknown.getResourceCount(SPEC.defaultSlotResourceProfile)).to.equal(2);
+    },
+  );
 
   it('lets later demands use what earlier demands left on new workers', () => {
     const { view } = viewWith([]);
@@ -186,34 +202,41 @@ describe('DefaultResourceAllocationStrategy', () => {
     expect(outcomes(result)[1]).to.deep.equal([0, 8, 0, { kind: 'waiting-for-workers', workers: 3 }]);
   });
 
-  it('reports per demand what was placed, what waits on workers (counting the workers involved) and what is left', () => {
-    const { view } = viewWith([shape(4, 400, 4)]);
-    view.addPending(SPEC);
-    const result = plan(view, [demand(1, UNKNOWN, 2), demand(2, UNKNOWN, 4), demand(3, UNKNOWN, 7)]);
-    expect(outcomes(result)).to.deep.equal([
-      [2, 0, 0, null],
-      [2, 2, 0, { kind: 'waiting-for-workers', workers: 1 }],
-      [0, 7, 0, { kind: 'waiting-for-workers', workers: 3 }],
-    ]);
-    expect(result.outcomes.map((o) => o.demand.jobId)).to.deep.equal([job(1), job(2), job(3)]);
-  });
+  it(
+    'reports per demand what was placed, what waits on ' + 'workers (counting the workers involved) and what is left',
+    () => {
+      const { view } = viewWith([shape(4, 400, 4)]);
+      view.addPending(SPEC);
+      const result = plan(view, [demand(1, UNKNOWN, 2), demand(2, UNKNOWN, 4), demand(3, UNKNOWN, 7)]);
+      expect(outcomes(result)).to.deep.equal([
+        [2, 0, 0, null],
+        [2, 2, 0, { kind: 'waiting-for-workers', workers: 1 }],
+        [0, 7, 0, { kind: 'waiting-for-workers', workers: 3 }],
+      ]);
+      expect(result.outcomes.map((o) => o.demand.jobId)).to.deep.equal([job(1), job(2), job(3)]);
+    },
+  );
 
   describe('limits', () => {
-    it('stops new workers at maxSlots, counting registered and pending slots: max-slots-reached with limit and wouldBe', () => {
-      expect(outcomes(plan(viewWith([]).view, [demand(1, UNKNOWN, 8)], { maxSlots: 6 }))).to.deep.equal([
-        [0, 4, 4, { kind: 'max-slots-reached', limit: 6, wouldBe: 8 }],
-      ]);
-      expect(
-        outcomes(plan(viewWith([shape(4, 400, 4)]).view, [demand(1, UNKNOWN, 12)], { maxSlots: 8 })),
-      ).to.deep.equal([[4, 4, 4, { kind: 'max-slots-reached', limit: 8, wouldBe: 12 }]]);
-      const { view } = viewWith([]);
-      view.addPending(SPEC);
-      const result = plan(view, [demand(1, UNKNOWN, 6)], { maxSlots: 4 });
-      expect([outcomes(result), workers(result)]).to.deep.equal([
-        [[0, 4, 2, { kind: 'max-slots-reached', limit: 4, wouldBe: 8 }]],
-        [],
-      ]);
-    });
+    it(
+      'stops new workers at maxSlots, counting registered and ' +
+        'pending slots: max-slots-reached with limit and wouldBe',
+      () => {
+        expect(outcomes(plan(viewWith([]).view, [demand(1, UNKNOWN, 8)], { maxSlots: 6 }))).to.deep.equal([
+          [0, 4, 4, { kind: 'max-slots-reached', limit: 6, wouldBe: 8 }],
+        ]);
+        expect(
+          outcomes(plan(viewWith([shape(4, 400, 4)]).view, [demand(1, UNKNOWN, 12)], { maxSlots: 8 })),
+        ).to.deep.equal([[4, 4, 4, { kind: 'max-slots-reached', limit: 8, wouldBe: 12 }]]);
+        const { view } = viewWith([]);
+        view.addPending(SPEC);
+        const result = plan(view, [demand(1, UNKNOWN, 6)], { maxSlots: 4 });
+        expect([outcomes(result), workers(result)]).to.deep.equal([
+          [[0, 4, 2, { kind: 'max-slots-reached', limit: 4, wouldBe: 8 }]],
+          [],
+        ]);
+      },
+    );
 
     it('stops new workers at maxTotalCpu or maxTotalMemory: max-resources-reached naming the dimension', () => {
       const cpu = plan(viewWith([shape(4, 400, 4)]).view, [demand(1, UNKNOWN, 12)], { maxTotalCpu: 10 });
@@ -290,21 +313,25 @@ describe('DefaultResourceAllocationStrategy', () => {
       expect(workers(plan(viewWith([shape(4, 400, 4)]).view, [], R))).to.deep.equal([['redundancy', 0]]);
     });
 
-    it('counts free registered resources after this plan’s reservations, pending workers, and leftovers of new workers', () => {
-      const idlePending = viewWith([shape(4, 400, 4)]).view;
-      idlePending.addPending(SPEC);
-      expect(workers(plan(idlePending, [], R))).to.deep.equal([]);
-      expect(workers(plan(viewWith([shape(4, 400, 4)]).view, [demand(1, UNKNOWN, 2)], R))).to.deep.equal([
-        ['redundancy', 0],
-        ['redundancy', 0],
-      ]);
-      expect(workers(plan(viewWith([]).view, [demand(1, UNKNOWN, 2)], R))).to.deep.equal([
-        ['requirements', 2],
-        ['redundancy', 0],
-        ['redundancy', 0],
-      ]);
-      expect(workers(plan(viewWith([]).view, [], { ...R, maxSlots: 4 }))).to.deep.equal([['redundancy', 0]]);
-    });
+    it(
+      'counts free registered resources after this plan’s ' +
+        'reservations, pending workers, and leftovers of new workers',
+      () => {
+        const idlePending = viewWith([shape(4, 400, 4)]).view;
+        idlePending.addPending(SPEC);
+        expect(workers(plan(idlePending, [], R))).to.deep.equal([]);
+        expect(workers(plan(viewWith([shape(4, 400, 4)]).view, [demand(1, UNKNOWN, 2)], R))).to.deep.equal([
+          ['redundancy', 0],
+          ['redundancy', 0],
+        ]);
+        expect(workers(plan(viewWith([]).view, [demand(1, UNKNOWN, 2)], R))).to.deep.equal([
+          ['requirements', 2],
+          ['redundancy', 0],
+          ['redundancy', 0],
+        ]);
+        expect(workers(plan(viewWith([]).view, [], { ...R, maxSlots: 4 }))).to.deep.equal([['redundancy', 0]]);
+      },
+    );
 
     // Flink's tryFulFillRequiredResources sums only the unblocked registered executors.
     it('does not count a blocked executor’s free resources as redundancy', () => {
@@ -351,29 +378,33 @@ describe('DefaultResourceAllocationStrategy', () => {
       expect(p1!.id).to.not.equal(p2!.id);
     });
 
-    it('releases idle executors the redundant workers do not need, and keeps the others (one rule for pending and idle)', () => {
-      const {
-        view,
-        tms: [a, b],
-      } = viewWith([shape(4, 400, 4), shape(4, 400, 4)]);
-      expect(reconcile(view, [a!, b!])).to.deep.equal({
-        pendingTaskManagersToRelease: [],
-        taskManagersToRelease: ['te-1', 'te-2'],
-        taskManagersToKeep: [],
-      });
-      expect(reconcile(view, [a!, b!], 1)).to.deep.equal({
-        pendingTaskManagersToRelease: [],
-        taskManagersToRelease: ['te-1'],
-        taskManagersToKeep: ['te-2'],
-      });
-      b!.use(UNKNOWN);
-      // te-2 keeps 3 of 4 slots free: not a whole worker, so te-1 is needed as the redundant one.
-      expect(reconcile(view, [a!], 1)).to.deep.equal({
-        pendingTaskManagersToRelease: [],
-        taskManagersToRelease: [],
-        taskManagersToKeep: ['te-1'],
-      });
-    });
+    it(
+      'releases idle executors the redundant workers do not ' +
+        'need, and keeps the others (one rule for pending and idle)',
+      () => {
+        const {
+          view,
+          tms: [a, b],
+        } = viewWith([shape(4, 400, 4), shape(4, 400, 4)]);
+        expect(reconcile(view, [a!, b!])).to.deep.equal({
+          pendingTaskManagersToRelease: [],
+          taskManagersToRelease: ['te-1', 'te-2'],
+          taskManagersToKeep: [],
+        });
+        expect(reconcile(view, [a!, b!], 1)).to.deep.equal({
+          pendingTaskManagersToRelease: [],
+          taskManagersToRelease: ['te-1'],
+          taskManagersToKeep: ['te-2'],
+        });
+        b!.use(UNKNOWN);
+        // te-2 keeps 3 of 4 slots free: not a whole worker, so te-1 is needed as the redundant one.
+        expect(reconcile(view, [a!], 1)).to.deep.equal({
+          pendingTaskManagersToRelease: [],
+          taskManagersToRelease: [],
+          taskManagersToKeep: ['te-1'],
+        });
+      },
+    );
   });
 
   describe('shared scenarios: every policy plans the same counts, workers and reasons', () => {
@@ -416,7 +447,9 @@ describe('DefaultResourceAllocationStrategy', () => {
         workers: [['requirements', 1]],
       },
       {
-        name: 'a mixed cluster with a gpu executor: gpu demands go only there (no worker has gpus), the rest to a worker',
+        name:
+          'a mixed cluster with a gpu executor: gpu demands go only there ' +
+          '(no worker has gpus), the rest to a worker',
         cluster: [shape(4, 400, 4), { total: profile(4, 400, 0, { gpu: 1 }), slots: 2 }],
         demands: [demand(1, profile(1, 50, 0, { gpu: 1 }), 2), demand(2, profile(2, 200), 4)],
         outcomes: [
@@ -501,7 +534,8 @@ describe('DefaultResourceAllocationStrategy', () => {
     expect(sentences).to.deep.equal([
       'waiting for 1 worker to start and register',
       'waiting for 3 workers to start and register',
-      'no TaskExecutor has room: closest te-1 (cpuCores available 1, required 3); it fits te-1 once slots there are freed',
+      'no TaskExecutor has room: closest te-1 (cpuCores available 1, required 3); ' +
+        'it fits te-1 once slots there are freed',
       'no TaskExecutor is registered and none can be started',
       'larger than any worker can ever be (taskHeapMemory worker has 400 mb, needs 600 mb)',
       'starting a worker would make 8 slots, over slotmanager.number-of-slots.max = 6',

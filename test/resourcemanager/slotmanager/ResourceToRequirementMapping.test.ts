@@ -61,14 +61,18 @@ describe('ResourceToRequirementMapping', () => {
     expect(snapshot(m)).to.deep.equal(before);
   });
 
-  it('refuses to decrement a resource that does not fulfil the requirement, or more than recorded (stricter than Flink)', () => {
-    const m = new ResourceToRequirementMapping();
-    m.incrementCount(UNKNOWN, A, 1);
-    const before = snapshot(m);
-    expect(() => m.decrementCount(UNKNOWN, B, 1)).to.throw(IllegalStateError);
-    expect(() => m.decrementCount(UNKNOWN, A, 2)).to.throw(IllegalStateError, /only 1 recorded/);
-    expect(snapshot(m)).to.deep.equal(before);
-  });
+  it(
+    'refuses to decrement a resource that does not fulfil the ' +
+      'requirement, or more than recorded (stricter than Flink)',
+    () => {
+      const m = new ResourceToRequirementMapping();
+      m.incrementCount(UNKNOWN, A, 1);
+      const before = snapshot(m);
+      expect(() => m.decrementCount(UNKNOWN, B, 1)).to.throw(IllegalStateError);
+      expect(() => m.decrementCount(UNKNOWN, A, 2)).to.throw(IllegalStateError, /only 1 recorded/);
+      expect(snapshot(m)).to.deep.equal(before);
+    },
+  );
 
   it('refuses a count that is not a positive safe integer, and a non-profile, with IllegalArgumentError', () => {
     const m = new ResourceToRequirementMapping();

@@ -74,16 +74,20 @@ describe('DefaultResourceTracker', () => {
     expect(show(t.getAcquiredResources(J1))).to.deep.equal([['SMALL', 1]]);
   });
 
-  it('turns resources beyond a decreased requirement into excess without freeing any, and reuses them on an increase', () => {
-    const t = new DefaultResourceTracker();
-    t.notifyResourceRequirements(J1, reqs(['DEFAULT', 3]));
-    acquire(t, J1, 'DEFAULT', 'DEFAULT', 'DEFAULT');
-    t.notifyResourceRequirements(J1, reqs(['DEFAULT', 1]));
-    expect(t.getMissingResources().size).to.equal(0);
-    expect(show(t.getAcquiredResources(J1))).to.deep.equal([['DEFAULT', 3]]);
-    t.notifyResourceRequirements(J1, reqs(['DEFAULT', 4]));
-    expect(show(t.getMissingResources().get(J1))).to.deep.equal([['DEFAULT', 1]]);
-  });
+  it(
+    'turns resources beyond a decreased requirement into ' +
+      'excess without freeing any, and reuses them on an increase',
+    () => {
+      const t = new DefaultResourceTracker();
+      t.notifyResourceRequirements(J1, reqs(['DEFAULT', 3]));
+      acquire(t, J1, 'DEFAULT', 'DEFAULT', 'DEFAULT');
+      t.notifyResourceRequirements(J1, reqs(['DEFAULT', 1]));
+      expect(t.getMissingResources().size).to.equal(0);
+      expect(show(t.getAcquiredResources(J1))).to.deep.equal([['DEFAULT', 3]]);
+      t.notifyResourceRequirements(J1, reqs(['DEFAULT', 4]));
+      expect(show(t.getMissingResources().get(J1))).to.deep.equal([['DEFAULT', 1]]);
+    },
+  );
 
   it('lets a new requirement take matching excess first, and leaves non-matching excess alone', () => {
     const t = new DefaultResourceTracker();
@@ -260,18 +264,22 @@ describe('DefaultResourceTracker.notifyAcquiredResources', () => {
 });
 
 describe('JobScopedResourceTracker', () => {
-  it('matches an exactly equal requirement before an earlier UNKNOWN one, ANY to the first with room, and nothing without room', () => {
-    const requirements = ResourceCounter.fromEntries([
-      [P.UNKNOWN, 1],
-      [P.DEFAULT, 1],
-    ]);
-    const none = () => 0;
-    expect(nameOf(matchRequirement(P.DEFAULT, requirements, none)!)).to.equal('DEFAULT');
-    expect(nameOf(matchRequirement(P.SMALL, requirements, none)!)).to.equal('UNKNOWN');
-    expect(nameOf(matchRequirement(ResourceProfile.ANY, requirements, none)!)).to.equal('UNKNOWN');
-    expect(matchRequirement(P.SMALL, requirements, (r) => (r.isUnknown() ? 1 : 0))).to.equal(undefined);
-    expect(nameOf(matchRequirement(P.DEFAULT, requirements, (r) => (r.isUnknown() ? 0 : 1))!)).to.equal('UNKNOWN');
-  });
+  it(
+    'matches an exactly equal requirement before an earlier UNKNOWN ' +
+      'one, ANY to the first with room, and nothing without room',
+    () => {
+      const requirements = ResourceCounter.fromEntries([
+        [P.UNKNOWN, 1],
+        [P.DEFAULT, 1],
+      ]);
+      const none = () => 0;
+      expect(nameOf(matchRequirement(P.DEFAULT, requirements, none)!)).to.equal('DEFAULT');
+      expect(nameOf(matchRequirement(P.SMALL, requirements, none)!)).to.equal('UNKNOWN');
+      expect(nameOf(matchRequirement(ResourceProfile.ANY, requirements, none)!)).to.equal('UNKNOWN');
+      expect(matchRequirement(P.SMALL, requirements, (r) => (r.isUnknown() ? 1 : 0))).to.equal(undefined);
+      expect(nameOf(matchRequirement(P.DEFAULT, requirements, (r) => (r.isUnknown() ? 0 : 1))!)).to.equal('UNKNOWN');
+    },
+  );
 
   it('moves exactly the surplus of a requirement fulfilled by two profiles to excess, first-assigned first', () => {
     const t = new JobScopedResourceTracker(J1);
@@ -357,43 +365,46 @@ describe('DefaultResourceTracker, property-based', () => {
     },
   );
 
-  it('keeps acquired = acquired − lost and 0 ≤ missing = required − fulfilled, assigning only matching resources', () => {
-    fc.assert(
-      fc.property(fc.array(op, { maxLength: 24 }), (ops) => {
-        const tracker = new DefaultResourceTracker();
-        // A mirror per job: the tracker must answer exactly as a lone JobScopedResourceTracker would.
-        const mirrors = JOBS.map((j) => new JobScopedResourceTracker(j));
-        const held = JOBS.map(() => new Map<Name, number>());
-        for (const step of ops) {
-          const [jobId, mirror, holds] = [JOBS[step.job]!, mirrors[step.job]!, held[step.job]!];
-          if (step.kind === 'declare') {
-            const list = step.list.map(([n, count]) => ({ resourceProfile: P[n], numberOfRequiredSlots: count }));
-            tracker.notifyResourceRequirements(jobId, list);
-            mirror.notifyResourceRequirements(list);
-          } else if (step.kind === 'acquire') {
-            tracker.notifyAcquiredResource(jobId, P[step.name]);
-            mirror.notifyAcquiredResource(P[step.name]);
-            holds.set(step.name, (holds.get(step.name) ?? 0) + 1);
-          } else if (step.kind === 'lose') {
-            const name = [...holds.keys()][step.pick % Math.max(1, holds.size)];
-            if (name === undefined) continue; // holds nothing yet
-            tracker.notifyLostResource(jobId, P[name]);
-            mirror.notifyLostResource(P[name]);
-            if (holds.get(name) === 1) holds.delete(name);
-            else holds.set(name, holds.get(name)! - 1);
-          } else if (!holds.has(step.name)) {
-            const before = state(tracker);
-            if (tracker.jobs().includes(jobId))
-              expect(() => tracker.notifyLostResource(jobId, P[step.name])).to.throw(IllegalStateError);
-            else tracker.notifyLostResource(jobId, P[step.name]);
-            expect(state(tracker)).to.equal(before);
+  it(
+    'keeps acquired = acquired − lost and 0 ≤ missing = ' + 'required − fulfilled, assigning only matching resources',
+    () => {
+      fc.assert(
+        fc.property(fc.array(op, { maxLength: 24 }), (ops) => {
+          const tracker = new DefaultResourceTracker();
+          // A mirror per job: the tracker must answer exactly as a lone JobScopedResourceTracker would.
+          const mirrors = JOBS.map((j) => new JobScopedResourceTracker(j));
+          const held = JOBS.map(() => new Map<Name, number>());
+          for (const step of ops) {
+            const [jobId, mirror, holds] = [JOBS[step.job]!, mirrors[step.job]!, held[step.job]!];
+            if (step.kind === 'declare') {
+              const list = step.list.map(([n, count]) => ({ resourceProfile: P[n], numberOfRequiredSlots: count }));
+              tracker.notifyResourceRequirements(jobId, list);
+              mirror.notifyResourceRequirements(list);
+            } else if (step.kind === 'acquire') {
+              tracker.notifyAcquiredResource(jobId, P[step.name]);
+              mirror.notifyAcquiredResource(P[step.name]);
+              holds.set(step.name, (holds.get(step.name) ?? 0) + 1);
+            } else if (step.kind === 'lose') {
+              const name = [...holds.keys()][step.pick % Math.max(1, holds.size)];
+              if (name === undefined) continue; // holds nothing yet
+              tracker.notifyLostResource(jobId, P[name]);
+              mirror.notifyLostResource(P[name]);
+              if (holds.get(name) === 1) holds.delete(name);
+              else holds.set(name, holds.get(name)! - 1);
+            } else if (!holds.has(step.name)) {
+              const before = state(tracker);
+              if (tracker.jobs().includes(jobId))
+                expect(() => tracker.notifyLostResource(jobId, P[step.name])).to.throw(IllegalStateError);
+              else tracker.notifyLostResource(jobId, P[step.name]);
+              expect(state(tracker)).to.equal(before);
+            }
+            JOBS.forEach((j, i) => checkJob(tracker, j, mirrors[i]!, held[i]!));
           }
-          JOBS.forEach((j, i) => checkJob(tracker, j, mirrors[i]!, held[i]!));
-        }
-      }),
-      { numRuns: 1000 },
-    );
-  });
+        }),
+        { numRuns: 1000 },
+      );
+    },
+  );
 
   function checkJob(
     tracker: DefaultResourceTracker,

@@ -79,24 +79,28 @@ function setup() {
 
 describe('SlotStatusSyncer', () => {
   describe('allocateSlot', () => {
-    it('marks the slot pending, counts it as acquired for the job at once, and asks the executor under a fresh AllocationID', () => {
-      const { addExecutor, allocate, acquired, syncer, tracker, jobId } = setup();
-      const { tm, gateway } = addExecutor();
-      gateway.willAnswer('never');
-      const slot = allocate(tm, jobId);
-      expect(slot).to.include({ state: 'pending', index: 0, jobId, taskManager: tm });
-      expect(AllocationID.is(slot.allocationId)).to.equal(true);
-      expect(tracker.getSlot(slot.allocationId!)).to.equal(slot);
-      expect(acquired(jobId), 'counted while the request is in flight').to.equal(1);
-      expect(syncer.inFlight).to.equal(1);
-      expect(gateway.requestSlotCalls).to.have.length(1);
-      const call = gateway.requestSlotCalls[0]!;
-      expect(call).to.include({ index: 0, jobId, allocationId: slot.allocationId, targetAddress: 'jobmaster@test' });
-      expect(
-        call.resourceProfile.equals(SPEC.defaultSlotResourceProfile),
-        'UNKNOWN is sent as the default slot profile',
-      ).to.equal(true);
-    });
+    it(
+      'marks the slot pending, counts it as acquired for the job ' +
+        'at once, and asks the executor under a fresh AllocationID',
+      () => {
+        const { addExecutor, allocate, acquired, syncer, tracker, jobId } = setup();
+        const { tm, gateway } = addExecutor();
+        gateway.willAnswer('never');
+        const slot = allocate(tm, jobId);
+        expect(slot).to.include({ state: 'pending', index: 0, jobId, taskManager: tm });
+        expect(AllocationID.is(slot.allocationId)).to.equal(true);
+        expect(tracker.getSlot(slot.allocationId!)).to.equal(slot);
+        expect(acquired(jobId), 'counted while the request is in flight').to.equal(1);
+        expect(syncer.inFlight).to.equal(1);
+        expect(gateway.requestSlotCalls).to.have.length(1);
+        const call = gateway.requestSlotCalls[0]!;
+        expect(call).to.include({ index: 0, jobId, allocationId: slot.allocationId, targetAddress: 'jobmaster@test' });
+        expect(
+          call.resourceProfile.equals(SPEC.defaultSlotResourceProfile),
+          'UNKNOWN is sent as the default slot profile',
+        ).to.equal(true);
+      },
+    );
 
     it("uses a new AllocationID for every attempt, and the caller's when one is given (an imperative request)", () => {
       const { addExecutor, allocate, acquired, jobId } = setup();
@@ -138,59 +142,67 @@ describe('SlotStatusSyncer', () => {
       expect(outcome.ok === false && outcome.error).to.be.instanceOf(SlotAllocationError);
     });
 
-    it('fails with an RpcTimeoutError after rpc.ask.timeout when the executor never answers, and frees the slot the same way', async () => {
-      const { addExecutor, allocate, settled, tracker, acquired, clock, jobId } = setup();
-      const { tm, gateway } = addExecutor();
-      gateway.willAnswer('never');
-      const slot = allocate(tm, jobId);
-      const allocationId = slot.allocationId!;
-      clock.increment(RPC_TIMEOUT - 1);
-      await settle();
-      expect(slot.state).to.equal('pending');
-      expect(settled).to.have.length(0);
-      clock.increment(1);
-      await settle();
-      expect(tracker.getSlot(allocationId)).to.equal(undefined);
-      expect(acquired(jobId)).to.equal(0);
-      expect(settled).to.have.length(1);
-      const outcome = settled[0]!;
-      expect(outcome).to.deep.include({ ok: false, allocationId, resourceId: tm.resourceId });
-      const error = outcome.ok === false ? outcome.error : undefined;
-      expect(error).to.be.instanceOf(RpcTimeoutError);
-      expect((error as RpcTimeoutError).details).to.include({
-        gateway: 'TaskExecutorGateway',
-        method: 'requestSlot',
-        timeoutMs: RPC_TIMEOUT,
-      });
-    });
+    it(
+      'fails with an RpcTimeoutError after rpc.ask.timeout when ' +
+        'the executor never answers, and frees the slot the same way',
+      async () => {
+        const { addExecutor, allocate, settled, tracker, acquired, clock, jobId } = setup();
+        const { tm, gateway } = addExecutor();
+        gateway.willAnswer('never');
+        const slot = allocate(tm, jobId);
+        const allocationId = slot.allocationId!;
+        clock.increment(RPC_TIMEOUT - 1);
+        await settle();
+        expect(slot.state).to.equal('pending');
+        expect(settled).to.have.length(0);
+        clock.increment(1);
+        await settle();
+        expect(tracker.getSlot(allocationId)).to.equal(undefined);
+        expect(acquired(jobId)).to.equal(0);
+        expect(settled).to.have.length(1);
+        const outcome = settled[0]!;
+        expect(outcome).to.deep.include({ ok: false, allocationId, resourceId: tm.resourceId });
+        const error = outcome.ok === false ? outcome.error : undefined;
+        expect(error).to.be.instanceOf(RpcTimeoutError);
+        expect((error as RpcTimeoutError).details).to.include({
+          gateway: 'TaskExecutorGateway',
+          method: 'requestSlot',
+          timeoutMs: RPC_TIMEOUT,
+        });
+      },
+    );
 
-    it('waits on for an executor that answers other requests meanwhile (busy, not silent), until it is silent for rpc.ask.timeout', async () => {
-      const { addExecutor, allocate, settled, clock, jobId } = setup();
-      const { tm, gateway } = addExecutor();
-      gateway.answers.push('defer', 'never');
-      allocate(tm, jobId);
-      const stuck = allocate(tm, jobId);
-      clock.increment(0.8 * RPC_TIMEOUT);
-      gateway.deferred[0]!.ack(); // heard from at 0.8 × timeout
-      await settle();
-      clock.increment(0.2 * RPC_TIMEOUT); // the stuck request's first deadline: the executor spoke since it was asked
-      await settle();
-      expect([settled.length, stuck.state]).to.deep.equal([1, 'pending']);
-      clock.increment(0.8 * RPC_TIMEOUT - 1);
-      await settle();
-      expect(settled).to.have.length(1);
-      clock.increment(1); // silent for a whole timeout since it last answered
-      await settle();
-      const outcome = settled[1]!;
-      const error = outcome.ok === false ? outcome.error : undefined;
-      expect(error).to.be.instanceOf(RpcTimeoutError);
-      expect((error as RpcTimeoutError).details).to.include({
-        method: 'requestSlot',
-        timeoutMs: RPC_TIMEOUT,
-        waitedMs: 1.8 * RPC_TIMEOUT,
-        expired: 'silent',
-      });
-    });
+    it(
+      'waits on for an executor that answers other requests meanwhile ' +
+        '(busy, not silent), until it is silent for rpc.ask.timeout',
+      async () => {
+        const { addExecutor, allocate, settled, clock, jobId } = setup();
+        const { tm, gateway } = addExecutor();
+        gateway.answers.push('defer', 'never');
+        allocate(tm, jobId);
+        const stuck = allocate(tm, jobId);
+        clock.increment(0.8 * RPC_TIMEOUT);
+        gateway.deferred[0]!.ack(); // heard from at 0.8 × timeout
+        await settle();
+        clock.increment(0.2 * RPC_TIMEOUT); // the stuck request's first deadline: the executor spoke since it was asked
+        await settle();
+        expect([settled.length, stuck.state]).to.deep.equal([1, 'pending']);
+        clock.increment(0.8 * RPC_TIMEOUT - 1);
+        await settle();
+        expect(settled).to.have.length(1);
+        clock.increment(1); // silent for a whole timeout since it last answered
+        await settle();
+        const outcome = settled[1]!;
+        const error = outcome.ok === false ? outcome.error : undefined;
+        expect(error).to.be.instanceOf(RpcTimeoutError);
+        expect((error as RpcTimeoutError).details).to.include({
+          method: 'requestSlot',
+          timeoutMs: RPC_TIMEOUT,
+          waitedMs: 1.8 * RPC_TIMEOUT,
+          expired: 'silent',
+        });
+      },
+    );
 
     it('gives up after 3 × rpc.ask.timeout even on an executor that keeps answering other requests', async () => {
       const { addExecutor, allocate, settled, clock, report, jobId } = setup();
@@ -209,27 +221,34 @@ describe('SlotStatusSyncer', () => {
       expect((error as RpcTimeoutError).details).to.include({ expired: 'max-wait', waitedMs: 3 * RPC_TIMEOUT });
     });
 
-    it('adds no deadline of its own to a gateway whose transport keeps one (deadline: transport): its RpcTimeoutError is the answer', async () => {
-      const { addExecutor, allocate, settled, clock, tracker, jobId } = setup();
-      const { tm, gateway } = addExecutor();
-      (gateway as { deadline?: 'transport' }).deadline = 'transport';
-      let fail: (error: unknown) => void = () => {};
-      gateway.answerSlotRequest = () => new Promise<void>((_resolve, reject) => (fail = reject));
-      const slot = allocate(tm, jobId);
-      const allocationId = slot.allocationId!;
-      clock.increment(10 * RPC_TIMEOUT);
-      await settle();
-      expect([settled.length, slot.state, clock.pendingTimers]).to.deep.equal([0, 'pending', 0]);
-      const fromTransport = new RpcTimeoutError('TaskExecutorGateway.requestSlot to te got no answer within 10000 ms', {
-        gateway: 'TaskExecutorGateway',
-        method: 'requestSlot',
-        timeoutMs: RPC_TIMEOUT,
-      });
-      fail(fromTransport);
-      await settle();
-      expect(settled[0]).to.deep.include({ ok: false, error: fromTransport });
-      expect(tracker.getSlot(allocationId)).to.equal(undefined);
-    });
+    it(
+      'adds no deadline of its own to a gateway whose transport keeps ' +
+        'one (deadline: transport): its RpcTimeoutError is the answer',
+      async () => {
+        const { addExecutor, allocate, settled, clock, tracker, jobId } = setup();
+        const { tm, gateway } = addExecutor();
+        (gateway as { deadline?: 'transport' }).deadline = 'transport';
+        let fail: (error: unknown) => void = () => {};
+        gateway.answerSlotRequest = () => new Promise<void>((_resolve, reject) => (fail = reject));
+        const slot = allocate(tm, jobId);
+        const allocationId = slot.allocationId!;
+        clock.increment(10 * RPC_TIMEOUT);
+        await settle();
+        expect([settled.length, slot.state, clock.pendingTimers]).to.deep.equal([0, 'pending', 0]);
+        const fromTransport = new RpcTimeoutError(
+          'TaskExecutorGateway.requestSlot to te got no answer within 10000 ms',
+          {
+            gateway: 'TaskExecutorGateway',
+            method: 'requestSlot',
+            timeoutMs: RPC_TIMEOUT,
+          },
+        );
+        fail(fromTransport);
+        await settle();
+        expect(settled[0]).to.deep.include({ ok: false, error: fromTransport });
+        expect(tracker.getSlot(allocationId)).to.equal(undefined);
+      },
+    );
 
     it('treats a requestSlot that throws synchronously as a refusal', async () => {
       const { addExecutor, allocate, settled, acquired, jobId } = setup();
@@ -245,22 +264,25 @@ describe('SlotStatusSyncer', () => {
   });
 
   describe('late answers', () => {
-    it('ignores an acknowledgement that arrives after the slot was freed, even when the index was allocated again', async () => {
-      const { addExecutor, allocate, syncer, settled, acquired, tracker, jobId } = setup();
-      const { tm, gateway } = addExecutor();
-      gateway.willAnswer('defer', 'never');
-      const first = allocate(tm, jobId).allocationId!;
-      syncer.freeSlot(first);
-      expect(acquired(jobId)).to.equal(0);
-      const second = allocate(tm, jobId);
-      expect(second.index, 'the same static slot is used again').to.equal(0);
-      gateway.deferred[0]!.ack();
-      await settle();
-      expect(settled).to.deep.equal([]);
-      expect(tracker.getSlot(first)).to.equal(undefined);
-      expect(second.state, 'the newer allocation is not completed by the older answer').to.equal('pending');
-      expect(acquired(jobId)).to.equal(1);
-    });
+    it(
+      'ignores an acknowledgement that arrives after the ' + 'slot was freed, even when the index was allocated again',
+      async () => {
+        const { addExecutor, allocate, syncer, settled, acquired, tracker, jobId } = setup();
+        const { tm, gateway } = addExecutor();
+        gateway.willAnswer('defer', 'never');
+        const first = allocate(tm, jobId).allocationId!;
+        syncer.freeSlot(first);
+        expect(acquired(jobId)).to.equal(0);
+        const second = allocate(tm, jobId);
+        expect(second.index, 'the same static slot is used again').to.equal(0);
+        gateway.deferred[0]!.ack();
+        await settle();
+        expect(settled).to.deep.equal([]);
+        expect(tracker.getSlot(first)).to.equal(undefined);
+        expect(second.state, 'the newer allocation is not completed by the older answer').to.equal('pending');
+        expect(acquired(jobId)).to.equal(1);
+      },
+    );
 
     it('ignores an answer (acknowledgement or refusal) that arrives after the request timed out', async () => {
       const { addExecutor, allocate, settled, acquired, tracker, clock, jobId } = setup();
@@ -295,21 +317,24 @@ describe('SlotStatusSyncer', () => {
   });
 
   describe('freeSlot', () => {
-    it('frees a pending or allocated slot and counts it lost for its job; an unknown AllocationID is undefined', async () => {
-      const { addExecutor, allocate, syncer, acquired, tracker, jobId } = setup();
-      const { tm, gateway } = addExecutor();
-      gateway.willAnswer('ack', 'never');
-      const allocated = allocate(tm, jobId).allocationId!;
-      const pending = allocate(tm, jobId).allocationId!;
-      await settle();
-      expect(syncer.freeSlot(allocated)?.allocationId).to.equal(allocated);
-      expect(syncer.freeSlot(pending)?.allocationId).to.equal(pending);
-      expect(tracker.numberOfOccupiedSlots).to.equal(0);
-      expect(acquired(jobId)).to.equal(0);
-      expect(syncer.inFlight).to.equal(0);
-      expect(syncer.freeSlot(AllocationID.generate())).to.equal(undefined);
-      expect(gateway.freeInactiveSlotsCalls, 'no call is made to the executor').to.deep.equal([]);
-    });
+    it(
+      'frees a pending or allocated slot and counts it lost ' + 'for its job; an unknown AllocationID is undefined',
+      async () => {
+        const { addExecutor, allocate, syncer, acquired, tracker, jobId } = setup();
+        const { tm, gateway } = addExecutor();
+        gateway.willAnswer('ack', 'never');
+        const allocated = allocate(tm, jobId).allocationId!;
+        const pending = allocate(tm, jobId).allocationId!;
+        await settle();
+        expect(syncer.freeSlot(allocated)?.allocationId).to.equal(allocated);
+        expect(syncer.freeSlot(pending)?.allocationId).to.equal(pending);
+        expect(tracker.numberOfOccupiedSlots).to.equal(0);
+        expect(acquired(jobId)).to.equal(0);
+        expect(syncer.inFlight).to.equal(0);
+        expect(syncer.freeSlot(AllocationID.generate())).to.equal(undefined);
+        expect(gateway.freeInactiveSlotsCalls, 'no call is made to the executor').to.deep.equal([]);
+      },
+    );
   });
 
   describe('reportSlotStatus (reconciliation)', () => {
@@ -354,20 +379,24 @@ describe('SlotStatusSyncer', () => {
       expect(acquired(jobId)).to.equal(0);
     });
 
-    it('keeps a pending slot the report does not show (the request may not have arrived yet); its answer still completes it', async () => {
-      const { addExecutor, allocate, report, settled, acquired, jobId } = setup();
-      const { tm, gateway } = addExecutor();
-      gateway.willAnswer('defer');
-      const slot = allocate(tm, jobId);
-      const result = report(tm, []);
-      expect(result).to.deep.equal({ completed: [], adopted: [], freed: [], conflicts: [] });
-      expect(slot.state).to.equal('pending');
-      expect(acquired(jobId)).to.equal(1);
-      gateway.deferred[0]!.ack();
-      await settle();
-      expect(slot.state).to.equal('allocated');
-      expect(settled.map((o) => o.ok)).to.deep.equal([true]);
-    });
+    it(
+      'keeps a pending slot the report does not show (the request ' +
+        'may not have arrived yet); its answer still completes it',
+      async () => {
+        const { addExecutor, allocate, report, settled, acquired, jobId } = setup();
+        const { tm, gateway } = addExecutor();
+        gateway.willAnswer('defer');
+        const slot = allocate(tm, jobId);
+        const result = report(tm, []);
+        expect(result).to.deep.equal({ completed: [], adopted: [], freed: [], conflicts: [] });
+        expect(slot.state).to.equal('pending');
+        expect(acquired(jobId)).to.equal(1);
+        gateway.deferred[0]!.ack();
+        await settle();
+        expect(slot.state).to.equal('allocated');
+        expect(settled.map((o) => o.ok)).to.deep.equal([true]);
+      },
+    );
 
     it('completes a pending slot the report shows; the acknowledgement that follows is ignored', async () => {
       const { addExecutor, allocate, report, settled, syncer, acquired, jobId } = setup();

@@ -31,66 +31,73 @@ describe('TaskManagerRegistration capacity', () => {
     extended: fc.constantFrom<Record<string, number>>({}, { gpu: 1 }, { gpu: 0.3 }, { fpga: 1 }),
   });
 
-  it('scores a shortfall from its running numbers exactly as shortfallScore scores available.shortfall (or -1 when it fits)', () => {
-    const asked = fc.record({
-      cpu: fc.constantFrom(0.1, 1, 3, 4.5),
-      heapMB: fc.constantFrom(0, 100, 399, 500),
-      managedMB: fc.constantFrom(0, 60, 101),
-      extended: fc.constantFrom<Record<string, number>>({}, { gpu: 1 }, { gpu: 2.5 }, { fpga: 1 }),
-    });
-    fc.assert(
-      fc.property(fc.array(step, { maxLength: 30 }), asked, (steps, a) => {
-        const tm = registration();
-        const requirement = profile(a.cpu, a.heapMB, a.managedMB, a.extended);
-        for (const s of steps) {
-          const p = profile(s.cpu, s.heapMB, s.managedMB, s.extended);
-          if (s.give) tm.giveBack(p);
-          else tm.take(p);
-          const shortfall = tm.available.shortfall(requirement);
-          expect(tm.shortfallScore(requirement)).to.equal(shortfall.length === 0 ? -1 : shortfallScore(shortfall));
-        }
-      }),
-      { seed: 0x5107d1, numRuns: 300 },
-    );
-  });
+  it(
+    'scores a shortfall from its running numbers exactly as ' +
+      'shortfallScore scores available.shortfall (or -1 when it fits)',
+    () => {
+      const asked = fc.record({
+        cpu: fc.constantFrom(0.1, 1, 3, 4.5),
+        heapMB: fc.constantFrom(0, 100, 399, 500),
+        managedMB: fc.constantFrom(0, 60, 101),
+        extended: fc.constantFrom<Record<string, number>>({}, { gpu: 1 }, { gpu: 2.5 }, { fpga: 1 }),
+      });
+      fc.assert(
+        fc.property(fc.array(step, { maxLength: 30 }), asked, (steps, a) => {
+          const tm = registration();
+          const requirement = profile(a.cpu, a.heapMB, a.managedMB, a.extended);
+          for (const s of steps) {
+            const p = profile(s.cpu, s.heapMB, s.managedMB, s.extended);
+            if (s.give) tm.giveBack(p);
+            else tm.take(p);
+            const shortfall = tm.available.shortfall(requirement);
+            expect(tm.shortfallScore(requirement)).to.equal(shortfall.length === 0 ? -1 : shortfallScore(shortfall));
+          }
+        }),
+        { seed: 0x5107d1, numRuns: 300 },
+      );
+    },
+  );
 
-  it('matches profile arithmetic on any sequence of takes and give-backs, including give-backs beyond what is used', () => {
-    fc.assert(
-      fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
-        const tm = registration();
-        let used = ResourceProfile.ZERO;
-        let version = 0;
-        for (const s of steps) {
-          const p = profile(s.cpu, s.heapMB, s.managedMB, s.extended);
-          if (s.give) {
-            tm.giveBack(p);
-            used = saturatingSubtract(used, p);
-          } else {
-            tm.take(p);
-            used = used.merge(p);
+  it(
+    'matches profile arithmetic on any sequence of takes ' + 'and give-backs, including give-backs beyond what is used',
+    () => {
+      fc.assert(
+        fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
+          const tm = registration();
+          let used = ResourceProfile.ZERO;
+          let version = 0;
+          for (const s of steps) {
+            const p = profile(s.cpu, s.heapMB, s.managedMB, s.extended);
+            if (s.give) {
+              tm.giveBack(p);
+              used = saturatingSubtract(used, p);
+            } else {
+              tm.take(p);
+              used = used.merge(p);
+            }
+            const available = saturatingSubtract(total, used);
+            const utilization = Math.max(used.cpuCores / total.cpuCores, used.totalMemory / total.totalMemory);
+            expect([tm.used.key, tm.available.key, tm.utilization, tm.version]).to.deep.equal([
+              used.key,
+              available.key,
+              utilization,
+              ++version,
+            ]);
+            for (const r of [
+              p,
+              profile(1, 100),
+              profile(0.5, 0, 0, { gpu: 1 }),
+              ResourceProfile.UNKNOWN,
+              ResourceProfile.ANY,
+            ]) {
+              expect(tm.hasAvailable(r), `${tm.available} ≥ ${r}`).to.equal(tm.available.allFieldsNoLessThan(r));
+            }
           }
-          const available = saturatingSubtract(total, used);
-          const utilization = Math.max(used.cpuCores / total.cpuCores, used.totalMemory / total.totalMemory);
-          expect([tm.used.key, tm.available.key, tm.utilization, tm.version]).to.deep.equal([
-            used.key,
-            available.key,
-            utilization,
-            ++version,
-          ]);
-          for (const r of [
-            p,
-            profile(1, 100),
-            profile(0.5, 0, 0, { gpu: 1 }),
-            ResourceProfile.UNKNOWN,
-            ResourceProfile.ANY,
-          ]) {
-            expect(tm.hasAvailable(r), `${tm.available} ≥ ${r}`).to.equal(tm.available.allFieldsNoLessThan(r));
-          }
-        }
-      }),
-      { numRuns: 300, seed: 20240611 },
-    );
-  });
+        }),
+        { numRuns: 300, seed: 20240611 },
+      );
+    },
+  );
 
   it('subtracts stopping at zero on exact units: 0.3 − 0.1 cores leave 0.2, not a unit less', () => {
     const left = saturatingSubtract(profile(0.3, 100, 0, { gpu: 0.3 }), profile(0.1, 200, 0, { gpu: 0.1, fpga: 1 }));

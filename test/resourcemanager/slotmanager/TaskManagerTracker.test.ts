@@ -113,27 +113,30 @@ describe('TaskManagerTracker', () => {
   });
 
   describe('static slots', () => {
-    it('reserves a run of slots as reserve calls one by one would (static slots lowest first, then dynamic), and refuses a run that does not fit, changing nothing', () => {
-      const one = trackerWith([shape(4, 400, 4)]);
-      const run = trackerWith([shape(4, 400, 4)]);
-      one.tracker.reserve(one.tms[0]!, UNKNOWN, job(1));
-      run.tracker.reserve(run.tms[0]!, UNKNOWN, job(1));
-      const singles = [0, 1].map(() => one.tracker.reserve(one.tms[0]!, UNKNOWN, job(1)));
-      const together = run.tracker.reserveRun(run.tms[0]!, UNKNOWN, job(1), 2);
-      expect(together.map((r) => r.staticSlot?.index)).to.deep.equal(singles.map((r) => r.staticSlot?.index));
-      expect(together.map((r) => r.staticSlot?.index)).to.deep.equal([1, 2]);
-      expect(state(run.tracker)).to.equal(state(one.tracker));
-      expectRefusal(
-        run.tracker,
-        () => run.tracker.reserveRun(run.tms[0]!, profile(0.5, 50), job(1), 3),
-        IllegalStateError,
-        /cannot fit 3 × /,
-      );
-      expect(run.tracker.reserveRun(run.tms[0]!, profile(0.5, 50), job(1), 2).map((r) => r.staticSlot)).to.deep.equal([
-        null,
-        null,
-      ]);
-    });
+    it(
+      'reserves a run of slots as reserve calls one by one would (static slots lowest ' +
+        'first, then dynamic), and refuses a run that does not fit, changing nothing',
+      () => {
+        const one = trackerWith([shape(4, 400, 4)]);
+        const run = trackerWith([shape(4, 400, 4)]);
+        one.tracker.reserve(one.tms[0]!, UNKNOWN, job(1));
+        run.tracker.reserve(run.tms[0]!, UNKNOWN, job(1));
+        const singles = [0, 1].map(() => one.tracker.reserve(one.tms[0]!, UNKNOWN, job(1)));
+        const together = run.tracker.reserveRun(run.tms[0]!, UNKNOWN, job(1), 2);
+        expect(together.map((r) => r.staticSlot?.index)).to.deep.equal(singles.map((r) => r.staticSlot?.index));
+        expect(together.map((r) => r.staticSlot?.index)).to.deep.equal([1, 2]);
+        expect(state(run.tracker)).to.equal(state(one.tracker));
+        expectRefusal(
+          run.tracker,
+          () => run.tracker.reserveRun(run.tms[0]!, profile(0.5, 50), job(1), 3),
+          IllegalStateError,
+          /cannot fit 3 × /,
+        );
+        expect(run.tracker.reserveRun(run.tms[0]!, profile(0.5, 50), job(1), 2).map((r) => r.staticSlot)).to.deep.equal(
+          [null, null],
+        );
+      },
+    );
 
     it('reserves a free static slot for UNKNOWN or the default profile, and sets its capacity aside', () => {
       const {
@@ -156,42 +159,46 @@ describe('TaskManagerTracker', () => {
       expect([a!.available.equals(profile(2, 200)), a!.utilization, a!.idleSince]).to.deep.equal([true, 0.5, null]);
     });
 
-    it('walks a static slot free → pending → allocated → free, giving back its capacity and making the executor idle again', () => {
-      const {
-        tracker,
-        clock,
-        tms: [a],
-      } = trackerWith([shape(4, 400, 4)]);
-      const id = allocationId();
-      const slot = tracker.assignPending(tracker.reserve(a!, UNKNOWN, job(1)), id, true);
-      expect([
-        slot.index,
-        slot.state,
-        slot.allocationId,
-        slot.jobId,
-        slot.tracked,
-        a!.reservations,
-        a!.occupiedSlots,
-      ]).to.deep.equal([0, 'pending', id, job(1), true, 0, 1]);
-      expect(tracker.completeAllocation(id).state).to.equal('allocated');
-      expect([a!.utilization, a!.freeStaticSlots, tracker.getSlot(id)]).to.deep.equal([0.25, 3, slot]);
-      clock.increment(5_000);
-      const freed = tracker.free(id);
-      expect([freed.allocationId, freed.jobId, freed.index]).to.deep.equal([id, job(1), 0]);
-      expect([
-        slot.state,
-        slot.allocationId,
-        a!.freeStaticSlots,
-        a!.occupiedSlots,
-        a!.utilization,
-        a!.idleSince,
-      ]).to.deep.equal(['free', null, 4, 0, 0, 6_000]);
-      expect([
-        a!.available.equals(a!.totalResourceProfile),
-        tracker.getSlot(id),
-        tracker.numberOfOccupiedSlots,
-      ]).to.deep.equal([true, undefined, 0]);
-    });
+    it(
+      'walks a static slot free → pending → allocated → free, ' +
+        'giving back its capacity and making the executor idle again',
+      () => {
+        const {
+          tracker,
+          clock,
+          tms: [a],
+        } = trackerWith([shape(4, 400, 4)]);
+        const id = allocationId();
+        const slot = tracker.assignPending(tracker.reserve(a!, UNKNOWN, job(1)), id, true);
+        expect([
+          slot.index,
+          slot.state,
+          slot.allocationId,
+          slot.jobId,
+          slot.tracked,
+          a!.reservations,
+          a!.occupiedSlots,
+        ]).to.deep.equal([0, 'pending', id, job(1), true, 0, 1]);
+        expect(tracker.completeAllocation(id).state).to.equal('allocated');
+        expect([a!.utilization, a!.freeStaticSlots, tracker.getSlot(id)]).to.deep.equal([0.25, 3, slot]);
+        clock.increment(5_000);
+        const freed = tracker.free(id);
+        expect([freed.allocationId, freed.jobId, freed.index]).to.deep.equal([id, job(1), 0]);
+        expect([
+          slot.state,
+          slot.allocationId,
+          a!.freeStaticSlots,
+          a!.occupiedSlots,
+          a!.utilization,
+          a!.idleSince,
+        ]).to.deep.equal(['free', null, 4, 0, 0, 6_000]);
+        expect([
+          a!.available.equals(a!.totalResourceProfile),
+          tracker.getSlot(id),
+          tracker.numberOfOccupiedSlots,
+        ]).to.deep.equal([true, undefined, 0]);
+      },
+    );
   });
 
   describe('dynamic slots', () => {
@@ -248,19 +255,23 @@ describe('TaskManagerTracker', () => {
       expect(tracker.freeRegisteredResource.equals(a!.totalResourceProfile)).to.equal(true);
     });
 
-    it('refuses to use a reservation twice (assignPending again, or cancel after assignPending) and changes nothing', () => {
-      const {
-        tracker,
-        tms: [a],
-      } = trackerWith([shape(4, 400, 4)]);
-      const r1 = tracker.reserve(a!, profile(2, 10), job(1));
-      tracker.reserve(a!, profile(1, 10), job(1));
-      tracker.assignPending(r1, allocationId(), true);
-      expectRefusal(tracker, () => tracker.assignPending(r1, allocationId(), true), IllegalStateError);
-      const s1 = tracker.reserve(a!, UNKNOWN, job(1));
-      tracker.assignPending(s1, allocationId(), true);
-      expectRefusal(tracker, () => tracker.cancelReservation(s1), IllegalStateError);
-    });
+    it(
+      'refuses to use a reservation twice (assignPending ' +
+        'again, or cancel after assignPending) and changes nothing',
+      () => {
+        const {
+          tracker,
+          tms: [a],
+        } = trackerWith([shape(4, 400, 4)]);
+        const r1 = tracker.reserve(a!, profile(2, 10), job(1));
+        tracker.reserve(a!, profile(1, 10), job(1));
+        tracker.assignPending(r1, allocationId(), true);
+        expectRefusal(tracker, () => tracker.assignPending(r1, allocationId(), true), IllegalStateError);
+        const s1 = tracker.reserve(a!, UNKNOWN, job(1));
+        tracker.assignPending(s1, allocationId(), true);
+        expectRefusal(tracker, () => tracker.cancelReservation(s1), IllegalStateError);
+      },
+    );
   });
 
   describe('adopt (a slot report shows an allocation nobody knew of)', () => {
@@ -332,26 +343,29 @@ describe('TaskManagerTracker', () => {
   });
 
   describe('illegal steps', () => {
-    it('refuses completeAllocation of an allocated slot and FAIL_ALLOCATION of an allocated slot, changing nothing', () => {
-      const {
-        tracker,
-        tms: [a],
-      } = trackerWith([shape(4, 400, 4)]);
-      const id = occupy(tracker, a!, UNKNOWN).allocationId!;
-      tracker.completeAllocation(id);
-      expectRefusal(
-        tracker,
-        () => tracker.completeAllocation(id),
-        IllegalStateError,
-        /te-1\/0: COMPLETE_ALLOCATION is not allowed in state allocated \(allowed in: pending\)/,
-      );
-      expectRefusal(
-        tracker,
-        () => tracker.free(id, 'FAIL_ALLOCATION'),
-        IllegalStateError,
-        /FAIL_ALLOCATION is not allowed in state allocated/,
-      );
-    });
+    it(
+      'refuses completeAllocation of an allocated slot and ' + 'FAIL_ALLOCATION of an allocated slot, changing nothing',
+      () => {
+        const {
+          tracker,
+          tms: [a],
+        } = trackerWith([shape(4, 400, 4)]);
+        const id = occupy(tracker, a!, UNKNOWN).allocationId!;
+        tracker.completeAllocation(id);
+        expectRefusal(
+          tracker,
+          () => tracker.completeAllocation(id),
+          IllegalStateError,
+          /te-1\/0: COMPLETE_ALLOCATION is not allowed in state allocated \(allowed in: pending\)/,
+        );
+        expectRefusal(
+          tracker,
+          () => tracker.free(id, 'FAIL_ALLOCATION'),
+          IllegalStateError,
+          /FAIL_ALLOCATION is not allowed in state allocated/,
+        );
+      },
+    );
 
     it('refuses free and completeAllocation of an unknown AllocationID with IllegalArgumentError', () => {
       const {
@@ -423,7 +437,8 @@ describe('TaskManagerTracker', () => {
     clock.increment(100);
     tracker.cancelReservation(r2);
     tracker.free(id); // idle
-    const adopted = tracker.adopt(a!, { index: 0, allocationId: allocationId(), jobId: job(1), profile: DEFAULT }); // busy
+    const reported = { index: 0, allocationId: allocationId(), jobId: job(1), profile: DEFAULT };
+    const adopted = tracker.adopt(a!, reported); // busy
     clock.increment(100);
     tracker.free(adopted.allocationId!); // idle
     expect(seen).to.deep.equal([
@@ -460,26 +475,30 @@ describe('TaskManagerTracker', () => {
       expect(() => tracker.removePendingTaskManager(p1.id)).to.throw(IllegalArgumentError, /no pending worker/);
     });
 
-    it('matches a registering executor to the named pending worker, else one with planned slots, else the oldest of its shape', () => {
-      const { tracker } = trackerWith([]);
-      const spec = workerSpec(4, 400, 4);
-      const [oldest, planned, named] = [
-        tracker.addPendingTaskManager(spec),
-        tracker.addPendingTaskManager(spec),
-        tracker.addPendingTaskManager(spec),
-      ];
-      const other = tracker.addPendingTaskManager(workerSpec(8, 400, 4));
-      const find = (preferred?: PendingTaskManagerID) =>
-        tracker.findMatchingPendingTaskManager(spec.totalResourceProfile, spec.defaultSlotResourceProfile, preferred);
-      expect(find()).to.equal(oldest);
-      planned.replaceAllPendingAllocations(new Map([[job(1), ResourceCounter.withResource(DEFAULT, 2)]]));
-      expect([find(), find(named.id), find(other.id), find('pending-none' as PendingTaskManagerID)]).to.deep.equal([
-        planned,
-        named,
-        planned,
-        planned,
-      ]);
-    });
+    it(
+      'matches a registering executor to the named pending worker, ' +
+        'else one with planned slots, else the oldest of its shape',
+      () => {
+        const { tracker } = trackerWith([]);
+        const spec = workerSpec(4, 400, 4);
+        const [oldest, planned, named] = [
+          tracker.addPendingTaskManager(spec),
+          tracker.addPendingTaskManager(spec),
+          tracker.addPendingTaskManager(spec),
+        ];
+        const other = tracker.addPendingTaskManager(workerSpec(8, 400, 4));
+        const find = (preferred?: PendingTaskManagerID) =>
+          tracker.findMatchingPendingTaskManager(spec.totalResourceProfile, spec.defaultSlotResourceProfile, preferred);
+        expect(find()).to.equal(oldest);
+        planned.replaceAllPendingAllocations(new Map([[job(1), ResourceCounter.withResource(DEFAULT, 2)]]));
+        expect([find(), find(named.id), find(other.id), find('pending-none' as PendingTaskManagerID)]).to.deep.equal([
+          planned,
+          named,
+          planned,
+          planned,
+        ]);
+      },
+    );
 
     it('finds no pending worker for another shape (same total, other default slot; or other total)', () => {
       const { tracker } = trackerWith([]);
@@ -490,29 +509,33 @@ describe('TaskManagerTracker', () => {
   });
 
   describe('freeRegisteredResource', () => {
-    it('equals the sum of the unblocked executors’ available resources through reserve, assign, adopt, free, block and remove', () => {
-      const {
-        tracker,
-        tms: [a, b, c],
-      } = trackerWith([shape(4, 400, 4), shape(2, 300, 1), shape(8, 100, 2)]);
-      const check = () => expect(tracker.freeRegisteredResource.key).to.equal(sumOfAvailables(tracker).key);
-      const s1 = occupy(tracker, a!, profile(1.5, 30));
-      check();
-      tracker.reserve(b!, UNKNOWN, job(2));
-      check();
-      tracker.adopt(c!, { index: 0, allocationId: allocationId(), jobId: job(3), profile: profile(4, 50) });
-      check();
-      tracker.free(s1.allocationId!);
-      check();
-      tracker.setBlocked(a!, true);
-      check();
-      occupy(tracker, c!, profile(1, 10));
-      check();
-      tracker.removeTaskManager(b!.resourceId);
-      check();
-      tracker.setBlocked(a!, false);
-      check();
-    });
+    it(
+      'equals the sum of the unblocked executors’ available resources ' +
+        'through reserve, assign, adopt, free, block and remove',
+      () => {
+        const {
+          tracker,
+          tms: [a, b, c],
+        } = trackerWith([shape(4, 400, 4), shape(2, 300, 1), shape(8, 100, 2)]);
+        const check = () => expect(tracker.freeRegisteredResource.key).to.equal(sumOfAvailables(tracker).key);
+        const s1 = occupy(tracker, a!, profile(1.5, 30));
+        check();
+        tracker.reserve(b!, UNKNOWN, job(2));
+        check();
+        tracker.adopt(c!, { index: 0, allocationId: allocationId(), jobId: job(3), profile: profile(4, 50) });
+        check();
+        tracker.free(s1.allocationId!);
+        check();
+        tracker.setBlocked(a!, true);
+        check();
+        occupy(tracker, c!, profile(1, 10));
+        check();
+        tracker.removeTaskManager(b!.resourceId);
+        check();
+        tracker.setBlocked(a!, false);
+        check();
+      },
+    );
 
     it('equals the sum of availables when a report put one executor over its total', () => {
       const {

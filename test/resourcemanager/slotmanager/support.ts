@@ -35,7 +35,10 @@ export const profile = (
 /** A gateway that acknowledges everything: the tracker and strategy never call it. */
 export const stubGateway: TaskExecutorSlotGateway = { requestSlot: async () => {}, freeInactiveSlots: async () => {} };
 
-/** An executor's shape: its total, how many static slots, and optionally its default slot (else total ÷ slots) and host. */
+/**
+ * An executor's shape: its total, how many static slots, and optionally its default slot (else total ÷ slots) and
+ * host.
+ */
 export interface ExecutorShape {
   readonly total: ResourceProfile;
   readonly slots: number;
