@@ -28,7 +28,8 @@ import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { SlotReport } from '../../core/SlotReport.js';
 import type { ResourceTracker } from './ResourceTracker.js';
 import type { ResourceSlotRecord, TaskManagerRegistration } from './TaskManagerRegistration.js';
-import { describeSlot, type SlotReservation, type TaskManagerTracker } from './TaskManagerTracker.js';
+import type { SlotReservation } from './SlotReservation.js';
+import { describeSlot, type TaskManagerTracker } from './TaskManagerTracker.js';
 
 export type AllocationOutcome =
   | { readonly ok: true; readonly slot: ResourceSlotRecord }

@@ -15,6 +15,7 @@ import { FreeResourceIndex } from './FreeResourceIndex.js';
 import { PendingTaskManager, type PendingTaskManagerID } from './PendingTaskManager.js';
 import { transitionResourceSlot } from './ResourceSlotTransitions.js';
 import { ShortageIndex } from './ShortageIndex.js';
+import { closeReservation, openReservations, type SlotReservation } from './SlotReservation.js';
 import { candidateOrder, type SlotMatchingPolicy } from './SlotMatchingStrategy.js';
 import { TaskManagerRegistration, type ResourceSlotRecord, type TaskManagerInfo } from './TaskManagerRegistration.js';
 import type {
@@ -23,18 +24,6 @@ import type {
   TaskManagerResourceInfoProvider,
 } from './TaskManagerResourceInfoProvider.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
-
-/** Capacity a plan set aside on an executor for one slot of a job, not yet asked of the executor. */
-export interface SlotReservation {
-  /** Open until it is turned into a pending slot or canceled; a reservation is used once. */
-  readonly open: boolean;
-  readonly taskManager: TaskManagerRegistration;
-  /** The static slot it will use, or null for a dynamic slot. */
-  readonly staticSlot: ResourceSlotRecord | null;
-  /** The effective profile (UNKNOWN resolved to the executor's default slot). */
-  readonly profile: ResourceProfile;
-  readonly jobId: JobID;
-}
 
 /** Where a requirement would rather go; the index tries these first, then any executor. */
 export interface PlacementPreference {
@@ -257,30 +246,14 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     count: number,
   ): SlotReservation[] {
     const profile = taskManager.effectiveProfile(requirement);
-    if (!taskManager.canFit(requirement) || !taskManager.hasAvailable(profile, count)) {
-      const what = `${count === 1 ? '' : `${count} × `}${requirement}`;
-      throw new IllegalStateError(
-        `TaskExecutor ${taskManager.resourceId} cannot fit ${what} (available ${taskManager.available})`,
-        { component: 'TaskManagerTracker', operation: 'reserve', state: 'insufficient', allowed: ['fits'] },
-      );
-    }
-    const reservations: SlotReservation[] = [];
-    for (let i = 0; i < count; i++) {
-      const staticSlot = taskManager.freeStaticSlotFor(profile) ?? null;
-      if (staticSlot !== null) {
-        staticSlot.reserved = true;
-        taskManager.freeStaticSlots--;
-      }
-      reservations.push({ open: true, taskManager, staticSlot, profile, jobId });
-    }
-    taskManager.reservations += count;
+    const reservations = openReservations(taskManager, requirement, profile, jobId, count);
     this.#take(taskManager, profile, count);
     return reservations;
   }
 
   /** Undoes a reservation that will not be used. */
   cancelReservation(reservation: SlotReservation): void {
-    this.#endReservation(reservation, true); // throws, changing nothing, if it was used already
+    closeReservation(reservation, true, 'endReservation'); // throws, changing nothing, if it was used already
     this.#giveBack(reservation.taskManager, reservation.profile);
   }
 
@@ -289,14 +262,8 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
   /** A reservation becomes a pending slot under `allocationId` (free → pending). */
   assignPending(reservation: SlotReservation, allocationId: AllocationID, tracked: boolean): ResourceSlotRecord {
     if (this.#slots.has(allocationId)) throw this.#duplicate(allocationId);
-    if (!reservation.open) {
-      throw new IllegalStateError(
-        `the reservation on TaskExecutor ${reservation.taskManager.resourceId} was already used or canceled`,
-        { component: 'TaskManagerTracker', operation: 'assignPending', state: 'closed', allowed: ['open'] },
-      );
-    }
+    closeReservation(reservation, false, 'assignPending'); // throws, changing nothing, if it was used already
     const { taskManager, staticSlot, profile, jobId } = reservation;
-    this.#endReservation(reservation, false);
     const slot = staticSlot ?? {
       taskManager,
       index: -1,
@@ -516,34 +483,6 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     this.#freeResource = undefined;
     if (this.#freeCounted && this.#freeNumeric && !taskManager.addAvailableTo(this.#free, this.#freeExtended, sign))
       this.#freeNumeric = false;
-  }
-
-  /** Closes a reservation; its static slot goes back to free only when the reservation is dropped. */
-  #endReservation(reservation: SlotReservation, releaseStaticSlot: boolean): void {
-    const { taskManager, staticSlot } = reservation;
-    if (!reservation.open) {
-      throw new IllegalStateError(
-        `the reservation on TaskExecutor ${taskManager.resourceId} was already used or canceled`,
-        { component: 'TaskManagerTracker', operation: 'endReservation', state: 'closed', allowed: ['open'] },
-      );
-    }
-    if (taskManager.reservations === 0) {
-      throw new IllegalStateError(`no reservation is open on TaskExecutor ${taskManager.resourceId}`, {
-        component: 'TaskManagerTracker',
-        operation: 'endReservation',
-        state: 'none',
-        allowed: ['reserved'],
-      });
-    }
-    taskManager.reservations--;
-    (reservation as { open: boolean }).open = false;
-    if (staticSlot !== null) {
-      staticSlot.reserved = false;
-      if (releaseStaticSlot) {
-        taskManager.freeStaticSlots++;
-        taskManager.staticSlotFreed(staticSlot.index);
-      }
-    }
   }
 
   #updateIdle(taskManager: TaskManagerRegistration): void {
