@@ -15,8 +15,9 @@ import { FreeResourceIndex } from './FreeResourceIndex.js';
 import { PendingTaskManager, type PendingTaskManagerID } from './PendingTaskManager.js';
 import { transitionResourceSlot } from './ResourceSlotTransitions.js';
 import { ShortageIndex } from './ShortageIndex.js';
-import { closeReservation, openReservations, type SlotReservation } from './SlotReservation.js';
 import { candidateOrder, type SlotMatchingPolicy } from './SlotMatchingStrategy.js';
+import { describeSlot, dynamicSlotRecord, occupySlot, vacateSlot } from './slotRecords.js';
+import { closeReservation, openReservations, type SlotReservation } from './SlotReservation.js';
 import { TaskManagerRegistration, type ResourceSlotRecord, type TaskManagerInfo } from './TaskManagerRegistration.js';
 import type {
   InsufficientResources,
@@ -263,25 +264,10 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
   assignPending(reservation: SlotReservation, allocationId: AllocationID, tracked: boolean): ResourceSlotRecord {
     if (this.#slots.has(allocationId)) throw this.#duplicate(allocationId);
     closeReservation(reservation, false, 'assignPending'); // throws, changing nothing, if it was used already
-    const { taskManager, staticSlot, profile, jobId } = reservation;
-    const slot = staticSlot ?? {
-      taskManager,
-      index: -1,
-      state: 'free' as const,
-      allocationId: null,
-      jobId: null,
-      profile,
-      reserved: false,
-      tracked,
-      inFlight: null,
-    };
-    transitionResourceSlot(slot, 'ASSIGN_PENDING', () => describeSlot(slot));
-    slot.allocationId = allocationId;
-    slot.jobId = jobId;
-    slot.tracked = tracked;
-    if (staticSlot === null) taskManager.dynamicSlots.set(allocationId, slot);
+    const { taskManager } = reservation;
+    const slot = reservation.staticSlot ?? dynamicSlotRecord(taskManager, reservation.profile, tracked);
+    occupySlot(slot, 'ASSIGN_PENDING', allocationId, reservation.jobId, tracked);
     this.#slots.set(allocationId, slot);
-    taskManager.occupiedSlots++;
     this.#updateIdle(taskManager);
     return slot;
   }
@@ -319,27 +305,10 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
       candidate.state === 'free' &&
       !candidate.reserved &&
       candidate.profile.equals(allocation.profile);
-    const slot = useStatic
-      ? candidate
-      : {
-          taskManager,
-          index: -1,
-          state: 'free' as const,
-          allocationId: null,
-          jobId: null,
-          profile: allocation.profile,
-          reserved: false,
-          tracked,
-          inFlight: null,
-        };
-    transitionResourceSlot(slot, 'ADOPT', () => describeSlot(slot));
-    slot.allocationId = allocation.allocationId;
-    slot.jobId = allocation.jobId;
-    slot.tracked = tracked;
+    const slot = useStatic ? candidate : dynamicSlotRecord(taskManager, allocation.profile, tracked);
+    occupySlot(slot, 'ADOPT', allocation.allocationId, allocation.jobId, tracked);
     if (useStatic) taskManager.freeStaticSlots--;
-    else taskManager.dynamicSlots.set(allocation.allocationId, slot);
     this.#slots.set(allocation.allocationId, slot);
-    taskManager.occupiedSlots++;
     this.#take(taskManager, slot.profile);
     return slot;
   }
@@ -355,21 +324,9 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     known?: ResourceSlotRecord,
   ): ResourceSlotRecord {
     const slot = this.#requireSlot(allocationId, known);
-    transitionResourceSlot(slot, event, () => describeSlot(slot));
-    const { taskManager } = slot;
+    const freed = vacateSlot(slot, event);
     this.#slots.delete(allocationId);
-    const freed = { ...slot };
-    slot.allocationId = null;
-    slot.jobId = null;
-    slot.tracked = false;
-    if (slot.index >= 0) {
-      taskManager.freeStaticSlots++;
-      taskManager.staticSlotFreed(slot.index);
-    } else {
-      taskManager.dynamicSlots.delete(allocationId);
-    }
-    taskManager.occupiedSlots--;
-    this.#giveBack(taskManager, slot.profile);
+    this.#giveBack(slot.taskManager, slot.profile);
     return freed;
   }
 
@@ -526,10 +483,4 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
       allowed: ['unknown allocation'],
     });
   }
-}
-
-export function describeSlot(slot: ResourceSlotRecord): string {
-  return slot.index >= 0
-    ? `${slot.taskManager.resourceId}/${slot.index}`
-    : `${slot.taskManager.resourceId}/dynamic(${slot.allocationId ?? 'new'})`;
 }
