@@ -12,7 +12,8 @@ import { IllegalArgumentError, IllegalStateError } from '../../core/errors.js';
 import type { AllocationID, JobID, ResourceID } from '../../core/ids.js';
 import { ResourceProfile } from '../../core/ResourceProfile.js';
 import { FreeResourceIndex } from './FreeResourceIndex.js';
-import { PendingTaskManager, type PendingTaskManagerID } from './PendingTaskManager.js';
+import type { PendingTaskManager, PendingTaskManagerID } from './PendingTaskManager.js';
+import { PendingTaskManagers } from './PendingTaskManagers.js';
 import { transitionResourceSlot } from './ResourceSlotTransitions.js';
 import { ShortageIndex } from './ShortageIndex.js';
 import { candidateOrder, type SlotMatchingPolicy } from './SlotMatchingStrategy.js';
@@ -45,7 +46,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
   readonly #onIdleChanged: (taskManager: TaskManagerRegistration) => void;
   readonly #taskManagers = new Map<ResourceID, TaskManagerRegistration>();
   readonly #slots = new Map<AllocationID, ResourceSlotRecord>();
-  readonly #pending = new Map<PendingTaskManagerID, PendingTaskManager>();
+  readonly #pending = new PendingTaskManagers();
   readonly #blocked = new Set<TaskManagerRegistration>();
   readonly #index: FreeResourceIndex<TaskManagerRegistration>;
   readonly #shortages: ShortageIndex;
@@ -343,20 +344,14 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     return this.#slots.size;
   }
 
-  // ------------------------------------------------------------------ pending workers
+  // ------------------------------------------------------------------ pending workers (PendingTaskManagers)
 
   addPendingTaskManager(spec: WorkerResourceSpec): PendingTaskManager {
-    const pending = new PendingTaskManager(spec, this.#clock.now());
-    this.#pending.set(pending.id, pending);
-    return pending;
+    return this.#pending.add(spec, this.#clock.now());
   }
 
   removePendingTaskManager(id: PendingTaskManagerID): PendingTaskManager {
-    const pending = this.#pending.get(id);
-    if (pending === undefined)
-      throw new IllegalArgumentError('invalid-value', `no pending worker ${id}`, { argument: 'id' });
-    this.#pending.delete(id);
-    return pending;
+    return this.#pending.remove(id);
   }
 
   getPendingTaskManager(id: PendingTaskManagerID): PendingTaskManager | undefined {
@@ -374,38 +369,20 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
 
   /** Sum of the pending workers' totals. */
   get pendingResource(): ResourceProfile {
-    let sum = ResourceProfile.ZERO;
-    for (const pending of this.#pending.values()) sum = sum.merge(pending.totalResourceProfile);
-    return sum;
+    return this.#pending.totalResource;
   }
 
   get numberOfPendingSlots(): number {
-    let sum = 0;
-    for (const pending of this.#pending.values()) sum += pending.spec.numberOfSlots;
-    return sum;
+    return this.#pending.numberOfSlots;
   }
 
-  /**
-   * The pending worker a registering executor of this shape replaces: the one it was started for
-   * (`preferredId`) if it matches, else the oldest of the same shape with planned slots, else the
-   * oldest of the same shape (Flink prefers one with allocations, then any).
-   */
+  /** The pending worker a registering executor of this shape replaces (PendingTaskManagers.findMatching). */
   findMatchingPendingTaskManager(
     total: ResourceProfile,
     defaultSlot: ResourceProfile,
     preferredId?: PendingTaskManagerID,
   ): PendingTaskManager | undefined {
-    const sameShape = (p: PendingTaskManager) =>
-      p.totalResourceProfile.equals(total) && p.defaultSlotResourceProfile.equals(defaultSlot);
-    const preferred = preferredId === undefined ? undefined : this.#pending.get(preferredId);
-    if (preferred !== undefined && sameShape(preferred)) return preferred;
-    let fallback: PendingTaskManager | undefined;
-    for (const pending of this.#pending.values()) {
-      if (!sameShape(pending)) continue;
-      if (pending.hasPendingAllocations) return pending;
-      fallback ??= pending;
-    }
-    return fallback;
+    return this.#pending.findMatching(total, defaultSlot, preferredId);
   }
 
   /** Forgets every executor, slot record and pending worker (the SlotManager suspended). */
