@@ -12,6 +12,7 @@ import { IllegalArgumentError, IllegalStateError } from '../../core/errors.js';
 import type { AllocationID, JobID, ResourceID } from '../../core/ids.js';
 import { ResourceProfile } from '../../core/ResourceProfile.js';
 import { FreeResourceIndex } from './FreeResourceIndex.js';
+import { FreeResourceSum } from './FreeResourceSum.js';
 import type { PendingTaskManager, PendingTaskManagerID } from './PendingTaskManager.js';
 import { PendingTaskManagers } from './PendingTaskManagers.js';
 import { transitionResourceSlot } from './ResourceSlotTransitions.js';
@@ -50,23 +51,10 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
   readonly #blocked = new Set<TaskManagerRegistration>();
   readonly #index: FreeResourceIndex<TaskManagerRegistration>;
   readonly #shortages: ShortageIndex;
+  readonly #free: FreeResourceSum;
   #seq = 0;
   #registeredResource = ResourceProfile.ZERO;
   #registeredSlots = 0;
-  /** Sum of `available` over the executors that are not blocked; undefined when a change made it stale. */
-  #freeResource: ResourceProfile | undefined = ResourceProfile.ZERO;
-  /**
-   * The same sum as running numbers (the executors' own raw amounts: integer units, so exact),
-   * moved with every capacity change once it has been read (`#freeCounted`; until then nobody
-   * pays for it): a check that keeps spare workers reads it, and summing 100,000 executors'
-   * profiles on demand cost a profile per executor per check. Given up (`#freeNumeric` false, the
-   * sum then made on demand again) once an executor's capacity is kept as profiles (UNKNOWN or
-   * ANY involved, or an overflow).
-   */
-  readonly #free = [0, 0, 0, 0, 0];
-  readonly #freeExtended = new Map<string, number>();
-  #freeCounted = false;
-  #freeNumeric = true;
 
   constructor(options: TaskManagerTrackerOptions) {
     this.policy = options.policy;
@@ -83,6 +71,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
       (taskManager) => this.#taskManagers.get(taskManager.resourceId) === taskManager,
       () => this.#taskManagers.size,
     );
+    this.#free = new FreeResourceSum(() => this.#taskManagers.values());
   }
 
   // ------------------------------------------------------------------ registered executors
@@ -100,7 +89,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     this.#taskManagers.set(info.resourceId, taskManager);
     this.#registeredResource = this.#registeredResource.merge(info.totalResourceProfile);
     this.#registeredSlots += info.numberOfStaticSlots;
-    this.#countFree(taskManager, 1);
+    this.#free.count(taskManager, 1);
     this.#index.taskManagerChanged(taskManager);
     this.#shortages.taskManagerAdded(taskManager);
     // It arrives idle: whoever releases idle executors must hear of it like of any other.
@@ -113,7 +102,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     const taskManager = this.#require(resourceId);
     for (const slot of this.slotsOf(taskManager)) if (slot.allocationId !== null) this.#slots.delete(slot.allocationId);
     this.#taskManagers.delete(resourceId);
-    if (!taskManager.blocked) this.#countFree(taskManager, -1);
+    if (!taskManager.blocked) this.#free.count(taskManager, -1);
     this.#blocked.delete(taskManager);
     this.#registeredResource = this.#registeredResource.subtract(taskManager.totalResourceProfile);
     this.#registeredSlots -= taskManager.numberOfStaticSlots;
@@ -145,19 +134,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
    * Blocked executors (being released, or in doubt after a refused request) count as having nothing.
    */
   get freeRegisteredResource(): ResourceProfile {
-    if (this.#freeResource === undefined && this.#freeNumeric && !this.#freeCounted) {
-      this.#freeCounted = true;
-      for (const taskManager of this.#taskManagers.values()) if (!taskManager.blocked) this.#countFree(taskManager, 1);
-    }
-    if (this.#freeResource === undefined && this.#freeNumeric)
-      this.#freeResource = ResourceProfile.fromAmounts(this.#free, this.#freeExtended);
-    if (this.#freeResource === undefined) {
-      let free = ResourceProfile.ZERO;
-      for (const taskManager of this.#taskManagers.values())
-        if (!taskManager.blocked) free = free.merge(taskManager.available);
-      this.#freeResource = free;
-    }
-    return this.#freeResource;
+    return this.#free.sum;
   }
 
   /** Static slots of the registered executors. */
@@ -171,7 +148,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     taskManager.blocked = blocked;
     if (blocked) this.#blocked.add(taskManager);
     else this.#blocked.delete(taskManager);
-    this.#countFree(taskManager, blocked ? -1 : 1);
+    this.#free.count(taskManager, blocked ? -1 : 1);
     taskManager.version++;
     this.#index.taskManagerChanged(taskManager);
   }
@@ -395,28 +372,21 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
   // ------------------------------------------------------------------ internals
 
   #take(taskManager: TaskManagerRegistration, profile: ResourceProfile, count = 1): void {
-    if (!taskManager.blocked) this.#countFree(taskManager, -1);
+    if (!taskManager.blocked) this.#free.count(taskManager, -1);
     taskManager.take(profile, count);
-    if (!taskManager.blocked) this.#countFree(taskManager, 1);
+    if (!taskManager.blocked) this.#free.count(taskManager, 1);
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
     this.#shortages.taskManagerChanged(taskManager);
   }
 
   #giveBack(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
-    if (!taskManager.blocked) this.#countFree(taskManager, -1);
+    if (!taskManager.blocked) this.#free.count(taskManager, -1);
     taskManager.giveBack(profile);
-    if (!taskManager.blocked) this.#countFree(taskManager, 1);
+    if (!taskManager.blocked) this.#free.count(taskManager, 1);
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
     this.#shortages.taskManagerChanged(taskManager);
-  }
-
-  /** Adds (1) or takes away (−1) the executor's available resources to or from the free sum. */
-  #countFree(taskManager: TaskManagerRegistration, sign: 1 | -1): void {
-    this.#freeResource = undefined;
-    if (this.#freeCounted && this.#freeNumeric && !taskManager.addAvailableTo(this.#free, this.#freeExtended, sign))
-      this.#freeNumeric = false;
   }
 
   #updateIdle(taskManager: TaskManagerRegistration): void {
