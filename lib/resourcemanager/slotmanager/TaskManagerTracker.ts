@@ -1,10 +1,14 @@
 /**
- * TaskManagerTracker (seed 003): the registered TaskExecutors with their slot records, the
- * pending workers, and the index that finds an executor for a requirement without scanning. Every
- * change of capacity goes through here, so records, index and totals move in step.
+ * TaskManagerTracker (seed 003; Flink's FineGrainedTaskManagerTracker): the registered TaskExecutors
+ * with their slot records by AllocationID, the pending workers (PendingTaskManagers), and the views
+ * kept of the executors' capacity: the index that finds an executor for a requirement without
+ * scanning (FreeResourceIndex), why none takes it (ShortageIndex), and the free sum
+ * (FreeResourceSum). Every change of capacity goes through here, so records, views and totals move
+ * in step.
  *
- * Slot records move through the ResourceManager-side slot machine (free → pending → allocated →
- * free, `resourceSlot.machine.ts`) via its compiled transition table: an illegal step (seed 000's
+ * A slot is reserved by a plan (SlotReservation), then pending, allocated and free again; each step
+ * of its record (slotRecords.ts) goes through the ResourceManager-side slot machine
+ * (`resourceSlot.machine.ts`, its compiled transition table): an illegal step (seed 000's
  * precondition checks) throws an IllegalStateError and changes nothing.
  */
 import type { Clock } from '../../core/clock.js';
@@ -15,10 +19,9 @@ import { FreeResourceIndex } from './FreeResourceIndex.js';
 import { FreeResourceSum } from './FreeResourceSum.js';
 import type { PendingTaskManager, PendingTaskManagerID } from './PendingTaskManager.js';
 import { PendingTaskManagers } from './PendingTaskManagers.js';
-import { transitionResourceSlot } from './ResourceSlotTransitions.js';
 import { ShortageIndex } from './ShortageIndex.js';
 import { candidateOrder, type SlotMatchingPolicy } from './SlotMatchingStrategy.js';
-import { describeSlot, dynamicSlotRecord, occupySlot, vacateSlot } from './slotRecords.js';
+import { completeSlot, dynamicSlotRecord, occupySlot, vacateSlot } from './slotRecords.js';
 import { closeReservation, openReservations, type SlotReservation } from './SlotReservation.js';
 import { TaskManagerRegistration, type ResourceSlotRecord, type TaskManagerInfo } from './TaskManagerRegistration.js';
 import type {
@@ -256,7 +259,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
    */
   completeAllocation(allocationId: AllocationID, known?: ResourceSlotRecord): ResourceSlotRecord {
     const slot = this.#requireSlot(allocationId, known);
-    transitionResourceSlot(slot, 'COMPLETE_ALLOCATION', () => describeSlot(slot));
+    completeSlot(slot);
     return slot;
   }
 

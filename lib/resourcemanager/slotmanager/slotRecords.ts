@@ -1,8 +1,9 @@
 /**
  * A slot record's steps on its executor (what Flink's FineGrainedTaskManagerRegistration does in
- * notifyAllocation and freeSlot): a dynamic record made for a slot, a record taken for an
- * allocation (free → pending or allocated) and freed again, each step checked against the
- * ResourceManager-side slot machine (ResourceSlotTransitions); and how a slot reads in messages.
+ * notifyAllocation, notifyAllocationComplete and freeSlot): a dynamic record made for a slot, a
+ * record taken for an allocation (free → pending or allocated), its allocation completed (pending →
+ * allocated) and the record freed again, each step checked against the ResourceManager-side slot
+ * machine (ResourceSlotTransitions); and how a slot reads in messages.
  *
  * They change only the record and its executor's counts (free static slots, dynamic slots,
  * occupied slots). The TaskManagerTracker calls them, keeps every record by its AllocationID and
@@ -50,6 +51,14 @@ export function occupySlot(
   slot.tracked = tracked;
   if (slot.index < 0) slot.taskManager.dynamicSlots.set(allocationId, slot);
   slot.taskManager.occupiedSlots++;
+}
+
+/**
+ * The executor acknowledged or reported the allocation (pending → allocated). Throws, changing
+ * nothing, unless the record is pending.
+ */
+export function completeSlot(slot: ResourceSlotRecord): void {
+  transitionResourceSlot(slot, 'COMPLETE_ALLOCATION', () => describeSlot(slot));
 }
 
 /**
