@@ -27,8 +27,10 @@ import { AllocationID, type JobID, type ResourceID } from '../../core/ids.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { SlotReport } from '../../core/SlotReport.js';
 import type { ResourceTracker } from './ResourceTracker.js';
+import { describeSlot } from './slotRecords.js';
+import type { SlotReservation } from './SlotReservation.js';
 import type { ResourceSlotRecord, TaskManagerRegistration } from './TaskManagerRegistration.js';
-import { describeSlot, type SlotReservation, type TaskManagerTracker } from './TaskManagerTracker.js';
+import type { TaskManagerTracker } from './TaskManagerTracker.js';
 
 export type AllocationOutcome =
   | { readonly ok: true; readonly slot: ResourceSlotRecord }

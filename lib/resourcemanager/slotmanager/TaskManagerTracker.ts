@@ -1,10 +1,14 @@
 /**
- * TaskManagerTracker (seed 003): the registered TaskExecutors with their slot records, the
- * pending workers, and the index that finds an executor for a requirement without scanning. Every
- * change of capacity goes through here, so records, index and totals move in step.
+ * TaskManagerTracker (seed 003; Flink's FineGrainedTaskManagerTracker): the registered TaskExecutors
+ * with their slot records by AllocationID, the pending workers (PendingTaskManagers), and the views
+ * kept of the executors' capacity: the index that finds an executor for a requirement without
+ * scanning (FreeResourceIndex), why none takes it (ShortageIndex), and the free sum
+ * (FreeResourceSum). Every change of capacity goes through here, so records, views and totals move
+ * in step.
  *
- * Slot records move through the ResourceManager-side slot machine (free → pending → allocated →
- * free, `resourceSlot.machine.ts`) via its compiled transition table: an illegal step (seed 000's
+ * A slot is reserved by a plan (SlotReservation), then pending, allocated and free again; each step
+ * of its record (slotRecords.ts) goes through the ResourceManager-side slot machine
+ * (`resourceSlot.machine.ts`, its compiled transition table): an illegal step (seed 000's
  * precondition checks) throws an IllegalStateError and changes nothing.
  */
 import type { Clock } from '../../core/clock.js';
@@ -12,10 +16,13 @@ import { IllegalArgumentError, IllegalStateError } from '../../core/errors.js';
 import type { AllocationID, JobID, ResourceID } from '../../core/ids.js';
 import { ResourceProfile } from '../../core/ResourceProfile.js';
 import { FreeResourceIndex } from './FreeResourceIndex.js';
-import { PendingTaskManager, type PendingTaskManagerID } from './PendingTaskManager.js';
-import { transitionResourceSlot } from './ResourceSlotTransitions.js';
+import { FreeResourceSum } from './FreeResourceSum.js';
+import type { PendingTaskManager, PendingTaskManagerID } from './PendingTaskManager.js';
+import { PendingTaskManagers } from './PendingTaskManagers.js';
 import { ShortageIndex } from './ShortageIndex.js';
 import { candidateOrder, type SlotMatchingPolicy } from './SlotMatchingStrategy.js';
+import { completeSlot, dynamicSlotRecord, occupySlot, vacateSlot } from './slotRecords.js';
+import { closeReservation, openReservations, type SlotReservation } from './SlotReservation.js';
 import { TaskManagerRegistration, type ResourceSlotRecord, type TaskManagerInfo } from './TaskManagerRegistration.js';
 import type {
   InsufficientResources,
@@ -23,18 +30,6 @@ import type {
   TaskManagerResourceInfoProvider,
 } from './TaskManagerResourceInfoProvider.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
-
-/** Capacity a plan set aside on an executor for one slot of a job, not yet asked of the executor. */
-export interface SlotReservation {
-  /** Open until it is turned into a pending slot or canceled; a reservation is used once. */
-  readonly open: boolean;
-  readonly taskManager: TaskManagerRegistration;
-  /** The static slot it will use, or null for a dynamic slot. */
-  readonly staticSlot: ResourceSlotRecord | null;
-  /** The effective profile (UNKNOWN resolved to the executor's default slot). */
-  readonly profile: ResourceProfile;
-  readonly jobId: JobID;
-}
 
 /** Where a requirement would rather go; the index tries these first, then any executor. */
 export interface PlacementPreference {
@@ -55,27 +50,14 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
   readonly #onIdleChanged: (taskManager: TaskManagerRegistration) => void;
   readonly #taskManagers = new Map<ResourceID, TaskManagerRegistration>();
   readonly #slots = new Map<AllocationID, ResourceSlotRecord>();
-  readonly #pending = new Map<PendingTaskManagerID, PendingTaskManager>();
+  readonly #pending = new PendingTaskManagers();
   readonly #blocked = new Set<TaskManagerRegistration>();
   readonly #index: FreeResourceIndex<TaskManagerRegistration>;
   readonly #shortages: ShortageIndex;
+  readonly #free: FreeResourceSum;
   #seq = 0;
   #registeredResource = ResourceProfile.ZERO;
   #registeredSlots = 0;
-  /** Sum of `available` over the executors that are not blocked; undefined when a change made it stale. */
-  #freeResource: ResourceProfile | undefined = ResourceProfile.ZERO;
-  /**
-   * The same sum as running numbers (the executors' own raw amounts: integer units, so exact),
-   * moved with every capacity change once it has been read (`#freeCounted`; until then nobody
-   * pays for it): a check that keeps spare workers reads it, and summing 100,000 executors'
-   * profiles on demand cost a profile per executor per check. Given up (`#freeNumeric` false, the
-   * sum then made on demand again) once an executor's capacity is kept as profiles (UNKNOWN or
-   * ANY involved, or an overflow).
-   */
-  readonly #free = [0, 0, 0, 0, 0];
-  readonly #freeExtended = new Map<string, number>();
-  #freeCounted = false;
-  #freeNumeric = true;
 
   constructor(options: TaskManagerTrackerOptions) {
     this.policy = options.policy;
@@ -92,6 +74,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
       (taskManager) => this.#taskManagers.get(taskManager.resourceId) === taskManager,
       () => this.#taskManagers.size,
     );
+    this.#free = new FreeResourceSum(() => this.#taskManagers.values());
   }
 
   // ------------------------------------------------------------------ registered executors
@@ -109,7 +92,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     this.#taskManagers.set(info.resourceId, taskManager);
     this.#registeredResource = this.#registeredResource.merge(info.totalResourceProfile);
     this.#registeredSlots += info.numberOfStaticSlots;
-    this.#countFree(taskManager, 1);
+    this.#free.count(taskManager, 1);
     this.#index.taskManagerChanged(taskManager);
     this.#shortages.taskManagerAdded(taskManager);
     // It arrives idle: whoever releases idle executors must hear of it like of any other.
@@ -122,7 +105,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     const taskManager = this.#require(resourceId);
     for (const slot of this.slotsOf(taskManager)) if (slot.allocationId !== null) this.#slots.delete(slot.allocationId);
     this.#taskManagers.delete(resourceId);
-    if (!taskManager.blocked) this.#countFree(taskManager, -1);
+    if (!taskManager.blocked) this.#free.count(taskManager, -1);
     this.#blocked.delete(taskManager);
     this.#registeredResource = this.#registeredResource.subtract(taskManager.totalResourceProfile);
     this.#registeredSlots -= taskManager.numberOfStaticSlots;
@@ -154,19 +137,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
    * Blocked executors (being released, or in doubt after a refused request) count as having nothing.
    */
   get freeRegisteredResource(): ResourceProfile {
-    if (this.#freeResource === undefined && this.#freeNumeric && !this.#freeCounted) {
-      this.#freeCounted = true;
-      for (const taskManager of this.#taskManagers.values()) if (!taskManager.blocked) this.#countFree(taskManager, 1);
-    }
-    if (this.#freeResource === undefined && this.#freeNumeric)
-      this.#freeResource = ResourceProfile.fromAmounts(this.#free, this.#freeExtended);
-    if (this.#freeResource === undefined) {
-      let free = ResourceProfile.ZERO;
-      for (const taskManager of this.#taskManagers.values())
-        if (!taskManager.blocked) free = free.merge(taskManager.available);
-      this.#freeResource = free;
-    }
-    return this.#freeResource;
+    return this.#free.sum;
   }
 
   /** Static slots of the registered executors. */
@@ -180,7 +151,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     taskManager.blocked = blocked;
     if (blocked) this.#blocked.add(taskManager);
     else this.#blocked.delete(taskManager);
-    this.#countFree(taskManager, blocked ? -1 : 1);
+    this.#free.count(taskManager, blocked ? -1 : 1);
     taskManager.version++;
     this.#index.taskManagerChanged(taskManager);
   }
@@ -257,30 +228,14 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     count: number,
   ): SlotReservation[] {
     const profile = taskManager.effectiveProfile(requirement);
-    if (!taskManager.canFit(requirement) || !taskManager.hasAvailable(profile, count)) {
-      const what = `${count === 1 ? '' : `${count} × `}${requirement}`;
-      throw new IllegalStateError(
-        `TaskExecutor ${taskManager.resourceId} cannot fit ${what} (available ${taskManager.available})`,
-        { component: 'TaskManagerTracker', operation: 'reserve', state: 'insufficient', allowed: ['fits'] },
-      );
-    }
-    const reservations: SlotReservation[] = [];
-    for (let i = 0; i < count; i++) {
-      const staticSlot = taskManager.freeStaticSlotFor(profile) ?? null;
-      if (staticSlot !== null) {
-        staticSlot.reserved = true;
-        taskManager.freeStaticSlots--;
-      }
-      reservations.push({ open: true, taskManager, staticSlot, profile, jobId });
-    }
-    taskManager.reservations += count;
+    const reservations = openReservations(taskManager, requirement, profile, jobId, count);
     this.#take(taskManager, profile, count);
     return reservations;
   }
 
   /** Undoes a reservation that will not be used. */
   cancelReservation(reservation: SlotReservation): void {
-    this.#endReservation(reservation, true); // throws, changing nothing, if it was used already
+    closeReservation(reservation, true, 'endReservation'); // throws, changing nothing, if it was used already
     this.#giveBack(reservation.taskManager, reservation.profile);
   }
 
@@ -289,32 +244,11 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
   /** A reservation becomes a pending slot under `allocationId` (free → pending). */
   assignPending(reservation: SlotReservation, allocationId: AllocationID, tracked: boolean): ResourceSlotRecord {
     if (this.#slots.has(allocationId)) throw this.#duplicate(allocationId);
-    if (!reservation.open) {
-      throw new IllegalStateError(
-        `the reservation on TaskExecutor ${reservation.taskManager.resourceId} was already used or canceled`,
-        { component: 'TaskManagerTracker', operation: 'assignPending', state: 'closed', allowed: ['open'] },
-      );
-    }
-    const { taskManager, staticSlot, profile, jobId } = reservation;
-    this.#endReservation(reservation, false);
-    const slot = staticSlot ?? {
-      taskManager,
-      index: -1,
-      state: 'free' as const,
-      allocationId: null,
-      jobId: null,
-      profile,
-      reserved: false,
-      tracked,
-      inFlight: null,
-    };
-    transitionResourceSlot(slot, 'ASSIGN_PENDING', () => describeSlot(slot));
-    slot.allocationId = allocationId;
-    slot.jobId = jobId;
-    slot.tracked = tracked;
-    if (staticSlot === null) taskManager.dynamicSlots.set(allocationId, slot);
+    closeReservation(reservation, false, 'assignPending'); // throws, changing nothing, if it was used already
+    const { taskManager } = reservation;
+    const slot = reservation.staticSlot ?? dynamicSlotRecord(taskManager, reservation.profile, tracked);
+    occupySlot(slot, 'ASSIGN_PENDING', allocationId, reservation.jobId, tracked);
     this.#slots.set(allocationId, slot);
-    taskManager.occupiedSlots++;
     this.#updateIdle(taskManager);
     return slot;
   }
@@ -325,7 +259,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
    */
   completeAllocation(allocationId: AllocationID, known?: ResourceSlotRecord): ResourceSlotRecord {
     const slot = this.#requireSlot(allocationId, known);
-    transitionResourceSlot(slot, 'COMPLETE_ALLOCATION', () => describeSlot(slot));
+    completeSlot(slot);
     return slot;
   }
 
@@ -352,27 +286,10 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
       candidate.state === 'free' &&
       !candidate.reserved &&
       candidate.profile.equals(allocation.profile);
-    const slot = useStatic
-      ? candidate
-      : {
-          taskManager,
-          index: -1,
-          state: 'free' as const,
-          allocationId: null,
-          jobId: null,
-          profile: allocation.profile,
-          reserved: false,
-          tracked,
-          inFlight: null,
-        };
-    transitionResourceSlot(slot, 'ADOPT', () => describeSlot(slot));
-    slot.allocationId = allocation.allocationId;
-    slot.jobId = allocation.jobId;
-    slot.tracked = tracked;
+    const slot = useStatic ? candidate : dynamicSlotRecord(taskManager, allocation.profile, tracked);
+    occupySlot(slot, 'ADOPT', allocation.allocationId, allocation.jobId, tracked);
     if (useStatic) taskManager.freeStaticSlots--;
-    else taskManager.dynamicSlots.set(allocation.allocationId, slot);
     this.#slots.set(allocation.allocationId, slot);
-    taskManager.occupiedSlots++;
     this.#take(taskManager, slot.profile);
     return slot;
   }
@@ -388,21 +305,9 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     known?: ResourceSlotRecord,
   ): ResourceSlotRecord {
     const slot = this.#requireSlot(allocationId, known);
-    transitionResourceSlot(slot, event, () => describeSlot(slot));
-    const { taskManager } = slot;
+    const freed = vacateSlot(slot, event);
     this.#slots.delete(allocationId);
-    const freed = { ...slot };
-    slot.allocationId = null;
-    slot.jobId = null;
-    slot.tracked = false;
-    if (slot.index >= 0) {
-      taskManager.freeStaticSlots++;
-      taskManager.staticSlotFreed(slot.index);
-    } else {
-      taskManager.dynamicSlots.delete(allocationId);
-    }
-    taskManager.occupiedSlots--;
-    this.#giveBack(taskManager, slot.profile);
+    this.#giveBack(slot.taskManager, slot.profile);
     return freed;
   }
 
@@ -419,20 +324,14 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     return this.#slots.size;
   }
 
-  // ------------------------------------------------------------------ pending workers
+  // ------------------------------------------------------------------ pending workers (PendingTaskManagers)
 
   addPendingTaskManager(spec: WorkerResourceSpec): PendingTaskManager {
-    const pending = new PendingTaskManager(spec, this.#clock.now());
-    this.#pending.set(pending.id, pending);
-    return pending;
+    return this.#pending.add(spec, this.#clock.now());
   }
 
   removePendingTaskManager(id: PendingTaskManagerID): PendingTaskManager {
-    const pending = this.#pending.get(id);
-    if (pending === undefined)
-      throw new IllegalArgumentError('invalid-value', `no pending worker ${id}`, { argument: 'id' });
-    this.#pending.delete(id);
-    return pending;
+    return this.#pending.remove(id);
   }
 
   getPendingTaskManager(id: PendingTaskManagerID): PendingTaskManager | undefined {
@@ -450,38 +349,20 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
 
   /** Sum of the pending workers' totals. */
   get pendingResource(): ResourceProfile {
-    let sum = ResourceProfile.ZERO;
-    for (const pending of this.#pending.values()) sum = sum.merge(pending.totalResourceProfile);
-    return sum;
+    return this.#pending.totalResource;
   }
 
   get numberOfPendingSlots(): number {
-    let sum = 0;
-    for (const pending of this.#pending.values()) sum += pending.spec.numberOfSlots;
-    return sum;
+    return this.#pending.numberOfSlots;
   }
 
-  /**
-   * The pending worker a registering executor of this shape replaces: the one it was started for
-   * (`preferredId`) if it matches, else the oldest of the same shape with planned slots, else the
-   * oldest of the same shape (Flink prefers one with allocations, then any).
-   */
+  /** The pending worker a registering executor of this shape replaces (PendingTaskManagers.findMatching). */
   findMatchingPendingTaskManager(
     total: ResourceProfile,
     defaultSlot: ResourceProfile,
     preferredId?: PendingTaskManagerID,
   ): PendingTaskManager | undefined {
-    const sameShape = (p: PendingTaskManager) =>
-      p.totalResourceProfile.equals(total) && p.defaultSlotResourceProfile.equals(defaultSlot);
-    const preferred = preferredId === undefined ? undefined : this.#pending.get(preferredId);
-    if (preferred !== undefined && sameShape(preferred)) return preferred;
-    let fallback: PendingTaskManager | undefined;
-    for (const pending of this.#pending.values()) {
-      if (!sameShape(pending)) continue;
-      if (pending.hasPendingAllocations) return pending;
-      fallback ??= pending;
-    }
-    return fallback;
+    return this.#pending.findMatching(total, defaultSlot, preferredId);
   }
 
   /** Forgets every executor, slot record and pending worker (the SlotManager suspended). */
@@ -494,56 +375,21 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
   // ------------------------------------------------------------------ internals
 
   #take(taskManager: TaskManagerRegistration, profile: ResourceProfile, count = 1): void {
-    if (!taskManager.blocked) this.#countFree(taskManager, -1);
+    if (!taskManager.blocked) this.#free.count(taskManager, -1);
     taskManager.take(profile, count);
-    if (!taskManager.blocked) this.#countFree(taskManager, 1);
+    if (!taskManager.blocked) this.#free.count(taskManager, 1);
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
     this.#shortages.taskManagerChanged(taskManager);
   }
 
   #giveBack(taskManager: TaskManagerRegistration, profile: ResourceProfile): void {
-    if (!taskManager.blocked) this.#countFree(taskManager, -1);
+    if (!taskManager.blocked) this.#free.count(taskManager, -1);
     taskManager.giveBack(profile);
-    if (!taskManager.blocked) this.#countFree(taskManager, 1);
+    if (!taskManager.blocked) this.#free.count(taskManager, 1);
     this.#updateIdle(taskManager);
     this.#index.taskManagerChanged(taskManager);
     this.#shortages.taskManagerChanged(taskManager);
-  }
-
-  /** Adds (1) or takes away (−1) the executor's available resources to or from the free sum. */
-  #countFree(taskManager: TaskManagerRegistration, sign: 1 | -1): void {
-    this.#freeResource = undefined;
-    if (this.#freeCounted && this.#freeNumeric && !taskManager.addAvailableTo(this.#free, this.#freeExtended, sign))
-      this.#freeNumeric = false;
-  }
-
-  /** Closes a reservation; its static slot goes back to free only when the reservation is dropped. */
-  #endReservation(reservation: SlotReservation, releaseStaticSlot: boolean): void {
-    const { taskManager, staticSlot } = reservation;
-    if (!reservation.open) {
-      throw new IllegalStateError(
-        `the reservation on TaskExecutor ${taskManager.resourceId} was already used or canceled`,
-        { component: 'TaskManagerTracker', operation: 'endReservation', state: 'closed', allowed: ['open'] },
-      );
-    }
-    if (taskManager.reservations === 0) {
-      throw new IllegalStateError(`no reservation is open on TaskExecutor ${taskManager.resourceId}`, {
-        component: 'TaskManagerTracker',
-        operation: 'endReservation',
-        state: 'none',
-        allowed: ['reserved'],
-      });
-    }
-    taskManager.reservations--;
-    (reservation as { open: boolean }).open = false;
-    if (staticSlot !== null) {
-      staticSlot.reserved = false;
-      if (releaseStaticSlot) {
-        taskManager.freeStaticSlots++;
-        taskManager.staticSlotFreed(staticSlot.index);
-      }
-    }
   }
 
   #updateIdle(taskManager: TaskManagerRegistration): void {
@@ -587,10 +433,4 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
       allowed: ['unknown allocation'],
     });
   }
-}
-
-export function describeSlot(slot: ResourceSlotRecord): string {
-  return slot.index >= 0
-    ? `${slot.taskManager.resourceId}/${slot.index}`
-    : `${slot.taskManager.resourceId}/dynamic(${slot.allocationId ?? 'new'})`;
 }

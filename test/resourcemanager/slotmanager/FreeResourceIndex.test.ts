@@ -8,10 +8,8 @@ import {
   type SlotMatchingPolicy,
 } from '../../../lib/resourcemanager/slotmanager/SlotMatchingStrategy.js';
 import { TaskManagerRegistration } from '../../../lib/resourcemanager/slotmanager/TaskManagerRegistration.js';
-import type {
-  SlotReservation,
-  TaskManagerTracker,
-} from '../../../lib/resourcemanager/slotmanager/TaskManagerTracker.js';
+import type { SlotReservation } from '../../../lib/resourcemanager/slotmanager/SlotReservation.js';
+import type { TaskManagerTracker } from '../../../lib/resourcemanager/slotmanager/TaskManagerTracker.js';
 import { allocationId, executorInfo, job, occupy, profile, shape, trackerWith, type ExecutorShape } from './support.js';
 
 const SHAPES: readonly ExecutorShape[] = [

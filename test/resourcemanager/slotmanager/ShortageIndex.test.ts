@@ -1,10 +1,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { ResourceProfile } from '../../../lib/core/ResourceProfile.js';
-import type {
-  SlotReservation,
-  TaskManagerTracker,
-} from '../../../lib/resourcemanager/slotmanager/TaskManagerTracker.js';
+import type { SlotReservation } from '../../../lib/resourcemanager/slotmanager/SlotReservation.js';
+import type { TaskManagerTracker } from '../../../lib/resourcemanager/slotmanager/TaskManagerTracker.js';
 import { explainShortage } from '../../../lib/resourcemanager/slotmanager/WaitReason.js';
 import { allocationId, executorInfo, job, occupy, profile, shape, trackerWith, type ExecutorShape } from './support.js';
 
