@@ -9,8 +9,8 @@
  */
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { describeValue } from '../core/errors.js';
 import type { MemoryManager } from './MemoryManager.js';
-import { describeValue } from './taskOutcomes.js';
 import type { TaskInvocationContext } from './taskThreadProtocol.js';
 
 /** What a task module's default export receives as its first argument. */

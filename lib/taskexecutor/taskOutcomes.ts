@@ -4,6 +4,7 @@
  * trip, where a structured clone of an Error keeps only its name, message and stack), and an outcome
  * that cannot be cloned turned into the `bad-output` failure it is.
  */
+import { describeValue } from '../core/errors.js';
 import type { TaskWorkerOutcome, WorkerErrorInfo } from './taskThreadProtocol.js';
 
 /** The outcome, or its bad-output failure when it cannot be cloned (an output of a primitive always can). */
@@ -82,13 +83,4 @@ export function errorInfoOf(error: unknown): WorkerErrorInfo {
     }
   }
   return info;
-}
-
-/** A value as a message shows it: a string quoted (cut at 80 characters), else its kind. */
-export function describeValue(value: unknown): string {
-  if (value === null || value === undefined) return String(value);
-  if (typeof value === 'function') return `a function${value.name ? ` (${value.name})` : ''}`;
-  if (typeof value === 'object') return `an object (${Object.prototype.toString.call(value)})`;
-  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
-  return `${typeof value} ${String(value)}`;
 }
