@@ -100,7 +100,8 @@ export type {
 } from './jobmaster/JobGraph.js';
 export type { JobEvent, JobResult } from './jobmaster/JobMaster.js';
 export type { JobStatus } from '../machines/jobStatus.machine.js';
-export type { TaskContext, TaskFunction, TaskInvocationContext } from './taskexecutor/taskWorker.js';
+export type { TaskContext, TaskFunction } from './taskexecutor/taskModule.js';
+export type { TaskInvocationContext } from './taskexecutor/taskThreadProtocol.js';
 export type { ExecutionState, SerializedError, TaskExecutorMetricsWire } from './rpc/protocol.js';
 export type { InspectedEvent, InspectedSnapshot, InspectionRecord, InspectOption } from './InspectionRecord.js';
 export type { Logger, LogFields, LogLevel, LogRecord } from './core/Logger.js';

@@ -52,7 +52,7 @@ import type {
 } from './taskThreadProtocol.js';
 import { createTaskThreads, ThreadExits } from './taskThreads.js';
 
-export type { TaskContext, TaskFunction } from './taskWorker.js';
+export type { TaskContext, TaskFunction } from './taskModule.js';
 export type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
 export type { TaskInvocationContext } from './taskThreadProtocol.js';
 export type { TaskFailureReason } from './taskFailure.js';

@@ -8,7 +8,8 @@
  * their states to the JobMaster.
  *
  * Its parts: the ResourceManagerConnection registers and watches the ResourceManager's heartbeats;
- * the JobTable keeps each job's JobMaster and batches the task states for it; a RunningTask is one
+ * the JobTable keeps each job's JobMaster and batches the task states for it; RunningTasks takes
+ * the submitted attempts into their slots, runs, cancels and reports them; a RunningTask is one
  * attempt (Flink's Task); a slot's SlotTaskRunner runs the attempts on its threads.
  *
  * Everything runs on its MainThreadExecutor: gateway calls arrive there (the caller serves this
@@ -20,10 +21,7 @@ import {
   describeError,
   IllegalArgumentError,
   IllegalStateError,
-  isSlotwiseError,
-  SlotNotActiveError,
   SlotNotFoundError,
-  SlotOwnerMismatchError,
   TaskNotFoundError,
 } from '../core/errors.js';
 import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../core/ids.js';
@@ -35,18 +33,17 @@ import { serializeError } from '../rpc/errorTransfer.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type {
-  ExecutionState,
-  SerializedError,
   SlotReportWire,
   SlotRequestWire,
   TaskDeploymentDescriptor,
   TaskExecutorMetricsWire,
 } from '../rpc/protocol.js';
 import { slotReportToWire } from '../rpc/slotReportWire.js';
+import { heapLimitMbOf } from './heapLimitProbe.js';
 import { JobTable } from './JobTable.js';
 import { ResourceManagerConnection } from './ResourceManagerConnection.js';
-import { checkDescriptor, RunningTask, type SlotTaskRunner, type TaskCallbacks } from './RunningTask.js';
-import { invocationFor } from './TaskInvocation.js';
+import type { SlotTaskRunner } from './RunningTask.js';
+import { RunningTasks } from './RunningTasks.js';
 import { TaskSlotTable, type TaskSlotOutput } from './TaskSlotTable.js';
 
 export type { SlotTaskRunner } from './RunningTask.js';
@@ -98,17 +95,10 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   readonly #o: TaskExecutorOptions;
   readonly #clock: Clock;
   readonly #log: (message: string) => void;
-  readonly #tasks = new Map<ExecutionAttemptID, RunningTask>();
-  /** For every task: its failExternally cancels it; its runner's start notice reports it running (in the mailbox). */
-  readonly #taskCallbacks: TaskCallbacks = {
-    cancel: (executionAttemptId, cause) => this.#cancel(executionAttemptId, cause),
-    started: (task) => this.mailbox.execute(() => this.#started(task)),
-  };
-  /** Tasks that ended in this turn, still in their slots: removed together (one TaskSlot event per slot). */
-  #ended: ExecutionAttemptID[] = [];
-  readonly #runners = new Map<AllocationID, SlotTaskRunner>();
   /** The jobs served here and their JobMasters; task state updates go out through it. */
   readonly #jobs: JobTable;
+  /** The attempts submitted here: run on their slots' runners, reported to their JobMasters. */
+  readonly #tasks: RunningTasks;
   readonly #resourceManager: ResourceManagerConnection;
   #phase: Phase = 'created';
 
@@ -169,6 +159,13 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       },
     });
     this.table.start();
+    this.#tasks = new RunningTasks({
+      resourceId: this.resourceId,
+      mailbox: this.mailbox,
+      table: this.table,
+      jobs: this.#jobs,
+      createTaskRunner: options.createTaskRunner,
+    });
   }
 
   get lifecycle(): Lifecycle {
@@ -224,7 +221,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   async submitTask(descriptor: TaskDeploymentDescriptor): Promise<void> {
     this.#requireRunning('submitTask');
-    const [error] = this.#submit([descriptor]);
+    const [error] = this.#tasks.submit([descriptor]);
     if (error !== undefined) throw error;
   }
 
@@ -243,71 +240,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
         { argument: 'descriptors' },
       );
     }
-    return this.#submit(descriptors).map((error) => (error === undefined ? null : serializeError(error)));
-  }
-
-  /**
-   * Accepts or refuses each descriptor in order (the refusal, or undefined when accepted); the
-   * accepted ones enter their slots together (one TaskSlot event per slot, not one per task).
-   */
-  #submit(descriptors: readonly TaskDeploymentDescriptor[]): Array<Error | undefined> {
-    const errors: Array<Error | undefined> = [];
-    const candidates: RunningTask[] = [];
-    const candidateAt: number[] = [];
-    for (const descriptor of descriptors) {
-      try {
-        candidates.push(this.#candidate(descriptor));
-        candidateAt.push(errors.length);
-        errors.push(undefined);
-      } catch (error) {
-        errors.push(error as Error);
-      }
-    }
-    const refusals = this.table.addTasks(candidates);
-    const accepted: RunningTask[] = [];
-    for (let i = 0; i < candidates.length; i++) {
-      const task = candidates[i]!;
-      const refusal = refusals[i];
-      if (refusal !== undefined) {
-        errors[candidateAt[i]!] = refusal;
-        continue;
-      }
-      this.#tasks.set(task.executionAttemptId, task);
-      accepted.push(task);
-    }
-    // Deploying, where the JobMaster put them when it submitted (Flink's Task does not report it):
-    // the reports start with initializing, once the call has been answered.
-    if (accepted.length > 0) this.mailbox.execute(() => this.#runAll(accepted));
-    return errors;
-  }
-
-  /** A descriptor checked against its slot (which is marked active), as a task the table may still refuse. */
-  #candidate(descriptor: TaskDeploymentDescriptor): RunningTask {
-    checkDescriptor(descriptor);
-    const { allocationId, jobId, executionAttemptId } = descriptor;
-    // The owner alone (not getTaskSlot, which lists the slot's tasks): this runs for every task.
-    const owner = this.table.getOwningJob(allocationId);
-    if (owner === undefined)
-      throw new SlotNotFoundError(
-        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.resourceId} ` +
-          `has no slot ${AllocationID.short(allocationId)}`,
-        { allocationId, executionAttemptId },
-      );
-    if (owner !== jobId)
-      throw new SlotOwnerMismatchError(
-        'job-mismatch',
-        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ` +
-          `slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(owner)}`,
-        { allocationId, jobId, expected: owner },
-      );
-    if (!this.table.markSlotActive(allocationId))
-      throw new SlotNotActiveError(
-        'slot-releasing',
-        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ` +
-          `slot ${AllocationID.short(allocationId)} is releasing`,
-        { allocationId },
-      );
-    return new RunningTask(descriptor, this.#taskCallbacks);
+    return this.#tasks.submit(descriptors).map((error) => (error === undefined ? null : serializeError(error)));
   }
 
   async cancelTask(executionAttemptId: ExecutionAttemptID): Promise<void> {
@@ -316,7 +249,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       throw new TaskNotFoundError(`${this.resourceId} runs no task ${ExecutionAttemptID.short(executionAttemptId)}`, {
         executionAttemptId,
       });
-    this.#cancel(executionAttemptId, 'canceled by the JobMaster');
+    this.#tasks.cancel(executionAttemptId, 'canceled by the JobMaster');
   }
 
   async heartbeatFromResourceManager(): Promise<SlotReportWire> {
@@ -325,9 +258,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   }
 
   async heartbeatFromJobManager(jobId: JobID): Promise<ExecutionAttemptID[]> {
-    return [...this.#tasks.values()]
-      .filter((t) => t.descriptor.jobId === jobId)
-      .map((t) => t.descriptor.executionAttemptId);
+    return this.#tasks.attemptsOf(jobId);
   }
 
   async disconnectResourceManager(cause: string): Promise<void> {
@@ -368,8 +299,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     const deadline = this.options['task.cancellation.grace-period'] + this.options['rpc.ask.timeout'];
     const closed = this.table.closeAsync(new Error(`the TaskExecutor is shutting down: ${cause}`));
     await Promise.race([closed, new Promise<void>((resolve) => this.#clock.setTimeout(resolve, deadline))]);
-    await Promise.allSettled([...this.#runners.values()].map((runner) => runner.close()));
-    this.#runners.clear();
+    await this.#tasks.closeRunners();
     await this.#o.taskThreads?.close().catch(() => {});
     await this.#o.resourceManager.disconnectTaskExecutor(this.resourceId, cause).catch(() => {});
     this.#terminate(exitCode, cause);
@@ -448,9 +378,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
           `managed-memory pages never released: ${output.leaks.owners.map((o) => `${o.owner}=${o.pages}`).join(', ')}`,
       );
     }
-    const runner = this.#runners.get(output.allocationId);
-    this.#runners.delete(output.allocationId);
-    void runner?.close();
+    this.#tasks.slotClosed(output.allocationId);
   }
 
   /** Static slots nobody holds: how many allocations could still take a spare thread of the default slot. */
@@ -458,98 +386,6 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     let free = 0;
     for (let index = 0; index < this.table.numberSlots; index++) if (this.table.isSlotFree(index)) free++;
     return free;
-  }
-
-  // ------------------------------------------------------------------ tasks
-
-  #runnerFor(allocationId: AllocationID): SlotTaskRunner {
-    let runner = this.#runners.get(allocationId);
-    if (runner === undefined) {
-      const slot = this.table.getTaskSlot(allocationId)!;
-      runner = this.#o.createTaskRunner({
-        name: `${this.resourceId}/${slot.index}`,
-        heapLimitMb: heapLimitMbOf(slot.resourceProfile),
-      });
-      this.#runners.set(allocationId, runner);
-    }
-    return runner;
-  }
-
-  #runAll(tasks: readonly RunningTask[]): void {
-    for (const task of tasks) this.#run(task);
-  }
-
-  #run(task: RunningTask): void {
-    const { descriptor } = task;
-    if (task.cancelCause !== null)
-      return this.#finish(task, 'canceled', undefined, { name: 'TaskCanceled', message: task.cancelCause });
-    const memoryManager = this.table.getTaskMemoryManager(descriptor.allocationId);
-    const invocation = invocationFor(descriptor, memoryManager.totalPages > 0 ? memoryManager.share() : null);
-    this.#report(task, 'initializing');
-    let result: Promise<{ output: unknown }>;
-    try {
-      task.runner = this.#runnerFor(descriptor.allocationId);
-      // Running once it starts on the slot's thread (it may wait there behind the slot's other tasks).
-      result = task.runner.run(invocation, { listener: task });
-    } catch (error) {
-      result = Promise.reject(error);
-    }
-    this.mailbox.whenComplete(result, (value, error) => {
-      if (error === undefined) return this.#finish(task, 'finished', value!.output);
-      const canceled = task.cancelCause !== null || (isSlotwiseError(error) && error.reason === 'canceled');
-      this.#finish(task, canceled ? 'canceled' : 'failed', undefined, serializeError(error));
-    });
-  }
-
-  #started(task: RunningTask): void {
-    if (this.#tasks.get(task.executionAttemptId) === task && task.state === 'initializing')
-      this.#report(task, 'running');
-  }
-
-  #cancel(executionAttemptId: ExecutionAttemptID, cause: string): void {
-    const task = this.#tasks.get(executionAttemptId);
-    if (task === undefined || task.cancelCause !== null) return;
-    task.cancelCause = cause;
-    task.runner?.cancel(executionAttemptId, cause);
-  }
-
-  #finish(
-    task: RunningTask,
-    state: 'finished' | 'failed' | 'canceled',
-    output: unknown,
-    error?: SerializedError,
-  ): void {
-    const { executionAttemptId } = task.descriptor;
-    if (!this.#tasks.has(executionAttemptId)) return;
-    this.#tasks.delete(executionAttemptId);
-    this.#report(task, state, output, error);
-    // Out of its slot once this poll phase's other endings are in too, and after their states have
-    // gone out (JobTable flushes in a setImmediate queued before this one): the TaskSlot event is
-    // the dearest part of an ending and no JobMaster waits for it.
-    if (this.#ended.push(executionAttemptId) === 1) setImmediate(this.#removeEndedSoon);
-  }
-
-  readonly #removeEndedSoon = (): void => this.mailbox.execute(() => this.#removeEnded());
-
-  #removeEnded(): void {
-    const ended = this.#ended;
-    this.#ended = [];
-    this.table.removeTasksIfPresent(ended);
-  }
-
-  /** The task is now in `state`; its JobMaster hears it in the next batch of updates (JobTable). */
-  #report(task: RunningTask, state: ExecutionState, output?: unknown, error?: SerializedError): void {
-    task.state = state;
-    const { jobId, executionAttemptId } = task.descriptor;
-    if (this.#jobs.gateway(jobId) === undefined) return;
-    this.#jobs.report({
-      jobId,
-      executionAttemptId,
-      state,
-      resourceId: this.resourceId,
-      ...(output === undefined ? {} : { output }),
-      ...(error === undefined ? {} : { error }),
-    });
   }
 
   // ------------------------------------------------------------------ helpers
@@ -574,10 +410,4 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.mailbox.close();
     this.#o.onTerminated?.(code, reason);
   }
-}
-
-/** The heap limit (MB) of a slot's task threads: its profile's task heap; undefined when it has none. */
-export function heapLimitMbOf(profile: ResourceProfile): number | undefined {
-  const heap = profile.taskHeapMemory;
-  return heap > 0 ? Math.max(1, Math.floor(heap / (1024 * 1024))) : undefined;
 }

@@ -6,27 +6,24 @@
  * whether the operation is allowed, and either throws the typed error that names the reason (the
  * table unchanged) or sends the event. A task is added straight to its TaskSlot actor (the table
  * machine has no event for it: a task changes no table-wide record), and removed there too unless
- * its slot is releasing, when the table's REMOVE_TASK decides whether the slot leaves with it.
- * Argument checks live in taskSlotTableChecks, the verdicts' typed errors in taskSlotTableRefusals,
- * the slot views and the slot report in TaskSlotInfo. Like Flink's, the table is single-threaded:
- * call it from one mailbox only (the TaskExecutor's). Notifications for the TaskExecutor (a slot timed out, a
- * slot was freed, a releasing slot's tasks are stuck) are delivered through `slotActions`, on the
- * `executor` (a microtask by default), never while the table is in the middle of an event.
+ * its slot is releasing, when the table's REMOVE_TASK decides whether the slot leaves with it; the
+ * tasks of one call go to each slot as one event (taskSlotTableTasks). Argument checks live in
+ * taskSlotTableChecks, the verdicts' typed errors in taskSlotTableRefusals, the slot views and the
+ * slot report in TaskSlotInfo, the options, their defaults and SlotActions in TaskSlotTableOptions.
+ * Like Flink's, the table is single-threaded: call it from one mailbox only (the TaskExecutor's).
+ * Notifications for the TaskExecutor (a slot timed out, a slot was freed, a releasing slot's tasks
+ * are stuck) are delivered through `slotActions`, on the `executor` (a microtask by default), never
+ * while the table is in the middle of an event.
  */
-import { createActor, type Actor, type InspectionEvent } from 'xstate';
-import type { Clock } from '../core/clock.js';
+import { createActor, type Actor } from 'xstate';
 import type { DurationInput } from '../core/Duration.js';
 import { IllegalStateError, SlotNotFoundError, TaskNotFoundError } from '../core/errors.js';
 import { AllocationID, type ExecutionAttemptID, type JobID, type ResourceID } from '../core/ids.js';
-import { DEFAULTS } from '../core/options.js';
 import { ResourceBudgetManager } from '../core/ResourceBudgetManager.js';
-import { ResourceProfile } from '../core/ResourceProfile.js';
-import { parseMemorySize, type MemorySizeInput } from '../core/MemorySize.js';
+import type { ResourceProfile } from '../core/ResourceProfile.js';
 import type { SlotReport } from '../core/SlotReport.js';
-import { defaultSlotResourceProfile } from '../core/TaskExecutorResourceUtils.js';
 import { currentTicket, type TaskSlotOutput, type TaskSlotPayload } from '../../machines/taskSlot.machine.js';
 import {
-  addTaskRefusalIn,
   decideAllocation,
   slotOf,
   slotOfTask,
@@ -39,53 +36,13 @@ import {
 } from '../../machines/taskSlotTable.machine.js';
 import { MemoryManager } from './MemoryManager.js';
 import { slotReportOf, taskSlotInfo, type TaskSlotInfo } from './TaskSlotInfo.js';
-import { checkAllocationRequest, checkPayload, describeId, duration, illegal } from './taskSlotTableChecks.js';
-import { addTaskError, allocationRefusalError } from './taskSlotTableRefusals.js';
+import { resolveTaskSlotTableOptions, type FreeSlotResult, type TaskSlotTableOptions } from './TaskSlotTableOptions.js';
+import { checkAllocationRequest, describeId, duration, illegal } from './taskSlotTableChecks.js';
+import { allocationRefusalError } from './taskSlotTableRefusals.js';
+import { addTasksToSlots, removeTasksFromSlots } from './taskSlotTableTasks.js';
 
 export type { SlotAllocationRequest, TaskSlotInfo, TaskSlotOutput, TaskSlotPayload };
-
-/** What the table tells its TaskExecutor (Flink's SlotActions, plus two notices of ours). */
-export interface SlotActions {
-  /** A slot stayed allocated past its timeout. Free it only if `isValidTimeout(allocationId, ticket)` still holds. */
-  timeoutSlot(allocationId: AllocationID, ticket: string): void;
-  /** A slot left the table and its resources returned (freed empty, or its last task was removed while releasing). */
-  slotFreed?(allocationId: AllocationID, jobId: JobID, index: number): void;
-  /** A releasing slot's tasks did not terminate within the release timeout (task.cancellation.timeout). */
-  releaseTimedOut?(allocationId: AllocationID, executionAttemptIds: readonly ExecutionAttemptID[]): void;
-  /** A slot finished closing; `leaks` lists the managed memory its tasks never released. */
-  slotClosed?(output: TaskSlotOutput): void;
-}
-
-export interface TaskSlotTableOptions {
-  /** The TaskExecutor's total resources. */
-  readonly totalResourceProfile: ResourceProfile;
-  /** Static slots; default `taskmanager.numberOfTaskSlots` (1). */
-  readonly numberSlots?: number;
-  /** Default: the total divided by the number of static slots. */
-  readonly defaultSlotResourceProfile?: ResourceProfile;
-  /** Default `taskmanager.slot.timeout` (10 s). */
-  readonly slotTimeout?: DurationInput;
-  /** Default `task.cancellation.timeout` (180 s). */
-  readonly releaseTimeout?: DurationInput;
-  /** Page size of each slot's MemoryManager; default `taskmanager.memory.segment-size` (32 kb). */
-  readonly pageSize?: MemorySizeInput;
-  /** Default: notifications are dropped. */
-  readonly slotActions?: SlotActions;
-  /** Default: the system clock. Drives slot and release timeouts. */
-  readonly clock?: Clock;
-  /** Where notifications run; default `queueMicrotask`. */
-  readonly executor?: (task: () => void) => void;
-  /** Receives every XState inspection event of the table and its slots. */
-  readonly inspect?: (event: InspectionEvent) => void;
-}
-
-/** The result of freeSlot: whether the slot left at once, and its closing, shared by every caller. */
-export interface FreeSlotResult {
-  readonly index: number;
-  /** `freed`: it was empty and left the table; `releasing`: its tasks were failed and it leaves with the last one. */
-  readonly state: 'freed' | 'releasing';
-  readonly closed: Promise<TaskSlotOutput>;
-}
+export type { FreeSlotResult, SlotActions, TaskSlotTableOptions } from './TaskSlotTableOptions.js';
 
 const COMPONENT = 'TaskSlotTable';
 
@@ -99,25 +56,13 @@ export class TaskSlotTable {
   #closed: Promise<void> | undefined;
 
   constructor(options: TaskSlotTableOptions) {
-    if (typeof options !== 'object' || options === null) throw illegal('options', 'invalid-type', 'must be an object');
-    if (!(options.totalResourceProfile instanceof ResourceProfile) || options.totalResourceProfile.isUnknown()) {
-      throw illegal('totalResourceProfile', 'invalid-value', 'must be a known ResourceProfile (specified or ANY)');
-    }
-    const numberSlots = options.numberSlots ?? DEFAULTS['taskmanager.numberOfTaskSlots'];
-    if (!Number.isSafeInteger(numberSlots) || numberSlots < 0)
-      throw illegal('numberSlots', 'out-of-range', `must be an integer >= 0, got ${numberSlots}`);
-    const defaultSlot =
-      options.defaultSlotResourceProfile ??
-      defaultSlotResourceProfile(options.totalResourceProfile, Math.max(numberSlots, 1));
-    if (!(defaultSlot instanceof ResourceProfile) || defaultSlot.isUnknown()) {
-      throw illegal('defaultSlotResourceProfile', 'invalid-value', 'must be a known ResourceProfile');
-    }
-    const slotTimeout = duration('slotTimeout', options.slotTimeout, DEFAULTS['taskmanager.slot.timeout']);
-    const releaseTimeout = duration('releaseTimeout', options.releaseTimeout, DEFAULTS['task.cancellation.timeout']);
-    const pageSize = parseMemorySize(options.pageSize ?? DEFAULTS['taskmanager.memory.segment-size']);
-    if (!pageSize.ok) throw illegal('pageSize', 'invalid-value', pageSize.problem);
-    MemoryManager.create(0, pageSize.bytes); // checks the page size rule once, here, instead of at the first allocation
-
+    const {
+      numberSlots,
+      defaultSlotResourceProfile: defaultSlot,
+      slotTimeout,
+      releaseTimeout,
+      pageSize,
+    } = resolveTaskSlotTableOptions(options);
     this.numberSlots = numberSlots;
     this.totalResourceProfile = options.totalResourceProfile;
     this.defaultSlotResourceProfile = defaultSlot;
@@ -133,7 +78,7 @@ export class TaskSlotTable {
         defaultSlotProfile: defaultSlot,
         slotTimeout,
         releaseTimeout,
-        createMemoryManager: (profile) => MemoryManager.create(profile.managedMemory, pageSize.bytes),
+        createMemoryManager: (profile) => MemoryManager.create(profile.managedMemory, pageSize),
       },
     });
     this.#actor.on('slotTimedOut', (e) => execute(() => actions?.timeoutSlot(e.allocationId, e.ticket)));
@@ -244,7 +189,7 @@ export class TaskSlotTable {
    */
   addTask(task: TaskSlotPayload): void {
     this.#requireState('addTask', ['running']);
-    const [error] = this.#add([task]);
+    const [error] = addTasksToSlots(this.#context, [task]);
     if (error !== undefined) throw error;
   }
 
@@ -257,43 +202,7 @@ export class TaskSlotTable {
   addTasks(tasks: readonly TaskSlotPayload[]): Array<Error | undefined> {
     this.#requireState('addTasks', ['running']);
     if (!Array.isArray(tasks)) throw illegal('tasks', 'invalid-type', 'must be an array of tasks');
-    return this.#add(tasks);
-  }
-
-  /**
-   * Checks each task against the table as the tasks before it leave it, then sends each slot its
-   * accepted tasks in one ADD_TASK(S) (the table machine has no task-adding event: the table-wide
-   * rule, `addTaskRefusalIn`, runs here; the slot's guard checks its own part again).
-   */
-  #add(tasks: readonly TaskSlotPayload[]): Array<Error | undefined> {
-    const errors: Array<Error | undefined> = [];
-    const accepted = new Set<ExecutionAttemptID>();
-    const perSlot = new Map<TaskSlotRef, TaskSlotPayload[]>();
-    for (const task of tasks) {
-      try {
-        checkPayload(task);
-      } catch (error) {
-        errors.push(error as Error);
-        continue;
-      }
-      // The table as it will be once the tasks before this one are in: only they can refuse it anew.
-      const refusal = accepted.has(task.executionAttemptId)
-        ? ({ reason: 'duplicate-execution-attempt' } as const)
-        : addTaskRefusalIn(this.#context, task);
-      if (refusal !== undefined) {
-        errors.push(addTaskError(task, refusal));
-        continue;
-      }
-      accepted.add(task.executionAttemptId);
-      const slot = slotOf(this.#context, task.allocationId)!;
-      const batch = perSlot.get(slot);
-      if (batch === undefined) perSlot.set(slot, [task]);
-      else batch.push(task);
-      errors.push(undefined);
-    }
-    for (const [slot, batch] of perSlot)
-      slot.send(batch.length === 1 ? { type: 'ADD_TASK', task: batch[0]! } : { type: 'ADD_TASKS', tasks: batch });
-    return errors;
+    return addTasksToSlots(this.#context, tasks);
   }
 
   /**
@@ -302,7 +211,7 @@ export class TaskSlotTable {
    */
   removeTask(executionAttemptId: ExecutionAttemptID): TaskSlotPayload {
     this.#requireState('removeTask', ['running', 'closing']);
-    const [task] = this.#removeAll([executionAttemptId]);
+    const [task] = removeTasksFromSlots(this.#actor, [executionAttemptId]);
     if (task === undefined) {
       throw new TaskNotFoundError(`no task ${describeId(executionAttemptId)} in this table`, {
         executionAttemptId: String(executionAttemptId),
@@ -328,40 +237,7 @@ export class TaskSlotTable {
   removeTasksIfPresent(executionAttemptIds: readonly ExecutionAttemptID[]): Array<TaskSlotPayload | undefined> {
     const state = this.state;
     if (state !== 'running' && state !== 'closing') return executionAttemptIds.map(() => undefined);
-    return this.#removeAll(executionAttemptIds);
-  }
-
-  /**
-   * Each task the table holds leaves its slot: one event per slot, straight to the slot as the
-   * table's own REMOVE_TASK would only forward it there — except from a releasing slot, which may
-   * leave the ledger with the task: the table decides.
-   */
-  #removeAll(executionAttemptIds: readonly ExecutionAttemptID[]): Array<TaskSlotPayload | undefined> {
-    const removed: Array<TaskSlotPayload | undefined> = [];
-    const perSlot = new Map<TaskSlotRef, ExecutionAttemptID[]>();
-    for (const executionAttemptId of executionAttemptIds) {
-      const slot = slotOfTask(this.#context, executionAttemptId);
-      const task = slot?.getSnapshot().context.tasks.get(executionAttemptId);
-      if (slot === undefined || task === undefined || perSlot.get(slot)?.includes(executionAttemptId)) {
-        removed.push(undefined);
-        continue;
-      }
-      removed.push(task);
-      if (slotState(slot) === 'releasing') {
-        this.#actor.send({ type: 'REMOVE_TASK', executionAttemptId });
-        continue;
-      }
-      const batch = perSlot.get(slot);
-      if (batch === undefined) perSlot.set(slot, [executionAttemptId]);
-      else batch.push(executionAttemptId);
-    }
-    for (const [slot, batch] of perSlot)
-      slot.send(
-        batch.length === 1
-          ? { type: 'REMOVE_TASK', executionAttemptId: batch[0]! }
-          : { type: 'REMOVE_TASKS', executionAttemptIds: batch },
-      );
-    return removed;
+    return removeTasksFromSlots(this.#actor, executionAttemptIds);
   }
 
   /** Whether a reported slot timeout is still current: the slot is still allocated and not re-registered since. */

@@ -1,9 +1,11 @@
 /**
- * What heap limit a slot's task thread really has. Worker `resourceLimits` can be silently
- * replaced by a process-wide `--max-old-space-size` (command line or NODE_OPTIONS), so a pool asks
- * one of its threads (the worker's `heapLimit` probe, taskWorker.ts) and compares.
+ * The heap limit of a slot's task threads: the one they are given (`heapLimitMbOf` the slot's
+ * profile) and the one they really have. Worker `resourceLimits` can be silently replaced by a
+ * process-wide `--max-old-space-size` (command line or NODE_OPTIONS), so a pool asks one of its
+ * threads (the worker's `heapLimit` probe, taskWorker.ts) and compares.
  */
 import type { Piscina } from 'piscina';
+import type { ResourceProfile } from '../core/ResourceProfile.js';
 import type { HeapLimitProbe } from './taskThreadProtocol.js';
 
 export interface HeapLimitCheck {
@@ -19,6 +21,13 @@ export interface HeapLimitCheck {
 }
 
 const MiB = 1024 * 1024;
+
+/** The heap limit (MB) of a slot's task threads: its profile's task heap; undefined when it has none. */
+export function heapLimitMbOf(profile: ResourceProfile): number | undefined {
+  const heap = profile.taskHeapMemory;
+  return heap > 0 ? Math.max(1, Math.floor(heap / MiB)) : undefined;
+}
+
 /** V8's default young generation on 64-bit Node 20 (3 × 16 MiB semi-spaces), if the thread does not say. */
 const DEFAULT_YOUNG_GENERATION_MB = 48;
 

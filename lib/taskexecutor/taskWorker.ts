@@ -2,14 +2,13 @@
  * The worker file of a slot's piscina pool (see SlotTaskPool.ts): it runs one task attempt per call.
  *
  * Self-contained on purpose: it imports only Node built-ins, the MemoryManager (a view over the
- * slot's shared pages) and nothing of the TaskExecutor, so a task thread loads little. piscina
- * `require()`s this file before the first task, so it must not use top-level await.
+ * slot's shared pages), the errors of lib/core (which the MemoryManager loads anyway) and its own
+ * parts, and nothing of the TaskExecutor, so a task thread loads little. piscina `require()`s this
+ * file before the first task, so it must not use top-level await.
  *
  * Per run (an item of a `runBatch` call, or the default export for one alone):
- * 1. loads the task module (an absolute path or a `file:` URL) with a dynamic `import()`; a `.ts`
- *    module first registers tsx's loader in this thread (worker threads on Node 20 do not inherit
- *    tsx's ESM hooks, even with `--import tsx`); the module is cached per thread, so its top-level
- *    state is shared by the attempts that run on the same thread;
+ * 1. loads the task module (taskModule.ts: an absolute path or a `file:` URL, a `.ts` one through
+ *    tsx's loader, cached per thread);
  * 2. builds the task's {@link TaskContext}: the plain context, `config`, `memoryManager` (a view
  *    over the slot's managed memory, or null), `signal` (fired by the pool's cancel) and `log()`.
  *    The view and the signal are made when the task first reads them: most tasks never do, and an
@@ -22,17 +21,16 @@
  *    shows the leak.
  *
  * It never throws for a task's failure: outcomes ({@link TaskWorkerOutcome}) carry errors as plain
- * data, so the message, stack, code and a slotwise error's tag/reason/details survive the trip (a
- * structured clone of an Error keeps only its name, message and stack). The pool↔thread messages
- * are typed in taskThreadProtocol.ts.
+ * data (taskOutcomes.ts), so the message, stack, code and a slotwise error's tag/reason/details
+ * survive the trip. The pool↔thread messages are typed in taskThreadProtocol.ts.
  */
-import { isAbsolute } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { format } from 'node:util';
 import v8 from 'node:v8';
 import { BroadcastChannel, resourceLimits } from 'node:worker_threads';
 import { MemoryManager, type SharedMemoryHandle } from './MemoryManager.js';
 import { RUN_QUEUED, RUN_STARTED } from './runFlags.js';
+import { loadTask, type TaskContext, type TaskFunction } from './taskModule.js';
+import { badOutput, cloneable, errorInfoOf } from './taskOutcomes.js';
 import type {
   ControlFromTask,
   ControlToTask,
@@ -42,45 +40,10 @@ import type {
   TaskWorkerBatchResult,
   TaskWorkerOutcome,
   TaskWorkerPayload,
-  WorkerErrorInfo,
 } from './taskThreadProtocol.js';
 
+export type { TaskContext, TaskFunction } from './taskModule.js';
 export type { TaskInvocationContext, TaskWorkerPayload } from './taskThreadProtocol.js';
-
-/** What a task module's default export receives as its first argument. */
-export interface TaskContext extends TaskInvocationContext {
-  /** The vertex's free-form parameters (the deployment descriptor's `config`). */
-  readonly config: unknown;
-  /**
-   * A view over the slot's managed memory, or null when the slot has none. Allocate under
-   * `executionAttemptId` by convention; whatever this view still holds when the task returns is
-   * released (and counted), whatever it holds when the task throws leaks into the slot's report.
-   * An output that holds views of these pages shares them (SharedArrayBuffers are not copied):
-   * copy the bytes out (`bytes.slice()`) before returning them.
-   */
-  readonly memoryManager: MemoryManager | null;
-  /**
-   * Fired when the attempt is canceled. It arrives as a message, so a task sees it only when it
-   * yields to the event loop (an `await` of a timer or I/O, e.g. `await new Promise(setImmediate)`);
-   * a synchronous loop never sees it and is stopped by terminating its thread after the pool's
-   * grace period.
-   */
-  readonly signal: AbortSignal;
-  /** Writes a line to the TaskExecutor's log (arguments formatted like console.log). */
-  log(...args: unknown[]): void;
-}
-
-/** A task module's default export. */
-export type TaskFunction = (context: TaskContext, inputs: unknown) => unknown;
-
-const TYPESCRIPT_EXTENSION = /\.[mc]?tsx?$/i;
-let typeScriptLoader: Promise<void> | undefined;
-/**
- * Loaded task functions by module string. `import()` caches modules anyway, but each call still
- * resolves the specifier, and with tsx's hooks registered that is a round trip to the loader
- * thread (~0.5 ms): more than a trivial task costs. Failed loads are not kept.
- */
-const loadedTasks = new Map<string, Promise<TaskFunction>>();
 
 /** A run's cancel: its controller once the task asked for its signal, or the reason an abort came before that. */
 class RunAbort {
@@ -291,23 +254,6 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
   return last;
 }
 
-/** The outcome, or its bad-output failure when it cannot be cloned (an output of a primitive always can). */
-function cloneable(outcome: TaskWorkerOutcome): TaskWorkerOutcome {
-  if (
-    outcome.ok &&
-    (typeof outcome.output !== 'object' || outcome.output === null) &&
-    typeof outcome.output !== 'function' &&
-    typeof outcome.output !== 'symbol'
-  )
-    return outcome;
-  try {
-    structuredClone(outcome);
-    return outcome;
-  } catch (error) {
-    return badOutput(outcome, error);
-  }
-}
-
 /** Posts a run's outcome; one the channel cannot clone goes as a bad-output failure instead. */
 function postOutcome(channel: BroadcastChannel, run: number, outcome: TaskWorkerOutcome): void {
   try {
@@ -325,27 +271,6 @@ function postControl(channel: BroadcastChannel, message: ControlFromTask): void 
   }
 }
 
-/** An outcome whose output (or error details) cannot cross threads, as the failure it is. */
-function badOutput(outcome: TaskWorkerOutcome, error: unknown): TaskWorkerOutcome {
-  const info = describeError(error);
-  if (!outcome.ok) {
-    // Only the error's details can fail to clone: send it without them.
-    const { details: _dropped, ...plain } = outcome.error;
-    return { ...outcome, error: plain };
-  }
-  return {
-    ok: false,
-    failure: 'bad-output',
-    error: {
-      ...info,
-      message: `the task's output cannot cross threads (${describeValue(outcome.output)}): ${info.message}`,
-    },
-    aborted: false,
-    leakedPagesReleased: outcome.leakedPagesReleased,
-    pagesLeft: 0,
-  };
-}
-
 async function runOne(
   taskModule: string,
   context: RunContext,
@@ -359,7 +284,7 @@ async function runOne(
     return {
       ok: false,
       failure: 'bad-module',
-      error: describeError(error),
+      error: errorInfoOf(error),
       aborted: abort.aborted,
       leakedPagesReleased: 0,
       pagesLeft: 0,
@@ -379,7 +304,7 @@ async function runOne(
     return {
       ok: false,
       failure: 'threw',
-      error: describeError(error),
+      error: errorInfoOf(error),
       aborted: abort.aborted,
       leakedPagesReleased: 0,
       pagesLeft: heldPages(memory),
@@ -402,58 +327,6 @@ export function heapLimit(): HeapLimitProbe {
   };
 }
 
-function loadTask(taskModule: string): Promise<TaskFunction> {
-  let loading = loadedTasks.get(taskModule);
-  if (loading === undefined) {
-    loading = importTask(taskModule);
-    loadedTasks.set(taskModule, loading);
-    loading.catch(() => loadedTasks.delete(taskModule));
-  }
-  return loading;
-}
-
-async function importTask(taskModule: string): Promise<TaskFunction> {
-  if (typeof taskModule !== 'string' || taskModule.length === 0) {
-    throw new TypeError(`taskModule must be an absolute path or a file: URL, got ${describeValue(taskModule)}`);
-  }
-  let url: string;
-  if (taskModule.startsWith('file:')) url = taskModule;
-  else if (isAbsolute(taskModule)) url = pathToFileURL(taskModule).href;
-  else throw new TypeError(`taskModule must be an absolute path or a file: URL, got ${JSON.stringify(taskModule)}`);
-
-  if (TYPESCRIPT_EXTENSION.test(new URL(url).pathname)) await ensureTypeScriptLoader(taskModule);
-  const module = (await import(url)) as { default?: unknown };
-  const fn = module.default;
-  if (typeof fn !== 'function') {
-    throw new TypeError(
-      `task module ${taskModule} has no default export function (its default export ` +
-        `is ${describeValue(fn)}); a task module must export default async (context, inputs) => output`,
-    );
-  }
-  return fn as TaskFunction;
-}
-
-/**
- * Registers tsx's ESM loader in this thread, once (the specifier is a variable: tsx is a development tool, not a
- * dependency).
- */
-function ensureTypeScriptLoader(taskModule: string): Promise<void> {
-  typeScriptLoader ??= (async () => {
-    const specifier = 'tsx/esm/api';
-    try {
-      const api = (await import(specifier)) as { register: () => unknown };
-      api.register();
-    } catch (error) {
-      typeScriptLoader = undefined;
-      throw new Error(
-        `task module ${taskModule} is TypeScript, and tsx (its loader) could not be registered in the task ` +
-          `thread: ${(error as Error)?.message ?? String(error)}; compile the task to JavaScript or install tsx`,
-      );
-    }
-  })();
-  return typeScriptLoader;
-}
-
 function heldPages(memoryManager: MemoryManager | null): number {
   if (memoryManager === null) return 0;
   let pages = 0;
@@ -471,46 +344,4 @@ function releaseEverything(memoryManager: MemoryManager | null): number {
   let released = 0;
   for (const { owner } of memoryManager.owners()) released += memoryManager.releaseAll(owner);
   return released;
-}
-
-function describeError(error: unknown): WorkerErrorInfo {
-  if (typeof error !== 'object' || error === null) {
-    return { name: 'Error', message: `the task threw a non-error value: ${describeValue(error)}` };
-  }
-  const e = error as {
-    name?: unknown;
-    message?: unknown;
-    stack?: unknown;
-    code?: unknown;
-    _tag?: unknown;
-    reason?: unknown;
-    details?: unknown;
-  };
-  const info: { -readonly [K in keyof WorkerErrorInfo]: WorkerErrorInfo[K] } = {
-    name: typeof e.name === 'string' ? e.name : 'Error',
-    message: typeof e.message === 'string' ? e.message : String(error),
-  };
-  if (typeof e.stack === 'string') info.stack = e.stack;
-  // String codes only: a DOMException's numeric legacy code (25 for DataCloneError) says nothing.
-  if (typeof e.code === 'string') info.code = e.code;
-  if (typeof e._tag === 'string' && typeof e.reason === 'string') {
-    info.tag = e._tag;
-    info.reason = e.reason;
-    if (typeof e.details === 'object' && e.details !== null) {
-      try {
-        info.details = structuredClone({ ...(e.details as Record<string, unknown>) });
-      } catch {
-        // Details that cannot cross threads are dropped; the message still says what happened.
-      }
-    }
-  }
-  return info;
-}
-
-function describeValue(value: unknown): string {
-  if (value === null || value === undefined) return String(value);
-  if (typeof value === 'function') return `a function${value.name ? ` (${value.name})` : ''}`;
-  if (typeof value === 'object') return `an object (${Object.prototype.toString.call(value)})`;
-  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
-  return `${typeof value} ${String(value)}`;
 }

@@ -1,0 +1,241 @@
+/**
+ * The attempts a TaskExecutor runs (Flink's TaskExecutor.submitTask and cancelTask, and the
+ * TaskManagerActions a Task reports through): each submitted descriptor checked against its slot
+ * and added to the TaskSlotTable, run on its slot's SlotTaskRunner (one per slot, made with the
+ * slot's first task and closed with the slot), canceled on request or when its slot is freed, and
+ * its states reported to its job's JobMaster through the JobTable (initializing, running once it
+ * starts on its thread, then finished, failed or canceled). An ended attempt leaves its slot with
+ * the others that ended in the same turn (one TaskSlot event per slot).
+ *
+ * #run, #report and #finish run for every attempt (bench/tasks.bench.ts): keep them free of further
+ * allocations and indirections. It runs on the TaskExecutor's mailbox.
+ */
+import { isSlotwiseError, SlotNotActiveError, SlotNotFoundError, SlotOwnerMismatchError } from '../core/errors.js';
+import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../core/ids.js';
+import { serializeError } from '../rpc/errorTransfer.js';
+import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
+import type { ExecutionState, SerializedError, TaskDeploymentDescriptor } from '../rpc/protocol.js';
+import { heapLimitMbOf } from './heapLimitProbe.js';
+import type { JobTable } from './JobTable.js';
+import { checkDescriptor, RunningTask, type SlotTaskRunner, type TaskCallbacks } from './RunningTask.js';
+import { invocationFor } from './TaskInvocation.js';
+import type { TaskSlotTable } from './TaskSlotTable.js';
+
+export interface RunningTasksOptions {
+  readonly resourceId: ResourceID;
+  readonly mailbox: MainThreadExecutor;
+  readonly table: TaskSlotTable;
+  /** The jobs' JobMasters: where the states go. */
+  readonly jobs: JobTable;
+  /** Makes the task runner of a slot; its heap limit comes from the slot's profile (heapLimitMbOf). */
+  readonly createTaskRunner: (slot: { name: string; heapLimitMb: number | undefined }) => SlotTaskRunner;
+}
+
+export class RunningTasks {
+  readonly #resourceId: ResourceID;
+  readonly #mailbox: MainThreadExecutor;
+  readonly #table: TaskSlotTable;
+  readonly #jobs: JobTable;
+  readonly #createTaskRunner: RunningTasksOptions['createTaskRunner'];
+  readonly #tasks = new Map<ExecutionAttemptID, RunningTask>();
+  /** For every task: its failExternally cancels it; its runner's start notice reports it running (in the mailbox). */
+  readonly #taskCallbacks: TaskCallbacks = {
+    cancel: (executionAttemptId, cause) => this.cancel(executionAttemptId, cause),
+    started: (task) => this.#mailbox.execute(() => this.#started(task)),
+  };
+  /** Tasks that ended in this turn, still in their slots: removed together (one TaskSlot event per slot). */
+  #ended: ExecutionAttemptID[] = [];
+  readonly #runners = new Map<AllocationID, SlotTaskRunner>();
+
+  constructor(options: RunningTasksOptions) {
+    this.#resourceId = options.resourceId;
+    this.#mailbox = options.mailbox;
+    this.#table = options.table;
+    this.#jobs = options.jobs;
+    this.#createTaskRunner = options.createTaskRunner;
+  }
+
+  /** How many attempts run here (submitted and not ended). */
+  get size(): number {
+    return this.#tasks.size;
+  }
+
+  has(executionAttemptId: ExecutionAttemptID): boolean {
+    return this.#tasks.has(executionAttemptId);
+  }
+
+  /** The attempts of a job that run here. */
+  attemptsOf(jobId: JobID): ExecutionAttemptID[] {
+    return [...this.#tasks.values()]
+      .filter((t) => t.descriptor.jobId === jobId)
+      .map((t) => t.descriptor.executionAttemptId);
+  }
+
+  /**
+   * Accepts or refuses each descriptor in order (the refusal, or undefined when accepted); the
+   * accepted ones enter their slots together (one TaskSlot event per slot, not one per task).
+   */
+  submit(descriptors: readonly TaskDeploymentDescriptor[]): Array<Error | undefined> {
+    const errors: Array<Error | undefined> = [];
+    const candidates: RunningTask[] = [];
+    const candidateAt: number[] = [];
+    for (const descriptor of descriptors) {
+      try {
+        candidates.push(this.#candidate(descriptor));
+        candidateAt.push(errors.length);
+        errors.push(undefined);
+      } catch (error) {
+        errors.push(error as Error);
+      }
+    }
+    const refusals = this.#table.addTasks(candidates);
+    const accepted: RunningTask[] = [];
+    for (let i = 0; i < candidates.length; i++) {
+      const task = candidates[i]!;
+      const refusal = refusals[i];
+      if (refusal !== undefined) {
+        errors[candidateAt[i]!] = refusal;
+        continue;
+      }
+      this.#tasks.set(task.executionAttemptId, task);
+      accepted.push(task);
+    }
+    // Deploying, where the JobMaster put them when it submitted (Flink's Task does not report it):
+    // the reports start with initializing, once the call has been answered.
+    if (accepted.length > 0) this.#mailbox.execute(() => this.#runAll(accepted));
+    return errors;
+  }
+
+  /** Cancels the attempt if it runs here and was not canceled yet (its run then ends canceled). */
+  cancel(executionAttemptId: ExecutionAttemptID, cause: string): void {
+    const task = this.#tasks.get(executionAttemptId);
+    if (task === undefined || task.cancelCause !== null) return;
+    task.cancelCause = cause;
+    task.runner?.cancel(executionAttemptId, cause);
+  }
+
+  /** The slot has closed: its runner closes too. */
+  slotClosed(allocationId: AllocationID): void {
+    const runner = this.#runners.get(allocationId);
+    this.#runners.delete(allocationId);
+    void runner?.close();
+  }
+
+  /** Closes every slot's runner (the TaskExecutor is shutting down). */
+  async closeRunners(): Promise<void> {
+    await Promise.allSettled([...this.#runners.values()].map((runner) => runner.close()));
+    this.#runners.clear();
+  }
+
+  /** A descriptor checked against its slot (which is marked active), as a task the table may still refuse. */
+  #candidate(descriptor: TaskDeploymentDescriptor): RunningTask {
+    checkDescriptor(descriptor);
+    const { allocationId, jobId, executionAttemptId } = descriptor;
+    // The owner alone (not getTaskSlot, which lists the slot's tasks): this runs for every task.
+    const owner = this.#table.getOwningJob(allocationId);
+    if (owner === undefined)
+      throw new SlotNotFoundError(
+        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ${this.#resourceId} ` +
+          `has no slot ${AllocationID.short(allocationId)}`,
+        { allocationId, executionAttemptId },
+      );
+    if (owner !== jobId)
+      throw new SlotOwnerMismatchError(
+        'job-mismatch',
+        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ` +
+          `slot ${AllocationID.short(allocationId)} belongs to job ${JobID.short(owner)}`,
+        { allocationId, jobId, expected: owner },
+      );
+    if (!this.#table.markSlotActive(allocationId))
+      throw new SlotNotActiveError(
+        'slot-releasing',
+        `could not submit task ${ExecutionAttemptID.short(executionAttemptId)}: ` +
+          `slot ${AllocationID.short(allocationId)} is releasing`,
+        { allocationId },
+      );
+    return new RunningTask(descriptor, this.#taskCallbacks);
+  }
+
+  #runnerFor(allocationId: AllocationID): SlotTaskRunner {
+    let runner = this.#runners.get(allocationId);
+    if (runner === undefined) {
+      const slot = this.#table.getTaskSlot(allocationId)!;
+      runner = this.#createTaskRunner({
+        name: `${this.#resourceId}/${slot.index}`,
+        heapLimitMb: heapLimitMbOf(slot.resourceProfile),
+      });
+      this.#runners.set(allocationId, runner);
+    }
+    return runner;
+  }
+
+  #runAll(tasks: readonly RunningTask[]): void {
+    for (const task of tasks) this.#run(task);
+  }
+
+  #run(task: RunningTask): void {
+    const { descriptor } = task;
+    if (task.cancelCause !== null)
+      return this.#finish(task, 'canceled', undefined, { name: 'TaskCanceled', message: task.cancelCause });
+    const memoryManager = this.#table.getTaskMemoryManager(descriptor.allocationId);
+    const invocation = invocationFor(descriptor, memoryManager.totalPages > 0 ? memoryManager.share() : null);
+    this.#report(task, 'initializing');
+    let result: Promise<{ output: unknown }>;
+    try {
+      task.runner = this.#runnerFor(descriptor.allocationId);
+      // Running once it starts on the slot's thread (it may wait there behind the slot's other tasks).
+      result = task.runner.run(invocation, { listener: task });
+    } catch (error) {
+      result = Promise.reject(error);
+    }
+    this.#mailbox.whenComplete(result, (value, error) => {
+      if (error === undefined) return this.#finish(task, 'finished', value!.output);
+      const canceled = task.cancelCause !== null || (isSlotwiseError(error) && error.reason === 'canceled');
+      this.#finish(task, canceled ? 'canceled' : 'failed', undefined, serializeError(error));
+    });
+  }
+
+  #started(task: RunningTask): void {
+    if (this.#tasks.get(task.executionAttemptId) === task && task.state === 'initializing')
+      this.#report(task, 'running');
+  }
+
+  #finish(
+    task: RunningTask,
+    state: 'finished' | 'failed' | 'canceled',
+    output: unknown,
+    error?: SerializedError,
+  ): void {
+    const { executionAttemptId } = task.descriptor;
+    if (!this.#tasks.has(executionAttemptId)) return;
+    this.#tasks.delete(executionAttemptId);
+    this.#report(task, state, output, error);
+    // Out of its slot once this poll phase's other endings are in too, and after their states have
+    // gone out (JobTable flushes in a setImmediate queued before this one): the TaskSlot event is
+    // the dearest part of an ending and no JobMaster waits for it.
+    if (this.#ended.push(executionAttemptId) === 1) setImmediate(this.#removeEndedSoon);
+  }
+
+  readonly #removeEndedSoon = (): void => this.#mailbox.execute(() => this.#removeEnded());
+
+  #removeEnded(): void {
+    const ended = this.#ended;
+    this.#ended = [];
+    this.#table.removeTasksIfPresent(ended);
+  }
+
+  /** The task is now in `state`; its JobMaster hears it in the next batch of updates (JobTable). */
+  #report(task: RunningTask, state: ExecutionState, output?: unknown, error?: SerializedError): void {
+    task.state = state;
+    const { jobId, executionAttemptId } = task.descriptor;
+    if (this.#jobs.gateway(jobId) === undefined) return;
+    this.#jobs.report({
+      jobId,
+      executionAttemptId,
+      state,
+      resourceId: this.#resourceId,
+      ...(output === undefined ? {} : { output }),
+      ...(error === undefined ? {} : { error }),
+    });
+  }
+}
