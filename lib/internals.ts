@@ -1,9 +1,9 @@
 /**
  * `slotwise/internals`: the runtime's parts below the MiniCluster — the endpoints (ResourceManager,
  * TaskExecutor, JobMaster, Dispatcher), the driver that starts workers, the RPC layer (mailbox,
- * Link and its transports, gateways), a slot's task pool and the Dispatcher's task module checker — for tools, tests
- * and experiments
- * that wire a runtime by hand. No stability promise: these change with the runtime. The supported API is `slotwise`.
+ * Link and its transports, gateways), a slot's task pool and the Dispatcher's task module checker —
+ * for tools, tests and experiments that wire a runtime by hand. No stability promise: these change
+ * with the runtime. The supported API is `slotwise`.
  */
 export { ResourceManager } from './resourcemanager/ResourceManager.js';
 export { LocalResourceManagerDriver } from './resourcemanager/LocalResourceManagerDriver.js';

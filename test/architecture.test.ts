@@ -10,7 +10,7 @@
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -139,6 +139,35 @@ function wideLines(file: string, source: string, width: number): string[] {
     const columns = [...line.replace(/\r$/, '')].length;
     return columns > width ? [`${file}:${index + 1} (${columns} columns)`] : [];
   });
+}
+
+/** Issue 11: no module under lib/ or machines/ longer than this; most are 50–300 lines. */
+const MAX_MODULE_LINES = 500;
+
+/** Lines as an editor numbers them: a final newline ends the last line, it does not start another. */
+function lineCount(source: string): number {
+  return source.split('\n').length - (source.endsWith('\n') ? 1 : 0);
+}
+
+/** The body of the README's `## title` section, up to the next `## ` heading (empty when there is none). */
+function readmeSection(readme: string, title: string): string {
+  const lines = readme.split('\n');
+  const start = lines.indexOf(`## ${title}`);
+  if (start < 0) return '';
+  const end = lines.findIndex((line, index) => index > start && line.startsWith('## '));
+  return lines.slice(start + 1, end < 0 ? undefined : end).join('\n');
+}
+
+/** How the README names a module: its file name without the extension and without `.machine`. */
+function moduleName(file: string): string {
+  return basename(file)
+    .replace(/\.[cm]?[jt]s$/, '')
+    .replace(/\.machine$/, '');
+}
+
+/** Whether `text` names `name` as a whole word (`taskModule` is not named by `taskModuleChecker`). */
+function namesModule(text: string, name: string): boolean {
+  return new RegExp(`(?<![\\w$])${name.replace(/[$]/g, '\\$&')}(?![\\w$])`).test(text);
 }
 
 /** Why `file` (in machines/) may not import `specifier`, or undefined when it may. */
@@ -357,6 +386,42 @@ describe('architecture', () => {
         ).to.deep.equal([]);
       },
     );
+  });
+
+  describe('files a maintainer can carry', () => {
+    const MODULE_EXTENSIONS = ['.ts', '.cts', '.mts', '.js', '.mjs'];
+    const modules = [...sourceFiles(LIB, MODULE_EXTENSIONS), ...sourceFiles(MACHINES, MODULE_EXTENSIONS)];
+
+    it(`keeps every module under lib/ and machines/ within ${MAX_MODULE_LINES} lines (one concept per file)`, () => {
+      const long = modules.flatMap((file) => {
+        const lines = lineCount(readFileSync(file, 'utf8'));
+        return lines > MAX_MODULE_LINES ? [`${rel(file)} (${lines} lines)`] : [];
+      });
+      expect(
+        long,
+        `modules over ${MAX_MODULE_LINES} lines (split by concept):\n  ${long.join('\n  ')}\n`,
+      ).to.deep.equal([]);
+    });
+
+    it(`names every module under lib/ and machines/ in the README's Layout section`, () => {
+      const layout = readmeSection(readFileSync(join(ROOT, 'README.md'), 'utf8'), 'Layout');
+      expect(layout, `README.md's '## Layout' section`).to.not.equal('');
+      const unnamed = modules.filter((file) => !namesModule(layout, moduleName(file))).map(rel);
+      expect(unnamed, `modules the README's Layout does not name:\n  ${unnamed.join('\n  ')}\n`).to.deep.equal([]);
+    });
+
+    it('reads a README section up to the next heading of its level, and a module by its name', () => {
+      const readme = ['# t', '## A', 'a text', '### sub', 'more', '## B', 'b text'].join('\n');
+      expect(readmeSection(readme, 'A')).to.equal('a text\n### sub\nmore');
+      expect(readmeSection(readme, 'C')).to.equal('');
+      expect(moduleName(join(LIB, 'core', 'ids.ts'))).to.equal('ids');
+      expect(moduleName(join(MACHINES, 'taskSlot.machine.ts'))).to.equal('taskSlot');
+      expect(moduleName(join(LIB, 'taskexecutor', 'taskExecutorStart.cts'))).to.equal('taskExecutorStart');
+      expect(namesModule('`taskModuleChecker` and `TaskSlotTable`', 'taskModule')).to.equal(false);
+      expect(namesModule('`taskModule` (how a task thread loads it)', 'taskModule')).to.equal(true);
+      expect(lineCount('a\nb\n')).to.equal(2);
+      expect(lineCount('a\nb')).to.equal(2);
+    });
   });
 
   describe('machine exports', () => {
