@@ -10,7 +10,16 @@ import { describeValue, ResourceProfileError } from './errors.js';
 import { ResourceProfileBuilder } from './ResourceProfileBuilder.js';
 import { formatShortfall, type ResourceShortfall } from './ResourceShortfall.js';
 import { formatMemorySize, type MemorySizeInput } from './MemorySize.js';
-import { checked, checkName, MEMORY, SCALE, STANDARD, type Amounts, type StandardField } from './resourceAmounts.js';
+import {
+  checked,
+  checkName,
+  MEMORY,
+  runningAmounts,
+  SCALE,
+  STANDARD,
+  type Amounts,
+  type StandardField,
+} from './resourceAmounts.js';
 
 export { UNITS_PER_CORE } from './resourceAmounts.js';
 
@@ -87,7 +96,7 @@ export class ResourceProfile {
 
   private constructor(kind: ResourceProfile['kind'], amounts: Amounts, extended: ReadonlyMap<string, number>) {
     this.kind = kind;
-    this.#units = [...amounts] as unknown as Amounts;
+    this.#units = runningAmounts(amounts) as unknown as Amounts;
     this.amounts = Object.freeze(amounts) as Amounts;
     // Sorted so that the key, toString and toJSON do not depend on insertion order; no copy when empty.
     this.extended =

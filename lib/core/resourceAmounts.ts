@@ -19,6 +19,18 @@ export type MemoryField = Exclude<StandardField, 'cpuCores'>;
 /** The five standard amounts, in STANDARD order: CPU in 1e-8 units, memory in bytes. */
 export type Amounts = readonly [number, number, number, number, number];
 
+/**
+ * A running total of the five amounts, a copy of `from` (zeros without it), kept as an array of
+ * doubles. Amounts pass the small integers (memory in bytes, CPU in 1e-8 units), and an array of
+ * tagged values — what spreading a profile's frozen `amounts` gives — boxes every sum stored into
+ * it: a new heap number per field per slot placed, a good part of a large placement's garbage.
+ */
+export function runningAmounts(from?: ArrayLike<number>): number[] {
+  const out = [0.5, 0.5, 0.5, 0.5, 0.5]; // a literal of doubles: the array keeps double elements
+  for (let i = 0; i < 5; i++) out[i] = from === undefined ? 0 : from[i]!;
+  return out;
+}
+
 /** Checks a cores/extended amount and converts it to 1e-8 units. */
 export function toUnits(field: string, value: unknown): number {
   const rule = `${field} must be a finite non-negative number`;

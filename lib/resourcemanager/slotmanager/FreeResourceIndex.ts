@@ -15,7 +15,7 @@
  * moves up or down in place, so the top of the heap is the answer and nothing stale piles up.
  */
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
-import type { CandidateOrder } from './SlotMatchingStrategy.js';
+import { type CandidateOrder, precedes, utilizationSign } from './SlotMatchingStrategy.js';
 
 /**
  * What the index reads of an executor: a registered TaskManagerRegistration, or a strategy's
@@ -66,6 +66,8 @@ class CandidateSet<T extends IndexedExecutor> {
   #changedCount = 0;
   /** When the index last handed this set out (its LRU stamp). */
   lastUsed = 0;
+  /** The order as utilizationSign gives it. */
+  readonly #sign: number;
 
   constructor(
     readonly requirement: ResourceProfile,
@@ -75,7 +77,9 @@ class CandidateSet<T extends IndexedExecutor> {
      * Whether the order looks at utilisation (spread, pack); if not, an entry never moves while its executor stays in.
      */
     readonly byUtilization: boolean,
-  ) {}
+  ) {
+    this.#sign = utilizationSign(order);
+  }
 
   /** The executors in the set (built on demand: for explanations and tests, not the hot path). */
   get members(): ReadonlySet<T> {
@@ -210,7 +214,7 @@ class CandidateSet<T extends IndexedExecutor> {
     while (i > 0) {
       const parent = (i - 1) >> 1;
       const p = heap[parent]!;
-      if (this.order(entry, p) >= 0) break;
+      if (!precedes(entry, p, this.#sign)) break;
       heap[i] = p;
       p.pos = i;
       i = parent;
@@ -229,9 +233,9 @@ class CandidateSet<T extends IndexedExecutor> {
       const left = 2 * i + 1;
       if (left >= n) break;
       const right = left + 1;
-      const child = right < n && this.order(heap[right]!, heap[left]!) < 0 ? right : left;
+      const child = right < n && precedes(heap[right]!, heap[left]!, this.#sign) ? right : left;
       const c = heap[child]!;
-      if (this.order(c, entry) >= 0) break;
+      if (!precedes(c, entry, this.#sign)) break;
       heap[i] = c;
       c.pos = i;
       i = child;
@@ -249,7 +253,7 @@ class CandidateSet<T extends IndexedExecutor> {
  */
 export class RankedCandidates<T extends IndexedExecutor> {
   readonly #heap: readonly Entry<T>[];
-  readonly #order: CandidateOrder;
+  readonly #sign: number;
   /** The position handed out now; -1 once every member was. */
   #at: number;
   /** Positions not handed out whose parent was, as a min-heap under the order (built on the first advance). */
@@ -257,7 +261,7 @@ export class RankedCandidates<T extends IndexedExecutor> {
 
   constructor(heap: readonly Entry<T>[], order: CandidateOrder) {
     this.#heap = heap;
-    this.#order = order;
+    this.#sign = utilizationSign(order);
     this.#at = heap.length > 0 ? 0 : -1;
   }
 
@@ -276,7 +280,7 @@ export class RankedCandidates<T extends IndexedExecutor> {
   }
 
   #before(a: number, b: number): boolean {
-    return this.#order(this.#heap[a]!, this.#heap[b]!) < 0;
+    return precedes(this.#heap[a]!, this.#heap[b]!, this.#sign);
   }
 
   #push(pos: number): void {
@@ -285,8 +289,11 @@ export class RankedCandidates<T extends IndexedExecutor> {
     f.push(pos);
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (!this.#before(f[i]!, f[parent]!)) break;
-      [f[i], f[parent]] = [f[parent]!, f[i]!];
+      const at = f[i]!;
+      const above = f[parent]!;
+      if (!this.#before(at, above)) break;
+      f[i] = above;
+      f[parent] = at;
       i = parent;
     }
   }
@@ -302,8 +309,11 @@ export class RankedCandidates<T extends IndexedExecutor> {
       const l = 2 * i + 1;
       if (l >= f.length) break;
       const child = l + 1 < f.length && this.#before(f[l + 1]!, f[l]!) ? l + 1 : l;
-      if (!this.#before(f[child]!, f[i]!)) break;
-      [f[i], f[child]] = [f[child]!, f[i]!];
+      const below = f[child]!;
+      const at = f[i]!;
+      if (!this.#before(below, at)) break;
+      f[i] = below;
+      f[child] = at;
       i = child;
     }
     return top;

@@ -8,6 +8,7 @@
  * made on demand again) once an executor's capacity is kept as profiles (UNKNOWN or ANY involved,
  * or an overflow).
  */
+import { runningAmounts } from '../../core/resourceAmounts.js';
 import { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
 
@@ -17,7 +18,7 @@ export class FreeResourceSum {
   /** The sum as a profile; undefined when a change made it stale. */
   #sum: ResourceProfile | undefined = ResourceProfile.ZERO;
   /** The running numbers (ResourceProfile.amounts order and units; extended resources without zeros). */
-  readonly #amounts = [0, 0, 0, 0, 0];
+  readonly #amounts = runningAmounts();
   readonly #extended = new Map<string, number>();
   /** Whether the running numbers are kept (the sum has been read). */
   #counted = false;

@@ -9,11 +9,12 @@
  * policy, of the best copy that still fits and the best untouched executor of the view's index,
  * read best first without changing it (untouched ones are exactly as the view shows them).
  */
+import { runningAmounts } from '../../core/resourceAmounts.js';
 import { IllegalStateError } from '../../core/errors.js';
 import type { ResourceID } from '../../core/ids.js';
 import { ResourceProfile } from '../../core/ResourceProfile.js';
 import { FreeResourceIndex, type IndexedExecutor } from './FreeResourceIndex.js';
-import { candidateOrder, type CandidateOrder } from './SlotMatchingStrategy.js';
+import { type CandidateOrder, candidateOrder, precedes, utilizationSign } from './SlotMatchingStrategy.js';
 import type { PlacementPreference } from './TaskManagerTracker.js';
 import type {
   InsufficientResources,
@@ -64,9 +65,9 @@ export class PlannedTaskManager<T extends RegisteredTaskManagerInfo = Registered
         info.totalResourceProfile.kind === 'specified' && used.kind === 'specified' && available.kind === 'specified';
       this.#amounts = exact
         ? {
-            used: [...used.amounts],
+            used: runningAmounts(used.amounts),
             usedExtended: new Map(used.extended),
-            available: [...available.amounts],
+            available: runningAmounts(available.amounts),
             availableExtended: new Map(available.extended),
           }
         : null;
@@ -129,6 +130,8 @@ export class PlannedTaskManager<T extends RegisteredTaskManagerInfo = Registered
 export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = RegisteredTaskManagerInfo> {
   readonly #view: TaskManagerResourceInfoProvider<T>;
   readonly #order: CandidateOrder;
+  /** The order as the index compares it (precedes). */
+  readonly #sign: number;
   readonly #spread: boolean;
   readonly #plannedList: PlannedTaskManager<T>[] = [];
   /** The copies by executor, once there are two (a check that places a slot or a few touches one). */
@@ -154,6 +157,7 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
   constructor(view: TaskManagerResourceInfoProvider<T>) {
     this.#view = view;
     this.#order = candidateOrder(view.policy);
+    this.#sign = utilizationSign(this.#order);
     this.#spread = view.policy === 'spread';
   }
 
@@ -340,7 +344,7 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
     }
     const planned = this.#bestPlanned(requirement, host);
     if (head === undefined) return planned;
-    return planned !== undefined && this.#order(planned, head) <= 0 ? planned : this.#touch(head);
+    return planned !== undefined && !precedes(head, planned, this.#sign) ? planned : this.#touch(head);
   }
 
   #rankedFor(requirement: ResourceProfile, host: string | undefined): RankedTaskManagers<T> {

@@ -29,6 +29,26 @@ const ORDERS: Record<SlotMatchingPolicy, CandidateOrder> = {
   pack: (a, b) => b.utilization - a.utilization || a.seq - b.seq,
 };
 
+/**
+ * The order as a number, for the index's heaps: 1 when lower utilisation goes first (spread), -1
+ * when higher does (pack), 0 when utilisation does not count (first fit); registration order breaks
+ * ties. The heaps compare inline with it (precedes) rather than calling the order: a call site that
+ * has seen three orders does not inline any, and a comparison per heap step was then a call.
+ */
+export function utilizationSign(order: CandidateOrder): -1 | 0 | 1 {
+  return order === ORDERS.spread ? 1 : order === ORDERS.pack ? -1 : 0;
+}
+
+/** Whether `a` goes before `b` in the order `utilizationSign` describes (ties: registration order). */
+export function precedes(a: ScoredCandidate, b: ScoredCandidate, sign: number): boolean {
+  if (sign !== 0) {
+    const ua = a.utilization;
+    const ub = b.utilization;
+    if (ua !== ub) return sign > 0 ? ua < ub : ua > ub;
+  }
+  return a.seq < b.seq;
+}
+
 export function candidateOrder(policy: SlotMatchingPolicy): CandidateOrder {
   const order = ORDERS[policy];
   if (order === undefined) {

@@ -15,6 +15,7 @@
  * effective profile is the executor's default slot profile and one is free; anything else gets a
  * dynamic slot carved from what is available, as in Flink's fine-grained resource management.
  */
+import { runningAmounts } from '../../core/resourceAmounts.js';
 import type { AllocationID, JobID, ResourceID } from '../../core/ids.js';
 import { ResourceProfile, UNITS_PER_CORE } from '../../core/ResourceProfile.js';
 import type { ResourceSlotState } from '../../../machines/resourceSlot.machine.js';
@@ -117,12 +118,12 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     this.seq = seq;
     const total = info.totalResourceProfile;
     const specified = total instanceof ResourceProfile && total.kind === 'specified';
-    this.#total = specified ? [...total.amounts] : [0, 0, 0, 0, 0];
+    this.#total = specified ? runningAmounts(total.amounts) : runningAmounts();
     this.#amounts = specified
       ? {
-          used: [0, 0, 0, 0, 0],
+          used: runningAmounts(),
           usedExtended: new Map(),
-          available: [...this.#total],
+          available: runningAmounts(this.#total),
           availableExtended: new Map(total.extended),
         }
       : null;
