@@ -8,7 +8,7 @@
  */
 import { describeValue, ResourceProfileError } from './errors.js';
 import { ResourceProfileBuilder } from './ResourceProfileBuilder.js';
-import { formatShortfall, type ResourceShortfall } from './ResourceShortfall.js';
+import { formatShortfall, type ResourceShortfall, shortfallOf } from './ResourceShortfall.js';
 import { formatMemorySize, type MemorySizeInput } from './MemorySize.js';
 import {
   checked,
@@ -350,17 +350,7 @@ export class ResourceProfile {
    */
   shortfall(required: ResourceProfile): ResourceShortfall[] {
     if (this.isUnknown() || required.isUnknown() || this.isAny()) return [];
-    const out: ResourceShortfall[] = [];
-    STANDARD.forEach((field, i) => {
-      const [have, need] = [this.amounts[i]!, required.amounts[i]!];
-      const scale = i === 0 ? SCALE : 1;
-      if (have < need) out.push({ field, available: have / scale, required: need / scale });
-    });
-    for (const [n, need] of required.extended) {
-      const have = this.extended.get(n) ?? 0;
-      if (have < need) out.push({ field: n, available: have / SCALE, required: need / SCALE });
-    }
-    return out;
+    return shortfallOf(required.amounts, required.extended, this.#units, this.extended);
   }
 
   /** Value equality (same kind, same amounts, same extended resources). */

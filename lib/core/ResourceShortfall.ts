@@ -1,6 +1,6 @@
 /** Where a profile falls short of a requirement, field by field, and how it prints. */
 import { formatMemorySize } from './MemorySize.js';
-import { IS_MEMORY } from './resourceAmounts.js';
+import { IS_MEMORY, SCALE, STANDARD } from './resourceAmounts.js';
 
 /** One field where a profile has less than a requirement needs. */
 export interface ResourceShortfall {
@@ -19,4 +19,27 @@ export function formatShortfall(
   return shortfall
     .map((s) => `${s.field} ${have} ${show(s.field, s.available)}, ${need} ${show(s.field, s.required)}`)
     .join('; ');
+}
+
+/**
+ * Where raw available amounts (ResourceProfile.amounts order and units) fall short of raw needed
+ * ones: `available.shortfall(required)` for two specified profiles, and for a running total that is
+ * not a profile (a plan's copy of an executor) without making one of it first.
+ */
+export function shortfallOf(
+  need: ArrayLike<number>,
+  needExtended: ReadonlyMap<string, number>,
+  have: ArrayLike<number>,
+  haveExtended: ReadonlyMap<string, number>,
+): ResourceShortfall[] {
+  const out: ResourceShortfall[] = [];
+  for (let i = 0; i < 5; i++) {
+    const scale = i === 0 ? SCALE : 1;
+    if (have[i]! < need[i]!) out.push({ field: STANDARD[i]!, available: have[i]! / scale, required: need[i]! / scale });
+  }
+  for (const [n, units] of needExtended) {
+    const left = haveExtended.get(n) ?? 0;
+    if (left < units) out.push({ field: n, available: left / SCALE, required: units / SCALE });
+  }
+  return out;
 }

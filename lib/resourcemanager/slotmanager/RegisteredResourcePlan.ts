@@ -13,6 +13,7 @@ import { runningAmounts } from '../../core/resourceAmounts.js';
 import { IllegalStateError } from '../../core/errors.js';
 import type { ResourceID } from '../../core/ids.js';
 import { ResourceProfile } from '../../core/ResourceProfile.js';
+import { type ResourceShortfall, shortfallOf } from '../../core/ResourceShortfall.js';
 import { FreeResourceIndex, type IndexedExecutor } from './FreeResourceIndex.js';
 import { type CandidateOrder, candidateOrder, precedes, utilizationSign } from './SlotMatchingStrategy.js';
 import type { PlacementPreference } from './TaskManagerTracker.js';
@@ -90,6 +91,13 @@ export class PlannedTaskManager<T extends RegisteredTaskManagerInfo = Registered
   /** The profile a requirement takes here: UNKNOWN means this executor's default slot. */
   effectiveProfile(requirement: ResourceProfile): ResourceProfile {
     return requirement.isUnknown() ? this.info.defaultSlotResourceProfile : requirement;
+  }
+
+  /** What `effective` lacks here as the plan leaves it: `available.shortfall(effective)` without making `available`. */
+  shortfall(effective: ResourceProfile): ResourceShortfall[] {
+    const a = this.#amounts;
+    if (a === null || effective.kind !== 'specified') return this.available.shortfall(effective);
+    return shortfallOf(effective.amounts, effective.extended, a.available, a.availableExtended);
   }
 
   canFit(requirement: ResourceProfile): boolean {
@@ -270,7 +278,7 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
     let resorted = false;
     for (const planned of touched) {
       const effective = planned.effectiveProfile(requirement);
-      const shortfall = planned.available.shortfall(effective);
+      const shortfall = planned.shortfall(effective);
       if (shortfall.length === 0) continue;
       closest.push({ resourceId: planned.resourceId, shortfall, score: shortfallScore(shortfall), seq: planned.seq });
       if (planned.info.totalResourceProfile.allFieldsNoLessThan(effective))

@@ -91,6 +91,7 @@ class ShortageSet {
 
   /** Re-scores the executors that changed since the last call. */
   refresh(): void {
+    if (this.dirty.size === 0) return; // (Set.clear() below makes a new table even for an empty set)
     for (const taskManager of this.dirty) {
       const score = this.#score(taskManager);
       const entry = this.#entries.get(taskManager);

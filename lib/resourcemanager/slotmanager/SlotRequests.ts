@@ -202,9 +202,11 @@ export class SlotRequests {
    */
   demands(slots: { getSlot(allocationId: AllocationID): ResourceSlotRecord | undefined }): ResourceDemand[] {
     const demands: ResourceDemand[] = [];
-    for (const r of this.#requests.size === 0 ? [] : [...this.#requests.values()]) {
+    const held = this.#heldByAnotherJob;
+    // Copied first only when a request may fail here (fail() forgets it while the loop runs).
+    for (const r of held.size === 0 ? this.#requests.values() : [...this.#requests.values()]) {
       const holder =
-        r.state === 'waiting' && this.#heldByAnotherJob.has(r.allocationId) ? slots.getSlot(r.allocationId) : undefined;
+        r.state === 'waiting' && held.size > 0 && held.has(r.allocationId) ? slots.getSlot(r.allocationId) : undefined;
       if (holder !== undefined) {
         this.fail(
           r,
@@ -224,7 +226,8 @@ export class SlotRequests {
           preference: r.preference,
         });
     }
-    this.#heldByAnotherJob.clear();
+    // Set.clear() makes a new table even for an empty set: a check would pay for one every time.
+    if (held.size > 0) held.clear();
     return demands;
   }
 
