@@ -66,20 +66,13 @@ class CandidateSet<T extends IndexedExecutor> {
   #changedCount = 0;
   /** When the index last handed this set out (its LRU stamp). */
   lastUsed = 0;
-  /** The order as utilizationSign gives it. */
-  readonly #sign: number;
 
   constructor(
     readonly requirement: ResourceProfile,
     readonly host: string | null,
-    readonly order: CandidateOrder,
-    /**
-     * Whether the order looks at utilisation (spread, pack); if not, an entry never moves while its executor stays in.
-     */
-    readonly byUtilization: boolean,
-  ) {
-    this.#sign = utilizationSign(order);
-  }
+    /** The policy's order (utilizationSign); 0, first fit: an entry never moves while its executor stays in. */
+    readonly sign: -1 | 0 | 1,
+  ) {}
 
   /** The executors in the set (built on demand: for explanations and tests, not the hot path). */
   get members(): ReadonlySet<T> {
@@ -131,7 +124,7 @@ class CandidateSet<T extends IndexedExecutor> {
         entry.pos = this.#heap.length;
         this.#heap.push(entry);
         this.#siftUp(entry.pos);
-      } else if (this.byUtilization && entry.utilization !== taskManager.utilization) {
+      } else if (this.sign !== 0 && entry.utilization !== taskManager.utilization) {
         entry.utilization = taskManager.utilization;
         if (!this.#siftUp(entry.pos)) this.#siftDown(entry.pos);
       }
@@ -155,7 +148,7 @@ class CandidateSet<T extends IndexedExecutor> {
 
   ranked(): RankedCandidates<T> {
     this.#refresh();
-    return new RankedCandidates(this.#heap, this.order);
+    return new RankedCandidates(this.#heap, this.sign);
   }
 
   #refresh(): void {
@@ -214,7 +207,7 @@ class CandidateSet<T extends IndexedExecutor> {
     while (i > 0) {
       const parent = (i - 1) >> 1;
       const p = heap[parent]!;
-      if (!precedes(entry, p, this.#sign)) break;
+      if (!precedes(entry, p, this.sign)) break;
       heap[i] = p;
       p.pos = i;
       i = parent;
@@ -233,9 +226,9 @@ class CandidateSet<T extends IndexedExecutor> {
       const left = 2 * i + 1;
       if (left >= n) break;
       const right = left + 1;
-      const child = right < n && precedes(heap[right]!, heap[left]!, this.#sign) ? right : left;
+      const child = right < n && precedes(heap[right]!, heap[left]!, this.sign) ? right : left;
       const c = heap[child]!;
-      if (!precedes(c, entry, this.#sign)) break;
+      if (!precedes(c, entry, this.sign)) break;
       heap[i] = c;
       c.pos = i;
       i = child;
@@ -259,9 +252,9 @@ export class RankedCandidates<T extends IndexedExecutor> {
   /** Positions not handed out whose parent was, as a min-heap under the order (built on the first advance). */
   readonly #frontier: number[] = [];
 
-  constructor(heap: readonly Entry<T>[], order: CandidateOrder) {
+  constructor(heap: readonly Entry<T>[], sign: -1 | 0 | 1) {
     this.#heap = heap;
-    this.#sign = utilizationSign(order);
+    this.#sign = sign;
     this.#at = heap.length > 0 ? 0 : -1;
   }
 
@@ -330,13 +323,16 @@ export class FreeResourceIndex<T extends IndexedExecutor> {
   /** The set handed out last. */
   #last: CandidateSet<T> | undefined;
 
+  /** The policy's order as utilizationSign gives it. */
+  readonly #sign: -1 | 0 | 1;
+
   constructor(
-    private readonly order: CandidateOrder,
+    order: CandidateOrder,
     /** Every registered executor, for building a set on first use. */
     private readonly taskManagers: () => Iterable<T>,
-    /** Whether the order looks at utilisation (spread, pack) rather than registration order alone. */
-    private readonly byUtilization = true,
-  ) {}
+  ) {
+    this.#sign = utilizationSign(order);
+  }
 
   /** The best executor that can take `requirement` (UNKNOWN: its own default slot), on `host` if given. */
   best(requirement: ResourceProfile, host: string | null = null): T | undefined {
@@ -381,7 +377,7 @@ export class FreeResourceIndex<T extends IndexedExecutor> {
       this.#last = set;
       return set;
     }
-    set = new CandidateSet<T>(requirement, host, this.order, this.byUtilization);
+    set = new CandidateSet<T>(requirement, host, this.#sign);
     for (const taskManager of this.taskManagers()) if (set.covers(taskManager)) set.update(taskManager);
     set.lastUsed = ++this.#clock;
     this.#sets.set(key, set);

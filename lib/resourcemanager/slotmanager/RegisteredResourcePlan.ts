@@ -339,7 +339,7 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
       const only = list[0]!;
       return (host === undefined || only.host === host) && only.canFit(requirement) ? only : undefined;
     }
-    this.#index ??= new FreeResourceIndex(this.#order, () => this.#plannedList, this.#view.policy !== 'first-fit');
+    this.#index ??= new FreeResourceIndex(this.#order, () => this.#plannedList);
     return this.#index.best(requirement, host ?? null);
   }
 

@@ -23,23 +23,15 @@ export interface ScoredCandidate {
 
 export type CandidateOrder = (a: ScoredCandidate, b: ScoredCandidate) => number;
 
-const ORDERS: Record<SlotMatchingPolicy, CandidateOrder> = {
-  'first-fit': (a, b) => a.seq - b.seq,
-  spread: (a, b) => a.utilization - b.utilization || a.seq - b.seq,
-  pack: (a, b) => b.utilization - a.utilization || a.seq - b.seq,
-};
-
 /**
- * The order as a number, for the index's heaps: 1 when lower utilisation goes first (spread), -1
- * when higher does (pack), 0 when utilisation does not count (first fit); registration order breaks
- * ties. The heaps compare inline with it (precedes) rather than calling the order: a call site that
- * has seen three orders does not inline any, and a comparison per heap step was then a call.
+ * Each policy's order as a number: 1 when lower utilisation goes first (spread), -1 when higher does
+ * (pack), 0 when utilisation does not count (first fit); registration order breaks ties. The heaps
+ * of the index compare inline with it (precedes) rather than calling an order: a call site that has
+ * seen three orders inlines none, and a comparison per heap step was then a call.
  */
-export function utilizationSign(order: CandidateOrder): -1 | 0 | 1 {
-  return order === ORDERS.spread ? 1 : order === ORDERS.pack ? -1 : 0;
-}
+const SIGNS: Record<SlotMatchingPolicy, -1 | 0 | 1> = { 'first-fit': 0, spread: 1, pack: -1 };
 
-/** Whether `a` goes before `b` in the order `utilizationSign` describes (ties: registration order). */
+/** Whether `a` goes before `b` in the order of `sign` (see SIGNS; ties: registration order). */
 export function precedes(a: ScoredCandidate, b: ScoredCandidate, sign: number): boolean {
   if (sign !== 0) {
     const ua = a.utilization;
@@ -47,6 +39,31 @@ export function precedes(a: ScoredCandidate, b: ScoredCandidate, sign: number): 
     if (ua !== ub) return sign > 0 ? ua < ub : ua > ub;
   }
   return a.seq < b.seq;
+}
+
+/** The same orders as comparators (for sorting), so that each order is written once, in precedes. */
+const ORDERS = Object.fromEntries(
+  SLOT_MATCHING_POLICIES.map((policy) => {
+    const sign = SIGNS[policy];
+    const order: CandidateOrder = (a, b) => (precedes(a, b, sign) ? -1 : precedes(b, a, sign) ? 1 : 0);
+    return [policy, order];
+  }),
+) as Record<SlotMatchingPolicy, CandidateOrder>;
+const SIGN_OF_ORDER = new Map<CandidateOrder, -1 | 0 | 1>(SLOT_MATCHING_POLICIES.map((p) => [ORDERS[p], SIGNS[p]]));
+
+/** The sign (see SIGNS) of an order candidateOrder gave; any other function is refused. */
+export function utilizationSign(order: CandidateOrder): -1 | 0 | 1 {
+  const sign = SIGN_OF_ORDER.get(order);
+  if (sign === undefined) {
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `order must be one of candidateOrder's orders, got another function`,
+      {
+        argument: 'order',
+      },
+    );
+  }
+  return sign;
 }
 
 export function candidateOrder(policy: SlotMatchingPolicy): CandidateOrder {

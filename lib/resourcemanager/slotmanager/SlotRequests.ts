@@ -205,8 +205,7 @@ export class SlotRequests {
     const held = this.#heldByAnotherJob;
     // Copied first only when a request may fail here (fail() forgets it while the loop runs).
     for (const r of held.size === 0 ? this.#requests.values() : [...this.#requests.values()]) {
-      const holder =
-        r.state === 'waiting' && held.size > 0 && held.has(r.allocationId) ? slots.getSlot(r.allocationId) : undefined;
+      const holder = r.state === 'waiting' && held.has(r.allocationId) ? slots.getSlot(r.allocationId) : undefined;
       if (holder !== undefined) {
         this.fail(
           r,

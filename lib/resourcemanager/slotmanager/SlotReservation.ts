@@ -85,9 +85,6 @@ export function closeReservation(
   (reservation as { open: boolean }).open = false;
   if (staticSlot !== null) {
     staticSlot.reserved = false;
-    if (releaseStaticSlot) {
-      taskManager.freeStaticSlots++;
-      taskManager.staticSlotFreed(staticSlot.index);
-    }
+    if (releaseStaticSlot) taskManager.staticSlotFreed(staticSlot.index);
   }
 }

@@ -268,12 +268,12 @@ export class TaskManagerRegistration implements TaskManagerInfo {
     return undefined;
   }
 
-  /** The static slot at `index` is free and unreserved again (freed, or its reservation dropped). */
+  /** The static slot at `index` is free and unreserved again (freed, or its reservation dropped): counted free. */
   staticSlotFreed(index: number): void {
+    this.freeStaticSlots++;
     if (index < this.#staticCursor) this.#staticCursor = index;
   }
 
-  /** Adds `profile` to what is used (a slot was reserved, became pending, or was adopted). */
   /** `count` slots of `profile` (a run, PlanApplier's) come off what is available. */
   take(profile: ResourceProfile, count = 1): void {
     const a = this.#amounts;

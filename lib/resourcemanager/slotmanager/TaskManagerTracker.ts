@@ -63,11 +63,7 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     this.policy = options.policy;
     this.#clock = options.clock;
     this.#onIdleChanged = options.onIdleChanged ?? (() => {});
-    this.#index = new FreeResourceIndex(
-      candidateOrder(options.policy),
-      () => this.#taskManagers.values(),
-      options.policy !== 'first-fit',
-    );
+    this.#index = new FreeResourceIndex(candidateOrder(options.policy), () => this.#taskManagers.values());
     this.#shortages = new ShortageIndex(
       () => this.#taskManagers.values(),
       () => this.#blocked,

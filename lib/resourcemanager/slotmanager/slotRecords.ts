@@ -71,7 +71,6 @@ export function vacateSlot(slot: ResourceSlotRecord, event: 'FREE' | 'FAIL_ALLOC
   const { taskManager } = slot;
   const freed = { ...slot };
   if (slot.index >= 0) {
-    taskManager.freeStaticSlots++;
     taskManager.staticSlotFreed(slot.index);
   } else {
     taskManager.dynamicSlots.delete(slot.allocationId!);
