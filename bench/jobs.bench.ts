@@ -1,28 +1,34 @@
 /**
- * Whole jobs (issue 9, "Benchmarks"): what a user's job costs from `submitJob` to its result, on
- * `MiniCluster.start({ taskExecutors: 4, slotsPerTaskExecutor: 8 })`, in thread and process mode.
+ * Whole jobs as an application runs them (issue 23, "Benchmarks"): many jobs, back to back, on one
+ * warm `MiniCluster.start({ taskExecutors: 4, slotsPerTaskExecutor: 8 })` per mode, never a fresh
+ * cluster or a pause per round.
  *
- * - The compiled build (dist/, built first if the sources are newer), as an application runs it.
- * - Jobs of trivial subtasks (plain .mjs task files): `one vertex` (each subtask returns its
- *   index) and `source → map → sink` (source p, map p pointwise, sink 1 all-to-all), at
- *   parallelism 1, 100, 1,000 and 10,000. Each job's result is checked.
- * - Per job: wall time submitJob → result, subtasks per second, and CPU per subtask over every
- *   thread of this process and of the process-mode TaskExecutors' child processes (from /proc).
- *   Before each job the cluster is let go quiet (no CPU used for a moment: spare task threads
- *   booted, the last job's slots freed); what it spends after a job until it is quiet again
- *   (freeing slots, booting spares for the next job) is reported apart, per job.
+ * - The compiled build (dist/, built first if the sources are newer), as an application runs it;
+ *   trivial subtasks from plain .mjs task files; every job's result is checked.
+ * - (a) a stream of p = 1 jobs: STREAM jobs one at a time (the next submitted as the previous
+ *   result arrives): median and p99 submit → result, jobs/s; then STREAM jobs with 16 in flight.
+ * - (b) BACK_TO_BACK jobs of p = 1,000 back to back: subtasks/s.
+ * - (c) one job of 100,000 subtasks (4 vertices × 25,000; BIG=0 skips it): subtasks/s, the
+ *   process's RSS peak (sampled every 20 ms) and the longest main-thread stall
+ *   (`perf_hooks.monitorEventLoopDelay`).
+ * - CPU: every thread of this process and every child process (/proc), from the first submit of a
+ *   series until the machine is idle again after its last result (less than 3 ms of CPU in 150 ms),
+ *   so what the jobs leave behind (threads refilled, slots freed, memory released) is counted.
  * - The peer, as its users run it: piscina with its default options and a plain task file
- *   (`export default (x) => x`), warm, running the same number of tasks with all of them in
- *   flight — what a piscina user writes for "run these p things in parallel".
- * - ROUNDS interleaved rounds (every job once per round, in the same order); min / median / max.
+ *   (`export default (x) => x`), warm, running the same number of tasks the same way (one at a
+ *   time; 16 in flight; 1,000 in flight per "job").
+ * - ROUNDS interleaved rounds (every series once per round, in the same order); min / median / max.
  *
- * Targets (thread mode, p = 1,000): ≥ 2,000 subtasks/s and ≤ 1 ms CPU per subtask; p = 10,000
- * finishes in both modes. Run with `npm run bench -- jobs`; `JOBS_PARALLELISM=1,100`,
- * `JOBS_MODES=thread`, `JOBS_ROUNDS=3` narrow it. The last line is one JSON object with every figure.
+ * Targets (thread mode, this 2-core machine): p = 1 median ≤ 2 ms, p99 ≤ 10 ms, ≥ 500 jobs/s one at
+ * a time, ≤ 2 ms CPU per job; p = 1,000 back to back ≥ 5,000 subtasks/s and ≤ 0.2 ms CPU per
+ * subtask; p = 100,000 ≥ 15,000 subtasks/s, RSS ≤ 300 MB, no stall over 100 ms; process mode within
+ * 1.5× of thread mode. Run with `npm run bench -- jobs`; `JOBS_MODES=thread`, `JOBS_ROUNDS=3`,
+ * `JOBS_STREAM=200`, `JOBS_BACK_TO_BACK=10`, `JOBS_BIG=100000` narrow it. The last line is one JSON
+ * object with every figure.
  */
 import { cpus, loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
-import { Bench } from 'tinybench';
 import type { JobGraphSpec } from '../lib/jobmaster/JobGraph.js';
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
 import { compiled } from './support/compiled.js';
@@ -30,45 +36,39 @@ import { childPids, cpuTicks, USER_HZ } from './support/procStat.js';
 import { printJson, round } from './support/report.js';
 
 const ROUNDS = Number(process.env['JOBS_ROUNDS'] ?? 3);
-const PARALLELISMS = (process.env['JOBS_PARALLELISM'] ?? '1,100,1000,10000').split(',').map(Number);
 const MODES = (process.env['JOBS_MODES'] ?? 'thread,process').split(',') as Array<'thread' | 'process'>;
-const SHAPES = ['one vertex', 'source → map → sink'] as const;
-type Shape = (typeof SHAPES)[number];
-const TARGET = { parallelism: 1000, subtasksPerSec: 2000, cpuMsPerSubtask: 1 };
+const STREAM = Number(process.env['JOBS_STREAM'] ?? 200);
+const BACK_TO_BACK = Number(process.env['JOBS_BACK_TO_BACK'] ?? 10);
+const BIG = Number(process.env['JOBS_BIG'] ?? 100_000);
+const IN_FLIGHT = 16;
+const BIG_VERTICES = 4;
+
+const TARGETS = {
+  p1MedianMs: 2,
+  p1P99Ms: 10,
+  p1JobsPerSec: 500,
+  p1CpuMsPerJob: 2,
+  p1000SubtasksPerSec: 5000,
+  p1000CpuMsPerSubtask: 0.2,
+  bigSubtasksPerSec: 15_000,
+  bigRssMb: 300,
+  bigStallMs: 100,
+  processOverThread: 1.5,
+} as const;
 
 const task = (name: string) => new URL(`./support/tasks/${name}.mjs`, import.meta.url);
 
-function graph(shape: Shape, p: number): JobGraphSpec {
-  if (shape === 'one vertex')
-    return { name: `trivial p=${p}`, vertices: [{ id: 'v', taskModule: task('subtaskIndex'), parallelism: p }] };
-  return {
-    name: `source-map-sink p=${p}`,
-    vertices: [
-      { id: 'source', taskModule: task('subtaskIndex'), parallelism: p },
-      { id: 'map', taskModule: task('plusOne'), parallelism: p },
-      { id: 'sink', taskModule: task('sum'), parallelism: 1 },
-    ],
-    edges: [
-      { from: 'source', to: 'map', pattern: 'pointwise' },
-      { from: 'map', to: 'sink', pattern: 'all-to-all' },
-    ],
-  };
+const oneVertex = (name: string, p: number): JobGraphSpec => ({
+  name,
+  vertices: [{ id: 'v', taskModule: task('subtaskIndex'), parallelism: p }],
+});
+
+function checkOneVertex(p: number, outputs: Readonly<Record<string, unknown[]>>): void {
+  const got = outputs['v'] ?? [];
+  if (got.length !== p || got.some((value, i) => value !== i)) throw new Error(`p=${p}: wrong outputs`);
 }
 
-const subtasksOf = (shape: Shape, p: number) => (shape === 'one vertex' ? p : 2 * p + 1);
-
-function check(shape: Shape, p: number, outputs: Readonly<Record<string, unknown[]>>): void {
-  if (shape === 'one vertex') {
-    const got = outputs['v'] ?? [];
-    if (got.length !== p || got.some((value, i) => value !== i)) throw new Error(`trivial p=${p}: wrong outputs`);
-  } else {
-    const expected = (p * (p - 1)) / 2 + p;
-    if (outputs['sink']?.[0] !== expected)
-      throw new Error(`source-map-sink p=${p}: sink returned ${String(outputs['sink']?.[0])}, expected ${expected}`);
-  }
-}
-
-// ------------------------------------------------------------------------------ CPU time
+// ------------------------------------------------------------------------------ CPU time and idleness
 
 function cpuMs(): number {
   const usage = process.cpuUsage();
@@ -77,32 +77,67 @@ function cpuMs(): number {
   return (usage.user + usage.system) / 1000 + (ticks * 1000) / USER_HZ;
 }
 
-/**
- * Waits until this process and its children have used less than 3 ms of CPU in 150 ms (at most `limitMs`); returns the
- * CPU ms spent meanwhile.
- */
-async function quiet(limitMs = 20_000): Promise<number> {
-  const start = cpuMs();
+/** Waits until this process and its children used less than 3 ms of CPU in 150 ms (at most `limitMs`). */
+async function idle(limitMs = 30_000): Promise<void> {
   const deadline = performance.now() + limitMs;
-  let last = start;
+  let last = cpuMs();
   for (;;) {
     await new Promise((resolve) => setTimeout(resolve, 150));
     const now = cpuMs();
-    if (now - last < 3 || performance.now() > deadline) return now - start;
+    if (now - last < 3 || performance.now() > deadline) return;
     last = now;
   }
 }
 
-// ------------------------------------------------------------------------------ setup
-
-interface Sample {
-  readonly ms: number;
-  readonly cpuMs: number;
-  readonly afterCpuMs: number;
+/** Runs `series` from an idle machine; its wall time to the last result, and its CPU until idle again. */
+async function measured<T>(series: () => Promise<T>): Promise<{ value: T; wallMs: number; cpuMs: number }> {
+  await idle();
+  const cpuStart = cpuMs();
+  const started = performance.now();
+  const value = await series();
+  const wallMs = performance.now() - started;
+  await idle();
+  return { value, wallMs, cpuMs: cpuMs() - cpuStart };
 }
-const samples = new Map<string, Sample[]>();
-const failures = new Map<string, string>();
-const record = (name: string, sample: Sample) => samples.set(name, [...(samples.get(name) ?? []), sample]);
+
+// ------------------------------------------------------------------------------ the series
+
+/** `count` runs of `one`, `inFlight` at a time; each run's latency in ms. */
+async function pipeline(count: number, inFlight: number, one: (i: number) => Promise<void>): Promise<number[]> {
+  const latencies: number[] = [];
+  let next = 0;
+  const lane = async () => {
+    while (next < count) {
+      const i = next++;
+      const t0 = performance.now();
+      await one(i);
+      latencies.push(performance.now() - t0);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, count) }, lane));
+  return latencies;
+}
+
+async function runJob(cluster: MiniClusterType, spec: JobGraphSpec): Promise<Readonly<Record<string, unknown[]>>> {
+  const job = await cluster.submitJob(spec);
+  const result = await job.result;
+  if (result.status !== 'finished') throw new Error(`${spec.name} ${result.status}: ${result.error?.message ?? ''}`);
+  return result.outputs;
+}
+
+interface SeriesSample {
+  readonly wallMs: number;
+  readonly cpuMs: number;
+  /** Jobs (or piscina batches) in the series, and subtasks (tasks) in all. */
+  readonly jobs: number;
+  readonly subtasks: number;
+  readonly latencies: readonly number[];
+}
+
+interface Series {
+  readonly name: string;
+  run(): Promise<SeriesSample>;
+}
 
 const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>('lib/index.js');
 const setupStarted = performance.now();
@@ -115,79 +150,123 @@ for (const mode of MODES)
 const piscina = new Piscina({ filename: new URL('./support/tasks/identity.mjs', import.meta.url).href });
 piscina.on('error', (error: unknown) => console.error('piscina pool error:', error));
 await Promise.all(Array.from({ length: 1000 }, (_, i) => piscina.run(i)));
-// Each shape once on each cluster before anything is timed: the task modules are checked (and
-// remembered) at a job's first submit, and the threads' code warms up.
-for (const cluster of clusters.values())
-  for (const shape of SHAPES) await (await cluster.submitJob(graph(shape, 64))).result;
+// Each kind of job once on each cluster before anything is timed: task modules are checked (and
+// remembered) at a job's first submit, and the code warms up.
+for (const cluster of clusters.values()) {
+  for (let i = 0; i < 20; i++) checkOneVertex(1, await runJob(cluster, oneVertex('warm-up p=1', 1)));
+  checkOneVertex(1000, await runJob(cluster, oneVertex('warm-up p=1000', 1000)));
+}
 const setupMs = performance.now() - setupStarted;
 
-type Case = { readonly name: string; readonly subtasks: number; run(): Promise<void> };
-const cases: Case[] = [];
-for (const p of PARALLELISMS) {
-  cases.push({
-    name: `piscina, ${p} tasks`,
-    subtasks: p,
+const series: Series[] = [];
+const jobSeries = (name: string, jobs: number, p: number, inFlight: number) => {
+  for (const [mode, cluster] of clusters)
+    series.push({
+      name: `${mode}: ${name}`,
+      run: async () => {
+        const { value, wallMs, cpuMs } = await measured(() =>
+          pipeline(jobs, inFlight, async (i) =>
+            checkOneVertex(p, await runJob(cluster, oneVertex(`${name} #${i}`, p))),
+          ),
+        );
+        return { wallMs, cpuMs, jobs, subtasks: jobs * p, latencies: value };
+      },
+    });
+  series.push({
+    name: `piscina: ${name}`,
     run: async () => {
-      const outputs = await Promise.all(Array.from({ length: p }, (_, i) => piscina.run(i) as Promise<number>));
-      if (outputs.some((value, i) => value !== i)) throw new Error('piscina returned wrong outputs');
+      const { value, wallMs, cpuMs } = await measured(() =>
+        pipeline(jobs, inFlight, async () => {
+          const outputs = await Promise.all(Array.from({ length: p }, (_, i) => piscina.run(i) as Promise<number>));
+          if (outputs.some((value, i) => value !== i)) throw new Error('piscina returned wrong outputs');
+        }),
+      );
+      return { wallMs, cpuMs, jobs, subtasks: jobs * p, latencies: value };
     },
   });
-  for (const mode of MODES) {
-    for (const shape of SHAPES) {
-      cases.push({
-        name: `${mode}, ${shape}, p=${p}`,
-        subtasks: subtasksOf(shape, p),
-        run: async () => {
-          const job = await clusters.get(mode)!.submitJob(graph(shape, p));
-          const result = await job.result;
-          if (result.status !== 'finished')
-            throw new Error(`${mode} ${shape} p=${p} ${result.status}: ${result.error?.message ?? ''}`);
-          check(shape, p, result.outputs);
-        },
-      });
-    }
-  }
+};
+const P1 = 'p=1 jobs one at a time';
+const P1_16 = `p=1 jobs, ${IN_FLIGHT} in flight`;
+const P1000 = 'p=1000 jobs back to back';
+if (STREAM > 0) {
+  jobSeries(P1, STREAM, 1, 1);
+  jobSeries(P1_16, STREAM, 1, IN_FLIGHT);
 }
+if (BACK_TO_BACK > 0) jobSeries(P1000, BACK_TO_BACK, 1000, 1);
 
 // ------------------------------------------------------------------------------ rounds
 
+const samples = new Map<string, SeriesSample[]>();
+const failures = new Map<string, string>();
 for (let r = 0; r < ROUNDS; r++) {
-  const bench = new Bench({ name: `jobs round ${r + 1}`, iterations: 1, time: 0, warmup: false, throws: false });
-  for (const c of cases) {
-    let cpuStart = 0;
-    let started = 0;
-    bench.add(
-      c.name,
-      async () => {
-        if (failures.has(c.name)) return;
-        try {
-          await c.run();
-        } catch (error) {
-          failures.set(c.name, error instanceof Error ? error.message : String(error));
-        }
-      },
-      {
-        beforeEach: async () => {
-          await quiet();
-          cpuStart = cpuMs();
-          started = performance.now();
-        },
-        afterEach: async () => {
-          const ms = performance.now() - started;
-          const cpu = cpuMs() - cpuStart;
-          const after = await quiet();
-          if (!failures.has(c.name)) record(c.name, { ms, cpuMs: cpu, afterCpuMs: after });
-        },
-      },
-    );
+  for (const s of series) {
+    if (failures.has(s.name)) continue;
+    try {
+      const sample = await s.run();
+      samples.set(s.name, [...(samples.get(s.name) ?? []), sample]);
+    } catch (error) {
+      failures.set(s.name, error instanceof Error ? error.message : String(error));
+    }
   }
-  await bench.run();
-  console.log(`round ${r + 1} of ${ROUNDS} done`);
+  console.log(`round ${r + 1} of ${ROUNDS} done (load ${loadavg()[0]?.toFixed(1)})`);
+}
+
+// (c) one large job per mode, after the rounds (it takes a while; its figures are one run each).
+interface BigSample {
+  readonly wallMs: number;
+  readonly cpuMs: number;
+  readonly rssPeakMb: number;
+  readonly stallMs: number;
+  readonly failed: string | null;
+}
+const big = new Map<string, BigSample>();
+if (BIG > 0) {
+  const perVertex = Math.ceil(BIG / BIG_VERTICES);
+  for (const [mode, cluster] of clusters) {
+    let rssPeak = process.memoryUsage.rss();
+    const sampler = setInterval(() => {
+      rssPeak = Math.max(rssPeak, process.memoryUsage.rss());
+    }, 20);
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    let failed: string | null = null;
+    const { wallMs, cpuMs } = await measured(async () => {
+      delay.enable();
+      try {
+        const outputs = await runJob(cluster, {
+          name: `${BIG} subtasks`,
+          vertices: Array.from({ length: BIG_VERTICES }, (_, v) => ({
+            id: `v${v}`,
+            taskModule: task('subtaskIndex'),
+            parallelism: perVertex,
+          })),
+        });
+        for (let v = 0; v < BIG_VERTICES; v++)
+          if ((outputs[`v${v}`] ?? []).length !== perVertex) throw new Error(`v${v}: wrong number of outputs`);
+      } catch (error) {
+        failed = error instanceof Error ? error.message : String(error);
+      } finally {
+        delay.disable();
+      }
+    });
+    clearInterval(sampler);
+    big.set(mode, {
+      wallMs,
+      cpuMs,
+      rssPeakMb: rssPeak / 2 ** 20,
+      stallMs: delay.max / 1e6,
+      failed,
+    });
+  }
 }
 
 // ------------------------------------------------------------------------------ figures
 
-const stats = (values: number[]) => {
+interface Spread {
+  readonly min: number;
+  readonly median: number;
+  readonly max: number;
+}
+const spread = (values: number[]): Spread => {
   const sorted = [...values].sort((a, b) => a - b);
   return {
     min: sorted[0] ?? NaN,
@@ -195,87 +274,138 @@ const stats = (values: number[]) => {
     max: sorted.at(-1) ?? NaN,
   };
 };
-const mmm = (s: { min: number; median: number; max: number }, digits = 0) =>
+const percentile = (values: readonly number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+};
+const show = (s: Spread, digits = 0) =>
   `${s.min.toFixed(digits)} / ${s.median.toFixed(digits)} / ${s.max.toFixed(digits)}`;
 
-const figures = cases.map((c) => {
-  const list = samples.get(c.name) ?? [];
+const figures = series.map((s) => {
+  const list = samples.get(s.name) ?? [];
   return {
-    name: c.name,
-    subtasks: c.subtasks,
-    ms: stats(list.map((s) => s.ms)),
-    subtasksPerSec: stats(list.map((s) => (c.subtasks * 1000) / s.ms)),
-    cpuMsPerSubtask: stats(list.map((s) => s.cpuMs / c.subtasks)),
-    afterCpuMs: stats(list.map((s) => s.afterCpuMs)),
-    failed: failures.get(c.name) ?? null,
+    name: s.name,
+    failed: failures.get(s.name) ?? null,
+    medianMs: spread(list.map((x) => percentile(x.latencies, 0.5))),
+    p99Ms: spread(list.map((x) => percentile(x.latencies, 0.99))),
+    jobsPerSec: spread(list.map((x) => (x.jobs * 1000) / x.wallMs)),
+    subtasksPerSec: spread(list.map((x) => (x.subtasks * 1000) / x.wallMs)),
+    cpuMsPerJob: spread(list.map((x) => x.cpuMs / x.jobs)),
+    cpuMsPerSubtask: spread(list.map((x) => x.cpuMs / x.subtasks)),
   };
 });
 
-console.log(`\n4 TaskExecutors × 8 slots; ${ROUNDS} interleaved rounds; min / median / max`);
+console.log(
+  `\n4 TaskExecutors × 8 slots; ${ROUNDS} interleaved rounds; min / median / max; ` +
+    `${STREAM} p=1 jobs, ${BACK_TO_BACK} p=1000 jobs per round`,
+);
 console.table(
   figures.map((f) => ({
-    job: f.name,
-    'submit → result ms': f.failed ? `FAILED: ${f.failed.slice(0, 80)}` : mmm(f.ms),
-    'subtasks/s': f.failed ? '' : mmm(f.subtasksPerSec),
-    'CPU ms/subtask': f.failed ? '' : mmm(f.cpuMsPerSubtask, 3),
-    'CPU ms after (free, refill)': f.failed ? '' : mmm(f.afterCpuMs),
+    series: f.name,
+    'median ms': f.failed ? `FAILED: ${f.failed.slice(0, 80)}` : show(f.medianMs, 2),
+    'p99 ms': f.failed ? '' : show(f.p99Ms, 2),
+    'jobs/s': f.failed ? '' : show(f.jobsPerSec),
+    'subtasks/s': f.failed ? '' : show(f.subtasksPerSec),
+    'CPU ms/job': f.failed ? '' : show(f.cpuMsPerJob, 3),
+    'CPU ms/subtask': f.failed ? '' : show(f.cpuMsPerSubtask, 3),
   })),
 );
-
-const target = figures.find((f) => f.name === `thread, one vertex, p=${TARGET.parallelism}`);
-if (target !== undefined && target.failed === null) {
-  const rate = target.subtasksPerSec.median;
-  const cpu = target.cpuMsPerSubtask.median;
-  console.log(
-    `thread mode, p=${TARGET.parallelism}: ${Math.round(rate)} subtasks/s (target ` +
-      `≥ ${TARGET.subtasksPerSec}: ${rate >= TARGET.subtasksPerSec ? 'met' : 'NOT MET'}), ${cpu.toFixed(3)} ms ` +
-      `CPU per subtask (target ≤ ${TARGET.cpuMsPerSubtask}: ${cpu <= TARGET.cpuMsPerSubtask ? 'met' : 'NOT MET'})`,
+if (big.size > 0) {
+  console.log(`\none job of ${BIG} subtasks (${BIG_VERTICES} vertices), one run per mode`);
+  console.table(
+    [...big].map(([mode, b]) => ({
+      mode,
+      'subtasks/s': b.failed ? `FAILED: ${b.failed.slice(0, 80)}` : Math.round((BIG * 1000) / b.wallMs),
+      'CPU ms/subtask': (b.cpuMs / BIG).toFixed(3),
+      'RSS peak MB': Math.round(b.rssPeakMb),
+      'longest stall ms': Math.round(b.stallMs),
+    })),
   );
 }
-for (const mode of MODES) {
-  const big = figures.filter((f) => f.name.startsWith(`${mode},`) && f.name.endsWith('p=10000'));
-  if (big.length > 0)
-    console.log(
-      `${mode} mode, p=10000: ${
-        big.every((f) => f.failed === null)
-          ? 'every job finished'
-          : `FAILED: ${big
-              .filter((f) => f.failed)
-              .map((f) => f.name)
-              .join(', ')}`
-      }`,
-    );
+
+const figure = (name: string) => figures.find((f) => f.name === name && f.failed === null);
+const lines: string[] = [];
+/** One target's line: what was measured, the target, and whether it is met. */
+const target = (what: string, value: string, bound: string, met: boolean) =>
+  lines.push(`${what} ${value} (${bound}: ${met ? 'met' : 'NOT MET'})`);
+const p1 = figure(`thread: ${P1}`);
+if (p1 !== undefined) {
+  const { medianMs, p99Ms, jobsPerSec, cpuMsPerJob } = p1;
+  const t = TARGETS;
+  target('p=1 median', `${medianMs.median.toFixed(2)} ms`, `≤ ${t.p1MedianMs}`, medianMs.median <= t.p1MedianMs);
+  target('p=1 p99', `${p99Ms.median.toFixed(2)} ms`, `≤ ${t.p1P99Ms}`, p99Ms.median <= t.p1P99Ms);
+  target('p=1', `${Math.round(jobsPerSec.median)} jobs/s`, `≥ ${t.p1JobsPerSec}`, jobsPerSec.median >= t.p1JobsPerSec);
+  const cpu = cpuMsPerJob.median;
+  target('p=1', `${cpu.toFixed(3)} ms CPU per job`, `≤ ${t.p1CpuMsPerJob}`, cpu <= t.p1CpuMsPerJob);
 }
+const p1000 = figure(`thread: ${P1000}`);
+if (p1000 !== undefined) {
+  const rate = p1000.subtasksPerSec.median;
+  const cpu = p1000.cpuMsPerSubtask.median;
+  const t = TARGETS;
+  target('p=1000', `${Math.round(rate)} subtasks/s`, `≥ ${t.p1000SubtasksPerSec}`, rate >= t.p1000SubtasksPerSec);
+  target(
+    'p=1000',
+    `${cpu.toFixed(3)} ms CPU per subtask`,
+    `≤ ${t.p1000CpuMsPerSubtask}`,
+    cpu <= t.p1000CpuMsPerSubtask,
+  );
+}
+const bigThread = big.get('thread');
+if (bigThread !== undefined && bigThread.failed === null) {
+  const rate = (BIG * 1000) / bigThread.wallMs;
+  const { rssPeakMb, stallMs } = bigThread;
+  const t = TARGETS;
+  target(`p=${BIG}`, `${Math.round(rate)} subtasks/s`, `≥ ${t.bigSubtasksPerSec}`, rate >= t.bigSubtasksPerSec);
+  target(`p=${BIG} RSS peak`, `${Math.round(rssPeakMb)} MB`, `≤ ${t.bigRssMb}`, rssPeakMb <= t.bigRssMb);
+  target(`p=${BIG} longest stall`, `${Math.round(stallMs)} ms`, `≤ ${t.bigStallMs}`, stallMs <= t.bigStallMs);
+}
+for (const name of [P1, P1000]) {
+  const thread = figure(`thread: ${name}`);
+  const proc = figure(`process: ${name}`);
+  if (thread === undefined || proc === undefined) continue;
+  const ratio = thread.subtasksPerSec.median / proc.subtasksPerSec.median;
+  const bound = TARGETS.processOverThread;
+  target(`process mode, ${name}:`, `${ratio.toFixed(2)}× thread mode's time`, `≤ ${bound}`, ratio <= bound);
+}
+if (lines.length > 0) console.log(`\ntargets (thread mode unless named):\n  ${lines.join('\n  ')}`);
 
 await Promise.all([...clusters.values()].map((cluster) => cluster.close()));
 await piscina.destroy();
 
+const json = (s: Spread, digits = 3) => ({
+  min: round(s.min, digits),
+  median: round(s.median, digits),
+  max: round(s.max, digits),
+});
 printJson({
   bench: 'jobs',
   rounds: ROUNDS,
   cluster: { taskExecutors: 4, slotsPerTaskExecutor: 8 },
-  jobs: figures.map((f) => ({
+  series: figures.map((f) => ({
     name: f.name,
-    subtasks: f.subtasks,
     failed: f.failed,
-    ms: { min: round(f.ms.min), median: round(f.ms.median), max: round(f.ms.max) },
-    subtasksPerSec: {
-      min: round(f.subtasksPerSec.min),
-      median: round(f.subtasksPerSec.median),
-      max: round(f.subtasksPerSec.max),
-    },
-    cpuMsPerSubtask: {
-      min: round(f.cpuMsPerSubtask.min),
-      median: round(f.cpuMsPerSubtask.median),
-      max: round(f.cpuMsPerSubtask.max),
-    },
-    afterCpuMs: { min: round(f.afterCpuMs.min), median: round(f.afterCpuMs.median), max: round(f.afterCpuMs.max) },
+    medianMs: json(f.medianMs),
+    p99Ms: json(f.p99Ms),
+    jobsPerSec: json(f.jobsPerSec, 4),
+    subtasksPerSec: json(f.subtasksPerSec, 4),
+    cpuMsPerJob: json(f.cpuMsPerJob),
+    cpuMsPerSubtask: json(f.cpuMsPerSubtask),
   })),
-  target: TARGET,
-  atTarget:
-    target === undefined || target.failed !== null
-      ? null
-      : { subtasksPerSec: round(target.subtasksPerSec.median), cpuMsPerSubtask: round(target.cpuMsPerSubtask.median) },
+  big: Object.fromEntries(
+    [...big].map(([mode, b]) => [
+      mode,
+      {
+        failed: b.failed,
+        subtasksPerSec: Math.round((BIG * 1000) / b.wallMs),
+        cpuMsPerSubtask: round(b.cpuMs / BIG, 4),
+        rssPeakMb: Math.round(b.rssPeakMb),
+        stallMs: Math.round(b.stallMs),
+      },
+    ]),
+  ),
+  targets: TARGETS,
+  verdicts: lines,
   setupMs: Math.round(setupMs),
   node: process.version,
   cpus: cpus().length,
