@@ -25,6 +25,12 @@
  * Like Flink's segments, a page is not zeroed when handed out: it holds whatever its last holder
  * left there (the buffer itself starts zeroed).
  *
+ * `data` is a growable SharedArrayBuffer of `totalPages * pageSize` bytes at most: it starts empty
+ * and grows (never shrinks) to cover the highest page handed out, so a slot whose tasks never use
+ * managed memory costs no memory and no zeroing — a slot allocation makes a new buffer, and a
+ * fixed one was most of a small job's cost on its TaskExecutor (zeroing reused heap pages, and GC
+ * pressure from the external memory V8 counts for it).
+ *
  * No `node:` imports: SharedArrayBuffer and Atomics are globals, so a view works in any thread.
  */
 import { describeValue, IllegalArgumentError, MemoryAllocationError } from '../core/errors.js';
@@ -228,6 +234,9 @@ export class MemoryManager {
     }
 
     state.pages += count;
+    let highest = 0;
+    for (const index of claimed) if (index > highest) highest = index;
+    growTo(data, (highest + 1) * this.pageSize);
     return claimed.map((index) =>
       Object.freeze({ index, owner, bytes: new Uint8Array(data, index * this.pageSize, this.pageSize) }),
     );
@@ -381,7 +390,9 @@ export class MemoryManager {
 
   #materialize(): Shared {
     if (this.#shared !== null) return this.#shared;
-    const data = new SharedArrayBuffer(this.memorySize);
+    const data = new (SharedArrayBuffer as GrowableSharedArrayBufferConstructor)(0, {
+      maxByteLength: this.memorySize,
+    });
     const control = new SharedArrayBuffer((TABLE + this.totalPages) * Int32Array.BYTES_PER_ELEMENT);
     const shared = view(data, control, this.totalPages);
     // No other view exists yet, so plain initialisation is safe; the buffers cross threads only after this.
@@ -457,6 +468,25 @@ export class MemoryManager {
         `the memory manager has been shut down (its slot closed)`,
       { owner, requestedPages },
     );
+  }
+}
+
+/** ES2024's growable SharedArrayBuffer, which Node 20 has and the ES2023 lib does not type. */
+type GrowableSharedArrayBufferConstructor = new (
+  length: number,
+  options: { maxByteLength: number },
+) => SharedArrayBuffer;
+
+/** Grows `data` (growable) to at least `bytes`; another thread may grow it at the same time. */
+function growTo(data: SharedArrayBuffer, bytes: number): void {
+  const growable = data as SharedArrayBuffer & { grow?: (length: number) => void };
+  while (data.byteLength < bytes) {
+    try {
+      growable.grow!(bytes);
+    } catch (error) {
+      // Grown past `bytes` meanwhile by another thread: grow() refuses to shrink, and nothing is needed.
+      if (data.byteLength < bytes) throw error;
+    }
   }
 }
 

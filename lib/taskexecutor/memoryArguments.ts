@@ -68,10 +68,10 @@ export function checkHandle(handle: unknown, maxPages: number, table: number): a
       },
     );
   }
-  if (!(data instanceof SharedArrayBuffer) || data.byteLength !== totalPages * pageSize) {
+  if (!(data instanceof SharedArrayBuffer) || capacityOf(data) !== totalPages * pageSize) {
     throw new IllegalArgumentError(
       'invalid-value',
-      `handle.data must be a SharedArrayBuffer of totalPages * pageSize ` +
+      `handle.data must be a SharedArrayBuffer (growable or not) of totalPages * pageSize ` +
         `= ${totalPages * pageSize} bytes, got ${describeBuffer(data)}`,
       { argument: 'handle.data', value: describeBuffer(data) },
     );
@@ -87,7 +87,13 @@ export function checkHandle(handle: unknown, maxPages: number, table: number): a
   }
 }
 
+/** The bytes a SharedArrayBuffer holds or, growable, may grow to. */
+export function capacityOf(buffer: SharedArrayBuffer): number {
+  const growable = buffer as SharedArrayBuffer & { readonly growable?: boolean; readonly maxByteLength?: number };
+  return growable.growable === true ? growable.maxByteLength! : buffer.byteLength;
+}
+
 export function describeBuffer(value: unknown): string {
-  if (value instanceof SharedArrayBuffer) return `a SharedArrayBuffer of ${value.byteLength} bytes`;
+  if (value instanceof SharedArrayBuffer) return `a SharedArrayBuffer of ${capacityOf(value)} bytes`;
   return describeValue(value);
 }
