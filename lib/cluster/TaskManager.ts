@@ -31,7 +31,7 @@ import { NatsInbox } from '../rpc/natsTransport.js';
 import { SlotTaskPool } from '../taskexecutor/SlotTaskPool.js';
 import { TaskExecutor, type SlotTaskRunner } from '../taskexecutor/TaskExecutor.js';
 import type { TaskInvocation } from '../taskexecutor/TaskInvocation.js';
-import { TaskThreadReserve } from '../taskexecutor/TaskThreadReserve.js';
+import { taskThreadReserve, type TaskThreadReserve } from '../taskexecutor/TaskThreadReserve.js';
 import { BlobStore } from './BlobStore.js';
 import {
   checkClusterId,
@@ -247,10 +247,9 @@ export class TaskManager {
       inbox.transportTo(JOBMANAGER_PEER_ID, this.#subjects.resourceManager),
     );
     const log = (message: string) => this.#log({ level: 'info', source: 'runtime', message, resourceId });
-    const taskThreads = new TaskThreadReserve({
-      spare: this.options['taskmanager.task-threads.spare'] ?? this.options['taskmanager.numberOfTaskSlots'],
-      log: (message) => this.#log({ level: 'warn', source: 'pool', message, resourceId }),
-    });
+    const taskThreads = taskThreadReserve(this.options, (message) =>
+      this.#log({ level: 'warn', source: 'pool', message, resourceId }),
+    );
     let stoppedResolve!: () => void;
     const stopped = new Promise<void>((resolve) => (stoppedResolve = resolve));
     const taskExecutor = new TaskExecutor({
@@ -305,11 +304,13 @@ export class TaskManager {
     name: string,
     heapLimitMb: number | undefined,
   ): SlotTaskRunner {
+    const lease = taskThreads.lease(heapLimitMb);
     const pool = new SlotTaskPool({
       name,
       ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
       cancelGraceMs: this.options['task.cancellation.grace-period'],
-      threads: taskThreads.take(heapLimitMb),
+      threads: lease.threads,
+      returnThreads: lease.returnThreads,
       log: (entry) =>
         this.#log({ level: entry.level, source: entry.source, message: entry.message, resourceId, slotId: entry.pool }),
     });
@@ -360,7 +361,7 @@ export class TaskManager {
         waiting.canceled = reason;
         return true;
       },
-      close: () => pool.close().finally(() => taskThreads.released(heapLimitMb)),
+      close: () => lease.release(pool.close()),
     };
   }
 

@@ -210,9 +210,25 @@ export const OPTIONS = {
   ),
   'taskmanager.task-threads.spare': derivedInteger(
     'number of slots',
-    'Task threads a TaskExecutor keeps started ahead of need, per task-heap limit, so that a new slot ' +
-      'allocation does not wait for a thread to boot (0: none; threads are never shared between jobs).',
+    'Task threads a TaskExecutor keeps idle, per task-heap limit, so that a new slot allocation does not ' +
+      'wait for a thread to boot: booted ahead of need, or given back by an allocation that ended ' +
+      '(0: none; every allocation boots its own and it ends with it).',
     0,
+  ),
+  'taskmanager.task-threads.max-jobs': integer(
+    1000,
+    'Slot allocations (jobs) a task thread serves before it retires and a new one boots in its place; ' +
+      'each job imports its task modules afresh either way. ' +
+      "1: a thread never serves a second job (no job sees another's globals).",
+    1,
+    true,
+  ),
+  'taskmanager.task-threads.max-heap-after-job': memory(
+    64 * 2 ** 20,
+    'A task thread whose heap in use is above this when its allocation ends (garbage not yet collected ' +
+      'included) retires instead of serving another job.',
+    (bytes) => (bytes < 1 ? 'must be at least 1b' : undefined),
+    true,
   ),
   'heartbeat.interval': duration(10_000, 'How often heartbeats are sent.'),
   'heartbeat.timeout': duration(
@@ -221,9 +237,11 @@ export const OPTIONS = {
   ),
   'resourcemanager.taskmanager-timeout': duration(30_000, 'An idle TaskExecutor is released after this.'),
   'slotmanager.requirement-check.delay': duration(
-    50,
-    'A requirement change after a quiet period is checked at once (next turn); ' +
-      'later changes within this window are coalesced into one trailing check.',
+    0,
+    '0: every requirement change is checked at once (a check here is incremental, microseconds; ' +
+      "Flink's default of 50 ms made every job wait for it). Above 0: a change after a quiet period " +
+      'is checked at once (next turn), later ones within this window coalesced into one trailing check; ' +
+      'a JobMaster declares its requirements at most once per this window too.',
     0,
   ),
   'slotmanager.number-of-slots.max': integer(Infinity, 'The most slots the cluster may hold.', 1, true),

@@ -145,6 +145,10 @@ export interface TaskExecutorMetricsWire {
     readonly spare: number;
     /** Threads held by allocated slots now. */
     readonly inUse: number;
+    /** Of `servedFromSpare`, allocations whose thread had served an earlier allocation (of this job or another). */
+    readonly reusedAcrossAllocations: number;
+    /** Threads given back that retired instead (max jobs, heap after the job, something left running). */
+    readonly retired: number;
   } | null;
 }
 

@@ -102,6 +102,11 @@ export class RunBatcher {
     return { ...this.#runs.counts, batches: this.#batches };
   }
 
+  /** Whether a batch is out on a thread (its call not returned): the thread is busy, whatever the runs' states. */
+  get busy(): boolean {
+    return this.#inFlight.length > 0;
+  }
+
   /** The threads are there: queued runs go out. */
   open(): void {
     this.#open = true;

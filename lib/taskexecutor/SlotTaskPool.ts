@@ -49,8 +49,9 @@ import type {
   TaskInvocationContext,
   TaskWorkerBatch,
   TaskWorkerBatchResult,
+  ThreadAfterJobs,
 } from './taskThreadProtocol.js';
-import { createTaskThreads, ThreadExits } from './taskThreads.js';
+import { createTaskThreads, endJobs, ThreadExits } from './taskThreads.js';
 
 export type { TaskContext, TaskFunction } from './taskModule.js';
 export type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
@@ -95,6 +96,14 @@ export interface SlotTaskPoolOptions {
    * close. Unset: the pool makes its own from the options above.
    */
   readonly threads?: Piscina | Promise<Piscina>;
+  /**
+   * Where the threads go at {@link SlotTaskPool.close} when they can serve another job: idle (no
+   * batch out), each the one it was given or its replacement, and told that the slot has gone back
+   * (taskWorker's `endJobs`: the jobs' modules, channels and buffers let go). The callee owns them
+   * from then on; `after` is what the thread answered. Unset, when `threads` is unset, or when they
+   * cannot, they are destroyed.
+   */
+  readonly returnThreads?: (threads: Piscina, after: ThreadAfterJobs) => void;
 }
 
 export interface SlotTaskPoolStats {
@@ -141,6 +150,9 @@ export class SlotTaskPool {
   readonly #exits = new ThreadExits();
   #closing: Promise<void> | null = null;
   #poolErrors = 0;
+  readonly #returnThreads: ((threads: Piscina, after: ThreadAfterJobs) => void) | undefined;
+  /** The pool's 'error' listener, taken off threads that go back to a reserve. */
+  readonly #onError: (error: unknown) => void;
 
   constructor(options: SlotTaskPoolOptions) {
     const { name, heapLimitMb, maxThreads = 1, idleTimeoutMs, cancelGraceMs = DEFAULT_CANCEL_GRACE_MS } = options;
@@ -181,6 +193,8 @@ export class SlotTaskPool {
     this.heapLimitMb = heapLimitMb;
     this.cancelGraceMs = cancelGraceMs;
     this.#log = options.log ?? consoleLog;
+    // Only threads it was given go back (their giver listens for their errors); its own end with it.
+    this.#returnThreads = options.threads === undefined ? undefined : options.returnThreads;
     this.#runs = new RunBatcher({
       scope: { pool: name, heapLimitMb, cancelGraceMs },
       threads: maxThreads,
@@ -207,6 +221,7 @@ export class SlotTaskPool {
         message: `pool error (no task to receive it): ${message}`,
       });
     };
+    this.#onError = onError;
     // Booted ahead of need (TaskThreadReserve): ours alone from now on, its errors ours to report.
     // Else made here. Either may still be on its way (piscina loading): runs wait in the queue.
     const threads =
@@ -311,18 +326,38 @@ export class SlotTaskPool {
     return probeHeapLimit(await this.#poolReady, this.heapLimitMb);
   }
 
-  /** Terminates the threads; a running attempt rejects `canceled`. Idempotent. */
+  /**
+   * Ends the pool: queued attempts reject `canceled`; the threads go to `returnThreads` when they
+   * are idle, else they are terminated (a running attempt rejects `canceled`). Idempotent.
+   */
   close(): Promise<void> {
     if (this.#closing === null) {
+      const busy = this.#runs.busy;
+      this.#runs.close();
       this.#closing = this.#poolReady
         .then(
-          (pool) => pool.destroy(),
+          (pool) => (busy ? pool.destroy() : this.#giveBack(pool)),
           () => {},
         )
         .finally(() => this.#control.close());
-      this.#runs.close();
     }
     return this.#closing;
+  }
+
+  /** The idle threads to `returnThreads` once they have let go of this pool's jobs; else destroyed. */
+  async #giveBack(pool: Piscina): Promise<void> {
+    const give = this.#returnThreads;
+    if (give === undefined) return pool.destroy();
+    let after: ThreadAfterJobs;
+    try {
+      after = await endJobs(pool);
+    } catch {
+      // The thread could not answer (it died meanwhile): nothing to give back.
+      return pool.destroy();
+    }
+    pool.off('error', this.#onError);
+    this.#exits.unwatch();
+    give(pool, after);
   }
 
   /** One pool call: the batch to a thread. */

@@ -74,6 +74,8 @@ export interface TaskExecutorOptions {
       readonly bootedOnDemand: number;
       readonly spare: number;
       readonly inUse: number;
+      readonly reused: number;
+      readonly retired: number;
     };
   };
   /** Called once when the TaskExecutor has stopped (the worker should exit with `code`). */
@@ -287,6 +289,8 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
               bootedOnDemand: threads.bootedOnDemand,
               spare: threads.spare,
               inUse: threads.inUse,
+              reusedAcrossAllocations: threads.reused,
+              retired: threads.retired,
             },
     };
   }

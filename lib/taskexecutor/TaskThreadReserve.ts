@@ -1,24 +1,38 @@
 /**
- * Task threads booted ahead of need (`taskmanager.task-threads.spare`): a thread costs ~50 ms of
- * CPU to boot from `dist/` (V8 isolate, Node environment, the task worker loaded), more than
- * thousands of trivial tasks, so a TaskExecutor keeps some booted and a new slot allocation takes
- * one instead of waiting for it.
+ * A TaskExecutor's task threads between slot allocations: booted ahead of need
+ * (`taskmanager.task-threads.spare`), given to allocations, and taken back when an allocation ends
+ * to serve the next one — of any job, as a Flink TaskManager's threads outlive its jobs. A thread
+ * costs ~20–50 ms of CPU to boot (V8 isolate, Node environment, the task worker loaded), more than
+ * thousands of trivial tasks; a job pays its own module instances instead (jobModules.ts: each job
+ * imports its task modules afresh, so no job sees another's module state).
  *
  * - Per task-heap limit (a thread's heap limit is fixed when it boots): `spare` threads of the
  *   default slot's limit always; of another limit, only while a slot of that limit is allocated
  *   (a job using such slots probably asks for more of them), and dropped with the last one.
- * - A taken thread belongs to that one allocation and is destroyed with it: threads are never
- *   shared between jobs, so no job sees another's globals, prototypes or module state.
+ * - A thread given back (idle, its jobs let go: SlotTaskPool's `returnThreads`) becomes a spare
+ *   again, taken first by the next allocation (the warmest), unless it must retire: it has served
+ *   `maxJobs` allocations (`taskmanager.task-threads.max-jobs`; 1: a thread never serves a second
+ *   job, and no job sees another's globals or prototypes either), its heap in use when it was given
+ *   back is over `maxHeapAfterJobBytes` (`taskmanager.task-threads.max-heap-after-job`: a job's
+ *   leftovers), its job left something running (a timer, a socket: code of a job that ended must
+ *   not run beside the next one), or spares of its limit are not wanted. A retired thread is
+ *   destroyed, and a spare boots in its place in the background.
  * - Refilling boots one thread at a time, in the background, and never more spares than slots
  *   could still be allocated (`freeSlots`): while a job holds every slot, nothing boots to compete
- *   with its tasks for the CPU; the spares come back as its slots are freed.
+ *   with its tasks for the CPU.
  */
 import type { Piscina } from 'piscina';
+import type { ResolvedOptions } from '../core/options.js';
+import type { ThreadAfterJobs } from './taskThreadProtocol.js';
 import { createTaskThreads, loadTaskThreads, threadsReady, type TaskThreadsOptions } from './taskThreads.js';
 
 export interface TaskThreadReserveOptions {
   /** Spare threads per heap limit (0: none kept; every allocation boots its own). */
   readonly spare: number;
+  /** Allocations a thread serves before it retires (1: a thread never serves a second job); default unbounded. */
+  readonly maxJobs?: number;
+  /** A thread given back with more heap in use than this (bytes) retires; default unbounded. */
+  readonly maxHeapAfterJobBytes?: number;
   /**
    * Makes a pool of one thread (default `createTaskThreads`, which loads piscina first if it must; tests pass doubles).
    */
@@ -40,6 +54,42 @@ export interface TaskThreadReserveStats {
   readonly spare: number;
   /** Threads taken by slots and not released yet. */
   readonly inUse: number;
+  /** Of `served`, the allocations whose thread had served an earlier one. */
+  readonly reused: number;
+  /** Threads given back that were destroyed instead of kept (see the module comment). */
+  readonly retired: number;
+}
+
+/** A thread given back at the end of an allocation: its pool, and what it answered (SlotTaskPool's `returnThreads`). */
+export interface ReturnedThreads {
+  readonly threads: Piscina;
+  readonly after: ThreadAfterJobs;
+}
+
+/** See {@link TaskThreadReserve.lease}. */
+export interface ThreadLease {
+  readonly threads: Piscina | Promise<Piscina>;
+  readonly returnThreads: (threads: Piscina, after: ThreadAfterJobs) => void;
+  readonly release: (closed: Promise<void>) => Promise<void>;
+}
+
+/** The reserve a TaskExecutor's options ask for (`taskmanager.task-threads.*`). */
+export function taskThreadReserve(
+  options: Pick<
+    ResolvedOptions,
+    | 'taskmanager.task-threads.spare'
+    | 'taskmanager.numberOfTaskSlots'
+    | 'taskmanager.task-threads.max-jobs'
+    | 'taskmanager.task-threads.max-heap-after-job'
+  >,
+  log: (message: string) => void,
+): TaskThreadReserve {
+  return new TaskThreadReserve({
+    spare: options['taskmanager.task-threads.spare'] ?? options['taskmanager.numberOfTaskSlots'],
+    maxJobs: options['taskmanager.task-threads.max-jobs'],
+    maxHeapAfterJobBytes: options['taskmanager.task-threads.max-heap-after-job'],
+    log,
+  });
 }
 
 /** A heap limit as a map key ('none' for no limit). */
@@ -52,6 +102,12 @@ export class TaskThreadReserve {
   readonly #spares = new Map<string, Piscina[]>();
   /** Pools handed to a slot: their owner reports their errors. */
   readonly #taken = new WeakSet<Piscina>();
+  /** Leased threads whose pools are closing, by heap limit: on their way back. */
+  readonly #returning = new Map<string, number>();
+  /** Pools being destroyed (retired, unwanted, or at close). */
+  readonly #destroying = new Set<Promise<unknown>>();
+  /** Allocations each pool has served. */
+  readonly #jobsServed = new WeakMap<Piscina, number>();
   /**
    * Allocated slots (taken threads) by heap limit: spares of a limit other than the default's are kept while this is >
    * 0.
@@ -69,6 +125,8 @@ export class TaskThreadReserve {
   #started = 0;
   #served = 0;
   #bootedOnDemand = 0;
+  #reused = 0;
+  #retired = 0;
 
   constructor(options: TaskThreadReserveOptions) {
     this.#o = options;
@@ -81,7 +139,15 @@ export class TaskThreadReserve {
     for (const list of this.#spares.values()) spare += list.length;
     let inUse = 0;
     for (const count of this.#inUse.values()) inUse += count;
-    return { started: this.#started, served: this.#served, bootedOnDemand: this.#bootedOnDemand, spare, inUse };
+    return {
+      started: this.#started,
+      served: this.#served,
+      bootedOnDemand: this.#bootedOnDemand,
+      spare,
+      inUse,
+      reused: this.#reused,
+      retired: this.#retired,
+    };
   }
 
   /**
@@ -110,17 +176,20 @@ export class TaskThreadReserve {
   }
 
   /**
-   * A pool of one task thread with this heap limit, for one slot allocation: a spare when there is
-   * one, else one booting now (a promise of it while piscina is still loading). The caller owns it
-   * from now on: it listens for its 'error' events, destroys it when the slot closes and then calls
-   * `released`.
+   * A pool of one task thread with this heap limit, for one slot allocation: the spare given back
+   * last when there is one, else one booting now (a promise of it while piscina is still loading).
+   * The caller owns it from now on: it listens for its 'error' events, and when the slot closes
+   * calls `released`, giving it back or having destroyed it.
    */
   take(heapLimitMb: number | undefined): Piscina | Promise<Piscina> {
     const key = keyOf(heapLimitMb);
     this.#inUse.set(key, (this.#inUse.get(key) ?? 0) + 1);
-    const spare = this.#spares.get(key)?.shift();
+    const spare = this.#spares.get(key)?.pop();
     if (spare !== undefined) {
       this.#served++;
+      const served = this.#jobsServed.get(spare) ?? 0;
+      if (served > 0) this.#reused++;
+      this.#jobsServed.set(spare, served + 1);
       this.#taken.add(spare);
       this.#refill();
       return spare;
@@ -131,26 +200,92 @@ export class TaskThreadReserve {
     return booting;
   }
 
-  /** A slot that took a thread of this heap limit has closed (its owner destroyed the thread). */
-  released(heapLimitMb: number | undefined): void {
+  /**
+   * One allocation's threads as a SlotTaskPool takes them: `threads` and `returnThreads` are its
+   * options of those names; `release(pool.close())` when its slot has gone: no spare boots for it
+   * while its thread may come back, and once the pool has closed, `released` (with the threads if
+   * the pool gave them back). Resolves then.
+   */
+  lease(heapLimitMb: number | undefined): ThreadLease {
+    const key = keyOf(heapLimitMb);
+    let returned: ReturnedThreads | undefined;
+    return {
+      threads: this.take(heapLimitMb),
+      returnThreads: (threads, after) => {
+        returned = { threads, after };
+      },
+      release: (closed) => {
+        // On its way back from now on: its slot is free, no spare boots for it meanwhile.
+        this.#returning.set(key, (this.#returning.get(key) ?? 0) + 1);
+        const end = () => {
+          const left = (this.#returning.get(key) ?? 1) - 1;
+          if (left > 0) this.#returning.set(key, left);
+          else this.#returning.delete(key);
+          this.released(heapLimitMb, returned);
+        };
+        return closed.then(end, end);
+      },
+    };
+  }
+
+  /**
+   * A slot that took a thread of this heap limit has closed: its owner gives the thread back
+   * (`returned`) or has destroyed it. A thread given back becomes a spare again or retires (see the
+   * module comment).
+   */
+  released(heapLimitMb: number | undefined, returned?: ReturnedThreads): void {
     const key = keyOf(heapLimitMb);
     const left = (this.#inUse.get(key) ?? 1) - 1;
     if (left > 0) this.#inUse.set(key, left);
     else this.#inUse.delete(key);
+    if (returned !== undefined) {
+      const { threads } = returned;
+      this.#taken.delete(threads);
+      const wanted = !this.#closed && (left > 0 || key === this.#defaultKey);
+      const spares = this.#spares.get(key) ?? [];
+      if (wanted && spares.length < this.#o.spare && this.#mayServeAgain(returned)) {
+        spares.push(threads);
+        this.#spares.set(key, spares);
+      } else {
+        this.#retired++;
+        this.#destroy(threads);
+      }
+    }
     if (left === 0 && key !== this.#defaultKey) {
       // No slot of this size any more: its spares go too.
-      for (const pool of this.#spares.get(key) ?? []) void pool.destroy();
+      for (const pool of this.#spares.get(key) ?? []) this.#destroy(pool);
       this.#spares.delete(key);
     }
     this.#refill();
   }
 
-  /** Destroys every spare; later takes boot on demand and nothing is refilled. */
+  /** Destroys a pool; close() waits for it. */
+  #destroy(pool: Piscina): void {
+    const destroyed: Promise<unknown> = pool.destroy().then(
+      () => this.#destroying.delete(destroyed),
+      () => this.#destroying.delete(destroyed),
+    );
+    this.#destroying.add(destroyed);
+  }
+
+  /** Whether a thread given back may serve another allocation (not retiring: see the module comment). */
+  #mayServeAgain({ threads, after }: ReturnedThreads): boolean {
+    return (
+      (this.#jobsServed.get(threads) ?? 1) < (this.#o.maxJobs ?? Infinity) &&
+      after.heapUsedBytes <= (this.#o.maxHeapAfterJobBytes ?? Infinity) &&
+      after.leftRunning.length === 0
+    );
+  }
+
+  /**
+   * Destroys every spare, and resolves once they and every thread it retired are gone; later takes
+   * boot on demand, threads given back are destroyed, nothing is refilled.
+   */
   async close(): Promise<void> {
     this.#closed = true;
-    const spares = [...this.#spares.values()].flat();
+    for (const pool of [...this.#spares.values()].flat()) this.#destroy(pool);
     this.#spares.clear();
-    await Promise.allSettled(spares.map((pool) => pool.destroy()));
+    await Promise.allSettled([...this.#destroying]);
   }
 
   /** A pool booting now (a promise of it while what it needs loads); `taken` for a slot, else a spare. */
@@ -170,7 +305,10 @@ export class TaskThreadReserve {
     });
     const keep = (made: Piscina) => {
       pool = made;
-      if (taken) this.#taken.add(made);
+      if (taken) {
+        this.#taken.add(made);
+        this.#jobsServed.set(made, 1);
+      }
       return made;
     };
     return made instanceof Promise ? made.then(keep) : keep(made);
@@ -181,12 +319,14 @@ export class TaskThreadReserve {
    * free.
    */
   #mostNeeded(): number | undefined | null {
+    // Threads on their way back count as spares: their slots are free already.
     let total = 0;
     for (const list of this.#spares.values()) total += list.length;
+    for (const count of this.#returning.values()) total += count;
     if (total >= this.#freeSlots()) return null;
     let best: { key: string; have: number } | null = null;
     const consider = (key: string) => {
-      const have = this.#spares.get(key)?.length ?? 0;
+      const have = (this.#spares.get(key)?.length ?? 0) + (this.#returning.get(key) ?? 0);
       if (have < this.#o.spare && (best === null || have < best.have)) best = { key, have };
     };
     if (this.#defaultKey !== null) consider(this.#defaultKey);

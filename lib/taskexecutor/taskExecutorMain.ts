@@ -13,7 +13,7 @@ import { portTransport, processTransport, type Transport } from '../rpc/Transpor
 import { BOOTSTRAP_MESSAGE, INSPECT_CHANNEL, LOG_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
 import { atLeast, formatLogRecord, type LogRecord } from '../core/Logger.js';
 import { SlotTaskPool, type SlotTaskPoolLogEntry } from './SlotTaskPool.js';
-import { TaskThreadReserve } from './TaskThreadReserve.js';
+import { taskThreadReserve } from './TaskThreadReserve.js';
 import { TaskExecutor } from './TaskExecutor.js';
 
 async function bootstrap(): Promise<{ bootstrap: WorkerBootstrap; transport: Transport }> {
@@ -88,13 +88,11 @@ async function main(): Promise<void> {
     ? await (await importWorkerInspector()).loadWorkerInspector((event) => inspectChannel.postMessage(event))
     : undefined;
 
-  // Task threads booted ahead of need, one taken per slot allocation and destroyed with it.
-  const taskThreads = new TaskThreadReserve({
-    spare:
-      config.configuration['taskmanager.task-threads.spare'] ?? config.configuration['taskmanager.numberOfTaskSlots'],
-    // It speaks only of a spare thread's errors: warnings of the pools.
-    log: (message) => send({ level: 'warn', source: 'pool', message }),
-  });
+  // Task threads booted ahead of need, one lent to each slot allocation and given back when it ends.
+  // It speaks only of a spare thread's errors: warnings of the pools.
+  const taskThreads = taskThreadReserve(config.configuration, (message) =>
+    send({ level: 'warn', source: 'pool', message }),
+  );
 
   const taskExecutor = new TaskExecutor({
     resourceId: config.resourceId,
@@ -109,17 +107,19 @@ async function main(): Promise<void> {
         endpoint: address,
       }),
     createTaskRunner: ({ name, heapLimitMb }) => {
+      const lease = taskThreads.lease(heapLimitMb);
       const pool = new SlotTaskPool({
         name,
         ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
         cancelGraceMs: config.configuration['task.cancellation.grace-period'],
-        threads: taskThreads.take(heapLimitMb),
+        threads: lease.threads,
+        returnThreads: lease.returnThreads,
         log: poolLog,
       });
       return {
         run: (invocation, options) => pool.run(invocation, options),
         cancel: (executionAttemptId, reason) => pool.cancel(executionAttemptId, reason),
-        close: () => pool.close().finally(() => taskThreads.released(heapLimitMb)),
+        close: () => lease.release(pool.close()),
       };
     },
     taskThreads,

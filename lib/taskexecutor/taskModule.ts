@@ -1,15 +1,15 @@
 /**
  * A task module, as a task thread sees it: what its default export is ({@link TaskFunction}) and
- * receives ({@link TaskContext}), and how a thread loads one (the module named by an absolute path
- * or a `file:` URL, with a dynamic `import()`).
+ * receives ({@link TaskContext}), and how a thread loads one for a job (the module named by an
+ * absolute path or a `file:` URL).
  *
- * A `.ts` module first registers tsx's loader in the thread (worker threads on Node 20 do not
- * inherit tsx's ESM hooks, even with `--import tsx`). Modules are cached per thread, so a module's
- * top-level state is shared by the attempts that run on the same thread.
+ * Each job gets its own instances of its modules (jobModules.ts): a module's top-level state is
+ * shared by the attempts of one job that run on the same thread, never by two jobs.
  */
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeValue } from '../core/errors.js';
+import { forgetJobs, importForJob } from './jobModules.js';
 import type { MemoryManager } from './MemoryManager.js';
 import type { TaskInvocationContext } from './taskThreadProtocol.js';
 
@@ -39,27 +39,36 @@ export interface TaskContext extends TaskInvocationContext {
 /** A task module's default export. */
 export type TaskFunction = (context: TaskContext, inputs: unknown) => unknown;
 
-const TYPESCRIPT_EXTENSION = /\.[mc]?tsx?$/i;
-let typeScriptLoader: Promise<void> | undefined;
 /**
- * Loaded task functions by module string. `import()` caches modules anyway, but each call still
- * resolves the specifier, and with tsx's hooks registered that is a round trip to the loader
- * thread (~0.5 ms): more than a trivial task costs. Failed loads are not kept.
+ * Loaded task functions by job and module string (`<jobId> <module>`). The job's module graph is
+ * kept by jobModules.ts anyway, but a run's lookup here skips resolving the specifier again.
+ * Failed loads are not kept.
  */
 const loadedTasks = new Map<string, Promise<TaskFunction>>();
 
-/** The default export of the task module, loaded once per thread (a failed load is tried again next time). */
-export function loadTask(taskModule: string): Promise<TaskFunction> {
-  let loading = loadedTasks.get(taskModule);
+/**
+ * The default export of the task module as the job `jobId` sees it: imported for that job on its
+ * first run in this thread (jobModules.ts: the job's own module instances), then cached; a failed
+ * load is tried again next time.
+ */
+export function loadTask(taskModule: string, jobId: string): Promise<TaskFunction> {
+  const key = `${jobId} ${taskModule}`;
+  let loading = loadedTasks.get(key);
   if (loading === undefined) {
-    loading = importTask(taskModule);
-    loadedTasks.set(taskModule, loading);
-    loading.catch(() => loadedTasks.delete(taskModule));
+    loading = importTask(taskModule, jobId);
+    loadedTasks.set(key, loading);
+    loading.catch(() => loadedTasks.delete(key));
   }
   return loading;
 }
 
-async function importTask(taskModule: string): Promise<TaskFunction> {
+/** Forgets every job's task modules (the thread goes on to another job, or back to the spares). */
+export function forgetTasks(): void {
+  loadedTasks.clear();
+  forgetJobs();
+}
+
+async function importTask(taskModule: string, jobId: string): Promise<TaskFunction> {
   if (typeof taskModule !== 'string' || taskModule.length === 0) {
     throw new TypeError(`taskModule must be an absolute path or a file: URL, got ${describeValue(taskModule)}`);
   }
@@ -68,9 +77,7 @@ async function importTask(taskModule: string): Promise<TaskFunction> {
   else if (isAbsolute(taskModule)) url = pathToFileURL(taskModule).href;
   else throw new TypeError(`taskModule must be an absolute path or a file: URL, got ${JSON.stringify(taskModule)}`);
 
-  if (TYPESCRIPT_EXTENSION.test(new URL(url).pathname)) await ensureTypeScriptLoader(taskModule);
-  const module = (await import(url)) as { default?: unknown };
-  const fn = module.default;
+  const fn = (await importForJob(jobId, url))['default'];
   if (typeof fn !== 'function') {
     throw new TypeError(
       `task module ${taskModule} has no default export function (its default export ` +
@@ -78,25 +85,4 @@ async function importTask(taskModule: string): Promise<TaskFunction> {
     );
   }
   return fn as TaskFunction;
-}
-
-/**
- * Registers tsx's ESM loader in this thread, once (the specifier is a variable: tsx is a development tool, not a
- * dependency).
- */
-function ensureTypeScriptLoader(taskModule: string): Promise<void> {
-  typeScriptLoader ??= (async () => {
-    const specifier = 'tsx/esm/api';
-    try {
-      const api = (await import(specifier)) as { register: () => unknown };
-      api.register();
-    } catch (error) {
-      typeScriptLoader = undefined;
-      throw new Error(
-        `task module ${taskModule} is TypeScript, and tsx (its loader) could not be registered in the task ` +
-          `thread: ${(error as Error)?.message ?? String(error)}; compile the task to JavaScript or install tsx`,
-      );
-    }
-  })();
-  return typeScriptLoader;
 }

@@ -109,3 +109,15 @@ export interface HeapLimitProbe {
    */
   readonly resourceLimits: { readonly maxYoungGenerationSizeMb?: number; readonly maxOldGenerationSizeMb?: number };
 }
+
+/** What a thread answers when its slot has gone back (taskWorker's `endJobs`). */
+export interface ThreadAfterJobs {
+  /** `v8.getHeapStatistics().used_heap_size` once the jobs' modules were let go (uncollected garbage included). */
+  readonly heapUsedBytes: number;
+  /**
+   * What still keeps the thread's event loop alive but its pool's ports, by kind
+   * (`process.getActiveResourcesInfo()`: 'Timeout', 'TCPWrap', …): code of a job that has ended.
+   * Unref'd timers are not seen.
+   */
+  readonly leftRunning: readonly string[];
+}

@@ -17,6 +17,7 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
+import type { ThreadAfterJobs } from './taskThreadProtocol.js';
 
 export interface TaskThreadsOptions {
   /** The slot profile's task heap in MB → each thread's `maxOldGenerationSizeMb`; undefined = no limit. */
@@ -36,6 +37,9 @@ export interface TaskThreadsOptions {
 // Run from .ts (tests, under tsx) or from .js (dist/): the worker file follows this module.
 const OWN_EXTENSION = extname(fileURLToPath(import.meta.url));
 const DEFAULT_WORKER_FILE = fileURLToPath(new URL(`./taskWorker${OWN_EXTENSION}`, import.meta.url));
+
+/** What jobModules.ts needs to give each job its own module instances (always added to a thread's execArgv). */
+const JOB_MODULE_FLAGS = ['--experimental-vm-modules', '--experimental-import-meta-resolve'];
 
 const requireHere = createRequire(import.meta.url) as (id: 'piscina') => typeof import('piscina');
 let PiscinaClass: typeof Piscina | undefined;
@@ -71,7 +75,7 @@ function createLoaded(options: TaskThreadsOptions): Piscina {
   const pool = new PiscinaClass!({
     filename,
     name: 'default',
-    execArgv: [...execArgv],
+    execArgv: [...execArgv, ...JOB_MODULE_FLAGS.filter((flag) => !execArgv.includes(flag))],
     atomics: 'disabled',
     maxThreads,
     minThreads: idleTimeoutMs === undefined ? maxThreads : 0,
@@ -95,19 +99,39 @@ export async function threadsReady(pool: Piscina): Promise<void> {
 }
 
 /**
+ * Tells the pool's thread that its slot has gone back: it lets go of every job's modules, channels
+ * and buffers (taskWorker's `endJobs`) and answers its heap in use. Only for an idle pool.
+ */
+export async function endJobs(pool: Piscina): Promise<ThreadAfterJobs> {
+  return (await pool.run(null, { name: 'endJobs' })) as ThreadAfterJobs;
+}
+
+/**
  * The exit codes of a pool's threads, from each thread's own 'exit' event: piscina tells the call a
  * thread held that it exited only in its error's text (`worker exited with code: N`). Node emits
  * 'exit' (after 'error', for a thread out of heap) in the same turn as piscina fails that call, so a
  * code is kept for that turn of the event loop only, and read there (taskFailure.ts).
  */
 export class ThreadExits {
-  readonly #watched = new WeakSet<Worker>();
+  /** The threads watched, each with its 'exit' listener. */
+  readonly #watched = new Map<Worker, (code: number) => void>();
+  #pool: Piscina | null = null;
+  readonly #onCreate = () => this.#watchNew();
   #last: { readonly code: number } | null = null;
 
-  /** Watches the pool's threads, and each one it starts later (a replaced thread). */
+  /** Watches the pool's threads, and each one it starts later (a replaced thread). One pool at a time. */
   watch(pool: Piscina): void {
-    this.#watchNew(pool);
-    pool.on('workerCreate', () => this.#watchNew(pool));
+    this.#pool = pool;
+    this.#watchNew();
+    pool.on('workerCreate', this.#onCreate);
+  }
+
+  /** Stops watching (the pool's threads go to another owner): no listener of this one is left on them. */
+  unwatch(): void {
+    this.#pool?.off('workerCreate', this.#onCreate);
+    this.#pool = null;
+    for (const [worker, onExit] of this.#watched) worker.off('exit', onExit);
+    this.#watched.clear();
   }
 
   /** The exit code of a thread that ended in this turn, or null. */
@@ -115,17 +139,19 @@ export class ThreadExits {
     return this.#last?.code ?? null;
   }
 
-  #watchNew(pool: Piscina): void {
-    for (const worker of pool.threads) {
+  #watchNew(): void {
+    for (const worker of this.#pool?.threads ?? []) {
       if (this.#watched.has(worker)) continue;
-      this.#watched.add(worker);
-      worker.once('exit', (code: number) => {
+      const onExit = (code: number) => {
+        this.#watched.delete(worker);
         const exit = { code };
         this.#last = exit;
         setImmediate(() => {
           if (this.#last === exit) this.#last = null;
         });
-      });
+      };
+      this.#watched.set(worker, onExit);
+      worker.once('exit', onExit);
     }
   }
 }

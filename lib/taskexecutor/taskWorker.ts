@@ -29,7 +29,7 @@ import v8 from 'node:v8';
 import { BroadcastChannel, resourceLimits } from 'node:worker_threads';
 import { MemoryManager, type SharedMemoryHandle } from './MemoryManager.js';
 import { RUN_QUEUED, RUN_STARTED } from './runFlags.js';
-import { loadTask, type TaskContext, type TaskFunction } from './taskModule.js';
+import { forgetTasks, loadTask, type TaskContext, type TaskFunction } from './taskModule.js';
 import { badOutput, cloneable, errorInfoOf } from './taskOutcomes.js';
 import type {
   ControlFromTask,
@@ -40,6 +40,7 @@ import type {
   TaskWorkerBatchResult,
   TaskWorkerOutcome,
   TaskWorkerPayload,
+  ThreadAfterJobs,
 } from './taskThreadProtocol.js';
 
 export type { TaskContext, TaskFunction } from './taskModule.js';
@@ -279,7 +280,7 @@ async function runOne(
 ): Promise<TaskWorkerOutcome> {
   let fn: TaskFunction;
   try {
-    fn = await loadTask(taskModule);
+    fn = await loadTask(taskModule, context.jobId);
   } catch (error) {
     return {
       ok: false,
@@ -316,6 +317,23 @@ async function runOne(
 
 function labelOf(context: TaskInvocationContext): string {
   return `${context.vertexName} (${context.subtaskIndex + 1}/${context.parallelism})`;
+}
+
+/**
+ * The thread's slot has gone back (TaskThreadReserve may give the thread to another job): every
+ * pool channel closes, every job's module instances and buffers are let go. Answers the heap in use
+ * now, garbage included, and what the jobs left running, for the reserve's retirement rules.
+ */
+export function endJobs(): ThreadAfterJobs {
+  // Sent only to an idle thread: no run is left to abort.
+  for (const { channel } of controlChannels.values()) channel.close();
+  controlChannels.clear();
+  forgetTasks();
+  return {
+    heapUsedBytes: v8.getHeapStatistics().used_heap_size,
+    // What keeps an idle thread's event loop alive but its pool's ports: a job's timers, sockets, requests.
+    leftRunning: process.getActiveResourcesInfo().filter((kind) => kind !== 'MessagePort'),
+  };
 }
 
 /** The probe {@link SlotTaskPool.checkHeapLimit} runs: this thread's heap limit. */

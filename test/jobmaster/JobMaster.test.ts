@@ -430,7 +430,8 @@ describe('JobMaster', () => {
     'reuses its slots: a job of parallelism 100 on 2 slots runs on those ' +
       '2 allocations, declares less as it goes, and frees them at the end',
     async () => {
-      const h = new Harness({ vertices: [vertex('many', 100)] });
+      // A requirement-check delay above 0 (the default is 0) coalesces its declarations.
+      const h = new Harness({ vertices: [vertex('many', 100)] }, { 'slotmanager.requirement-check.delay': 50 });
       await h.start();
       expect(h.lastDeclaration()).to.deep.equal({ UNKNOWN: 100 });
       const te = h.addExecutor('taskexecutor-a');

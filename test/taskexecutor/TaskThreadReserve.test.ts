@@ -1,6 +1,6 @@
 /**
  * TaskThreadReserve with pools the test plays (no threads): spares per heap limit, booted one at a
- * time, taken by slots and never handed to anyone else, refilled, and all destroyed on close.
+ * time, taken by slots, given back and taken again or retired, refilled, and all destroyed on close.
  */
 import { expect } from 'chai';
 import type { Piscina } from 'piscina';
@@ -32,12 +32,16 @@ class TestingPool {
   }
 }
 
-function setup(spare = 2) {
+/** What a thread answers when its slot has gone back: a small heap, nothing left running. */
+const IDLE = { heapUsedBytes: 5 * 2 ** 20, leftRunning: [] };
+
+function setup(spare = 2, limits: { maxJobs?: number; maxHeapAfterJobBytes?: number } = {}) {
   const pools: TestingPool[] = [];
   const logs: string[] = [];
   const loads: string[] = [];
   const reserve = new TaskThreadReserve({
     spare,
+    ...limits,
     log: (message) => logs.push(message),
     load: async () => void loads.push('load'),
     create: (options) => {
@@ -56,6 +60,9 @@ function setup(spare = 2) {
   return { reserve, pools, logs, loads, bootAll };
 }
 
+/** Free slots of a TaskExecutor of `slots` slots, one per allocation: what a TaskExecutor tells its reserve. */
+const slotsOf = (reserve: TaskThreadReserve, slots: number) => () => slots - reserve.stats.inUse;
+
 describe('TaskThreadReserve', () => {
   it('boots nothing before start, then the default slot’s spares one at a time, up to `spare`', async () => {
     const { reserve, pools, bootAll } = setup(2);
@@ -66,7 +73,15 @@ describe('TaskThreadReserve', () => {
     expect(pools).to.have.length(1); // the second waits for the first to be up
     await bootAll();
     expect(pools.map((p) => p.heapLimitMb)).to.deep.equal([128, 128]);
-    expect(reserve.stats).to.deep.equal({ started: 2, served: 0, bootedOnDemand: 0, spare: 2, inUse: 0 });
+    expect(reserve.stats).to.deep.equal({
+      started: 2,
+      served: 0,
+      bootedOnDemand: 0,
+      spare: 2,
+      inUse: 0,
+      reused: 0,
+      retired: 0,
+    });
   });
 
   it(
@@ -81,7 +96,15 @@ describe('TaskThreadReserve', () => {
       reserve.take(128);
       await bootAll();
       expect(pools.map((p) => p.heapLimitMb)).to.deep.equal([128]);
-      expect(reserve.stats).to.deep.equal({ started: 1, served: 0, bootedOnDemand: 1, spare: 0, inUse: 1 });
+      expect(reserve.stats).to.deep.equal({
+        started: 1,
+        served: 0,
+        bootedOnDemand: 1,
+        spare: 0,
+        inUse: 1,
+        reused: 0,
+        retired: 0,
+      });
     },
   );
 
@@ -94,7 +117,7 @@ describe('TaskThreadReserve', () => {
       const taken = reserve.take(128);
       expect(taken).to.equal(pools[0]);
       await bootAll();
-      // A new spare in its place; the taken one is never handed out again.
+      // A new spare in its place; the taken one is not handed out while its slot holds it.
       expect(pools).to.have.length(2);
       const next = reserve.take(128);
       expect(next).to.equal(pools[1]).and.not.equal(taken);
@@ -149,8 +172,8 @@ describe('TaskThreadReserve', () => {
     pools[0]!.fail(new Error('stray rejection'));
     expect(logs).to.have.length(1);
     expect(logs[0]).to.match(/a spare task thread \(heap limit none MB\) reported an error: stray rejection/);
-    reserve.take(undefined);
-    pools[0]!.fail(new Error('the owner hears this one'));
+    const taken = reserve.take(undefined) as unknown as TestingPool;
+    taken.fail(new Error('the owner hears this one'));
     expect(logs).to.have.length(1);
   });
 
@@ -164,5 +187,155 @@ describe('TaskThreadReserve', () => {
     await bootAll();
     expect(pools).to.have.length(2);
     expect(reserve.stats.spare).to.equal(0);
+  });
+
+  it('takes back a thread whose allocation ended and gives it to the next allocation first, of any job', async () => {
+    const { reserve, pools, bootAll } = setup(2);
+    reserve.start(128, slotsOf(reserve, 2));
+    await bootAll();
+    const first = reserve.take(128) as Piscina;
+    await bootAll();
+    expect(pools).to.have.length(2); // one slot left free, one spare for it: nothing boots
+    reserve.released(128, { threads: first, after: IDLE });
+    await bootAll();
+    // Given back: a spare again, and no boot (two slots free, two spares).
+    expect(pools).to.have.length(2);
+    expect(reserve.stats).to.include({ inUse: 0, spare: 2, retired: 0 });
+    expect(reserve.take(128)).to.equal(first); // the warmest first
+    expect(reserve.stats).to.include({ served: 2, reused: 1 });
+    expect(pools.some((p) => p.destroyed)).to.equal(false);
+  });
+
+  it('keeps no more spares than `spare`: a thread given back to a full reserve retires', async () => {
+    const { reserve, pools, bootAll } = setup(1);
+    reserve.start(128);
+    await bootAll();
+    const taken = reserve.take(128) as Piscina;
+    await bootAll();
+    expect(reserve.stats.spare).to.equal(1); // booted in its place meanwhile
+    reserve.released(128, { threads: taken, after: IDLE });
+    expect((taken as unknown as TestingPool).destroyed).to.equal(true);
+    expect(reserve.stats).to.include({ spare: 1, retired: 1 });
+    expect(pools).to.have.length(2);
+  });
+
+  it('retires a thread after max-jobs allocations; with 1, a thread never serves a second job', async () => {
+    const { reserve, pools, bootAll } = setup(1, { maxJobs: 1 });
+    reserve.start(128, slotsOf(reserve, 4));
+    await bootAll();
+    const taken = reserve.take(128) as Piscina;
+    // The reserve is below `spare` while it boots the replacement: only max-jobs retires this one.
+    reserve.released(128, { threads: taken, after: IDLE });
+    expect((taken as unknown as TestingPool).destroyed).to.equal(true);
+    await bootAll();
+    expect(reserve.take(128)).to.not.equal(taken);
+    expect(reserve.stats).to.include({ retired: 1, reused: 0 });
+    expect(pools.filter((p) => !p.destroyed)).to.have.length(2);
+  });
+
+  it('counts a thread’s allocations across jobs: it retires at the max-jobs-th', async () => {
+    const { reserve, bootAll } = setup(4, { maxJobs: 3 });
+    reserve.start(128, slotsOf(reserve, 4));
+    await bootAll();
+    const thread = reserve.take(128) as Piscina;
+    for (let job = 2; job <= 3; job++) {
+      reserve.released(128, { threads: thread, after: IDLE });
+      expect(reserve.take(128)).to.equal(thread);
+    }
+    reserve.released(128, { threads: thread, after: IDLE });
+    expect((thread as unknown as TestingPool).destroyed).to.equal(true);
+    expect(reserve.stats).to.include({ reused: 2, retired: 1 });
+  });
+
+  it('retires a thread whose heap after its job is over the bound, or whose job left something running', async () => {
+    const { reserve, bootAll } = setup(4, { maxHeapAfterJobBytes: 64 * 2 ** 20 });
+    reserve.start(128, slotsOf(reserve, 4));
+    await bootAll();
+    const heavy = reserve.take(128) as Piscina;
+    const leaky = reserve.take(128) as Piscina;
+    const fine = reserve.take(128) as Piscina;
+    reserve.released(128, { threads: heavy, after: { heapUsedBytes: 65 * 2 ** 20, leftRunning: [] } });
+    reserve.released(128, { threads: leaky, after: { heapUsedBytes: 1, leftRunning: ['Timeout'] } });
+    reserve.released(128, { threads: fine, after: { heapUsedBytes: 64 * 2 ** 20, leftRunning: [] } });
+    expect((heavy as unknown as TestingPool).destroyed).to.equal(true);
+    expect((leaky as unknown as TestingPool).destroyed).to.equal(true);
+    expect((fine as unknown as TestingPool).destroyed).to.equal(false);
+    expect(reserve.stats).to.include({ retired: 2 });
+    expect(reserve.take(128)).to.equal(fine);
+  });
+
+  it('retires a thread of another heap limit given back by the last slot of that limit', async () => {
+    const { reserve, bootAll } = setup(1);
+    reserve.start(128, slotsOf(reserve, 4));
+    await bootAll();
+    const big = (await reserve.take(512)) as Piscina;
+    reserve.released(512, { threads: big, after: IDLE });
+    expect((big as unknown as TestingPool).destroyed).to.equal(true);
+    expect(reserve.stats).to.include({ retired: 1 });
+  });
+
+  it('a thread given back reports its errors as a spare’s again', async () => {
+    const { reserve, pools, logs, bootAll } = setup(1);
+    reserve.start(128, slotsOf(reserve, 4));
+    await bootAll();
+    const taken = reserve.take(128) as Piscina;
+    reserve.released(128, { threads: taken, after: IDLE });
+    // `spare` 1 and the replacement not booted yet when it came back: it is the spare now.
+    expect(reserve.stats.spare).to.be.greaterThan(0);
+    pools[0]!.fail(new Error('late'));
+    expect(logs.some((line) => /reported an error: late/.test(line))).to.equal(true);
+  });
+
+  it('boots no spare for a slot whose thread is on its way back', async () => {
+    const { reserve, pools, bootAll } = setup(2);
+    let free = 2;
+    reserve.start(128, () => free);
+    await bootAll();
+    free = 1;
+    const a = reserve.lease(128);
+    free = 0;
+    const b = reserve.lease(128);
+    await bootAll();
+    expect(pools).to.have.length(2);
+    // Both slots freed at once; their pools take a while to close.
+    free = 2;
+    let closeA!: () => void;
+    const closedA = new Promise<void>((resolve) => (closeA = resolve));
+    const releasedA = a.release(closedA);
+    const releasedB = b.release(new Promise<void>(() => {}));
+    await bootAll();
+    expect(pools).to.have.length(2); // no boot while both are on their way back
+    a.returnThreads(a.threads as Piscina, IDLE);
+    closeA();
+    await releasedA;
+    expect(reserve.stats).to.include({ spare: 1, retired: 0 });
+    void releasedB;
+  });
+
+  it('after close, destroys a thread given back, and close waits for every destroy', async () => {
+    const { reserve, pools, bootAll } = setup(2);
+    reserve.start(128, slotsOf(reserve, 4));
+    await bootAll();
+    const taken = reserve.take(128) as Piscina;
+    await bootAll();
+    const closed = reserve.close();
+    reserve.released(128, { threads: taken, after: IDLE });
+    await closed;
+    expect(pools.every((p) => p.destroyed)).to.equal(true);
+    expect(reserve.stats).to.include({ spare: 0, retired: 1 });
+  });
+
+  it('lends an allocation its threads and, once its pool has closed, takes them back if given', async () => {
+    const { reserve, bootAll } = setup(4);
+    reserve.start(128, slotsOf(reserve, 4));
+    await bootAll();
+    const lease = reserve.lease(128);
+    lease.returnThreads(lease.threads as Piscina, IDLE);
+    await lease.release(Promise.resolve());
+    expect(reserve.stats).to.include({ inUse: 0, retired: 0, spare: 4 });
+    const destroyed = reserve.lease(128);
+    const started = reserve.stats.started;
+    await destroyed.release(Promise.resolve()); // its pool destroyed the thread: nothing given back
+    expect(reserve.stats).to.include({ inUse: 0, retired: 0, started: started + 1 }); // a spare boots in its place
   });
 });
