@@ -149,16 +149,20 @@ function lineCount(source: string): number {
   return source.split('\n').length - (source.endsWith('\n') ? 1 : 0);
 }
 
-/** The body of the README's `## title` section, up to the next `## ` heading (empty when there is none). */
-function readmeSection(readme: string, title: string): string {
-  const lines = readme.split('\n');
-  const start = lines.indexOf(`## ${title}`);
+/**
+ * The body of a Markdown section whose heading line is `heading` (`# Layout`, `## A`), up to the next heading of
+ * its level (empty when there is none).
+ */
+function markdownSection(markdown: string, heading: string): string {
+  const lines = markdown.split('\n');
+  const start = lines.indexOf(heading);
   if (start < 0) return '';
-  const end = lines.findIndex((line, index) => index > start && line.startsWith('## '));
+  const level = `${heading.slice(0, heading.indexOf(' '))} `;
+  const end = lines.findIndex((line, index) => index > start && line.startsWith(level));
   return lines.slice(start + 1, end < 0 ? undefined : end).join('\n');
 }
 
-/** How the README names a module: its file name without the extension and without `.machine`. */
+/** How docs/layout.md names a module: its file name without the extension and without `.machine`. */
 function moduleName(file: string): string {
   return basename(file)
     .replace(/\.[cm]?[jt]s$/, '')
@@ -403,17 +407,18 @@ describe('architecture', () => {
       ).to.deep.equal([]);
     });
 
-    it(`names every module under lib/ and machines/ in the README's Layout section`, () => {
-      const layout = readmeSection(readFileSync(join(ROOT, 'README.md'), 'utf8'), 'Layout');
-      expect(layout, `README.md's '## Layout' section`).to.not.equal('');
+    it(`names every module under lib/ and machines/ in docs/layout.md's Layout section`, () => {
+      const layout = markdownSection(readFileSync(join(ROOT, 'docs', 'layout.md'), 'utf8'), '# Layout');
+      expect(layout, `docs/layout.md's '# Layout' section`).to.not.equal('');
       const unnamed = modules.filter((file) => !namesModule(layout, moduleName(file))).map(rel);
-      expect(unnamed, `modules the README's Layout does not name:\n  ${unnamed.join('\n  ')}\n`).to.deep.equal([]);
+      expect(unnamed, `modules docs/layout.md does not name:\n  ${unnamed.join('\n  ')}\n`).to.deep.equal([]);
     });
 
-    it('reads a README section up to the next heading of its level, and a module by its name', () => {
-      const readme = ['# t', '## A', 'a text', '### sub', 'more', '## B', 'b text'].join('\n');
-      expect(readmeSection(readme, 'A')).to.equal('a text\n### sub\nmore');
-      expect(readmeSection(readme, 'C')).to.equal('');
+    it('reads a Markdown section up to the next heading of its level, and a module by its name', () => {
+      const markdown = ['# t', '## A', 'a text', '### sub', 'more', '## B', 'b text', '# u'].join('\n');
+      expect(markdownSection(markdown, '## A')).to.equal('a text\n### sub\nmore');
+      expect(markdownSection(markdown, '# t')).to.equal('## A\na text\n### sub\nmore\n## B\nb text');
+      expect(markdownSection(markdown, '## C')).to.equal('');
       expect(moduleName(join(LIB, 'core', 'ids.ts'))).to.equal('ids');
       expect(moduleName(join(MACHINES, 'taskSlot.machine.ts'))).to.equal('taskSlot');
       expect(moduleName(join(LIB, 'taskexecutor', 'taskExecutorStart.cts'))).to.equal('taskExecutorStart');

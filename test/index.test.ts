@@ -1,30 +1,39 @@
 /**
  * The public entry (`slotwise`) and the internals entry (`slotwise/internals`): every error class the
- * README names is importable by name, and the runtime's internals stay out of the public entry.
+ * README and the docs/ pages name is importable by name, and the runtime's internals stay out of the public
+ * entry.
  * (That the types resolve for an application is checked on the packed tarball: test/integration/package.test.ts.)
  */
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { ERROR_CLASSES } from '../lib/core/errors.js';
 import * as internals from '../lib/internals.js';
 import * as slotwise from '../lib/index.js';
 
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+const DOCS = new URL('../docs/', import.meta.url);
+/** The README and every page under docs/ (the reference the README links to), as one text. */
+const DOCUMENTATION = [
+  readFileSync(new URL('../README.md', import.meta.url), 'utf8'),
+  ...readdirSync(DOCS)
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => readFileSync(new URL(name, DOCS), 'utf8')),
+].join('\n');
 /**
- * Names the README gives that are not slotwise error classes: the platform's AbortError, the SerializedError type
- * (checked by the package test's type check).
+ * Names the README and docs/ give that are not slotwise error classes: the platform's AbortError, the
+ * SerializedError type (checked by the package test's type check).
  */
 const NOT_CLASSES = ['AbortError', 'SerializedError'];
 
 describe('the public entry', () => {
-  it('exports every error class the README names, by name, as the class the runtime throws', () => {
-    const named = [...new Set(README.match(/\b[A-Z][A-Za-z]+Error\b/g) ?? [])].filter(
+  it('exports every error class the README and docs/ name, by name, as the class the runtime throws', () => {
+    const named = [...new Set(DOCUMENTATION.match(/\b[A-Z][A-Za-z]+Error\b/g) ?? [])].filter(
       (name) => !NOT_CLASSES.includes(name),
     );
     expect(named).to.include('JobGraphError');
     const exported = slotwise as unknown as Record<string, unknown>;
     const missing = named.filter((name) => typeof exported[name] !== 'function');
-    expect(missing, 'named in the README but not exported').to.deep.equal([]);
+    expect(missing, 'named in the README or docs/ but not exported').to.deep.equal([]);
     for (const name of named) expect(exported[name], name).to.equal((ERROR_CLASSES as Record<string, unknown>)[name]);
   });
 
@@ -55,7 +64,7 @@ describe('the public entry', () => {
     expect(inside.filter((name) => !(name in internals))).to.deep.equal([]);
   });
 
-  it('has what the quick start and the README sections use', () => {
+  it('has what the quick start and the README and docs/ sections use', () => {
     for (const name of [
       'MiniCluster',
       'JobGraph',
