@@ -154,7 +154,7 @@ export class MiniCluster {
     return this.#observability.metrics.registry;
   }
 
-  /** The cluster's metrics now, as plain numbers (what `/metrics` exposes; see the README's Metrics section). */
+  /** The cluster's metrics now, as plain numbers (what `/metrics` exposes; see docs/observability.md, Metrics). */
   async metrics(): Promise<MetricsSnapshot> {
     this.#requireOpen('metrics');
     return this.#observability.metrics.snapshot();

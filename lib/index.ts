@@ -1,7 +1,7 @@
 /**
  * The public API of slotwise (`import … from 'slotwise'`): the MiniCluster and its jobs, the task
  * contract, results and events, ResourceProfile and the IDs, every error class, the options, the
- * logger contract, the components the README documents (TaskSlotTable, MemoryManager, the
+ * logger contract, the components docs/slotmanager.md documents (TaskSlotTable, MemoryManager, the
  * FineGrainedSlotManager and its collaborators) and the statecharts. Every export is listed by name;
  * types in their own block. Runtime internals (endpoints, RPC, pools, the task module checker) are in
  * `slotwise/internals`.
@@ -51,7 +51,7 @@ export { DEFAULTS, describeOptions, OPTIONS, resolveOptions } from './core/optio
 export { systemClock, SimulatedClock } from './core/clock.js';
 export { formatLogRecord, LOG_LEVELS } from './core/Logger.js';
 
-// Components the README documents.
+// Components docs/slotmanager.md documents.
 export { TaskSlotTable } from './taskexecutor/TaskSlotTable.js';
 export { DEFAULT_PAGE_SIZE, MemoryManager } from './taskexecutor/MemoryManager.js';
 export { FineGrainedSlotManager } from './resourcemanager/slotmanager/FineGrainedSlotManager.js';

@@ -6,7 +6,7 @@
  *
  * Nothing here reaches the relay, `ws`, `node:http` or `node:child_process`, and the worker entry
  * loads this module only when inspection is asked for. `@statelyai/inspect` itself (whose
- * conversion keeps `parentId` and `rootId`, which its manual API drops: TOOLCHAIN.md) is loaded by
+ * conversion keeps `parentId` and `rootId`, which its manual API drops) is loaded by
  * {@link loadWorkerInspector}, on that same demand; test/architecture.test.ts allows that one
  * dynamic import by name and nothing else of the kind in a worker.
  */

@@ -261,7 +261,7 @@ export class JobManager {
     return this.#observability.metrics.registry;
   }
 
-  /** The cluster's metrics now, as plain numbers (what `/metrics` exposes; the README's Metrics section). */
+  /** The cluster's metrics now, as plain numbers (what `/metrics` exposes; docs/observability.md, Metrics). */
   async metrics(): Promise<MetricsSnapshot> {
     this.#requireOpen('metrics');
     return this.#observability.metrics.snapshot();

@@ -368,7 +368,7 @@ export function resolveOptions(options: SlotwiseOptions | ResolvedOptions = {}):
   return Object.freeze(resolved) as unknown as ResolvedOptions;
 }
 
-/** One line per option: name, default, meaning (for the README and `--help`). */
+/** One line per option: name, default, meaning (for docs/configuration.md and `--help`). */
 export function describeOptions(): Array<{ name: OptionName; default: string; doc: string }> {
   return (Object.keys(OPTIONS) as OptionName[]).map((name) => {
     const spec = OPTIONS[name] as OptionSpec<unknown, unknown>;

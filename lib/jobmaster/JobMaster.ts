@@ -69,6 +69,16 @@ export interface JobMasterOptions {
 /** Why a finished subtask's logical slot went back. */
 const SUBTASK_FINISHED = Object.freeze(new Error('its subtask finished'));
 
+/** What restartTasks does for each JobMaster's status actor (the machine is provided once, not per job). */
+const restartsOf = new WeakMap<object, () => void>();
+/**
+ * The status machine with its effect: one for every JobMaster, since `provide` makes a whole new
+ * machine (its state nodes built again), which cost a small job more than its status changes.
+ */
+const JOB_STATUS = jobStatusMachine.provide({
+  actions: { restartTasks: ({ self }) => restartsOf.get(self)?.() },
+});
+
 export class JobMaster implements JobMasterGateway {
   readonly jobId: JobID;
   readonly jobGraph: JobGraph;
@@ -112,14 +122,12 @@ export class JobMaster implements JobMasterGateway {
     // The status machine decides whether and when a failed job restarts; restartTasks is its effect.
     // XState runs an action before the snapshot it leads to is set, and the restart reads the status
     // (running again): it runs once the status event is out, as the subscriber below settles.
-    const machine = jobStatusMachine.provide({
-      actions: { restartTasks: () => void this.#whenStatusSettled.push(() => this.#restart()) },
-    });
-    this.#status = createActor(machine, {
+    this.#status = createActor(JOB_STATUS, {
       clock,
       input: { restartStrategy: options.jobGraph.restartStrategy },
       ...(options.inspect ? { inspect: options.inspect } : {}),
     });
+    restartsOf.set(this.#status, () => void this.#whenStatusSettled.push(() => this.#restart()));
     let last: JobStatus | null = null;
     this.#status.subscribe((snapshot) => {
       const status = snapshot.value as JobStatus;

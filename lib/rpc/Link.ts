@@ -8,7 +8,7 @@
  * graceful close). The Link knows nothing of what a channel carries, and nothing of the carrier
  * beyond the Transport contract.
  *
- * Why batch: a cross-thread hop costs 100–300 µs of wake-up here (TOOLCHAIN.md), and a transport
+ * Why batch: a cross-thread hop costs 100–300 µs of wake-up here, and a transport
  * message costs a clone and a native call whatever its size. Everything posted during one job — the
  * synchronous code and all the promise continuations it sets off — goes out as a single
  * `transport.send`: the first post queues a microtask that queues a `process.nextTick`, and a tick

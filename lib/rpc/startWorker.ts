@@ -5,7 +5,7 @@
  * — derive it from `import.meta.url` so the same code serves both).
  *
  * Worker threads on Node 20 do not inherit tsx's hooks, even with `execArgv: ['--import', 'tsx']`
- * (TOOLCHAIN.md). For a `.ts` entry the worker starts from a two-line eval bootstrap that calls
+ * (found by trying). For a `.ts` entry the worker starts from a two-line eval bootstrap that calls
  * `register()` from `tsx/esm/api` inside the worker and then imports the entry (~200 ms to start
  * under tsx, against ~40–60 ms for compiled JS: reuse workers). A failure to load the entry arrives
  * as the worker's `error` event, like any uncaught error in it.

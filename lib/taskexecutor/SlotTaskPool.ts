@@ -2,7 +2,7 @@
  * One piscina pool per slot: the threads a slot runs its task attempts on.
  *
  * What a thread's heap limit (`heapLimitMb` → worker `resourceLimits.maxOldGenerationSizeMb`) does
- * and does not contain (TOOLCHAIN.md, "Threads, pools and memory limits"):
+ * and does not contain (tried on Node 20):
  * - Usually, a task that outgrows it fails alone: its thread dies with `ERR_WORKER_OUT_OF_MEMORY`,
  *   the attempt fails `out-of-memory`, the pool replaces the thread and the slot lives on.
  * - It is a backstop, not containment. A task growing a `Map` (or any object in dictionary mode)

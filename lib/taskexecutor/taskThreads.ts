@@ -3,7 +3,7 @@
  * allocation; its threads' heap limit from the slot's task heap). SlotTaskPool runs attempts on
  * one; TaskThreadReserve keeps some booted ahead of need.
  *
- * Options that matter (TOOLCHAIN.md): `atomics: 'disabled'` — an error a task leaves behind (a
+ * Options that matter (found by trying): `atomics: 'disabled'` — an error a task leaves behind (a
  * stray timer, a late rejection) arrives as a pool 'error' instead of inside the next task — and
  * an 'error' listener from the first moment (unhandled, it crashes the TaskExecutor). The pool
  * keeps its threads warm (`minThreads` = `maxThreads`): piscina boots them at once and loads the

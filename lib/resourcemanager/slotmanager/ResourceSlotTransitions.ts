@@ -2,7 +2,7 @@
  * The ResourceManager-side slot statechart (`machines/resourceSlot.machine.ts`), compiled once at
  * module load into a state × event lookup table, so the SlotManager can apply it to 100,000 plain
  * slot records: one `transitionResourceSlot` is a couple of Map lookups and one typed-array read,
- * against ~20–30 µs for XState's pure `transition()` (TOOLCHAIN.md).
+ * against ~20–30 µs for XState's pure `transition()` (measured on this project's machines).
  *
  * The table is read from the machine's own definition (each state node's `transitions` map), never
  * written by hand, so the statechart stays the single source of truth for which moves are legal;

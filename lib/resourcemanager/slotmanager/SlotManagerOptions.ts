@@ -14,7 +14,7 @@ import type { RequirementInfo } from './WaitingJobs.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
 
 export interface SlotManagerOptions {
-  /** Flink-named options; see the README. */
+  /** Flink-named options; see docs/configuration.md. */
   readonly configuration?: SlotwiseOptions | ResolvedOptions;
   /** The shape of workers that can be started; default: the TaskExecutor options. null: unknown. */
   readonly workerSpec?: WorkerResourceSpec | null;
