@@ -16,7 +16,7 @@
  */
 import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
-import { describeError, isSlotwiseError } from '../core/errors.js';
+import { describeError, endCause, isSlotwiseError } from '../core/errors.js';
 import { AllocationID, type JobID, type ResourceID } from '../core/ids.js';
 import type { ResolvedOptions } from '../core/options.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
@@ -419,7 +419,7 @@ export class JobMaster implements JobMasterGateway {
     if (this.#closed) return;
     this.#closed = true;
     this.#declarations.close();
-    const cause = new Error(`job ${this.jobGraph.name} ${status}`);
+    const cause = endCause(`job ${this.jobGraph.name} ${status}`);
     this.#allocator.releaseAll(cause);
     this.#pool.close(cause);
     this.#bulkChecker.close();
