@@ -8,8 +8,11 @@
  * `callAsync`) as new tasks instead of running wherever the promise settles.
  *
  * Draining happens on a microtask after the first enqueue, so a burst of messages runs in one go;
- * delayed tasks wait on the injected clock, then queue like any other task. Closing rejects what
- * is still queued, and what is enqueued later, with an EndpointClosedError.
+ * delayed tasks wait on the injected clock, then queue like any other task. A drain that has run
+ * for {@link DRAIN_BUDGET_MS} on the clock stops there and goes on from a timer of 0 ms, so one
+ * burst (the states of thousands of subtasks, their slots going back) never holds the thread past
+ * that: other endpoints, timers and I/O run in between, in order. Closing rejects what is still
+ * queued, and what is enqueued later, with an EndpointClosedError.
  */
 import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
 import { EndpointClosedError, IllegalArgumentError, IllegalStateError } from '../core/errors.js';
@@ -24,6 +27,9 @@ export interface ScheduledTask {
   cancel(): boolean;
 }
 
+/** How long (ms, on the executor's clock) one drain runs tasks before it lets the event loop turn. */
+export const DRAIN_BUDGET_MS = 10;
+
 /** The executor whose task is running right now (tasks of different endpoints never nest). */
 let current: MainThreadExecutor | null = null;
 
@@ -34,6 +40,8 @@ export class MainThreadExecutor {
   #draining = false;
   #scheduled = false;
   #closed = false;
+  /** The timer that resumes a drain that used up its budget, while it waits. */
+  #resume: TimerHandle | null = null;
 
   constructor(
     /** The endpoint's name, for messages: `ResourceManager`, `TaskExecutor taskexecutor-1a2b`. */
@@ -138,6 +146,7 @@ export class MainThreadExecutor {
     this.#closed = true;
     for (const handle of this.#timers) this.clock.clearTimeout(handle);
     this.#timers.clear();
+    this.#resume = null;
     const left = this.#queue.splice(this.#head);
     this.#queue.length = 0;
     this.#head = 0;
@@ -150,7 +159,7 @@ export class MainThreadExecutor {
       return;
     }
     this.#queue.push(task);
-    if (!this.#scheduled && !this.#draining) {
+    if (!this.#scheduled && !this.#draining && this.#resume === null) {
       this.#scheduled = true;
       queueMicrotask(() => this.#drain());
     }
@@ -161,8 +170,19 @@ export class MainThreadExecutor {
     if (this.#draining) return;
     this.#draining = true;
     const previous = current;
+    const until = this.clock.now() + DRAIN_BUDGET_MS;
     try {
       while (this.#head < this.#queue.length && !this.#closed) {
+        if (this.clock.now() >= until) {
+          // The rest after the event loop has turned (the clock's timers run after I/O).
+          this.#resume = this.clock.setTimeout(() => {
+            this.#timers.delete(this.#resume!);
+            this.#resume = null;
+            this.#drain();
+          }, 0);
+          this.#timers.add(this.#resume);
+          break;
+        }
         const task = this.#queue[this.#head++]!;
         current = this;
         try {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { SimulatedClock } from '../../lib/core/clock.js';
+import { SimulatedClock, type Clock } from '../../lib/core/clock.js';
 import { EndpointClosedError, IllegalStateError } from '../../lib/core/errors.js';
-import { MainThreadExecutor } from '../../lib/rpc/MainThreadExecutor.js';
+import { DRAIN_BUDGET_MS, MainThreadExecutor } from '../../lib/rpc/MainThreadExecutor.js';
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -18,6 +18,81 @@ describe('MainThreadExecutor', () => {
     expect(log).to.deep.equal([]); // nothing runs synchronously inside execute()
     await settle();
     expect(log).to.deep.equal(['a:start', 'a:end', 'b', 'c']);
+  });
+
+  /** A clock whose time the tasks move as they run (work that takes time), and whose timers the test fires. */
+  function workingClock() {
+    let now = 0;
+    const timers = new Map<number, () => void>();
+    let next = 1;
+    const clock: Clock = {
+      now: () => now,
+      setTimeout: (fn) => {
+        timers.set(next, fn);
+        return next++;
+      },
+      clearTimeout: (handle) => void timers.delete(handle as number),
+    };
+    return {
+      clock,
+      work: (ms: number) => void (now += ms),
+      pendingTimers: () => timers.size,
+      fireTimers: () => {
+        const due = [...timers.values()];
+        timers.clear();
+        for (const fn of due) fn();
+      },
+    };
+  }
+
+  it('lets the event loop turn once a drain has run for its budget, and goes on in order from a 0 ms timer', async () => {
+    const { clock, work, fireTimers, pendingTimers } = workingClock();
+    const mailbox = new MainThreadExecutor('JobMaster big', clock);
+    const log: number[] = [];
+    // Each task takes 4 ms: a drain stops once DRAIN_BUDGET_MS (10) has passed, after 3 of them.
+    for (let i = 0; i < 6; i++)
+      mailbox.execute(() => {
+        log.push(i);
+        work(4);
+      });
+    await settle();
+    expect(log).to.deep.equal([0, 1, 2]);
+    expect(mailbox.queued).to.equal(3);
+    expect(pendingTimers()).to.equal(1);
+    // A task queued meanwhile waits its turn behind them: no drain starts around the timer.
+    mailbox.execute(() => log.push(6));
+    await settle();
+    expect(log).to.deep.equal([0, 1, 2]);
+    // Each resumed drain has a budget of its own: 3 more tasks, then the last one after another turn.
+    fireTimers();
+    expect(log).to.deep.equal([0, 1, 2, 3, 4, 5]);
+    fireTimers();
+    expect(log).to.deep.equal([0, 1, 2, 3, 4, 5, 6]);
+    expect(pendingTimers()).to.equal(0);
+  });
+
+  it('close cancels a drain waiting to go on: what is left rejects, nothing runs later', async () => {
+    const { clock, work, fireTimers, pendingTimers } = workingClock();
+    const mailbox = new MainThreadExecutor('JobMaster big', clock);
+    const ran: number[] = [];
+    for (let i = 0; i < 4; i++)
+      mailbox.execute(() => {
+        ran.push(i);
+        work(DRAIN_BUDGET_MS);
+      });
+    const left = mailbox
+      .callAsync(() => 'never')
+      .then(
+        () => null,
+        (error: unknown) => error,
+      );
+    await settle();
+    expect(ran).to.deep.equal([0]);
+    mailbox.close();
+    expect(await left).to.be.instanceOf(EndpointClosedError);
+    expect(pendingTimers()).to.equal(0);
+    fireTimers();
+    expect(ran).to.deep.equal([0]);
   });
 
   it('re-enters async completions through the mailbox: interleaved calls never run at the same time', async () => {
