@@ -66,10 +66,14 @@ export function pointwiseProducerRange(upstream: number, downstream: number, dow
   return [up, up + 1];
 }
 
+/** What a subtask without inputs or consumers has of them: one shared empty list, not one each. */
+const NONE: readonly never[] = Object.freeze([]);
+
 export class ExecutionGraph {
   readonly jobGraph: JobGraph;
   readonly #vertices = new Map<string, ExecutionVertex>();
   readonly #byJobVertex = new Map<string, readonly ExecutionVertex[]>();
+  /** Only subtasks that have inputs, or consumers, are in these (the others have NONE). */
   readonly #inputs = new Map<string, readonly ExecutionInput[]>();
   readonly #consumers = new Map<string, ExecutionVertex[]>();
   readonly #ordered: readonly ExecutionVertex[];
@@ -82,16 +86,17 @@ export class ExecutionGraph {
         const id = ExecutionVertexID.of(jobVertex.id, subtaskIndex);
         const vertex: ExecutionVertex = Object.freeze({ id, key: ExecutionVertexID.key(id), jobVertex });
         this.#vertices.set(vertex.key, vertex);
-        this.#consumers.set(vertex.key, []);
         return vertex;
       });
       this.#byJobVertex.set(jobVertex.id, Object.freeze(subtasks));
     }
     // Topological order of job vertices makes every producer known before its consumers.
     for (const jobVertex of jobGraph.vertices) {
+      const edges = jobGraph.inputsOf(jobVertex.id);
+      if (edges.length === 0) continue;
       const consumers = this.#byJobVertex.get(jobVertex.id)!;
       const inputs = consumers.map(() => [] as ExecutionInput[]);
-      for (const edge of jobGraph.inputsOf(jobVertex.id)) {
+      for (const edge of edges) {
         const producers = this.#byJobVertex.get(edge.from)!;
         // One shared array per distinct producer block (all-to-all: one for the whole edge).
         const blocks = new Map<number, readonly ExecutionVertex[]>();
@@ -103,7 +108,11 @@ export class ExecutionGraph {
           let block = blocks.get(start);
           if (block === undefined) blocks.set(start, (block = Object.freeze(producers.slice(start, end))));
           inputs[i]!.push(Object.freeze({ edge, producers: block }));
-          for (const producer of block) this.#consumers.get(producer.key)!.push(consumer);
+          for (const producer of block) {
+            const list = this.#consumers.get(producer.key);
+            if (list === undefined) this.#consumers.set(producer.key, [consumer]);
+            else list.push(consumer);
+          }
         });
       }
       consumers.forEach((consumer, i) => this.#inputs.set(consumer.key, Object.freeze(inputs[i]!)));
@@ -146,17 +155,20 @@ export class ExecutionGraph {
 
   /** What `ev` consumes, one entry per input edge (declaration order). */
   inputsOf(ev: ExecutionVertex | ExecutionVertexID | string): readonly ExecutionInput[] {
-    return this.#inputs.get(this.#resolve(ev).key)!;
+    return this.#inputs.get(this.#resolve(ev).key) ?? NONE;
   }
 
   /** Every upstream subtask `ev` consumes: input edges in declaration order, subtasks ascending. */
   producersOf(ev: ExecutionVertex | ExecutionVertexID | string): readonly ExecutionVertex[] {
-    return this.inputsOf(ev).flatMap((input) => input.producers);
+    const inputs = this.inputsOf(ev);
+    // One input edge (or none): its producers as they are, no copy.
+    if (inputs.length <= 1) return inputs[0]?.producers ?? NONE;
+    return inputs.flatMap((input) => input.producers);
   }
 
   /** Every downstream subtask that consumes `ev`: output edges in declaration order, subtasks ascending. */
   consumersOf(ev: ExecutionVertex | ExecutionVertexID | string): readonly ExecutionVertex[] {
-    return this.#consumers.get(this.#resolve(ev).key)!;
+    return this.#consumers.get(this.#resolve(ev).key) ?? NONE;
   }
 
   /** Every subtask: job vertices in topological order, each one's subtasks by index. */

@@ -44,9 +44,13 @@ export interface SlotSharingStrategy {
 interface GroupBuilder {
   readonly id: string;
   readonly slotSharingGroup: string;
-  readonly members: ExecutionVertexID[];
-  /** Job vertices with a subtask in the group: the group is no longer available to them. */
-  readonly jobVertices: Set<string>;
+  readonly members: ExecutionVertex[];
+  /**
+   * Job vertices with a subtask in the group: the group is no longer available to them. An array:
+   * a group holds a few (one subtask per job vertex of its slot sharing group), and a job of
+   * 100,000 subtasks makes tens of thousands of groups, where a Set each cost more than the rest.
+   */
+  readonly jobVertices: string[];
 }
 
 export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrategy {
@@ -58,15 +62,14 @@ export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrate
     const configured = graph.jobGraph.slotSharingGroups;
     this.#groups = Object.freeze(
       built.groups.map((g) => {
-        const profile =
-          configured.get(g.slotSharingGroup) ?? sumOf(g.members.map((m) => graph.vertex(m).jobVertex.resourceProfile));
+        const profile = configured.get(g.slotSharingGroup) ?? sumOf(g.members);
         const group: ExecutionSlotSharingGroup = Object.freeze({
           id: g.id,
           slotSharingGroup: g.slotSharingGroup,
-          members: Object.freeze([...g.members]),
+          members: Object.freeze(g.members.map((member) => member.id)),
           resourceProfile: profile,
         });
-        for (const member of g.members) this.#byKey.set(ExecutionVertexID.key(member), group);
+        for (const member of g.members) this.#byKey.set(member.key, group);
         return group;
       }),
     );
@@ -81,13 +84,16 @@ export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrate
   }
 }
 
-function sumOf(profiles: readonly ResourceProfile[]): ResourceProfile {
-  return profiles.reduce((sum, p) => sum.merge(p), ResourceProfile.ZERO);
+/** The members' profiles merged (Flink's getPhysicalSlotResourceProfile). */
+function sumOf(members: readonly ExecutionVertex[]): ResourceProfile {
+  let sum = ResourceProfile.ZERO;
+  for (const member of members) sum = sum.merge(member.jobVertex.resourceProfile);
+  return sum;
 }
 
 function build(graph: ExecutionGraph): { groups: GroupBuilder[] } {
   const groups: GroupBuilder[] = [];
-  const groupOf = new Map<string, GroupBuilder>();
+  const groupOf = new Map<ExecutionVertex, GroupBuilder>();
   /** Per slot sharing group, its groups in creation order. */
   const bySharingGroup = new Map<string, GroupBuilder[]>();
   /** `<co-location group>#<subtask index>` -> the group the constraint chose. */
@@ -96,11 +102,11 @@ function build(graph: ExecutionGraph): { groups: GroupBuilder[] } {
   const candidates = new Map<readonly ExecutionVertex[], GroupBuilder[]>();
 
   const join = (ev: ExecutionVertex, group: GroupBuilder) => {
-    group.members.push(ev.id);
-    group.jobVertices.add(ev.jobVertex.id);
-    groupOf.set(ev.key, group);
+    group.members.push(ev);
+    group.jobVertices.push(ev.jobVertex.id);
+    groupOf.set(ev, group);
   };
-  const availableTo = (group: GroupBuilder, ev: ExecutionVertex) => !group.jobVertices.has(ev.jobVertex.id);
+  const availableTo = (group: GroupBuilder, ev: ExecutionVertex) => !group.jobVertices.includes(ev.jobVertex.id);
 
   const producerGroupFor = (ev: ExecutionVertex): GroupBuilder | undefined => {
     for (const input of graph.inputsOf(ev)) {
@@ -108,7 +114,7 @@ function build(graph: ExecutionGraph): { groups: GroupBuilder[] } {
       if (list === undefined) {
         const producerVertex = graph.jobGraph.vertex(input.edge.from);
         const same = producerVertex.slotSharingGroup === ev.jobVertex.slotSharingGroup;
-        list = same ? [...new Set(input.producers.map((p) => groupOf.get(p.key)!))] : [];
+        list = same ? [...new Set(input.producers.map((p) => groupOf.get(p)!))] : [];
         candidates.set(input.producers, list);
       }
       while (list.length > 0) {
@@ -145,7 +151,7 @@ function build(graph: ExecutionGraph): { groups: GroupBuilder[] } {
           id: `${jobVertex.slotSharingGroup}[${own.length}]`,
           slotSharingGroup: jobVertex.slotSharingGroup,
           members: [],
-          jobVertices: new Set(),
+          jobVertices: [],
         };
         own.push(group);
         groups.push(group);
@@ -155,7 +161,7 @@ function build(graph: ExecutionGraph): { groups: GroupBuilder[] } {
 
     if (jobVertex.coLocationGroup !== null) {
       for (const ev of subtasks)
-        if (!byConstraint.has(constraintKey(ev))) byConstraint.set(constraintKey(ev), groupOf.get(ev.key)!);
+        if (!byConstraint.has(constraintKey(ev))) byConstraint.set(constraintKey(ev), groupOf.get(ev)!);
     }
   }
   return { groups };
