@@ -240,11 +240,12 @@ export class JobMaster implements JobMasterGateway {
     if (record === undefined || TERMINAL_STATES.has(record.state)) return;
     // Nothing changes (a state repeated, e.g. 'deploying', where the JobMaster put the attempt itself): no event.
     if (record.state === update.state) return;
+    // A failed attempt's event comes from #failed, as every failed attempt's does.
+    if (update.state === 'failed')
+      return this.#failed(record, update.error ?? { name: 'Error', message: 'the task failed' });
     record.state = update.state;
     this.#emitTask(record, update.error ?? null);
     if (update.state === 'finished') this.#finished(record, update.output);
-    else if (update.state === 'failed')
-      this.#failed(record, update.error ?? { name: 'Error', message: 'the task failed' });
     else if (update.state === 'canceled') this.#canceledByExecutor(record);
   }
 
@@ -263,13 +264,10 @@ export class JobMaster implements JobMasterGateway {
         continue;
       }
       // Deployed there: that attempt is gone with the slot.
-      record.state = 'failed';
-      const error = {
+      this.#failed(record, {
         name: 'SlotLost',
         message: `its slot ${AllocationID.short(allocationId)} on ${resourceId} was freed: ${cause}`,
-      };
-      this.#emitTask(record, error);
-      this.#failed(record, error);
+      });
     }
   }
 
@@ -316,12 +314,8 @@ export class JobMaster implements JobMasterGateway {
     this.#emitTask(record, null);
     const attempt = record.executionAttemptId;
     this.mailbox.whenComplete(gateway.submitTask(descriptor), (_, error) => {
-      if (error !== undefined && record.executionAttemptId === attempt && !TERMINAL_STATES.has(record.state)) {
-        record.state = 'failed';
-        const failure = jobErrorOf(error);
-        this.#emitTask(record, failure);
-        this.#failed(record, failure);
-      }
+      if (error !== undefined && record.executionAttemptId === attempt && !TERMINAL_STATES.has(record.state))
+        this.#failed(record, jobErrorOf(error));
     });
   }
 
@@ -347,8 +341,15 @@ export class JobMaster implements JobMasterGateway {
     this.#failed(record, failure);
   }
 
+  /**
+   * The attempt failed — its task, its deployment, its slot, whatever failed: it ends `failed` with
+   * its task event (once: an attempt already ended keeps its end), then the status machine decides.
+   */
   #failed(record: ExecutionRecord, error: SerializedError): void {
-    if (!TERMINAL_STATES.has(record.state)) record.state = 'failed';
+    if (!TERMINAL_STATES.has(record.state)) {
+      record.state = 'failed';
+      this.#emitTask(record, error);
+    }
     this.#lastError = error;
     if (this.status === 'canceling') return this.#checkCanceled();
     if (TERMINAL_STATES.has(this.status)) return;
