@@ -22,7 +22,6 @@ import type { Clock, TimerHandle } from '../core/clock.js';
 import { IllegalStateError } from '../core/errors.js';
 import type { AllocationID, ResourceID } from '../core/ids.js';
 import { ResourceProfile, type ResourceProfileJSON } from '../core/ResourceProfile.js';
-import type { SlotOfferWire } from '../rpc/protocol.js';
 import type { PhysicalSlot, PhysicalSlotProvider, PhysicalSlotRequest } from './slotsharing/SharedSlot.js';
 
 interface PendingRequest {
@@ -32,6 +31,12 @@ interface PendingRequest {
   readonly seq: number;
   readonly resolve: (slot: PhysicalSlot) => void;
   readonly reject: (cause: Error) => void;
+}
+
+/** A slot a TaskExecutor offers, its profile read (Flink's SlotOffer). */
+export interface SlotOffer {
+  readonly allocationId: AllocationID;
+  readonly resourceProfile: ResourceProfile;
 }
 
 interface HeldSlot {
@@ -159,14 +164,14 @@ export class JobSlotPool implements PhysicalSlotProvider {
   }
 
   /** Slots offered by a TaskExecutor: returns the AllocationIDs accepted (the rest are freed by the executor). */
-  offerSlots(resourceId: ResourceID, offers: readonly SlotOfferWire[]): AllocationID[] {
+  offerSlots(resourceId: ResourceID, offers: readonly SlotOffer[]): AllocationID[] {
     const accepted: AllocationID[] = [];
     for (const offer of offers) {
       if (this.#held.has(offer.allocationId)) {
         accepted.push(offer.allocationId); // offered again (a retried offer): still ours
         continue;
       }
-      const profile = ResourceProfile.fromJSON(offer.resourceProfile as ResourceProfileJSON);
+      const profile = offer.resourceProfile;
       const request = this.#oldestPendingFor(profile);
       if (request === undefined) continue;
       // It moves from pending to held under the same requested profile: the declaration is unchanged.

@@ -8,9 +8,8 @@ import { SimulatedClock } from '../../lib/core/clock.js';
 import { IllegalStateError } from '../../lib/core/errors.js';
 import { AllocationID, ResourceID } from '../../lib/core/ids.js';
 import { ResourceProfile, type ResourceSpec } from '../../lib/core/ResourceProfile.js';
-import { JobSlotPool } from '../../lib/jobmaster/JobSlotPool.js';
+import { JobSlotPool, type SlotOffer } from '../../lib/jobmaster/JobSlotPool.js';
 import type { PhysicalSlot } from '../../lib/jobmaster/slotsharing/SharedSlot.js';
-import type { SlotOfferWire } from '../../lib/rpc/protocol.js';
 import { isSettled, outcome, settle } from './support.js';
 
 const IDLE_MS = 50_000;
@@ -35,10 +34,9 @@ function setup(idleSlotTimeoutMs = IDLE_MS) {
       resourceProfile: spec === undefined ? ResourceProfile.UNKNOWN : ResourceProfile.fromSpec(spec),
     });
   const offer = (count: number, spec: ResourceSpec = DEFAULT): AllocationID[] => {
-    const offers: SlotOfferWire[] = Array.from({ length: count }, (_, index) => ({
+    const offers: SlotOffer[] = Array.from({ length: count }, () => ({
       allocationId: AllocationID.generate(),
-      index,
-      resourceProfile: ResourceProfile.fromSpec(spec).toJSON(),
+      resourceProfile: ResourceProfile.fromSpec(spec),
     }));
     return pool.offerSlots(executor, offers);
   };

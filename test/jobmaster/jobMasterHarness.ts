@@ -12,6 +12,7 @@ import { JobMaster, type JobEvent } from '../../lib/jobmaster/JobMaster.js';
 import type { TaskExecutorGateway } from '../../lib/rpc/gateways.js';
 import type {
   ExecutionState,
+  JobMasterRegistrationResponse,
   ResourceRequirementsWire,
   SlotOfferWire,
   TaskDeploymentDescriptor,
@@ -30,6 +31,8 @@ export class Harness {
   readonly executors = new Map<ResourceID, TaskExecutorGateway>();
   readonly master: JobMaster;
   registerFails: Error | null = null;
+  /** TaskExecutors added and not registered at the JobMaster yet: they register before their first offer. */
+  readonly #connecting = new Set<ResourceID>();
   /** When set, the TaskExecutors refuse every submitTask with it. */
   submitFails: Error | null = null;
 
@@ -65,7 +68,14 @@ export class Harness {
       freeSlot: async (allocationId: AllocationID) => void this.freed.push(allocationId),
     } as unknown as TaskExecutorGateway;
     this.executors.set(resourceId, gateway);
+    this.#connecting.add(resourceId);
     return resourceId;
+  }
+
+  /** Registers a TaskExecutor at the JobMaster, as its JobTable does when it connects for the job. */
+  async register(resourceId: ResourceID): Promise<JobMasterRegistrationResponse> {
+    this.#connecting.delete(resourceId);
+    return this.master.mailbox.callAsync(() => this.master.registerTaskManager(this.master.jobId, resourceId));
   }
 
   /** Lets the mailbox and every promise chain run. */
@@ -97,6 +107,8 @@ export class Harness {
       index,
       resourceProfile: ResourceProfile.fromSpec(spec).toJSON(),
     }));
+    // A TaskExecutor added here registers before its first offer, as a real one connects for the job.
+    if (this.#connecting.has(resourceId)) await this.register(resourceId);
     const accepted = await this.master.mailbox.callAsync(() => this.master.offerSlots(resourceId, offers));
     await this.settle();
     return accepted;
