@@ -215,9 +215,11 @@ export class JobMaster implements JobMasterGateway {
       );
       return [];
     }
+    // While it restarts, every offer is registered for the restart (Flink's DeclarativeSlotPoolBridge).
     return this.#pool.offerSlots(
       resourceId,
       offers.map((offer, i) => ({ allocationId: offer.allocationId, resourceProfile: profiles[i]! })),
+      { restarting: this.status === 'restarting' },
     );
   }
 
