@@ -105,6 +105,7 @@ export class JobMaster implements JobMasterGateway {
     this.#status = new JobStatusActor({
       clock,
       restartStrategy: options.jobGraph.restartStrategy,
+      random: options.random ?? Math.random,
       ...(options.inspect ? { inspect: options.inspect } : {}),
       onStatus: (status, cause) => this.#emit({ type: 'status', status, cause, timestamp: this.#clock.now() }),
       restart: () => this.#restart(),

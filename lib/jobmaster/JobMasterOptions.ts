@@ -18,6 +18,11 @@ export interface JobMasterOptions {
   readonly address: string;
   readonly options: ResolvedOptions;
   readonly clock?: Clock;
+  /**
+   * Numbers in [0, 1), one per failure: the jitter of the exponential-delay restart strategy
+   * (default Math.random; a test injects its own to make the jitter deterministic).
+   */
+  readonly random?: () => number;
   /** The ResourceManager, as this JobMaster may call it. */
   readonly resourceManager: Pick<
     ResourceManagerGateway,

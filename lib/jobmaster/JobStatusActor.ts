@@ -27,6 +27,8 @@ export interface JobStatusActorOptions {
   /** The JobMaster's mailbox clock: the machine's delays fire into its mailbox. */
   readonly clock: Clock;
   readonly restartStrategy: RestartBackoffTimeStrategy;
+  /** A number in [0, 1) per failure: the exponential delay's jitter (Math.random, or a test's own source). */
+  readonly random: () => number;
   readonly inspect?: (event: InspectionEvent) => void;
   /** The status changed; `cause` is the failure cause for failing, restarting, failed, canceling, canceled. */
   readonly onStatus: (status: JobStatus, cause: string | null) => void;
@@ -36,10 +38,14 @@ export interface JobStatusActorOptions {
 
 export class JobStatusActor {
   readonly actor: Actor<typeof jobStatusMachine>;
+  readonly #clock: Clock;
+  readonly #random: () => number;
   /** Effects that read the job's status, run once the status machine's snapshot is settled. */
   #whenSettled: Array<() => void> = [];
 
   constructor(options: JobStatusActorOptions) {
+    this.#clock = options.clock;
+    this.#random = options.random;
     this.actor = createActor(JOB_STATUS, {
       clock: options.clock,
       input: { restartStrategy: options.restartStrategy },
@@ -78,10 +84,11 @@ export class JobStatusActor {
   /**
    * An attempt failed: running → failing (which inspectors and the job's events show), then the
    * machine's strategy decides — restarting (its delay, then the restart) or failed. While
-   * restarting, the failure is handled there.
+   * restarting, the failure is handled there. The failure goes in with its time and a draw of the
+   * random source: the machine reads no clock and no randomness of its own.
    */
   reportFailure(cause: string): void {
     this.actor.send({ type: 'TASK_FAILED', cause });
-    this.actor.send({ type: 'HANDLE_FAILURE' });
+    this.actor.send({ type: 'HANDLE_FAILURE', at: this.#clock.now(), random: this.#random() });
   }
 }

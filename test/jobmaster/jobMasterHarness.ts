@@ -36,7 +36,8 @@ export class Harness {
   /** When set, the TaskExecutors refuse every submitTask with it. */
   submitFails: Error | null = null;
 
-  constructor(spec: Omit<JobGraphSpec, 'name'>, options: SlotwiseOptions = {}) {
+  /** `random`: the JobMaster's random source (the exponential delay's jitter), to make it deterministic. */
+  constructor(spec: Omit<JobGraphSpec, 'name'>, options: SlotwiseOptions = {}, random?: () => number) {
     const resolved = resolveOptions({ 'restart-strategy.fixed-delay.delay': '1 s', ...options });
     this.master = new JobMaster({
       jobId: JobID.generate(),
@@ -44,6 +45,7 @@ export class Harness {
       address: 'jobmaster-test',
       options: resolved,
       clock: this.clock,
+      ...(random === undefined ? {} : { random }),
       resourceManager: {
         registerJobMaster: async () => {
           if (this.registerFails) throw this.registerFails;
