@@ -384,7 +384,8 @@ export class JobMaster implements JobMasterGateway {
 
   /** Forgets a TaskExecutor (Flink's releaseTaskManager): every slot the job held there is lost. */
   #releaseTaskManager(resourceId: ResourceID, cause: string): void {
-    if (!this.#taskManagers.release(resourceId) || this.#closed) return;
+    this.#taskManagers.release(resourceId);
+    if (this.#closed) return;
     for (const slot of this.#pool.heldSlots)
       if (slot.resourceId === resourceId) this.#slotLost(resourceId, slot.allocationId, cause);
   }
