@@ -14,6 +14,7 @@ import type { SlotwiseOptions } from '../../lib/core/options.js';
 import type { JobMasterGateway, TaskExecutorGateway } from '../../lib/rpc/gateways.js';
 import type {
   ExecutionState,
+  JobMasterRegistrationResponse,
   SlotOfferWire,
   TaskDeploymentDescriptor,
   TaskExecutionStateWire,
@@ -45,6 +46,13 @@ export class BenchJobMaster implements JobMasterGateway {
   reports = 0;
   readonly #waiters = new Map<ExecutionAttemptID, Waiter>();
   #offerWaiter: { count: number; resolve: () => void } | null = null;
+
+  /** Accepts every TaskExecutor (a real JobMaster checks it can reach it). */
+  async registerTaskManager(): Promise<JobMasterRegistrationResponse> {
+    return { kind: 'accepted' };
+  }
+
+  async disconnectTaskManager(): Promise<void> {}
 
   async offerSlots(resourceId: ResourceID, offers: readonly SlotOfferWire[]): Promise<AllocationID[]> {
     for (const offer of offers) this.offers.push({ resourceId, offer });

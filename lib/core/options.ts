@@ -2,166 +2,28 @@
  * Configuration: Flink's option names (where Flink has one), Flink's defaults unless the seeds or
  * DESIGN.md say otherwise, one table. `resolveOptions` validates every key at the door — an unknown
  * name or a value outside its rule is a ConfigurationError naming the option and the rule — and
- * returns the fully resolved, frozen options. Durations resolve to milliseconds, sizes to bytes.
+ * returns the fully resolved, frozen options. Durations resolve to milliseconds, sizes to bytes. The
+ * rules each kind of value is read by are optionSpecs.ts'.
  */
-import { formatDuration, parseDuration, type DurationInput } from './Duration.js';
+import { formatDuration } from './Duration.js';
 import { ConfigurationError, describeValue } from './errors.js';
-import { formatMemorySize, parseMemorySize, type MemorySizeInput } from './MemorySize.js';
+import { formatMemorySize } from './MemorySize.js';
+import {
+  boundedNumber,
+  derivedChoice,
+  derivedInteger,
+  derivedNumber,
+  duration,
+  integer,
+  memory,
+  oneOf,
+  positiveNumber,
+  resources,
+  restartStrategyType,
+  type OptionSpec,
+} from './optionSpecs.js';
 
-type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
-
-interface OptionSpec<In, Out> {
-  readonly default: Out;
-  readonly doc: string;
-  readonly parse: (input: unknown) => Parsed<Out>;
-  readonly format: (value: Out) => string;
-  /** Present only so TypeScript can infer the accepted input type. */
-  readonly _input?: In;
-}
-
-function duration(defaultMs: number, doc: string, min = 1): OptionSpec<DurationInput, number> {
-  return {
-    default: defaultMs,
-    doc,
-    format: formatDuration,
-    parse: (input) => {
-      const parsed = parseDuration(input);
-      if (!parsed.ok) return parsed;
-      if (parsed.ms < min)
-        return { ok: false, problem: `must be at least ${formatDuration(min)}, got ${formatDuration(parsed.ms)}` };
-      return { ok: true, value: parsed.ms };
-    },
-  };
-}
-
-function integer(defaultValue: number, doc: string, min: number, allowUnbounded = false): OptionSpec<number, number> {
-  return {
-    default: defaultValue,
-    doc,
-    format: (v) => (v === Infinity ? 'unbounded' : String(v)),
-    parse: (input) => {
-      if (allowUnbounded && input === Infinity) return { ok: true, value: Infinity };
-      if (typeof input !== 'number' || !Number.isSafeInteger(input) || input < min) {
-        return {
-          ok: false,
-          problem: `must be an integer >= ${min}${allowUnbounded ? ' or Infinity' : ''}, got ${describeValue(input)}`,
-        };
-      }
-      return { ok: true, value: input };
-    },
-  };
-}
-
-function positiveNumber(defaultValue: number, doc: string, allowUnbounded = false): OptionSpec<number, number> {
-  return {
-    default: defaultValue,
-    doc,
-    format: (v) => (v === Infinity ? 'unbounded' : String(v)),
-    parse: (input) => {
-      if (allowUnbounded && input === Infinity) return { ok: true, value: Infinity };
-      if (typeof input !== 'number' || !Number.isFinite(input) || input <= 0) {
-        return {
-          ok: false,
-          problem: `must be a finite number > 0${allowUnbounded ? ' or Infinity' : ''}, got ${describeValue(input)}`,
-        };
-      }
-      return { ok: true, value: input };
-    },
-  };
-}
-
-/** A number that, when not set, is derived from other options (`derivedDoc` says how). */
-function derivedNumber(derivedDoc: string, doc: string): OptionSpec<number, number | undefined> {
-  const inner = positiveNumber(1, doc);
-  return { default: undefined, doc, format: (v) => (v === undefined ? derivedDoc : String(v)), parse: inner.parse };
-}
-
-/** An integer >= `min` that, when not set, is derived from other options (`derivedDoc` says how). */
-function derivedInteger(derivedDoc: string, doc: string, min: number): OptionSpec<number, number | undefined> {
-  const inner = integer(min, doc, min);
-  return { default: undefined, doc, format: (v) => (v === undefined ? derivedDoc : String(v)), parse: inner.parse };
-}
-
-/** One of `values`, or unset: then derived from other options (`derivedDoc` says how). */
-function derivedChoice<const T extends string>(
-  values: readonly T[],
-  derivedDoc: string,
-  doc: string,
-): OptionSpec<T, T | undefined> {
-  const inner = oneOf(values, values[0]!, doc);
-  return { default: undefined, doc, format: (v) => (v === undefined ? derivedDoc : v), parse: inner.parse };
-}
-
-function memory(
-  defaultBytes: number,
-  doc: string,
-  rule?: (bytes: number) => string | undefined,
-  allowUnbounded = false,
-): OptionSpec<MemorySizeInput, number> {
-  return {
-    default: defaultBytes,
-    doc,
-    format: (v) => (v === Infinity ? 'unbounded' : formatMemorySize(v)),
-    parse: (input) => {
-      if (allowUnbounded && input === Infinity) return { ok: true, value: Infinity };
-      const parsed = parseMemorySize(input);
-      if (!parsed.ok) return { ok: false, problem: parsed.problem };
-      const broken = rule?.(parsed.bytes);
-      return broken === undefined ? { ok: true, value: parsed.bytes } : { ok: false, problem: broken };
-    },
-  };
-}
-
-function oneOf<const T extends string>(values: readonly T[], defaultValue: T, doc: string): OptionSpec<T, T> {
-  return {
-    default: defaultValue,
-    doc,
-    format: (v) => v,
-    parse: (input) =>
-      values.includes(input as T)
-        ? { ok: true, value: input as T }
-        : {
-            ok: false,
-            problem: `must be one of ${values.map((v) => `'${v}'`).join(', ')}, got ${describeValue(input)}`,
-          },
-  };
-}
-
-function resources(doc: string): OptionSpec<Record<string, number>, Readonly<Record<string, number>>> {
-  return {
-    default: Object.freeze({}),
-    doc,
-    format: (v) =>
-      Object.keys(v).length === 0
-        ? 'none'
-        : Object.entries(v)
-            .map(([k, n]) => `${k}=${n}`)
-            .join(', '),
-    parse: (input) => {
-      if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-        return {
-          ok: false,
-          problem: `must be an object of resource name -> amount, e.g. { gpu: 2 }, got ${describeValue(input)}`,
-        };
-      }
-      for (const [name, amount] of Object.entries(input)) {
-        if (!/^[A-Za-z][A-Za-z0-9_.-]*$/.test(name))
-          return {
-            ok: false,
-            problem:
-              `resource name ${JSON.stringify(name)} must start ` +
-              `with a letter and use letters, digits, '_', '.', '-'`,
-          };
-        if (typeof amount !== 'number' || !Number.isFinite(amount) || amount < 0)
-          return {
-            ok: false,
-            problem: `amount of '${name}' must be a finite number >= 0, got ${describeValue(amount)}`,
-          };
-      }
-      return { ok: true, value: Object.freeze({ ...(input as Record<string, number>) }) };
-    },
-  };
-}
+export type { RestartStrategyType } from './optionSpecs.js';
 
 const isPowerOfTwoPageSize = (bytes: number) =>
   bytes >= 4096 && bytes <= 16 * 1024 * 1024 && (bytes & (bytes - 1)) === 0
@@ -289,9 +151,54 @@ export const OPTIONS = {
     10,
     'Worker start failures allowed per minute before starts are delayed.',
   ),
-  'restart-strategy.type': oneOf(['fixed-delay', 'none'] as const, 'fixed-delay', 'How failed tasks are restarted.'),
-  'restart-strategy.fixed-delay.attempts': integer(3, 'Restart attempts before the job fails.', 0),
-  'restart-strategy.fixed-delay.delay': duration(10_000, 'Delay between restart attempts.', 0),
+  'restart-strategy.type': restartStrategyType(
+    "How failed tasks are restarted: 'fixed-delay', 'exponential-delay', 'failure-rate' or 'none' " +
+      "(Flink's other spellings too: 'fixeddelay', 'exponentialdelay', 'failurerate', 'off', 'disable').",
+  ),
+  'restart-strategy.fixed-delay.attempts': integer(
+    3,
+    'Restart attempts before the job fails: every failure counts, one during a restart delay too.',
+    0,
+  ),
+  'restart-strategy.fixed-delay.delay': duration(10_000, 'Delay between a failure and its restart.', 0),
+  'restart-strategy.exponential-delay.initial-backoff': duration(
+    1_000,
+    'Backoff of the first restart (and of the first after a reset); at most max-backoff.',
+  ),
+  'restart-strategy.exponential-delay.max-backoff': duration(60_000, 'The longest backoff between restarts.'),
+  'restart-strategy.exponential-delay.backoff-multiplier': boundedNumber(
+    1.5,
+    'The backoff is multiplied by this after every restart, up to max-backoff.',
+    { above: 1 },
+  ),
+  'restart-strategy.exponential-delay.reset-backoff-threshold': duration(
+    3_600_000,
+    'A job that ran this long past its last restart without a failure starts again from the initial ' +
+      'backoff, its restarts counted from 0.',
+  ),
+  'restart-strategy.exponential-delay.jitter-factor': boundedNumber(
+    0.1,
+    'Up to this fraction of the backoff is added or taken off at random, so that jobs failing together ' +
+      'do not all restart at once.',
+    { atLeast: 0, atMost: 1 },
+  ),
+  'restart-strategy.exponential-delay.attempts-before-reset-backoff': integer(
+    Infinity,
+    'Restarts before the job fails, counted since the backoff was last reset; failures that arrive ' +
+      'before the restart due are merged into it, not counted.',
+    1,
+    true,
+  ),
+  'restart-strategy.failure-rate.max-failures-per-interval': integer(
+    1,
+    'Failures allowed within failure-rate-interval; one more within it fails the job.',
+    1,
+  ),
+  'restart-strategy.failure-rate.failure-rate-interval': duration(
+    60_000,
+    'The window over which failure-rate counts failures.',
+  ),
+  'restart-strategy.failure-rate.delay': duration(1_000, 'Delay between a failure and its restart.', 0),
   'jobstore.expiration-time': duration(
     3_600_000,
     'How long the Dispatcher keeps an ended job (its status and result) after it ended.',
@@ -363,6 +270,16 @@ export function resolveOptions(options: SlotwiseOptions | ResolvedOptions = {}):
       `option 'heartbeat.timeout' (${formatDuration(resolved['heartbeat.timeout'] as number)}) must be ` +
         `longer than 'heartbeat.interval' (${formatDuration(resolved['heartbeat.interval'] as number)})`,
       { option: 'heartbeat.timeout' },
+    );
+  }
+  const initial = resolved['restart-strategy.exponential-delay.initial-backoff'] as number;
+  const max = resolved['restart-strategy.exponential-delay.max-backoff'] as number;
+  if (initial > max) {
+    throw new ConfigurationError(
+      'invalid-value',
+      `option 'restart-strategy.exponential-delay.initial-backoff' (${formatDuration(initial)}) must not be ` +
+        `longer than 'restart-strategy.exponential-delay.max-backoff' (${formatDuration(max)})`,
+      { option: 'restart-strategy.exponential-delay.initial-backoff' },
     );
   }
   return Object.freeze(resolved) as unknown as ResolvedOptions;

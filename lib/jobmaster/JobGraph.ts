@@ -17,9 +17,9 @@ import {
   refuse,
   resolveEdge,
   resolveProfile,
-  resolveRestartStrategy,
   resolveVertex,
 } from './jobGraphRules.js';
+import { resolveRestartStrategy } from './restartStrategyRules.js';
 import { DefaultTaskModuleChecker, type TaskModuleChecker } from './TaskModuleChecker.js';
 import { findCycle, topologicalOrder } from './topology.js';
 import type { RestartBackoffTimeStrategy } from '../../machines/jobStatus.machine.js';
@@ -49,7 +49,29 @@ export interface JobEdgeSpec {
   pattern: DistributionPattern;
 }
 
-export type RestartStrategySpec = { type: 'fixed-delay'; attempts: number; delay: number | string } | { type: 'none' };
+/**
+ * A job's restart strategy (Flink's): each field stands for the `restart-strategy.<type>.*` option of
+ * the same name and follows its rule; one left out is that option's value. Durations take ms or a
+ * string with a unit ('10 s').
+ */
+export type RestartStrategySpec =
+  | { type: 'fixed-delay'; attempts?: number; delay?: number | string }
+  | {
+      type: 'exponential-delay';
+      initialBackoff?: number | string;
+      maxBackoff?: number | string;
+      backoffMultiplier?: number;
+      resetBackoffThreshold?: number | string;
+      jitterFactor?: number;
+      attemptsBeforeResetBackoff?: number;
+    }
+  | {
+      type: 'failure-rate';
+      maxFailuresPerInterval?: number;
+      failureRateInterval?: number | string;
+      delay?: number | string;
+    }
+  | { type: 'none' };
 /** The resolved strategy: what the job's status machine decides restarts with. */
 export type RestartStrategy = RestartBackoffTimeStrategy;
 
@@ -57,7 +79,7 @@ export interface JobGraphSpec {
   name: string;
   vertices: JobVertexSpec[];
   edges?: JobEdgeSpec[];
-  /** Default: fixed-delay from the `restart-strategy.*` options (3 attempts, 10 s apart). */
+  /** Default: the `restart-strategy.*` options' (fixed-delay, 3 attempts, 10 s after each failure). */
   restartStrategy?: RestartStrategySpec;
   /** The profile of one slot of each named slot sharing group; unset: the sum of what shares it. */
   slotSharingGroups?: Record<string, ResourceSpec | ResourceProfile | 'UNKNOWN'>;

@@ -1,28 +1,33 @@
 /**
  * JobMaster endpoint (seeds 002 and 004): runs one job. It registers at the ResourceManager,
- * declares what the job needs (declarative, seed 003), accepts offered slots into its slot pool,
+ * declares what the job needs (declarative, seed 003), accepts the slots offered by the TaskExecutors
+ * registered with it (RegisteredTaskManagers, Flink's registerTaskManager) into its slot pool,
  * packs subtasks into shared slots (SlotSharingExecutionSlotAllocator), deploys a subtask once its
  * slot is there and its inputs are ready (the outputs of its producers), tracks execution states,
  * restarts failed subtasks and what depends on them under the restart strategy, releases its slots
  * at the end and completes the job's result with the sink outputs.
  *
- * Whether and when a failed job restarts is jobStatus.machine's decision (canRestart, restartDelay,
- * then restartTasks); the subtasks' attempts and the failover step are ExecutionAttempts'. What an
- * attempt is deployed with is TaskDeploymentDescriptorFactory's, when the requirements go out
- * ResourceRequirementsDeclarer's; its events and result are JobResult's.
+ * Whether and when a failed job restarts is jobStatus.machine's decision (run by JobStatusActor:
+ * canRestart, restartDelay, then restartTasks); the subtasks' attempts and the failover step are
+ * ExecutionAttempts'. What an attempt is deployed with is TaskDeploymentDescriptorFactory's, when the
+ * requirements go out ResourceRequirementsDeclarer's; its events and result are JobResult's.
  *
  * Runs on the main thread on its own MainThreadExecutor; TaskExecutors call its gateway through
  * their Link, and it calls theirs.
  */
-import { createActor, type Actor, type InspectionEvent } from 'xstate';
+import type { Actor } from 'xstate';
 import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
 import { describeError, endCause, isSlotwiseError } from '../core/errors.js';
 import { AllocationID, type JobID, type ResourceID } from '../core/ids.js';
-import type { ResolvedOptions } from '../core/options.js';
-import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
+import type { JobMasterGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
-import type { SerializedError, SlotOfferWire, TaskExecutionStateWire } from '../rpc/protocol.js';
-import { jobStatusMachine, type JobStatus } from '../../machines/jobStatus.machine.js';
+import type {
+  JobMasterRegistrationResponse,
+  SerializedError,
+  SlotOfferWire,
+  TaskExecutionStateWire,
+} from '../rpc/protocol.js';
+import type { jobStatusMachine, JobStatus } from '../../machines/jobStatus.machine.js';
 import {
   ExecutionAttempts,
   taskEventOf,
@@ -32,10 +37,18 @@ import {
 } from './ExecutionAttempts.js';
 import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
+import type { JobMasterOptions } from './JobMasterOptions.js';
 import { jobErrorOf, type JobEvent, type JobResult } from './JobResult.js';
 import { JobSlotPool } from './JobSlotPool.js';
+import { JobStatusActor } from './JobStatusActor.js';
+import {
+  checkDisconnect,
+  checkRegistration,
+  checkSlotOffers,
+  RegisteredTaskManagers,
+} from './RegisteredTaskManagers.js';
 import { ResourceRequirementsDeclarer } from './ResourceRequirementsDeclarer.js';
-import { slotAssignmentOf, type SlotAssignment } from './SlotAssignment.js';
+import { slotAssignmentOf } from './SlotAssignment.js';
 import { PhysicalSlotRequestBulkChecker } from './slotsharing/PhysicalSlotRequestBulkChecker.js';
 import { LocalInputPreferredSlotSharingStrategy } from './slotsharing/SlotSharingStrategy.js';
 import { SlotSharingExecutionSlotAllocator } from './slotsharing/SlotSharingExecutionSlotAllocator.js';
@@ -43,41 +56,10 @@ import { TaskDeploymentDescriptorFactory } from './TaskDeploymentDescriptorFacto
 import { checkStateUpdate, checkStateUpdates } from './taskExecutionStateWire.js';
 
 export type { JobEvent, JobResult } from './JobResult.js';
-
-export interface JobMasterOptions {
-  readonly jobId: JobID;
-  readonly jobGraph: JobGraph;
-  /** Where TaskExecutors reach this JobMaster (the ResourceManager serves it there). */
-  readonly address: string;
-  readonly options: ResolvedOptions;
-  readonly clock?: Clock;
-  /** The ResourceManager, as this JobMaster may call it. */
-  readonly resourceManager: Pick<
-    ResourceManagerGateway,
-    'registerJobMaster' | 'declareRequiredResources' | 'disconnectJobMaster'
-  >;
-  /** A registered TaskExecutor's gateway. */
-  readonly taskExecutor: (resourceId: ResourceID) => TaskExecutorGateway | undefined;
-  /** Why this job's slot requests wait (the SlotManager's reasons), for timeout messages. */
-  readonly reasonFor?: () => string;
-  readonly onEvent?: (event: JobEvent) => void;
-  readonly onSlotAssigned?: (assignment: SlotAssignment) => void;
-  readonly inspect?: (event: InspectionEvent) => void;
-  readonly log?: (message: string) => void;
-}
+export type { JobMasterOptions } from './JobMasterOptions.js';
 
 /** Why a finished subtask's logical slot went back. */
 const SUBTASK_FINISHED = Object.freeze(new Error('its subtask finished'));
-
-/** What restartTasks does for each JobMaster's status actor (the machine is provided once, not per job). */
-const restartsOf = new WeakMap<object, () => void>();
-/**
- * The status machine with its effect: one for every JobMaster, since `provide` makes a whole new
- * machine (its state nodes built again), which cost a small job more than its status changes.
- */
-const JOB_STATUS = jobStatusMachine.provide({
-  actions: { restartTasks: ({ self }) => restartsOf.get(self)?.() },
-});
 
 export class JobMaster implements JobMasterGateway {
   readonly jobId: JobID;
@@ -89,19 +71,19 @@ export class JobMaster implements JobMasterGateway {
   readonly #o: JobMasterOptions;
   readonly #clock: Clock;
   readonly #log: (message: string) => void;
-  readonly #status: Actor<typeof jobStatusMachine>;
+  readonly #status: JobStatusActor;
   readonly #pool: JobSlotPool;
   readonly #allocator: SlotSharingExecutionSlotAllocator;
   readonly #bulkChecker: PhysicalSlotRequestBulkChecker;
   readonly #executions: ExecutionAttempts;
   readonly #deployments: TaskDeploymentDescriptorFactory;
   readonly #declarations: ResourceRequirementsDeclarer;
+  /** The TaskExecutors registered with this JobMaster: the only ones whose slots it takes. */
+  readonly #taskManagers: RegisteredTaskManagers;
   /** Subtasks whose current attempt finished: the job is done when this reaches every subtask. */
   #finishedCount = 0;
   #resolveResult!: (result: JobResult) => void;
   #startedAt = 0;
-  /** Effects that read the job's status, run once the status machine's snapshot is settled. */
-  #whenStatusSettled: Array<() => void> = [];
   #lastError: SerializedError | null = null;
   #closed = false;
 
@@ -119,27 +101,15 @@ export class JobMaster implements JobMasterGateway {
     this.result = new Promise<JobResult>((resolve) => (this.#resolveResult = resolve));
     // Timers fire into the mailbox, like everything else of this endpoint (the restart delay too).
     const clock = mailboxClock(this.#clock, (fn) => this.mailbox.execute(fn));
-    // The status machine decides whether and when a failed job restarts; restartTasks is its effect.
-    // XState runs an action before the snapshot it leads to is set, and the restart reads the status
-    // (running again): it runs once the status event is out, as the subscriber below settles.
-    this.#status = createActor(JOB_STATUS, {
+    // The status machine decides whether and when a failed job restarts; #restart is its effect.
+    this.#status = new JobStatusActor({
       clock,
-      input: { restartStrategy: options.jobGraph.restartStrategy },
+      restartStrategy: options.jobGraph.restartStrategy,
+      random: options.random ?? Math.random,
       ...(options.inspect ? { inspect: options.inspect } : {}),
+      onStatus: (status, cause) => this.#emit({ type: 'status', status, cause, timestamp: this.#clock.now() }),
+      restart: () => this.#restart(),
     });
-    restartsOf.set(this.#status, () => void this.#whenStatusSettled.push(() => this.#restart()));
-    let last: JobStatus | null = null;
-    this.#status.subscribe((snapshot) => {
-      const status = snapshot.value as JobStatus;
-      if (status !== last) {
-        last = status;
-        const cause =
-          status === 'created' || status === 'running' || status === 'finished' ? null : snapshot.context.failureCause;
-        this.#emit({ type: 'status', status, cause, timestamp: this.#clock.now() });
-      }
-      for (const effect of this.#whenStatusSettled.splice(0)) effect();
-    });
-    this.#status.start();
     this.#declarations = new ResourceRequirementsDeclarer({
       mailbox: this.mailbox,
       clock: this.#clock,
@@ -172,17 +142,23 @@ export class JobMaster implements JobMasterGateway {
       bulkChecker: this.#bulkChecker,
       allocationTimeoutMs: options.options['slot.request.timeout'],
     });
+    this.#taskManagers = new RegisteredTaskManagers((resourceId) => this.#o.taskExecutor(resourceId) !== undefined);
     this.#executions = new ExecutionAttempts(this.graph);
     this.#deployments = new TaskDeploymentDescriptorFactory(this.jobId, this.graph, this.#executions);
   }
 
   get status(): JobStatus {
-    return this.#status.getSnapshot().value as JobStatus;
+    return this.#status.status;
+  }
+
+  /** Ended, or on its way to canceled: it takes no slots and no TaskExecutors any more. */
+  get #ended(): boolean {
+    return this.#closed || TERMINAL_STATES.has(this.status) || this.status === 'canceling';
   }
 
   /** The status statechart (for inspection). */
   get statusActor(): Actor<typeof jobStatusMachine> {
-    return this.#status;
+    return this.#status.actor;
   }
 
   /** Per subtask: its attempt, state, executor and slot (for overviews). */
@@ -215,10 +191,37 @@ export class JobMaster implements JobMasterGateway {
 
   // ------------------------------------------------------------------ JobMasterGateway (served to TaskExecutors)
 
+  async registerTaskManager(jobId: JobID, resourceId: ResourceID): Promise<JobMasterRegistrationResponse> {
+    this.mailbox.assertRunningInMainThread('JobMaster.registerTaskManager');
+    checkRegistration(jobId, resourceId);
+    if (jobId !== this.jobId) return { kind: 'refused', reason: `this JobMaster runs job ${this.jobId}, not ${jobId}` };
+    if (this.#ended) return { kind: 'refused', reason: `job ${this.jobGraph.name} is ${this.status}` };
+    return this.#taskManagers.register(resourceId);
+  }
+
+  async disconnectTaskManager(resourceId: ResourceID, cause: string): Promise<void> {
+    this.mailbox.assertRunningInMainThread('JobMaster.disconnectTaskManager');
+    checkDisconnect(resourceId, cause);
+    this.#releaseTaskManager(resourceId, `TaskExecutor ${resourceId} let go of the job: ${cause}`);
+  }
+
   async offerSlots(resourceId: ResourceID, offers: readonly SlotOfferWire[]): Promise<AllocationID[]> {
     this.mailbox.assertRunningInMainThread('JobMaster.offerSlots');
-    if (this.#closed || TERMINAL_STATES.has(this.status) || this.status === 'canceling') return [];
-    return this.#pool.offerSlots(resourceId, offers);
+    const profiles = checkSlotOffers(resourceId, offers);
+    if (this.#ended) return [];
+    // Flink's DeclarativeSlotPoolService.offerSlots: nothing from a TaskExecutor not registered with us.
+    if (!this.#taskManagers.has(resourceId)) {
+      this.#log(
+        `rejected ${offers.length} slot(s) offered by ${resourceId}, which is not registered with the JobMaster`,
+      );
+      return [];
+    }
+    // While it restarts, every offer is registered for the restart (Flink's DeclarativeSlotPoolBridge).
+    return this.#pool.offerSlots(
+      resourceId,
+      offers.map((offer, i) => ({ allocationId: offer.allocationId, resourceProfile: profiles[i]! })),
+      { restarting: this.status === 'restarting' },
+    );
   }
 
   async updateTaskExecutionState(update: TaskExecutionStateWire): Promise<void> {
@@ -240,16 +243,22 @@ export class JobMaster implements JobMasterGateway {
     if (record === undefined || TERMINAL_STATES.has(record.state)) return;
     // Nothing changes (a state repeated, e.g. 'deploying', where the JobMaster put the attempt itself): no event.
     if (record.state === update.state) return;
+    // A failed attempt's event comes from #failed, as every failed attempt's does.
+    if (update.state === 'failed')
+      return this.#failed(record, update.error ?? { name: 'Error', message: 'the task failed' });
     record.state = update.state;
     this.#emitTask(record, update.error ?? null);
     if (update.state === 'finished') this.#finished(record, update.output);
-    else if (update.state === 'failed')
-      this.#failed(record, update.error ?? { name: 'Error', message: 'the task failed' });
     else if (update.state === 'canceled') this.#canceledByExecutor(record);
   }
 
   async notifySlotFreed(resourceId: ResourceID, allocationId: AllocationID, cause: string): Promise<void> {
     this.mailbox.assertRunningInMainThread('JobMaster.notifySlotFreed');
+    this.#slotLost(resourceId, allocationId, cause);
+  }
+
+  /** A slot of the job is gone from its TaskExecutor: what ran there failed, what waited there needs another slot. */
+  #slotLost(resourceId: ResourceID, allocationId: AllocationID, cause: string): void {
     const slot = this.#pool.slotLost(allocationId);
     if (slot === undefined) return;
     const inSlot = this.#executions.inSlot(allocationId);
@@ -263,13 +272,10 @@ export class JobMaster implements JobMasterGateway {
         continue;
       }
       // Deployed there: that attempt is gone with the slot.
-      record.state = 'failed';
-      const error = {
+      this.#failed(record, {
         name: 'SlotLost',
         message: `its slot ${AllocationID.short(allocationId)} on ${resourceId} was freed: ${cause}`,
-      };
-      this.#emitTask(record, error);
-      this.#failed(record, error);
+      });
     }
   }
 
@@ -303,12 +309,15 @@ export class JobMaster implements JobMasterGateway {
   #tryDeploy(record: ExecutionRecord): void {
     if (record.state !== 'scheduled' || record.slot === null || !this.#inputsReady(record) || this.status !== 'running')
       return;
-    const gateway = this.#o.taskExecutor(record.slot.resourceId);
-    if (gateway === undefined)
-      return this.#failed(record, {
-        name: 'TaskExecutorLost',
-        message: `TaskExecutor ${record.slot.resourceId} is gone`,
-      });
+    const { resourceId } = record.slot;
+    const gateway = this.#o.taskExecutor(resourceId);
+    if (gateway === undefined) {
+      // Its link is closed: the deployment fails, and the TaskExecutor goes with every slot it held
+      // (Flink's JobMaster releases a TaskManager whose heartbeat timed out), so no restart reuses them.
+      const cause = `TaskExecutor ${resourceId} is gone`;
+      this.#failed(record, { name: 'TaskExecutorLost', message: cause });
+      return this.#releaseTaskManager(resourceId, cause);
+    }
     const descriptor = this.#deployments.createDeploymentDescriptor(record, record.slot.allocationId);
     // As Flink's Execution.deploy: the JobMaster moves the attempt to DEPLOYING as it submits it;
     // the TaskExecutor reports what comes after (initializing, running, the end).
@@ -316,12 +325,8 @@ export class JobMaster implements JobMasterGateway {
     this.#emitTask(record, null);
     const attempt = record.executionAttemptId;
     this.mailbox.whenComplete(gateway.submitTask(descriptor), (_, error) => {
-      if (error !== undefined && record.executionAttemptId === attempt && !TERMINAL_STATES.has(record.state)) {
-        record.state = 'failed';
-        const failure = jobErrorOf(error);
-        this.#emitTask(record, failure);
-        this.#failed(record, failure);
-      }
+      if (error !== undefined && record.executionAttemptId === attempt && !TERMINAL_STATES.has(record.state))
+        this.#failed(record, jobErrorOf(error));
     });
   }
 
@@ -347,17 +352,22 @@ export class JobMaster implements JobMasterGateway {
     this.#failed(record, failure);
   }
 
+  /**
+   * The attempt failed — its task, its deployment, its slot, whatever failed: it ends `failed` with
+   * its task event (once: an attempt already ended keeps its end), then the status machine decides.
+   */
   #failed(record: ExecutionRecord, error: SerializedError): void {
-    if (!TERMINAL_STATES.has(record.state)) record.state = 'failed';
+    if (!TERMINAL_STATES.has(record.state)) {
+      record.state = 'failed';
+      this.#emitTask(record, error);
+    }
     this.#lastError = error;
     if (this.status === 'canceling') return this.#checkCanceled();
     if (TERMINAL_STATES.has(this.status)) return;
     const message = `${record.vertex.key} (attempt ${record.attemptNumber}) failed: ${error.message}`;
     this.#log(message);
-    // running → failing; while restarting, the failure joins the pending restart.
-    this.#status.send({ type: 'TASK_FAILED', cause: message });
     // The status machine's restart strategy decides: restarting (its delay, then #restart) or failed.
-    this.#status.send({ type: 'HANDLE_FAILURE' });
+    this.#status.reportFailure(message);
     if (this.status === 'failed') this.#terminate('failed', error);
   }
 
@@ -370,6 +380,14 @@ export class JobMaster implements JobMasterGateway {
     const { restarted, reslot } = this.#executions.restartFailed();
     for (const record of restarted) this.#allocator.releaseLogicalSlot(record.vertex.id);
     this.#schedule([...restarted, ...reslot]);
+  }
+
+  /** Forgets a TaskExecutor (Flink's releaseTaskManager): every slot the job held there is lost. */
+  #releaseTaskManager(resourceId: ResourceID, cause: string): void {
+    this.#taskManagers.release(resourceId);
+    if (this.#closed) return;
+    for (const slot of this.#pool.heldSlots)
+      if (slot.resourceId === resourceId) this.#slotLost(resourceId, slot.allocationId, cause);
   }
 
   #cancelExecution(record: ExecutionRecord, cause: string): void {
@@ -435,7 +453,7 @@ export class JobMaster implements JobMasterGateway {
       status,
       outputs,
       error: status === 'failed' ? (error ?? this.#lastError) : null,
-      restarts: this.#status.getSnapshot().context.restarts,
+      restarts: this.#status.restarts,
       durationMs: this.#clock.now() - this.#startedAt,
     });
   }

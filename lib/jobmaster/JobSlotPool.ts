@@ -22,7 +22,6 @@ import type { Clock, TimerHandle } from '../core/clock.js';
 import { IllegalStateError } from '../core/errors.js';
 import type { AllocationID, ResourceID } from '../core/ids.js';
 import { ResourceProfile, type ResourceProfileJSON } from '../core/ResourceProfile.js';
-import type { SlotOfferWire } from '../rpc/protocol.js';
 import type { PhysicalSlot, PhysicalSlotProvider, PhysicalSlotRequest } from './slotsharing/SharedSlot.js';
 
 interface PendingRequest {
@@ -34,10 +33,19 @@ interface PendingRequest {
   readonly reject: (cause: Error) => void;
 }
 
+/** A slot a TaskExecutor offers, its profile read (Flink's SlotOffer). */
+export interface SlotOffer {
+  readonly allocationId: AllocationID;
+  readonly resourceProfile: ResourceProfile;
+}
+
 interface HeldSlot {
   readonly slot: PhysicalSlot;
-  /** The profile the job asked for when this slot last served a request: what it counts as in the declaration. */
-  requested: ResourceProfile;
+  /**
+   * The profile the job asked for when this slot last served a request: what it counts as in the
+   * declaration; null for a slot registered while the job restarted that no request has taken yet.
+   */
+  requested: ResourceProfile | null;
   /** When its subtasks gave it back; null while a request holds it. */
   idleSince: number | null;
 }
@@ -152,23 +160,41 @@ export class JobSlotPool implements PhysicalSlotProvider {
       return;
     }
     if (this.#o.idleSlotTimeoutMs === 0) return this.#giveBack(held, cause);
-    held.idleSince = this.#o.clock.now();
-    this.#idle.set(slot.allocationId, held);
-    bucket(this.#idleByProfile, held.slot.resourceProfile.key).set(slot.allocationId, held);
-    this.#armIdleTimer();
+    this.#becomeIdle(held);
   }
 
-  /** Slots offered by a TaskExecutor: returns the AllocationIDs accepted (the rest are freed by the executor). */
-  offerSlots(resourceId: ResourceID, offers: readonly SlotOfferWire[]): AllocationID[] {
+  /**
+   * Slots offered by a TaskExecutor: returns the AllocationIDs accepted (the rest are freed by the
+   * executor). Each goes to the oldest pending request it matches; one no request matches is refused —
+   * unless the job is `restarting`: then every offer is registered (Flink's DeclarativeSlotPoolBridge
+   * with DefaultDeclarativeSlotPool.registerSlots), as an idle slot the job does not declare, for the
+   * restarted subtasks to take (and given back after slot.idle.timeout if none does).
+   */
+  offerSlots(
+    resourceId: ResourceID,
+    offers: readonly SlotOffer[],
+    options: { restarting?: boolean } = {},
+  ): AllocationID[] {
     const accepted: AllocationID[] = [];
     for (const offer of offers) {
       if (this.#held.has(offer.allocationId)) {
         accepted.push(offer.allocationId); // offered again (a retried offer): still ours
         continue;
       }
-      const profile = ResourceProfile.fromJSON(offer.resourceProfile as ResourceProfileJSON);
+      const profile = offer.resourceProfile;
       const request = this.#oldestPendingFor(profile);
-      if (request === undefined) continue;
+      if (request === undefined) {
+        if (options.restarting !== true) continue;
+        const held: HeldSlot = {
+          slot: { allocationId: offer.allocationId, resourceId, resourceProfile: profile },
+          requested: null,
+          idleSince: null,
+        };
+        this.#held.set(offer.allocationId, held);
+        accepted.push(offer.allocationId);
+        this.#becomeIdle(held);
+        continue;
+      }
       // It moves from pending to held under the same requested profile: the declaration is unchanged.
       this.#removePending(request);
       const slot: PhysicalSlot = { allocationId: offer.allocationId, resourceId, resourceProfile: profile };
@@ -232,12 +258,23 @@ export class JobSlotPool implements PhysicalSlotProvider {
     return held;
   }
 
-  /** A held slot now serves a request for `profile`: the declaration counts it under that profile. */
+  /**
+   * A held slot now serves a request for `profile`: the declaration counts it under that profile (one
+   * more, for a registered slot no request had taken: Flink's reserveFreeSlot of a slot matched to ANY).
+   */
   #reserve(held: HeldSlot, profile: ResourceProfile): void {
-    if (held.requested.key === profile.key) return;
-    this.#count(held.requested, -1);
+    if (held.requested?.key === profile.key) return;
+    if (held.requested !== null) this.#count(held.requested, -1);
     this.#count(profile, 1);
     held.requested = profile;
+  }
+
+  /** Nothing uses the slot: it waits idle for the job's next request, or slot.idle.timeout. */
+  #becomeIdle(held: HeldSlot): void {
+    held.idleSince = this.#o.clock.now();
+    this.#idle.set(held.slot.allocationId, held);
+    bucket(this.#idleByProfile, held.slot.resourceProfile.key).set(held.slot.allocationId, held);
+    this.#armIdleTimer();
   }
 
   #leaveIdle(held: HeldSlot): void {
@@ -262,7 +299,7 @@ export class JobSlotPool implements PhysicalSlotProvider {
   #forget(held: HeldSlot): void {
     if (held.idleSince !== null) this.#leaveIdle(held);
     this.#held.delete(held.slot.allocationId);
-    this.#count(held.requested, -1);
+    if (held.requested !== null) this.#count(held.requested, -1);
   }
 
   #giveBack(held: HeldSlot, cause: Error): void {

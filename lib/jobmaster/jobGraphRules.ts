@@ -6,11 +6,9 @@
  */
 import { isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseDuration, type DurationInput } from '../core/Duration.js';
 import { describeValue, isSlotwiseError, JobGraphError } from '../core/errors.js';
-import type { ResolvedOptions } from '../core/options.js';
 import { ResourceProfile, type ResourceSpec } from '../core/ResourceProfile.js';
-import type { JobEdge, JobVertex, RestartStrategy } from './JobGraph.js';
+import type { JobEdge, JobVertex } from './JobGraph.js';
 
 const VERTEX_ID = /^[A-Za-z0-9][\w.:-]{0,127}$/;
 const MAX_PARALLELISM = 32_768;
@@ -152,46 +150,6 @@ export function resolveEdge(spec: unknown, index: number, vertices: ReadonlyMap<
     );
   }
   return Object.freeze({ from: spec.from as string, to: spec.to as string, pattern: spec.pattern });
-}
-
-export function resolveRestartStrategy(spec: unknown, options: ResolvedOptions): RestartStrategy {
-  if (spec === undefined) {
-    if (options['restart-strategy.type'] === 'none') return Object.freeze({ type: 'none' });
-    return Object.freeze({
-      type: 'fixed-delay',
-      attempts: options['restart-strategy.fixed-delay.attempts'],
-      delayMs: options['restart-strategy.fixed-delay.delay'],
-    });
-  }
-  const allowed = `{ type: 'fixed-delay', attempts, delay } or { type: 'none' }`;
-  if (!isRecord(spec))
-    return refuse('invalid-restart-strategy', `restartStrategy must be ${allowed}, got ${describeValue(spec)}`);
-  if (spec.type === 'none') {
-    checkFields('restartStrategy', spec, ['type']);
-    return Object.freeze({ type: 'none' });
-  }
-  if (spec.type !== 'fixed-delay')
-    return refuse(
-      'invalid-restart-strategy',
-      `restartStrategy.type must be 'fixed-delay' or 'none', got ${describeValue(spec.type)}`,
-    );
-  const unknown = Object.keys(spec).find((key) => !['type', 'attempts', 'delay'].includes(key));
-  if (unknown !== undefined)
-    refuse(
-      'invalid-restart-strategy',
-      `restartStrategy has an unknown field ${JSON.stringify(unknown)}; it must be ${allowed}`,
-      { field: unknown },
-    );
-  const { attempts } = spec;
-  if (typeof attempts !== 'number' || !Number.isSafeInteger(attempts) || attempts < 0) {
-    refuse(
-      'invalid-restart-strategy',
-      `restartStrategy.attempts must be an integer >= 0, got ${describeValue(attempts)}`,
-    );
-  }
-  const delay = parseDuration(spec.delay as DurationInput);
-  if (!delay.ok) return refuse('invalid-restart-strategy', `restartStrategy.delay ${delay.problem}`);
-  return Object.freeze({ type: 'fixed-delay', attempts, delayMs: delay.ms });
 }
 
 /** Co-located vertices must share one slot sharing group and have equal parallelism (Flink's rule). */

@@ -331,6 +331,10 @@ export class ResourceManager implements ResourceManagerGateway {
       mailbox === undefined
         ? gateway
         : {
+            registerTaskManager: (jobId, resourceId) =>
+              mailbox.callAsync(() => gateway.registerTaskManager(jobId, resourceId)),
+            disconnectTaskManager: (resourceId, cause) =>
+              mailbox.callAsync(() => gateway.disconnectTaskManager(resourceId, cause)),
             offerSlots: (resourceId, offers) => mailbox.callAsync(() => gateway.offerSlots(resourceId, offers)),
             updateTaskExecutionState: (state) => mailbox.callAsync(() => gateway.updateTaskExecutionState(state)),
             updateTaskExecutionStates: (states) => mailbox.callAsync(() => gateway.updateTaskExecutionStates(states)),

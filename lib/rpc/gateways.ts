@@ -6,6 +6,7 @@
  */
 import type { AllocationID, ExecutionAttemptID, JobID, ResourceID } from '../core/ids.js';
 import type {
+  JobMasterRegistrationResponse,
   RegistrationResponse,
   ResourceRequirementsWire,
   SlotOfferWire,
@@ -57,7 +58,20 @@ export interface ResourceManagerGateway {
 
 /** Served by each JobMaster (main thread); called by TaskExecutors. */
 export interface JobMasterGateway {
-  /** Slots offered for the job; resolves with the AllocationIDs it accepts (the rest are freed). */
+  /**
+   * A TaskExecutor connects for the job (Flink's registerTaskManager): the JobMaster accepts slots
+   * only from the TaskExecutors registered with it, and accepts one only while it can reach it.
+   */
+  registerTaskManager(jobId: JobID, resourceId: ResourceID): Promise<JobMasterRegistrationResponse>;
+  /**
+   * The TaskExecutor lets go of the job (it holds none of its slots any more, Flink's
+   * disconnectTaskManager): the JobMaster forgets it, and any slot it still counted there is lost.
+   */
+  disconnectTaskManager(resourceId: ResourceID, cause: string): Promise<void>;
+  /**
+   * Slots offered for the job by a TaskExecutor registered with it; resolves with the AllocationIDs it
+   * accepts (the rest are freed). An unregistered TaskExecutor's offers are all rejected.
+   */
   offerSlots(resourceId: ResourceID, offers: readonly SlotOfferWire[]): Promise<AllocationID[]>;
   updateTaskExecutionState(state: TaskExecutionStateWire): Promise<void>;
   /**

@@ -44,6 +44,15 @@ export type RegistrationResponse =
     }
   | { readonly kind: 'refused'; readonly reason: string };
 
+/**
+ * A JobMaster's answer to a TaskExecutor registering for a job (Flink's JMTMRegistrationSuccess or
+ * a failure): a refused one names why (another job's JobMaster, the job ended, the JobMaster cannot
+ * reach that TaskExecutor).
+ */
+export type JobMasterRegistrationResponse =
+  | { readonly kind: 'accepted' }
+  | { readonly kind: 'refused'; readonly reason: string };
+
 export interface SlotRequestWire {
   /** A static index, or -1 for a dynamic slot. */
   readonly index: number;

@@ -1,19 +1,28 @@
 /**
  * The jobs a TaskExecutor serves and the connection to each one's JobMaster (Flink's JobTable and
  * its JobManager connections): the gateway of the address a slot request named, and the task state
- * updates for it. Updates go out in order, as one updateTaskExecutionStates call per job once the
- * event loop has handled every message waiting for it (setImmediate), and before anything else the
- * TaskExecutor sends that JobMaster (a slot offer, a freed slot: it flushes first) or its link closes.
+ * updates for it. Connecting registers this TaskExecutor at the JobMaster (Flink's
+ * JobLeaderService: registerTaskManager), which takes slots only from TaskExecutors registered with
+ * it; the offer that follows goes on the same ordered link, so the JobMaster has the registration
+ * when it judges the offer (Flink awaits the registration before offering: the same outcome, one
+ * round trip more). A refused registration drops the connection (the next slot request of the job
+ * connects again); letting go of a job tells its JobMaster (disconnectTaskManager).
+ *
+ * Updates go out in order, as one updateTaskExecutionStates call per job once the event loop has
+ * handled every message waiting for it (setImmediate), and before anything else the TaskExecutor
+ * sends that JobMaster (a slot offer, a freed slot: it flushes first) or its link closes.
  *
  * It runs on the TaskExecutor's mailbox.
  */
 import { describeError } from '../core/errors.js';
-import { ExecutionAttemptID, type JobID } from '../core/ids.js';
+import { ExecutionAttemptID, JobID, type ResourceID } from '../core/ids.js';
 import type { JobMasterGateway } from '../rpc/gateways.js';
 import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { TaskExecutionStateWire } from '../rpc/protocol.js';
 
 export interface JobTableOptions {
+  /** This TaskExecutor, as it registers at JobMasters. */
+  readonly resourceId: ResourceID;
   readonly mailbox: MainThreadExecutor;
   /** A JobMaster by its address, connected. */
   readonly connect: (address: string) => JobMasterGateway;
@@ -36,10 +45,20 @@ export class JobTable {
     this.#o = options;
   }
 
-  /** The job's JobMaster is at `address` (connected once per address). */
+  /** The job's JobMaster is at `address`: connected and registered at once per address. */
   connect(jobId: JobID, address: string): void {
     if (this.#jobs.get(jobId)?.address === address) return;
-    this.#jobs.set(jobId, { address, gateway: this.#o.connect(address) });
+    const connection: Connection = { address, gateway: this.#o.connect(address) };
+    this.#jobs.set(jobId, connection);
+    const registration = connection.gateway.registerTaskManager(jobId, this.#o.resourceId);
+    this.#o.mailbox.whenComplete(registration, (response, error) => {
+      if (error !== undefined) {
+        this.#o.log(`registering at the JobMaster of job ${JobID.short(jobId)} failed: ${describeError(error)}`);
+      } else if (response?.kind === 'refused') {
+        this.#o.log(`the JobMaster of job ${JobID.short(jobId)} refused our registration: ${response.reason}`);
+        if (this.#jobs.get(jobId) === connection) this.#jobs.delete(jobId);
+      }
+    });
   }
 
   /** The job's JobMaster, if it is known. */
@@ -47,9 +66,16 @@ export class JobTable {
     return this.#jobs.get(jobId)?.gateway;
   }
 
-  /** The job no longer has slots here: forget its JobMaster. */
-  release(jobId: JobID): void {
+  /**
+   * The job no longer has slots here: its last task states go out, then its JobMaster is told we let
+   * go of the job (Flink's disconnectTaskManager) and forgotten.
+   */
+  release(jobId: JobID, cause: string): void {
+    const connection = this.#jobs.get(jobId);
+    if (connection === undefined) return;
+    this.flush(jobId);
     this.#jobs.delete(jobId);
+    this.#o.mailbox.whenComplete(connection.gateway.disconnectTaskManager(this.#o.resourceId, cause), () => {});
   }
 
   /** Queues a task state update for its job's JobMaster (dropped when none is known). */

@@ -114,6 +114,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       this.#log(`uncaught in mailbox: ${describeError(error)}`),
     );
     this.#jobs = new JobTable({
+      resourceId: this.resourceId,
       mailbox: this.mailbox,
       connect: options.connectJobMaster,
       log: (message) => this.#log(message),
@@ -371,7 +372,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       // The slot's tasks' last states first: the JobMaster fails what is still running in a freed slot.
       this.#jobs.flush(jobId);
       this.mailbox.whenComplete(jobMaster.notifySlotFreed(this.resourceId, allocationId, 'freed'), () => {});
-      if (!this.table.hasAllocatedSlots(jobId)) this.#jobs.release(jobId);
+      if (!this.table.hasAllocatedSlots(jobId)) this.#jobs.release(jobId, 'it holds no slot of the job any more');
     }
   }
 

@@ -60,6 +60,15 @@ describe('options', () => {
         'restart-strategy.type': 'fixed-delay',
         'restart-strategy.fixed-delay.attempts': 3,
         'restart-strategy.fixed-delay.delay': 10_000,
+        'restart-strategy.exponential-delay.initial-backoff': 1_000,
+        'restart-strategy.exponential-delay.max-backoff': 60_000,
+        'restart-strategy.exponential-delay.backoff-multiplier': 1.5,
+        'restart-strategy.exponential-delay.reset-backoff-threshold': 3_600_000,
+        'restart-strategy.exponential-delay.jitter-factor': 0.1,
+        'restart-strategy.exponential-delay.attempts-before-reset-backoff': Infinity,
+        'restart-strategy.failure-rate.max-failures-per-interval': 1,
+        'restart-strategy.failure-rate.failure-rate-interval': 60_000,
+        'restart-strategy.failure-rate.delay': 1_000,
         'jobstore.expiration-time': 3_600_000,
         'jobstore.max-capacity': Infinity,
         'dispatcher.task-module-check.timeout': 10_000,
@@ -303,8 +312,56 @@ describe('options', () => {
       },
       {
         what: 'a bad restart strategy',
-        options: { 'restart-strategy.type': 'exponential-delay' },
-        rule: /must be one of 'fixed-delay', 'none', got "exponential-delay"$/,
+        options: { 'restart-strategy.type': 'exponential' },
+        rule: new RegExp(
+          "must be one of 'fixed-delay' or 'fixeddelay', 'exponential-delay' or 'exponentialdelay', " +
+            `'failure-rate' or 'failurerate', 'none' or 'off' or 'disable', got "exponential"$`,
+        ),
+      },
+      {
+        what: 'a backoff multiplier of 1',
+        options: { 'restart-strategy.exponential-delay.backoff-multiplier': 1 },
+        rule: /must be a finite number > 1, got 1$/,
+      },
+      {
+        what: 'a jitter factor above 1',
+        options: { 'restart-strategy.exponential-delay.jitter-factor': 1.5 },
+        rule: /must be a finite number >= 0 and <= 1, got 1\.5$/,
+      },
+      {
+        what: 'a negative jitter factor',
+        options: { 'restart-strategy.exponential-delay.jitter-factor': -0.1 },
+        rule: /must be a finite number >= 0 and <= 1, got -0\.1$/,
+      },
+      {
+        what: 'no restart before the backoff resets',
+        options: { 'restart-strategy.exponential-delay.attempts-before-reset-backoff': 0 },
+        rule: /must be an integer >= 1 or Infinity, got 0$/,
+      },
+      {
+        what: 'a zero initial backoff',
+        options: { 'restart-strategy.exponential-delay.initial-backoff': 0 },
+        rule: /must be at least 1 ms, got 0 ms$/,
+      },
+      {
+        what: 'a zero reset threshold',
+        options: { 'restart-strategy.exponential-delay.reset-backoff-threshold': 0 },
+        rule: /must be at least 1 ms, got 0 ms$/,
+      },
+      {
+        what: 'no failure allowed per interval',
+        options: { 'restart-strategy.failure-rate.max-failures-per-interval': 0 },
+        rule: /must be an integer >= 1, got 0$/,
+      },
+      {
+        what: 'a zero failure-rate interval',
+        options: { 'restart-strategy.failure-rate.failure-rate-interval': '0 s' },
+        rule: /must be at least 1 ms, got 0 ms$/,
+      },
+      {
+        what: 'a negative failure-rate delay',
+        options: { 'restart-strategy.failure-rate.delay': -1 },
+        rule: /got -1/,
       },
       {
         what: 'a negative extended resource',
@@ -427,6 +484,62 @@ describe('options', () => {
     });
   });
 
+  describe('restart-strategy.*', () => {
+    it("accepts Flink's other spellings of each strategy and resolves them to its main name", () => {
+      const spellings = {
+        fixeddelay: 'fixed-delay',
+        exponentialdelay: 'exponential-delay',
+        'exponential-delay': 'exponential-delay',
+        failurerate: 'failure-rate',
+        off: 'none',
+        disable: 'none',
+      } as const;
+      for (const [spelling, type] of Object.entries(spellings))
+        expect(resolveOptions({ 'restart-strategy.type': spelling })['restart-strategy.type'], spelling).to.equal(type);
+    });
+
+    it('resolves the exponential-delay and failure-rate options, durations in ms', () => {
+      const resolved = resolveOptions({
+        'restart-strategy.exponential-delay.initial-backoff': '10 s',
+        'restart-strategy.exponential-delay.max-backoff': '2 min',
+        'restart-strategy.exponential-delay.backoff-multiplier': 1.4,
+        'restart-strategy.exponential-delay.reset-backoff-threshold': '10 min',
+        'restart-strategy.exponential-delay.jitter-factor': 0,
+        'restart-strategy.exponential-delay.attempts-before-reset-backoff': 10,
+        'restart-strategy.failure-rate.max-failures-per-interval': 3,
+        'restart-strategy.failure-rate.failure-rate-interval': '5 min',
+        'restart-strategy.failure-rate.delay': '0 s',
+      });
+      expect(resolved).to.deep.include({
+        'restart-strategy.exponential-delay.initial-backoff': 10_000,
+        'restart-strategy.exponential-delay.max-backoff': 120_000,
+        'restart-strategy.exponential-delay.backoff-multiplier': 1.4,
+        'restart-strategy.exponential-delay.reset-backoff-threshold': 600_000,
+        'restart-strategy.exponential-delay.jitter-factor': 0,
+        'restart-strategy.exponential-delay.attempts-before-reset-backoff': 10,
+        'restart-strategy.failure-rate.max-failures-per-interval': 3,
+        'restart-strategy.failure-rate.failure-rate-interval': 300_000,
+        'restart-strategy.failure-rate.delay': 0,
+      });
+    });
+
+    it('refuses an initial backoff longer than the max backoff, naming both', () => {
+      const error = refusal({ 'restart-strategy.exponential-delay.max-backoff': '500 ms' });
+      expect(error.reason).to.equal('invalid-value');
+      expect(error.details['option']).to.equal('restart-strategy.exponential-delay.initial-backoff');
+      expect(error.message).to.equal(
+        "option 'restart-strategy.exponential-delay.initial-backoff' (1 s) must not be longer than " +
+          "'restart-strategy.exponential-delay.max-backoff' (500 ms)",
+      );
+      expect(
+        resolveOptions({
+          'restart-strategy.exponential-delay.initial-backoff': '500 ms',
+          'restart-strategy.exponential-delay.max-backoff': '500 ms',
+        })['restart-strategy.exponential-delay.max-backoff'],
+      ).to.equal(500);
+    });
+  });
+
   describe('describeOptions', () => {
     it('lists every option once, in the order of OPTIONS, each with what it means', () => {
       const described = describeOptions();
@@ -471,6 +584,15 @@ describe('options', () => {
         'restart-strategy.type': 'fixed-delay',
         'restart-strategy.fixed-delay.attempts': '3',
         'restart-strategy.fixed-delay.delay': '10 s',
+        'restart-strategy.exponential-delay.initial-backoff': '1 s',
+        'restart-strategy.exponential-delay.max-backoff': '1 min',
+        'restart-strategy.exponential-delay.backoff-multiplier': '1.5',
+        'restart-strategy.exponential-delay.reset-backoff-threshold': '1 h',
+        'restart-strategy.exponential-delay.jitter-factor': '0.1',
+        'restart-strategy.exponential-delay.attempts-before-reset-backoff': 'unbounded',
+        'restart-strategy.failure-rate.max-failures-per-interval': '1',
+        'restart-strategy.failure-rate.failure-rate-interval': '1 min',
+        'restart-strategy.failure-rate.delay': '1 s',
         'jobstore.expiration-time': '1 h',
         'jobstore.max-capacity': 'unbounded',
         'dispatcher.task-module-check.timeout': '10 s',

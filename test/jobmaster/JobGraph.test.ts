@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { fileURLToPath } from 'node:url';
 import { JobGraphError } from '../../lib/core/errors.js';
-import { resolveOptions } from '../../lib/core/options.js';
+import { resolveOptions, type SlotwiseOptions } from '../../lib/core/options.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import { JobGraph, type JobGraphSpec, type JobVertexSpec } from '../../lib/jobmaster/JobGraph.js';
 
@@ -14,9 +14,9 @@ const v = (id: string, parallelism = 1, extra: Partial<JobVertexSpec> = {}): Job
 });
 
 /** Runs `create` and returns the JobGraphError it throws (failing the test if it throws none or another). */
-function refusal(spec: unknown): JobGraphError {
+function refusal(spec: unknown, options?: SlotwiseOptions): JobGraphError {
   try {
-    JobGraph.create(spec as JobGraphSpec);
+    JobGraph.create(spec as JobGraphSpec, options === undefined ? undefined : resolveOptions(options));
   } catch (error) {
     expect(error).to.be.instanceOf(JobGraphError);
     return error as JobGraphError;
@@ -164,6 +164,66 @@ describe('JobGraph', () => {
       expect(
         JobGraph.create({ name: 'd', vertices: [v('a')], restartStrategy: { type: 'none' } }).restartStrategy,
       ).to.deep.equal({ type: 'none' });
+    });
+
+    it("resolves an exponential-delay strategy, each field by its option's rule, the rest from the options", () => {
+      const options = resolveOptions({ 'restart-strategy.exponential-delay.jitter-factor': 0.25 });
+      expect(
+        JobGraph.create(
+          {
+            name: 'd',
+            vertices: [v('a')],
+            restartStrategy: {
+              type: 'exponential-delay',
+              initialBackoff: '10 s',
+              maxBackoff: '2 min',
+              backoffMultiplier: 1.4,
+              attemptsBeforeResetBackoff: 10,
+            },
+          },
+          options,
+        ).restartStrategy,
+      ).to.deep.equal({
+        type: 'exponential-delay',
+        initialBackoffMs: 10_000,
+        maxBackoffMs: 120_000,
+        backoffMultiplier: 1.4,
+        resetBackoffThresholdMs: 3_600_000,
+        jitterFactor: 0.25,
+        attemptsBeforeResetBackoff: 10,
+      });
+    });
+
+    it('resolves a failure-rate strategy, and takes either new strategy as the default from the options', () => {
+      expect(
+        JobGraph.create({
+          name: 'd',
+          vertices: [v('a')],
+          restartStrategy: { type: 'failure-rate', maxFailuresPerInterval: 3, failureRateInterval: '5 min' },
+        }).restartStrategy,
+      ).to.deep.equal({
+        type: 'failure-rate',
+        maxFailuresPerInterval: 3,
+        failureRateIntervalMs: 300_000,
+        delayMs: 1_000,
+      });
+      const byOptions = (options: SlotwiseOptions) =>
+        JobGraph.create({ name: 'd', vertices: [v('a')] }, resolveOptions(options)).restartStrategy;
+      expect(
+        byOptions({ 'restart-strategy.type': 'failurerate', 'restart-strategy.failure-rate.delay': '2 s' }),
+      ).to.deep.equal({
+        type: 'failure-rate',
+        maxFailuresPerInterval: 1,
+        failureRateIntervalMs: 60_000,
+        delayMs: 2_000,
+      });
+      expect(byOptions({ 'restart-strategy.type': 'exponential-delay' })).to.deep.include({
+        type: 'exponential-delay',
+        initialBackoffMs: 1_000,
+        maxBackoffMs: 60_000,
+        backoffMultiplier: 1.5,
+        attemptsBeforeResetBackoff: Infinity,
+      });
     });
 
     it('keeps configured slot sharing group profiles, leaving UNKNOWN ones out', () => {
@@ -340,7 +400,9 @@ describe('JobGraph', () => {
 
     it('refuses a bad restart strategy', () => {
       const specs = [
-        { type: 'exponential-delay' },
+        { type: 'exponential' },
+        { type: 'exponential-delay', backoffMultiplier: 1 },
+        { type: 'failure-rate', failureRateInterval: 0 },
         { type: 'fixed-delay', attempts: -1, delay: 0 },
         { type: 'fixed-delay', attempts: 2, delay: 'soon' },
         { type: 'fixed-delay', attempts: 2, delay: 0, backoff: 2 },
@@ -351,6 +413,44 @@ describe('JobGraph', () => {
           refusal({ name: 'r', vertices: [v('a')], restartStrategy }).reason,
           JSON.stringify(restartStrategy),
         ).to.equal('invalid-restart-strategy');
+    });
+
+    it('names what is wrong with a restart strategy and what is allowed', () => {
+      const refused = (restartStrategy: unknown, options?: SlotwiseOptions) => {
+        const error = refusal({ name: 'r', vertices: [v('a')], restartStrategy }, options);
+        expect(error.reason).to.equal('invalid-restart-strategy');
+        return error;
+      };
+      const type = refused({ type: 'exponential' });
+      expect(type.message).to.equal(
+        "restartStrategy.type must be one of 'fixed-delay', 'exponential-delay', 'failure-rate', 'none', " +
+          'got "exponential"',
+      );
+      expect(type.details).to.deep.include({ field: 'restartStrategy.type' });
+      const field = refused({ type: 'failure-rate', attempts: 3 });
+      expect(field.message).to.equal(
+        'restartStrategy has an unknown field "attempts"; a failure-rate strategy takes type, ' +
+          'maxFailuresPerInterval, failureRateInterval, delay',
+      );
+      expect(refused({ type: 'exponential-delay', jitterFactor: 2 }).message).to.equal(
+        'restartStrategy.jitterFactor must be a finite number >= 0 and <= 1, got 2',
+      );
+      const multiplier = refused({ type: 'exponential-delay', backoffMultiplier: 0.5 });
+      expect(multiplier.message).to.equal('restartStrategy.backoffMultiplier must be a finite number > 1, got 0.5');
+      expect(multiplier.details).to.deep.include({
+        field: 'restartStrategy.backoffMultiplier',
+        option: 'restart-strategy.exponential-delay.backoff-multiplier',
+      });
+      expect(refused({ type: 'failure-rate', maxFailuresPerInterval: 0 }).message).to.equal(
+        'restartStrategy.maxFailuresPerInterval must be an integer >= 1, got 0',
+      );
+      expect(refused({ type: 'exponential-delay', initialBackoff: '2 min' }).message).to.equal(
+        'restartStrategy.initialBackoff (2 min) must not be longer than ' +
+          "'restart-strategy.exponential-delay.max-backoff' (1 min)",
+      );
+      expect(refused({ type: 'exponential-delay', initialBackoff: '2 s', maxBackoff: '1 s' }).message).to.equal(
+        'restartStrategy.initialBackoff (2 s) must not be longer than restartStrategy.maxBackoff (1 s)',
+      );
     });
 
     it('refuses unknown fields, so a typo is not silently ignored', () => {

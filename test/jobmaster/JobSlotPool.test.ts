@@ -8,9 +8,8 @@ import { SimulatedClock } from '../../lib/core/clock.js';
 import { IllegalStateError } from '../../lib/core/errors.js';
 import { AllocationID, ResourceID } from '../../lib/core/ids.js';
 import { ResourceProfile, type ResourceSpec } from '../../lib/core/ResourceProfile.js';
-import { JobSlotPool } from '../../lib/jobmaster/JobSlotPool.js';
+import { JobSlotPool, type SlotOffer } from '../../lib/jobmaster/JobSlotPool.js';
 import type { PhysicalSlot } from '../../lib/jobmaster/slotsharing/SharedSlot.js';
-import type { SlotOfferWire } from '../../lib/rpc/protocol.js';
 import { isSettled, outcome, settle } from './support.js';
 
 const IDLE_MS = 50_000;
@@ -34,13 +33,12 @@ function setup(idleSlotTimeoutMs = IDLE_MS) {
       requestId: `r${++next}`,
       resourceProfile: spec === undefined ? ResourceProfile.UNKNOWN : ResourceProfile.fromSpec(spec),
     });
-  const offer = (count: number, spec: ResourceSpec = DEFAULT): AllocationID[] => {
-    const offers: SlotOfferWire[] = Array.from({ length: count }, (_, index) => ({
+  const offer = (count: number, spec: ResourceSpec = DEFAULT, restarting = false): AllocationID[] => {
+    const offers: SlotOffer[] = Array.from({ length: count }, () => ({
       allocationId: AllocationID.generate(),
-      index,
-      resourceProfile: ResourceProfile.fromSpec(spec).toJSON(),
+      resourceProfile: ResourceProfile.fromSpec(spec),
     }));
-    return pool.offerSlots(executor, offers);
+    return pool.offerSlots(executor, offers, { restarting });
   };
   /** What the job declares: profile (UNKNOWN as 'UNKNOWN') → count. */
   const declared = () =>
@@ -228,5 +226,59 @@ describe('JobSlotPool', () => {
       slot = next;
     }
     expect(declared()).to.deep.equal({ UNKNOWN: 1 });
+  });
+
+  describe('while the job restarts (Flink: DeclarativeSlotPoolBridge.setIsJobRestarting)', () => {
+    // DeclarativeSlotPoolBridgeTest.testIfJobIsRestartingAllOfferedSlotsWillBeRegistered and
+    // DefaultDeclarativeSlotPoolTest.testRegisterSlotsAcceptsAllSlots: every offer is taken.
+    it('registers every offered slot, though no request wants it; otherwise refuses it', () => {
+      const { pool, offer, freed } = setup();
+      expect(offer(2)).to.deep.equal([]);
+      const registered = offer(10, DEFAULT, true);
+      expect(registered).to.have.length(10);
+      expect(pool.heldSlots.map((slot) => slot.allocationId)).to.deep.equal(registered);
+      expect(pool.heldSlots.every((slot) => slot.resourceProfile.equals(ResourceProfile.fromSpec(DEFAULT)))).to.equal(
+        true,
+      );
+      expect(pool.idleSlots).to.equal(10);
+      expect(freed).to.deep.equal([]);
+    });
+
+    // DefaultDeclarativeSlotPoolTest.testRegisterSlotsDoesNotAffectRequirements.
+    it('declares no registered slot; one a request takes counts for that request, and only while held', async () => {
+      const { pool, request, offer, declared, freed, clock } = setup();
+      const [registered] = offer(1, DEFAULT, true);
+      expect(declared()).to.deep.equal({});
+      const slot = await request();
+      expect(slot.allocationId).to.equal(registered);
+      expect(pool.reusedSlots).to.equal(1);
+      expect(declared()).to.deep.equal({ UNKNOWN: 1 });
+      pool.releaseSlot(slot, new Error('its subtask finished'));
+      expect(declared()).to.deep.equal({ UNKNOWN: 1 });
+      clock.increment(IDLE_MS);
+      expect(freed.map((f) => f.slot.allocationId)).to.deep.equal([registered]);
+      expect(declared()).to.deep.equal({});
+    });
+
+    it('still gives an offer to the oldest pending request it matches first', async () => {
+      const { request, offer, declared } = setup();
+      const waiting = request();
+      const [first, second] = offer(2, DEFAULT, true);
+      expect((await waiting).allocationId).to.equal(first);
+      expect(declared()).to.deep.equal({ UNKNOWN: 1 });
+      expect(second).to.not.equal(undefined);
+    });
+
+    // DefaultDeclarativeSlotPoolTest.testReturnIdleSlotsAfterTimeout, for a registered slot.
+    it('gives a registered slot no request took back after slot.idle.timeout', () => {
+      const { pool, offer, freed, clock } = setup();
+      const [registered] = offer(1, BIG, true);
+      clock.increment(IDLE_MS - 1);
+      expect(freed).to.deep.equal([]);
+      clock.increment(1);
+      expect(freed.map((f) => f.slot.allocationId)).to.deep.equal([registered]);
+      expect(freed[0]!.cause.message).to.contain('slot.idle.timeout');
+      expect(pool.heldSlots).to.deep.equal([]);
+    });
   });
 });

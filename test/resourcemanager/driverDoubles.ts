@@ -8,6 +8,7 @@
 import { ResourceID, type AllocationID, type JobID } from '../../lib/core/ids.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../../lib/rpc/gateways.js';
 import type {
+  JobMasterRegistrationResponse,
   SlotReportWire,
   SlotRequestWire,
   TaskExecutorMetricsWire,
@@ -255,6 +256,10 @@ export class TestingResourceManagerDriver implements ResourceManagerDriver {
 export class TestingJobMasterGateway implements JobMasterGateway {
   readonly freed: Array<{ resourceId: ResourceID; allocationId: AllocationID; cause: string }> = [];
 
+  async registerTaskManager(): Promise<JobMasterRegistrationResponse> {
+    return { kind: 'accepted' };
+  }
+  async disconnectTaskManager(): Promise<void> {}
   async offerSlots(
     _resourceId: ResourceID,
     offers: ReadonlyArray<{ allocationId: AllocationID }>,

@@ -22,7 +22,12 @@ import {
 } from '../../lib/core/ids.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../../lib/rpc/gateways.js';
-import type { RegistrationResponse, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../../lib/rpc/protocol.js';
+import type {
+  JobMasterRegistrationResponse,
+  RegistrationResponse,
+  TaskDeploymentDescriptor,
+  TaskExecutionStateWire,
+} from '../../lib/rpc/protocol.js';
 import type { TaskInvocation } from '../../lib/taskexecutor/SlotTaskPool.js';
 import { TaskExecutor, type SlotTaskRunner } from '../../lib/taskexecutor/TaskExecutor.js';
 
@@ -76,8 +81,15 @@ function harness(options: { registration?: Array<RegistrationResponse | Error | 
   const statesAtSlotFreed: number[] = [];
   const offers: Array<AllocationID[]> = [];
   let offerAnswer: (ids: AllocationID[]) => Promise<AllocationID[]> = async (ids) => ids;
+  let registrationAnswer: JobMasterRegistrationResponse = { kind: 'accepted' };
   const jobMaster: JobMasterGateway = {
+    registerTaskManager: async (jobId, resourceId) => {
+      calls.push(['registerTaskManager', jobId, resourceId]);
+      return registrationAnswer;
+    },
+    disconnectTaskManager: async (resourceId, cause) => void calls.push(['disconnectTaskManager', resourceId, cause]),
     offerSlots: (_resourceId, slotOffers) => {
+      calls.push(['offerSlots', slotOffers.length]);
       const ids = slotOffers.map((o) => o.allocationId);
       offers.push(ids);
       return offerAnswer(ids);
@@ -157,6 +169,7 @@ function harness(options: { registration?: Array<RegistrationResponse | Error | 
     call,
     runner: runner_,
     setOfferAnswer: (f: typeof offerAnswer) => (offerAnswer = f),
+    setRegistrationAnswer: (answer: JobMasterRegistrationResponse) => (registrationAnswer = answer),
     /** Registers and lets the first report go out. */
     async started() {
       te.start();
@@ -404,6 +417,59 @@ describe('TaskExecutor endpoint', () => {
         expect(h.calls).to.deep.include(['connectJobMaster', 'jobmaster@wordcount']);
         expect(h.offers).to.deep.equal([[allocationId]]);
         expect(h.te.table.getTaskSlot(allocationId)).to.include({ state: 'active', index: 0 });
+      },
+    );
+
+    it(
+      'registers at the JobMaster once per job as it first connects, ' +
+        'before its first offer (Flink: JobLeaderService, registerTaskManager)',
+      async () => {
+        const h = harness();
+        await h.started();
+        await slotFor(h, 0);
+        await slotFor(h, 1);
+        const toJobMaster = h.calls.filter((c) => c[0] === 'registerTaskManager' || c[0] === 'offerSlots');
+        expect(toJobMaster).to.deep.equal([
+          ['registerTaskManager', jobId, 'te-test'],
+          ['offerSlots', 1],
+          ['offerSlots', 1],
+        ]);
+      },
+    );
+
+    it('a refused registration drops the connection: the next slot request of the job registers again', async () => {
+      const h = harness();
+      await h.started();
+      h.setRegistrationAnswer({ kind: 'refused', reason: 'the JobMaster cannot reach TaskExecutor te-test' });
+      h.setOfferAnswer(async () => []);
+      const first = await slotFor(h, 0);
+      expect(h.te.table.getTaskSlot(first)).to.equal(undefined);
+      h.setRegistrationAnswer({ kind: 'accepted' });
+      h.setOfferAnswer(async (ids) => ids);
+      const second = await slotFor(h, 1);
+      expect(h.calls.filter((c) => c[0] === 'registerTaskManager')).to.have.length(2);
+      expect(h.te.table.getTaskSlot(second)).to.include({ state: 'active' });
+    });
+
+    it(
+      'lets go of a job once its last slot here is freed: ' +
+        'tells its JobMaster (disconnectTaskManager) after the freed slot',
+      async () => {
+        const h = harness();
+        await h.started();
+        const a = await slotFor(h, 0);
+        const b = await slotFor(h, 1);
+        await h.call(() => h.te.freeSlot(a, 'idle'));
+        await settle();
+        expect(h.calls.filter((c) => c[0] === 'disconnectTaskManager')).to.deep.equal([]);
+        await h.call(() => h.te.freeSlot(b, 'idle'));
+        await settle();
+        const tail = h.calls.filter((c) => c[0] === 'notifySlotFreed' || c[0] === 'disconnectTaskManager');
+        expect(tail).to.deep.equal([
+          ['notifySlotFreed', a],
+          ['notifySlotFreed', b],
+          ['disconnectTaskManager', 'te-test', 'it holds no slot of the job any more'],
+        ]);
       },
     );
 

@@ -7,7 +7,12 @@ import { fileURLToPath } from 'node:url';
 import { type AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../../../lib/core/ids.js';
 import type { SlotwiseOptions } from '../../../lib/core/options.js';
 import type { JobMasterGateway } from '../../../lib/rpc/gateways.js';
-import type { SlotOfferWire, TaskDeploymentDescriptor, TaskExecutionStateWire } from '../../../lib/rpc/protocol.js';
+import type {
+  JobMasterRegistrationResponse,
+  SlotOfferWire,
+  TaskDeploymentDescriptor,
+  TaskExecutionStateWire,
+} from '../../../lib/rpc/protocol.js';
 import { LocalResourceManagerDriver } from '../../../lib/resourcemanager/LocalResourceManagerDriver.js';
 import { ResourceManager } from '../../../lib/resourcemanager/ResourceManager.js';
 import type { ResourceEventListener } from '../../../lib/resourcemanager/slotmanager/ResourceEventListener.js';
@@ -19,6 +24,19 @@ export class TestingJobMaster implements JobMasterGateway {
   readonly states: TaskExecutionStateWire[] = [];
   readonly freed: Array<{ resourceId: ResourceID; allocationId: AllocationID; cause: string }> = [];
   #waiters: Array<() => void> = [];
+
+  /** TaskExecutors that registered, and that let go of the job, in order. */
+  readonly registered: ResourceID[] = [];
+  readonly disconnected: Array<{ resourceId: ResourceID; cause: string }> = [];
+
+  async registerTaskManager(_jobId: JobID, resourceId: ResourceID): Promise<JobMasterRegistrationResponse> {
+    this.registered.push(resourceId);
+    return { kind: 'accepted' };
+  }
+
+  async disconnectTaskManager(resourceId: ResourceID, cause: string): Promise<void> {
+    this.disconnected.push({ resourceId, cause });
+  }
 
   async offerSlots(resourceId: ResourceID, offers: readonly SlotOfferWire[]): Promise<AllocationID[]> {
     for (const offer of offers) this.offers.push({ resourceId, offer });

@@ -1,0 +1,94 @@
+/**
+ * A JobMaster's status actor: jobStatus.machine, provided once for every JobMaster, started on the
+ * JobMaster's mailbox clock (the restart delay fires into its mailbox), its status changes told as
+ * they settle, and the failures reported to it. The machine decides whether and when a failed job
+ * restarts; restartTasks, its effect, runs the JobMaster's restart.
+ */
+import { createActor, type Actor, type InspectionEvent } from 'xstate';
+import type { Clock } from '../core/clock.js';
+import {
+  jobStatusMachine,
+  type JobStatus,
+  type JobStatusEvent,
+  type RestartBackoffTimeStrategy,
+} from '../../machines/jobStatus.machine.js';
+
+/** What restartTasks does for each JobMaster's status actor (the machine is provided once, not per job). */
+const restartsOf = new WeakMap<object, () => void>();
+/**
+ * The status machine with its effect: one for every JobMaster, since `provide` makes a whole new
+ * machine (its state nodes built again), which cost a small job more than its status changes.
+ */
+const JOB_STATUS = jobStatusMachine.provide({
+  actions: { restartTasks: ({ self }) => restartsOf.get(self)?.() },
+});
+
+export interface JobStatusActorOptions {
+  /** The JobMaster's mailbox clock: the machine's delays fire into its mailbox. */
+  readonly clock: Clock;
+  readonly restartStrategy: RestartBackoffTimeStrategy;
+  /** A number in [0, 1) per failure: the exponential delay's jitter (Math.random, or a test's own source). */
+  readonly random: () => number;
+  readonly inspect?: (event: InspectionEvent) => void;
+  /** The status changed; `cause` is the failure cause for failing, restarting, failed, canceling, canceled. */
+  readonly onStatus: (status: JobStatus, cause: string | null) => void;
+  /** The machine's restartTasks: give the failed subtasks their next attempt. */
+  readonly restart: () => void;
+}
+
+export class JobStatusActor {
+  readonly actor: Actor<typeof jobStatusMachine>;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  /** Effects that read the job's status, run once the status machine's snapshot is settled. */
+  #whenSettled: Array<() => void> = [];
+
+  constructor(options: JobStatusActorOptions) {
+    this.#clock = options.clock;
+    this.#random = options.random;
+    this.actor = createActor(JOB_STATUS, {
+      clock: options.clock,
+      input: { restartStrategy: options.restartStrategy },
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+    });
+    // XState runs an action before the snapshot it leads to is set, and the restart reads the status
+    // (running again): it runs once the status event is out, as the subscriber below settles.
+    restartsOf.set(this.actor, () => void this.#whenSettled.push(options.restart));
+    let last: JobStatus | null = null;
+    this.actor.subscribe((snapshot) => {
+      const status = snapshot.value as JobStatus;
+      if (status !== last) {
+        last = status;
+        const cause =
+          status === 'created' || status === 'running' || status === 'finished' ? null : snapshot.context.failureCause;
+        options.onStatus(status, cause);
+      }
+      for (const effect of this.#whenSettled.splice(0)) effect();
+    });
+    this.actor.start();
+  }
+
+  get status(): JobStatus {
+    return this.actor.getSnapshot().value as JobStatus;
+  }
+
+  /** Restarts made so far (Flink's numberOfRestarts). */
+  get restarts(): number {
+    return this.actor.getSnapshot().context.restarts;
+  }
+
+  send(event: JobStatusEvent): void {
+    this.actor.send(event);
+  }
+
+  /**
+   * An attempt failed: running → failing (which inspectors and the job's events show), then the
+   * machine's strategy decides — restarting (its delay, then the restart) or failed. While
+   * restarting, the failure is handled there. The failure goes in with its time and a draw of the
+   * random source: the machine reads no clock and no randomness of its own.
+   */
+  reportFailure(cause: string): void {
+    this.actor.send({ type: 'TASK_FAILED', cause });
+    this.actor.send({ type: 'HANDLE_FAILURE', at: this.#clock.now(), random: this.#random() });
+  }
+}
