@@ -221,7 +221,7 @@ describe('the package, installed from its tarball into an application', function
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('holds dist/lib, dist/machines, README, LICENSE and package.json only', () => {
+  it('holds dist/lib, dist/machines, the README and the docs it links to, LICENSE and package.json only', () => {
     const paths = packed[0]!.files.map((f) => f.path);
     const allowed = [
       /^dist\/(lib|machines)\/.+\.(js|d\.ts)$/,
@@ -229,6 +229,7 @@ describe('the package, installed from its tarball into an application', function
       /^dist\/lib\/taskexecutor\/taskExecutorMain\.bundle\.cjs((\.[\w=.-]+)?\.codecache)?$/,
       /^dist\/lib\/dashboard\/page\/(index\.html|dashboard\.css)$/,
       /^(README\.md|LICENSE|package\.json)$/,
+      /^docs\/[\w-]+\.md$/,
     ];
     expect(paths.filter((p) => !allowed.some((pattern) => pattern.test(p)))).to.deep.equal([]);
     for (const entry of [
@@ -241,6 +242,9 @@ describe('the package, installed from its tarball into an application', function
       'dist/lib/taskexecutor/taskExecutorStart.cjs',
       'dist/lib/taskexecutor/taskExecutorMain.bundle.cjs',
       'dist/lib/taskexecutor/taskExecutorMain.bundle.cjs.codecache',
+      // The README links to docs/: its reference pages come with it.
+      'docs/runtime.md',
+      'docs/configuration.md',
     ]) {
       expect(paths).to.include(entry);
     }
