@@ -1,5 +1,5 @@
 /**
- * The package as an application gets it: `npm pack` (its prepack builds dist/), the tarball
+ * The package as an application gets it: `npm pack` (its prepack builds dist/, once), the tarball
  * installed into a new application outside this repository with production dependencies only (no
  * tsx, no TypeScript), then, under plain node there: the README's quick start as written (its
  * `.mjs` blocks), a deep import refused, `require('slotwise')`, a task on a TaskExecutor thread and
@@ -53,8 +53,8 @@ function run(
   });
 }
 
-async function succeed(command: string, args: readonly string[], cwd: string): Promise<Run> {
-  const result = await run(command, args, cwd);
+async function succeed(command: string, args: readonly string[], cwd: string, timeout = 120_000): Promise<Run> {
+  const result = await run(command, args, cwd, timeout);
   if (result.code !== 0)
     throw new Error(`${command} ${args.join(' ')} failed (${result.code}):\n${result.stderr}\n${result.stdout}`);
   return result;
@@ -185,6 +185,8 @@ describe('the package, installed from its tarball into an application', function
   let dir: string;
   let app: string;
   let packed: Array<{ filename: string; files: Array<{ path: string }> }>;
+  /** What `npm pack` printed on stderr: its lifecycle scripts' banners and output. */
+  let packLog: string;
   let typeCheck: Promise<Run>;
 
   before(async function () {
@@ -192,9 +194,10 @@ describe('the package, installed from its tarball into an application', function
     dir = mkdtempSync(join(tmpdir(), 'slotwise-package-'));
     app = join(dir, 'app');
     mkdirSync(app);
-    packed = JSON.parse(
-      (await succeed(NPM, ['pack', '--json', '--pack-destination', dir], ROOT)).stdout,
-    ) as typeof packed;
+    // One build (prepack); under load it takes a minute or more.
+    const pack = await succeed(NPM, ['pack', '--json', '--pack-destination', dir], ROOT, 180_000);
+    packed = JSON.parse(pack.stdout) as typeof packed;
+    packLog = pack.stderr;
     const tarball = `../${packed[0]!.filename}`;
     writeFileSync(
       join(app, 'package.json'),
@@ -251,6 +254,17 @@ describe('the package, installed from its tarball into an application', function
     expect(readFileSync(join(app, 'node_modules/slotwise/LICENSE'), 'utf8')).to.contain(
       'Apache License\n                           Version 2.0, January 2004',
     );
+  });
+
+  it("was built once by npm pack, and ships no script that would run in the application's install", () => {
+    // npm pack runs prepack and prepare (and a build in each would build twice); an install runs
+    // preinstall, install, postinstall and, for a git or local directory dependency, prepare.
+    expect(packLog.match(/^> slotwise@\S+ build$/gm), packLog).to.have.length(1);
+    const shipped = JSON.parse(readFileSync(join(app, 'node_modules/slotwise/package.json'), 'utf8')) as {
+      scripts?: Record<string, string>;
+    };
+    const installTime = ['preinstall', 'install', 'postinstall', 'prepare'];
+    expect(Object.keys(shipped.scripts ?? {}).filter((name) => installTime.includes(name))).to.deep.equal([]);
   });
 
   it("serves the dashboard's page and assets from the installed package (nothing from a CDN)", async () => {
