@@ -32,18 +32,19 @@ export async function cliInProcess(
   return { code, stdout: lines.stdout.join('\n'), stderr: lines.stderr.join('\n'), lines };
 }
 
-/** `node [--import tsx] main ...argv` in a child process. */
+/** `node [--import tsx] main ...argv` in a child process, in `cwd` (default the CLI fixtures). */
 export function cliChild(
   command: readonly string[],
   argv: readonly string[],
   env: NodeJS.ProcessEnv = {},
   timeout = 60_000,
+  cwd = FIXTURES,
 ): Promise<CliRun> {
   return new Promise((resolve) => {
     execFile(
       command[0]!,
       [...command.slice(1), ...argv],
-      { cwd: FIXTURES, env: { ...process.env, ...env }, timeout, killSignal: 'SIGKILL' },
+      { cwd, env: { ...process.env, ...env }, timeout, killSignal: 'SIGKILL' },
       (error, stdout, stderr) => {
         resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout, stderr });
       },

@@ -7,6 +7,7 @@
  * and runs until SIGINT or SIGTERM.
  */
 import { IllegalArgumentError } from '../../core/errors.js';
+import { formatMemorySize } from '../../core/MemorySize.js';
 import { MiniCluster } from '../../MiniCluster.js';
 import { miniClusterTarget } from '../../rest/miniClusterTarget.js';
 import { startRestServer, type RestServer } from '../../rest/RestServer.js';
@@ -27,7 +28,9 @@ the REST port, with the token the URL carries); runs until Ctrl-C.
   --rest-address ADDRESS  where the REST API listens (default 127.0.0.1)
   --rest-port PORT        its port (default 8081; 0: any free port)
   --local-taskmanagers N  no NATS: an in-process cluster of N TaskExecutors on worker threads
-  --slots N               with --local-taskmanagers: slots per TaskExecutor (default 2)
+  --slots N               with --local-taskmanagers: slots per TaskExecutor (default 2); a TaskExecutor
+                          offers 1 core per slot and 256 mb of task heap shared by its slots (128 mb each
+                          at --slots 2)
   --mode thread|process   with --local-taskmanagers: TaskExecutors on threads (default) or child processes`;
 
 const OPTIONS = {
@@ -85,7 +88,12 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
     const cluster = await MiniCluster.start({ taskExecutors: local, slotsPerTaskExecutor: slots, mode });
     closeCluster = () => cluster.close();
     const kind = mode === 'process' ? 'child processes' : 'worker threads';
-    description = `an in-process cluster of ${local} TaskExecutor(s) × ${slots} slot(s) (${kind})`;
+    const slot = cluster.overview().taskExecutors[0]?.slots[0]?.resources;
+    const shape =
+      slot === undefined
+        ? ''
+        : `, each slot ${slot.cpuCores} core(s) and ${formatMemorySize(slot.taskHeapMemory)} of task heap`;
+    description = `an in-process cluster of ${local} TaskExecutor(s) × ${slots} slot(s) (${kind})${shape}`;
     try {
       server = await startRestServer({ target: miniClusterTarget(cluster), address, port });
     } catch (error) {

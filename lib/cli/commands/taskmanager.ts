@@ -31,7 +31,8 @@ Starts one TaskManager that joins the cluster's JobManager through NATS; runs un
   --managed-memory SIZE   managed memory offered, like 256m
   --network-memory SIZE   network memory offered, like 64m
   --resource NAME=AMOUNT  an extended resource offered, like gpu=2 (repeatable)
-  --mode thread|process   the TaskExecutor on a worker thread (default) or in a child process`;
+  --mode thread|process   the TaskExecutor on this process's main thread, its tasks on task threads
+                          (default), or in a child process with a hard heap limit`;
 
 const OPTIONS = {
   nats: { type: 'string' },
