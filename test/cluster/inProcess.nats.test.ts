@@ -129,6 +129,27 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
     expect(jobManager.listJobs().some((job) => job.name === 'missing')).to.equal(false);
   });
 
+  it('fails a vertex asking for more cores than any TaskManager has, naming what the TaskManagers offer', async () => {
+    const bundle = await bundleTaskModule(new URL('../fixtures/tasks/ok.ts', import.meta.url));
+    const stored = await jobManager.storeTaskCode(bundle);
+    const job = await jobManager.submitJob({
+      name: 'too big',
+      vertices: [{ id: 'big', taskModule: stored.taskModule, parallelism: 1, resources: { cpuCores: 64 } }],
+    });
+    const result = await job.result;
+    expect(result.status).to.equal('failed');
+    expect(result.error).to.include({ _tag: 'SlotRequestError', reason: 'never-satisfiable' });
+    // The JobManager's own options describe a worker of 1 core, which it never starts: not named.
+    const [a, b] = taskManagers.map((tm) => tm.resourceId).sort();
+    expect(result.error!.message).to.satisfy(
+      (message: string) =>
+        message.includes(`(${a}: cpuCores has 2, asked 64; ${b}: cpuCores has 2, asked 64)`) ||
+        message.includes(`(${b}: cpuCores has 2, asked 64; ${a}: cpuCores has 2, asked 64)`),
+      result.error!.message,
+    );
+    expect(result.error!.message).to.match(/the 2 registered TaskExecutors fall short .*; none is started on demand$/);
+  });
+
   it(
     'runs a TaskManager in mode process: its TaskExecutor in a ' +
       'child process, started again under a new ResourceID when killed',

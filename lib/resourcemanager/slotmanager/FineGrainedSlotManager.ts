@@ -67,12 +67,15 @@ export class FineGrainedSlotManager {
   readonly #idle: IdleTaskManagerTimeouts;
   readonly #targets = new Map<JobID, string>();
   readonly #check: RequirementCheck;
+  /** Whether the ResourceAllocator starts workers on demand (not for a fixed or standalone cluster). */
+  readonly #canStartWorkers: boolean;
 
   constructor(options: SlotManagerOptions = {}) {
     this.options = resolveOptions(options.configuration ?? {});
     const o = this.options;
     this.workerSpec = options.workerSpec === undefined ? WorkerResourceSpec.fromOptions(o) : options.workerSpec;
     const allocator: ResourceAllocator = options.allocator ?? NO_RESOURCE_ALLOCATOR;
+    this.#canStartWorkers = allocator.isSupported;
     const clock: Clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
     this.#events = new ResourceEventNotifier(
@@ -250,7 +253,13 @@ export class FineGrainedSlotManager {
       requirements?.resourceRequirements,
     );
     for (const requirement of declared.resourceRequirements)
-      refuseNeverSatisfiable(declared.jobId, requirement.resourceProfile, this.workerSpec, this.tracker);
+      refuseNeverSatisfiable(
+        declared.jobId,
+        requirement.resourceProfile,
+        this.workerSpec,
+        this.tracker,
+        this.#canStartWorkers,
+      );
     const { jobId } = declared;
     if (declared.resourceRequirements.length === 0 && this.resourceTracker.isRequirementEmpty(jobId)) return;
     if (declared.resourceRequirements.length === 0) {
@@ -318,7 +327,7 @@ export class FineGrainedSlotManager {
     this.#checks.requireStarted('requestSlot');
     checkSlotRequest(jobId, allocationId, profile);
     if (this.#requests.has(allocationId) || this.tracker.getSlot(allocationId) !== undefined) return 'duplicate';
-    refuseNeverSatisfiable(jobId, profile, this.workerSpec, this.tracker);
+    refuseNeverSatisfiable(jobId, profile, this.workerSpec, this.tracker, this.#canStartWorkers);
     this.#requests.add(
       jobId,
       allocationId,

@@ -13,26 +13,53 @@ import type { TaskManagerInfo } from './TaskManagerRegistration.js';
 import type { TaskManagerTracker } from './TaskManagerTracker.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
 
-/** Throws when neither a worker of `workerSpec` nor any registered executor could ever hold `profile`. */
+/** How many registered TaskExecutors a never-satisfiable refusal names; the rest are counted. */
+const NAMED_TASK_MANAGERS = 3;
+
+/**
+ * Throws when neither a worker of `workerSpec` nor any registered executor could ever hold `profile`
+ * (Flink's SlotManager would let such a requirement wait for slot.request.timeout). The refusal names
+ * what the registered TaskExecutors offer against it, and the worker's shape only where the
+ * ResourceManager starts workers on demand (`canStartWorkers`): a standalone cluster's TaskManagers
+ * join on their own, whatever shape its own options describe.
+ */
 export function refuseNeverSatisfiable(
   jobId: JobID,
   profile: ResourceProfile,
   workerSpec: WorkerResourceSpec | null,
   tracker: TaskManagerTracker,
+  canStartWorkers: boolean,
 ): void {
   if (profile.isUnknown() || workerSpec === null) return;
   if (workerSpec.totalResourceProfile.allFieldsNoLessThan(profile)) return;
-  for (const taskManager of tracker.taskManagers)
-    if (taskManager.totalResourceProfile.allFieldsNoLessThan(profile)) return;
-  const shortfall = workerSpec.totalResourceProfile.shortfall(profile);
+  const registered = [...tracker.taskManagers].map((taskManager) => ({
+    resourceId: taskManager.resourceId,
+    shortfall: taskManager.totalResourceProfile.shortfall(profile),
+  }));
+  if (registered.some((taskManager) => taskManager.shortfall.length === 0)) return;
+  const named = registered
+    .slice(0, NAMED_TASK_MANAGERS)
+    .map(({ resourceId, shortfall }) => `${resourceId}: ${formatShortfall(shortfall, ['has', 'asked'])}`);
+  if (registered.length > NAMED_TASK_MANAGERS) named.push(`${registered.length - NAMED_TASK_MANAGERS} more`);
+  const offered =
+    registered.length === 0
+      ? 'no TaskExecutor is registered'
+      : registered.length === 1
+        ? `the registered TaskExecutor falls short (${named.join('; ')})`
+        : `the ${registered.length} registered TaskExecutors fall short (${named.join('; ')})`;
+  const workerShortfall = workerSpec.totalResourceProfile.shortfall(profile);
+  const workers = canStartWorkers
+    ? `a worker started for it would fall short${registered.length === 0 ? '' : ' too'} ` +
+      `(${formatShortfall(workerShortfall, ['a worker has', 'asked'])})`
+    : 'none is started on demand';
   throw new SlotRequestError(
     'never-satisfiable',
-    `job ${JobID.short(jobId)} asks for ${profile}, which no worker can ` +
-      `ever hold (${formatShortfall(shortfall, ['a worker has', 'asked'])})`,
+    `job ${JobID.short(jobId)} asks for ${profile}, which no TaskExecutor can ever hold: ${offered}; ${workers}`,
     {
       jobId,
       profile: profile.toJSON(),
-      shortfall,
+      registered,
+      ...(canStartWorkers ? { shortfall: workerShortfall } : {}),
     },
   );
 }

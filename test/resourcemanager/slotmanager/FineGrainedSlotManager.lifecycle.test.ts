@@ -525,7 +525,7 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
     });
   });
 
-  describe('a requirement no worker can ever hold', () => {
+  describe('a requirement no TaskExecutor can ever hold', () => {
     it("is refused with SlotRequestError 'never-satisfiable' and changes nothing", async () => {
       const h = createSlotManager();
       h.register();
@@ -539,7 +539,10 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
         .with.property('reason', 'never-satisfiable');
       expect(() => h.sm.requestSlot(job, AllocationID.generate(), huge)).to.throw(
         SlotRequestError,
-        /which no worker can ever hold \(cpuCores a worker has 2, asked 3\)/,
+        new RegExp(
+          'which no TaskExecutor can ever hold: the registered TaskExecutor falls short \\(\\S+: cpuCores has 2, ' +
+            'asked 3\\); a worker started for it would fall short too \\(cpuCores a worker has 2, asked 3\\)$',
+        ),
       );
       await h.advance(1000);
       expect(JSON.stringify([h.sm.overview(), h.sm.getPendingRequests()])).to.equal(before);
@@ -547,6 +550,37 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       expect(h.sm.resourceTracker.jobs()).to.deep.equal([]);
       expect(h.allocator.allocateWorkerCalls).to.deep.equal([]);
     });
+
+    it(
+      'names what the registered TaskExecutors offer, and no worker shape, where workers are not ' +
+        "started on demand (a standalone cluster whose options' worker is smaller than its TaskManagers)",
+      async () => {
+        const h = createSlotManager({
+          allocator: false,
+          configuration: { 'taskmanager.numberOfTaskSlots': 1, 'taskmanager.cpu.cores': 1 },
+        });
+        const spec = WorkerResourceSpec.create(h.spec.totalResourceProfile.merge(profile(1)), 2);
+        const [a, b] = [h.register({ spec }), h.register({ spec })];
+        await h.check();
+        let refusal: SlotRequestError | undefined;
+        try {
+          h.sm.requestSlot(JobID.generate(), AllocationID.generate(), profile(64));
+        } catch (error) {
+          refusal = error as SlotRequestError;
+        }
+        expect(refusal).to.be.instanceOf(SlotRequestError).with.property('reason', 'never-satisfiable');
+        expect(refusal!.message).to.contain(
+          `which no TaskExecutor can ever hold: the 2 registered TaskExecutors fall short ` +
+            `(${a.resourceId}: cpuCores has 2, asked 64; ${b.resourceId}: cpuCores has 2, asked 64); ` +
+            'none is started on demand',
+        );
+        expect(refusal!.message).to.not.contain('worker');
+        expect(refusal!.details['registered']).to.deep.equal([
+          { resourceId: a.resourceId, shortfall: [{ field: 'cpuCores', available: 2, required: 64 }] },
+          { resourceId: b.resourceId, shortfall: [{ field: 'cpuCores', available: 2, required: 64 }] },
+        ]);
+      },
+    );
   });
 
   describe('callbacks that call back into the SlotManager', () => {
