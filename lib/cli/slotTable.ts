@@ -26,7 +26,11 @@ export interface SlotTableInput {
   }>;
 }
 
-export function renderSlotTable(overview: SlotTableInput): string {
+/**
+ * The table as text, every line within `width` columns (default 100): a long cell of the last
+ * column — the subtasks of a slot, why a request waits — wraps onto lines of its own.
+ */
+export function renderSlotTable(overview: SlotTableInput, width = 100): string {
   const rows = [['executor', 'slot', 'state', 'resources', 'subtasks']];
   for (const te of overview.taskExecutors) {
     for (const slot of te.slots) {
@@ -54,8 +58,71 @@ export function renderSlotTable(overview: SlotTableInput): string {
       pending.resources === null ? pending.profile : shortProfile(pending.resources),
       pending.why,
     ]);
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  return `${rows.map((r) => `    ${r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ')}`).join('\n')}\n`;
+  return `${layOut(rows, width).join('\n')}\n`;
+}
+
+/** The indent of every row, and the gap between columns. */
+const INDENT = '    ';
+const GAP = '  ';
+/** The last column (subtasks, why a request waits) gets at least this many columns; it wraps within them. */
+const MIN_LAST_COLUMN = 24;
+/** A fixed column is never cut narrower than this. */
+const MIN_COLUMN = 6;
+
+/**
+ * The rows as lines of at most `width` columns (when the first columns' minima allow): the first
+ * columns padded to their widest cell, the widest of them cut (its cells ending in '…') while the
+ * last column would get fewer than MIN_LAST_COLUMN; the last column wrapped onto lines of its own,
+ * indented to where it starts.
+ */
+function layOut(rows: readonly (readonly string[])[], width: number): string[] {
+  const fixed = rows[0]!.length - 1;
+  const widths = Array.from({ length: fixed }, (_, c) => Math.max(...rows.map((r) => columns(r[c]!))));
+  const start = () => INDENT.length + widths.reduce((sum, w) => sum + w + GAP.length, 0);
+  while (width - start() < MIN_LAST_COLUMN) {
+    const widest = widths.indexOf(Math.max(...widths));
+    if (widths[widest]! <= MIN_COLUMN) break;
+    widths[widest]!--;
+  }
+  const lastWidth = Math.max(MIN_LAST_COLUMN, width - start());
+  const lines: string[] = [];
+  for (const row of rows) {
+    const head = INDENT + widths.map((w, c) => cut(row[c]!, w).padEnd(w) + GAP).join('');
+    const [first = '', ...rest] = wrap(row[fixed]!, lastWidth);
+    lines.push((head + first).trimEnd());
+    for (const more of rest) lines.push(' '.repeat(head.length) + more);
+  }
+  return lines;
+}
+
+/** Columns a cell takes (a code point is one column, as a terminal shows these). */
+const columns = (text: string) => [...text].length;
+
+/** `text` cut to `width` columns, its last one '…' when cut. */
+function cut(text: string, width: number): string {
+  const chars = [...text];
+  return chars.length <= width ? text : `${chars.slice(0, width - 1).join('')}…`;
+}
+
+/** `text` in lines of at most `width` columns, broken after spaces (a word longer than a line is cut across lines). */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/(?<= )/)) {
+    if (columns(line) + columns(word.trimEnd()) > width && line !== '') {
+      lines.push(line.trimEnd());
+      line = '';
+    }
+    let rest = word;
+    while (columns(rest.trimEnd()) > width) {
+      const chars = [...rest];
+      lines.push(chars.slice(0, width).join(''));
+      rest = chars.slice(width).join('');
+    }
+    line += rest;
+  }
+  if (line.trimEnd() !== '' || lines.length === 0) lines.push(line.trimEnd());
+  return lines;
 }
 
 function shortProfile(resources: ResourceAmounts): string {

@@ -140,6 +140,7 @@ describe("the README's CLI section, followed from a clone's root", function () {
       expect(overview.code, overview.stderr).to.equal(0);
       expect(overview.stdout).to.match(/^2 TaskManager\(s\), 4 slots \(\d free\), \d job\(s\) running$/m);
       expect(overview.stdout).to.match(/^ +executor +slot +state +resources +subtasks *$/m);
+      for (const line of overview.stdout.trimEnd().split('\n')) expect([...line].length, line).to.be.at.most(100);
     });
 
     it('cancel <JobID>: cancels a running job', async () => {
