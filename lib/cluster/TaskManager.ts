@@ -17,13 +17,13 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { systemClock, type Clock } from '../core/clock.js';
 import { IllegalArgumentError, TaskExecutionError } from '../core/errors.js';
 import { ResourceID } from '../core/ids.js';
 import { createDefaultLogSink, type LogSink } from '../core/Logger.js';
-import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
+import type { ResolvedOptions } from '../core/options.js';
 import { connectGateway, serveGateway } from '../rpc/connect.js';
 import { GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
@@ -33,69 +33,13 @@ import { TaskExecutor, type SlotTaskRunner } from '../taskexecutor/TaskExecutor.
 import type { TaskInvocation } from '../taskexecutor/TaskInvocation.js';
 import { taskThreadReserve, type TaskThreadReserve } from '../taskexecutor/TaskThreadReserve.js';
 import { BlobStore } from './BlobStore.js';
-import {
-  checkClusterId,
-  checkResourceIdToken,
-  clusterSubjects,
-  DEFAULT_CLUSTER_ID,
-  JOBMANAGER_PEER_ID,
-  type ClusterSubjects,
-} from './clusterSubjects.js';
-import { checkOptionKeys } from './JobManager.js';
-import { checkNatsUrl, connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL } from './natsConnection.js';
+import { checkResourceIdToken, clusterSubjects, JOBMANAGER_PEER_ID, type ClusterSubjects } from './clusterSubjects.js';
+import { connectNats, DEFAULT_CONNECT_TIMEOUT_MS } from './natsConnection.js';
 import { taskCodeHash, TaskCodeCache } from './TaskCodeCache.js';
 import { TaskManagerProcess } from './TaskManagerProcess.js';
+import { checkTaskManagerOptions, type TaskManagerOptions } from './taskManagerOptions.js';
 
-export interface TaskManagerOptions {
-  /** The NATS server (`--nats`). Default nats://127.0.0.1:4222. */
-  readonly nats?: string;
-  /** The cluster to join (`--cluster-id`). Default 'default'. */
-  readonly clusterId?: string;
-  /** Static slots (`--slots`, taskmanager.numberOfTaskSlots). Default 1. */
-  readonly slots?: number;
-  /** CPU cores offered (`--cpu-cores`, taskmanager.cpu.cores). Default: the number of slots. */
-  readonly cpuCores?: number;
-  /** Task heap offered (`--task-heap 512m`, taskmanager.memory.task.heap.size). */
-  readonly taskHeap?: number | string;
-  /** Managed memory offered (`--managed-memory 256m`). */
-  readonly managedMemory?: number | string;
-  /** Network memory offered (`--network-memory 64m`). */
-  readonly networkMemory?: number | string;
-  /** Extended resources offered (`--resource gpu=2` → { gpu: 2 }). */
-  readonly resources?: Readonly<Record<string, number>>;
-  /**
-   * How its TaskExecutor runs (`--mode`): 'thread' (default) in this process, its tasks on task
-   * threads; 'process' in a child process whose heap limit is the task heap plus the runtime's.
-   */
-  readonly mode?: 'thread' | 'process';
-  /** Any other runtime option (heartbeat.*, rpc.ask.timeout, task.cancellation.*, ...). */
-  readonly configuration?: SlotwiseOptions;
-  /** The host name it reports. Default os.hostname(). */
-  readonly host?: string;
-  /** Where fetched task code is cached. Default: a new directory under the OS tmpdir, removed at close. */
-  readonly cacheDir?: string;
-  /** Bound on the first connect to NATS. Default 5 s. */
-  readonly connectTimeoutMs?: number;
-  /** Log records of this TaskManager and its tasks. Default: warnings and errors to stderr. */
-  readonly logger?: LogSink;
-}
-
-const OPTION_KEYS = [
-  'nats',
-  'clusterId',
-  'slots',
-  'cpuCores',
-  'taskHeap',
-  'managedMemory',
-  'networkMemory',
-  'resources',
-  'mode',
-  'configuration',
-  'host',
-  'cacheDir',
-  'connectTimeoutMs',
-  'logger',
-];
+export type { TaskManagerOptions } from './taskManagerOptions.js';
 
 /**
  * The system clock with timers that do not hold the process: while the TaskManager runs, its NATS
@@ -396,71 +340,4 @@ export async function startTaskManager(options: TaskManagerOptions = {}): Promis
   if (options.mode !== 'process') return TaskManager.start(options);
   const { logger: _logger, ...childOptions } = options;
   return TaskManagerProcess.start(clusterId, configuration, childOptions);
-}
-
-/** Every option checked at the door (no state yet): the URL, the cluster id, the runtime options. */
-function checkTaskManagerOptions(options: TaskManagerOptions): {
-  url: string;
-  clusterId: string;
-  configuration: ResolvedOptions;
-} {
-  checkOptionKeys(options, OPTION_KEYS, 'startTaskManager');
-  const url = checkNatsUrl(options.nats ?? DEFAULT_NATS_URL, 'options.nats');
-  const clusterId = checkClusterId(options.clusterId ?? DEFAULT_CLUSTER_ID, 'options.clusterId');
-  const configuration = resolveOptions(taskManagerConfiguration(options));
-  if (options.mode !== undefined && options.mode !== 'thread' && options.mode !== 'process') {
-    throw new IllegalArgumentError(
-      'invalid-value',
-      `options.mode must be 'thread' (the TaskExecutor in this process) or 'process' ` +
-        `(in a child process with a hard heap limit), got ${JSON.stringify(options.mode)}`,
-      {
-        argument: 'options.mode',
-        value: options.mode,
-      },
-    );
-  }
-  if (options.cacheDir !== undefined && (typeof options.cacheDir !== 'string' || !isAbsolute(options.cacheDir))) {
-    throw new IllegalArgumentError(
-      'invalid-value',
-      `options.cacheDir must be an absolute path, got ${JSON.stringify(options.cacheDir)}`,
-      { argument: 'options.cacheDir', value: options.cacheDir },
-    );
-  }
-  if (options.host !== undefined && (typeof options.host !== 'string' || options.host === '')) {
-    throw new IllegalArgumentError(
-      'invalid-value',
-      `options.host must be a non-empty string, got ${JSON.stringify(options.host)}`,
-      { argument: 'options.host', value: options.host },
-    );
-  }
-  if (
-    options.connectTimeoutMs !== undefined &&
-    !(Number.isFinite(options.connectTimeoutMs) && options.connectTimeoutMs > 0)
-  ) {
-    throw new IllegalArgumentError(
-      'out-of-range',
-      `options.connectTimeoutMs must be a number of ms > 0, got ${String(options.connectTimeoutMs)}`,
-      { argument: 'options.connectTimeoutMs', value: options.connectTimeoutMs },
-    );
-  }
-  return { url, clusterId, configuration };
-}
-
-/** The runtime options a TaskManager's flags stand for, over `configuration` (resolveOptions checks each). */
-function taskManagerConfiguration(o: TaskManagerOptions): SlotwiseOptions {
-  if (o.configuration !== undefined && (typeof o.configuration !== 'object' || o.configuration === null)) {
-    throw new IllegalArgumentError('invalid-type', 'options.configuration must be an object of runtime options', {
-      argument: 'options.configuration',
-    });
-  }
-  const flags: Record<string, unknown> = {
-    'taskmanager.numberOfTaskSlots': o.slots,
-    'taskmanager.cpu.cores': o.cpuCores,
-    'taskmanager.memory.task.heap.size': o.taskHeap,
-    'taskmanager.memory.managed.size': o.managedMemory,
-    'taskmanager.memory.network.size': o.networkMemory,
-    'taskmanager.extended-resources': o.resources,
-  };
-  const set = Object.fromEntries(Object.entries(flags).filter(([, value]) => value !== undefined));
-  return { ...(o.configuration ?? {}), ...set } as SlotwiseOptions;
 }
