@@ -19,6 +19,9 @@ export interface SessionJobManager extends TargetCluster {
 
 export interface SessionTaskManager {
   readonly resourceId: string;
+  readonly registered: boolean;
+  /** Each registration at the ResourceManager: its ResourceID, and the one before (null for the first). */
+  onRegistered(listener: (event: { resourceId: string; previous: string | null }) => void): () => void;
   close(): Promise<void>;
 }
 

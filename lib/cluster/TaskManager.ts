@@ -38,8 +38,12 @@ import { connectNats, DEFAULT_CONNECT_TIMEOUT_MS } from './natsConnection.js';
 import { taskCodeHash, TaskCodeCache } from './TaskCodeCache.js';
 import { TaskManagerProcess } from './TaskManagerProcess.js';
 import { checkTaskManagerOptions, type TaskManagerOptions } from './taskManagerOptions.js';
+import { TaskManagerRegistrations, type TaskManagerRegistrationListener } from './TaskManagerRegistrations.js';
 
 export type { TaskManagerOptions } from './taskManagerOptions.js';
+
+/** How long closing waits for the NATS connection to drain (its last messages out) before closing it. */
+const DRAIN_WAIT_MS = 300;
 
 /**
  * The system clock with timers that do not hold the process: while the TaskManager runs, its NATS
@@ -77,6 +81,7 @@ export class TaskManager {
   readonly #log: LogSink;
   #current: Incarnation;
   #incarnations = 0;
+  readonly #registrations = new TaskManagerRegistrations();
   #closed: Promise<void> | null = null;
 
   private constructor(
@@ -151,20 +156,41 @@ export class TaskManager {
     return this.#current.taskExecutor.isRegistered;
   }
 
+  /**
+   * Calls `listener` each time its TaskExecutor is registered at the ResourceManager (its first
+   * registration, again under its ResourceID after a loss, and each fresh TaskExecutor's under a new
+   * one); returns a function that removes it.
+   */
+  onRegistered(listener: TaskManagerRegistrationListener): () => void {
+    return this.#registrations.add(listener);
+  }
+
   /** How many TaskExecutors this TaskManager has started (1, plus one per fresh start). */
   get incarnations(): number {
     return this.#incarnations;
   }
 
-  /** Stops the TaskExecutor gracefully (tasks failed, slots freed, the ResourceManager told), then NATS. */
+  /**
+   * Stops the TaskExecutor gracefully (tasks failed, slots freed, the ResourceManager told if it is
+   * registered there, not waited on), then NATS: idle, within a second whether the JobManager is there,
+   * hung or gone.
+   */
   close(): Promise<void> {
     this.#closed ??= (async () => {
+      this.#registrations.clear();
       const current = this.#current;
       await current.taskExecutor.mailbox
         .callAsync(() => current.taskExecutor.shutdown('the TaskManager is closing'))
         .catch(() => {});
       await current.stopped;
-      await this.#connection.drain().catch(() => this.#connection.close());
+      const drained = this.#connection.drain().then(
+        () => true,
+        () => false,
+      );
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const waited = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), DRAIN_WAIT_MS)));
+      if (!(await Promise.race([drained, waited]))) await this.#connection.close().catch(() => {});
+      clearTimeout(timer);
       if (this.#ownCacheDir) rmSync(this.#cache.dir, { recursive: true, force: true });
     })();
     return this.#closed;
@@ -215,6 +241,7 @@ export class TaskManager {
         }),
       createTaskRunner: ({ name, heapLimitMb }) => this.#taskRunner(resourceId, taskThreads, name, heapLimitMb),
       taskThreads,
+      onRegistered: () => this.#registrations.registered(resourceId),
       onTerminated: (code, reason) => {
         log(`TaskExecutor stopped (${code}): ${reason}`);
         link.close(`the TaskExecutor stopped: ${reason}`);

@@ -12,6 +12,7 @@ import { forkProcess } from '../rpc/forkProcess.js';
 import { PROCESS_HEAP_OVERHEAD_MB } from '../resourcemanager/spawnWorker.js';
 import type { TaskManagerOptions } from './TaskManager.js';
 import { CLOSE_MESSAGE, STATUS_MESSAGE, type TaskManagerStatus } from './taskManagerProcessProtocol.js';
+import { TaskManagerRegistrations, type TaskManagerRegistrationListener } from './TaskManagerRegistrations.js';
 
 const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 const ENTRY = new URL(`./taskManagerProcessMain${extension}`, import.meta.url);
@@ -27,6 +28,7 @@ export class TaskManagerProcess {
   #status: TaskManagerStatus | null = null;
   #children = 0;
   #closed: Promise<void> | null = null;
+  readonly #registrations = new TaskManagerRegistrations();
 
   private constructor(clusterId: string, options: ResolvedOptions, childOptions: Omit<TaskManagerOptions, 'logger'>) {
     this.clusterId = clusterId;
@@ -86,6 +88,11 @@ export class TaskManagerProcess {
     return this.#status?.registered ?? false;
   }
 
+  /** Calls `listener` each time a TaskExecutor of its children is registered (as TaskManager.onRegistered). */
+  onRegistered(listener: TaskManagerRegistrationListener): () => void {
+    return this.#registrations.add(listener);
+  }
+
   /** TaskExecutors started, over every child. */
   get incarnations(): number {
     return (this.#status?.incarnations ?? 0) + this.#children - 1;
@@ -99,6 +106,7 @@ export class TaskManagerProcess {
   /** Tells the child to close gracefully; SIGKILL after task.cancellation.grace-period + rpc.ask.timeout. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
+      this.#registrations.clear();
       const child = this.#child;
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -125,9 +133,13 @@ export class TaskManagerProcess {
       execArgv: [...process.execArgv, `--max-old-space-size=${heapMb}`],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
+    let registrations = 0;
     child.on('message', (message) => {
       const status = (message as Record<string, unknown> | null)?.[STATUS_MESSAGE] as TaskManagerStatus | undefined;
-      if (status !== undefined) this.#status = status;
+      if (status === undefined) return;
+      this.#status = status;
+      if (status.registrations > registrations) this.#registrations.registered(status.resourceId);
+      registrations = status.registrations;
     });
     child.once('exit', () => {
       if (this.#closed !== null) return;

@@ -17,16 +17,23 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   let last = '';
+  let registrations = 0;
   const report = () => {
     const status: TaskManagerStatus = {
       resourceId: taskManager.resourceId,
       registered: taskManager.registered,
       incarnations: taskManager.incarnations,
+      registrations,
     };
     const text = JSON.stringify(status);
     if (text !== last && process.connected) process.send?.({ [STATUS_MESSAGE]: status });
     last = text;
   };
+  // Each registration at once (the parent tells its listeners), other changes within 100 ms.
+  taskManager.onRegistered(() => {
+    registrations++;
+    report();
+  });
   report();
   const timer = setInterval(report, 100);
   let closing = false;
@@ -41,6 +48,8 @@ async function main(): Promise<void> {
     if ((message as Record<string, unknown> | null)?.[CLOSE_MESSAGE] !== undefined) void close();
   });
   process.on('disconnect', () => void close());
+  // Ctrl-C in a terminal reaches the whole process group: the parent decides, and tells us to close.
+  process.on('SIGINT', () => {});
 }
 
 await main();

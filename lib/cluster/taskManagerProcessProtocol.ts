@@ -10,4 +10,6 @@ export interface TaskManagerStatus {
   readonly resourceId: string;
   readonly registered: boolean;
   readonly incarnations: number;
+  /** Registrations accepted so far (each one told to the parent's onRegistered listeners). */
+  readonly registrations: number;
 }

@@ -16,7 +16,7 @@
  * object with the mailbox), and every async completion re-enters through it.
  */
 import type { InspectionEvent } from 'xstate';
-import { systemClock, type Clock } from '../core/clock.js';
+import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
 import {
   describeError,
   IllegalArgumentError,
@@ -78,12 +78,17 @@ export interface TaskExecutorOptions {
       readonly retired: number;
     };
   };
+  /** Called on its mailbox each time the ResourceManager accepts its registration (again after a loss, too). */
+  readonly onRegistered?: () => void;
   /** Called once when the TaskExecutor has stopped (the worker should exit with `code`). */
   readonly onTerminated?: (code: number, reason: string) => void;
   readonly log?: (message: string) => void;
   /** Receives every XState inspection event of the TaskSlotTable and its TaskSlots. */
   readonly inspect?: (event: InspectionEvent) => void;
 }
+
+/** How long a shutdown waits for the ResourceManager to acknowledge its goodbye. */
+const GOODBYE_WAIT_MS = 300;
 
 type Lifecycle = 'created' | 'registering' | 'registered' | 'shutting-down' | 'stopped';
 /** Between created and shutting-down it registers or is registered: its ResourceManagerConnection says which. */
@@ -299,6 +304,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   async #shutdown(cause: string, exitCode: number): Promise<void> {
     if (this.#phase === 'shutting-down' || this.#phase === 'stopped') return;
     this.#phase = 'shutting-down';
+    const registered = this.#resourceManager.state === 'registered';
     this.#resourceManager.close();
     this.#log(`shutting down: ${cause}`);
     const deadline = this.options['task.cancellation.grace-period'] + this.options['rpc.ask.timeout'];
@@ -306,7 +312,16 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     await Promise.race([closed, new Promise<void>((resolve) => this.#clock.setTimeout(resolve, deadline))]);
     await this.#tasks.closeRunners();
     await this.#o.taskThreads?.close().catch(() => {});
-    await this.#o.resourceManager.disconnectTaskExecutor(this.resourceId, cause).catch(() => {});
+    // As Flink's TaskExecutor, a goodbye only to the ResourceManager it is registered at, and no waiting on
+    // a lost or hung one: its answer is awaited a moment only, so that the call leaves before the link closes.
+    if (registered) {
+      let timer: TimerHandle | undefined;
+      await Promise.race([
+        this.#o.resourceManager.disconnectTaskExecutor(this.resourceId, cause).catch(() => {}),
+        new Promise<void>((resolve) => (timer = this.#clock.setTimeout(resolve, GOODBYE_WAIT_MS))),
+      ]);
+      if (timer !== undefined) this.#clock.clearTimeout(timer);
+    }
     this.#terminate(exitCode, cause);
   }
 
@@ -314,6 +329,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   /** The ResourceManager accepted us: spare task threads may boot, and it gets our first slot report. */
   #registered(): void {
+    this.#o.onRegistered?.();
     const report = slotReportToWire(this.table.createSlotReport(this.resourceId));
     this.mailbox.whenComplete(
       this.#o.resourceManager.sendSlotReport(this.resourceId, this.#resourceManager.registrationId!, report),

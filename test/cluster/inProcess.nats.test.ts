@@ -165,6 +165,8 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
         networkMemory: '16m',
         configuration,
       });
+      const registrations: Array<{ resourceId: string; previous: string | null }> = [];
+      tm.onRegistered((event) => registrations.push(event));
       try {
         expect(tm).to.be.instanceOf(TaskManagerProcess);
         const listed = () => jobManager.overview().taskExecutors.map((te) => te.resourceId as string);
@@ -181,6 +183,9 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
           90_000,
         );
         expect(tm.incarnations).to.equal(2);
+        // Its listeners heard the fresh TaskExecutor's registration, and which one it followed.
+        await until('the fresh registration told', () => registrations.at(-1)?.resourceId === tm.resourceId);
+        expect(registrations.at(-1)).to.deep.equal({ resourceId: tm.resourceId, previous: first });
         await until('the killed one to be gone', () => !listed().includes(first), 60_000);
       } finally {
         await tm.close();

@@ -49,7 +49,13 @@ const RM_ID = ResourceManagerId.generate();
  * `registration`: how the fake ResourceManager answers each registration in turn (then: accepted); a promise answers
  * when it settles.
  */
-function harness(options: { registration?: Array<RegistrationResponse | Error | Promise<RegistrationResponse>> } = {}) {
+function harness(
+  options: {
+    registration?: Array<RegistrationResponse | Error | Promise<RegistrationResponse>>;
+    /** The ResourceManager never answers a goodbye (hung, or gone without a word). */
+    goodbyeHangs?: boolean;
+  } = {},
+) {
   const clock = new SimulatedClock();
   const calls: Array<[string, ...unknown[]]> = [];
   const answers = [...(options.registration ?? [])];
@@ -69,7 +75,10 @@ function harness(options: { registration?: Array<RegistrationResponse | Error | 
     sendSlotReport: async (_resourceId, registrationId, report) =>
       void calls.push(['sendSlotReport', registrationId, report.slots.length]),
     notifySlotAvailable: async (_resourceId, allocationId) => void calls.push(['notifySlotAvailable', allocationId]),
-    disconnectTaskExecutor: async (_resourceId, cause) => void calls.push(['disconnectTaskExecutor', cause]),
+    disconnectTaskExecutor: (_resourceId, cause) => {
+      calls.push(['disconnectTaskExecutor', cause]);
+      return options.goodbyeHangs ? new Promise<void>(() => {}) : Promise.resolve();
+    },
     registerJobMaster: async () => {},
     declareRequiredResources: async () => {},
     disconnectJobMaster: async () => {},
@@ -140,6 +149,7 @@ function harness(options: { registration?: Array<RegistrationResponse | Error | 
     close: async () => void calls.push(['runner.close']),
   };
   const terminated: Array<[number, string]> = [];
+  let registrations = 0;
   const te = new TaskExecutor({
     resourceId: ResourceID.parse('te-test'),
     mode: 'thread',
@@ -154,6 +164,7 @@ function harness(options: { registration?: Array<RegistrationResponse | Error | 
     connectJobMaster: (address) => (calls.push(['connectJobMaster', address]), jobMaster),
     createTaskRunner: (slot) => (calls.push(['createTaskRunner', slot.name, slot.heapLimitMb]), runner),
     onTerminated: (code, reason) => terminated.push([code, reason]),
+    onRegistered: () => registrations++,
   });
   const call = <T>(fn: () => Promise<T>) => te.mailbox.callAsync(fn);
   return {
@@ -166,6 +177,7 @@ function harness(options: { registration?: Array<RegistrationResponse | Error | 
     offers,
     runs,
     terminated,
+    registrations: () => registrations,
     call,
     runner: runner_,
     setOfferAnswer: (f: typeof offerAnswer) => (offerAnswer = f),
@@ -728,5 +740,38 @@ describe('TaskExecutor endpoint', () => {
         expect(h.te.table.state).to.equal('closed');
       },
     );
+
+    it('waits at most 300 ms for the ResourceManager to answer its goodbye: a hung one holds nothing up', async () => {
+      const h = harness({ goodbyeHangs: true });
+      await h.started();
+      const shutdown = h.call(() => h.te.shutdown('the TaskManager is closing'));
+      await settle();
+      expect(h.calls).to.deep.include(['disconnectTaskExecutor', 'the TaskManager is closing']);
+      h.clock.increment(299);
+      await settle();
+      expect(h.terminated).to.deep.equal([]);
+      h.clock.increment(1);
+      await shutdown;
+      expect(h.terminated).to.deep.equal([[0, 'the TaskManager is closing']]);
+    });
+
+    it('says no goodbye while it is not registered (no ResourceManager to hear it), and stops at once', async () => {
+      const h = harness({ registration: [new Promise<RegistrationResponse>(() => {})], goodbyeHangs: true });
+      await h.started();
+      expect(h.te.isRegistered).to.equal(false);
+      await h.call(() => h.te.shutdown('the TaskManager is closing'));
+      await settle();
+      expect(h.calls.filter(([name]) => name === 'disconnectTaskExecutor')).to.deep.equal([]);
+      expect(h.terminated).to.deep.equal([[0, 'the TaskManager is closing']]);
+    });
+  });
+
+  it('tells onRegistered each time the ResourceManager accepts its registration (after a disconnect too)', async () => {
+    const h = harness();
+    await h.started();
+    expect(h.registrations()).to.equal(1);
+    await h.call(() => h.te.disconnectResourceManager('the ResourceManager let it go'));
+    await settle();
+    expect([h.te.isRegistered, h.registrations()]).to.deep.equal([true, 2]);
   });
 });

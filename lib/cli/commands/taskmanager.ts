@@ -1,7 +1,8 @@
 /**
  * `slotwise taskmanager`: one TaskExecutor process that joins a NATS session cluster (registers with
- * its ResourceManager, heartbeats, reports its slots, runs tasks); runs until SIGINT or SIGTERM.
- * Every flag is checked before anything connects.
+ * its ResourceManager, heartbeats, reports its slots, runs tasks); runs until SIGINT or SIGTERM, and
+ * stops within a second of one whatever the JobManager's state. Every flag is checked before anything
+ * connects. It says when it joined (the JobManager accepted it), and each registration after that.
  */
 import { ResourceProfile } from '../../core/ResourceProfile.js';
 import {
@@ -74,8 +75,21 @@ export async function taskmanager(args: readonly string[], io: CliIo): Promise<n
   });
   const { startTaskManager } = await loadSessionCluster('taskmanager');
   const manager = await startTaskManager(options);
-  io.stdout(`slotwise taskmanager: ${manager.resourceId} joined cluster '${options.clusterId}' at ${options.nats}`);
+  const cluster = `cluster '${options.clusterId}' at ${options.nats}`;
+  // Joined only once the JobManager accepted it; every registration after that with its ResourceID.
+  const registered = ({ resourceId, previous }: { resourceId: string; previous: string | null }) =>
+    io.stdout(
+      previous === null
+        ? `slotwise taskmanager: ${resourceId} joined ${cluster}`
+        : previous === resourceId
+          ? `slotwise taskmanager: ${resourceId} registered again with the JobManager`
+          : `slotwise taskmanager: registered again as ${resourceId} (a fresh TaskExecutor: ${previous} was let go)`,
+    );
+  const stopListening = manager.onRegistered(registered);
+  if (manager.registered) registered({ resourceId: manager.resourceId, previous: null });
+  else io.stdout(`slotwise taskmanager: ${manager.resourceId} registering with the JobManager of ${cluster}`);
   await untilShutdown(io.shutdown);
+  stopListening();
   await manager.close();
   io.stdout('slotwise taskmanager: stopped');
   return 0;
