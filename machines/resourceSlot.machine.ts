@@ -1,5 +1,5 @@
 /**
- * Slot on the ResourceManager side (seed 000): the SlotManager's view of one slot of one
+ * Slot on the ResourceManager side: the SlotManager's view of one slot of one
  * TaskExecutor — Flink's TaskManagerSlot with its SlotState FREE / PENDING / ALLOCATED.
  *
  *   free ──ASSIGN_PENDING──▶ pending ──COMPLETE_ALLOCATION──▶ allocated

@@ -1,7 +1,7 @@
 /**
- * SlotManager (seeds 000 and 003): the ResourceManager's matchmaker, as a statechart of its
- * lifecycle and of its requirement checks. The slots themselves are plain records (100,000 of them
- * must stay cheap); this machine decides *when* the coordinator looks at them.
+ * SlotManager (Flink's FineGrainedSlotManager): the ResourceManager's matchmaker, as a statechart
+ * of its lifecycle and of its requirement checks. The slots themselves are plain records (100,000
+ * of them must stay cheap); this machine decides *when* the coordinator looks at them.
  *
  *   suspended ──START──▶ started.idle ──REQUIREMENTS_CHANGED──▶ started.checkSoon
  *       ▲                    ▲  (quiet: no check within the last delay)      │ (more changes: absorbed)

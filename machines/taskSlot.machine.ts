@@ -1,5 +1,6 @@
 /**
- * TaskSlot (seed 001): one slot of a TaskExecutor, leased to one job under one AllocationID.
+ * TaskSlot (Flink's TaskSlot): one slot of a TaskExecutor, leased to one job under one
+ * AllocationID.
  *
  *   allocated ──MARK_ACTIVE──▶ active ──MARK_INACTIVE──▶ allocated
  *       │  └─ after slotTimeout: report SLOT_TIMED_OUT (ticket) ─┘        │

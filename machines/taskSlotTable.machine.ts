@@ -1,5 +1,6 @@
 /**
- * TaskSlotTable (seed 001): the TaskExecutor's ledger of slots, one TaskSlot actor per live slot.
+ * TaskSlotTable (Flink's TaskSlotTableImpl): the TaskExecutor's ledger of slots, one TaskSlot actor
+ * per live slot.
  *
  *   created ──START──▶ running ──CLOSE──▶ closing ──(every slot closed)──▶ closed
  *      └──────────────────────CLOSE (never started)───────────────────────────┘

@@ -1,11 +1,12 @@
 /**
- * Holds the line of the design (STYLE.md §1): statecharts in machines/ are pure — they import only
- * xstate, each other and the pure modules of lib/core/, which in turn import no Node built-in — so
- * a machine runs anywhere (a worker, a browser, the Stately inspector). Effects come in through
- * `machine.provide(...)` from lib/. And a worker loads only what runs in a worker: the import
- * closure of the TaskExecutor's worker entry (and of a task thread's) holds no server, socket,
- * browser opener or inspector package. Every line of source, too, stays within the formatter's
- * width (biome.json's lineWidth): Biome breaks code there, but not strings, templates or comments.
+ * Holds the line of the design (docs/layout.md): statecharts in machines/ are pure — they import
+ * only xstate, each other and the pure modules of lib/core/, which in turn import no Node built-in
+ * — so a machine runs anywhere (a worker, a browser, the Stately inspector). Effects come in
+ * through `machine.provide(...)` from lib/. And a worker loads only what runs in a worker: the
+ * import closure of the TaskExecutor's worker entry (and of a task thread's) holds no server,
+ * socket, browser opener or inspector package. Every line of source, too, stays within the
+ * formatter's width (biome.json's lineWidth): Biome breaks code there, but not strings, templates
+ * or comments.
  */
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -17,7 +18,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const MACHINES = join(ROOT, 'machines');
 const CORE = join(ROOT, 'lib', 'core');
 const LIB = join(ROOT, 'lib');
-/** The endpoint wings (DESIGN.md): side by side on rpc/, core/ and machines/, never importing each other. */
+/** The endpoint wings (docs/layout.md): side by side on rpc/, core/ and machines/, never importing each other. */
 const WINGS = ['taskexecutor', 'resourcemanager', 'jobmaster'].map((wing) => join(LIB, wing));
 /** Folders that hold no source of ours wherever they are: installed packages and build output. */
 const NOT_SOURCE = /(^|[/\\])(node_modules|dist)([/\\]|$)/;
@@ -139,6 +140,25 @@ function wideLines(file: string, source: string, width: number): string[] {
     const columns = [...line.replace(/\r$/, '')].length;
     return columns > width ? [`${file}:${index + 1} (${columns} columns)`] : [];
   });
+}
+
+/** Where our source lives, and what a source file is. */
+const SOURCE_FOLDERS = ['lib', 'machines', 'test', 'bench', 'examples', 'scripts'];
+const SOURCE_EXTENSIONS = ['.ts', '.cts', '.mts', '.js', '.mjs', '.cjs'];
+
+/**
+ * Citations of what is not in the repository: the design seeds by number and the design, style and
+ * toolchain notes it was written from. A comment cites Flink's class names, or a file under docs/.
+ */
+const OUTSIDE_CITATIONS = [/\bseeds? 0\d\d\b/i, /\bthe seed(?:s|'s)\b/i, /\b(?:DESIGN|STYLE|TOOLCHAIN)\.md\b/];
+
+/** Each line of `source` that cites what is not in the repository, as `file:line: text`. */
+function outsideCitations(file: string, source: string): string[] {
+  return source
+    .split('\n')
+    .flatMap((line, index) =>
+      OUTSIDE_CITATIONS.some((pattern) => pattern.test(line)) ? [`${file}:${index + 1}: ${line.trim()}`] : [],
+    );
 }
 
 /** Issue 11: no module under lib/ or machines/ longer than this; most are 50–300 lines. */
@@ -359,9 +379,6 @@ describe('architecture', () => {
   });
 
   describe('line width', () => {
-    const SOURCE_FOLDERS = ['lib', 'machines', 'test', 'bench', 'examples', 'scripts'];
-    const SOURCE_EXTENSIONS = ['.ts', '.cts', '.mts', '.js', '.mjs', '.cjs'];
-
     it('names each line wider than the width with its length, counting a character as one column', () => {
       const source = ['a'.repeat(10), '→'.repeat(10), 'b'.repeat(11), '', `${'µ'.repeat(11)}\r`, 'é'.repeat(10)];
       expect(wideLines('x.ts', source.join('\n'), 10)).to.deep.equal(['x.ts:3 (11 columns)', 'x.ts:5 (11 columns)']);
@@ -387,6 +404,35 @@ describe('architecture', () => {
           found,
           `lines wider than ${LINE_WIDTH} columns (split the string, name a part first or wrap the comment):\n  ` +
             `${found.join('\n  ')}\n`,
+        ).to.deep.equal([]);
+      },
+    );
+  });
+
+  describe('citations', () => {
+    it('finds a design seed by number and the design, style and toolchain notes; not a random seed', () => {
+      // Put together here, so that this file cites none of them itself.
+      const md = (name: string) => `${name}.md`;
+      const cited = ['(seed 0' + '00)', 'seeds 0' + '01 and 004', "the seed'" + 's 30 s', md('DESIGN'), md('STYLE')];
+      for (const text of [...cited, md('TOOLCHAIN')]) expect(outsideCitations('x.ts', text), text).to.have.length(1);
+      const fine = ['--seed 7', 'fixed seeds by default', 'prints the seed and the shrunk sequence', 'docs/layout.md'];
+      for (const text of fine) expect(outsideCitations('x.ts', text), text).to.deep.equal([]);
+    });
+
+    it(
+      'cites nothing outside the repository from lib/, machines/, test/, bench/, examples/, scripts/, ' +
+        'the README or docs/',
+      () => {
+        const files = [
+          ...SOURCE_FOLDERS.flatMap((folder) => sourceFiles(join(ROOT, folder), SOURCE_EXTENSIONS)),
+          join(ROOT, 'README.md'),
+          ...sourceFiles(join(ROOT, 'docs'), ['.md']),
+        ];
+        expect(files.map(rel)).to.include.members(['lib/index.ts', 'README.md', 'docs/layout.md']);
+        const found = files.flatMap((file) => outsideCitations(rel(file), readFileSync(file, 'utf8')));
+        expect(
+          found,
+          `cite Flink's class names or a file under docs/ instead:\n  ${found.join('\n  ')}\n`,
         ).to.deep.equal([]);
       },
     );

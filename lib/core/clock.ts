@@ -22,7 +22,8 @@ export const systemClock: Clock = {
 
 /**
  * `clock` with its timers fired through `execute` (an endpoint's mailbox): a timeout of a component
- * that lives in a mailbox runs there, like every other call it gets (STYLE.md §4).
+ * that lives in a mailbox runs there, like every other call it gets (Flink's MainThreadExecutor;
+ * docs/runtime.md).
  */
 export function mailboxClock(clock: Clock, execute: (fn: () => void) => void): Clock {
   return {

@@ -1,7 +1,8 @@
 /**
- * The ID family of seed 001. Each ID is a string at run time (so it crosses threads as itself and
- * serves as a map key) and a distinct branded type at compile time, so an AllocationID cannot be
- * passed where a JobID is expected.
+ * The ID family (Flink's ResourceID, JobID, AllocationID, ExecutionAttemptID, ResourceManagerId).
+ * Each ID is a string at run time (so it crosses threads as itself and serves as a map key) and a
+ * distinct branded type at compile time, so an AllocationID cannot be passed where a JobID is
+ * expected.
  *
  * - ResourceID: one TaskExecutor (a worker), e.g. `taskexecutor-3f9a1c`.
  * - SlotID: a physical slot, a ResourceID plus a slot number (`taskexecutor-3f9a1c/2`).

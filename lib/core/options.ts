@@ -1,9 +1,9 @@
 /**
- * Configuration: Flink's option names (where Flink has one), Flink's defaults unless the seeds or
- * DESIGN.md say otherwise, one table. `resolveOptions` validates every key at the door — an unknown
- * name or a value outside its rule is a ConfigurationError naming the option and the rule — and
- * returns the fully resolved, frozen options. Durations resolve to milliseconds, sizes to bytes. The
- * rules each kind of value is read by are optionSpecs.ts'.
+ * Configuration: Flink's option names (where Flink has one), Flink's defaults unless an option's
+ * description says otherwise, one table (docs/configuration.md). `resolveOptions` validates every
+ * key at the door — an unknown name or a value outside its rule is a ConfigurationError naming the
+ * option and the rule — and returns the fully resolved, frozen options. Durations resolve to
+ * milliseconds, sizes to bytes. The rules each kind of value is read by are optionSpecs.ts'.
  */
 import { formatDuration } from './Duration.js';
 import { ConfigurationError, describeValue } from './errors.js';
@@ -63,7 +63,7 @@ export const OPTIONS = {
     180_000,
     'A releasing slot whose tasks have not terminated by then is reported as stuck.',
   ),
-  'slot.request.timeout': duration(300_000, 'A slot request not fulfilled by then fails with its reason (seed 000).'),
+  'slot.request.timeout': duration(300_000, 'A slot request not fulfilled by then fails with its reason.'),
   'slot.idle.timeout': duration(
     50_000,
     'How long a JobMaster keeps a slot its subtasks no longer use, ' +
@@ -93,10 +93,7 @@ export const OPTIONS = {
     true,
   ),
   'heartbeat.interval': duration(10_000, 'How often heartbeats are sent.'),
-  'heartbeat.timeout': duration(
-    30_000,
-    "A peer silent for this long is lost (the seed's 30 s; Flink's default is 50 s).",
-  ),
+  'heartbeat.timeout': duration(30_000, "A peer silent for this long is lost (30 s here; Flink's default is 50 s)."),
   'resourcemanager.taskmanager-timeout': duration(30_000, 'An idle TaskExecutor is released after this.'),
   'slotmanager.requirement-check.delay': duration(
     0,

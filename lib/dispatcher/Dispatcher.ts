@@ -1,7 +1,7 @@
 /**
- * Dispatcher (seed 004): takes jobs, validates their graphs (their task modules loaded and checked
- * in a checker worker, never on this thread), starts a JobMaster for each and keeps the registry
- * of jobs; several jobs share the cluster.
+ * Dispatcher (Flink's Dispatcher): takes jobs, validates their graphs (their task modules loaded
+ * and checked in a checker worker, never on this thread), starts a JobMaster for each and keeps the
+ * registry of jobs; several jobs share the cluster.
  *
  * Ended jobs stay listed, with their status and result, for `jobstore.expiration-time` after they
  * ended and up to `jobstore.max-capacity` of them (the oldest go first), like Flink's job store;

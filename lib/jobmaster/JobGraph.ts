@@ -1,10 +1,10 @@
 /**
- * The job a user writes (DESIGN.md, "The job model"): vertices naming a task module, a parallelism,
- * resources, a slot sharing group and an optional co-location group; edges `pointwise` or
- * `all-to-all`; a restart strategy. `JobGraph.create` validates everything that can be checked
- * without touching the disk, synchronously, and refuses with a JobGraphError naming what is wrong
- * and what is allowed; `validateTaskModules` then has each task module loaded and checked off the
- * main thread (TaskModuleChecker).
+ * The job a user writes (Flink's JobGraph of JobVertices; docs/jobs.md): vertices naming a task
+ * module, a parallelism, resources, a slot sharing group and an optional co-location group; edges
+ * `pointwise` or `all-to-all`; a restart strategy. `JobGraph.create` validates everything that can
+ * be checked without touching the disk, synchronously, and refuses with a JobGraphError naming what
+ * is wrong and what is allowed; `validateTaskModules` then has each task module loaded and checked
+ * off the main thread (TaskModuleChecker).
  */
 import { describeValue } from '../core/errors.js';
 import { DEFAULTS, type ResolvedOptions } from '../core/options.js';

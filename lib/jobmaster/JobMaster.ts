@@ -1,11 +1,12 @@
 /**
- * JobMaster endpoint (seeds 002 and 004): runs one job. It registers at the ResourceManager,
- * declares what the job needs (declarative, seed 003), accepts the slots offered by the TaskExecutors
- * registered with it (RegisteredTaskManagers, Flink's registerTaskManager) into its slot pool,
- * packs subtasks into shared slots (SlotSharingExecutionSlotAllocator), deploys a subtask once its
- * slot is there and its inputs are ready (the outputs of its producers), tracks execution states,
- * restarts failed subtasks and what depends on them under the restart strategy, releases its slots
- * at the end and completes the job's result with the sink outputs.
+ * JobMaster endpoint (Flink's JobMaster): runs one job. It registers at the ResourceManager,
+ * declares what the job needs (declarative: Flink's ResourceRequirements), accepts the slots
+ * offered by the TaskExecutors registered with it (RegisteredTaskManagers, Flink's
+ * registerTaskManager) into its slot pool, packs subtasks into shared slots
+ * (SlotSharingExecutionSlotAllocator), deploys a subtask once its slot is there and its inputs are
+ * ready (the outputs of its producers), tracks execution states, restarts failed subtasks and what
+ * depends on them under the restart strategy, releases its slots at the end and completes the job's
+ * result with the sink outputs.
  *
  * Whether and when a failed job restarts is jobStatus.machine's decision (run by JobStatusActor:
  * canRestart, restartDelay, then restartTasks); the subtasks' attempts and the failover step are

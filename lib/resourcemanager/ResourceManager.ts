@@ -1,7 +1,8 @@
 /**
- * ResourceManager endpoint (seed 004): TaskExecutor registration (an unknown or stale ResourceID
- * refused with its reason), heartbeats, JobMaster registration and requirements, all handed to the
- * FineGrainedSlotManager, which asks the ResourceManagerDriver for workers as it plans.
+ * ResourceManager endpoint (Flink's ResourceManager): TaskExecutor registration (an unknown or
+ * stale ResourceID refused with its reason), heartbeats, JobMaster registration and requirements,
+ * all handed to the FineGrainedSlotManager, which asks the ResourceManagerDriver for workers as it
+ * plans.
  *
  * Losing a TaskExecutor: one whose worker ended is lost at once. One silent for heartbeat.timeout
  * (silent while we could look: see HeartbeatMonitor) is lost too — its slots freed, their jobs

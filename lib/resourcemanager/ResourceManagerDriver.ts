@@ -1,5 +1,5 @@
 /**
- * ResourceManagerDriver (seed 004; Flink's ResourceManagerDriver): how the ResourceManager gets
+ * ResourceManagerDriver (Flink's ResourceManagerDriver): how the ResourceManager gets
  * workers. The default starts each TaskExecutor on a worker thread of this process; the process
  * driver starts each in a child process (hard memory isolation); a remote or Kubernetes driver
  * would implement the same interface.

@@ -60,7 +60,7 @@ export function workerGateway(
 /**
  * The SlotManager's view of a TaskExecutor's gateway: profiles go on the wire as JSON; requests name
  * this ResourceManager. A driver's TaskExecutorGateway carries the rpc layer's deadlines (every
- * gateway call does, DESIGN.md), so the SlotStatusSyncer adds none of its own.
+ * gateway call does: docs/runtime.md, Gateways), so the SlotStatusSyncer adds none of its own.
  */
 export function slotGateway(
   gateway: TaskExecutorGateway,

@@ -18,13 +18,14 @@ export interface SlotRequest {
 
 export interface TaskExecutorSlotGateway {
   /**
-   * Allocates the slot in the TaskExecutor's table (seed 000 step 4). Resolves on acknowledgement;
-   * rejects if the TaskExecutor refuses (a SlotAllocationError, e.g. the index is taken).
+   * Allocates the slot in the TaskExecutor's table (Flink's TaskExecutorGateway.requestSlot).
+   * Resolves on acknowledgement; rejects if the TaskExecutor refuses (a SlotAllocationError, e.g.
+   * the index is taken).
    */
   // Function-typed properties (not methods) so that strictFunctionTypes checks what is passed in:
   // a wire gateway taking JSON profiles must not pass for one taking ResourceProfiles.
   readonly requestSlot: (request: SlotRequest) => Promise<void>;
-  /** Frees every slot of the job that is allocated but not active (seed 003: reclaim on job end). */
+  /** Frees every slot of the job that is allocated but not active (Flink's freeInactiveSlots at job end). */
   readonly freeInactiveSlots: (jobId: JobID) => Promise<void>;
   /**
    * 'transport': every call carries the rpc layer's deadline (callDeadline.ts: it starts when the

@@ -1,7 +1,7 @@
 /**
  * Gateways over a Link, in the small explicit protocol of protocol.ts (CallFrame → ResultFrame or
  * ErrorFrame): `serveGateway` (serveGateway.ts) answers the calls on a channel, `connectGateway`
- * makes them from the other side. What a call gets (STYLE.md §6):
+ * makes them from the other side. What a call gets (docs/runtime.md, Gateways):
  *
  * - a deadline that measures a silent peer, not our own queue (callDeadline.ts): its clock starts
  *   when its frame has left; an answer already received wins over a timer that ran first; a peer

@@ -1,9 +1,9 @@
 /**
- * Errors that cross threads as themselves (STYLE.md §6, §8): a SlotwiseError travels as its
- * `toJSON()` (plus its stack) and is revived as the same class with the same reason and details;
- * any other Error keeps name, message, stack (and a string `code`, e.g. ERR_WORKER_OUT_OF_MEMORY);
- * any other thrown value travels as itself. Gateway calls carry a thrown value in their
- * ErrorFrame (serializeThrown / deserializeThrown).
+ * Errors that cross threads as themselves (docs/runtime.md, Gateways; docs/configuration.md, IDs,
+ * errors, clock): a SlotwiseError travels as its `toJSON()` (plus its stack) and is revived as the
+ * same class with the same reason and details; any other Error keeps name, message, stack (and a
+ * string `code`, e.g. ERR_WORKER_OUT_OF_MEMORY); any other thrown value travels as itself. Gateway
+ * calls carry a thrown value in their ErrorFrame (serializeThrown / deserializeThrown).
  *
  * The same goes for an object exposed with comlink over a Link channel: comlink's own 'throw'
  * handler sends an Error as `{ name, message, stack }` and rebuilds a plain Error, so a

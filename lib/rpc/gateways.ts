@@ -20,7 +20,7 @@ import type {
 
 /** Served by each TaskExecutor (in its worker); called by the ResourceManager and JobMasters. */
 export interface TaskExecutorGateway {
-  /** Seed 004 steps 22–24: allocate the slot, connect to the job's JobMaster, offer it there. */
+  /** Flink's TaskExecutor.requestSlot: allocate the slot, connect to the job's JobMaster, offer it there. */
   requestSlot(request: SlotRequestWire): Promise<void>;
   /** Frees a slot (its tasks are failed first). */
   freeSlot(allocationId: AllocationID, cause: string): Promise<void>;

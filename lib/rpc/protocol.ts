@@ -20,7 +20,7 @@ export interface SlotReportWire {
   readonly slots: readonly SlotStatusWire[];
 }
 
-/** What a TaskExecutor says of itself when it registers (seed 004 step 22). */
+/** What a TaskExecutor says of itself when it registers (Flink's TaskExecutorRegistration). */
 export interface TaskExecutorRegistrationWire {
   readonly resourceId: ResourceID;
   readonly host: string;

@@ -1,11 +1,11 @@
 /**
- * TaskExecutor endpoint (seeds 001 and 004): the worker-side half of the runtime. It owns a
+ * TaskExecutor endpoint (Flink's TaskExecutor): the worker-side half of the runtime. It owns a
  * TaskSlotTable and one task runner (a piscina pool) per slot, registers at the ResourceManager and
  * keeps doing so while it lives (re-registering when the ResourceManager is lost, or lets it go),
  * answers heartbeats with its slot report, allocates slots on the request of the ResourceManager it
- * is registered at (refusing them while not registered, as Flink's "not connected") and offers
- * them to the job's JobMaster (seed 004 steps 22–24), runs the subtasks it is given and reports
- * their states to the JobMaster.
+ * is registered at (refusing them while not registered, as Flink's "not connected") and offers them
+ * to the job's JobMaster (Flink's requestSlot and offerSlotsToJobManager), runs the subtasks it is
+ * given and reports their states to the JobMaster.
  *
  * Its parts: the ResourceManagerConnection registers and watches the ResourceManager's heartbeats;
  * the JobTable keeps each job's JobMaster and batches the task states for it; RunningTasks takes

@@ -1,5 +1,5 @@
 /**
- * TaskSlotTable: the TaskExecutor's slots (seed 001, Flink's TaskSlotTableImpl) as a running XState
+ * TaskSlotTable: the TaskExecutor's slots (Flink's TaskSlotTableImpl) as a running XState
  * actor with a synchronous, validated API in front of it.
  *
  * Each call checks its arguments and the table's state, asks the machine's own decision functions

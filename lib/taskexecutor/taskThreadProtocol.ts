@@ -13,7 +13,7 @@
  */
 import type { SharedMemoryHandle } from './MemoryManager.js';
 
-/** The plain, structured-cloneable context of one attempt (DESIGN.md, "The job model"). */
+/** The plain, structured-cloneable context of one attempt (a task module's TaskContext: Flink's RuntimeContext). */
 export interface TaskInvocationContext {
   readonly jobId: string;
   readonly jobName: string;

@@ -1,7 +1,7 @@
 /**
- * The ResourceManager-side slot statechart (seed 000) and the table the SlotManager compiles from
- * it. The machine is checked on live actors; the table is checked against the machine by walking
- * it with @xstate/graph from every state, so the two cannot drift apart.
+ * The ResourceManager-side slot statechart (Flink's TaskManagerSlot) and the table the SlotManager
+ * compiles from it. The machine is checked on live actors; the table is checked against the machine
+ * by walking it with @xstate/graph from every state, so the two cannot drift apart.
  */
 import { getAdjacencyMap, getShortestPaths, getSimplePaths } from '@xstate/graph';
 import { expect } from 'chai';
@@ -25,7 +25,7 @@ import {
 
 type Snapshot = SnapshotFrom<typeof resourceSlotMachine>;
 
-/** The legal moves, as seed 000 and the brief state them — the one hand-written list, for the live-actor tests only. */
+/** The legal moves, as Flink's TaskManagerSlot makes them: the one hand-written list, for the live-actor tests. */
 const LEGAL: ReadonlyArray<[ResourceSlotState, ResourceSlotEventType, ResourceSlotState]> = [
   ['free', 'ASSIGN_PENDING', 'pending'],
   ['free', 'ADOPT', 'allocated'],
@@ -75,7 +75,7 @@ describe('resourceSlot machine', () => {
       });
     }
 
-    it('walks seed 000’s lifecycle: free → pending → allocated → free, and a refused request back to free', () => {
+    it('walks a TaskManagerSlot’s lifecycle: free → pending → allocated → free, a refused request back to free', () => {
       const actor = createActor(resourceSlotMachine).start();
       const seen: string[] = [actor.getSnapshot().value];
       actor.subscribe((snapshot) => seen.push(snapshot.value));
@@ -102,7 +102,7 @@ describe('resourceSlot machine', () => {
     });
   });
 
-  describe('illegal (state, event) pairs leave the state unchanged (seed 000’s checkState)', () => {
+  describe('illegal (state, event) pairs leave the state unchanged (Flink’s TaskManagerSlot checkState)', () => {
     it('has nine of them', () => expect(ILLEGAL).to.have.length(9));
 
     for (const [state, event] of ILLEGAL) {

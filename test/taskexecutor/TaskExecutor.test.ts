@@ -419,7 +419,7 @@ describe('TaskExecutor endpoint', () => {
     });
   });
 
-  describe('slots (seed 004 steps 22–24)', () => {
+  describe("slots (Flink's requestSlot and offerSlotsToJobManager)", () => {
     it(
       'allocates a requested slot, connects to the JobMaster ' + 'at its address and offers it; accepted → active',
       async () => {

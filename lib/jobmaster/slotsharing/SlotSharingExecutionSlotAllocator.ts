@@ -1,5 +1,5 @@
 /**
- * Logical slots for subtasks out of shared physical slots (seed 002; Flink's
+ * Logical slots for subtasks out of shared physical slots (Flink's
  * SlotSharingExecutionSlotAllocator). One SharedSlot per ExecutionSlotSharingGroup, created on the
  * first request of any member and reused by the others; one physical request per SharedSlot with
  * the group's profile; one logical slot per subtask. A SharedSlot whose physical request failed,

@@ -1,6 +1,7 @@
 /**
- * Which subtasks share a slot (seed 002): Flink's LocalInputPreferredSlotSharingStrategy, building
- * ExecutionSlotSharingGroups — each becomes one SharedSlot, one physical slot request.
+ * Which subtasks share a slot (Flink's SlotSharingGroup): its
+ * LocalInputPreferredSlotSharingStrategy, building ExecutionSlotSharingGroups — each becomes one
+ * SharedSlot, one physical slot request.
  *
  * Job vertices are walked in topological order, and each one in two passes (Flink's build()):
  * 1. every subtask tries (a) the group its co-location constraint chose already, then (b) the group

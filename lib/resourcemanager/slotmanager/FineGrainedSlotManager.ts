@@ -1,11 +1,12 @@
 /**
- * FineGrainedSlotManager (seeds 000 and 003): the coordinator. It validates every call, keeps the
- * ResourceTracker (what jobs need), the TaskManagerTracker (what executors have) and the
- * SlotStatusSyncer (what executors are asked) in step; on every change the statechart (through
- * RequirementCheckScheduler) schedules one coalesced RequirementCheck: the strategy's plan, applied,
- * then its reconcile step. Collaborators, each owning its timers: SlotRequests (seed 000's requests,
- * timeouts), WaitingJobs (declared requirements that wait, why, deadlines), BlockedTaskManagers (in
- * doubt, or being released), IdleTaskManagerTimeouts.
+ * FineGrainedSlotManager (Flink's FineGrainedSlotManager, with SlotManagerImpl's imperative
+ * requests): the coordinator. It validates every call, keeps the ResourceTracker (what jobs need),
+ * the TaskManagerTracker (what executors have) and the SlotStatusSyncer (what executors are asked)
+ * in step; on every change the statechart (through RequirementCheckScheduler) schedules one
+ * coalesced RequirementCheck: the strategy's plan, applied, then its reconcile step. Collaborators,
+ * each owning its timers: SlotRequests (imperative requests, timeouts), WaitingJobs (declared
+ * requirements that wait, why, deadlines), BlockedTaskManagers (in doubt, or being released),
+ * IdleTaskManagerTimeouts.
  *
  * Beyond Flink: a waiting request says why it waits (WaitReason); a declared requirement waiting
  * longer than slot.request.timeout is reported with that reason; an executor that refuses or misses
@@ -242,7 +243,7 @@ export class FineGrainedSlotManager {
     if (this.#applyReport(taskManager, report) || unblocked) this.#checks.requirementsChanged();
   }
 
-  // ------------------------------------------------------------------ requirements (declarative, seed 003)
+  // ------------------------------------------------------- requirements (declarative: Flink's ResourceRequirements)
 
   /** Declares everything a job needs now (it replaces the previous declaration). */
   declareResourceRequirements(requirements: ResourceRequirements): void {
@@ -274,7 +275,8 @@ export class FineGrainedSlotManager {
 
   /**
    * The job is over: its requirements go, its inactive slots are reclaimed from the executors
-   * (seed 003), its waiting slot requests are canceled. False for a job the SlotManager never saw.
+   * (Flink's TaskExecutorGateway.freeInactiveSlots), its waiting slot requests are canceled. False
+   * for a job the SlotManager never saw.
    */
   clearResourceRequirements(jobId: JobID): boolean {
     this.#checks.requireStarted('clearResourceRequirements');
@@ -309,13 +311,13 @@ export class FineGrainedSlotManager {
     return true;
   }
 
-  // ------------------------------------------------------------------ slot requests (imperative, seed 000)
+  // ------------------------------------------------------------ slot requests (imperative: Flink's SlotRequest)
 
   /**
-   * Seed 000's requestSlot: one slot of `profile` for the job under the caller's AllocationID,
-   * preferably on `preference` (a host, or an executor). A request whose AllocationID is already
-   * pending or allocated is a duplicate: ignored, 'duplicate' returned. It fails after
-   * slot.request.timeout with the reason it waited (listener.slotRequestFailed).
+   * Flink's SlotManagerImpl.registerSlotRequest: one slot of `profile` for the job under the
+   * caller's AllocationID, preferably on `preference` (a host, or an executor). A request whose
+   * AllocationID is already pending or allocated is a duplicate: ignored, 'duplicate' returned. It
+   * fails after slot.request.timeout with the reason it waited (listener.slotRequestFailed).
    */
   requestSlot(
     jobId: JobID,

@@ -1,5 +1,5 @@
 /**
- * ResourceAllocationStrategy (seed 003; Flink's DefaultResourceAllocationStrategy): given what the
+ * ResourceAllocationStrategy (Flink's DefaultResourceAllocationStrategy): given what the
  * jobs miss, decide where it goes — first on free registered resources (through the tracker's
  * index, under the cluster's slot matching policy), then on pending workers, then on new workers
  * of the configured shape, bounded by the cluster's maxima; and top the free resources up to the
@@ -29,7 +29,7 @@ export interface ResourceDemand {
   readonly profile: ResourceProfile;
   readonly count: number;
   readonly preference?: PlacementPreference;
-  /** Set for an imperative request (seed 000's requestSlot): the allocation to use. */
+  /** Set for an imperative request (requestSlot, Flink's SlotRequest): the allocation to use. */
   readonly allocationId?: AllocationID;
 }
 

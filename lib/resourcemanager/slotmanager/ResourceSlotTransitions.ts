@@ -201,9 +201,10 @@ export function resourceSlotStatesAllowing(event: ResourceSlotEventType): readon
 
 /**
  * Applies `event` to a plain slot record: sets `record.state` to the machine's target, or throws
- * {@link IllegalStateError} and leaves the record untouched — seed 000's `checkState(state == FREE)`
- * and `checkState(state == PENDING)`. `what` names the slot in the message (e.g. its SlotID):
- * "slot te-1/0: COMPLETE_ALLOCATION is not allowed in state free (allowed in: pending)".
+ * {@link IllegalStateError} and leaves the record untouched — Flink's TaskManagerSlot's
+ * `checkState(state == FREE)` and `checkState(state == PENDING)`. `what` names the slot in the
+ * message (e.g. its SlotID): "slot te-1/0: COMPLETE_ALLOCATION is not allowed in state free
+ * (allowed in: pending)".
  */
 export function transitionResourceSlot(
   record: { state: ResourceSlotState },

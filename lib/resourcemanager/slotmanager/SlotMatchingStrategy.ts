@@ -7,8 +7,9 @@
  * - `spread`: the least-utilised executor (Flink's LeastUtilization; `taskmanager.load-balance.mode: slots`).
  * - `pack`: the most-utilised executor that still fits, so that whole executors stay empty and can be released.
  *
- * A preference for a host or an executor (seed 000's affinity to the input's node) is applied on
- * top of any policy by the index: the preferred candidates first, then everyone.
+ * A preference for a host or an executor (Flink's SlotProfile preferred locations: the input's
+ * node) is applied on top of any policy by the index: the preferred candidates first, then
+ * everyone.
  */
 import { IllegalArgumentError } from '../../core/errors.js';
 

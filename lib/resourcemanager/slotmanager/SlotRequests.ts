@@ -1,8 +1,9 @@
 /**
- * Seed 000's imperative slot requests (requestSlot) while they wait, and their timeouts: each fails
- * after slot.request.timeout with the reason it waited. Keyed by the caller's AllocationID, their
- * deadlines too (one DeadlineScheduler, one clock timer for all of them). A request's job is told
- * how it ended (slotRequestFulfilled or slotRequestFailed) here, once.
+ * Imperative slot requests (requestSlot; Flink's SlotManagerImpl's PendingSlotRequests) while they
+ * wait, and their timeouts: each fails after slot.request.timeout with the reason it waited. Keyed
+ * by the caller's AllocationID, their deadlines too (one DeadlineScheduler, one clock timer for all
+ * of them). A request's job is told how it ended (slotRequestFulfilled or slotRequestFailed) here,
+ * once.
  */
 import type { Clock } from '../../core/clock.js';
 import { DeadlineScheduler } from '../../core/DeadlineScheduler.js';

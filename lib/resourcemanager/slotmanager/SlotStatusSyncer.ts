@@ -1,13 +1,14 @@
 /**
- * SlotStatusSyncer (seed 003; Flink's DefaultSlotStatusSyncer): the only component that talks to
+ * SlotStatusSyncer (Flink's DefaultSlotStatusSyncer): the only component that talks to
  * TaskExecutors about slots, and the one that keeps the slot records, the ResourceTracker and the
  * executors' own tables in agreement.
  *
- * - allocateSlot: the reservation becomes a pending slot and the job counts it as acquired at once
- *   (seed 000 steps 3–5); the TaskExecutor is asked; its acknowledgement marks the slot allocated;
- *   a refusal or no answer (see "Deadlines") frees it and reports the failure, after which
- *   the SlotManager re-plans with a new AllocationID — elsewhere, since the executor is blocked
- *   until its next slot report. An answer for an attempt already given up is ignored.
+ * - allocateSlot (Flink's DefaultSlotStatusSyncer.allocateSlot): the reservation becomes a pending
+ *   slot and the job counts it as acquired at once; the TaskExecutor is asked; its acknowledgement
+ *   marks the slot allocated; a refusal or no answer (see "Deadlines") frees it and reports the
+ *   failure, after which the SlotManager re-plans with a new AllocationID — elsewhere, since the
+ *   executor is blocked until its next slot report. An answer for an attempt already given up is
+ *   ignored.
  * - freeSlot: free it here (no call: the TaskExecutor or the job freed it already).
  * - reportSlotStatus: reconcile a slot report (see the method).
  * - freeInactiveSlots: ask every executor holding slots of a finished job to free the inactive ones.
@@ -67,9 +68,9 @@ export interface SlotStatusSyncerOptions {
   /** Told when an allocation settles (acknowledged, refused, or no answer), on `execute`. */
   readonly onAllocationSettled: (outcome: AllocationOutcome) => void;
   /**
-   * Whether an AllocationID belongs to an imperative slot request (seed 000): such an allocation,
-   * found in a report (its answer came late, or never), answers the request and is not counted in
-   * the job's ResourceTracker.
+   * Whether an AllocationID belongs to an imperative slot request (Flink's SlotRequest): such an
+   * allocation, found in a report (its answer came late, or never), answers the request and is not
+   * counted in the job's ResourceTracker.
    */
   readonly isRequested?: (allocationId: AllocationID, jobId: JobID) => boolean;
   readonly log?: (message: string) => void;

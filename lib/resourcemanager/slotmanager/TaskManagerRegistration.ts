@@ -33,7 +33,10 @@ export interface ResourceSlotRecord {
   readonly profile: ResourceProfile;
   /** A free static slot held by a plan's reservation that has not been turned into a request yet. */
   reserved: boolean;
-  /** Counted in its job's ResourceTracker (declared requirements); false for seed 000's imperative requests. */
+  /**
+   * Counted in its job's ResourceTracker (declared requirements); false for imperative requests
+   * (Flink's SlotManagerImpl.registerSlotRequest).
+   */
   tracked: boolean;
   /**
    * The SlotStatusSyncer's request to the executor for this pending slot while it is unanswered (its own, opaque here);

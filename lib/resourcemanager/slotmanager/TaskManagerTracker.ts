@@ -1,5 +1,5 @@
 /**
- * TaskManagerTracker (seed 003; Flink's FineGrainedTaskManagerTracker): the registered TaskExecutors
+ * TaskManagerTracker (Flink's FineGrainedTaskManagerTracker): the registered TaskExecutors
  * with their slot records by AllocationID, the pending workers (PendingTaskManagers), and the views
  * kept of the executors' capacity: the index that finds an executor for a requirement without
  * scanning (FreeResourceIndex), why none takes it (ShortageIndex), and the free sum
@@ -8,8 +8,8 @@
  *
  * A slot is reserved by a plan (SlotReservation), then pending, allocated and free again; each step
  * of its record (slotRecords.ts) goes through the ResourceManager-side slot machine
- * (`resourceSlot.machine.ts`, its compiled transition table): an illegal step (seed 000's
- * precondition checks) throws an IllegalStateError and changes nothing.
+ * (`resourceSlot.machine.ts`, its compiled transition table): an illegal step (Flink's
+ * TaskManagerSlot precondition checks) throws an IllegalStateError and changes nothing.
  */
 import type { Clock } from '../../core/clock.js';
 import { IllegalArgumentError, IllegalStateError } from '../../core/errors.js';

@@ -346,7 +346,7 @@ describe('FineGrainedSlotManager: placing slots', () => {
     });
   });
 
-  describe('requestSlot (seed 000)', () => {
+  describe("requestSlot (imperative, as Flink's SlotManagerImpl.registerSlotRequest)", () => {
     it("places the request under the caller's AllocationID and tells the listener where it landed", async () => {
       const h = createSlotManager({ allocator: false });
       const te1 = h.register();

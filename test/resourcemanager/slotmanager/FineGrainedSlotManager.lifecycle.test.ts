@@ -445,7 +445,7 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
     );
 
     it(
-      'says so for a slot request (seed 000) planned on it, ' + 'and waits for workers again once a start is accepted',
+      'says so for an imperative slot request planned on it, ' + 'and waits for workers again once a start is accepted',
       async () => {
         const h = createSlotManager();
         h.allocator.refuse = true;

@@ -395,7 +395,7 @@ function newWorld(setup: Setup, allocatorSupported: boolean): World {
     },
     allocator,
     clock,
-    // Synchronous, as the brief of this test wants; a throw is kept so the step that caused it fails.
+    // Synchronous: each operation settles before the model is compared; a throw is kept so its step fails.
     execute: (task) => {
       try {
         task();
