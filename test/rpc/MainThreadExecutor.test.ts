@@ -45,7 +45,7 @@ describe('MainThreadExecutor', () => {
     };
   }
 
-  it('lets the event loop turn once a drain has run for its budget, and goes on in order from a 0 ms timer', async () => {
+  it('lets the event loop turn once a drain ran for its budget, and goes on in order from a 0 ms timer', async () => {
     const { clock, work, fireTimers, pendingTimers } = workingClock();
     const mailbox = new MainThreadExecutor('JobMaster big', clock);
     const log: number[] = [];
