@@ -7,11 +7,11 @@
  * thread is counted: what remains is the bookkeeping a job pays between `submitJob` and its
  * result. On one thread, wall time is CPU time, so `node --cpu-prof` profiles it faithfully.
  *
- *   node --import tsx bench/jobPathCpu.ts [jobs] [parallelism]      # default 3000 jobs of p = 1
+ *   node --import tsx bench/jobPathCpu.ts [jobs] [parallelism] [in flight]   # default 3000 jobs of p = 1, 1 in flight
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/jobPathCpu.ts 3000 1
  *
- * Prints µs of CPU per job (and per subtask) over `jobs` jobs run one at a time after a warm-up
- * of as many, on 4 TaskExecutors × 8 slots.
+ * Prints µs of CPU per job (and per subtask) over `jobs` jobs, `in flight` at a time, after a
+ * warm-up of as many, on 4 TaskExecutors × 8 slots.
  */
 import { systemClock } from '../lib/core/clock.js';
 import type { ResourceID } from '../lib/core/ids.js';
@@ -25,6 +25,7 @@ import { MemoryResourceManagerDriver } from '../test/rpc/memoryDriver.js';
 
 const JOBS = Number(process.argv[2] ?? 3000);
 const PARALLELISM = Number(process.argv[3] ?? 1);
+const IN_FLIGHT = Number(process.argv[4] ?? 1);
 const TASK = new URL('./support/tasks/subtaskIndex.mjs', import.meta.url);
 
 /** Every module is fine: nothing is loaded in this thread (the checker's own cost is not the job path's). */
@@ -52,14 +53,19 @@ while (!ids.every((id) => rm.slotManager.tracker.getTaskManager(id) !== undefine
   await new Promise((resolve) => setTimeout(resolve, 10));
 
 async function runJobs(count: number): Promise<void> {
-  for (let i = 0; i < count; i++) {
-    const job = await dispatcher.submitJob({
-      name: `p=${PARALLELISM} #${i}`,
-      vertices: [{ id: 'v', taskModule: TASK, parallelism: PARALLELISM }],
-    });
-    const result = await job.result;
-    if (result.status !== 'finished') throw new Error(`job ${i} ${result.status}: ${result.error?.message}`);
-  }
+  let next = 0;
+  const lane = async () => {
+    while (next < count) {
+      const i = next++;
+      const job = await dispatcher.submitJob({
+        name: `p=${PARALLELISM} #${i}`,
+        vertices: [{ id: 'v', taskModule: TASK, parallelism: PARALLELISM }],
+      });
+      const result = await job.result;
+      if (result.status !== 'finished') throw new Error(`job ${i} ${result.status}: ${result.error?.message}`);
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
 }
 
 await runJobs(JOBS);
@@ -70,7 +76,7 @@ const used = process.cpuUsage(before);
 const wall = performance.now() - started;
 const perJob = (used.user + used.system) / JOBS;
 console.log(
-  `${JOBS} jobs of p = ${PARALLELISM}, one at a time, every endpoint on this thread: ` +
+  `${JOBS} jobs of p = ${PARALLELISM}, ${IN_FLIGHT} in flight, every endpoint on this thread: ` +
     `${perJob.toFixed(0)} µs CPU per job (${(perJob / PARALLELISM).toFixed(1)} µs per subtask), ` +
     `${((wall * 1000) / JOBS).toFixed(0)} µs wall per job`,
 );
