@@ -18,7 +18,8 @@
  *   thread passes from every importing module to what it imports. Node never drops those modules:
  *   the thread's heap grows by them until the thread retires (TaskThreadReserve).
  * - Shared by every job the thread serves, as the JDK's classes are by Flink's jobs: Node's built-in
- *   modules, CommonJS modules (Node's require cache is the thread's) and native addons.
+ *   modules, CommonJS modules (Node's require cache is the thread's), native addons, and modules
+ *   of other schemes than `file:` (`data:`), which Node's loader keeps.
  * Globals and built-in prototypes are the thread's: a job that patches them is seen by the next
  * job on that thread (`taskmanager.task-threads.max-jobs: 1` gives every job fresh threads).
  */
@@ -124,6 +125,8 @@ const { SourceTextModule, SyntheticModule } = vm as Partial<typeof vm>;
 /** The module for `url` in the job's graph (or the thread's shared one), made once. */
 function moduleFor(graph: JobGraph, url: string, attributes: ImportAttributes | undefined): Promise<vm.Module> {
   if (url.startsWith('node:')) return sharedModule(url, () => builtinModule(url));
+  // data: (and any other scheme Node's loader takes): Node's own module, shared like a builtin.
+  if (!url.startsWith('file:')) return sharedModule(url, () => builtinModule(url));
   const format = formatOf(url);
   if (format === 'commonjs' || format === 'addon') return sharedModule(url, () => requiredModule(url));
   if (attributes?.type === 'json' && format !== 'json') {

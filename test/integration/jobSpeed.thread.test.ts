@@ -19,6 +19,8 @@ type ModuleState = ThreadState & {
   counterRuns: number;
   lazyRuns: number;
   settingsSeenBy: number;
+  cjsRuns: number;
+  answer: number;
   metaUrl: string;
 };
 
@@ -118,6 +120,13 @@ describe('jobs on warm threads (worker threads)', function () {
       expectFreshModules(second);
       // The modules are the files themselves: import.meta.url names the task module's file.
       expect(second.js[0]!.metaUrl).to.equal(jsFixture('moduleState').href);
+      expect(second.js.every((o) => o.answer === 42)).to.equal(true); // a data: module, through Node's loader
+      // A CommonJS module is the thread's (Node's require cache), as the README's table says: on a
+      // thread both jobs used, the second job's count goes on from where the first one left it.
+      for (const [threadId, runs] of byThread(second.js)) {
+        const before = byThread(first.js).get(threadId);
+        if (before !== undefined) expect(runs[0]!.cjsRuns).to.be.greaterThan(before.at(-1)!.cjsRuns);
+      }
       // What the thread's globals hold is the thread's: the strict setting below is for that.
       expect(second.js.some((o) => o.seen === first.jobId)).to.equal(true);
       const metrics = await spares(cluster, 2);
