@@ -114,6 +114,13 @@ export class RunningTasks {
     task.runner?.cancel(executionAttemptId, cause);
   }
 
+  /** Runners whose slot is no longer held (`held` says which are): freed, their close not begun yet. */
+  runnersOfFreedSlots(held: (allocationId: AllocationID) => boolean): number {
+    let count = 0;
+    for (const allocationId of this.#runners.keys()) if (!held(allocationId)) count++;
+    return count;
+  }
+
   /** The slot has closed: its runner closes too. */
   slotClosed(allocationId: AllocationID): void {
     const runner = this.#runners.get(allocationId);

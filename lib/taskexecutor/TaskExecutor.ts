@@ -339,7 +339,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
         // come (not before: loading piscina and booting threads would compete with the registration).
         if (this.#phase === 'started')
           this.#o.taskThreads?.start(heapLimitMbOf(this.table.defaultSlotResourceProfile), () =>
-            this.#freeStaticSlots(),
+            this.#freeSlotsForSpares(),
           );
       },
     );
@@ -402,11 +402,19 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.#tasks.slotClosed(output.allocationId);
   }
 
-  /** Static slots nobody holds: how many allocations could still take a spare thread of the default slot. */
-  #freeStaticSlots(): number {
+  /**
+   * How many allocations could still take a spare thread of the default slot: the static slots
+   * nobody holds, less those freed whose runner has not begun to close (the slot closes a turn or
+   * two after it is freed): their thread comes back as a spare, and one booted meanwhile would be
+   * one too many.
+   */
+  #freeSlotsForSpares(): number {
     let free = 0;
     for (let index = 0; index < this.table.numberSlots; index++) if (this.table.isSlotFree(index)) free++;
-    return free;
+    const returning = this.#tasks.runnersOfFreedSlots(
+      (allocationId) => this.table.getTaskSlot(allocationId) !== undefined,
+    );
+    return Math.max(0, free - returning);
   }
 
   // ------------------------------------------------------------------ helpers

@@ -150,6 +150,8 @@ function harness(
   };
   const terminated: Array<[number, string]> = [];
   let registrations = 0;
+  /** What the TaskExecutor tells its task threads' reserve: how many allocations could still take a spare. */
+  let freeSlotsForSpares: (() => number) | null = null;
   const te = new TaskExecutor({
     resourceId: ResourceID.parse('te-test'),
     mode: 'thread',
@@ -165,6 +167,11 @@ function harness(
     createTaskRunner: (slot) => (calls.push(['createTaskRunner', slot.name, slot.heapLimitMb]), runner),
     onTerminated: (code, reason) => terminated.push([code, reason]),
     onRegistered: () => registrations++,
+    taskThreads: {
+      start: (_heapLimitMb, freeSlots) => void (freeSlotsForSpares = freeSlots),
+      close: async () => {},
+      stats: { started: 0, served: 0, bootedOnDemand: 0, spare: 0, inUse: 0, reused: 0, retired: 0 },
+    },
   });
   const call = <T>(fn: () => Promise<T>) => te.mailbox.callAsync(fn);
   return {
@@ -178,6 +185,7 @@ function harness(
     runs,
     terminated,
     registrations: () => registrations,
+    freeSlotsForSpares: () => freeSlotsForSpares?.() ?? null,
     call,
     runner: runner_,
     setOfferAnswer: (f: typeof offerAnswer) => (offerAnswer = f),
@@ -431,6 +439,30 @@ describe('TaskExecutor endpoint', () => {
         expect(h.te.table.getTaskSlot(allocationId)).to.include({ state: 'active', index: 0 });
       },
     );
+
+    it('tells its task threads a freed slot is free only once its runner closes (its thread comes back)', async () => {
+      const h = harness();
+      await h.started();
+      expect(h.freeSlotsForSpares()).to.equal(2);
+      const allocationId = await slotFor(h, 0);
+      expect(h.freeSlotsForSpares()).to.equal(1);
+      // A task takes the slot's runner (its thread), and ends.
+      const tdd = descriptor(allocationId);
+      await h.call(() => h.te.submitTask(tdd));
+      await settle();
+      h.runs.get(tdd.executionAttemptId)!.result.resolve({ output: 1 });
+      await settle();
+      // Freed and out of the table at once (its task ended), but its runner closes with the slot a
+      // turn later: until then a spare booted for it would be one too many.
+      const during = await h.call(async () => {
+        await h.te.freeSlot(allocationId, 'idle');
+        return h.freeSlotsForSpares();
+      });
+      expect(during).to.equal(1);
+      await settle();
+      expect(h.calls.filter((c) => c[0] === 'runner.close')).to.have.length(1);
+      expect(h.freeSlotsForSpares()).to.equal(2);
+    });
 
     it(
       'registers at the JobMaster once per job as it first connects, ' +
