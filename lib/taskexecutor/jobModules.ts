@@ -96,20 +96,9 @@ export async function importForJob(jobId: string, url: string): Promise<Record<s
   }
 }
 
-/** Forgets the module instances of every job but `keep` (the thread serves another job now, or none). */
-export function forgetJobs(keep?: string): number {
-  let forgotten = 0;
-  for (const jobId of graphs.keys()) {
-    if (jobId === keep) continue;
-    graphs.delete(jobId);
-    forgotten++;
-  }
-  return forgotten;
-}
-
-/** How many jobs' module graphs this thread holds (tests). */
-export function jobsHeld(): number {
-  return graphs.size;
+/** Forgets every job's module instances (the thread's slot has gone back: it serves another job next, or none). */
+export function forgetJobs(): void {
+  graphs.clear();
 }
 
 function graphOf(jobId: string): JobGraph {
@@ -124,9 +113,8 @@ const { SourceTextModule, SyntheticModule } = vm as Partial<typeof vm>;
 
 /** The module for `url` in the job's graph (or the thread's shared one), made once. */
 function moduleFor(graph: JobGraph, url: string, attributes: ImportAttributes | undefined): Promise<vm.Module> {
-  if (url.startsWith('node:')) return sharedModule(url, () => builtinModule(url));
-  // data: (and any other scheme Node's loader takes): Node's own module, shared like a builtin.
-  if (!url.startsWith('file:')) return sharedModule(url, () => builtinModule(url));
+  // node: and data: (any scheme Node's loader takes but file:): Node's own module, shared by the jobs.
+  if (!url.startsWith('file:')) return sharedModule(url, () => loadedModule(url));
   const format = formatOf(url);
   if (format === 'commonjs' || format === 'addon') return sharedModule(url, () => requiredModule(url));
   if (attributes?.type === 'json' && format !== 'json') {
@@ -199,7 +187,7 @@ function jsonModule(url: string): vm.Module {
   });
 }
 
-async function builtinModule(url: string): Promise<vm.Module> {
+async function loadedModule(url: string): Promise<vm.Module> {
   return namespaceModule((await import(url)) as Record<string, unknown>, url);
 }
 
