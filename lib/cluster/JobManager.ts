@@ -324,7 +324,9 @@ export class JobManager {
 
   /** TaskExecutors and their slots (which subtask runs where), waiting requests with reasons, jobs. */
   overview(): ClusterOverview {
-    return describeCluster(this.resourceManager.slotManager, this.dispatcher, 'process');
+    const rm = this.resourceManager;
+    // Each TaskManager says how its TaskExecutor runs when it registers (one in the SlotManager is registered).
+    return describeCluster(rm.slotManager, this.dispatcher, (id) => rm.taskExecutorMode(id) ?? 'thread');
   }
 
   /**
