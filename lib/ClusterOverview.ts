@@ -84,7 +84,8 @@ const ENDED = ['finished', 'failed', 'canceled'];
 export function describeCluster(
   slotManager: FineGrainedSlotManager,
   dispatcher: Dispatcher,
-  mode: 'thread' | 'process',
+  /** How each TaskExecutor runs, as its registration told. */
+  modeOf: (resourceId: ResourceID) => 'thread' | 'process',
 ): ClusterOverview {
   const seen = slotManager.overview();
   const tasksBySlot = new Map<string, string[]>();
@@ -119,7 +120,7 @@ export function describeCluster(
     });
     return {
       resourceId: tm.resourceId,
-      mode,
+      mode: modeOf(tm.resourceId),
       utilization: tm.utilization,
       totalResources: amounts(ResourceProfile.fromJSON(tm.total)),
       availableResources: amounts(available),

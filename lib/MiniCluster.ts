@@ -208,7 +208,8 @@ export class MiniCluster {
 
   /** The cluster now: executors and their slots (which subtask runs where), waiting requests with reasons, jobs. */
   overview(): ClusterOverview {
-    return describeCluster(this.resourceManager.slotManager, this.dispatcher, this.mode);
+    const rm = this.resourceManager;
+    return describeCluster(rm.slotManager, this.dispatcher, (id) => rm.taskExecutorMode(id) ?? this.mode);
   }
 
   /**

@@ -46,6 +46,7 @@ import { resourceManagerServices } from '../dispatcher/resourceManagerServices.j
 import { BlobStore, checkSha256, sha256Hex } from './BlobStore.js';
 import { bundleTaskModule } from './bundleTaskModule.js';
 import { checkClusterId, clusterSubjects, DEFAULT_CLUSTER_ID, JOBMANAGER_PEER_ID } from './clusterSubjects.js';
+import { JobManagerLease, type JobManagerLeaseOptions } from './JobManagerLease.js';
 import { checkNatsUrl, connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL } from './natsConnection.js';
 import { StandaloneResourceManagerDriver } from './StandaloneResourceManagerDriver.js';
 import { cachedHash, taskCodeRef, TaskCodeCache } from './TaskCodeCache.js';
@@ -108,6 +109,8 @@ export class JobManager {
   readonly #ownCacheDir: boolean;
   readonly #observability: Observability;
   readonly #inspection: InspectionSink | null;
+  /** This cluster id is ours while we hold it (JobManagerLease.ts). */
+  readonly #lease: JobManagerLease;
   #rest: RestServer | null = null;
   #closed: Promise<void> | null = null;
 
@@ -119,8 +122,10 @@ export class JobManager {
     cacheDir: string | undefined,
     logger: LogSink,
     observability: Observability,
+    lease: JobManagerLease,
   ) {
     this.#observability = observability;
+    this.#lease = lease;
     // With a dashboard, the SlotManager's and the jobs' statecharts report to its actors view.
     this.#inspection = observability.inspectionSink(undefined);
     const inspect = this.#inspection ? { inspect: this.#inspection.inspect } : {};
@@ -205,7 +210,11 @@ export class JobManager {
       options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
       configuration['heartbeat.interval'],
     );
+    const logger = options.logger ?? createDefaultLogSink();
+    let lease: JobManagerLease | undefined;
     try {
+      // The cluster id is ours before we listen on it, or we refuse (ClusterError): one JobManager per cluster.
+      lease = await JobManagerLease.acquire(connection, clusterId, leaseTimes(configuration, logger));
       const blobs = await BlobStore.open(connection, clusterId);
       // First what may refuse (a registry another cluster uses): nothing listens yet.
       let self: JobManager | null = null;
@@ -220,8 +229,9 @@ export class JobManager {
         connection,
         blobs,
         options.cacheDir,
-        options.logger ?? createDefaultLogSink(),
+        logger,
         observability,
+        lease,
       ));
       jobManager.resourceManager.start();
       // Our subscription is in place at the server before anyone is told we are up.
@@ -241,6 +251,7 @@ export class JobManager {
       return jobManager;
     } catch (error) {
       await observability?.close();
+      await lease?.release();
       await connection.close().catch(() => {});
       throw error;
     }
@@ -324,7 +335,9 @@ export class JobManager {
 
   /** TaskExecutors and their slots (which subtask runs where), waiting requests with reasons, jobs. */
   overview(): ClusterOverview {
-    return describeCluster(this.resourceManager.slotManager, this.dispatcher, 'process');
+    const rm = this.resourceManager;
+    // Each TaskManager says how its TaskExecutor runs when it registers (one in the SlotManager is registered).
+    return describeCluster(rm.slotManager, this.dispatcher, (id) => rm.taskExecutorMode(id) ?? 'thread');
   }
 
   /**
@@ -351,6 +364,7 @@ export class JobManager {
       await this.resourceManager.close();
       await this.#inspection?.close();
       this.#inbox.close();
+      await this.#lease.release();
       await this.#connection.drain().catch(() => this.#connection.close());
       if (this.#ownCacheDir) rmSync(this.#cache.dir, { recursive: true, force: true });
     })();
@@ -402,6 +416,25 @@ export class JobManager {
 
 /** `startJobManager(options)`: {@link JobManager.start}. */
 export const startJobManager = (options: JobManagerOptions = {}): Promise<JobManager> => JobManager.start(options);
+
+/**
+ * The lease lasts heartbeat.timeout unrenewed (as long as TaskManagers take to see a JobManager gone; at least 1 s),
+ * renewed every heartbeat.interval, at least three times within it.
+ */
+function leaseTimes(configuration: ResolvedOptions, logger: LogSink): JobManagerLeaseOptions {
+  const ttlMs = Math.max(1_000, Math.ceil(configuration['heartbeat.timeout']));
+  return {
+    ttlMs,
+    renewMs: Math.max(1, Math.min(Math.ceil(configuration['heartbeat.interval']), Math.floor(ttlMs / 3))),
+    log: (level, message) => {
+      try {
+        logger({ level, source: 'runtime', message });
+      } catch {
+        // A failing logger must not break the runtime it reports on.
+      }
+    },
+  };
+}
 
 /** The absolute path a task module names, or undefined when it names none (JobGraph refuses it then). */
 function localPath(taskModule: unknown): string | undefined {

@@ -69,6 +69,9 @@ interface Incarnation {
   readonly stopped: Promise<void>;
 }
 
+/** Set by TaskManager's static block: TaskManager.start for the child process of a TaskManagerProcess. */
+let startInChildProcess: (options: TaskManagerOptions) => Promise<TaskManager>;
+
 export class TaskManager {
   readonly clusterId: string;
   readonly options: ResolvedOptions;
@@ -78,6 +81,8 @@ export class TaskManager {
   readonly #cache: TaskCodeCache;
   readonly #ownCacheDir: boolean;
   readonly #host: string;
+  /** What its TaskExecutors register as: 'thread' (this process), 'process' (a TaskManagerProcess's child). */
+  readonly #runsIn: 'thread' | 'process';
   readonly #log: LogSink;
   #current: Incarnation;
   #incarnations = 0;
@@ -90,8 +95,10 @@ export class TaskManager {
     connection: NatsConnection,
     blobs: BlobStore,
     o: TaskManagerOptions,
+    runsIn: 'thread' | 'process',
   ) {
     this.clusterId = clusterId;
+    this.#runsIn = runsIn;
     this.options = options;
     this.#connection = connection;
     this.#subjects = clusterSubjects(clusterId);
@@ -116,6 +123,15 @@ export class TaskManager {
    * the background (see `registered`). `startTaskManager` also takes mode 'process'.
    */
   static async start(options: TaskManagerOptions = {}): Promise<TaskManager> {
+    return TaskManager.#start(options, 'thread');
+  }
+
+  static {
+    startInChildProcess = (options) => TaskManager.#start(options, 'process');
+  }
+
+  /** `runsIn`: what its TaskExecutor registers as, 'process' in the child process of a TaskManagerProcess. */
+  static async #start(options: TaskManagerOptions, runsIn: 'thread' | 'process'): Promise<TaskManager> {
     const { url, clusterId, configuration } = checkTaskManagerOptions(options);
     if ((options.mode ?? 'thread') !== 'thread') {
       throw new IllegalArgumentError(
@@ -139,6 +155,7 @@ export class TaskManager {
         connection,
         await BlobStore.open(connection, clusterId),
         options,
+        runsIn,
       );
     } catch (error) {
       await connection.close();
@@ -226,7 +243,7 @@ export class TaskManager {
       resourceId,
       clock: UNREF_CLOCK,
       host: this.#host,
-      mode: 'thread',
+      mode: this.#runsIn,
       configuration: this.options,
       resourceManager: connectGateway<ResourceManagerGateway>(link, 'rm', {
         gateway: GATEWAY.resourceManager,
@@ -355,6 +372,16 @@ export class TaskManager {
         .catch(() => {});
     }
   }
+}
+
+/**
+ * The TaskManager of the child process of a TaskManagerProcess (taskManagerProcessMain.ts): its
+ * TaskExecutor runs on this process's main thread, and registers as running in a process of its
+ * own (mode 'process'), which it is. Not exported by `slotwise/cluster`. `options.mode` must be
+ * 'thread' or unset, as for TaskManager.start.
+ */
+export function startTaskManagerInChildProcess(options: TaskManagerOptions): Promise<TaskManager> {
+  return startInChildProcess(options);
 }
 
 /**

@@ -1,17 +1,17 @@
 /**
  * The child process of a TaskManager in mode 'process' (TaskManagerProcess.ts): it runs the
- * TaskManager itself (thread mode: its TaskExecutor on this process's main thread, tasks on task
- * threads) under the heap limit its parent gave it, tells its parent its state over IPC, and
- * closes gracefully when told to or when its parent goes away.
+ * TaskManager itself (its TaskExecutor on this process's main thread, tasks on task threads; it
+ * registers as mode 'process') under the heap limit its parent gave it, tells its parent its state
+ * over IPC, and closes gracefully when told to or when its parent goes away.
  */
-import { TaskManager, type TaskManagerOptions } from './TaskManager.js';
+import { startTaskManagerInChildProcess, type TaskManager, type TaskManagerOptions } from './TaskManager.js';
 import { CLOSE_MESSAGE, STATUS_MESSAGE, type TaskManagerStatus } from './taskManagerProcessProtocol.js';
 
 async function main(): Promise<void> {
   const options = JSON.parse(process.argv[2] ?? '{}') as TaskManagerOptions;
   let taskManager: TaskManager;
   try {
-    taskManager = await TaskManager.start({ ...options, mode: 'thread' });
+    taskManager = await startTaskManagerInChildProcess({ ...options, mode: 'thread' });
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(2);

@@ -297,6 +297,19 @@ export class RestError extends SlotwiseError {
   }
 }
 
+/**
+ * A session cluster refused to do what was asked: `jobmanager-running`, a JobManager asked to start
+ * on a cluster id another JobManager serves (`details`: the `clusterId`, that JobManager's `holder`
+ * — its host, pid and start — and `expiresInMs`, when its lease runs out if it is gone without
+ * stopping).
+ */
+export class ClusterError extends SlotwiseError {
+  readonly _tag = 'ClusterError' as const;
+  constructor(reason: 'jobmanager-running', message: string, details: { clusterId: string } & Record<string, unknown>) {
+    super(reason, message, details);
+  }
+}
+
 /** Every concrete error class, by tag: the closed family. */
 export const ERROR_CLASSES = {
   IllegalArgumentError,
@@ -319,6 +332,7 @@ export const ERROR_CLASSES = {
   TaskExecutionError,
   JobGraphError,
   RestError,
+  ClusterError,
 } as const;
 
 export type SlotwiseErrorTag = keyof typeof ERROR_CLASSES;

@@ -5,12 +5,14 @@
  * starts, then what it exports or how loading failed; the main side times each module and ends
  * this worker when it has heard enough (or a module hangs, exits or throws).
  *
- * It imports only Node built-ins and the wire types: user code shares this realm with nothing of
- * slotwise. A `.ts` module needs tsx's loader: it is already there when this entry is itself `.ts`
- * (started through tsx), otherwise it is registered on the first `.ts` module.
+ * It imports only Node built-ins, the wire types and the esbuild reaper's registration: user code
+ * shares this realm with nothing of slotwise. A `.ts` module needs tsx's loader: it is already there
+ * when this entry is itself `.ts` (started through tsx, with the reaper), otherwise it is registered
+ * on the first `.ts` module, with the hook that ends and reaps the esbuild child it starts.
  */
 import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
+import { prepareEsbuildForThisThread, registerEsbuildReaper } from '../rpc/esbuildReaper.js';
 import {
   CHECK_REQUEST_MESSAGE,
   type TaskModuleCheckReport,
@@ -38,6 +40,7 @@ function ensureTypeScriptLoader(): Promise<void> {
     // A variable specifier: tsx is a development tool, not a dependency.
     const specifier = 'tsx/esm/api';
     try {
+      prepareEsbuildForThisThread();
       ((await import(specifier)) as { register: () => unknown }).register();
     } catch (error) {
       throw new Error(
@@ -45,6 +48,8 @@ function ensureTypeScriptLoader(): Promise<void> {
           `registered: ${describeError(error)}; compile the task to JavaScript or install tsx`,
       );
     }
+    // Its esbuild children ended and reaped before this worker ends (esbuildReaper.ts).
+    registerEsbuildReaper();
   })();
   return typeScriptLoader;
 }

@@ -5,7 +5,8 @@
  * `jm:<address>`. A worker that ends — exit, error, crash, abort — is reported at once.
  *
  * Release is graceful first (the TaskExecutor's shutdown: tasks failed, slots freed) and forced
- * after `task.cancellation.grace-period` + `rpc.ask.timeout` (terminate / SIGKILL). Deaths are
+ * after `task.cancellation.grace-period` + `rpc.ask.timeout` (terminate / SIGKILL); a worker not
+ * registered yet has nothing to shut down and is terminated at once. Deaths are
  * awaited with a deadline too: a worker stuck in a synchronous native call may never emit `exit`.
  * Workers that end before they register count as start failures; more than
  * `resourcemanager.start-worker.max-failure-rate` of them in a minute delay further starts.
@@ -107,13 +108,28 @@ export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> impl
   releaseResource(resourceId: ResourceID, reason: string): void {
     const worker = this.linkedWorkers.get(resourceId);
     if (worker === undefined || worker.state === 'stopping') return;
+    const registered = worker.state === 'running';
     worker.state = 'stopping';
     const deadline = this.#options['task.cancellation.grace-period'] + this.#options['rpc.ask.timeout'];
-    const forced = this.#clock.setTimeout(() => {
-      this.#log(`worker ${resourceId} did not stop within ${deadline} ms: terminating it`, 'warn');
+    const terminate = () => {
       worker.process.kill();
       // A worker blocked in a synchronous native call may never report its exit: stop waiting.
-      this.#clock.setTimeout(() => worker.link.close(`terminated; no exit seen within ${deadline} ms`), deadline);
+      const given = this.#clock.setTimeout(
+        () => worker.link.close(`terminated; no exit seen within ${deadline} ms`),
+        deadline,
+      );
+      void worker.ended.then(() => this.#clock.clearTimeout(given));
+    };
+    if (!registered) {
+      // Not registered yet: it holds no slot and runs no task, so there is nothing to shut down
+      // gracefully, and a shutdown would first wait for it to finish booting (a child under tsx: ~0.5 s).
+      this.#log(`stopping worker ${resourceId}, not registered yet, at once: ${reason}`, 'debug');
+      terminate();
+      return;
+    }
+    const forced = this.#clock.setTimeout(() => {
+      this.#log(`worker ${resourceId} did not stop within ${deadline} ms: terminating it`, 'warn');
+      terminate();
     }, deadline);
     worker.gateway.shutdown(reason).catch(() => worker.process.kill());
     void worker.ended.then(() => this.#clock.clearTimeout(forced));

@@ -19,7 +19,7 @@
 import type { InspectionEvent } from 'xstate';
 import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
 import { describeError, IllegalArgumentError } from '../core/errors.js';
-import { JobID, ResourceID, ResourceManagerId, type AllocationID } from '../core/ids.js';
+import { JobID, type ResourceID, ResourceManagerId, type AllocationID } from '../core/ids.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { ResourceProfile } from '../core/ResourceProfile.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.js';
@@ -39,8 +39,13 @@ import type { PendingTaskManagerID } from './slotmanager/PendingTaskManager.js';
 import type { ResourceAllocator } from './slotmanager/ResourceAllocator.js';
 import type { ResourceEventListener } from './slotmanager/ResourceEventListener.js';
 import { WorkerResourceSpec } from './slotmanager/WorkerResourceSpec.js';
-import { slotGateway, workerGateway } from './workerGateways.js';
-import { reportWithoutRevoked, type LostTaskExecutor, type TaskExecutorRegistration } from './WorkerRegistration.js';
+import { jobMasterInMailbox, slotGateway, workerGateway } from './workerGateways.js';
+import {
+  checkRegistration,
+  reportWithoutRevoked,
+  type LostTaskExecutor,
+  type TaskExecutorRegistration,
+} from './WorkerRegistration.js';
 
 export interface ResourceManagerOptions {
   readonly configuration?: SlotwiseOptions | ResolvedOptions;
@@ -179,6 +184,11 @@ export class ResourceManager implements ResourceManagerGateway {
     return [...this.#taskExecutors.keys()];
   }
 
+  /** How a registered TaskExecutor runs, as its registration told: for the overview. */
+  taskExecutorMode(resourceId: ResourceID): 'thread' | 'process' | undefined {
+    return this.#taskExecutors.get(resourceId)?.info.mode;
+  }
+
   /** Tells `listener`, in the mailbox, each TaskExecutorRegistrationEvent (one that throws is logged); unsubscribes. */
   onTaskExecutorRegistration(listener: (event: TaskExecutorRegistrationEvent) => void): () => void {
     this.#registrationListeners.add(listener);
@@ -189,12 +199,7 @@ export class ResourceManager implements ResourceManagerGateway {
 
   async registerTaskExecutor(registration: TaskExecutorRegistrationWire): Promise<RegistrationResponse> {
     this.mailbox.assertRunningInMainThread('ResourceManager.registerTaskExecutor');
-    if (!ResourceID.is(registration?.resourceId))
-      throw new IllegalArgumentError(
-        'invalid-value',
-        `registerTaskExecutor: resourceId must be a ResourceID, got ${String(registration?.resourceId)}`,
-        { argument: 'resourceId' },
-      );
+    checkRegistration(registration);
     const { resourceId } = registration;
     const refuse = (reason: string): RegistrationResponse => {
       this.#log(`refused the registration of ${resourceId}: ${reason}`);
@@ -327,22 +332,7 @@ export class ResourceManager implements ResourceManagerGateway {
    * its job). With its mailbox, every call runs there.
    */
   serveJobMaster(address: string, gateway: JobMasterGateway, mailbox?: MainThreadExecutor): void {
-    this.#jobMastersByAddress.set(
-      address,
-      mailbox === undefined
-        ? gateway
-        : {
-            registerTaskManager: (jobId, resourceId) =>
-              mailbox.callAsync(() => gateway.registerTaskManager(jobId, resourceId)),
-            disconnectTaskManager: (resourceId, cause) =>
-              mailbox.callAsync(() => gateway.disconnectTaskManager(resourceId, cause)),
-            offerSlots: (resourceId, offers) => mailbox.callAsync(() => gateway.offerSlots(resourceId, offers)),
-            updateTaskExecutionState: (state) => mailbox.callAsync(() => gateway.updateTaskExecutionState(state)),
-            updateTaskExecutionStates: (states) => mailbox.callAsync(() => gateway.updateTaskExecutionStates(states)),
-            notifySlotFreed: (resourceId, allocationId, cause) =>
-              mailbox.callAsync(() => gateway.notifySlotFreed(resourceId, allocationId, cause)),
-          },
-    );
+    this.#jobMastersByAddress.set(address, mailbox === undefined ? gateway : jobMasterInMailbox(gateway, mailbox));
   }
 
   withdrawJobMaster(address: string): void {

@@ -2,8 +2,8 @@
  * The ResourceManager's record of a registered TaskExecutor (Flink's WorkerRegistration) and of one declared lost
  * that may register again, and the slot report as the SlotManager may see it.
  */
-import type { AllocationID, ResourceID } from '../core/ids.js';
-import { describeError } from '../core/errors.js';
+import { type AllocationID, ResourceID } from '../core/ids.js';
+import { describeError, IllegalArgumentError } from '../core/errors.js';
 import type { TaskExecutorGateway } from '../rpc/gateways.js';
 import type { MainThreadExecutor, ScheduledTask } from '../rpc/MainThreadExecutor.js';
 import type { SlotReportWire, TaskExecutorRegistrationWire } from '../rpc/protocol.js';
@@ -19,6 +19,26 @@ export interface TaskExecutorRegistration {
    * of the SlotManager while its reports still show them.
    */
   readonly revoked: Map<AllocationID, 'to-free' | 'freeing'>;
+}
+
+/**
+ * Checks a registration at the ResourceManager's door (it may come over NATS from any peer): its
+ * ResourceID, and how its TaskExecutor runs — a worker thread or the TaskManager's own process
+ * ('thread'), or a child process ('process') — which the overview reports as it is told.
+ */
+export function checkRegistration(registration: TaskExecutorRegistrationWire): void {
+  if (!ResourceID.is(registration?.resourceId))
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `registerTaskExecutor: resourceId must be a ResourceID, got ${String(registration?.resourceId)}`,
+      { argument: 'resourceId' },
+    );
+  if (registration.mode !== 'thread' && registration.mode !== 'process')
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `registerTaskExecutor: mode must be 'thread' or 'process', got ${JSON.stringify(registration.mode)}`,
+      { argument: 'mode', value: registration.mode },
+    );
 }
 
 /** A TaskExecutor declared lost on heartbeat timeout, given heartbeat.timeout to register again. */

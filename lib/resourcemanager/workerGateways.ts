@@ -1,7 +1,10 @@
-/** The gateways the ResourceManager hands out: to one worker (it may speak only for itself), and to the SlotManager. */
+/**
+ * The gateways the ResourceManager hands out: to one worker (it may speak only for itself), a JobMaster's to the
+ * workers (through its mailbox), and to the SlotManager.
+ */
 import { IllegalArgumentError } from '../core/errors.js';
 import type { ResourceID, ResourceManagerId } from '../core/ids.js';
-import type { ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
+import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
 import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { TaskExecutorSlotGateway } from '../rpc/TaskExecutorSlotGateway.js';
 
@@ -71,5 +74,19 @@ export function slotGateway(
     requestSlot: (request) =>
       gateway.requestSlot({ ...request, resourceProfile: request.resourceProfile.toJSON(), resourceManagerId }),
     freeInactiveSlots: (jobId) => gateway.freeInactiveSlots(jobId),
+  };
+}
+
+/** A JobMaster's gateway whose every call runs on its mailbox: what TaskExecutors call it through. */
+export function jobMasterInMailbox(gateway: JobMasterGateway, mailbox: MainThreadExecutor): JobMasterGateway {
+  return {
+    registerTaskManager: (jobId, resourceId) => mailbox.callAsync(() => gateway.registerTaskManager(jobId, resourceId)),
+    disconnectTaskManager: (resourceId, cause) =>
+      mailbox.callAsync(() => gateway.disconnectTaskManager(resourceId, cause)),
+    offerSlots: (resourceId, offers) => mailbox.callAsync(() => gateway.offerSlots(resourceId, offers)),
+    updateTaskExecutionState: (state) => mailbox.callAsync(() => gateway.updateTaskExecutionState(state)),
+    updateTaskExecutionStates: (states) => mailbox.callAsync(() => gateway.updateTaskExecutionStates(states)),
+    notifySlotFreed: (resourceId, allocationId, cause) =>
+      mailbox.callAsync(() => gateway.notifySlotFreed(resourceId, allocationId, cause)),
   };
 }

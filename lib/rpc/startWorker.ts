@@ -6,7 +6,8 @@
  *
  * Worker threads on Node 20 do not inherit tsx's hooks, even with `execArgv: ['--import', 'tsx']`
  * (found by trying). For a `.ts` entry the worker starts from a two-line eval bootstrap that calls
- * `register()` from `tsx/esm/api` inside the worker and then imports the entry (~200 ms to start
+ * `register()` from `tsx/esm/api` inside the worker (with what ends and reaps the esbuild children
+ * tsx starts there: esbuildReaper.ts) and then imports the entry (~200 ms to start
  * under tsx, against ~40–60 ms for compiled JS: reuse workers). A failure to load the entry arrives
  * as the worker's `error` event, like any uncaught error in it.
  */
@@ -15,6 +16,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
+import { ESBUILD_REAPER_HOOK, ESBUILD_SYNC_ENV } from './esbuildReaper.js';
 
 /** A file URL for `entry`: a URL, a `file:` URL string, or a path (relative to the working directory). */
 export function entryUrl(entry: URL | string): URL {
@@ -72,8 +74,11 @@ export function startWorker(
   const url = entryUrl(entry);
   if (!isTypeScriptEntry(url)) return new Worker(url, { ...options, workerData });
   const tsx = resolveTsx('./esm/api', url);
+  // tsx, then the hook that ends and reaps the esbuild children tsx starts in this thread (esbuildReaper.ts).
   const bootstrap =
-    `import(${JSON.stringify(tsx)}).then(({ register }) => { ` +
-    `register(); return import(${JSON.stringify(url.href)}); });`;
+    `Object.assign(process.env, ${JSON.stringify(ESBUILD_SYNC_ENV)}); ` +
+    `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import('node:module'); })` +
+    `.then(({ register }) => { register(${JSON.stringify(ESBUILD_REAPER_HOOK)}); ` +
+    `return import(${JSON.stringify(url.href)}); });`;
   return new Worker(bootstrap, { ...options, workerData, eval: true });
 }

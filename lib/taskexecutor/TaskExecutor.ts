@@ -309,7 +309,9 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.#log(`shutting down: ${cause}`);
     const deadline = this.options['task.cancellation.grace-period'] + this.options['rpc.ask.timeout'];
     const closed = this.table.closeAsync(new Error(`the TaskExecutor is shutting down: ${cause}`));
-    await Promise.race([closed, new Promise<void>((resolve) => this.#clock.setTimeout(resolve, deadline))]);
+    let bound: TimerHandle | undefined;
+    await Promise.race([closed, new Promise<void>((resolve) => (bound = this.#clock.setTimeout(resolve, deadline)))]);
+    if (bound !== undefined) this.#clock.clearTimeout(bound);
     await this.#tasks.closeRunners();
     await this.#o.taskThreads?.close().catch(() => {});
     // As Flink's TaskExecutor, a goodbye only to the ResourceManager it is registered at, and no waiting on

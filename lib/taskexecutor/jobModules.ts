@@ -28,6 +28,7 @@ import { createRequire, isBuiltin, register } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
+import { prepareEsbuildForThisThread, registerEsbuildReaper } from '../rpc/esbuildReaper.js';
 
 /** What a module's file is, from its extension (and, for `.js`, its package's `type`). */
 type Format = 'esm' | 'commonjs' | 'json' | 'typescript' | 'addon';
@@ -349,6 +350,7 @@ function ensureTypeScriptHooks(url: string): Promise<void> {
   typeScriptHooks ??= (async () => {
     const specifier = 'tsx/esm/api';
     try {
+      prepareEsbuildForThisThread();
       const api = (await import(specifier)) as { register: () => unknown };
       api.register();
     } catch (error) {
@@ -358,6 +360,8 @@ function ensureTypeScriptHooks(url: string): Promise<void> {
           `${(error as Error)?.message ?? String(error)}; compile the task to JavaScript or install tsx`,
       );
     }
+    // Its esbuild children ended and reaped before this thread ends (esbuildReaper.ts).
+    registerEsbuildReaper();
     register(`data:text/javascript,${encodeURIComponent(JOB_TAG_HOOK)}`);
   })();
   return typeScriptHooks;

@@ -16,19 +16,31 @@ import { SlotTaskPool, type SlotTaskPoolLogEntry } from './SlotTaskPool.js';
 import { taskThreadReserve } from './TaskThreadReserve.js';
 import { TaskExecutor } from './TaskExecutor.js';
 
-async function bootstrap(): Promise<{ bootstrap: WorkerBootstrap; transport: Transport }> {
-  if (!isMainThread && parentPort !== null)
-    return { bootstrap: workerData as WorkerBootstrap, transport: portTransport(parentPort) };
-  const data = await new Promise<WorkerBootstrap>((resolve) => {
+/**
+ * The bootstrap and the Link to the driver. In a child process the Link takes over the IPC channel
+ * in the very call that receives the bootstrap: Node emits the messages of one read one after
+ * another, before any await could resume, and drops those no 'message' listener takes — a call
+ * sent while this process was still starting (the driver's shutdown when the cluster closes)
+ * would be lost, and its caller would wait out `rpc.ask.timeout` (see docs/runtime.md, Failures).
+ */
+function connect(): Promise<{ bootstrap: WorkerBootstrap; link: Link }> {
+  const linkOf = (bootstrap: WorkerBootstrap, transport: Transport) =>
+    new Link(`TaskExecutor ${bootstrap.resourceId}`, transport);
+  if (!isMainThread && parentPort !== null) {
+    const bootstrap = workerData as WorkerBootstrap;
+    return Promise.resolve({ bootstrap, link: linkOf(bootstrap, portTransport(parentPort)) });
+  }
+  return new Promise((resolve) => {
     const onMessage = (message: unknown) => {
       const value = (message as Record<string, unknown> | null)?.[BOOTSTRAP_MESSAGE];
       if (value === undefined) return;
+      const bootstrap = value as WorkerBootstrap;
+      const link = linkOf(bootstrap, processTransport(process));
       process.off('message', onMessage);
-      resolve(value as WorkerBootstrap);
+      resolve({ bootstrap, link });
     };
     process.on('message', onMessage);
   });
-  return { bootstrap: data, transport: processTransport(process) };
 }
 
 /**
@@ -50,8 +62,7 @@ function importWorkerInspector(): Promise<typeof import('../workerInspector.js')
  * starts is CommonJS (scripts/bundleWorkers.ts), so that its V8 code cache can be used.
  */
 async function main(): Promise<void> {
-  const { bootstrap: config, transport } = await bootstrap();
-  const link = new Link(`TaskExecutor ${config.resourceId}`, transport);
+  const { bootstrap: config, link } = await connect();
   const timeoutMs = config.configuration['rpc.ask.timeout'];
   const resourceManager = connectGateway<ResourceManagerGateway>(link, 'rm', {
     gateway: GATEWAY.resourceManager,

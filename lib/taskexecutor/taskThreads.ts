@@ -17,6 +17,7 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
+import { ESBUILD_REAPER_IMPORT, ESBUILD_SYNC_ENV } from '../rpc/esbuildReaper.js';
 import type { ThreadAfterJobs } from './taskThreadProtocol.js';
 
 export interface TaskThreadsOptions {
@@ -28,7 +29,7 @@ export interface TaskThreadsOptions {
   readonly idleTimeoutMs?: number;
   /** The worker file; default taskWorker next to this module, `.ts` or `.js` like this module. */
   readonly workerFile?: string | URL;
-  /** The threads' execArgv; default `['--import', 'tsx']` when running from `.ts`, `[]` from `.js`. */
+  /** The threads' execArgv; default `--import tsx` and the esbuild reaper when running from `.ts`, `[]` from `.js`. */
   readonly execArgv?: readonly string[];
   /** Receives pool 'error' events (errors no task was there to receive). Attached before any thread starts. */
   readonly onError: (error: unknown) => void;
@@ -71,10 +72,13 @@ function createLoaded(options: TaskThreadsOptions): Piscina {
       : workerFile instanceof URL || workerFile.startsWith('file:')
         ? fileURLToPath(workerFile)
         : workerFile;
-  const execArgv = options.execArgv ?? (OWN_EXTENSION === '.ts' ? ['--import', 'tsx'] : []);
+  // Under tsx, with what ends and reaps the esbuild children tsx starts in the thread (esbuildReaper.ts).
+  const underTsx = options.execArgv === undefined && OWN_EXTENSION === '.ts';
+  const execArgv = options.execArgv ?? (underTsx ? ['--import', 'tsx', ...ESBUILD_REAPER_IMPORT] : []);
   const pool = new PiscinaClass!({
     filename,
     name: 'default',
+    ...(underTsx ? { env: { ...process.env, ...ESBUILD_SYNC_ENV } } : {}),
     execArgv: [...execArgv, ...JOB_MODULE_FLAGS.filter((flag) => !execArgv.includes(flag))],
     atomics: 'disabled',
     maxThreads,

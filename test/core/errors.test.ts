@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import {
   ConfigurationError,
   DuplicateTaskError,
+  ClusterError,
   ERROR_CLASSES,
   IllegalArgumentError,
   IllegalStateError,
@@ -111,6 +112,12 @@ const SAMPLES: Record<SlotwiseErrorTag, () => AnySlotwiseError> = {
   JobGraphError: () =>
     new JobGraphError('cycle', 'the edges form a cycle: map -> reduce -> map; a job graph must be acyclic', {
       vertices: ['map', 'reduce', 'map'],
+    }),
+  ClusterError: () =>
+    new ClusterError('jobmanager-running', "cluster 'default' already has a JobManager", {
+      clusterId: 'default',
+      holder: { host: 'jm-1', pid: 4242, startedAt: '2025-01-01T00:00:00.000Z' },
+      expiresInMs: 30_000,
     }),
   RestError: () =>
     new RestError('unknown-job', 'no job 0123456789abcdef0123456789abcdef in this cluster', {

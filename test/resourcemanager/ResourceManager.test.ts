@@ -154,6 +154,20 @@ describe('ResourceManager endpoint', () => {
       expect(h.driver.markRegisteredCalls).to.deep.equal([]);
     });
 
+    it("keeps the mode a registration tells ('thread' or 'process') and refuses any other", async () => {
+      const h = await harness();
+      const id = h.driver.startWorker();
+      const bad = { ...registrationWire(id, h.spec), mode: 'fiber' as 'thread' };
+      const error = await rejection(h.driver.gateway(id).registerTaskExecutor(bad));
+      expect(error).to.be.instanceOf(IllegalArgumentError);
+      expect((error as IllegalArgumentError).message).to.equal(
+        `registerTaskExecutor: mode must be 'thread' or 'process', got "fiber"`,
+      );
+      expect(h.rm.taskExecutors).to.deep.equal([]);
+      await h.driver.gateway(id).registerTaskExecutor({ ...registrationWire(id, h.spec), mode: 'process' });
+      expect(h.rm.taskExecutorMode(id)).to.equal('process');
+    });
+
     it('rejects a worker that speaks for another ResourceID through its own gateway', async () => {
       const h = await harness();
       const [a, b] = [h.driver.startWorker(), h.driver.startWorker()];

@@ -9,8 +9,9 @@ import { renderSlotTable, type SlotTableInput } from '../slotTable.js';
 
 export const OVERVIEW_USAGE = `Usage: slotwise overview [--jobmanager URL] [--json]
 
-Prints the cluster's TaskManagers, slots and jobs, and the slot table: which subtasks run in which
-slot of which TaskManager, and the requests that wait, with why.
+Prints the cluster's TaskManagers (each with how it runs: thread or process, and its utilization),
+slots and jobs, and the slot table: which subtasks run in which slot of which TaskManager, and the
+requests that wait, with why.
 
   --jobmanager URL  the REST API (default $SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081)
   --json            one JSON line: { overview, taskmanagers }`;
@@ -25,6 +26,9 @@ interface OverviewBody {
 
 interface TaskManagerDetails {
   readonly id: string;
+  /** How its TaskExecutor runs: 'thread' (a thread, or its TaskManager's own process), 'process' (a child process). */
+  readonly mode: string;
+  readonly utilization: number;
   readonly slots: ReadonlyArray<{
     readonly slot: string;
     readonly state: string;
@@ -53,6 +57,10 @@ export async function overview(args: readonly string[], io: CliIo): Promise<numb
     `${counts.taskmanagers} TaskManager(s), ${counts['slots-total']} slots ` +
       `(${counts['slots-available']} free), ${counts['jobs-running']} job(s) running`,
   );
+  // Each TaskManager with how it runs, as the dashboard shows it.
+  const idWidth = Math.max(0, ...details.map((d) => d.id.length));
+  for (const d of details)
+    io.stdout(`  ${d.id.padEnd(idWidth)}  ${d.mode.padEnd(7)}  utilization ${Math.round(d.utilization * 100)} %`);
   io.stdout(
     renderSlotTable({
       taskExecutors: details.map((d) => ({ resourceId: d.id, slots: d.slots })),
