@@ -11,7 +11,7 @@
  */
 import type { AllocationID, ExecutionAttemptID, ResourceID } from '../core/ids.js';
 import type { ExecutionState, SerializedError } from '../rpc/protocol.js';
-import type { JobEvent } from './JobResult.js';
+import type { JobEvent, TaskWait } from './JobResult.js';
 import { createExecution, type ExecutionGraph, type ExecutionVertex } from './ExecutionGraph.js';
 import type { LogicalSlot } from './slotsharing/SharedSlot.js';
 
@@ -36,10 +36,11 @@ export function taskEventOf(
   record: ExecutionRecord,
   error: SerializedError | null,
   timestamp: number,
+  waitingFor?: TaskWait,
 ): Extract<JobEvent, { readonly type: 'task' }> {
   const { vertex, attemptNumber, executionAttemptId, state, slot } = record;
   const { vertexId, subtaskIndex } = vertex.id;
-  return {
+  const event = {
     type: 'task',
     vertexId,
     subtaskIndex,
@@ -50,7 +51,8 @@ export function taskEventOf(
     allocationId: slot?.allocationId ?? null,
     error,
     timestamp,
-  };
+  } as const;
+  return waitingFor === undefined ? event : { ...event, waitingFor };
 }
 
 /** A subtask's attempt as overviews show it. */
@@ -121,14 +123,21 @@ export class ExecutionAttempts {
 
   /**
    * The restart of the failed regions: every failed or canceled subtask gets its next attempt,
-   * scheduled and without a slot (`restarted`; its old attempt's ID is forgotten), and the
-   * subtasks not deployed yet whose slot went meanwhile need only a slot again (`reslot`).
+   * scheduled and without a slot (`restarted`; its old attempt's ID is forgotten), the subtasks
+   * not deployed yet whose slot went meanwhile need only a slot again (`reslot`), and those not
+   * deployed yet that hold their slot (it may have come during the restart delay) deploy now if
+   * their inputs are ready (`slotted`).
    */
-  restartFailed(): { restarted: ExecutionRecord[]; reslot: ExecutionRecord[] } {
-    const restarted = [...this.#byKey.values()].filter((r) => r.state === 'failed' || r.state === 'canceled');
-    const reslot = [...this.#byKey.values()].filter(
-      (r) => r.state === 'scheduled' && r.slot === null && !r.awaitingSlot,
-    );
+  restartFailed(): { restarted: ExecutionRecord[]; reslot: ExecutionRecord[]; slotted: ExecutionRecord[] } {
+    const restarted: ExecutionRecord[] = [];
+    const reslot: ExecutionRecord[] = [];
+    const slotted: ExecutionRecord[] = [];
+    for (const r of this.#byKey.values()) {
+      if (r.state === 'failed' || r.state === 'canceled') restarted.push(r);
+      else if (r.state !== 'scheduled') continue;
+      else if (r.slot !== null) slotted.push(r);
+      else if (!r.awaitingSlot) reslot.push(r);
+    }
     for (const record of restarted) {
       this.#byAttempt.delete(record.executionAttemptId);
       record.attemptNumber++;
@@ -137,7 +146,7 @@ export class ExecutionAttempts {
       record.state = 'scheduled';
       record.slot = null;
     }
-    return { restarted, reslot };
+    return { restarted, reslot, slotted };
   }
 
   /** Per subtask: its attempt, state, executor and slot. */

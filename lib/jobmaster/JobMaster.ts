@@ -39,7 +39,7 @@ import {
 import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import type { JobMasterOptions } from './JobMasterOptions.js';
-import { jobErrorOf, type JobEvent, type JobResult } from './JobResult.js';
+import { jobErrorOf, type JobEvent, type JobResult, type TaskWait } from './JobResult.js';
 import { JobSlotPool } from './JobSlotPool.js';
 import { JobStatusActor } from './JobStatusActor.js';
 import {
@@ -288,7 +288,7 @@ export class JobMaster implements JobMasterGateway {
     for (const record of records) {
       const attempt = record.executionAttemptId;
       record.awaitingSlot = true;
-      this.#emitTask(record, null);
+      this.#emitTask(record, null, 'slot');
       this.mailbox.whenComplete(slots.get(record.vertex.key)!, (slot, error) => {
         if (record.executionAttemptId === attempt) record.awaitingSlot = false;
         if (record.executionAttemptId !== attempt || TERMINAL_STATES.has(this.status)) {
@@ -299,8 +299,22 @@ export class JobMaster implements JobMasterGateway {
         record.slot = slot!;
         if (this.#o.onSlotAssigned) this.#slotAssigned(record, requestedAt);
         this.#tryDeploy(record);
+        // Its slot is here but it cannot deploy yet: it says what it waits for now.
+        if (record.state === 'scheduled' && record.executionAttemptId === attempt) {
+          const waitingFor = this.#waitOf(record);
+          if (waitingFor !== null) this.#emitTask(record, null, waitingFor);
+        }
       });
     }
+  }
+
+  /**
+   * What a scheduled subtask holding its slot waits for before it deploys: its producers' outputs,
+   * or the job's pending restart (which deploys it); null when nothing (or the job is ending).
+   */
+  #waitOf(record: ExecutionRecord): TaskWait | null {
+    if (!this.#inputsReady(record)) return 'inputs';
+    return this.status === 'restarting' || this.status === 'failing' ? 'restart' : null;
   }
 
   #inputsReady(record: ExecutionRecord): boolean {
@@ -378,9 +392,11 @@ export class JobMaster implements JobMasterGateway {
    */
   #restart(): void {
     if (this.#closed) return;
-    const { restarted, reslot } = this.#executions.restartFailed();
+    const { restarted, reslot, slotted } = this.#executions.restartFailed();
     for (const record of restarted) this.#allocator.releaseLogicalSlot(record.vertex.id);
     this.#schedule([...restarted, ...reslot]);
+    // Those whose slot came during the restart delay waited for this (their inputs permitting).
+    for (const record of slotted) this.#tryDeploy(record);
   }
 
   /** Forgets a TaskExecutor (Flink's releaseTaskManager): every slot the job held there is lost. */
@@ -461,8 +477,8 @@ export class JobMaster implements JobMasterGateway {
 
   // ------------------------------------------------------------------ helpers
 
-  #emitTask(record: ExecutionRecord, error: SerializedError | null): void {
-    this.#emit(taskEventOf(record, error, this.#clock.now()));
+  #emitTask(record: ExecutionRecord, error: SerializedError | null, waitingFor?: TaskWait): void {
+    this.#emit(taskEventOf(record, error, this.#clock.now(), waitingFor));
   }
 
   #slotAssigned(record: ExecutionRecord, requestedAt: number): void {

@@ -7,6 +7,13 @@ import { serializeError } from '../rpc/errorTransfer.js';
 import type { ExecutionState, SerializedError } from '../rpc/protocol.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 
+/**
+ * What a scheduled subtask waits for before it deploys, each wait bounded: its slot (`slot.request.timeout`: the job
+ * fails with the SlotManager's reason), its producers' outputs (their own attempts' bounds), or the job's pending
+ * restart (its restart strategy's delay; it deploys with the restart).
+ */
+export type TaskWait = 'slot' | 'inputs' | 'restart';
+
 export type JobEvent =
   | { readonly type: 'status'; readonly status: JobStatus; readonly cause: string | null; readonly timestamp: number }
   | {
@@ -20,6 +27,11 @@ export type JobEvent =
       readonly allocationId: AllocationID | null;
       readonly error: SerializedError | null;
       readonly timestamp: number;
+      /**
+       * With state 'scheduled': what it waits for now. A subtask is scheduled waiting for its slot; one whose slot came
+       * and that cannot deploy yet tells so again, with its slot and what it waits for then.
+       */
+      readonly waitingFor?: TaskWait;
     };
 
 export interface JobResult {

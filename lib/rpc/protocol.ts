@@ -158,6 +158,11 @@ export interface TaskExecutorMetricsWire {
     readonly reusedAcrossAllocations: number;
     /** Threads given back that retired instead (max jobs, heap after the job, something left running). */
     readonly retired: number;
+    /**
+     * Each spare thread that has served an allocation: how many it served, and its heap in use (bytes) when the last
+     * ended (after a full collection when the process runs with --expose-gc): a job's leftovers show here.
+     */
+    readonly servedSpares: readonly { readonly allocations: number; readonly heapUsedBytes: number }[];
   } | null;
 }
 

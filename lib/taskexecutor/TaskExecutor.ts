@@ -76,6 +76,7 @@ export interface TaskExecutorOptions {
       readonly inUse: number;
       readonly reused: number;
       readonly retired: number;
+      readonly servedSpares: readonly { readonly allocations: number; readonly heapUsedBytes: number }[];
     };
   };
   /** Called on its mailbox each time the ResourceManager accepts its registration (again after a loss, too). */
@@ -297,6 +298,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
               inUse: threads.inUse,
               reusedAcrossAllocations: threads.reused,
               retired: threads.retired,
+              servedSpares: threads.servedSpares,
             },
     };
   }

@@ -58,6 +58,14 @@ export interface TaskThreadReserveStats {
   readonly reused: number;
   /** Threads given back that were destroyed instead of kept (see the module comment). */
   readonly retired: number;
+  /** Each spare thread that has served an allocation: how many, and its heap in use when it was last given back. */
+  readonly servedSpares: readonly SpareThreadHeap[];
+}
+
+/** A spare thread's allocations so far and its heap in use (bytes) when the last one ended (taskWorker's `endJobs`). */
+export interface SpareThreadHeap {
+  readonly allocations: number;
+  readonly heapUsedBytes: number;
 }
 
 /** A thread given back at the end of an allocation: its pool, and what it answered (SlotTaskPool's `returnThreads`). */
@@ -108,6 +116,8 @@ export class TaskThreadReserve {
   readonly #destroying = new Set<Promise<unknown>>();
   /** Allocations each pool has served. */
   readonly #jobsServed = new WeakMap<Piscina, number>();
+  /** The heap in use each pool given back answered, in bytes. */
+  readonly #heapAfterJobs = new WeakMap<Piscina, number>();
   /**
    * Allocated slots (taken threads) by heap limit: spares of a limit other than the default's are kept while this is >
    * 0.
@@ -136,7 +146,15 @@ export class TaskThreadReserve {
 
   get stats(): TaskThreadReserveStats {
     let spare = 0;
-    for (const list of this.#spares.values()) spare += list.length;
+    const servedSpares: SpareThreadHeap[] = [];
+    for (const list of this.#spares.values()) {
+      spare += list.length;
+      for (const pool of list) {
+        const heapUsedBytes = this.#heapAfterJobs.get(pool);
+        if (heapUsedBytes !== undefined)
+          servedSpares.push({ allocations: this.#jobsServed.get(pool) ?? 0, heapUsedBytes });
+      }
+    }
     let inUse = 0;
     for (const count of this.#inUse.values()) inUse += count;
     return {
@@ -147,6 +165,7 @@ export class TaskThreadReserve {
       inUse,
       reused: this.#reused,
       retired: this.#retired,
+      servedSpares,
     };
   }
 
@@ -244,6 +263,7 @@ export class TaskThreadReserve {
       const wanted = !this.#closed && (left > 0 || key === this.#defaultKey);
       const spares = this.#spares.get(key) ?? [];
       if (wanted && spares.length < this.#o.spare && this.#mayServeAgain(returned)) {
+        this.#heapAfterJobs.set(threads, returned.after.heapUsedBytes);
         spares.push(threads);
         this.#spares.set(key, spares);
       } else {

@@ -112,7 +112,10 @@ export interface HeapLimitProbe {
 
 /** What a thread answers when its slot has gone back (taskWorker's `endJobs`). */
 export interface ThreadAfterJobs {
-  /** `v8.getHeapStatistics().used_heap_size` once the jobs' modules were let go (uncollected garbage included). */
+  /**
+   * `v8.getHeapStatistics().used_heap_size` once the jobs' modules were let go (uncollected garbage included; after a
+   * full collection when the process runs with --expose-gc).
+   */
   readonly heapUsedBytes: number;
   /**
    * What still keeps the thread's event loop alive but its pool's ports, by kind

@@ -322,13 +322,17 @@ function labelOf(context: TaskInvocationContext): string {
 /**
  * The thread's slot has gone back (TaskThreadReserve may give the thread to another job): every
  * pool channel closes, every job's module instances and buffers are let go. Answers the heap in use
- * now, garbage included, and what the jobs left running, for the reserve's retirement rules.
+ * now (garbage included, unless the process runs with --expose-gc), and what the jobs left running, for the
+ * reserve's retirement rules.
  */
 export function endJobs(): ThreadAfterJobs {
   // Sent only to an idle thread: no run is left to abort.
   for (const { channel } of controlChannels.values()) channel.close();
   controlChannels.clear();
   forgetTasks();
+  // Under --expose-gc (a profiling run such as bench/soak.ts) the heap is measured after a full
+  // collection: what the jobs left held, not their garbage.
+  (globalThis as { gc?: () => void }).gc?.();
   return {
     heapUsedBytes: v8.getHeapStatistics().used_heap_size,
     // What keeps an idle thread's event loop alive but its pool's ports: a job's timers, sockets, requests.

@@ -35,6 +35,39 @@ describe('JobMaster: restarts', () => {
     },
   );
 
+  it(
+    'deploys, once the restart is done, a subtask whose slot came while the job restarted: ' +
+      'it waited for the restart (an event says so), not for ever',
+    async () => {
+      const h = new Harness({ vertices: [vertex('a', 2)] }, { 'restart-strategy.fixed-delay.delay': '1 s' });
+      await h.start();
+      const te = h.addExecutor('taskexecutor-a');
+      // One slot for two requests: one subtask runs, the other waits for its slot.
+      await h.offer(te, 1);
+      const [first] = h.submitted;
+      const waiting = 1 - first!.subtaskIndex;
+      await h.report(first!, 'failed', { error: FLAKY });
+      expect(h.master.status).to.equal('restarting');
+      // The waiting subtask's slot comes during the restart delay (its request was still pending).
+      const [late] = await h.offer(te, 1);
+      expect(h.submittedFor('a', waiting)).to.deep.equal([]);
+      expect(h.events.at(-1)).to.deep.include({
+        type: 'task',
+        subtaskIndex: waiting,
+        state: 'scheduled',
+        allocationId: late,
+        waitingFor: 'restart',
+      });
+      await h.advance(1_000);
+      expect(h.master.status).to.equal('running');
+      const deployed = h.submittedFor('a', waiting);
+      expect(deployed.map((d) => [d.attemptNumber, d.allocationId])).to.deep.equal([[0, late]]);
+      await h.finish(deployed[0]!, waiting);
+      await h.finish(h.submittedFor('a', first!.subtaskIndex)[1]!, first!.subtaskIndex);
+      expect(await h.master.result).to.deep.include({ status: 'finished', restarts: 1 });
+    },
+  );
+
   it('refuses an offer no request wants once it runs again', async () => {
     const h = new Harness({ vertices: [vertex('boom', 2)] }, { 'restart-strategy.fixed-delay.delay': 0 });
     await h.start();
