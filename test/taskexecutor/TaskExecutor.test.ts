@@ -170,7 +170,7 @@ function harness(
     taskThreads: {
       start: (_heapLimitMb, freeSlots) => void (freeSlotsForSpares = freeSlots),
       close: async () => {},
-      stats: { started: 0, served: 0, bootedOnDemand: 0, spare: 0, inUse: 0, reused: 0, retired: 0 },
+      stats: { started: 0, served: 0, bootedOnDemand: 0, spare: 0, inUse: 0, reused: 0, retired: 0, servedSpares: [] },
     },
   });
   const call = <T>(fn: () => Promise<T>) => te.mailbox.callAsync(fn);
