@@ -191,7 +191,10 @@ const stallWatch = setInterval(() => {
       `running ${running.map((job) => `${job.name} ${job.jobId.slice(0, 8)} ${job.status}`).join(', ')}; ` +
       `pending requests ${overview.pendingRequests.map((r) => `${r.jobId.slice(0, 8)} ×${r.missing}: ${r.why}`).join('; ')}; ` +
       `slots ${overview.taskExecutors
-        .map((te) => `${te.resourceId.slice(-6)}[${te.slots.map((slot) => `${slot.state}${slot.jobId ? ` ${slot.jobId.slice(0, 8)} ${slot.tasks.join(',')}` : ''}`).join(' | ')}]`)
+        .map(
+          (te) =>
+            `${te.resourceId.slice(-6)}[${te.slots.map((slot) => `${slot.state}${slot.jobId ? ` ${slot.jobId.slice(0, 8)} ${slot.tasks.join(',')}` : ''}`).join(' | ')}]`,
+        )
         .join(' ')}`,
   );
 }, STALL_MS);

@@ -60,7 +60,6 @@ export class JobManagerLease {
   readonly #jsm: JetStreamManager;
   readonly #o: JobManagerLeaseOptions;
   readonly #stream: string;
-  readonly #subject: string;
   /** The sequence of our message: what a renewal expects to replace. */
   #sequence: number;
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -82,7 +81,6 @@ export class JobManagerLease {
     this.#jsm = jsm;
     this.#o = o;
     this.#stream = leaseStream(clusterId);
-    this.#subject = leaseSubject(clusterId);
     this.#sequence = sequence;
     this.#timer = setInterval(() => void this.#renew(), o.renewMs);
     this.#timer.unref();
