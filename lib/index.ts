@@ -14,6 +14,7 @@ export { JobGraph } from './jobmaster/JobGraph.js';
 // Errors: one closed family, each class with `_tag`, `reason` and `details`.
 export {
   ClusterError,
+  PartitionError,
   ConfigurationError,
   DuplicateTaskError,
   EndpointClosedError,

@@ -310,6 +310,23 @@ export class ClusterError extends SlotwiseError {
   }
 }
 
+/**
+ * A consumer could not read a producer's result partition (Flink's PartitionNotFoundException):
+ * `not-found` — the TaskExecutor that produced it no longer holds it (released, or started afresh);
+ * `timed-out` — it did not answer within `rpc.ask.timeout`; `unreachable` — no way to reach it from
+ * here. `details`: the `partitionId` (the producing attempt), `subpartition` and `resourceId`.
+ */
+export class PartitionError extends SlotwiseError {
+  readonly _tag = 'PartitionError' as const;
+  constructor(
+    reason: 'not-found' | 'timed-out' | 'unreachable',
+    message: string,
+    details: { partitionId: string; subpartition: number; resourceId: string } & Record<string, unknown>,
+  ) {
+    super(reason, message, details);
+  }
+}
+
 /** Every concrete error class, by tag: the closed family. */
 export const ERROR_CLASSES = {
   IllegalArgumentError,
@@ -333,6 +350,7 @@ export const ERROR_CLASSES = {
   JobGraphError,
   RestError,
   ClusterError,
+  PartitionError,
 } as const;
 
 export type SlotwiseErrorTag = keyof typeof ERROR_CLASSES;

@@ -10,7 +10,7 @@
  * this returns (slots released and asked for again).
  */
 import type { AllocationID, ExecutionAttemptID, ResourceID } from '../core/ids.js';
-import type { ExecutionState, SerializedError } from '../rpc/protocol.js';
+import type { ExecutionState, ResultPartitionWire, SerializedError } from '../rpc/protocol.js';
 import type { JobEvent, TaskWait } from './JobResult.js';
 import { createExecution, type ExecutionGraph, type ExecutionVertex } from './ExecutionGraph.js';
 import type { LogicalSlot } from './slotsharing/SharedSlot.js';
@@ -27,7 +27,10 @@ export interface ExecutionRecord {
   slot: LogicalSlot | null;
   /** A slot was asked for and has not come (nor failed) yet. */
   awaitingSlot: boolean;
+  /** Its finished attempt's output, when it came to the JobMaster (a sink's, or where no partitions are kept). */
   output: unknown;
+  /** Where its finished attempt's output stays instead (its TaskExecutor's result partition). */
+  partition: ResultPartitionWire | null;
   hasOutput: boolean;
 }
 
@@ -82,6 +85,7 @@ export class ExecutionAttempts {
         slot: null,
         awaitingSlot: false,
         output: undefined,
+        partition: null,
         hasOutput: false,
       };
       this.#byKey.set(vertex.key, record);

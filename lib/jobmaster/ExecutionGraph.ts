@@ -102,7 +102,7 @@ export class ExecutionGraph {
         const blocks = new Map<number, readonly ExecutionVertex[]>();
         consumers.forEach((consumer, i) => {
           const [start, end] =
-            edge.pattern === 'all-to-all'
+            edge.pattern !== 'pointwise'
               ? [0, producers.length]
               : pointwiseProducerRange(producers.length, consumers.length, i);
           let block = blocks.get(start);

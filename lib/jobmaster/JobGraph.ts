@@ -24,7 +24,14 @@ import { DefaultTaskModuleChecker, type TaskModuleChecker } from './TaskModuleCh
 import { findCycle, topologicalOrder } from './topology.js';
 import type { RestartBackoffTimeStrategy } from '../../machines/jobStatus.machine.js';
 
-export type DistributionPattern = 'pointwise' | 'all-to-all';
+/**
+ * How a producer's subtasks feed a consumer's (Flink's DistributionPattern and its partitioners):
+ * `pointwise` — each consumer subtask reads the whole output of its block of producers;
+ * `all-to-all` — each reads the whole output of every producer (a broadcast);
+ * `hash` — each producer returns one part per consumer subtask (an array as long as the consumer's
+ * parallelism) and consumer subtask i reads part i of every producer (a keyed shuffle).
+ */
+export type DistributionPattern = 'pointwise' | 'all-to-all' | 'hash';
 
 export interface JobVertexSpec {
   /** Letters, digits, `_ . : -`, starting with a letter or digit (it labels ExecutionAttemptIDs). */
@@ -205,6 +212,19 @@ export class JobGraph {
           { from: e.from, to: e.to, parallelisms: [up, down] },
         );
       }
+    }
+    // A producer with a hash edge returns its output split for that edge's consumer: it can feed no other edge.
+    for (const e of edges) {
+      if (e.pattern !== 'hash') continue;
+      const others = edges.filter((o) => o.from === e.from && o !== e);
+      if (others.length > 0)
+        refuse(
+          'invalid-edge',
+          `${e.from} feeds ${e.to} through a hash edge and also ${others.map((o) => o.to).join(', ')}: ` +
+            `a producer of a hash edge returns one part per consumer subtask of that edge, so it can have no other ` +
+            `output edge; give the other consumers a vertex of their own`,
+          { from: e.from, to: e.to },
+        );
     }
     checkCoLocation(declared);
 

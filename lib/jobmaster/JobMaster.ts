@@ -24,6 +24,7 @@ import type { JobMasterGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type {
   JobMasterRegistrationResponse,
+  ResultPartitionWire,
   SerializedError,
   SlotOfferWire,
   TaskExecutionStateWire,
@@ -81,6 +82,10 @@ export class JobMaster implements JobMasterGateway {
   readonly #declarations: ResourceRequirementsDeclarer;
   /** The TaskExecutors registered with this JobMaster: the only ones whose slots it takes. */
   readonly #taskManagers: RegisteredTaskManagers;
+  /** The TaskExecutors that kept result partitions of this job: told to let go of them at its end. */
+  readonly #partitionHolders = new Set<ResourceID>();
+  /** Failures told to the status machine so far. */
+  #failuresReported = 0;
   /** Subtasks whose current attempt finished: the job is done when this reaches every subtask. */
   #finishedCount = 0;
   #resolveResult!: (result: JobResult) => void;
@@ -249,7 +254,7 @@ export class JobMaster implements JobMasterGateway {
       return this.#failed(record, update.error ?? { name: 'Error', message: 'the task failed' });
     record.state = update.state;
     this.#emitTask(record, update.error ?? null);
-    if (update.state === 'finished') this.#finished(record, update.output);
+    if (update.state === 'finished') this.#finished(record, update.output, update.partition ?? null);
     else if (update.state === 'canceled') this.#canceledByExecutor(record);
   }
 
@@ -345,9 +350,11 @@ export class JobMaster implements JobMasterGateway {
     });
   }
 
-  #finished(record: ExecutionRecord, output: unknown): void {
+  #finished(record: ExecutionRecord, output: unknown, partition: ResultPartitionWire | null): void {
     record.output = output;
+    record.partition = partition;
     record.hasOutput = true;
+    if (partition !== null) this.#partitionHolders.add(partition.resourceId);
     // Batch semantics: a finished subtask needs its slot no more (its group's shared slot may).
     // One cause for all of them: an Error per subtask (its stack captured) costs more than the rest.
     this.#allocator.releaseLogicalSlot(record.vertex.id, SUBTASK_FINISHED);
@@ -382,6 +389,7 @@ export class JobMaster implements JobMasterGateway {
     const message = `${record.vertex.key} (attempt ${record.attemptNumber}) failed: ${error.message}`;
     this.#log(message);
     // The status machine's restart strategy decides: restarting (its delay, then #restart) or failed.
+    this.#failuresReported++;
     this.#status.reportFailure(message);
     if (this.status === 'failed') this.#terminate('failed', error);
   }
@@ -399,12 +407,59 @@ export class JobMaster implements JobMasterGateway {
     for (const record of slotted) this.#tryDeploy(record);
   }
 
-  /** Forgets a TaskExecutor (Flink's releaseTaskManager): every slot the job held there is lost. */
+  /**
+   * Forgets a TaskExecutor (Flink's releaseTaskManager): every slot the job held there is lost, and so is every result
+   * partition it kept — a TaskExecutor lets go of a job only once it holds none of its partitions, so one that goes
+   * while holding some is lost with them.
+   */
   #releaseTaskManager(resourceId: ResourceID, cause: string): void {
     this.#taskManagers.release(resourceId);
+    this.#partitionHolders.delete(resourceId);
     if (this.#closed) return;
+    // The partitions first: a restart the slots' loss sets off must find their producers failed too.
+    const lost = this.#partitionsLost(resourceId, cause);
+    const failuresBefore = this.#failuresReported;
     for (const slot of this.#pool.heldSlots)
       if (slot.resourceId === resourceId) this.#slotLost(resourceId, slot.allocationId, cause);
+    // The loss of the TaskExecutor is one failure: when its running subtasks failed with it, their restart runs these
+    // producers again too (it restarts every failed subtask); otherwise their loss is the failure.
+    if (lost === null || this.#failuresReported > failuresBefore || this.#ended) return;
+    this.#lastError = lost.error;
+    this.#failuresReported++;
+    this.#status.reportFailure(lost.message);
+    if (this.status === 'failed') this.#terminate('failed', lost.error);
+  }
+
+  /**
+   * The producers whose partitions were on a lost TaskExecutor run again if a consumer still needs them (one not
+   * finished): each such attempt fails with a PartitionLost error (Flink's region failover restarts the producer of a
+   * lost blocking partition), and only those — a producer whose consumers all finished keeps its result. The failure
+   * to report, or null when none was lost.
+   */
+  #partitionsLost(resourceId: ResourceID, cause: string): { error: SerializedError; message: string } | null {
+    if (this.#ended) return null;
+    const lost: ExecutionRecord[] = [];
+    for (const record of this.#executions.values()) {
+      if (record.state !== 'finished' || record.partition?.resourceId !== resourceId) continue;
+      if (this.graph.consumersOf(record.vertex).some((c) => this.#executions.of(c).state !== 'finished'))
+        lost.push(record);
+    }
+    if (lost.length === 0) return null;
+    const error: SerializedError = {
+      name: 'PartitionLost',
+      message: `its result partition on ${resourceId} is lost with its TaskExecutor (${cause}); it runs again for its consumers`,
+    };
+    for (const record of lost) {
+      record.output = undefined;
+      record.partition = null;
+      record.hasOutput = false;
+      record.state = 'failed';
+      this.#finishedCount--;
+      this.#emitTask(record, error);
+    }
+    const message = `${lost.length} result partition(s) on ${resourceId} lost: ${lost.map((r) => r.vertex.key).join(', ')}`;
+    this.#log(message);
+    return { error, message };
   }
 
   #cancelExecution(record: ExecutionRecord, cause: string): void {
@@ -464,6 +519,12 @@ export class JobMaster implements JobMasterGateway {
         (outputs[sink.id.vertexId] ??= [])[sink.id.subtaskIndex] = this.#executions.of(sink).output;
     }
     this.mailbox.whenComplete(this.#o.resourceManager.disconnectJobMaster(this.jobId, `job ${status}`, true), () => {});
+    // Its result partitions are let go of on every TaskExecutor that kept some (Flink's JobMasterPartitionTracker).
+    for (const resourceId of this.#partitionHolders) {
+      const gateway = this.#o.taskExecutor(resourceId);
+      if (gateway !== undefined) this.mailbox.whenComplete(gateway.releasePartitions(this.jobId), () => {});
+    }
+    this.#partitionHolders.clear();
     this.#resolveResult({
       jobId: this.jobId,
       jobName: this.jobGraph.name,

@@ -4,7 +4,7 @@
  * the outputs of its producers — per input edge, by producer subtask index — which have all finished by then.
  */
 import type { AllocationID, JobID } from '../core/ids.js';
-import type { TaskDeploymentDescriptor } from '../rpc/protocol.js';
+import type { PartitionInputWire, TaskDeploymentDescriptor } from '../rpc/protocol.js';
 import type { ExecutionAttempts, ExecutionRecord } from './ExecutionAttempts.js';
 import type { ExecutionGraph } from './ExecutionGraph.js';
 
@@ -19,12 +19,41 @@ export class TaskDeploymentDescriptorFactory {
     this.#executions = executions;
   }
 
-  /** The descriptor of the record's current attempt, in the slot of that allocation. */
+  /**
+   * The descriptor of the record's current attempt, in the slot of that allocation: per input edge, by producer
+   * subtask, the producer's output when it came to the JobMaster (a hash edge's part for this subtask), or where to
+   * read it (`partitionInputs`) when it stayed on its TaskExecutor; and, for a producer, what its output must be.
+   */
   createDeploymentDescriptor(record: ExecutionRecord, allocationId: AllocationID): TaskDeploymentDescriptor {
-    const inputs: Record<string, unknown[]> = {};
-    for (const input of this.#graph.inputsOf(record.vertex))
-      inputs[input.edge.from] = input.producers.map((p) => this.#executions.of(p).output);
     const { jobVertex, id } = record.vertex;
+    const inputs: Record<string, unknown[]> = {};
+    let partitionInputs: Record<string, (PartitionInputWire | null)[]> | undefined;
+    for (const input of this.#graph.inputsOf(record.vertex)) {
+      const hash = input.edge.pattern === 'hash';
+      const subpartition = hash ? id.subtaskIndex : 0;
+      const producers = input.producers;
+      const values: unknown[] = new Array(producers.length);
+      let refs: (PartitionInputWire | null)[] | undefined;
+      for (let i = 0; i < producers.length; i++) {
+        const producer = this.#executions.of(producers[i]!);
+        const partition = producer.partition;
+        if (partition === null) {
+          values[i] = hash ? (producer.output as unknown[] | undefined)?.[subpartition] : producer.output;
+          continue;
+        }
+        refs ??= new Array<PartitionInputWire | null>(producers.length).fill(null);
+        refs[i] = {
+          partitionId: partition.partitionId,
+          resourceId: partition.resourceId,
+          subpartition,
+          bytes: partition.bytes[subpartition] ?? 0,
+        };
+      }
+      inputs[input.edge.from] = values;
+      if (refs !== undefined) (partitionInputs ??= {})[input.edge.from] = refs;
+    }
+    const outputs = this.#graph.jobGraph.outputsOf(jobVertex.id);
+    const consumer = outputs[0];
     return {
       jobId: this.#jobId,
       jobName: this.#graph.jobGraph.name,
@@ -37,6 +66,15 @@ export class TaskDeploymentDescriptorFactory {
       allocationId,
       taskModule: jobVertex.taskModule,
       inputs,
+      ...(partitionInputs === undefined ? {} : { partitionInputs }),
+      ...(consumer === undefined
+        ? {}
+        : {
+            producesPartition: {
+              // A hash edge is its producer's only output edge (JobGraph's rule).
+              subpartitions: consumer.pattern === 'hash' ? this.#graph.jobGraph.vertex(consumer.to).parallelism : null,
+            },
+          }),
       config: jobVertex.config,
     };
   }

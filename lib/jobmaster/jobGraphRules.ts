@@ -141,11 +141,11 @@ export function resolveEdge(spec: unknown, index: number, vertices: ReadonlyMap<
       );
     }
   }
-  if (spec.pattern !== 'pointwise' && spec.pattern !== 'all-to-all') {
+  if (spec.pattern !== 'pointwise' && spec.pattern !== 'all-to-all' && spec.pattern !== 'hash') {
     refuse(
       'invalid-edge',
       `edges[${index}] (${String(spec.from)} -> ${String(spec.to)}): ` +
-        `pattern must be 'pointwise' or 'all-to-all', got ${describeValue(spec.pattern)}`,
+        `pattern must be 'pointwise', 'all-to-all' or 'hash', got ${describeValue(spec.pattern)}`,
       { edge: index },
     );
   }

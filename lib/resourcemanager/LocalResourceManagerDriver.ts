@@ -11,6 +11,9 @@
  * Workers that end before they register count as start failures; more than
  * `resourcemanager.start-worker.max-failure-rate` of them in a minute delay further starts.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
 import { ResourceID } from '../core/ids.js';
 import { formatLogRecord, type LogLevel, type LogSink } from '../core/Logger.js';
@@ -69,6 +72,7 @@ export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> impl
   #context: ResourceManagerDriverContext | null = null;
   #delayedStarts = 0;
   #closing = false;
+  #sockets: string | null = null;
 
   constructor(options: LocalDriverOptions) {
     super();
@@ -161,6 +165,13 @@ export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> impl
     for (const worker of workers) this.releaseResource(worker.resourceId, 'the cluster is closing');
     await Promise.all(workers.map((w) => w.ended));
     await Promise.all([...this.#running].map((spawned) => this.#exitOf(spawned)));
+    if (this.#sockets !== null) rmSync(this.#sockets, { recursive: true, force: true });
+  }
+
+  /** Where process-mode TaskExecutors serve their result partitions: one directory per cluster, gone at close. */
+  #socketDirectory(): string {
+    this.#sockets ??= mkdtempSync(join(tmpdir(), 'slotwise-'));
+    return this.#sockets;
   }
 
   // ------------------------------------------------------------------ internals
@@ -172,6 +183,10 @@ export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> impl
       resourceId,
       pendingWorkerId,
       mode: this.mode,
+      // Every TaskExecutor reads the others' partitions: threads of this process over BroadcastChannels, processes of
+      // this host over Unix sockets in the cluster's directory.
+      partitions:
+        this.mode === 'thread' ? { kind: 'in-process' } : { kind: 'sockets', directory: this.#socketDirectory() },
       inspect: this.#o.inspect !== undefined,
       log: this.#logRecord !== null,
       ...(this.#o.logLevel === undefined ? {} : { logLevel: this.#o.logLevel }),

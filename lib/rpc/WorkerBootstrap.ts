@@ -20,6 +20,12 @@ export interface WorkerBootstrap {
   /** The least level it sends (default 'debug': every record); the cluster's default logger needs only warnings. */
   readonly logLevel?: LogLevel;
   readonly configuration: ResolvedOptions;
+  /**
+   * How it reads the other TaskExecutors' result partitions and serves its own (ResultPartitions.ts): `in-process` —
+   * threads of this process (a thread-mode MiniCluster's), over BroadcastChannels; `sockets` — processes of this host,
+   * over Unix sockets in `directory`. Absent: it keeps none (its outputs go to the JobMaster).
+   */
+  readonly partitions?: { readonly kind: 'in-process' } | { readonly kind: 'sockets'; readonly directory: string };
 }
 
 export const BOOTSTRAP_MESSAGE = 'slotwiseBootstrap';

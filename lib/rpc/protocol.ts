@@ -88,10 +88,44 @@ export interface TaskDeploymentDescriptor {
   readonly allocationId: AllocationID;
   /** An absolute file path or file: URL of a module whose default export is `async (context, inputs) => output`. */
   readonly taskModule: string;
-  /** The outputs of the upstream subtasks this one consumes (structured-cloneable). */
+  /**
+   * The outputs of the upstream subtasks this one consumes (structured-cloneable), per input edge by producer subtask
+   * index: those that came through the JobMaster; one kept in a result partition is undefined here and named in
+   * `partitionInputs`.
+   */
   readonly inputs: unknown;
+  /**
+   * Per input edge, by producer subtask index: where to read a producer's output that stayed on its TaskExecutor (null
+   * for one given in `inputs`). Absent when every input came through the JobMaster.
+   */
+  readonly partitionInputs?: Readonly<Record<string, readonly (PartitionInputWire | null)[]>>;
+  /**
+   * Present when the subtask has consumers: its output is their input. `subpartitions` is the consumer's parallelism
+   * of a hash edge (the output must be an array of that many parts, part i for consumer subtask i), null for one
+   * output every consumer reads whole.
+   */
+  readonly producesPartition?: { readonly subpartitions: number | null };
   /** Free-form, structured-cloneable parameters the vertex passes its subtasks. */
   readonly config?: unknown;
+}
+
+/**
+ * A producer's output kept where it was produced (Flink's ResultPartition, as its ResultPartitionDeploymentDescriptor
+ * tells the JobMaster): the producing attempt's id names it, the TaskExecutor holds it, in `bytes.length`
+ * subpartitions of `bytes[i]` bytes each (serialized).
+ */
+export interface ResultPartitionWire {
+  readonly partitionId: ExecutionAttemptID;
+  readonly resourceId: ResourceID;
+  readonly bytes: readonly number[];
+}
+
+/** One subpartition a consumer reads (Flink's InputChannelDeploymentDescriptor): whose, where, which part. */
+export interface PartitionInputWire {
+  readonly partitionId: ExecutionAttemptID;
+  readonly resourceId: ResourceID;
+  readonly subpartition: number;
+  readonly bytes: number;
 }
 
 export type ExecutionState = 'deploying' | 'initializing' | 'running' | 'finished' | 'failed' | 'canceled';
@@ -101,8 +135,10 @@ export interface TaskExecutionStateWire {
   readonly jobId: JobID;
   readonly executionAttemptId: ExecutionAttemptID;
   readonly state: ExecutionState;
-  /** With 'finished': what the task returned. */
+  /** With 'finished': what the task returned (a sink's, or any when the TaskExecutor keeps no partitions). */
   readonly output?: unknown;
+  /** With 'finished': where its output stays, when its TaskExecutor kept it as a result partition. */
+  readonly partition?: ResultPartitionWire;
   /** With 'failed': why (a serialized error: _tag/reason/message/details, or name/message/stack). */
   readonly error?: SerializedError;
   readonly resourceId: ResourceID;
@@ -142,6 +178,17 @@ export interface TaskExecutorMetricsWire {
   };
   /** Attempts submitted here and not ended yet. */
   readonly runningTasks: number;
+  /**
+   * Result partitions kept here (ResultPartitions.ts): how many and their bytes now, and the subpartitions read so far
+   * by consumers here (`readLocally`) and by other TaskExecutors (`served`); null when it keeps none (outputs go to
+   * the JobMaster).
+   */
+  readonly partitions: {
+    readonly partitions: number;
+    readonly bytes: number;
+    readonly readLocally: number;
+    readonly served: number;
+  } | null;
   /** Task threads (TaskThreadReserve): null when this TaskExecutor's runners keep no reserve. */
   readonly taskThreads: {
     /** Threads booted since it started, spares and on-demand ones. */

@@ -258,9 +258,9 @@ export class RunBatcher {
       const run = runs[position]!;
       run.batch = batch;
       run.position = position;
-      const { taskModule, context, inputs, config } = run.invocation;
+      const { taskModule, context, inputs, encoded, partition, config } = run.invocation;
       // Listed, not spread: one shape for every item.
-      items.push({ taskModule, context, inputs, config, run: run.number, index: run.index });
+      items.push({ taskModule, context, inputs, encoded, partition, config, run: run.number, index: run.index });
     }
     if (startsNow) this.#runs.noticeNextStart(batch, 0);
     const first = runs[0]!;

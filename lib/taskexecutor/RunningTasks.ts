@@ -10,14 +10,27 @@
  * #run, #report and #finish run for every attempt (bench/tasks.bench.ts): keep them free of further
  * allocations and indirections. It runs on the TaskExecutor's mailbox.
  */
-import { isSlotwiseError, SlotNotActiveError, SlotNotFoundError, SlotOwnerMismatchError } from '../core/errors.js';
+import {
+  isSlotwiseError,
+  PartitionError,
+  SlotNotActiveError,
+  SlotNotFoundError,
+  SlotOwnerMismatchError,
+} from '../core/errors.js';
 import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../core/ids.js';
 import { serializeError } from '../rpc/errorTransfer.js';
 import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
-import type { ExecutionState, SerializedError, TaskDeploymentDescriptor } from '../rpc/protocol.js';
+import type {
+  ExecutionState,
+  PartitionInputWire,
+  ResultPartitionWire,
+  SerializedError,
+  TaskDeploymentDescriptor,
+} from '../rpc/protocol.js';
 import { heapLimitMbOf } from './heapLimitProbe.js';
 import type { JobTable } from './JobTable.js';
 import { checkDescriptor, RunningTask, type SlotTaskRunner, type TaskCallbacks } from './RunningTask.js';
+import type { PartitionPart, ResultPartitions } from './ResultPartitions.js';
 import { invocationFor } from './TaskInvocation.js';
 import type { TaskSlotTable } from './TaskSlotTable.js';
 
@@ -29,6 +42,8 @@ export interface RunningTasksOptions {
   readonly jobs: JobTable;
   /** Makes the task runner of a slot; its heap limit comes from the slot's profile (heapLimitMbOf). */
   readonly createTaskRunner: (slot: { name: string; heapLimitMb: number | undefined }) => SlotTaskRunner;
+  /** Where producers' outputs stay and consumers' inputs are read from; without it outputs go to the JobMaster. */
+  readonly partitions?: ResultPartitions;
 }
 
 export class RunningTasks {
@@ -37,6 +52,7 @@ export class RunningTasks {
   readonly #table: TaskSlotTable;
   readonly #jobs: JobTable;
   readonly #createTaskRunner: RunningTasksOptions['createTaskRunner'];
+  readonly #partitions: ResultPartitions | undefined;
   readonly #tasks = new Map<ExecutionAttemptID, RunningTask>();
   /** For every task: its failExternally cancels it; its runner's start notice reports it running (in the mailbox). */
   readonly #taskCallbacks: TaskCallbacks = {
@@ -53,6 +69,7 @@ export class RunningTasks {
     this.#table = options.table;
     this.#jobs = options.jobs;
     this.#createTaskRunner = options.createTaskRunner;
+    this.#partitions = options.partitions;
   }
 
   /** How many attempts run here (submitted and not ended). */
@@ -184,9 +201,52 @@ export class RunningTasks {
     const { descriptor } = task;
     if (task.cancelCause !== null)
       return this.#finish(task, 'canceled', undefined, { name: 'TaskCanceled', message: task.cancelCause });
-    const memoryManager = this.#table.getTaskMemoryManager(descriptor.allocationId);
-    const invocation = invocationFor(descriptor, memoryManager.totalPages > 0 ? memoryManager.share() : null);
     this.#report(task, 'initializing');
+    if (descriptor.partitionInputs === undefined) return this.#start(task, undefined);
+    // Its inputs that stayed with their producers are read first (here, or from their TaskExecutors).
+    const encoded: Record<string, (PartitionPart | null)[]> = {};
+    const reads: Promise<void>[] = [];
+    for (const [from, refs] of Object.entries(descriptor.partitionInputs)) {
+      const parts: (PartitionPart | null)[] = (encoded[from] = new Array(refs.length).fill(null));
+      for (let i = 0; i < refs.length; i++) {
+        const ref = refs[i];
+        if (ref !== null && ref !== undefined)
+          reads.push(
+            this.#read(ref).then((part) => {
+              parts[i] = part;
+            }),
+          );
+      }
+    }
+    this.#mailbox.whenComplete(Promise.all(reads), (_, error) => {
+      if (this.#tasks.get(descriptor.executionAttemptId) !== task) return;
+      if (task.cancelCause !== null)
+        return this.#finish(task, 'canceled', undefined, { name: 'TaskCanceled', message: task.cancelCause });
+      if (error !== undefined) return this.#finish(task, 'failed', undefined, serializeError(error));
+      this.#start(task, encoded);
+    });
+  }
+
+  #read(input: PartitionInputWire): Promise<PartitionPart> {
+    if (this.#partitions !== undefined) return this.#partitions.read(input);
+    return Promise.reject(
+      new PartitionError(
+        'unreachable',
+        `TaskExecutor ${this.#resourceId} cannot read result partitions (it keeps none and reaches no one's)`,
+        { partitionId: input.partitionId, subpartition: input.subpartition, resourceId: input.resourceId },
+      ),
+    );
+  }
+
+  #start(task: RunningTask, encoded: Record<string, (PartitionPart | null)[]> | undefined): void {
+    const { descriptor } = task;
+    const memoryManager = this.#table.getTaskMemoryManager(descriptor.allocationId);
+    const invocation = invocationFor(
+      descriptor,
+      memoryManager.totalPages > 0 ? memoryManager.share() : null,
+      this.#partitions !== undefined,
+      encoded,
+    );
     let result: Promise<{ output: unknown }>;
     try {
       task.runner = this.#runnerFor(descriptor.allocationId);
@@ -213,10 +273,21 @@ export class RunningTasks {
     output: unknown,
     error?: SerializedError,
   ): void {
-    const { executionAttemptId } = task.descriptor;
+    const { executionAttemptId, jobId, producesPartition } = task.descriptor;
     if (!this.#tasks.has(executionAttemptId)) return;
     this.#tasks.delete(executionAttemptId);
-    this.#report(task, state, output, error);
+    if (
+      state === 'finished' &&
+      producesPartition !== undefined &&
+      this.#partitions !== undefined &&
+      this.#jobs.gateway(jobId) !== undefined
+    ) {
+      // A producer's output stays here: its JobMaster hears where, and how big.
+      const partition = this.#partitions.keep(jobId, executionAttemptId, output as PartitionPart[]);
+      this.#report(task, state, undefined, undefined, partition);
+    } else {
+      this.#report(task, state, output, error);
+    }
     // Out of its slot once this poll phase's other endings are in too, and after their states have
     // gone out (JobTable flushes in a setImmediate queued before this one): the TaskSlot event is
     // the dearest part of an ending and no JobMaster waits for it.
@@ -232,7 +303,13 @@ export class RunningTasks {
   }
 
   /** The task is now in `state`; its JobMaster hears it in the next batch of updates (JobTable). */
-  #report(task: RunningTask, state: ExecutionState, output?: unknown, error?: SerializedError): void {
+  #report(
+    task: RunningTask,
+    state: ExecutionState,
+    output?: unknown,
+    error?: SerializedError,
+    partition?: ResultPartitionWire,
+  ): void {
     task.state = state;
     const { jobId, executionAttemptId } = task.descriptor;
     if (this.#jobs.gateway(jobId) === undefined) return;
@@ -243,6 +320,7 @@ export class RunningTasks {
       resourceId: this.#resourceId,
       ...(output === undefined ? {} : { output }),
       ...(error === undefined ? {} : { error }),
+      ...(partition === undefined ? {} : { partition }),
     });
   }
 }

@@ -43,6 +43,7 @@ import { heapLimitMbOf } from './heapLimitProbe.js';
 import { JobTable } from './JobTable.js';
 import { ResourceManagerConnection } from './ResourceManagerConnection.js';
 import type { SlotTaskRunner } from './RunningTask.js';
+import type { ResultPartitions } from './ResultPartitions.js';
 import { RunningTasks } from './RunningTasks.js';
 import { TaskSlotTable, type TaskSlotOutput } from './TaskSlotTable.js';
 
@@ -79,6 +80,11 @@ export interface TaskExecutorOptions {
       readonly servedSpares: readonly { readonly allocations: number; readonly heapUsedBytes: number }[];
     };
   };
+  /**
+   * Where its producers' outputs stay (result partitions, read by their consumers from here); without it they go to
+   * their JobMasters. Closed with the TaskExecutor.
+   */
+  readonly partitions?: ResultPartitions;
   /** Called on its mailbox each time the ResourceManager accepts its registration (again after a loss, too). */
   readonly onRegistered?: () => void;
   /** Called once when the TaskExecutor has stopped (the worker should exit with `code`). */
@@ -174,6 +180,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       table: this.table,
       jobs: this.#jobs,
       createTaskRunner: options.createTaskRunner,
+      ...(options.partitions === undefined ? {} : { partitions: options.partitions }),
     });
   }
 
@@ -226,6 +233,25 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       if (this.table.getTaskSlot(allocationId)?.state === 'allocated')
         this.#freeSlotInternal(allocationId, `job ${JobID.short(jobId)} ended`);
     }
+  }
+
+  /**
+   * The job lets go of its result partitions here (Flink's TaskExecutorGateway.releasePartitions, at the job's end);
+   * once it holds no slot either, the job is let go of too.
+   */
+  async releasePartitions(jobId: JobID): Promise<void> {
+    this.#requireRunning('releasePartitions');
+    if (!JobID.is(jobId))
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `releasePartitions: jobId must be a JobID, got ${String(jobId)}`,
+        {
+          argument: 'jobId',
+        },
+      );
+    if ((this.#o.partitions?.releaseJob(jobId) ?? 0) === 0) return;
+    if (!this.table.hasAllocatedSlots(jobId))
+      this.#jobs.release(jobId, 'it holds neither slot nor partition of the job');
   }
 
   async submitTask(descriptor: TaskDeploymentDescriptor): Promise<void> {
@@ -287,6 +313,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       resourceId: this.resourceId,
       slots,
       runningTasks: this.#tasks.size,
+      partitions: this.#o.partitions?.stats ?? null,
       taskThreads:
         threads === undefined
           ? null
@@ -315,6 +342,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     await Promise.race([closed, new Promise<void>((resolve) => (bound = this.#clock.setTimeout(resolve, deadline)))]);
     if (bound !== undefined) this.#clock.clearTimeout(bound);
     await this.#tasks.closeRunners();
+    this.#o.partitions?.close();
     await this.#o.taskThreads?.close().catch(() => {});
     // As Flink's TaskExecutor, a goodbye only to the ResourceManager it is registered at, and no waiting on
     // a lost or hung one: its answer is awaited a moment only, so that the call leaves before the link closes.
@@ -392,7 +420,10 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       // The slot's tasks' last states first: the JobMaster fails what is still running in a freed slot.
       this.#jobs.flush(jobId);
       this.mailbox.whenComplete(jobMaster.notifySlotFreed(this.resourceId, allocationId, 'freed'), () => {});
-      if (!this.table.hasAllocatedSlots(jobId)) this.#jobs.release(jobId, 'it holds no slot of the job any more');
+      // Its partitions keep the job here (their consumers read them) until the job releases them (Flink: a
+      // TaskExecutor keeps its JobMaster connection while it tracks partitions of the job).
+      if (!this.table.hasAllocatedSlots(jobId) && this.#o.partitions?.holds(jobId) !== true)
+        this.#jobs.release(jobId, 'it holds no slot of the job any more');
     }
   }
 

@@ -5,7 +5,7 @@
  */
 import type { TaskDeploymentDescriptor } from '../rpc/protocol.js';
 import type { SharedMemoryHandle } from './MemoryManager.js';
-import type { TaskInvocationContext } from './taskThreadProtocol.js';
+import type { EncodedInputs, TaskInvocationContext, TaskPartitionSpec } from './taskThreadProtocol.js';
 
 /** One task attempt to run on a slot's pool. */
 export interface TaskInvocation {
@@ -14,6 +14,10 @@ export interface TaskInvocation {
   readonly context: TaskInvocationContext;
   /** The upstream outputs (structured-cloneable). */
   readonly inputs: unknown;
+  /** Those read from result partitions, decoded into `inputs` on the task's thread. */
+  readonly encoded?: EncodedInputs | undefined;
+  /** A producer's: what becomes of its output (checked, and kept encoded). */
+  readonly partition?: TaskPartitionSpec | undefined;
   /** The vertex's parameters (structured-cloneable), seen by the task as `context.config`. */
   readonly config?: unknown;
   /**
@@ -38,8 +42,18 @@ export interface RunStartListener {
   started(): void;
 }
 
-/** The invocation for a deployment descriptor on a slot whose managed memory is `memory`. */
-export function invocationFor(descriptor: TaskDeploymentDescriptor, memory: SharedMemoryHandle | null): TaskInvocation {
+/**
+ * The invocation for a deployment descriptor on a slot whose managed memory is `memory`; a producer's output is
+ * encoded for a result partition when its TaskExecutor keeps partitions (`keepsPartitions`), and `encoded` holds the
+ * inputs read from partitions.
+ */
+export function invocationFor(
+  descriptor: TaskDeploymentDescriptor,
+  memory: SharedMemoryHandle | null,
+  keepsPartitions = false,
+  encoded?: EncodedInputs,
+): TaskInvocation {
+  const produces = descriptor.producesPartition;
   return {
     taskModule: descriptor.taskModule,
     context: {
@@ -54,6 +68,8 @@ export function invocationFor(descriptor: TaskDeploymentDescriptor, memory: Shar
       allocationId: descriptor.allocationId,
     },
     inputs: descriptor.inputs,
+    encoded,
+    partition: produces === undefined ? undefined : { subpartitions: produces.subpartitions, encode: keepsPartitions },
     config: descriptor.config,
     memory,
   };

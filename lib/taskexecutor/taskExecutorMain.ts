@@ -12,6 +12,8 @@ import { Link } from '../rpc/Link.js';
 import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
 import { BOOTSTRAP_MESSAGE, INSPECT_CHANNEL, LOG_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
 import { atLeast, formatLogRecord, type LogRecord } from '../core/Logger.js';
+import { systemClock } from '../core/clock.js';
+import { broadcastPartitionPeers, ResultPartitions, socketPartitionPeers } from './ResultPartitions.js';
 import { SlotTaskPool, type SlotTaskPoolLogEntry } from './SlotTaskPool.js';
 import { taskThreadReserve } from './TaskThreadReserve.js';
 import { TaskExecutor } from './TaskExecutor.js';
@@ -105,6 +107,15 @@ async function main(): Promise<void> {
     send({ level: 'warn', source: 'pool', message }),
   );
 
+  // A MiniCluster's TaskExecutors keep their producers' outputs and read each other's (ResultPartitions.ts).
+  const peers =
+    config.partitions?.kind === 'in-process' && !isMainThread
+      ? broadcastPartitionPeers(config.resourceId, systemClock)
+      : config.partitions?.kind === 'sockets'
+        ? socketPartitionPeers(config.partitions.directory, config.resourceId, systemClock)
+        : undefined;
+  const partitions = peers === undefined ? undefined : new ResultPartitions(config.resourceId, peers, timeoutMs);
+
   const taskExecutor = new TaskExecutor({
     resourceId: config.resourceId,
     mode: config.mode,
@@ -134,6 +145,7 @@ async function main(): Promise<void> {
       };
     },
     taskThreads,
+    ...(partitions === undefined ? {} : { partitions }),
     onTerminated: (code, reason) => {
       if (debug) log(`stopped (${code}): ${reason}`);
       // The build's warm-up takes the V8 code cache of this worker's bundle now, with every function

@@ -12,6 +12,20 @@
  * - The channel also carries 'abort' to a run (its context.signal fires) and a run's 'log' lines.
  */
 import type { SharedMemoryHandle } from './MemoryManager.js';
+import type { PartitionPart } from './ResultPartitions.js';
+
+/**
+ * What becomes of a producer's output on its thread: checked to be `subpartitions` parts (a hash edge's producer) and,
+ * with `encode`, serialized there part by part into SharedArrayBuffers (taskWorker's encodePart) for its TaskExecutor
+ * to keep as a result partition.
+ */
+export interface TaskPartitionSpec {
+  readonly subpartitions: number | null;
+  readonly encode: boolean;
+}
+
+/** Inputs read from result partitions, per input edge by producer index (null: the value is in `inputs`). */
+export type EncodedInputs = Readonly<Record<string, readonly (PartitionPart | null)[]>>;
 
 /** The plain, structured-cloneable context of one attempt (a task module's TaskContext: Flink's RuntimeContext). */
 export interface TaskInvocationContext {
@@ -31,6 +45,8 @@ export interface TaskWorkerPayload {
   readonly taskModule: string;
   readonly context: TaskInvocationContext;
   readonly inputs: unknown;
+  readonly encoded?: EncodedInputs | undefined;
+  readonly partition?: TaskPartitionSpec | undefined;
   readonly config?: unknown;
   readonly memory: SharedMemoryHandle | null;
 }
@@ -54,6 +70,8 @@ export interface TaskWorkerBatchItem {
   readonly taskModule: string;
   readonly context: TaskInvocationContext;
   readonly inputs: unknown;
+  readonly encoded: EncodedInputs | undefined;
+  readonly partition: TaskPartitionSpec | undefined;
   readonly config?: unknown;
   /** The run's number in its pool (messages about it carry it). */
   readonly run: number;
@@ -87,6 +105,7 @@ export interface WorkerErrorInfo {
 }
 
 export type TaskWorkerOutcome =
+  /** With an encoding partition spec, `output` is the parts (PartitionPart[]). */
   | { readonly ok: true; readonly output: unknown; readonly leakedPagesReleased: number }
   | {
       readonly ok: false;

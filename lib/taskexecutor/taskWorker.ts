@@ -27,20 +27,25 @@
 import { format } from 'node:util';
 import v8 from 'node:v8';
 import { BroadcastChannel, resourceLimits } from 'node:worker_threads';
+import { describeValue } from '../core/errors.js';
 import { MemoryManager, type SharedMemoryHandle } from './MemoryManager.js';
 import { RUN_QUEUED, RUN_STARTED } from './runFlags.js';
 import { forgetTasks, loadTask, type TaskContext, type TaskFunction } from './taskModule.js';
 import { badOutput, cloneable, errorInfoOf } from './taskOutcomes.js';
+import type { PartitionPart } from './ResultPartitions.js';
 import type {
   ControlFromTask,
   ControlToTask,
+  EncodedInputs,
   HeapLimitProbe,
   TaskInvocationContext,
+  TaskPartitionSpec,
   TaskWorkerBatch,
   TaskWorkerBatchResult,
   TaskWorkerOutcome,
   TaskWorkerPayload,
   ThreadAfterJobs,
+  WorkerErrorInfo,
 } from './taskThreadProtocol.js';
 
 export type { TaskContext, TaskFunction } from './taskModule.js';
@@ -207,6 +212,8 @@ export default async function runTask(payload: TaskWorkerPayload): Promise<TaskW
       new RunContext(payload.context, payload.config, payload.memory, abort, sink),
       payload.inputs,
       abort,
+      payload.encoded,
+      payload.partition,
     ),
   );
 }
@@ -240,6 +247,8 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
         new RunContext(item.context, item.config, memory, abort, sink),
         item.inputs,
         abort,
+        item.encoded,
+        item.partition,
       );
       if (i < items.length - 1) {
         postOutcome(pool.channel, item.run, outcome);
@@ -277,6 +286,8 @@ async function runOne(
   context: RunContext,
   inputs: unknown,
   abort: RunAbort,
+  encoded: EncodedInputs | undefined,
+  partition: TaskPartitionSpec | undefined,
 ): Promise<TaskWorkerOutcome> {
   let fn: TaskFunction;
   try {
@@ -293,7 +304,7 @@ async function runOne(
   }
   let output: unknown;
   try {
-    output = await fn(context, inputs);
+    output = await fn(context, encoded === undefined ? inputs : decodeInputs(inputs, encoded));
   } catch (error) {
     let memory: MemoryManager | null = null;
     try {
@@ -311,8 +322,82 @@ async function runOne(
       pagesLeft: heldPages(memory),
     };
   }
+  if (partition !== undefined) {
+    const kept = partitionOf(output, partition);
+    if (!kept.ok) {
+      const leakedPagesReleased = releaseEverything(context.attachedMemory);
+      return { ok: false, failure: 'bad-output', error: kept.error, aborted: false, leakedPagesReleased, pagesLeft: 0 };
+    }
+    output = kept.output;
+  }
   // A task that returned has finished with its memory.
   return { ok: true, output, leakedPagesReleased: releaseEverything(context.attachedMemory) };
+}
+
+/** The inputs with those read from result partitions decoded in place (they are this run's own copy). */
+function decodeInputs(inputs: unknown, encoded: EncodedInputs): unknown {
+  const byEdge = (inputs ?? {}) as Record<string, unknown[]>;
+  for (const from of Object.keys(encoded)) {
+    const parts = encoded[from]!;
+    const values = byEdge[from] ?? (byEdge[from] = []);
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i];
+      if (part !== null && part !== undefined) values[i] = part instanceof Uint8Array ? v8.deserialize(part) : part.raw;
+    }
+  }
+  return byEdge;
+}
+
+/**
+ * A producer's output as its TaskExecutor keeps it: a hash edge's producer must return one part per consumer subtask;
+ * with `encode`, each part is serialized here into a SharedArrayBuffer (the TaskExecutor and the consumers' only pass
+ * it on), or kept as the value if v8 cannot serialize it but it can cross threads (a view of managed memory).
+ */
+function partitionOf(
+  output: unknown,
+  { subpartitions, encode }: TaskPartitionSpec,
+): { ok: true; output: unknown } | { ok: false; error: WorkerErrorInfo } {
+  if (subpartitions !== null && (!Array.isArray(output) || output.length !== subpartitions))
+    return {
+      ok: false,
+      error: {
+        name: 'TypeError',
+        message:
+          `a producer of a hash edge returns an array of ${subpartitions} parts, one per consumer subtask ` +
+          `(part i goes to subtask i); got ${Array.isArray(output) ? `an array of ${output.length}` : describeValue(output)}`,
+      },
+    };
+  if (!encode) return { ok: true, output };
+  const values: readonly unknown[] = subpartitions === null ? [output] : (output as unknown[]);
+  const parts: PartitionPart[] = new Array(values.length);
+  for (let i = 0; i < values.length; i++) {
+    try {
+      parts[i] = encodePart(values[i]);
+    } catch (serializeError) {
+      try {
+        structuredClone(values[i]);
+        parts[i] = { raw: values[i] };
+      } catch {
+        const info = errorInfoOf(serializeError);
+        return {
+          ok: false,
+          error: {
+            ...info,
+            message: `the task's output cannot cross threads (${describeValue(values[i])}): ${info.message}`,
+          },
+        };
+      }
+    }
+  }
+  return { ok: true, output: parts };
+}
+
+/** One part serialized into a SharedArrayBuffer of its size: shared, not copied, by whoever passes it on. */
+function encodePart(value: unknown): Uint8Array {
+  const bytes = v8.serialize(value);
+  const shared = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
+  shared.set(bytes);
+  return shared;
 }
 
 function labelOf(context: TaskInvocationContext): string {

@@ -3,6 +3,7 @@ import {
   ConfigurationError,
   DuplicateTaskError,
   ClusterError,
+  PartitionError,
   ERROR_CLASSES,
   IllegalArgumentError,
   IllegalStateError,
@@ -112,6 +113,12 @@ const SAMPLES: Record<SlotwiseErrorTag, () => AnySlotwiseError> = {
   JobGraphError: () =>
     new JobGraphError('cycle', 'the edges form a cycle: map -> reduce -> map; a job graph must be acyclic', {
       vertices: ['map', 'reduce', 'map'],
+    }),
+  PartitionError: () =>
+    new PartitionError('not-found', 'TaskExecutor te-1 holds no partition attempt-1 (subpartition 0)', {
+      partitionId: 'attempt-1',
+      subpartition: 0,
+      resourceId: 'te-1',
     }),
   ClusterError: () =>
     new ClusterError('jobmanager-running', "cluster 'default' already has a JobManager", {

@@ -290,7 +290,7 @@ describe('JobGraph', () => {
         edges: [{ from: 'a', to: 'b', pattern: 'broadcast' }],
       });
       expect(bad.reason).to.equal('invalid-edge');
-      expect(bad.message).to.match(/'pointwise' or 'all-to-all'/);
+      expect(bad.message).to.match(/'pointwise', 'all-to-all' or 'hash'/);
       const twice = { from: 'a', to: 'b', pattern: 'all-to-all' };
       expect(refusal({ name: 'e', vertices: [v('a'), v('b')], edges: [twice, twice] }).reason).to.equal('invalid-edge');
     });

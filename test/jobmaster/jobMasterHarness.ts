@@ -27,6 +27,8 @@ export class Harness {
   readonly submitted: TaskDeploymentDescriptor[] = [];
   readonly canceled: ExecutionAttemptID[] = [];
   readonly freed: AllocationID[] = [];
+  /** The TaskExecutors told to let go of the job's result partitions, in order. */
+  readonly partitionsReleased: ResourceID[] = [];
   readonly events: JobEvent[] = [];
   readonly executors = new Map<ResourceID, TaskExecutorGateway>();
   readonly master: JobMaster;
@@ -68,6 +70,7 @@ export class Harness {
       },
       cancelTask: async (attempt: ExecutionAttemptID) => void this.canceled.push(attempt),
       freeSlot: async (allocationId: AllocationID) => void this.freed.push(allocationId),
+      releasePartitions: async () => void this.partitionsReleased.push(resourceId),
     } as unknown as TaskExecutorGateway;
     this.executors.set(resourceId, gateway);
     this.#connecting.add(resourceId);

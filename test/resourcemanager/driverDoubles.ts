@@ -111,6 +111,8 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
     this.slotRequests.push(request);
     return this.requestSlotAnswer(request);
   }
+  async releasePartitions(_jobId: JobID): Promise<void> {}
+
   async freeInactiveSlots(jobId: JobID): Promise<void> {
     this.freeInactiveSlotsCalls.push(jobId);
   }
@@ -122,6 +124,7 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
       resourceId: this.resourceId,
       slots: { numberOfSlots: this.spec.numberOfSlots, allocated: 0, active: 0, releasing: 0 },
       runningTasks: 0,
+      partitions: null,
       taskThreads: null,
     };
   }

@@ -43,6 +43,7 @@ function recordingGateway(answer: (descriptors: readonly TaskDeploymentDescripto
     requestSlot: async () => void calls.push('requestSlot'),
     freeSlot: async () => void calls.push('freeSlot'),
     freeInactiveSlots: async () => void calls.push('freeInactiveSlots'),
+    releasePartitions: async () => void calls.push('releasePartitions'),
     heartbeatFromResourceManager: async () => (calls.push('heartbeatFromResourceManager'), { slots: [] } as never),
     heartbeatFromJobManager: async () => (calls.push('heartbeatFromJobManager'), []),
     disconnectResourceManager: async () => void calls.push('disconnectResourceManager'),

@@ -1,0 +1,227 @@
+/**
+ * Data between subtasks (issue 25, "Benchmarks"): jobs that move bytes, run as an application runs
+ * them — back to back on one warm `MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2 })`
+ * per mode, from the compiled build (dist/) — against piscina moving the same bytes between the same
+ * number of threads (2) as its users would: a producer's buffer moved back to the caller, handed on
+ * to the consumer in a transfer list.
+ *
+ * - gather: PRODUCERS (64) subtasks each return a 1 MB ArrayBuffer; one sink reads them all
+ *   (all-to-all) and counts the bytes (64 MB a job).
+ * - shuffle: 64 producers each return SHUFFLE_MB / 64 bytes split into 64 parts; 64 consumers each
+ *   read their part of every producer (a hash edge; 256 MB a job).
+ * - MB/s: the bytes consumers received over the job's wall time (submit → result). CPU per MB:
+ *   every thread of this process and every child process (/proc), from the submit until the machine
+ *   is idle again. The coordinator's growth: the main thread's heap in use, sampled every 10 ms
+ *   during the job, its peak less the heap before (thread mode); the main process's RSS peak less
+ *   before (process mode, whose TaskExecutors are other processes).
+ * - ROUNDS interleaved rounds (each series once per round, same order); min / median / max.
+ *
+ * Targets: ≥ 0.9× piscina's MB/s; the coordinator grows ≤ 64 MB whatever the data size; CPU per MB
+ * within 1.5× piscina's. Run with `npm run bench -- data`; `DATA_ROUNDS=3`, `DATA_MODES=thread,process`,
+ * `DATA_SHUFFLE_MB=256` narrow it. The last line is one JSON object with every figure.
+ */
+import { cpus, loadavg } from 'node:os';
+import { Piscina } from 'piscina';
+import type { JobGraphSpec } from '../lib/jobmaster/JobGraph.js';
+import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
+import { compiled } from './support/compiled.js';
+import { childPids, cpuTicks, USER_HZ } from './support/procStat.js';
+import { exposedGc, formatSpread, printJson, roundedSpread, spreadOf, type Spread } from './support/report.js';
+
+const ROUNDS = Number(process.env['DATA_ROUNDS'] ?? 3);
+const MODES = (process.env['DATA_MODES'] ?? 'thread,process').split(',') as Array<'thread' | 'process'>;
+const SHUFFLE_MB = Number(process.env['DATA_SHUFFLE_MB'] ?? 256);
+const PRODUCERS = 64;
+const MB = 1024 * 1024;
+const TARGETS = { mbPerSecVsPiscina: 0.9, coordinatorGrowthMb: 64, cpuPerMbVsPiscina: 1.5 };
+
+const tasks = new URL('./support/tasks/', import.meta.url);
+const bytesTask = new URL('bytes.mjs', tasks).href;
+const sumTask = new URL('sumBytes.mjs', tasks).href;
+const piscinaTask = new URL('piscinaBytes.mjs', tasks).href;
+
+function cpuMs(): number {
+  const usage = process.cpuUsage();
+  let ticks = 0;
+  for (const pid of childPids()) ticks += cpuTicks(`/proc/${pid}/stat`) ?? 0;
+  return (usage.user + usage.system) / 1000 + (ticks * 1000) / USER_HZ;
+}
+
+/** Waits until this process and its children used less than 3 ms of CPU in 150 ms (at most 30 s). */
+async function idle(): Promise<void> {
+  const deadline = performance.now() + 30_000;
+  let last = cpuMs();
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const now = cpuMs();
+    if (now - last < 3 || performance.now() > deadline) return;
+    last = now;
+  }
+}
+
+interface Run {
+  readonly mbPerSec: number;
+  readonly cpuMsPerMb: number;
+  readonly growthMb: number;
+}
+
+/** One job (or piscina's equivalent) from an idle machine: its rate, its CPU until idle again, the coordinator's peak. */
+async function measured(
+  mode: 'thread' | 'process' | 'piscina',
+  bytes: number,
+  run: () => Promise<number>,
+): Promise<Run> {
+  const gc = exposedGc();
+  gc?.();
+  await idle();
+  const sample = () => (mode === 'process' ? process.memoryUsage.rss() : process.memoryUsage().heapUsed);
+  const before = sample();
+  let peak = before;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, sample());
+  }, 10);
+  const cpuStart = cpuMs();
+  const started = performance.now();
+  const received = await run();
+  const wallMs = performance.now() - started;
+  clearInterval(sampler);
+  peak = Math.max(peak, sample());
+  if (received !== bytes) throw new Error(`${mode}: the consumers received ${received} bytes, not ${bytes}`);
+  await idle();
+  return {
+    mbPerSec: bytes / MB / (wallMs / 1000),
+    cpuMsPerMb: (cpuMs() - cpuStart) / (bytes / MB),
+    growthMb: (peak - before) / MB,
+  };
+}
+
+const gather = (): JobGraphSpec => ({
+  name: 'gather',
+  vertices: [
+    { id: 'src', taskModule: bytesTask, parallelism: PRODUCERS, config: { bytes: MB } },
+    { id: 'sink', taskModule: sumTask, parallelism: 1 },
+  ],
+  edges: [{ from: 'src', to: 'sink', pattern: 'all-to-all' }],
+});
+
+const shuffle = (): JobGraphSpec => ({
+  name: 'shuffle',
+  vertices: [
+    {
+      id: 'src',
+      taskModule: bytesTask,
+      parallelism: PRODUCERS,
+      config: { bytes: (SHUFFLE_MB * MB) / PRODUCERS, parts: PRODUCERS },
+    },
+    { id: 'sink', taskModule: sumTask, parallelism: PRODUCERS },
+  ],
+  edges: [{ from: 'src', to: 'sink', pattern: 'hash' }],
+});
+
+async function runJob(cluster: MiniClusterType, spec: JobGraphSpec): Promise<number> {
+  const job = await cluster.submitJob(spec);
+  const result = await job.result;
+  if (result.status !== 'finished') throw new Error(`${spec.name} ${result.status}: ${result.error?.message ?? ''}`);
+  return (result.outputs['sink'] as number[]).reduce((a, b) => a + b, 0);
+}
+
+async function piscinaGather(pool: Piscina): Promise<number> {
+  const buffers = (await Promise.all(
+    Array.from({ length: PRODUCERS }, (_, index) => pool.run({ op: 'produce', bytes: MB, index })),
+  )) as ArrayBuffer[];
+  return (await pool.run({ op: 'consume', inputs: buffers }, { transferList: buffers })) as number;
+}
+
+async function piscinaShuffle(pool: Piscina): Promise<number> {
+  const bytes = (SHUFFLE_MB * MB) / PRODUCERS;
+  const parts = (await Promise.all(
+    Array.from({ length: PRODUCERS }, (_, index) => pool.run({ op: 'produce', bytes, parts: PRODUCERS, index })),
+  )) as ArrayBuffer[][];
+  const sums = await Promise.all(
+    Array.from({ length: PRODUCERS }, (_, consumer) => {
+      const inputs = parts.map((p) => p[consumer]!);
+      return pool.run({ op: 'consume', inputs }, { transferList: inputs }) as Promise<number>;
+    }),
+  );
+  return sums.reduce((a, b) => a + b, 0);
+}
+
+const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>('lib/index.js');
+const clusters = new Map<string, MiniClusterType>();
+for (const mode of MODES)
+  clusters.set(mode, await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, mode }));
+const pool = new Piscina({ filename: piscinaTask, maxThreads: 2 });
+
+const scenarios = [
+  { name: 'gather', bytes: PRODUCERS * MB, spec: gather, peer: piscinaGather },
+  { name: 'shuffle', bytes: SHUFFLE_MB * MB, spec: shuffle, peer: piscinaShuffle },
+] as const;
+const series = [...MODES, 'piscina'] as const;
+const runs = new Map<string, Run[]>();
+console.log(`data: ${ROUNDS} rounds, ${cpus().length} cores, load ${loadavg()[0]!.toFixed(2)} at the start`);
+// Warm-up: one of each, not counted.
+for (const s of scenarios) {
+  for (const [mode, cluster] of clusters) await runJob(cluster, s.spec()).catch((e) => console.error(mode, e));
+  await s.peer(pool);
+}
+for (let round = 0; round < ROUNDS; round++) {
+  for (const s of scenarios) {
+    for (const mode of series) {
+      const cluster = clusters.get(mode);
+      const run = await measured(mode, s.bytes, () =>
+        cluster === undefined ? s.peer(pool) : runJob(cluster, s.spec()),
+      );
+      const key = `${s.name} ${mode}`;
+      runs.set(key, [...(runs.get(key) ?? []), run]);
+    }
+  }
+}
+await pool.destroy();
+for (const cluster of clusters.values()) await cluster.close();
+
+const figures: Record<string, { mbPerSec: Spread; cpuMsPerMb: Spread; growthMb: Spread }> = {};
+console.log(`\n${'series'.padEnd(20)} ${'MB/s'.padEnd(26)} ${'CPU ms/MB'.padEnd(26)} coordinator growth MB`);
+for (const [key, list] of runs) {
+  const row = {
+    mbPerSec: spreadOf(list.map((r) => r.mbPerSec)),
+    cpuMsPerMb: spreadOf(list.map((r) => r.cpuMsPerMb)),
+    growthMb: spreadOf(list.map((r) => r.growthMb)),
+  };
+  figures[key] = row;
+  console.log(
+    `${key.padEnd(20)} ${formatSpread(row.mbPerSec, 1).padEnd(26)} ${formatSpread(row.cpuMsPerMb, 2).padEnd(26)} ` +
+      formatSpread(row.growthMb, 1),
+  );
+}
+const verdicts: string[] = [];
+for (const s of scenarios) {
+  const peer = figures[`${s.name} piscina`]!;
+  for (const mode of MODES) {
+    const ours = figures[`${s.name} ${mode}`]!;
+    const rate = ours.mbPerSec.median / peer.mbPerSec.median;
+    const cpu = ours.cpuMsPerMb.median / peer.cpuMsPerMb.median;
+    verdicts.push(
+      `${s.name} ${mode}: ${rate.toFixed(2)}× piscina's MB/s (target ≥ ${TARGETS.mbPerSecVsPiscina}) ` +
+        `${rate >= TARGETS.mbPerSecVsPiscina ? 'met' : 'NOT met'}; CPU/MB ${cpu.toFixed(2)}× ` +
+        `(≤ ${TARGETS.cpuPerMbVsPiscina}) ${cpu <= TARGETS.cpuPerMbVsPiscina ? 'met' : 'NOT met'}; coordinator ` +
+        `+${ours.growthMb.max.toFixed(0)} MB at most (≤ ${TARGETS.coordinatorGrowthMb}) ` +
+        `${ours.growthMb.max <= TARGETS.coordinatorGrowthMb ? 'met' : 'NOT met'}`,
+    );
+  }
+}
+console.log(`\n${verdicts.join('\n')}\nload ${loadavg()[0]!.toFixed(2)} at the end`);
+printJson({
+  rounds: ROUNDS,
+  load: loadavg()[0],
+  targets: TARGETS,
+  figures: Object.fromEntries(
+    Object.entries(figures).map(([k, v]) => [
+      k,
+      {
+        mbPerSec: roundedSpread(v.mbPerSec),
+        cpuMsPerMb: roundedSpread(v.cpuMsPerMb),
+        growthMb: roundedSpread(v.growthMb),
+      },
+    ]),
+  ),
+});

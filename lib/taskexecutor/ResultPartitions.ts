@@ -1,0 +1,441 @@
+/**
+ * The result partitions a TaskExecutor holds (Flink's ResultPartitionManager with its
+ * TaskExecutorPartitionTracker): a finished producer's output stays on the TaskExecutor that ran it,
+ * the JobMaster learns only where it is and how big (ResultPartitionWire), and its consumers read it
+ * from here — never through the JobMaster. A partition is kept until its job lets go of it
+ * (`releaseJob`: the job ended, or this TaskExecutor closes).
+ *
+ * A partition is serialized once, on the producer's task thread (`v8.serialize` into a
+ * SharedArrayBuffer: taskWorker's encodePart), one part per subpartition; the TaskExecutor's thread
+ * and the consumers' TaskExecutors only pass that buffer along (sharing, not copying, within a
+ * process) and the consumer's task thread deserializes it. An output v8 cannot serialize (one holding
+ * a SharedArrayBuffer: a view of managed memory) is kept as the value itself (`{ raw }`, 0 bytes
+ * counted) and crosses as a structured clone.
+ *
+ * Other TaskExecutors are reached through {@link PartitionPeers}: in a thread-mode MiniCluster every
+ * TaskExecutor is a thread of one process and they talk over BroadcastChannels
+ * (broadcastPartitionPeers); in a process-mode one they are processes of one host and talk over Unix
+ * sockets in the cluster's directory (socketPartitionPeers). A session cluster's TaskManagers keep
+ * no partitions yet (their outputs go to the JobManager, as they always did) until a transport over
+ * NATS exists.
+ */
+import { rmSync } from 'node:fs';
+import { connect, createServer, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { BroadcastChannel } from 'node:worker_threads';
+import type { Clock, TimerHandle } from '../core/clock.js';
+import { PartitionError } from '../core/errors.js';
+import { ExecutionAttemptID, type JobID, type ResourceID } from '../core/ids.js';
+import type { PartitionInputWire, ResultPartitionWire } from '../rpc/protocol.js';
+
+/** One subpartition as it is kept and passed along: serialized bytes, or a value v8 could not serialize. */
+export type PartitionPart = Uint8Array | { readonly raw: unknown };
+
+/** The bytes a part is counted for. */
+export const partBytes = (part: PartitionPart): number => (part instanceof Uint8Array ? part.byteLength : 0);
+
+/** How a TaskExecutor reaches the others' partitions, and serves its own to them. */
+export interface PartitionPeers {
+  /** Answers the others' reads from `lookup` (undefined: not held here). */
+  serve(lookup: (partitionId: string, subpartition: number) => PartitionPart | undefined): void;
+  /** Reads a subpartition `resourceId` holds; rejects with PartitionError. */
+  fetch(input: PartitionInputWire, timeoutMs: number): Promise<PartitionPart>;
+  close(): void;
+}
+
+interface Kept {
+  readonly jobId: JobID;
+  readonly parts: readonly PartitionPart[];
+  readonly bytes: number;
+}
+
+export interface ResultPartitionsStats {
+  readonly partitions: number;
+  readonly bytes: number;
+  /** Subpartitions read by consumers: here (the same TaskExecutor), and by other TaskExecutors. */
+  readonly readLocally: number;
+  readonly served: number;
+}
+
+export class ResultPartitions {
+  readonly resourceId: ResourceID;
+  readonly #peers: PartitionPeers;
+  readonly #timeoutMs: number;
+  readonly #kept = new Map<string, Kept>();
+  readonly #byJob = new Map<JobID, Set<string>>();
+  #bytes = 0;
+  #readLocally = 0;
+  #served = 0;
+  #closed = false;
+
+  constructor(resourceId: ResourceID, peers: PartitionPeers, timeoutMs: number) {
+    this.resourceId = resourceId;
+    this.#peers = peers;
+    this.#timeoutMs = timeoutMs;
+    peers.serve((partitionId, subpartition) => {
+      const part = this.#kept.get(partitionId)?.parts[subpartition];
+      if (part !== undefined) this.#served++;
+      return part;
+    });
+  }
+
+  get stats(): ResultPartitionsStats {
+    return { partitions: this.#kept.size, bytes: this.#bytes, readLocally: this.#readLocally, served: this.#served };
+  }
+
+  /** Keeps a finished attempt's output; what the JobMaster is told of it. */
+  keep(jobId: JobID, partitionId: ExecutionAttemptID, parts: readonly PartitionPart[]): ResultPartitionWire {
+    const bytes = parts.map(partBytes);
+    if (!this.#closed) {
+      const total = bytes.reduce((a, b) => a + b, 0);
+      this.#kept.set(partitionId, { jobId, parts, bytes: total });
+      this.#bytes += total;
+      let ids = this.#byJob.get(jobId);
+      if (ids === undefined) this.#byJob.set(jobId, (ids = new Set()));
+      ids.add(partitionId);
+    }
+    return { partitionId, resourceId: this.resourceId, bytes };
+  }
+
+  /** Whether partitions of the job are kept here (its JobMaster connection stays while they are). */
+  holds(jobId: JobID): boolean {
+    return this.#byJob.has(jobId);
+  }
+
+  /** Lets go of every partition of the job; how many there were. */
+  releaseJob(jobId: JobID): number {
+    const ids = this.#byJob.get(jobId);
+    if (ids === undefined) return 0;
+    this.#byJob.delete(jobId);
+    for (const id of ids) {
+      this.#bytes -= this.#kept.get(id)?.bytes ?? 0;
+      this.#kept.delete(id);
+    }
+    return ids.size;
+  }
+
+  /** A subpartition for a consumer here: from this TaskExecutor, or fetched from the one that holds it. */
+  read(input: PartitionInputWire): Promise<PartitionPart> {
+    if (this.#closed)
+      return Promise.reject(
+        new PartitionError('unreachable', `TaskExecutor ${this.resourceId} is closing`, {
+          partitionId: input.partitionId,
+          subpartition: input.subpartition,
+          resourceId: input.resourceId,
+        }),
+      );
+    if (input.resourceId !== this.resourceId) return this.#peers.fetch(input, this.#timeoutMs);
+    const part = this.#kept.get(input.partitionId)?.parts[input.subpartition];
+    if (part === undefined) return Promise.reject(notFound(input));
+    this.#readLocally++;
+    return Promise.resolve(part);
+  }
+
+  /** Lets go of everything and stops serving. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#kept.clear();
+    this.#byJob.clear();
+    this.#bytes = 0;
+    this.#peers.close();
+  }
+}
+
+export function notFound(input: PartitionInputWire): PartitionError {
+  return new PartitionError(
+    'not-found',
+    `TaskExecutor ${input.resourceId} holds no result partition ${ExecutionAttemptID.short(input.partitionId)} ` +
+      `(subpartition ${input.subpartition}): it was released, or its TaskExecutor started afresh`,
+    { partitionId: input.partitionId, subpartition: input.subpartition, resourceId: input.resourceId },
+  );
+}
+
+// ---------------------------------------------------------------------------- in one process
+
+const channelOf = (resourceId: string) => `slotwise.partitions/${resourceId}`;
+const repliesOf = (resourceId: string) => `slotwise.partitions/${resourceId}/replies`;
+
+interface FetchRequest {
+  readonly id: number;
+  readonly from: string;
+  readonly partitionId: string;
+  readonly subpartition: number;
+}
+interface FetchReply {
+  readonly id: number;
+  readonly part?: PartitionPart;
+}
+
+/**
+ * Peers that are threads of this process (a thread-mode MiniCluster's TaskExecutors): each listens
+ * on a BroadcastChannel named by its ResourceID for reads and on one more for the answers to its own;
+ * a part crosses as a SharedArrayBuffer-backed view (shared, not copied).
+ */
+export function broadcastPartitionPeers(resourceId: ResourceID, clock: Clock): PartitionPeers {
+  const requests = new BroadcastChannel(channelOf(resourceId));
+  const replies = new BroadcastChannel(repliesOf(resourceId));
+  // Channels to the others, opened at first use and kept: one per peer, not one per message.
+  const toConsumers = new Map<string, BroadcastChannel>();
+  const toProducers = new Map<string, BroadcastChannel>();
+  const pending = new Map<number, { resolve: (part: PartitionPart) => void; fail: () => void; timer: TimerHandle }>();
+  let nextId = 0;
+  let lookup: (partitionId: string, subpartition: number) => PartitionPart | undefined = () => undefined;
+  let closed = false;
+
+  requests.onmessage = (event) => {
+    const { id, from, partitionId, subpartition } = (event as { data: FetchRequest }).data;
+    let channel = toConsumers.get(from);
+    if (channel === undefined) toConsumers.set(from, (channel = new BroadcastChannel(repliesOf(from))));
+    const part = lookup(partitionId, subpartition);
+    channel.postMessage((part === undefined ? { id } : { id, part }) satisfies FetchReply);
+  };
+  replies.onmessage = (event) => {
+    const { id, part } = (event as { data: FetchReply }).data;
+    const call = pending.get(id);
+    if (call === undefined) return;
+    pending.delete(id);
+    clock.clearTimeout(call.timer);
+    if (part === undefined) call.fail();
+    else call.resolve(part);
+  };
+
+  return {
+    serve(serveLookup) {
+      lookup = serveLookup;
+    },
+    fetch(input, timeoutMs) {
+      if (closed) return Promise.reject(notFound(input));
+      return new Promise<PartitionPart>((resolve, reject) => {
+        const id = ++nextId;
+        const timer = clock.setTimeout(() => {
+          pending.delete(id);
+          reject(
+            new PartitionError(
+              'timed-out',
+              `TaskExecutor ${input.resourceId} did not answer a read of result partition ` +
+                `${ExecutionAttemptID.short(input.partitionId)} (subpartition ${input.subpartition}) within ` +
+                `${timeoutMs} ms (rpc.ask.timeout): it is gone or stuck`,
+              { partitionId: input.partitionId, subpartition: input.subpartition, resourceId: input.resourceId },
+            ),
+          );
+        }, timeoutMs);
+        pending.set(id, { resolve, fail: () => reject(notFound(input)), timer });
+        const request: FetchRequest = {
+          id,
+          from: resourceId,
+          partitionId: input.partitionId,
+          subpartition: input.subpartition,
+        };
+        let channel = toProducers.get(input.resourceId);
+        if (channel === undefined)
+          toProducers.set(input.resourceId, (channel = new BroadcastChannel(channelOf(input.resourceId))));
+        channel.postMessage(request);
+      });
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      requests.close();
+      replies.close();
+      for (const channel of [...toConsumers.values(), ...toProducers.values()]) channel.close();
+      toConsumers.clear();
+      toProducers.clear();
+      for (const [id, call] of pending) {
+        pending.delete(id);
+        clock.clearTimeout(call.timer);
+        call.fail();
+      }
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------- between processes of one host
+
+/** The socket a TaskExecutor serves its partitions on, in its cluster's directory: named by its ResourceID. */
+export const partitionSocketOf = (directory: string, resourceId: string): string =>
+  join(directory, `${resourceId}.sock`);
+
+/** A reply's status: the part's bytes follow, none held, or held but not serializable across processes. */
+const FOUND = 0;
+const NOT_HELD = 1;
+const NOT_SERIALIZABLE = 2;
+
+/**
+ * Peers that are processes of this host (a process-mode MiniCluster's TaskExecutors): each serves its
+ * partitions on a Unix socket in `directory` named by its ResourceID, and reads the others' over one
+ * connection per peer. A read is a frame `[u32 length][JSON { id, partitionId, subpartition }]`; its
+ * answer `[u32 id][u8 status][u32 length][bytes]`. The bytes land in a SharedArrayBuffer, which the
+ * consumer's task thread shares. A part kept as a value (not serializable by v8: a view of managed
+ * memory) cannot cross processes: its read fails saying so.
+ */
+export function socketPartitionPeers(directory: string, resourceId: ResourceID, clock: Clock): PartitionPeers {
+  let lookup: (partitionId: string, subpartition: number) => PartitionPart | undefined = () => undefined;
+  let closed = false;
+  const server = createServer((socket) => {
+    socket.on('error', () => socket.destroy());
+    let buffered: Buffer<ArrayBufferLike> = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+      while (buffered.length >= 4) {
+        const length = buffered.readUInt32LE(0);
+        if (buffered.length < 4 + length) break;
+        const request = JSON.parse(buffered.subarray(4, 4 + length).toString('utf8')) as {
+          id: number;
+          partitionId: string;
+          subpartition: number;
+        };
+        buffered = buffered.subarray(4 + length);
+        const part = lookup(request.partitionId, request.subpartition);
+        const header = Buffer.alloc(9);
+        header.writeUInt32LE(request.id, 0);
+        if (part instanceof Uint8Array) {
+          header.writeUInt8(FOUND, 4);
+          header.writeUInt32LE(part.byteLength, 5);
+          socket.write(header);
+          // A SharedArrayBuffer-backed view is written as is (the socket copies it into the kernel).
+          socket.write(part);
+        } else {
+          header.writeUInt8(part === undefined ? NOT_HELD : NOT_SERIALIZABLE, 4);
+          header.writeUInt32LE(0, 5);
+          socket.write(header);
+        }
+      }
+    });
+  });
+  const path = partitionSocketOf(directory, resourceId);
+  rmSync(path, { force: true });
+  server.listen(path);
+  server.unref();
+
+  interface Call {
+    readonly input: PartitionInputWire;
+    readonly resolve: (part: PartitionPart) => void;
+    readonly reject: (error: Error) => void;
+    readonly timer: TimerHandle;
+  }
+  /** One connection per peer, and what is read from it: a reply's header, then its bytes into `into`. */
+  interface Connection {
+    readonly socket: Socket;
+    readonly pending: Map<number, Call>;
+    header: Buffer<ArrayBufferLike>;
+    current: { call: Call | undefined; into: Uint8Array; filled: number } | null;
+  }
+  const connections = new Map<string, Connection>();
+  let nextId = 0;
+
+  const failAll = (connection: Connection, error: (input: PartitionInputWire) => Error) => {
+    for (const [id, call] of connection.pending) {
+      connection.pending.delete(id);
+      clock.clearTimeout(call.timer);
+      call.reject(error(call.input));
+    }
+  };
+  const unreachable = (reason: string) => (input: PartitionInputWire) =>
+    new PartitionError(
+      'unreachable',
+      `cannot read result partition ${ExecutionAttemptID.short(input.partitionId)} (subpartition ` +
+        `${input.subpartition}) from TaskExecutor ${input.resourceId}: ${reason}`,
+      { partitionId: input.partitionId, subpartition: input.subpartition, resourceId: input.resourceId },
+    );
+
+  const connectionTo = (peer: string): Connection => {
+    let connection = connections.get(peer);
+    if (connection !== undefined) return connection;
+    const socket = connect(partitionSocketOf(directory, peer));
+    const made: Connection = { socket, pending: new Map(), header: Buffer.alloc(0), current: null };
+    connection = made;
+    connections.set(peer, made);
+    const drop = (reason: string) => {
+      if (connections.get(peer) === made) connections.delete(peer);
+      failAll(made, unreachable(reason));
+    };
+    socket.on('error', (error) => drop(error.message));
+    socket.on('close', () => drop('its connection closed'));
+    socket.on('data', (chunk: Buffer) => {
+      let offset = 0;
+      while (offset < chunk.length) {
+        if (made.current === null) {
+          const need = 9 - made.header.length;
+          made.header = Buffer.concat([made.header, chunk.subarray(offset, offset + need)]);
+          offset += Math.min(need, chunk.length - offset);
+          if (made.header.length < 9) return;
+          const id = made.header.readUInt32LE(0);
+          const status = made.header.readUInt8(4);
+          const length = made.header.readUInt32LE(5);
+          made.header = Buffer.alloc(0);
+          const call = made.pending.get(id);
+          made.pending.delete(id);
+          if (call !== undefined) clock.clearTimeout(call.timer);
+          if (status !== FOUND) {
+            if (call !== undefined)
+              call.reject(
+                status === NOT_HELD
+                  ? notFound(call.input)
+                  : unreachable('it holds it as a value that cannot cross processes (a view of managed memory)')(
+                      call.input,
+                    ),
+              );
+            continue;
+          }
+          made.current = { call, into: new Uint8Array(new SharedArrayBuffer(length)), filled: 0 };
+        }
+        const current = made.current;
+        const take = Math.min(current.into.byteLength - current.filled, chunk.length - offset);
+        current.into.set(chunk.subarray(offset, offset + take), current.filled);
+        current.filled += take;
+        offset += take;
+        if (current.filled === current.into.byteLength) {
+          made.current = null;
+          current.call?.resolve(current.into);
+        }
+      }
+    });
+    return made;
+  };
+
+  return {
+    serve(serveLookup) {
+      lookup = serveLookup;
+    },
+    fetch(input, timeoutMs) {
+      if (closed) return Promise.reject(notFound(input));
+      return new Promise<PartitionPart>((resolve, reject) => {
+        const connection = connectionTo(input.resourceId);
+        const id = (nextId = (nextId + 1) >>> 0);
+        const timer = clock.setTimeout(() => {
+          // Its answer may still come: it is dropped (its id is no longer pending).
+          connection.pending.delete(id);
+          reject(
+            new PartitionError(
+              'timed-out',
+              `TaskExecutor ${input.resourceId} did not answer a read of result partition ` +
+                `${ExecutionAttemptID.short(input.partitionId)} (subpartition ${input.subpartition}) within ` +
+                `${timeoutMs} ms (rpc.ask.timeout): it is gone or stuck`,
+              { partitionId: input.partitionId, subpartition: input.subpartition, resourceId: input.resourceId },
+            ),
+          );
+        }, timeoutMs);
+        connection.pending.set(id, { input, resolve, reject, timer });
+        const body = Buffer.from(
+          JSON.stringify({ id, partitionId: input.partitionId, subpartition: input.subpartition }),
+        );
+        const frame = Buffer.alloc(4 + body.length);
+        frame.writeUInt32LE(body.length, 0);
+        body.copy(frame, 4);
+        connection.socket.write(frame);
+      });
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      server.close();
+      rmSync(path, { force: true });
+      for (const connection of connections.values()) {
+        failAll(connection, unreachable('this TaskExecutor is closing'));
+        connection.socket.destroy();
+      }
+      connections.clear();
+    },
+  };
+}

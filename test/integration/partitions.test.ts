@@ -1,0 +1,113 @@
+/**
+ * Result partitions on a MiniCluster (ResultPartitions.ts), in both modes: producers' outputs stay on their
+ * TaskExecutors and consumers read them from there — on the same TaskExecutor, or from another TaskExecutor (a
+ * thread over its BroadcastChannel, a process over its Unix socket) — with the whole output of each producer for
+ * all-to-all edges and exactly its part for a hash edge; the partitions are gone once the job ends.
+ */
+import { expect } from 'chai';
+import { MiniCluster } from '../../lib/MiniCluster.js';
+
+const produce = new URL('../fixtures/partitions/produce.mjs', import.meta.url);
+const collect = new URL('../fixtures/partitions/collect.mjs', import.meta.url);
+const MB = 1 << 20;
+
+for (const mode of ['thread', 'process'] as const)
+  describe(`result partitions (${mode} mode)`, function () {
+    this.timeout(60_000);
+    let cluster: MiniCluster;
+
+    before(async () => {
+      cluster = await MiniCluster.start({ taskExecutors: 2, slotsPerTaskExecutor: 2, mode });
+    });
+    after(async () => {
+      await cluster?.close();
+    });
+
+    const reads = async () => {
+      let local = 0;
+      let served = 0;
+      let held = 0;
+      for (const m of await cluster.taskExecutorMetrics()) {
+        local += m.partitions?.readLocally ?? 0;
+        served += m.partitions?.served ?? 0;
+        held += m.partitions?.partitions ?? 0;
+      }
+      return { reads: local + served, held };
+    };
+
+    it('an all-to-all edge hands every consumer every producer’s whole output, read from the producers’ TaskExecutors', async () => {
+      const before = await reads();
+      const job = await cluster.submitJob({
+        name: 'broadcast',
+        vertices: [
+          { id: 'src', taskModule: produce, parallelism: 4, config: { bytes: MB } },
+          { id: 'sink', taskModule: collect, parallelism: 2 },
+        ],
+        edges: [{ from: 'src', to: 'sink', pattern: 'all-to-all' }],
+      });
+      const result = await job.result;
+      expect(result.status).to.equal('finished');
+      const sinks = result.outputs['sink'] as Array<{
+        subtask: number;
+        seen: Array<{ from: number; first: number }>;
+        bytes: number;
+      }>;
+      for (const sink of sinks) {
+        expect(sink.bytes).to.equal(4 * MB);
+        expect(sink.seen.map((s) => [s.from, s.first])).to.deep.equal([
+          [0, 0],
+          [1, 1],
+          [2, 2],
+          [3, 3],
+        ]);
+      }
+      const after = await reads();
+      // 2 consumers × 4 producers, each read once from where it was kept; nothing kept once the job ended.
+      expect(after.reads - before.reads).to.equal(8);
+      expect(after.held).to.equal(0);
+    });
+
+    it('a hash edge gives each consumer exactly its part of every producer', async () => {
+      const job = await cluster.submitJob({
+        name: 'keyed',
+        vertices: [
+          { id: 'src', taskModule: produce, parallelism: 3, config: { parts: 2 } },
+          { id: 'sink', taskModule: collect, parallelism: 2 },
+        ],
+        edges: [{ from: 'src', to: 'sink', pattern: 'hash' }],
+      });
+      const result = await job.result;
+      expect(result.status).to.equal('finished');
+      const sinks = result.outputs['sink'] as Array<{ seen: Array<{ from: number; to: number; keys: number[] }> }>;
+      expect(sinks.map((s) => s.seen.map((x) => [x.from, x.to, x.keys[0]]))).to.deep.equal([
+        [
+          [0, 0, 0],
+          [1, 0, 100],
+          [2, 0, 200],
+        ],
+        [
+          [0, 1, 1],
+          [1, 1, 101],
+          [2, 1, 201],
+        ],
+      ]);
+      expect((await reads()).held).to.equal(0);
+    });
+
+    it('fails a hash producer that does not return one part per consumer subtask, saying so', async () => {
+      const job = await cluster.submitJob({
+        name: 'misshapen',
+        vertices: [
+          { id: 'src', taskModule: produce, parallelism: 1, config: { parts: 3 } },
+          { id: 'sink', taskModule: collect, parallelism: 2 },
+        ],
+        edges: [{ from: 'src', to: 'sink', pattern: 'hash' }],
+        restartStrategy: { type: 'none' },
+      });
+      const result = await job.result;
+      expect(result.status).to.equal('failed');
+      expect(result.error?.message).to.match(
+        /a producer of a hash edge returns an array of 2 parts.*got an array of 3/,
+      );
+    });
+  });
