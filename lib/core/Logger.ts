@@ -27,8 +27,20 @@ export interface LogFields {
   readonly vertexId?: string;
   readonly vertexName?: string;
   readonly subtaskIndex?: number;
+  /** The attempt of the subtask (0 for its first run). */
+  readonly attemptNumber?: number;
   readonly executionAttemptId?: string;
 }
+
+/** The fields an endpoint adds to its own message (the level and source are the runtime's). */
+export type RuntimeLogFields = Omit<LogFields, 'level' | 'source'>;
+
+/**
+ * How an endpoint on the main thread reports: a message, the fields that apply (the job, the
+ * TaskExecutor, the subtask), and its level (default `info`; failures are `warn`, a job that failed
+ * `error`).
+ */
+export type RuntimeLog = (message: string, fields?: RuntimeLogFields, level?: LogLevel) => void;
 
 /** One message of the runtime with its fields: what a worker sends, what a {@link Logger} receives split in two. */
 export interface LogRecord extends LogFields {

@@ -20,6 +20,7 @@ import type { Actor } from 'xstate';
 import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
 import { describeError, endCause, isSlotwiseError } from '../core/errors.js';
 import { AllocationID, type JobID, type ResourceID } from '../core/ids.js';
+import type { RuntimeLog } from '../core/Logger.js';
 import type { JobMasterGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type {
@@ -36,6 +37,12 @@ import {
   type ExecutionRecord,
   type ExecutionSummary,
 } from './ExecutionAttempts.js';
+import {
+  ExceptionHistory,
+  exceptionEntryOf,
+  type FailedAttempt,
+  type JobExceptionHistory,
+} from './ExceptionHistory.js';
 import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import type { JobMasterOptions } from './JobMasterOptions.js';
@@ -71,7 +78,7 @@ export class JobMaster implements JobMasterGateway {
   readonly result: Promise<JobResult>;
   readonly #o: JobMasterOptions;
   readonly #clock: Clock;
-  readonly #log: (message: string) => void;
+  readonly #log: RuntimeLog;
   readonly #status: JobStatusActor;
   readonly #pool: JobSlotPool;
   readonly #allocator: SlotSharingExecutionSlotAllocator;
@@ -81,6 +88,8 @@ export class JobMaster implements JobMasterGateway {
   readonly #declarations: ResourceRequirementsDeclarer;
   /** The TaskExecutors registered with this JobMaster: the only ones whose slots it takes. */
   readonly #taskManagers: RegisteredTaskManagers;
+  /** Every failure of the job, bounded (`web.exception-history-size`), kept after it ended. */
+  readonly #exceptions: ExceptionHistory;
   /** Subtasks whose current attempt finished: the job is done when this reaches every subtask. */
   #finishedCount = 0;
   #resolveResult!: (result: JobResult) => void;
@@ -96,7 +105,7 @@ export class JobMaster implements JobMasterGateway {
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
     this.mailbox = new MainThreadExecutor(`JobMaster ${options.jobGraph.name}`, this.#clock, (error) =>
-      this.#log(`uncaught in mailbox: ${describeError(error)}`),
+      this.#log(`uncaught in mailbox: ${describeError(error)}`, {}, 'error'),
     );
     this.graph = new ExecutionGraph(options.jobGraph);
     this.result = new Promise<JobResult>((resolve) => (this.#resolveResult = resolve));
@@ -145,6 +154,7 @@ export class JobMaster implements JobMasterGateway {
     });
     this.#taskManagers = new RegisteredTaskManagers((resourceId) => this.#o.taskExecutor(resourceId) !== undefined);
     this.#executions = new ExecutionAttempts(this.graph);
+    this.#exceptions = new ExceptionHistory(options.options['web.exception-history-size']);
     this.#deployments = new TaskDeploymentDescriptorFactory(this.jobId, this.graph, this.#executions);
   }
 
@@ -160,6 +170,14 @@ export class JobMaster implements JobMasterGateway {
   /** The status statechart (for inspection). */
   get statusActor(): Actor<typeof jobStatusMachine> {
     return this.#status.actor;
+  }
+
+  /**
+   * The job's failures: the root cause and every failed attempt, newest first (Flink's exception
+   * history); a snapshot, readable from any thread after the job ended too.
+   */
+  exceptionHistory(): JobExceptionHistory {
+    return this.#exceptions.snapshot();
   }
 
   /** Per subtask: its attempt, state, executor and slot (for overviews). */
@@ -214,6 +232,8 @@ export class JobMaster implements JobMasterGateway {
     if (!this.#taskManagers.has(resourceId)) {
       this.#log(
         `rejected ${offers.length} slot(s) offered by ${resourceId}, which is not registered with the JobMaster`,
+        { resourceId },
+        'warn',
       );
       return [];
     }
@@ -273,10 +293,14 @@ export class JobMaster implements JobMasterGateway {
         continue;
       }
       // Deployed there: that attempt is gone with the slot.
-      this.#failed(record, {
-        name: 'SlotLost',
-        message: `its slot ${AllocationID.short(allocationId)} on ${resourceId} was freed: ${cause}`,
-      });
+      this.#failed(
+        record,
+        {
+          name: 'SlotLost',
+          message: `its slot ${AllocationID.short(allocationId)} on ${resourceId} was freed: ${cause}`,
+        },
+        { resourceId, allocationId },
+      );
     }
   }
 
@@ -371,7 +395,11 @@ export class JobMaster implements JobMasterGateway {
    * The attempt failed — its task, its deployment, its slot, whatever failed: it ends `failed` with
    * its task event (once: an attempt already ended keeps its end), then the status machine decides.
    */
-  #failed(record: ExecutionRecord, error: SerializedError): void {
+  #failed(
+    record: ExecutionRecord,
+    error: SerializedError,
+    where: { readonly resourceId: ResourceID; readonly allocationId: AllocationID } | null = record.slot,
+  ): void {
     if (!TERMINAL_STATES.has(record.state)) {
       record.state = 'failed';
       this.#emitTask(record, error);
@@ -379,11 +407,48 @@ export class JobMaster implements JobMasterGateway {
     this.#lastError = error;
     if (this.status === 'canceling') return this.#checkCanceled();
     if (TERMINAL_STATES.has(this.status)) return;
+    const attempt = this.#attemptOf(record, where);
+    // A failure while a restart is pending is covered by that restart (Flink: a concurrent exception of its root).
+    this.#exceptions.add(exceptionEntryOf(error, this.#clock.now(), attempt), this.status === 'restarting');
     const message = `${record.vertex.key} (attempt ${record.attemptNumber}) failed: ${error.message}`;
-    this.#log(message);
+    const fields = this.#fieldsOf(attempt, record);
+    // The fields name the subtask and TaskExecutor (a text line shows them as its prefix).
+    this.#log(`attempt ${record.attemptNumber} failed: ${error.message}`, fields, 'warn');
     // The status machine's restart strategy decides: restarting (its delay, then #restart) or failed.
     this.#status.reportFailure(message);
+    const restart = this.#status.pendingRestart;
+    if (restart !== null)
+      this.#log(
+        `restarts as attempt ${record.attemptNumber + 1} in ${restart.delayMs} ms ` +
+          `(restart ${this.#status.restarts} of the job)`,
+        fields,
+        'info',
+      );
     if (this.status === 'failed') this.#terminate('failed', error);
+  }
+
+  #attemptOf(
+    record: ExecutionRecord,
+    where: { readonly resourceId: ResourceID; readonly allocationId: AllocationID } | null,
+  ): FailedAttempt {
+    return {
+      vertexId: record.vertex.id.vertexId,
+      subtaskIndex: record.vertex.id.subtaskIndex,
+      parallelism: record.vertex.jobVertex.parallelism,
+      attemptNumber: record.attemptNumber,
+      resourceId: where?.resourceId ?? null,
+      allocationId: where?.allocationId ?? null,
+    };
+  }
+
+  #fieldsOf(attempt: FailedAttempt, record: ExecutionRecord) {
+    return {
+      vertexId: attempt.vertexId,
+      subtaskIndex: attempt.subtaskIndex,
+      attemptNumber: attempt.attemptNumber,
+      executionAttemptId: record.executionAttemptId,
+      ...(attempt.resourceId === null ? {} : { resourceId: attempt.resourceId }),
+    };
   }
 
   /**
@@ -411,7 +476,13 @@ export class JobMaster implements JobMasterGateway {
     if (record.state === 'deploying' || record.state === 'initializing' || record.state === 'running') {
       const gateway = record.slot === null ? undefined : this.#o.taskExecutor(record.slot.resourceId);
       if (gateway !== undefined) this.mailbox.whenComplete(gateway.cancelTask(record.executionAttemptId), () => {});
-      this.#log(`canceling ${record.vertex.key}: ${cause}`);
+      this.#log(`canceling ${record.vertex.key}: ${cause}`, {
+        vertexId: record.vertex.id.vertexId,
+        subtaskIndex: record.vertex.id.subtaskIndex,
+        attemptNumber: record.attemptNumber,
+        executionAttemptId: record.executionAttemptId,
+        ...(record.slot === null ? {} : { resourceId: record.slot.resourceId }),
+      });
     }
     if (record.state === 'scheduled') {
       this.#allocator.cancel(record.vertex.id, new Error(cause));
@@ -438,6 +509,8 @@ export class JobMaster implements JobMasterGateway {
     if (TERMINAL_STATES.has(this.status)) return;
     this.#lastError = error;
     const cause = `${why}: ${error.message}`;
+    // A global failure (no attempt of its own): the root of the job's end.
+    this.#exceptions.add(exceptionEntryOf(error, this.#clock.now(), null), false);
     // running → failing → failed, failing or restarting → failed: no restart mends this.
     if (this.status === 'running') this.#status.send({ type: 'TASK_FAILED', cause });
     this.#status.send({ type: 'FAIL', cause });
@@ -464,12 +537,19 @@ export class JobMaster implements JobMasterGateway {
         (outputs[sink.id.vertexId] ??= [])[sink.id.subtaskIndex] = this.#executions.of(sink).output;
     }
     this.mailbox.whenComplete(this.#o.resourceManager.disconnectJobMaster(this.jobId, `job ${status}`, true), () => {});
+    const endError = status === 'failed' ? (error ?? this.#lastError) : null;
+    if (endError !== null)
+      this.#log(
+        `job ${this.jobGraph.name} failed after ${this.#status.restarts} restart(s): ${endError._tag ?? endError.name}: ${endError.message}`,
+        {},
+        'error',
+      );
     this.#resolveResult({
       jobId: this.jobId,
       jobName: this.jobGraph.name,
       status,
       outputs,
-      error: status === 'failed' ? (error ?? this.#lastError) : null,
+      error: endError,
       restarts: this.#status.restarts,
       durationMs: this.#clock.now() - this.#startedAt,
     });
@@ -485,7 +565,7 @@ export class JobMaster implements JobMasterGateway {
     try {
       this.#o.onSlotAssigned!(slotAssignmentOf(record, requestedAt, this.#clock.now()));
     } catch (error) {
-      this.#log(`a slot assignment listener threw: ${describeError(error)}`);
+      this.#log(`a slot assignment listener threw: ${describeError(error)}`, {}, 'warn');
     }
   }
 
@@ -493,7 +573,7 @@ export class JobMaster implements JobMasterGateway {
     try {
       this.#o.onEvent?.(event);
     } catch (error) {
-      this.#log(`a job event listener threw: ${describeError(error)}`);
+      this.#log(`a job event listener threw: ${describeError(error)}`, {}, 'warn');
     }
   }
 }

@@ -17,6 +17,7 @@
 import type { ClusterOverview } from '../ClusterOverview.js';
 import type { JobID } from '../core/ids.js';
 import type { JobSummary } from '../dispatcher/Dispatcher.js';
+import type { JobExceptionHistory } from '../jobmaster/ExceptionHistory.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
 import type { JobEvent, JobResult } from '../jobmaster/JobMaster.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
@@ -102,6 +103,11 @@ export interface RestTarget {
   jobDetails(jobId: JobID): Promise<JobDetails | undefined>;
   /** The job's result once it ended; null while it runs; undefined for an unknown job. */
   jobResult(jobId: JobID): Promise<JobResult | null | undefined>;
+  /**
+   * The job's failures, root cause first then every failed attempt, newest first (kept after it ended, while it is
+   * listed); undefined for an unknown job.
+   */
+  jobExceptions(jobId: JobID): Promise<JobExceptionHistory | undefined>;
   /** The job's events from `from` on (at most `limit`); undefined for an unknown job. */
   jobEvents(jobId: JobID, from: number, limit: number): Promise<JobEventPage | undefined>;
   /**

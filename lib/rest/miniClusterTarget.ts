@@ -156,6 +156,11 @@ export function clusterTarget(
       return settled;
     },
 
+    async jobExceptions(jobId) {
+      if (cluster.dispatcher.getJob(jobId) === undefined) return undefined;
+      return cluster.dispatcher.getJobMaster(jobId)?.exceptionHistory();
+    },
+
     async jobEvents(jobId, from, limit) {
       return lookup(jobId)?.log.page(from, limit);
     },

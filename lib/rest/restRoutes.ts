@@ -12,6 +12,7 @@ import type { RestTarget } from './RestTarget.js';
 import {
   cancelQuery,
   eventsQuery,
+  exceptionsQuery,
   jobParams,
   noQuery,
   submitJobBody,
@@ -21,6 +22,7 @@ import {
 import {
   clusterOverviewView,
   jobDetailsView,
+  jobExceptionsView,
   jobResultView,
   jobsView,
   taskManagerDetailsView,
@@ -36,6 +38,7 @@ export const ROUTES: Readonly<Record<string, readonly string[]>> = {
   '/jobs/:jobid': ['GET', 'PATCH'],
   '/jobs/:jobid/result': ['GET'],
   '/jobs/:jobid/events': ['GET'],
+  '/jobs/:jobid/exceptions': ['GET'],
 };
 
 const ENDED: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
@@ -171,6 +174,18 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
     if (result === undefined) throw unknownJob(jobId);
     return jobResultView(result);
   });
+
+  app.get(
+    '/jobs/:jobid/exceptions',
+    { schema: { params: jobParams, querystring: exceptionsQuery } },
+    async (request) => {
+      const jobId = jobIdOf(request);
+      const history = await ask('jobExceptions', () => target.jobExceptions(jobId));
+      if (history === undefined) throw unknownJob(jobId);
+      const { maxExceptions } = request.query as { maxExceptions?: string };
+      return jobExceptionsView(history, maxExceptions === undefined ? Number.MAX_SAFE_INTEGER : Number(maxExceptions));
+    },
+  );
 
   app.get('/jobs/:jobid/events', { schema: { params: jobParams, querystring: eventsQuery } }, async (request) => {
     const jobId = jobIdOf(request);

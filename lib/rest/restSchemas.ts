@@ -53,6 +53,19 @@ export const eventsQuery = {
   },
 } as const;
 
+/** GET /jobs/:jobid/exceptions?maxExceptions=N (Flink's UpperLimitExceptionParameter). */
+export const exceptionsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    maxExceptions: {
+      type: 'string',
+      pattern: '^[1-9][0-9]{0,5}$',
+      description: 'how many history entries at most: an integer >= 1',
+    },
+  },
+} as const;
+
 /** An empty query string for the routes that take none. */
 export const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
 

@@ -9,6 +9,7 @@
  */
 import type { ClusterOverview, TaskExecutorOverview } from '../ClusterOverview.js';
 import type { JobSummary } from '../dispatcher/Dispatcher.js';
+import type { ExceptionHistoryEntry, JobExceptionHistory } from '../jobmaster/ExceptionHistory.js';
 import type { JobResult } from '../jobmaster/JobMaster.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 import { toJsonValue } from './jsonValue.js';
@@ -192,6 +193,57 @@ export function jobResultView(result: JobResult | null) {
       outputs: toJsonValue(result.outputs),
       error: result.error === null ? null : toJsonValue(result.error),
       restarts: result.restarts,
+    },
+  };
+}
+
+/** One failure in Flink's ExceptionInfo shape (JobExceptionsInfoWithHistory.ExceptionInfo), with our fields beside. */
+function exceptionInfoView(entry: ExceptionHistoryEntry) {
+  return {
+    exceptionName: entry.exceptionName,
+    stacktrace: entry.stacktrace,
+    timestamp: entry.timestamp,
+    // Flink leaves out what a global failure has not (JsonInclude NON_NULL).
+    ...(entry.taskName === null ? {} : { taskName: entry.taskName }),
+    // Flink's location/endpoint is the TaskManager's host:port; a TaskExecutor here is named by its ResourceID.
+    ...(entry.resourceId === null
+      ? {}
+      : { location: entry.resourceId, endpoint: entry.resourceId, taskManagerId: entry.resourceId }),
+    failureLabels: {},
+    message: entry.message,
+    vertexId: entry.vertexId,
+    subtaskIndex: entry.subtaskIndex,
+    attemptNumber: entry.attemptNumber,
+    allocationId: entry.allocationId,
+  };
+}
+
+/**
+ * GET /jobs/:jobid/exceptions: Flink's JobExceptionsInfoWithHistory — the root cause (`root-exception`, its
+ * `timestamp`), the deprecated flat `all-exceptions` (Flink's ExecutionExceptionInfo), and `exceptionHistory` with its
+ * entries newest first (Flink's RootExceptionInfo, each with its `concurrentExceptions`), at most `maxExceptions`.
+ */
+export function jobExceptionsView(history: JobExceptionHistory, maxExceptions: number) {
+  const entries = history.entries.slice(0, maxExceptions);
+  const truncated = history.truncated || entries.length < history.entries.length;
+  const all = entries.flatMap((root) => [root, ...root.concurrent]).filter((e) => e.taskName !== null);
+  return {
+    'root-exception': history.rootCause?.stacktrace ?? null,
+    timestamp: history.rootCause?.timestamp ?? null,
+    'all-exceptions': all.map((e) => ({
+      exception: e.stacktrace,
+      task: e.taskName,
+      location: e.resourceId ?? '(unassigned)',
+      timestamp: e.timestamp,
+      taskManagerId: e.resourceId ?? '(unassigned)',
+    })),
+    truncated,
+    exceptionHistory: {
+      entries: entries.map((root) => ({
+        ...exceptionInfoView(root),
+        concurrentExceptions: root.concurrent.map(exceptionInfoView),
+      })),
+      truncated,
     },
   };
 }

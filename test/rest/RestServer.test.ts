@@ -181,6 +181,77 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     expect(readdirSync(codeDir).sort()).to.deep.equal(files);
   });
 
+  it("GET /jobs/:id/exceptions: a failed job's root cause and every failed attempt, in Flink's shape", async () => {
+    const throws =
+      'export default async function throws(context) {\n  throw new RangeError("no luck in #" + context.attemptNumber);\n}\n';
+    const submitted = await api('POST', '/jobs', {
+      job: {
+        name: 'unlucky',
+        vertices: [{ id: 'throws', taskModule: 'throws.mjs', parallelism: 1 }],
+        restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 },
+      },
+      taskCode: [upload('throws.mjs', throws)],
+    });
+    const jobId: string = submitted.json.jobid;
+    await until('the failed result', async () => {
+      const answer = await api('GET', `/jobs/${jobId}/result`);
+      return answer.json.status.id === 'COMPLETED' ? answer : undefined;
+    });
+    const tm = (await api('GET', '/taskmanagers')).json.taskmanagers[0].id;
+    const answer = await api('GET', `/jobs/${jobId}/exceptions`);
+    expect(answer.status).to.equal(200);
+    const { entries } = answer.json.exceptionHistory;
+    expect(
+      entries.map((e: { taskName: string; exceptionName: string }) => [e.taskName, e.exceptionName]),
+    ).to.deep.equal([
+      ['throws (1/1)#1', 'TaskExecutionError'],
+      ['throws (1/1)#0', 'TaskExecutionError'],
+    ]);
+    expect(entries[0]).to.include({ taskManagerId: tm, location: tm, attemptNumber: 1, subtaskIndex: 0 });
+    expect(entries[0].allocationId).to.match(/^[0-9a-f]{32}$/);
+    expect(entries[0].stacktrace).to.contain('Caused by: RangeError: no luck in #1\n    at throws (');
+    expect(answer.json['root-exception']).to.equal(entries[0].stacktrace);
+    expect(answer.json.timestamp).to.equal(entries[0].timestamp);
+    const newest = await api('GET', `/jobs/${jobId}/exceptions?maxExceptions=1`);
+    expect(newest.json.exceptionHistory.entries).to.have.length(1);
+    expect(newest.json.exceptionHistory.truncated).to.equal(true);
+  });
+
+  it('GET /jobs/:id/exceptions: why a job no TaskExecutor can hold was refused; a job that never failed has none', async () => {
+    const body = sumOfSquaresBody(10, 1);
+    const submitted = await api('POST', '/jobs', {
+      ...body,
+      job: {
+        ...body.job,
+        vertices: [
+          { ...body.job.vertices[0], resources: { cpuCores: 64 }, slotSharingGroup: 'big' },
+          body.job.vertices[1],
+        ],
+      },
+    });
+    const jobId: string = submitted.json.jobid;
+    await until('the refused job to end', async () =>
+      (await api('GET', `/jobs/${jobId}`)).json.state === 'FAILED' ? true : undefined,
+    );
+    const answer = await api('GET', `/jobs/${jobId}/exceptions`);
+    const [root] = answer.json.exceptionHistory.entries;
+    expect(root).to.include({ exceptionName: 'SlotRequestError' });
+    expect(root).not.to.have.property('taskName');
+    expect(answer.json['root-exception']).to.contain('which no TaskExecutor can ever hold');
+
+    const fine = (await api('GET', '/jobs')).json.jobs.find(
+      (j: { name: string; status: string }) => j.status === 'FINISHED',
+    );
+    const none = await api('GET', `/jobs/${fine.id}/exceptions`);
+    expect(none.json).to.deep.include({
+      'root-exception': null,
+      timestamp: null,
+      'all-exceptions': [],
+      truncated: false,
+    });
+    expect(none.json.exceptionHistory).to.deep.equal({ entries: [], truncated: false });
+  });
+
   it('PATCH /jobs/:id?mode=cancel cancels a running job (202), then refuses it as ended (409)', async () => {
     const submitted = await api('POST', '/jobs', {
       job: {
