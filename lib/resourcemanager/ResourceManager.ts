@@ -18,6 +18,7 @@
  */
 import type { InspectionEvent } from 'xstate';
 import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
+import type { RuntimeLog } from '../core/Logger.js';
 import { describeError, IllegalArgumentError } from '../core/errors.js';
 import { JobID, type ResourceID, ResourceManagerId, type AllocationID } from '../core/ids.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
@@ -59,7 +60,8 @@ export interface ResourceManagerOptions {
   readonly workersOnDemand?: boolean;
   /** Told what the SlotManager tells about jobs (slots lost, requirements waiting, ...). */
   readonly listener?: ResourceEventListener;
-  readonly log?: (message: string) => void;
+  /** Its messages, with the TaskExecutor they concern and their level (a lost TaskExecutor is `warn`). */
+  readonly log?: RuntimeLog;
   /** A registered TaskExecutor was lost (an idle release or the cluster closing is no loss); for metrics. */
   readonly onTaskExecutorLost?: (resourceId: ResourceID, cause: TaskExecutorLossCause, detail: string) => void;
   /** Receives every XState inspection event of the SlotManager's statechart. */
@@ -86,7 +88,7 @@ export class ResourceManager implements ResourceManagerGateway {
   readonly slotManager: FineGrainedSlotManager;
   readonly #driver: ResourceManagerDriver;
   readonly #clock: Clock;
-  readonly #log: (message: string) => void;
+  readonly #log: RuntimeLog;
   readonly #taskExecutors = new Map<ResourceID, TaskExecutorRegistration>();
   /** Workers ended, stopped or refused: their ResourceIDs may not register again. */
   readonly #stale = new Map<ResourceID, string>();
@@ -114,7 +116,7 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#log = options.log ?? (() => {});
     this.#onLost = options.onTaskExecutorLost ?? (() => {});
     this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) =>
-      this.#log(`uncaught in mailbox: ${describeError(error)}`),
+      this.#log(`uncaught in mailbox: ${describeError(error)}`, {}, 'error'),
     );
     const onDemand = options.workersOnDemand ?? true;
     this.#onDemand = onDemand;
@@ -202,7 +204,7 @@ export class ResourceManager implements ResourceManagerGateway {
     checkRegistration(registration);
     const { resourceId } = registration;
     const refuse = (reason: string): RegistrationResponse => {
-      this.#log(`refused the registration of ${resourceId}: ${reason}`);
+      this.#log(`refused the registration of ${resourceId}: ${reason}`, { resourceId }, 'warn');
       return { kind: 'refused', reason };
     };
     const stale = this.#stale.get(resourceId);
@@ -216,14 +218,14 @@ export class ResourceManager implements ResourceManagerGateway {
     if (previous !== undefined) {
       // The same worker registering again (it lost us): replace the old registration. Its slots stay
       // in the SlotManager, and the slot report that follows reconciles them (nobody is told they were lost).
-      this.#log(`TaskExecutor ${resourceId} registers again; replacing its registration`);
+      this.#log(`TaskExecutor ${resourceId} registers again; replacing its registration`, { resourceId });
     } else if (lost !== undefined) {
       // Declared lost, but alive (Flink's reconnect): a new registration. Its slot report puts it
       // back in the SlotManager; the slots whose jobs were told they are lost are freed on it.
       lost.deadline.cancel();
       this.#lost.delete(resourceId);
       for (const allocationId of lost.revoked) revoked.set(allocationId, 'to-free');
-      this.#log(`TaskExecutor ${resourceId}, declared lost (${lost.cause}), registers again`);
+      this.#log(`TaskExecutor ${resourceId}, declared lost (${lost.cause}), registers again`, { resourceId });
     }
     const registrationId = `registration-${++this.#registrations}`;
     this.#taskExecutors.set(resourceId, {
@@ -275,7 +277,7 @@ export class ResourceManager implements ResourceManagerGateway {
     );
     if (result.kind === 'ignored') return; // registered before: the report was reconciled as a slot report
     if (result.kind === 'rejected') {
-      this.#log(`TaskExecutor ${resourceId} rejected by the SlotManager: ${result.reason}`);
+      this.#log(`TaskExecutor ${resourceId} rejected by the SlotManager: ${result.reason}`, { resourceId }, 'warn');
       this.#fixedWorkers.delete(resourceId); // refused on purpose: no replacement
       this.#closeConnection(resourceId, result.reason, true, 'rejected');
       this.#driver.releaseResource(resourceId, result.reason);
@@ -320,7 +322,7 @@ export class ResourceManager implements ResourceManagerGateway {
 
   async disconnectJobMaster(jobId: JobID, cause: string, terminal: boolean): Promise<void> {
     this.mailbox.assertRunningInMainThread('ResourceManager.disconnectJobMaster');
-    this.#log(`JobMaster of ${JobID.short(jobId)} disconnected: ${cause}`);
+    this.#log(`JobMaster of ${JobID.short(jobId)} disconnected: ${cause}`, { jobId });
     if (terminal) this.slotManager.clearResourceRequirements(jobId);
     this.#jobMasters.delete(jobId);
   }
@@ -387,7 +389,11 @@ export class ResourceManager implements ResourceManagerGateway {
       ...registration.revoked.keys(),
       ...this.#closeConnection(resourceId, cause, false, 'heartbeat-timeout'),
     ]);
-    this.#log(`TaskExecutor ${resourceId} lost: ${cause}; it may register again within heartbeat.timeout`);
+    this.#log(
+      `TaskExecutor ${resourceId} lost: ${cause}; it may register again within heartbeat.timeout`,
+      { resourceId },
+      'warn',
+    );
     // Flink's closeTaskManagerConnection: an executor that is alive reconnects at once.
     registration.gateway.disconnectResourceManager(`declared lost: ${cause}`).catch(() => {});
     const deadline = this.mailbox.schedule(() => this.#notBackInTime(resourceId), this.options['heartbeat.timeout']);
@@ -409,7 +415,7 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 
   #workerTerminated(resourceId: ResourceID, reason: string): void {
-    this.#log(`worker ${resourceId} ended: ${reason}`);
+    this.#log(`worker ${resourceId} ended: ${reason}`, { resourceId });
     const pending = this.#startingWorkers.get(resourceId);
     this.#startingWorkers.delete(resourceId);
     if (pending !== undefined && this.slotManager.state === 'started')
@@ -437,7 +443,7 @@ export class ResourceManager implements ResourceManagerGateway {
       try {
         listener(event);
       } catch (error) {
-        this.#log(`a TaskExecutor registration listener threw: ${describeError(error)}`);
+        this.#log(`a TaskExecutor registration listener threw: ${describeError(error)}`, {}, 'warn');
       }
     }
   }
@@ -453,7 +459,11 @@ export class ResourceManager implements ResourceManagerGateway {
     if (this.#closed || this.#driver.canStartWorkers === false) return undefined;
     const replacement = this.#driver.requestResource(spec, null);
     this.#fixedWorkers.set(replacement, spec);
-    this.#log(`TaskExecutor ${resourceId} of the fixed cluster is gone (${why}): started ${replacement} in its place`);
+    this.#log(
+      `TaskExecutor ${resourceId} of the fixed cluster is gone (${why}): started ${replacement} in its place`,
+      { resourceId },
+      'warn',
+    );
     return replacement;
   }
 
