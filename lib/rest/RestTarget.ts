@@ -54,12 +54,23 @@ export interface TaskDetails {
   readonly state: string;
   readonly resourceId: string | null;
   readonly allocationId: string | null;
+  /** Epoch ms it started deploying, -1 before (or when the REST API first saw the job after it). */
+  readonly startTime: number;
+  /** Epoch ms it ended, -1 while it has not. */
+  readonly endTime: number;
 }
 
 export interface VertexDetails {
   readonly id: string;
   readonly parallelism: number;
   readonly slotSharingGroup: string;
+}
+
+/** An edge of the job graph: `to` consumes what `from` produces. */
+export interface EdgeDetails {
+  readonly from: string;
+  readonly to: string;
+  readonly pattern: 'pointwise' | 'all-to-all';
 }
 
 /** A job now (Flink's JobDetailsInfo, in our names; the server renders Flink's keys). */
@@ -73,6 +84,7 @@ export interface JobDetails {
   readonly endTime: number | null;
   readonly restarts: number;
   readonly vertices: readonly VertexDetails[];
+  readonly edges: readonly EdgeDetails[];
   /** Every subtask's current attempt, by vertex (in topological order) then subtask index. */
   readonly tasks: readonly TaskDetails[];
 }

