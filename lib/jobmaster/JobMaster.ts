@@ -37,16 +37,11 @@ import {
   type ExecutionRecord,
   type ExecutionSummary,
 } from './ExecutionAttempts.js';
-import {
-  ExceptionHistory,
-  exceptionEntryOf,
-  type FailedAttempt,
-  type JobExceptionHistory,
-} from './ExceptionHistory.js';
 import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import type { JobMasterOptions } from './JobMasterOptions.js';
 import { jobErrorOf, type JobEvent, type JobResult, type TaskWait } from './JobResult.js';
+import { callListener, fieldsOf, JobFailures, type SlotLocation } from './JobFailures.js';
 import { JobSlotPool } from './JobSlotPool.js';
 import { JobStatusActor } from './JobStatusActor.js';
 import {
@@ -88,8 +83,7 @@ export class JobMaster implements JobMasterGateway {
   readonly #declarations: ResourceRequirementsDeclarer;
   /** The TaskExecutors registered with this JobMaster: the only ones whose slots it takes. */
   readonly #taskManagers: RegisteredTaskManagers;
-  /** Every failure of the job, bounded (`web.exception-history-size`), kept after it ended. */
-  readonly #exceptions: ExceptionHistory;
+  readonly #failures: JobFailures;
   /** Subtasks whose current attempt finished: the job is done when this reaches every subtask. */
   #finishedCount = 0;
   #resolveResult!: (result: JobResult) => void;
@@ -154,7 +148,7 @@ export class JobMaster implements JobMasterGateway {
     });
     this.#taskManagers = new RegisteredTaskManagers((resourceId) => this.#o.taskExecutor(resourceId) !== undefined);
     this.#executions = new ExecutionAttempts(this.graph);
-    this.#exceptions = new ExceptionHistory(options.options['web.exception-history-size']);
+    this.#failures = new JobFailures(options, this.#clock, this.#log);
     this.#deployments = new TaskDeploymentDescriptorFactory(this.jobId, this.graph, this.#executions);
   }
 
@@ -172,12 +166,9 @@ export class JobMaster implements JobMasterGateway {
     return this.#status.actor;
   }
 
-  /**
-   * The job's failures: the root cause and every failed attempt, newest first (Flink's exception
-   * history); a snapshot, readable from any thread after the job ended too.
-   */
-  exceptionHistory(): JobExceptionHistory {
-    return this.#exceptions.snapshot();
+  /** The job's failures, newest first (Flink's exception history): a snapshot, kept after the job ended. */
+  exceptionHistory() {
+    return this.#failures.history();
   }
 
   /** Per subtask: its attempt, state, executor and slot (for overviews). */
@@ -230,11 +221,7 @@ export class JobMaster implements JobMasterGateway {
     if (this.#ended) return [];
     // Flink's DeclarativeSlotPoolService.offerSlots: nothing from a TaskExecutor not registered with us.
     if (!this.#taskManagers.has(resourceId)) {
-      this.#log(
-        `rejected ${offers.length} slot(s) offered by ${resourceId}, which is not registered with the JobMaster`,
-        { resourceId },
-        'warn',
-      );
+      this.#log(`rejected ${offers.length} slot(s) of ${resourceId}, not registered with us`, { resourceId }, 'warn');
       return [];
     }
     // While it restarts, every offer is registered for the restart (Flink's DeclarativeSlotPoolBridge).
@@ -293,14 +280,8 @@ export class JobMaster implements JobMasterGateway {
         continue;
       }
       // Deployed there: that attempt is gone with the slot.
-      this.#failed(
-        record,
-        {
-          name: 'SlotLost',
-          message: `its slot ${AllocationID.short(allocationId)} on ${resourceId} was freed: ${cause}`,
-        },
-        { resourceId, allocationId },
-      );
+      const message = `its slot ${AllocationID.short(allocationId)} on ${resourceId} was freed: ${cause}`;
+      this.#failed(record, { name: 'SlotLost', message }, { resourceId, allocationId });
     }
   }
 
@@ -395,11 +376,7 @@ export class JobMaster implements JobMasterGateway {
    * The attempt failed — its task, its deployment, its slot, whatever failed: it ends `failed` with
    * its task event (once: an attempt already ended keeps its end), then the status machine decides.
    */
-  #failed(
-    record: ExecutionRecord,
-    error: SerializedError,
-    where: { readonly resourceId: ResourceID; readonly allocationId: AllocationID } | null = record.slot,
-  ): void {
+  #failed(record: ExecutionRecord, error: SerializedError, where: SlotLocation = record.slot): void {
     if (!TERMINAL_STATES.has(record.state)) {
       record.state = 'failed';
       this.#emitTask(record, error);
@@ -407,48 +384,12 @@ export class JobMaster implements JobMasterGateway {
     this.#lastError = error;
     if (this.status === 'canceling') return this.#checkCanceled();
     if (TERMINAL_STATES.has(this.status)) return;
-    const attempt = this.#attemptOf(record, where);
-    // A failure while a restart is pending is covered by that restart (Flink: a concurrent exception of its root).
-    this.#exceptions.add(exceptionEntryOf(error, this.#clock.now(), attempt), this.status === 'restarting');
-    const message = `${record.vertex.key} (attempt ${record.attemptNumber}) failed: ${error.message}`;
-    const fields = this.#fieldsOf(attempt, record);
-    // The fields name the subtask and TaskExecutor (a text line shows them as its prefix).
-    this.#log(`attempt ${record.attemptNumber} failed: ${error.message}`, fields, 'warn');
+    this.#failures.attemptFailed(record, error, where, this.status === 'restarting');
     // The status machine's restart strategy decides: restarting (its delay, then #restart) or failed.
-    this.#status.reportFailure(message);
+    this.#status.reportFailure(`${record.vertex.key} (attempt ${record.attemptNumber}) failed: ${error.message}`);
     const restart = this.#status.pendingRestart;
-    if (restart !== null)
-      this.#log(
-        `restarts as attempt ${record.attemptNumber + 1} in ${restart.delayMs} ms ` +
-          `(restart ${this.#status.restarts} of the job)`,
-        fields,
-        'info',
-      );
+    if (restart !== null) this.#failures.restartAnnounced(record, where, restart.delayMs, this.#status.restarts);
     if (this.status === 'failed') this.#terminate('failed', error);
-  }
-
-  #attemptOf(
-    record: ExecutionRecord,
-    where: { readonly resourceId: ResourceID; readonly allocationId: AllocationID } | null,
-  ): FailedAttempt {
-    return {
-      vertexId: record.vertex.id.vertexId,
-      subtaskIndex: record.vertex.id.subtaskIndex,
-      parallelism: record.vertex.jobVertex.parallelism,
-      attemptNumber: record.attemptNumber,
-      resourceId: where?.resourceId ?? null,
-      allocationId: where?.allocationId ?? null,
-    };
-  }
-
-  #fieldsOf(attempt: FailedAttempt, record: ExecutionRecord) {
-    return {
-      vertexId: attempt.vertexId,
-      subtaskIndex: attempt.subtaskIndex,
-      attemptNumber: attempt.attemptNumber,
-      executionAttemptId: record.executionAttemptId,
-      ...(attempt.resourceId === null ? {} : { resourceId: attempt.resourceId }),
-    };
   }
 
   /**
@@ -476,13 +417,7 @@ export class JobMaster implements JobMasterGateway {
     if (record.state === 'deploying' || record.state === 'initializing' || record.state === 'running') {
       const gateway = record.slot === null ? undefined : this.#o.taskExecutor(record.slot.resourceId);
       if (gateway !== undefined) this.mailbox.whenComplete(gateway.cancelTask(record.executionAttemptId), () => {});
-      this.#log(`canceling ${record.vertex.key}: ${cause}`, {
-        vertexId: record.vertex.id.vertexId,
-        subtaskIndex: record.vertex.id.subtaskIndex,
-        attemptNumber: record.attemptNumber,
-        executionAttemptId: record.executionAttemptId,
-        ...(record.slot === null ? {} : { resourceId: record.slot.resourceId }),
-      });
+      this.#log(`canceling ${record.vertex.key}: ${cause}`, fieldsOf(record, record.slot));
     }
     if (record.state === 'scheduled') {
       this.#allocator.cancel(record.vertex.id, new Error(cause));
@@ -509,8 +444,7 @@ export class JobMaster implements JobMasterGateway {
     if (TERMINAL_STATES.has(this.status)) return;
     this.#lastError = error;
     const cause = `${why}: ${error.message}`;
-    // A global failure (no attempt of its own): the root of the job's end.
-    this.#exceptions.add(exceptionEntryOf(error, this.#clock.now(), null), false);
+    this.#failures.globalFailure(error);
     // running → failing → failed, failing or restarting → failed: no restart mends this.
     if (this.status === 'running') this.#status.send({ type: 'TASK_FAILED', cause });
     this.#status.send({ type: 'FAIL', cause });
@@ -537,13 +471,7 @@ export class JobMaster implements JobMasterGateway {
         (outputs[sink.id.vertexId] ??= [])[sink.id.subtaskIndex] = this.#executions.of(sink).output;
     }
     this.mailbox.whenComplete(this.#o.resourceManager.disconnectJobMaster(this.jobId, `job ${status}`, true), () => {});
-    const endError = status === 'failed' ? (error ?? this.#lastError) : null;
-    if (endError !== null)
-      this.#log(
-        `job ${this.jobGraph.name} failed after ${this.#status.restarts} restart(s): ${endError._tag ?? endError.name}: ${endError.message}`,
-        {},
-        'error',
-      );
+    const endError = this.#failures.jobEnded(status, error ?? this.#lastError, this.#status.restarts);
     this.#resolveResult({
       jobId: this.jobId,
       jobName: this.jobGraph.name,
@@ -562,18 +490,11 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #slotAssigned(record: ExecutionRecord, requestedAt: number): void {
-    try {
-      this.#o.onSlotAssigned!(slotAssignmentOf(record, requestedAt, this.#clock.now()));
-    } catch (error) {
-      this.#log(`a slot assignment listener threw: ${describeError(error)}`, {}, 'warn');
-    }
+    const assignment = slotAssignmentOf(record, requestedAt, this.#clock.now());
+    callListener(this.#log, 'a slot assignment listener', () => this.#o.onSlotAssigned!(assignment));
   }
 
   #emit(event: JobEvent): void {
-    try {
-      this.#o.onEvent?.(event);
-    } catch (error) {
-      this.#log(`a job event listener threw: ${describeError(error)}`, {}, 'warn');
-    }
+    callListener(this.#log, 'a job event listener', () => this.#o.onEvent?.(event));
   }
 }

@@ -3,7 +3,8 @@
  * `{ _tag, reason, message, details, errors }` — the slotwise error's own fields, plus Flink's
  * ErrorResponseBody `errors: [message]`. Bad input is a 4xx, never a 500: a schema violation,
  * unparsable JSON or a bad job graph 400, a non-loopback Host on a loopback server 403, an unknown
- * path, job or vertex 404 (a path segment not shaped as a JobID or ResourceID too: no route has it), a wrong method 405, an ended job 409,
+ * path, job or vertex 404 (a path segment not shaped as a JobID or ResourceID too: no route has it),
+ * a wrong method 405, an ended job 409,
  * a body too large 413, not JSON 415; a closing cluster 503; a call that outlived its deadline 504.
  */
 import { isSlotwiseError, RestError, type SlotwiseError } from '../core/errors.js';

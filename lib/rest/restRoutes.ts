@@ -247,7 +247,8 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
       if (view === undefined)
         throw new RestError(
           'unknown-vertex',
-          `job ${jobId} has no vertex ${JSON.stringify(vertexId)}; its vertices: ${details.vertices.map((v) => v.id).join(', ')}`,
+          `job ${jobId} has no vertex ${JSON.stringify(vertexId)}; ` +
+            `its vertices: ${details.vertices.map((v) => v.id).join(', ')}`,
           { status: 404, jobId, vertexId },
         );
       return view;

@@ -115,7 +115,7 @@ describe('the dashboard in a browser (headless Chromium)', function () {
     await page.locator(`[data-testid=job][data-job-id="${job.jobId}"][data-status=canceled]`).waitFor();
   });
 
-  it("shows a failed job's Exceptions: the root cause with its stack, every failed attempt and where it ran", async () => {
+  it("shows a failed job's Exceptions: the root cause with its stack, each failed attempt and where", async () => {
     const job = await cluster.submitJob({
       name: 'unlucky',
       vertices: [{ id: 'boom', taskModule: throws, parallelism: 1 }],

@@ -102,7 +102,7 @@ describe('the logger of a MiniCluster (worker threads)', function () {
     }
   });
 
-  it("with pino: each record has pino's numeric level only; a failed attempt is at warn with its subtask and TaskExecutor", async () => {
+  it("with pino: pino's numeric level only; a failed attempt at warn with its subtask and TaskExecutor", async () => {
     const lines: string[] = [];
     const destination = new Writable({
       write(chunk: Buffer, _encoding, done) {

@@ -72,7 +72,8 @@ describe('ExceptionHistory', () => {
         name: 'TaskExecutionError',
         message: 'map (1/1) attempt 0 threw: Error: no luck',
         stack:
-          'TaskExecutionError: map (1/1) attempt 0 threw: Error: no luck\n    at taskError (lib/taskexecutor/taskFailure.ts:1:1)',
+          'TaskExecutionError: map (1/1) attempt 0 threw: Error: no luck\n' +
+          '    at taskError (lib/taskexecutor/taskFailure.ts:1:1)',
         details: { stack: 'Error: no luck\n    at throws (file:///job/throws.mjs:2:9)' },
       },
       1,
@@ -90,7 +91,7 @@ describe('ExceptionHistory', () => {
 });
 
 describe('JobMaster: its exception history', () => {
-  it('keeps every failed attempt with its TaskExecutor and slot, and the one that failed the job as root cause', async () => {
+  it('keeps each failed attempt with its TaskExecutor and slot; the one that failed the job is the root', async () => {
     const h = new Harness({
       vertices: [vertex('only', 1)],
       restartStrategy: { type: 'fixed-delay', attempts: 1, delay: '1 s' },
@@ -130,7 +131,7 @@ describe('JobMaster: its exception history', () => {
     ]);
   });
 
-  it('logs a failed attempt at warn with its subtask and TaskExecutor, and announces the restart with its delay', async () => {
+  it('logs a failed attempt at warn with its subtask and TaskExecutor, and its restart with the delay', async () => {
     const h = new Harness({
       vertices: [vertex('only', 2)],
       restartStrategy: { type: 'fixed-delay', attempts: 2, delay: '1 s' },

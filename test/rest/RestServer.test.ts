@@ -183,7 +183,8 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
 
   it("GET /jobs/:id/exceptions: a failed job's root cause and every failed attempt, in Flink's shape", async () => {
     const throws =
-      'export default async function throws(context) {\n  throw new RangeError("no luck in #" + context.attemptNumber);\n}\n';
+      'export default async function throws(context) {\n' +
+      '  throw new RangeError("no luck in #" + context.attemptNumber);\n}\n';
     const submitted = await api('POST', '/jobs', {
       job: {
         name: 'unlucky',
@@ -217,7 +218,7 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     expect(newest.json.exceptionHistory.truncated).to.equal(true);
   });
 
-  it('GET /jobs/:id/exceptions: why a job no TaskExecutor can hold was refused; a job that never failed has none', async () => {
+  it('GET /jobs/:id/exceptions: why a job no TaskExecutor can hold failed; none when it never failed', async () => {
     const body = sumOfSquaresBody(10, 1);
     const submitted = await api('POST', '/jobs', {
       ...body,

@@ -71,7 +71,7 @@ describe("REST API: Flink's routes in Flink's shape", function () {
     expect(tm.totalResourceBytes.taskHeapMemory).to.equal(256 * 1024 * 1024);
   });
 
-  it('shows a finished job in /jobs/overview with its task counts, and its vertices with when each subtask ran', async () => {
+  it('a finished job in /jobs/overview with its task counts, its vertices with when each subtask ran', async () => {
     const overview = (await get('/jobs/overview')).json.jobs.find((j: { jid: string }) => j.jid === jobs.finished);
     expect(overview).to.include({ name: 'sum of squares', state: 'FINISHED' });
     expect(overview.tasks).to.include({ total: 3, finished: 3 });
