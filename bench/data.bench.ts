@@ -65,7 +65,7 @@ interface Run {
   readonly growthMb: number;
 }
 
-/** One job (or piscina's equivalent) from an idle machine: its rate, its CPU until idle again, the coordinator's peak. */
+/** One job (or piscina's equivalent) from an idle machine: its rate, its CPU until idle, the coordinator's peak. */
 async function measured(
   mode: 'thread' | 'process' | 'piscina',
   bytes: number,

@@ -155,6 +155,12 @@ async function runOne(kind: Kind): Promise<void> {
   let result: JobResult;
   try {
     const job = await cluster.submitJob(kind.spec(), abort ? { signal: abort.signal } : undefined);
+    // Each subtask's last task event, for the stall report.
+    const tasks = new Map<string, string>();
+    taskStates.set(job.jobId, tasks);
+    job.onEvent((event) => {
+      if (event.type === 'task') tasks.set(`${event.vertexId}#${event.subtaskIndex}`, taskLine(event));
+    });
     let timer: ReturnType<typeof setTimeout> | undefined;
     if (cancel !== undefined)
       timer = setTimeout(() => {
@@ -162,6 +168,7 @@ async function runOne(kind: Kind): Promise<void> {
         else cluster.cancelJob(job.jobId).catch(() => {});
       }, cancel.ms);
     result = await job.result;
+    taskStates.delete(job.jobId);
     clearTimeout(timer);
   } catch (error) {
     // Aborted before the job started (the signal's AbortError): counted as canceled.
@@ -172,6 +179,18 @@ async function runOne(kind: Kind): Promise<void> {
   if (result.status === 'finished' && kind.check !== undefined && !kind.check(result.outputs)) counts.wrong++;
 }
 
+/** A subtask's last task event: state@attempt, its TaskExecutor, its error. */
+const taskLine = (e: {
+  state: string;
+  attemptNumber: number;
+  resourceId: string | null;
+  error: { name: string } | null;
+}) => `${e.state}@${e.attemptNumber} ${e.resourceId?.slice(-6) ?? '-'}${e.error ? ` ${e.error.name}` : ''}`;
+const jobLine = (job: { name: string; jobId: string; status: string }) =>
+  `${job.name} ${job.jobId.slice(0, 8)} ${job.status} ` +
+  `{${[...(taskStates.get(job.jobId) ?? [])].map(([k, v]) => `${k} ${v}`).join(', ')}}`;
+/** Per running job, each subtask's last task event (state@attempt, TaskExecutor, error). */
+const taskStates = new Map<string, Map<string, string>>();
 let lastEnded = performance.now();
 async function lane(): Promise<void> {
   while (!stopping) {
@@ -194,7 +213,7 @@ const stallWatch = setInterval(() => {
   const running = overview.jobs.filter((job) => !['finished', 'failed', 'canceled'].includes(job.status));
   console.log(
     `        no job ended for ${((performance.now() - lastEnded) / 1000).toFixed(0)} s: ` +
-      `running ${running.map((job) => `${job.name} ${job.jobId.slice(0, 8)} ${job.status}`).join(', ')}; ` +
+      `running ${running.map(jobLine).join(', ')}; ` +
       `pending requests ${overview.pendingRequests.map(pendingLine).join('; ')}; ` +
       `slots ${overview.taskExecutors.map(slotsLine).join(' ')}`,
   );

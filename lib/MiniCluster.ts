@@ -83,7 +83,7 @@ export class MiniCluster {
       configuration: this.options,
       driver: this.#driver,
       workersOnDemand: o.workersOnDemand,
-      log: runtime(),
+      log: (message, fields, level) => runtime(fields, level)(message),
       onTaskExecutorLost: this.#observability.onTaskExecutorLost,
       ...(this.#inspection ? { inspect: this.#inspection.inspect } : {}),
     });

@@ -106,7 +106,7 @@ export type { TaskContext, TaskFunction } from './taskexecutor/taskModule.js';
 export type { TaskInvocationContext } from './taskexecutor/taskThreadProtocol.js';
 export type { ExecutionState, SerializedError, TaskExecutorMetricsWire } from './rpc/protocol.js';
 export type { InspectedEvent, InspectedSnapshot, InspectionRecord, InspectOption } from './InspectionRecord.js';
-export type { Logger, LogFields, LogLevel, LogRecord } from './core/Logger.js';
+export type { Logger, LoggerFields, LogFields, LogLevel, LogRecord, RuntimeLogFields } from './core/Logger.js';
 
 // Errors and values.
 export type { AnySlotwiseError, SerializedSlotwiseError, SlotwiseErrorTag } from './core/errors.js';

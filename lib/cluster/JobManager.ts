@@ -160,7 +160,7 @@ export class JobManager {
       configuration: options,
       driver,
       workersOnDemand: false,
-      log: (message) => log({ level: 'info', source: 'runtime', message }),
+      log: (message, fields, level = 'info') => log({ level, source: 'runtime', message, ...fields }),
       onTaskExecutorLost: observability.onTaskExecutorLost,
       ...inspect,
     });

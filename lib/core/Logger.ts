@@ -3,7 +3,7 @@
  * loggers and most others share: `debug/info/warn/error(fields, message)`. Every message of the
  * runtime becomes one {@link LogRecord} — the endpoints' own messages, a slot's task pool warnings
  * and a task's `context.log(...)` lines, from whichever thread they came — and reaches the logger as
- * `logger[record.level](fields, record.message)`.
+ * `logger[record.level](fields, record.message)`, the fields without the level.
  *
  * Records cross threads as plain data (a TaskExecutor worker sends its records on its Link's log
  * channel); the main side adds the fields it knows (the worker's ResourceID, the job).
@@ -27,20 +27,39 @@ export interface LogFields {
   readonly vertexId?: string;
   readonly vertexName?: string;
   readonly subtaskIndex?: number;
+  /** The attempt of the subtask (0 for its first run). */
+  readonly attemptNumber?: number;
   readonly executionAttemptId?: string;
 }
+
+/** The fields an endpoint adds to its own message (the level and source are the runtime's). */
+export type RuntimeLogFields = Omit<LogFields, 'level' | 'source'>;
+
+/**
+ * How an endpoint on the main thread reports: a message, the fields that apply (the job, the
+ * TaskExecutor, the subtask), and its level (default `info`; failures are `warn`, a job that failed
+ * `error`).
+ */
+export type RuntimeLog = (message: string, fields?: RuntimeLogFields, level?: LogLevel) => void;
 
 /** One message of the runtime with its fields: what a worker sends, what a {@link Logger} receives split in two. */
 export interface LogRecord extends LogFields {
   readonly message: string;
 }
 
+/**
+ * What a {@link Logger} receives beside the message: the record's fields without `level`, which the
+ * method called says (pino writes its own numeric `level`; a second, textual one would break tools
+ * that filter on it).
+ */
+export type LoggerFields = Omit<LogFields, 'level'>;
+
 /** A logger: pino's `logger` fits as it is (`MiniCluster.start({ logger: pino() })`). */
 export interface Logger {
-  debug(fields: LogFields, message: string): void;
-  info(fields: LogFields, message: string): void;
-  warn(fields: LogFields, message: string): void;
-  error(fields: LogFields, message: string): void;
+  debug(fields: LoggerFields, message: string): void;
+  info(fields: LoggerFields, message: string): void;
+  warn(fields: LoggerFields, message: string): void;
+  error(fields: LoggerFields, message: string): void;
 }
 
 /** Where the runtime hands its records. */
@@ -70,11 +89,11 @@ export function formatLogRecord(record: LogRecord): string {
   return `${where.length > 0 ? `${where.join(' ')} ` : ''}${level}${record.message}`;
 }
 
-/** Splits a record into a logger's two arguments and calls the method of its level. */
+/** Splits a record into a logger's two arguments and calls the method of its level (the level goes only there). */
 export function toLogger(logger: Logger): LogSink {
   return (record) => {
-    const { message, ...fields } = record;
-    logger[record.level](fields, message);
+    const { message, level, ...fields } = record;
+    logger[level](fields, message);
   };
 }
 

@@ -280,6 +280,7 @@ export class RestError extends SlotwiseError {
       | 'bad-request'
       | 'unknown-job'
       | 'unknown-taskmanager'
+      | 'unknown-vertex'
       | 'not-found'
       | 'method-not-allowed'
       | 'job-ended'

@@ -201,6 +201,12 @@ export const OPTIONS = {
     'How long the Dispatcher keeps an ended job (its status and result) after it ended.',
   ),
   'jobstore.max-capacity': integer(Infinity, 'The most ended jobs the Dispatcher keeps; the oldest go first.', 0, true),
+  'web.exception-history-size': integer(
+    16,
+    "The most failures a job's exception history keeps (the newest; a failure during a pending restart joins " +
+      "that restart's entry), kept while the job is listed.",
+    0,
+  ),
   'dispatcher.task-module-check.timeout': duration(
     10_000,
     'How long a task module may take to load in the checker worker (a short-lived thread, or a child process ' +

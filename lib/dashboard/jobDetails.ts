@@ -1,10 +1,11 @@
 /**
  * The jobs as the dashboard shows them: each with its vertices and their subtasks (state, attempt,
- * which TaskExecutor and slot), subtask counts by state and restarts; read from the Dispatcher's
+ * which TaskExecutor and slot), subtask counts by state, restarts and the exception history; read from the Dispatcher's
  * JobMasters when a view is built.
  */
 import type { AllocationID, JobID, ResourceID } from '../core/ids.js';
 import type { Dispatcher } from '../dispatcher/Dispatcher.js';
+import type { JobExceptionHistory } from '../jobmaster/ExceptionHistory.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 
 export interface SubtaskDetail {
@@ -32,6 +33,8 @@ export interface JobDetail {
   /** Subtasks by the state of their current attempt. */
   readonly subtasksByState: Readonly<Record<string, number>>;
   readonly vertices: readonly VertexDetail[];
+  /** Its failures (Flink's exception history): the root cause and every failed attempt, newest first. */
+  readonly exceptions: JobExceptionHistory;
 }
 
 export function describeJobs(dispatcher: Dispatcher): JobDetail[] {
@@ -69,6 +72,7 @@ export function describeJobs(dispatcher: Dispatcher): JobDetail[] {
         restarts: master.statusActor.getSnapshot().context.restarts,
         subtasksByState,
         vertices,
+        exceptions: master.exceptionHistory(),
       },
     ];
   });

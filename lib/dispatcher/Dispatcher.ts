@@ -10,6 +10,7 @@
 import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
 import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
 import { JobID } from '../core/ids.js';
+import type { RuntimeLog } from '../core/Logger.js';
 import type { ResolvedOptions } from '../core/options.js';
 import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
 import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
@@ -40,12 +41,8 @@ export interface DispatcherServices {
   /** Why the job's slot requests wait (for timeout messages). */
   readonly reasonFor: (jobId: JobID) => string;
   readonly inspect?: (event: InspectionEvent) => void;
-  /** Runtime messages of the Dispatcher and its JobMasters, with the job they concern. */
-  readonly log?: (
-    message: string,
-    fields?: { readonly jobId: JobID; readonly jobName: string },
-    level?: 'info' | 'warn',
-  ) => void;
+  /** Runtime messages of the Dispatcher and its JobMasters, with the job (and subtask) they concern. */
+  readonly log?: RuntimeLog;
   /**
    * Loads and checks the task modules of each submitted job off this thread (default: worker
    * threads, each module bounded by `dispatcher.task-module-check.timeout`). The Dispatcher closes
@@ -176,7 +173,12 @@ export class Dispatcher {
         ? { onSlotAssigned: (assignment: SlotAssignment) => observer.onSlotAssigned!(jobId, assignment) }
         : {}),
       ...(this.#s.inspect ? { inspect: this.#s.inspect } : {}),
-      ...(this.#s.log ? { log: (m: string) => this.#s.log!(m, { jobId, jobName: graph.name }) } : {}),
+      ...(this.#s.log
+        ? {
+            log: ((m, fields, level) =>
+              this.#s.log!(m, { jobId, jobName: graph.name, ...fields }, level)) as RuntimeLog,
+          }
+        : {}),
     });
     this.#s.serveJobMaster(address, master, master.mailbox);
     const client: JobClient = {

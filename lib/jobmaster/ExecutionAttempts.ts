@@ -75,7 +75,10 @@ export class ExecutionAttempts {
   readonly #byAttempt = new Map<ExecutionAttemptID, ExecutionRecord>();
 
   /** Attempt 0 of every subtask of the graph, scheduled, in topological order. */
+  readonly #graph: ExecutionGraph;
+
   constructor(graph: ExecutionGraph) {
+    this.#graph = graph;
     for (const vertex of graph.verticesInTopologicalOrder()) {
       const record: ExecutionRecord = {
         vertex,
@@ -151,6 +154,19 @@ export class ExecutionAttempts {
       record.slot = null;
     }
     return { restarted, reslot, slotted };
+  }
+
+  /** Whether every producer of the subtask has finished (its output, or partition, is there). */
+  inputsReady(record: ExecutionRecord): boolean {
+    return this.#graph.producersOf(record.vertex).every((p) => this.of(p).hasOutput);
+  }
+
+  /** The job's result: each sink vertex's outputs by subtask. */
+  sinkOutputs(): Record<string, unknown[]> {
+    const outputs: Record<string, unknown[]> = {};
+    for (const sink of this.#graph.sinks())
+      (outputs[sink.id.vertexId] ??= [])[sink.id.subtaskIndex] = this.of(sink).output;
+    return outputs;
   }
 
   /** Per subtask: its attempt, state, executor and slot. */

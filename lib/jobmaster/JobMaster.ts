@@ -20,6 +20,7 @@ import type { Actor } from 'xstate';
 import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
 import { describeError, endCause, isSlotwiseError } from '../core/errors.js';
 import { AllocationID, type JobID, type ResourceID } from '../core/ids.js';
+import type { RuntimeLog } from '../core/Logger.js';
 import type { JobMasterGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type {
@@ -37,11 +38,17 @@ import {
   type ExecutionRecord,
   type ExecutionSummary,
 } from './ExecutionAttempts.js';
+import { ExecutionDeployer } from './ExecutionDeployer.js';
 import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import type { JobMasterOptions } from './JobMasterOptions.js';
 import { jobErrorOf, type JobEvent, type JobResult, type TaskWait } from './JobResult.js';
-import { JobSlotPool } from './JobSlotPool.js';
+import { callListener, fieldsOf, JobFailures, type SlotLocation } from './JobFailures.js';
+import { JobPartitionTracker } from './JobPartitionTracker.js';
+import { jobSlotServices } from './jobSlotServices.js';
+import type { JobSlotPool } from './JobSlotPool.js';
+import type { PhysicalSlotRequestBulkChecker } from './slotsharing/PhysicalSlotRequestBulkChecker.js';
+import type { SlotSharingExecutionSlotAllocator } from './slotsharing/SlotSharingExecutionSlotAllocator.js';
 import { JobStatusActor } from './JobStatusActor.js';
 import {
   checkDisconnect,
@@ -51,9 +58,6 @@ import {
 } from './RegisteredTaskManagers.js';
 import { ResourceRequirementsDeclarer } from './ResourceRequirementsDeclarer.js';
 import { slotAssignmentOf } from './SlotAssignment.js';
-import { PhysicalSlotRequestBulkChecker } from './slotsharing/PhysicalSlotRequestBulkChecker.js';
-import { LocalInputPreferredSlotSharingStrategy } from './slotsharing/SlotSharingStrategy.js';
-import { SlotSharingExecutionSlotAllocator } from './slotsharing/SlotSharingExecutionSlotAllocator.js';
 import { TaskDeploymentDescriptorFactory } from './TaskDeploymentDescriptorFactory.js';
 import { checkStateUpdate, checkStateUpdates } from './taskExecutionStateWire.js';
 
@@ -72,7 +76,7 @@ export class JobMaster implements JobMasterGateway {
   readonly result: Promise<JobResult>;
   readonly #o: JobMasterOptions;
   readonly #clock: Clock;
-  readonly #log: (message: string) => void;
+  readonly #log: RuntimeLog;
   readonly #status: JobStatusActor;
   readonly #pool: JobSlotPool;
   readonly #allocator: SlotSharingExecutionSlotAllocator;
@@ -82,8 +86,10 @@ export class JobMaster implements JobMasterGateway {
   readonly #declarations: ResourceRequirementsDeclarer;
   /** The TaskExecutors registered with this JobMaster: the only ones whose slots it takes. */
   readonly #taskManagers: RegisteredTaskManagers;
-  /** The TaskExecutors that kept result partitions of this job: told to let go of them at its end. */
-  readonly #partitionHolders = new Set<ResourceID>();
+  readonly #failures: JobFailures;
+  readonly #deployer: ExecutionDeployer;
+  /** Where the job's result partitions are (Flink's JobMasterPartitionTracker). */
+  readonly #partitions: JobPartitionTracker;
   /** Failures told to the status machine so far. */
   #failuresReported = 0;
   /** Subtasks whose current attempt finished: the job is done when this reaches every subtask. */
@@ -101,7 +107,7 @@ export class JobMaster implements JobMasterGateway {
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
     this.mailbox = new MainThreadExecutor(`JobMaster ${options.jobGraph.name}`, this.#clock, (error) =>
-      this.#log(`uncaught in mailbox: ${describeError(error)}`),
+      this.#log(`uncaught in mailbox: ${describeError(error)}`, {}, 'error'),
     );
     this.graph = new ExecutionGraph(options.jobGraph);
     this.result = new Promise<JobResult>((resolve) => (this.#resolveResult = resolve));
@@ -124,33 +130,44 @@ export class JobMaster implements JobMasterGateway {
       requirements: () => ({ jobId: this.jobId, targetAddress: this.address, requirements: this.#pool.requirements() }),
       onRefused: (error) => this.#failJob(jobErrorOf(error), 'the ResourceManager refused its requirements'),
     });
-    this.#pool = new JobSlotPool({
+    ({
+      pool: this.#pool,
+      bulkChecker: this.#bulkChecker,
+      allocator: this.#allocator,
+    } = jobSlotServices({
+      jobId: this.jobId,
+      graph: this.graph,
+      clock,
+      options: options.options,
+      reasonFor: () => this.#o.reasonFor?.() ?? 'no reason known',
       onRequirementsChanged: () => this.#declarations.declareSoon(),
       freeSlot: (slot, cause) => {
         const gateway = this.#o.taskExecutor(slot.resourceId);
         if (gateway !== undefined)
           this.mailbox.whenComplete(gateway.freeSlot(slot.allocationId, cause.message), () => {});
       },
-      clock,
-      idleSlotTimeoutMs: options.options['slot.idle.timeout'],
-    });
-    this.#bulkChecker = new PhysicalSlotRequestBulkChecker({
-      clock,
-      jobId: this.jobId,
-      reasonFor: () => this.#o.reasonFor?.() ?? 'no reason known',
-      // A bulk that slots the job holds can serve is waiting for its turn, not failing.
-      heldSlotProfiles: () => this.#pool.heldSlots.map((slot) => slot.resourceProfile),
-    });
-    this.#allocator = new SlotSharingExecutionSlotAllocator({
-      jobId: this.jobId,
-      strategy: new LocalInputPreferredSlotSharingStrategy(this.graph),
-      provider: this.#pool,
-      bulkChecker: this.#bulkChecker,
-      allocationTimeoutMs: options.options['slot.request.timeout'],
-    });
+    }));
     this.#taskManagers = new RegisteredTaskManagers((resourceId) => this.#o.taskExecutor(resourceId) !== undefined);
     this.#executions = new ExecutionAttempts(this.graph);
+    this.#failures = new JobFailures(options, this.#clock, this.#log);
     this.#deployments = new TaskDeploymentDescriptorFactory(this.jobId, this.graph, this.#executions);
+    this.#partitions = new JobPartitionTracker(this.graph, this.#executions);
+    this.#deployer = new ExecutionDeployer({
+      mailbox: this.mailbox,
+      clock: this.#clock,
+      allocator: this.#allocator,
+      executions: this.#executions,
+      deployments: this.#deployments,
+      status: () => this.status,
+      taskExecutor: (resourceId) => this.#o.taskExecutor(resourceId),
+      emitTask: (record, error, waitingFor) => this.#emitTask(record, error, waitingFor),
+      slotAssigned: options.onSlotAssigned
+        ? (record, requestedAt) => this.#slotAssigned(record, requestedAt)
+        : undefined,
+      slotFailed: (record, error) => this.#slotFailed(record, error),
+      failed: (record, error) => this.#failed(record, error),
+      releaseTaskManager: (resourceId, cause) => this.#releaseTaskManager(resourceId, cause),
+    });
   }
 
   get status(): JobStatus {
@@ -167,6 +184,11 @@ export class JobMaster implements JobMasterGateway {
     return this.#status.actor;
   }
 
+  /** The job's failures, newest first (Flink's exception history): a snapshot, kept after the job ended. */
+  exceptionHistory() {
+    return this.#failures.history();
+  }
+
   /** Per subtask: its attempt, state, executor and slot (for overviews). */
   executions(): ExecutionSummary[] {
     return this.#executions.summaries();
@@ -179,7 +201,7 @@ export class JobMaster implements JobMasterGateway {
       this.#status.send({ type: 'START' });
       this.mailbox.whenComplete(this.#o.resourceManager.registerJobMaster(this.jobId, this.address), (_, error) => {
         if (error !== undefined) return this.#failJob(jobErrorOf(error), 'could not register at the ResourceManager');
-        this.#schedule([...this.#executions.values()]);
+        this.#deployer.schedule([...this.#executions.values()]);
       });
     });
   }
@@ -217,9 +239,7 @@ export class JobMaster implements JobMasterGateway {
     if (this.#ended) return [];
     // Flink's DeclarativeSlotPoolService.offerSlots: nothing from a TaskExecutor not registered with us.
     if (!this.#taskManagers.has(resourceId)) {
-      this.#log(
-        `rejected ${offers.length} slot(s) offered by ${resourceId}, which is not registered with the JobMaster`,
-      );
+      this.#log(`rejected ${offers.length} slot(s) of ${resourceId}, not registered with us`, { resourceId }, 'warn');
       return [];
     }
     // While it restarts, every offer is registered for the restart (Flink's DeclarativeSlotPoolBridge).
@@ -274,93 +294,29 @@ export class JobMaster implements JobMasterGateway {
       if (record.state === 'scheduled') {
         // Not deployed yet (waiting for its inputs): it simply needs another slot — now, or with
         // the restart when this loss fails a subtask too.
-        if (this.status === 'running') this.#schedule([record]);
+        if (this.status === 'running') this.#deployer.schedule([record]);
         continue;
       }
       // Deployed there: that attempt is gone with the slot.
-      this.#failed(record, {
-        name: 'SlotLost',
-        message: `its slot ${AllocationID.short(allocationId)} on ${resourceId} was freed: ${cause}`,
-      });
+      const message = `its slot ${AllocationID.short(allocationId)} on ${resourceId} was freed: ${cause}`;
+      this.#failed(record, { name: 'SlotLost', message }, { resourceId, allocationId });
     }
   }
 
   // ------------------------------------------------------------------ scheduling and deployment
 
-  #schedule(records: ExecutionRecord[]): void {
-    const requestedAt = this.#clock.now();
-    const slots = this.#allocator.allocateSlotsFor(records.map((r) => r.vertex.id));
-    for (const record of records) {
-      const attempt = record.executionAttemptId;
-      record.awaitingSlot = true;
-      this.#emitTask(record, null, 'slot');
-      this.mailbox.whenComplete(slots.get(record.vertex.key)!, (slot, error) => {
-        if (record.executionAttemptId === attempt) record.awaitingSlot = false;
-        if (record.executionAttemptId !== attempt || TERMINAL_STATES.has(this.status)) {
-          if (slot !== undefined) this.#allocator.releaseLogicalSlot(record.vertex.id);
-          return;
-        }
-        if (error !== undefined) return this.#slotFailed(record, error);
-        record.slot = slot!;
-        if (this.#o.onSlotAssigned) this.#slotAssigned(record, requestedAt);
-        this.#tryDeploy(record);
-        // Its slot is here but it cannot deploy yet: it says what it waits for now.
-        if (record.state === 'scheduled' && record.executionAttemptId === attempt) {
-          const waitingFor = this.#waitOf(record);
-          if (waitingFor !== null) this.#emitTask(record, null, waitingFor);
-        }
-      });
-    }
-  }
-
-  /**
-   * What a scheduled subtask holding its slot waits for before it deploys: its producers' outputs,
-   * or the job's pending restart (which deploys it); null when nothing (or the job is ending).
-   */
-  #waitOf(record: ExecutionRecord): TaskWait | null {
-    if (!this.#inputsReady(record)) return 'inputs';
-    return this.status === 'restarting' || this.status === 'failing' ? 'restart' : null;
-  }
-
-  #inputsReady(record: ExecutionRecord): boolean {
-    return this.graph.producersOf(record.vertex).every((p) => this.#executions.of(p).hasOutput);
-  }
-
-  #tryDeploy(record: ExecutionRecord): void {
-    if (record.state !== 'scheduled' || record.slot === null || !this.#inputsReady(record) || this.status !== 'running')
-      return;
-    const { resourceId } = record.slot;
-    const gateway = this.#o.taskExecutor(resourceId);
-    if (gateway === undefined) {
-      // Its link is closed: the deployment fails, and the TaskExecutor goes with every slot it held
-      // (Flink's JobMaster releases a TaskManager whose heartbeat timed out), so no restart reuses them.
-      const cause = `TaskExecutor ${resourceId} is gone`;
-      this.#failed(record, { name: 'TaskExecutorLost', message: cause });
-      return this.#releaseTaskManager(resourceId, cause);
-    }
-    const descriptor = this.#deployments.createDeploymentDescriptor(record, record.slot.allocationId);
-    // As Flink's Execution.deploy: the JobMaster moves the attempt to DEPLOYING as it submits it;
-    // the TaskExecutor reports what comes after (initializing, running, the end).
-    record.state = 'deploying';
-    this.#emitTask(record, null);
-    const attempt = record.executionAttemptId;
-    this.mailbox.whenComplete(gateway.submitTask(descriptor), (_, error) => {
-      if (error !== undefined && record.executionAttemptId === attempt && !TERMINAL_STATES.has(record.state))
-        this.#failed(record, jobErrorOf(error));
-    });
-  }
-
   #finished(record: ExecutionRecord, output: unknown, partition: ResultPartitionWire | null): void {
     record.output = output;
     record.partition = partition;
     record.hasOutput = true;
-    if (partition !== null) this.#partitionHolders.add(partition.resourceId);
+    this.#partitions.kept(partition);
     // Batch semantics: a finished subtask needs its slot no more (its group's shared slot may).
     // One cause for all of them: an Error per subtask (its stack captured) costs more than the rest.
     this.#allocator.releaseLogicalSlot(record.vertex.id, SUBTASK_FINISHED);
     record.slot = null;
     if (++this.#finishedCount === this.#executions.size) return this.#complete();
-    for (const consumer of this.graph.consumersOf(record.vertex)) this.#tryDeploy(this.#executions.of(consumer));
+    for (const consumer of this.graph.consumersOf(record.vertex))
+      this.#deployer.tryDeploy(this.#executions.of(consumer));
   }
 
   // ------------------------------------------------------------------ failures and restarts
@@ -378,7 +334,7 @@ export class JobMaster implements JobMasterGateway {
    * The attempt failed — its task, its deployment, its slot, whatever failed: it ends `failed` with
    * its task event (once: an attempt already ended keeps its end), then the status machine decides.
    */
-  #failed(record: ExecutionRecord, error: SerializedError): void {
+  #failed(record: ExecutionRecord, error: SerializedError, where: SlotLocation = record.slot): void {
     if (!TERMINAL_STATES.has(record.state)) {
       record.state = 'failed';
       this.#emitTask(record, error);
@@ -386,11 +342,12 @@ export class JobMaster implements JobMasterGateway {
     this.#lastError = error;
     if (this.status === 'canceling') return this.#checkCanceled();
     if (TERMINAL_STATES.has(this.status)) return;
-    const message = `${record.vertex.key} (attempt ${record.attemptNumber}) failed: ${error.message}`;
-    this.#log(message);
+    this.#failures.attemptFailed(record, error, where, this.status === 'restarting');
     // The status machine's restart strategy decides: restarting (its delay, then #restart) or failed.
     this.#failuresReported++;
-    this.#status.reportFailure(message);
+    this.#status.reportFailure(`${record.vertex.key} (attempt ${record.attemptNumber}) failed: ${error.message}`);
+    const restart = this.#status.pendingRestart;
+    if (restart !== null) this.#failures.restartAnnounced(record, where, restart.delayMs, this.#status.restarts);
     if (this.status === 'failed') this.#terminate('failed', error);
   }
 
@@ -402,9 +359,9 @@ export class JobMaster implements JobMasterGateway {
     if (this.#closed) return;
     const { restarted, reslot, slotted } = this.#executions.restartFailed();
     for (const record of restarted) this.#allocator.releaseLogicalSlot(record.vertex.id);
-    this.#schedule([...restarted, ...reslot]);
+    this.#deployer.schedule([...restarted, ...reslot]);
     // Those whose slot came during the restart delay waited for this (their inputs permitting).
-    for (const record of slotted) this.#tryDeploy(record);
+    for (const record of slotted) this.#deployer.tryDeploy(record);
   }
 
   /**
@@ -414,59 +371,40 @@ export class JobMaster implements JobMasterGateway {
    */
   #releaseTaskManager(resourceId: ResourceID, cause: string): void {
     this.#taskManagers.release(resourceId);
-    this.#partitionHolders.delete(resourceId);
     if (this.#closed) return;
     // The partitions first: a restart the slots' loss sets off must find their producers failed too.
-    const lost = this.#partitionsLost(resourceId, cause);
+    const lost = this.#ended ? null : this.#partitions.lose(resourceId, cause, this.#onPartitionLoss);
+    if (lost !== null) this.#finishedCount -= lost.producers;
     const failuresBefore = this.#failuresReported;
     for (const slot of this.#pool.heldSlots)
       if (slot.resourceId === resourceId) this.#slotLost(resourceId, slot.allocationId, cause);
     // The loss of the TaskExecutor is one failure: when its running subtasks failed with it, their restart runs these
     // producers again too (it restarts every failed subtask); otherwise their loss is the failure.
     if (lost === null || this.#failuresReported > failuresBefore || this.#ended) return;
+    this.#log(lost.message, { resourceId }, 'warn');
     this.#lastError = lost.error;
     this.#failuresReported++;
     this.#status.reportFailure(lost.message);
     if (this.status === 'failed') this.#terminate('failed', lost.error);
   }
 
-  /**
-   * The producers whose partitions were on a lost TaskExecutor run again if a consumer still needs them (one not
-   * finished): each such attempt fails with a PartitionLost error (Flink's region failover restarts the producer of a
-   * lost blocking partition), and only those — a producer whose consumers all finished keeps its result. The failure
-   * to report, or null when none was lost.
-   */
-  #partitionsLost(resourceId: ResourceID, cause: string): { error: SerializedError; message: string } | null {
-    if (this.#ended) return null;
-    const lost: ExecutionRecord[] = [];
-    for (const record of this.#executions.values()) {
-      if (record.state !== 'finished' || record.partition?.resourceId !== resourceId) continue;
-      if (this.graph.consumersOf(record.vertex).some((c) => this.#executions.of(c).state !== 'finished'))
-        lost.push(record);
-    }
-    if (lost.length === 0) return null;
-    const error: SerializedError = {
-      name: 'PartitionLost',
-      message: `its result partition on ${resourceId} is lost with its TaskExecutor (${cause}); it runs again for its consumers`,
-    };
-    for (const record of lost) {
-      record.output = undefined;
-      record.partition = null;
-      record.hasOutput = false;
+  readonly #onPartitionLoss = {
+    failed: (record: ExecutionRecord, error: SerializedError) => {
       record.state = 'failed';
-      this.#finishedCount--;
       this.#emitTask(record, error);
-    }
-    const message = `${lost.length} result partition(s) on ${resourceId} lost: ${lost.map((r) => r.vertex.key).join(', ')}`;
-    this.#log(message);
-    return { error, message };
+    },
+    cancel: (record: ExecutionRecord) => this.#cancelOn(record),
+  };
+
+  #cancelOn(record: ExecutionRecord): void {
+    const gateway = record.slot === null ? undefined : this.#o.taskExecutor(record.slot.resourceId);
+    if (gateway !== undefined) this.mailbox.whenComplete(gateway.cancelTask(record.executionAttemptId), () => {});
   }
 
   #cancelExecution(record: ExecutionRecord, cause: string): void {
     if (record.state === 'deploying' || record.state === 'initializing' || record.state === 'running') {
-      const gateway = record.slot === null ? undefined : this.#o.taskExecutor(record.slot.resourceId);
-      if (gateway !== undefined) this.mailbox.whenComplete(gateway.cancelTask(record.executionAttemptId), () => {});
-      this.#log(`canceling ${record.vertex.key}: ${cause}`);
+      this.#cancelOn(record);
+      this.#log(`canceling ${record.vertex.key}: ${cause}`, fieldsOf(record, record.slot));
     }
     if (record.state === 'scheduled') {
       this.#allocator.cancel(record.vertex.id, new Error(cause));
@@ -493,6 +431,7 @@ export class JobMaster implements JobMasterGateway {
     if (TERMINAL_STATES.has(this.status)) return;
     this.#lastError = error;
     const cause = `${why}: ${error.message}`;
+    this.#failures.globalFailure(error);
     // running → failing → failed, failing or restarting → failed: no restart mends this.
     if (this.status === 'running') this.#status.send({ type: 'TASK_FAILED', cause });
     this.#status.send({ type: 'FAIL', cause });
@@ -513,24 +452,18 @@ export class JobMaster implements JobMasterGateway {
     this.#allocator.releaseAll(cause);
     this.#pool.close(cause);
     this.#bulkChecker.close();
-    const outputs: Record<string, unknown[]> = {};
-    if (status === 'finished') {
-      for (const sink of this.graph.sinks())
-        (outputs[sink.id.vertexId] ??= [])[sink.id.subtaskIndex] = this.#executions.of(sink).output;
-    }
+    const outputs = status === 'finished' ? this.#executions.sinkOutputs() : {};
     this.mailbox.whenComplete(this.#o.resourceManager.disconnectJobMaster(this.jobId, `job ${status}`, true), () => {});
-    // Its result partitions are let go of on every TaskExecutor that kept some (Flink's JobMasterPartitionTracker).
-    for (const resourceId of this.#partitionHolders) {
-      const gateway = this.#o.taskExecutor(resourceId);
-      if (gateway !== undefined) this.mailbox.whenComplete(gateway.releasePartitions(this.jobId), () => {});
-    }
-    this.#partitionHolders.clear();
+    // Its result partitions are let go of on every TaskExecutor that kept some.
+    for (const gateway of this.#partitions.releaseAll(this.#o.taskExecutor))
+      this.mailbox.whenComplete(gateway.releasePartitions(this.jobId), () => {});
+    const endError = this.#failures.jobEnded(status, error ?? this.#lastError, this.#status.restarts);
     this.#resolveResult({
       jobId: this.jobId,
       jobName: this.jobGraph.name,
       status,
       outputs,
-      error: status === 'failed' ? (error ?? this.#lastError) : null,
+      error: endError,
       restarts: this.#status.restarts,
       durationMs: this.#clock.now() - this.#startedAt,
     });
@@ -543,18 +476,11 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #slotAssigned(record: ExecutionRecord, requestedAt: number): void {
-    try {
-      this.#o.onSlotAssigned!(slotAssignmentOf(record, requestedAt, this.#clock.now()));
-    } catch (error) {
-      this.#log(`a slot assignment listener threw: ${describeError(error)}`);
-    }
+    const assignment = slotAssignmentOf(record, requestedAt, this.#clock.now());
+    callListener(this.#log, 'a slot assignment listener', () => this.#o.onSlotAssigned!(assignment));
   }
 
   #emit(event: JobEvent): void {
-    try {
-      this.#o.onEvent?.(event);
-    } catch (error) {
-      this.#log(`a job event listener threw: ${describeError(error)}`);
-    }
+    callListener(this.#log, 'a job event listener', () => this.#o.onEvent?.(event));
   }
 }

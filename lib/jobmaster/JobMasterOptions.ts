@@ -5,6 +5,7 @@
 import type { InspectionEvent } from 'xstate';
 import type { Clock } from '../core/clock.js';
 import type { JobID, ResourceID } from '../core/ids.js';
+import type { RuntimeLog } from '../core/Logger.js';
 import type { ResolvedOptions } from '../core/options.js';
 import type { ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
 import type { JobGraph } from './JobGraph.js';
@@ -38,5 +39,6 @@ export interface JobMasterOptions {
   readonly onEvent?: (event: JobEvent) => void;
   readonly onSlotAssigned?: (assignment: SlotAssignment) => void;
   readonly inspect?: (event: InspectionEvent) => void;
-  readonly log?: (message: string) => void;
+  /** The JobMaster's messages, with the subtask and TaskExecutor they concern and their level. */
+  readonly log?: RuntimeLog;
 }

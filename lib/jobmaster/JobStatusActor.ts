@@ -77,6 +77,13 @@ export class JobStatusActor {
     return this.actor.getSnapshot().context.restarts;
   }
 
+  /** The restart the machine has pending (while `restarting`): when it is due and after what delay; else null. */
+  get pendingRestart(): { readonly restartAt: number; readonly delayMs: number } | null {
+    const snapshot = this.actor.getSnapshot();
+    if (snapshot.value !== 'restarting' || snapshot.context.restartAt === null) return null;
+    return { restartAt: snapshot.context.restartAt, delayMs: snapshot.context.restartDelayMs };
+  }
+
   send(event: JobStatusEvent): void {
     this.actor.send(event);
   }

@@ -1,26 +1,8 @@
-/**
- * ResourceManager endpoint (Flink's ResourceManager): TaskExecutor registration (an unknown or
- * stale ResourceID refused with its reason), heartbeats, JobMaster registration and requirements,
- * all handed to the FineGrainedSlotManager, which asks the ResourceManagerDriver for workers as it
- * plans.
- *
- * Losing a TaskExecutor: one whose worker ended is lost at once. One silent for heartbeat.timeout
- * (silent while we could look: see HeartbeatMonitor) is lost too — its slots freed, their jobs
- * told — and asked to register again (Flink's closeTaskManagerConnection): if it is alive it comes
- * back as a new registration whose slot report is reconciled, the slots its jobs were told are
- * lost being freed on it; if it does not within heartbeat.timeout it is stopped through the driver.
- * With a fixed set of workers (workersOnDemand false) a worker gone for good is replaced through
- * the driver, whose start-failure rate (resourcemanager.start-worker.max-failure-rate) bounds how
- * fast replacements that keep failing are started.
- *
- * Runs on the main thread, on its own MainThreadExecutor: gateway calls from workers and JobMasters
- * are served there, and every async completion re-enters through it.
- */
-import type { InspectionEvent } from 'xstate';
 import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
+import type { RuntimeLog } from '../core/Logger.js';
 import { describeError, IllegalArgumentError } from '../core/errors.js';
 import { JobID, type ResourceID, ResourceManagerId, type AllocationID } from '../core/ids.js';
-import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
+import { resolveOptions, type ResolvedOptions } from '../core/options.js';
 import { ResourceProfile } from '../core/ResourceProfile.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.js';
 import { HeartbeatMonitor } from '../rpc/HeartbeatMonitor.js';
@@ -47,36 +29,13 @@ import {
   type TaskExecutorRegistration,
 } from './WorkerRegistration.js';
 
-export interface ResourceManagerOptions {
-  readonly configuration?: SlotwiseOptions | ResolvedOptions;
-  readonly clock?: Clock;
-  /** Starts and stops workers. */
-  readonly driver: ResourceManagerDriver;
-  /**
-   * false: a fixed set of workers started by the caller (the SlotManager asks for none); one that
-   * is gone for good after it registered is replaced through the driver. Default true.
-   */
-  readonly workersOnDemand?: boolean;
-  /** Told what the SlotManager tells about jobs (slots lost, requirements waiting, ...). */
-  readonly listener?: ResourceEventListener;
-  readonly log?: (message: string) => void;
-  /** A registered TaskExecutor was lost (an idle release or the cluster closing is no loss); for metrics. */
-  readonly onTaskExecutorLost?: (resourceId: ResourceID, cause: TaskExecutorLossCause, detail: string) => void;
-  /** Receives every XState inspection event of the SlotManager's statechart. */
-  readonly inspect?: (event: InspectionEvent) => void;
-}
+import type {
+  ResourceManagerOptions,
+  TaskExecutorLossCause,
+  TaskExecutorRegistrationEvent,
+} from './ResourceManagerOptions.js';
 
-/**
- * For waits on TaskExecutors (MiniCluster.start): `registered`, one entered the SlotManager with its slots;
- * `worker-ended`, a worker ended.
- */
-export interface TaskExecutorRegistrationEvent {
-  readonly type: 'registered' | 'worker-ended';
-  readonly resourceId: ResourceID;
-}
-
-/** Why a registered TaskExecutor was lost: its worker ended, it went silent, said goodbye, or was refused. */
-export type TaskExecutorLossCause = 'worker-exited' | 'heartbeat-timeout' | 'disconnected' | 'rejected';
+export type { ResourceManagerOptions, TaskExecutorLossCause, TaskExecutorRegistrationEvent };
 
 export class ResourceManager implements ResourceManagerGateway {
   /** Who this ResourceManager is to its TaskExecutors: its slot requests carry it. */
@@ -86,7 +45,7 @@ export class ResourceManager implements ResourceManagerGateway {
   readonly slotManager: FineGrainedSlotManager;
   readonly #driver: ResourceManagerDriver;
   readonly #clock: Clock;
-  readonly #log: (message: string) => void;
+  readonly #log: RuntimeLog;
   readonly #taskExecutors = new Map<ResourceID, TaskExecutorRegistration>();
   /** Workers ended, stopped or refused: their ResourceIDs may not register again. */
   readonly #stale = new Map<ResourceID, string>();
@@ -114,7 +73,7 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#log = options.log ?? (() => {});
     this.#onLost = options.onTaskExecutorLost ?? (() => {});
     this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) =>
-      this.#log(`uncaught in mailbox: ${describeError(error)}`),
+      this.#log(`uncaught in mailbox: ${describeError(error)}`, {}, 'error'),
     );
     const onDemand = options.workersOnDemand ?? true;
     this.#onDemand = onDemand;
@@ -202,7 +161,7 @@ export class ResourceManager implements ResourceManagerGateway {
     checkRegistration(registration);
     const { resourceId } = registration;
     const refuse = (reason: string): RegistrationResponse => {
-      this.#log(`refused the registration of ${resourceId}: ${reason}`);
+      this.#log(`refused the registration of ${resourceId}: ${reason}`, { resourceId }, 'warn');
       return { kind: 'refused', reason };
     };
     const stale = this.#stale.get(resourceId);
@@ -216,14 +175,14 @@ export class ResourceManager implements ResourceManagerGateway {
     if (previous !== undefined) {
       // The same worker registering again (it lost us): replace the old registration. Its slots stay
       // in the SlotManager, and the slot report that follows reconciles them (nobody is told they were lost).
-      this.#log(`TaskExecutor ${resourceId} registers again; replacing its registration`);
+      this.#log(`TaskExecutor ${resourceId} registers again; replacing its registration`, { resourceId });
     } else if (lost !== undefined) {
       // Declared lost, but alive (Flink's reconnect): a new registration. Its slot report puts it
       // back in the SlotManager; the slots whose jobs were told they are lost are freed on it.
       lost.deadline.cancel();
       this.#lost.delete(resourceId);
       for (const allocationId of lost.revoked) revoked.set(allocationId, 'to-free');
-      this.#log(`TaskExecutor ${resourceId}, declared lost (${lost.cause}), registers again`);
+      this.#log(`TaskExecutor ${resourceId}, declared lost (${lost.cause}), registers again`, { resourceId });
     }
     const registrationId = `registration-${++this.#registrations}`;
     this.#taskExecutors.set(resourceId, {
@@ -275,7 +234,7 @@ export class ResourceManager implements ResourceManagerGateway {
     );
     if (result.kind === 'ignored') return; // registered before: the report was reconciled as a slot report
     if (result.kind === 'rejected') {
-      this.#log(`TaskExecutor ${resourceId} rejected by the SlotManager: ${result.reason}`);
+      this.#log(`TaskExecutor ${resourceId} rejected by the SlotManager: ${result.reason}`, { resourceId }, 'warn');
       this.#fixedWorkers.delete(resourceId); // refused on purpose: no replacement
       this.#closeConnection(resourceId, result.reason, true, 'rejected');
       this.#driver.releaseResource(resourceId, result.reason);
@@ -295,7 +254,7 @@ export class ResourceManager implements ResourceManagerGateway {
 
   async disconnectTaskExecutor(resourceId: ResourceID, cause: string): Promise<void> {
     this.mailbox.assertRunningInMainThread('ResourceManager.disconnectTaskExecutor');
-    this.#closeConnection(resourceId, `it disconnected: ${cause}`, true, 'disconnected');
+    this.#closeConnection(resourceId, `it disconnected: ${cause}`, true, 'disconnected', true);
   }
 
   async registerJobMaster(jobId: JobID, address: string): Promise<void> {
@@ -320,7 +279,7 @@ export class ResourceManager implements ResourceManagerGateway {
 
   async disconnectJobMaster(jobId: JobID, cause: string, terminal: boolean): Promise<void> {
     this.mailbox.assertRunningInMainThread('ResourceManager.disconnectJobMaster');
-    this.#log(`JobMaster of ${JobID.short(jobId)} disconnected: ${cause}`);
+    this.#log(`JobMaster of ${JobID.short(jobId)} disconnected: ${cause}`, { jobId });
     if (terminal) this.slotManager.clearResourceRequirements(jobId);
     this.#jobMasters.delete(jobId);
   }
@@ -387,7 +346,11 @@ export class ResourceManager implements ResourceManagerGateway {
       ...registration.revoked.keys(),
       ...this.#closeConnection(resourceId, cause, false, 'heartbeat-timeout'),
     ]);
-    this.#log(`TaskExecutor ${resourceId} lost: ${cause}; it may register again within heartbeat.timeout`);
+    this.#log(
+      `TaskExecutor ${resourceId} lost: ${cause}; it may register again within heartbeat.timeout`,
+      { resourceId },
+      'warn',
+    );
     // Flink's closeTaskManagerConnection: an executor that is alive reconnects at once.
     registration.gateway.disconnectResourceManager(`declared lost: ${cause}`).catch(() => {});
     const deadline = this.mailbox.schedule(() => this.#notBackInTime(resourceId), this.options['heartbeat.timeout']);
@@ -409,7 +372,7 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 
   #workerTerminated(resourceId: ResourceID, reason: string): void {
-    this.#log(`worker ${resourceId} ended: ${reason}`);
+    this.#log(`worker ${resourceId} ended: ${reason}`, { resourceId });
     const pending = this.#startingWorkers.get(resourceId);
     this.#startingWorkers.delete(resourceId);
     if (pending !== undefined && this.slotManager.state === 'started')
@@ -428,7 +391,7 @@ export class ResourceManager implements ResourceManagerGateway {
         replacement === undefined ? ended : `${ended}; ${replacement} was started in its place`,
       );
     const released = this.#released.delete(resourceId);
-    this.#closeConnection(resourceId, `its worker ended: ${reason}`, true, released ? null : 'worker-exited');
+    this.#closeConnection(resourceId, `its worker ended: ${reason}`, true, released ? null : 'worker-exited', true);
     this.#tell({ type: 'worker-ended', resourceId });
   }
 
@@ -437,7 +400,7 @@ export class ResourceManager implements ResourceManagerGateway {
       try {
         listener(event);
       } catch (error) {
-        this.#log(`a TaskExecutor registration listener threw: ${describeError(error)}`);
+        this.#log(`a TaskExecutor registration listener threw: ${describeError(error)}`, {}, 'warn');
       }
     }
   }
@@ -453,7 +416,11 @@ export class ResourceManager implements ResourceManagerGateway {
     if (this.#closed || this.#driver.canStartWorkers === false) return undefined;
     const replacement = this.#driver.requestResource(spec, null);
     this.#fixedWorkers.set(replacement, spec);
-    this.#log(`TaskExecutor ${resourceId} of the fixed cluster is gone (${why}): started ${replacement} in its place`);
+    this.#log(
+      `TaskExecutor ${resourceId} of the fixed cluster is gone (${why}): started ${replacement} in its place`,
+      { resourceId },
+      'warn',
+    );
     return replacement;
   }
 
@@ -464,17 +431,22 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 
   /**
-   * Flink's closeTaskManagerConnection: the SlotManager frees its slots and tells their jobs.
-   * Returns the allocations it held there (now lost to their jobs).
+   * Flink's closeTaskManagerConnection: the SlotManager frees its slots and tells their jobs; the
+   * allocations it held there. Gone for good (`gone`: a goodbye, its worker ended), every JobMaster
+   * hears it first: the result partitions it kept are lost with it, slots or not.
    */
   #closeConnection(
     resourceId: ResourceID,
     cause: string,
     stale: boolean,
     loss: TaskExecutorLossCause | null,
+    gone = false,
   ): AllocationID[] {
     // The first cause is the one worth keeping (a release that follows a lost heartbeat says less).
     if (stale && !this.#stale.has(resourceId)) this.#stale.set(resourceId, cause);
+    if (gone)
+      for (const jm of this.#jobMasters.values())
+        void jm.gateway.disconnectTaskManager(resourceId, cause).catch(() => {});
     const registration = this.#taskExecutors.get(resourceId);
     if (registration === undefined) return [];
     this.#taskExecutors.delete(resourceId);

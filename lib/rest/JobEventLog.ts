@@ -22,6 +22,8 @@ export class JobEventLog {
    * attempt).
    */
   readonly #placements = new Map<string, { readonly resourceId: string; readonly allocationId: string | null }>();
+  /** When each subtask attempt started deploying and ended (epoch ms, -1 before), by `vertex#subtask#attempt`. */
+  readonly #timings = new Map<string, { startTime: number; endTime: number }>();
   readonly #unsubscribe: () => void;
 
   /**
@@ -60,6 +62,14 @@ export class JobEventLog {
     return this.#placements.get(`${vertexId}#${subtaskIndex}#${attemptNumber}`);
   }
 
+  /**
+   * When a subtask attempt started (its `deploying`, as Flink's start-time) and ended (its final state), epoch ms,
+   * -1 for what has not happened (or happened before the log saw the job).
+   */
+  timingOf(vertexId: string, subtaskIndex: number, attemptNumber: number): { startTime: number; endTime: number } {
+    return this.#timings.get(`${vertexId}#${subtaskIndex}#${attemptNumber}`) ?? { startTime: -1, endTime: -1 };
+  }
+
   /** Events with seq ≥ `from`, at most `limit` of them. */
   page(from: number, limit: number): JobEventPage {
     const start = this.#indexOf(from);
@@ -89,6 +99,14 @@ export class JobEventLog {
   }
 
   #append(event: JobEvent): void {
+    if (event.type === 'task') {
+      const key = `${event.vertexId}#${event.subtaskIndex}#${event.attemptNumber}`;
+      let timing = this.#timings.get(key);
+      if (timing === undefined) this.#timings.set(key, (timing = { startTime: -1, endTime: -1 }));
+      if (event.state === 'deploying' && timing.startTime < 0) timing.startTime = event.timestamp;
+      if (event.state === 'finished' || event.state === 'failed' || event.state === 'canceled')
+        timing.endTime = event.timestamp;
+    }
     if (event.type === 'task' && event.resourceId !== null)
       this.#placements.set(`${event.vertexId}#${event.subtaskIndex}#${event.attemptNumber}`, {
         resourceId: event.resourceId,

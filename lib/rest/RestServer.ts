@@ -56,6 +56,7 @@ const TARGET_METHODS = [
   'jobDetails',
   'jobResult',
   'jobEvents',
+  'jobExceptions',
   'cancelJob',
   'overview',
 ] as const;

@@ -17,6 +17,7 @@
 import type { ClusterOverview } from '../ClusterOverview.js';
 import type { JobID } from '../core/ids.js';
 import type { JobSummary } from '../dispatcher/Dispatcher.js';
+import type { JobExceptionHistory } from '../jobmaster/ExceptionHistory.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
 import type { JobEvent, JobResult } from '../jobmaster/JobMaster.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
@@ -53,12 +54,23 @@ export interface TaskDetails {
   readonly state: string;
   readonly resourceId: string | null;
   readonly allocationId: string | null;
+  /** Epoch ms it started deploying, -1 before (or when the REST API first saw the job after it). */
+  readonly startTime: number;
+  /** Epoch ms it ended, -1 while it has not. */
+  readonly endTime: number;
 }
 
 export interface VertexDetails {
   readonly id: string;
   readonly parallelism: number;
   readonly slotSharingGroup: string;
+}
+
+/** An edge of the job graph: `to` consumes what `from` produces. */
+export interface EdgeDetails {
+  readonly from: string;
+  readonly to: string;
+  readonly pattern: 'pointwise' | 'all-to-all' | 'hash';
 }
 
 /** A job now (Flink's JobDetailsInfo, in our names; the server renders Flink's keys). */
@@ -72,6 +84,7 @@ export interface JobDetails {
   readonly endTime: number | null;
   readonly restarts: number;
   readonly vertices: readonly VertexDetails[];
+  readonly edges: readonly EdgeDetails[];
   /** Every subtask's current attempt, by vertex (in topological order) then subtask index. */
   readonly tasks: readonly TaskDetails[];
 }
@@ -102,6 +115,11 @@ export interface RestTarget {
   jobDetails(jobId: JobID): Promise<JobDetails | undefined>;
   /** The job's result once it ended; null while it runs; undefined for an unknown job. */
   jobResult(jobId: JobID): Promise<JobResult | null | undefined>;
+  /**
+   * The job's failures, root cause first then every failed attempt, newest first (kept after it ended, while it is
+   * listed); undefined for an unknown job.
+   */
+  jobExceptions(jobId: JobID): Promise<JobExceptionHistory | undefined>;
   /** The job's events from `from` on (at most `limit`); undefined for an unknown job. */
   jobEvents(jobId: JobID, from: number, limit: number): Promise<JobEventPage | undefined>;
   /**

@@ -117,6 +117,7 @@ export function clusterTarget(
           // A finished attempt gave its slot back: where it ran comes from its events.
           const ran = resourceId === null ? found.log.placementOf(vertexId, subtaskIndex, attemptNumber) : undefined;
           return {
+            ...found.log.timingOf(vertexId, subtaskIndex, attemptNumber),
             vertexId,
             subtaskIndex,
             attemptNumber,
@@ -138,6 +139,7 @@ export function clusterTarget(
           parallelism: v.parallelism,
           slotSharingGroup: v.slotSharingGroup,
         })),
+        edges: master.jobGraph.edges.map(({ from, to, pattern }) => ({ from, to, pattern })),
         tasks,
       };
     },
@@ -154,6 +156,11 @@ export function clusterTarget(
       ]);
       clearTimeout(timer);
       return settled;
+    },
+
+    async jobExceptions(jobId) {
+      if (cluster.dispatcher.getJob(jobId) === undefined) return undefined;
+      return cluster.dispatcher.getJobMaster(jobId)?.exceptionHistory();
     },
 
     async jobEvents(jobId, from, limit) {

@@ -3,7 +3,8 @@
  * `{ _tag, reason, message, details, errors }` — the slotwise error's own fields, plus Flink's
  * ErrorResponseBody `errors: [message]`. Bad input is a 4xx, never a 500: a schema violation,
  * unparsable JSON or a bad job graph 400, a non-loopback Host on a loopback server 403, an unknown
- * job 404, a wrong method 405, an ended job 409,
+ * path, job or vertex 404 (a path segment not shaped as a JobID or ResourceID too: no route has it),
+ * a wrong method 405, an ended job 409,
  * a body too large 413, not JSON 415; a closing cluster 503; a call that outlived its deadline 504.
  */
 import { isSlotwiseError, RestError, type SlotwiseError } from '../core/errors.js';
@@ -93,6 +94,15 @@ export function errorResponse(error: unknown): { status: number; body: ErrorBody
     const violations = fastifyError.validation.map((v) =>
       describeViolation(fastifyError.validationContext ?? 'request', v),
     );
+    // A path whose parameter is not shaped as one (`/jobs/overviewx`, `/jobs/nothex/plan`) names no resource:
+    // no route answers it (404), as an unknown path would; the message still says what the segment must be.
+    if (fastifyError.validationContext === 'params')
+      return {
+        status: 404,
+        body: bodyOf(
+          new RestError('not-found', `no such route: ${violations.join('; ')}`, { status: 404, violations }),
+        ),
+      };
     return {
       status: 400,
       body: bodyOf(new RestError('bad-request', violations.join('; '), { status: 400, violations })),

@@ -5,6 +5,9 @@
  * storing any of it (a module refused by the task module checker stays in the code cache).
  */
 import type { FastifyInstance } from 'fastify';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { RestError } from '../core/errors.js';
 import type { JobID } from '../core/ids.js';
 import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
@@ -12,6 +15,9 @@ import type { RestTarget } from './RestTarget.js';
 import {
   cancelQuery,
   eventsQuery,
+  exceptionsQuery,
+  jobsMetricsQuery,
+  vertexParams,
   jobParams,
   noQuery,
   submitJobBody,
@@ -20,7 +26,12 @@ import {
 } from './restSchemas.js';
 import {
   clusterOverviewView,
+  dashboardConfigView,
+  jobPlanView,
+  jobsOverviewView,
+  jobVertexView,
   jobDetailsView,
+  jobExceptionsView,
   jobResultView,
   jobsView,
   taskManagerDetailsView,
@@ -29,16 +40,42 @@ import {
 
 /** Every route's path and methods (the server answers 405 for the others). */
 export const ROUTES: Readonly<Record<string, readonly string[]>> = {
+  '/config': ['GET'],
   '/overview': ['GET'],
   '/taskmanagers': ['GET'],
   '/taskmanagers/:taskmanagerid': ['GET'],
   '/jobs': ['GET', 'POST'],
+  '/jobs/overview': ['GET'],
+  '/jobs/metrics': ['GET'],
   '/jobs/:jobid': ['GET', 'PATCH'],
   '/jobs/:jobid/result': ['GET'],
+  '/jobs/:jobid/execution-result': ['GET'],
+  '/jobs/:jobid/plan': ['GET'],
+  '/jobs/:jobid/vertices/:vertexid': ['GET'],
   '/jobs/:jobid/events': ['GET'],
+  '/jobs/:jobid/exceptions': ['GET'],
 };
 
 const ENDED: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
+
+let version: string | undefined;
+/** This package's version (GET /config's `flink-version`), from the nearest package.json named slotwise. */
+function packageVersion(): string {
+  if (version !== undefined) return version;
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let depth = 0; depth < 5; depth++, dir = dirname(dir)) {
+    try {
+      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
+      if (manifest.name === 'slotwise' && typeof manifest.version === 'string') return (version = manifest.version);
+    } catch {
+      // No package.json here: look one level up.
+    }
+  }
+  return (version = 'unknown');
+}
 
 export function registerRoutes(app: FastifyInstance, target: RestTarget, requestTimeoutMs: number): void {
   /** A target call under the request deadline: 504 rather than a request that never answers. */
@@ -68,8 +105,12 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
     );
   const jobIdOf = (request: { params: unknown }) => (request.params as { jobid: string }).jobid as JobID;
 
+  app.get('/config', { schema: { querystring: noQuery } }, async () =>
+    dashboardConfigView(Date.now(), packageVersion()),
+  );
+
   app.get('/overview', { schema: { querystring: noQuery } }, async () =>
-    clusterOverviewView(await ask('overview', () => target.overview())),
+    clusterOverviewView(await ask('overview', () => target.overview()), packageVersion()),
   );
 
   app.get('/taskmanagers', { schema: { querystring: noQuery } }, async () => ({
@@ -95,6 +136,19 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
   app.get('/jobs', { schema: { querystring: noQuery } }, async () =>
     jobsView(await ask('listJobs', () => target.listJobs())),
   );
+
+  // Static paths win over /jobs/:jobid (find-my-way matches static segments first).
+  app.get('/jobs/overview', { schema: { querystring: noQuery } }, async () => {
+    const jobs = await ask('listJobs', () => target.listJobs());
+    const details = await Promise.all(jobs.map((job) => ask('jobDetails', () => target.jobDetails(job.jobId))));
+    return jobsOverviewView(
+      details.filter((d) => d !== undefined),
+      Date.now(),
+    );
+  });
+
+  // Flink's JobsAggregatingMetricsHandler: no job metric is aggregated here, so the list of what can be asked is empty.
+  app.get('/jobs/metrics', { schema: { querystring: jobsMetricsQuery } }, async () => []);
 
   app.post('/jobs', { schema: { body: submitJobBody, querystring: noQuery } }, async (request, reply) => {
     const { job, taskCode } = request.body as SubmitJobBody;
@@ -165,12 +219,53 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
     return reply.code(202).send({});
   });
 
-  app.get('/jobs/:jobid/result', { schema: { params: jobParams, querystring: noQuery } }, async (request) => {
+  // `/result` is ours from before; `/execution-result` is Flink's path for the same JobExecutionResultResponseBody.
+  for (const path of ['/jobs/:jobid/result', '/jobs/:jobid/execution-result'])
+    app.get(path, { schema: { params: jobParams, querystring: noQuery } }, async (request) => {
+      const jobId = jobIdOf(request);
+      const result = await ask('jobResult', () => target.jobResult(jobId));
+      if (result === undefined) throw unknownJob(jobId);
+      return jobResultView(result);
+    });
+
+  app.get('/jobs/:jobid/plan', { schema: { params: jobParams, querystring: noQuery } }, async (request) => {
     const jobId = jobIdOf(request);
-    const result = await ask('jobResult', () => target.jobResult(jobId));
-    if (result === undefined) throw unknownJob(jobId);
-    return jobResultView(result);
+    const details = await ask('jobDetails', () => target.jobDetails(jobId));
+    if (details === undefined) throw unknownJob(jobId);
+    return jobPlanView(details);
   });
+
+  app.get(
+    '/jobs/:jobid/vertices/:vertexid',
+    { schema: { params: vertexParams, querystring: noQuery } },
+    async (request) => {
+      const jobId = jobIdOf(request);
+      const vertexId = (request.params as { vertexid: string }).vertexid;
+      const details = await ask('jobDetails', () => target.jobDetails(jobId));
+      if (details === undefined) throw unknownJob(jobId);
+      const view = jobVertexView(details, vertexId, Date.now());
+      if (view === undefined)
+        throw new RestError(
+          'unknown-vertex',
+          `job ${jobId} has no vertex ${JSON.stringify(vertexId)}; ` +
+            `its vertices: ${details.vertices.map((v) => v.id).join(', ')}`,
+          { status: 404, jobId, vertexId },
+        );
+      return view;
+    },
+  );
+
+  app.get(
+    '/jobs/:jobid/exceptions',
+    { schema: { params: jobParams, querystring: exceptionsQuery } },
+    async (request) => {
+      const jobId = jobIdOf(request);
+      const history = await ask('jobExceptions', () => target.jobExceptions(jobId));
+      if (history === undefined) throw unknownJob(jobId);
+      const { maxExceptions } = request.query as { maxExceptions?: string };
+      return jobExceptionsView(history, maxExceptions === undefined ? Number.MAX_SAFE_INTEGER : Number(maxExceptions));
+    },
+  );
 
   app.get('/jobs/:jobid/events', { schema: { params: jobParams, querystring: eventsQuery } }, async (request) => {
     const jobId = jobIdOf(request);

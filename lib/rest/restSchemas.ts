@@ -16,6 +16,31 @@ export const jobParams = {
   properties: { jobid: jobId },
 } as const;
 
+/** A job's vertex: the id the job graph gave it (Flink's is a JobVertexID; ours are the graph's own ids). */
+export const vertexParams = {
+  type: 'object',
+  required: ['jobid', 'vertexid'],
+  properties: {
+    jobid: jobId,
+    vertexid: {
+      type: 'string',
+      pattern: '^[\\w.:-]{1,200}$',
+      description: 'a vertex id of the job (letters, digits, _ . : -)',
+    },
+  },
+} as const;
+
+/** GET /jobs/metrics?get=…&agg=…&jobs=… (Flink's JobsAggregatingMetricsHandler parameters). */
+export const jobsMetricsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    get: { type: 'string', description: 'metric names, comma separated' },
+    agg: { type: 'string', description: 'aggregations (min, max, sum, avg, skew), comma separated' },
+    jobs: { type: 'string', description: 'JobIDs, comma separated' },
+  },
+} as const;
+
 export const taskManagerParams = {
   type: 'object',
   required: ['taskmanagerid'],
@@ -49,6 +74,19 @@ export const eventsQuery = {
       type: 'string',
       pattern: '^([1-9][0-9]{0,3}|10000)$',
       description: 'how many events at most: an integer from 1 to 10000',
+    },
+  },
+} as const;
+
+/** GET /jobs/:jobid/exceptions?maxExceptions=N (Flink's UpperLimitExceptionParameter). */
+export const exceptionsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    maxExceptions: {
+      type: 'string',
+      pattern: '^[1-9][0-9]{0,5}$',
+      description: 'how many history entries at most: an integer >= 1',
     },
   },
 } as const;

@@ -5,10 +5,12 @@
  * Flink's keys (`slots-total`, `start-time`, `jid`) and Flink's upper-case states (`RUNNING`,
  * `CANCELLING`), numbers as numbers. Where slotwise knows more than Flink sends (each slot's
  * profile and subtasks, why a request waits, the sinks' outputs) it adds fields beside Flink's.
- * Amounts are ours: CPU in cores, memory in bytes (Flink's ResourceProfileInfo has MB).
+ * Amounts under Flink's keys are in Flink's units (ResourceProfileInfo: CPU in cores, memory in MiB,
+ * whole); ours beside them keep bytes.
  */
-import type { ClusterOverview, TaskExecutorOverview } from '../ClusterOverview.js';
+import type { ClusterOverview, ResourceAmounts, TaskExecutorOverview } from '../ClusterOverview.js';
 import type { JobSummary } from '../dispatcher/Dispatcher.js';
+import type { ExceptionHistoryEntry, JobExceptionHistory } from '../jobmaster/ExceptionHistory.js';
 import type { JobResult } from '../jobmaster/JobMaster.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 import { toJsonValue } from './jsonValue.js';
@@ -52,7 +54,7 @@ export function flinkExecutionState(state: string): string {
 const ENDED: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
 
 /** GET /overview: Flink's ClusterOverviewWithVersion, plus the waiting requests and workers. */
-export function clusterOverviewView(overview: ClusterOverview) {
+export function clusterOverviewView(overview: ClusterOverview, version: string) {
   const tms = overview.taskExecutors.map(taskManagerView);
   const count = (status: JobStatus) => overview.jobs.filter((job) => job.status === status).length;
   return {
@@ -63,8 +65,24 @@ export function clusterOverviewView(overview: ClusterOverview) {
     'jobs-finished': count('finished'),
     'jobs-cancelled': count('canceled'),
     'jobs-failed': count('failed'),
+    'flink-version': version,
+    'flink-commit-id': `slotwise ${version}`,
     pendingWorkers: overview.pendingWorkers,
     pendingRequests: overview.pendingRequests,
+  };
+}
+
+const MIB = 1024 * 1024;
+
+/** Amounts as Flink's ResourceProfileInfo gives them: cores, memory in whole MiB (Flink's getMebiBytes). */
+export function flinkResourceView(amounts: ResourceAmounts) {
+  return {
+    cpuCores: amounts.cpuCores,
+    taskHeapMemory: Math.floor(amounts.taskHeapMemory / MIB),
+    taskOffHeapMemory: Math.floor(amounts.taskOffHeapMemory / MIB),
+    managedMemory: Math.floor(amounts.managedMemory / MIB),
+    networkMemory: Math.floor(amounts.networkMemory / MIB),
+    extendedResources: amounts.extendedResources,
   };
 }
 
@@ -75,8 +93,11 @@ export function taskManagerView(te: TaskExecutorOverview) {
     /** Static slots plus the dynamic slots it holds now. */
     slotsNumber: te.slots.length,
     freeSlots: te.slots.filter((slot) => slot.state === 'free').length,
-    totalResource: te.totalResources,
-    freeResource: te.availableResources,
+    totalResource: flinkResourceView(te.totalResources),
+    freeResource: flinkResourceView(te.availableResources),
+    /** Ours: the same amounts with memory in bytes. */
+    totalResourceBytes: te.totalResources,
+    freeResourceBytes: te.availableResources,
     mode: te.mode,
     utilization: te.utilization,
   };
@@ -88,7 +109,7 @@ export function taskManagerDetailsView(te: TaskExecutorOverview) {
     ...taskManagerView(te),
     allocatedSlots: te.slots
       .filter((slot) => slot.jobId !== null)
-      .map((slot) => ({ jobId: slot.jobId, resource: slot.resources })),
+      .map((slot) => ({ jobId: slot.jobId, resource: flinkResourceView(slot.resources) })),
     available: te.available,
     slots: te.slots,
   };
@@ -193,5 +214,166 @@ export function jobResultView(result: JobResult | null) {
       error: result.error === null ? null : toJsonValue(result.error),
       restarts: result.restarts,
     },
+  };
+}
+
+/** One failure in Flink's ExceptionInfo shape (JobExceptionsInfoWithHistory.ExceptionInfo), with our fields beside. */
+function exceptionInfoView(entry: ExceptionHistoryEntry) {
+  return {
+    exceptionName: entry.exceptionName,
+    stacktrace: entry.stacktrace,
+    timestamp: entry.timestamp,
+    // Flink leaves out what a global failure has not (JsonInclude NON_NULL).
+    ...(entry.taskName === null ? {} : { taskName: entry.taskName }),
+    // Flink's location/endpoint is the TaskManager's host:port; a TaskExecutor here is named by its ResourceID.
+    ...(entry.resourceId === null
+      ? {}
+      : { location: entry.resourceId, endpoint: entry.resourceId, taskManagerId: entry.resourceId }),
+    failureLabels: {},
+    message: entry.message,
+    vertexId: entry.vertexId,
+    subtaskIndex: entry.subtaskIndex,
+    attemptNumber: entry.attemptNumber,
+    allocationId: entry.allocationId,
+  };
+}
+
+/**
+ * GET /jobs/:jobid/exceptions: Flink's JobExceptionsInfoWithHistory — the root cause (`root-exception`, its
+ * `timestamp`), the deprecated flat `all-exceptions` (Flink's ExecutionExceptionInfo), and `exceptionHistory` with its
+ * entries newest first (Flink's RootExceptionInfo, each with its `concurrentExceptions`), at most `maxExceptions`.
+ */
+export function jobExceptionsView(history: JobExceptionHistory, maxExceptions: number) {
+  const entries = history.entries.slice(0, maxExceptions);
+  const truncated = history.truncated || entries.length < history.entries.length;
+  const all = entries.flatMap((root) => [root, ...root.concurrent]).filter((e) => e.taskName !== null);
+  return {
+    'root-exception': history.rootCause?.stacktrace ?? null,
+    timestamp: history.rootCause?.timestamp ?? null,
+    'all-exceptions': all.map((e) => ({
+      exception: e.stacktrace,
+      task: e.taskName,
+      location: e.resourceId ?? '(unassigned)',
+      timestamp: e.timestamp,
+      taskManagerId: e.resourceId ?? '(unassigned)',
+    })),
+    truncated,
+    exceptionHistory: {
+      entries: entries.map((root) => ({
+        ...exceptionInfoView(root),
+        concurrentExceptions: root.concurrent.map(exceptionInfoView),
+      })),
+      truncated,
+    },
+  };
+}
+
+/** The web UI's settings (Flink's DashboardConfiguration), for GET /config. */
+export function dashboardConfigView(now: number, version: string) {
+  const offset = -new Date(now).getTimezoneOffset() * 60_000;
+  return {
+    'refresh-interval': 3000,
+    'timezone-name': Intl.DateTimeFormat().resolvedOptions().timeZone,
+    'timezone-offset': offset,
+    'flink-version': version,
+    'flink-revision': `slotwise ${version}`,
+    features: { 'web-submit': false, 'web-cancel': true, 'web-rescale': false, 'web-history': false },
+  };
+}
+
+/** Flink's lower-case task counts of a JobDetails (`created` … `reconciling`, and `total`). */
+function taskCounts(tasks: readonly TaskDetails[]): Record<string, number> {
+  const counts: Record<string, number> = Object.fromEntries(FLINK_EXECUTION_STATES.map((s) => [s.toLowerCase(), 0]));
+  for (const task of tasks) counts[task.state] = (counts[task.state] ?? 0) + 1;
+  return { total: tasks.length, ...counts };
+}
+
+/** One job of GET /jobs/overview: Flink's JobDetails (the overview's, not JobDetailsInfo). */
+export function jobOverviewView(details: JobDetails, now: number) {
+  const end = details.endTime ?? -1;
+  return {
+    jid: details.jobId,
+    name: details.name,
+    state: flinkJobStatus(details.status),
+    'start-time': details.startTime,
+    'end-time': end,
+    duration: (details.endTime ?? now) - details.startTime,
+    'last-modification': Math.max(
+      details.startTime,
+      end,
+      ...details.tasks.map((t) => Math.max(t.startTime, t.endTime)),
+    ),
+    tasks: taskCounts(details.tasks),
+  };
+}
+
+/** GET /jobs/overview: Flink's MultipleJobsDetails. */
+export function jobsOverviewView(jobs: readonly JobDetails[], now: number) {
+  return { jobs: jobs.map((job) => jobOverviewView(job, now)) };
+}
+
+/**
+ * GET /jobs/:jobid/plan: Flink's JobPlanInfo — one node per vertex, its inputs the edges into it. `ship_strategy`
+ * says how data goes: FORWARD for a pointwise edge, HASH for a hash edge, ALL_TO_ALL for an all-to-all one
+ * (Flink's REBALANCE has no counterpart here); every exchange is `blocking` (a consumer starts when its producers
+ * finished).
+ */
+export function jobPlanView(details: JobDetails) {
+  return {
+    plan: {
+      jid: details.jobId,
+      name: details.name,
+      type: 'BATCH',
+      nodes: details.vertices.map((v) => {
+        const inputs = details.edges
+          .filter((e) => e.to === v.id)
+          .map((e, num) => ({
+            num,
+            id: e.from,
+            ship_strategy: e.pattern === 'pointwise' ? 'FORWARD' : e.pattern === 'hash' ? 'HASH' : 'ALL_TO_ALL',
+            exchange: 'blocking',
+          }));
+        return {
+          id: v.id,
+          parallelism: v.parallelism,
+          operator: '',
+          operator_strategy: '',
+          description: v.id,
+          ...(inputs.length > 0 ? { inputs } : {}),
+          optimizer_properties: {},
+        };
+      }),
+    },
+  };
+}
+
+/**
+ * GET /jobs/:jobid/vertices/:vertexid: Flink's JobVertexDetailsInfo — each subtask's current attempt
+ * (SubtaskExecutionAttemptDetailsInfo: status, attempt, where, start/end/duration); no IO metrics (none measured),
+ * so `metrics` is left out. Undefined for a vertex the job has not.
+ */
+export function jobVertexView(details: JobDetails, vertexId: string, now: number) {
+  const vertex = details.vertices.find((v) => v.id === vertexId);
+  if (vertex === undefined) return undefined;
+  return {
+    id: vertex.id,
+    name: vertex.id,
+    parallelism: vertex.parallelism,
+    maxParallelism: vertex.parallelism,
+    now,
+    subtasks: details.tasks
+      .filter((t) => t.vertexId === vertexId)
+      .map((t) => ({
+        subtask: t.subtaskIndex,
+        status: flinkExecutionState(t.state),
+        attempt: t.attemptNumber,
+        endpoint: t.resourceId ?? '(unassigned)',
+        'start-time': t.startTime,
+        'end-time': t.endTime,
+        duration: t.startTime < 0 ? -1 : (t.endTime < 0 ? now : t.endTime) - t.startTime,
+        'taskmanager-id': t.resourceId ?? '(unassigned)',
+        'status-duration': {},
+        'allocation-id': t.allocationId,
+      })),
   };
 }

@@ -128,6 +128,9 @@ export class RunningTasks {
     const task = this.#tasks.get(executionAttemptId);
     if (task === undefined || task.cancelCause !== null) return;
     task.cancelCause = cause;
+    // Still reading its inputs (initializing, on no runner yet): it ends now, its reads' answers are dropped.
+    if (task.runner === null && task.state === 'initializing')
+      return this.#finish(task, 'canceled', undefined, { name: 'TaskCanceled', message: cause });
     task.runner?.cancel(executionAttemptId, cause);
   }
 

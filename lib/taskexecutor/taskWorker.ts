@@ -357,16 +357,18 @@ function partitionOf(
   output: unknown,
   { subpartitions, encode }: TaskPartitionSpec,
 ): { ok: true; output: unknown } | { ok: false; error: WorkerErrorInfo } {
-  if (subpartitions !== null && (!Array.isArray(output) || output.length !== subpartitions))
+  if (subpartitions !== null && (!Array.isArray(output) || output.length !== subpartitions)) {
+    const got = Array.isArray(output) ? `an array of ${output.length}` : describeValue(output);
     return {
       ok: false,
       error: {
         name: 'TypeError',
         message:
           `a producer of a hash edge returns an array of ${subpartitions} parts, one per consumer subtask ` +
-          `(part i goes to subtask i); got ${Array.isArray(output) ? `an array of ${output.length}` : describeValue(output)}`,
+          `(part i goes to subtask i); got ${got}`,
       },
     };
+  }
   if (!encode) return { ok: true, output };
   const values: readonly unknown[] = subpartitions === null ? [output] : (output as unknown[]);
   const parts: PartitionPart[] = new Array(values.length);

@@ -63,6 +63,13 @@ describe('slotwise CLI against slotwise jobmanager --local-taskmanagers (child p
     const { code, stdout } = await cli('run', '--jobmanager', jm.url, 'failing.job.mjs');
     expect(code).to.equal(1);
     expect(stdout).to.match(/^job failed in \d+ ms \(0 restarts\): TaskExecutionError: .*no luck today$/m);
+    // Then the root cause: where it failed, the error, and the first frames of the task's own stack.
+    const lines = stdout.trimEnd().split('\n');
+    const at = lines.findIndex((line) => line.startsWith('root cause'));
+    expect(lines[at]).to.match(
+      /^root cause \(throws \(1\/1\)#0 on taskexecutor-[0-9a-f]+, slot [0-9a-f]{8}\): TaskExecutionError: .*no luck/,
+    );
+    expect(lines[at + 1]).to.match(/^\s+at throws \(file:.*\.mjs:\d+:\d+\)$/);
   });
 
   it('run --detached prints the JobID; list and overview show the job running; cancel cancels it', async () => {

@@ -5,6 +5,7 @@
  * whether the JobManager never came or hangs.
  */
 import { expect } from 'chai';
+import { until } from '../support/eventually.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
@@ -129,8 +130,14 @@ describe('slotwise taskmanager against a NATS session cluster (child processes)'
     );
     expect(previous).to.equal(first);
     expect(again).to.not.equal(first);
-    const { taskmanagers } = (await (await fetch(`${url}/taskmanagers`)).json()) as { taskmanagers: { id: string }[] };
-    expect(taskmanagers.map((tm) => tm.id)).to.deep.equal([again]);
+    // Its line comes as the registration is accepted; the JobManager lists it once its slot report is in.
+    const listed = async () => {
+      const { taskmanagers } = (await (await fetch(`${url}/taskmanagers`)).json()) as {
+        taskmanagers: { id: string }[];
+      };
+      return taskmanagers.length > 0 && taskmanagers.map((tm) => tm.id);
+    };
+    expect(await until('the JobManager to list the TaskManager', listed, 10_000)).to.deep.equal([again]);
   });
 
   it('stops within a second of SIGINT while the JobManager it is registered at hangs', async () => {

@@ -8,8 +8,8 @@ import {
   createDefaultLogSink,
   formatLogRecord,
   toLogger,
-  type LogFields,
   type Logger,
+  type LoggerFields,
   type LogRecord,
 } from '../../lib/core/Logger.js';
 
@@ -28,7 +28,7 @@ const TASK_LINE: LogRecord = {
 
 describe('Logger', () => {
   it('hands a record to the method of its level, fields first and message second (as pino takes them)', () => {
-    const calls: Array<[string, LogFields, string]> = [];
+    const calls: Array<[string, LoggerFields, string]> = [];
     const logger: Logger = {
       debug: (fields, message) => calls.push(['debug', fields, message]),
       info: (fields, message) => calls.push(['info', fields, message]),
@@ -38,10 +38,10 @@ describe('Logger', () => {
     const sink = toLogger(logger);
     sink(TASK_LINE);
     sink({ level: 'warn', source: 'pool', message: 'terminating its thread', resourceId: 'taskexecutor-1' });
-    const { message, ...fields } = TASK_LINE;
+    const { message, level: _level, ...fields } = TASK_LINE;
     expect(calls).to.deep.equal([
       ['info', fields, message],
-      ['warn', { level: 'warn', source: 'pool', resourceId: 'taskexecutor-1' }, 'terminating its thread'],
+      ['warn', { source: 'pool', resourceId: 'taskexecutor-1' }, 'terminating its thread'],
     ]);
   });
 
@@ -50,7 +50,7 @@ describe('Logger', () => {
     class ThisLogger implements Logger {
       readonly name = 'app';
       debug() {}
-      info(_fields: LogFields, message: string) {
+      info(_fields: LoggerFields, message: string) {
         seen.push(`${this.name}: ${message}`);
       }
       warn() {}

@@ -71,6 +71,7 @@ describe('options', () => {
         'restart-strategy.failure-rate.delay': 1_000,
         'jobstore.expiration-time': 3_600_000,
         'jobstore.max-capacity': Infinity,
+        'web.exception-history-size': 16,
         'dispatcher.task-module-check.timeout': 10_000,
       });
     });
@@ -595,6 +596,7 @@ describe('options', () => {
         'restart-strategy.failure-rate.delay': '1 s',
         'jobstore.expiration-time': '1 h',
         'jobstore.max-capacity': 'unbounded',
+        'web.exception-history-size': '16',
         'dispatcher.task-module-check.timeout': '10 s',
       });
     });

@@ -2,7 +2,8 @@
  * The dashboard in headless Chromium (Debian's chromium, driven by playwright-core), on a real
  * MiniCluster: the page loads with no request leaving localhost, lists the TaskExecutors and their
  * slots, shows a job with its subtasks and slots until it finishes, cancels a running job with its
- * button, shows a chosen actor's state and events, and refuses a request without the token. A
+ * button, shows a failed job's exceptions, shows a chosen actor's state and events, and refuses a
+ * request without the token. A
  * screenshot is saved under test-artifacts/. Skips, saying why, when chromium is not installed.
  */
 import { expect } from 'chai';
@@ -13,6 +14,7 @@ import { type Browser, chromiumOrSkip, launchChromium } from '../support/chromiu
 
 const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url);
 const sleep = new URL('../fixtures/tasks/sleep.ts', import.meta.url);
+const throws = new URL('../fixtures/tasks/throws.ts', import.meta.url);
 
 describe('the dashboard in a browser (headless Chromium)', function () {
   this.timeout(120_000);
@@ -111,6 +113,28 @@ describe('the dashboard in a browser (headless Chromium)', function () {
     await box.locator('[data-testid=cancel-job]').click();
     expect((await job.result).status).to.equal('canceled');
     await page.locator(`[data-testid=job][data-job-id="${job.jobId}"][data-status=canceled]`).waitFor();
+  });
+
+  it("shows a failed job's Exceptions: the root cause with its stack, each failed attempt and where", async () => {
+    const job = await cluster.submitJob({
+      name: 'unlucky',
+      vertices: [{ id: 'boom', taskModule: throws, parallelism: 1 }],
+      restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 },
+    });
+    expect((await job.result).status).to.equal('failed');
+    const box = page.locator(`[data-testid=job][data-job-id="${job.jobId}"][data-status=failed]`);
+    await box.locator('[data-testid=exception]').nth(1).waitFor();
+    const root = await box.locator('[data-testid=root-cause]').textContent();
+    expect(root).to.contain('TaskExecutionError').and.contain('boom in boom #0');
+    expect(root).to.match(/Caused by: RangeError: boom in boom #0\s+at throws \(.*throws\.ts:\d+:\d+\)/);
+    expect(await box.locator('[data-testid=exception-task]').allTextContents()).to.deep.equal([
+      'boom (1/1)#1',
+      'boom (1/1)#0',
+    ]);
+    const where = await box.locator('[data-testid=exception] td:nth-child(3)').first().textContent();
+    expect(where).to.match(/^taskexecutor-[0-9a-f]+ \/ [0-9a-f]{8}$/);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await box.screenshot({ path: new URL('dashboard-exceptions.png', ARTIFACTS).pathname });
   });
 
   it("shows a chosen actor's state and recent events, from the inspection stream", async () => {

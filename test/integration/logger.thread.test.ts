@@ -2,20 +2,23 @@
  * The application's logger on a MiniCluster with a real TaskExecutor thread: a task's
  * `context.log(...)` line, a slot pool's warning and the TaskExecutor's own messages all reach it as
  * `logger[level](fields, message)`, with the job, vertex, subtask and TaskExecutor they concern; the
- * plain `log` option gets the same as lines of text.
+ * plain `log` option gets the same as lines of text; pino's records carry its numeric level only; a
+ * failed attempt is a warning, which reaches stderr when the cluster was given no logger.
  */
 import { expect } from 'chai';
-import type { LogFields, Logger } from '../../lib/core/Logger.js';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import type { Logger, LoggerFields } from '../../lib/core/Logger.js';
 import { MiniCluster } from '../../lib/MiniCluster.js';
 import { until } from '../support/eventually.js';
 
 const fixture = (name: string) => new URL(`../fixtures/tasks/${name}.ts`, import.meta.url);
 const ONE_SLOT = { cpuCores: 1, taskHeapMemory: '256m', managedMemory: '16m', networkMemory: '16m' };
 
-type Call = { readonly method: keyof Logger; readonly fields: LogFields; readonly message: string };
+type Call = { readonly method: keyof Logger; readonly fields: LoggerFields; readonly message: string };
 
 function recordingLogger(calls: Call[]): Logger {
-  const method = (name: keyof Logger) => (fields: LogFields, message: string) =>
+  const method = (name: keyof Logger) => (fields: LoggerFields, message: string) =>
     calls.push({ method: name, fields, message });
   return { debug: method('debug'), info: method('info'), warn: method('warn'), error: method('error') };
 }
@@ -44,8 +47,8 @@ describe('the logger of a MiniCluster (worker threads)', function () {
         });
         const line = await until('the task to log', () => calls.find((c) => c.fields.source === 'task'));
         expect(line).to.deep.include({ method: 'info', message: 'spinning forever' });
+        expect(line.fields).not.to.have.property('level');
         expect(line.fields).to.deep.include({
-          level: 'info',
           source: 'task',
           jobId: job.jobId,
           vertexId: 'spin',
@@ -62,7 +65,6 @@ describe('the logger of a MiniCluster (worker threads)', function () {
         expect(warning.method).to.equal('warn');
         expect(warning.message).to.match(/did not stop within 100 ms of its cancel: terminating its thread/);
         expect(warning.fields).to.deep.include({
-          level: 'warn',
           source: 'pool',
           jobId: job.jobId,
           vertexId: 'spin',
@@ -75,7 +77,7 @@ describe('the logger of a MiniCluster (worker threads)', function () {
       const runtime = calls.find(
         (c) => c.fields.source === 'runtime' && c.message === 'shutting down: the cluster is closing',
       );
-      expect(runtime?.fields).to.deep.equal({ level: 'info', source: 'runtime', resourceId });
+      expect(runtime?.fields).to.deep.equal({ source: 'runtime', resourceId });
     },
   );
 
@@ -98,5 +100,78 @@ describe('the logger of a MiniCluster (worker threads)', function () {
     } finally {
       await cluster.close();
     }
+  });
+
+  it("with pino: pino's numeric level only; a failed attempt at warn with its subtask and TaskExecutor", async () => {
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(
+          ...chunk
+            .toString()
+            .split('\n')
+            .filter((line) => line !== ''),
+        );
+        done();
+      },
+    });
+    const cluster = await MiniCluster.start({
+      taskExecutors: 1,
+      slotsPerTaskExecutor: 1,
+      resources: ONE_SLOT,
+      logger: pino({ level: 'debug' }, destination),
+    });
+    try {
+      const resourceId = cluster.overview().taskExecutors[0]!.resourceId;
+      const job = await cluster.submitJob({
+        name: 'unlucky',
+        vertices: [{ id: 'boom', taskModule: fixture('throws'), parallelism: 1 }],
+        restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 },
+      });
+      expect((await job.result).status).to.equal('failed');
+      for (const line of lines) expect(line.match(/"level":/g), line).to.have.length(1);
+      const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+      for (const record of records) expect(record['level'], JSON.stringify(record)).to.be.a('number');
+      const failure = records.find((r) => String(r['msg']).startsWith('attempt 0 failed:'));
+      expect(failure).to.deep.include({
+        level: 40,
+        source: 'runtime',
+        jobId: job.jobId,
+        jobName: 'unlucky',
+        vertexId: 'boom',
+        subtaskIndex: 0,
+        attemptNumber: 0,
+        resourceId,
+      });
+      expect(records.find((r) => String(r['msg']).startsWith('restarts as attempt 1'))).to.include({ level: 30 });
+      expect(records.find((r) => String(r['msg']).startsWith('job unlucky failed'))).to.include({ level: 50 });
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  it('without a logger writes a failed attempt and the failed job to stderr', async () => {
+    const written: string[] = [];
+    const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 1, resources: ONE_SLOT });
+    const write = process.stderr.write;
+    process.stderr.write = ((chunk: string | Uint8Array) => written.push(String(chunk)) > 0) as typeof write;
+    try {
+      const job = await cluster.submitJob({
+        name: 'unlucky',
+        vertices: [{ id: 'boom', taskModule: fixture('throws'), parallelism: 1 }],
+        restartStrategy: { type: 'none' },
+      });
+      expect((await job.result).status).to.equal('failed');
+    } finally {
+      process.stderr.write = write;
+      await cluster.close();
+    }
+    const resourceId = /\[(taskexecutor-[0-9a-f]+)\]/.exec(written.join(''))?.[1];
+    expect(written.find((l) => l.includes('attempt 0 failed'))).to.match(
+      new RegExp(`^slotwise \\[${resourceId}\\] \\[unlucky\\] boom#0 warn: attempt 0 failed: .*boom in boom #0`),
+    );
+    expect(written.find((l) => l.includes('job unlucky failed'))).to.match(
+      /^slotwise \[unlucky\] error: job unlucky failed/,
+    );
   });
 });

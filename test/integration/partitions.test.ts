@@ -35,7 +35,7 @@ for (const mode of ['thread', 'process'] as const)
       return { reads: local + served, held };
     };
 
-    it('an all-to-all edge hands every consumer every producer’s whole output, read from the producers’ TaskExecutors', async () => {
+    it('an all-to-all edge hands every consumer every producer’s whole output, read where it was kept', async () => {
       const before = await reads();
       const job = await cluster.submitJob({
         name: 'broadcast',

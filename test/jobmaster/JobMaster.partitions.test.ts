@@ -39,7 +39,7 @@ async function twoExecutors(h: Harness) {
 }
 
 describe('JobMaster: result partitions', () => {
-  it('deploys a consumer with where to read each producer’s part, never the output, and releases the partitions at the end', async () => {
+  it('deploys each consumer with where its producers’ parts are, never the parts; releases them at the end', async () => {
     const h = new Harness({
       vertices: [vertex('src', 2), vertex('sink', 2)],
       edges: [{ from: 'src', to: 'sink', pattern: 'hash' }],
@@ -71,7 +71,7 @@ describe('JobMaster: result partitions', () => {
     expect([...h.partitionsReleased].sort()).to.deep.equal(['taskexecutor-a', 'taskexecutor-b']);
   });
 
-  it('keeps a finished producer whose consumers all finished when its TaskExecutor is lost: nothing runs again', async () => {
+  it('keeps a producer whose consumers all finished when its TaskExecutor is lost: nothing runs again', async () => {
     const h = new Harness({
       vertices: [vertex('src', 2), vertex('sink', 2)],
       edges: [{ from: 'src', to: 'sink', pattern: 'pointwise' }],
@@ -94,7 +94,7 @@ describe('JobMaster: result partitions', () => {
     expect(h.submittedFor('src', 0)).to.have.length(1);
   });
 
-  it('re-runs exactly the producers whose partitions a lost TaskExecutor took while a consumer needs them', async () => {
+  it('re-runs exactly the producers whose partitions a lost TaskExecutor took while consumers need them', async () => {
     const h = new Harness({
       vertices: [vertex('src', 2), vertex('sink', 2)],
       edges: [{ from: 'src', to: 'sink', pattern: 'pointwise' }],

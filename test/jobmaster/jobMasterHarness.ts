@@ -33,6 +33,10 @@ export class Harness {
   readonly executors = new Map<ResourceID, TaskExecutorGateway>();
   readonly master: JobMaster;
   registerFails: Error | null = null;
+  /** When set, the ResourceManager refuses every declaration of requirements with it. */
+  declareFails: Error | null = null;
+  /** What the JobMaster logged, with its fields and level. */
+  readonly logged: Array<{ message: string; fields: Record<string, unknown>; level: string }> = [];
   /** TaskExecutors added and not registered at the JobMaster yet: they register before their first offer. */
   readonly #connecting = new Set<ResourceID>();
   /** When set, the TaskExecutors refuse every submitTask with it. */
@@ -52,12 +56,16 @@ export class Harness {
         registerJobMaster: async () => {
           if (this.registerFails) throw this.registerFails;
         },
-        declareRequiredResources: async (requirements) => void this.declared.push(requirements),
+        declareRequiredResources: async (requirements) => {
+          if (this.declareFails) throw this.declareFails;
+          this.declared.push(requirements);
+        },
         disconnectJobMaster: async (_jobId, cause, terminal) => void this.disconnected.push({ cause, terminal }),
       },
       taskExecutor: (resourceId) => this.executors.get(resourceId),
       reasonFor: () => 'no TaskExecutor has 4 cores',
       onEvent: (event) => this.events.push(event),
+      log: (message, fields = {}, level = 'info') => this.logged.push({ message, fields: { ...fields }, level }),
     });
   }
 

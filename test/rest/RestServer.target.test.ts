@@ -36,6 +36,7 @@ function testingTarget(overrides: Partial<RestTarget>): RestTarget {
     jobDetails: refuse('jobDetails'),
     jobResult: refuse('jobResult'),
     jobEvents: refuse('jobEvents'),
+    jobExceptions: refuse('jobExceptions'),
     cancelJob: refuse('cancelJob'),
     overview: refuse('overview'),
     ...overrides,

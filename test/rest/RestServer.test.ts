@@ -72,7 +72,7 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     expect(tm).to.include({ slotsNumber: 2, freeSlots: 2, mode: 'thread' });
     expect(tm.id).to.match(/^taskexecutor-/);
     expect(tm.totalResource.cpuCores).to.equal(2);
-    expect(tm.totalResource.taskHeapMemory).to.equal(256 * 1024 * 1024);
+    expect(tm.totalResource.taskHeapMemory).to.equal(256);
     const detail = await api('GET', `/taskmanagers/${tm.id}`);
     expect(detail.status).to.equal(200);
     expect(detail.json.slots.map((s: { slot: string; state: string }) => `${s.slot}:${s.state}`)).to.deep.equal([
@@ -82,10 +82,10 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     expect(detail.json.allocatedSlots).to.deep.equal([]);
   });
 
-  it('refuses an unknown TaskManager (404) and a malformed ResourceID (400)', async () => {
+  it('refuses an unknown TaskManager (404) and a malformed ResourceID (404: no route names it)', async () => {
     expectRefusal(await api('GET', '/taskmanagers/taskexecutor-nothere'), 404, 'RestError', 'unknown-taskmanager');
     const bad = await api('GET', `/taskmanagers/${encodeURIComponent('bad id!')}`);
-    expectRefusal(bad, 400, 'RestError', 'bad-request');
+    expectRefusal(bad, 404, 'RestError', 'not-found');
     expect(bad.json.message).to.contain('params.taskmanagerid must be a ResourceID');
   });
 
@@ -181,6 +181,78 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     expect(readdirSync(codeDir).sort()).to.deep.equal(files);
   });
 
+  it("GET /jobs/:id/exceptions: a failed job's root cause and every failed attempt, in Flink's shape", async () => {
+    const throws =
+      'export default async function throws(context) {\n' +
+      '  throw new RangeError("no luck in #" + context.attemptNumber);\n}\n';
+    const submitted = await api('POST', '/jobs', {
+      job: {
+        name: 'unlucky',
+        vertices: [{ id: 'throws', taskModule: 'throws.mjs', parallelism: 1 }],
+        restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 },
+      },
+      taskCode: [upload('throws.mjs', throws)],
+    });
+    const jobId: string = submitted.json.jobid;
+    await until('the failed result', async () => {
+      const answer = await api('GET', `/jobs/${jobId}/result`);
+      return answer.json.status.id === 'COMPLETED' ? answer : undefined;
+    });
+    const tm = (await api('GET', '/taskmanagers')).json.taskmanagers[0].id;
+    const answer = await api('GET', `/jobs/${jobId}/exceptions`);
+    expect(answer.status).to.equal(200);
+    const { entries } = answer.json.exceptionHistory;
+    expect(
+      entries.map((e: { taskName: string; exceptionName: string }) => [e.taskName, e.exceptionName]),
+    ).to.deep.equal([
+      ['throws (1/1)#1', 'TaskExecutionError'],
+      ['throws (1/1)#0', 'TaskExecutionError'],
+    ]);
+    expect(entries[0]).to.include({ taskManagerId: tm, location: tm, attemptNumber: 1, subtaskIndex: 0 });
+    expect(entries[0].allocationId).to.match(/^[0-9a-f]{32}$/);
+    expect(entries[0].stacktrace).to.contain('Caused by: RangeError: no luck in #1\n    at throws (');
+    expect(answer.json['root-exception']).to.equal(entries[0].stacktrace);
+    expect(answer.json.timestamp).to.equal(entries[0].timestamp);
+    const newest = await api('GET', `/jobs/${jobId}/exceptions?maxExceptions=1`);
+    expect(newest.json.exceptionHistory.entries).to.have.length(1);
+    expect(newest.json.exceptionHistory.truncated).to.equal(true);
+  });
+
+  it('GET /jobs/:id/exceptions: why a job no TaskExecutor can hold failed; none when it never failed', async () => {
+    const body = sumOfSquaresBody(10, 1);
+    const submitted = await api('POST', '/jobs', {
+      ...body,
+      job: {
+        ...body.job,
+        vertices: [
+          { ...body.job.vertices[0], resources: { cpuCores: 64 }, slotSharingGroup: 'big' },
+          body.job.vertices[1],
+        ],
+      },
+    });
+    const jobId: string = submitted.json.jobid;
+    await until('the refused job to end', async () =>
+      (await api('GET', `/jobs/${jobId}`)).json.state === 'FAILED' ? true : undefined,
+    );
+    const answer = await api('GET', `/jobs/${jobId}/exceptions`);
+    const [root] = answer.json.exceptionHistory.entries;
+    expect(root).to.include({ exceptionName: 'SlotRequestError' });
+    expect(root).not.to.have.property('taskName');
+    expect(answer.json['root-exception']).to.contain('which no TaskExecutor can ever hold');
+
+    const fine = (await api('GET', '/jobs')).json.jobs.find(
+      (j: { name: string; status: string }) => j.status === 'FINISHED',
+    );
+    const none = await api('GET', `/jobs/${fine.id}/exceptions`);
+    expect(none.json).to.deep.include({
+      'root-exception': null,
+      timestamp: null,
+      'all-exceptions': [],
+      truncated: false,
+    });
+    expect(none.json.exceptionHistory).to.deep.equal({ entries: [], truncated: false });
+  });
+
   it('PATCH /jobs/:id?mode=cancel cancels a running job (202), then refuses it as ended (409)', async () => {
     const submitted = await api('POST', '/jobs', {
       job: {
@@ -208,7 +280,7 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
     expectRefusal(await api('PATCH', `/jobs/${jobId}`), 409, 'RestError', 'job-ended');
   });
 
-  it('refuses a bad JobID (400) and an unknown job (404) on every job route', async () => {
+  it('answers 404 for a path segment that is no JobID and for an unknown job, on every job route', async () => {
     for (const [method, path] of [
       ['GET', '/jobs/nothex'],
       ['GET', '/jobs/nothex/result'],
@@ -216,7 +288,7 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
       ['PATCH', '/jobs/nothex?mode=cancel'],
     ] as const) {
       const answer = await api(method, path);
-      expectRefusal(answer, 400, 'RestError', 'bad-request');
+      expectRefusal(answer, 404, 'RestError', 'not-found');
       expect(answer.json.message).to.contain('params.jobid must be a JobID: 32 lowercase hex characters, got "nothex"');
     }
     for (const [method, path] of [

@@ -88,7 +88,50 @@ export async function run(args: readonly string[], io: CliIo): Promise<number> {
     io.stdout(`job ${result.status} in ${result['net-runtime']} ms (${restarts})${failure}`);
     for (const [vertex, outputs] of Object.entries(result.outputs)) io.stdout(`${vertex}: ${JSON.stringify(outputs)}`);
   }
+  if (result.status === 'failed') await printRootCause(client, jobid, progress);
   return result.status === 'finished' ? 0 : 1;
+}
+
+/** Stack frames of the root cause printed under it; the rest is one GET /jobs/:id/exceptions away. */
+const ROOT_CAUSE_FRAMES = 5;
+
+interface ExceptionsAnswer {
+  readonly exceptionHistory: {
+    readonly entries: ReadonlyArray<{
+      readonly exceptionName: string;
+      readonly message?: string;
+      readonly stacktrace: string;
+      readonly taskName?: string;
+      readonly taskManagerId?: string;
+      readonly allocationId?: string | null;
+    }>;
+  };
+}
+
+/**
+ * A failed job's root cause (Flink's exception history, newest entry): one line — task, TaskExecutor and slot, the
+ * error — then the first frames of its stack. A JobManager without the route prints nothing more.
+ */
+async function printRootCause(client: RestClient, jobId: string, print: (line: string) => void): Promise<void> {
+  let answer: ExceptionsAnswer;
+  try {
+    answer = await client.get<ExceptionsAnswer>(`/jobs/${jobId}/exceptions?maxExceptions=1`);
+  } catch (error) {
+    if (error instanceof RestRefusal) return;
+    throw error;
+  }
+  const root = answer.exceptionHistory.entries[0];
+  if (root === undefined) return;
+  const lines = root.stacktrace.split('\n');
+  const frames = lines.filter((line) => /^\s+at /.test(line));
+  const headline =
+    root.message === undefined ? (lines[0] ?? root.exceptionName) : `${root.exceptionName}: ${root.message}`;
+  const slot = root.allocationId ? `, slot ${root.allocationId.slice(0, 8)}` : '';
+  const where = root.taskName === undefined ? 'the job' : `${root.taskName} on ${root.taskManagerId ?? '?'}${slot}`;
+  print(`root cause (${where}): ${headline.split('\n')[0]}`);
+  for (const frame of frames.slice(0, ROOT_CAUSE_FRAMES)) print(frame);
+  if (frames.length > ROOT_CAUSE_FRAMES)
+    print(`    … ${frames.length - ROOT_CAUSE_FRAMES} more (GET /jobs/${jobId}/exceptions)`);
 }
 
 /** Prints the job's events until its log is complete; rides out a JobManager that is briefly away. */

@@ -173,6 +173,7 @@ function renderJobs(jobs, slotsByAllocation) {
           button,
         ),
         h('div', { class: 'meta' }, `restarts ${job.restarts} · subtasks: ${states}`),
+        renderExceptions(job),
         h(
           'table',
           {},
@@ -225,6 +226,70 @@ function renderJobs(jobs, slotsByAllocation) {
         ),
       );
     }),
+  );
+}
+
+// ------------------------------------------------------------------ exceptions
+
+/** Stack traces the user opened, by job and entry, so that a re-render keeps them open. */
+const openStacks = new Set();
+const firstLines = (text, n) => text.split('\n').slice(0, n).join('\n');
+const timeOf = (ms) => new Date(ms).toLocaleTimeString();
+
+/** A job's failures (Flink's Exceptions tab): the root cause with its stack, then every failure, newest first. */
+function renderExceptions(job) {
+  const history = job.exceptions;
+  if (!history || history.rootCause === null) return null;
+  const root = history.rootCause;
+  const entry = (e, concurrent) => {
+    const key = `${job.jobId}:${e.timestamp}:${e.taskName ?? ''}`;
+    const where = e.resourceId ? `${e.resourceId} / ${short(e.allocationId)}` : '—';
+    return h(
+      'tr',
+      { 'data-testid': 'exception', class: concurrent ? 'concurrent' : null },
+      h('td', { class: 'meta' }, timeOf(e.timestamp)),
+      h('td', { 'data-testid': 'exception-task' }, e.taskName ?? '(the job)'),
+      h('td', { class: 'meta mono' }, where),
+      h(
+        'td',
+        {},
+        h(
+          'details',
+          {
+            open: openStacks.has(key),
+            ontoggle: (event) => (event.currentTarget.open ? openStacks.add(key) : openStacks.delete(key)),
+          },
+          h('summary', { 'data-testid': 'exception-name' }, `${e.exceptionName}: ${e.message}`),
+          h('pre', { class: 'stack' }, e.stacktrace),
+        ),
+      ),
+    );
+  };
+  return h(
+    'div',
+    { class: 'exceptions', 'data-testid': 'exceptions' },
+    h('h4', {}, 'Exceptions'),
+    h(
+      'div',
+      { class: 'root-cause', 'data-testid': 'root-cause' },
+      h('strong', {}, `${root.exceptionName}: ${root.message}`),
+      h('span', { class: 'meta' }, ` · ${root.taskName ?? 'the job'} · ${timeOf(root.timestamp)}`),
+      h('pre', { class: 'stack' }, firstLines(root.stacktrace, 6)),
+    ),
+    h(
+      'table',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', {}, 'time'),
+        h('th', {}, 'task'),
+        h('th', {}, 'TaskExecutor / slot'),
+        h('th', {}, 'exception'),
+      ),
+      ...history.entries.flatMap((root) => [entry(root, false), ...root.concurrent.map((c) => entry(c, true))]),
+    ),
+    history.truncated ? h('p', { class: 'meta' }, 'older failures dropped (web.exception-history-size)') : null,
   );
 }
 

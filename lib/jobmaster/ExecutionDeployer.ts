@@ -1,0 +1,105 @@
+/**
+ * How a JobMaster's subtasks get to run (Flink's DefaultExecutionDeployer): slots asked for at once for the records to
+ * schedule (SlotSharingExecutionSlotAllocator), each attempt deployed as soon as its slot is there, its producers have
+ * finished and the job runs — moved to DEPLOYING as it is submitted, as Flink's Execution.deploy does — and, while it
+ * cannot deploy yet, a task event saying what it waits for. What failing means is the JobMaster's (its host).
+ */
+import type { Clock } from '../core/clock.js';
+import type { ResourceID } from '../core/ids.js';
+import type { TaskExecutorGateway } from '../rpc/gateways.js';
+import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
+import type { SerializedError } from '../rpc/protocol.js';
+import type { JobStatus } from '../../machines/jobStatus.machine.js';
+import { type ExecutionAttempts, type ExecutionRecord, TERMINAL_STATES } from './ExecutionAttempts.js';
+import { jobErrorOf, type TaskWait } from './JobResult.js';
+import type { SlotSharingExecutionSlotAllocator } from './slotsharing/SlotSharingExecutionSlotAllocator.js';
+import type { TaskDeploymentDescriptorFactory } from './TaskDeploymentDescriptorFactory.js';
+
+/** What the deployer needs of its JobMaster. */
+export interface DeployerHost {
+  readonly mailbox: MainThreadExecutor;
+  readonly clock: Clock;
+  readonly allocator: SlotSharingExecutionSlotAllocator;
+  readonly executions: ExecutionAttempts;
+  readonly deployments: TaskDeploymentDescriptorFactory;
+  status(): JobStatus;
+  taskExecutor(resourceId: ResourceID): TaskExecutorGateway | undefined;
+  emitTask(record: ExecutionRecord, error: SerializedError | null, waitingFor?: TaskWait): void;
+  /** A slot was assigned `requestedAt` (only when someone listens). */
+  slotAssigned: ((record: ExecutionRecord, requestedAt: number) => void) | undefined;
+  slotFailed(record: ExecutionRecord, error: unknown): void;
+  failed(record: ExecutionRecord, error: SerializedError): void;
+  releaseTaskManager(resourceId: ResourceID, cause: string): void;
+}
+
+export class ExecutionDeployer {
+  readonly #h: DeployerHost;
+
+  constructor(host: DeployerHost) {
+    this.#h = host;
+  }
+
+  /** Asks a slot for each record; each deploys once it has one (and its inputs). */
+  schedule(records: ExecutionRecord[]): void {
+    const h = this.#h;
+    const requestedAt = h.clock.now();
+    const slots = h.allocator.allocateSlotsFor(records.map((r) => r.vertex.id));
+    for (const record of records) {
+      const attempt = record.executionAttemptId;
+      record.awaitingSlot = true;
+      h.emitTask(record, null, 'slot');
+      h.mailbox.whenComplete(slots.get(record.vertex.key)!, (slot, error) => {
+        if (record.executionAttemptId === attempt) record.awaitingSlot = false;
+        if (record.executionAttemptId !== attempt || TERMINAL_STATES.has(h.status())) {
+          if (slot !== undefined) h.allocator.releaseLogicalSlot(record.vertex.id);
+          return;
+        }
+        if (error !== undefined) return h.slotFailed(record, error);
+        record.slot = slot!;
+        h.slotAssigned?.(record, requestedAt);
+        this.tryDeploy(record);
+        // Its slot is here but it cannot deploy yet: it says what it waits for now.
+        if (record.state === 'scheduled' && record.executionAttemptId === attempt) {
+          const waitingFor = this.#waitOf(record);
+          if (waitingFor !== null) h.emitTask(record, null, waitingFor);
+        }
+      });
+    }
+  }
+
+  /** Deploys the record's attempt if it is scheduled, has its slot and its inputs, and the job runs. */
+  tryDeploy(record: ExecutionRecord): void {
+    const h = this.#h;
+    if (record.state !== 'scheduled' || record.slot === null || !h.executions.inputsReady(record)) return;
+    if (h.status() !== 'running') return;
+    const { resourceId } = record.slot;
+    const gateway = h.taskExecutor(resourceId);
+    if (gateway === undefined) {
+      // Its link is closed: the deployment fails, and the TaskExecutor goes with every slot it held
+      // (Flink's JobMaster releases a TaskManager whose heartbeat timed out), so no restart reuses them.
+      const cause = `TaskExecutor ${resourceId} is gone`;
+      h.failed(record, { name: 'TaskExecutorLost', message: cause });
+      return h.releaseTaskManager(resourceId, cause);
+    }
+    const descriptor = h.deployments.createDeploymentDescriptor(record, record.slot.allocationId);
+    // As Flink's Execution.deploy: the JobMaster moves the attempt to DEPLOYING as it submits it;
+    // the TaskExecutor reports what comes after (initializing, running, the end).
+    record.state = 'deploying';
+    h.emitTask(record, null);
+    const attempt = record.executionAttemptId;
+    h.mailbox.whenComplete(gateway.submitTask(descriptor), (_, error) => {
+      if (error !== undefined && record.executionAttemptId === attempt && !TERMINAL_STATES.has(record.state))
+        h.failed(record, jobErrorOf(error));
+    });
+  }
+
+  /**
+   * What a scheduled subtask holding its slot waits for before it deploys: its producers' outputs,
+   * or the job's pending restart (which deploys it); null when nothing (or the job is ending).
+   */
+  #waitOf(record: ExecutionRecord): TaskWait | null {
+    if (!this.#h.executions.inputsReady(record)) return 'inputs';
+    const status = this.#h.status();
+    return status === 'restarting' || status === 'failing' ? 'restart' : null;
+  }
+}

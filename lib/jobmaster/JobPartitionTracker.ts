@@ -1,0 +1,88 @@
+/**
+ * Where a job's result partitions are (Flink's JobMasterPartitionTracker): the TaskExecutors that kept some, to be
+ * told to let go of them at the job's end, and — when a TaskExecutor is lost — which finished producers lost their
+ * partition while a consumer still needs it (they run again: Flink's region failover for a blocking edge) and which
+ * consumers were still reading one (they run again too).
+ */
+import type { ResourceID } from '../core/ids.js';
+import type { TaskExecutorGateway } from '../rpc/gateways.js';
+import type { ResultPartitionWire, SerializedError } from '../rpc/protocol.js';
+import type { ExecutionAttempts, ExecutionRecord } from './ExecutionAttempts.js';
+import type { ExecutionGraph } from './ExecutionGraph.js';
+
+export class JobPartitionTracker {
+  readonly #graph: ExecutionGraph;
+  readonly #executions: ExecutionAttempts;
+  readonly #holders = new Set<ResourceID>();
+
+  constructor(graph: ExecutionGraph, executions: ExecutionAttempts) {
+    this.#graph = graph;
+    this.#executions = executions;
+  }
+
+  /** A producer finished with its output kept where it ran (or, null, sent to the JobMaster). */
+  kept(partition: ResultPartitionWire | null): void {
+    if (partition !== null) this.#holders.add(partition.resourceId);
+  }
+
+  /**
+   * A TaskExecutor is gone with its partitions: the finished producers whose partition was there and that a consumer
+   * not finished still needs, and the consumers still reading one (deployed, not running yet: a consumer reads its
+   * inputs before it runs). It holds nothing to release any more.
+   */
+  lostWith(resourceId: ResourceID): { producers: ExecutionRecord[]; readers: ExecutionRecord[] } {
+    this.#holders.delete(resourceId);
+    const producers: ExecutionRecord[] = [];
+    const readers = new Set<ExecutionRecord>();
+    for (const record of this.#executions.values()) {
+      if (record.state !== 'finished' || record.partition?.resourceId !== resourceId) continue;
+      const consumers = this.#graph.consumersOf(record.vertex).map((c) => this.#executions.of(c));
+      if (consumers.every((c) => c.state === 'finished')) continue;
+      producers.push(record);
+      for (const c of consumers) if (c.state === 'deploying' || c.state === 'initializing') readers.add(c);
+    }
+    return { producers, readers: [...readers] };
+  }
+
+  /**
+   * The TaskExecutor is lost with its partitions (see lostWith): each producer that must run again has its output
+   * forgotten and is `failed` (PartitionLost), each consumer still reading one is `canceled` where it runs and
+   * `failed`. The failure to report for the loss, with how many finished producers it undid; null if none.
+   */
+  lose(
+    resourceId: ResourceID,
+    cause: string,
+    on: { failed(record: ExecutionRecord, error: SerializedError): void; cancel(record: ExecutionRecord): void },
+  ): { error: SerializedError; message: string; producers: number } | null {
+    const { producers, readers } = this.lostWith(resourceId);
+    if (producers.length === 0) return null;
+    const error = { name: 'PartitionLost', message: `its result partition on ${resourceId} is lost (${cause})` };
+    for (const record of producers) {
+      record.output = undefined;
+      record.partition = null;
+      record.hasOutput = false;
+      on.failed(record, error);
+    }
+    for (const record of readers) {
+      on.cancel(record);
+      on.failed(record, { name: 'PartitionLost', message: `an input partition on ${resourceId} is lost (${cause})` });
+    }
+    const lost = producers.map((r) => r.vertex.key).join(', ');
+    return {
+      error,
+      message: `${producers.length} result partition(s) on ${resourceId} lost: ${lost}`,
+      producers: producers.length,
+    };
+  }
+
+  /** The gateways of the TaskExecutors that kept partitions of the job (the job ended): each to release them. */
+  releaseAll(gatewayOf: (resourceId: ResourceID) => TaskExecutorGateway | undefined): TaskExecutorGateway[] {
+    const gateways: TaskExecutorGateway[] = [];
+    for (const resourceId of this.#holders) {
+      const gateway = gatewayOf(resourceId);
+      if (gateway !== undefined) gateways.push(gateway);
+    }
+    this.#holders.clear();
+    return gateways;
+  }
+}
