@@ -39,7 +39,7 @@ async function twoExecutors(h: Harness) {
 }
 
 describe('JobMaster: result partitions', () => {
-  it('deploys each consumer with where its producers’ parts are, never the parts; releases them at the end', async () => {
+  it('deploys each consumer with where its producers’ parts are, never the parts; releases them', async () => {
     const h = new Harness({
       vertices: [vertex('src', 2), vertex('sink', 2)],
       edges: [{ from: 'src', to: 'sink', pattern: 'hash' }],
