@@ -182,6 +182,12 @@ async function lane(): Promise<void> {
 
 /** Every 15 s without a job ending: what the cluster looks like (jobs, waiting requests, slots). */
 const STALL_MS = 15_000;
+type Overview = ReturnType<MiniClusterType['overview']>;
+const pendingLine = (r: Overview['pendingRequests'][number]) => `${r.jobId.slice(0, 8)} ×${r.missing}: ${r.why}`;
+const slotLine = (slot: Overview['taskExecutors'][number]['slots'][number]) =>
+  `${slot.state}${slot.jobId ? ` ${slot.jobId.slice(0, 8)} ${slot.tasks.join(',')}` : ''}`;
+const slotsLine = (te: Overview['taskExecutors'][number]) =>
+  `${te.resourceId.slice(-6)}[${te.slots.map(slotLine).join(' | ')}]`;
 const stallWatch = setInterval(() => {
   if (performance.now() - lastEnded < STALL_MS) return;
   const overview = cluster.overview();
@@ -189,13 +195,8 @@ const stallWatch = setInterval(() => {
   console.log(
     `        no job ended for ${((performance.now() - lastEnded) / 1000).toFixed(0)} s: ` +
       `running ${running.map((job) => `${job.name} ${job.jobId.slice(0, 8)} ${job.status}`).join(', ')}; ` +
-      `pending requests ${overview.pendingRequests.map((r) => `${r.jobId.slice(0, 8)} ×${r.missing}: ${r.why}`).join('; ')}; ` +
-      `slots ${overview.taskExecutors
-        .map(
-          (te) =>
-            `${te.resourceId.slice(-6)}[${te.slots.map((slot) => `${slot.state}${slot.jobId ? ` ${slot.jobId.slice(0, 8)} ${slot.tasks.join(',')}` : ''}`).join(' | ')}]`,
-        )
-        .join(' ')}`,
+      `pending requests ${overview.pendingRequests.map(pendingLine).join('; ')}; ` +
+      `slots ${overview.taskExecutors.map(slotsLine).join(' ')}`,
   );
 }, STALL_MS);
 

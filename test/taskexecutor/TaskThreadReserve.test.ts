@@ -81,6 +81,7 @@ describe('TaskThreadReserve', () => {
       inUse: 0,
       reused: 0,
       retired: 0,
+      servedSpares: [],
     });
   });
 
@@ -104,6 +105,7 @@ describe('TaskThreadReserve', () => {
         inUse: 1,
         reused: 0,
         retired: 0,
+        servedSpares: [],
       });
     },
   );
