@@ -65,7 +65,10 @@ export class CallTable {
   #unsent: PendingCall[] = [];
   #lastHeardAt = -Infinity;
   #closedBy: { readonly reason: string; readonly kind: CloseKind } | undefined;
-  /** Set while calls are in flight: a link may carry many idle gateways (one per JobMaster a TaskExecutor ever served). */
+  /**
+   * Set while calls are in flight: a link may carry many idle gateways (one per JobMaster a
+   * TaskExecutor ever served).
+   */
   #stopHearing: (() => void) | undefined;
   /** Told of each call that left the table without its answer, after it was rejected. */
   onGiveUp: ((call: PendingCall, why: GiveUp) => void) | undefined;

@@ -72,7 +72,8 @@ export function serveGateway<T extends object>(
     if (!available.includes(name)) {
       throw new IllegalArgumentError(
         'unknown-key',
-        `serveGateway(${gateway}): options.${methods.includes(name) ? 'methods' : 'control'} names "${name}", which is ` +
+        `serveGateway(${gateway}): options.${methods.includes(name) ? 'methods' : 'control'} ` +
+          `names "${name}", which is ` +
           `not a method of the implementation (it has ${available.join(', ')})`,
         {
           argument: methods.includes(name) ? 'options.methods' : 'options.control',

@@ -111,7 +111,7 @@ describe('control gateway methods over comlink', () => {
     server.close('test over');
   });
 
-  it('answers on the control channel, the hot path on the frames, in the order they were made, on the mailbox', async () => {
+  it('answers on the control channel, the hot path in frames, in the order made, on the mailbox', async () => {
     const recorded = gateway.record(1);
     const echoed = gateway.echo({ id: 'a-1', at: new Date(0), big: 2n ** 64n });
     expect(await echoed).to.deep.equal({ id: 'a-1', at: new Date(0), big: 2n ** 64n });
@@ -179,7 +179,7 @@ describe('control gateway methods over comlink', () => {
     expect(gatewayStatus(gateway).control, 'the old wrap released').to.deep.equal({ pendingCalls: 0, generations: 1 });
   });
 
-  it('rejects pending control calls at once with EndpointClosedError when the link closes; later calls too, unsent', async () => {
+  it('rejects pending calls at once with EndpointClosedError when the link closes; later ones unsent', async () => {
     const first = rejection(gateway.hang());
     const second = rejection(gateway.answerLater());
     await eventually(() => probe.calls === 2, 'both calls to arrive');
@@ -219,7 +219,7 @@ describe('control gateway methods over comlink', () => {
     expect(await gateway.echo('and again')).to.equal('and again');
   });
 
-  it('rejects unsendable arguments with IllegalArgumentError, answers an unsendable result with a TypeError', async () => {
+  it('rejects unsendable arguments with IllegalArgumentError; an unsendable result comes as a TypeError', async () => {
     const [bad, good] = await Promise.allSettled([gateway.echo({ callback: () => 1 }), gateway.echo('fine')]);
     expect((bad as PromiseRejectedResult).reason).to.be.instanceOf(IllegalArgumentError);
     expect((bad as PromiseRejectedResult).reason.details).to.include({ gateway: 'ProbeGateway', method: 'echo' });

@@ -138,7 +138,7 @@ describe('gateways to a child process', function () {
     expect(error).to.be.instanceOf(SlotAllocationError);
   });
 
-  it("makes control calls by comlink over the IPC channel, in the child's mailbox, errors in their own class", async () => {
+  it("makes control calls by comlink over IPC, in the child's mailbox, errors in their own class", async () => {
     const value = { big: 2n ** 70n, at: new Date(2), ids: new Set(['a']) };
     expect(await control.echo(value)).to.deep.equal(value);
     const where = await control.whereAmI();
