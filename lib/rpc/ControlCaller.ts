@@ -127,13 +127,12 @@ export class ControlCaller {
     return new Promise<unknown>((resolve, reject) => {
       const g = generation;
       // The CallTable rejects through here only when it gives the call up; comlink may still hold its resolver.
-      const giveUp = (error: unknown): void => {
+      const call = this.#calls.add(this.#nextKey++, method, resolve, (error: unknown) => {
         g.live--;
         g.stale = true;
         reject(error);
         this.#retireIfDone(g);
-      };
-      const call = this.#calls.add(this.#nextKey++, method, resolve, giveUp);
+      });
       g.live++;
       this.#posting = call;
       let answer: Promise<unknown>;
