@@ -15,12 +15,12 @@
  * reports, slot requests and offers — the `control` option, CONTROL_METHODS in gateways.ts) travel
  * by comlink's `wrap`/`expose` on the gateway's control channel (ControlCaller.ts, serveControl.ts):
  * few calls, where comlink's generality costs nothing that matters. The *hot path* (submitTask,
- * task state updates, cancel: per subtask) stays on our own frames (GatewayCaller.ts): measured
- * over the same Link to a worker (bench/rpcCpu.ts, 64 in flight), comlink's expose + wrap cost
- * ~24 µs of CPU per call over every thread against ~15 µs for the frames with their deadlines (a
- * request id from four `Math.random().toString(16)`, a Proxy per property read registered with a
- * FinalizationRegistry, four promises a call). Both carriers share the CallTable (CallTable.ts),
- * so a call behaves the same whichever carries it.
+ * task state updates, cancel: per subtask) stays on our own frames (GatewayCaller.ts): over the
+ * same Link to a worker, 64 in flight, a control call costs ~20 µs of CPU over every thread
+ * against ~7.5 µs for a frame call (bench/rpcCpu.ts), most of the difference on the calling side
+ * (comlink's request id from four `Math.random().toString(16)` leads its profile; its wire objects,
+ * four promises a call). Both carriers share the CallTable (CallTable.ts), so a call behaves the
+ * same whichever carries it.
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import { IllegalArgumentError } from '../core/errors.js';
