@@ -139,8 +139,11 @@ export class ControlCaller {
       try {
         answer = remote(...args);
       } catch (error) {
+        // comlink may have entered the resolver before its post threw: treat it as given up.
         if (this.#calls.take(call.key) !== undefined) g.live--;
+        g.stale = true;
         reject(error);
+        this.#retireIfDone(g);
         return;
       } finally {
         this.#posting = undefined;
