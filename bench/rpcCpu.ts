@@ -6,21 +6,20 @@
  *
  * Calls EchoGateway.echo on a worker thread (test/fixtures/echoWorker.ts), 64 in flight (or as
  * many as asked; 1: one call at a time), in
- * interleaved rounds against a raw postMessage round trip to another such worker and, for
- * reference, comlink's own `wrap` over a Link to a worker exposing the same object with comlink's
- * `expose`. Prints, per round and as medians, the CPU per call on the calling (main) thread, on
+ * interleaved rounds against a raw postMessage round trip to another such worker and against the
+ * same call as a control method (by comlink on the gateway's control channel, to a third worker;
+ * docs/runtime.md, Gateways). Prints, per round and as medians, the CPU per call on the calling (main) thread, on
  * the worker's thread and over every thread of the process (V8's platform threads included), from
  * /proc. CPU per call is steadier than calls/s on a shared machine; still compare builds with
  * alternating runs (docs/profiling.md).
  */
 import { readdirSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
-import { wrap, type Endpoint } from 'comlink';
 import { connectGateway } from '../lib/rpc/connect.js';
 import { Link } from '../lib/rpc/Link.js';
 import { startWorker } from '../lib/rpc/startWorker.js';
 import { portTransport } from '../lib/rpc/Transport.js';
-import { ECHO_CHANNEL, type EchoGateway } from '../test/fixtures/echoWorker.js';
+import { ECHO_CHANNEL, ECHO_CONTROL, type EchoGateway } from '../test/fixtures/echoWorker.js';
 import { cpuTicks, USER_HZ } from './support/procStat.js';
 
 const WORKER_ENTRY = new URL('../test/fixtures/echoWorker.ts', import.meta.url);
@@ -86,13 +85,17 @@ const gatewayWorker = await started(WORKER_ENTRY, undefined, (worker) => {
   return gateway(PAYLOAD);
 });
 
-let comlinkLink!: Link;
-let comlink!: Call;
-const comlinkWorker = await started(WORKER_ENTRY, { mode: 'comlink' }, (worker) => {
-  comlinkLink = new Link('rpcCpu → comlink worker', portTransport(worker));
-  const echo = wrap<EchoGateway>(comlinkLink.channel(ECHO_CHANNEL) as unknown as Endpoint).echo;
-  comlink = (payload) => echo(payload);
-  return comlink(PAYLOAD);
+let controlLink!: Link;
+let control!: Call;
+const controlWorker = await started(WORKER_ENTRY, undefined, (worker) => {
+  controlLink = new Link('rpcCpu → control worker', portTransport(worker));
+  const echo = connectGateway<EchoGateway>(controlLink, ECHO_CHANNEL, {
+    gateway: 'EchoGateway',
+    timeoutMs: 30_000,
+    control: ECHO_CONTROL,
+  });
+  control = (payload) => echo.echo(payload);
+  return control(PAYLOAD);
 });
 
 function drive(call: Call, count: number): Promise<void> {
@@ -138,10 +141,10 @@ async function measure(call: Call, workerTids: readonly string[]): Promise<Figur
 const variants = {
   gateway: [gateway, gatewayWorker.tids],
   raw: [raw, rawWorker.tids],
-  'comlink wrap': [comlink, comlinkWorker.tids],
+  control: [control, controlWorker.tids],
 } as const;
 type Variant = keyof typeof variants;
-const results: Record<Variant, Figures[]> = { gateway: [], raw: [], 'comlink wrap': [] };
+const results: Record<Variant, Figures[]> = { gateway: [], raw: [], control: [] };
 for (const [call] of Object.values(variants)) await drive(call, 5_000);
 for (let round = 0; round < rounds; round++) {
   for (const name of Object.keys(variants) as Variant[]) {
@@ -167,5 +170,5 @@ for (const name of Object.keys(variants) as Variant[]) {
 }
 
 gatewayLink.close('done');
-comlinkLink.close('done');
-await Promise.all([rawWorker.worker.terminate(), gatewayWorker.worker.terminate(), comlinkWorker.worker.terminate()]);
+controlLink.close('done');
+await Promise.all([rawWorker.worker.terminate(), gatewayWorker.worker.terminate(), controlWorker.worker.terminate()]);

@@ -25,7 +25,7 @@ import { ResourceID } from '../core/ids.js';
 import { createDefaultLogSink, type LogSink } from '../core/Logger.js';
 import type { ResolvedOptions } from '../core/options.js';
 import { connectGateway, serveGateway } from '../rpc/connect.js';
-import { GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
+import { CONTROL_METHODS, GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
 import { NatsInbox } from '../rpc/natsTransport.js';
 import { SlotTaskPool } from '../taskexecutor/SlotTaskPool.js';
@@ -249,12 +249,14 @@ export class TaskManager {
         gateway: GATEWAY.resourceManager,
         timeoutMs,
         endpoint: 'ResourceManager',
+        control: CONTROL_METHODS.resourceManager,
       }),
       connectJobMaster: (address) =>
         connectGateway<JobMasterGateway>(link, `jm:${address}`, {
           gateway: GATEWAY.jobMaster,
           timeoutMs,
           endpoint: address,
+          control: CONTROL_METHODS.jobMaster,
         }),
       createTaskRunner: ({ name, heapLimitMb }) => this.#taskRunner(resourceId, taskThreads, name, heapLimitMb),
       taskThreads,
@@ -273,7 +275,7 @@ export class TaskManager {
       },
       log,
     });
-    serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox });
+    serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox, control: CONTROL_METHODS.taskExecutor });
     // The JobManager let us go, or went away: nothing left to work for under this ResourceID.
     link.onClosed((reason, kind) => {
       if (kind === 'lost')

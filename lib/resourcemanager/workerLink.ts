@@ -3,14 +3,16 @@
  * thread, a child process, another host over NATS): the ResourceManager's gateway on `rm` (on its
  * mailbox, speaking for that worker only), each JobMaster's on `jm:<address>` as the worker first
  * calls it, the worker's log records on LOG_CHANNEL, and the TaskExecutor's gateway called on `te`
- * with the submissions of one turn sent as one call.
+ * with the submissions of one turn sent as one call. Each gateway's control methods go by comlink
+ * on its control channel (`rm/control`, …; CONTROL_METHODS in gateways.ts).
  */
 import type { Clock } from '../core/clock.js';
 import type { ResourceID } from '../core/ids.js';
 import type { LogRecord, LogSink } from '../core/Logger.js';
 import { batchSubmissions, type BatchingTaskExecutorGateway } from '../rpc/batchedSubmissions.js';
 import { connectGateway, serveGateway } from '../rpc/connect.js';
-import { GATEWAY, type TaskExecutorGateway } from '../rpc/gateways.js';
+import { gatewayChannel } from '../rpc/gatewayMethods.js';
+import { CONTROL_METHODS, GATEWAY, type TaskExecutorGateway } from '../rpc/gateways.js';
 import type { Link } from '../rpc/Link.js';
 import { LOG_CHANNEL } from '../rpc/WorkerBootstrap.js';
 import type { ResourceManagerDriverContext } from './ResourceManagerDriver.js';
@@ -31,11 +33,16 @@ export function wireWorkerLink(
   options: WorkerLinkOptions,
 ): TaskExecutorGateway {
   const { resourceId, logger } = options;
-  serveGateway(link, 'rm', context.resourceManagerGateway(resourceId), { mailbox: context.mailbox });
-  link.onUnknownChannel('jm:', (channel) => {
+  serveGateway(link, 'rm', context.resourceManagerGateway(resourceId), {
+    mailbox: context.mailbox,
+    control: CONTROL_METHODS.resourceManager,
+  });
+  // The first call to a JobMaster comes on its channel or on its control channel: both are served then.
+  link.onUnknownChannel('jm:', (name) => {
+    const channel = gatewayChannel(name);
     const gateway = context.jobMasterGateway(channel.slice('jm:'.length));
     // Not on our mailbox: a JobMaster served by the ResourceManager runs its calls on its own.
-    if (gateway !== undefined) serveGateway(link, channel, gateway);
+    if (gateway !== undefined) serveGateway(link, channel, gateway, { control: CONTROL_METHODS.jobMaster });
   });
   if (logger !== undefined && logger !== null)
     link
@@ -48,6 +55,7 @@ export function wireWorkerLink(
       timeoutMs: options.timeoutMs,
       clock: options.clock,
       endpoint: resourceId,
+      control: CONTROL_METHODS.taskExecutor,
     }),
   );
 }

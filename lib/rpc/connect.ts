@@ -1,7 +1,6 @@
 /**
- * Gateways over a Link, in the small explicit protocol of protocol.ts (CallFrame → ResultFrame or
- * ErrorFrame): `serveGateway` (serveGateway.ts) answers the calls on a channel, `connectGateway`
- * makes them from the other side. What a call gets (docs/runtime.md, Gateways):
+ * Gateways over a Link: `serveGateway` (serveGateway.ts) answers the calls on a channel,
+ * `connectGateway` makes them from the other side. What a call gets (docs/runtime.md, Gateways):
  *
  * - a deadline that measures a silent peer, not our own queue (callDeadline.ts): its clock starts
  *   when its frame has left; an answer already received wins over a timer that ran first; a peer
@@ -12,23 +11,22 @@
  * - errors keep their class across the boundary (errorTransfer.ts);
  * - served calls run as tasks of the endpoint's mailbox (MainThreadExecutor), one at a time.
  *
- * Why not comlink's `wrap`/`expose` (comlink stays the library for exposing an arbitrary object
- * over a channel — a Channel is a comlink Endpoint — but gateways do not go through it): measured
- * over the same Link to a worker (bench/rpcCpu.ts, 64 in flight), comlink's expose + wrap cost
- * ~24 µs of CPU per call over every thread against ~15 µs for this path with its deadlines, its
- * calling side alone ~13.5 µs against ~5.3 µs (a request id from four `Math.random().toString(16)`,
- * a Proxy per property read registered with a FinalizationRegistry, four promises a call); and
- * what a gateway needs is what it lacks: its resolvers live in a map we cannot reach, so a call given up at its
- * deadline would
- * stay there until an answer that may never come; its collected proxies send RELEASE, which makes
- * the serving side stop listening for every caller of the channel; its requests cannot be told
- * apart from its answers without reading its private wire format. Here: one listener per gateway,
- * a numeric id, one map entry per call removed on answer, deadline, failed send or close.
+ * Two carriers, one contract. A gateway's *control* methods (registration, heartbeats, slot
+ * reports, slot requests and offers — the `control` option, CONTROL_METHODS in gateways.ts) travel
+ * by comlink's `wrap`/`expose` on the gateway's control channel (ControlCaller.ts, serveControl.ts):
+ * few calls, where comlink's generality costs nothing that matters. The *hot path* (submitTask,
+ * task state updates, cancel: per subtask) stays on our own frames (GatewayCaller.ts): over the
+ * same Link to a worker, 64 in flight, a control call costs ~25 µs of CPU over every thread
+ * against ~8 µs for a frame call (bench/rpcCpu.ts), most of the difference on the calling side
+ * (comlink's request id from four `Math.random().toString(16)` leads its profile; its wire objects,
+ * four promises a call). Both carriers share the CallTable (CallTable.ts), so a call behaves the
+ * same whichever carries it.
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import { IllegalArgumentError } from '../core/errors.js';
+import { ControlCaller } from './ControlCaller.js';
 import { GatewayCaller } from './GatewayCaller.js';
-import { NOT_METHODS } from './gatewayMethods.js';
+import { controlChannel, NOT_METHODS } from './gatewayMethods.js';
 import type { Link } from './Link.js';
 
 export { serveGateway, type ServedGateway, type ServeOptions } from './serveGateway.js';
@@ -56,22 +54,46 @@ export interface ConnectOptions {
   readonly clock?: Clock;
   /** Who serves it, for messages (`TaskExecutor te-1a2b`). Default: the channel name. */
   readonly endpoint?: string;
+  /**
+   * The methods carried by comlink on the gateway's control channel (`controlChannel(channel)`);
+   * the serving side must serve them there (serveGateway's `control`). The others go as frames on
+   * the channel. Default: none (every method as frames).
+   */
+  readonly control?: readonly string[];
 }
 
 /** maxWaitMs when none is given, as a multiple of timeoutMs. */
 export const DEFAULT_MAX_WAIT_FACTOR = 3;
 
 /** Per gateway, for tests and leak checks. */
-const callers = new WeakMap<object, GatewayCaller>();
+const callers = new WeakMap<object, { readonly frames: GatewayCaller; readonly control: ControlCaller | undefined }>();
+
+export interface GatewayStatus {
+  /** Calls waiting for an answer, both carriers together. */
+  readonly pendingCalls: number;
+  readonly closed: boolean;
+  /**
+   * With control methods: the calls waiting on comlink, and the `wrap`s in use (1 while calls flow;
+   * 2 for a while after one was given up, until the old one's other calls are done and it is
+   * released with the resolvers it held; 0 once closed).
+   */
+  readonly control?: { readonly pendingCalls: number; readonly generations: number };
+}
 
 /** The calls of `gateway` still waiting for an answer, and whether its channel is closed. */
-export function gatewayStatus(gateway: object): { readonly pendingCalls: number; readonly closed: boolean } {
+export function gatewayStatus(gateway: object): GatewayStatus {
   const caller = callers.get(gateway);
   if (caller === undefined)
     throw new IllegalArgumentError('invalid-value', 'gatewayStatus needs a gateway made by connectGateway', {
       argument: 'gateway',
     });
-  return { pendingCalls: caller.pendingCalls, closed: caller.channel.closed };
+  const { frames, control } = caller;
+  if (control === undefined) return { pendingCalls: frames.pendingCalls, closed: frames.channel.closed };
+  return {
+    pendingCalls: frames.pendingCalls + control.pendingCalls,
+    closed: frames.channel.closed,
+    control: { pendingCalls: control.pendingCalls, generations: control.generations },
+  };
 }
 
 const isDuration = (value: unknown): value is number =>
@@ -113,12 +135,25 @@ export function connectGateway<T>(link: Link, channel: string, options: ConnectO
       },
     );
   }
+  const control = options.control ?? [];
+  if (!Array.isArray(control) || control.some((name) => typeof name !== 'string' || NOT_METHODS.has(name))) {
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `options.control must list method names of ${gateway}, got ${String(control)}`,
+      { argument: 'options.control', value: String(control) },
+    );
+  }
   const endpoint = options.endpoint ?? channel;
-  const caller = new GatewayCaller(link, link.channel(channel), { gateway, endpoint, timeoutMs, maxWaitMs, clock });
+  const callerOptions = { gateway, endpoint, timeoutMs, maxWaitMs, clock };
+  const caller = new GatewayCaller(link, link.channel(channel), callerOptions);
+  const controlCaller =
+    control.length === 0 ? undefined : new ControlCaller(link, link.channel(controlChannel(channel)), callerOptions);
+  const controlled = new Set(control);
 
   type Method = (...args: unknown[]) => Promise<unknown>;
   const methods = new Map<string, Method>();
   const methodFor = (name: string): Method => {
+    if (controlled.has(name)) return (...args) => controlCaller!.call(name, args);
     if (!NOT_METHODS.has(name)) return (...args) => caller.call(name, args);
     return () =>
       Promise.reject(
@@ -145,6 +180,6 @@ export function connectGateway<T>(link: Link, channel: string, options: ConnectO
     defineProperty: () => false,
     deleteProperty: () => false,
   });
-  callers.set(proxy, caller);
+  callers.set(proxy, { frames: caller, control: controlCaller });
   return proxy as unknown as Gateway<T>;
 }

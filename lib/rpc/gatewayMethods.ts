@@ -41,3 +41,16 @@ export function unknownMethod(gateway: string, method: string, allowed: readonly
     },
   );
 }
+
+/**
+ * A gateway's control methods travel by comlink on a channel of their own beside the gateway's
+ * channel (docs/runtime.md, Gateways): `rm` → `rm/control`, `jm:<address>` → `jm:<address>/control`.
+ * A prefix handler (Link.onUnknownChannel('jm:')) sees both names; gatewayChannel maps either back.
+ */
+export const CONTROL_SUFFIX = '/control';
+
+export const controlChannel = (channel: string): string => channel + CONTROL_SUFFIX;
+
+/** The gateway's channel for either of its two channels. */
+export const gatewayChannel = (name: string): string =>
+  name.endsWith(CONTROL_SUFFIX) ? name.slice(0, -CONTROL_SUFFIX.length) : name;

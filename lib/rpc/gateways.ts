@@ -91,3 +91,63 @@ export const GATEWAY = {
   resourceManager: 'ResourceManagerGateway',
   jobMaster: 'JobMasterGateway',
 } as const;
+
+/**
+ * The control methods of each gateway, carried by comlink on the gateway's control channel
+ * (connect.ts, docs/runtime.md Gateways): registration, heartbeats, slot reports, slot requests,
+ * offers and frees, disconnects, resource declarations, metrics — calls made per TaskExecutor, per
+ * job or per slot, a few a second at most. Every other method is the hot path and stays on the
+ * batched frames: per subtask (TaskExecutorGateway's submitTask, submitTasks, cancelTask;
+ * JobMasterGateway's updateTaskExecutionState, updateTaskExecutionStates).
+ */
+export const CONTROL_METHODS = {
+  taskExecutor: [
+    'requestSlot',
+    'freeSlot',
+    'freeInactiveSlots',
+    'heartbeatFromResourceManager',
+    'heartbeatFromJobManager',
+    'disconnectResourceManager',
+    'shutdown',
+    'requestMetrics',
+  ] as const satisfies readonly (keyof TaskExecutorGateway)[],
+  resourceManager: [
+    'registerTaskExecutor',
+    'sendSlotReport',
+    'notifySlotAvailable',
+    'disconnectTaskExecutor',
+    'registerJobMaster',
+    'declareRequiredResources',
+    'disconnectJobMaster',
+  ] as const satisfies readonly (keyof ResourceManagerGateway)[],
+  jobMaster: [
+    'registerTaskManager',
+    'disconnectTaskManager',
+    'offerSlots',
+    'notifySlotFreed',
+  ] as const satisfies readonly (keyof JobMasterGateway)[],
+} as const;
+
+/** The hot path: every method not in CONTROL_METHODS (the type check below keeps the two lists whole). */
+export const HOT_PATH_METHODS = {
+  taskExecutor: ['submitTask', 'cancelTask'] as const satisfies readonly (keyof TaskExecutorGateway)[],
+  resourceManager: [] as const satisfies readonly (keyof ResourceManagerGateway)[],
+  jobMaster: [
+    'updateTaskExecutionState',
+    'updateTaskExecutionStates',
+  ] as const satisfies readonly (keyof JobMasterGateway)[],
+} as const;
+
+type Unsorted<G, K extends keyof typeof CONTROL_METHODS> = Exclude<
+  keyof G,
+  (typeof CONTROL_METHODS)[K][number] | (typeof HOT_PATH_METHODS)[K][number]
+>;
+// A method added to a gateway must be put in one of the two lists (never: none left out).
+const everyMethodSorted: [
+  Unsorted<TaskExecutorGateway, 'taskExecutor'>,
+  Unsorted<ResourceManagerGateway, 'resourceManager'>,
+  Unsorted<JobMasterGateway, 'jobMaster'>,
+] extends [never, never, never]
+  ? true
+  : false = true;
+void everyMethodSorted;

@@ -8,10 +8,11 @@
  */
 import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
 import { serializeThrown } from './errorTransfer.js';
-import { methodNames, unknownMethod } from './gatewayMethods.js';
+import { controlChannel, methodNames, unknownMethod } from './gatewayMethods.js';
 import type { ChannelMessageEvent, Link } from './Link.js';
 import type { MainThreadExecutor } from './MainThreadExecutor.js';
 import type { AnswerFrame, ErrorFrame, GatewayFrame, ResultFrame } from './protocol.js';
+import { serveControl } from './serveControl.js';
 
 export interface ServeOptions<T = object> {
   /** When given, every call runs as a task of this mailbox (`mailbox.callAsync`). */
@@ -23,13 +24,19 @@ export interface ServeOptions<T = object> {
   readonly methods?: ReadonlyArray<keyof T & string>;
   /** The gateway's name, for messages (e.g. `GATEWAY.taskExecutor`). Default: the channel name. */
   readonly gateway?: string;
+  /**
+   * Of the methods, those also served by comlink on the gateway's control channel
+   * (`controlChannel(channel)`, serveControl.ts), for callers connected with the same `control`
+   * list (CONTROL_METHODS in gateways.ts). They stay callable on the gateway's channel too. Default: none.
+   */
+  readonly control?: readonly string[];
 }
 
 export interface ServedGateway {
   readonly channel: string;
   /** The method names callers may use. */
   readonly methods: readonly string[];
-  /** Stops answering calls on the channel (the link lives on). */
+  /** Stops answering calls on the channel and its control channel (the link lives on). */
   stop(): void;
 }
 
@@ -60,14 +67,16 @@ export function serveGateway<T extends object>(
   const gateway = options.gateway ?? channel;
   const available = methodNames(implementation);
   const methods = options.methods === undefined ? available : [...options.methods].sort();
-  for (const name of methods) {
+  const control = options.control ?? [];
+  for (const name of [...methods, ...control]) {
     if (!available.includes(name)) {
       throw new IllegalArgumentError(
         'unknown-key',
-        `serveGateway(${gateway}): options.methods names "${name}", which is ` +
+        `serveGateway(${gateway}): options.${methods.includes(name) ? 'methods' : 'control'} ` +
+          `names "${name}", which is ` +
           `not a method of the implementation (it has ${available.join(', ')})`,
         {
-          argument: 'options.methods',
+          argument: methods.includes(name) ? 'options.methods' : 'options.control',
           value: name,
         },
       );
@@ -146,12 +155,17 @@ export function serveGateway<T extends object>(
       ),
     );
   });
+  const stopControl =
+    control.length === 0
+      ? undefined
+      : serveControl(link.channel(controlChannel(channel)), implementation, control, { gateway, mailbox });
   return {
     channel,
     methods,
     stop: () => {
       stopUndeliverable();
       endpoint.removeEventListener('message', listener);
+      stopControl?.();
     },
   };
 }

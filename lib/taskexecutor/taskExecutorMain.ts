@@ -7,7 +7,7 @@
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { connectGateway, serveGateway } from '../rpc/connect.js';
-import { GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
+import { CONTROL_METHODS, GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
 import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
 import { BOOTSTRAP_MESSAGE, INSPECT_CHANNEL, LOG_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
@@ -70,6 +70,7 @@ async function main(): Promise<void> {
     gateway: GATEWAY.resourceManager,
     timeoutMs,
     endpoint: 'ResourceManager',
+    control: CONTROL_METHODS.resourceManager,
   });
   const debug = process.env['SLOTWISE_DEBUG'] !== undefined;
   const logChannel = link.channel(LOG_CHANNEL);
@@ -127,6 +128,7 @@ async function main(): Promise<void> {
         gateway: GATEWAY.jobMaster,
         timeoutMs,
         endpoint: address,
+        control: CONTROL_METHODS.jobMaster,
       }),
     createTaskRunner: ({ name, heapLimitMb }) => {
       const lease = taskThreads.lease(heapLimitMb);
@@ -158,7 +160,7 @@ async function main(): Promise<void> {
     ...(debug || config.log ? { log } : {}),
     ...(inspect === undefined ? {} : { inspect }),
   });
-  serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox });
+  serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox, control: CONTROL_METHODS.taskExecutor });
   // The ResourceManager gone (the link closed under us): nothing left to work for.
   link.onClosed(() => setTimeout(() => process.exit(0), 50).unref());
   taskExecutor.start();

@@ -1,17 +1,18 @@
 /**
  * A ResourceManagerDriver whose TaskExecutors run in this thread, each behind its own Link over a
  * memory transport pair: the same gateways on the same channels as LocalResourceManagerDriver
- * (main side: the ResourceManager served on `rm`, JobMasters on `jm:<address>`, the TaskExecutor
- * connected on `te` with its submissions batched) and taskExecutorMain.ts (worker side), with a
- * task runner that computes outputs in-process instead of piscina threads. Every message between
- * the ResourceManager or a JobMaster and a TaskExecutor crosses as frames, structured-cloned.
+ * (main side: wireWorkerLink, as every driver — the ResourceManager served on `rm`, JobMasters on
+ * `jm:<address>`, the TaskExecutor connected on `te` with its submissions batched, each gateway's
+ * control methods by comlink on its `/control` channel) and taskExecutorMain.ts (worker side), with
+ * a task runner that computes outputs in-process instead of piscina threads. Every message between
+ * the ResourceManager or a JobMaster and a TaskExecutor crosses the memory transport, structured-cloned.
  */
 import type { Clock } from '../../lib/core/clock.js';
 import { ResourceID } from '../../lib/core/ids.js';
 import type { ResolvedOptions } from '../../lib/core/options.js';
-import { batchSubmissions, type BatchingTaskExecutorGateway } from '../../lib/rpc/batchedSubmissions.js';
 import { connectGateway, serveGateway } from '../../lib/rpc/connect.js';
 import {
+  CONTROL_METHODS,
   GATEWAY,
   type JobMasterGateway,
   type ResourceManagerGateway,
@@ -27,6 +28,7 @@ import type {
 } from '../../lib/resourcemanager/ResourceManagerDriver.js';
 import type { PendingTaskManagerID } from '../../lib/resourcemanager/slotmanager/PendingTaskManager.js';
 import type { WorkerResourceSpec } from '../../lib/resourcemanager/slotmanager/WorkerResourceSpec.js';
+import { wireWorkerLink } from '../../lib/resourcemanager/workerLink.js';
 import type { TaskInvocation } from '../../lib/taskexecutor/SlotTaskPool.js';
 import { TaskExecutor, type SlotTaskRunner } from '../../lib/taskexecutor/TaskExecutor.js';
 import { watched } from './support/transports.js';
@@ -73,20 +75,8 @@ export class MemoryResourceManagerDriver implements ResourceManagerDriver {
 
     // The main side, as LocalResourceManagerDriver wires it.
     const link = new Link(`memory ${resourceId}`, recording(mainEnd, this.channelsUsed));
-    serveGateway(link, 'rm', context.resourceManagerGateway(resourceId), { mailbox: context.mailbox });
-    link.onUnknownChannel('jm:', (channel) => {
-      const gateway = context.jobMasterGateway(channel.slice('jm:'.length));
-      if (gateway !== undefined) serveGateway(link, channel, gateway);
-    });
     const timeoutMs = this.options['rpc.ask.timeout'];
-    const gateway = batchSubmissions(
-      connectGateway<BatchingTaskExecutorGateway>(link, 'te', {
-        gateway: GATEWAY.taskExecutor,
-        timeoutMs,
-        clock: this.clock,
-        endpoint: resourceId,
-      }),
-    );
+    const gateway = wireWorkerLink(link, context, { resourceId, timeoutMs, clock: this.clock });
 
     // The worker side, as taskExecutorMain.ts wires it.
     const workerLink = new Link(`TaskExecutor ${resourceId}`, recording(workerEnd, this.channelsUsed));
@@ -110,6 +100,7 @@ export class MemoryResourceManagerDriver implements ResourceManagerDriver {
         timeoutMs,
         clock: this.clock,
         endpoint: 'ResourceManager',
+        control: CONTROL_METHODS.resourceManager,
       }),
       connectJobMaster: (address) =>
         connectGateway<JobMasterGateway>(workerLink, `jm:${address}`, {
@@ -117,11 +108,15 @@ export class MemoryResourceManagerDriver implements ResourceManagerDriver {
           timeoutMs,
           clock: this.clock,
           endpoint: address,
+          control: CONTROL_METHODS.jobMaster,
         }),
       createTaskRunner: () => this.#runner(),
       onTerminated: (_code, reason) => workerLink.close(`the TaskExecutor stopped: ${reason}`),
     });
-    serveGateway(workerLink, 'te', taskExecutor, { mailbox: taskExecutor.mailbox });
+    serveGateway(workerLink, 'te', taskExecutor, {
+      mailbox: taskExecutor.mailbox,
+      control: CONTROL_METHODS.taskExecutor,
+    });
 
     const worker: MemoryWorker = {
       resourceId,

@@ -27,6 +27,9 @@ const probe: Probe = {
   hang: () => new Promise(() => {}),
 };
 
+/** The probe's methods as control methods: by comlink on the probe's control channel. */
+const PROBE_CONTROL = ['echo', 'refuse', 'hang'] as const;
+
 /** The server's max_payload in these tests: small, so a "large" value stays cheap to make. */
 const MAX_PAYLOAD = 64 * 1024;
 
@@ -67,7 +70,7 @@ describe('NATS transport (a real nats-server)', function () {
     served.onUnknownPeer((peerId, reply) => {
       const transport = served.transportTo(peerId, reply);
       const link = new Link(`JobManager to ${peerId}`, transport);
-      serveGateway(link, 'probe', probe);
+      serveGateway(link, 'probe', probe, { control: PROBE_CONTROL });
       serverLinks.push(link);
       return transport;
     });
@@ -86,12 +89,19 @@ describe('NATS transport (a real nats-server)', function () {
       ...(options.clock ? { clock: options.clock } : {}),
       endpoint: 'JobManager',
     });
+    const control = connectGateway<Probe>(link, 'probe', {
+      gateway: 'ProbeGateway',
+      timeoutMs: 5_000,
+      ...(options.clock ? { clock: options.clock } : {}),
+      endpoint: 'JobManager',
+      control: PROBE_CONTROL,
+    });
     cleanups.push(() => {
       link.close();
       calling.close();
       served.close();
     });
-    return { gateway, link, serverLinks, served };
+    return { gateway, control, link, serverLinks, served };
   }
 
   it('carries gateway calls and their structured-cloneable answers exactly, 64 in flight', async () => {
@@ -113,6 +123,21 @@ describe('NATS transport (a real nats-server)', function () {
     expect(error).to.be.instanceOf(SlotAllocationError);
     expect((error as SlotAllocationError).reason).to.equal('index-taken');
     expect((error as SlotAllocationError).details['index']).to.equal(2);
+  });
+
+  it('carries control calls by comlink: answers, errors in their class, a deadline naming the method', async () => {
+    const clock = new SimulatedClock();
+    const { control } = await pair({ clock });
+    const answers = await Promise.all(Array.from({ length: 64 }, (_, i) => control.echo({ i, at: new Date(i) })));
+    expect(answers).to.deep.equal(Array.from({ length: 64 }, (_, i) => ({ i, at: new Date(i) })));
+    expect(await rejection(control.refuse())).to.be.instanceOf(SlotAllocationError);
+    const call = rejection(control.hang());
+    await new Promise((resolve) => setImmediate(resolve));
+    clock.increment(5_000);
+    const error = await call;
+    expect(error).to.be.instanceOf(RpcTimeoutError);
+    expect((error as RpcTimeoutError).details).to.include({ gateway: 'ProbeGateway', method: 'hang' });
+    expect(await control.echo('still here')).to.equal('still here');
   });
 
   it('fails a call to a silent peer (nobody listens on its subject) with RpcTimeoutError at its deadline', async () => {

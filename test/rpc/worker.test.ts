@@ -12,7 +12,7 @@ import { forkProcess } from '../../lib/rpc/forkProcess.js';
 import { Link } from '../../lib/rpc/Link.js';
 import { startWorker } from '../../lib/rpc/startWorker.js';
 import { portTransport, processTransport } from '../../lib/rpc/Transport.js';
-import { ECHO_CHANNEL, type EchoGateway } from '../fixtures/echoWorker.js';
+import { ECHO_CHANNEL, ECHO_CONTROL, type EchoGateway } from '../fixtures/echoWorker.js';
 
 /** Long enough that a rejection "at once" cannot be the deadline's. */
 const TIMEOUT_MS = 15_000;
@@ -32,6 +32,8 @@ describe('gateways to a worker thread', function () {
   let worker: Worker;
   let link: Link;
   let echo: Gateway<EchoGateway>;
+  /** The same gateway with its methods as control methods: by comlink on the control channel. */
+  let control: Gateway<EchoGateway>;
 
   before(() => {
     worker = startWorker(new URL('../fixtures/echoWorker.ts', import.meta.url));
@@ -40,6 +42,12 @@ describe('gateways to a worker thread', function () {
       gateway: 'EchoGateway',
       timeoutMs: TIMEOUT_MS,
       endpoint: 'echo worker',
+    });
+    control = connectGateway<EchoGateway>(link, ECHO_CHANNEL, {
+      gateway: 'EchoGateway',
+      timeoutMs: TIMEOUT_MS,
+      endpoint: 'echo worker',
+      control: ECHO_CONTROL,
     });
   });
 
@@ -54,6 +62,15 @@ describe('gateways to a worker thread', function () {
     expect(await echo.whereAmI()).to.include({ inMailbox: true, isMainThread: false, pid: process.pid });
   });
 
+  it("makes control calls by comlink, in the worker's mailbox, errors in their own class", async () => {
+    const value = { slots: new Map([[0, 'free']]), at: new Date(1) };
+    expect(await control.echo(value)).to.deep.equal(value);
+    expect(await control.whereAmI()).to.include({ inMailbox: true, isMainThread: false, pid: process.pid });
+    const error = await rejection(control.fail('slot-allocation'));
+    expect(error).to.be.instanceOf(SlotAllocationError);
+    expect((error as SlotAllocationError).details).to.deep.equal({ index: 3, allocationId: 'a-1' });
+  });
+
   it('delivers an error thrown in the worker as its own class, with reason and details', async () => {
     const error = await rejection(echo.fail('slot-allocation'));
     expect(error).to.be.instanceOf(SlotAllocationError);
@@ -64,7 +81,9 @@ describe('gateways to a worker thread', function () {
 
   it('rejects a pending call at once with EndpointClosedError (lost) when the worker is terminated', async () => {
     const pending = rejection(echo.hang());
+    const pendingControl = rejection(control.hang());
     await echo.echo('the hang() request has been delivered before this answer');
+    await control.echo('so has the control one');
     const started = performance.now();
     await worker.terminate();
     const error = await pending;
@@ -72,7 +91,11 @@ describe('gateways to a worker thread', function () {
     expect(error).to.be.instanceOf(EndpointClosedError);
     expect((error as EndpointClosedError).reason).to.equal('lost');
     expect(error.message).to.include('the worker exited');
+    const controlError = await pendingControl;
+    expect(controlError).to.be.instanceOf(EndpointClosedError);
+    expect((controlError as EndpointClosedError).reason).to.equal('lost');
     expect((await rejection(echo.echo(1))).name).to.equal('EndpointClosedError');
+    expect((await rejection(control.echo(1))).name).to.equal('EndpointClosedError');
   });
 });
 
@@ -81,6 +104,8 @@ describe('gateways to a child process', function () {
   let child: ChildProcess;
   let link: Link;
   let echo: Gateway<EchoGateway>;
+  /** The same gateway with its methods as control methods: by comlink on the control channel. */
+  let control: Gateway<EchoGateway>;
 
   before(() => {
     child = forkProcess(new URL('../fixtures/echoProcess.ts', import.meta.url));
@@ -89,6 +114,12 @@ describe('gateways to a child process', function () {
       gateway: 'EchoGateway',
       timeoutMs: TIMEOUT_MS,
       endpoint: 'echo process',
+    });
+    control = connectGateway<EchoGateway>(link, ECHO_CHANNEL, {
+      gateway: 'EchoGateway',
+      timeoutMs: TIMEOUT_MS,
+      endpoint: 'echo process',
+      control: ECHO_CONTROL,
     });
   });
 
@@ -105,6 +136,15 @@ describe('gateways to a child process', function () {
     expect(where.pid).to.not.equal(process.pid);
     const error = await rejection(echo.fail('slot-allocation'));
     expect(error).to.be.instanceOf(SlotAllocationError);
+  });
+
+  it("makes control calls by comlink over IPC, in the child's mailbox, errors in their own class", async () => {
+    const value = { big: 2n ** 70n, at: new Date(2), ids: new Set(['a']) };
+    expect(await control.echo(value)).to.deep.equal(value);
+    const where = await control.whereAmI();
+    expect(where.inMailbox).to.equal(true);
+    expect(where.pid).to.not.equal(process.pid);
+    expect(await rejection(control.fail('slot-allocation'))).to.be.instanceOf(SlotAllocationError);
   });
 
   it('rejects a pending call at once with EndpointClosedError (lost) when the child exits', async () => {
