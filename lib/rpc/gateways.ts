@@ -105,6 +105,7 @@ export const CONTROL_METHODS = {
     'requestSlot',
     'freeSlot',
     'freeInactiveSlots',
+    'releasePartitions',
     'heartbeatFromResourceManager',
     'heartbeatFromJobManager',
     'disconnectResourceManager',
