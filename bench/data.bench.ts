@@ -7,8 +7,12 @@
  *
  * - gather: PRODUCERS (64) subtasks each return a 1 MB ArrayBuffer; one sink reads them all
  *   (all-to-all) and counts the bytes (64 MB a job).
- * - shuffle: 64 producers each return SHUFFLE_MB / 64 bytes split into 64 parts; 64 consumers each
- *   read their part of every producer (a hash edge; 256 MB a job).
+ * - shuffle: SHUFFLE_P (16) producers each return SHUFFLE_MB / SHUFFLE_P bytes split into SHUFFLE_P
+ *   parts; SHUFFLE_P consumers each read their part of every producer (a hash edge; 256 MB a job), on
+ *   a cluster of one TaskExecutor with SHUFFLE_P slots against piscina with as many threads: a
+ *   consumer holds the slot it shares with its producer while it waits for the others (every slot is
+ *   asked for at the start; Flink's region scheduling, which asks a consumer's only once its inputs
+ *   are there, is not built), so a hash edge of parallelism p needs p slots.
  * - MB/s: the bytes consumers received over the job's wall time (submit → result). CPU per MB:
  *   every thread of this process and every child process (/proc), from the submit until the machine
  *   is idle again. The coordinator's growth: the main thread's heap in use, sampled every 10 ms
@@ -18,7 +22,7 @@
  *
  * Targets: ≥ 0.9× piscina's MB/s; the coordinator grows ≤ 64 MB whatever the data size; CPU per MB
  * within 1.5× piscina's. Run with `npm run bench -- data`; `DATA_ROUNDS=3`, `DATA_MODES=thread,process`,
- * `DATA_SHUFFLE_MB=256` narrow it. The last line is one JSON object with every figure.
+ * `DATA_SHUFFLE_MB=256`, `DATA_SHUFFLE_P=16` narrow it. The last line is one JSON object with every figure.
  */
 import { cpus, loadavg } from 'node:os';
 import { Piscina } from 'piscina';
@@ -32,6 +36,7 @@ const ROUNDS = Number(process.env['DATA_ROUNDS'] ?? 3);
 const MODES = (process.env['DATA_MODES'] ?? 'thread,process').split(',') as Array<'thread' | 'process'>;
 const SHUFFLE_MB = Number(process.env['DATA_SHUFFLE_MB'] ?? 256);
 const PRODUCERS = 64;
+const SHUFFLE_P = Number(process.env['DATA_SHUFFLE_P'] ?? 16);
 const MB = 1024 * 1024;
 const TARGETS = { mbPerSecVsPiscina: 0.9, coordinatorGrowthMb: 64, cpuPerMbVsPiscina: 1.5 };
 
@@ -110,10 +115,10 @@ const shuffle = (): JobGraphSpec => ({
     {
       id: 'src',
       taskModule: bytesTask,
-      parallelism: PRODUCERS,
-      config: { bytes: (SHUFFLE_MB * MB) / PRODUCERS, parts: PRODUCERS },
+      parallelism: SHUFFLE_P,
+      config: { bytes: (SHUFFLE_MB * MB) / SHUFFLE_P, parts: SHUFFLE_P },
     },
-    { id: 'sink', taskModule: sumTask, parallelism: PRODUCERS },
+    { id: 'sink', taskModule: sumTask, parallelism: SHUFFLE_P },
   ],
   edges: [{ from: 'src', to: 'sink', pattern: 'hash' }],
 });
@@ -133,12 +138,12 @@ async function piscinaGather(pool: Piscina): Promise<number> {
 }
 
 async function piscinaShuffle(pool: Piscina): Promise<number> {
-  const bytes = (SHUFFLE_MB * MB) / PRODUCERS;
+  const bytes = (SHUFFLE_MB * MB) / SHUFFLE_P;
   const parts = (await Promise.all(
-    Array.from({ length: PRODUCERS }, (_, index) => pool.run({ op: 'produce', bytes, parts: PRODUCERS, index })),
+    Array.from({ length: SHUFFLE_P }, (_, index) => pool.run({ op: 'produce', bytes, parts: SHUFFLE_P, index })),
   )) as ArrayBuffer[][];
   const sums = await Promise.all(
-    Array.from({ length: PRODUCERS }, (_, consumer) => {
+    Array.from({ length: SHUFFLE_P }, (_, consumer) => {
       const inputs = parts.map((p) => p[consumer]!);
       return pool.run({ op: 'consume', inputs }, { transferList: inputs }) as Promise<number>;
     }),
@@ -148,36 +153,51 @@ async function piscinaShuffle(pool: Piscina): Promise<number> {
 
 const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>('lib/index.js');
 const clusters = new Map<string, MiniClusterType>();
-for (const mode of MODES)
+const wide = new Map<string, MiniClusterType>();
+for (const mode of MODES) {
   clusters.set(mode, await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, mode }));
-const pool = new Piscina({ filename: piscinaTask, maxThreads: 2 });
+  wide.set(mode, await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: SHUFFLE_P, mode }));
+}
+// As many threads as the cluster has slots, kept (minThreads): its default idleTimeout of 0 would end every thread
+// above the minimum as soon as it is idle, and a round would pay their boots.
+const pool = new Piscina({ filename: piscinaTask, minThreads: 2, maxThreads: 2 });
+const widePool = new Piscina({ filename: piscinaTask, minThreads: SHUFFLE_P, maxThreads: SHUFFLE_P });
 
 const scenarios = [
-  { name: 'gather', bytes: PRODUCERS * MB, spec: gather, peer: piscinaGather },
-  { name: 'shuffle', bytes: SHUFFLE_MB * MB, spec: shuffle, peer: piscinaShuffle },
+  { name: 'gather', bytes: PRODUCERS * MB, spec: gather, peer: piscinaGather, clusters, pool },
+  { name: 'shuffle', bytes: SHUFFLE_MB * MB, spec: shuffle, peer: piscinaShuffle, clusters: wide, pool: widePool },
 ] as const;
 const series = [...MODES, 'piscina'] as const;
 const runs = new Map<string, Run[]>();
 console.log(`data: ${ROUNDS} rounds, ${cpus().length} cores, load ${loadavg()[0]!.toFixed(2)} at the start`);
 // Warm-up: one of each, not counted.
 for (const s of scenarios) {
-  for (const [mode, cluster] of clusters) await runJob(cluster, s.spec()).catch((e) => console.error(mode, e));
-  await s.peer(pool);
+  for (const [mode, cluster] of s.clusters) {
+    const started = performance.now();
+    await runJob(cluster, s.spec());
+    console.log(`  warm-up ${s.name} ${mode}: ${(performance.now() - started).toFixed(0)} ms`);
+  }
+  await s.peer(s.pool);
 }
 for (let round = 0; round < ROUNDS; round++) {
   for (const s of scenarios) {
     for (const mode of series) {
-      const cluster = clusters.get(mode);
+      const cluster = s.clusters.get(mode);
       const run = await measured(mode, s.bytes, () =>
-        cluster === undefined ? s.peer(pool) : runJob(cluster, s.spec()),
+        cluster === undefined ? s.peer(s.pool) : runJob(cluster, s.spec()),
       );
       const key = `${s.name} ${mode}`;
       runs.set(key, [...(runs.get(key) ?? []), run]);
+      console.log(
+        `  round ${round + 1} ${key.padEnd(16)} ${run.mbPerSec.toFixed(0)} MB/s, ${run.cpuMsPerMb.toFixed(2)} ms CPU/MB, ` +
+          `coordinator +${run.growthMb.toFixed(1)} MB`,
+      );
     }
   }
 }
 await pool.destroy();
-for (const cluster of clusters.values()) await cluster.close();
+await widePool.destroy();
+for (const cluster of [...clusters.values(), ...wide.values()]) await cluster.close();
 
 const figures: Record<string, { mbPerSec: Spread; cpuMsPerMb: Spread; growthMb: Spread }> = {};
 console.log(`\n${'series'.padEnd(20)} ${'MB/s'.padEnd(26)} ${'CPU ms/MB'.padEnd(26)} coordinator growth MB`);
