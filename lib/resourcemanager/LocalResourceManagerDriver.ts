@@ -27,6 +27,12 @@ import { wireWorkerLink } from './workerLink.js';
 import { LinkedWorkersDriver, type LinkedWorker } from './LinkedWorkers.js';
 import { spawnWorker, type SpawnedWorker } from './spawnWorker.js';
 
+/** The clusters' socket directories not removed yet: an application that exits without closing leaves none either. */
+const socketDirectories = new Set<string>();
+process.once('exit', () => {
+  for (const directory of socketDirectories) rmSync(directory, { recursive: true, force: true });
+});
+
 export interface LocalDriverOptions {
   readonly mode: 'thread' | 'process';
   readonly configuration?: SlotwiseOptions | ResolvedOptions;
@@ -165,12 +171,19 @@ export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> impl
     for (const worker of workers) this.releaseResource(worker.resourceId, 'the cluster is closing');
     await Promise.all(workers.map((w) => w.ended));
     await Promise.all([...this.#running].map((spawned) => this.#exitOf(spawned)));
-    if (this.#sockets !== null) rmSync(this.#sockets, { recursive: true, force: true });
+    if (this.#sockets !== null) {
+      rmSync(this.#sockets, { recursive: true, force: true });
+      socketDirectories.delete(this.#sockets);
+    }
   }
 
   /** Where process-mode TaskExecutors serve their result partitions: one directory per cluster, gone at close. */
   #socketDirectory(): string {
-    this.#sockets ??= mkdtempSync(join(tmpdir(), 'slotwise-'));
+    if (this.#sockets === null) {
+      const directory = mkdtempSync(join(tmpdir(), 'slotwise-'));
+      this.#sockets = directory;
+      socketDirectories.add(directory);
+    }
     return this.#sockets;
   }
 
