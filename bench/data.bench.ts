@@ -189,8 +189,8 @@ for (let round = 0; round < ROUNDS; round++) {
       const key = `${s.name} ${mode}`;
       runs.set(key, [...(runs.get(key) ?? []), run]);
       console.log(
-        `  round ${round + 1} ${key.padEnd(16)} ${run.mbPerSec.toFixed(0)} MB/s, ${run.cpuMsPerMb.toFixed(2)} ms CPU/MB, ` +
-          `coordinator +${run.growthMb.toFixed(1)} MB`,
+        `  round ${round + 1} ${key.padEnd(16)} ${run.mbPerSec.toFixed(0)} MB/s, ` +
+          `${run.cpuMsPerMb.toFixed(2)} ms CPU/MB, coordinator +${run.growthMb.toFixed(1)} MB`,
       );
     }
   }

@@ -315,6 +315,11 @@ export class JobMaster implements JobMasterGateway {
     this.#allocator.releaseLogicalSlot(record.vertex.id, SUBTASK_FINISHED);
     record.slot = null;
     if (++this.#finishedCount === this.#executions.size) return this.#complete();
+    // The partitions every consumer has read go now, not at the job's end.
+    for (const [resourceId, ids] of this.#partitions.consumed(record)) {
+      const gateway = this.#o.taskExecutor(resourceId);
+      if (gateway !== undefined) this.mailbox.whenComplete(gateway.releasePartitions(this.jobId, ids), () => {});
+    }
     for (const consumer of this.graph.consumersOf(record.vertex))
       this.#deployer.tryDeploy(this.#executions.of(consumer));
   }

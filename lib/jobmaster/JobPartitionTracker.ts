@@ -4,7 +4,7 @@
  * partition while a consumer still needs it (they run again: Flink's region failover for a blocking edge) and which
  * consumers were still reading one (they run again too).
  */
-import type { ResourceID } from '../core/ids.js';
+import type { ExecutionAttemptID, ResourceID } from '../core/ids.js';
 import type { TaskExecutorGateway } from '../rpc/gateways.js';
 import type { ResultPartitionWire, SerializedError } from '../rpc/protocol.js';
 import type { ExecutionAttempts, ExecutionRecord } from './ExecutionAttempts.js';
@@ -14,6 +14,8 @@ export class JobPartitionTracker {
   readonly #graph: ExecutionGraph;
   readonly #executions: ExecutionAttempts;
   readonly #holders = new Set<ResourceID>();
+  /** Partitions released before the job's end (every consumer read them). */
+  readonly #released = new Set<ExecutionAttemptID>();
 
   constructor(graph: ExecutionGraph, executions: ExecutionAttempts) {
     this.#graph = graph;
@@ -73,6 +75,24 @@ export class JobPartitionTracker {
       message: `${producers.length} result partition(s) on ${resourceId} lost: ${lost}`,
       producers: producers.length,
     };
+  }
+
+  /**
+   * A consumer finished: the partitions of its producers that every consumer has now read, by the TaskExecutor that
+   * holds them, to be released before the job's end (a finished consumer never runs again, so none is needed more).
+   */
+  consumed(consumer: ExecutionRecord): Map<ResourceID, ExecutionAttemptID[]> {
+    const done = new Map<ResourceID, ExecutionAttemptID[]>();
+    for (const producerVertex of this.#graph.producersOf(consumer.vertex)) {
+      const partition = this.#executions.of(producerVertex).partition;
+      if (partition === null || this.#released.has(partition.partitionId)) continue;
+      if (!this.#graph.consumersOf(producerVertex).every((c) => this.#executions.of(c).state === 'finished')) continue;
+      this.#released.add(partition.partitionId);
+      const ids = done.get(partition.resourceId);
+      if (ids === undefined) done.set(partition.resourceId, [partition.partitionId]);
+      else ids.push(partition.partitionId);
+    }
+    return done;
   }
 
   /** The gateways of the TaskExecutors that kept partitions of the job (the job ended): each to release them. */

@@ -8,7 +8,9 @@
  * | BigInt | its decimal digits, as a string |
  * | Map | an array of `[key, value]` pairs |
  * | Set, typed array of numbers | an array of its elements |
- * | bytes: ArrayBuffer, SharedArrayBuffer, Uint8Array (a Buffer), Int8Array, Uint8ClampedArray, DataView | `{ base64 }`: the bytes in base64 (a third bigger; never an array of numbers, eight times bigger and slow to parse) |
+ * | bytes: ArrayBuffer, SharedArrayBuffer, Uint8Array (a Buffer), Int8Array, DataView | `{ base64 }` (a third bigger) |
+ *
+ * Bytes are never an array of numbers: that is up to eight times bigger and slow to parse.
  * | Date | its ISO string (as `JSON.stringify`) |
  * | NaN, ±Infinity, undefined in an array | null (as `JSON.stringify`) |
  * | undefined as an object value | left out (as `JSON.stringify`) |

@@ -90,7 +90,7 @@ export function batchSubmissions(gateway: BatchingTaskExecutorGateway): TaskExec
     requestSlot: (request) => (flush(), gateway.requestSlot(request)),
     freeSlot: (allocationId, cause) => (flush(), gateway.freeSlot(allocationId, cause)),
     freeInactiveSlots: (jobId) => (flush(), gateway.freeInactiveSlots(jobId)),
-    releasePartitions: (jobId) => (flush(), gateway.releasePartitions(jobId)),
+    releasePartitions: (jobId, partitionIds) => (flush(), gateway.releasePartitions(jobId, partitionIds)),
     cancelTask: (executionAttemptId) => (flush(), gateway.cancelTask(executionAttemptId)),
     heartbeatFromResourceManager: () => (flush(), gateway.heartbeatFromResourceManager()),
     heartbeatFromJobManager: (jobId) => (flush(), gateway.heartbeatFromJobManager(jobId)),

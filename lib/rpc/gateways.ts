@@ -26,8 +26,11 @@ export interface TaskExecutorGateway {
   freeSlot(allocationId: AllocationID, cause: string): Promise<void>;
   /** Frees every slot of the job that is allocated but not active (job ended). */
   freeInactiveSlots(jobId: JobID): Promise<void>;
-  /** Lets go of the job's result partitions here (its end): Flink's TaskExecutorGateway.releasePartitions. */
-  releasePartitions(jobId: JobID): Promise<void>;
+  /**
+   * Lets go of result partitions of the job here (Flink's TaskExecutorGateway.releasePartitions): those named, once
+   * every consumer has read them, or all of the job's (none named) at its end.
+   */
+  releasePartitions(jobId: JobID, partitionIds?: readonly ExecutionAttemptID[]): Promise<void>;
   /** Runs a subtask attempt in its slot. Resolves once accepted; progress goes to the JobMaster. */
   submitTask(descriptor: TaskDeploymentDescriptor): Promise<void>;
   /** Cancels an attempt: the task is asked to stop (its context.signal), then stopped by force after a deadline. */

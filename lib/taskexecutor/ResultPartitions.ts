@@ -102,16 +102,21 @@ export class ResultPartitions {
     return this.#byJob.has(jobId);
   }
 
-  /** Lets go of every partition of the job; how many there were. */
-  releaseJob(jobId: JobID): number {
+  /** Lets go of the job's partitions named (every one of the job's when none is named); how many went. */
+  releaseJob(jobId: JobID, partitionIds?: readonly string[]): number {
     const ids = this.#byJob.get(jobId);
     if (ids === undefined) return 0;
-    this.#byJob.delete(jobId);
-    for (const id of ids) {
-      this.#bytes -= this.#kept.get(id)?.bytes ?? 0;
+    let released = 0;
+    for (const id of partitionIds ?? [...ids]) {
+      const kept = this.#kept.get(id);
+      if (kept === undefined || kept.jobId !== jobId) continue;
+      this.#bytes -= kept.bytes;
       this.#kept.delete(id);
+      ids.delete(id);
+      released++;
     }
-    return ids.size;
+    if (ids.size === 0) this.#byJob.delete(jobId);
+    return released;
   }
 
   /** A subpartition for a consumer here: from this TaskExecutor, or fetched from the one that holds it. */

@@ -239,18 +239,21 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
    * The job lets go of its result partitions here (Flink's TaskExecutorGateway.releasePartitions, at the job's end);
    * once it holds no slot either, the job is let go of too.
    */
-  async releasePartitions(jobId: JobID): Promise<void> {
+  async releasePartitions(jobId: JobID, partitionIds?: readonly ExecutionAttemptID[]): Promise<void> {
     this.#requireRunning('releasePartitions');
     if (!JobID.is(jobId))
+      throw new IllegalArgumentError('invalid-value', `releasePartitions: jobId must be a JobID, got ${jobId}`, {
+        argument: 'jobId',
+      });
+    if (partitionIds !== undefined && (!Array.isArray(partitionIds) || !partitionIds.every(ExecutionAttemptID.is)))
       throw new IllegalArgumentError(
         'invalid-value',
-        `releasePartitions: jobId must be a JobID, got ${String(jobId)}`,
-        {
-          argument: 'jobId',
-        },
+        'releasePartitions: partitionIds must be an array of ExecutionAttemptIDs (the producing attempts), or absent',
+        { argument: 'partitionIds' },
       );
-    if ((this.#o.partitions?.releaseJob(jobId) ?? 0) === 0) return;
-    if (!this.table.hasAllocatedSlots(jobId))
+    const partitions = this.#o.partitions;
+    if (partitions === undefined || partitions.releaseJob(jobId, partitionIds) === 0) return;
+    if (!this.table.hasAllocatedSlots(jobId) && !partitions.holds(jobId))
       this.#jobs.release(jobId, 'it holds neither slot nor partition of the job');
   }
 

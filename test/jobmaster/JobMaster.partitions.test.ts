@@ -83,7 +83,11 @@ describe('JobMaster: result partitions', () => {
       await finishKept(h, d, ownerOf(d), [8]);
     }
     const sink0 = h.submittedFor('sink', 0)[0]!;
+    expect(h.partitionsConsumed).to.deep.equal([]);
     await h.finish(sink0, 'done 0');
+    // Its only consumer has read it: the partition goes now, not at the job's end.
+    const src0 = h.submittedFor('src', 0)[0]!;
+    expect(h.partitionsConsumed).to.deep.equal([[ownerOf(src0), [src0.executionAttemptId]]]);
     const lost = ownerOf(sink0);
     h.executors.delete(lost);
     await h.master.mailbox.callAsync(() => h.master.disconnectTaskManager(lost, 'its process exited'));

@@ -29,6 +29,8 @@ export class Harness {
   readonly freed: AllocationID[] = [];
   /** The TaskExecutors told to let go of the job's result partitions, in order. */
   readonly partitionsReleased: ResourceID[] = [];
+  /** Partitions released before the job's end, every consumer having read them: where, and which. */
+  readonly partitionsConsumed: Array<[ResourceID, readonly ExecutionAttemptID[]]> = [];
   readonly events: JobEvent[] = [];
   readonly executors = new Map<ResourceID, TaskExecutorGateway>();
   readonly master: JobMaster;
@@ -78,7 +80,10 @@ export class Harness {
       },
       cancelTask: async (attempt: ExecutionAttemptID) => void this.canceled.push(attempt),
       freeSlot: async (allocationId: AllocationID) => void this.freed.push(allocationId),
-      releasePartitions: async () => void this.partitionsReleased.push(resourceId),
+      releasePartitions: async (_jobId: JobID, ids?: readonly ExecutionAttemptID[]) => {
+        if (ids === undefined) this.partitionsReleased.push(resourceId);
+        else this.partitionsConsumed.push([resourceId, ids]);
+      },
     } as unknown as TaskExecutorGateway;
     this.executors.set(resourceId, gateway);
     this.#connecting.add(resourceId);

@@ -1,0 +1,117 @@
+/**
+ * ResultPartitions (a TaskExecutor's result partitions): kept, read here or by another TaskExecutor over its peers,
+ * released by name or by job, refused with PartitionError naming what was asked — over real BroadcastChannels (two
+ * TaskExecutors of one thread) and real Unix sockets, each read's deadline on a simulated clock.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import v8 from 'node:v8';
+import { expect } from 'chai';
+import { SimulatedClock } from '../../lib/core/clock.js';
+import { PartitionError } from '../../lib/core/errors.js';
+import { ExecutionAttemptID, JobID, ResourceID } from '../../lib/core/ids.js';
+import {
+  broadcastPartitionPeers,
+  type PartitionPart,
+  type PartitionPeers,
+  ResultPartitions,
+  socketPartitionPeers,
+} from '../../lib/taskexecutor/ResultPartitions.js';
+import { rejection } from '../rpc/support/transports.js';
+
+const part = (value: unknown): Uint8Array => {
+  const bytes = v8.serialize(value);
+  const shared = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
+  shared.set(bytes);
+  return shared;
+};
+const decode = (p: PartitionPart) => (p instanceof Uint8Array ? v8.deserialize(p) : p.raw);
+
+const kinds: Array<[string, (rid: ResourceID, clock: SimulatedClock, dir: string) => PartitionPeers]> = [
+  ['BroadcastChannels (threads of one process)', (rid, clock) => broadcastPartitionPeers(rid, clock)],
+  ['Unix sockets (processes of one host)', (rid, clock, dir) => socketPartitionPeers(dir, rid, clock)],
+];
+
+for (const [kind, peersOf] of kinds)
+  describe(`ResultPartitions over ${kind}`, () => {
+    const job = JobID.generate();
+    const attempt = (n: number) => ExecutionAttemptID.generate({ vertex: 'src', subtask: n, attempt: 0 });
+    let clock: SimulatedClock;
+    let dir: string;
+    let producer: ResultPartitions;
+    let consumer: ResultPartitions;
+
+    beforeEach(() => {
+      clock = new SimulatedClock(0);
+      dir = mkdtempSync(join(tmpdir(), 'slotwise-test-'));
+      const a = ResourceID.generate('taskexecutor');
+      const b = ResourceID.generate('taskexecutor');
+      producer = new ResultPartitions(a, peersOf(a, clock, dir), 1_000);
+      consumer = new ResultPartitions(b, peersOf(b, clock, dir), 1_000);
+    });
+    afterEach(() => {
+      producer.close();
+      consumer.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('keeps a partition, tells where and how big, and serves each subpartition here and to another', async () => {
+      const id = attempt(0);
+      const wire = producer.keep(job, id, [part({ to: 0 }), part({ to: 1, big: 'x'.repeat(100_000) })]);
+      expect(wire.partitionId).to.equal(id);
+      expect(wire.resourceId).to.equal(producer.resourceId);
+      expect(wire.bytes).to.have.length(2);
+      expect(producer.holds(job)).to.equal(true);
+      const here = await producer.read({ partitionId: id, resourceId: producer.resourceId, subpartition: 0, bytes: 0 });
+      const there = await consumer.read({
+        partitionId: id,
+        resourceId: producer.resourceId,
+        subpartition: 1,
+        bytes: 0,
+      });
+      expect(decode(here)).to.deep.equal({ to: 0 });
+      expect((decode(there) as { to: number; big: string }).big).to.have.length(100_000);
+      expect(producer.stats).to.deep.include({ partitions: 1, readLocally: 1, served: 1 });
+      expect(producer.stats.bytes).to.equal(wire.bytes[0]! + wire.bytes[1]!);
+    });
+
+    it('releases partitions by name, then the job’s others; reading a released one: not-found', async () => {
+      const [one, two] = [attempt(1), attempt(2)];
+      producer.keep(job, one, [part(1)]);
+      producer.keep(job, two, [part(2)]);
+      expect(producer.releaseJob(job, [one])).to.equal(1);
+      expect(producer.holds(job)).to.equal(true);
+      const error = await rejection(
+        consumer.read({ partitionId: one, resourceId: producer.resourceId, subpartition: 0, bytes: 0 }),
+      );
+      expect(error).to.be.instanceOf(PartitionError);
+      expect((error as PartitionError).reason).to.equal('not-found');
+      expect((error as PartitionError).details).to.deep.include({ partitionId: one, subpartition: 0 });
+      expect(producer.releaseJob(job)).to.equal(1);
+      expect(producer.holds(job)).to.equal(false);
+      expect(producer.stats).to.deep.include({ partitions: 0, bytes: 0 });
+    });
+
+    it('gives up on a TaskExecutor not there: timed-out at its deadline, or unreachable (no socket)', async () => {
+      const gone = ResourceID.generate('taskexecutor');
+      const read = consumer.read({ partitionId: attempt(3), resourceId: gone, subpartition: 0, bytes: 0 });
+      const settled = read.then(
+        () => 'answered',
+        (e: unknown) => e,
+      );
+      clock.advanceTo(999);
+      await new Promise((resolve) => setImmediate(resolve));
+      if (kind.startsWith('Unix')) {
+        // No socket there: refused at once, unreachable.
+        const error = (await settled) as PartitionError;
+        expect(error.reason).to.equal('unreachable');
+        return;
+      }
+      clock.advanceTo(1_000);
+      const error = (await settled) as PartitionError;
+      expect(error).to.be.instanceOf(PartitionError);
+      expect(error.reason).to.equal('timed-out');
+      expect(error.message).to.match(/within 1000 ms/);
+    });
+  });
