@@ -263,6 +263,8 @@ export const partitionSocketOf = (directory: string, resourceId: string): string
 
 /** A reply's status: the part's bytes follow, none held, or held but not serializable across processes. */
 const FOUND = 0;
+/** The most a read request may take (its JSON: an id, a partition id, a subpartition). */
+const MAX_REQUEST_BYTES = 4096;
 const NOT_HELD = 1;
 const NOT_SERIALIZABLE = 2;
 
@@ -284,12 +286,15 @@ export function socketPartitionPeers(directory: string, resourceId: ResourceID, 
       buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
       while (buffered.length >= 4) {
         const length = buffered.readUInt32LE(0);
+        // A read asks for one subpartition in a few dozen bytes: anything else is not one of ours.
+        if (length > MAX_REQUEST_BYTES) return void socket.destroy();
         if (buffered.length < 4 + length) break;
-        const request = JSON.parse(buffered.subarray(4, 4 + length).toString('utf8')) as {
-          id: number;
-          partitionId: string;
-          subpartition: number;
-        };
+        let request: { id: number; partitionId: string; subpartition: number };
+        try {
+          request = JSON.parse(buffered.subarray(4, 4 + length).toString('utf8'));
+        } catch {
+          return void socket.destroy();
+        }
         buffered = buffered.subarray(4 + length);
         const part = lookup(request.partitionId, request.subpartition);
         const header = Buffer.alloc(9);

@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect } from 'node:net';
 import v8 from 'node:v8';
 import { expect } from 'chai';
 import { SimulatedClock } from '../../lib/core/clock.js';
@@ -15,6 +16,7 @@ import {
   broadcastPartitionPeers,
   type PartitionPart,
   type PartitionPeers,
+  partitionSocketOf,
   ResultPartitions,
   socketPartitionPeers,
 } from '../../lib/taskexecutor/ResultPartitions.js';
@@ -115,3 +117,31 @@ for (const [kind, peersOf] of kinds)
       expect(error.message).to.match(/within 1000 ms/);
     });
   });
+
+describe('ResultPartitions over Unix sockets: a connection that is not a reader', () => {
+  it('is closed on a malformed frame, and the TaskExecutor goes on serving the others', async () => {
+    const clock = new SimulatedClock(0);
+    const dir = mkdtempSync(join(tmpdir(), 'slotwise-test-'));
+    const [a, b] = [ResourceID.generate('taskexecutor'), ResourceID.generate('taskexecutor')];
+    const producer = new ResultPartitions(a, socketPartitionPeers(dir, a, clock), 1_000);
+    const consumer = new ResultPartitions(b, socketPartitionPeers(dir, b, clock), 1_000);
+    try {
+      const id = ExecutionAttemptID.generate({ vertex: 'src', subtask: 0, attempt: 0 });
+      producer.keep(JobID.generate(), id, [part('kept')]);
+      const stranger = connect(partitionSocketOf(dir, a));
+      const closed = new Promise((resolve) => stranger.on('close', resolve));
+      stranger.on('error', () => {});
+      const frame = Buffer.alloc(9);
+      frame.writeUInt32LE(5, 0);
+      frame.write('nojs!', 4);
+      stranger.write(frame);
+      await closed;
+      const read = await consumer.read({ partitionId: id, resourceId: a, subpartition: 0, bytes: 0 });
+      expect(decode(read)).to.equal('kept');
+    } finally {
+      producer.close();
+      consumer.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
