@@ -57,6 +57,7 @@ export class ResourceManager implements ResourceManagerGateway {
   readonly #onDemand: boolean;
   readonly #jobMasters = new Map<JobID, { address: string; gateway: JobMasterGateway }>();
   readonly #jobMastersByAddress = new Map<string, JobMasterGateway>();
+  readonly #withdrawnListeners = new Set<(address: string) => void>();
   /** Workers started for a pending worker and not registered yet: if one ends, its pending worker is gone. */
   readonly #startingWorkers = new Map<ResourceID, PendingTaskManagerID>();
   /** Workers the SlotManager released (idle): their end is no loss. */
@@ -133,6 +134,10 @@ export class ResourceManager implements ResourceManagerGateway {
           this.mailbox.execute(() => this.#workerTerminated(resourceId, reason)),
         resourceManagerGateway: (resourceId) => workerGateway(this, resourceId, this.mailbox),
         jobMasterGateway: (address) => this.#jobMastersByAddress.get(address),
+        onJobMasterWithdrawn: (listener) => {
+          this.#withdrawnListeners.add(listener);
+          return () => this.#withdrawnListeners.delete(listener);
+        },
       });
       this.#heartbeats.start();
     });
@@ -296,6 +301,7 @@ export class ResourceManager implements ResourceManagerGateway {
 
   withdrawJobMaster(address: string): void {
     this.#jobMastersByAddress.delete(address);
+    for (const listener of this.#withdrawnListeners) listener(address);
   }
 
   /** Stops heartbeats, the SlotManager and every worker. */

@@ -20,6 +20,11 @@ export interface ResourceManagerDriverContext {
   resourceManagerGateway(resourceId: ResourceID): ResourceManagerGateway;
   /** The JobMaster at `address`, to serve to workers that connect to it; undefined if there is none. */
   jobMasterGateway(address: string): JobMasterGateway | undefined;
+  /**
+   * `listener` is told each address whose JobMaster is withdrawn (its job ended a while ago): a worker's Link lets go
+   * of the channels it served it on. Returns an unsubscribe.
+   */
+  onJobMasterWithdrawn?(listener: (address: string) => void): () => void;
 }
 
 export interface WorkerInfo {

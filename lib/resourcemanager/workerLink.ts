@@ -10,8 +10,8 @@ import type { Clock } from '../core/clock.js';
 import type { ResourceID } from '../core/ids.js';
 import type { LogRecord, LogSink } from '../core/Logger.js';
 import { batchSubmissions, type BatchingTaskExecutorGateway } from '../rpc/batchedSubmissions.js';
-import { connectGateway, serveGateway } from '../rpc/connect.js';
-import { gatewayChannel } from '../rpc/gatewayMethods.js';
+import { connectGateway, serveGateway, type ServedGateway } from '../rpc/connect.js';
+import { controlChannel, gatewayChannel } from '../rpc/gatewayMethods.js';
 import { CONTROL_METHODS, GATEWAY, type TaskExecutorGateway } from '../rpc/gateways.js';
 import type { Link } from '../rpc/Link.js';
 import { LOG_CHANNEL } from '../rpc/WorkerBootstrap.js';
@@ -37,12 +37,24 @@ export function wireWorkerLink(
     mailbox: context.mailbox,
     control: CONTROL_METHODS.resourceManager,
   });
+  // A JobMaster withdrawn (its job ended a while ago) is let go of here: its channels, and with them the JobMaster.
+  const servedJobMasters = new Map<string, ServedGateway>();
+  const unsubscribe = context.onJobMasterWithdrawn?.((address) => {
+    const channel = `jm:${address}`;
+    const served = servedJobMasters.get(channel);
+    if (served === undefined) return;
+    servedJobMasters.delete(channel);
+    served.stop();
+    if (!link.closed) for (const name of [channel, controlChannel(channel)]) link.channel(name).close('its job ended');
+  });
+  if (unsubscribe !== undefined) link.onClosed(() => unsubscribe());
   // The first call to a JobMaster comes on its channel or on its control channel: both are served then.
   link.onUnknownChannel('jm:', (name) => {
     const channel = gatewayChannel(name);
     const gateway = context.jobMasterGateway(channel.slice('jm:'.length));
     // Not on our mailbox: a JobMaster served by the ResourceManager runs its calls on its own.
-    if (gateway !== undefined) serveGateway(link, channel, gateway, { control: CONTROL_METHODS.jobMaster });
+    if (gateway !== undefined)
+      servedJobMasters.set(channel, serveGateway(link, channel, gateway, { control: CONTROL_METHODS.jobMaster }));
   });
   if (logger !== undefined && logger !== null)
     link

@@ -131,6 +131,11 @@ export class Link {
    * arrived for it before are delivered to its first listener. On a closed link the channel
    * comes back closed.
    */
+  /** The names of its open channels (what it holds on to, for leak checks and diagnostics). */
+  get channelNames(): string[] {
+    return [...this.#channels.keys()];
+  }
+
   channel(name: string): Channel {
     if (typeof name !== 'string' || name === '') {
       throw new IllegalArgumentError(

@@ -26,6 +26,8 @@ export interface JobTableOptions {
   readonly mailbox: MainThreadExecutor;
   /** A JobMaster by its address, connected. */
   readonly connect: (address: string) => JobMasterGateway;
+  /** Lets go of a JobMaster's connection once the job is let go of (its channels on the Link). */
+  readonly disconnect?: (address: string) => void;
   readonly log: (message: string) => void;
 }
 
@@ -75,7 +77,10 @@ export class JobTable {
     if (connection === undefined) return;
     this.flush(jobId);
     this.#jobs.delete(jobId);
-    this.#o.mailbox.whenComplete(connection.gateway.disconnectTaskManager(this.#o.resourceId, cause), () => {});
+    this.#o.mailbox.whenComplete(connection.gateway.disconnectTaskManager(this.#o.resourceId, cause), () => {
+      // Connected again meanwhile (the same JobMaster, a slot of the job again): its channels stay.
+      if (this.#jobs.get(jobId)?.address !== connection.address) this.#o.disconnect?.(connection.address);
+    });
   }
 
   /** Queues a task state update for its job's JobMaster (dropped when none is known). */

@@ -60,6 +60,8 @@ export interface TaskExecutorOptions {
   readonly resourceManager: ResourceManagerGateway;
   /** A JobMaster by its address, connected. */
   readonly connectJobMaster: (address: string) => JobMasterGateway;
+  /** Lets go of a JobMaster's connection (its channels) once the job is let go of here. */
+  readonly disconnectJobMaster?: (address: string) => void;
   /** Makes the task runner of a slot; its heap limit comes from the slot's profile. */
   readonly createTaskRunner: (slot: { name: string; heapLimitMb: number | undefined }) => SlotTaskRunner;
   /**
@@ -129,6 +131,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       resourceId: this.resourceId,
       mailbox: this.mailbox,
       connect: options.connectJobMaster,
+      ...(options.disconnectJobMaster === undefined ? {} : { disconnect: options.disconnectJobMaster }),
       log: (message) => this.#log(message),
     });
     this.#resourceManager = new ResourceManagerConnection({
