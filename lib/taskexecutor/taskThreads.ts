@@ -39,8 +39,18 @@ export interface TaskThreadsOptions {
 const OWN_EXTENSION = extname(fileURLToPath(import.meta.url));
 const DEFAULT_WORKER_FILE = fileURLToPath(new URL(`./taskWorker${OWN_EXTENSION}`, import.meta.url));
 
-/** What jobModules.ts needs to give each job its own module instances (always added to a thread's execArgv). */
-const JOB_MODULE_FLAGS = ['--experimental-vm-modules', '--experimental-import-meta-resolve'];
+/**
+ * Always added to a thread's execArgv: what jobModules.ts needs to give each job its own module instances, and no
+ * require() of ES modules. piscina loads the worker file with require() first; on Node 20.19+ that loads an ES module
+ * synchronously, and under --experimental-vm-modules it once aborted the whole process
+ * (`v8::Module::IsGraphAsync must be used on an instantiated module`, a fatal error in a churn soak as a task thread
+ * booted). Without it require() of an ES module throws, and piscina imports the file instead.
+ */
+const JOB_MODULE_FLAGS = [
+  '--experimental-vm-modules',
+  '--experimental-import-meta-resolve',
+  '--no-experimental-require-module',
+];
 
 const requireHere = createRequire(import.meta.url) as (id: 'piscina') => typeof import('piscina');
 let PiscinaClass: typeof Piscina | undefined;
