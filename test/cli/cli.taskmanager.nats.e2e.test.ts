@@ -61,6 +61,12 @@ function startTaskManager(nats: string) {
   return { child, output: () => output, line, stop };
 }
 
+/** The TaskManagers a JobManager lists at `url`, once it lists any. */
+const listedAt = (url: string) => async () => {
+  const { taskmanagers } = (await (await fetch(`${url}/taskmanagers`)).json()) as { taskmanagers: { id: string }[] };
+  return taskmanagers.length > 0 && taskmanagers.map((tm) => tm.id);
+};
+
 async function kill(child: ChildProcess | undefined): Promise<void> {
   if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
@@ -116,8 +122,8 @@ describe('slotwise taskmanager against a NATS session cluster (child processes)'
     const { url } = await startJobManager();
     // Its first registration went out before the JobManager listened: the retry comes after rpc.ask.timeout.
     const [, resourceId] = await joining.line(/^slotwise taskmanager: (\S+) joined cluster 'tm-e2e' at nats:/m, 30_000);
-    const { taskmanagers } = (await (await fetch(`${url}/taskmanagers`)).json()) as { taskmanagers: { id: string }[] };
-    expect(taskmanagers.map((tm) => tm.id)).to.deep.equal([resourceId]);
+    // Its line comes as the registration is accepted; the JobManager lists it once its slot report is in.
+    expect(await until('the JobManager to list the TaskManager', listedAt(url), 10_000)).to.deep.equal([resourceId]);
   });
 
   it('says it registered again, with its new ResourceID, as a fresh TaskExecutor joins a new JobManager', async () => {
@@ -130,14 +136,7 @@ describe('slotwise taskmanager against a NATS session cluster (child processes)'
     );
     expect(previous).to.equal(first);
     expect(again).to.not.equal(first);
-    // Its line comes as the registration is accepted; the JobManager lists it once its slot report is in.
-    const listed = async () => {
-      const { taskmanagers } = (await (await fetch(`${url}/taskmanagers`)).json()) as {
-        taskmanagers: { id: string }[];
-      };
-      return taskmanagers.length > 0 && taskmanagers.map((tm) => tm.id);
-    };
-    expect(await until('the JobManager to list the TaskManager', listed, 10_000)).to.deep.equal([again]);
+    expect(await until('the JobManager to list the TaskManager', listedAt(url), 10_000)).to.deep.equal([again]);
   });
 
   it('stops within a second of SIGINT while the JobManager it is registered at hangs', async () => {
