@@ -29,7 +29,7 @@ import { Piscina } from 'piscina';
 import type { JobGraphSpec } from '../lib/jobmaster/JobGraph.js';
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
 import { compiled } from './support/compiled.js';
-import { childPids, cpuTicks, USER_HZ } from './support/procStat.js';
+import { processTreeCpuMs, untilIdle } from './support/procStat.js';
 import { exposedGc, formatSpread, printJson, roundedSpread, spreadOf, type Spread } from './support/report.js';
 
 const ROUNDS = Number(process.env['DATA_ROUNDS'] ?? 3);
@@ -45,25 +45,6 @@ const bytesTask = new URL('bytes.mjs', tasks).href;
 const sumTask = new URL('sumBytes.mjs', tasks).href;
 const piscinaTask = new URL('piscinaBytes.mjs', tasks).href;
 
-function cpuMs(): number {
-  const usage = process.cpuUsage();
-  let ticks = 0;
-  for (const pid of childPids()) ticks += cpuTicks(`/proc/${pid}/stat`) ?? 0;
-  return (usage.user + usage.system) / 1000 + (ticks * 1000) / USER_HZ;
-}
-
-/** Waits until this process and its children used less than 3 ms of CPU in 150 ms (at most 30 s). */
-async function idle(): Promise<void> {
-  const deadline = performance.now() + 30_000;
-  let last = cpuMs();
-  for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const now = cpuMs();
-    if (now - last < 3 || performance.now() > deadline) return;
-    last = now;
-  }
-}
-
 interface Run {
   readonly mbPerSec: number;
   readonly cpuMsPerMb: number;
@@ -78,24 +59,24 @@ async function measured(
 ): Promise<Run> {
   const gc = exposedGc();
   gc?.();
-  await idle();
+  await untilIdle();
   const sample = () => (mode === 'process' ? process.memoryUsage.rss() : process.memoryUsage().heapUsed);
   const before = sample();
   let peak = before;
   const sampler = setInterval(() => {
     peak = Math.max(peak, sample());
   }, 10);
-  const cpuStart = cpuMs();
+  const cpuStart = processTreeCpuMs();
   const started = performance.now();
   const received = await run();
   const wallMs = performance.now() - started;
   clearInterval(sampler);
   peak = Math.max(peak, sample());
   if (received !== bytes) throw new Error(`${mode}: the consumers received ${received} bytes, not ${bytes}`);
-  await idle();
+  await untilIdle();
   return {
     mbPerSec: bytes / MB / (wallMs / 1000),
-    cpuMsPerMb: (cpuMs() - cpuStart) / (bytes / MB),
+    cpuMsPerMb: (processTreeCpuMs() - cpuStart) / (bytes / MB),
     growthMb: (peak - before) / MB,
   };
 }

@@ -32,7 +32,7 @@ import { Piscina } from 'piscina';
 import type { JobGraphSpec } from '../lib/jobmaster/JobGraph.js';
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
 import { compiled } from './support/compiled.js';
-import { childPids, cpuTicks, USER_HZ } from './support/procStat.js';
+import { processTreeCpuMs, untilIdle } from './support/procStat.js';
 import { printJson, round } from './support/report.js';
 
 const ROUNDS = Number(process.env['JOBS_ROUNDS'] ?? 3);
@@ -70,34 +70,15 @@ function checkOneVertex(p: number, outputs: Readonly<Record<string, unknown[]>>)
 
 // ------------------------------------------------------------------------------ CPU time and idleness
 
-function cpuMs(): number {
-  const usage = process.cpuUsage();
-  let ticks = 0;
-  for (const pid of childPids()) ticks += cpuTicks(`/proc/${pid}/stat`) ?? 0;
-  return (usage.user + usage.system) / 1000 + (ticks * 1000) / USER_HZ;
-}
-
-/** Waits until this process and its children used less than 3 ms of CPU in 150 ms (at most `limitMs`). */
-async function idle(limitMs = 30_000): Promise<void> {
-  const deadline = performance.now() + limitMs;
-  let last = cpuMs();
-  for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const now = cpuMs();
-    if (now - last < 3 || performance.now() > deadline) return;
-    last = now;
-  }
-}
-
 /** Runs `series` from an idle machine; its wall time to the last result, and its CPU until idle again. */
 async function measured<T>(series: () => Promise<T>): Promise<{ value: T; wallMs: number; cpuMs: number }> {
-  await idle();
-  const cpuStart = cpuMs();
+  await untilIdle();
+  const cpuStart = processTreeCpuMs();
   const started = performance.now();
   const value = await series();
   const wallMs = performance.now() - started;
-  await idle();
-  return { value, wallMs, cpuMs: cpuMs() - cpuStart };
+  await untilIdle();
+  return { value, wallMs, cpuMs: processTreeCpuMs() - cpuStart };
 }
 
 // ------------------------------------------------------------------------------ the series

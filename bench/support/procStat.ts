@@ -51,3 +51,26 @@ export function cpuMicros(): number {
   const usage = process.cpuUsage();
   return usage.user + usage.system;
 }
+
+/** CPU time of this process (every thread) and of its child processes, in ms. */
+export function processTreeCpuMs(): number {
+  const usage = process.cpuUsage();
+  let ticks = 0;
+  for (const pid of childPids()) ticks += cpuTicks(`/proc/${pid}/stat`) ?? 0;
+  return (usage.user + usage.system) / 1000 + (ticks * 1000) / USER_HZ;
+}
+
+/**
+ * Waits until this process and its children used less than 3 ms of CPU in 150 ms, at most `limitMs`: what a job
+ * leaves behind (threads refilled, slots freed, memory released) is counted before the next one starts.
+ */
+export async function untilIdle(limitMs = 30_000): Promise<void> {
+  const deadline = performance.now() + limitMs;
+  let last = processTreeCpuMs();
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const now = processTreeCpuMs();
+    if (now - last < 3 || performance.now() > deadline) return;
+    last = now;
+  }
+}

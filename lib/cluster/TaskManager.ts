@@ -24,8 +24,7 @@ import { IllegalArgumentError, TaskExecutionError } from '../core/errors.js';
 import { ResourceID } from '../core/ids.js';
 import { createDefaultLogSink, type LogSink } from '../core/Logger.js';
 import type { ResolvedOptions } from '../core/options.js';
-import { controlChannel } from '../rpc/gatewayMethods.js';
-import { connectGateway, serveGateway } from '../rpc/connect.js';
+import { closeGatewayChannels, connectGateway, serveGateway } from '../rpc/connect.js';
 import { CONTROL_METHODS, GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
 import { NatsInbox } from '../rpc/natsTransport.js';
@@ -259,10 +258,7 @@ export class TaskManager {
           endpoint: address,
           control: CONTROL_METHODS.jobMaster,
         }),
-      disconnectJobMaster: (address) => {
-        for (const name of [`jm:${address}`, controlChannel(`jm:${address}`)])
-          link.channel(name).close('its job was let go of');
-      },
+      disconnectJobMaster: (address) => closeGatewayChannels(link, `jm:${address}`, 'its job was let go of'),
       createTaskRunner: ({ name, heapLimitMb }) => this.#taskRunner(resourceId, taskThreads, name, heapLimitMb),
       taskThreads,
       onRegistered: () => this.#registrations.registered(resourceId),

@@ -19,7 +19,7 @@
 import type { Actor } from 'xstate';
 import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
 import { describeError, endCause, isSlotwiseError } from '../core/errors.js';
-import { AllocationID, type JobID, type ResourceID } from '../core/ids.js';
+import { AllocationID, type ExecutionAttemptID, type JobID, type ResourceID } from '../core/ids.js';
 import type { RuntimeLog } from '../core/Logger.js';
 import type { JobMasterGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
@@ -309,17 +309,14 @@ export class JobMaster implements JobMasterGateway {
     record.output = output;
     record.partition = partition;
     record.hasOutput = true;
-    this.#partitions.kept(partition);
+    this.#partitions.kept(record, partition);
     // Batch semantics: a finished subtask needs its slot no more (its group's shared slot may).
     // One cause for all of them: an Error per subtask (its stack captured) costs more than the rest.
     this.#allocator.releaseLogicalSlot(record.vertex.id, SUBTASK_FINISHED);
     record.slot = null;
     if (++this.#finishedCount === this.#executions.size) return this.#complete();
     // The partitions every consumer has read go now, not at the job's end.
-    for (const [resourceId, ids] of this.#partitions.consumed(record)) {
-      const gateway = this.#o.taskExecutor(resourceId);
-      if (gateway !== undefined) this.mailbox.whenComplete(gateway.releasePartitions(this.jobId, ids), () => {});
-    }
+    for (const [resourceId, ids] of this.#partitions.consumed(record)) this.#releasePartitions(resourceId, ids);
     for (const consumer of this.graph.consumersOf(record.vertex))
       this.#deployer.tryDeploy(this.#executions.of(consumer));
   }
@@ -401,6 +398,12 @@ export class JobMaster implements JobMasterGateway {
     cancel: (record: ExecutionRecord) => this.#cancelOn(record),
   };
 
+  /** Tells a TaskExecutor to release the job's partitions there: those named, or all of them. */
+  #releasePartitions(resourceId: ResourceID, ids?: readonly ExecutionAttemptID[]): void {
+    const gateway = this.#o.taskExecutor(resourceId);
+    if (gateway !== undefined) this.mailbox.whenComplete(gateway.releasePartitions(this.jobId, ids), () => {});
+  }
+
   #cancelOn(record: ExecutionRecord): void {
     const gateway = record.slot === null ? undefined : this.#o.taskExecutor(record.slot.resourceId);
     if (gateway !== undefined) this.mailbox.whenComplete(gateway.cancelTask(record.executionAttemptId), () => {});
@@ -460,8 +463,7 @@ export class JobMaster implements JobMasterGateway {
     const outputs = status === 'finished' ? this.#executions.sinkOutputs() : {};
     this.mailbox.whenComplete(this.#o.resourceManager.disconnectJobMaster(this.jobId, `job ${status}`, true), () => {});
     // Its result partitions are let go of on every TaskExecutor that kept some.
-    for (const gateway of this.#partitions.releaseAll(this.#o.taskExecutor))
-      this.mailbox.whenComplete(gateway.releasePartitions(this.jobId), () => {});
+    for (const resourceId of this.#partitions.releaseAll()) this.#releasePartitions(resourceId);
     const endError = this.#failures.jobEnded(status, error ?? this.#lastError, this.#status.restarts);
     this.#resolveResult({
       jobId: this.jobId,

@@ -5,7 +5,6 @@
  * consumers were still reading one (they run again too).
  */
 import type { ExecutionAttemptID, ResourceID } from '../core/ids.js';
-import type { TaskExecutorGateway } from '../rpc/gateways.js';
 import type { ResultPartitionWire, SerializedError } from '../rpc/protocol.js';
 import type { ExecutionAttempts, ExecutionRecord } from './ExecutionAttempts.js';
 import type { ExecutionGraph } from './ExecutionGraph.js';
@@ -14,8 +13,8 @@ export class JobPartitionTracker {
   readonly #graph: ExecutionGraph;
   readonly #executions: ExecutionAttempts;
   readonly #holders = new Set<ResourceID>();
-  /** Partitions released before the job's end (every consumer read them). */
-  readonly #released = new Set<ExecutionAttemptID>();
+  /** Per partition kept and not released yet: how many of its consumers have not finished. */
+  readonly #unread = new Map<ExecutionAttemptID, number>();
 
   constructor(graph: ExecutionGraph, executions: ExecutionAttempts) {
     this.#graph = graph;
@@ -23,8 +22,12 @@ export class JobPartitionTracker {
   }
 
   /** A producer finished with its output kept where it ran (or, null, sent to the JobMaster). */
-  kept(partition: ResultPartitionWire | null): void {
-    if (partition !== null) this.#holders.add(partition.resourceId);
+  kept(producer: ExecutionRecord, partition: ResultPartitionWire | null): void {
+    if (partition === null) return;
+    this.#holders.add(partition.resourceId);
+    let unread = 0;
+    for (const c of this.#graph.consumersOf(producer.vertex)) if (this.#executions.of(c).state !== 'finished') unread++;
+    this.#unread.set(partition.partitionId, unread);
   }
 
   /**
@@ -32,7 +35,7 @@ export class JobPartitionTracker {
    * not finished still needs, and the consumers still reading one (deployed, not running yet: a consumer reads its
    * inputs before it runs). It holds nothing to release any more.
    */
-  lostWith(resourceId: ResourceID): { producers: ExecutionRecord[]; readers: ExecutionRecord[] } {
+  #lostWith(resourceId: ResourceID): { producers: ExecutionRecord[]; readers: ExecutionRecord[] } {
     this.#holders.delete(resourceId);
     const producers: ExecutionRecord[] = [];
     const readers = new Set<ExecutionRecord>();
@@ -47,7 +50,7 @@ export class JobPartitionTracker {
   }
 
   /**
-   * The TaskExecutor is lost with its partitions (see lostWith): each producer that must run again has its output
+   * The TaskExecutor is lost with its partitions (see #lostWith): each producer that must run again has its output
    * forgotten and is `failed` (PartitionLost), each consumer still reading one is `canceled` where it runs and
    * `failed`. The failure to report for the loss, with how many finished producers it undid; null if none.
    */
@@ -56,10 +59,11 @@ export class JobPartitionTracker {
     cause: string,
     on: { failed(record: ExecutionRecord, error: SerializedError): void; cancel(record: ExecutionRecord): void },
   ): { error: SerializedError; message: string; producers: number } | null {
-    const { producers, readers } = this.lostWith(resourceId);
+    const { producers, readers } = this.#lostWith(resourceId);
     if (producers.length === 0) return null;
     const error = { name: 'PartitionLost', message: `its result partition on ${resourceId} is lost (${cause})` };
     for (const record of producers) {
+      this.#unread.delete(record.partition!.partitionId);
       record.output = undefined;
       record.partition = null;
       record.hasOutput = false;
@@ -85,24 +89,25 @@ export class JobPartitionTracker {
     const done = new Map<ResourceID, ExecutionAttemptID[]>();
     for (const producerVertex of this.#graph.producersOf(consumer.vertex)) {
       const partition = this.#executions.of(producerVertex).partition;
-      if (partition === null || this.#released.has(partition.partitionId)) continue;
-      if (!this.#graph.consumersOf(producerVertex).every((c) => this.#executions.of(c).state === 'finished')) continue;
-      this.#released.add(partition.partitionId);
-      const ids = done.get(partition.resourceId);
-      if (ids === undefined) done.set(partition.resourceId, [partition.partitionId]);
-      else ids.push(partition.partitionId);
+      const unread = partition === null ? undefined : this.#unread.get(partition.partitionId);
+      if (unread === undefined) continue;
+      if (unread > 1) {
+        this.#unread.set(partition!.partitionId, unread - 1);
+        continue;
+      }
+      this.#unread.delete(partition!.partitionId);
+      const ids = done.get(partition!.resourceId);
+      if (ids === undefined) done.set(partition!.resourceId, [partition!.partitionId]);
+      else ids.push(partition!.partitionId);
     }
     return done;
   }
 
-  /** The gateways of the TaskExecutors that kept partitions of the job (the job ended): each to release them. */
-  releaseAll(gatewayOf: (resourceId: ResourceID) => TaskExecutorGateway | undefined): TaskExecutorGateway[] {
-    const gateways: TaskExecutorGateway[] = [];
-    for (const resourceId of this.#holders) {
-      const gateway = gatewayOf(resourceId);
-      if (gateway !== undefined) gateways.push(gateway);
-    }
+  /** The job ended: the TaskExecutors that kept partitions of it, each to release them; it tracks nothing more. */
+  releaseAll(): ResourceID[] {
+    const holders = [...this.#holders];
     this.#holders.clear();
-    return gateways;
+    this.#unread.clear();
+    return holders;
   }
 }

@@ -10,8 +10,8 @@ import type { Clock } from '../core/clock.js';
 import type { ResourceID } from '../core/ids.js';
 import type { LogRecord, LogSink } from '../core/Logger.js';
 import { batchSubmissions, type BatchingTaskExecutorGateway } from '../rpc/batchedSubmissions.js';
-import { connectGateway, serveGateway, type ServedGateway } from '../rpc/connect.js';
-import { controlChannel, gatewayChannel } from '../rpc/gatewayMethods.js';
+import { closeGatewayChannels, connectGateway, serveGateway, type ServedGateway } from '../rpc/connect.js';
+import { gatewayChannel } from '../rpc/gatewayMethods.js';
 import { CONTROL_METHODS, GATEWAY, type TaskExecutorGateway } from '../rpc/gateways.js';
 import type { Link } from '../rpc/Link.js';
 import { LOG_CHANNEL } from '../rpc/WorkerBootstrap.js';
@@ -45,7 +45,7 @@ export function wireWorkerLink(
     if (served === undefined) return;
     servedJobMasters.delete(channel);
     served.stop();
-    if (!link.closed) for (const name of [channel, controlChannel(channel)]) link.channel(name).close('its job ended');
+    closeGatewayChannels(link, channel, 'its job ended');
   });
   if (unsubscribe !== undefined) link.onClosed(() => unsubscribe());
   // The first call to a JobMaster comes on its channel or on its control channel: both are served then.

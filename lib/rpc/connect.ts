@@ -183,3 +183,12 @@ export function connectGateway<T>(link: Link, channel: string, options: ConnectO
   callers.set(proxy, { frames: caller, control: controlCaller });
   return proxy as unknown as Gateway<T>;
 }
+
+/**
+ * Lets go of a gateway's channels on `link` — the channel and its control channel — on this side only (the link
+ * lives on): a JobMaster's once its job is over, on either side of a TaskExecutor's Link.
+ */
+export function closeGatewayChannels(link: Link, channel: string, reason: string): void {
+  if (link.closed) return;
+  for (const name of [channel, controlChannel(channel)]) link.channel(name).close(reason);
+}

@@ -122,13 +122,7 @@ export class ResultPartitions {
   /** A subpartition for a consumer here: from this TaskExecutor, or fetched from the one that holds it. */
   read(input: PartitionInputWire): Promise<PartitionPart> {
     if (this.#closed)
-      return Promise.reject(
-        new PartitionError('unreachable', `TaskExecutor ${this.resourceId} is closing`, {
-          partitionId: input.partitionId,
-          subpartition: input.subpartition,
-          resourceId: input.resourceId,
-        }),
-      );
+      return Promise.reject(partitionError('unreachable', input, `TaskExecutor ${this.resourceId} is closing`));
     if (input.resourceId !== this.resourceId) return this.#peers.fetch(input, this.#timeoutMs);
     const part = this.#kept.get(input.partitionId)?.parts[input.subpartition];
     if (part === undefined) return Promise.reject(notFound(input));
@@ -147,12 +141,34 @@ export class ResultPartitions {
   }
 }
 
+/** A read of `input` refused: the PartitionError with what was asked in its details. */
+export function partitionError(
+  reason: 'not-found' | 'timed-out' | 'unreachable',
+  input: PartitionInputWire,
+  message: string,
+): PartitionError {
+  const { partitionId, subpartition, resourceId } = input;
+  return new PartitionError(reason, message, { partitionId, subpartition, resourceId });
+}
+
+/** `input` is not held where it was asked for. */
 export function notFound(input: PartitionInputWire): PartitionError {
-  return new PartitionError(
+  return partitionError(
     'not-found',
+    input,
     `TaskExecutor ${input.resourceId} holds no result partition ${ExecutionAttemptID.short(input.partitionId)} ` +
       `(subpartition ${input.subpartition}): it was released, or its TaskExecutor started afresh`,
-    { partitionId: input.partitionId, subpartition: input.subpartition, resourceId: input.resourceId },
+  );
+}
+
+/** Nobody answered a read of `input` within `timeoutMs`. */
+function timedOut(input: PartitionInputWire, timeoutMs: number): PartitionError {
+  return partitionError(
+    'timed-out',
+    input,
+    `TaskExecutor ${input.resourceId} did not answer a read of result partition ` +
+      `${ExecutionAttemptID.short(input.partitionId)} (subpartition ${input.subpartition}) within ` +
+      `${timeoutMs} ms (rpc.ask.timeout): it is gone or stuck`,
   );
 }
 
@@ -215,15 +231,7 @@ export function broadcastPartitionPeers(resourceId: ResourceID, clock: Clock): P
         const id = ++nextId;
         const timer = clock.setTimeout(() => {
           pending.delete(id);
-          reject(
-            new PartitionError(
-              'timed-out',
-              `TaskExecutor ${input.resourceId} did not answer a read of result partition ` +
-                `${ExecutionAttemptID.short(input.partitionId)} (subpartition ${input.subpartition}) within ` +
-                `${timeoutMs} ms (rpc.ask.timeout): it is gone or stuck`,
-              { partitionId: input.partitionId, subpartition: input.subpartition, resourceId: input.resourceId },
-            ),
-          );
+          reject(timedOut(input, timeoutMs));
         }, timeoutMs);
         pending.set(id, { resolve, fail: () => reject(notFound(input)), timer });
         const request: FetchRequest = {
@@ -342,11 +350,11 @@ export function socketPartitionPeers(directory: string, resourceId: ResourceID, 
     }
   };
   const unreachable = (reason: string) => (input: PartitionInputWire) =>
-    new PartitionError(
+    partitionError(
       'unreachable',
+      input,
       `cannot read result partition ${ExecutionAttemptID.short(input.partitionId)} (subpartition ` +
         `${input.subpartition}) from TaskExecutor ${input.resourceId}: ${reason}`,
-      { partitionId: input.partitionId, subpartition: input.subpartition, resourceId: input.resourceId },
     );
 
   const connectionTo = (peer: string): Connection => {
@@ -416,15 +424,7 @@ export function socketPartitionPeers(directory: string, resourceId: ResourceID, 
         const timer = clock.setTimeout(() => {
           // Its answer may still come: it is dropped (its id is no longer pending).
           connection.pending.delete(id);
-          reject(
-            new PartitionError(
-              'timed-out',
-              `TaskExecutor ${input.resourceId} did not answer a read of result partition ` +
-                `${ExecutionAttemptID.short(input.partitionId)} (subpartition ${input.subpartition}) within ` +
-                `${timeoutMs} ms (rpc.ask.timeout): it is gone or stuck`,
-              { partitionId: input.partitionId, subpartition: input.subpartition, resourceId: input.resourceId },
-            ),
-          );
+          reject(timedOut(input, timeoutMs));
         }, timeoutMs);
         connection.pending.set(id, { input, resolve, reject, timer });
         const body = Buffer.from(

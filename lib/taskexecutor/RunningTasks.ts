@@ -10,13 +10,7 @@
  * #run, #report and #finish run for every attempt (bench/tasks.bench.ts): keep them free of further
  * allocations and indirections. It runs on the TaskExecutor's mailbox.
  */
-import {
-  isSlotwiseError,
-  PartitionError,
-  SlotNotActiveError,
-  SlotNotFoundError,
-  SlotOwnerMismatchError,
-} from '../core/errors.js';
+import { isSlotwiseError, SlotNotActiveError, SlotNotFoundError, SlotOwnerMismatchError } from '../core/errors.js';
 import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../core/ids.js';
 import { serializeError } from '../rpc/errorTransfer.js';
 import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
@@ -30,7 +24,7 @@ import type {
 import { heapLimitMbOf } from './heapLimitProbe.js';
 import type { JobTable } from './JobTable.js';
 import { checkDescriptor, RunningTask, type SlotTaskRunner, type TaskCallbacks } from './RunningTask.js';
-import type { PartitionPart, ResultPartitions } from './ResultPartitions.js';
+import { type PartitionPart, partitionError, type ResultPartitions } from './ResultPartitions.js';
 import { invocationFor } from './TaskInvocation.js';
 import type { TaskSlotTable } from './TaskSlotTable.js';
 
@@ -233,10 +227,10 @@ export class RunningTasks {
   #read(input: PartitionInputWire): Promise<PartitionPart> {
     if (this.#partitions !== undefined) return this.#partitions.read(input);
     return Promise.reject(
-      new PartitionError(
+      partitionError(
         'unreachable',
+        input,
         `TaskExecutor ${this.#resourceId} cannot read result partitions (it keeps none and reaches no one's)`,
-        { partitionId: input.partitionId, subpartition: input.subpartition, resourceId: input.resourceId },
       ),
     );
   }

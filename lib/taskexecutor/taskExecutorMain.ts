@@ -6,8 +6,7 @@
  * the worker ends with its exit code.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { controlChannel } from '../rpc/gatewayMethods.js';
-import { connectGateway, serveGateway } from '../rpc/connect.js';
+import { closeGatewayChannels, connectGateway, serveGateway } from '../rpc/connect.js';
 import { CONTROL_METHODS, GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
 import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
@@ -131,10 +130,7 @@ async function main(): Promise<void> {
         endpoint: address,
         control: CONTROL_METHODS.jobMaster,
       }),
-    disconnectJobMaster: (address) => {
-      for (const name of [`jm:${address}`, controlChannel(`jm:${address}`)])
-        link.channel(name).close('its job was let go of');
-    },
+    disconnectJobMaster: (address) => closeGatewayChannels(link, `jm:${address}`, 'its job was let go of'),
     createTaskRunner: ({ name, heapLimitMb }) => {
       const lease = taskThreads.lease(heapLimitMb);
       const pool = new SlotTaskPool({

@@ -3,29 +3,13 @@
  * cluster without process.exit ends on its own, having canceled its jobs.
  */
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { MiniCluster } from '../../lib/MiniCluster.js';
+import { childProcesses } from '../support/childProcesses.js';
 
-/** This process's child node processes from /proc, zombies (state Z, not yet reaped) included. */
-function nodeChildren(): Array<{ pid: number; state: string }> {
-  const children: Array<{ pid: number; state: string }> = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue; // gone meanwhile
-    }
-    // "pid (comm) state ppid …": comm may hold spaces and parentheses, so split at the last ')'.
-    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(ppid) === process.pid && comm === 'node') children.push({ pid: Number(entry), state: state! });
-  }
-  return children;
-}
+/** This process's child node processes, zombies (state Z, not yet reaped) included. */
+const nodeChildren = () => childProcesses().filter((child) => child.comm === 'node');
 
 function runScript(mode: 'thread' | 'process'): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const script = fileURLToPath(new URL('../fixtures/closeWhileRunning.ts', import.meta.url));

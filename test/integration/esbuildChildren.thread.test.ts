@@ -4,31 +4,20 @@
  * lib/rpc/esbuildReaper.ts): none is left defunct. Each test writes `.ts` modules of its own, so
  * tsx's cache cannot serve them and esbuild has to compile them.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { MiniCluster } from '../../lib/MiniCluster.js';
 import { startWorker } from '../../lib/rpc/startWorker.js';
+import { childProcesses } from '../support/childProcesses.js';
 
-/** This process's children from /proc, as `pid (command)`; with `defunct`, only those exited and never reaped. */
-function children(defunct = false): string[] {
-  const found: string[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue; // gone meanwhile
-    }
-    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(ppid) === process.pid && (!defunct || state === 'Z')) found.push(`${entry} (${comm})`);
-  }
-  return found;
-}
+/** This process's children as `pid (command)`; with `defunct`, only those exited and never reaped. */
+const children = (defunct = false): string[] =>
+  childProcesses()
+    .filter((child) => !defunct || child.state === 'Z')
+    .map((child) => `${child.pid} (${child.comm})`);
 
 /**
  * The children started since `before` that are left defunct, once every other one of them has
