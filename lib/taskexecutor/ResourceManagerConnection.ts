@@ -127,7 +127,20 @@ export class ResourceManagerConnection {
     if (this.#state !== 'registering') return;
     const attempt = ++this.#attempt;
     const { mailbox, options, resourceManager } = this.#o;
+    // Flink's RetryingRegistration: an attempt unanswered within its timeout (initial-timeout, doubling up to
+    // max-timeout) is given up for the next at once — a message lost on the way (a leader not listening yet) costs
+    // 100 ms, not rpc.ask.timeout.
+    const timeout = Math.min(
+      options['cluster.registration.initial-timeout'] * 2 ** (attempt - 1),
+      options['cluster.registration.max-timeout'],
+    );
+    const unanswered = mailbox.schedule(() => {
+      if (this.#state !== 'registering' || attempt !== this.#attempt) return;
+      this.#o.log(`registration attempt ${attempt} got no answer within ${timeout} ms; trying again`);
+      this.#attemptRegistration();
+    }, timeout);
     mailbox.whenComplete(resourceManager.registerTaskExecutor(this.#o.registration()), (response, error) => {
+      unanswered.cancel();
       if (this.#state !== 'registering' || attempt !== this.#attempt) return;
       if (response?.kind === 'accepted') {
         this.#accepted(response);
