@@ -3,12 +3,20 @@
  * the Stately visualizer; the runtime provides their effects with `machine.provide(...)`.
  */
 import { jobStatusMachine } from './jobStatus.machine.js';
+import { leaderElectionMachine } from './leaderElection.machine.js';
 import { resourceSlotMachine } from './resourceSlot.machine.js';
 import { slotManagerMachine } from './slotManager.machine.js';
 import { taskSlotMachine } from './taskSlot.machine.js';
 import { taskSlotTableMachine } from './taskSlotTable.machine.js';
 
-export { jobStatusMachine, resourceSlotMachine, slotManagerMachine, taskSlotMachine, taskSlotTableMachine };
+export {
+  jobStatusMachine,
+  leaderElectionMachine,
+  resourceSlotMachine,
+  slotManagerMachine,
+  taskSlotMachine,
+  taskSlotTableMachine,
+};
 
 export const machines = {
   taskSlot: taskSlotMachine,
@@ -16,4 +24,5 @@ export const machines = {
   resourceSlot: resourceSlotMachine,
   slotManager: slotManagerMachine,
   jobStatus: jobStatusMachine,
+  leaderElection: leaderElectionMachine,
 } as const;

@@ -88,12 +88,25 @@ function joinNegativeValues(args: readonly string[], options: Options): string[]
 
 /** The JobManager's REST URL: `--jobmanager`, else SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081. */
 export function jobManagerUrl(flag: string | undefined, env: CliIo['env']): string {
+  const [url] = jobManagerUrls(flag, env);
+  return url!;
+}
+
+/**
+ * The REST URLs of the cluster's JobManagers, comma-separated (any of them: a standby redirects to the leader):
+ * `--jobmanager`, else SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081.
+ */
+export function jobManagerUrls(flag: string | undefined, env: CliIo['env']): string[] {
   const [value, source] =
     flag !== undefined
       ? [flag, '--jobmanager']
       : env['SLOTWISE_JOBMANAGER']
         ? [env['SLOTWISE_JOBMANAGER'], 'SLOTWISE_JOBMANAGER']
         : [DEFAULT_JOBMANAGER, 'the default'];
+  return value.split(',').map((one) => checkJobManagerUrl(one.trim(), source));
+}
+
+function checkJobManagerUrl(value: string, source: string): string {
   let url: URL | undefined;
   try {
     url = new URL(value);
@@ -110,7 +123,8 @@ export function jobManagerUrl(flag: string | undefined, env: CliIo['env']): stri
   ) {
     throw new IllegalArgumentError(
       'invalid-value',
-      `${source} must be the JobManager's REST URL, like http://127.0.0.1:8081, got ${JSON.stringify(value)}`,
+      `${source} must be the JobManager's REST URL, like http://127.0.0.1:8081 (several: comma-separated), ` +
+        `got ${JSON.stringify(value)}`,
       { argument: source },
     );
   }
@@ -210,4 +224,24 @@ export function clusterIdFlag(value: string): string {
       { argument: '--cluster-id' },
     );
   return value;
+}
+
+/**
+ * `-D key=value` (Flink's dynamic properties), repeatable: the runtime options they set. A value that reads as a
+ * number is one; resolveOptions checks each (a ConfigurationError names a bad key or value).
+ */
+export function propertyFlags(values: readonly string[]): Record<string, string | number> {
+  const properties: Record<string, string | number> = {};
+  for (const value of values) {
+    const at = value.indexOf('=');
+    if (at <= 0)
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `-D takes key=value, e.g. -D high-availability.leader-election.lease-duration=5s, got ${JSON.stringify(value)}`,
+        { argument: '-D', value },
+      );
+    const raw = value.slice(at + 1).trim();
+    properties[value.slice(0, at).trim()] = raw !== '' && Number.isFinite(Number(raw)) ? Number(raw) : raw;
+  }
+  return properties;
 }

@@ -14,6 +14,15 @@ export interface SessionJobManager extends TargetCluster {
   readonly restUrl: string | null;
   /** Its dashboard's page with the token, when started with `rest`. */
   readonly dashboardUrl: string | null;
+  /** Whether it leads its cluster (else it stands by), and who does. */
+  readonly isLeader: boolean;
+  readonly leader: {
+    readonly token: number;
+    readonly holder: { readonly host: string; readonly pid: number; readonly restUrl: string | null };
+  } | null;
+  onLeadershipChange(
+    listener: (change: { leading: boolean; token: number; reason: string | null }) => void,
+  ): () => void;
   close(): Promise<void>;
 }
 
@@ -29,6 +38,7 @@ export interface SessionClusterModule {
   startJobManager(options: {
     nats: string;
     clusterId: string;
+    configuration?: Record<string, unknown>;
     rest?: { port: number; address: string };
   }): Promise<SessionJobManager>;
   startTaskManager(options: {

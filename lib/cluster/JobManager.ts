@@ -19,37 +19,34 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, isAbsolute, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { isAbsolute, join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Registry } from 'prom-client';
 import { describeCluster, type ClusterOverview } from '../ClusterOverview.js';
-import { systemClock } from '../core/clock.js';
-import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
+import { ClusterError, IllegalArgumentError, IllegalStateError } from '../core/errors.js';
 import type { JobID } from '../core/ids.js';
 import { createDefaultLogSink, type LogSink } from '../core/Logger.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
-import { Dispatcher, type JobClient, type JobSummary, type SubmitJobOptions } from '../dispatcher/Dispatcher.js';
+import type { Dispatcher, JobClient, JobSummary, SubmitJobOptions } from '../dispatcher/Dispatcher.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
-import { DefaultTaskModuleChecker } from '../jobmaster/TaskModuleChecker.js';
-import { NatsInbox } from '../rpc/natsTransport.js';
 import type { TaskExecutorMetricsWire } from '../rpc/protocol.js';
 import type { InspectionSink } from '../inspect.js';
 import type { MetricsSnapshot } from '../metrics/MetricsSnapshot.js';
 import { resolveMetricsOptions, type MetricsOptions } from '../metrics/MetricsOptions.js';
 import { Observability } from '../Observability.js';
-import { ResourceManager } from '../resourcemanager/ResourceManager.js';
+import type { ResourceManager } from '../resourcemanager/ResourceManager.js';
 import { clusterTarget } from '../rest/miniClusterTarget.js';
 import { checkListenAddress, startRestServer, type RestServer } from '../rest/RestServer.js';
 import { askTaskExecutorMetrics } from '../resourcemanager/askTaskExecutorMetrics.js';
-import { resourceManagerServices } from '../dispatcher/resourceManagerServices.js';
-import { BlobStore, checkSha256, sha256Hex } from './BlobStore.js';
-import { bundleTaskModule } from './bundleTaskModule.js';
-import { checkClusterId, clusterSubjects, DEFAULT_CLUSTER_ID, JOBMANAGER_PEER_ID } from './clusterSubjects.js';
-import { JobManagerLease, type JobManagerLeaseOptions } from './JobManagerLease.js';
+import { BlobStore } from './BlobStore.js';
+import { checkClusterId, DEFAULT_CLUSTER_ID } from './clusterSubjects.js';
+import { JobStore } from './JobStore.js';
+import { describeHolder, LeaderElection, type Leader } from './LeaderElection.js';
+import { startLeaderServices, stopLeaderServices, type LeaderServices } from './leaderServices.js';
 import { checkNatsUrl, connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL } from './natsConnection.js';
-import { StandaloneResourceManagerDriver } from './StandaloneResourceManagerDriver.js';
-import { cachedHash, taskCodeRef, TaskCodeCache } from './TaskCodeCache.js';
+import { RecoveredJobs } from './RecoveredJobs.js';
+import { TaskCodeCache } from './TaskCodeCache.js';
+import { ClusterTaskCode, type StoredTaskCode, type TaskCodeUpload } from './ClusterTaskCode.js';
 
 export interface JobManagerOptions {
   /** The NATS server (`--nats`). Default nats://127.0.0.1:4222. */
@@ -80,114 +77,91 @@ export interface JobManagerRestOptions {
   readonly address?: string;
 }
 
-/** One task module as uploaded: an ES module bundled into one file (RestTarget's TaskCodeUpload). */
-export interface TaskCodeUpload {
-  readonly name: string;
-  readonly code: string;
-  readonly sha256: string;
-}
-
-/** Where stored code is: its hash, and what to put in a vertex's `taskModule`. */
-export interface StoredTaskCode {
-  readonly sha256: string;
-  readonly taskModule: string;
-}
+export type { StoredTaskCode, TaskCodeUpload } from './ClusterTaskCode.js';
 
 const OPTION_KEYS = ['nats', 'clusterId', 'configuration', 'cacheDir', 'connectTimeoutMs', 'logger', 'metrics', 'rest'];
 const REST_KEYS = ['port', 'address'];
 
+/** This JobManager started leading (`reason` null) or stopped (`reason` says why), with that leadership's token. */
+export interface LeadershipChange {
+  readonly leading: boolean;
+  readonly token: number;
+  readonly reason: string | null;
+}
+
+/** The jobs of whoever leads, as the REST server and dashboard look them up (earlier leaders' ended jobs too). */
+export type JobLookup = Pick<Dispatcher, 'getJob' | 'getJobMaster' | 'listJobs' | 'cancelJob'>;
+
 export class JobManager {
   readonly clusterId: string;
   readonly options: ResolvedOptions;
-  readonly resourceManager: ResourceManager;
-  readonly dispatcher: Dispatcher;
+  /** The jobs of this cluster as its leader knows them (empty while standing by). */
+  readonly dispatcher: JobLookup;
   readonly #connection: NatsConnection;
-  readonly #inbox: NatsInbox;
   readonly #blobs: BlobStore;
-  readonly #driver: StandaloneResourceManagerDriver;
+  readonly #code: ClusterTaskCode;
+  /** Jobs and results in the cluster's JetStream (high-availability.type 'nats'), or null. */
+  readonly #jobs: RecoveredJobs | null;
   readonly #cache: TaskCodeCache;
   readonly #ownCacheDir: boolean;
   readonly #observability: Observability;
   readonly #inspection: InspectionSink | null;
-  /** This cluster id is ours while we hold it (JobManagerLease.ts). */
-  readonly #lease: JobManagerLease;
+  readonly #log: LogSink;
+  #election: LeaderElection | null = null;
+  #leader: LeaderServices | null = null;
   #rest: RestServer | null = null;
   #closed: Promise<void> | null = null;
+  readonly #leadershipListeners = new Set<(change: LeadershipChange) => void>();
 
   private constructor(
     clusterId: string,
     options: ResolvedOptions,
     connection: NatsConnection,
     blobs: BlobStore,
+    store: JobStore | null,
     cacheDir: string | undefined,
     logger: LogSink,
     observability: Observability,
-    lease: JobManagerLease,
   ) {
     this.#observability = observability;
-    this.#lease = lease;
     // With a dashboard, the SlotManager's and the jobs' statecharts report to its actors view.
     this.#inspection = observability.inspectionSink(undefined);
-    const inspect = this.#inspection ? { inspect: this.#inspection.inspect } : {};
     this.clusterId = clusterId;
     this.options = options;
     this.#connection = connection;
     this.#blobs = blobs;
     this.#ownCacheDir = cacheDir === undefined;
     this.#cache = new TaskCodeCache(cacheDir ?? mkdtempSync(join(tmpdir(), `slotwise-${clusterId}-jobmanager-`)));
-    const log: LogSink = (record) => {
+    const code = (this.#code = new ClusterTaskCode(this.#cache, blobs));
+    this.#log = (record) => {
       try {
         logger(record);
       } catch {
         // A failing logger must not break the runtime it reports on.
       }
     };
-    this.#inbox = new NatsInbox({
-      connection,
-      subject: clusterSubjects(clusterId).resourceManager,
-      id: JOBMANAGER_PEER_ID,
-      largeMessages: blobs.messages,
-      log: (message) => log({ level: 'warn', source: 'runtime', message }),
-    });
-    const driver = (this.#driver = new StandaloneResourceManagerDriver({
-      inbox: this.#inbox,
-      configuration: options,
-      clock: systemClock,
-      logger: log,
-      taskModuleFor: (taskModule) => this.#wireName(taskModule),
-    }));
-    this.resourceManager = new ResourceManager({
-      configuration: options,
-      driver,
-      workersOnDemand: false,
-      log: (message, fields, level = 'info') => log({ level, source: 'runtime', message, ...fields }),
-      onTaskExecutorLost: observability.onTaskExecutorLost,
-      ...inspect,
-    });
-    const rm = this.resourceManager;
-    this.dispatcher = new Dispatcher({
-      options,
-      ...resourceManagerServices(rm),
-      taskExecutor: (resourceId) => driver.taskExecutorGateway(resourceId),
-      reasonFor: (jobId) => {
-        const waiting = rm.slotManager.getPendingRequests().filter((r) => r.jobId === jobId);
-        return waiting.length === 0
-          ? 'no reason reported by the SlotManager'
-          : waiting.map((r) => r.description).join('; ');
-      },
-      log: (message, fields, level = 'info') => log({ level, source: 'runtime', message, ...fields }),
-      taskModuleChecker: new DefaultTaskModuleChecker({
-        mode: 'thread',
-        timeoutMs: options['dispatcher.task-module-check.timeout'],
-      }),
-      jobObserver: observability.jobObserver,
-      ...inspect,
-    });
+    this.#jobs =
+      store === null
+        ? null
+        : new RecoveredJobs({
+            store,
+            cache: this.#cache,
+            blobs,
+            wireName: (taskModule) => code.wireName(taskModule),
+            log: this.#log,
+          });
+    this.dispatcher = {
+      getJob: (jobId) => this.#leader?.dispatcher.getJob(jobId) ?? this.#jobs?.client(jobId),
+      getJobMaster: (jobId) => this.#leader?.dispatcher.getJobMaster(jobId),
+      listJobs: () => this.listJobs(),
+      cancelJob: (jobId) => this.cancelJob(jobId),
+    };
   }
 
   /**
-   * Connects to NATS, opens the cluster's object store and starts the ResourceManager; TaskManagers may register from
-   * then on.
+   * Connects to NATS, opens the cluster's stores and joins its leader election: resolves leading (its
+   * ResourceManager up, TaskManagers may register, the jobs an earlier leader left recovered) or
+   * standing by while another JobManager leads (`isLeader`, `leader`).
    */
   static async start(options: JobManagerOptions = {}): Promise<JobManager> {
     checkOptionKeys(options, OPTION_KEYS, 'startJobManager');
@@ -211,50 +185,88 @@ export class JobManager {
       configuration['heartbeat.interval'],
     );
     const logger = options.logger ?? createDefaultLogSink();
-    let lease: JobManagerLease | undefined;
+    let jobManager: JobManager | null = null;
     try {
-      // The cluster id is ours before we listen on it, or we refuse (ClusterError): one JobManager per cluster.
-      lease = await JobManagerLease.acquire(connection, clusterId, leaseTimes(configuration, logger));
       const blobs = await BlobStore.open(connection, clusterId);
+      const store =
+        configuration['high-availability.type'] === 'nats'
+          ? await JobStore.open(connection, clusterId, configuration['jobstore.expiration-time'])
+          : null;
       // First what may refuse (a registry another cluster uses): nothing listens yet.
-      let self: JobManager | null = null;
       observability = new Observability({
         metrics,
         dashboard: rest !== null,
-        overview: () => self!.overview(),
+        overview: () => jobManager!.overview(),
       });
-      const jobManager = (self = new JobManager(
+      jobManager = new JobManager(
         clusterId,
         configuration,
         connection,
         blobs,
+        store,
         options.cacheDir,
         logger,
         observability,
-        lease,
-      ));
-      jobManager.resourceManager.start();
-      // Our subscription is in place at the server before anyone is told we are up.
-      await jobManager.#inbox.ready();
+      );
       if (rest !== null) {
-        try {
-          jobManager.#rest = await startRestServer({
-            ...rest,
-            target: clusterTarget(jobManager, (upload) => jobManager.storeTaskCode(upload)),
-            dashboard: observability.dashboardFor(jobManager.dispatcher),
-          });
-        } catch (error) {
-          await jobManager.close();
-          throw error;
-        }
+        jobManager.#rest = await startRestServer({
+          ...rest,
+          target: clusterTarget(jobManager, (upload) => jobManager!.storeTaskCode(upload)),
+          dashboard: observability.dashboardFor(jobManager.dispatcher as Dispatcher),
+          standby: () => jobManager!.#standbyOf(),
+        });
       }
-      return jobManager;
+      const self = jobManager;
+      self.#election = await LeaderElection.start(connection, clusterId, {
+        ...leaseTimes(configuration),
+        restUrl: () => self.restUrl,
+        onGrant: (token) => self.#grant(token),
+        onRevoke: (reason) => self.#revoke(reason),
+        log: (level, message) => self.#log({ level, source: 'runtime', message }),
+      });
+      return self;
     } catch (error) {
-      await observability?.close();
-      await lease?.release();
-      await connection.close().catch(() => {});
+      if (jobManager !== null) await jobManager.close();
+      else {
+        await observability?.close();
+        await connection.close().catch(() => {});
+      }
       throw error;
     }
+  }
+
+  /**
+   * Calls `listener` each time this JobManager starts leading (with its fencing token) or stops (with why); returns a
+   * function that removes it.
+   */
+  onLeadershipChange(listener: (change: LeadershipChange) => void): () => void {
+    this.#leadershipListeners.add(listener);
+    return () => this.#leadershipListeners.delete(listener);
+  }
+
+  #tellLeadership(change: LeadershipChange): void {
+    for (const listener of this.#leadershipListeners) {
+      try {
+        listener(change);
+      } catch {
+        // A listener's failure is its own.
+      }
+    }
+  }
+
+  /** Whether this JobManager leads its cluster now (the others stand by). */
+  get isLeader(): boolean {
+    return this.#leader?.ready === true;
+  }
+
+  /** Who leads the cluster (this JobManager included), as its lease says, or null while nobody does. */
+  get leader(): Leader | null {
+    return this.#election?.leader ?? null;
+  }
+
+  /** The ResourceManager of this JobManager's leadership; IllegalStateError (state 'standby') while it stands by. */
+  get resourceManager(): ResourceManager {
+    return this.#requireLeader('resourceManager').resourceManager;
   }
 
   /** The REST API's URL (`http://127.0.0.1:8081`), or null when started without `rest`. */
@@ -281,90 +293,76 @@ export class JobManager {
   /** Validates and stores one uploaded task module (content-addressed; the same code again is a no-op). */
   async storeTaskCode(upload: TaskCodeUpload): Promise<StoredTaskCode> {
     this.#requireOpen('storeTaskCode');
-    if (typeof upload !== 'object' || upload === null)
-      throw new IllegalArgumentError('invalid-type', 'storeTaskCode takes { name, code, sha256 }', {
-        argument: 'upload',
-      });
-    if (typeof upload.name !== 'string' || upload.name === '')
-      throw new IllegalArgumentError(
-        'invalid-value',
-        "upload.name must be a non-empty string (the module's file name)",
-        { argument: 'upload.name' },
-      );
-    if (typeof upload.code !== 'string')
-      throw new IllegalArgumentError('invalid-type', `upload.code of ${upload.name} must be the module's source text`, {
-        argument: 'upload.code',
-      });
-    const sha256 = checkSha256(upload.sha256, 'upload.sha256');
-    const bytes = Buffer.from(upload.code, 'utf8');
-    const actual = sha256Hex(bytes);
-    if (actual !== sha256) {
-      throw new IllegalArgumentError(
-        'invalid-value',
-        `upload.sha256 of ${upload.name} is ${sha256}, but its code hashes to ${actual}: refused`,
-        { argument: 'upload.sha256', value: sha256, actual },
-      );
-    }
-    await this.#blobs.putCode(bytes);
-    const path = this.#cache.write(sha256, bytes);
-    return { sha256, taskModule: pathToFileURL(path).href };
+    return this.#code.store(upload);
   }
 
   /**
    * Validates and submits a job. A task module given as a local path (not one `storeTaskCode`
-   * returned) is bundled and stored first, so the TaskExecutors on other hosts can run it.
+   * returned) is bundled and stored first, so the TaskExecutors on other hosts can run it. With
+   * high-availability.type 'nats' the job is persisted before it starts. ClusterError('not-leader')
+   * on a JobManager that stands by.
    */
   async submitJob(spec: JobGraphSpec, options?: SubmitJobOptions): Promise<JobClient> {
     this.#requireOpen('submitJob');
-    return this.dispatcher.submitJob(await this.#withStoredCode(spec), options);
+    const leader = this.#requireLeader('submitJob');
+    return leader.dispatcher.submitJob(await this.#code.withStoredCode(spec), options);
   }
 
+  /** The jobs the leader runs and kept, and the ended ones of earlier leaders whose results are kept. */
   listJobs(): JobSummary[] {
-    return this.dispatcher.listJobs();
+    const jobs = this.#leader?.dispatcher.listJobs() ?? [];
+    const known = new Set(jobs.map((job) => job.jobId));
+    for (const ended of this.#jobs?.summaries() ?? []) if (!known.has(ended.jobId)) jobs.push(ended);
+    return jobs;
   }
 
   getJob(jobId: JobID): JobClient | undefined {
     return this.dispatcher.getJob(jobId);
   }
 
-  /** Cancels a job (IllegalArgumentError for an unknown JobID). */
+  /** Cancels a job (IllegalArgumentError for an unknown JobID; ClusterError('not-leader') while standing by). */
   async cancelJob(jobId: JobID): Promise<void> {
     this.#requireOpen('cancelJob');
-    return this.dispatcher.cancelJob(jobId);
+    const leader = this.#requireLeader('cancelJob');
+    if (leader.dispatcher.getJob(jobId) === undefined && this.#jobs?.has(jobId) === true) return;
+    return leader.dispatcher.cancelJob(jobId);
   }
 
   /** TaskExecutors and their slots (which subtask runs where), waiting requests with reasons, jobs. */
   overview(): ClusterOverview {
-    const rm = this.resourceManager;
+    const leader = this.#leader;
+    if (leader === null)
+      return { taskExecutors: [], pendingWorkers: 0, pendingRequests: [], jobs: this.listJobs() } as ClusterOverview;
+    const rm = leader.resourceManager;
     // Each TaskManager says how its TaskExecutor runs when it registers (one in the SlotManager is registered).
-    return describeCluster(rm.slotManager, this.dispatcher, (id) => rm.taskExecutorMode(id) ?? 'thread');
+    return describeCluster(rm.slotManager, this.dispatcher as Dispatcher, (id) => rm.taskExecutorMode(id) ?? 'thread');
   }
 
   /**
    * Each registered TaskExecutor's figures, asked of it now (one that does not answer within rpc.ask.timeout is left
-   * out).
+   * out; none while standing by).
    */
   async taskExecutorMetrics(): Promise<TaskExecutorMetricsWire[]> {
     this.#requireOpen('taskExecutorMetrics');
+    const leader = this.#leader;
+    if (leader === null) return [];
     return askTaskExecutorMetrics(
-      this.resourceManager.taskExecutors.map((resourceId) => this.#driver.taskExecutorGateway(resourceId)),
+      leader.resourceManager.taskExecutors.map((resourceId) => leader.driver.taskExecutorGateway(resourceId)),
     );
   }
 
   /**
-   * Cancels the running jobs, lets the TaskManagers go (they keep trying to register), closes NATS; the same promise
-   * every time.
+   * Stops: a leader stops its jobs here and lets go of the cluster (a standby takes over at once and, with
+   * high-availability.type 'nats', recovers the jobs that had not ended); its TaskManagers wait for the next leader
+   * under their ResourceIDs. Then NATS closes. The same promise every time.
    */
   close(): Promise<void> {
     this.#closed ??= (async () => {
       // The REST server and dashboard first: nobody submits or watches while the jobs end.
       await this.#rest?.close();
       await this.#observability.close();
-      await this.dispatcher.close(this.options['rpc.ask.timeout']);
-      await this.resourceManager.close();
+      await this.#election?.close();
       await this.#inspection?.close();
-      this.#inbox.close();
-      await this.#lease.release();
       await this.#connection.drain().catch(() => this.#connection.close());
       if (this.#ownCacheDir) rmSync(this.#cache.dir, { recursive: true, force: true });
     })();
@@ -375,32 +373,65 @@ export class JobManager {
     return this.close();
   }
 
-  /** What a TaskExecutor is told to run: code in our cache by its hash, any other path as it is. */
-  #wireName(taskModule: string): string {
-    const hash = cachedHash(taskModule);
-    return hash !== undefined && dirname(taskModule) === this.#cache.dir ? taskCodeRef(hash) : taskModule;
+  /** We lead with `token`: the leader's services start, an earlier leader's jobs are recovered, then we listen. */
+  async #grant(token: number): Promise<void> {
+    const jobs = this.#jobs;
+    const leader = startLeaderServices({
+      clusterId: this.clusterId,
+      token,
+      connection: this.#connection,
+      largeMessages: this.#blobs.messages,
+      options: this.options,
+      log: this.#log,
+      inspection: this.#inspection,
+      observability: this.#observability,
+      taskModuleFor: (taskModule) => this.#code.wireName(taskModule),
+      fenced: (theirs) => this.#election?.fence(theirs),
+      jobEnded: (services, jobId) => void jobs?.ended(services, jobId, () => this.#leader === services),
+      ...(jobs === null ? {} : { persistJob: (jobId: JobID, spec: JobGraphSpec) => jobs.persist(jobId, spec) }),
+    });
+    this.#leader = leader;
+    this.#log({
+      level: 'info',
+      source: 'runtime',
+      message: `leading cluster '${this.clusterId}' (fencing token ${token})`,
+    });
+    await jobs?.recover(leader);
+    // Our subscription is in place at the server before anyone could hear of us.
+    await leader.inbox.ready();
+    leader.ready = true;
+    if (this.#leader === leader) this.#tellLeadership({ leading: true, token, reason: null });
   }
 
-  async #withStoredCode(spec: JobGraphSpec): Promise<JobGraphSpec> {
-    const vertices = (spec as { vertices?: unknown } | null)?.vertices;
-    if (!Array.isArray(vertices)) return spec; // JobGraph.create says what is wrong
-    const stored = new Map<string, string>();
-    const mapped = [];
-    for (const vertex of vertices) {
-      const path = localPath((vertex as { taskModule?: unknown } | null)?.taskModule);
-      if (path === undefined || (cachedHash(path) !== undefined && dirname(path) === this.#cache.dir)) {
-        mapped.push(vertex);
-        continue;
-      }
-      let taskModule = stored.get(path);
-      if (taskModule === undefined) {
-        const bundle = await bundleTaskModule(path);
-        taskModule = (await this.storeTaskCode(bundle)).taskModule;
-        stored.set(path, taskModule);
-      }
-      mapped.push({ ...vertex, taskModule });
-    }
-    return { ...spec, vertices: mapped };
+  /** We no longer lead: the leader's services stop (leaderServices.ts); the next leader recovers the jobs. */
+  async #revoke(reason: string): Promise<void> {
+    const leader = this.#leader;
+    if (leader === null) return;
+    this.#leader = null;
+    await stopLeaderServices(leader, Math.min(REVOKE_WAIT_MS, this.options['rpc.ask.timeout']));
+    this.#log({ level: 'info', source: 'runtime', message: `stopped leading cluster '${this.clusterId}': ${reason}` });
+    this.#tellLeadership({ leading: false, token: leader.token, reason });
+  }
+
+  /** While standing by: who leads (for the REST server's redirect), else null. */
+  #standbyOf(): { leader: Leader | null } | null {
+    if (this.#leader !== null || this.#election === null) return null;
+    return { leader: this.#election.leader };
+  }
+
+  #requireLeader(operation: string): LeaderServices {
+    const leader = this.#leader;
+    if (leader !== null) return leader;
+    const other = this.#election?.leader ?? null;
+    throw new ClusterError(
+      'not-leader',
+      `JobManager.${operation}: this JobManager stands by; ` +
+        (other === null
+          ? `nobody leads cluster '${this.clusterId}' right now (a standby takes over within the lease duration)`
+          : `cluster '${this.clusterId}' is led by the JobManager ${describeHolder(other.holder)}` +
+            (other.holder.restUrl === null ? '' : ` (${other.holder.restUrl})`)),
+      { clusterId: this.clusterId, leader: other?.holder ?? null },
+    );
   }
 
   #requireOpen(operation: string): void {
@@ -414,37 +445,19 @@ export class JobManager {
   }
 }
 
+/** How long a JobManager that stops leading waits for its jobs to stop here. */
+const REVOKE_WAIT_MS = 2_000;
+
 /** `startJobManager(options)`: {@link JobManager.start}. */
 export const startJobManager = (options: JobManagerOptions = {}): Promise<JobManager> => JobManager.start(options);
 
-/**
- * The lease lasts heartbeat.timeout unrenewed (as long as TaskManagers take to see a JobManager gone; at least 1 s),
- * renewed every heartbeat.interval, at least three times within it.
- */
-function leaseTimes(configuration: ResolvedOptions, logger: LogSink): JobManagerLeaseOptions {
-  const ttlMs = Math.max(1_000, Math.ceil(configuration['heartbeat.timeout']));
+/** The leader election's times: the high-availability.leader-election.* options. */
+function leaseTimes(configuration: ResolvedOptions) {
   return {
-    ttlMs,
-    renewMs: Math.max(1, Math.min(Math.ceil(configuration['heartbeat.interval']), Math.floor(ttlMs / 3))),
-    log: (level, message) => {
-      try {
-        logger({ level, source: 'runtime', message });
-      } catch {
-        // A failing logger must not break the runtime it reports on.
-      }
-    },
+    leaseDurationMs: Math.ceil(configuration['high-availability.leader-election.lease-duration']),
+    renewDeadlineMs: Math.ceil(configuration['high-availability.leader-election.renew-deadline']),
+    retryPeriodMs: Math.ceil(configuration['high-availability.leader-election.retry-period']),
   };
-}
-
-/** The absolute path a task module names, or undefined when it names none (JobGraph refuses it then). */
-function localPath(taskModule: unknown): string | undefined {
-  try {
-    if (taskModule instanceof URL || (typeof taskModule === 'string' && taskModule.startsWith('file:')))
-      return fileURLToPath(taskModule);
-  } catch {
-    return undefined;
-  }
-  return typeof taskModule === 'string' && isAbsolute(taskModule) ? taskModule : undefined;
 }
 
 function checkRestOptions(rest: unknown): { port: number; address: string } {

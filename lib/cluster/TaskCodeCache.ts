@@ -9,7 +9,8 @@
  */
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename, isAbsolute, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { checkSha256, sha256Hex } from './BlobStore.js';
 
 export const TASK_CODE_SCHEME = 'slotwise-code:sha256-';
@@ -72,4 +73,15 @@ export class TaskCodeCache {
     if (onDisk !== undefined && sha256Hex(onDisk) === sha256) return path;
     return this.write(sha256, await fetch(sha256));
   }
+}
+
+/** The absolute path a task module names, or undefined when it names none (JobGraph refuses it then). */
+export function localPath(taskModule: unknown): string | undefined {
+  try {
+    if (taskModule instanceof URL || (typeof taskModule === 'string' && taskModule.startsWith('file:')))
+      return fileURLToPath(taskModule);
+  } catch {
+    return undefined;
+  }
+  return typeof taskModule === 'string' && isAbsolute(taskModule) ? taskModule : undefined;
 }

@@ -18,7 +18,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { systemClock, type Clock } from '../core/clock.js';
 import { IllegalArgumentError, TaskExecutionError } from '../core/errors.js';
 import { ResourceID } from '../core/ids.js';
@@ -34,6 +34,7 @@ import type { TaskInvocation } from '../taskexecutor/TaskInvocation.js';
 import { taskThreadReserve, type TaskThreadReserve } from '../taskexecutor/TaskThreadReserve.js';
 import { BlobStore } from './BlobStore.js';
 import { checkResourceIdToken, clusterSubjects, JOBMANAGER_PEER_ID, type ClusterSubjects } from './clusterSubjects.js';
+import { currentLeader, watchLease, type LeaseRecord } from './LeaderElection.js';
 import { connectNats, DEFAULT_CONNECT_TIMEOUT_MS } from './natsConnection.js';
 import { taskCodeHash, TaskCodeCache } from './TaskCodeCache.js';
 import { TaskManagerProcess } from './TaskManagerProcess.js';
@@ -87,6 +88,11 @@ export class TaskManager {
   #current: Incarnation;
   #incarnations = 0;
   readonly #registrations = new TaskManagerRegistrations();
+  /** The fencing token of the JobManager we follow (0: none known yet); older ones are not heard. */
+  #leaderToken: number;
+  readonly #leaseWatch: Subscription;
+  /** Messages of deposed leaders dropped by earlier incarnations' inboxes. */
+  #fencedBefore = 0;
   #closed: Promise<void> | null = null;
 
   private constructor(
@@ -96,8 +102,10 @@ export class TaskManager {
     blobs: BlobStore,
     o: TaskManagerOptions,
     runsIn: 'thread' | 'process',
+    leaderToken: number,
   ) {
     this.clusterId = clusterId;
+    this.#leaderToken = leaderToken;
     this.#runsIn = runsIn;
     this.options = options;
     this.#connection = connection;
@@ -116,6 +124,8 @@ export class TaskManager {
     };
     this.#current = this.#startTaskExecutor();
     void this.#watchConnection();
+    // Who leads, from every write of the cluster's lease: a new term is a new leader to register with.
+    this.#leaseWatch = watchLease(connection, clusterId, (record) => this.#leaseWritten(record));
   }
 
   /**
@@ -149,14 +159,10 @@ export class TaskManager {
       configuration['heartbeat.interval'],
     );
     try {
-      return new TaskManager(
-        clusterId,
-        configuration,
-        connection,
-        await BlobStore.open(connection, clusterId),
-        options,
-        runsIn,
-      );
+      const blobs = await BlobStore.open(connection, clusterId);
+      // Messages of a JobManager older than the one leading now are not heard (none leads yet: any is).
+      const leader = await currentLeader(connection, clusterId).catch(() => null);
+      return new TaskManager(clusterId, configuration, connection, blobs, options, runsIn, leader?.token ?? 0);
     } catch (error) {
       await connection.close();
       throw error;
@@ -182,6 +188,16 @@ export class TaskManager {
     return this.#registrations.add(listener);
   }
 
+  /** The fencing token of the JobManager this TaskManager follows (0 before it knew of any). */
+  get leaderToken(): number {
+    return this.#leaderToken;
+  }
+
+  /** Messages from JobManagers that no longer lead (an older fencing token than the leader's), dropped unheard. */
+  get fencedMessages(): number {
+    return this.#fencedBefore + this.#current.inbox.fencedDrops;
+  }
+
   /** How many TaskExecutors this TaskManager has started (1, plus one per fresh start). */
   get incarnations(): number {
     return this.#incarnations;
@@ -195,6 +211,7 @@ export class TaskManager {
   close(): Promise<void> {
     this.#closed ??= (async () => {
       this.#registrations.clear();
+      this.#leaseWatch.unsubscribe();
       const current = this.#current;
       await current.taskExecutor.mailbox
         .callAsync(() => current.taskExecutor.shutdown('the TaskManager is closing'))
@@ -218,6 +235,7 @@ export class TaskManager {
   }
 
   #startTaskExecutor(): Incarnation {
+    if (this.#incarnations > 0) this.#fencedBefore += this.#current.inbox.fencedDrops;
     this.#incarnations++;
     const resourceId = ResourceID.generate('taskmanager');
     checkResourceIdToken(resourceId);
@@ -228,6 +246,15 @@ export class TaskManager {
       id: resourceId,
       largeMessages: this.#blobs.messages,
       log: (message) => this.#log({ level: 'warn', source: 'runtime', message, resourceId }),
+      fencing: {
+        outgoing: () => (this.#leaderToken === 0 ? undefined : this.#leaderToken),
+        incoming: (peer, token) => {
+          if (peer !== JOBMANAGER_PEER_ID || token === undefined || token === this.#leaderToken) return 'accept';
+          if (token < this.#leaderToken) return 'drop';
+          this.#follow(token);
+          return 'adopt';
+        },
+      },
     });
     const link = new Link(
       `TaskExecutor ${resourceId}`,
@@ -354,6 +381,35 @@ export class TaskManager {
       },
       close: () => lease.release(pool.close()),
     };
+  }
+
+  /** The lease was written: a renewal of the leader we follow, a release, or a new leader's term. */
+  #leaseWritten(record: LeaseRecord): void {
+    if (this.#closed !== null || record.released || record.term === null) return;
+    if (record.term > this.#leaderToken) this.#follow(record.term);
+  }
+
+  /**
+   * A JobManager with a newer fencing token leads: what the last one says is not heard any more, and the TaskExecutor
+   * registers with the new one under its ResourceID, offering back the slots its jobs hold.
+   */
+  #follow(token: number): void {
+    const first = this.#leaderToken === 0;
+    this.#leaderToken = token;
+    const { taskExecutor, inbox, resourceId } = this.#current;
+    inbox.retarget(JOBMANAGER_PEER_ID);
+    if (first && !taskExecutor.isRegistered) return; // registering already: it reaches the new leader
+    this.#log({
+      level: 'info',
+      source: 'runtime',
+      message: `a new JobManager leads cluster '${this.clusterId}' (fencing token ${token}): registering with it`,
+      resourceId,
+    });
+    void taskExecutor.mailbox
+      .callAsync(() =>
+        taskExecutor.jobManagerLeaderChanged(`a new JobManager leads cluster '${this.clusterId}' (token ${token})`),
+      )
+      .catch(() => {});
   }
 
   /**

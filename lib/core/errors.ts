@@ -288,6 +288,7 @@ export class RestError extends SlotwiseError {
       | 'body-too-large'
       | 'unsupported-media-type'
       | 'unavailable'
+      | 'not-leader'
       | 'unreachable'
       | 'timed-out'
       | 'bad-response',
@@ -299,14 +300,13 @@ export class RestError extends SlotwiseError {
 }
 
 /**
- * A session cluster refused to do what was asked: `jobmanager-running`, a JobManager asked to start
- * on a cluster id another JobManager serves (`details`: the `clusterId`, that JobManager's `holder`
- * — its host, pid and start — and `expiresInMs`, when its lease runs out if it is gone without
- * stopping).
+ * A session cluster refused to do what was asked: `not-leader`, a JobManager that stands by (another
+ * leads its cluster id) asked to run or change jobs (`details`: the `clusterId` and the `leader` —
+ * its host, pid, start and REST URL — or null while nobody leads).
  */
 export class ClusterError extends SlotwiseError {
   readonly _tag = 'ClusterError' as const;
-  constructor(reason: 'jobmanager-running', message: string, details: { clusterId: string } & Record<string, unknown>) {
+  constructor(reason: 'not-leader', message: string, details: { clusterId: string } & Record<string, unknown>) {
     super(reason, message, details);
   }
 }

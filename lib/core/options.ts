@@ -129,7 +129,8 @@ export const OPTIONS = {
   ),
   'cluster.registration.initial-timeout': duration(
     100,
-    'First wait before a TaskExecutor retries its registration; doubles up to the max timeout.',
+    "How long a TaskExecutor's first registration attempt waits for an answer before the next; doubles per " +
+      'attempt up to the max timeout (Flink: also the backoff after a failed attempt).',
   ),
   'cluster.registration.max-timeout': duration(30_000, 'Longest wait between registration attempts.'),
   'taskmanager.registration.timeout': duration(
@@ -201,6 +202,30 @@ export const OPTIONS = {
     'How long the Dispatcher keeps an ended job (its status and result) after it ended.',
   ),
   'jobstore.max-capacity': integer(Infinity, 'The most ended jobs the Dispatcher keeps; the oldest go first.', 0, true),
+  'high-availability.type': oneOf(
+    ['nats', 'none'],
+    'nats',
+    "A session cluster's jobs survive its JobManager: 'nats' keeps each submitted job's graph and each ended " +
+      "job's result in the cluster's JetStream, and a new leader recovers the jobs that had not ended; 'none' " +
+      'keeps them in the JobManager only. Leadership itself is always elected (one JobManager leads a cluster id).',
+  ),
+  'high-availability.leader-election.lease-duration': duration(
+    15_000,
+    "How long a JobManager's lease on its cluster lasts unrenewed: a standby takes over at most this long after " +
+      'the leader died (Flink: high-availability.kubernetes.leader-election.lease-duration).',
+    1_000,
+  ),
+  'high-availability.leader-election.renew-deadline': duration(
+    10_000,
+    'A leader that could not renew its lease for this long steps down (before the lease could lapse and be taken); ' +
+      'must be shorter than lease-duration.',
+    1,
+  ),
+  'high-availability.leader-election.retry-period': duration(
+    1_000,
+    'How often a leader renews its lease and a standby tries to take it; must be shorter than renew-deadline.',
+    1,
+  ),
   'web.exception-history-size': integer(
     16,
     "The most failures a job's exception history keeps (the newest; a failure during a pending restart joins " +
@@ -273,6 +298,18 @@ export function resolveOptions(options: SlotwiseOptions | ResolvedOptions = {}):
       `option 'heartbeat.timeout' (${formatDuration(resolved['heartbeat.timeout'] as number)}) must be ` +
         `longer than 'heartbeat.interval' (${formatDuration(resolved['heartbeat.interval'] as number)})`,
       { option: 'heartbeat.timeout' },
+    );
+  }
+  const lease = resolved['high-availability.leader-election.lease-duration'] as number;
+  const renewDeadline = resolved['high-availability.leader-election.renew-deadline'] as number;
+  const retryPeriod = resolved['high-availability.leader-election.retry-period'] as number;
+  if (!(retryPeriod < renewDeadline && renewDeadline < lease)) {
+    throw new ConfigurationError(
+      'invalid-value',
+      `options 'high-availability.leader-election.*' must keep retry-period (${formatDuration(retryPeriod)}) < ` +
+        `renew-deadline (${formatDuration(renewDeadline)}) < lease-duration (${formatDuration(lease)}): a leader ` +
+        'steps down before its lease could be taken',
+      { option: 'high-availability.leader-election.renew-deadline' },
     );
   }
   const initial = resolved['restart-strategy.exponential-delay.initial-backoff'] as number;

@@ -53,6 +53,12 @@ export interface DispatcherServices {
    * Sees every job's events and slot assignments (metrics, the dashboard); a throwing observer is logged, never fatal.
    */
   readonly jobObserver?: JobObserver;
+  /**
+   * A job store (Flink's JobGraphStore, a session cluster's with high availability): each submitted job is persisted
+   * here after it was checked and before its JobMaster starts; a submit whose job cannot be persisted fails and starts
+   * nothing. Recovered jobs (`recoverJob`) are not persisted again.
+   */
+  readonly persistJob?: (jobId: JobID, job: JobGraphSpec | JobGraph) => Promise<void>;
 }
 
 /** What the Dispatcher tells an observer of all its jobs. */
@@ -137,6 +143,36 @@ export class Dispatcher {
     // The Dispatcher may have closed while the modules were checked.
     this.#requireOpen();
     const jobId = JobID.generate();
+    await this.#s.persistJob?.(jobId, job);
+    signal?.throwIfAborted();
+    this.#requireOpen();
+    return this.#start(graph, jobId, signal);
+  }
+
+  /**
+   * Runs a job a former leader had accepted and not ended (Flink's Dispatcher recovering from its
+   * JobGraphStore): under its own JobID, its task modules checked again, from its first attempt.
+   */
+  async recoverJob(job: JobGraphSpec | JobGraph, jobId: JobID): Promise<JobClient> {
+    this.#requireOpen();
+    if (!JobID.is(jobId))
+      throw new IllegalArgumentError('invalid-value', `recoverJob: jobId must be a JobID, got ${String(jobId)}`, {
+        argument: 'jobId',
+      });
+    if (this.#jobs.has(jobId))
+      throw new IllegalStateError(`job ${jobId} runs here already: it cannot be recovered again`, {
+        component: 'Dispatcher',
+        operation: 'recoverJob',
+        state: 'known',
+        allowed: ['unknown job'],
+      });
+    const graph = job instanceof JobGraph ? job : JobGraph.create(job, this.#s.options);
+    await graph.validateTaskModules(this.#checker);
+    this.#requireOpen();
+    return this.#start(graph, jobId, undefined);
+  }
+
+  #start(graph: JobGraph, jobId: JobID, signal: AbortSignal | undefined): JobClient {
     const address = `jobmaster-${jobId}`;
     const listeners = new Set<(event: JobEvent) => void>();
     // The status changes so far (a handful), replayed to each new listener.

@@ -20,6 +20,7 @@ import type { DashboardSource } from '../dashboard/ClusterDashboard.js';
 import { dashboardPlugin } from '../dashboard/dashboardPlugin.js';
 import { errorResponse } from './restErrors.js';
 import { registerRoutes, ROUTES } from './restRoutes.js';
+import { registerStandbyRedirect, type StandbyState } from './standbyRedirect.js';
 import type { RestTarget } from './RestTarget.js';
 
 export interface RestServerOptions {
@@ -38,6 +39,8 @@ export interface RestServerOptions {
   readonly requestTimeoutMs?: number;
   /** What the dashboard at `/` (and `/metrics`) shows; without it the server has the API only. */
   readonly dashboard?: DashboardSource;
+  /** A JobManager that may stand by: while it does, the API redirects to the leader (standbyRedirect.ts). */
+  readonly standby?: StandbyState;
 }
 
 export interface RestServer {
@@ -73,7 +76,7 @@ function hostnameOf(header: string | undefined): string | undefined {
 }
 
 export async function startRestServer(options: RestServerOptions): Promise<RestServer> {
-  const { target, address, port, bodyLimit, requestTimeoutMs, dashboard } = checkOptions(options);
+  const { target, address, port, bodyLimit, requestTimeoutMs, dashboard, standby } = checkOptions(options);
   const app = Fastify({
     logger: false,
     bodyLimit,
@@ -122,6 +125,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       }
     });
   }
+  if (standby !== null) registerStandbyRedirect(app, standby);
   registerRoutes(app, target, requestTimeoutMs);
   refuseOtherMethods(app);
   const token = dashboard === null ? null : createAccessToken();
@@ -181,8 +185,9 @@ function refuseOtherMethods(app: FastifyInstance): void {
   }
 }
 
-interface CheckedOptions extends Required<Omit<RestServerOptions, 'dashboard'>> {
+interface CheckedOptions extends Required<Omit<RestServerOptions, 'dashboard' | 'standby'>> {
   readonly dashboard: DashboardSource | null;
+  readonly standby: StandbyState | null;
 }
 
 const DASHBOARD_METHODS = ['view', 'actor', 'watchActor', 'cancelJob', 'metrics'] as const;
@@ -222,7 +227,7 @@ function checkOptions(options: RestServerOptions): CheckedOptions {
         `requestTimeoutMs?, dashboard? }, got ${options === null ? 'null' : typeof options}`,
       { argument: 'options' },
     );
-  const known = ['target', 'address', 'port', 'bodyLimit', 'requestTimeoutMs', 'dashboard'];
+  const known = ['target', 'address', 'port', 'bodyLimit', 'requestTimeoutMs', 'dashboard', 'standby'];
   const unknown = Object.keys(options).find((key) => !known.includes(key));
   if (unknown !== undefined)
     throw new IllegalArgumentError(
@@ -269,5 +274,12 @@ function checkOptions(options: RestServerOptions): CheckedOptions {
         { argument: 'dashboard', missing: lacks },
       );
   }
-  return { target, address, port, bodyLimit, requestTimeoutMs, dashboard: dashboard ?? null };
+  const { standby } = options;
+  if (standby !== undefined && typeof standby !== 'function')
+    throw new IllegalArgumentError(
+      'invalid-type',
+      `startRestServer options.standby must be a function () => { leader } | null, got ${typeof standby}`,
+      { argument: 'standby' },
+    );
+  return { target, address, port, bodyLimit, requestTimeoutMs, dashboard: dashboard ?? null, standby: standby ?? null };
 }

@@ -44,6 +44,24 @@ export const HEADER_SESSION = 'Slotwise-Session';
  * earlier transport of ours on the same subject (a closed one) is dropped, never taken for ours.
  */
 export const HEADER_TO_SESSION = 'Slotwise-To-Session';
+/** The fencing token of the leadership the sender acts under, or follows (LeaderElection.ts). */
+export const HEADER_FENCE = 'Slotwise-Fence';
+
+/**
+ * Leader fencing on an inbox: the token stamped on everything we send, and the verdict on what a
+ * peer sends — a JobManager drops (and steps down on) a token newer than its own, a TaskManager drops
+ * a token older than the leader it follows.
+ */
+export interface InboxFencing {
+  /** Stamped as `Slotwise-Fence` on every message we send (undefined: none). */
+  outgoing(): number | undefined;
+  /**
+   * A message from `peerId` carrying `token` (undefined: none): 'accept'; 'drop' (counted in
+   * `fencedDrops`); or 'adopt', a new leader's — the transport to that peer forgets the peer's last
+   * session first, so the new one is not taken for a restart of the old.
+   */
+  incoming(peerId: string, token: number | undefined): 'accept' | 'drop' | 'adopt';
+}
 
 /** Where a message over `max_payload` goes instead (largeMessageStore.ts: JetStream's object store). */
 export interface LargeMessageStore {
@@ -63,6 +81,13 @@ export interface NatsInboxOptions {
   readonly largeMessages?: LargeMessageStore;
   /** Messages from a peer that is unknown and not taken by `onUnknownPeer` are dropped; told here. */
   readonly log?: (message: string) => void;
+  /** Leader fencing (see InboxFencing). Default: none. */
+  readonly fencing?: InboxFencing;
+  /**
+   * Whether a peer we do not know yet may start talking to us now (default: always): a JobManager takes
+   * no TaskExecutor before it recovered its jobs. A message refused so is dropped; its sender retries.
+   */
+  readonly admitting?: () => boolean;
 }
 
 const SUBJECT = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
@@ -101,6 +126,7 @@ export class NatsInbox {
   readonly #subscription: Subscription;
   #unknownPeer: ((peerId: string, replySubject: string) => Transport | undefined) | undefined;
   #closed = false;
+  #fencedDrops = 0;
 
   constructor(options: NatsInboxOptions) {
     this.#o = options;
@@ -179,11 +205,38 @@ export class NatsInbox {
     const transport = new NatsTransport(this.#o, this.id, peerId, peerSubject, () => {
       if (this.#peers.get(peerId) === transport) this.#peers.delete(peerId);
     });
+    transport.silent = this.#silent;
     this.#peers.set(peerId, transport);
     return transport;
   }
 
-  /** Stops listening; every peer's transport is closed (each peer is told). */
+  /** Messages dropped for a stale (or, at a JobManager, a newer) fencing token. */
+  get fencedDrops(): number {
+    return this.#fencedDrops;
+  }
+
+  /**
+   * The peer `peerId` is someone new under the same id (a new leader): our transport to it forgets
+   * its last session, and its next message starts a new one instead of being taken for a restart.
+   */
+  retarget(peerId: string): void {
+    const transport = this.#peers.get(peerId);
+    if (transport !== undefined) transport.peerSession = undefined;
+  }
+
+  /**
+   * From now on nothing goes out to any peer of this inbox, not even a close: a JobManager that no
+   * longer leads falls silent, and its TaskExecutors register with the next leader under their
+   * ResourceIDs.
+   */
+  silence(): void {
+    for (const transport of this.#peers.values()) transport.silent = true;
+    this.#silent = true;
+  }
+
+  #silent = false;
+
+  /** Stops listening; every peer's transport is closed (each peer is told, unless silenced). */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
@@ -198,6 +251,17 @@ export class NatsInbox {
     const reply = msg.headers?.get(HEADER_REPLY) ?? '';
     if (!PEER_ID.test(from) || !SUBJECT.test(reply))
       return this.#o.log?.(`${this.subject}: dropped a message without a valid ${HEADER_FROM}/${HEADER_REPLY} header`);
+    const fencing = this.#o.fencing;
+    if (fencing !== undefined) {
+      const raw = msg.headers?.get(HEADER_FENCE);
+      const token = raw ? Number(raw) : Number.NaN;
+      const verdict = fencing.incoming(from, Number.isSafeInteger(token) ? token : undefined);
+      if (verdict === 'drop') {
+        this.#fencedDrops++;
+        return;
+      }
+      if (verdict === 'adopt') this.retarget(from);
+    }
     const session = msg.headers?.get(HEADER_SESSION) ?? '';
     const toSession = msg.headers?.get(HEADER_TO_SESSION) ?? '';
     let transport: Transport | undefined = this.#peers.get(from);
@@ -217,6 +281,7 @@ export class NatsInbox {
     if (transport === undefined) {
       // A close notice from a peer we no longer know needs no transport.
       if (msg.headers?.has(HEADER_CLOSE)) return;
+      if (this.#o.admitting?.() === false) return;
       transport = this.#unknownPeer?.(from, reply);
       if (transport === undefined) return this.#o.log?.(`${this.subject}: dropped a message from unknown peer ${from}`);
     }
@@ -241,8 +306,10 @@ export class NatsTransport extends BaseTransport {
   readonly peerSubject: string;
   /** Ours, sent with every message. */
   readonly session: string = randomUUID();
-  /** The peer's, from its first message (undefined until then). */
+  /** The peer's, from its first message (undefined until then, and again once retargeted). */
   peerSession: string | undefined = undefined;
+  /** Nothing more goes out, not even a close (NatsInbox.silence). */
+  silent = false;
   readonly #o: NatsInboxOptions;
   readonly #ownId: string;
   readonly #forget: () => void;
@@ -351,12 +418,14 @@ export class NatsTransport extends BaseTransport {
   }
 
   #publish(data: Uint8Array, extra: Record<string, string> = {}, force = false): void {
-    if (this.closed && !force) return;
+    if ((this.closed && !force) || this.silent) return;
     const h: MsgHdrs = natsHeaders();
     h.set(HEADER_FROM, this.#ownId);
     h.set(HEADER_REPLY, this.#o.subject);
     h.set(HEADER_SESSION, this.session);
     if (this.peerSession !== undefined) h.set(HEADER_TO_SESSION, this.peerSession);
+    const fence = this.#o.fencing?.outgoing();
+    if (fence !== undefined) h.set(HEADER_FENCE, String(fence));
     for (const [key, value] of Object.entries(extra)) h.set(key, value);
     try {
       this.#o.connection.publish(this.peerSubject, data, { headers: h });

@@ -83,6 +83,20 @@ export class JobTable {
     });
   }
 
+  /**
+   * The JobManager's leader changed (Flink's JobLeaderListener.jobManagerLostLeadership): every job's JobMaster is
+   * forgotten without a word (the deposed one would not be heard), its queued updates dropped and its channels
+   * closed. Returns each job and the address its JobMaster had: the new leader's JobMaster of a recovered job serves
+   * the same address.
+   */
+  forgetAll(): Array<[JobID, string]> {
+    const forgotten: Array<[JobID, string]> = [...this.#jobs].map(([jobId, { address }]) => [jobId, address]);
+    this.#jobs.clear();
+    this.#pending.clear();
+    for (const [, address] of forgotten) this.#o.disconnect?.(address);
+    return forgotten;
+  }
+
   /** Queues a task state update for its job's JobMaster (dropped when none is known). */
   report(update: TaskExecutionStateWire): void {
     const { jobId } = update;

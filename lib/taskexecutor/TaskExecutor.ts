@@ -46,6 +46,7 @@ import type { SlotTaskRunner } from './RunningTask.js';
 import type { ResultPartitions } from './ResultPartitions.js';
 import { RunningTasks } from './RunningTasks.js';
 import { TaskSlotTable, type TaskSlotOutput } from './TaskSlotTable.js';
+import { taskThreadsWire, type TaskThreadReserveStats } from './TaskThreadReserve.js';
 
 export type { SlotTaskRunner } from './RunningTask.js';
 
@@ -71,16 +72,7 @@ export interface TaskExecutorOptions {
   readonly taskThreads?: {
     start(defaultHeapLimitMb: number | undefined, freeSlots: () => number): void;
     close(): Promise<void>;
-    readonly stats: {
-      readonly started: number;
-      readonly served: number;
-      readonly bootedOnDemand: number;
-      readonly spare: number;
-      readonly inUse: number;
-      readonly reused: number;
-      readonly retired: number;
-      readonly servedSpares: readonly { readonly allocations: number; readonly heapUsedBytes: number }[];
-    };
+    readonly stats: TaskThreadReserveStats;
   };
   /**
    * Where its producers' outputs stay (result partitions, read by their consumers from here); without it they go to
@@ -306,6 +298,27 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.#resourceManager.disconnected(cause);
   }
 
+  /**
+   * Another JobManager leads (its TaskManager calls this on the mailbox). As Flink's TaskExecutor when a job's leader
+   * changes: every job's tasks are canceled, its slots stay allocated but inactive (`taskmanager.slot.timeout` frees
+   * one nobody takes back) and, once registered with the new leader under the same ResourceID, are offered to the
+   * JobMaster at the job's address — which the new leader serves for a job it recovered.
+   */
+  async jobManagerLeaderChanged(cause: string): Promise<void> {
+    if (this.#phase !== 'started') return;
+    for (const [jobId, address] of this.#jobs.forgetAll()) {
+      for (const attempt of this.#tasks.attemptsOf(jobId)) this.#tasks.cancel(attempt, cause);
+      for (const allocationId of this.table.getAllocationIdsPerJob(jobId))
+        if (this.table.getTaskSlot(allocationId)?.state === 'active') this.table.markSlotInactive(allocationId);
+      this.#reoffer.set(jobId, address);
+    }
+    this.#log(`${cause}: registering with it, ${this.#reoffer.size} job(s) to offer slots to`);
+    this.#resourceManager.register(cause);
+  }
+
+  /** Jobs whose slots are offered again once registered with a new leader, and their JobMasters' addresses. */
+  readonly #reoffer = new Map<JobID, string>();
+
   async shutdown(cause: string): Promise<void> {
     return this.#shutdown(cause, 0);
   }
@@ -314,25 +327,12 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.mailbox.assertRunningInMainThread('TaskExecutor.requestMetrics');
     const slots = { numberOfSlots: this.table.numberSlots, allocated: 0, active: 0, releasing: 0 };
     for (const slot of this.table.getTaskSlots()) slots[slot.state === 'done' ? 'releasing' : slot.state]++;
-    const threads = this.#o.taskThreads?.stats;
     return {
       resourceId: this.resourceId,
       slots,
       runningTasks: this.#tasks.size,
       partitions: this.#o.partitions?.stats ?? null,
-      taskThreads:
-        threads === undefined
-          ? null
-          : {
-              started: threads.started,
-              servedFromSpare: threads.served,
-              bootedOnDemand: threads.bootedOnDemand,
-              spare: threads.spare,
-              inUse: threads.inUse,
-              reusedAcrossAllocations: threads.reused,
-              retired: threads.retired,
-              servedSpares: threads.servedSpares,
-            },
+      taskThreads: taskThreadsWire(this.#o.taskThreads?.stats),
     };
   }
 
@@ -373,6 +373,16 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
       this.#o.resourceManager.sendSlotReport(this.resourceId, this.#resourceManager.registrationId!, report),
       (_, error) => {
         if (error !== undefined) this.#log(`sending the first slot report failed: ${describeError(error)}`);
+        // The ResourceManager knows these slots as the job's now: offered to the job's JobMaster again.
+        for (const [jobId, address] of this.#reoffer) {
+          const inactive = this.table
+            .getAllocationIdsPerJob(jobId)
+            .filter((allocationId) => this.table.getTaskSlot(allocationId)?.state === 'allocated');
+          if (inactive.length === 0 || this.#phase !== 'started') continue;
+          this.#jobs.connect(jobId, address);
+          for (const allocationId of inactive) this.#offerSlot(jobId, allocationId);
+        }
+        this.#reoffer.clear();
         // Our slots are known: spare task threads may now boot in the background for the slots to
         // come (not before: loading piscina and booting threads would compete with the registration).
         if (this.#phase === 'started')

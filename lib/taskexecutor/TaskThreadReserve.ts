@@ -23,6 +23,7 @@
  */
 import type { Piscina } from 'piscina';
 import type { ResolvedOptions } from '../core/options.js';
+import type { TaskExecutorMetricsWire } from '../rpc/protocol.js';
 import type { ThreadAfterJobs } from './taskThreadProtocol.js';
 import { createTaskThreads, loadTaskThreads, threadsReady, type TaskThreadsOptions } from './taskThreads.js';
 
@@ -375,4 +376,19 @@ export class TaskThreadReserve {
     };
     threadsReady(pool).then(ready, ready);
   }
+}
+
+/** A TaskThreadReserve's figures as a TaskExecutor reports them (null without a reserve). */
+export function taskThreadsWire(threads: TaskThreadReserveStats | undefined): TaskExecutorMetricsWire['taskThreads'] {
+  if (threads === undefined) return null;
+  return {
+    started: threads.started,
+    servedFromSpare: threads.served,
+    bootedOnDemand: threads.bootedOnDemand,
+    spare: threads.spare,
+    inUse: threads.inUse,
+    reusedAcrossAllocations: threads.reused,
+    retired: threads.retired,
+    servedSpares: threads.servedSpares,
+  };
 }

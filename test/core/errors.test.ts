@@ -121,10 +121,9 @@ const SAMPLES: Record<SlotwiseErrorTag, () => AnySlotwiseError> = {
       resourceId: 'te-1',
     }),
   ClusterError: () =>
-    new ClusterError('jobmanager-running', "cluster 'default' already has a JobManager", {
+    new ClusterError('not-leader', "this JobManager stands by: cluster 'default' is led by the JobManager on jm-1", {
       clusterId: 'default',
-      holder: { host: 'jm-1', pid: 4242, startedAt: '2025-01-01T00:00:00.000Z' },
-      expiresInMs: 30_000,
+      leader: { host: 'jm-1', pid: 4242, startedAt: '2025-01-01T00:00:00.000Z', restUrl: 'http://jm-1:8081' },
     }),
   RestError: () =>
     new RestError('unknown-job', 'no job 0123456789abcdef0123456789abcdef in this cluster', {

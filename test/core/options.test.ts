@@ -71,6 +71,10 @@ describe('options', () => {
         'restart-strategy.failure-rate.delay': 1_000,
         'jobstore.expiration-time': 3_600_000,
         'jobstore.max-capacity': Infinity,
+        'high-availability.type': 'nats',
+        'high-availability.leader-election.lease-duration': 15_000,
+        'high-availability.leader-election.renew-deadline': 10_000,
+        'high-availability.leader-election.retry-period': 1_000,
         'web.exception-history-size': 16,
         'dispatcher.task-module-check.timeout': 10_000,
       });
@@ -485,6 +489,30 @@ describe('options', () => {
     });
   });
 
+  describe('high-availability.leader-election.*', () => {
+    it('refuses a renew deadline not shorter than the lease, or a retry period not shorter than the deadline', () => {
+      for (const bad of [
+        { 'high-availability.leader-election.renew-deadline': '15 s' },
+        { 'high-availability.leader-election.lease-duration': '5 s' },
+        { 'high-availability.leader-election.retry-period': '10 s' },
+      ]) {
+        const error = refusal(bad);
+        expect(error.reason).to.equal('invalid-value');
+        expect(error.details['option']).to.equal('high-availability.leader-election.renew-deadline');
+        expect(error.message).to.match(/must keep retry-period \(.+\) < renew-deadline \(.+\) < lease-duration/);
+      }
+    });
+
+    it('takes a 2 s lease with a shorter deadline and retry period', () => {
+      const resolved = resolveOptions({
+        'high-availability.leader-election.lease-duration': '2 s',
+        'high-availability.leader-election.renew-deadline': 1_500,
+        'high-availability.leader-election.retry-period': 250,
+      });
+      expect(resolved['high-availability.leader-election.lease-duration']).to.equal(2_000);
+    });
+  });
+
   describe('restart-strategy.*', () => {
     it("accepts Flink's other spellings of each strategy and resolves them to its main name", () => {
       const spellings = {
@@ -596,6 +624,10 @@ describe('options', () => {
         'restart-strategy.failure-rate.delay': '1 s',
         'jobstore.expiration-time': '1 h',
         'jobstore.max-capacity': 'unbounded',
+        'high-availability.type': 'nats',
+        'high-availability.leader-election.lease-duration': '15 s',
+        'high-availability.leader-election.renew-deadline': '10 s',
+        'high-availability.leader-election.retry-period': '1 s',
         'web.exception-history-size': '16',
         'dispatcher.task-module-check.timeout': '10 s',
       });

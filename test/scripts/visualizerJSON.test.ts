@@ -123,6 +123,13 @@ const EXPECTED_LEAVES: Record<keyof typeof machines, string[]> = {
   resourceSlot: ['free', 'pending', 'allocated'],
   slotManager: ['suspended', 'started.idle', 'started.checkSoon', 'started.cooling', 'started.checkScheduled'],
   jobStatus: ['created', 'running', 'failing', 'restarting', 'finished', 'failed', 'canceling', 'canceled'],
+  leaderElection: [
+    'contending.claiming',
+    'contending.waiting',
+    'leading.lease.held',
+    'leading.renewal.scheduled',
+    'closed',
+  ],
 };
 
 describe('npm run machines: the exported statecharts', () => {

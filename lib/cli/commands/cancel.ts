@@ -3,14 +3,15 @@
  * taken.
  */
 import { IllegalArgumentError } from '../../core/errors.js';
-import { jobManagerUrl, parseFlags, type CliIo } from '../flags.js';
-import { RestClient } from '../RestClient.js';
+import { jobManagerUrls, parseFlags, type CliIo } from '../flags.js';
+import { JobManagerClient } from '../JobManagerClient.js';
 
 export const CANCEL_USAGE = `Usage: slotwise cancel [--jobmanager URL] JOB_ID
 
 Cancels the job JOB_ID (32 hex characters, as slotwise list shows it).
 
-  --jobmanager URL  the REST API (default $SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081)`;
+  --jobmanager URL  the REST API (default $SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081); several
+                    JobManagers: URL1,URL2 (the one that answers is used)`;
 
 export async function cancel(args: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseFlags('cancel', args, { jobmanager: { type: 'string' } }, true);
@@ -29,7 +30,7 @@ export async function cancel(args: readonly string[], io: CliIo): Promise<number
       `JOB_ID must be 32 lowercase hex characters, as slotwise list shows it, got ${JSON.stringify(jobId)}`,
       { argument: 'JOB_ID' },
     );
-  const client = new RestClient(jobManagerUrl(values['jobmanager'] as string | undefined, io.env));
+  const client = new JobManagerClient(jobManagerUrls(values['jobmanager'] as string | undefined, io.env));
   await client.patch(`/jobs/${jobId}?mode=cancel`);
   io.stdout(`canceling job ${jobId}`);
   return 0;

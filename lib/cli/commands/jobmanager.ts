@@ -11,11 +11,20 @@ import { formatMemorySize } from '../../core/MemorySize.js';
 import { MiniCluster } from '../../MiniCluster.js';
 import { miniClusterTarget } from '../../rest/miniClusterTarget.js';
 import { startRestServer, type RestServer } from '../../rest/RestServer.js';
-import { choiceFlag, clusterIdFlag, integerFlag, natsUrlFlag, parseFlags, type CliIo } from '../flags.js';
+import { resolveOptions, type SlotwiseOptions } from '../../core/options.js';
+import {
+  choiceFlag,
+  clusterIdFlag,
+  integerFlag,
+  natsUrlFlag,
+  parseFlags,
+  propertyFlags,
+  type CliIo,
+} from '../flags.js';
 import { loadSessionCluster, untilShutdown } from '../sessionCluster.js';
 
 export const JOBMANAGER_USAGE = `Usage: slotwise jobmanager [--nats URL] [--rest-address ADDRESS] [--rest-port PORT]
-                           [--cluster-id ID]
+                           [--cluster-id ID] [-D key=value ...]
        slotwise jobmanager --local-taskmanagers N [--slots N] [--mode thread|process]
                            [--rest-address ADDRESS] [--rest-port PORT]
 
@@ -25,6 +34,8 @@ the REST port, with the token the URL carries); runs until Ctrl-C.
 
   --nats URL              the NATS server TaskManagers join through (default nats://127.0.0.1:4222)
   --cluster-id ID         the cluster's name on that server (default 'default')
+  -D key=value            a runtime option (docs/configuration.md), repeatable, e.g.
+                          -D high-availability.leader-election.lease-duration=5s
   --rest-address ADDRESS  where the REST API listens (default 127.0.0.1)
   --rest-port PORT        its port (default 8081; 0: any free port)
   --local-taskmanagers N  no NATS: an in-process cluster of N TaskExecutors on worker threads
@@ -41,6 +52,7 @@ const OPTIONS = {
   'local-taskmanagers': { type: 'string' },
   slots: { type: 'string' },
   mode: { type: 'string' },
+  property: { type: 'string', short: 'D', multiple: true },
 } as const;
 
 export async function jobmanager(args: readonly string[], io: CliIo): Promise<number> {
@@ -78,6 +90,9 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
         );
   }
 
+  // -D options, checked before anything starts.
+  const configuration = propertyFlags((values['property'] as string[] | undefined) ?? []) as SlotwiseOptions;
+  resolveOptions(configuration);
   let description: string;
   let server: Pick<RestServer, 'url' | 'dashboardUrl' | 'close'>;
   let closeCluster: () => Promise<void>;
@@ -85,7 +100,7 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
     const slots = string('slots') === undefined ? 2 : integerFlag('slots', string('slots')!, 1, 1024);
     const mode =
       string('mode') === undefined ? 'thread' : choiceFlag('mode', string('mode')!, ['thread', 'process'] as const);
-    const cluster = await MiniCluster.start({ taskExecutors: local, slotsPerTaskExecutor: slots, mode });
+    const cluster = await MiniCluster.start({ taskExecutors: local, slotsPerTaskExecutor: slots, mode, configuration });
     closeCluster = () => cluster.close();
     const kind = mode === 'process' ? 'child processes' : 'worker threads';
     const slot = cluster.overview().taskExecutors[0]?.slots[0]?.resources;
@@ -105,9 +120,24 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
     const clusterId = clusterIdFlag(string('cluster-id') ?? 'default');
     const { startJobManager } = await loadSessionCluster('jobmanager');
     // The JobManager serves its REST API, dashboard and /metrics itself (and closes them with it).
-    const manager = await startJobManager({ nats, clusterId, rest: { address, port } });
+    const manager = await startJobManager({ nats, clusterId, configuration, rest: { address, port } });
     closeCluster = () => manager.close();
-    description = `the JobManager of cluster '${clusterId}' at ${nats}`;
+    manager.onLeadershipChange((change) =>
+      io.stdout(
+        change.leading
+          ? `slotwise jobmanager: now leads cluster '${clusterId}' (fencing token ${change.token})`
+          : `slotwise jobmanager: stopped leading cluster '${clusterId}': ${change.reason}; standing by`,
+      ),
+    );
+    const leader = manager.leader;
+    const other =
+      leader === null
+        ? 'nobody leads yet'
+        : `led by the JobManager on ${leader.holder.host}, pid ${leader.holder.pid}` +
+          (leader.holder.restUrl === null ? '' : ` at ${leader.holder.restUrl}`);
+    description =
+      `the JobManager of cluster '${clusterId}' at ${nats}, ` +
+      (manager.isLeader ? `leading (fencing token ${leader?.token})` : `standing by (${other})`);
     server = { url: manager.restUrl!, dashboardUrl: manager.dashboardUrl, close: async () => {} };
   }
   io.stdout(`slotwise jobmanager: ${description}; REST API at`);

@@ -9,8 +9,9 @@ import { dirname, resolve } from 'node:path';
 import { IllegalArgumentError, RestError } from '../../core/errors.js';
 import type { JobEventPage, SequencedJobEvent } from '../../rest/RestTarget.js';
 import { bundleJob, loadJobFile } from '../jobFile.js';
-import { jobManagerUrl, parseFlags, type CliIo } from '../flags.js';
-import { RestClient, RestRefusal } from '../RestClient.js';
+import { jobManagerUrls, parseFlags, type CliIo } from '../flags.js';
+import { JobManagerClient } from '../JobManagerClient.js';
+import { RestRefusal } from '../RestClient.js';
 
 export const RUN_USAGE = `Usage: slotwise run [--jobmanager URL] JOB_FILE [--detached] [--json]
 
@@ -18,7 +19,8 @@ Submits the job JOB_FILE exports (a JobGraphSpec, or a function returning one), 
 bundled with their imports, to the JobManager's REST API; prints task events, then the result.
 Exit code 0: finished; 1: failed or canceled; 2: bad input or no JobManager.
 
-  --jobmanager URL  the REST API (default $SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081)
+  --jobmanager URL  the REST API (default $SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081); several
+                    JobManagers: URL1,URL2 (the one that answers is used)
   --detached        print the JobID and return once the job is submitted
   --json            print the result as one JSON line (progress on stderr)`;
 
@@ -52,11 +54,11 @@ export async function run(args: readonly string[], io: CliIo): Promise<number> {
       `run takes one JOB_FILE, got ${positionals.length === 0 ? 'none' : positionals.join(' ')} (slotwise run --help)`,
       { argument: 'JOB_FILE' },
     );
-  const url = jobManagerUrl(values['jobmanager'] as string | undefined, io.env);
+  const urls = jobManagerUrls(values['jobmanager'] as string | undefined, io.env);
   const json = values['json'] === true;
   const file = positionals[0]!;
   const spec = await loadJobFile(file, io.cwd);
-  const client = new RestClient(url);
+  const client = new JobManagerClient(urls);
   // Reach the JobManager first (bounded), so a wrong URL is told before anything is bundled.
   await client.get('/overview');
   const submission = await bundleJob(spec, dirname(resolve(io.cwd, file)));
@@ -112,7 +114,7 @@ interface ExceptionsAnswer {
  * A failed job's root cause (Flink's exception history, newest entry): one line — task, TaskExecutor and slot, the
  * error — then the first frames of its stack. A JobManager without the route prints nothing more.
  */
-async function printRootCause(client: RestClient, jobId: string, print: (line: string) => void): Promise<void> {
+async function printRootCause(client: JobManagerClient, jobId: string, print: (line: string) => void): Promise<void> {
   let answer: ExceptionsAnswer;
   try {
     answer = await client.get<ExceptionsAnswer>(`/jobs/${jobId}/exceptions?maxExceptions=1`);
@@ -135,7 +137,7 @@ async function printRootCause(client: RestClient, jobId: string, print: (line: s
 }
 
 /** Prints the job's events until its log is complete; rides out a JobManager that is briefly away. */
-async function follow(client: RestClient, jobId: string, print: (line: string) => void): Promise<void> {
+async function follow(client: JobManagerClient, jobId: string, print: (line: string) => void): Promise<void> {
   let from = 0;
   let unreachableSince: number | null = null;
   for (;;) {
@@ -154,12 +156,18 @@ async function follow(client: RestClient, jobId: string, print: (line: string) =
       if (Date.now() - unreachableSince > LOST_AFTER_MS) {
         throw new RestError(
           'unreachable',
-          `lost the JobManager at ${client.baseUrl} for ${LOST_AFTER_MS / 1000} s while ` +
+          `lost the JobManager(s) at ${client.baseUrl} for ${LOST_AFTER_MS / 1000} s while ` +
             `job ${jobId} ran (${error.message}); the job may still run: slotwise list`,
           { jobId },
         );
       }
       await sleep(POLL_MS * 5);
+      continue;
+    }
+    if (page.next < from) {
+      // A new leader recovered the job: its log starts afresh, and so do we.
+      print(`(job ${jobId} is now run by the JobManager at ${client.baseUrl}, which recovered it)`);
+      from = 0;
       continue;
     }
     if (page.first > from) print(`(${page.first - from} earlier events were dropped by the JobManager's event log)`);

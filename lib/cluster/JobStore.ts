@@ -1,0 +1,107 @@
+/**
+ * A session cluster's jobs in its JetStream (Flink's JobGraphStore and JobResultStore, with
+ * `high-availability.type: nats`): what a new leader needs to go on where the last one stopped.
+ * - `slotwise-<clusterId>-jobs`: one object per job the cluster accepted and that has not ended —
+ *   its graph as submitted, task modules named by the hash of their stored code (never a path on the
+ *   leader's disk), written before its JobMaster starts and removed once its result is stored;
+ * - `slotwise-<clusterId>-results`: one object per ended job — its JobResult — kept for
+ *   `jobstore.expiration-time` (the bucket's TTL), so a client that asks after a failover still gets it.
+ * Objects are `v8.serialize`d (what a job's spec and outputs may hold crosses as it would to a thread).
+ */
+import { deserialize, serialize } from 'node:v8';
+import { Objm, type ObjectStore } from '@nats-io/obj';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { describeError } from '../core/errors.js';
+import { JobID } from '../core/ids.js';
+import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
+import type { JobResult } from '../jobmaster/JobResult.js';
+
+/** A job as the store keeps it until it ends. */
+export interface StoredJob {
+  readonly jobId: JobID;
+  readonly spec: JobGraphSpec;
+  readonly submittedAt: number;
+}
+
+/** An ended job as listed, its result read on demand. */
+export interface StoredResultSummary {
+  readonly jobId: JobID;
+  readonly name: string;
+  readonly status: JobResult['status'];
+  readonly endedAt: number;
+}
+
+export class JobStore {
+  readonly #jobs: ObjectStore;
+  readonly #results: ObjectStore;
+
+  private constructor(jobs: ObjectStore, results: ObjectStore) {
+    this.#jobs = jobs;
+    this.#results = results;
+  }
+
+  /** Opens (creating if need be) the cluster's job and result buckets; results expire after `resultTtlMs`. */
+  static async open(connection: NatsConnection, clusterId: string, resultTtlMs: number): Promise<JobStore> {
+    const objm = new Objm(connection);
+    const ttl = Number.isFinite(resultTtlMs) ? resultTtlMs * 1_000_000 : 0;
+    const [jobs, results] = await Promise.all([
+      objm.create(`slotwise-${clusterId}-jobs`),
+      objm.create(`slotwise-${clusterId}-results`, { ttl }),
+    ]);
+    return new JobStore(jobs, results);
+  }
+
+  async putJob(job: StoredJob): Promise<void> {
+    await this.#jobs.putBlob({ name: job.jobId }, serialize(job));
+  }
+
+  /** Every job accepted and not ended; one that cannot be read is reported through `skipped` and left out. */
+  async jobs(skipped: (jobId: string, why: string) => void): Promise<StoredJob[]> {
+    const found: StoredJob[] = [];
+    for (const info of await this.#jobs.list()) {
+      try {
+        const bytes = await this.#jobs.getBlob(info.name);
+        if (bytes !== null) found.push(deserialize(bytes) as StoredJob);
+      } catch (error) {
+        skipped(info.name, describeError(error));
+      }
+    }
+    return found.sort((a, b) => a.submittedAt - b.submittedAt);
+  }
+
+  async removeJob(jobId: JobID): Promise<void> {
+    await this.#jobs.delete(jobId);
+  }
+
+  /** Stores an ended job's result, then forgets its graph. */
+  async putResult(result: JobResult, endedAt: number): Promise<void> {
+    const summary: StoredResultSummary = {
+      jobId: result.jobId,
+      name: result.jobName,
+      status: result.status,
+      endedAt,
+    };
+    await this.#results.putBlob({ name: result.jobId, description: JSON.stringify(summary) }, serialize(result));
+    await this.#jobs.delete(result.jobId).catch(() => false);
+  }
+
+  /** The ended jobs whose results are kept. */
+  async results(): Promise<StoredResultSummary[]> {
+    const summaries: StoredResultSummary[] = [];
+    for (const info of await this.#results.list()) {
+      try {
+        const summary = JSON.parse(info.description ?? '') as StoredResultSummary;
+        if (JobID.is(summary.jobId)) summaries.push(summary);
+      } catch {
+        // Not one of ours: left alone.
+      }
+    }
+    return summaries.sort((a, b) => a.endedAt - b.endedAt);
+  }
+
+  /** An ended job's result, or null when it is not (or no longer) kept. */
+  async result(jobId: JobID): Promise<JobResult | null> {
+    const bytes = await this.#results.getBlob(jobId);
+    return bytes === null ? null : (deserialize(bytes) as JobResult);
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * Leadership of a session cluster over a real nats-server (lib/cluster/LeaderElection.ts): any
+ * number of JobManagers for one cluster id, one leads, the others stand by — refusing jobs with
+ * ClusterError('not-leader'), redirecting their REST API to the leader and creating no TaskManager.
+ * When the leader stops, a standby leads at once, recovers the jobs that had not ended (the job store,
+ * high-availability.type 'nats') and keeps the results of those that had; the TaskManager follows the
+ * new leader under its ResourceID, and drops what a deposed leader still sends (counted).
+ * Skipped with a line saying so when nats-server is not installed.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { expect } from 'chai';
+import { startJobManager, type JobManager } from '../../lib/cluster/JobManager.js';
+import { clusterSubjects } from '../../lib/cluster/clusterSubjects.js';
+import { connectNats } from '../../lib/cluster/natsConnection.js';
+import { TaskManager } from '../../lib/cluster/TaskManager.js';
+import { ClusterError } from '../../lib/core/errors.js';
+import type { JobID } from '../../lib/core/ids.js';
+import { HEADER_FENCE, HEADER_FROM, HEADER_REPLY, HEADER_SESSION } from '../../lib/rpc/natsTransport.js';
+import { rejection } from '../rpc/support/transports.js';
+import { until } from '../support/eventually.js';
+import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
+
+const CLUSTER = 'led';
+/** A 2 s lease renewed every 250 ms; a leader that cannot renew steps down after 1.5 s. */
+const configuration = {
+  'heartbeat.interval': 500,
+  'heartbeat.timeout': 3_000,
+  'high-availability.leader-election.lease-duration': 2_000,
+  'high-availability.leader-election.renew-deadline': 1_500,
+  'high-availability.leader-election.retry-period': 250,
+};
+const sleep = new URL('../fixtures/tasks/sleep.ts', import.meta.url);
+const ok = new URL('../fixtures/tasks/ok.ts', import.meta.url);
+
+describe('leadership of a session cluster (over NATS)', function () {
+  this.timeout(60_000);
+  let server: NatsServer | undefined;
+  const jobManagers: JobManager[] = [];
+  let taskManager: TaskManager | undefined;
+  let cacheDir: string;
+  const start = async () => {
+    const jobManager = await startJobManager({
+      nats: server!.url,
+      clusterId: CLUSTER,
+      configuration,
+      rest: { port: 0 },
+    });
+    jobManagers.push(jobManager);
+    return jobManager;
+  };
+  const registeredAt = (jobManager: JobManager) => jobManager.overview().taskExecutors.map((te) => te.resourceId);
+
+  before(async function () {
+    const binary = natsServerOrSkip(this, 'leadership of a session cluster');
+    server = await startNatsServer(binary);
+    cacheDir = mkdtempSync(join(tmpdir(), 'slotwise-tm-cache-'));
+  });
+
+  after(async () => {
+    await taskManager?.close();
+    for (const jobManager of jobManagers) await jobManager.close();
+    await server?.stop();
+    if (cacheDir !== undefined) rmSync(cacheDir, { recursive: true, force: true });
+  });
+
+  let first: JobManager;
+  let second: JobManager;
+
+  it('one leads; a second stands by: it refuses jobs, redirects REST to the leader, gets no TaskManager', async () => {
+    first = await start();
+    expect(first.isLeader).to.equal(true);
+    taskManager = await TaskManager.start({ nats: server!.url, clusterId: CLUSTER, cacheDir, slots: 1, configuration });
+    await until('the TaskManager to register', () => registeredAt(first).length === 1);
+    expect(taskManager.leaderToken).to.equal(first.leader!.token);
+
+    second = await start();
+    expect(second.isLeader).to.equal(false);
+    await until('the standby to read who leads', () => second.leader?.holder.restUrl === first.restUrl);
+    expect(second.leader!.token).to.equal(first.leader!.token);
+    const refused = await rejection(
+      second.submitJob({ name: 'refused', vertices: [{ id: 'ok', taskModule: ok, parallelism: 1 }] }),
+    );
+    expect(refused).to.be.instanceOf(ClusterError);
+    expect((refused as ClusterError).reason).to.equal('not-leader');
+    expect((refused as ClusterError).message).to.include(`is led by the JobManager on `);
+    expect((refused as ClusterError).message).to.include(first.restUrl!);
+    expect(second.listJobs()).to.deep.equal([]);
+
+    const redirect = await fetch(`${second.restUrl}/jobs/overview`, { redirect: 'manual' });
+    expect(redirect.status).to.equal(307);
+    expect(redirect.headers.get('location')).to.equal(`${first.restUrl}/jobs/overview`);
+    expect((await fetch(`${second.restUrl}/jobs/overview`)).status).to.equal(200);
+
+    // Renewed past its lease many times over: the same leader, the same TaskManager, nothing at the standby.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(first.isLeader).to.equal(true);
+    expect(second.isLeader).to.equal(false);
+    expect(registeredAt(first)).to.deep.equal([taskManager.resourceId]);
+    expect(second.overview().taskExecutors).to.deep.equal([]);
+    expect(taskManager.incarnations).to.equal(1);
+  });
+
+  let recovered: JobID;
+
+  it('when the leader stops a standby leads at once, recovers the running job; the TaskManager follows', async () => {
+    const resourceId = taskManager!.resourceId;
+    const job = await first.submitJob({
+      name: 'outlives its leader',
+      vertices: [{ id: 'sleep', taskModule: sleep, parallelism: 1, config: { ms: 1_500 } }],
+    });
+    recovered = job.jobId;
+    await until('the job to run', () => job.status === 'running');
+    const stopped = Date.now();
+    await first.close();
+    await until('the standby to lead', () => second.isLeader, 3_000);
+    expect(Date.now() - stopped, 'the standby led after (ms)').to.be.below(2_000);
+    await until('the TaskManager to register with the new leader', () => registeredAt(second).includes(resourceId));
+    expect(taskManager!.resourceId).to.equal(resourceId);
+    expect(taskManager!.incarnations).to.equal(1);
+    expect(taskManager!.leaderToken).to.equal(second.leader!.token);
+    const again = second.getJob(recovered);
+    expect(again, 'the recovered job').to.not.equal(undefined);
+    const result = await again!.result;
+    expect(result.status).to.equal('finished');
+    expect(result.outputs['sleep']).to.deep.equal([{ subtask: 0, attempt: 0, inputs: {} }]);
+  });
+
+  it('a job that ended under one leader keeps its result for the next', async () => {
+    const third = await start();
+    expect(third.isLeader).to.equal(false);
+    await second.close();
+    await until('the third JobManager to lead', () => third.isLeader, 3_000);
+    const summary = third.listJobs().find((job) => job.jobId === recovered);
+    expect(summary).to.deep.include({ status: 'finished', name: 'outlives its leader' });
+    const result = await third.getJob(recovered)!.result;
+    expect(result.status).to.equal('finished');
+    expect(result.outputs['sleep']).to.deep.equal([{ subtask: 0, attempt: 0, inputs: {} }]);
+    // Not run again: nothing of it is in the job store any more.
+    expect(third.getJob(recovered)!.status).to.equal('finished');
+    await until('the TaskManager to register with the third leader', () => registeredAt(third).length === 1);
+    const next = await third.submitJob({ name: 'served', vertices: [{ id: 'ok', taskModule: ok, parallelism: 1 }] });
+    expect((await next.result).status).to.equal('finished');
+  });
+
+  it('what a deposed leader still sends a TaskManager is dropped unheard, and counted', async () => {
+    const tm = taskManager!;
+    const before = tm.fencedMessages;
+    const connection = await connectNats(server!.url, 'a deposed JobManager');
+    try {
+      const h = natsHeaders();
+      h.set(HEADER_FROM, 'jobmanager');
+      h.set(HEADER_REPLY, clusterSubjects(CLUSTER).resourceManager);
+      h.set(HEADER_SESSION, 'deposed-session');
+      h.set(HEADER_FENCE, String(tm.leaderToken - 1));
+      for (let i = 0; i < 3; i++)
+        connection.publish(clusterSubjects(CLUSTER).taskExecutor(tm.resourceId), new Uint8Array([1, 2, 3]), {
+          headers: h,
+        });
+      await connection.flush();
+      await until('the TaskManager to drop the three', () => tm.fencedMessages === before + 3);
+      expect(tm.registered).to.equal(true);
+      expect(tm.incarnations).to.equal(1);
+    } finally {
+      await connection.close();
+    }
+  });
+});
