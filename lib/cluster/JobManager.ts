@@ -413,9 +413,11 @@ export class JobManager {
     this.#tellLeadership({ leading: false, token: leader.token, reason });
   }
 
-  /** While standing by: who leads (for the REST server's redirect), else null. */
+  /** While standing by or taking over: who leads (for the REST server's redirect); null once we serve. */
   #standbyOf(): { leader: Leader | null } | null {
-    if (this.#leader !== null || this.#election === null) return null;
+    if (this.#leader?.ready === true) return null;
+    // Taking over (recovering the jobs): nobody serves yet.
+    if (this.#leader !== null || this.#election === null) return { leader: null };
     return { leader: this.#election.leader };
   }
 

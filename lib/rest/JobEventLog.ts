@@ -4,6 +4,7 @@
  * events the oldest half of the task events is dropped in one pass (status events, a handful per
  * job, always stay), and `first` tells a client that came late where the log now starts.
  */
+import { randomUUID } from 'node:crypto';
 import type { JobClient } from '../dispatcher/Dispatcher.js';
 import type { JobEvent, JobResult } from '../jobmaster/JobMaster.js';
 import type { JobEventPage, SequencedJobEvent } from './RestTarget.js';
@@ -16,6 +17,7 @@ export class JobEventLog {
   /** Ascending by seq, with gaps where task events were dropped. */
   #events: SequencedJobEvent[] = [];
   #nextSeq = 0;
+  readonly #id = randomUUID();
   #result: JobResult | null = null;
   /**
    * Where each subtask attempt last ran, by `vertex#subtask#attempt` (kept when task events are dropped: one per
@@ -75,7 +77,8 @@ export class JobEventLog {
     const start = this.#indexOf(from);
     const events = this.#events.slice(start, start + limit);
     const next = events.length > 0 ? events[events.length - 1]!.seq + 1 : Math.max(from, this.#firstSeq());
-    return { events, next, first: this.#firstSeq(), complete: this.#result !== null && next >= this.#nextSeq };
+    const complete = this.#result !== null && next >= this.#nextSeq;
+    return { events, next, first: this.#firstSeq(), complete, log: this.#id };
   }
 
   close(): void {

@@ -102,6 +102,11 @@ export interface JobEventPage {
   readonly first: number;
   /** The job has ended and `next` is past its last event: nothing more will come. */
   readonly complete: boolean;
+  /**
+   * This log's id: another one for the same job means another log — a new leader recovered the job and numbers its
+   * events from 0 again.
+   */
+  readonly log: string;
 }
 
 export interface RestTarget {

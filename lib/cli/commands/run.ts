@@ -139,6 +139,8 @@ async function printRootCause(client: JobManagerClient, jobId: string, print: (l
 /** Prints the job's events until its log is complete; rides out a JobManager that is briefly away. */
 async function follow(client: JobManagerClient, jobId: string, print: (line: string) => void): Promise<void> {
   let from = 0;
+  /** The id of the event log read so far. */
+  let log: string | null = null;
   let unreachableSince: number | null = null;
   for (;;) {
     let page: JobEventPage;
@@ -146,12 +148,11 @@ async function follow(client: JobManagerClient, jobId: string, print: (line: str
       page = await client.get<JobEventPage>(`/jobs/${jobId}/events?from=${from}`);
       unreachableSince = null;
     } catch (error) {
-      if (
-        error instanceof RestRefusal ||
-        !(error instanceof RestError) ||
-        (error.reason !== 'unreachable' && error.reason !== 'timed-out')
-      )
-        throw error;
+      // Unreachable, or a JobManager that is taking over or stands by while nobody leads (503): wait for a leader.
+      const away =
+        (error instanceof RestRefusal && error.status === 503) ||
+        (error instanceof RestError && (error.reason === 'unreachable' || error.reason === 'timed-out'));
+      if (!away) throw error;
       unreachableSince ??= Date.now();
       if (Date.now() - unreachableSince > LOST_AFTER_MS) {
         throw new RestError(
@@ -164,12 +165,14 @@ async function follow(client: JobManagerClient, jobId: string, print: (line: str
       await sleep(POLL_MS * 5);
       continue;
     }
-    if (page.next < from) {
-      // A new leader recovered the job: its log starts afresh, and so do we.
+    if (log !== null && page.log !== log) {
+      // A new leader recovered the job: its log numbers the events afresh, and we read it from its start.
       print(`(job ${jobId} is now run by the JobManager at ${client.baseUrl}, which recovered it)`);
+      log = page.log;
       from = 0;
       continue;
     }
+    log = page.log;
     if (page.first > from) print(`(${page.first - from} earlier events were dropped by the JobManager's event log)`);
     for (const event of page.events) {
       const line = describeEvent(event);
