@@ -196,20 +196,23 @@ export function resourceFlags(values: readonly string[]): Record<string, number>
   return resources;
 }
 
-/** `nats://host:port` (or `tls://`), as `--nats` takes it. */
+/** `nats://host:port` (or `tls://`), or several comma-separated (one NATS cluster's servers), as `--nats` takes it. */
 export function natsUrlFlag(value: string): string {
-  let url: URL | undefined;
-  try {
-    url = new URL(value);
-  } catch {
-    url = undefined;
-  }
-  if (url === undefined || !['nats:', 'tls:'].includes(url.protocol) || url.hostname === '') {
-    throw new IllegalArgumentError(
-      'invalid-value',
-      `--nats must be a NATS server URL like nats://127.0.0.1:4222, got ${JSON.stringify(value)}`,
-      { argument: '--nats' },
-    );
+  for (const server of value.split(',')) {
+    let url: URL | undefined;
+    try {
+      url = new URL(server.trim());
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || !['nats:', 'tls:'].includes(url.protocol) || url.hostname === '') {
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `--nats must be a NATS server URL like nats://127.0.0.1:4222 (several: comma-separated), ` +
+          `got ${JSON.stringify(value)}`,
+        { argument: '--nats' },
+      );
+    }
   }
   return value;
 }

@@ -43,13 +43,16 @@ export class BlobStore {
     this.#messages = messages;
   }
 
-  /** Opens (creating if need be) the cluster's buckets. Needs JetStream on the server. */
-  static async open(connection: NatsConnection, clusterId: string): Promise<BlobStore> {
+  /**
+   * Opens (creating if need be, with `replicas`: high-availability.nats.replicas) the cluster's buckets. Needs
+   * JetStream on the server.
+   */
+  static async open(connection: NatsConnection, clusterId: string, replicas = 1): Promise<BlobStore> {
     const objm = new Objm(connection);
     try {
       const [code, messages] = await Promise.all([
-        objm.create(`slotwise-${clusterId}-code`),
-        objm.create(`slotwise-${clusterId}-messages`),
+        objm.create(`slotwise-${clusterId}-code`, { replicas }),
+        objm.create(`slotwise-${clusterId}-messages`, { replicas }),
       ]);
       return new BlobStore(code, messages);
     } catch (error) {

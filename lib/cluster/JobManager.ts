@@ -187,10 +187,11 @@ export class JobManager {
     const logger = options.logger ?? createDefaultLogSink();
     let jobManager: JobManager | null = null;
     try {
-      const blobs = await BlobStore.open(connection, clusterId);
+      const replicas = configuration['high-availability.nats.replicas'];
+      const blobs = await BlobStore.open(connection, clusterId, replicas);
       const store =
         configuration['high-availability.type'] === 'nats'
-          ? await JobStore.open(connection, clusterId, configuration['jobstore.expiration-time'])
+          ? await JobStore.open(connection, clusterId, configuration['jobstore.expiration-time'], replicas)
           : null;
       // First what may refuse (a registry another cluster uses): nothing listens yet.
       observability = new Observability({
@@ -219,6 +220,7 @@ export class JobManager {
       const self = jobManager;
       self.#election = await LeaderElection.start(connection, clusterId, {
         ...leaseTimes(configuration),
+        replicas,
         restUrl: () => self.restUrl,
         onGrant: (token) => self.#grant(token),
         onRevoke: (reason) => self.#revoke(reason),

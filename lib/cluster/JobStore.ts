@@ -40,13 +40,21 @@ export class JobStore {
     this.#results = results;
   }
 
-  /** Opens (creating if need be) the cluster's job and result buckets; results expire after `resultTtlMs`. */
-  static async open(connection: NatsConnection, clusterId: string, resultTtlMs: number): Promise<JobStore> {
+  /**
+   * Opens (creating if need be, with `replicas`) the cluster's job and result buckets; results expire after
+   * `resultTtlMs`.
+   */
+  static async open(
+    connection: NatsConnection,
+    clusterId: string,
+    resultTtlMs: number,
+    replicas = 1,
+  ): Promise<JobStore> {
     const objm = new Objm(connection);
     const ttl = Number.isFinite(resultTtlMs) ? resultTtlMs * 1_000_000 : 0;
     const [jobs, results] = await Promise.all([
-      objm.create(`slotwise-${clusterId}-jobs`),
-      objm.create(`slotwise-${clusterId}-results`, { ttl }),
+      objm.create(`slotwise-${clusterId}-jobs`, { replicas }),
+      objm.create(`slotwise-${clusterId}-results`, { ttl, replicas }),
     ]);
     return new JobStore(jobs, results);
   }
@@ -55,13 +63,17 @@ export class JobStore {
     await this.#jobs.putBlob({ name: job.jobId }, serialize(job));
   }
 
-  /** Every job accepted and not ended; one that cannot be read is reported through `skipped` and left out. */
+  /**
+   * Every job accepted and not ended. Throws when the store cannot be read (the caller tries again); one whose bytes
+   * cannot be decoded is reported through `skipped` and left out.
+   */
   async jobs(skipped: (jobId: string, why: string) => void): Promise<StoredJob[]> {
     const found: StoredJob[] = [];
     for (const info of await this.#jobs.list()) {
+      const bytes = await this.#jobs.getBlob(info.name);
+      if (bytes === null) continue;
       try {
-        const bytes = await this.#jobs.getBlob(info.name);
-        if (bytes !== null) found.push(deserialize(bytes) as StoredJob);
+        found.push(deserialize(bytes) as StoredJob);
       } catch (error) {
         skipped(info.name, describeError(error));
       }

@@ -76,6 +76,8 @@ export interface LeaderElectionOptions {
   readonly log: (level: 'info' | 'warn' | 'error', message: string) => void;
   /** The clock of the statechart's delays. Default the system clock. */
   readonly clock?: Clock;
+  /** Replicas of the lease's stream (high-availability.nats.replicas). Default 1. */
+  readonly replicas?: number;
 }
 
 const MAX_DUPLICATE_WINDOW_MS = 120_000;
@@ -167,7 +169,7 @@ export class LeaderElection {
     let jsm: JetStreamManager;
     try {
       jsm = await jetstreamManager(connection);
-      await ensureStream(jsm, clusterId, options.leaseDurationMs);
+      await ensureStream(jsm, clusterId, options.leaseDurationMs, options.replicas ?? 1);
     } catch (error) {
       throw new IllegalArgumentError(
         'invalid-value',
@@ -268,6 +270,10 @@ export class LeaderElection {
       }
       this.#sequence = sequence;
       this.#setLeader(null);
+      // Ours now: the lease lasts what our renew deadline is reckoned against (another JobManager may have made it).
+      await ensureStream(this.#jsm, this.clusterId, this.#o.leaseDurationMs, this.#o.replicas ?? 1, true).catch(
+        (error: unknown) => this.#o.log('warn', `could not set the lease's duration: ${describeError(error)}`),
+      );
       this.#actor.send({ type: 'CLAIMED', token: sequence, ageMs: Date.now() - sentAt });
       // The term goes out at once: TaskManagers and standbys learn the token from it.
       void this.#renew();
@@ -312,7 +318,7 @@ export class LeaderElection {
       this.#troubled = true;
       this.#actor.send({ type: 'RENEW_FAILED', error: describeError(error) });
       if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)
-        await ensureStream(this.#jsm, this.clusterId, this.#o.leaseDurationMs).catch(() => {});
+        await ensureStream(this.#jsm, this.clusterId, this.#o.leaseDurationMs, this.#o.replicas ?? 1).catch(() => {});
     } finally {
       this.#renewing = false;
     }
@@ -373,10 +379,20 @@ function parseRecord(data: Uint8Array): LeaseRecord | null {
   }
 }
 
-/** The lease's stream, made with `leaseDurationMs` if missing, set to it otherwise; resolves with its max_age in ns. */
-async function ensureStream(jsm: JetStreamManager, clusterId: string, leaseDurationMs: number): Promise<number> {
+/**
+ * The lease's stream, made with `leaseDurationMs` and `replicas` if missing (set to them with `update`, by a new
+ * leader only: a standby must not change the lease the leader's renew deadline is reckoned against); its max_age in ns.
+ */
+async function ensureStream(
+  jsm: JetStreamManager,
+  clusterId: string,
+  leaseDurationMs: number,
+  replicas: number,
+  update = false,
+): Promise<number> {
   const config = {
     subjects: [leaseSubject(clusterId)],
+    num_replicas: replicas,
     max_age: leaseDurationMs * 1_000_000,
     duplicate_window: Math.min(leaseDurationMs, MAX_DUPLICATE_WINDOW_MS) * 1_000_000,
     max_msgs_per_subject: 1,
@@ -386,7 +402,7 @@ async function ensureStream(jsm: JetStreamManager, clusterId: string, leaseDurat
     throw error;
   });
   if (info === null) return (await jsm.streams.add({ name: leaseStream(clusterId), ...config })).config.max_age;
-  if (info.config.max_age !== config.max_age)
+  if (update && (info.config.max_age !== config.max_age || info.config.num_replicas !== replicas))
     return (await jsm.streams.update(leaseStream(clusterId), config)).config.max_age;
   return info.config.max_age;
 }

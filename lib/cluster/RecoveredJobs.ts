@@ -40,21 +40,20 @@ export class RecoveredJobs {
     await this.#o.store.putJob({ jobId, spec: this.#portable(spec), submittedAt: Date.now() });
   }
 
-  /** Reads the ended jobs the store keeps and runs again every job an earlier leader accepted and did not end. */
+  /**
+   * Reads the ended jobs the store keeps and runs again every job an earlier leader accepted and did not end. A store
+   * out of reach (a NATS node lost, its streams electing new leaders) is read again until it answers or leadership
+   * goes: no job is left behind for a read that timed out.
+   */
   async recover(leader: LeaderServices): Promise<void> {
     const { store } = this.#o;
-    try {
-      this.#ended = new Map((await store.results()).map((summary) => [summary.jobId, { summary, client: null }]));
-    } catch (error) {
-      this.#warn(`could not read the ended jobs' results: ${describeError(error)}`);
-    }
-    let jobs: StoredJob[] = [];
-    try {
-      jobs = await store.jobs((jobId, why) => this.#warn(`could not read stored job ${jobId}: ${why}`, { jobId }));
-    } catch (error) {
-      this.#warn(`could not read the stored jobs: ${describeError(error)}`);
-    }
-    for (const job of jobs) {
+    const results = await this.#retried(leader, "the ended jobs' results", () => store.results());
+    if (results === null) return;
+    this.#ended = new Map(results.map((summary) => [summary.jobId, { summary, client: null }]));
+    const jobs = await this.#retried(leader, 'the stored jobs', () =>
+      store.jobs((jobId, why) => this.#warn(`could not decode stored job ${jobId}: ${why}`, { jobId })),
+    );
+    for (const job of jobs ?? []) {
       if (leader.suspended) return;
       if (this.#ended.has(job.jobId)) {
         await store.removeJob(job.jobId).catch(() => {});
@@ -74,6 +73,22 @@ export class RecoveredJobs {
         });
       }
     }
+  }
+
+  /** `read()`, tried again (250 ms doubling to 2 s apart) while `leader` leads; null once it no longer does. */
+  async #retried<T>(leader: LeaderServices, what: string, read: () => Promise<T>): Promise<T | null> {
+    for (let attempt = 1; !leader.suspended; attempt++) {
+      try {
+        return await read();
+      } catch (error) {
+        if (attempt === 1 || attempt % 10 === 0)
+          this.#warn(
+            `could not read ${what} (attempt ${attempt}; trying again while leading): ${describeError(error)}`,
+          );
+        await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** (attempt - 1), 2_000)));
+      }
+    }
+    return null;
   }
 
   /** A job ended under `leader`: unless `current()` says leadership went meanwhile, its result is stored. */

@@ -159,7 +159,7 @@ export class TaskManager {
       configuration['heartbeat.interval'],
     );
     try {
-      const blobs = await BlobStore.open(connection, clusterId);
+      const blobs = await BlobStore.open(connection, clusterId, configuration['high-availability.nats.replicas']);
       // Messages of a JobManager older than the one leading now are not heard (none leads yet: any is).
       const leader = await currentLeader(connection, clusterId).catch(() => null);
       return new TaskManager(clusterId, configuration, connection, blobs, options, runsIn, leader?.token ?? 0);

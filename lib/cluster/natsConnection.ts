@@ -10,20 +10,27 @@ import { IllegalArgumentError } from '../core/errors.js';
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 
-/** Throws an IllegalArgumentError unless `url` is a nats:// (or tls://) URL with a host. */
+/**
+ * Throws an IllegalArgumentError unless `url` is a nats:// (or tls://) URL with a host, or several of them
+ * comma-separated (the servers of one NATS cluster: the client connects to any and fails over to the others).
+ */
 export function checkNatsUrl(url: unknown, argument = 'nats'): string {
-  let parsed: URL | undefined;
-  try {
-    parsed = typeof url === 'string' ? new URL(url) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  if (parsed === undefined || !['nats:', 'tls:'].includes(parsed.protocol) || parsed.hostname === '') {
-    throw new IllegalArgumentError(
-      'invalid-value',
-      `${argument} must be a NATS URL like ${DEFAULT_NATS_URL}, got ${JSON.stringify(url)}`,
-      { argument, value: url },
-    );
+  const servers = typeof url === 'string' ? url.split(',').map((one) => one.trim()) : [undefined];
+  for (const server of servers) {
+    let parsed: URL | undefined;
+    try {
+      parsed = server === undefined ? undefined : new URL(server);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed === undefined || !['nats:', 'tls:'].includes(parsed.protocol) || parsed.hostname === '') {
+      throw new IllegalArgumentError(
+        'invalid-value',
+        `${argument} must be a NATS URL like ${DEFAULT_NATS_URL} (several: comma-separated), ` +
+          `got ${JSON.stringify(url)}`,
+        { argument, value: url },
+      );
+    }
   }
   return url as string;
 }
@@ -42,7 +49,7 @@ export async function connectNats(
   checkNatsUrl(url);
   try {
     return await connect({
-      servers: url,
+      servers: url.split(',').map((server) => server.trim()),
       name,
       timeout: timeoutMs,
       maxReconnectAttempts: -1,

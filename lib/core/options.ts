@@ -209,6 +209,12 @@ export const OPTIONS = {
       "job's result in the cluster's JetStream, and a new leader recovers the jobs that had not ended; 'none' " +
       'keeps them in the JobManager only. Leadership itself is always elected (one JobManager leads a cluster id).',
   ),
+  'high-availability.nats.replicas': integer(
+    1,
+    'Replicas of each JetStream stream and object store a session cluster makes (its lease, jobs, results, task ' +
+      'code, large messages): 3 on a 3-node NATS cluster, so that losing one node loses nothing. Ours.',
+    1,
+  ),
   'high-availability.leader-election.lease-duration': duration(
     15_000,
     "How long a JobManager's lease on its cluster lasts unrenewed: a standby takes over at most this long after " +

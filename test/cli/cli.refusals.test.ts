@@ -56,9 +56,11 @@ describe('slotwise: refusals (one line, exit code 2)', function () {
   it('refuses a JobManager URL that is not one, from the flag or from SLOTWISE_JOBMANAGER', async () => {
     await refused(
       ['list', '--jobmanager', 'ftp://host'],
-      'slotwise list: --jobmanager must be the JobManager\'s REST URL, like http://127.0.0.1:8081, got "ftp://host"',
+      "slotwise list: --jobmanager must be the JobManager's REST URL, like http://127.0.0.1:8081 " +
+        '(several: comma-separated), got "ftp://host"',
     );
     await refused(['overview', '--jobmanager', 'http://host:1/?a=b'], '--jobmanager must be');
+    await refused(['list', '--jobmanager', 'http://127.0.0.1:1,ftp://host'], 'got "ftp://host"');
     await refused(['list'], "SLOTWISE_JOBMANAGER must be the JobManager's REST URL", {
       SLOTWISE_JOBMANAGER: 'localhost:8081',
     });
@@ -146,7 +148,8 @@ describe('slotwise: refusals (one line, exit code 2)', function () {
     await refused(['jobmanager', '--slots', '2'], '--slots goes with --local-taskmanagers');
     await refused(
       ['jobmanager', '--nats', 'http://127.0.0.1:4222'],
-      '--nats must be a NATS server URL like nats://127.0.0.1:4222, got "http://127.0.0.1:4222"',
+      '--nats must be a NATS server URL like nats://127.0.0.1:4222 (several: comma-separated), ' +
+        'got "http://127.0.0.1:4222"',
     );
     await refused(['jobmanager', '--cluster-id', 'a.b'], '--cluster-id must be 1 to 64 letters, digits, _ or -');
   });
