@@ -39,19 +39,32 @@ export class ExecutionDeployer {
     this.#h = host;
   }
 
-  /** Asks a slot for each record; each deploys once it has one (and its inputs). */
-  schedule(records: ExecutionRecord[]): void {
+  /**
+   * Schedules the records (Flink's allocateSlotsAndDeploy): each `scheduled`, its slot asked for (the records of one
+   * call as one bulk), deployed once it has its slot (and its inputs). A record whose slot request is out already is
+   * left as it is.
+   */
+  schedule(records: Iterable<ExecutionRecord>): void {
     const h = this.#h;
     const requestedAt = h.clock.now();
-    const slots = h.allocator.allocateSlotsFor(records.map((r) => r.vertex.id));
-    for (const record of records) {
+    const toSchedule: ExecutionRecord[] = [];
+    for (const record of records) if (record.slotRequest === null) toSchedule.push(record);
+    if (toSchedule.length === 0) return;
+    const slots = h.allocator.allocateSlotsFor(toSchedule.map((r) => r.vertex.id));
+    for (const record of toSchedule) {
       const attempt = record.executionAttemptId;
-      record.awaitingSlot = true;
+      const request = slots.get(record.vertex.key)!;
+      record.state = 'scheduled';
+      record.slotRequest = request;
       h.emitTask(record, null, 'slot');
-      h.mailbox.whenComplete(slots.get(record.vertex.key)!, (slot, error) => {
-        if (record.executionAttemptId === attempt) record.awaitingSlot = false;
-        if (record.executionAttemptId !== attempt || TERMINAL_STATES.has(h.status())) {
-          if (slot !== undefined) h.allocator.releaseLogicalSlot(record.vertex.id);
+      h.mailbox.whenComplete(request, (slot, error) => {
+        // Another attempt now, or this request given up (the record sent back to wait: unschedule).
+        const current = record.slotRequest === request;
+        if (current) record.slotRequest = null;
+        if (!current || record.executionAttemptId !== attempt || TERMINAL_STATES.has(h.status())) {
+          // A logical slot still alive that the record does not hold is nobody's: it goes back.
+          if (slot?.isAlive() && record.slot !== slot)
+            h.allocator.releaseLogicalSlot(record.vertex.id);
           return;
         }
         if (error !== undefined) return h.slotFailed(record, error);
@@ -65,6 +78,20 @@ export class ExecutionDeployer {
         }
       });
     }
+  }
+
+  /**
+   * Sends a record scheduled and not deployed yet back to wait (`created`, under region scheduling, when an input it
+   * was to read is lost): its slot, or its request for one, goes back; it is scheduled again once its inputs are there.
+   */
+  unschedule(record: ExecutionRecord): void {
+    if (record.state !== 'scheduled') return;
+    const h = this.#h;
+    record.slotRequest = null;
+    record.slot = null;
+    record.state = 'created';
+    h.allocator.releaseLogicalSlot(record.vertex.id);
+    h.emitTask(record, null, 'inputs');
   }
 
   /** Deploys the record's attempt if it is scheduled, has its slot and its inputs, and the job runs. */

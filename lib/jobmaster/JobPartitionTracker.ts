@@ -52,13 +52,13 @@ export class JobPartitionTracker {
   /**
    * The TaskExecutor is lost with its partitions (see #lostWith): each producer that must run again has its output
    * forgotten and is `failed` (PartitionLost), each consumer still reading one is `canceled` where it runs and
-   * `failed`. The failure to report for the loss, with how many finished producers it undid; null if none.
+   * `failed`. The failure to report for the loss, with the finished producers it undid; null if none.
    */
   lose(
     resourceId: ResourceID,
     cause: string,
     on: { failed(record: ExecutionRecord, error: SerializedError): void; cancel(record: ExecutionRecord): void },
-  ): { error: SerializedError; message: string; producers: number } | null {
+  ): { error: SerializedError; message: string; producers: readonly ExecutionRecord[] } | null {
     const { producers, readers } = this.#lostWith(resourceId);
     if (producers.length === 0) return null;
     const error = { name: 'PartitionLost', message: `its result partition on ${resourceId} is lost (${cause})` };
@@ -77,7 +77,7 @@ export class JobPartitionTracker {
     return {
       error,
       message: `${producers.length} result partition(s) on ${resourceId} lost: ${lost}`,
-      producers: producers.length,
+      producers,
     };
   }
 
