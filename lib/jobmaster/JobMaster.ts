@@ -6,9 +6,8 @@
  * (SlotSharingExecutionSlotAllocator), deploys a subtask once its slot is there and its inputs are
  * ready (the outputs of its producers), tracks execution states, restarts failed subtasks and what
  * depends on them under the restart strategy, releases its slots at the end and completes the job's
- * result with the sink outputs. Which subtasks it asks slots for, and when, is its SchedulingStrategy's:
- * by default a consumer only once its producers have finished (region scheduling), so what it declares
- * is what is scheduled.
+ * result with the sink outputs. When a subtask gets its slot is its SchedulingStrategy's call (by
+ * default once its producers have finished): what the job declares is what is scheduled.
  *
  * Whether and when a failed job restarts is jobStatus.machine's decision (run by JobStatusActor:
  * canRestart, restartDelay, then restartTasks); the subtasks' attempts and the failover step are
@@ -59,7 +58,7 @@ import {
   RegisteredTaskManagers,
 } from './RegisteredTaskManagers.js';
 import { ResourceRequirementsDeclarer } from './ResourceRequirementsDeclarer.js';
-import { type SchedulingStrategy, schedulingStrategyOf } from './SchedulingStrategy.js';
+import { schedulingStrategyOf } from './SchedulingStrategy.js';
 import { slotAssignmentOf } from './SlotAssignment.js';
 import { TaskDeploymentDescriptorFactory } from './TaskDeploymentDescriptorFactory.js';
 import { checkStateUpdate, checkStateUpdates } from './taskExecutionStateWire.js';
@@ -93,8 +92,6 @@ export class JobMaster implements JobMasterGateway {
   readonly #deployer: ExecutionDeployer;
   /** Where the job's result partitions are (Flink's JobMasterPartitionTracker). */
   readonly #partitions: JobPartitionTracker;
-  /** Which subtasks are scheduled when (jobmanager.scheduler.scheduling-strategy). */
-  readonly #scheduling: SchedulingStrategy;
   /** Failures told to the status machine so far. */
   #failuresReported = 0;
   /** Subtasks whose current attempt finished: the job is done when this reaches every subtask. */
@@ -157,17 +154,17 @@ export class JobMaster implements JobMasterGateway {
     this.#failures = new JobFailures(options, this.#clock, this.#log);
     this.#deployments = new TaskDeploymentDescriptorFactory(this.jobId, this.graph, this.#executions);
     this.#partitions = new JobPartitionTracker(this.graph, this.#executions);
-    this.#scheduling = schedulingStrategyOf(
-      options.options['jobmanager.scheduler.scheduling-strategy'],
-      this.graph,
-      this.#executions,
-    );
     this.#deployer = new ExecutionDeployer({
       mailbox: this.mailbox,
       clock: this.#clock,
       allocator: this.#allocator,
       executions: this.#executions,
       deployments: this.#deployments,
+      scheduling: schedulingStrategyOf(
+        options.options['jobmanager.scheduler.scheduling-strategy'],
+        this.graph,
+        this.#executions,
+      ),
       status: () => this.status,
       taskExecutor: (resourceId) => this.#o.taskExecutor(resourceId),
       emitTask: (record, error, waitingFor) => this.#emitTask(record, error, waitingFor),
@@ -211,7 +208,7 @@ export class JobMaster implements JobMasterGateway {
       this.#status.send({ type: 'START' });
       this.mailbox.whenComplete(this.#o.resourceManager.registerJobMaster(this.jobId, this.address), (_, error) => {
         if (error !== undefined) return this.#failJob(jobErrorOf(error), 'could not register at the ResourceManager');
-        this.#deployer.schedule(this.#scheduling.startScheduling());
+        this.#deployer.start();
       });
     });
   }
@@ -320,19 +317,14 @@ export class JobMaster implements JobMasterGateway {
     record.partition = partition;
     record.hasOutput = true;
     this.#partitions.kept(record, partition);
-    if (++this.#finishedCount === this.#executions.size) {
-      this.#allocator.releaseLogicalSlot(record.vertex.id, SUBTASK_FINISHED);
-      record.slot = null;
-      return this.#complete();
-    }
-    // The consumers it made ready are scheduled while it still holds its logical slot: one of its slot sharing
-    // group takes its shared slot on (and reads its partition there) instead of asking for another.
-    if (this.status === 'running' || this.status === 'restarting')
-      this.#deployer.schedule(this.#scheduling.onFinished(record));
+    const last = ++this.#finishedCount === this.#executions.size;
+    // Before it gives its logical slot back: a consumer of its slot sharing group takes the shared slot on.
+    if (!last) this.#deployer.scheduleConsumersOf(record);
     // Batch semantics: a finished subtask needs its slot no more (its group's shared slot may).
     // One cause for all of them: an Error per subtask (its stack captured) costs more than the rest.
     this.#allocator.releaseLogicalSlot(record.vertex.id, SUBTASK_FINISHED);
     record.slot = null;
+    if (last) return this.#complete();
     // The partitions every consumer has read go now, not at the job's end.
     for (const [resourceId, ids] of this.#partitions.consumed(record)) this.#releasePartitions(resourceId, ids);
     for (const consumer of this.graph.consumersOf(record.vertex))
@@ -376,13 +368,7 @@ export class JobMaster implements JobMasterGateway {
    * a slot again.
    */
   #restart(): void {
-    if (this.#closed) return;
-    const { restarted, reslot, slotted } = this.#executions.restartFailed();
-    for (const record of restarted) this.#allocator.releaseLogicalSlot(record.vertex.id);
-    // The restarted subtasks are `created`: those the strategy schedules now (region: whose inputs are there).
-    this.#deployer.schedule([...this.#scheduling.restartTasks(restarted), ...reslot]);
-    // Those whose slot came during the restart delay waited for this (their inputs permitting).
-    for (const record of slotted) this.#deployer.tryDeploy(record);
+    if (!this.#closed) this.#deployer.restart(this.#executions.restartFailed());
   }
 
   /**
@@ -395,15 +381,9 @@ export class JobMaster implements JobMasterGateway {
     if (this.#closed) return;
     // The partitions first: a restart the slots' loss sets off must find their producers failed too.
     const lost = this.#ended ? null : this.#partitions.lose(resourceId, cause, this.#onPartitionLoss);
-    if (lost !== null) {
-      this.#finishedCount -= lost.producers.length;
-      // Region scheduling: a consumer not deployed yet that was to read one waits again, without a slot, until its
-      // producer has run again (Flink's region failover resets the consumer regions of a lost partition).
-      if (this.#scheduling.waitsWithoutSlot)
-        for (const producer of lost.producers)
-          for (const consumer of this.graph.consumersOf(producer.vertex))
-            this.#deployer.unschedule(this.#executions.of(consumer));
-    }
+    if (lost !== null) this.#finishedCount -= lost.producers.length;
+    // Consumers waiting to read them wait again (region scheduling: without a slot) until they have run again.
+    if (lost !== null) this.#deployer.inputsLost(lost.producers);
     const failuresBefore = this.#failuresReported;
     for (const slot of this.#pool.heldSlots)
       if (slot.resourceId === resourceId) this.#slotLost(resourceId, slot.allocationId, cause);

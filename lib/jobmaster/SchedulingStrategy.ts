@@ -21,17 +21,17 @@ export type SchedulingStrategyName = 'region' | 'eager';
 
 export interface SchedulingStrategy {
   readonly name: SchedulingStrategyName;
-  /**
-   * Whether a subtask scheduled and not deployed yet gives its slot back and is `created` again when an input it was
-   * to read is lost (its producer runs again): a waiting consumer holds no slot.
-   */
-  readonly waitsWithoutSlot: boolean;
   /** The subtasks to schedule as the job starts, in topological order. */
   startScheduling(): Iterable<ExecutionRecord>;
   /** Of subtasks given their next attempt (`created`), those to schedule now. */
   restartTasks(restarted: readonly ExecutionRecord[]): ExecutionRecord[];
-  /** A subtask finished: the subtasks to schedule now that it has (its `created` consumers whose inputs are all there). */
+  /** A subtask finished: the subtasks to schedule now (its `created` consumers whose inputs are all there). */
   onFinished(finished: ExecutionRecord): ExecutionRecord[];
+  /**
+   * Finished producers lost their outputs (they run again): the subtasks scheduled and not deployed yet to send back
+   * to wait, `created` and without a slot, until their inputs are there again.
+   */
+  onInputsLost(producers: readonly ExecutionRecord[]): ExecutionRecord[];
 }
 
 const NOTHING: ExecutionRecord[] = [];
@@ -39,7 +39,6 @@ const NOTHING: ExecutionRecord[] = [];
 /** Every subtask at the start and at a restart. */
 export class EagerSchedulingStrategy implements SchedulingStrategy {
   readonly name = 'eager';
-  readonly waitsWithoutSlot = false;
   readonly #executions: ExecutionAttempts;
 
   constructor(executions: ExecutionAttempts) {
@@ -57,12 +56,16 @@ export class EagerSchedulingStrategy implements SchedulingStrategy {
   onFinished(): ExecutionRecord[] {
     return NOTHING;
   }
+
+  /** A consumer keeps its slot while it waits. */
+  onInputsLost(): ExecutionRecord[] {
+    return NOTHING;
+  }
 }
 
 /** A subtask once every producer it reads has finished (one subtask per region: every edge is blocking). */
 export class PipelinedRegionSchedulingStrategy implements SchedulingStrategy {
   readonly name = 'region';
-  readonly waitsWithoutSlot = true;
   readonly #graph: ExecutionGraph;
   readonly #executions: ExecutionAttempts;
 
@@ -100,6 +103,17 @@ export class PipelinedRegionSchedulingStrategy implements SchedulingStrategy {
       if (record.state === 'created' && this.#inputsFinished(record, blocks)) ready.push(record);
     }
     return ready;
+  }
+
+  /** Flink's region failover resets the consumer regions of a lost partition: a waiting consumer holds no slot. */
+  onInputsLost(producers: readonly ExecutionRecord[]): ExecutionRecord[] {
+    const waiting = new Set<ExecutionRecord>();
+    for (const producer of producers)
+      for (const consumer of this.#graph.consumersOf(producer.vertex)) {
+        const record = this.#executions.of(consumer);
+        if (record.state === 'scheduled') waiting.add(record);
+      }
+    return [...waiting];
   }
 
   /** Whether every producer the subtask reads has finished (its output, or partition, is there). */
