@@ -5,9 +5,9 @@
  *
  * - `region` (PipelinedRegionSchedulingStrategy, the default): a subtask is scheduled once every producer it reads
  *   has finished. Every edge here is blocking — a consumer reads its producers' finished outputs, never a stream —
- *   so each subtask is a pipelined region of its own, and this is what Flink's VertexwiseSchedulingStrategy does for
- *   an ALL_EDGES_BLOCKING job: sources at the start, a consumer when its last input finishes, a restarted subtask
- *   when its inputs are there. A consumer holds no slot while it waits, so a job whose producers and consumers do not
+ *   so each subtask is a pipelined region of its own (co-located subtasks excepted: they make one region), and this
+ *   is what Flink's VertexwiseSchedulingStrategy does for an ALL_EDGES_BLOCKING job: sources at the start, a
+ *   consumer when its last input finishes, a restarted subtask when its inputs are there. A consumer holds no slot while it waits, so a job whose producers and consumers do not
  *   fit the cluster together runs in waves (a 64 × 64 hash shuffle finishes on 2 slots).
  * - `eager` (Flink's EagerSchedulingStrategy, and `legacy` of Flink 1.12's jobmanager.scheduler.scheduling-strategy):
  *   every subtask is scheduled at the start and at a restart; a consumer holds its slot while it waits for its inputs.
@@ -63,11 +63,17 @@ export class EagerSchedulingStrategy implements SchedulingStrategy {
   }
 }
 
-/** A subtask once every producer it reads has finished (one subtask per region: every edge is blocking). */
+/**
+ * A region once every producer its subtasks read from outside it has finished. A region is one subtask (every edge
+ * is blocking), or subtask i of every vertex of a co-location group: those must share a slot, so they are scheduled
+ * together (into one SharedSlot) — one of them reading another waits for it there, slot held.
+ */
 export class PipelinedRegionSchedulingStrategy implements SchedulingStrategy {
   readonly name = 'region';
   readonly #graph: ExecutionGraph;
   readonly #executions: ExecutionAttempts;
+  /** The co-located regions looked at so far, by `<co-location group>#<subtask index>`. */
+  readonly #coLocated = new Map<string, readonly ExecutionRecord[]>();
 
   constructor(graph: ExecutionGraph, executions: ExecutionAttempts) {
     this.#graph = graph;
@@ -78,17 +84,21 @@ export class PipelinedRegionSchedulingStrategy implements SchedulingStrategy {
     const { jobGraph } = this.#graph;
     // No edges: every subtask is a source, taken as it is (no per-subtask look-up).
     if (jobGraph.edges.length === 0) return this.#executions.values();
-    const sources: ExecutionRecord[] = [];
+    const ready = new Set<ExecutionRecord>();
+    const blocks = new Map<readonly ExecutionVertex[], boolean>();
     for (const vertex of jobGraph.vertices) {
       if (jobGraph.inputsOf(vertex.id).length > 0) continue;
-      for (const subtask of this.#graph.subtasksOf(vertex.id)) sources.push(this.#executions.of(subtask));
+      for (const subtask of this.#graph.subtasksOf(vertex.id))
+        this.#maybeSchedule(this.#executions.of(subtask), blocks, ready);
     }
-    return sources;
+    return ready;
   }
 
   restartTasks(restarted: readonly ExecutionRecord[]): ExecutionRecord[] {
-    const finished = new Map<readonly ExecutionVertex[], boolean>();
-    return restarted.filter((record) => this.#inputsFinished(record, finished));
+    const ready = new Set<ExecutionRecord>();
+    const blocks = new Map<readonly ExecutionVertex[], boolean>();
+    for (const record of restarted) this.#maybeSchedule(record, blocks, ready);
+    return [...ready];
   }
 
   onFinished(finished: ExecutionRecord): ExecutionRecord[] {
@@ -97,12 +107,9 @@ export class PipelinedRegionSchedulingStrategy implements SchedulingStrategy {
     // Consumers of one edge read the same producer blocks (all-to-all: one for all): each block is looked at once
     // (Flink's consumableStatusCache), so a finish costs O(consumers + producers), not their product.
     const blocks = new Map<readonly ExecutionVertex[], boolean>();
-    const ready: ExecutionRecord[] = [];
-    for (const consumer of consumers) {
-      const record = this.#executions.of(consumer);
-      if (record.state === 'created' && this.#inputsFinished(record, blocks)) ready.push(record);
-    }
-    return ready;
+    const ready = new Set<ExecutionRecord>();
+    for (const consumer of consumers) this.#maybeSchedule(this.#executions.of(consumer), blocks, ready);
+    return [...ready];
   }
 
   /** Flink's region failover resets the consumer regions of a lost partition: a waiting consumer holds no slot. */
@@ -116,17 +123,58 @@ export class PipelinedRegionSchedulingStrategy implements SchedulingStrategy {
     return [...waiting];
   }
 
-  /** Whether every producer the subtask reads has finished (its output, or partition, is there). */
-  #inputsFinished(record: ExecutionRecord, blocks: Map<readonly ExecutionVertex[], boolean>): boolean {
+  /** Adds the `created` subtasks of the record's region to `ready` if the region can be scheduled now. */
+  #maybeSchedule(
+    record: ExecutionRecord,
+    blocks: Map<readonly ExecutionVertex[], boolean>,
+    ready: Set<ExecutionRecord>,
+  ): void {
+    if (record.state !== 'created' || ready.has(record)) return;
+    const coLocationGroup = record.vertex.jobVertex.coLocationGroup;
+    if (coLocationGroup === null) {
+      if (this.#inputsFinished(record, blocks)) ready.add(record);
+      return;
+    }
+    const region = this.#coLocatedRegion(coLocationGroup, record.vertex.id.subtaskIndex);
+    const waiting = region.filter((member) => member.state === 'created');
+    if (waiting.every((member) => this.#inputsFinished(member, null, region)))
+      for (const member of waiting) ready.add(member);
+  }
+
+  /**
+   * Whether every producer the subtask reads from outside `region` has finished (its output, or partition, is there).
+   * `blocks` caches a producer block's answer for a subtask alone (null: a region, where the answer is its own).
+   */
+  #inputsFinished(
+    record: ExecutionRecord,
+    blocks: Map<readonly ExecutionVertex[], boolean> | null,
+    region: readonly ExecutionRecord[] = NOTHING,
+  ): boolean {
     for (const input of this.#graph.inputsOf(record.vertex)) {
-      let finished = blocks.get(input.producers);
+      let finished = blocks?.get(input.producers);
       if (finished === undefined) {
-        finished = input.producers.every((producer) => this.#executions.of(producer).hasOutput);
-        blocks.set(input.producers, finished);
+        finished = input.producers.every((vertex) => {
+          const producer = this.#executions.of(vertex);
+          return producer.hasOutput || region.includes(producer);
+        });
+        blocks?.set(input.producers, finished);
       }
       if (!finished) return false;
     }
     return true;
+  }
+
+  /** Subtask `index` of every vertex of the co-location group (co-located vertices have equal parallelism). */
+  #coLocatedRegion(group: string, index: number): readonly ExecutionRecord[] {
+    const key = `${group}#${index}`;
+    let region = this.#coLocated.get(key);
+    if (region === undefined) {
+      region = this.#graph.jobGraph.vertices
+        .filter((vertex) => vertex.coLocationGroup === group)
+        .map((vertex) => this.#executions.of(this.#graph.subtasksOf(vertex.id)[index]!));
+      this.#coLocated.set(key, region);
+    }
+    return region;
   }
 }
 

@@ -71,6 +71,31 @@ describe('SchedulingStrategy', () => {
     });
   });
 
+  describe('region, co-located subtasks (one region: subtask i of each member shares a slot)', () => {
+    it('schedules a co-located consumer with its producer, to wait for it in their shared slot', () => {
+      const { graph } = jobOf(
+        [vertex('a', 2, { coLocationGroup: 'loop' }), vertex('b', 2, { coLocationGroup: 'loop' })],
+        [edge('a', 'b')],
+      );
+      const region = new PipelinedRegionSchedulingStrategy(graph, new ExecutionAttempts(graph));
+      expect(keys(region.startScheduling())).to.deep.equal(['a#0', 'b#0', 'a#1', 'b#1']);
+    });
+
+    it('waits with the whole region for an input from outside it', () => {
+      const { graph } = jobOf(
+        [vertex('a', 1, { coLocationGroup: 'loop' }), vertex('c', 1), vertex('b', 1, { coLocationGroup: 'loop' })],
+        [edge('a', 'b'), edge('c', 'b')],
+      );
+      const executions = new ExecutionAttempts(graph);
+      const region = new PipelinedRegionSchedulingStrategy(graph, executions);
+      expect(keys(region.startScheduling())).to.deep.equal(['c#0']);
+      const c = executions.of(graph.vertex('c#0'));
+      c.state = 'finished';
+      c.hasOutput = true;
+      expect(keys(region.onFinished(c))).to.deep.equal(['a#0', 'b#0']);
+    });
+  });
+
   describe('eager', () => {
     it('schedules every subtask at the start and at a restart; nothing after a finish; keeps waiting slots', () => {
       const { executions, of } = join();
