@@ -82,10 +82,10 @@ export class ExecutionDeployer {
    */
   schedule(records: Iterable<ExecutionRecord>): void {
     const h = this.#h;
-    const requestedAt = h.clock.now();
     const toSchedule: ExecutionRecord[] = [];
     for (const record of records) if (record.slotRequest === null) toSchedule.push(record);
     if (toSchedule.length === 0) return;
+    const requestedAt = h.clock.now();
     const slots = h.allocator.allocateSlotsFor(toSchedule.map((r) => r.vertex.id));
     for (const record of toSchedule) {
       const attempt = record.executionAttemptId;

@@ -7,8 +7,9 @@
  *   has finished. Every edge here is blocking — a consumer reads its producers' finished outputs, never a stream —
  *   so each subtask is a pipelined region of its own (co-located subtasks excepted: they make one region), and this
  *   is what Flink's VertexwiseSchedulingStrategy does for an ALL_EDGES_BLOCKING job: sources at the start, a
- *   consumer when its last input finishes, a restarted subtask when its inputs are there. A consumer holds no slot while it waits, so a job whose producers and consumers do not
- *   fit the cluster together runs in waves (a 64 × 64 hash shuffle finishes on 2 slots).
+ *   consumer when its last input finishes, a restarted subtask when its inputs are there. A consumer holds no slot
+ *   while it waits, so a job whose producers and consumers do not fit the cluster together runs in waves (a 64 × 64
+ *   hash shuffle finishes on 2 slots).
  * - `eager` (Flink's EagerSchedulingStrategy, and `legacy` of Flink 1.12's jobmanager.scheduler.scheduling-strategy):
  *   every subtask is scheduled at the start and at a restart; a consumer holds its slot while it waits for its inputs.
  *

@@ -141,7 +141,7 @@ describe('JobMaster: result partitions', () => {
     expect(h.submittedFor('src', 0)).to.have.length(1);
     expect(h.submittedFor('sink', 0)).to.have.length(1);
   });
-  it('re-runs a producer whose partition was released once read when the consumer that read it must run again', async () => {
+  it('re-runs a producer whose partition was released once read when its reader runs again', async () => {
     // a -> b -> c, each in its own slot sharing group: a on one TaskExecutor, b on another; b has read a's partition
     // (released at once), c, deployed on b's slot, is reading b's.
     const h = new Harness(
