@@ -70,6 +70,14 @@ export const OPTIONS = {
       "for the job's next subtasks, before giving it back (0: at once).",
     0,
   ),
+  'jobmanager.scheduler.scheduling-strategy': oneOf(
+    ['region', 'eager'] as const,
+    'region',
+    'When a subtask gets its slot: `region` once every producer it reads has finished (sources at the start; ' +
+      'a consumer holds no slot while it waits, so a job larger than the cluster runs in waves), `eager` all at ' +
+      "the job's start (a consumer holds its slot while it waits; Flink 1.12 called it `legacy`). A job without " +
+      'edges starts whole either way.',
+  ),
   'taskmanager.task-threads.spare': derivedInteger(
     'number of slots',
     'Task threads a TaskExecutor keeps idle, per task-heap limit, so that a new slot allocation does not ' +

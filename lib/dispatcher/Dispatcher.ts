@@ -84,7 +84,7 @@ export type JobStatusChangedEvent = Extract<JobEvent, { readonly type: 'status' 
 
 /**
  * A subtask attempt changed state (`scheduled`, `deploying`, `initializing`, `running`, `finished`, `failed`,
- * `canceled`), where it runs.
+ * `canceled`; `created` when a scheduled one goes back to wait for an input that is lost), where it runs.
  */
 export type TaskStateChangedEvent = Extract<JobEvent, { readonly type: 'task' }>;
 

@@ -3,11 +3,15 @@
  * Execution): its state, slot and output, found by subtask or by ExecutionAttemptID, and the
  * failover step that gives failed subtasks their next attempt.
  *
- * Each subtask is its own failover region (Flink restarts a pipelined region; here outputs are
- * kept by the JobMaster, so producers need not run again and consumers still wait for their
- * inputs): a restart resets exactly the failed and canceled subtasks. The JobMaster decides
- * nothing here — the job's status machine decides whether and when to restart — and applies what
- * this returns (slots released and asked for again).
+ * An attempt is `created` until the job's SchedulingStrategy schedules it (its slot asked for:
+ * `scheduled`), as Flink's Execution is CREATED until its region is scheduled.
+ *
+ * Each subtask is its own failover region (Flink restarts a pipelined region; here every edge is
+ * blocking — a consumer reads its producers' finished outputs — so producers whose outputs are kept
+ * need not run again and consumers still wait for their inputs): a restart resets exactly the
+ * failed and canceled subtasks. The JobMaster decides nothing here — the job's status machine
+ * decides whether and when to restart — and applies what this returns (slots released and asked
+ * for again).
  */
 import type { AllocationID, ExecutionAttemptID, ResourceID } from '../core/ids.js';
 import type { ExecutionState, ResultPartitionWire, SerializedError } from '../rpc/protocol.js';
@@ -23,10 +27,14 @@ export interface ExecutionRecord {
   readonly vertex: ExecutionVertex;
   attemptNumber: number;
   executionAttemptId: ExecutionAttemptID;
-  state: ExecutionState | 'scheduled';
+  /**
+   * `created`: waiting to be scheduled (for its inputs, under region scheduling), no slot asked for; `scheduled`: its
+   * slot asked for or held, not deployed yet; then what its TaskExecutor reports.
+   */
+  state: ExecutionState | 'created' | 'scheduled';
   slot: LogicalSlot | null;
-  /** A slot was asked for and has not come (nor failed) yet. */
-  awaitingSlot: boolean;
+  /** The slot asked for that has not come (nor failed) yet; null when none is out. */
+  slotRequest: Promise<LogicalSlot> | null;
   /** Its finished attempt's output, when it came to the JobMaster (a sink's, or where no partitions are kept). */
   output: unknown;
   /** Where its finished attempt's output stays instead (its TaskExecutor's result partition). */
@@ -74,7 +82,7 @@ export class ExecutionAttempts {
   /** Current attempts only: an older attempt's ID is not found. */
   readonly #byAttempt = new Map<ExecutionAttemptID, ExecutionRecord>();
 
-  /** Attempt 0 of every subtask of the graph, scheduled, in topological order. */
+  /** Attempt 0 of every subtask of the graph, created, in topological order. */
   readonly #graph: ExecutionGraph;
 
   constructor(graph: ExecutionGraph) {
@@ -84,9 +92,9 @@ export class ExecutionAttempts {
         vertex,
         attemptNumber: 0,
         executionAttemptId: attemptId(vertex, 0),
-        state: 'scheduled',
+        state: 'created',
         slot: null,
-        awaitingSlot: false,
+        slotRequest: null,
         output: undefined,
         partition: null,
         hasOutput: false,
@@ -130,10 +138,11 @@ export class ExecutionAttempts {
 
   /**
    * The restart of the failed regions: every failed or canceled subtask gets its next attempt,
-   * scheduled and without a slot (`restarted`; its old attempt's ID is forgotten), the subtasks
-   * not deployed yet whose slot went meanwhile need only a slot again (`reslot`), and those not
-   * deployed yet that hold their slot (it may have come during the restart delay) deploy now if
-   * their inputs are ready (`slotted`).
+   * created and without a slot (`restarted`, for the SchedulingStrategy to schedule now or once its
+   * inputs are there; its old attempt's ID is forgotten), the subtasks scheduled and not deployed
+   * yet whose slot went meanwhile need only a slot again (`reslot`), and those scheduled that hold
+   * their slot (it may have come during the restart delay) deploy now if their inputs are ready
+   * (`slotted`). Subtasks still `created` wait on as they were.
    */
   restartFailed(): { restarted: ExecutionRecord[]; reslot: ExecutionRecord[]; slotted: ExecutionRecord[] } {
     const restarted: ExecutionRecord[] = [];
@@ -143,15 +152,16 @@ export class ExecutionAttempts {
       if (r.state === 'failed' || r.state === 'canceled') restarted.push(r);
       else if (r.state !== 'scheduled') continue;
       else if (r.slot !== null) slotted.push(r);
-      else if (!r.awaitingSlot) reslot.push(r);
+      else if (r.slotRequest === null) reslot.push(r);
     }
     for (const record of restarted) {
       this.#byAttempt.delete(record.executionAttemptId);
       record.attemptNumber++;
       record.executionAttemptId = attemptId(record.vertex, record.attemptNumber);
       this.#byAttempt.set(record.executionAttemptId, record);
-      record.state = 'scheduled';
+      record.state = 'created';
       record.slot = null;
+      record.slotRequest = null;
     }
     return { restarted, reslot, slotted };
   }

@@ -1,6 +1,7 @@
 /**
- * How a JobMaster's subtasks get to run (Flink's DefaultExecutionDeployer): slots asked for at once for the records to
- * schedule (SlotSharingExecutionSlotAllocator), each attempt deployed as soon as its slot is there, its producers have
+ * How a JobMaster's subtasks get to run (Flink's DefaultExecutionDeployer, and the part of its DefaultScheduler that
+ * applies the SchedulingStrategy's decisions): slots asked for at once for the records to schedule
+ * (SlotSharingExecutionSlotAllocator), each attempt deployed as soon as its slot is there, its producers have
  * finished and the job runs — moved to DEPLOYING as it is submitted, as Flink's Execution.deploy does — and, while it
  * cannot deploy yet, a task event saying what it waits for. What failing means is the JobMaster's (its host).
  */
@@ -12,6 +13,7 @@ import type { SerializedError } from '../rpc/protocol.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 import { type ExecutionAttempts, type ExecutionRecord, TERMINAL_STATES } from './ExecutionAttempts.js';
 import { jobErrorOf, type TaskWait } from './JobResult.js';
+import type { SchedulingStrategy } from './SchedulingStrategy.js';
 import type { SlotSharingExecutionSlotAllocator } from './slotsharing/SlotSharingExecutionSlotAllocator.js';
 import type { TaskDeploymentDescriptorFactory } from './TaskDeploymentDescriptorFactory.js';
 
@@ -22,6 +24,8 @@ export interface DeployerHost {
   readonly allocator: SlotSharingExecutionSlotAllocator;
   readonly executions: ExecutionAttempts;
   readonly deployments: TaskDeploymentDescriptorFactory;
+  /** Which subtasks are scheduled when (jobmanager.scheduler.scheduling-strategy). */
+  readonly scheduling: SchedulingStrategy;
   status(): JobStatus;
   taskExecutor(resourceId: ResourceID): TaskExecutorGateway | undefined;
   emitTask(record: ExecutionRecord, error: SerializedError | null, waitingFor?: TaskWait): void;
@@ -39,19 +43,63 @@ export class ExecutionDeployer {
     this.#h = host;
   }
 
-  /** Asks a slot for each record; each deploys once it has one (and its inputs). */
-  schedule(records: ExecutionRecord[]): void {
+  /** Schedules the subtasks the SchedulingStrategy starts the job with. */
+  start(): void {
+    this.schedule(this.#h.scheduling.startScheduling());
+  }
+
+  /**
+   * A subtask finished: the consumers it made ready are scheduled (while the job runs or restarts). Called while it
+   * still holds its logical slot: one of its slot sharing group takes its shared slot on (and reads its partition
+   * there) instead of asking for another.
+   */
+  scheduleConsumersOf(finished: ExecutionRecord): void {
+    const status = this.#h.status();
+    if (status === 'running' || status === 'restarting') this.schedule(this.#h.scheduling.onFinished(finished));
+  }
+
+  /**
+   * The restart of the failed subtasks (what ExecutionAttempts.restartFailed returned): the restarted ones give their
+   * logical slots back and are scheduled as the strategy says (region: those whose inputs are there), those that lost
+   * their slot ask again, those whose slot came during the restart delay deploy now (their inputs permitting).
+   */
+  restart(attempts: { restarted: ExecutionRecord[]; reslot: ExecutionRecord[]; slotted: ExecutionRecord[] }): void {
+    const { restarted, reslot, slotted } = attempts;
+    for (const record of restarted) this.#h.allocator.releaseLogicalSlot(record.vertex.id);
+    this.schedule([...this.#h.scheduling.restartTasks(restarted), ...reslot]);
+    for (const record of slotted) this.tryDeploy(record);
+  }
+
+  /** Finished producers lost their outputs: the consumers the strategy sends back to wait go back (#unschedule). */
+  inputsLost(producers: readonly ExecutionRecord[]): void {
+    for (const record of this.#h.scheduling.onInputsLost(producers)) this.#unschedule(record);
+  }
+
+  /**
+   * Schedules the records (Flink's allocateSlotsAndDeploy): each `scheduled`, its slot asked for (the records of one
+   * call as one bulk), deployed once it has its slot (and its inputs). A record whose slot request is out already is
+   * left as it is.
+   */
+  schedule(records: Iterable<ExecutionRecord>): void {
     const h = this.#h;
+    const toSchedule: ExecutionRecord[] = [];
+    for (const record of records) if (record.slotRequest === null) toSchedule.push(record);
+    if (toSchedule.length === 0) return;
     const requestedAt = h.clock.now();
-    const slots = h.allocator.allocateSlotsFor(records.map((r) => r.vertex.id));
-    for (const record of records) {
+    const slots = h.allocator.allocateSlotsFor(toSchedule.map((r) => r.vertex.id));
+    for (const record of toSchedule) {
       const attempt = record.executionAttemptId;
-      record.awaitingSlot = true;
+      const request = slots.get(record.vertex.key)!;
+      record.state = 'scheduled';
+      record.slotRequest = request;
       h.emitTask(record, null, 'slot');
-      h.mailbox.whenComplete(slots.get(record.vertex.key)!, (slot, error) => {
-        if (record.executionAttemptId === attempt) record.awaitingSlot = false;
-        if (record.executionAttemptId !== attempt || TERMINAL_STATES.has(h.status())) {
-          if (slot !== undefined) h.allocator.releaseLogicalSlot(record.vertex.id);
+      h.mailbox.whenComplete(request, (slot, error) => {
+        // Another attempt now, or this request given up (the record sent back to wait: unschedule).
+        const current = record.slotRequest === request;
+        if (current) record.slotRequest = null;
+        if (!current || record.executionAttemptId !== attempt || TERMINAL_STATES.has(h.status())) {
+          // A logical slot still alive that the record does not hold is nobody's: it goes back.
+          if (slot?.isAlive() && record.slot !== slot) h.allocator.releaseLogicalSlot(record.vertex.id);
           return;
         }
         if (error !== undefined) return h.slotFailed(record, error);
@@ -65,6 +113,20 @@ export class ExecutionDeployer {
         }
       });
     }
+  }
+
+  /**
+   * Sends a record scheduled and not deployed yet back to wait (`created`, under region scheduling, when an input it
+   * was to read is lost): its slot, or its request for one, goes back; it is scheduled again once its inputs are there.
+   */
+  #unschedule(record: ExecutionRecord): void {
+    if (record.state !== 'scheduled') return;
+    const h = this.#h;
+    record.slotRequest = null;
+    record.slot = null;
+    record.state = 'created';
+    h.allocator.releaseLogicalSlot(record.vertex.id);
+    h.emitTask(record, null, 'inputs');
   }
 
   /** Deploys the record's attempt if it is scheduled, has its slot and its inputs, and the job runs. */

@@ -6,7 +6,8 @@
  * (SlotSharingExecutionSlotAllocator), deploys a subtask once its slot is there and its inputs are
  * ready (the outputs of its producers), tracks execution states, restarts failed subtasks and what
  * depends on them under the restart strategy, releases its slots at the end and completes the job's
- * result with the sink outputs.
+ * result with the sink outputs. When a subtask gets its slot is its SchedulingStrategy's call (by
+ * default once its producers have finished): what the job declares is what is scheduled.
  *
  * Whether and when a failed job restarts is jobStatus.machine's decision (run by JobStatusActor:
  * canRestart, restartDelay, then restartTasks); the subtasks' attempts and the failover step are
@@ -57,6 +58,7 @@ import {
   RegisteredTaskManagers,
 } from './RegisteredTaskManagers.js';
 import { ResourceRequirementsDeclarer } from './ResourceRequirementsDeclarer.js';
+import { schedulingStrategyOf } from './SchedulingStrategy.js';
 import { slotAssignmentOf } from './SlotAssignment.js';
 import { TaskDeploymentDescriptorFactory } from './TaskDeploymentDescriptorFactory.js';
 import { checkStateUpdate, checkStateUpdates } from './taskExecutionStateWire.js';
@@ -158,6 +160,11 @@ export class JobMaster implements JobMasterGateway {
       allocator: this.#allocator,
       executions: this.#executions,
       deployments: this.#deployments,
+      scheduling: schedulingStrategyOf(
+        options.options['jobmanager.scheduler.scheduling-strategy'],
+        this.graph,
+        this.#executions,
+      ),
       status: () => this.status,
       taskExecutor: (resourceId) => this.#o.taskExecutor(resourceId),
       emitTask: (record, error, waitingFor) => this.#emitTask(record, error, waitingFor),
@@ -194,14 +201,14 @@ export class JobMaster implements JobMasterGateway {
     return this.#executions.summaries();
   }
 
-  /** Registers at the ResourceManager and schedules every subtask. */
+  /** Registers at the ResourceManager and schedules the subtasks its SchedulingStrategy starts with. */
   start(): void {
     this.mailbox.execute(() => {
       this.#startedAt = this.#clock.now();
       this.#status.send({ type: 'START' });
       this.mailbox.whenComplete(this.#o.resourceManager.registerJobMaster(this.jobId, this.address), (_, error) => {
         if (error !== undefined) return this.#failJob(jobErrorOf(error), 'could not register at the ResourceManager');
-        this.#deployer.schedule([...this.#executions.values()]);
+        this.#deployer.start();
       });
     });
   }
@@ -310,11 +317,14 @@ export class JobMaster implements JobMasterGateway {
     record.partition = partition;
     record.hasOutput = true;
     this.#partitions.kept(record, partition);
+    const last = ++this.#finishedCount === this.#executions.size;
+    // Before it gives its logical slot back: a consumer of its slot sharing group takes the shared slot on.
+    if (!last) this.#deployer.scheduleConsumersOf(record);
     // Batch semantics: a finished subtask needs its slot no more (its group's shared slot may).
     // One cause for all of them: an Error per subtask (its stack captured) costs more than the rest.
     this.#allocator.releaseLogicalSlot(record.vertex.id, SUBTASK_FINISHED);
     record.slot = null;
-    if (++this.#finishedCount === this.#executions.size) return this.#complete();
+    if (last) return this.#complete();
     // The partitions every consumer has read go now, not at the job's end.
     for (const [resourceId, ids] of this.#partitions.consumed(record)) this.#releasePartitions(resourceId, ids);
     for (const consumer of this.graph.consumersOf(record.vertex))
@@ -358,12 +368,7 @@ export class JobMaster implements JobMasterGateway {
    * a slot again.
    */
   #restart(): void {
-    if (this.#closed) return;
-    const { restarted, reslot, slotted } = this.#executions.restartFailed();
-    for (const record of restarted) this.#allocator.releaseLogicalSlot(record.vertex.id);
-    this.#deployer.schedule([...restarted, ...reslot]);
-    // Those whose slot came during the restart delay waited for this (their inputs permitting).
-    for (const record of slotted) this.#deployer.tryDeploy(record);
+    if (!this.#closed) this.#deployer.restart(this.#executions.restartFailed());
   }
 
   /**
@@ -376,7 +381,9 @@ export class JobMaster implements JobMasterGateway {
     if (this.#closed) return;
     // The partitions first: a restart the slots' loss sets off must find their producers failed too.
     const lost = this.#ended ? null : this.#partitions.lose(resourceId, cause, this.#onPartitionLoss);
-    if (lost !== null) this.#finishedCount -= lost.producers;
+    if (lost !== null) this.#finishedCount -= lost.producers.length;
+    // Consumers waiting to read them wait again (region scheduling: without a slot) until they have run again.
+    if (lost !== null) this.#deployer.inputsLost(lost.producers);
     const failuresBefore = this.#failuresReported;
     for (const slot of this.#pool.heldSlots)
       if (slot.resourceId === resourceId) this.#slotLost(resourceId, slot.allocationId, cause);
@@ -414,8 +421,8 @@ export class JobMaster implements JobMasterGateway {
       this.#cancelOn(record);
       this.#log(`canceling ${record.vertex.key}: ${cause}`, fieldsOf(record, record.slot));
     }
-    if (record.state === 'scheduled') {
-      this.#allocator.cancel(record.vertex.id, new Error(cause));
+    if (record.state === 'scheduled' || record.state === 'created') {
+      if (record.state === 'scheduled') this.#allocator.cancel(record.vertex.id, new Error(cause));
       record.state = 'canceled';
       this.#emitTask(record, null);
     }

@@ -32,10 +32,15 @@ export class JobPartitionTracker {
 
   /**
    * A TaskExecutor is gone with its partitions: the finished producers whose partition was there and that a consumer
-   * not finished still needs, and the consumers still reading one (deployed, not running yet: a consumer reads its
-   * inputs before it runs). It holds nothing to release any more.
+   * not finished still needs, the finished producers upstream of those whose partitions are gone too (see #upstream),
+   * and the consumers still reading one (deployed, not running yet: a consumer reads its inputs before it runs). It
+   * holds nothing to release any more.
    */
-  #lostWith(resourceId: ResourceID): { producers: ExecutionRecord[]; readers: ExecutionRecord[] } {
+  #lostWith(resourceId: ResourceID): {
+    producers: ExecutionRecord[];
+    upstream: ExecutionRecord[];
+    readers: ExecutionRecord[];
+  } {
     this.#holders.delete(resourceId);
     const producers: ExecutionRecord[] = [];
     const readers = new Set<ExecutionRecord>();
@@ -46,44 +51,81 @@ export class JobPartitionTracker {
       producers.push(record);
       for (const c of consumers) if (c.state === 'deploying' || c.state === 'initializing') readers.add(c);
     }
-    return { producers, readers: [...readers] };
+    return { producers, upstream: this.#upstream(producers, resourceId), readers: [...readers] };
+  }
+
+  /**
+   * A producer that runs again reads its inputs again: each finished producer it reads whose partition is gone —
+   * released once every consumer had read it, or kept on the TaskExecutor just lost — runs again too, and so on
+   * upstream (Flink's RestartPipelinedRegionFailoverStrategy restarts the producer regions of partitions no longer
+   * available). An output the JobMaster holds (no partition) is always there.
+   */
+  #upstream(rerun: readonly ExecutionRecord[], lostOn: ResourceID): ExecutionRecord[] {
+    const seen = new Set(rerun);
+    const upstream: ExecutionRecord[] = [];
+    const walk = [...rerun];
+    for (let record = walk.pop(); record !== undefined; record = walk.pop()) {
+      for (const vertex of this.#graph.producersOf(record.vertex)) {
+        const producer = this.#executions.of(vertex);
+        const partition = producer.partition;
+        if (seen.has(producer) || producer.state !== 'finished' || partition === null) continue;
+        if (this.#unread.has(partition.partitionId) && partition.resourceId !== lostOn) continue;
+        seen.add(producer);
+        upstream.push(producer);
+        walk.push(producer);
+      }
+    }
+    return upstream;
   }
 
   /**
    * The TaskExecutor is lost with its partitions (see #lostWith): each producer that must run again has its output
    * forgotten and is `failed` (PartitionLost), each consumer still reading one is `canceled` where it runs and
-   * `failed`. The failure to report for the loss, with how many finished producers it undid; null if none.
+   * `failed`. The failure to report for the loss, with the finished producers it undid (those upstream whose
+   * partitions a re-run needs too); null if none.
    */
   lose(
     resourceId: ResourceID,
     cause: string,
     on: { failed(record: ExecutionRecord, error: SerializedError): void; cancel(record: ExecutionRecord): void },
-  ): { error: SerializedError; message: string; producers: number } | null {
-    const { producers, readers } = this.#lostWith(resourceId);
+  ): { error: SerializedError; message: string; producers: readonly ExecutionRecord[] } | null {
+    const { producers, upstream, readers } = this.#lostWith(resourceId);
     if (producers.length === 0) return null;
     const error = { name: 'PartitionLost', message: `its result partition on ${resourceId} is lost (${cause})` };
-    for (const record of producers) {
-      this.#unread.delete(record.partition!.partitionId);
-      record.output = undefined;
-      record.partition = null;
-      record.hasOutput = false;
-      on.failed(record, error);
-    }
+    const released = {
+      name: 'PartitionLost',
+      message: 'its result partition was released once read: a reader runs again',
+    };
+    for (const record of producers) this.#undo(record, error, on);
+    for (const record of upstream)
+      this.#undo(record, record.partition!.resourceId === resourceId ? error : released, on);
     for (const record of readers) {
       on.cancel(record);
       on.failed(record, { name: 'PartitionLost', message: `an input partition on ${resourceId} is lost (${cause})` });
     }
     const lost = producers.map((r) => r.vertex.key).join(', ');
+    const again =
+      upstream.length === 0 ? '' : `; their inputs run again: ${upstream.map((r) => r.vertex.key).join(', ')}`;
     return {
       error,
-      message: `${producers.length} result partition(s) on ${resourceId} lost: ${lost}`,
-      producers: producers.length,
+      message: `${producers.length} result partition(s) on ${resourceId} lost: ${lost}${again}`,
+      producers: [...producers, ...upstream],
     };
+  }
+
+  /** A finished producer runs again: its output is forgotten and it is `failed`. */
+  #undo(record: ExecutionRecord, error: SerializedError, on: { failed(r: ExecutionRecord, e: SerializedError): void }) {
+    this.#unread.delete(record.partition!.partitionId);
+    record.output = undefined;
+    record.partition = null;
+    record.hasOutput = false;
+    on.failed(record, error);
   }
 
   /**
    * A consumer finished: the partitions of its producers that every consumer has now read, by the TaskExecutor that
-   * holds them, to be released before the job's end (a finished consumer never runs again, so none is needed more).
+   * holds them, to be released before the job's end (a finished consumer runs again only when its own output is lost,
+   * and then lose() runs the producers of what was released again too).
    */
   consumed(consumer: ExecutionRecord): Map<ResourceID, ExecutionAttemptID[]> {
     const done = new Map<ResourceID, ExecutionAttemptID[]>();

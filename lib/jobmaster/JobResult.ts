@@ -8,9 +8,9 @@ import type { ExecutionState, SerializedError } from '../rpc/protocol.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 
 /**
- * What a scheduled subtask waits for before it deploys, each wait bounded: its slot (`slot.request.timeout`: the job
- * fails with the SlotManager's reason), its producers' outputs (their own attempts' bounds), or the job's pending
- * restart (its restart strategy's delay; it deploys with the restart).
+ * What a subtask waits for before it deploys, each wait bounded: its slot (`slot.request.timeout`: the job fails with
+ * the SlotManager's reason), its producers' outputs (their own attempts' bounds), or the job's pending restart (its
+ * restart strategy's delay; it deploys with the restart).
  */
 export type TaskWait = 'slot' | 'inputs' | 'restart';
 
@@ -22,14 +22,16 @@ export type JobEvent =
       readonly subtaskIndex: number;
       readonly attemptNumber: number;
       readonly executionAttemptId: ExecutionAttemptID;
-      readonly state: ExecutionState | 'scheduled';
+      readonly state: ExecutionState | 'created' | 'scheduled';
       readonly resourceId: ResourceID | null;
       readonly allocationId: AllocationID | null;
       readonly error: SerializedError | null;
       readonly timestamp: number;
       /**
        * With state 'scheduled': what it waits for now. A subtask is scheduled waiting for its slot; one whose slot came
-       * and that cannot deploy yet tells so again, with its slot and what it waits for then.
+       * and that cannot deploy yet tells so again, with its slot and what it waits for then. With state 'created'
+       * (under region scheduling, a subtask sent back to wait when an input it was to read is lost): 'inputs', without
+       * a slot.
        */
       readonly waitingFor?: TaskWait;
     };

@@ -17,19 +17,19 @@ function attemptsOf(): ExecutionAttempts {
 }
 
 describe('ExecutionAttempts', () => {
-  it('starts every subtask at attempt 0, scheduled, found by subtask and by its ExecutionAttemptID', () => {
+  it('starts every subtask at attempt 0, created, found by subtask and by its ExecutionAttemptID', () => {
     const attempts = attemptsOf();
     expect(attempts.summaries().map((s) => [s.key, s.attemptNumber, s.state])).to.deep.equal([
-      ['src#0', 0, 'scheduled'],
-      ['src#1', 0, 'scheduled'],
-      ['sink#0', 0, 'scheduled'],
+      ['src#0', 0, 'created'],
+      ['src#1', 0, 'created'],
+      ['sink#0', 0, 'created'],
     ]);
     for (const record of attempts.values()) expect(attempts.current(record.executionAttemptId)).to.equal(record);
   });
 
   it(
     'restartFailed gives only the failed and canceled subtasks ' +
-      'their next attempt; the old attempt is no longer current',
+      'their next attempt, created (for the scheduling strategy); the old attempt is no longer current',
     () => {
       const attempts = attemptsOf();
       const [src0, src1, sink] = [...attempts.values()];
@@ -41,9 +41,9 @@ describe('ExecutionAttempts', () => {
       expect(restarted).to.deep.equal([src0, sink]);
       expect(reslot).to.deep.equal([]);
       expect(attempts.summaries().map((s) => [s.key, s.attemptNumber, s.state])).to.deep.equal([
-        ['src#0', 1, 'scheduled'],
+        ['src#0', 1, 'created'],
         ['src#1', 0, 'finished'],
-        ['sink#0', 1, 'scheduled'],
+        ['sink#0', 1, 'created'],
       ]);
       expect(attempts.current(oldSrc0)).to.equal(undefined);
       expect(attempts.current(oldSink)).to.equal(undefined);
@@ -51,14 +51,26 @@ describe('ExecutionAttempts', () => {
     },
   );
 
-  it('restartFailed asks a slot again for a subtask not deployed yet that has none and waits for none', () => {
+  it('restartFailed asks a slot again for a subtask scheduled, not deployed, that has none and waits for none', () => {
     const attempts = attemptsOf();
     const [src0, src1, sink] = [...attempts.values()];
     src0!.state = 'failed';
-    src1!.awaitingSlot = true; // its slot request is still out
+    src1!.state = 'scheduled';
+    src1!.slotRequest = new Promise(() => {}); // its slot request is still out
+    sink!.state = 'scheduled';
     const { restarted, reslot } = attempts.restartFailed();
     expect(restarted).to.deep.equal([src0]);
     expect(reslot).to.deep.equal([sink]);
-    expect(src0!.awaitingSlot).to.equal(false);
+    expect(src0!.slotRequest).to.equal(null);
+  });
+
+  it('restartFailed leaves a subtask still created (waiting to be scheduled) as it is', () => {
+    const attempts = attemptsOf();
+    const [src0, , sink] = [...attempts.values()];
+    src0!.state = 'failed';
+    const { restarted, reslot, slotted } = attempts.restartFailed();
+    expect(restarted).to.deep.equal([src0]);
+    expect([...reslot, ...slotted]).to.deep.equal([]);
+    expect(sink!.state).to.equal('created');
   });
 });

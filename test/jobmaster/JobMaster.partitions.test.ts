@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import type { ResourceID, AllocationID } from '../../lib/core/ids.js';
 import type { TaskDeploymentDescriptor } from '../../lib/rpc/protocol.js';
 import { Harness } from './jobMasterHarness.js';
-import { vertex } from './support.js';
+import { edge, vertex } from './support.js';
 
 /** Reports the attempt running then finished on `resourceId`, its output kept there in `bytes` per subpartition. */
 async function finishKept(h: Harness, d: TaskDeploymentDescriptor, resourceId: ResourceID, bytes: number[]) {
@@ -140,5 +140,57 @@ describe('JobMaster: result partitions', () => {
     // Neither the other producer nor the finished consumer ran again.
     expect(h.submittedFor('src', 0)).to.have.length(1);
     expect(h.submittedFor('sink', 0)).to.have.length(1);
+  });
+  it('re-runs a producer whose partition was released once read when its reader runs again', async () => {
+    // a -> b -> c, each in its own slot sharing group: a on one TaskExecutor, b on another; b has read a's partition
+    // (released at once), c, deployed on b's slot, is reading b's.
+    const h = new Harness(
+      {
+        vertices: [
+          vertex('a', 1),
+          vertex('b', 1, { slotSharingGroup: 'b' }),
+          vertex('c', 1, { slotSharingGroup: 'c' }),
+        ],
+        edges: [edge('a', 'b'), edge('b', 'c')],
+      },
+      { 'slot.idle.timeout': 0 },
+    );
+    await h.start();
+    const x = h.addExecutor('taskexecutor-x');
+    const y = h.addExecutor('taskexecutor-y');
+    await h.offer(x, 1);
+    const a = h.submittedFor('a')[0]!;
+    await finishKept(h, a, x, [8]);
+    await h.offer(y, 1);
+    await finishKept(h, h.submittedFor('b')[0]!, y, [8]);
+    expect(h.partitionsConsumed).to.deep.equal([[x, [a.executionAttemptId]]]);
+    // y goes with b's partition: b runs again, and so does a, whose partition b would read again; c, which was
+    // reading it there, fails and waits for b.
+    h.executors.delete(y);
+    await h.master.mailbox.callAsync(() => h.master.disconnectTaskManager(y, 'its process exited'));
+    await h.settle();
+    const cause = `TaskExecutor ${y} let go of the job: its process exited`;
+    const failed = h.events.filter((e) => e.type === 'task' && e.state === 'failed');
+    expect(failed.map((e) => e.type === 'task' && [e.vertexId, e.error?.message])).to.deep.equal([
+      ['b', `its result partition on ${y} is lost (${cause})`],
+      ['a', 'its result partition was released once read: a reader runs again'],
+      ['c', `an input partition on ${y} is lost (${cause})`],
+    ]);
+    await h.advance(1_000);
+    await h.offer(x, 1);
+    const a1 = h.submittedFor('a')[1]!;
+    expect(a1.attemptNumber).to.equal(1);
+    await finishKept(h, a1, x, [8]);
+    await h.offer(x, 1);
+    const b1 = h.submittedFor('b')[1]!;
+    expect(b1.partitionInputs).to.deep.equal({
+      a: [{ partitionId: a1.executionAttemptId, resourceId: x, subpartition: 0, bytes: 8 }],
+    });
+    await finishKept(h, b1, x, [8]);
+    await h.offer(x, 1);
+    const c1 = h.submittedFor('c')[1]!;
+    expect(c1.partitionInputs?.['b']?.[0]?.partitionId).to.equal(b1.executionAttemptId);
+    await h.finish(c1, 'done');
+    expect(await h.master.result).to.deep.include({ status: 'finished', restarts: 1 });
   });
 });

@@ -77,7 +77,8 @@ describe('JobMaster: the TaskExecutors registered with it', () => {
       await h.advance(0);
       expect(await h.master.mailbox.callAsync(() => h.master.offerSlots(te, offersOf(1)))).to.deep.equal([]);
       expect(await h.register(te)).to.deep.equal({ kind: 'accepted' });
-      expect(await h.offer(te, 2)).to.have.length(2);
+      // One taken: a's restart is scheduled, b is not before a has finished (region scheduling).
+      expect(await h.offer(te, 2)).to.have.length(1);
       expect(h.submittedFor('a').map((d) => d.attemptNumber)).to.deep.equal([0, 1]);
     },
   );
