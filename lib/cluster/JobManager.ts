@@ -390,7 +390,12 @@ export class JobManager {
       taskModuleFor: (taskModule) => this.#code.wireName(taskModule),
       fenced: (theirs) => this.#election?.fence(theirs),
       jobEnded: (services, jobId) => void jobs?.ended(services, jobId, () => this.#leader === services),
-      ...(jobs === null ? {} : { persistJob: (jobId: JobID, spec: JobGraphSpec) => jobs.persist(jobId, spec) }),
+      ...(jobs === null
+        ? {}
+        : {
+            persistJob: (jobId: JobID, spec: JobGraphSpec) => jobs.persist(jobId, spec),
+            subtaskFinished: (services, jobId, finished) => jobs.finished(services, jobId, finished),
+          }),
     });
     this.#leader = leader;
     this.#log({

@@ -6,15 +6,27 @@
  *   leader's disk), written before its JobMaster starts and removed once its result is stored;
  * - `slotwise-<clusterId>-results`: one object per ended job — its JobResult — kept for
  *   `jobstore.expiration-time` (the bucket's TTL), so a client that asks after a failover still gets it.
+ * - `slotwise-<clusterId>-progress`, a stream with a subject per job: the subtasks that finished (a sink's
+ *   output, a producer's partition), appended in batches as they finish (Flink 1.20's JobEventStore for
+ *   batch job recovery), so a new leader runs again only what had not finished; purged at the job's end.
  * Objects are `v8.serialize`d (what a job's spec and outputs may hold crosses as it would to a thread).
  */
 import { deserialize, serialize } from 'node:v8';
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { describeError } from '../core/errors.js';
 import { JobID } from '../core/ids.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
 import type { JobResult } from '../jobmaster/JobResult.js';
+import type { FinishedSubtask } from '../jobmaster/JobMasterOptions.js';
 
 /** A job as the store keeps it until it ends. */
 export interface StoredJob {
@@ -35,9 +47,22 @@ export class JobStore {
   readonly #jobs: ObjectStore;
   readonly #results: ObjectStore;
 
-  private constructor(jobs: ObjectStore, results: ObjectStore) {
+  readonly #js: JetStreamClient;
+  readonly #jsm: JetStreamManager;
+  readonly #clusterId: string;
+
+  private constructor(
+    jobs: ObjectStore,
+    results: ObjectStore,
+    js: JetStreamClient,
+    jsm: JetStreamManager,
+    clusterId: string,
+  ) {
     this.#jobs = jobs;
     this.#results = results;
+    this.#js = js;
+    this.#jsm = jsm;
+    this.#clusterId = clusterId;
   }
 
   /**
@@ -56,7 +81,40 @@ export class JobStore {
       objm.create(`slotwise-${clusterId}-jobs`, { replicas }),
       objm.create(`slotwise-${clusterId}-results`, { ttl, replicas }),
     ]);
-    return new JobStore(jobs, results);
+    const jsm = await jetstreamManager(connection);
+    const stream = progressStream(clusterId);
+    const info = await jsm.streams.info(stream).catch((error: unknown) => {
+      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return null;
+      throw error;
+    });
+    if (info === null)
+      await jsm.streams.add({ name: stream, subjects: [`slotwise.${clusterId}.progress.*`], num_replicas: replicas });
+    return new JobStore(jobs, results, jetstream(connection), jsm, clusterId);
+  }
+
+  /** Appends subtasks of `jobId` that finished (one message: at most the server's max_payload). */
+  async appendProgress(jobId: JobID, finished: readonly FinishedSubtask[]): Promise<void> {
+    await this.#js.publish(progressSubject(this.#clusterId, jobId), serialize(finished));
+  }
+
+  /** Every subtask of `jobId` recorded as finished, oldest first. */
+  async progress(jobId: JobID): Promise<FinishedSubtask[]> {
+    const subject = progressSubject(this.#clusterId, jobId);
+    const found: FinishedSubtask[] = [];
+    for (let seq = 1; ; ) {
+      // The stream's next message on the job's subject from `seq` on (the server's msg get takes next_by_subj).
+      const request = { seq, next_by_subj: subject } as unknown as { seq: number };
+      const message = await this.#jsm.streams.getMessage(progressStream(this.#clusterId), request);
+      if (message === null) return found;
+      found.push(...(deserialize(message.data) as FinishedSubtask[]));
+      seq = message.seq + 1;
+    }
+  }
+
+  async removeProgress(jobId: JobID): Promise<void> {
+    await this.#jsm.streams.purge(progressStream(this.#clusterId), {
+      filter: progressSubject(this.#clusterId, jobId),
+    });
   }
 
   async putJob(job: StoredJob): Promise<void> {
@@ -117,3 +175,6 @@ export class JobStore {
     return bytes === null ? null : (deserialize(bytes) as JobResult);
   }
 }
+
+const progressStream = (clusterId: string) => `slotwise-${clusterId}-progress`;
+const progressSubject = (clusterId: string, jobId: JobID) => `slotwise.${clusterId}.progress.${jobId}`;

@@ -4,6 +4,9 @@
  * host; at each grant the jobs an earlier leader accepted and did not end run again under their
  * JobIDs, and the ended ones whose results the store keeps are listed and answered as JobClients
  * (their results read once asked for); an ended job's result is stored unless leadership went first.
+ * The subtasks that finish are recorded as they do (batched every PROGRESS_FLUSH_MS, a message per
+ * job), and a recovered job starts with them finished: only what had not finished runs again (a
+ * batch lost with its leader, or too large for one message, runs again too).
  */
 import { pathToFileURL } from 'node:url';
 import { describeError } from '../core/errors.js';
@@ -11,9 +14,10 @@ import type { JobID } from '../core/ids.js';
 import type { LogSink } from '../core/Logger.js';
 import type { JobClient, JobSummary } from '../dispatcher/Dispatcher.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
+import type { FinishedSubtask } from '../jobmaster/JobMasterOptions.js';
 import type { JobEvent, JobResult } from '../jobmaster/JobResult.js';
 import type { BlobStore } from './BlobStore.js';
-import type { JobStore, StoredJob, StoredResultSummary } from './JobStore.js';
+import type { JobStore, StoredResultSummary } from './JobStore.js';
 import type { LeaderServices } from './leaderServices.js';
 import { localPath, taskCodeHash, type TaskCodeCache } from './TaskCodeCache.js';
 
@@ -26,13 +30,56 @@ export interface RecoveredJobsOptions {
   readonly log: LogSink;
 }
 
+/** How long finished subtasks wait to be recorded together (one message per job per flush). */
+const PROGRESS_FLUSH_MS = 50;
+
 export class RecoveredJobs {
   readonly #o: RecoveredJobsOptions;
+  /** Finished subtasks not recorded yet, per job, and the records still on their way (awaited at the job's end). */
+  readonly #unrecorded = new Map<JobID, FinishedSubtask[]>();
+  #recording: Promise<void> = Promise.resolve();
+  #flushTimer: ReturnType<typeof setTimeout> | null = null;
   /** Ended jobs of earlier leaders whose results the store keeps, read at each grant. */
   #ended = new Map<JobID, { summary: StoredResultSummary; client: JobClient | null }>();
 
   constructor(options: RecoveredJobsOptions) {
     this.#o = options;
+  }
+
+  /** A subtask of `jobId` finished under `leader`: recorded with the next flush. */
+  finished(leader: LeaderServices, jobId: JobID, finished: FinishedSubtask): void {
+    if (leader.suspended) return;
+    let batch = this.#unrecorded.get(jobId);
+    if (batch === undefined) this.#unrecorded.set(jobId, (batch = []));
+    batch.push(finished);
+    if (this.#flushTimer !== null) return;
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = null;
+      if (!leader.suspended) this.#flush();
+    }, PROGRESS_FLUSH_MS);
+    this.#flushTimer.unref();
+  }
+
+  #flush(): void {
+    const batches = [...this.#unrecorded];
+    this.#unrecorded.clear();
+    const { store } = this.#o;
+    this.#recording = this.#recording.then(() =>
+      Promise.all(
+        batches.map(([jobId, batch]) =>
+          store.appendProgress(jobId, batch).catch((error: unknown) =>
+            this.#o.log({
+              level: 'info',
+              source: 'runtime',
+              message:
+                `${batch.length} finished subtask(s) of job ${jobId} could not be recorded (they run again if ` +
+                `the job is recovered): ${describeError(error)}`,
+              jobId,
+            }),
+          ),
+        ),
+      ).then(() => {}),
+    );
   }
 
   /** Persists a submitted job before it starts. */
@@ -59,12 +106,16 @@ export class RecoveredJobs {
         await store.removeJob(job.jobId).catch(() => {});
         continue;
       }
+      const progress = await this.#retried(leader, `the progress of job ${job.jobId}`, () => store.progress(job.jobId));
+      if (progress === null) return;
       try {
-        await leader.dispatcher.recoverJob(await this.#local(job.spec), job.jobId);
+        await leader.dispatcher.recoverJob(await this.#local(job.spec), job.jobId, progress);
         this.#o.log({
           level: 'info',
           source: 'runtime',
-          message: `recovered job ${job.jobId} (${job.spec.name}) from the job store`,
+          message:
+            `recovered job ${job.jobId} (${job.spec.name}) from the job store, ` +
+            `${progress.length} subtask(s) finished already`,
           jobId: job.jobId,
         });
       } catch (error) {
@@ -97,11 +148,14 @@ export class RecoveredJobs {
     if (client === undefined) return;
     const result = await client.result;
     if (leader.suspended || !current()) return;
+    this.#unrecorded.delete(jobId);
+    await this.#recording;
     await this.#o.store
       .putResult(result, Date.now())
       .catch((error: unknown) =>
         this.#warn(`could not store the result of job ${jobId}: ${describeError(error)}`, { jobId }),
       );
+    await this.#o.store.removeProgress(jobId).catch(() => {});
   }
 
   /** Whether `jobId` ended under an earlier leader (its result kept). */

@@ -15,6 +15,7 @@ import { Dispatcher } from '../dispatcher/Dispatcher.js';
 import { resourceManagerServices } from '../dispatcher/resourceManagerServices.js';
 import type { InspectionSink } from '../inspect.js';
 import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
+import type { FinishedSubtask } from '../jobmaster/JobMasterOptions.js';
 import { DefaultTaskModuleChecker } from '../jobmaster/TaskModuleChecker.js';
 import type { Observability } from '../Observability.js';
 import { ResourceManager } from '../resourcemanager/ResourceManager.js';
@@ -51,6 +52,8 @@ export interface LeaderServicesContext {
   readonly jobEnded: (services: LeaderServices, jobId: JobID) => void;
   /** Persists a submitted job before it starts (the job store), when there is one. */
   readonly persistJob?: (jobId: JobID, spec: JobGraphSpec) => Promise<void>;
+  /** Records a subtask that finished under these services (the job store's progress), when there is one. */
+  readonly subtaskFinished?: (services: LeaderServices, jobId: JobID, finished: FinishedSubtask) => void;
 }
 
 /** Builds and starts the leader's services; TaskExecutors are not admitted until `ready` is set. */
@@ -116,6 +119,9 @@ export function startLeaderServices(c: LeaderServicesContext): LeaderServices {
           c.jobEnded(self!, jobId);
       },
     },
+    ...(c.subtaskFinished === undefined
+      ? {}
+      : { subtaskFinished: (jobId: JobID, finished: FinishedSubtask) => c.subtaskFinished!(self!, jobId, finished) }),
     ...(persistJob === undefined
       ? {}
       : {

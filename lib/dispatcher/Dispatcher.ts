@@ -17,6 +17,7 @@ import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ResourceID } from '../core/ids.js';
 import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
 import { JobMaster, type JobEvent, type JobResult } from '../jobmaster/JobMaster.js';
+import type { FinishedSubtask } from '../jobmaster/JobMasterOptions.js';
 import type { SlotAssignment } from '../jobmaster/SlotAssignment.js';
 import { DefaultTaskModuleChecker, type TaskModuleChecker } from '../jobmaster/TaskModuleChecker.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
@@ -59,6 +60,8 @@ export interface DispatcherServices {
    * nothing. Recovered jobs (`recoverJob`) are not persisted again.
    */
   readonly persistJob?: (jobId: JobID, job: JobGraphSpec | JobGraph) => Promise<void>;
+  /** Each subtask of a job that finishes, with what it produced (a job store's progress). */
+  readonly subtaskFinished?: (jobId: JobID, finished: FinishedSubtask) => void;
 }
 
 /** What the Dispatcher tells an observer of all its jobs. */
@@ -153,7 +156,11 @@ export class Dispatcher {
    * Runs a job a former leader had accepted and not ended (Flink's Dispatcher recovering from its
    * JobGraphStore): under its own JobID, its task modules checked again, from its first attempt.
    */
-  async recoverJob(job: JobGraphSpec | JobGraph, jobId: JobID): Promise<JobClient> {
+  async recoverJob(
+    job: JobGraphSpec | JobGraph,
+    jobId: JobID,
+    restored: readonly FinishedSubtask[] = [],
+  ): Promise<JobClient> {
     this.#requireOpen();
     if (!JobID.is(jobId))
       throw new IllegalArgumentError('invalid-value', `recoverJob: jobId must be a JobID, got ${String(jobId)}`, {
@@ -169,10 +176,15 @@ export class Dispatcher {
     const graph = job instanceof JobGraph ? job : JobGraph.create(job, this.#s.options);
     await graph.validateTaskModules(this.#checker);
     this.#requireOpen();
-    return this.#start(graph, jobId, undefined);
+    return this.#start(graph, jobId, undefined, restored);
   }
 
-  #start(graph: JobGraph, jobId: JobID, signal: AbortSignal | undefined): JobClient {
+  #start(
+    graph: JobGraph,
+    jobId: JobID,
+    signal: AbortSignal | undefined,
+    restored: readonly FinishedSubtask[] = [],
+  ): JobClient {
     const address = `jobmaster-${jobId}`;
     const listeners = new Set<(event: JobEvent) => void>();
     // The status changes so far (a handful), replayed to each new listener.
@@ -209,6 +221,10 @@ export class Dispatcher {
         ? { onSlotAssigned: (assignment: SlotAssignment) => observer.onSlotAssigned!(jobId, assignment) }
         : {}),
       ...(this.#s.inspect ? { inspect: this.#s.inspect } : {}),
+      ...(restored.length > 0 ? { restored } : {}),
+      ...(this.#s.subtaskFinished
+        ? { onSubtaskFinished: (finished: FinishedSubtask) => this.#s.subtaskFinished!(jobId, finished) }
+        : {}),
       ...(this.#s.log
         ? {
             log: ((m, fields, level) =>

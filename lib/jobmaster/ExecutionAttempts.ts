@@ -15,6 +15,7 @@
  */
 import type { AllocationID, ExecutionAttemptID, ResourceID } from '../core/ids.js';
 import type { ExecutionState, ResultPartitionWire, SerializedError } from '../rpc/protocol.js';
+import type { FinishedSubtask } from './JobMasterOptions.js';
 import type { JobEvent, TaskWait } from './JobResult.js';
 import { createExecution, type ExecutionGraph, type ExecutionVertex } from './ExecutionGraph.js';
 import type { LogicalSlot } from './slotsharing/SharedSlot.js';
@@ -110,6 +111,24 @@ export class ExecutionAttempts {
 
   values(): IterableIterator<ExecutionRecord> {
     return this.#byKey.values();
+  }
+
+  /**
+   * Subtasks that finished under an earlier leader (a recovered job's progress) start finished, with their output or
+   * partition; an entry naming no subtask of this graph is ignored. Returns the records restored.
+   */
+  restore(finished: readonly FinishedSubtask[]): ExecutionRecord[] {
+    const restored: ExecutionRecord[] = [];
+    for (const { vertexId, subtaskIndex, output, partition } of finished) {
+      const vertex = this.#graph.jobGraph.vertices.some((v) => v.id === vertexId)
+        ? this.#graph.subtasksOf(vertexId)[subtaskIndex]
+        : undefined;
+      const record = vertex === undefined ? undefined : this.#byKey.get(vertex.key);
+      if (record === undefined || record.state === 'finished') continue;
+      Object.assign(record, { state: 'finished', output, partition, hasOutput: true });
+      restored.push(record);
+    }
+    return restored;
   }
 
   /** The record of a subtask of the graph. */

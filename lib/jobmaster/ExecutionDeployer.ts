@@ -83,7 +83,9 @@ export class ExecutionDeployer {
   schedule(records: Iterable<ExecutionRecord>): void {
     const h = this.#h;
     const toSchedule: ExecutionRecord[] = [];
-    for (const record of records) if (record.slotRequest === null) toSchedule.push(record);
+    // A finished subtask (a recovered job's) is not scheduled again; nor one whose slot request is out.
+    for (const record of records)
+      if (record.slotRequest === null && record.state !== 'finished') toSchedule.push(record);
     if (toSchedule.length === 0) return;
     const requestedAt = h.clock.now();
     const slots = h.allocator.allocateSlotsFor(toSchedule.map((r) => r.vertex.id));

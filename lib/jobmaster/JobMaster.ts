@@ -9,13 +9,10 @@
  * result with the sink outputs. When a subtask gets its slot is its SchedulingStrategy's call (by
  * default once its producers have finished): what the job declares is what is scheduled.
  *
- * Whether and when a failed job restarts is jobStatus.machine's decision (run by JobStatusActor:
- * canRestart, restartDelay, then restartTasks); the subtasks' attempts and the failover step are
- * ExecutionAttempts'. What an attempt is deployed with is TaskDeploymentDescriptorFactory's, when the
- * requirements go out ResourceRequirementsDeclarer's; its events and result are JobResult's.
- *
- * Runs on the main thread on its own MainThreadExecutor; TaskExecutors call its gateway through
- * their Link, and it calls theirs.
+ * Whether and when a failed job restarts is jobStatus.machine's decision (JobStatusActor); the attempts and the
+ * failover step are ExecutionAttempts', deployment TaskDeploymentDescriptorFactory's, requirements
+ * ResourceRequirementsDeclarer's, events and result JobResult's. A recovered job starts with the subtasks that had
+ * finished restored (`restored`). Runs on its own MainThreadExecutor on the main thread.
  */
 import type { Actor } from 'xstate';
 import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
@@ -208,7 +205,15 @@ export class JobMaster implements JobMasterGateway {
       this.#status.send({ type: 'START' });
       this.mailbox.whenComplete(this.#o.resourceManager.registerJobMaster(this.jobId, this.address), (_, error) => {
         if (error !== undefined) return this.#failJob(jobErrorOf(error), 'could not register at the ResourceManager');
+        // A recovered job's finished subtasks (its progress) are done: only the others run.
+        const restored = this.#executions.restore(this.#o.restored ?? []);
+        for (const record of restored) {
+          this.#partitions.kept(record, record.partition);
+          this.#emitTask(record, null);
+        }
+        if ((this.#finishedCount += restored.length) === this.#executions.size) return this.#complete();
         this.#deployer.start();
+        for (const record of restored) this.#deployer.scheduleConsumersOf(record);
       });
     });
   }
@@ -223,8 +228,6 @@ export class JobMaster implements JobMasterGateway {
       this.#checkCanceled();
     });
   }
-
-  // ------------------------------------------------------------------ JobMasterGateway (served to TaskExecutors)
 
   async registerTaskManager(jobId: JobID, resourceId: ResourceID): Promise<JobMasterRegistrationResponse> {
     this.mailbox.assertRunningInMainThread('JobMaster.registerTaskManager');
@@ -310,9 +313,8 @@ export class JobMaster implements JobMasterGateway {
     }
   }
 
-  // ------------------------------------------------------------------ scheduling and deployment
-
   #finished(record: ExecutionRecord, output: unknown, partition: ResultPartitionWire | null): void {
+    this.#o.onSubtaskFinished?.({ ...record.vertex.id, output, partition });
     record.output = output;
     record.partition = partition;
     record.hasOutput = true;
@@ -320,8 +322,7 @@ export class JobMaster implements JobMasterGateway {
     const last = ++this.#finishedCount === this.#executions.size;
     // Before it gives its logical slot back: a consumer of its slot sharing group takes the shared slot on.
     if (!last) this.#deployer.scheduleConsumersOf(record);
-    // Batch semantics: a finished subtask needs its slot no more (its group's shared slot may).
-    // One cause for all of them: an Error per subtask (its stack captured) costs more than the rest.
+    // Batch semantics: its slot is needed no more (its group's shared slot may); one cause for all (no stack each).
     this.#allocator.releaseLogicalSlot(record.vertex.id, SUBTASK_FINISHED);
     record.slot = null;
     if (last) return this.#complete();
@@ -330,8 +331,6 @@ export class JobMaster implements JobMasterGateway {
     for (const consumer of this.graph.consumersOf(record.vertex))
       this.#deployer.tryDeploy(this.#executions.of(consumer));
   }
-
-  // ------------------------------------------------------------------ failures and restarts
 
   #slotFailed(record: ExecutionRecord, error: unknown): void {
     if (this.status === 'canceling' || TERMINAL_STATES.has(this.status)) return;
@@ -482,8 +481,6 @@ export class JobMaster implements JobMasterGateway {
       durationMs: this.#clock.now() - this.#startedAt,
     });
   }
-
-  // ------------------------------------------------------------------ helpers
 
   #emitTask(record: ExecutionRecord, error: SerializedError | null, waitingFor?: TaskWait): void {
     this.#emit(taskEventOf(record, error, this.#clock.now(), waitingFor));

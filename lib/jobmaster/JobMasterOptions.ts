@@ -8,6 +8,7 @@ import type { JobID, ResourceID } from '../core/ids.js';
 import type { RuntimeLog } from '../core/Logger.js';
 import type { ResolvedOptions } from '../core/options.js';
 import type { ResourceManagerGateway, TaskExecutorGateway } from '../rpc/gateways.js';
+import type { ResultPartitionWire } from '../rpc/protocol.js';
 import type { JobGraph } from './JobGraph.js';
 import type { JobEvent } from './JobResult.js';
 import type { SlotAssignment } from './SlotAssignment.js';
@@ -41,4 +42,19 @@ export interface JobMasterOptions {
   readonly inspect?: (event: InspectionEvent) => void;
   /** The JobMaster's messages, with the subtask and TaskExecutor they concern and their level. */
   readonly log?: RuntimeLog;
+  /**
+   * Subtasks that finished under an earlier leader (its job recovered with its progress, Flink 1.20's batch job
+   * recovery): they start finished with their output or partition, and only the others run.
+   */
+  readonly restored?: readonly FinishedSubtask[];
+  /** Each subtask that finishes, with what it produced (what a job store keeps for a recovery). */
+  readonly onSubtaskFinished?: (finished: FinishedSubtask) => void;
+}
+
+/** A finished subtask as a recovery needs it: a sink's output, a producer's partition (where its consumers read). */
+export interface FinishedSubtask {
+  readonly vertexId: string;
+  readonly subtaskIndex: number;
+  readonly output: unknown;
+  readonly partition: ResultPartitionWire | null;
 }

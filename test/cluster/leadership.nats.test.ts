@@ -7,7 +7,7 @@
  * new leader under its ResourceID, and drops what a deposed leader still sends (counted).
  * Skipped with a line saying so when nats-server is not installed.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { headers as natsHeaders } from '@nats-io/transport-node';
@@ -34,6 +34,7 @@ const configuration = {
 };
 const sleep = new URL('../fixtures/tasks/sleep.ts', import.meta.url);
 const ok = new URL('../fixtures/tasks/ok.ts', import.meta.url);
+const countedSleep = new URL('../fixtures/tasks/countedSleep.ts', import.meta.url);
 
 describe('leadership of a session cluster (over NATS)', function () {
   this.timeout(60_000);
@@ -143,6 +144,30 @@ describe('leadership of a session cluster (over NATS)', function () {
     await until('the TaskManager to register with the third leader', () => registeredAt(third).length === 1);
     const next = await third.submitJob({ name: 'served', vertices: [{ id: 'ok', taskModule: ok, parallelism: 1 }] });
     expect((await next.result).status).to.equal('finished');
+  });
+
+  it('a recovered job runs only the subtasks that had not finished (each run counted)', async () => {
+    const leader = jobManagers.find((jobManager) => jobManager.isLeader)!;
+    const standby = await start();
+    const log = join(cacheDir, 'runs.log');
+    writeFileSync(log, '');
+    const job = await leader.submitJob({
+      name: 'partly done',
+      vertices: [{ id: 'v', taskModule: countedSleep, parallelism: 3, config: { log, ms: [0, 0, 3_000] } }],
+    });
+    const finished = new Set<number>();
+    job.onEvent((event) => event.type === 'task' && event.state === 'finished' && finished.add(event.subtaskIndex));
+    await until('subtasks 0 and 1 to finish', () => finished.size === 2);
+    // Their progress goes to the job store within a flush (50 ms).
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await leader.close();
+    await until('the standby to lead', () => standby.isLeader, 3_000);
+    const result = await standby.getJob(job.jobId)!.result;
+    expect(result.status).to.equal('finished');
+    expect(result.outputs['v']).to.deep.equal([0, 1, 2]);
+    const runs = readFileSync(log, 'utf8').trim().split('\n').sort();
+    // Subtasks 0 and 1 ran once; 2, canceled with its leader, ran again.
+    expect(runs).to.deep.equal(['0 0', '1 0', '2 0', '2 0']);
   });
 
   it('what a deposed leader still sends a TaskManager is dropped unheard, and counted', async () => {

@@ -9,6 +9,7 @@ import { resolveOptions, type SlotwiseOptions } from '../../lib/core/options.js'
 import { ResourceProfile, type ResourceSpec } from '../../lib/core/ResourceProfile.js';
 import { JobGraph, type JobGraphSpec } from '../../lib/jobmaster/JobGraph.js';
 import { JobMaster, type JobEvent } from '../../lib/jobmaster/JobMaster.js';
+import type { JobMasterOptions } from '../../lib/jobmaster/JobMasterOptions.js';
 import type { TaskExecutorGateway } from '../../lib/rpc/gateways.js';
 import type {
   ExecutionState,
@@ -45,7 +46,13 @@ export class Harness {
   submitFails: Error | null = null;
 
   /** `random`: the JobMaster's random source (the exponential delay's jitter), to make it deterministic. */
-  constructor(spec: Omit<JobGraphSpec, 'name'>, options: SlotwiseOptions = {}, random?: () => number) {
+  /** `recovery`: a recovered job's restored subtasks, and a listener of each subtask that finishes. */
+  constructor(
+    spec: Omit<JobGraphSpec, 'name'>,
+    options: SlotwiseOptions = {},
+    random?: () => number,
+    recovery: Pick<JobMasterOptions, 'restored' | 'onSubtaskFinished'> = {},
+  ) {
     const resolved = resolveOptions({ 'restart-strategy.fixed-delay.delay': '1 s', ...options });
     this.master = new JobMaster({
       jobId: JobID.generate(),
@@ -68,6 +75,7 @@ export class Harness {
       reasonFor: () => 'no TaskExecutor has 4 cores',
       onEvent: (event) => this.events.push(event),
       log: (message, fields = {}, level = 'info') => this.logged.push({ message, fields: { ...fields }, level }),
+      ...recovery,
     });
   }
 
