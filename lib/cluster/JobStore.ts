@@ -22,7 +22,7 @@ import {
 } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { describeError } from '../core/errors.js';
+import { describeError, IllegalArgumentError } from '../core/errors.js';
 import { JobID } from '../core/ids.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
 import type { JobResult } from '../jobmaster/JobResult.js';
@@ -50,6 +50,7 @@ export class JobStore {
   readonly #js: JetStreamClient;
   readonly #jsm: JetStreamManager;
   readonly #clusterId: string;
+  readonly #connection: NatsConnection;
 
   private constructor(
     jobs: ObjectStore,
@@ -57,7 +58,9 @@ export class JobStore {
     js: JetStreamClient,
     jsm: JetStreamManager,
     clusterId: string,
+    connection: NatsConnection,
   ) {
+    this.#connection = connection;
     this.#jobs = jobs;
     this.#results = results;
     this.#js = js;
@@ -89,12 +92,31 @@ export class JobStore {
     });
     if (info === null)
       await jsm.streams.add({ name: stream, subjects: [`slotwise.${clusterId}.progress.*`], num_replicas: replicas });
-    return new JobStore(jobs, results, jetstream(connection), jsm, clusterId);
+    return new JobStore(jobs, results, jetstream(connection), jsm, clusterId, connection);
   }
 
-  /** Appends subtasks of `jobId` that finished (one message: at most the server's max_payload). */
+  /**
+   * Appends subtasks of `jobId` that finished: one message, or halves of the batch until each fits the server's
+   * max_payload; a single subtask too large for one message is refused (IllegalArgumentError: it runs again on a
+   * recovery).
+   */
   async appendProgress(jobId: JobID, finished: readonly FinishedSubtask[]): Promise<void> {
-    await this.#js.publish(progressSubject(this.#clusterId, jobId), serialize(finished));
+    const bytes = serialize(finished);
+    const limit = (this.#connection.info?.max_payload ?? 1024 * 1024) - 1024;
+    if (bytes.length <= limit) {
+      await this.#js.publish(progressSubject(this.#clusterId, jobId), bytes);
+      return;
+    }
+    if (finished.length === 1)
+      throw new IllegalArgumentError(
+        'out-of-range',
+        `subtask ${finished[0]!.vertexId}#${finished[0]!.subtaskIndex} of job ${jobId} produced ${bytes.length} bytes, ` +
+          `more than one NATS message takes (${limit})`,
+        { argument: 'finished', bytes: bytes.length, limit },
+      );
+    const half = Math.ceil(finished.length / 2);
+    await this.appendProgress(jobId, finished.slice(0, half));
+    await this.appendProgress(jobId, finished.slice(half));
   }
 
   /** Every subtask of `jobId` recorded as finished, oldest first. */
