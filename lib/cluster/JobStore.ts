@@ -110,8 +110,8 @@ export class JobStore {
     if (finished.length === 1)
       throw new IllegalArgumentError(
         'out-of-range',
-        `subtask ${finished[0]!.vertexId}#${finished[0]!.subtaskIndex} of job ${jobId} produced ${bytes.length} bytes, ` +
-          `more than one NATS message takes (${limit})`,
+        `subtask ${finished[0]!.vertexId}#${finished[0]!.subtaskIndex} of job ${jobId} produced ` +
+          `${bytes.length} bytes, more than one NATS message takes (${limit})`,
         { argument: 'finished', bytes: bytes.length, limit },
       );
     const half = Math.ceil(finished.length / 2);
