@@ -47,6 +47,7 @@ import { BlobStore, checkSha256, sha256Hex } from './BlobStore.js';
 import { bundleTaskModule } from './bundleTaskModule.js';
 import { checkClusterId, clusterSubjects, DEFAULT_CLUSTER_ID, JOBMANAGER_PEER_ID } from './clusterSubjects.js';
 import { JobManagerLease, type JobManagerLeaseOptions } from './JobManagerLease.js';
+import { checkNatsAuth, type NatsAuthOptions } from './natsAuth.js';
 import { checkNatsUrl, connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL } from './natsConnection.js';
 import { StandaloneResourceManagerDriver } from './StandaloneResourceManagerDriver.js';
 import { cachedHash, taskCodeRef, TaskCodeCache } from './TaskCodeCache.js';
@@ -54,6 +55,8 @@ import { cachedHash, taskCodeRef, TaskCodeCache } from './TaskCodeCache.js';
 export interface JobManagerOptions {
   /** The NATS server (`--nats`). Default nats://127.0.0.1:4222. */
   readonly nats?: string;
+  /** Credentials and TLS for NATS (the `--nats-*` flags; natsAuth.ts). Default: none, the server must let anyone in. */
+  readonly natsAuth?: NatsAuthOptions;
   /** The cluster's id (`--cluster-id`): its subjects and object store buckets. Default 'default'. */
   readonly clusterId?: string;
   /** Runtime options (heartbeat.*, rpc.ask.timeout, slotmanager.*, restart-strategy, ...). */
@@ -93,7 +96,17 @@ export interface StoredTaskCode {
   readonly taskModule: string;
 }
 
-const OPTION_KEYS = ['nats', 'clusterId', 'configuration', 'cacheDir', 'connectTimeoutMs', 'logger', 'metrics', 'rest'];
+const OPTION_KEYS = [
+  'nats',
+  'natsAuth',
+  'clusterId',
+  'configuration',
+  'cacheDir',
+  'connectTimeoutMs',
+  'logger',
+  'metrics',
+  'rest',
+];
 const REST_KEYS = ['port', 'address'];
 
 export class JobManager {
@@ -192,6 +205,7 @@ export class JobManager {
   static async start(options: JobManagerOptions = {}): Promise<JobManager> {
     checkOptionKeys(options, OPTION_KEYS, 'startJobManager');
     const url = checkNatsUrl(options.nats ?? DEFAULT_NATS_URL, 'options.nats');
+    const auth = checkNatsAuth(options.natsAuth);
     const clusterId = checkClusterId(options.clusterId ?? DEFAULT_CLUSTER_ID, 'options.clusterId');
     const configuration = resolveOptions(options.configuration ?? {});
     if (options.cacheDir !== undefined && (typeof options.cacheDir !== 'string' || !isAbsolute(options.cacheDir))) {
@@ -204,12 +218,14 @@ export class JobManager {
     const rest = options.rest === undefined ? null : checkRestOptions(options.rest);
     const metrics = resolveMetricsOptions(options.metrics);
     let observability: Observability | undefined;
-    const connection = await connectNats(
+    const connection = await connectNats({
       url,
-      `slotwise jobmanager ${clusterId}`,
-      options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      configuration['heartbeat.interval'],
-    );
+      name: `slotwise jobmanager ${clusterId}`,
+      clusterId,
+      auth,
+      timeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      pingIntervalMs: configuration['heartbeat.interval'],
+    });
     const logger = options.logger ?? createDefaultLogSink();
     let lease: JobManagerLease | undefined;
     try {

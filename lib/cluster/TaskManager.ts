@@ -132,7 +132,7 @@ export class TaskManager {
 
   /** `runsIn`: what its TaskExecutor registers as, 'process' in the child process of a TaskManagerProcess. */
   static async #start(options: TaskManagerOptions, runsIn: 'thread' | 'process'): Promise<TaskManager> {
-    const { url, clusterId, configuration } = checkTaskManagerOptions(options);
+    const { url, auth, clusterId, configuration } = checkTaskManagerOptions(options);
     if ((options.mode ?? 'thread') !== 'thread') {
       throw new IllegalArgumentError(
         'invalid-value',
@@ -142,12 +142,14 @@ export class TaskManager {
       );
     }
     // Pinged at the heartbeat interval: a cut network is noticed about as fast as the ResourceManager notices us gone.
-    const connection = await connectNats(
+    const connection = await connectNats({
       url,
-      `slotwise taskmanager ${clusterId}`,
-      options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      configuration['heartbeat.interval'],
-    );
+      name: `slotwise taskmanager ${clusterId}`,
+      clusterId,
+      auth,
+      timeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      pingIntervalMs: configuration['heartbeat.interval'],
+    });
     try {
       return new TaskManager(
         clusterId,

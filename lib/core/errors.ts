@@ -302,11 +302,17 @@ export class RestError extends SlotwiseError {
  * A session cluster refused to do what was asked: `jobmanager-running`, a JobManager asked to start
  * on a cluster id another JobManager serves (`details`: the `clusterId`, that JobManager's `holder`
  * — its host, pid and start — and `expiresInMs`, when its lease runs out if it is gone without
- * stopping).
+ * stopping); `credentials-refused`, the NATS server refused this process's credentials (or their
+ * absence) when it connected (`details`: the `clusterId`, the `server` URL and the `credentials`
+ * described, never the secret).
  */
 export class ClusterError extends SlotwiseError {
   readonly _tag = 'ClusterError' as const;
-  constructor(reason: 'jobmanager-running', message: string, details: { clusterId: string } & Record<string, unknown>) {
+  constructor(
+    reason: 'jobmanager-running' | 'credentials-refused',
+    message: string,
+    details: { clusterId: string } & Record<string, unknown>,
+  ) {
     super(reason, message, details);
   }
 }

@@ -101,8 +101,8 @@ describe('one JobManager per cluster id (over NATS)', function () {
   it('a JobManager that died without letting go holds the cluster id only until its lease expires', async () => {
     const log = () => {};
     const options = { ttlMs: 1_500, renewMs: 500, log };
-    const dead = await connectNats(server!.url, 'a JobManager that dies');
-    const alive = await connectNats(server!.url, 'the next JobManager');
+    const dead = await connectNats({ url: server!.url, name: 'a JobManager that dies', clusterId: 'lease' });
+    const alive = await connectNats({ url: server!.url, name: 'the next JobManager', clusterId: 'lease' });
     const held = await JobManagerLease.acquire(dead, 'crashed', options);
     let next: JobManagerLease | undefined;
     try {

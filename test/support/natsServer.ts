@@ -4,7 +4,7 @@
  * skips the suite with a line saying why — never a silent pass.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,6 +50,11 @@ export interface NatsServerOptions {
   readonly maxPayload?: number;
   /** Address to listen on; default 127.0.0.1. */
   readonly address?: string;
+  /**
+   * More of the server's configuration file, as written (`authorization { users = [...] }`, `tls { ... }`): a server
+   * that asks its clients for credentials.
+   */
+  readonly config?: string;
 }
 
 /** Starts nats-server with JetStream; resolves once it is ready (at most 15 s). */
@@ -58,10 +63,14 @@ export async function startNatsServer(binary: string, options: NatsServerOptions
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'slotwise-nats-'));
   const args = ['-a', address, '-p', String(port), '-js', '-sd', dir];
-  if (options.maxPayload !== undefined) {
-    // max_payload is a config-file setting only.
+  if (options.maxPayload !== undefined || options.config !== undefined) {
+    // max_payload, authorization and tls are config-file settings only.
     const config = join(dir, 'server.conf');
-    (await import('node:fs')).writeFileSync(config, `max_payload: ${options.maxPayload}\n`);
+    const lines = [
+      ...(options.maxPayload === undefined ? [] : [`max_payload: ${options.maxPayload}`]),
+      ...(options.config === undefined ? [] : [options.config]),
+    ];
+    writeFileSync(config, `${lines.join('\n')}\n`);
     args.push('-c', config);
   }
   const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
