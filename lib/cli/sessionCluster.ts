@@ -28,11 +28,18 @@ export interface SessionTaskManager {
 export interface SessionClusterModule {
   startJobManager(options: {
     nats: string;
+    natsAuth?: Record<string, string>;
     clusterId: string;
-    rest?: { port: number; address: string };
+    rest?: {
+      port: number;
+      address: string;
+      token?: string;
+      tls?: { certFile: string; keyFile: string; clientCaFile?: string };
+    };
   }): Promise<SessionJobManager>;
   startTaskManager(options: {
     nats: string;
+    natsAuth?: Record<string, string>;
     clusterId: string;
     slots?: number;
     cpuCores?: number;

@@ -40,7 +40,13 @@ import { resolveMetricsOptions, type MetricsOptions } from '../metrics/MetricsOp
 import { Observability } from '../Observability.js';
 import { ResourceManager } from '../resourcemanager/ResourceManager.js';
 import { clusterTarget } from '../rest/miniClusterTarget.js';
-import { checkListenAddress, startRestServer, type RestServer } from '../rest/RestServer.js';
+import {
+  checkListenAddress,
+  checkRestAccess,
+  startRestServer,
+  type RestServer,
+  type RestTlsOptions,
+} from '../rest/RestServer.js';
 import { askTaskExecutorMetrics } from '../resourcemanager/askTaskExecutorMetrics.js';
 import { resourceManagerServices } from '../dispatcher/resourceManagerServices.js';
 import { BlobStore, checkSha256, sha256Hex } from './BlobStore.js';
@@ -81,6 +87,14 @@ export interface JobManagerOptions {
 export interface JobManagerRestOptions {
   readonly port?: number;
   readonly address?: string;
+  /**
+   * A bearer token every route asks for, the dashboard's and /metrics too, the same at every start (`SLOTWISE_REST_TOKEN`,
+   * `--rest-token-file`). Default: none (the API open on loopback; the dashboard behind a token new at every start).
+   * Needed beyond loopback, unless `tls.clientCaFile` is given.
+   */
+  readonly token?: string;
+  /** Serve https: `{ certFile, keyFile, clientCaFile? }` (RestServer.ts). */
+  readonly tls?: RestTlsOptions;
 }
 
 /** One task module as uploaded: an ES module bundled into one file (RestTarget's TaskCodeUpload). */
@@ -107,7 +121,7 @@ const OPTION_KEYS = [
   'metrics',
   'rest',
 ];
-const REST_KEYS = ['port', 'address'];
+const REST_KEYS = ['port', 'address', 'token', 'tls'];
 
 export class JobManager {
   readonly clusterId: string;
@@ -273,7 +287,7 @@ export class JobManager {
     }
   }
 
-  /** The REST API's URL (`http://127.0.0.1:8081`), or null when started without `rest`. */
+  /** The REST API's URL (`http://127.0.0.1:8081`, https with `rest.tls`), or null when started without `rest`. */
   get restUrl(): string | null {
     return this.#rest?.url ?? null;
   }
@@ -463,11 +477,13 @@ function localPath(taskModule: unknown): string | undefined {
   return typeof taskModule === 'string' && isAbsolute(taskModule) ? taskModule : undefined;
 }
 
-function checkRestOptions(rest: unknown): { port: number; address: string } {
+function checkRestOptions(rest: unknown): JobManagerRestOptions & { port: number; address: string } {
   checkOptionKeys(rest, REST_KEYS, 'startJobManager options.rest');
-  const { port = 8081, address = '127.0.0.1' } = rest as JobManagerRestOptions;
+  const { port = 8081, address = '127.0.0.1', token, tls } = rest as JobManagerRestOptions;
   checkListenAddress(address, port, 'options.rest', 'options.rest.');
-  return { port, address };
+  // Who may call it, before anything connects (startRestServer checks again when it starts).
+  checkRestAccess({ address, token, tls }, 'options.rest', 'options.rest.');
+  return { port, address, ...(token === undefined ? {} : { token }), ...(tls === undefined ? {} : { tls }) };
 }
 
 export function checkOptionKeys(options: unknown, known: readonly string[], where: string): void {

@@ -285,6 +285,7 @@ export class RestError extends SlotwiseError {
       | 'method-not-allowed'
       | 'job-ended'
       | 'forbidden-host'
+      | 'unauthorized'
       | 'body-too-large'
       | 'unsupported-media-type'
       | 'unavailable'

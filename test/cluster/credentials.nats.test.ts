@@ -6,16 +6,14 @@
  * that verifies its clients' certificates.
  */
 import { expect } from 'chai';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { connect } from '@nats-io/transport-node';
 import { Objm } from '@nats-io/obj';
 import { startJobManager, type JobManager } from '../../lib/cluster/JobManager.js';
 import { startTaskManager } from '../../lib/cluster/TaskManager.js';
 import { TaskManagerProcess } from '../../lib/cluster/TaskManagerProcess.js';
 import { ClusterError, IllegalArgumentError } from '../../lib/core/errors.js';
+import { type Certificates, certificatesOrSkip } from '../support/certificates.js';
 import { until } from '../support/eventually.js';
 import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { rejection } from '../rpc/support/transports.js';
@@ -111,36 +109,31 @@ describe('a session cluster on a NATS server with authorization', function () {
 describe('a session cluster on a NATS server with TLS and client certificates', function () {
   this.timeout(60_000);
   let server: NatsServer | undefined;
-  let dir = '';
-  const file = (name: string) => join(dir, name);
+  let certificates: Certificates | undefined;
 
   before(async function () {
     const binary = natsServerOrSkip(this, 'NATS TLS');
-    if (spawnSync('openssl', ['version'], { stdio: 'ignore' }).status !== 0) {
-      console.log('      [skipped] NATS TLS: openssl is not installed (it makes the test CA)');
-      this.skip();
-    }
-    dir = mkdtempSync(join(tmpdir(), 'slotwise-tls-'));
-    makeCertificates(dir);
+    const c = (certificates = certificatesOrSkip(this, 'NATS TLS'));
     server = await startNatsServer(binary, {
-      config: `tls { cert_file: "${file('server.pem')}", key_file: "${file('server.key')}", ca_file: "${file('ca.pem')}", verify: true }`,
+      config: `tls { cert_file: "${c.serverCert}", key_file: "${c.serverKey}", ca_file: "${c.ca}", verify: true }`,
     });
   });
 
   after(async () => {
     await server?.stop();
-    if (dir !== '') rmSync(dir, { recursive: true, force: true });
+    certificates?.remove();
   });
 
   it('connects with the CA and a client certificate, and is refused without the CA', async () => {
-    const tls = { caFile: file('ca.pem'), certFile: file('client.pem'), keyFile: file('client.key') };
-    const jobManager = await startJobManager({ nats: server!.url, natsAuth: tls, clusterId: 'tls', configuration });
+    const c = certificates!;
+    const natsAuth = { caFile: c.ca, certFile: c.clientCert, keyFile: c.clientKey };
+    const jobManager = await startJobManager({ nats: server!.url, natsAuth, clusterId: 'tls', configuration });
     await jobManager.close();
     // The server's certificate chains to a CA this process does not trust.
     const error = await rejection(
       startTaskManager({
         nats: server!.url,
-        natsAuth: { certFile: tls.certFile, keyFile: tls.keyFile },
+        natsAuth: { certFile: c.clientCert, keyFile: c.clientKey },
         clusterId: 'tls',
         connectTimeoutMs: 2_000,
       }),
@@ -149,62 +142,3 @@ describe('a session cluster on a NATS server with TLS and client certificates', 
     expect(error.message).to.contain(`cannot connect to the NATS server at ${server!.url}`);
   });
 });
-
-/** A throwaway CA, a server certificate for 127.0.0.1 and a client certificate, both signed by it. */
-function makeCertificates(dir: string): void {
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=slotwise test CA',
-  );
-  for (const [name, extension] of [
-    ['server', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth'],
-    ['client', 'extendedKeyUsage=clientAuth'],
-  ] as const) {
-    writeFileSync(join(dir, `${name}.ext`), `${extension}\n`);
-    openssl(
-      'req',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.csr`,
-      '-subj',
-      `/CN=slotwise ${name}`,
-    );
-    openssl(
-      'x509',
-      '-req',
-      '-in',
-      `${name}.csr`,
-      '-CA',
-      'ca.pem',
-      '-CAkey',
-      'ca.key',
-      '-CAcreateserial',
-      '-out',
-      `${name}.pem`,
-      '-days',
-      '1',
-      '-extfile',
-      `${name}.ext`,
-    );
-  }
-}

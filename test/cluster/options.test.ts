@@ -102,6 +102,19 @@ describe('session cluster options', () => {
     }
   });
 
+  it('refuses a REST server beyond loopback without a token or client certificates, before connecting', async () => {
+    const url = `nats://127.0.0.1:${await freePort()}`;
+    for (const [rest, argument] of [
+      [{ address: '0.0.0.0' }, 'options.rest.address'],
+      [{ address: '0.0.0.0', token: 'short' }, 'options.rest.token'],
+      [{ tls: { certFile: 'cert.pem', keyFile: 'key.pem' } }, 'options.rest.tls.certFile'],
+    ] as const) {
+      const error = await rejection(startJobManager({ nats: url, rest, connectTimeoutMs: 2_000 }));
+      expect(error, JSON.stringify(rest)).to.be.instanceOf(IllegalArgumentError);
+      expect((error as IllegalArgumentError).details['argument']).to.equal(argument);
+    }
+  });
+
   it('puts every subject of a cluster under its id', () => {
     const subjects = clusterSubjects('prod');
     expect(subjects.resourceManager).to.equal('slotwise.prod.rm');

@@ -4,16 +4,17 @@
  */
 import { IllegalArgumentError } from '../../core/errors.js';
 import { jobManagerUrl, parseFlags, type CliIo } from '../flags.js';
-import { RestClient } from '../RestClient.js';
+import { CLIENT_FLAGS, CLIENT_FLAGS_USAGE, restClient } from '../accessFlags.js';
 
-export const CANCEL_USAGE = `Usage: slotwise cancel [--jobmanager URL] JOB_ID
+export const CANCEL_USAGE = `Usage: slotwise cancel [--jobmanager URL] [--token-file FILE] [--ca FILE] JOB_ID
 
 Cancels the job JOB_ID (32 hex characters, as slotwise list shows it).
 
-  --jobmanager URL  the REST API (default $SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081)`;
+  --jobmanager URL  the REST API (default $SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081)
+${CLIENT_FLAGS_USAGE}`;
 
 export async function cancel(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseFlags('cancel', args, { jobmanager: { type: 'string' } }, true);
+  const { values, positionals } = parseFlags('cancel', args, { jobmanager: { type: 'string' }, ...CLIENT_FLAGS }, true);
   if (values['help']) return (io.stdout(CANCEL_USAGE), 0);
   if (positionals.length !== 1)
     throw new IllegalArgumentError(
@@ -29,7 +30,7 @@ export async function cancel(args: readonly string[], io: CliIo): Promise<number
       `JOB_ID must be 32 lowercase hex characters, as slotwise list shows it, got ${JSON.stringify(jobId)}`,
       { argument: 'JOB_ID' },
     );
-  const client = new RestClient(jobManagerUrl(values['jobmanager'] as string | undefined, io.env));
+  const client = restClient(jobManagerUrl(values['jobmanager'] as string | undefined, io.env), values, io);
   await client.patch(`/jobs/${jobId}?mode=cancel`);
   io.stdout(`canceling job ${jobId}`);
   return 0;
