@@ -54,7 +54,13 @@ import { bundleTaskModule } from './bundleTaskModule.js';
 import { checkClusterId, clusterSubjects, DEFAULT_CLUSTER_ID, JOBMANAGER_PEER_ID } from './clusterSubjects.js';
 import { JobManagerLease, type JobManagerLeaseOptions } from './JobManagerLease.js';
 import { checkNatsAuth, type NatsAuthOptions } from './natsAuth.js';
-import { checkNatsUrl, connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL } from './natsConnection.js';
+import {
+  checkNatsUrl,
+  connectNats,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_NATS_URL,
+  onConnectionLost,
+} from './natsConnection.js';
 import { StandaloneResourceManagerDriver } from './StandaloneResourceManagerDriver.js';
 import { cachedHash, taskCodeRef, TaskCodeCache } from './TaskCodeCache.js';
 
@@ -263,6 +269,13 @@ export class JobManager {
         observability,
         lease,
       ));
+      onConnectionLost(connection, url, (message) => {
+        try {
+          logger({ level: 'error', source: 'runtime', message });
+        } catch {
+          // A failing logger must not break the runtime it reports on.
+        }
+      });
       jobManager.resourceManager.start();
       // Our subscription is in place at the server before anyone is told we are up.
       await jobManager.#inbox.ready();

@@ -34,7 +34,7 @@ import type { TaskInvocation } from '../taskexecutor/TaskInvocation.js';
 import { taskThreadReserve, type TaskThreadReserve } from '../taskexecutor/TaskThreadReserve.js';
 import { BlobStore } from './BlobStore.js';
 import { checkResourceIdToken, clusterSubjects, JOBMANAGER_PEER_ID, type ClusterSubjects } from './clusterSubjects.js';
-import { connectNats, DEFAULT_CONNECT_TIMEOUT_MS } from './natsConnection.js';
+import { connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL, onConnectionLost } from './natsConnection.js';
 import { taskCodeHash, TaskCodeCache } from './TaskCodeCache.js';
 import { TaskManagerProcess } from './TaskManagerProcess.js';
 import { checkTaskManagerOptions, type TaskManagerOptions } from './taskManagerOptions.js';
@@ -116,6 +116,9 @@ export class TaskManager {
     };
     this.#current = this.#startTaskExecutor();
     void this.#watchConnection();
+    onConnectionLost(connection, o.nats ?? DEFAULT_NATS_URL, (message) =>
+      this.#log({ level: 'error', source: 'runtime', message, resourceId: this.#current.resourceId }),
+    );
   }
 
   /**
@@ -269,10 +272,12 @@ export class TaskManager {
         link.close(`the TaskExecutor stopped: ${reason}`);
         inbox.close();
         stoppedResolve();
-        // Not closing: come back as a fresh TaskExecutor (the last one was let go, or gave up).
+        // Not closing: come back as a fresh TaskExecutor (the last one was let go, or gave up) — unless
+        // the client gave up on NATS for good (credentials refused: onConnectionLost said so), when
+        // there is nothing to come back to and a new inbox could not listen.
         if (this.#closed === null)
           setTimeout(
-            () => this.#closed === null && (this.#current = this.#startTaskExecutor()),
+            () => this.#closed === null && !this.#connection.isClosed() && (this.#current = this.#startTaskExecutor()),
             this.options['cluster.registration.initial-timeout'],
           ).unref();
       },

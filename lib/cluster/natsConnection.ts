@@ -34,6 +34,23 @@ export function checkNatsUrl(url: unknown, argument = 'nats'): string {
   return url as string;
 }
 
+/**
+ * Calls `report` when the client gives up on the connection by itself — not at our `close()`: the
+ * client stops reconnecting when the server refuses its credentials twice in a row (revoked, or
+ * expired), and the process is then cut off from its cluster for good.
+ */
+export function onConnectionLost(connection: NatsConnection, url: string, report: (message: string) => void): void {
+  void connection.closed().then((error) => {
+    if (error instanceof Error)
+      report(
+        `the NATS connection to ${url} is closed for good: ${error.message}` +
+          (error instanceof AuthorizationError || error instanceof UserAuthenticationExpiredError
+            ? ' (the server refused our credentials: were they revoked?); restart with valid ones'
+            : ''),
+      );
+  });
+}
+
 export interface ConnectNatsOptions {
   readonly url: string;
   /** The connection's name as the server lists it (`slotwise taskmanager <clusterId>`). */

@@ -102,6 +102,31 @@ describe('a session cluster on a NATS server with authorization', function () {
       ).to.deep.equal([0, 1]);
     } finally {
       await taskManager.close();
+      await jobManager.close();
+      jobManager = undefined;
+    }
+  });
+
+  it('a TaskManager whose credentials are revoked says so, and neither crashes nor spins', async () => {
+    const logs: string[] = [];
+    const taskManager = await startTaskManager({
+      nats: server!.url,
+      natsAuth,
+      clusterId: 'revoked',
+      configuration,
+      logger: (record) => logs.push(`${record.level} ${record.message}`),
+    });
+    try {
+      server!.reload('authorization { users = [ { user: "slotwise", password: "a new one" } ] }');
+      await until('the TaskManager to say its credentials were refused', () =>
+        logs.some((line) => line.startsWith('error') && line.includes('the server refused our credentials')),
+      );
+      // Past the fresh start it would have tried (cluster.registration.initial-timeout): no new TaskExecutor.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(taskManager.incarnations).to.equal(1);
+    } finally {
+      await taskManager.close();
+      server!.reload(`authorization { users = [ { user: "slotwise", password: "${PASSWORD}" } ] }`);
     }
   });
 });

@@ -15,6 +15,8 @@ export interface NatsServer {
   readonly process: ChildProcess;
   /** Stops the server (SIGTERM, then SIGKILL after 5 s) and removes its store. */
   stop(): Promise<void>;
+  /** Rewrites the `config` part of its configuration file and has it reload (SIGHUP): credentials revoked, say. */
+  reload(config: string): void;
 }
 
 /** The nats-server binary, or undefined when it is not installed. */
@@ -63,15 +65,19 @@ export async function startNatsServer(binary: string, options: NatsServerOptions
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'slotwise-nats-'));
   const args = ['-a', address, '-p', String(port), '-js', '-sd', dir];
+  // max_payload, authorization and tls are config-file settings only.
+  const configFile = join(dir, 'server.conf');
+  const writeConfig = (config: string | undefined) =>
+    writeFileSync(
+      configFile,
+      `${[
+        ...(options.maxPayload === undefined ? [] : [`max_payload: ${options.maxPayload}`]),
+        ...(config === undefined ? [] : [config]),
+      ].join('\n')}\n`,
+    );
   if (options.maxPayload !== undefined || options.config !== undefined) {
-    // max_payload, authorization and tls are config-file settings only.
-    const config = join(dir, 'server.conf');
-    const lines = [
-      ...(options.maxPayload === undefined ? [] : [`max_payload: ${options.maxPayload}`]),
-      ...(options.config === undefined ? [] : [options.config]),
-    ];
-    writeFileSync(config, `${lines.join('\n')}\n`);
-    args.push('-c', config);
+    writeConfig(options.config);
+    args.push('-c', configFile);
   }
   const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let output = '';
@@ -97,6 +103,11 @@ export async function startNatsServer(binary: string, options: NatsServerOptions
     url: `nats://${address}:${port}`,
     port,
     process: child,
+    reload: (config) => {
+      if (!args.includes('-c')) throw new Error('reload needs a server started with options.config');
+      writeConfig(config);
+      child.kill('SIGHUP');
+    },
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
