@@ -36,12 +36,15 @@ export interface RestClientOptions {
   readonly token?: string;
   /** PEM text of the CA(s) an https JobManager's certificate must chain to (`--ca FILE`); default the system's. */
   readonly ca?: string;
+  /** PEM text of a client certificate and its key, for a JobManager that asks for one (`--cert`, `--key`). */
+  readonly cert?: string;
+  readonly key?: string;
 }
 
 export class RestClient {
   readonly baseUrl: string;
   readonly #token: string | undefined;
-  readonly #ca: string | undefined;
+  readonly #tls: { ca?: string; cert?: string; key?: string };
 
   /**
    * `baseUrl` as `--jobmanager` gives it (checked by the caller): `http://host:port` or `https://…`, with or without a
@@ -50,7 +53,11 @@ export class RestClient {
   constructor(baseUrl: string, options: RestClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     this.#token = options.token;
-    this.#ca = options.ca;
+    this.#tls = {
+      ...(options.ca === undefined ? {} : { ca: options.ca }),
+      ...(options.cert === undefined ? {} : { cert: options.cert }),
+      ...(options.key === undefined ? {} : { key: options.key }),
+    };
   }
 
   get<T>(path: string, timeoutMs = DEFAULT_CALL_TIMEOUT_MS): Promise<T> {
@@ -82,9 +89,11 @@ export class RestClient {
       throw new RestError(
         'unreachable',
         `cannot reach the JobManager at ${this.baseUrl}: ${code ?? message}` +
-          (code !== undefined && TLS_CODES.test(code)
-            ? ` (its certificate is not one this client trusts: --ca FILE names the CA that signed it)`
-            : ''),
+          (code === 'ERR_TLS_CERT_ALTNAME_INVALID'
+            ? ` (its certificate does not name ${new URL(this.baseUrl).hostname}: use a name it does)`
+            : code !== undefined && TLS_CODES.test(code)
+              ? ` (its certificate is not one this client trusts: --ca FILE names the CA that signed it)`
+              : ''),
         { url, method, code },
       );
     }
@@ -133,7 +142,7 @@ export class RestClient {
         if (error !== null) reject(error);
         else resolve(answer!);
       };
-      const options = { method, headers, ...(https && this.#ca !== undefined ? { ca: this.#ca } : {}) };
+      const options = { method, headers, ...(https ? this.#tls : {}) };
       const request = (https ? httpsRequest : httpRequest)(url, options, (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -23,10 +23,15 @@ import { RestClient } from './RestClient.js';
 export const CLIENT_FLAGS = {
   'token-file': { type: 'string' },
   ca: { type: 'string' },
+  cert: { type: 'string' },
+  key: { type: 'string' },
 } as const;
 
-export const CLIENT_FLAGS_USAGE = `  --token-file FILE  the REST API's token, if it asks for one (default $SLOTWISE_REST_TOKEN)
-  --ca FILE          the CA certificate an https JobManager's certificate chains to (PEM)`;
+export const CLIENT_FLAGS_USAGE = [
+  "  --token-file FILE  the REST API's token, if it asks for one (default $SLOTWISE_REST_TOKEN)",
+  "  --ca FILE          the CA certificate an https JobManager's certificate chains to (PEM)",
+  '  --cert FILE        a client certificate (PEM), with --key FILE its key, for one that asks for it',
+].join('\n');
 
 /** The REST server's flags (`jobmanager`). */
 export const REST_SERVER_FLAGS = {
@@ -36,11 +41,13 @@ export const REST_SERVER_FLAGS = {
   'rest-client-ca': { type: 'string' },
 } as const;
 
-export const REST_SERVER_FLAGS_USAGE = `  --rest-token-file FILE  a token every REST route asks for, the dashboard's and /metrics too, the same
-                          at every start (default $SLOTWISE_REST_TOKEN; without one: a new dashboard
-                          token at each start, the API open on loopback). Needed beyond loopback.
-  --rest-cert FILE        serve https with this certificate (PEM), with --rest-key FILE its key
-  --rest-client-ca FILE   with https: only clients with a certificate this CA signed (then no token needed)`;
+export const REST_SERVER_FLAGS_USAGE = [
+  "  --rest-token-file FILE  a token every REST route asks for, the dashboard's and /metrics too, the same",
+  '                          at every start (default $SLOTWISE_REST_TOKEN; without one: a new dashboard',
+  '                          token at each start, the API open on loopback). Needed beyond loopback.',
+  '  --rest-cert FILE        serve https with this certificate (PEM), with --rest-key FILE its key',
+  '  --rest-client-ca FILE   with https: only clients with a certificate this CA signed (then no token needed)',
+].join('\n');
 
 /** NATS's flags (`jobmanager`, `taskmanager`). */
 export const NATS_FLAGS = {
@@ -54,20 +61,30 @@ export const NATS_FLAGS = {
   'nats-key': { type: 'string' },
 } as const;
 
-export const NATS_FLAGS_USAGE = `  --nats-user USER        a NATS user; its password in $SLOTWISE_NATS_PASSWORD or --nats-password-file FILE
-  --nats-token-file FILE  a NATS token (default $SLOTWISE_NATS_TOKEN)
-  --nats-creds FILE       a NATS .creds file (user JWT and NKey seed)
-  --nats-nkey FILE        a file holding a NATS NKey user seed (SU...)
-  --nats-ca FILE          TLS: the CA the NATS server's certificate chains to (PEM)
-  --nats-cert FILE        TLS: a client certificate, with --nats-key FILE its key`;
+export const NATS_FLAGS_USAGE = [
+  '  --nats-user USER        a NATS user; its password in $SLOTWISE_NATS_PASSWORD or --nats-password-file FILE',
+  '  --nats-token-file FILE  a NATS token (default $SLOTWISE_NATS_TOKEN)',
+  '  --nats-creds FILE       a NATS .creds file (user JWT and NKey seed)',
+  '  --nats-nkey FILE        a file holding a NATS NKey user seed (SU...)',
+  "  --nats-ca FILE          TLS: the CA the NATS server's certificate chains to (PEM)",
+  '  --nats-cert FILE        TLS: a client certificate, with --nats-key FILE its key',
+].join('\n');
 
 /** What the REST client is given: its token and CA. */
 export function restClient(url: string, values: ParsedFlags['values'], io: CliIo): RestClient {
   const token = secret(values, io, 'token-file', 'SLOTWISE_REST_TOKEN');
-  const caFile = string(values, 'ca');
+  const [ca, cert, key] = (['ca', 'cert', 'key'] as const).map((flag) => {
+    const file = string(values, flag);
+    return file === undefined ? undefined : readFlagFile(flag, file, io);
+  });
+  if ((cert === undefined) !== (key === undefined))
+    throw new IllegalArgumentError('missing', '--cert and --key go together (a client certificate and its key)', {
+      argument: cert === undefined ? '--cert' : '--key',
+    });
   return new RestClient(url, {
     ...(token === undefined ? {} : { token }),
-    ...(caFile === undefined ? {} : { ca: readFlagFile('ca', caFile, io) }),
+    ...(ca === undefined ? {} : { ca }),
+    ...(cert === undefined || key === undefined ? {} : { cert, key }),
   });
 }
 
@@ -80,13 +97,16 @@ export function restServerAccess(
   const [cert, key, clientCa] = (['rest-cert', 'rest-key', 'rest-client-ca'] as const).map((flag) =>
     path(values, io, flag),
   );
-  if ((cert === undefined) !== (key === undefined) || (clientCa !== undefined && cert === undefined))
+  if ((cert === undefined) !== (key === undefined) || (clientCa !== undefined && cert === undefined)) {
+    const given = Object.entries({ '--rest-cert': cert, '--rest-key': key, '--rest-client-ca': clientCa })
+      .filter(([, file]) => file !== undefined)
+      .map(([flag]) => flag);
     throw new IllegalArgumentError(
       'missing',
-      `--rest-cert and --rest-key go together (https), and --rest-client-ca goes with them; ` +
-        `got ${cert === undefined ? '' : '--rest-cert '}${key === undefined ? '' : '--rest-key '}${clientCa === undefined ? '' : '--rest-client-ca'}`.trim(),
+      `--rest-cert and --rest-key go together (https), and --rest-client-ca goes with them; got ${given.join(' ')}`,
       { argument: cert === undefined ? '--rest-cert' : '--rest-key' },
     );
+  }
   return {
     ...(token === undefined ? {} : { token }),
     ...(cert === undefined || key === undefined

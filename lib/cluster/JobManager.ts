@@ -40,18 +40,13 @@ import { resolveMetricsOptions, type MetricsOptions } from '../metrics/MetricsOp
 import { Observability } from '../Observability.js';
 import { ResourceManager } from '../resourcemanager/ResourceManager.js';
 import { clusterTarget } from '../rest/miniClusterTarget.js';
-import {
-  checkListenAddress,
-  checkRestAccess,
-  startRestServer,
-  type RestServer,
-  type RestTlsOptions,
-} from '../rest/RestServer.js';
+import { startRestServer, type RestServer } from '../rest/RestServer.js';
 import { askTaskExecutorMetrics } from '../resourcemanager/askTaskExecutorMetrics.js';
 import { resourceManagerServices } from '../dispatcher/resourceManagerServices.js';
 import { BlobStore, checkSha256, sha256Hex } from './BlobStore.js';
 import { bundleTaskModule } from './bundleTaskModule.js';
 import { checkClusterId, clusterSubjects, DEFAULT_CLUSTER_ID, JOBMANAGER_PEER_ID } from './clusterSubjects.js';
+import { checkOptionKeys, checkRestOptions, type JobManagerRestOptions } from './jobManagerOptions.js';
 import { JobManagerLease, type JobManagerLeaseOptions } from './JobManagerLease.js';
 import { checkNatsAuth, type NatsAuthOptions } from './natsAuth.js';
 import {
@@ -90,19 +85,6 @@ export interface JobManagerOptions {
   readonly rest?: JobManagerRestOptions;
 }
 
-export interface JobManagerRestOptions {
-  readonly port?: number;
-  readonly address?: string;
-  /**
-   * A bearer token every route asks for, the dashboard's and /metrics too, the same at every start (`SLOTWISE_REST_TOKEN`,
-   * `--rest-token-file`). Default: none (the API open on loopback; the dashboard behind a token new at every start).
-   * Needed beyond loopback, unless `tls.clientCaFile` is given.
-   */
-  readonly token?: string;
-  /** Serve https: `{ certFile, keyFile, clientCaFile? }` (RestServer.ts). */
-  readonly tls?: RestTlsOptions;
-}
-
 /** One task module as uploaded: an ES module bundled into one file (RestTarget's TaskCodeUpload). */
 export interface TaskCodeUpload {
   readonly name: string;
@@ -127,7 +109,6 @@ const OPTION_KEYS = [
   'metrics',
   'rest',
 ];
-const REST_KEYS = ['port', 'address', 'token', 'tls'];
 
 export class JobManager {
   readonly clusterId: string;
@@ -488,29 +469,4 @@ function localPath(taskModule: unknown): string | undefined {
     return undefined;
   }
   return typeof taskModule === 'string' && isAbsolute(taskModule) ? taskModule : undefined;
-}
-
-function checkRestOptions(rest: unknown): JobManagerRestOptions & { port: number; address: string } {
-  checkOptionKeys(rest, REST_KEYS, 'startJobManager options.rest');
-  const { port = 8081, address = '127.0.0.1', token, tls } = rest as JobManagerRestOptions;
-  checkListenAddress(address, port, 'options.rest', 'options.rest.');
-  // Who may call it, before anything connects (startRestServer checks again when it starts).
-  checkRestAccess({ address, token, tls }, 'options.rest', 'options.rest.');
-  return { port, address, ...(token === undefined ? {} : { token }), ...(tls === undefined ? {} : { tls }) };
-}
-
-export function checkOptionKeys(options: unknown, known: readonly string[], where: string): void {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new IllegalArgumentError(
-      'invalid-type',
-      `${where} takes an options object, ` +
-        `got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
-      { argument: 'options' },
-    );
-  }
-  const unknown = Object.keys(options).find((key) => !known.includes(key));
-  if (unknown !== undefined)
-    throw new IllegalArgumentError('unknown-key', `${where}: unknown option '${unknown}'; known: ${known.join(', ')}`, {
-      argument: `options.${unknown}`,
-    });
 }

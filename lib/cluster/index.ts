@@ -11,7 +11,8 @@ export { clusterSubjects, DEFAULT_CLUSTER_ID } from './clusterSubjects.js';
 export { DEFAULT_NATS_URL } from './natsConnection.js';
 export { TASK_CODE_SCHEME } from './TaskCodeCache.js';
 
-export type { JobManagerOptions, JobManagerRestOptions, StoredTaskCode, TaskCodeUpload } from './JobManager.js';
+export type { JobManagerOptions, StoredTaskCode, TaskCodeUpload } from './JobManager.js';
+export type { JobManagerRestOptions } from './jobManagerOptions.js';
 export type { NatsAuthOptions } from './natsAuth.js';
 export type { TaskManagerOptions } from './TaskManager.js';
 export type { BundledTaskModule } from './bundleTaskModule.js';

@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { credsAuthenticator, nkeyAuthenticator, type ConnectionOptions } from '@nats-io/transport-node';
-import { IllegalArgumentError } from '../core/errors.js';
+import { describeValue, IllegalArgumentError } from '../core/errors.js';
 
 export interface NatsAuthOptions {
   /** A user name (`--nats-user`); goes with `password`. */
@@ -57,7 +57,7 @@ export function checkNatsAuth(auth: unknown, argument = 'options.natsAuth'): Res
     throw new IllegalArgumentError(
       'invalid-type',
       `${argument} must be an object { user, password } | { token } | { credsFile } | { nkeyFile }, ` +
-        `with caFile, certFile and keyFile for TLS; got ${auth === null ? 'null' : Array.isArray(auth) ? 'an array' : typeof auth}`,
+        `with caFile, certFile and keyFile for TLS; got ${describeValue(auth)}`,
       { argument },
     );
   const unknown = Object.keys(auth).find((key) => !(KEYS as readonly string[]).includes(key));
@@ -75,7 +75,13 @@ export function checkNatsAuth(auth: unknown, argument = 'options.natsAuth'): Res
     if (value !== undefined && (typeof value !== 'string' || value === '' || /[\r\n]/.test(value)))
       throw new IllegalArgumentError(
         'invalid-value',
-        `${argument}.${key} must be a non-empty string on one line, got ${key === 'user' ? JSON.stringify(value) : typeof value === 'string' ? 'an empty or multi-line string' : typeof value}`,
+        `${argument}.${key} must be a non-empty string on one line, got ` +
+          // Never the secret itself: only what is wrong with it.
+          (key === 'user'
+            ? describeValue(value)
+            : typeof value === 'string'
+              ? 'an empty or multi-line string'
+              : typeof value),
         { argument: `${argument}.${key}` },
       );
   }
@@ -88,13 +94,15 @@ export function checkNatsAuth(auth: unknown, argument = 'options.natsAuth'): Res
   if (ways.length > 1)
     throw new IllegalArgumentError(
       'invalid-value',
-      `${argument} takes one way to authenticate: user and password, token, credsFile or nkeyFile; got ${ways.join(' and ')}`,
+      `${argument} takes one way to authenticate: user and password, token, credsFile or nkeyFile; ` +
+        `got ${ways.join(' and ')}`,
       { argument: `${argument}.${ways[1]}` },
     );
   if ((o.user === undefined) !== (o.password === undefined))
     throw new IllegalArgumentError(
       'missing',
-      `${argument}.user and ${argument}.password go together; ${o.user === undefined ? 'password' : 'user'} was given alone`,
+      `${argument}.user and ${argument}.password go together; ` +
+        `${o.user === undefined ? 'password' : 'user'} was given alone`,
       { argument: `${argument}.${o.user === undefined ? 'user' : 'password'}` },
     );
   if ((o.certFile === undefined) !== (o.keyFile === undefined))

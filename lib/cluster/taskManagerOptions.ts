@@ -8,7 +8,7 @@ import { IllegalArgumentError } from '../core/errors.js';
 import type { LogSink } from '../core/Logger.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { checkClusterId, DEFAULT_CLUSTER_ID } from './clusterSubjects.js';
-import { checkOptionKeys } from './JobManager.js';
+import { checkOptionKeys } from './jobManagerOptions.js';
 import { checkNatsAuth, type NatsAuthOptions, type ResolvedNatsAuth } from './natsAuth.js';
 import { checkNatsUrl, DEFAULT_NATS_URL } from './natsConnection.js';
 

@@ -52,7 +52,7 @@ export interface RestServerOptions {
    * `clientCaFile`).
    */
   readonly token?: string;
-  /** Serve https with this certificate and key (PEM files); with `clientCaFile`, every client must show a certificate. */
+  /** Serve https with this certificate and key (PEM files); with `clientCaFile`, clients must show a certificate. */
   readonly tls?: RestTlsOptions;
 }
 
@@ -386,7 +386,8 @@ export function checkRestAccess(
       } catch (error) {
         throw new IllegalArgumentError(
           'invalid-value',
-          `${where}.tls.${key} ${path} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+          `${where}.tls.${key} ${path} cannot be read: ` +
+            `${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
           { argument },
         );
       }
@@ -413,7 +414,8 @@ export function checkRestAccess(
     throw new IllegalArgumentError(
       'invalid-value',
       `${where}.address ${address} reaches beyond this machine, and anyone who reaches this REST API can run code on ` +
-        `the cluster: give it a token (${where}.token; slotwise jobmanager: SLOTWISE_REST_TOKEN or --rest-token-file), ` +
+        `the cluster: give it a token (${where}.token; slotwise jobmanager: SLOTWISE_REST_TOKEN or ` +
+        `--rest-token-file), ` +
         `or TLS with client certificates (${where}.tls.clientCaFile), or listen on 127.0.0.1`,
       { argument: `${argumentPrefix}address`, value: address },
     );

@@ -17,7 +17,7 @@ import { cliInProcess } from './support.js';
 const PASSWORD = 'a password only the environment knows';
 const TOKEN = 'the-rest-token-of-this-test-0123456789';
 
-/** A long-running command in this process: its output lines, and a stop (as Ctrl-C) that resolves with its exit code. */
+/** A long-running command in this process: its output lines, and a stop (as Ctrl-C) resolving with its exit code. */
 function start(argv: readonly string[], env: Record<string, string>, cwd: string) {
   const lines: string[] = [];
   const shutdown = new AbortController();

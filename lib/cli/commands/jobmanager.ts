@@ -150,7 +150,8 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
       access.token === undefined
         ? `slotwise jobmanager: dashboard at ${server.dashboardUrl}`
         : // The configured token is a secret the operator has: not printed.
-          `slotwise jobmanager: dashboard at ${server.url}/?token=<the REST token>; /metrics with Authorization: Bearer <the REST token>`,
+          `slotwise jobmanager: dashboard at ${server.url}/?token=<the REST token>; ` +
+            '/metrics with Authorization: Bearer <the REST token>',
     );
   await untilShutdown(io.shutdown);
   await server.close();
