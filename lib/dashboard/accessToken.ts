@@ -9,6 +9,11 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 
+/** What a configured token may be: 16 to 512 token characters (RFC 6750's b64token), so it fits a header and a URL. */
+export const ACCESS_TOKEN = /^[A-Za-z0-9._~+/=-]{16,512}$/;
+export const ACCESS_TOKEN_RULE =
+  '16 to 512 letters, digits or - . _ ~ + / = (a random one: 32 bytes in hex or base64url)';
+
 export function createAccessToken(): string {
   return randomBytes(18).toString('base64url');
 }

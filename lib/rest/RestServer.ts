@@ -22,7 +22,13 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { IllegalArgumentError, RestError } from '../core/errors.js';
-import { createAccessToken, givenToken, tokenMatches } from '../dashboard/accessToken.js';
+import {
+  ACCESS_TOKEN,
+  ACCESS_TOKEN_RULE,
+  createAccessToken,
+  givenToken,
+  tokenMatches,
+} from '../dashboard/accessToken.js';
 import type { DashboardSource } from '../dashboard/ClusterDashboard.js';
 import { dashboardPlugin } from '../dashboard/dashboardPlugin.js';
 import { errorResponse } from './restErrors.js';
@@ -332,7 +338,6 @@ function checkOptions(options: RestServerOptions): CheckedOptions {
   return { target, address, port, bodyLimit, requestTimeoutMs, dashboard: dashboard ?? null, access };
 }
 
-const TOKEN = /^[A-Za-z0-9._~+/=-]{16,512}$/;
 const TLS_KEYS = ['certFile', 'keyFile', 'clientCaFile'];
 
 /**
@@ -346,10 +351,10 @@ export function checkRestAccess(
   argumentPrefix: string,
 ): RestAccess {
   const { address = '127.0.0.1', token, tls } = options;
-  if (token !== undefined && (typeof token !== 'string' || !TOKEN.test(token)))
+  if (token !== undefined && (typeof token !== 'string' || !ACCESS_TOKEN.test(token)))
     throw new IllegalArgumentError(
       'invalid-value',
-      `${where}.token must be 16 to 512 letters, digits or - . _ ~ + / = (a random one: 32 bytes in base64url), ` +
+      `${where}.token must be ${ACCESS_TOKEN_RULE}, ` +
         `got ${typeof token === 'string' ? `${token.length} characters` : typeof token}`,
       { argument: `${argumentPrefix}token` },
     );

@@ -6,8 +6,10 @@
  * that verifies its clients' certificates.
  */
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
-import { connect } from '@nats-io/transport-node';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect, nkeys } from '@nats-io/transport-node';
 import { Objm } from '@nats-io/obj';
 import { startJobManager, type JobManager } from '../../lib/cluster/JobManager.js';
 import { startTaskManager } from '../../lib/cluster/TaskManager.js';
@@ -21,23 +23,32 @@ import { rejection } from '../rpc/support/transports.js';
 const configuration = { 'heartbeat.interval': 1_000, 'heartbeat.timeout': 5_000 };
 const PASSWORD = 'correct horse battery staple';
 const natsAuth = { user: 'slotwise', password: PASSWORD };
+/** A second user of the server, known by its NKey: the seed stays in a file on the client's side. */
+const nkeyUser = nkeys.createUser();
 
 describe('a session cluster on a NATS server with authorization', function () {
   this.timeout(60_000);
   let server: NatsServer | undefined;
   let jobManager: JobManager | undefined;
+  let seedDir = '';
 
   before(async function () {
     const binary = natsServerOrSkip(this, 'NATS credentials');
-    server = await startNatsServer(binary, {
-      config: `authorization { users = [ { user: "slotwise", password: "${PASSWORD}" } ] }`,
-    });
+    server = await startNatsServer(binary, { config: users(PASSWORD) });
+    seedDir = mkdtempSync(join(tmpdir(), 'slotwise-nkey-'));
+    writeFileSync(join(seedDir, 'user.nk'), `${new TextDecoder().decode(nkeyUser.getSeed())}\n`);
   });
 
   after(async () => {
     await jobManager?.close();
     await server?.stop();
+    if (seedDir !== '') rmSync(seedDir, { recursive: true, force: true });
   });
+
+  /** The server's users: ours with `password`, and the NKey user. */
+  const users = (password: string) =>
+    `authorization { users = [ { user: "slotwise", password: "${password}" }, ` +
+    `{ nkey: "${nkeyUser.getPublicKey()}" } ] }`;
 
   it('refuses a JobManager and a TaskManager without credentials or with a wrong password at once', async () => {
     const started = Date.now();
@@ -107,6 +118,16 @@ describe('a session cluster on a NATS server with authorization', function () {
     }
   });
 
+  it('connects with an NKey seed file, which the server knows by its public key only', async () => {
+    const taskManager = await startTaskManager({
+      nats: server!.url,
+      natsAuth: { nkeyFile: join(seedDir, 'user.nk') },
+      clusterId: 'nkey',
+      configuration,
+    });
+    await taskManager.close();
+  });
+
   it('a TaskManager whose credentials are revoked says so, and neither crashes nor spins', async () => {
     const logs: string[] = [];
     const taskManager = await startTaskManager({
@@ -117,7 +138,7 @@ describe('a session cluster on a NATS server with authorization', function () {
       logger: (record) => logs.push(`${record.level} ${record.message}`),
     });
     try {
-      server!.reload('authorization { users = [ { user: "slotwise", password: "a new one" } ] }');
+      server!.reload(users('a new one'));
       await until('the TaskManager to say its credentials were refused', () =>
         logs.some((line) => line.startsWith('error') && line.includes('the server refused our credentials')),
       );
@@ -126,7 +147,7 @@ describe('a session cluster on a NATS server with authorization', function () {
       expect(taskManager.incarnations).to.equal(1);
     } finally {
       await taskManager.close();
-      server!.reload(`authorization { users = [ { user: "slotwise", password: "${PASSWORD}" } ] }`);
+      server!.reload(users(PASSWORD));
     }
   });
 });
