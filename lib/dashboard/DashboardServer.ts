@@ -1,8 +1,8 @@
 /**
  * A MiniCluster's own dashboard server: fastify on `host`:`port` (port 0: a free one) with the
- * dashboard plugin and a new token (or the configured one); `url` is the page with its token. A port in use fails with a
- * ConfigurationError naming the option. `close()` ends the page streams and frees the port; an open
- * browser tab never keeps the process alive.
+ * dashboard plugin and a new token (or the configured one); `url` is the page with its token. A
+ * port in use fails with a ConfigurationError naming the option. `close()` ends the page streams
+ * and frees the port; an open browser tab never keeps the process alive.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { ConfigurationError } from '../core/errors.js';
