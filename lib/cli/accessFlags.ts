@@ -16,6 +16,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { IllegalArgumentError } from '../core/errors.js';
+import { ACCESS_TOKEN, ACCESS_TOKEN_RULE } from '../dashboard/accessToken.js';
 import type { CliIo, ParsedFlags } from './flags.js';
 import { RestClient } from './RestClient.js';
 
@@ -94,6 +95,14 @@ export function restServerAccess(
   io: CliIo,
 ): { token?: string; tls?: { certFile: string; keyFile: string; clientCaFile?: string } } {
   const token = secret(values, io, 'rest-token-file', 'SLOTWISE_REST_TOKEN');
+  if (token !== undefined && !ACCESS_TOKEN.test(token)) {
+    const source = values['rest-token-file'] === undefined ? 'SLOTWISE_REST_TOKEN' : '--rest-token-file';
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `the REST token of ${source} must be ${ACCESS_TOKEN_RULE}; it has ${token.length} characters`,
+      { argument: source },
+    );
+  }
   const [cert, key, clientCa] = (['rest-cert', 'rest-key', 'rest-client-ca'] as const).map((flag) =>
     path(values, io, flag),
   );

@@ -54,6 +54,11 @@ describe('slotwise: credentials for NATS and the REST API', function () {
         'NATS takes one way to authenticate',
       ],
       [['list', '--token-file', 'missing.token'], {}, '--token-file missing.token cannot be read: ENOENT'],
+      [
+        ['jobmanager', '--local-taskmanagers', '1'],
+        { SLOTWISE_REST_TOKEN: 'short' },
+        'the REST token of SLOTWISE_REST_TOKEN must be 16 to 512 letters',
+      ],
     ] as const) {
       const { code, lines } = await cliInProcess(argv, env);
       expect(code, argv.join(' ')).to.equal(2);
