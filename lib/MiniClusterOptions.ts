@@ -62,8 +62,8 @@ export interface MiniClusterOptions {
   /** Where the cluster's metrics go: the app's prom-client Registry (default: one of its own) and their prefix. */
   readonly metrics?: MetricsOptions;
   /**
-   * Serve the dashboard: `{ port, host }` (port 8081 by default, 0: a free one; host 127.0.0.1), or true for the
-   * defaults.
+   * Serve the dashboard: `{ port, host, token }` (port 8081 by default, 0: a free one; host 127.0.0.1; token: a new
+   * random one at each start unless given), or true for the defaults.
    */
   readonly dashboard?: DashboardOptions | true;
 }

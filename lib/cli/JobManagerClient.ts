@@ -6,15 +6,15 @@
  * followed). A POST that timed out is not sent again elsewhere (it may have been taken).
  */
 import { RestError } from '../core/errors.js';
-import { DEFAULT_CALL_TIMEOUT_MS, RestClient } from './RestClient.js';
+import { DEFAULT_CALL_TIMEOUT_MS, RestClient, type RestClientOptions } from './RestClient.js';
 
 export class JobManagerClient {
   readonly #clients: readonly RestClient[];
   #current = 0;
 
-  /** `urls`: each JobManager's REST URL as `jobManagerUrls` checked them (at least one). */
-  constructor(urls: readonly string[]) {
-    this.#clients = urls.map((url) => new RestClient(url));
+  /** `urls`: each JobManager's REST URL as `jobManagerUrls` checked them (at least one); `options` for each. */
+  constructor(urls: readonly string[], options: RestClientOptions = {}) {
+    this.#clients = urls.map((url) => new RestClient(url, options));
   }
 
   /** The URL of the JobManager that answered last (the first given, before any call). */

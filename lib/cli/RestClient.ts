@@ -2,8 +2,11 @@
  * The CLI's only way to the cluster: calls to the JobManager's REST API with a deadline each. A
  * refusal comes back as the RestError (or other typed error) of the server's body, with its
  * `_tag` and `reason`; a server that is not there fails fast as `unreachable` (connection refused)
- * or, when nothing answers at all, as `timed-out` at the deadline — never a hang.
+ * or, when nothing answers at all, as `timed-out` at the deadline — never a hang. It sends the REST
+ * API's token when it has one, and speaks https with the CA it is given.
  */
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { RestError } from '../core/errors.js';
 
 /** How long a call may take by default: also the bound on reaching a JobManager that does not answer. */
@@ -28,14 +31,33 @@ export class RestRefusal extends Error {
   }
 }
 
+export interface RestClientOptions {
+  /** The REST API's token, sent as `Authorization: Bearer` on every call (`--token-file`, SLOTWISE_REST_TOKEN). */
+  readonly token?: string;
+  /** PEM text of the CA(s) an https JobManager's certificate must chain to (`--ca FILE`); default the system's. */
+  readonly ca?: string;
+  /** PEM text of a client certificate and its key, for a JobManager that asks for one (`--cert`, `--key`). */
+  readonly cert?: string;
+  readonly key?: string;
+}
+
 export class RestClient {
   readonly baseUrl: string;
+  readonly #token: string | undefined;
+  readonly #tls: { ca?: string; cert?: string; key?: string };
 
   /**
-   * `baseUrl` as `--jobmanager` gives it (checked by the caller): `http://host:port`, with or without a trailing slash.
+   * `baseUrl` as `--jobmanager` gives it (checked by the caller): `http://host:port` or `https://…`, with or without a
+   * trailing slash.
    */
-  constructor(baseUrl: string) {
+  constructor(baseUrl: string, options: RestClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.#token = options.token;
+    this.#tls = {
+      ...(options.ca === undefined ? {} : { ca: options.ca }),
+      ...(options.cert === undefined ? {} : { cert: options.cert }),
+      ...(options.key === undefined ? {} : { key: options.key }),
+    };
   }
 
   get<T>(path: string, timeoutMs = DEFAULT_CALL_TIMEOUT_MS): Promise<T> {
@@ -52,51 +74,101 @@ export class RestClient {
 
   async #call<T>(method: string, path: string, body: unknown, timeoutMs: number): Promise<T> {
     const url = `${this.baseUrl}${path}`;
-    let response: Response;
-    let text: string;
+    let response: { status: number; text: string; location: string | undefined };
     try {
-      response = await fetch(url, {
-        method,
-        signal: AbortSignal.timeout(timeoutMs),
-        ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-      });
-      text = await response.text();
+      const text = body === undefined ? undefined : JSON.stringify(body);
+      response = await this.#send(method, url, text, timeoutMs);
+      // A standby JobManager sends the call to the leader (307): followed with its method, body and token.
+      for (let hop = 0; REDIRECTS.has(response.status) && response.location !== undefined && hop < MAX_HOPS; hop++)
+        response = await this.#send(method, new URL(response.location, url).href, text, timeoutMs);
     } catch (error) {
-      const name = (error as { name?: string }).name;
-      if (name === 'TimeoutError' || name === 'AbortError') {
+      if (error === TIMED_OUT) {
         throw new RestError(
           'timed-out',
           `the JobManager at ${this.baseUrl} did not answer ${method} ${path} within ${timeoutMs} ms`,
           { url, method, timeoutMs },
         );
       }
-      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      const { code, message } = error as NodeJS.ErrnoException;
       throw new RestError(
         'unreachable',
-        `cannot reach the JobManager at ${this.baseUrl}: ${cause?.code ?? cause?.message ?? (error as Error).message}`,
-        { url, method, code: cause?.code },
+        `cannot reach the JobManager at ${this.baseUrl}: ${code ?? message}` +
+          (code === 'ERR_TLS_CERT_ALTNAME_INVALID'
+            ? ` (its certificate does not name ${new URL(this.baseUrl).hostname}: use a name it does)`
+            : code !== undefined && TLS_CODES.test(code)
+              ? ` (its certificate is not one this client trusts: --ca FILE names the CA that signed it)`
+              : ''),
+        { url, method, code },
       );
     }
+    const { status, text } = response;
     let parsed: unknown;
     try {
       parsed = text === '' ? undefined : JSON.parse(text);
     } catch {
       throw new RestError(
         'bad-response',
-        `${method} ${path} at ${this.baseUrl} answered ${response.status} ` +
+        `${method} ${path} at ${this.baseUrl} answered ${status} ` +
           `with a body that is not JSON: is this a slotwise JobManager?`,
-        { url, method, status: response.status },
+        { url, method, status },
       );
     }
-    if (response.ok) return parsed as T;
+    if (status >= 200 && status < 300) return parsed as T;
     const refusal = parsed as { _tag?: unknown; reason?: unknown; message?: unknown } | undefined;
     if (typeof refusal?._tag === 'string' && typeof refusal.message === 'string')
-      throw new RestRefusal(response.status, refusal as RestRefusal['body']);
+      throw new RestRefusal(status, refusal as RestRefusal['body']);
     throw new RestError(
       'bad-response',
-      `${method} ${path} at ${this.baseUrl} answered ${response.status} ` +
+      `${method} ${path} at ${this.baseUrl} answered ${status} ` +
         `without a slotwise error body: is this a slotwise JobManager?`,
-      { url, method, status: response.status },
+      { url, method, status },
     );
   }
+
+  /** One request over node:http or node:https (fetch takes no CA of its own); TIMED_OUT past the deadline. */
+  #send(
+    method: string,
+    url: string,
+    body: string | undefined,
+    timeoutMs: number,
+  ): Promise<{ status: number; text: string; location: string | undefined }> {
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (this.#token !== undefined) headers['authorization'] = `Bearer ${this.#token}`;
+    const https = url.startsWith('https:');
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        request.destroy();
+        reject(TIMED_OUT);
+      }, timeoutMs);
+      const done = (error: Error | null, answer?: { status: number; text: string; location: string | undefined }) => {
+        clearTimeout(timer);
+        if (error !== null) reject(error);
+        else resolve(answer!);
+      };
+      const options = { method, headers, ...(https ? this.#tls : {}) };
+      const request = (https ? httpsRequest : httpRequest)(url, options, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () =>
+          done(null, {
+            status: response.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString('utf8'),
+            location: response.headers.location,
+          }),
+        );
+        response.on('error', (error) => done(error));
+      });
+      request.on('error', (error) => done(error));
+      request.end(body);
+    });
+  }
 }
+
+/** Redirects followed (a standby's to its leader), and how many in a row at most. */
+const REDIRECTS: ReadonlySet<number> = new Set([307, 308]);
+const MAX_HOPS = 3;
+/** The deadline passed (a marker, never shown). */
+const TIMED_OUT = Symbol('timed out');
+/** What node:tls says when it does not trust a server's certificate. */
+const TLS_CODES = /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)/;

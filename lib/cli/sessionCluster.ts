@@ -37,12 +37,19 @@ export interface SessionTaskManager {
 export interface SessionClusterModule {
   startJobManager(options: {
     nats: string;
+    natsAuth?: Record<string, string>;
     clusterId: string;
     configuration?: Record<string, unknown>;
-    rest?: { port: number; address: string };
+    rest?: {
+      port: number;
+      address: string;
+      token?: string;
+      tls?: { certFile: string; keyFile: string; clientCaFile?: string };
+    };
   }): Promise<SessionJobManager>;
   startTaskManager(options: {
     nats: string;
+    natsAuth?: Record<string, string>;
     clusterId: string;
     slots?: number;
     cpuCores?: number;

@@ -36,21 +36,31 @@ import { resolveMetricsOptions, type MetricsOptions } from '../metrics/MetricsOp
 import { Observability } from '../Observability.js';
 import type { ResourceManager } from '../resourcemanager/ResourceManager.js';
 import { clusterTarget } from '../rest/miniClusterTarget.js';
-import { checkListenAddress, startRestServer, type RestServer } from '../rest/RestServer.js';
+import { startRestServer, type RestServer } from '../rest/RestServer.js';
 import { askTaskExecutorMetrics } from '../resourcemanager/askTaskExecutorMetrics.js';
 import { BlobStore } from './BlobStore.js';
 import { checkClusterId, DEFAULT_CLUSTER_ID } from './clusterSubjects.js';
+import { ClusterTaskCode, type StoredTaskCode, type TaskCodeUpload } from './ClusterTaskCode.js';
+import { checkOptionKeys, checkRestOptions, type JobManagerRestOptions } from './jobManagerOptions.js';
 import { JobStore } from './JobStore.js';
 import { describeHolder, LeaderElection, type Leader } from './LeaderElection.js';
 import { startLeaderServices, stopLeaderServices, type LeaderServices } from './leaderServices.js';
-import { checkNatsUrl, connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL } from './natsConnection.js';
+import { checkNatsAuth, type NatsAuthOptions } from './natsAuth.js';
+import {
+  checkNatsUrl,
+  connectNats,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_NATS_URL,
+  onConnectionLost,
+} from './natsConnection.js';
 import { RecoveredJobs } from './RecoveredJobs.js';
 import { TaskCodeCache } from './TaskCodeCache.js';
-import { ClusterTaskCode, type StoredTaskCode, type TaskCodeUpload } from './ClusterTaskCode.js';
 
 export interface JobManagerOptions {
   /** The NATS server (`--nats`). Default nats://127.0.0.1:4222. */
   readonly nats?: string;
+  /** Credentials and TLS for NATS (the `--nats-*` flags; natsAuth.ts). Default: none, the server must let anyone in. */
+  readonly natsAuth?: NatsAuthOptions;
   /** The cluster's id (`--cluster-id`): its subjects and object store buckets. Default 'default'. */
   readonly clusterId?: string;
   /** Runtime options (heartbeat.*, rpc.ask.timeout, slotmanager.*, restart-strategy, ...). */
@@ -72,15 +82,20 @@ export interface JobManagerOptions {
   readonly rest?: JobManagerRestOptions;
 }
 
-export interface JobManagerRestOptions {
-  readonly port?: number;
-  readonly address?: string;
-}
-
+export type { JobManagerRestOptions } from './jobManagerOptions.js';
 export type { StoredTaskCode, TaskCodeUpload } from './ClusterTaskCode.js';
 
-const OPTION_KEYS = ['nats', 'clusterId', 'configuration', 'cacheDir', 'connectTimeoutMs', 'logger', 'metrics', 'rest'];
-const REST_KEYS = ['port', 'address'];
+const OPTION_KEYS = [
+  'nats',
+  'natsAuth',
+  'clusterId',
+  'configuration',
+  'cacheDir',
+  'connectTimeoutMs',
+  'logger',
+  'metrics',
+  'rest',
+];
 
 /** This JobManager started leading (`reason` null) or stopped (`reason` says why), with that leadership's token. */
 export interface LeadershipChange {
@@ -166,6 +181,7 @@ export class JobManager {
   static async start(options: JobManagerOptions = {}): Promise<JobManager> {
     checkOptionKeys(options, OPTION_KEYS, 'startJobManager');
     const url = checkNatsUrl(options.nats ?? DEFAULT_NATS_URL, 'options.nats');
+    const auth = checkNatsAuth(options.natsAuth);
     const clusterId = checkClusterId(options.clusterId ?? DEFAULT_CLUSTER_ID, 'options.clusterId');
     const configuration = resolveOptions(options.configuration ?? {});
     if (options.cacheDir !== undefined && (typeof options.cacheDir !== 'string' || !isAbsolute(options.cacheDir))) {
@@ -178,12 +194,14 @@ export class JobManager {
     const rest = options.rest === undefined ? null : checkRestOptions(options.rest);
     const metrics = resolveMetricsOptions(options.metrics);
     let observability: Observability | undefined;
-    const connection = await connectNats(
+    const connection = await connectNats({
       url,
-      `slotwise jobmanager ${clusterId}`,
-      options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      configuration['heartbeat.interval'],
-    );
+      name: `slotwise jobmanager ${clusterId}`,
+      clusterId,
+      auth,
+      timeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      pingIntervalMs: configuration['heartbeat.interval'],
+    });
     const logger = options.logger ?? createDefaultLogSink();
     let jobManager: JobManager | null = null;
     try {
@@ -209,6 +227,13 @@ export class JobManager {
         logger,
         observability,
       );
+      onConnectionLost(connection, url, (message) => {
+        try {
+          logger({ level: 'error', source: 'runtime', message });
+        } catch {
+          // A failing logger must not break the runtime it reports on.
+        }
+      });
       if (rest !== null) {
         jobManager.#rest = await startRestServer({
           ...rest,
@@ -271,7 +296,7 @@ export class JobManager {
     return this.#requireLeader('resourceManager').resourceManager;
   }
 
-  /** The REST API's URL (`http://127.0.0.1:8081`), or null when started without `rest`. */
+  /** The REST API's URL (`http://127.0.0.1:8081`, https with `rest.tls`), or null when started without `rest`. */
   get restUrl(): string | null {
     return this.#rest?.url ?? null;
   }
@@ -467,27 +492,4 @@ function leaseTimes(configuration: ResolvedOptions) {
     renewDeadlineMs: Math.ceil(configuration['high-availability.leader-election.renew-deadline']),
     retryPeriodMs: Math.ceil(configuration['high-availability.leader-election.retry-period']),
   };
-}
-
-function checkRestOptions(rest: unknown): { port: number; address: string } {
-  checkOptionKeys(rest, REST_KEYS, 'startJobManager options.rest');
-  const { port = 8081, address = '127.0.0.1' } = rest as JobManagerRestOptions;
-  checkListenAddress(address, port, 'options.rest', 'options.rest.');
-  return { port, address };
-}
-
-export function checkOptionKeys(options: unknown, known: readonly string[], where: string): void {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new IllegalArgumentError(
-      'invalid-type',
-      `${where} takes an options object, ` +
-        `got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`,
-      { argument: 'options' },
-    );
-  }
-  const unknown = Object.keys(options).find((key) => !known.includes(key));
-  if (unknown !== undefined)
-    throw new IllegalArgumentError('unknown-key', `${where}: unknown option '${unknown}'; known: ${known.join(', ')}`, {
-      argument: `options.${unknown}`,
-    });
 }

@@ -35,7 +35,7 @@ import { taskThreadReserve, type TaskThreadReserve } from '../taskexecutor/TaskT
 import { BlobStore } from './BlobStore.js';
 import { checkResourceIdToken, clusterSubjects, JOBMANAGER_PEER_ID, type ClusterSubjects } from './clusterSubjects.js';
 import { currentLeader, watchLease, type LeaseRecord } from './LeaderElection.js';
-import { connectNats, DEFAULT_CONNECT_TIMEOUT_MS } from './natsConnection.js';
+import { connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL, onConnectionLost } from './natsConnection.js';
 import { taskCodeHash, TaskCodeCache } from './TaskCodeCache.js';
 import { TaskManagerProcess } from './TaskManagerProcess.js';
 import { checkTaskManagerOptions, type TaskManagerOptions } from './taskManagerOptions.js';
@@ -126,6 +126,9 @@ export class TaskManager {
     void this.#watchConnection();
     // Who leads, from every write of the cluster's lease: a new term is a new leader to register with.
     this.#leaseWatch = watchLease(connection, clusterId, (record) => this.#leaseWritten(record));
+    onConnectionLost(connection, o.nats ?? DEFAULT_NATS_URL, (message) =>
+      this.#log({ level: 'error', source: 'runtime', message, resourceId: this.#current.resourceId }),
+    );
   }
 
   /**
@@ -142,7 +145,7 @@ export class TaskManager {
 
   /** `runsIn`: what its TaskExecutor registers as, 'process' in the child process of a TaskManagerProcess. */
   static async #start(options: TaskManagerOptions, runsIn: 'thread' | 'process'): Promise<TaskManager> {
-    const { url, clusterId, configuration } = checkTaskManagerOptions(options);
+    const { url, auth, clusterId, configuration } = checkTaskManagerOptions(options);
     if ((options.mode ?? 'thread') !== 'thread') {
       throw new IllegalArgumentError(
         'invalid-value',
@@ -152,12 +155,14 @@ export class TaskManager {
       );
     }
     // Pinged at the heartbeat interval: a cut network is noticed about as fast as the ResourceManager notices us gone.
-    const connection = await connectNats(
+    const connection = await connectNats({
       url,
-      `slotwise taskmanager ${clusterId}`,
-      options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      configuration['heartbeat.interval'],
-    );
+      name: `slotwise taskmanager ${clusterId}`,
+      clusterId,
+      auth,
+      timeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      pingIntervalMs: configuration['heartbeat.interval'],
+    });
     try {
       const blobs = await BlobStore.open(connection, clusterId, configuration['high-availability.nats.replicas']);
       // Messages of a JobManager older than the one leading now are not heard (none leads yet: any is).
@@ -294,10 +299,12 @@ export class TaskManager {
         link.close(`the TaskExecutor stopped: ${reason}`);
         inbox.close();
         stoppedResolve();
-        // Not closing: come back as a fresh TaskExecutor (the last one was let go, or gave up).
+        // Not closing: come back as a fresh TaskExecutor (the last one was let go, or gave up) — unless
+        // the client gave up on NATS for good (credentials refused: onConnectionLost said so), when
+        // there is nothing to come back to and a new inbox could not listen.
         if (this.#closed === null)
           setTimeout(
-            () => this.#closed === null && (this.#current = this.#startTaskExecutor()),
+            () => this.#closed === null && !this.#connection.isClosed() && (this.#current = this.#startTaskExecutor()),
             this.options['cluster.registration.initial-timeout'],
           ).unref();
       },

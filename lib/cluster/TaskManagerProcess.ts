@@ -11,7 +11,7 @@ import type { ResolvedOptions } from '../core/options.js';
 import { forkProcess } from '../rpc/forkProcess.js';
 import { PROCESS_HEAP_OVERHEAD_MB } from '../resourcemanager/spawnWorker.js';
 import type { TaskManagerOptions } from './TaskManager.js';
-import { CLOSE_MESSAGE, STATUS_MESSAGE, type TaskManagerStatus } from './taskManagerProcessProtocol.js';
+import { CLOSE_MESSAGE, START_MESSAGE, STATUS_MESSAGE, type TaskManagerStatus } from './taskManagerProcessProtocol.js';
 import { TaskManagerRegistrations, type TaskManagerRegistrationListener } from './TaskManagerRegistrations.js';
 
 const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
@@ -129,10 +129,12 @@ export class TaskManagerProcess {
     this.#children++;
     const heapMb =
       Math.ceil(this.options['taskmanager.memory.task.heap.size'] / (1024 * 1024)) + PROCESS_HEAP_OVERHEAD_MB;
-    const child = forkProcess(ENTRY, [JSON.stringify(this.#childOptions)], {
+    const child = forkProcess(ENTRY, [], {
       execArgv: [...process.execArgv, `--max-old-space-size=${heapMb}`],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
+    // Its options over IPC, not as arguments: natsAuth may hold secrets (taskManagerProcessProtocol.ts).
+    child.send({ [START_MESSAGE]: this.#childOptions });
     let registrations = 0;
     child.on('message', (message) => {
       const status = (message as Record<string, unknown> | null)?.[STATUS_MESSAGE] as TaskManagerStatus | undefined;

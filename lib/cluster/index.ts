@@ -12,6 +12,8 @@ export { DEFAULT_NATS_URL } from './natsConnection.js';
 export { TASK_CODE_SCHEME } from './TaskCodeCache.js';
 
 export type { JobManagerOptions, StoredTaskCode, TaskCodeUpload } from './JobManager.js';
+export type { JobManagerRestOptions } from './jobManagerOptions.js';
+export type { NatsAuthOptions } from './natsAuth.js';
 export type { TaskManagerOptions } from './TaskManager.js';
 export type { BundledTaskModule } from './bundleTaskModule.js';
 export type { ClusterSubjects } from './clusterSubjects.js';

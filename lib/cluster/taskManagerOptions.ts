@@ -8,12 +8,18 @@ import { IllegalArgumentError } from '../core/errors.js';
 import type { LogSink } from '../core/Logger.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
 import { checkClusterId, DEFAULT_CLUSTER_ID } from './clusterSubjects.js';
-import { checkOptionKeys } from './JobManager.js';
+import { checkOptionKeys } from './jobManagerOptions.js';
+import { checkNatsAuth, type NatsAuthOptions, type ResolvedNatsAuth } from './natsAuth.js';
 import { checkNatsUrl, DEFAULT_NATS_URL } from './natsConnection.js';
 
 export interface TaskManagerOptions {
   /** The NATS server (`--nats`). Default nats://127.0.0.1:4222. */
   readonly nats?: string;
+  /**
+   * Credentials and TLS for NATS (the `--nats-*` flags; natsAuth.ts). Default: none, the server must let anyone in.
+   * In mode 'process' they reach the child over IPC, not on its command line.
+   */
+  readonly natsAuth?: NatsAuthOptions;
   /** The cluster to join (`--cluster-id`). Default 'default'. */
   readonly clusterId?: string;
   /** Static slots (`--slots`, taskmanager.numberOfTaskSlots). Default 1. */
@@ -47,6 +53,7 @@ export interface TaskManagerOptions {
 
 const OPTION_KEYS = [
   'nats',
+  'natsAuth',
   'clusterId',
   'slots',
   'cpuCores',
@@ -65,11 +72,13 @@ const OPTION_KEYS = [
 /** Every option checked at the door (no state yet): the URL, the cluster id, the runtime options. */
 export function checkTaskManagerOptions(options: TaskManagerOptions): {
   url: string;
+  auth: ResolvedNatsAuth;
   clusterId: string;
   configuration: ResolvedOptions;
 } {
   checkOptionKeys(options, OPTION_KEYS, 'startTaskManager');
   const url = checkNatsUrl(options.nats ?? DEFAULT_NATS_URL, 'options.nats');
+  const auth = checkNatsAuth(options.natsAuth);
   const clusterId = checkClusterId(options.clusterId ?? DEFAULT_CLUSTER_ID, 'options.clusterId');
   const configuration = resolveOptions(taskManagerConfiguration(options));
   if (options.mode !== undefined && options.mode !== 'thread' && options.mode !== 'process') {
@@ -107,7 +116,7 @@ export function checkTaskManagerOptions(options: TaskManagerOptions): {
       { argument: 'options.connectTimeoutMs', value: options.connectTimeoutMs },
     );
   }
-  return { url, clusterId, configuration };
+  return { url, auth, clusterId, configuration };
 }
 
 /** The runtime options a TaskManager's flags stand for, over `configuration` (resolveOptions checks each). */

@@ -5,10 +5,25 @@
  * over IPC, and closes gracefully when told to or when its parent goes away.
  */
 import { startTaskManagerInChildProcess, type TaskManager, type TaskManagerOptions } from './TaskManager.js';
-import { CLOSE_MESSAGE, STATUS_MESSAGE, type TaskManagerStatus } from './taskManagerProcessProtocol.js';
+import { CLOSE_MESSAGE, START_MESSAGE, STATUS_MESSAGE, type TaskManagerStatus } from './taskManagerProcessProtocol.js';
+
+/** The parent's first message: our options (never on the command line, where secrets would show). */
+function startMessage(): Promise<TaskManagerOptions> {
+  return new Promise((resolve) => {
+    // A parent gone before it told us anything: nothing to start.
+    const orphaned = () => process.exit(2);
+    const onMessage = (message: unknown) => {
+      const options = (message as Record<string, unknown> | null)?.[START_MESSAGE];
+      if (options === undefined) return;
+      process.off('message', onMessage).off('disconnect', orphaned);
+      resolve(options as TaskManagerOptions);
+    };
+    process.on('message', onMessage).once('disconnect', orphaned);
+  });
+}
 
 async function main(): Promise<void> {
-  const options = JSON.parse(process.argv[2] ?? '{}') as TaskManagerOptions;
+  const options = await startMessage();
   let taskManager: TaskManager;
   try {
     taskManager = await startTaskManagerInChildProcess({ ...options, mode: 'thread' });

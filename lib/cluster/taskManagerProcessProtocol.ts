@@ -4,6 +4,11 @@
  */
 export const STATUS_MESSAGE = 'slotwiseTaskManagerStatus';
 export const CLOSE_MESSAGE = 'slotwiseTaskManagerClose';
+/**
+ * The parent's first message: the child's TaskManagerOptions (without `logger`). Over IPC, not on the command line:
+ * `natsAuth` may hold a password or a token, and any user on the host can read a process's arguments.
+ */
+export const START_MESSAGE = 'slotwiseTaskManagerStart';
 
 /** The child's TaskExecutor now, sent whenever it changes. */
 export interface TaskManagerStatus {

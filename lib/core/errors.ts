@@ -285,6 +285,7 @@ export class RestError extends SlotwiseError {
       | 'method-not-allowed'
       | 'job-ended'
       | 'forbidden-host'
+      | 'unauthorized'
       | 'body-too-large'
       | 'unsupported-media-type'
       | 'unavailable'
@@ -302,11 +303,17 @@ export class RestError extends SlotwiseError {
 /**
  * A session cluster refused to do what was asked: `not-leader`, a JobManager that stands by (another
  * leads its cluster id) asked to run or change jobs (`details`: the `clusterId` and the `leader` —
- * its host, pid, start and REST URL — or null while nobody leads).
+ * its host, pid, start and REST URL — or null while nobody leads); `credentials-refused`, the NATS
+ * server refused this process's credentials (or their absence) when it connected (`details`: the
+ * `clusterId`, the `server` URL and the `credentials` described, never the secret).
  */
 export class ClusterError extends SlotwiseError {
   readonly _tag = 'ClusterError' as const;
-  constructor(reason: 'not-leader', message: string, details: { clusterId: string } & Record<string, unknown>) {
+  constructor(
+    reason: 'not-leader' | 'credentials-refused',
+    message: string,
+    details: { clusterId: string } & Record<string, unknown>,
+  ) {
     super(reason, message, details);
   }
 }

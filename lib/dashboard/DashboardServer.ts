@@ -1,8 +1,8 @@
 /**
  * A MiniCluster's own dashboard server: fastify on `host`:`port` (port 0: a free one) with the
- * dashboard plugin and a new token; `url` is the page with its token. A port in use fails with a
- * ConfigurationError naming the option. `close()` ends the page streams and frees the port; an open
- * browser tab never keeps the process alive.
+ * dashboard plugin and a new token (or the configured one); `url` is the page with its token. A
+ * port in use fails with a ConfigurationError naming the option. `close()` ends the page streams
+ * and frees the port; an open browser tab never keeps the process alive.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { ConfigurationError } from '../core/errors.js';
@@ -26,7 +26,7 @@ export class DashboardServer {
 
   static async start(options: ResolvedDashboardOptions, source: DashboardSource): Promise<DashboardServer> {
     const fastify = Fastify({ logger: false, forceCloseConnections: true });
-    const token = createAccessToken();
+    const token = options.token ?? createAccessToken();
     await fastify.register(dashboardPlugin, { source, token, loopbackOnly: isLoopback(options.host) });
     try {
       await fastify.listen({ port: options.port, host: options.host });
@@ -42,7 +42,11 @@ export class DashboardServer {
     }
     const address = fastify.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : options.port;
-    return new DashboardServer(fastify, `http://${urlHost(options.host)}:${port}/?token=${token}`, port);
+    return new DashboardServer(
+      fastify,
+      `http://${urlHost(options.host)}:${port}/?token=${encodeURIComponent(token)}`,
+      port,
+    );
   }
 
   close(): Promise<void> {

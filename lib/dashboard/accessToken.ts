@@ -3,9 +3,16 @@
  * start, shown only in the URL the cluster gives; every request must carry it (`?token=` — an
  * EventSource cannot send headers — or `Authorization: Bearer <token>`, as a Prometheus scraper
  * would), compared in constant time. Bound to a loopback address, only requests naming that host
- * are served (DNS rebinding), and a request from a page of another origin is refused.
+ * are served (DNS rebinding), and a request from a page of another origin is refused. A JobManager's
+ * REST server may fix the token by configuration instead (`rest.token`, SLOTWISE_REST_TOKEN), so a
+ * Prometheus scrape configuration survives a restart; it then asks it of every route (RestServer.ts).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** What a configured token may be: 16 to 512 token characters (RFC 6750's b64token), so it fits a header and a URL. */
+export const ACCESS_TOKEN = /^[A-Za-z0-9._~+/=-]{16,512}$/;
+export const ACCESS_TOKEN_RULE =
+  '16 to 512 letters, digits or - . _ ~ + / = (a random one: 32 bytes in hex or base64url)';
 
 export function createAccessToken(): string {
   return randomBytes(18).toString('base64url');
@@ -48,23 +55,36 @@ export function refusal(
   if (origin !== '' && origin !== `http://${host}` && origin !== `https://${host}`)
     return { status: 403, text: 'Forbidden: a page of another origin' };
   if (rule.token === null) return null;
-  let given = '';
-  try {
-    given = new URL(request.url, 'http://localhost').searchParams.get('token') ?? '';
-  } catch {
-    return { status: 400, text: 'Bad Request' };
-  }
-  const authorization = header(request.headers['authorization']);
-  if (given === '' && authorization.startsWith('Bearer ')) given = authorization.slice('Bearer '.length);
-  const a = Buffer.from(given);
-  const b = Buffer.from(rule.token);
-  if (a.length !== b.length || !timingSafeEqual(a, b)) {
+  const given = givenToken(request);
+  if (given === null) return { status: 400, text: 'Bad Request' };
+  if (!tokenMatches(given, rule.token)) {
     return {
       status: 403,
       text: "Forbidden: open the dashboard's URL with its token, as the cluster gave it (cluster.dashboardUrl)",
     };
   }
   return null;
+}
+
+/**
+ * The token a request carries: `Authorization: Bearer <token>`, else `?token=` (an EventSource cannot send headers);
+ * '' when it carries none, null when its URL does not parse.
+ */
+export function givenToken(request: Pick<AccessRequest, 'url' | 'headers'>): string | null {
+  const authorization = header(request.headers['authorization']);
+  if (/^bearer /i.test(authorization)) return authorization.slice('Bearer '.length).trim();
+  try {
+    return new URL(request.url, 'http://localhost').searchParams.get('token') ?? '';
+  } catch {
+    return null;
+  }
+}
+
+/** Whether `given` is `token`, compared in constant time (its length aside). */
+export function tokenMatches(given: string, token: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function header(value: string | string[] | undefined): string {

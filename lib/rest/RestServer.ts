@@ -3,19 +3,32 @@
  * schema validation in front of a RestTarget. `startRestServer({ target })` listens on
  * 127.0.0.1:8081 by default (`port: 0`: a free port) and resolves with its URL once it listens.
  *
- * Anyone who can reach it can run code on the cluster (POST /jobs takes task code), as with Flink's:
- * it listens on loopback unless told otherwise, and there answers only requests addressed to a
- * loopback name (no DNS rebinding). A vertex can name only code uploaded with it, never a path on
- * the JobManager's host.
+ * Anyone who can reach it can run code on the cluster (POST /jobs takes task code), so: it listens
+ * on loopback unless told otherwise, and there answers only requests addressed to a loopback name
+ * (no DNS rebinding). Beyond loopback it refuses to start unless it knows its callers: a `token`
+ * every request must carry (`Authorization: Bearer`, compared in constant time; 401 with
+ * `WWW-Authenticate: Bearer` and a typed body otherwise), or `tls` with `clientCaFile`, so that only
+ * clients with a certificate that CA signed get through (TLS alone proves the server to its clients,
+ * not the clients to it). With `tls` it serves https. A vertex can name only code uploaded with it,
+ * never a path on the JobManager's host.
  *
  * With `dashboard` (a session cluster's JobManager gives its own), the same port serves the
  * dashboard plugin beside the API: the page at `/`, its streams and assets, and Prometheus text at
- * `GET /metrics`, all behind the MiniCluster dashboard's rule (a token new at every start, in
- * `dashboardUrl`); the API's routes keep their own rule above.
+ * `GET /metrics`, behind the MiniCluster dashboard's rule: a token new at every start, in
+ * `dashboardUrl` — or the configured `token`, which then guards every route alike and stays the same
+ * across restarts (a Prometheus scrape configuration keeps working).
  */
+import { readFileSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { IllegalArgumentError, RestError } from '../core/errors.js';
-import { createAccessToken } from '../dashboard/accessToken.js';
+import {
+  ACCESS_TOKEN,
+  ACCESS_TOKEN_RULE,
+  createAccessToken,
+  givenToken,
+  tokenMatches,
+} from '../dashboard/accessToken.js';
 import type { DashboardSource } from '../dashboard/ClusterDashboard.js';
 import { dashboardPlugin } from '../dashboard/dashboardPlugin.js';
 import { errorResponse } from './restErrors.js';
@@ -41,6 +54,36 @@ export interface RestServerOptions {
   readonly dashboard?: DashboardSource;
   /** A JobManager that may stand by: while it does, the API redirects to the leader (standbyRedirect.ts). */
   readonly standby?: StandbyState;
+  /**
+   * A bearer token every request must carry, on every route (`Authorization: Bearer <token>`, or `?token=` as the
+   * dashboard's page sends it): 16 to 512 letters, digits or `- . _ ~ + / =`. Default: none — the API open on
+   * loopback, the dashboard and /metrics behind a token new at every start. Required beyond loopback (or `tls` with
+   * `clientCaFile`).
+   */
+  readonly token?: string;
+  /** Serve https with this certificate and key (PEM files); with `clientCaFile`, clients must show a certificate. */
+  readonly tls?: RestTlsOptions;
+}
+
+export interface RestTlsOptions {
+  /** The server's certificate (chain), PEM; absolute path. */
+  readonly certFile: string;
+  /** Its private key, PEM; absolute path. */
+  readonly keyFile: string;
+  /** The CA that signs client certificates, PEM: with it, a client without one it signed is refused (mutual TLS). */
+  readonly clientCaFile?: string;
+}
+
+/** What `checkRestAccess` resolved: the token and fastify's https options, files read. */
+export interface RestAccess {
+  readonly token: string | null;
+  readonly https: {
+    readonly cert: string;
+    readonly key: string;
+    readonly ca?: string;
+    readonly requestCert: boolean;
+    readonly rejectUnauthorized: boolean;
+  } | null;
 }
 
 export interface RestServer {
@@ -76,8 +119,10 @@ function hostnameOf(header: string | undefined): string | undefined {
 }
 
 export async function startRestServer(options: RestServerOptions): Promise<RestServer> {
-  const { target, address, port, bodyLimit, requestTimeoutMs, dashboard, standby } = checkOptions(options);
+  const { target, address, port, bodyLimit, requestTimeoutMs, dashboard, access, standby } = checkOptions(options);
+  // fastify's types tell an https server from an http one; both serve the same routes here.
   const app = Fastify({
+    ...(access.https === null ? {} : { https: access.https }),
     logger: false,
     bodyLimit,
     forceCloseConnections: true,
@@ -125,10 +170,28 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       }
     });
   }
+  const configured = access.token;
+  if (configured !== null) {
+    // Every route, the dashboard's too: one token for the API, the page and /metrics.
+    app.addHook('onRequest', async (request, reply) => {
+      const given = givenToken(request);
+      if (given === null || given === '' || !tokenMatches(given, configured)) {
+        void reply.header('www-authenticate', 'Bearer realm="slotwise"');
+        throw new RestError(
+          'unauthorized',
+          given === null || given === ''
+            ? 'this REST API asks for its token: send Authorization: Bearer <token> ' +
+                '(slotwise --token-file FILE, or SLOTWISE_REST_TOKEN)'
+            : "the token sent is not the REST API's token",
+          { status: 401 },
+        );
+      }
+    });
+  }
   if (standby !== null) registerStandbyRedirect(app, standby);
   registerRoutes(app, target, requestTimeoutMs);
   refuseOtherMethods(app);
-  const token = dashboard === null ? null : createAccessToken();
+  const token = dashboard === null ? null : (configured ?? createAccessToken());
   // In a context of its own: the plugin's token hook guards its routes only, not the API's.
   if (dashboard !== null) await app.register(dashboardPlugin, { source: dashboard, token, loopbackOnly: isLoopback });
   try {
@@ -151,11 +214,12 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   }
   const bound = app.server.address();
   const host = address.includes(':') ? `[${address}]` : address;
-  const url = `http://${host}:${typeof bound === 'object' && bound !== null ? bound.port : port}`;
+  const scheme = access.https === null ? 'http' : 'https';
+  const url = `${scheme}://${host}:${typeof bound === 'object' && bound !== null ? bound.port : port}`;
   let closed: Promise<void> | null = null;
   return {
     url,
-    dashboardUrl: token === null ? null : `${url}/?token=${token}`,
+    dashboardUrl: token === null ? null : `${url}/?token=${encodeURIComponent(token)}`,
     close: () =>
       (closed ??= (async () => {
         let timer: NodeJS.Timeout | undefined;
@@ -185,8 +249,9 @@ function refuseOtherMethods(app: FastifyInstance): void {
   }
 }
 
-interface CheckedOptions extends Required<Omit<RestServerOptions, 'dashboard' | 'standby'>> {
+interface CheckedOptions extends Required<Omit<RestServerOptions, 'dashboard' | 'token' | 'tls' | 'standby'>> {
   readonly dashboard: DashboardSource | null;
+  readonly access: RestAccess;
   readonly standby: StandbyState | null;
 }
 
@@ -224,10 +289,10 @@ function checkOptions(options: RestServerOptions): CheckedOptions {
     throw new IllegalArgumentError(
       'invalid-type',
       `startRestServer takes { target, address?, port?, bodyLimit?, ` +
-        `requestTimeoutMs?, dashboard? }, got ${options === null ? 'null' : typeof options}`,
+        `requestTimeoutMs?, dashboard?, token?, tls? }, got ${options === null ? 'null' : typeof options}`,
       { argument: 'options' },
     );
-  const known = ['target', 'address', 'port', 'bodyLimit', 'requestTimeoutMs', 'dashboard', 'standby'];
+  const known = ['target', 'address', 'port', 'bodyLimit', 'requestTimeoutMs', 'dashboard', 'token', 'tls', 'standby'];
   const unknown = Object.keys(options).find((key) => !known.includes(key));
   if (unknown !== undefined)
     throw new IllegalArgumentError(
@@ -252,6 +317,7 @@ function checkOptions(options: RestServerOptions): CheckedOptions {
       { argument: 'target', missing },
     );
   checkListenAddress(address, port, 'startRestServer options', '');
+  const access = checkRestAccess(options, 'startRestServer options', '');
   if (!Number.isInteger(bodyLimit) || bodyLimit < 1)
     throw new IllegalArgumentError(
       'out-of-range',
@@ -281,5 +347,103 @@ function checkOptions(options: RestServerOptions): CheckedOptions {
       `startRestServer options.standby must be a function () => { leader } | null, got ${typeof standby}`,
       { argument: 'standby' },
     );
-  return { target, address, port, bodyLimit, requestTimeoutMs, dashboard: dashboard ?? null, standby: standby ?? null };
+  return {
+    target,
+    address,
+    port,
+    bodyLimit,
+    requestTimeoutMs,
+    dashboard: dashboard ?? null,
+    access,
+    standby: standby ?? null,
+  };
+}
+
+const TLS_KEYS = ['certFile', 'keyFile', 'clientCaFile'];
+
+/**
+ * Who may call a REST server, checked before anything starts: `token` 16 to 512 token characters; `tls` its
+ * certificate and key (and the clients' CA) readable PEM files, read here; and an `address` beyond loopback only with
+ * a token or client certificates. `where` prefixes the message, `argumentPrefix` the argument the error names.
+ */
+export function checkRestAccess(
+  options: { readonly address?: unknown; readonly token?: unknown; readonly tls?: unknown },
+  where: string,
+  argumentPrefix: string,
+): RestAccess {
+  const { address = '127.0.0.1', token, tls } = options;
+  if (token !== undefined && (typeof token !== 'string' || !ACCESS_TOKEN.test(token)))
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${where}.token must be ${ACCESS_TOKEN_RULE}, ` +
+        `got ${typeof token === 'string' ? `${token.length} characters` : typeof token}`,
+      { argument: `${argumentPrefix}token` },
+    );
+  let https: RestAccess['https'] = null;
+  if (tls !== undefined) {
+    if (typeof tls !== 'object' || tls === null || Array.isArray(tls))
+      throw new IllegalArgumentError(
+        'invalid-type',
+        `${where}.tls must be an object { certFile, keyFile, clientCaFile? }`,
+        {
+          argument: `${argumentPrefix}tls`,
+        },
+      );
+    const unknown = Object.keys(tls).find((key) => !TLS_KEYS.includes(key));
+    if (unknown !== undefined)
+      throw new IllegalArgumentError(
+        'unknown-key',
+        `${where}.tls: unknown option '${unknown}'; known: ${TLS_KEYS.join(', ')}`,
+        { argument: `${argumentPrefix}tls.${unknown}` },
+      );
+    const t = tls as Partial<RestTlsOptions>;
+    const pem = (key: keyof RestTlsOptions, block: string) => {
+      const argument = `${argumentPrefix}tls.${key}`;
+      const path = t[key];
+      if (typeof path !== 'string' || !isAbsolute(path))
+        throw new IllegalArgumentError(
+          path === undefined ? 'missing' : 'invalid-value',
+          `${where}.tls.${key} must be an absolute path to a PEM file, got ${JSON.stringify(path)}`,
+          { argument },
+        );
+      let text: string;
+      try {
+        text = readFileSync(path, 'utf8');
+      } catch (error) {
+        throw new IllegalArgumentError(
+          'invalid-value',
+          `${where}.tls.${key} ${path} cannot be read: ` +
+            `${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+          { argument },
+        );
+      }
+      if (!text.includes('-----BEGIN ') || !text.includes(block))
+        throw new IllegalArgumentError(
+          'invalid-value',
+          `${where}.tls.${key} ${path} must be a PEM file holding a ${block}`,
+          {
+            argument,
+          },
+        );
+      return text;
+    };
+    const clientCa = t.clientCaFile === undefined ? undefined : pem('clientCaFile', 'CERTIFICATE');
+    https = {
+      cert: pem('certFile', 'CERTIFICATE'),
+      key: pem('keyFile', 'PRIVATE KEY'),
+      ...(clientCa === undefined ? {} : { ca: clientCa }),
+      requestCert: clientCa !== undefined,
+      rejectUnauthorized: clientCa !== undefined,
+    };
+  }
+  if (typeof address === 'string' && !LOOPBACK.has(address) && token === undefined && https?.ca === undefined)
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `${where}.address ${address} reaches beyond this machine, and anyone who reaches this REST API can run code on ` +
+        `the cluster: give it a token (${where}.token; slotwise jobmanager: SLOTWISE_REST_TOKEN or ` +
+        `--rest-token-file), ` +
+        `or TLS with client certificates (${where}.tls.clientCaFile), or listen on 127.0.0.1`,
+      { argument: `${argumentPrefix}address`, value: address },
+    );
+  return { token: (token as string | undefined) ?? null, https };
 }

@@ -8,7 +8,7 @@ export { clusterTarget, miniClusterTarget } from './miniClusterTarget.js';
 export { MAX_TASK_CODE_BYTES, sha256Hex, TaskCodeCache } from './TaskCodeCache.js';
 export { toJsonValue } from './jsonValue.js';
 
-export type { RestServer, RestServerOptions } from './RestServer.js';
+export type { RestServer, RestServerOptions, RestTlsOptions } from './RestServer.js';
 export type { MiniClusterTargetOptions, TargetCluster } from './miniClusterTarget.js';
 export type {
   JobDetails,

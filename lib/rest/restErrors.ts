@@ -2,7 +2,8 @@
  * How the REST server answers a refusal: an HTTP status and a typed body
  * `{ _tag, reason, message, details, errors }` — the slotwise error's own fields, plus Flink's
  * ErrorResponseBody `errors: [message]`. Bad input is a 4xx, never a 500: a schema violation,
- * unparsable JSON or a bad job graph 400, a non-loopback Host on a loopback server 403, an unknown
+ * unparsable JSON or a bad job graph 400, a request without the configured token 401 (with
+ * `WWW-Authenticate: Bearer`), a non-loopback Host on a loopback server 403, an unknown
  * path, job or vertex 404 (a path segment not shaped as a JobID or ResourceID too: no route has it),
  * a wrong method 405, an ended job 409,
  * a body too large 413, not JSON 415; a closing cluster 503; a call that outlived its deadline 504.

@@ -126,7 +126,8 @@ describe('slotwise CLI against slotwise jobmanager --local-taskmanagers (child p
     const flag = await cli('overview', '--jobmanager', jm.url, '--wide');
     expect(flag.code).to.equal(2);
     expect(flag.stderr.trim()).to.equal(
-      "slotwise overview: unknown option '--wide'; overview takes --jobmanager, --json (slotwise overview --help)",
+      "slotwise overview: unknown option '--wide'; overview takes --jobmanager, --json, --token-file, --ca, " +
+        '--cert, --key (slotwise overview --help)',
     );
   });
 

@@ -173,7 +173,7 @@ describe('leadership of a session cluster (over NATS)', function () {
   it('what a deposed leader still sends a TaskManager is dropped unheard, and counted', async () => {
     const tm = taskManager!;
     const before = tm.fencedMessages;
-    const connection = await connectNats(server!.url, 'a deposed JobManager');
+    const connection = await connectNats({ url: server!.url, name: 'a deposed JobManager', clusterId: CLUSTER });
     try {
       const h = natsHeaders();
       h.set(HEADER_FROM, 'jobmanager');

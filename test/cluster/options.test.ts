@@ -4,6 +4,9 @@
  * unreachable NATS server answered within the connect timeout, never a hang. No server needed.
  */
 import { expect } from 'chai';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConfigurationError, IllegalArgumentError } from '../../lib/core/errors.js';
 import { startJobManager } from '../../lib/cluster/JobManager.js';
 import { startTaskManager, type TaskManagerOptions } from '../../lib/cluster/TaskManager.js';
@@ -22,7 +25,7 @@ describe('session cluster options', () => {
     [
       'an unknown option',
       { slot: 2 } as unknown as TaskManagerOptions,
-      /unknown option 'slot'; known: nats, clusterId, slots/,
+      /unknown option 'slot'; known: nats, natsAuth, clusterId, slots/,
     ],
     [
       'an unknown mode',
@@ -63,6 +66,52 @@ describe('session cluster options', () => {
       const error = await rejection(start());
       expect(error).to.be.instanceOf(IllegalArgumentError);
       expect(error.message).to.contain(`cannot connect to the NATS server at ${url} within 2000 ms`);
+    }
+  });
+
+  it('refuses natsAuth that is wrong, naming the option and what it takes, before connecting', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'slotwise-auth-'));
+    const notASeed = join(dir, 'seed.nk');
+    writeFileSync(notASeed, 'hello\n');
+    try {
+      for (const [natsAuth, argument, message] of [
+        ['secret', 'options.natsAuth', /options\.natsAuth must be an object \{ user, password \} \| \{ token \}/],
+        [{ pass: 'x' }, 'options.natsAuth.pass', /unknown option 'pass'; known: user, password, token, credsFile/],
+        [{ user: 'app' }, 'options.natsAuth.password', /user and options\.natsAuth\.password go together/],
+        [{ user: 'app', password: 'pw', token: 't' }, 'options.natsAuth.token', /takes one way to authenticate/],
+        [{ token: '' }, 'options.natsAuth.token', /options\.natsAuth\.token must be a non-empty string/],
+        [{ credsFile: 'app.creds' }, 'options.natsAuth.credsFile', /must be an absolute path to a file/],
+        [{ nkeyFile: join(dir, 'none.nk') }, 'options.natsAuth.nkeyFile', /cannot be read: ENOENT/],
+        [{ nkeyFile: notASeed }, 'options.natsAuth.nkeyFile', /must hold one NKey user seed/],
+        [{ caFile: notASeed }, 'options.natsAuth.caFile', /must be a PEM file holding a CERTIFICATE/],
+        [{ keyFile: notASeed }, 'options.natsAuth.certFile', /certFile and options\.natsAuth\.keyFile go together/],
+      ] as const) {
+        for (const start of [
+          () => startTaskManager({ natsAuth: natsAuth as never, connectTimeoutMs: 500 }),
+          () => startJobManager({ natsAuth: natsAuth as never, connectTimeoutMs: 500 }),
+        ]) {
+          const error = await rejection(start());
+          expect(error, JSON.stringify(natsAuth)).to.be.instanceOf(IllegalArgumentError);
+          expect((error as IllegalArgumentError).details['argument']).to.equal(argument);
+          expect(error.message).to.match(message);
+          expect(error.message).not.to.contain('pw');
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a REST server beyond loopback without a token or client certificates, before connecting', async () => {
+    const url = `nats://127.0.0.1:${await freePort()}`;
+    for (const [rest, argument] of [
+      [{ address: '0.0.0.0' }, 'options.rest.address'],
+      [{ address: '0.0.0.0', token: 'short' }, 'options.rest.token'],
+      [{ tls: { certFile: 'cert.pem', keyFile: 'key.pem' } }, 'options.rest.tls.certFile'],
+    ] as const) {
+      const error = await rejection(startJobManager({ nats: url, rest, connectTimeoutMs: 2_000 }));
+      expect(error, JSON.stringify(rest)).to.be.instanceOf(IllegalArgumentError);
+      expect((error as IllegalArgumentError).details['argument']).to.equal(argument);
     }
   });
 

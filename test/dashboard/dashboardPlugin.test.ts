@@ -6,6 +6,7 @@ import { JobID } from '../../lib/core/ids.js';
 import type { DashboardSource, DashboardView } from '../../lib/dashboard/ClusterDashboard.js';
 import { dashboardPlugin } from '../../lib/dashboard/dashboardPlugin.js';
 import { resolveDashboardOptions } from '../../lib/dashboard/DashboardOptions.js';
+import { DashboardServer } from '../../lib/dashboard/DashboardServer.js';
 import { ConfigurationError } from '../../lib/core/errors.js';
 
 const TOKEN = 'secret-token-123456789';
@@ -161,11 +162,44 @@ describe('resolveDashboardOptions', () => {
     );
     expect(() => resolveDashboardOptions({ prot: 1 } as never)).to.throw(
       ConfigurationError,
-      /unknown dashboard option 'prot'; known: port, host/,
+      /unknown dashboard option 'prot'; known: port, host, token/,
     );
     expect(() => resolveDashboardOptions('yes' as never)).to.throw(
       ConfigurationError,
       /dashboard must be true or an object/,
     );
+  });
+});
+
+describe("a MiniCluster's dashboard server with a configured token", () => {
+  const source: DashboardSource = {
+    view: () => view,
+    actor: () => undefined,
+    watchActor: () => () => {},
+    cancelJob: async () => 'ended',
+    metrics: async () => ({ contentType: 'text/plain; version=0.0.4; charset=utf-8', text: 'x 1\n' }),
+  };
+
+  it('keeps the token across a restart (a scrape of /metrics keeps working), and refuses a bad one', async () => {
+    const fixed = 'scrape-token-0123456789abcdef';
+    const options = resolveDashboardOptions({ port: 0, token: fixed });
+    for (let start = 0; start < 2; start++) {
+      const server = await DashboardServer.start(options, source);
+      try {
+        expect(server.url).to.equal(`http://127.0.0.1:${server.port}/?token=${fixed}`);
+        const scrape = await fetch(`http://127.0.0.1:${server.port}/metrics`, {
+          headers: { authorization: `Bearer ${fixed}` },
+        });
+        expect(scrape.status).to.equal(200);
+        expect((await fetch(`http://127.0.0.1:${server.port}/metrics`)).status).to.equal(403);
+      } finally {
+        await server.close();
+      }
+    }
+    for (const token of ['short', 'has spaces in it, sixteen+', 7]) {
+      expect(() => resolveDashboardOptions({ token } as never))
+        .to.throw(ConfigurationError, /dashboard\.token must be 16 to 512 letters/)
+        .with.nested.property('details.option', 'dashboard.token');
+    }
   });
 });

@@ -4,7 +4,7 @@
  * skips the suite with a line saying why — never a silent pass.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,8 @@ export interface NatsServer {
   readonly process: ChildProcess;
   /** Stops the server (SIGTERM, then SIGKILL after 5 s) and removes its store. */
   stop(): Promise<void>;
+  /** Rewrites the `config` part of its configuration file and has it reload (SIGHUP): credentials revoked, say. */
+  reload(config: string): void;
 }
 
 /** The nats-server binary, or undefined when it is not installed. */
@@ -50,6 +52,11 @@ export interface NatsServerOptions {
   readonly maxPayload?: number;
   /** Address to listen on; default 127.0.0.1. */
   readonly address?: string;
+  /**
+   * More of the server's configuration file, as written (`authorization { users = [...] }`, `tls { ... }`): a server
+   * that asks its clients for credentials.
+   */
+  readonly config?: string;
 }
 
 /** Starts nats-server with JetStream; resolves once it is ready (at most 15 s). */
@@ -58,11 +65,19 @@ export async function startNatsServer(binary: string, options: NatsServerOptions
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'slotwise-nats-'));
   const args = ['-a', address, '-p', String(port), '-js', '-sd', dir];
-  if (options.maxPayload !== undefined) {
-    // max_payload is a config-file setting only.
-    const config = join(dir, 'server.conf');
-    (await import('node:fs')).writeFileSync(config, `max_payload: ${options.maxPayload}\n`);
-    args.push('-c', config);
+  // max_payload, authorization and tls are config-file settings only.
+  const configFile = join(dir, 'server.conf');
+  const writeConfig = (config: string | undefined) =>
+    writeFileSync(
+      configFile,
+      `${[
+        ...(options.maxPayload === undefined ? [] : [`max_payload: ${options.maxPayload}`]),
+        ...(config === undefined ? [] : [config]),
+      ].join('\n')}\n`,
+    );
+  if (options.maxPayload !== undefined || options.config !== undefined) {
+    writeConfig(options.config);
+    args.push('-c', configFile);
   }
   const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let output = '';
@@ -88,6 +103,11 @@ export async function startNatsServer(binary: string, options: NatsServerOptions
     url: `nats://${address}:${port}`,
     port,
     process: child,
+    reload: (config) => {
+      if (!args.includes('-c')) throw new Error('reload needs a server started with options.config');
+      writeConfig(config);
+      child.kill('SIGHUP');
+    },
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');

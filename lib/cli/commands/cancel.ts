@@ -4,17 +4,18 @@
  */
 import { IllegalArgumentError } from '../../core/errors.js';
 import { jobManagerUrls, parseFlags, type CliIo } from '../flags.js';
-import { JobManagerClient } from '../JobManagerClient.js';
+import { CLIENT_FLAGS, CLIENT_FLAGS_USAGE, jobManagerClient } from '../accessFlags.js';
 
-export const CANCEL_USAGE = `Usage: slotwise cancel [--jobmanager URL] JOB_ID
+export const CANCEL_USAGE = `Usage: slotwise cancel [--jobmanager URL] [--token-file FILE] [--ca FILE] JOB_ID
 
 Cancels the job JOB_ID (32 hex characters, as slotwise list shows it).
 
   --jobmanager URL  the REST API (default $SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081); several
-                    JobManagers: URL1,URL2 (the one that answers is used)`;
+                    JobManagers: URL1,URL2 (the one that answers is used)
+${CLIENT_FLAGS_USAGE}`;
 
 export async function cancel(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseFlags('cancel', args, { jobmanager: { type: 'string' } }, true);
+  const { values, positionals } = parseFlags('cancel', args, { jobmanager: { type: 'string' }, ...CLIENT_FLAGS }, true);
   if (values['help']) return (io.stdout(CANCEL_USAGE), 0);
   if (positionals.length !== 1)
     throw new IllegalArgumentError(
@@ -30,7 +31,7 @@ export async function cancel(args: readonly string[], io: CliIo): Promise<number
       `JOB_ID must be 32 lowercase hex characters, as slotwise list shows it, got ${JSON.stringify(jobId)}`,
       { argument: 'JOB_ID' },
     );
-  const client = new JobManagerClient(jobManagerUrls(values['jobmanager'] as string | undefined, io.env));
+  const client = jobManagerClient(jobManagerUrls(values['jobmanager'] as string | undefined, io.env), values, io);
   await client.patch(`/jobs/${jobId}?mode=cancel`);
   io.stdout(`canceling job ${jobId}`);
   return 0;

@@ -9,9 +9,18 @@
 import { IllegalArgumentError } from '../../core/errors.js';
 import { formatMemorySize } from '../../core/MemorySize.js';
 import { MiniCluster } from '../../MiniCluster.js';
+import { isLoopback } from '../../dashboard/accessToken.js';
 import { miniClusterTarget } from '../../rest/miniClusterTarget.js';
 import { startRestServer, type RestServer } from '../../rest/RestServer.js';
 import { resolveOptions, type SlotwiseOptions } from '../../core/options.js';
+import {
+  NATS_FLAGS,
+  NATS_FLAGS_USAGE,
+  natsAuthFlags,
+  REST_SERVER_FLAGS,
+  REST_SERVER_FLAGS_USAGE,
+  restServerAccess,
+} from '../accessFlags.js';
 import {
   choiceFlag,
   clusterIdFlag,
@@ -24,9 +33,9 @@ import {
 import { loadSessionCluster, untilShutdown } from '../sessionCluster.js';
 
 export const JOBMANAGER_USAGE = `Usage: slotwise jobmanager [--nats URL] [--rest-address ADDRESS] [--rest-port PORT]
-                           [--cluster-id ID] [-D key=value ...]
+                           [--cluster-id ID] [-D key=value ...] [NATS credentials] [REST access]
        slotwise jobmanager --local-taskmanagers N [--slots N] [--mode thread|process]
-                           [--rest-address ADDRESS] [--rest-port PORT]
+                           [--rest-address ADDRESS] [--rest-port PORT] [REST access]
 
 Starts a JobManager (Dispatcher, ResourceManager, REST API) and prints its REST URL on a line of
 its own; with --nats also its dashboard's URL (the page at / and Prometheus text at /metrics, on
@@ -42,7 +51,13 @@ the REST port, with the token the URL carries); runs until Ctrl-C.
   --slots N               with --local-taskmanagers: slots per TaskExecutor (default 2); a TaskExecutor
                           offers 1 core per slot and 256 mb of task heap shared by its slots (128 mb each
                           at --slots 2)
-  --mode thread|process   with --local-taskmanagers: TaskExecutors on threads (default) or child processes`;
+  --mode thread|process   with --local-taskmanagers: TaskExecutors on threads (default) or child processes
+
+REST access (beyond loopback, a token or client certificates are required):
+${REST_SERVER_FLAGS_USAGE}
+
+NATS credentials (secrets from the environment or files, never the command line):
+${NATS_FLAGS_USAGE}`;
 
 const OPTIONS = {
   nats: { type: 'string' },
@@ -53,6 +68,8 @@ const OPTIONS = {
   slots: { type: 'string' },
   mode: { type: 'string' },
   property: { type: 'string', short: 'D', multiple: true },
+  ...REST_SERVER_FLAGS,
+  ...NATS_FLAGS,
 } as const;
 
 export async function jobmanager(args: readonly string[], io: CliIo): Promise<number> {
@@ -67,6 +84,17 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
       { argument: '--rest-address' },
     );
   const port = string('rest-port') === undefined ? 8081 : integerFlag('rest-port', string('rest-port')!, 0, 65535);
+  const access = restServerAccess(values, io);
+  const natsAuth = natsAuthFlags(values, io);
+  // Anyone who reaches the REST API can run code on the cluster: beyond loopback, only callers it knows.
+  if (!isLoopback(address) && access.token === undefined && access.tls?.clientCaFile === undefined)
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `--rest-address ${address} reaches beyond this machine, and whoever reaches the REST API can run code on the ` +
+        `cluster: give it a token (SLOTWISE_REST_TOKEN or --rest-token-file FILE), or https with client ` +
+        `certificates (--rest-cert, --rest-key, --rest-client-ca), or listen on 127.0.0.1`,
+      { argument: '--rest-address' },
+    );
   const local =
     string('local-taskmanagers') === undefined
       ? null
@@ -81,7 +109,7 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
           { argument: `--${flag}` },
         );
   } else {
-    for (const flag of ['nats', 'cluster-id'])
+    for (const flag of ['nats', 'cluster-id', ...Object.keys(NATS_FLAGS)])
       if (string(flag) !== undefined)
         throw new IllegalArgumentError(
           'invalid-value',
@@ -110,7 +138,7 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
         : `, each slot ${slot.cpuCores} core(s) and ${formatMemorySize(slot.taskHeapMemory)} of task heap`;
     description = `an in-process cluster of ${local} TaskExecutor(s) × ${slots} slot(s) (${kind})${shape}`;
     try {
-      server = await startRestServer({ target: miniClusterTarget(cluster), address, port });
+      server = await startRestServer({ target: miniClusterTarget(cluster), address, port, ...access });
     } catch (error) {
       await closeCluster();
       throw error;
@@ -120,7 +148,13 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
     const clusterId = clusterIdFlag(string('cluster-id') ?? 'default');
     const { startJobManager } = await loadSessionCluster('jobmanager');
     // The JobManager serves its REST API, dashboard and /metrics itself (and closes them with it).
-    const manager = await startJobManager({ nats, clusterId, configuration, rest: { address, port } });
+    const manager = await startJobManager({
+      nats,
+      ...(natsAuth === undefined ? {} : { natsAuth }),
+      clusterId,
+      configuration,
+      rest: { address, port, ...access },
+    });
     closeCluster = () => manager.close();
     manager.onLeadershipChange((change) =>
       io.stdout(
@@ -142,7 +176,14 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
   }
   io.stdout(`slotwise jobmanager: ${description}; REST API at`);
   io.stdout(server.url);
-  if (server.dashboardUrl !== null) io.stdout(`slotwise jobmanager: dashboard at ${server.dashboardUrl}`);
+  if (server.dashboardUrl !== null)
+    io.stdout(
+      access.token === undefined
+        ? `slotwise jobmanager: dashboard at ${server.dashboardUrl}`
+        : // The configured token is a secret the operator has: not printed.
+          `slotwise jobmanager: dashboard at ${server.url}/?token=<the REST token>; ` +
+            '/metrics with Authorization: Bearer <the REST token>',
+    );
   await untilShutdown(io.shutdown);
   await server.close();
   await closeCluster();

@@ -1,19 +1,25 @@
 /** `slotwise list [--jobmanager URL] [--json]`: the cluster's jobs (GET /jobs), running and kept ended ones. */
 import { jobManagerUrls, parseFlags, type CliIo } from '../flags.js';
-import { JobManagerClient } from '../JobManagerClient.js';
+import { CLIENT_FLAGS, CLIENT_FLAGS_USAGE, jobManagerClient } from '../accessFlags.js';
 
-export const LIST_USAGE = `Usage: slotwise list [--jobmanager URL] [--json]
+export const LIST_USAGE = `Usage: slotwise list [--jobmanager URL] [--json] [--token-file FILE] [--ca FILE]
 
 Lists the JobManager's jobs: JobID, status, name.
 
   --jobmanager URL  the REST API (default $SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081); several
                     JobManagers: URL1,URL2 (the one that answers is used)
-  --json            one JSON line: [{ id, name, status }]`;
+  --json            one JSON line: [{ id, name, status }]
+${CLIENT_FLAGS_USAGE}`;
 
 export async function list(args: readonly string[], io: CliIo): Promise<number> {
-  const { values } = parseFlags('list', args, { jobmanager: { type: 'string' }, json: { type: 'boolean' } }, false);
+  const { values } = parseFlags(
+    'list',
+    args,
+    { jobmanager: { type: 'string' }, json: { type: 'boolean' }, ...CLIENT_FLAGS },
+    false,
+  );
   if (values['help']) return (io.stdout(LIST_USAGE), 0);
-  const client = new JobManagerClient(jobManagerUrls(values['jobmanager'] as string | undefined, io.env));
+  const client = jobManagerClient(jobManagerUrls(values['jobmanager'] as string | undefined, io.env), values, io);
   const { jobs } = await client.get<{ jobs: Array<{ id: string; name: string; status: string }> }>('/jobs');
   if (values['json']) return (io.stdout(JSON.stringify(jobs)), 0);
   if (jobs.length === 0) return (io.stdout('no jobs'), 0);

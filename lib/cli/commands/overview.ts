@@ -3,12 +3,12 @@
  * table the demo prints, from each TaskManager's slots (GET /taskmanagers/:id).
  */
 import type { ResourceAmounts } from '../../ClusterOverview.js';
+import { CLIENT_FLAGS, CLIENT_FLAGS_USAGE, jobManagerClient } from '../accessFlags.js';
 import { jobManagerUrls, parseFlags, type CliIo } from '../flags.js';
-import { JobManagerClient } from '../JobManagerClient.js';
 import { RestRefusal } from '../RestClient.js';
 import { renderSlotTable, type SlotTableInput } from '../slotTable.js';
 
-export const OVERVIEW_USAGE = `Usage: slotwise overview [--jobmanager URL] [--json]
+export const OVERVIEW_USAGE = `Usage: slotwise overview [--jobmanager URL] [--json] [--token-file FILE] [--ca FILE]
 
 Prints the cluster's TaskManagers (each with how it runs: thread or process, and its utilization),
 slots and jobs, and the slot table: which subtasks run in which slot of which TaskManager, and the
@@ -16,7 +16,8 @@ requests that wait, with why.
 
   --jobmanager URL  the REST API (default $SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081); several
                     JobManagers: URL1,URL2 (the one that answers is used)
-  --json            one JSON line: { overview, taskmanagers }`;
+  --json            one JSON line: { overview, taskmanagers }
+${CLIENT_FLAGS_USAGE}`;
 
 interface OverviewBody {
   readonly taskmanagers: number;
@@ -40,9 +41,14 @@ interface TaskManagerDetails {
 }
 
 export async function overview(args: readonly string[], io: CliIo): Promise<number> {
-  const { values } = parseFlags('overview', args, { jobmanager: { type: 'string' }, json: { type: 'boolean' } }, false);
+  const { values } = parseFlags(
+    'overview',
+    args,
+    { jobmanager: { type: 'string' }, json: { type: 'boolean' }, ...CLIENT_FLAGS },
+    false,
+  );
   if (values['help']) return (io.stdout(OVERVIEW_USAGE), 0);
-  const client = new JobManagerClient(jobManagerUrls(values['jobmanager'] as string | undefined, io.env));
+  const client = jobManagerClient(jobManagerUrls(values['jobmanager'] as string | undefined, io.env), values, io);
   const counts = await client.get<OverviewBody>('/overview');
   const { taskmanagers } = await client.get<{ taskmanagers: Array<{ id: string }> }>('/taskmanagers');
   const details: TaskManagerDetails[] = [];

@@ -9,11 +9,13 @@ import { dirname, resolve } from 'node:path';
 import { IllegalArgumentError, RestError } from '../../core/errors.js';
 import type { JobEventPage, SequencedJobEvent } from '../../rest/RestTarget.js';
 import { bundleJob, loadJobFile } from '../jobFile.js';
+import { CLIENT_FLAGS, CLIENT_FLAGS_USAGE, jobManagerClient } from '../accessFlags.js';
 import { jobManagerUrls, parseFlags, type CliIo } from '../flags.js';
-import { JobManagerClient } from '../JobManagerClient.js';
+import type { JobManagerClient } from '../JobManagerClient.js';
 import { RestRefusal } from '../RestClient.js';
 
 export const RUN_USAGE = `Usage: slotwise run [--jobmanager URL] JOB_FILE [--detached] [--json]
+                    [--token-file FILE] [--ca FILE]
 
 Submits the job JOB_FILE exports (a JobGraphSpec, or a function returning one), its task modules
 bundled with their imports, to the JobManager's REST API; prints task events, then the result.
@@ -22,7 +24,8 @@ Exit code 0: finished; 1: failed or canceled; 2: bad input or no JobManager.
   --jobmanager URL  the REST API (default $SLOTWISE_JOBMANAGER, else http://127.0.0.1:8081); several
                     JobManagers: URL1,URL2 (the one that answers is used)
   --detached        print the JobID and return once the job is submitted
-  --json            print the result as one JSON line (progress on stderr)`;
+  --json            print the result as one JSON line (progress on stderr)
+${CLIENT_FLAGS_USAGE}`;
 
 /** How long a submit may take: the JobManager loads and checks every task module. */
 const SUBMIT_TIMEOUT_MS = 120_000;
@@ -44,7 +47,7 @@ export async function run(args: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseFlags(
     'run',
     args,
-    { jobmanager: { type: 'string' }, detached: { type: 'boolean' }, json: { type: 'boolean' } },
+    { jobmanager: { type: 'string' }, detached: { type: 'boolean' }, json: { type: 'boolean' }, ...CLIENT_FLAGS },
     true,
   );
   if (values['help']) return (io.stdout(RUN_USAGE), 0);
@@ -58,7 +61,7 @@ export async function run(args: readonly string[], io: CliIo): Promise<number> {
   const json = values['json'] === true;
   const file = positionals[0]!;
   const spec = await loadJobFile(file, io.cwd);
-  const client = new JobManagerClient(urls);
+  const client = jobManagerClient(urls, values, io);
   // Reach the JobManager first (bounded), so a wrong URL is told before anything is bundled.
   await client.get('/overview');
   const submission = await bundleJob(spec, dirname(resolve(io.cwd, file)));

@@ -5,6 +5,7 @@
  * connects. It says when it joined (the JobManager accepted it), and each registration after that.
  */
 import { ResourceProfile } from '../../core/ResourceProfile.js';
+import { NATS_FLAGS, NATS_FLAGS_USAGE, natsAuthFlags } from '../accessFlags.js';
 import {
   choiceFlag,
   clusterIdFlag,
@@ -21,6 +22,8 @@ import { loadSessionCluster, untilShutdown } from '../sessionCluster.js';
 export const TASKMANAGER_USAGE = `Usage: slotwise taskmanager [--nats URL] [--cluster-id ID] [--slots N] [--cpu-cores N]
                             [--task-heap SIZE] [--managed-memory SIZE] [--network-memory SIZE]
                             [--resource NAME=AMOUNT]... [--mode thread|process]
+                            [--nats-user USER | --nats-token-file FILE | --nats-creds FILE | --nats-nkey FILE]
+                            [--nats-ca FILE] [--nats-cert FILE --nats-key FILE]
 
 Starts one TaskManager that joins the cluster's JobManager through NATS; runs until Ctrl-C.
 
@@ -33,7 +36,8 @@ Starts one TaskManager that joins the cluster's JobManager through NATS; runs un
   --network-memory SIZE   network memory offered, like 64m
   --resource NAME=AMOUNT  an extended resource offered, like gpu=2 (repeatable)
   --mode thread|process   the TaskExecutor on this process's main thread, its tasks on task threads
-                          (default), or in a child process with a hard heap limit`;
+                          (default), or in a child process with a hard heap limit
+${NATS_FLAGS_USAGE}`;
 
 const OPTIONS = {
   nats: { type: 'string' },
@@ -45,14 +49,17 @@ const OPTIONS = {
   'network-memory': { type: 'string' },
   resource: { type: 'string', multiple: true },
   mode: { type: 'string' },
+  ...NATS_FLAGS,
 } as const;
 
 export async function taskmanager(args: readonly string[], io: CliIo): Promise<number> {
   const { values } = parseFlags('taskmanager', args, OPTIONS, false);
   if (values['help']) return (io.stdout(TASKMANAGER_USAGE), 0);
   const string = (name: string) => values[name] as string | undefined;
+  const natsAuth = natsAuthFlags(values, io);
   const options = {
     nats: natsUrlFlag(string('nats') ?? 'nats://127.0.0.1:4222'),
+    ...(natsAuth === undefined ? {} : { natsAuth }),
     clusterId: clusterIdFlag(string('cluster-id') ?? 'default'),
     ...(string('slots') === undefined ? {} : { slots: integerFlag('slots', string('slots')!, 1, 1024) }),
     ...(string('cpu-cores') === undefined ? {} : { cpuCores: positiveNumberFlag('cpu-cores', string('cpu-cores')!) }),
