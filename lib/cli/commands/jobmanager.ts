@@ -174,6 +174,8 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
       (manager.isLeader ? `leading (fencing token ${leader?.token})` : `standing by (${other})`);
     server = { url: manager.restUrl!, dashboardUrl: manager.dashboardUrl, close: async () => {} };
   }
+  // Listening for SIGINT/SIGTERM before saying we are up: a signal sent as soon as the URL shows is ours to handle.
+  const shutdown = untilShutdown(io.shutdown);
   io.stdout(`slotwise jobmanager: ${description}; REST API at`);
   io.stdout(server.url);
   if (server.dashboardUrl !== null)
@@ -184,7 +186,7 @@ export async function jobmanager(args: readonly string[], io: CliIo): Promise<nu
           `slotwise jobmanager: dashboard at ${server.url}/?token=<the REST token>; ` +
             '/metrics with Authorization: Bearer <the REST token>',
     );
-  await untilShutdown(io.shutdown);
+  await shutdown;
   await server.close();
   await closeCluster();
   io.stdout('slotwise jobmanager: stopped');

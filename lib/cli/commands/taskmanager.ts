@@ -92,10 +92,12 @@ export async function taskmanager(args: readonly string[], io: CliIo): Promise<n
           ? `slotwise taskmanager: ${resourceId} registered again with the JobManager`
           : `slotwise taskmanager: registered again as ${resourceId} (a fresh TaskExecutor: ${previous} was let go)`,
     );
+  // Listening for SIGINT/SIGTERM before saying we are up: a signal sent as soon as the line shows is ours to handle.
+  const shutdown = untilShutdown(io.shutdown);
   const stopListening = manager.onRegistered(registered);
   if (manager.registered) registered({ resourceId: manager.resourceId, previous: null });
   else io.stdout(`slotwise taskmanager: ${manager.resourceId} registering with the JobManager of ${cluster}`);
-  await untilShutdown(io.shutdown);
+  await shutdown;
   stopListening();
   await manager.close();
   io.stdout('slotwise taskmanager: stopped');
