@@ -15,11 +15,13 @@
  * Needs nats-server (without it the bench says so and exits 0). `npm run bench -- failover`; the last
  * line is one JSON object with every figure.
  */
-import { cpus, loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startJobManager } from '../lib/cluster/JobManager.js';
 import { TaskManager } from '../lib/cluster/TaskManager.js';
 import type { JobGraphSpec } from '../lib/jobmaster/JobGraph.js';
-import { startJobManagerChild, TSX_CLI } from '../test/cli/support.js';
+import { FIXTURES, startJobManagerChild, TSX_CLI } from '../test/cli/support.js';
 import { start, stop } from '../test/cluster/support/clusterProcesses.js';
 import type { TaskManagerControl } from '../test/fixtures/clusterProcess.js';
 import { until } from '../test/support/eventually.js';
@@ -45,7 +47,11 @@ const spread = (values: number[]) => {
 };
 
 const server = await startNatsServer(binary);
-const cleanups: Array<() => Promise<unknown>> = [() => server.stop()];
+const tmp = mkdtempSync(join(tmpdir(), 'slotwise-bench-failover-'));
+const cleanups: Array<() => Promise<unknown>> = [
+  () => server.stop(),
+  async () => rmSync(tmp, { recursive: true, force: true }),
+];
 const failover: Record<string, number[]> = {};
 const jobs = { nats: [] as number[], none: [] as number[] };
 try {
@@ -62,16 +68,14 @@ try {
   ] as const) {
     const clusterId = name.startsWith('2') ? 'failover-short' : 'failover-default';
     const properties = Object.entries(options).flatMap(([key, value]) => ['-D', `${key}=${value}`]);
+    // Killed with SIGKILL, a JobManager cannot remove its temporary files: they go to a directory of ours.
     const jobManager = () =>
-      startJobManagerChild(TSX_CLI, [
-        '--nats',
-        server.url,
-        '--cluster-id',
-        clusterId,
-        '--rest-port',
-        '0',
-        ...properties,
-      ]);
+      startJobManagerChild(
+        TSX_CLI,
+        ['--nats', server.url, '--cluster-id', clusterId, '--rest-port', '0', ...properties],
+        FIXTURES,
+        { ...process.env, TMPDIR: tmp },
+      );
     let leader = await jobManager();
     const taskManager = await TaskManager.start({
       nats: server.url,

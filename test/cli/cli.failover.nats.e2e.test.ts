@@ -5,12 +5,15 @@
  * job to the new leader and prints its result. The child runs with a 2 s lease (-D options).
  * Skipped with a line saying so when nats-server is not installed.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { startJobManager, type JobManager } from '../../lib/cluster/JobManager.js';
 import { TaskManager } from '../../lib/cluster/TaskManager.js';
 import { until } from '../support/eventually.js';
 import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
-import { cliInProcess, startJobManagerChild, TSX_CLI } from './support.js';
+import { cliInProcess, FIXTURES, startJobManagerChild, TSX_CLI } from './support.js';
 
 const CLUSTER = 'failover';
 const LEASE_MS = 2_000;
@@ -29,6 +32,8 @@ describe('a JobManager killed mid-job (child process, over NATS)', function () {
   let standby: JobManager | undefined;
   let taskManager: TaskManager | undefined;
 
+  const tmp = mkdtempSync(join(tmpdir(), 'slotwise-failover-'));
+
   before(async function () {
     const binary = natsServerOrSkip(this, 'JobManager failover');
     server = await startNatsServer(binary);
@@ -39,19 +44,18 @@ describe('a JobManager killed mid-job (child process, over NATS)', function () {
     await taskManager?.close();
     await standby?.close();
     await server?.stop();
+    rmSync(tmp, { recursive: true, force: true });
   });
 
   it('the standby leads within the lease and a second, and the run follows its job there to the result', async () => {
     const properties = Object.entries(configuration).flatMap(([key, value]) => ['-D', `${key}=${value}`]);
-    leader = await startJobManagerChild(TSX_CLI, [
-      '--nats',
-      server!.url,
-      '--cluster-id',
-      CLUSTER,
-      '--rest-port',
-      '0',
-      ...properties,
-    ]);
+    // The child's temporary files go to a directory of the test's: killed with SIGKILL, it cannot remove them.
+    leader = await startJobManagerChild(
+      TSX_CLI,
+      ['--nats', server!.url, '--cluster-id', CLUSTER, '--rest-port', '0', ...properties],
+      FIXTURES,
+      { ...process.env, TMPDIR: tmp },
+    );
     expect(leader.output()).to.match(/leading \(fencing token \d+\)/);
     standby = await startJobManager({ nats: server!.url, clusterId: CLUSTER, configuration, rest: { port: 0 } });
     expect(standby.isLeader).to.equal(false);

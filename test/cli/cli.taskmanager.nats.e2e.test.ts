@@ -8,6 +8,9 @@ import { expect } from 'chai';
 import { until } from '../support/eventually.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { FIXTURES, startJobManagerChild, TSX_CLI } from './support.js';
 
@@ -15,12 +18,19 @@ const CLUSTER = 'tm-e2e';
 /** What the stop may take, the JobManager's state notwithstanding. */
 const STOP_MS = 1_000;
 
+/**
+ * The children's temporary files (their task code caches) go here, removed after the suite: a child killed with
+ * SIGKILL leaves nothing in the OS tmpdir.
+ */
+const TMP = mkdtempSync(join(tmpdir(), 'slotwise-tm-e2e-'));
+const childEnv = { ...process.env, TMPDIR: TMP };
+
 /** A `slotwise taskmanager` child: its output so far, and a wait for a line that matches. */
 function startTaskManager(nats: string) {
   const child = spawn(
     TSX_CLI[0],
     [...TSX_CLI.slice(1), 'taskmanager', '--nats', nats, '--cluster-id', CLUSTER, '--slots', '1', '--task-heap', '64m'],
-    { cwd: FIXTURES, stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: FIXTURES, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv },
   );
   let output = '';
   const waiters = new Set<() => void>();
@@ -82,7 +92,12 @@ describe('slotwise taskmanager against a NATS session cluster (child processes)'
   let joining: ReturnType<typeof startTaskManager>;
   let jm: Awaited<ReturnType<typeof startJobManagerChild>> | undefined;
   const startJobManager = async () => {
-    jm = await startJobManagerChild(TSX_CLI, ['--nats', server!.url, '--cluster-id', CLUSTER, '--rest-port', '0']);
+    jm = await startJobManagerChild(
+      TSX_CLI,
+      ['--nats', server!.url, '--cluster-id', CLUSTER, '--rest-port', '0'],
+      FIXTURES,
+      childEnv,
+    );
     children.push(jm.child);
     return jm;
   };
@@ -101,6 +116,7 @@ describe('slotwise taskmanager against a NATS session cluster (child processes)'
       await kill(child);
     }
     await server?.stop();
+    rmSync(TMP, { recursive: true, force: true });
   });
 
   it('with no JobManager there, says it is registering, never that it joined', async () => {

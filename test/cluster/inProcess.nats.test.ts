@@ -155,9 +155,12 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
       'child process, started again under a new ResourceID when killed',
     async function () {
       this.timeout(120_000);
+      // Its child is killed below: the cache it would have removed at close is the test's to remove.
+      const cacheDir = mkdtempSync(join(tmpdir(), 'slotwise-inproc-process-'));
       const tm = await startTaskManager({
         nats: server.url,
         clusterId: 'inproc',
+        cacheDir,
         mode: 'process',
         slots: 1,
         taskHeap: '256m',
@@ -189,6 +192,7 @@ describe('a session cluster over NATS (JobManager and TaskManagers in this proce
         await until('the killed one to be gone', () => !listed().includes(first), 60_000);
       } finally {
         await tm.close();
+        rmSync(cacheDir, { recursive: true, force: true });
       }
     },
   );

@@ -3,6 +3,9 @@
  * by its control gateway over the IPC Link to it.
  */
 import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { JobGraphSpec } from '../../../lib/jobmaster/JobGraph.js';
 import { connectGateway, type Gateway } from '../../../lib/rpc/connect.js';
 import { forkProcess } from '../../../lib/rpc/forkProcess.js';
@@ -24,11 +27,18 @@ export interface Started<T> {
   readonly exited: Promise<void>;
 }
 
+/**
+ * Forks a JobManager or TaskManager child. Its temporary files (its task code cache) go to a directory of its own,
+ * removed once it exited: a child killed with SIGKILL leaves nothing behind in the OS tmpdir.
+ */
 export function start<T>(role: 'jobmanager' | 'taskmanager', options: Record<string, unknown>): Started<T> {
-  return control<T>(
-    role,
-    forkProcess(ENTRY, [role, JSON.stringify(options)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
-  );
+  const dir = mkdtempSync(join(tmpdir(), `slotwise-test-${role}-`));
+  const child = forkProcess(ENTRY, [role, JSON.stringify(options)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, TMPDIR: dir },
+  });
+  child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return control<T>(role, child);
 }
 
 export function control<T>(role: string, child: ChildProcess): Started<T> {
