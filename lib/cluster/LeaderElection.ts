@@ -112,6 +112,10 @@ export class LeaderElection {
   /** The grants and revocations, one after another. */
   #transitions: Promise<void> = Promise.resolve();
   #troubled = false;
+  /** A renewal is on its way (the next round waits for it). */
+  #renewing = false;
+  /** Our release marker on its way, at close. */
+  #releasing: Promise<void> = Promise.resolve();
   #leader: Leader | null = null;
   #firstOutcome: Promise<void>;
   #closed: Promise<void> | null = null;
@@ -218,8 +222,6 @@ export class LeaderElection {
     return this.#closed;
   }
 
-  #releasing: Promise<void> = Promise.resolve();
-
   #ownHolder(): LeaseHolder {
     return { ...this.holder, restUrl: this.#o.restUrl?.() ?? null };
   }
@@ -281,8 +283,6 @@ export class LeaderElection {
       this.#actor.send({ type: 'CLAIM_FAILED', error: describeError(error) });
     }
   }
-
-  #renewing = false;
 
   async #renew(): Promise<void> {
     const token = this.token;
