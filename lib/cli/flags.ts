@@ -248,3 +248,22 @@ export function propertyFlags(values: readonly string[]): Record<string, string 
   }
   return properties;
 }
+
+/** The one JOB_ID a command takes (32 lowercase hex characters, as `slotwise list` shows it). */
+export function jobIdArgument(command: string, positionals: readonly string[]): string {
+  if (positionals.length !== 1)
+    throw new IllegalArgumentError(
+      'missing',
+      `${command} takes one JOB_ID, ` +
+        `got ${positionals.length === 0 ? 'none' : positionals.join(' ')} (slotwise ${command} --help)`,
+      { argument: 'JOB_ID' },
+    );
+  const jobId = positionals[0]!;
+  if (!/^[0-9a-f]{32}$/.test(jobId))
+    throw new IllegalArgumentError(
+      'invalid-value',
+      `JOB_ID must be 32 lowercase hex characters, as slotwise list shows it, got ${JSON.stringify(jobId)}`,
+      { argument: 'JOB_ID' },
+    );
+  return jobId;
+}

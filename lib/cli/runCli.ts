@@ -11,6 +11,7 @@ export const USAGE = `Usage: slotwise <command> [options]
   run [--jobmanager URL] JOB_FILE [--detached] [--json]   submit a job and follow it
   list [--jobmanager URL] [--json]                        the cluster's jobs
   cancel [--jobmanager URL] JOB_ID                        cancel a job
+  logs [--jobmanager URL] JOB_ID [--follow]               what a job's tasks logged (session cluster)
   overview [--jobmanager URL] [--json]                    TaskManagers, slots, the slot table
   jobmanager [--nats URL] [--rest-port PORT] ...          start a JobManager (or --local-taskmanagers N)
   taskmanager [--nats URL] [--slots N] ...                start a TaskManager
@@ -24,6 +25,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   run: async () => (await import('./commands/run.js')).run,
   list: async () => (await import('./commands/list.js')).list,
   cancel: async () => (await import('./commands/cancel.js')).cancel,
+  logs: async () => (await import('./commands/logs.js')).logs,
   overview: async () => (await import('./commands/overview.js')).overview,
   jobmanager: async () => (await import('./commands/jobmanager.js')).jobmanager,
   taskmanager: async () => (await import('./commands/taskmanager.js')).taskmanager,

@@ -1,21 +1,13 @@
 /**
- * The JobManager of a standalone session cluster over NATS (Flink's session cluster entrypoint):
- * a Dispatcher, a ResourceManager with its SlotManager, and the JobMasters of its jobs, in this
- * process; it starts no workers — TaskManagers on any host register themselves on the cluster's
- * subject (StandaloneResourceManagerDriver). It offers the job API of a MiniCluster (submitJob,
- * listJobs, cancelJob, overview, taskExecutorMetrics) plus `storeTaskCode`, so that a REST server
- * can serve either.
- *
- * Task code travels as Flink's BlobServer makes it: content-addressed by SHA-256 in the cluster's
- * JetStream object store (BlobStore). `storeTaskCode` takes a bundle a client uploaded; `submitJob`
- * bundles a task module given as a local path itself. The JobManager keeps a copy on its disk for
- * its task module checker (a worker thread: user code never runs on this one); its TaskExecutors
- * are told the code's hash and fetch it.
- *
- * It keeps a MiniCluster's metrics and dashboard, wired by the same Observability: its ClusterMetrics
- * in a prom-client registry (`metricsRegistry`, `metrics()`), and, with `rest`, its own REST server
- * (Flink's WebMonitorEndpoint) serving the API, the dashboard at `/` and Prometheus text at
- * `/metrics` (`restUrl`, `dashboardUrl`).
+ * The JobManager of a standalone session cluster over NATS (Flink's session cluster entrypoint): a
+ * Dispatcher, a ResourceManager with its SlotManager and the JobMasters of its jobs while it leads its
+ * cluster id (LeaderElection; the others stand by), TaskManagers on any host registering on the
+ * cluster's subject (StandaloneResourceManagerDriver). It offers a MiniCluster's job API plus
+ * `storeTaskCode`, so a REST server can serve either; task code travels content-addressed through the
+ * cluster's object store (ClusterTaskCode, Flink's BlobServer), never run in this process. Its jobs
+ * survive it (RecoveredJobs); its TaskManagers' logs come to it (forwardedLogs). It keeps a
+ * MiniCluster's metrics and dashboard (Observability) and, with `rest`, serves the API, the dashboard
+ * at `/` and Prometheus text at `/metrics` itself (Flink's WebMonitorEndpoint).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -38,13 +30,21 @@ import type { ResourceManager } from '../resourcemanager/ResourceManager.js';
 import { clusterTarget } from '../rest/miniClusterTarget.js';
 import { startRestServer, type RestServer } from '../rest/RestServer.js';
 import { askTaskExecutorMetrics } from '../resourcemanager/askTaskExecutorMetrics.js';
+import type { LogPage } from '../rest/RestTarget.js';
 import { BlobStore } from './BlobStore.js';
+import { ForwardedLogs, RECORDS_KEPT } from './forwardedLogs.js';
 import { checkClusterId, DEFAULT_CLUSTER_ID } from './clusterSubjects.js';
 import { ClusterTaskCode, type StoredTaskCode, type TaskCodeUpload } from './ClusterTaskCode.js';
 import { checkOptionKeys, checkRestOptions, type JobManagerRestOptions } from './jobManagerOptions.js';
 import { JobStore } from './JobStore.js';
-import { describeHolder, LeaderElection, type Leader } from './LeaderElection.js';
-import { startLeaderServices, stopLeaderServices, type LeaderServices } from './leaderServices.js';
+import { describeHolder, LeaderElection, leaseTimes, type Leader } from './LeaderElection.js';
+import {
+  startLeaderServices,
+  stopLeaderServices,
+  type LeadershipChange,
+  type LeaderServices,
+} from './leaderServices.js';
+
 import { checkNatsAuth, type NatsAuthOptions } from './natsAuth.js';
 import {
   checkNatsUrl,
@@ -84,6 +84,7 @@ export interface JobManagerOptions {
 
 export type { JobManagerRestOptions } from './jobManagerOptions.js';
 export type { StoredTaskCode, TaskCodeUpload } from './ClusterTaskCode.js';
+export type { LeadershipChange } from './leaderServices.js';
 
 const OPTION_KEYS = [
   'nats',
@@ -96,13 +97,6 @@ const OPTION_KEYS = [
   'metrics',
   'rest',
 ];
-
-/** This JobManager started leading (`reason` null) or stopped (`reason` says why), with that leadership's token. */
-export interface LeadershipChange {
-  readonly leading: boolean;
-  readonly token: number;
-  readonly reason: string | null;
-}
 
 /** The jobs of whoever leads, as the REST server and dashboard look them up (earlier leaders' ended jobs too). */
 export type JobLookup = Pick<Dispatcher, 'getJob' | 'getJobMaster' | 'listJobs' | 'cancelJob'>;
@@ -122,6 +116,8 @@ export class JobManager {
   readonly #observability: Observability;
   readonly #inspection: InspectionSink | null;
   readonly #log: LogSink;
+  /** What the TaskManagers forward of their logs. */
+  readonly #logs: ForwardedLogs;
   #election: LeaderElection | null = null;
   #leader: LeaderServices | null = null;
   #rest: RestServer | null = null;
@@ -155,6 +151,7 @@ export class JobManager {
         // A failing logger must not break the runtime it reports on.
       }
     };
+    this.#logs = new ForwardedLogs(connection, clusterId);
     this.#jobs =
       store === null
         ? null
@@ -355,6 +352,17 @@ export class JobManager {
     return leader.dispatcher.cancelJob(jobId);
   }
 
+  /** What a job's tasks logged, as TaskManagers forwarded it (forwardedLogs.ts); undefined for an unknown job. */
+  jobLogs(jobId: JobID, from = 0, limit = RECORDS_KEPT): LogPage | undefined {
+    const page = this.#logs.jobLogs(jobId, from, limit);
+    return page.next === 0 && this.dispatcher.getJob(jobId) === undefined ? undefined : page;
+  }
+
+  /** A TaskManager's forwarded records (its tasks' lines, its warnings and errors); undefined when none came. */
+  taskManagerLogs(resourceId: string, from = 0, limit = RECORDS_KEPT): LogPage | undefined {
+    return this.#logs.taskManagerLogs(resourceId, from, limit);
+  }
+
   /** TaskExecutors and their slots (which subtask runs where), waiting requests with reasons, jobs. */
   overview(): ClusterOverview {
     const leader = this.#leader;
@@ -389,6 +397,7 @@ export class JobManager {
       await this.#rest?.close();
       await this.#observability.close();
       await this.#election?.close();
+      this.#logs.close();
       await this.#inspection?.close();
       await this.#connection.drain().catch(() => this.#connection.close());
       if (this.#ownCacheDir) rmSync(this.#cache.dir, { recursive: true, force: true });
@@ -484,12 +493,3 @@ const REVOKE_WAIT_MS = 2_000;
 
 /** `startJobManager(options)`: {@link JobManager.start}. */
 export const startJobManager = (options: JobManagerOptions = {}): Promise<JobManager> => JobManager.start(options);
-
-/** The leader election's times: the high-availability.leader-election.* options. */
-function leaseTimes(configuration: ResolvedOptions) {
-  return {
-    leaseDurationMs: Math.ceil(configuration['high-availability.leader-election.lease-duration']),
-    renewDeadlineMs: Math.ceil(configuration['high-availability.leader-election.renew-deadline']),
-    retryPeriodMs: Math.ceil(configuration['high-availability.leader-election.retry-period']),
-  };
-}

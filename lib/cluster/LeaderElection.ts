@@ -32,6 +32,7 @@ import { createActor, type Actor } from 'xstate';
 import { leaderElectionMachine } from '../../machines/leaderElection.machine.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { describeError, IllegalArgumentError } from '../core/errors.js';
+import type { ResolvedOptions } from '../core/options.js';
 import { checkClusterId } from './clusterSubjects.js';
 
 /** A JobManager as its lease names it: its own id, host and pid, when it started (ISO 8601), its REST URL. */
@@ -433,4 +434,13 @@ async function readLease(
   const message = await jsm.streams.getMessage(leaseStream(clusterId), { last_by_subj: leaseSubject(clusterId) });
   if (message === null) return null;
   return { record: parseRecord(message.data), sequence: message.seq };
+}
+
+/** The leader election's times: the high-availability.leader-election.* options. */
+export function leaseTimes(configuration: ResolvedOptions) {
+  return {
+    leaseDurationMs: Math.ceil(configuration['high-availability.leader-election.lease-duration']),
+    renewDeadlineMs: Math.ceil(configuration['high-availability.leader-election.renew-deadline']),
+    retryPeriodMs: Math.ceil(configuration['high-availability.leader-election.retry-period']),
+  };
 }

@@ -33,6 +33,7 @@ import { TaskExecutor, type SlotTaskRunner } from '../taskexecutor/TaskExecutor.
 import type { TaskInvocation } from '../taskexecutor/TaskInvocation.js';
 import { taskThreadReserve, type TaskThreadReserve } from '../taskexecutor/TaskThreadReserve.js';
 import { BlobStore } from './BlobStore.js';
+import { forwardingLogSink } from './forwardedLogs.js';
 import { checkResourceIdToken, clusterSubjects, JOBMANAGER_PEER_ID, type ClusterSubjects } from './clusterSubjects.js';
 import { currentLeader, watchLease, type LeaseRecord } from './LeaderElection.js';
 import { connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL, onConnectionLost } from './natsConnection.js';
@@ -85,6 +86,7 @@ export class TaskManager {
   /** What its TaskExecutors register as: 'thread' (this process), 'process' (a TaskManagerProcess's child). */
   readonly #runsIn: 'thread' | 'process';
   readonly #log: LogSink;
+  readonly #forwarding: ReturnType<typeof forwardingLogSink>;
   #current: Incarnation;
   #incarnations = 0;
   readonly #registrations = new TaskManagerRegistrations();
@@ -114,14 +116,16 @@ export class TaskManager {
     this.#ownCacheDir = o.cacheDir === undefined;
     this.#cache = new TaskCodeCache(o.cacheDir ?? mkdtempSync(join(tmpdir(), `slotwise-${clusterId}-taskmanager-`)));
     this.#host = o.host ?? hostname();
-    const sink = o.logger ?? createDefaultLogSink();
-    this.#log = (record) => {
+    const own = o.logger ?? createDefaultLogSink();
+    // Printed here, and a task's lines and the warnings forwarded to the JobManagers (forwardedLogs.ts).
+    const sink = (this.#forwarding = forwardingLogSink(connection, clusterId, (record) => {
       try {
-        sink(record);
+        own(record);
       } catch {
         // A failing logger must not break the runtime it reports on.
       }
-    };
+    }));
+    this.#log = sink;
     this.#current = this.#startTaskExecutor();
     void this.#watchConnection();
     // Who leads, from every write of the cluster's lease: a new term is a new leader to register with.
@@ -222,6 +226,7 @@ export class TaskManager {
         .callAsync(() => current.taskExecutor.shutdown('the TaskManager is closing'))
         .catch(() => {});
       await current.stopped;
+      this.#forwarding.close();
       const drained = this.#connection.drain().then(
         () => true,
         () => false,
@@ -336,8 +341,8 @@ export class TaskManager {
       cancelGraceMs: this.options['task.cancellation.grace-period'],
       threads: lease.threads,
       returnThreads: lease.returnThreads,
-      log: (entry) =>
-        this.#log({ level: entry.level, source: entry.source, message: entry.message, resourceId, slotId: entry.pool }),
+      // A task's line with the attempt it came from: what the JobManager keeps it under (GET /jobs/:id/logs).
+      log: ({ pool, ...entry }) => this.#log({ ...entry, resourceId, slotId: pool }),
     });
     /** Attempts waiting for their code, and whether they were canceled meanwhile. */
     const fetching = new Map<string, { canceled: string | null }>();

@@ -23,6 +23,13 @@ import { NatsInbox, type LargeMessageStore } from '../rpc/natsTransport.js';
 import { clusterSubjects, JOBMANAGER_PEER_ID } from './clusterSubjects.js';
 import { StandaloneResourceManagerDriver } from './StandaloneResourceManagerDriver.js';
 
+/** This JobManager started leading (`reason` null) or stopped (`reason` says why), with that leadership's token. */
+export interface LeadershipChange {
+  readonly leading: boolean;
+  readonly token: number;
+  readonly reason: string | null;
+}
+
 export interface LeaderServices {
   readonly token: number;
   readonly inbox: NatsInbox;

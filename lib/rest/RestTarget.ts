@@ -16,6 +16,7 @@
  */
 import type { ClusterOverview } from '../ClusterOverview.js';
 import type { JobID } from '../core/ids.js';
+import type { LogRecord } from '../core/Logger.js';
 import type { JobSummary } from '../dispatcher/Dispatcher.js';
 import type { JobExceptionHistory } from '../jobmaster/ExceptionHistory.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
@@ -109,6 +110,19 @@ export interface JobEventPage {
   readonly log: string;
 }
 
+/** A log record a TaskManager forwarded, numbered in the log it is kept in, with when it was logged (epoch ms). */
+export interface ForwardedRecord extends LogRecord {
+  readonly seq: number;
+  readonly time: number;
+}
+
+/** A page of a kept log: the records from `from` on, where the next page starts, the oldest seq still kept. */
+export interface LogPage {
+  readonly records: readonly ForwardedRecord[];
+  readonly next: number;
+  readonly first: number;
+}
+
 export interface RestTarget {
   /** Validates and stores one task module, content-addressed by its SHA-256; storing the same code again is a no-op. */
   storeTaskCode(upload: TaskCodeUpload): Promise<StoredTaskCode>;
@@ -134,4 +148,12 @@ export interface RestTarget {
   cancelJob(jobId: JobID): Promise<void>;
   /** TaskExecutors with their slots, pending requests and why they wait, jobs. */
   overview(): Promise<ClusterOverview>;
+  /**
+   * The log records of a job from `from` on (at most `limit`): what its tasks logged, as a session cluster's
+   * TaskManagers forward them; undefined for an unknown job. A target without it (a MiniCluster, whose records go to
+   * its logger) answers 404 on `GET /jobs/:id/logs`.
+   */
+  jobLogs?(jobId: JobID, from: number, limit: number): Promise<LogPage | undefined>;
+  /** A TaskManager's forwarded records from `from` on; undefined when none came from it. */
+  taskManagerLogs?(resourceId: string, from: number, limit: number): Promise<LogPage | undefined>;
 }

@@ -14,7 +14,7 @@ import type { Dispatcher, JobClient, JobSummary } from '../dispatcher/Dispatcher
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
 import type { MiniCluster } from '../MiniCluster.js';
 import { DEFAULT_EVENT_LOG_CAPACITY, JobEventLog } from './JobEventLog.js';
-import type { JobDetails, RestTarget, StoredTaskCode, TaskCodeUpload } from './RestTarget.js';
+import type { JobDetails, LogPage, RestTarget, StoredTaskCode, TaskCodeUpload } from './RestTarget.js';
 import { TaskCodeCache } from './TaskCodeCache.js';
 
 export interface MiniClusterTargetOptions {
@@ -35,6 +35,9 @@ export interface TargetCluster {
   cancelJob(jobId: JobID): Promise<void>;
   overview(): ClusterOverview | Promise<ClusterOverview>;
   readonly dispatcher: Pick<Dispatcher, 'getJob' | 'getJobMaster'>;
+  /** A session cluster's forwarded task logs (a JobManager's); a MiniCluster has none. */
+  jobLogs?(jobId: JobID, from: number, limit: number): LogPage | undefined;
+  taskManagerLogs?(resourceId: string, from: number, limit: number): LogPage | undefined;
 }
 
 export function miniClusterTarget(cluster: MiniCluster, options: MiniClusterTargetOptions = {}): RestTarget {
@@ -172,5 +175,11 @@ export function clusterTarget(
     async overview() {
       return cluster.overview();
     },
+    ...(cluster.jobLogs === undefined || cluster.taskManagerLogs === undefined
+      ? {}
+      : {
+          jobLogs: async (jobId: JobID, from: number, limit: number) => cluster.jobLogs!(jobId, from, limit),
+          taskManagerLogs: async (id: string, from: number, limit: number) => cluster.taskManagerLogs!(id, from, limit),
+        }),
   };
 }

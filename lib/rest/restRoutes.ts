@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { RestError } from '../core/errors.js';
 import type { JobID } from '../core/ids.js';
 import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
-import type { RestTarget } from './RestTarget.js';
+import type { ForwardedRecord, RestTarget } from './RestTarget.js';
 import {
   cancelQuery,
   eventsQuery,
@@ -21,6 +21,7 @@ import {
   jobParams,
   noQuery,
   submitJobBody,
+  taskManagerLogParams,
   taskManagerParams,
   type SubmitJobBody,
 } from './restSchemas.js';
@@ -44,6 +45,8 @@ export const ROUTES: Readonly<Record<string, readonly string[]>> = {
   '/overview': ['GET'],
   '/taskmanagers': ['GET'],
   '/taskmanagers/:taskmanagerid': ['GET'],
+  '/taskmanagers/:taskmanagerid/logs': ['GET'],
+  '/taskmanagers/:taskmanagerid/logs/:filename': ['GET'],
   '/jobs': ['GET', 'POST'],
   '/jobs/overview': ['GET'],
   '/jobs/metrics': ['GET'],
@@ -54,6 +57,7 @@ export const ROUTES: Readonly<Record<string, readonly string[]>> = {
   '/jobs/:jobid/vertices/:vertexid': ['GET'],
   '/jobs/:jobid/events': ['GET'],
   '/jobs/:jobid/exceptions': ['GET'],
+  '/jobs/:jobid/logs': ['GET'],
 };
 
 const ENDED: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
@@ -132,6 +136,48 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
       return taskManagerDetailsView(te);
     },
   );
+
+  // Flink's LogListInfo: one log per TaskManager here, its forwarded records (forwardedLogs.ts).
+  app.get(
+    '/taskmanagers/:taskmanagerid/logs',
+    { schema: { params: taskManagerParams, querystring: noQuery } },
+    async (request) => {
+      const id = (request.params as { taskmanagerid: string }).taskmanagerid;
+      const page = await taskManagerLog(id);
+      const size = page.records.reduce((bytes, record) => bytes + Buffer.byteLength(logLine(record)), 0);
+      return { logs: [{ name: TASKMANAGER_LOG, size, mtime: page.records.at(-1)?.time ?? 0 }] };
+    },
+  );
+
+  app.get(
+    '/taskmanagers/:taskmanagerid/logs/:filename',
+    { schema: { params: taskManagerLogParams, querystring: noQuery } },
+    async (request, reply) => {
+      const { taskmanagerid: id, filename } = request.params as { taskmanagerid: string; filename: string };
+      if (filename !== TASKMANAGER_LOG)
+        throw new RestError('not-found', `TaskManager ${id} has one log, ${TASKMANAGER_LOG}, not ${filename}`, {
+          status: 404,
+        });
+      const page = await taskManagerLog(id);
+      void reply.type('text/plain; charset=utf-8');
+      return page.records.map(logLine).join('');
+    },
+  );
+
+  /** A TaskManager's kept records; 404 when the cluster keeps none or knows no such TaskManager. */
+  const taskManagerLog = async (id: string) => {
+    const taskManagerLogs = target.taskManagerLogs?.bind(target);
+    if (taskManagerLogs === undefined) throw noLogs();
+    const page = await ask('taskManagerLogs', () => taskManagerLogs(id, 0, 10_000));
+    if (page !== undefined) return page;
+    const known = (await ask('overview', () => target.overview())).taskExecutors.some((t) => t.resourceId === id);
+    if (!known)
+      throw new RestError('unknown-taskmanager', `no TaskManager ${id} is registered (GET /taskmanagers lists them)`, {
+        status: 404,
+        resourceId: id,
+      });
+    return { records: [], next: 0, first: 0 };
+  };
 
   app.get('/jobs', { schema: { querystring: noQuery } }, async () =>
     jobsView(await ask('listJobs', () => target.listJobs())),
@@ -267,6 +313,16 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
     },
   );
 
+  app.get('/jobs/:jobid/logs', { schema: { params: jobParams, querystring: eventsQuery } }, async (request) => {
+    const jobId = jobIdOf(request);
+    const query = request.query as { from?: string; limit?: string };
+    const jobLogs = target.jobLogs?.bind(target);
+    if (jobLogs === undefined) throw noLogs();
+    const page = await ask('jobLogs', () => jobLogs(jobId, Number(query.from ?? 0), Number(query.limit ?? 1000)));
+    if (page === undefined) throw unknownJob(jobId);
+    return page;
+  });
+
   app.get('/jobs/:jobid/events', { schema: { params: jobParams, querystring: eventsQuery } }, async (request) => {
     const jobId = jobIdOf(request);
     const query = request.query as { from?: string; limit?: string };
@@ -276,4 +332,24 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
     if (page === undefined) throw unknownJob(jobId);
     return page;
   });
+}
+
+const TASKMANAGER_LOG = 'taskmanager.log';
+
+/** 404 from a cluster that keeps no task logs: a MiniCluster's records go to its logger. */
+function noLogs(): RestError {
+  return new RestError(
+    'not-found',
+    "this cluster keeps no task logs (a MiniCluster's records go to the logger given to MiniCluster.start)",
+    { status: 404 },
+  );
+}
+
+/** A forwarded record as a line of a TaskManager's log file. */
+export function logLine(record: ForwardedRecord): string {
+  const attempt = record.attemptNumber ? ` (attempt ${record.attemptNumber})` : '';
+  const where = record.vertexId === undefined ? '' : ` ${record.vertexId}#${record.subtaskIndex ?? '?'}${attempt}`;
+  const job = record.jobId === undefined ? '' : ` job ${record.jobId.slice(0, 8)}`;
+  const time = new Date(record.time).toISOString();
+  return `${time} ${record.level.toUpperCase()} ${record.source}${job}${where}: ${record.message}\n`;
 }

@@ -53,6 +53,16 @@ export const taskManagerParams = {
   },
 } as const;
 
+/** GET /taskmanagers/:taskmanagerid/logs/:filename (Flink's log file of a TaskManager). */
+export const taskManagerLogParams = {
+  type: 'object',
+  required: ['taskmanagerid', 'filename'],
+  properties: {
+    taskmanagerid: taskManagerParams.properties.taskmanagerid,
+    filename: { type: 'string', pattern: '^[\\w.-]{1,100}$', description: 'a log file name (taskmanager.log)' },
+  },
+} as const;
+
 /** PATCH /jobs/:jobid?mode=cancel (Flink's TerminationModeQueryParameter; only `cancel` here, and the default). */
 export const cancelQuery = {
   type: 'object',

@@ -71,6 +71,7 @@ export interface SlotTaskPoolLogEntry {
   readonly vertexId?: string;
   readonly vertexName?: string;
   readonly subtaskIndex?: number;
+  readonly attemptNumber?: number;
 }
 
 export interface SlotTaskPoolOptions {
@@ -407,13 +408,17 @@ export class SlotTaskPool {
 /** The attempt a log entry is about. */
 function attemptOf(
   ctx: TaskInvocationContext,
-): Pick<SlotTaskPoolLogEntry, 'executionAttemptId' | 'jobId' | 'vertexId' | 'vertexName' | 'subtaskIndex'> {
+): Pick<
+  SlotTaskPoolLogEntry,
+  'executionAttemptId' | 'jobId' | 'vertexId' | 'vertexName' | 'subtaskIndex' | 'attemptNumber'
+> {
   return {
     executionAttemptId: ctx.executionAttemptId,
     jobId: ctx.jobId,
     vertexId: ctx.vertexId,
     vertexName: ctx.vertexName,
     subtaskIndex: ctx.subtaskIndex,
+    attemptNumber: ctx.attemptNumber,
   };
 }
 

@@ -32,12 +32,12 @@ describe('slotwise: refusals (one line, exit code 2)', function () {
     expect(none.stderr).to.contain('Usage: slotwise <command>');
     await refused(
       ['deploy'],
-      "slotwise: unknown command 'deploy'; commands: run, list, cancel, overview, jobmanager, taskmanager",
+      "slotwise: unknown command 'deploy'; commands: run, list, cancel, logs, overview, jobmanager, taskmanager",
     );
   });
 
   it('--help of every command prints its usage to stdout with exit 0', async () => {
-    for (const command of ['run', 'list', 'cancel', 'overview', 'jobmanager', 'taskmanager']) {
+    for (const command of ['run', 'list', 'cancel', 'logs', 'overview', 'jobmanager', 'taskmanager']) {
       const { code, stdout, stderr } = await cliInProcess([command, '--help']);
       expect(code, stderr).to.equal(0);
       expect(stdout).to.contain(`Usage: slotwise ${command}`);

@@ -100,4 +100,13 @@ describe("REST API: Flink's routes in Flink's shape", function () {
     }
     expect((await get('/jobs/overviewx')).json.message).to.contain('params.jobid must be a JobID');
   });
+
+  it("answers 404 for a MiniCluster's task logs, saying where they go", async () => {
+    const taskManager = cluster.overview().taskExecutors[0]!.resourceId;
+    for (const path of [`/jobs/${jobs.finished}/logs`, `/taskmanagers/${taskManager}/logs`]) {
+      const answer = await get(path);
+      expect(answer.status, path).to.equal(404);
+      expect(answer.json.message, path).to.contain("a MiniCluster's records go to the logger");
+    }
+  });
 });

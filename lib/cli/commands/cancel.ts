@@ -2,8 +2,7 @@
  * `slotwise cancel [--jobmanager URL] JOB_ID`: cancels a job (PATCH /jobs/:id?mode=cancel); returns once the cancel was
  * taken.
  */
-import { IllegalArgumentError } from '../../core/errors.js';
-import { jobManagerUrls, parseFlags, type CliIo } from '../flags.js';
+import { jobIdArgument, jobManagerUrls, parseFlags, type CliIo } from '../flags.js';
 import { CLIENT_FLAGS, CLIENT_FLAGS_USAGE, jobManagerClient } from '../accessFlags.js';
 
 export const CANCEL_USAGE = `Usage: slotwise cancel [--jobmanager URL] [--token-file FILE] [--ca FILE] JOB_ID
@@ -17,20 +16,7 @@ ${CLIENT_FLAGS_USAGE}`;
 export async function cancel(args: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseFlags('cancel', args, { jobmanager: { type: 'string' }, ...CLIENT_FLAGS }, true);
   if (values['help']) return (io.stdout(CANCEL_USAGE), 0);
-  if (positionals.length !== 1)
-    throw new IllegalArgumentError(
-      'missing',
-      `cancel takes one JOB_ID, ` +
-        `got ${positionals.length === 0 ? 'none' : positionals.join(' ')} (slotwise cancel --help)`,
-      { argument: 'JOB_ID' },
-    );
-  const jobId = positionals[0]!;
-  if (!/^[0-9a-f]{32}$/.test(jobId))
-    throw new IllegalArgumentError(
-      'invalid-value',
-      `JOB_ID must be 32 lowercase hex characters, as slotwise list shows it, got ${JSON.stringify(jobId)}`,
-      { argument: 'JOB_ID' },
-    );
+  const jobId = jobIdArgument('cancel', positionals);
   const client = jobManagerClient(jobManagerUrls(values['jobmanager'] as string | undefined, io.env), values, io);
   await client.patch(`/jobs/${jobId}?mode=cancel`);
   io.stdout(`canceling job ${jobId}`);
