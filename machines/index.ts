@@ -8,6 +8,7 @@ import { resourceSlotMachine } from './resourceSlot.machine.js';
 import { slotManagerMachine } from './slotManager.machine.js';
 import { taskSlotMachine } from './taskSlot.machine.js';
 import { taskSlotTableMachine } from './taskSlotTable.machine.js';
+import { workerLifecycleMachine } from './workerLifecycle.machine.js';
 
 export {
   jobStatusMachine,
@@ -16,6 +17,7 @@ export {
   slotManagerMachine,
   taskSlotMachine,
   taskSlotTableMachine,
+  workerLifecycleMachine,
 };
 
 export const machines = {
@@ -25,4 +27,5 @@ export const machines = {
   slotManager: slotManagerMachine,
   jobStatus: jobStatusMachine,
   leaderElection: leaderElectionMachine,
+  workerLifecycle: workerLifecycleMachine,
 } as const;

@@ -1,3 +1,14 @@
+/**
+ * The ResourceManager (Flink's ResourceManager with its FineGrainedSlotManager): TaskExecutors register
+ * with it, heartbeat, report their slots; JobMasters declare what their jobs need; the SlotManager
+ * matches the two. Each worker it knows lives through machines/workerLifecycle.machine.ts (starting,
+ * registered, lost with heartbeat.timeout to come back, released, stale — never to register again),
+ * an actor per worker on its mailbox's clock; a fixed cluster's workers gone for good are replaced by
+ * FixedWorkers (Flink's ActiveResourceManager). Workers are started, stopped and reached through its
+ * ResourceManagerDriver.
+ */
+import { createActor, type Actor, type InspectionEvent } from 'xstate';
+import { workerLifecycleMachine } from '../../machines/workerLifecycle.machine.js';
 import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
 import type { RuntimeLog } from '../core/Logger.js';
 import { describeError, IllegalArgumentError } from '../core/errors.js';
@@ -15,6 +26,7 @@ import type {
 } from '../rpc/protocol.js';
 import { slotReportFromWire } from '../rpc/slotReportWire.js';
 import { requirementsFromWire } from './requirementsWire.js';
+import { FixedWorkers } from './FixedWorkers.js';
 import type { ResourceManagerDriver } from './ResourceManagerDriver.js';
 import { FineGrainedSlotManager } from './slotmanager/FineGrainedSlotManager.js';
 import type { PendingTaskManagerID } from './slotmanager/PendingTaskManager.js';
@@ -22,12 +34,7 @@ import type { ResourceAllocator } from './slotmanager/ResourceAllocator.js';
 import type { ResourceEventListener } from './slotmanager/ResourceEventListener.js';
 import { WorkerResourceSpec } from './slotmanager/WorkerResourceSpec.js';
 import { jobMasterInMailbox, slotGateway, workerGateway } from './workerGateways.js';
-import {
-  checkRegistration,
-  reportWithoutRevoked,
-  type LostTaskExecutor,
-  type TaskExecutorRegistration,
-} from './WorkerRegistration.js';
+import { checkRegistration, reportWithoutRevoked, type TaskExecutorRegistration } from './WorkerRegistration.js';
 
 import type {
   ResourceManagerOptions,
@@ -47,23 +54,19 @@ export class ResourceManager implements ResourceManagerGateway {
   readonly #clock: Clock;
   readonly #log: RuntimeLog;
   readonly #taskExecutors = new Map<ResourceID, TaskExecutorRegistration>();
-  /** Workers ended, stopped or refused: their ResourceIDs may not register again. */
-  readonly #stale = new Map<ResourceID, string>();
-  /** Declared lost on heartbeat timeout and not registered again yet. */
-  readonly #lost = new Map<ResourceID, LostTaskExecutor>();
-  /** With workersOnDemand false: the workers that make up the fixed cluster, by the spec they were started with. */
-  readonly #fixedWorkers = new Map<ResourceID, WorkerResourceSpec>();
+  /** Every worker it knows and where it is in its life (machines/workerLifecycle), stale ones included. */
+  readonly #workers = new Map<ResourceID, Worker>();
+  /** With workersOnDemand false: the workers that make up the fixed cluster, replaced when gone for good. */
+  readonly #fixedWorkers: FixedWorkers;
   readonly #heartbeats: HeartbeatMonitor<ResourceID>;
   readonly #onDemand: boolean;
   readonly #jobMasters = new Map<JobID, { address: string; gateway: JobMasterGateway }>();
   readonly #jobMastersByAddress = new Map<string, JobMasterGateway>();
   readonly #withdrawnListeners = new Set<(address: string) => void>();
-  /** Workers started for a pending worker and not registered yet: if one ends, its pending worker is gone. */
-  readonly #startingWorkers = new Map<ResourceID, PendingTaskManagerID>();
-  /** Workers the SlotManager released (idle): their end is no loss. */
-  readonly #released = new Set<ResourceID>();
   readonly #onLost: NonNullable<ResourceManagerOptions['onTaskExecutorLost']>;
   readonly #registrationListeners = new Set<(event: TaskExecutorRegistrationEvent) => void>();
+  /** Where the workers' lifecycles report (the dashboard's actors view), as the SlotManager's does. */
+  readonly #inspect: ((event: InspectionEvent) => void) | undefined;
   #registrations = 0;
   #closed = false;
 
@@ -73,11 +76,13 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log ?? (() => {});
     this.#onLost = options.onTaskExecutorLost ?? (() => {});
+    this.#inspect = options.inspect;
     this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) =>
       this.#log(`uncaught in mailbox: ${describeError(error)}`, {}, 'error'),
     );
     const onDemand = options.workersOnDemand ?? true;
     this.#onDemand = onDemand;
+    this.#fixedWorkers = new FixedWorkers(this.#driver, this.#log, () => this.#closed);
     this.#heartbeats = new HeartbeatMonitor<ResourceID>({
       mailbox: this.mailbox,
       intervalMs: this.options['heartbeat.interval'],
@@ -89,12 +94,12 @@ export class ResourceManager implements ResourceManagerGateway {
     const allocator: ResourceAllocator = {
       isSupported: onDemand,
       allocateWorker: (id, spec) => {
-        this.#startingWorkers.set(this.#driver.requestResource(spec, id), id);
+        this.#worker(this.#driver.requestResource(spec, id), id);
         return true;
       },
       cancelWorker: (id) => this.#driver.cancelPendingWorker(id),
       releaseWorker: (resourceId, reason) => {
-        this.#released.add(resourceId);
+        this.#workers.get(resourceId)?.actor.send({ type: 'RELEASED' });
         this.#driver.releaseResource(resourceId, reason);
       },
     };
@@ -169,25 +174,25 @@ export class ResourceManager implements ResourceManagerGateway {
       this.#log(`refused the registration of ${resourceId}: ${reason}`, { resourceId }, 'warn');
       return { kind: 'refused', reason };
     };
-    const stale = this.#stale.get(resourceId);
-    if (stale !== undefined) return refuse(`stale: TaskExecutor ${resourceId} may not register again: ${stale}`);
+    const stale = this.#staleReason(resourceId);
+    if (stale !== null) return refuse(`stale: TaskExecutor ${resourceId} may not register again: ${stale}`);
     const gateway = this.#driver.taskExecutorGateway(resourceId);
     if (gateway === undefined)
       return refuse(`unknown: no live worker ${resourceId} was started by this ResourceManager`);
     const previous = this.#taskExecutors.get(resourceId);
-    const lost = this.#lost.get(resourceId);
+    const worker = this.#workers.get(resourceId) ?? this.#worker(resourceId, null);
+    const lost = worker.actor.getSnapshot().matches('lost') ? worker.actor.getSnapshot().context.lostCause : null;
     const revoked = new Map(previous?.revoked);
     if (previous !== undefined) {
       // The same worker registering again (it lost us): replace the old registration. Its slots stay
       // in the SlotManager, and the slot report that follows reconciles them (nobody is told they were lost).
       this.#log(`TaskExecutor ${resourceId} registers again; replacing its registration`, { resourceId });
-    } else if (lost !== undefined) {
+    } else if (lost !== null) {
       // Declared lost, but alive (Flink's reconnect): a new registration. Its slot report puts it
       // back in the SlotManager; the slots whose jobs were told they are lost are freed on it.
-      lost.deadline.cancel();
-      this.#lost.delete(resourceId);
-      for (const allocationId of lost.revoked) revoked.set(allocationId, 'to-free');
-      this.#log(`TaskExecutor ${resourceId}, declared lost (${lost.cause}), registers again`, { resourceId });
+      for (const allocationId of worker.revokedOnLoss) revoked.set(allocationId, 'to-free');
+      worker.revokedOnLoss = new Set();
+      this.#log(`TaskExecutor ${resourceId}, declared lost (${lost}), registers again`, { resourceId });
     }
     const registrationId = `registration-${++this.#registrations}`;
     this.#taskExecutors.set(resourceId, {
@@ -199,9 +204,9 @@ export class ResourceManager implements ResourceManagerGateway {
       revoked,
     });
     this.#heartbeats.monitorTarget(resourceId);
-    this.#startingWorkers.delete(resourceId);
+    worker.actor.send({ type: 'REGISTERED' });
     if (!this.#onDemand && !this.#fixedWorkers.has(resourceId))
-      this.#fixedWorkers.set(resourceId, this.#specOf(resourceId));
+      this.#fixedWorkers.remember(resourceId, this.#specOf(resourceId));
     this.#driver.markRegistered(resourceId);
     return {
       kind: 'accepted',
@@ -240,8 +245,8 @@ export class ResourceManager implements ResourceManagerGateway {
     if (result.kind === 'ignored') return; // registered before: the report was reconciled as a slot report
     if (result.kind === 'rejected') {
       this.#log(`TaskExecutor ${resourceId} rejected by the SlotManager: ${result.reason}`, { resourceId }, 'warn');
-      this.#fixedWorkers.delete(resourceId); // refused on purpose: no replacement
-      this.#closeConnection(resourceId, result.reason, true, 'rejected');
+      this.#fixedWorkers.forget(resourceId); // refused on purpose: no replacement
+      this.#closeConnection(resourceId, result.reason, 'REJECTED', 'rejected');
       this.#driver.releaseResource(resourceId, result.reason);
       return;
     }
@@ -259,7 +264,7 @@ export class ResourceManager implements ResourceManagerGateway {
 
   async disconnectTaskExecutor(resourceId: ResourceID, cause: string): Promise<void> {
     this.mailbox.assertRunningInMainThread('ResourceManager.disconnectTaskExecutor');
-    this.#closeConnection(resourceId, `it disconnected: ${cause}`, true, 'disconnected', true);
+    this.#closeConnection(resourceId, `it disconnected: ${cause}`, 'DISCONNECTED', 'disconnected', true);
   }
 
   async registerJobMaster(jobId: JobID, address: string): Promise<void> {
@@ -311,8 +316,7 @@ export class ResourceManager implements ResourceManagerGateway {
     await this.mailbox
       .callAsync(() => {
         this.#heartbeats.stop();
-        for (const lost of this.#lost.values()) lost.deadline.cancel();
-        this.#lost.clear();
+        for (const worker of this.#workers.values()) worker.actor.stop();
         this.slotManager.close();
       })
       .catch(() => {});
@@ -350,7 +354,7 @@ export class ResourceManager implements ResourceManagerGateway {
     const cause = `no heartbeat for ${silentMs} ms (heartbeat.timeout ${this.options['heartbeat.timeout']} ms)`;
     const revoked = new Set([
       ...registration.revoked.keys(),
-      ...this.#closeConnection(resourceId, cause, false, 'heartbeat-timeout'),
+      ...this.#closeConnection(resourceId, cause, null, 'heartbeat-timeout'),
     ]);
     this.#log(
       `TaskExecutor ${resourceId} lost: ${cause}; it may register again within heartbeat.timeout`,
@@ -359,45 +363,35 @@ export class ResourceManager implements ResourceManagerGateway {
     );
     // Flink's closeTaskManagerConnection: an executor that is alive reconnects at once.
     registration.gateway.disconnectResourceManager(`declared lost: ${cause}`).catch(() => {});
-    const deadline = this.mailbox.schedule(() => this.#notBackInTime(resourceId), this.options['heartbeat.timeout']);
-    this.#lost.set(resourceId, { cause, revoked, deadline });
+    // Registered, hence known (its lifecycle began at its start or its registration).
+    const worker = this.#workers.get(resourceId);
+    if (worker === undefined) return;
+    worker.revokedOnLoss = revoked;
+    worker.actor.send({ type: 'HEARTBEAT_TIMED_OUT', cause });
   }
 
-  /** Declared lost and not registered again in time: hung, or gone. Stop it; a fixed worker is replaced. */
-  #notBackInTime(resourceId: ResourceID): void {
-    const lost = this.#lost.get(resourceId);
-    if (lost === undefined) return;
-    this.#lost.delete(resourceId);
-    const reason = `${lost.cause}, and it did not register again within heartbeat.timeout`;
-    const replacement = this.#replaceIfFixed(resourceId, reason);
-    this.#stale.set(
-      resourceId,
-      `${reason}; ${replacement === undefined ? 'its worker was stopped' : `${replacement} was started in its place`}`,
-    );
+  /** Lost and not registered again in time (its lifecycle's deadline): hung, or gone. Stopped; a fixed one replaced. */
+  #notBackInTime(resourceId: ResourceID, lostCause: string): void {
+    const reason = `${lostCause}, and it did not register again within heartbeat.timeout`;
+    const replacement = this.#fixedWorkers.replace(resourceId, reason);
+    const stopped = replacement === undefined ? 'its worker was stopped' : `${replacement} was started in its place`;
+    this.#workers.get(resourceId)?.actor.send({ type: 'STOPPED', reason: `${reason}; ${stopped}` });
     this.#driver.releaseResource(resourceId, reason);
   }
 
   #workerTerminated(resourceId: ResourceID, reason: string): void {
     this.#log(`worker ${resourceId} ended: ${reason}`, { resourceId });
-    const pending = this.#startingWorkers.get(resourceId);
-    this.#startingWorkers.delete(resourceId);
-    if (pending !== undefined && this.slotManager.state === 'started')
-      this.slotManager.pendingWorkerFailed(pending, reason);
-    const lost = this.#lost.get(resourceId);
-    if (lost !== undefined) {
-      lost.deadline.cancel();
-      this.#lost.delete(resourceId);
-    }
-    const ended =
-      lost === undefined ? `its worker ended: ${reason}` : `${lost.cause}, then its worker ended: ${reason}`;
-    const replacement = this.#replaceIfFixed(resourceId, ended);
-    if (!this.#stale.has(resourceId))
-      this.#stale.set(
-        resourceId,
-        replacement === undefined ? ended : `${ended}; ${replacement} was started in its place`,
-      );
-    const released = this.#released.delete(resourceId);
-    this.#closeConnection(resourceId, `its worker ended: ${reason}`, true, released ? null : 'worker-exited', true);
+    const worker = this.#workers.get(resourceId) ?? this.#worker(resourceId, null);
+    const snapshot = worker.actor.getSnapshot();
+    const lostCause = snapshot.context.lostCause;
+    const released = snapshot.matches('released');
+    const ended = lostCause === null ? `its worker ended: ${reason}` : `${lostCause}, then its worker ended: ${reason}`;
+    const replacement = this.#fixedWorkers.replace(resourceId, ended);
+    worker.actor.send({
+      type: 'ENDED',
+      reason: replacement === undefined ? ended : `${ended}; ${replacement} was started in its place`,
+    });
+    this.#closeConnection(resourceId, `its worker ended: ${reason}`, null, released ? null : 'worker-exited', true);
     this.#tell({ type: 'worker-ended', resourceId });
   }
 
@@ -411,25 +405,6 @@ export class ResourceManager implements ResourceManagerGateway {
     }
   }
 
-  /**
-   * A worker of the fixed cluster is gone for good: start one of the same spec in its place (the
-   * driver delays starts while they keep failing). Returns the new worker, if one was started.
-   */
-  #replaceIfFixed(resourceId: ResourceID, why: string): ResourceID | undefined {
-    const spec = this.#fixedWorkers.get(resourceId);
-    if (spec === undefined) return undefined;
-    this.#fixedWorkers.delete(resourceId);
-    if (this.#closed || this.#driver.canStartWorkers === false) return undefined;
-    const replacement = this.#driver.requestResource(spec, null);
-    this.#fixedWorkers.set(replacement, spec);
-    this.#log(
-      `TaskExecutor ${resourceId} of the fixed cluster is gone (${why}): started ${replacement} in its place`,
-      { resourceId },
-      'warn',
-    );
-    return replacement;
-  }
-
   /** The spec a fixed worker was started with (the driver knows it), else the one the options describe. */
   #specOf(resourceId: ResourceID): WorkerResourceSpec {
     const started = this.#driver.workers().find((worker) => worker.resourceId === resourceId);
@@ -438,18 +413,18 @@ export class ResourceManager implements ResourceManagerGateway {
 
   /**
    * Flink's closeTaskManagerConnection: the SlotManager frees its slots and tells their jobs; the
-   * allocations it held there. Gone for good (`gone`: a goodbye, its worker ended), every JobMaster
-   * hears it first: the result partitions it kept are lost with it, slots or not.
+   * allocations it held there. `stale`: the lifecycle event that makes its ResourceID stale (its goodbye,
+   * a refusal), null when its lifecycle moves otherwise. Gone for good (`gone`: a goodbye, its worker
+   * ended), every JobMaster hears it first: the result partitions it kept are lost with it, slots or not.
    */
   #closeConnection(
     resourceId: ResourceID,
     cause: string,
-    stale: boolean,
+    stale: 'DISCONNECTED' | 'REJECTED' | null,
     loss: TaskExecutorLossCause | null,
     gone = false,
   ): AllocationID[] {
-    // The first cause is the one worth keeping (a release that follows a lost heartbeat says less).
-    if (stale && !this.#stale.has(resourceId)) this.#stale.set(resourceId, cause);
+    if (stale !== null) this.#workers.get(resourceId)?.actor.send({ type: stale, reason: cause });
     if (gone)
       for (const jm of this.#jobMasters.values())
         void jm.gateway.disconnectTaskManager(resourceId, cause).catch(() => {});
@@ -465,4 +440,38 @@ export class ResourceManager implements ResourceManagerGateway {
     this.slotManager.unregisterTaskManager(resourceId, cause);
     return held;
   }
+
+  /** Why `resourceId` may not register again, or null. */
+  #staleReason(resourceId: ResourceID): string | null {
+    const snapshot = this.#workers.get(resourceId)?.actor.getSnapshot();
+    return snapshot?.status === 'done' ? snapshot.context.staleReason : null;
+  }
+
+  /** A worker's lifecycle, begun: `starting` when started for a pending worker, else `registered`. */
+  #worker(resourceId: ResourceID, pendingWorkerId: PendingTaskManagerID | null): Worker {
+    const machine = workerLifecycleMachine.provide({
+      actions: {
+        startFailed: ({ event }) => {
+          if (pendingWorkerId !== null && this.slotManager.state === 'started')
+            this.slotManager.pendingWorkerFailed(pendingWorkerId, (event as { reason: string }).reason);
+        },
+        notBackInTime: ({ context }) => this.mailbox.execute(() => this.#notBackInTime(resourceId, context.lostCause!)),
+      },
+    });
+    const actor = createActor(machine, {
+      input: { heartbeatTimeoutMs: this.options['heartbeat.timeout'] },
+      clock: mailboxClock(this.#clock, (fn) => this.mailbox.execute(fn)),
+      ...(this.#inspect === undefined ? {} : { inspect: this.#inspect }),
+    });
+    const worker: Worker = { actor, revokedOnLoss: new Set() };
+    this.#workers.set(resourceId, worker);
+    actor.start();
+    return worker;
+  }
+}
+
+/** A worker the ResourceManager knows: its lifecycle, and the allocations its jobs were told are lost with it. */
+interface Worker {
+  readonly actor: Actor<typeof workerLifecycleMachine>;
+  revokedOnLoss: ReadonlySet<AllocationID>;
 }

@@ -5,7 +5,7 @@
 import { type AllocationID, ResourceID } from '../core/ids.js';
 import { describeError, IllegalArgumentError } from '../core/errors.js';
 import type { TaskExecutorGateway } from '../rpc/gateways.js';
-import type { MainThreadExecutor, ScheduledTask } from '../rpc/MainThreadExecutor.js';
+import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { SlotReportWire, TaskExecutorRegistrationWire } from '../rpc/protocol.js';
 
 export interface TaskExecutorRegistration {
@@ -39,13 +39,6 @@ export function checkRegistration(registration: TaskExecutorRegistrationWire): v
       `registerTaskExecutor: mode must be 'thread' or 'process', got ${JSON.stringify(registration.mode)}`,
       { argument: 'mode', value: registration.mode },
     );
-}
-
-/** A TaskExecutor declared lost on heartbeat timeout, given heartbeat.timeout to register again. */
-export interface LostTaskExecutor {
-  readonly cause: string;
-  readonly revoked: ReadonlySet<AllocationID>;
-  readonly deadline: ScheduledTask;
 }
 
 /**

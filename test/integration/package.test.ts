@@ -312,7 +312,15 @@ describe('the package, installed from its tarball into an application', function
     ];
     expect(await probeJson(app, 'probe.mjs', probe)).to.deep.equal({
       deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED',
-      machines: ['jobStatus', 'leaderElection', 'resourceSlot', 'slotManager', 'taskSlot', 'taskSlotTable'],
+      machines: [
+        'jobStatus',
+        'leaderElection',
+        'resourceSlot',
+        'slotManager',
+        'taskSlot',
+        'taskSlotTable',
+        'workerLifecycle',
+      ],
       internals: 'function',
       rest: 'function',
       sameClass: true,

@@ -130,6 +130,7 @@ const EXPECTED_LEAVES: Record<keyof typeof machines, string[]> = {
     'leading.renewal.scheduled',
     'closed',
   ],
+  workerLifecycle: ['starting', 'registered', 'lost', 'stopping', 'released', 'stale'],
 };
 
 describe('npm run machines: the exported statecharts', () => {
