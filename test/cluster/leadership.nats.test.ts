@@ -110,20 +110,33 @@ describe('leadership of a session cluster (over NATS)', function () {
     const resourceId = taskManager!.resourceId;
     const job = await first.submitJob({
       name: 'outlives its leader',
-      vertices: [{ id: 'sleep', taskModule: sleep, parallelism: 1, config: { ms: 1_500 } }],
+      // Long enough not to finish while its leader closes (a subtask that finished then would not run again).
+      vertices: [{ id: 'sleep', taskModule: sleep, parallelism: 1, config: { ms: 4_000 } }],
     });
     recovered = job.jobId;
-    await until('the job to run', () => job.status === 'running');
+    let slot: string | null = null;
+    job.onEvent((event) => {
+      if (event.type === 'task' && event.state === 'running') slot = event.allocationId;
+    });
+    await until('the subtask to run', () => slot !== null);
     const stopped = Date.now();
-    await first.close();
+    // It lets go of the lease as it begins to close: the standby leads while it still stops its jobs.
+    const closed = first.close();
     await until('the standby to lead', () => second.isLeader, 3_000);
     expect(Date.now() - stopped, 'the standby led after (ms)').to.be.below(2_000);
+    await closed;
     await until('the TaskManager to register with the new leader', () => registeredAt(second).includes(resourceId));
     expect(taskManager!.resourceId).to.equal(resourceId);
     expect(taskManager!.incarnations).to.equal(1);
     expect(taskManager!.leaderToken).to.equal(second.leader!.token);
     const again = second.getJob(recovered);
     expect(again, 'the recovered job').to.not.equal(undefined);
+    // Its slot was offered back to the recovered job and taken: the same allocation, not a second one.
+    const master = second.dispatcher.getJobMaster(recovered)!;
+    const rerun = await until('the recovered subtask to run', () =>
+      master.executions().find((e) => e.state === 'running'),
+    );
+    expect(rerun.allocationId).to.equal(slot);
     const result = await again!.result;
     expect(result.status).to.equal('finished');
     expect(result.outputs['sleep']).to.deep.equal([{ subtask: 0, attempt: 0, inputs: {} }]);

@@ -66,9 +66,11 @@ describe('a session cluster on three NATS nodes, one of them killed', function (
     });
     expect((await done.result).status).to.equal('finished');
 
+    // A node's loss is a transient failure: attempts that meet it run again (as a user would configure them).
     const job = await first.submitJob({
       name: 'across a node loss',
       vertices: [{ id: 'sleep', taskModule: sleep, parallelism: 2, config: { ms: 3_000 } }],
+      restartStrategy: { type: 'fixed-delay', attempts: 10, delay: 500 },
     });
     const jobId: JobID = job.jobId;
     await until('the job to run', () => job.status === 'running');
@@ -84,7 +86,7 @@ describe('a session cluster on three NATS nodes, one of them killed', function (
       },
       60_000,
     );
-    expect(result.status).to.equal('finished');
+    expect(result.status, result.error?.message).to.equal('finished');
     expect(result.outputs['sleep']).to.have.length(2);
     const now = leader()!;
     expect((await now.getJob(done.jobId)!.result).status).to.equal('finished');
