@@ -10,7 +10,9 @@
  * 2. What the job store costs: 1,000-subtask trivial jobs back to back on two clusters of the same shape
  *    (a JobManager in this process, two TaskManager child processes × 4 slots each), one with
  *    high-availability.type nats (each job persisted before it starts, its result stored at its end),
- *    one with none, interleaved rounds. Fencing is on in both (it has no switch: a header and a compare).
+ *    one with none, interleaved rounds; wall time per job, and CPU over every process (the bench's, the
+ *    TaskManagers', nats-server's) from the submit until the machine is idle again. Fencing is on in both (it has
+ *    no switch: a header and a compare).
  *
  * Needs nats-server (without it the bench says so and exits 0). `npm run bench -- failover`; the last
  * line is one JSON object with every figure.
@@ -26,6 +28,7 @@ import { start, stop } from '../test/cluster/support/clusterProcesses.js';
 import type { TaskManagerControl } from '../test/fixtures/clusterProcess.js';
 import { until } from '../test/support/eventually.js';
 import { natsServerBinary, startNatsServer } from '../test/support/natsServer.js';
+import { processTreeCpuMs, untilIdle } from './support/procStat.js';
 import { printJson, round } from './support/report.js';
 
 const ROUNDS = Number(process.env['FAILOVER_ROUNDS'] ?? 5);
@@ -54,6 +57,7 @@ const cleanups: Array<() => Promise<unknown>> = [
 ];
 const failover: Record<string, number[]> = {};
 const jobs = { nats: [] as number[], none: [] as number[] };
+const cpu = { nats: [] as number[], none: [] as number[] };
 try {
   for (const [name, options] of [
     ['default options (15 s lease)', {}],
@@ -133,16 +137,22 @@ try {
     await until('both TaskManagers registered', () => jobManager.overview().taskExecutors.length === 2, 120_000);
     clusters[type] = jobManager;
   }
+  /** One job's wall time, and its CPU over every process of the bench (nats-server too) until idle again. */
   const runOnce = async (type: 'nats' | 'none') => {
+    const cpuBefore = processTreeCpuMs();
     const started = performance.now();
     const result = await (await clusters[type].submitJob(job())).result;
     const ms = performance.now() - started;
     if (result.status !== 'finished' || result.outputs['v']?.length !== P)
       throw new Error(`wrong result: ${result.status}`);
+    await untilIdle();
+    cpu[type].push(processTreeCpuMs() - cpuBefore);
     return ms;
   };
   await runOnce('nats');
   await runOnce('none');
+  cpu.nats.length = 0;
+  cpu.none.length = 0;
   for (let round = 0; round < JOB_ROUNDS; round++) {
     jobs.nats.push(await runOnce('nats'));
     jobs.none.push(await runOnce('none'));
@@ -165,7 +175,12 @@ console.table([
   },
   { cluster: 'high-availability.type none', 'ms per 1,000-subtask job (min / median / max)': spread(jobs.none) },
 ]);
+const cpuOverhead = median(cpu.nats) / median(cpu.none);
 console.log(`job store overhead on a 1,000-subtask job: ${round((overhead - 1) * 100)} % (median / median)`);
+console.log(
+  `CPU per job until idle (every process): ${spread(cpu.nats)} ms vs ${spread(cpu.none)} ms, ` +
+    `${round((cpuOverhead - 1) * 100)} % (median / median)`,
+);
 printJson({
   bench: 'failover',
   rounds: ROUNDS,
@@ -173,6 +188,8 @@ printJson({
   jobRounds: JOB_ROUNDS,
   jobMs: { nats: jobs.nats.map(round), none: jobs.none.map(round) },
   storeOverheadPercent: round((overhead - 1) * 100),
+  cpuMs: { nats: cpu.nats.map(round), none: cpu.none.map(round) },
+  storeCpuOverheadPercent: round((cpuOverhead - 1) * 100),
   node: process.version,
   cpus: cpus().length,
   loadavg1: round(loadavg()[0] ?? NaN),

@@ -6,7 +6,7 @@
 import { IllegalStateError } from './core/errors.js';
 import type { AllocationID, JobID, ResourceID } from './core/ids.js';
 import { ResourceProfile } from './core/ResourceProfile.js';
-import type { Dispatcher, JobSummary } from './dispatcher/Dispatcher.js';
+import type { JobLookup, JobSummary } from './dispatcher/Dispatcher.js';
 import type { FineGrainedSlotManager } from './resourcemanager/slotmanager/FineGrainedSlotManager.js';
 import type { WaitReason } from './resourcemanager/slotmanager/WaitReason.js';
 
@@ -83,7 +83,7 @@ const ENDED = ['finished', 'failed', 'canceled'];
 /** The overview of a MiniCluster's SlotManager (read through its overview()) and Dispatcher. */
 export function describeCluster(
   slotManager: FineGrainedSlotManager,
-  dispatcher: Dispatcher,
+  dispatcher: Pick<JobLookup, 'listJobs' | 'getJobMaster'>,
   /** How each TaskExecutor runs, as its registration told. */
   modeOf: (resourceId: ResourceID) => 'thread' | 'process',
 ): ClusterOverview {

@@ -15,7 +15,7 @@ import { ActorDirectory } from './dashboard/ActorDirectory.js';
 import { ClusterDashboard } from './dashboard/ClusterDashboard.js';
 import type { ResolvedDashboardOptions } from './dashboard/DashboardOptions.js';
 import { DashboardServer } from './dashboard/DashboardServer.js';
-import type { Dispatcher, JobObserver } from './dispatcher/Dispatcher.js';
+import type { JobLookup, JobObserver } from './dispatcher/Dispatcher.js';
 import { combineInspectionSinks, createInspectionSink, type InspectionSink } from './inspect.js';
 import type { InspectOption } from './InspectionRecord.js';
 import { ClusterMetrics } from './metrics/ClusterMetrics.js';
@@ -75,7 +75,7 @@ export class Observability {
   /**
    * The dashboard's source for `dispatcher`'s cluster (the plugin's `source`); its chart series sampled from now on.
    */
-  dashboardFor(dispatcher: Dispatcher): ClusterDashboard {
+  dashboardFor(dispatcher: JobLookup): ClusterDashboard {
     if (this.#dashboard === null) {
       this.#dashboard = new ClusterDashboard({
         overview: this.#o.overview,
@@ -93,7 +93,7 @@ export class Observability {
    * Serves the dashboard on a server of its own; resolves with its URL (token included). ConfigurationError for a busy
    * port.
    */
-  async serve(options: ResolvedDashboardOptions, dispatcher: Dispatcher): Promise<string> {
+  async serve(options: ResolvedDashboardOptions, dispatcher: JobLookup): Promise<string> {
     this.#server = await DashboardServer.start(options, this.dashboardFor(dispatcher));
     return this.#server.url;
   }

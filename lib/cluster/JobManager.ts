@@ -19,7 +19,7 @@ import { ClusterError, IllegalArgumentError, IllegalStateError } from '../core/e
 import type { JobID } from '../core/ids.js';
 import { createDefaultLogSink, type LogSink } from '../core/Logger.js';
 import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
-import type { Dispatcher, JobClient, JobSummary, SubmitJobOptions } from '../dispatcher/Dispatcher.js';
+import type { JobClient, JobLookup, JobSummary, SubmitJobOptions } from '../dispatcher/Dispatcher.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
 import type { TaskExecutorMetricsWire } from '../rpc/protocol.js';
 import type { InspectionSink } from '../inspect.js';
@@ -97,9 +97,6 @@ const OPTION_KEYS = [
   'metrics',
   'rest',
 ];
-
-/** The jobs of whoever leads, as the REST server and dashboard look them up (earlier leaders' ended jobs too). */
-export type JobLookup = Pick<Dispatcher, 'getJob' | 'getJobMaster' | 'listJobs' | 'cancelJob'>;
 
 export class JobManager {
   readonly clusterId: string;
@@ -235,7 +232,7 @@ export class JobManager {
         jobManager.#rest = await startRestServer({
           ...rest,
           target: clusterTarget(jobManager, (upload) => jobManager!.storeTaskCode(upload)),
-          dashboard: observability.dashboardFor(jobManager.dispatcher as Dispatcher),
+          dashboard: observability.dashboardFor(jobManager.dispatcher),
           standby: () => jobManager!.#standbyOf(),
         });
       }
@@ -264,6 +261,10 @@ export class JobManager {
    * function that removes it.
    */
   onLeadershipChange(listener: (change: LeadershipChange) => void): () => void {
+    if (typeof listener !== 'function')
+      throw new IllegalArgumentError('invalid-type', 'onLeadershipChange takes a function (change) => void', {
+        argument: 'listener',
+      });
     this.#leadershipListeners.add(listener);
     return () => this.#leadershipListeners.delete(listener);
   }
@@ -366,11 +367,10 @@ export class JobManager {
   /** TaskExecutors and their slots (which subtask runs where), waiting requests with reasons, jobs. */
   overview(): ClusterOverview {
     const leader = this.#leader;
-    if (leader === null)
-      return { taskExecutors: [], pendingWorkers: 0, pendingRequests: [], jobs: this.listJobs() } as ClusterOverview;
+    if (leader === null) return { taskExecutors: [], pendingWorkers: 0, pendingRequests: [], jobs: this.listJobs() };
     const rm = leader.resourceManager;
     // Each TaskManager says how its TaskExecutor runs when it registers (one in the SlotManager is registered).
-    return describeCluster(rm.slotManager, this.dispatcher as Dispatcher, (id) => rm.taskExecutorMode(id) ?? 'thread');
+    return describeCluster(rm.slotManager, this.dispatcher, (id) => rm.taskExecutorMode(id) ?? 'thread');
   }
 
   /**
@@ -423,12 +423,14 @@ export class JobManager {
       observability: this.#observability,
       taskModuleFor: (taskModule) => this.#code.wireName(taskModule),
       fenced: (theirs) => this.#election?.fence(theirs),
-      jobEnded: (services, jobId) => void jobs?.ended(services, jobId, () => this.#leader === services),
       ...(jobs === null
         ? {}
         : {
-            persistJob: (jobId: JobID, spec: JobGraphSpec) => jobs.persist(jobId, spec),
-            subtaskFinished: (services, jobId, finished) => jobs.finished(services, jobId, finished),
+            jobStore: {
+              persist: (jobId, spec) => jobs.persist(jobId, spec),
+              finished: (services, jobId, finished) => jobs.finished(services, jobId, finished),
+              ended: (services, result) => void jobs.ended(services, result, () => this.#leader === services),
+            },
           }),
     });
     this.#leader = leader;

@@ -12,14 +12,7 @@
  * Objects are `v8.serialize`d (what a job's spec and outputs may hold crosses as it would to a thread).
  */
 import { deserialize, serialize } from 'node:v8';
-import {
-  JetStreamApiCodes,
-  JetStreamApiError,
-  jetstream,
-  jetstreamManager,
-  type JetStreamClient,
-  type JetStreamManager,
-} from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { describeError, IllegalArgumentError } from '../core/errors.js';
@@ -27,6 +20,7 @@ import { JobID } from '../core/ids.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
 import type { JobResult } from '../jobmaster/JobResult.js';
 import type { FinishedSubtask } from '../jobmaster/JobMasterOptions.js';
+import { unlessStreamNotFound } from './jetStreamErrors.js';
 
 /** A job as the store keeps it until it ends. */
 export interface StoredJob {
@@ -86,11 +80,7 @@ export class JobStore {
     ]);
     const jsm = await jetstreamManager(connection);
     const stream = progressStream(clusterId);
-    const info = await jsm.streams.info(stream).catch((error: unknown) => {
-      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return null;
-      throw error;
-    });
-    if (info === null)
+    if ((await unlessStreamNotFound(jsm.streams.info(stream))) === null)
       await jsm.streams.add({ name: stream, subjects: [`slotwise.${clusterId}.progress.*`], num_replicas: replicas });
     return new JobStore(jobs, results, jetstream(connection), jsm, clusterId, connection);
   }

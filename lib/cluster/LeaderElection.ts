@@ -21,7 +21,6 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
   JetStreamApiCodes,
-  JetStreamApiError,
   jetstream,
   jetstreamManager,
   type JetStreamClient,
@@ -34,6 +33,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import { describeError, IllegalArgumentError } from '../core/errors.js';
 import type { ResolvedOptions } from '../core/options.js';
 import { checkClusterId } from './clusterSubjects.js';
+import { isApiError, unlessStreamNotFound } from './jetStreamErrors.js';
 
 /** A JobManager as its lease names it: its own id, host and pid, when it started (ISO 8601), its REST URL. */
 export interface LeaseHolder {
@@ -318,7 +318,7 @@ export class LeaderElection {
         );
       this.#troubled = true;
       this.#actor.send({ type: 'RENEW_FAILED', error: describeError(error) });
-      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)
+      if (isApiError(error, JetStreamApiCodes.StreamNotFound))
         await ensureStream(this.#jsm, this.clusterId, this.#o.leaseDurationMs, this.#o.replicas ?? 1).catch(() => {});
     } finally {
       this.#renewing = false;
@@ -342,10 +342,7 @@ export class LeaderElection {
 /** Reads who leads `clusterId` now (null when nobody does), for a TaskManager or a client. */
 export async function currentLeader(connection: NatsConnection, clusterId: string): Promise<Leader | null> {
   const jsm = await jetstreamManager(connection);
-  const current = await readLease(jsm, clusterId).catch((error: unknown) => {
-    if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return null;
-    throw error;
-  });
+  const current = await unlessStreamNotFound(readLease(jsm, clusterId));
   if (current === null || current.record === null || current.record.released) return null;
   return { holder: current.record.holder, token: current.record.term ?? current.sequence };
 }
@@ -398,10 +395,7 @@ async function ensureStream(
     duplicate_window: Math.min(leaseDurationMs, MAX_DUPLICATE_WINDOW_MS) * 1_000_000,
     max_msgs_per_subject: 1,
   };
-  const info = await jsm.streams.info(leaseStream(clusterId)).catch((error: unknown) => {
-    if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return null;
-    throw error;
-  });
+  const info = await unlessStreamNotFound(jsm.streams.info(leaseStream(clusterId)));
   if (info === null) return (await jsm.streams.add({ name: leaseStream(clusterId), ...config })).config.max_age;
   if (update && (info.config.max_age !== config.max_age || info.config.num_replicas !== replicas))
     return (await jsm.streams.update(leaseStream(clusterId), config)).config.max_age;
@@ -421,7 +415,7 @@ async function publishExpecting(
     });
     return ack.seq;
   } catch (error) {
-    if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence) return null;
+    if (isApiError(error, JetStreamApiCodes.StreamWrongLastSequence)) return null;
     throw error;
   }
 }

@@ -143,10 +143,8 @@ export class RecoveredJobs {
   }
 
   /** A job ended under `leader`: unless `current()` says leadership went meanwhile, its result is stored. */
-  async ended(leader: LeaderServices, jobId: JobID, current: () => boolean): Promise<void> {
-    const client = leader.dispatcher.getJob(jobId);
-    if (client === undefined) return;
-    const result = await client.result;
+  async ended(leader: LeaderServices, result: JobResult, current: () => boolean): Promise<void> {
+    const { jobId } = result;
     if (leader.suspended || !current()) return;
     this.#unrecorded.delete(jobId);
     await this.#recording;

@@ -9,6 +9,7 @@
  * `slotwise logs JOBID [--follow]`.
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { IllegalArgumentError } from '../core/errors.js';
 import type { LogRecord, LogSink } from '../core/Logger.js';
 import type { ForwardedRecord, LogPage } from '../rest/RestTarget.js';
 
@@ -109,13 +110,18 @@ export class ForwardedLogs {
     });
   }
 
-  /** The job's records from `from` on (at most `limit`); an empty page for a job no record came for. */
+  /**
+   * The job's records from `from` on (at most `limit`); an empty page for a job no record came for.
+   * IllegalArgumentError unless `from` is an integer ≥ 0 and `limit` one ≥ 1.
+   */
   jobLogs(jobId: string, from: number, limit: number): LogPage {
+    checkPage(from, limit);
     return (this.#byJob.get(jobId) ?? new Ring()).page(from, limit);
   }
 
-  /** The TaskManager's records from `from` on, or undefined when none came from it. */
+  /** The TaskManager's records from `from` on, or undefined when none came from it (bad bounds refused as above). */
   taskManagerLogs(resourceId: string, from = 0, limit = RECORDS_KEPT): LogPage | undefined {
+    checkPage(from, limit);
     return this.#byTaskManager.get(resourceId)?.page(from, limit);
   }
 
@@ -137,6 +143,16 @@ export class ForwardedLogs {
       if (typeof record.resourceId === 'string') ring(this.#byTaskManager, record.resourceId, Infinity).add(record);
     }
   }
+}
+
+function checkPage(from: unknown, limit: unknown): void {
+  const whole = (n: unknown, min: number) => typeof n === 'number' && Number.isSafeInteger(n) && n >= min;
+  if (!whole(from, 0) || !whole(limit, 1))
+    throw new IllegalArgumentError(
+      'out-of-range',
+      `a log page needs an integer from ≥ 0 and an integer limit ≥ 1, got from ${String(from)}, limit ${String(limit)}`,
+      { argument: whole(from, 0) ? 'limit' : 'from' },
+    );
 }
 
 function ring(rings: Map<string, Ring>, key: string, most: number): Ring {

@@ -16,6 +16,7 @@ import { resourceManagerServices } from '../dispatcher/resourceManagerServices.j
 import type { InspectionSink } from '../inspect.js';
 import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
 import type { FinishedSubtask } from '../jobmaster/JobMasterOptions.js';
+import type { JobResult } from '../jobmaster/JobResult.js';
 import { DefaultTaskModuleChecker } from '../jobmaster/TaskModuleChecker.js';
 import type { Observability } from '../Observability.js';
 import { ResourceManager } from '../resourcemanager/ResourceManager.js';
@@ -55,12 +56,18 @@ export interface LeaderServicesContext {
   readonly taskModuleFor: (taskModule: string) => string;
   /** A TaskManager follows a newer leader (`token`): we no longer lead. */
   readonly fenced: (token: number) => void;
-  /** A job ended under these services. */
-  readonly jobEnded: (services: LeaderServices, jobId: JobID) => void;
-  /** Persists a submitted job before it starts (the job store), when there is one. */
-  readonly persistJob?: (jobId: JobID, spec: JobGraphSpec) => Promise<void>;
-  /** Records a subtask that finished under these services (the job store's progress), when there is one. */
-  readonly subtaskFinished?: (services: LeaderServices, jobId: JobID, finished: FinishedSubtask) => void;
+  /** The job store (high-availability.type nats), when there is one: what it is told of the jobs. */
+  readonly jobStore?: LeaderJobStore;
+}
+
+/** What a leader tells the job store (RecoveredJobs) of its jobs, each call with the services it leads with. */
+export interface LeaderJobStore {
+  /** A submitted job, before it starts (a submit whose job cannot be persisted fails). */
+  persist(jobId: JobID, spec: JobGraphSpec): Promise<void>;
+  /** A subtask that finished. */
+  finished(services: LeaderServices, jobId: JobID, finished: FinishedSubtask): void;
+  /** A job that ended. */
+  ended(services: LeaderServices, result: JobResult): void;
 }
 
 /** Builds and starts the leader's services; TaskExecutors are not admitted until `ready` is set. */
@@ -102,7 +109,7 @@ export function startLeaderServices(c: LeaderServicesContext): LeaderServices {
     onTaskExecutorLost: observability.onTaskExecutorLost,
     ...inspect,
   });
-  const persistJob = c.persistJob;
+  const store = c.jobStore;
   const dispatcher = new Dispatcher({
     options,
     ...resourceManagerServices(resourceManager),
@@ -118,23 +125,15 @@ export function startLeaderServices(c: LeaderServicesContext): LeaderServices {
       mode: 'thread',
       timeoutMs: options['dispatcher.task-module-check.timeout'],
     }),
-    jobObserver: {
-      ...observability.jobObserver,
-      onJobEvent: (jobId, name, event) => {
-        observability.jobObserver.onJobEvent?.(jobId, name, event);
-        if (event.type === 'status' && ['finished', 'failed', 'canceled'].includes(event.status))
-          c.jobEnded(self!, jobId);
-      },
-    },
-    ...(c.subtaskFinished === undefined
-      ? {}
-      : { subtaskFinished: (jobId: JobID, finished: FinishedSubtask) => c.subtaskFinished!(self!, jobId, finished) }),
-    ...(persistJob === undefined
+    jobObserver: observability.jobObserver,
+    ...(store === undefined
       ? {}
       : {
           // Only specs come through a JobManager's submitJob.
           persistJob: async (jobId: JobID, job: JobGraphSpec | JobGraph) =>
-            job instanceof JobGraph ? undefined : persistJob(jobId, job),
+            job instanceof JobGraph ? undefined : store.persist(jobId, job),
+          subtaskFinished: (jobId: JobID, finished: FinishedSubtask) => store.finished(self!, jobId, finished),
+          jobEnded: (result: JobResult) => store.ended(self!, result),
         }),
     ...inspect,
   });

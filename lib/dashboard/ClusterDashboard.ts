@@ -10,7 +10,7 @@
 import type { ClusterOverview } from '../ClusterOverview.js';
 import { IllegalArgumentError } from '../core/errors.js';
 import { JobID } from '../core/ids.js';
-import type { Dispatcher, JobObserver } from '../dispatcher/Dispatcher.js';
+import type { JobLookup, JobObserver } from '../dispatcher/Dispatcher.js';
 import type { SlotAssignment } from '../jobmaster/SlotAssignment.js';
 import type { ClusterMetrics } from '../metrics/ClusterMetrics.js';
 import type { ActorDetail, ActorDirectory, ActorEvent, ActorSummary } from './ActorDirectory.js';
@@ -42,7 +42,7 @@ export interface DashboardSource {
 
 export interface ClusterDashboardOptions {
   readonly overview: () => ClusterOverview;
-  readonly dispatcher: Dispatcher;
+  readonly dispatcher: JobLookup;
   readonly metrics: ClusterMetrics;
   readonly actors: ActorDirectory | null;
   readonly now?: () => number;

@@ -4,7 +4,7 @@
  * JobMasters when a view is built.
  */
 import type { AllocationID, JobID, ResourceID } from '../core/ids.js';
-import type { Dispatcher } from '../dispatcher/Dispatcher.js';
+import type { JobLookup } from '../dispatcher/Dispatcher.js';
 import type { JobExceptionHistory } from '../jobmaster/ExceptionHistory.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 
@@ -37,7 +37,7 @@ export interface JobDetail {
   readonly exceptions: JobExceptionHistory;
 }
 
-export function describeJobs(dispatcher: Dispatcher): JobDetail[] {
+export function describeJobs(dispatcher: Pick<JobLookup, 'listJobs' | 'getJobMaster'>): JobDetail[] {
   return dispatcher.listJobs().flatMap((summary): JobDetail[] => {
     const master = dispatcher.getJobMaster(summary.jobId);
     if (master === undefined) return [];

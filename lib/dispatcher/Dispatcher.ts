@@ -62,6 +62,8 @@ export interface DispatcherServices {
   readonly persistJob?: (jobId: JobID, job: JobGraphSpec | JobGraph) => Promise<void>;
   /** Each subtask of a job that finishes, with what it produced (a job store's progress). */
   readonly subtaskFinished?: (jobId: JobID, finished: FinishedSubtask) => void;
+  /** Each job's result, as it ends (a job store's result store). */
+  readonly jobEnded?: (result: JobResult) => void;
 }
 
 /** What the Dispatcher tells an observer of all its jobs. */
@@ -112,6 +114,12 @@ export interface JobSummary {
   readonly name: string;
   readonly status: JobStatus;
 }
+
+/**
+ * A cluster's jobs as its overview, dashboard and REST server look them up: a Dispatcher, or a session cluster's
+ * JobManager (its leader's jobs and the ended ones of earlier leaders).
+ */
+export type JobLookup = Pick<Dispatcher, 'getJob' | 'getJobMaster' | 'listJobs' | 'cancelJob'>;
 
 export class Dispatcher {
   readonly #s: DispatcherServices;
@@ -261,7 +269,8 @@ export class Dispatcher {
       signal.addEventListener('abort', onAbort, { once: true });
       void master.result.then(() => signal.removeEventListener('abort', onAbort));
     }
-    void master.result.then(() => {
+    void master.result.then((result) => {
+      this.#s.jobEnded?.(result);
       this.#scheduleWithdrawal(address);
       this.#ended.set(jobId, this.#clock.now());
       this.#expire();

@@ -10,21 +10,6 @@ import type { TaskDeploymentDescriptor } from '../../lib/rpc/protocol.js';
 import { Harness } from './jobMasterHarness.js';
 import { edge, vertex } from './support.js';
 
-/** Reports the attempt running then finished on `resourceId`, its output kept there in `bytes` per subpartition. */
-async function finishKept(h: Harness, d: TaskDeploymentDescriptor, resourceId: ResourceID, bytes: number[]) {
-  await h.report(d, 'running');
-  await h.master.mailbox.callAsync(() =>
-    h.master.updateTaskExecutionState({
-      jobId: d.jobId,
-      executionAttemptId: d.executionAttemptId,
-      state: 'finished',
-      resourceId,
-      partition: { partitionId: d.executionAttemptId, resourceId, bytes },
-    }),
-  );
-  await h.settle();
-}
-
 /** Two TaskExecutors of one slot each; which allocation is whose. */
 async function twoExecutors(h: Harness) {
   const a = h.addExecutor('taskexecutor-a');
@@ -49,7 +34,7 @@ describe('JobMaster: result partitions', () => {
     const sources = [h.submittedFor('src', 0)[0]!, h.submittedFor('src', 1)[0]!];
     // A hash edge's producer is told to return one part per consumer subtask.
     expect(sources.map((d) => d.producesPartition)).to.deep.equal([{ subpartitions: 2 }, { subpartitions: 2 }]);
-    for (const [i, d] of sources.entries()) await finishKept(h, d, ownerOf(d), [100 + i, 200 + i]);
+    for (const [i, d] of sources.entries()) await h.finishKept(d, ownerOf(d), [100 + i, 200 + i]);
     for (const subtask of [0, 1]) {
       const [sink] = h.submittedFor('sink', subtask);
       expect(sink, `sink ${subtask} deployed`).to.not.equal(undefined);
@@ -80,7 +65,7 @@ describe('JobMaster: result partitions', () => {
     const { ownerOf } = await twoExecutors(h);
     for (const i of [0, 1]) {
       const d = h.submittedFor('src', i)[0]!;
-      await finishKept(h, d, ownerOf(d), [8]);
+      await h.finishKept(d, ownerOf(d), [8]);
     }
     const sink0 = h.submittedFor('sink', 0)[0]!;
     expect(h.partitionsConsumed).to.deep.equal([]);
@@ -107,7 +92,7 @@ describe('JobMaster: result partitions', () => {
     const { a, b, ownerOf } = await twoExecutors(h);
     for (const i of [0, 1]) {
       const d = h.submittedFor('src', i)[0]!;
-      await finishKept(h, d, ownerOf(d), [8]);
+      await h.finishKept(d, ownerOf(d), [8]);
     }
     const sink0 = h.submittedFor('sink', 0)[0]!;
     await h.finish(sink0, 'done 0');
@@ -129,7 +114,7 @@ describe('JobMaster: result partitions', () => {
     await h.offer(kept, 1);
     const src1 = h.submittedFor('src', 1);
     expect(src1.map((d) => d.attemptNumber)).to.deep.equal([0, 1]);
-    await finishKept(h, src1[1]!, kept, [8]);
+    await h.finishKept(src1[1]!, kept, [8]);
     const sink1Again = h.submittedFor('sink', 1);
     expect(sink1Again.map((d) => d.attemptNumber)).to.deep.equal([0, 1]);
     expect(sink1Again[1]!.partitionInputs).to.deep.equal({
@@ -160,9 +145,9 @@ describe('JobMaster: result partitions', () => {
     const y = h.addExecutor('taskexecutor-y');
     await h.offer(x, 1);
     const a = h.submittedFor('a')[0]!;
-    await finishKept(h, a, x, [8]);
+    await h.finishKept(a, x, [8]);
     await h.offer(y, 1);
-    await finishKept(h, h.submittedFor('b')[0]!, y, [8]);
+    await h.finishKept(h.submittedFor('b')[0]!, y, [8]);
     expect(h.partitionsConsumed).to.deep.equal([[x, [a.executionAttemptId]]]);
     // y goes with b's partition: b runs again, and so does a, whose partition b would read again; c, which was
     // reading it there, fails and waits for b.
@@ -180,13 +165,13 @@ describe('JobMaster: result partitions', () => {
     await h.offer(x, 1);
     const a1 = h.submittedFor('a')[1]!;
     expect(a1.attemptNumber).to.equal(1);
-    await finishKept(h, a1, x, [8]);
+    await h.finishKept(a1, x, [8]);
     await h.offer(x, 1);
     const b1 = h.submittedFor('b')[1]!;
     expect(b1.partitionInputs).to.deep.equal({
       a: [{ partitionId: a1.executionAttemptId, resourceId: x, subpartition: 0, bytes: 8 }],
     });
-    await finishKept(h, b1, x, [8]);
+    await h.finishKept(b1, x, [8]);
     await h.offer(x, 1);
     const c1 = h.submittedFor('c')[1]!;
     expect(c1.partitionInputs?.['b']?.[0]?.partitionId).to.equal(b1.executionAttemptId);

@@ -15,21 +15,6 @@ type TaskEvent = Extract<JobEvent, { type: 'task' }>;
 
 const BIG = { cpuCores: 2, taskHeapMemory: '256m' };
 
-/** Reports the attempt running then finished on `resourceId`, its output kept there (one part per consumer). */
-async function finishKept(h: Harness, d: TaskDeploymentDescriptor, resourceId: ResourceID, parts = 1) {
-  await h.report(d, 'running');
-  await h.master.mailbox.callAsync(() =>
-    h.master.updateTaskExecutionState({
-      jobId: d.jobId,
-      executionAttemptId: d.executionAttemptId,
-      state: 'finished',
-      resourceId,
-      partition: { partitionId: d.executionAttemptId, resourceId, bytes: Array.from({ length: parts }, () => 8) },
-    }),
-  );
-  await h.settle();
-}
-
 /** The task events of one vertex with state 'scheduled': when its subtasks' slots were asked for. */
 function scheduled(h: Harness, vertexId: string): TaskEvent[] {
   return h.events.filter(
@@ -60,12 +45,12 @@ describe('JobMaster: region scheduling', () => {
     const te = h.addExecutor('taskexecutor-a');
     expect(await h.offer(te, 6)).to.have.length(4);
     for (const i of [0, 1, 2]) {
-      await finishKept(h, h.submittedFor('src', i)[0]!, te, 4);
+      await h.finishKept(h.submittedFor('src', i)[0]!, te, Array(4).fill(8));
       // Its slot goes back (slot.idle.timeout 0) and no sink asks for one: the requirement shrinks.
       expect(h.lastDeclaration()).to.deep.equal({ UNKNOWN: 3 - i });
       expect(scheduled(h, 'sink')).to.deep.equal([]);
     }
-    await finishKept(h, h.submittedFor('src', 3)[0]!, te, 4);
+    await h.finishKept(h.submittedFor('src', 3)[0]!, te, Array(4).fill(8));
     // The last input is there: the four sinks are scheduled together (the last source's slot serves one of them).
     expect(scheduled(h, 'sink').map((e) => e.subtaskIndex)).to.deep.equal([0, 1, 2, 3]);
     expect(h.lastDeclaration()).to.deep.equal({ UNKNOWN: 4 });
@@ -87,7 +72,7 @@ describe('JobMaster: region scheduling', () => {
         expect(next.length, `wave ${wave}`).to.be.at.most(2);
         for (const d of next) {
           done.add(d.executionAttemptId);
-          if (d.vertexId === 'src') await finishKept(h, d, te, 8);
+          if (d.vertexId === 'src') await h.finishKept(d, te, Array(8).fill(8));
           else await h.finish(d, `sum ${d.subtaskIndex}`);
         }
       }
@@ -131,8 +116,8 @@ describe('JobMaster: region scheduling', () => {
     await h.start();
     const te = h.addExecutor('taskexecutor-a');
     const [slot] = await h.offer(te, 1);
-    await finishKept(h, h.submittedFor('src')[0]!, te);
-    await finishKept(h, h.submittedFor('map')[0]!, te);
+    await h.finishKept(h.submittedFor('src')[0]!, te);
+    await h.finishKept(h.submittedFor('map')[0]!, te);
     await h.finish(h.submittedFor('sink')[0]!, 'out');
     expect(await h.master.result).to.deep.include({ status: 'finished' });
     expect(h.submitted.map((d) => d.allocationId)).to.deep.equal([slot, slot, slot]);
@@ -156,8 +141,8 @@ describe('JobMaster: region scheduling', () => {
     await h.offer(b, 1);
     const [src0, src1] = [h.submittedFor('src', 0)[0]!, h.submittedFor('src', 1)[0]!];
     const ownerOf = (d: TaskDeploymentDescriptor) => (h.submitted.indexOf(d) === 0 ? a : b);
-    await finishKept(h, src0, ownerOf(src0), 2);
-    await finishKept(h, src1, ownerOf(src1), 2);
+    await h.finishKept(src0, ownerOf(src0), Array(2).fill(8));
+    await h.finishKept(src1, ownerOf(src1), Array(2).fill(8));
     // Both sinks are scheduled and wait for slots (none offered yet).
     expect(scheduled(h, 'sink')).to.have.length(2);
     expect(declaredTotals(h).at(-1)).to.equal(2);
@@ -187,7 +172,7 @@ describe('JobMaster: region scheduling', () => {
     await h.offer(kept, 1);
     const src1Again = h.submittedFor('src', 1)[1]!;
     expect(src1Again.attemptNumber).to.equal(1);
-    await finishKept(h, src1Again, kept, 2);
+    await h.finishKept(src1Again, kept, Array(2).fill(8));
     // Now the sinks are scheduled again, and read the new partition.
     expect(scheduled(h, 'sink')).to.have.length(4);
     expect(declaredTotals(h).at(-1)).to.equal(2);
@@ -213,7 +198,7 @@ describe('JobMaster: region scheduling', () => {
     await h.start();
     const te = h.addExecutor('taskexecutor-a');
     await h.offer(te, 1);
-    await finishKept(h, h.submittedFor('src')[0]!, te);
+    await h.finishKept(h.submittedFor('src')[0]!, te);
     const sink = h.submittedFor('sink')[0]!;
     await h.report(sink, 'failed', { error: { name: 'Error', message: 'flaky' } });
     await h.advance(0);

@@ -163,6 +163,24 @@ export class Harness {
     await this.report(descriptor, 'finished', { output });
   }
 
+  /**
+   * Reports running then finished on `resourceId`, its output kept there as a result partition of `bytes` per
+   * subpartition (one subpartition of 8 bytes by default).
+   */
+  async finishKept(descriptor: TaskDeploymentDescriptor, resourceId: ResourceID, bytes: number[] = [8]): Promise<void> {
+    await this.report(descriptor, 'running');
+    await this.master.mailbox.callAsync(() =>
+      this.master.updateTaskExecutionState({
+        jobId: descriptor.jobId,
+        executionAttemptId: descriptor.executionAttemptId,
+        state: 'finished',
+        resourceId,
+        partition: { partitionId: descriptor.executionAttemptId, resourceId, bytes },
+      }),
+    );
+    await this.settle();
+  }
+
   submittedFor(vertexId: string, subtask = 0): TaskDeploymentDescriptor[] {
     return this.submitted.filter((d) => d.vertexId === vertexId && d.subtaskIndex === subtask);
   }

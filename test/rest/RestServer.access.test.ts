@@ -16,22 +16,12 @@ import { RestClient, RestRefusal } from '../../lib/cli/RestClient.js';
 import { type Certificates, certificatesOrSkip } from '../support/certificates.js';
 import { freePort } from '../support/natsServer.js';
 import { rejection } from '../rpc/support/transports.js';
+import { testingTarget } from './support.js';
 
 const TOKEN = 'fixed-token_for.the~tests+0123456789';
 const JOB = '0123456789abcdef0123456789abcdef';
 
-const refuse = (name: string) => () => Promise.reject(new Error(`${name} was not expected`));
-const target: RestTarget = {
-  storeTaskCode: refuse('storeTaskCode'),
-  submitJob: refuse('submitJob'),
-  listJobs: async () => [],
-  jobDetails: refuse('jobDetails'),
-  jobResult: refuse('jobResult'),
-  jobEvents: refuse('jobEvents'),
-  jobExceptions: refuse('jobExceptions'),
-  cancelJob: refuse('cancelJob'),
-  overview: refuse('overview'),
-};
+const target: RestTarget = testingTarget({ listJobs: async () => [] });
 const dashboard: DashboardSource = {
   view: () => ({}) as ReturnType<DashboardSource['view']>,
   actor: () => undefined,

@@ -7,8 +7,7 @@ import { expect } from 'chai';
 import { request } from 'node:http';
 import { IllegalStateError } from '../../lib/core/errors.js';
 import { startRestServer, type RestServer } from '../../lib/rest/RestServer.js';
-import type { RestTarget } from '../../lib/rest/RestTarget.js';
-import { call } from './support.js';
+import { call, testingTarget } from './support.js';
 
 /** GET `path` with this Host header (fetch would send the URL's own). */
 // biome-ignore lint/suspicious/noExplicitAny: the tests read the response's JSON by path
@@ -24,23 +23,6 @@ function getWithHost(url: string, path: string, host: string): Promise<{ status:
     req.on('timeout', () => req.destroy(new Error('no answer')));
     req.end();
   });
-}
-
-const refuse = (name: string) => () => Promise.reject(new Error(`${name} was not expected`));
-
-function testingTarget(overrides: Partial<RestTarget>): RestTarget {
-  return {
-    storeTaskCode: refuse('storeTaskCode'),
-    submitJob: refuse('submitJob'),
-    listJobs: refuse('listJobs'),
-    jobDetails: refuse('jobDetails'),
-    jobResult: refuse('jobResult'),
-    jobEvents: refuse('jobEvents'),
-    jobExceptions: refuse('jobExceptions'),
-    cancelJob: refuse('cancelJob'),
-    overview: refuse('overview'),
-    ...overrides,
-  };
 }
 
 describe('REST API over a TestingRestTarget', function () {

@@ -2,6 +2,7 @@
  * Shared by the REST and CLI tests: task code as ES module text, and a fetch that returns status, headers and parsed
  * JSON.
  */
+import type { RestTarget } from '../../lib/rest/RestTarget.js';
 import { sha256Hex } from '../../lib/rest/TaskCodeCache.js';
 
 export const SQUARE = `export default async function square(context) {
@@ -67,4 +68,22 @@ export async function call(
   const response = await fetch(`${base}${path}`, init);
   const text = await response.text();
   return { status: response.status, headers: response.headers, json: text === '' ? undefined : JSON.parse(text) };
+}
+
+const refuse = (name: string) => () => Promise.reject(new Error(`${name} was not expected`));
+
+/** A RestTarget of function fields, no cluster: each call not overridden fails saying it was not expected. */
+export function testingTarget(overrides: Partial<RestTarget> = {}): RestTarget {
+  return {
+    storeTaskCode: refuse('storeTaskCode'),
+    submitJob: refuse('submitJob'),
+    listJobs: refuse('listJobs'),
+    jobDetails: refuse('jobDetails'),
+    jobResult: refuse('jobResult'),
+    jobEvents: refuse('jobEvents'),
+    jobExceptions: refuse('jobExceptions'),
+    cancelJob: refuse('cancelJob'),
+    overview: refuse('overview'),
+    ...overrides,
+  };
 }
