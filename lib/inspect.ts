@@ -38,7 +38,41 @@ export interface InspectionSink {
 /** Events held until the relay listens (later ones dropped beyond). */
 const MAX_DEFERRED = 10_000;
 
+/**
+ * ConfigurationError unless `option` is a callback or `{ stately: { port?, open? } }` with a port in [0, 65535] and a
+ * boolean `open`; returns it.
+ */
+export function checkInspectOption(option: unknown): InspectOption {
+  if (typeof option === 'function') return option as InspectOption;
+  if (typeof option !== 'object' || option === null) throw notInspectOption();
+  const stately = (option as { stately?: unknown }).stately;
+  if (typeof stately !== 'object' || stately === null) throw notInspectOption();
+  const { port, open } = stately as { port?: unknown; open?: unknown };
+  if (port !== undefined && (!Number.isSafeInteger(port) || (port as number) < 0 || (port as number) > 65535)) {
+    throw new ConfigurationError(
+      'invalid-value',
+      `inspect.stately.port must be an integer in [0, 65535] (0: any free port), got ${String(port)}`,
+      { option: 'inspect.stately.port' },
+    );
+  }
+  if (open !== undefined && typeof open !== 'boolean') {
+    throw new ConfigurationError('invalid-value', `inspect.stately.open must be a boolean, got ${String(open)}`, {
+      option: 'inspect.stately.open',
+    });
+  }
+  return option as InspectOption;
+}
+
+function notInspectOption(): ConfigurationError {
+  return new ConfigurationError(
+    'invalid-value',
+    'inspect must be a function (event) => void or { stately: { port?, open? } }',
+    { option: 'inspect' },
+  );
+}
+
 export function createInspectionSink(option: InspectOption): InspectionSink {
+  checkInspectOption(option);
   if (typeof option === 'function') {
     const callback = option;
     const deliver = (origin: string, event: StatelyInspectionEvent) => {
@@ -60,28 +94,7 @@ export function createInspectionSink(option: InspectOption): InspectionSink {
       close: async () => {},
     };
   }
-  if (typeof option !== 'object' || option === null || typeof option.stately !== 'object' || option.stately === null) {
-    throw new ConfigurationError(
-      'invalid-value',
-      'inspect must be a function (event) => void or { stately: { port?, open? } }',
-      { option: 'inspect' },
-    );
-  }
   const port = option.stately.port ?? 8080;
-  if (!Number.isSafeInteger(port) || port < 0 || port > 65535) {
-    throw new ConfigurationError(
-      'invalid-value',
-      `inspect.stately.port must be an integer in [0, 65535] (0: any free port), got ${String(port)}`,
-      { option: 'inspect.stately.port' },
-    );
-  }
-  if (option.stately.open !== undefined && typeof option.stately.open !== 'boolean') {
-    throw new ConfigurationError(
-      'invalid-value',
-      `inspect.stately.open must be a boolean, got ${String(option.stately.open)}`,
-      { option: 'inspect.stately.open' },
-    );
-  }
   return statelySink(port, option.stately.open ?? false);
 }
 

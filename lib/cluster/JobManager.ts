@@ -18,13 +18,13 @@ import { describeCluster, type ClusterOverview } from '../ClusterOverview.js';
 import { ClusterError, IllegalArgumentError, IllegalStateError } from '../core/errors.js';
 import type { JobID } from '../core/ids.js';
 import { createDefaultLogSink, type LogSink } from '../core/Logger.js';
-import { resolveOptions, type ResolvedOptions, type SlotwiseOptions } from '../core/options.js';
+import { resolveOptions, type ResolvedOptions } from '../core/options.js';
 import type { JobClient, JobLookup, JobSummary, SubmitJobOptions } from '../dispatcher/Dispatcher.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
 import type { TaskExecutorMetricsWire } from '../rpc/protocol.js';
-import type { InspectionSink } from '../inspect.js';
+import { checkInspectOption, type InspectionSink, type InspectOption } from '../inspect.js';
 import type { MetricsSnapshot } from '../metrics/MetricsSnapshot.js';
-import { resolveMetricsOptions, type MetricsOptions } from '../metrics/MetricsOptions.js';
+import { resolveMetricsOptions } from '../metrics/MetricsOptions.js';
 import { Observability } from '../Observability.js';
 import type { ResourceManager } from '../resourcemanager/ResourceManager.js';
 import { clusterTarget } from '../rest/miniClusterTarget.js';
@@ -35,7 +35,12 @@ import { BlobStore } from './BlobStore.js';
 import { ForwardedLogs, RECORDS_KEPT } from './forwardedLogs.js';
 import { checkClusterId, DEFAULT_CLUSTER_ID } from './clusterSubjects.js';
 import { ClusterTaskCode, type StoredTaskCode, type TaskCodeUpload } from './ClusterTaskCode.js';
-import { checkOptionKeys, checkRestOptions, type JobManagerRestOptions } from './jobManagerOptions.js';
+import {
+  checkOptionKeys,
+  checkRestOptions,
+  JOB_MANAGER_OPTION_KEYS,
+  type JobManagerOptions,
+} from './jobManagerOptions.js';
 import { JobStore } from './JobStore.js';
 import { describeHolder, LeaderElection, leaseTimes, type Leader } from './LeaderElection.js';
 import {
@@ -45,7 +50,7 @@ import {
   type LeaderServices,
 } from './leaderServices.js';
 
-import { checkNatsAuth, type NatsAuthOptions } from './natsAuth.js';
+import { checkNatsAuth } from './natsAuth.js';
 import {
   checkNatsUrl,
   connectNats,
@@ -56,47 +61,9 @@ import {
 import { RecoveredJobs } from './RecoveredJobs.js';
 import { TaskCodeCache } from './TaskCodeCache.js';
 
-export interface JobManagerOptions {
-  /** The NATS server (`--nats`). Default nats://127.0.0.1:4222. */
-  readonly nats?: string;
-  /** Credentials and TLS for NATS (the `--nats-*` flags; natsAuth.ts). Default: none, the server must let anyone in. */
-  readonly natsAuth?: NatsAuthOptions;
-  /** The cluster's id (`--cluster-id`): its subjects and object store buckets. Default 'default'. */
-  readonly clusterId?: string;
-  /** Runtime options (heartbeat.*, rpc.ask.timeout, slotmanager.*, restart-strategy, ...). */
-  readonly configuration?: SlotwiseOptions;
-  /**
-   * Where the JobManager keeps its copy of task code. Default: a new directory under the OS tmpdir, removed at close.
-   */
-  readonly cacheDir?: string;
-  /** Bound on the first connect to NATS. Default 5 s. */
-  readonly connectTimeoutMs?: number;
-  /** Log records of the JobManager and of every TaskExecutor. Default: warnings and errors to stderr. */
-  readonly logger?: LogSink;
-  /** Its metrics' prom-client registry and prefix, as a MiniCluster's (default: a registry of its own, `slotwise`). */
-  readonly metrics?: MetricsOptions;
-  /**
-   * Its REST server (API, dashboard at `/`, `/metrics`), as `slotwise jobmanager` starts it. Default: none
-   * (`startRestServer` may serve it later). `port` default 8081 (0: a free port), `address` default '127.0.0.1'.
-   */
-  readonly rest?: JobManagerRestOptions;
-}
-
-export type { JobManagerRestOptions } from './jobManagerOptions.js';
+export type { JobManagerOptions, JobManagerRestOptions } from './jobManagerOptions.js';
 export type { StoredTaskCode, TaskCodeUpload } from './ClusterTaskCode.js';
 export type { LeadershipChange } from './leaderServices.js';
-
-const OPTION_KEYS = [
-  'nats',
-  'natsAuth',
-  'clusterId',
-  'configuration',
-  'cacheDir',
-  'connectTimeoutMs',
-  'logger',
-  'metrics',
-  'rest',
-];
 
 export class JobManager {
   readonly clusterId: string;
@@ -130,10 +97,12 @@ export class JobManager {
     cacheDir: string | undefined,
     logger: LogSink,
     observability: Observability,
+    inspect: InspectOption | undefined,
   ) {
     this.#observability = observability;
-    // With a dashboard, the SlotManager's and the jobs' statecharts report to its actors view.
-    this.#inspection = observability.inspectionSink(undefined);
+    // The statecharts (the SlotManager's, the jobs', the TaskManagers') report to `inspect` and, with a dashboard,
+    // to its actors view.
+    this.#inspection = observability.inspectionSink(inspect);
     this.clusterId = clusterId;
     this.options = options;
     this.#connection = connection;
@@ -173,7 +142,7 @@ export class JobManager {
    * standing by while another JobManager leads (`isLeader`, `leader`).
    */
   static async start(options: JobManagerOptions = {}): Promise<JobManager> {
-    checkOptionKeys(options, OPTION_KEYS, 'startJobManager');
+    checkOptionKeys(options, JOB_MANAGER_OPTION_KEYS, 'startJobManager');
     const url = checkNatsUrl(options.nats ?? DEFAULT_NATS_URL, 'options.nats');
     const auth = checkNatsAuth(options.natsAuth);
     const clusterId = checkClusterId(options.clusterId ?? DEFAULT_CLUSTER_ID, 'options.clusterId');
@@ -187,6 +156,7 @@ export class JobManager {
     }
     const rest = options.rest === undefined ? null : checkRestOptions(options.rest);
     const metrics = resolveMetricsOptions(options.metrics);
+    const inspect = options.inspect === undefined ? undefined : checkInspectOption(options.inspect);
     let observability: Observability | undefined;
     const connection = await connectNats({
       url,
@@ -220,7 +190,9 @@ export class JobManager {
         options.cacheDir,
         logger,
         observability,
+        inspect,
       );
+      await jobManager.#inspection?.ready;
       onConnectionLost(connection, url, (message) => {
         try {
           logger({ level: 'error', source: 'runtime', message });
@@ -295,6 +267,14 @@ export class JobManager {
   }
 
   /** The REST API's URL (`http://127.0.0.1:8081`, https with `rest.tls`), or null when started without `rest`. */
+  /**
+   * The Stately inspector relay's page, with its token (`http://localhost:<port>/?token=…`), or null when not started
+   * with `inspect: { stately }`.
+   */
+  get inspectorUrl(): string | null {
+    return this.#inspection?.url ?? null;
+  }
+
   get restUrl(): string | null {
     return this.#rest?.url ?? null;
   }

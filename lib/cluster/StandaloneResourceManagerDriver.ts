@@ -18,6 +18,7 @@ import type { TaskExecutorGateway } from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
 import type { NatsInbox } from '../rpc/natsTransport.js';
 import type { TaskDeploymentDescriptor } from '../rpc/protocol.js';
+import { INSPECT_CHANNEL } from '../rpc/WorkerBootstrap.js';
 import { wireWorkerLink } from '../resourcemanager/workerLink.js';
 import { LinkedWorkersDriver, type LinkedWorker } from '../resourcemanager/LinkedWorkers.js';
 import type { ResourceManagerDriver, ResourceManagerDriverContext } from '../resourcemanager/ResourceManagerDriver.js';
@@ -25,6 +26,7 @@ import { WorkerResourceSpec } from '../resourcemanager/slotmanager/WorkerResourc
 import type { ResolvedOptions } from '../core/options.js';
 import type { Clock } from '../core/clock.js';
 import { checkResourceIdToken } from './clusterSubjects.js';
+import { isInspectionBatch, type InspectionRequest } from './forwardedInspection.js';
 
 export interface StandaloneDriverOptions {
   /** The JobManager's subscription on `slotwise.<clusterId>.rm`. */
@@ -34,6 +36,8 @@ export interface StandaloneDriverOptions {
   readonly logger?: LogSink;
   /** What a TaskExecutor is told to run for a task module (the JobManager's cached code → its blob key). */
   readonly taskModuleFor?: (taskModule: string) => string;
+  /** Where the TaskExecutors' statecharts go (their inspection events, by ResourceID); none asked for when absent. */
+  readonly inspect?: (origin: string, event: unknown) => void;
 }
 
 type RemoteWorker = LinkedWorker;
@@ -121,6 +125,15 @@ export class StandaloneResourceManagerDriver
       clock: this.#o.clock,
       logger: this.#o.logger ?? null,
     });
+    // Its statecharts (forwardedInspection.ts), asked for when someone watches; always heard, so that what a
+    // TaskExecutor still sends after a leader that asked never waits in the Link's buffer.
+    const inspect = this.#o.inspect;
+    const inspection = link.channel(INSPECT_CHANNEL);
+    inspection.addEventListener('message', (event) => {
+      if (inspect !== undefined && isInspectionBatch(event.data))
+        for (const record of event.data.events) inspect(resourceId, record);
+    });
+    if (inspect !== undefined) inspection.postMessage({ type: 'inspect' } satisfies InspectionRequest);
     const rewrite = this.#o.taskModuleFor;
     const gateway: TaskExecutorGateway =
       rewrite === undefined

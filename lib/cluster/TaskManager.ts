@@ -27,12 +27,14 @@ import type { ResolvedOptions } from '../core/options.js';
 import { closeGatewayChannels, connectGateway, serveGateway } from '../rpc/connect.js';
 import { CONTROL_METHODS, GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
+import { INSPECT_CHANNEL } from '../rpc/WorkerBootstrap.js';
 import { NatsInbox } from '../rpc/natsTransport.js';
 import { SlotTaskPool } from '../taskexecutor/SlotTaskPool.js';
 import { TaskExecutor, type SlotTaskRunner } from '../taskexecutor/TaskExecutor.js';
 import type { TaskInvocation } from '../taskexecutor/TaskInvocation.js';
 import { taskThreadReserve, type TaskThreadReserve } from '../taskexecutor/TaskThreadReserve.js';
 import { BlobStore } from './BlobStore.js';
+import { InspectionForwarder } from './forwardedInspection.js';
 import { forwardingLogSink } from './forwardedLogs.js';
 import { checkResourceIdToken, clusterSubjects, JOBMANAGER_PEER_ID, type ClusterSubjects } from './clusterSubjects.js';
 import { currentLeader, watchLease, type LeaseRecord } from './LeaderElection.js';
@@ -68,6 +70,8 @@ interface Incarnation {
   readonly inbox: NatsInbox;
   readonly link: Link;
   readonly taskExecutor: TaskExecutor;
+  /** Its statecharts to the JobManager, when that asks. */
+  readonly inspection: InspectionForwarder;
   readonly stopped: Promise<void>;
 }
 
@@ -276,6 +280,9 @@ export class TaskManager {
     );
     let stoppedResolve!: () => void;
     const stopped = new Promise<void>((resolve) => (stoppedResolve = resolve));
+    const inspection = new InspectionForwarder(link.channel(INSPECT_CHANNEL), (message) =>
+      this.#log({ level: 'warn', source: 'runtime', message, resourceId }),
+    );
     const taskExecutor = new TaskExecutor({
       resourceId,
       clock: UNREF_CLOCK,
@@ -301,6 +308,7 @@ export class TaskManager {
       onRegistered: () => this.#registrations.registered(resourceId),
       onTerminated: (code, reason) => {
         log(`TaskExecutor stopped (${code}): ${reason}`);
+        inspection.stop();
         link.close(`the TaskExecutor stopped: ${reason}`);
         inbox.close();
         stoppedResolve();
@@ -314,7 +322,9 @@ export class TaskManager {
           ).unref();
       },
       log,
+      inspect: inspection.inspect,
     });
+    inspection.attach(() => taskExecutor.table.actor);
     serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox, control: CONTROL_METHODS.taskExecutor });
     // The JobManager let us go, or went away: nothing left to work for under this ResourceID.
     link.onClosed((reason, kind) => {
@@ -324,7 +334,7 @@ export class TaskManager {
           .catch(() => {});
     });
     taskExecutor.start();
-    return { resourceId, inbox, link, taskExecutor, stopped };
+    return { resourceId, inbox, link, taskExecutor, inspection, stopped };
   }
 
   /** A slot's runner: its piscina pool, with code named by hash fetched (and cached) first. */
@@ -408,9 +418,10 @@ export class TaskManager {
   #follow(token: number): void {
     const first = this.#leaderToken === 0;
     this.#leaderToken = token;
-    const { taskExecutor, inbox, resourceId } = this.#current;
+    const { taskExecutor, inbox, resourceId, inspection } = this.#current;
     inbox.retarget(JOBMANAGER_PEER_ID);
     if (first && !taskExecutor.isRegistered) return; // registering already: it reaches the new leader
+    inspection.stop(); // until the new leader asks
     this.#log({
       level: 'info',
       source: 'runtime',

@@ -100,6 +100,7 @@ export function startLeaderServices(c: LeaderServicesContext): LeaderServices {
     clock: systemClock,
     logger: log,
     taskModuleFor: c.taskModuleFor,
+    ...(c.inspection ? { inspect: c.inspection.forward } : {}),
   });
   const resourceManager = new ResourceManager({
     configuration: options,

@@ -6,50 +6,34 @@
  * MiniCluster keeps no task logs (they go to its logger): its route is 404. Skipped with a line saying so
  * when nats-server is not installed.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect } from 'chai';
-import { startJobManager, type JobManager } from '../../lib/cluster/JobManager.js';
-import { TaskManager } from '../../lib/cluster/TaskManager.js';
+import type { JobManager } from '../../lib/cluster/JobManager.js';
+import type { TaskManager } from '../../lib/cluster/TaskManager.js';
 import type { LogRecord } from '../../lib/core/Logger.js';
 import type { LogPage } from '../../lib/rest/RestTarget.js';
 import { cliInProcess } from '../cli/support.js';
 import { until } from '../support/eventually.js';
-import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
+import { startOneTaskManagerCluster, type OneTaskManagerCluster } from './support/oneTaskManager.js';
 
 const CLUSTER = 'logged';
 const ok = new URL('../fixtures/tasks/ok.ts', import.meta.url);
 
 describe("a session-cluster task's log lines (over NATS)", function () {
   this.timeout(60_000);
-  let server: NatsServer | undefined;
+  let cluster: OneTaskManagerCluster | undefined;
   let jobManager: JobManager | undefined;
   let taskManager: TaskManager | undefined;
-  let cacheDir: string;
   const printed: LogRecord[] = [];
 
   before(async function () {
-    const binary = natsServerOrSkip(this, "a session-cluster task's log lines");
-    server = await startNatsServer(binary);
-    cacheDir = mkdtempSync(join(tmpdir(), 'slotwise-tm-cache-'));
-    jobManager = await startJobManager({ nats: server.url, clusterId: CLUSTER, rest: { port: 0 }, logger: () => {} });
-    taskManager = await TaskManager.start({
-      nats: server.url,
+    cluster = await startOneTaskManagerCluster(this, "a session-cluster task's log lines", {
       clusterId: CLUSTER,
-      cacheDir,
-      slots: 2,
-      logger: (record) => printed.push(record),
+      taskManager: { logger: (record) => printed.push(record) },
     });
-    await until('the TaskManager to register', () => jobManager!.overview().taskExecutors.length === 1);
+    ({ jobManager, taskManager } = cluster);
   });
 
-  after(async () => {
-    await taskManager?.close();
-    await jobManager?.close();
-    await server?.stop();
-    if (cacheDir !== undefined) rmSync(cacheDir, { recursive: true, force: true });
-  });
+  after(async () => cluster?.close());
 
   it('prints them on the TaskManager and answers them under the job, the TaskManager and slotwise logs', async () => {
     const job = await jobManager!.submitJob({
