@@ -12,6 +12,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import { IllegalArgumentError } from '../core/errors.js';
 import type { LargeMessageStore } from '../rpc/natsTransport.js';
+import { retriedWhileElecting } from './jetStreamErrors.js';
 
 const SHA256 = /^[0-9a-f]{64}$/;
 
@@ -83,7 +84,7 @@ export class BlobStore {
    */
   async getCode(sha256: string): Promise<Uint8Array> {
     checkSha256(sha256, 'sha256');
-    const bytes = await readRetried(() => this.#code.getBlob(`sha256-${sha256}`));
+    const bytes = await retriedWhileElecting(() => this.#code.getBlob(`sha256-${sha256}`));
     if (bytes === null)
       throw new IllegalArgumentError('missing', `task code sha256-${sha256} is not in the cluster's object store`, {
         argument: 'sha256',
@@ -114,23 +115,4 @@ export class BlobStore {
       return bytes;
     },
   };
-}
-
-/** How often a read of the object store is tried, and the wait before the second try (doubling). */
-const READ_ATTEMPTS = 4;
-const READ_BACKOFF_MS = 250;
-
-/**
- * `read()`, tried again when the store does not answer (a NATS node lost: its streams elect new leaders for a few
- * seconds), at most READ_ATTEMPTS times; the last error if none answers.
- */
-async function readRetried<T>(read: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await read();
-    } catch (error) {
-      if (attempt >= READ_ATTEMPTS) throw error;
-      await new Promise((resolve) => setTimeout(resolve, READ_BACKOFF_MS * 2 ** (attempt - 1)));
-    }
-  }
 }

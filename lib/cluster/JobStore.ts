@@ -20,7 +20,7 @@ import { JobID } from '../core/ids.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
 import type { JobResult } from '../jobmaster/JobResult.js';
 import type { FinishedSubtask } from '../jobmaster/JobMasterOptions.js';
-import { unlessStreamNotFound } from './jetStreamErrors.js';
+import { retriedWhileElecting, unlessStreamNotFound } from './jetStreamErrors.js';
 
 /** A job as the store keeps it until it ends. */
 export interface StoredJob {
@@ -130,7 +130,8 @@ export class JobStore {
   }
 
   async putJob(job: StoredJob): Promise<void> {
-    await this.#jobs.putBlob({ name: job.jobId }, serialize(job));
+    const bytes = serialize(job);
+    await retriedWhileElecting(() => this.#jobs.putBlob({ name: job.jobId }, bytes));
   }
 
   /**
@@ -163,7 +164,10 @@ export class JobStore {
       status: result.status,
       endedAt,
     };
-    await this.#results.putBlob({ name: result.jobId, description: JSON.stringify(summary) }, serialize(result));
+    const bytes = serialize(result);
+    await retriedWhileElecting(() =>
+      this.#results.putBlob({ name: result.jobId, description: JSON.stringify(summary) }, bytes),
+    );
     await this.#jobs.delete(result.jobId).catch(() => false);
   }
 

@@ -15,107 +15,35 @@
  *   `send` throws an IllegalArgumentError ('out-of-range') naming both sizes (the Link fails that
  *   call with it); with one it goes through the store (JetStream's object store, largeMessageStore.ts)
  *   and only its key crosses. Order is kept both ways: messages behind a stored one wait for it.
+ * - Nothing is lost to a NATS node going away or a reconnect: messages are numbered, acknowledged and sent
+ *   again until acknowledged (or given up after GIVE_UP_MS), each delivered once and in order (natsDelivery.ts).
  * - `close()` tells the peer (header `Slotwise-Close`), whose transport reports it lost; the NATS
- *   connection closing for good loses every transport of the inbox. A disconnect the client
- *   recovers from loses nothing by itself: what was sent meanwhile is gone, and the calls it carried
- *   meet their deadlines; heartbeats decide whether the peer is lost (HeartbeatMonitor).
+ *   connection closing for good loses every transport of the inbox. A peer that stays silent is lost
+ *   by heartbeats (HeartbeatMonitor), not here.
  */
 import { randomUUID } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
-import {
-  headers as natsHeaders,
-  type Msg,
-  type MsgHdrs,
-  type NatsConnection,
-  type Subscription,
-} from '@nats-io/transport-node';
+import { headers as natsHeaders, type Msg, type MsgHdrs, type Subscription } from '@nats-io/transport-node';
 import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
 import { BaseTransport, type Detach } from './BaseTransport.js';
+import { GIVE_UP_MS, HEADER_ACK, HEADER_FLOOR, HEADER_NACK, HEADER_SEQ, NumberedDelivery } from './natsDelivery.js';
+import {
+  checkPeerId,
+  checkSubject,
+  HEADER_CLOSE,
+  HEADER_FENCE,
+  HEADER_FROM,
+  HEADER_REPLY,
+  HEADER_SESSION,
+  HEADER_STORED,
+  HEADER_TO_SESSION,
+  PEER_ID,
+  SUBJECT,
+  type NatsInboxOptions,
+} from './natsWire.js';
 import type { Transport } from './Transport.js';
 
-export const HEADER_FROM = 'Slotwise-From';
-export const HEADER_REPLY = 'Slotwise-Reply';
-export const HEADER_CLOSE = 'Slotwise-Close';
-export const HEADER_STORED = 'Slotwise-Stored';
-/** A random id per transport: a peer that restarts (a new session) is a new peer, and a stale close is ignored. */
-export const HEADER_SESSION = 'Slotwise-Session';
-/**
- * The session of ours the sender is talking to, once it knows it: a message still on its way to an
- * earlier transport of ours on the same subject (a closed one) is dropped, never taken for ours.
- */
-export const HEADER_TO_SESSION = 'Slotwise-To-Session';
-/** The fencing token of the leadership the sender acts under, or follows (LeaderElection.ts). */
-export const HEADER_FENCE = 'Slotwise-Fence';
-
-/**
- * Leader fencing on an inbox: the token stamped on everything we send, and the verdict on what a
- * peer sends — a JobManager drops (and steps down on) a token newer than its own, a TaskManager drops
- * a token older than the leader it follows.
- */
-export interface InboxFencing {
-  /** Stamped as `Slotwise-Fence` on every message we send (undefined: none). */
-  outgoing(): number | undefined;
-  /**
-   * A message from `peerId` carrying `token` (undefined: none): 'accept'; 'drop' (counted in
-   * `fencedDrops`); or 'adopt', a new leader's — the transport to that peer forgets the peer's last
-   * session first, so the new one is not taken for a restart of the old.
-   */
-  incoming(peerId: string, token: number | undefined): 'accept' | 'drop' | 'adopt';
-}
-
-/** Where a message over `max_payload` goes instead (largeMessageStore.ts: JetStream's object store). */
-export interface LargeMessageStore {
-  /** Stores `bytes`; resolves with the key the receiver fetches them by. */
-  put(bytes: Uint8Array): Promise<string>;
-  /** The bytes stored under `key` (and removes them: each stored message is read once). */
-  take(key: string): Promise<Uint8Array>;
-}
-
-export interface NatsInboxOptions {
-  readonly connection: NatsConnection;
-  /** The subject we listen on; peers send to it. */
-  readonly subject: string;
-  /** Who we are to our peers (header `Slotwise-From`): letters, digits, `_ - . :`. */
-  readonly id: string;
-  /** Where messages over the server's `max_payload` go; without one they are refused in `send`. */
-  readonly largeMessages?: LargeMessageStore;
-  /** Messages from a peer that is unknown and not taken by `onUnknownPeer` are dropped; told here. */
-  readonly log?: (message: string) => void;
-  /** Leader fencing (see InboxFencing). Default: none. */
-  readonly fencing?: InboxFencing;
-  /**
-   * Whether a peer we do not know yet may start talking to us now (default: always): a JobManager takes
-   * no TaskExecutor before it recovered its jobs. A message refused so is dropped; its sender retries.
-   */
-  readonly admitting?: () => boolean;
-}
-
-const SUBJECT = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
-const PEER_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
-
-/** Throws an IllegalArgumentError unless `subject` is a literal NATS subject (no wildcards, no blanks). */
-export function checkSubject(subject: unknown, argument: string): string {
-  if (typeof subject !== 'string' || !SUBJECT.test(subject)) {
-    throw new IllegalArgumentError(
-      'invalid-value',
-      `${argument} must be a NATS subject of tokens of letters, ` +
-        `digits, '_' or '-' joined by '.', got ${JSON.stringify(subject)}`,
-      { argument, value: subject },
-    );
-  }
-  return subject;
-}
-
-function checkPeerId(id: unknown, argument: string): string {
-  if (typeof id !== 'string' || !PEER_ID.test(id)) {
-    throw new IllegalArgumentError(
-      'invalid-value',
-      `${argument} must be 1-128 letters, digits, '_', '.', ':' or '-', got ${JSON.stringify(id)}`,
-      { argument, value: id },
-    );
-  }
-  return id;
-}
+export type { LargeMessageStore } from './natsWire.js';
 
 /** Our subscription on our own subject, and the Transport of each peer that talks to us there. */
 export class NatsInbox {
@@ -146,6 +74,19 @@ export class NatsInbox {
     void options.connection
       .closed()
       .then((error) => this.#lostAll(`the NATS connection closed${error ? `: ${error.message}` : ''}`));
+    void this.#watchReconnects();
+  }
+
+  /** After a reconnect what was in flight may be gone: every transport sends its unacknowledged messages again. */
+  async #watchReconnects(): Promise<void> {
+    try {
+      for await (const status of this.#o.connection.status()) {
+        if (this.#closed) return;
+        if (status.type === 'reconnect') for (const transport of this.#peers.values()) transport.resend();
+      }
+    } catch {
+      // The connection closed: closed() tells.
+    }
   }
 
   get closed(): boolean {
@@ -220,8 +161,7 @@ export class NatsInbox {
    * its last session, and its next message starts a new one instead of being taken for a restart.
    */
   retarget(peerId: string): void {
-    const transport = this.#peers.get(peerId);
-    if (transport !== undefined) transport.peerSession = undefined;
+    this.#peers.get(peerId)?.restartSession();
   }
 
   /**
@@ -317,6 +257,8 @@ export class NatsTransport extends BaseTransport {
   #outgoing: Promise<void> | null = null;
   #incoming: Promise<void> | null = null;
   #sendFailures = 0;
+  /** Numbered delivery: what the peer has not acknowledged, and how far we received (natsDelivery.ts). */
+  readonly #delivery: NumberedDelivery;
 
   constructor(options: NatsInboxOptions, ownId: string, peerId: string, peerSubject: string, forget: () => void) {
     super();
@@ -325,6 +267,12 @@ export class NatsTransport extends BaseTransport {
     this.peerId = peerId;
     this.peerSubject = peerSubject;
     this.#forget = forget;
+    this.#delivery = new NumberedDelivery({
+      emit: (data, extra, seq) => this.#emit(data, extra, seq),
+      sending: () => !this.closed && !this.silent,
+      giveUpMs: options.giveUpMs ?? GIVE_UP_MS,
+      log: (message) => options.log?.(`${peerId}: ${message}`),
+    });
   }
 
   send(message: unknown): void {
@@ -334,8 +282,8 @@ export class NatsTransport extends BaseTransport {
     const maxPayload = this.#o.connection.info?.max_payload ?? 1024 * 1024;
     // Headers and protocol take a little of max_payload too.
     if (bytes.length + 512 <= maxPayload) {
-      if (this.#outgoing === null) this.#publish(bytes);
-      else this.#after('outgoing', () => this.#publish(bytes));
+      if (this.#outgoing === null) this.#delivery.send(bytes, {});
+      else this.#after('outgoing', () => this.#delivery.send(bytes, {}));
       return;
     }
     const store = this.#o.largeMessages;
@@ -353,7 +301,7 @@ export class NatsTransport extends BaseTransport {
     }
     this.#after('outgoing', async () => {
       const key = await store.put(bytes);
-      this.#publish(new Uint8Array(0), { [HEADER_STORED]: key });
+      this.#delivery.send(new Uint8Array(0), { [HEADER_STORED]: key });
     });
   }
 
@@ -371,6 +319,12 @@ export class NatsTransport extends BaseTransport {
       return;
     }
     this.peerSession ??= session;
+    const ack = msg.headers?.get(HEADER_ACK);
+    if (ack) this.#delivery.acknowledged(Number(ack), msg.headers?.has(HEADER_NACK) === true);
+    const seqHeader = msg.headers?.get(HEADER_SEQ);
+    if (!seqHeader) {
+      if (ack && !stored && msg.data.length === 0) return; // an acknowledgement alone
+    } else if (!this.#delivery.inOrder(Number(seqHeader), msg.headers?.get(HEADER_FLOOR))) return;
     const store = this.#o.largeMessages;
     if (stored) {
       if (store === undefined)
@@ -384,7 +338,31 @@ export class NatsTransport extends BaseTransport {
 
   /** The NATS connection closed for good. */
   connectionLost(reason: string): void {
+    this.#delivery.stop();
     this.lost(reason);
+  }
+
+  /** Sends again every unacknowledged message, in order (after a reconnect). */
+  resend(): void {
+    this.#delivery.resend();
+  }
+
+  /**
+   * The peer is someone new under the same id (a new leader): its next message starts a new session, and both
+   * directions number from 1 again; what the last one did not acknowledge is not for the new one.
+   */
+  restartSession(): void {
+    this.peerSession = undefined;
+    this.#delivery.restart();
+  }
+
+  /** Messages sent again, and repeats dropped (for tests and diagnosis). */
+  get retransmitted(): number {
+    return this.#delivery.retransmitted;
+  }
+
+  get duplicatesDropped(): number {
+    return this.#delivery.duplicatesDropped;
   }
 
   protected attach(): Detach {
@@ -392,6 +370,7 @@ export class NatsTransport extends BaseTransport {
   }
 
   protected closePipe(): void {
+    this.#delivery.stop();
     this.#forget();
     // Tell the peer, so its transport (and the Link over it) closes now, not at its next deadline.
     if (!this.#o.connection.isClosed())
@@ -399,6 +378,7 @@ export class NatsTransport extends BaseTransport {
   }
 
   #peerClosed(reason: string): void {
+    this.#delivery.stop();
     this.#forget();
     this.lost(`${this.peerId}: ${reason}`);
   }
@@ -418,6 +398,11 @@ export class NatsTransport extends BaseTransport {
   }
 
   #publish(data: Uint8Array, extra: Record<string, string> = {}, force = false): void {
+    this.#emit(data, extra, undefined, force);
+  }
+
+  /** Publishes with our headers (and the acknowledgement of what we received, which an owed one then need not). */
+  #emit(data: Uint8Array, extra: Record<string, string>, seq?: number, force = false): void {
     if ((this.closed && !force) || this.silent) return;
     const h: MsgHdrs = natsHeaders();
     h.set(HEADER_FROM, this.#ownId);
@@ -426,6 +411,9 @@ export class NatsTransport extends BaseTransport {
     if (this.peerSession !== undefined) h.set(HEADER_TO_SESSION, this.peerSession);
     const fence = this.#o.fencing?.outgoing();
     if (fence !== undefined) h.set(HEADER_FENCE, String(fence));
+    if (seq !== undefined) h.set(HEADER_SEQ, String(seq));
+    const received = this.#delivery.acknowledging(extra[HEADER_NACK] !== undefined);
+    if (received !== null) h.set(HEADER_ACK, String(received));
     for (const [key, value] of Object.entries(extra)) h.set(key, value);
     try {
       this.#o.connection.publish(this.peerSubject, data, { headers: h });

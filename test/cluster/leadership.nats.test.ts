@@ -18,7 +18,7 @@ import { connectNats } from '../../lib/cluster/natsConnection.js';
 import { TaskManager } from '../../lib/cluster/TaskManager.js';
 import { ClusterError } from '../../lib/core/errors.js';
 import type { JobID } from '../../lib/core/ids.js';
-import { HEADER_FENCE, HEADER_FROM, HEADER_REPLY, HEADER_SESSION } from '../../lib/rpc/natsTransport.js';
+import { HEADER_FENCE, HEADER_FROM, HEADER_REPLY, HEADER_SESSION } from '../../lib/rpc/natsWire.js';
 import { rejection } from '../rpc/support/transports.js';
 import { until } from '../support/eventually.js';
 import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';

@@ -1,10 +1,11 @@
 import { expect } from 'chai';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import { SimulatedClock } from '../../lib/core/clock.js';
 import { IllegalArgumentError, RpcTimeoutError, SlotAllocationError } from '../../lib/core/errors.js';
 import { BlobStore } from '../../lib/cluster/BlobStore.js';
 import { connectGateway, serveGateway } from '../../lib/rpc/connect.js';
 import { Link } from '../../lib/rpc/Link.js';
+import { HEADER_SEQ } from '../../lib/rpc/natsDelivery.js';
 import { NatsInbox, type LargeMessageStore } from '../../lib/rpc/natsTransport.js';
 import { until } from '../support/eventually.js';
 import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
@@ -16,8 +17,14 @@ interface Probe {
   hang(): Promise<never>;
 }
 
+/** Every value the served probe echoed, in order: a repeat delivered twice would show here. */
+const echoed: unknown[] = [];
+
 const probe: Probe = {
-  echo: async (value) => value,
+  echo: async (value) => {
+    echoed.push(value);
+    return value;
+  },
   refuse: async () => {
     throw new SlotAllocationError('index-taken', 'slot 2 is taken by allocation a-1', {
       index: 2,
@@ -58,13 +65,26 @@ describe('NATS transport (a real nats-server)', function () {
   });
 
   /** A JobManager-side inbox serving the probe to every peer, and a TaskExecutor-side link calling it. */
-  async function pair(options: { clock?: SimulatedClock; largeMessages?: LargeMessageStore; subject?: string } = {}) {
+  async function pair(
+    options: {
+      clock?: SimulatedClock;
+      largeMessages?: LargeMessageStore;
+      subject?: string;
+      /** Drops what the serving side publishes when this says so (a NATS node losing it). */
+      dropServed?: (headers: MsgHdrs | undefined) => boolean;
+      /** Drops what the calling side publishes when this says so. */
+      dropCalling?: (headers: MsgHdrs | undefined) => boolean;
+      admitting?: () => boolean;
+      giveUpMs?: number;
+    } = {},
+  ) {
     const subject = options.subject ?? 'slotwise.test.rm';
     const served = new NatsInbox({
-      connection: jmConnection,
+      connection: options.dropServed ? lossy(jmConnection, options.dropServed) : jmConnection,
       subject,
       id: 'jobmanager',
       ...(options.largeMessages ? { largeMessages: options.largeMessages } : {}),
+      ...(options.admitting ? { admitting: options.admitting } : {}),
     });
     const serverLinks: Link[] = [];
     served.onUnknownPeer((peerId, reply) => {
@@ -75,10 +95,11 @@ describe('NATS transport (a real nats-server)', function () {
       return transport;
     });
     const calling = new NatsInbox({
-      connection: teConnection,
+      connection: options.dropCalling ? lossy(teConnection, options.dropCalling) : teConnection,
       subject: 'slotwise.test.te.te-1',
       id: 'te-1',
       ...(options.largeMessages ? { largeMessages: options.largeMessages } : {}),
+      ...(options.giveUpMs ? { giveUpMs: options.giveUpMs } : {}),
     });
     // Both subscriptions in place before the first call (the server drops what nobody listens to yet).
     await Promise.all([served.ready(), calling.ready()]);
@@ -103,6 +124,73 @@ describe('NATS transport (a real nats-server)', function () {
     });
     return { gateway, control, link, serverLinks, served };
   }
+
+  /** `connection` whose publishes `drop` picks are lost on the way, as a NATS node going away loses them. */
+  function lossy(connection: NatsConnection, drop: (headers: MsgHdrs | undefined) => boolean): NatsConnection {
+    return new Proxy(connection, {
+      get(target, key) {
+        if (key === 'publish')
+          return (subject: string, data: Uint8Array, options?: { headers?: MsgHdrs }) =>
+            drop(options?.headers) ? undefined : target.publish(subject, data, options);
+        const value = Reflect.get(target, key, target) as unknown;
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  }
+
+  /** Drops the first message numbered `seq`, once. */
+  function once(seq: number): (headers: MsgHdrs | undefined) => boolean {
+    let dropped = false;
+    return (headers) => {
+      if (dropped || headers?.get(HEADER_SEQ) !== String(seq)) return false;
+      dropped = true;
+      return true;
+    };
+  }
+
+  describe('when NATS loses a message', () => {
+    beforeEach(() => echoed.splice(0));
+
+    it('sends a lost call again: answered once, long before its deadline', async () => {
+      const { gateway } = await pair({ dropCalling: once(1) });
+      const started = Date.now();
+      expect(await gateway.echo('first')).to.equal('first');
+      expect(Date.now() - started).to.be.below(5_000); // the call's deadline: 5 s
+      expect(echoed).to.deep.equal(['first']);
+    });
+
+    it('sends a lost answer again, and the call runs once', async () => {
+      const { gateway } = await pair({ dropServed: once(1) });
+      expect(await gateway.echo('answered')).to.equal('answered');
+      expect(echoed).to.deep.equal(['answered']);
+    });
+
+    it('keeps a stream whole and in order across a lost message: the ones after it wait for it', async () => {
+      const { gateway, served } = await pair({ dropCalling: once(3) });
+      const values = Array.from({ length: 24 }, (_, i) => i);
+      const answers: number[] = [];
+      // One call per message (each awaited before the next is sent would not need a later one to see the gap).
+      for (const value of values) {
+        void gateway.echo(value).then((v) => answers.push(v as number));
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      await until('every answer', () => (answers.length === values.length ? true : undefined));
+      expect(echoed).to.deep.equal(values);
+      expect(answers).to.deep.equal(values);
+      expect(served.peers).to.deep.equal(['te-1']);
+    });
+
+    it('gives up what stayed unacknowledged past its bound: a peer that refused it never runs it late', async () => {
+      let admitting = false;
+      const { gateway } = await pair({ admitting: () => admitting, giveUpMs: 300 });
+      const stale = [gateway.echo('stale 1'), gateway.echo('stale 2')];
+      for (const call of stale) call.catch(() => {});
+      await new Promise((resolve) => setTimeout(resolve, 1_200)); // a retransmission or two, then past the bound
+      admitting = true;
+      expect(await gateway.echo('fresh')).to.equal('fresh');
+      expect(echoed).to.deep.equal(['fresh']);
+    });
+  });
 
   it('carries gateway calls and their structured-cloneable answers exactly, 64 in flight', async () => {
     const { gateway } = await pair();
