@@ -12,7 +12,7 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { IllegalArgumentError, JobGraphError } from '../core/errors.js';
 import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
-import { sha256Hex } from '../rest/TaskCodeCache.js';
+import { bundleTaskModule } from '../cluster/bundleTaskModule.js';
 import type { TaskCodeUpload } from '../rest/RestTarget.js';
 
 /** What POST /jobs takes: the spec with each vertex naming its bundle, and the bundles. */
@@ -97,35 +97,10 @@ export async function bundleJob(spec: JobGraphSpec, base: string): Promise<JobSu
         : vertex.taskModule;
     let upload = byPath.get(path);
     if (upload === undefined) {
-      let code: string;
-      try {
-        const result = await build({
-          entryPoints: [path],
-          bundle: true,
-          format: 'esm',
-          platform: 'node',
-          target: 'node20',
-          write: false,
-          logLevel: 'silent',
-          // A bundled CommonJS dependency that require()s a Node built-in needs a require in ESM.
-          banner: {
-            js:
-              'import { createRequire as __slotwiseCreateRequire } from ' +
-              "'node:module'; const require = __slotwiseCreateRequire(import.meta.url);",
-          },
-        });
-        code = result.outputFiles[0]!.text;
-      } catch (error) {
-        const first = (error as { errors?: Array<{ text: string }> }).errors?.[0]?.text ?? (error as Error).message;
-        throw new JobGraphError(
-          'invalid-task-module',
-          `task module ${path} of vertex '${vertex.id}' could not be bundled: ${first}`,
-          { vertexId: vertex.id, taskModule: path, problem: 'not-bundled' },
-        );
-      }
+      const { code, sha256 } = await bundleTaskModule(path, vertex.id);
       const inside = relative(base, path);
       const name = inside.startsWith('..') || isAbsolute(inside) ? path : inside.split(sep).join('/');
-      upload = { name, code, sha256: sha256Hex(code) };
+      upload = { name, code, sha256 };
       byPath.set(path, upload);
     }
     vertices.push({ ...vertex, taskModule: upload.name });
