@@ -130,7 +130,7 @@ describe('slotwise: refusals (one line, exit code 2)', function () {
     },
   );
 
-  it('refuses a job file with a syntax error naming the file, line and column (in it or a module it imports)', async () => {
+  it("refuses a job file with a syntax error naming file, line and column, its own or an import's", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'slotwise-job-file-'));
     try {
       writeFileSync(join(dir, 'broken.job.mjs'), "export default {\n  name: 'broken',\n  vertices: [1, ]],\n};\n");
@@ -156,14 +156,15 @@ describe('slotwise: refusals (one line, exit code 2)', function () {
         expect(code).to.equal(2);
         return stderr;
       };
+      const refusal = (file: string, why: string) => `slotwise run: job file ${file} could not be loaded: ${why}`;
       expect(await run('broken.job.mjs')).to.deep.equal([
-        "slotwise run: job file broken.job.mjs could not be loaded: broken.job.mjs:3:18: SyntaxError: Unexpected token ']'",
+        refusal('broken.job.mjs', "broken.job.mjs:3:18: SyntaxError: Unexpected token ']'"),
       ]);
       expect(await run('imports.job.mjs')).to.deep.equal([
-        "slotwise run: job file imports.job.mjs could not be loaded: parts/vertices.mjs:2:12: SyntaxError: Unexpected token '}'",
+        refusal('imports.job.mjs', "parts/vertices.mjs:2:12: SyntaxError: Unexpected token '}'"),
       ]);
       expect(await run('typed.job.ts')).to.deep.equal([
-        'slotwise run: job file typed.job.ts could not be loaded: typed.job.ts:2:44: Expected "}" but found "]"',
+        refusal('typed.job.ts', 'typed.job.ts:2:44: Expected "}" but found "]"'),
       ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
