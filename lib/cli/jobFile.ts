@@ -12,7 +12,7 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { IllegalArgumentError, JobGraphError } from '../core/errors.js';
 import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
-import { sha256Hex } from '../rest/TaskCodeCache.js';
+import { bundleTaskModule } from '../cluster/bundleTaskModule.js';
 import type { TaskCodeUpload } from '../rest/RestTarget.js';
 
 /** What POST /jobs takes: the spec with each vertex naming its bundle, and the bundles. */
@@ -39,12 +39,16 @@ export async function loadJobFile(file: string, cwd: string): Promise<JobGraphSp
     exported = ((await import(pathToFileURL(path).href)) as { default?: unknown }).default;
   } catch (error) {
     const code = (error as { code?: string }).code;
+    const syntax = code === undefined ? await syntaxErrorAt(error, path, cwd) : null;
     const why =
       code === 'ERR_UNKNOWN_FILE_EXTENSION'
         ? 'Node cannot load this kind of file (a .ts job file needs tsx: node --import tsx …, or compile it to .mjs)'
-        : `it threw while loading: ${(error as Error).message?.split('\n')[0]}`;
+        : syntax !== null
+          ? `${syntax.file}:${syntax.line}:${syntax.column}: ${syntax.message}`
+          : `it threw while loading: ${(error as Error).message?.split('\n')[0]}`;
     throw new IllegalArgumentError('invalid-value', `job file ${file} could not be loaded: ${why}`, {
       argument: 'JOB_FILE',
+      ...(syntax === null ? {} : { file: syntax.file, line: syntax.line, column: syntax.column }),
     });
   }
   let spec = exported;
@@ -82,12 +86,59 @@ export async function loadJobFile(file: string, cwd: string): Promise<JobGraphSp
   return resolved;
 }
 
+/** Where a job file's syntax error is: file (relative to `cwd` when inside it), line and column, both from 1. */
+interface SyntaxErrorAt {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+  readonly message: string;
+}
+
+/**
+ * The file, line and column of a syntax error in the job file or a module it imports, or null when `error` is none.
+ * Node 20's `import()` rejects with a bare `SyntaxError: Unexpected token ']'` (no file, no line), and tsx with a
+ * `TransformError` whose first line says nothing: esbuild, which bundles the task modules anyway, parses the same
+ * files and says where (V8's message kept, for a SyntaxError).
+ */
+async function syntaxErrorAt(error: unknown, path: string, cwd: string): Promise<SyntaxErrorAt | null> {
+  type Located = { errors?: Array<{ text: string; location?: { file: string; line: number; column: number } | null }> };
+  const at = (found: Located, message?: string): SyntaxErrorAt | null => {
+    // An import esbuild cannot resolve is not the syntax error Node met.
+    const first = found.errors?.find((e) => !e.text.startsWith('Could not resolve'));
+    const location = first?.location;
+    if (first === undefined || location === undefined || location === null) return null;
+    const absolute = resolve(cwd, location.file);
+    const inside = relative(cwd, absolute);
+    const file = inside.startsWith('..') || isAbsolute(inside) ? absolute : inside;
+    return { file, line: location.line, column: location.column + 1, message: message ?? first.text };
+  };
+  const syntax = error instanceof SyntaxError;
+  if (!syntax && (error as { name?: unknown } | null)?.name !== 'TransformError') return null;
+  const { build } = await import('esbuild');
+  try {
+    await build({
+      entryPoints: [path],
+      absWorkingDir: cwd,
+      bundle: true,
+      packages: 'external',
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      write: false,
+      logLevel: 'silent',
+    });
+  } catch (failure) {
+    return at(failure as Located, syntax ? `${error.name}: ${error.message}` : undefined);
+  }
+  // esbuild parsed it all: a syntax error only V8 sees; say it without a place.
+  return null;
+}
+
 /**
  * Bundles every task module once and names each vertex's bundle by its path relative to `base` (the job file's
  * directory).
  */
 export async function bundleJob(spec: JobGraphSpec, base: string): Promise<JobSubmission> {
-  const { build } = await import('esbuild');
   const byPath = new Map<string, TaskCodeUpload>();
   const vertices = [];
   for (const vertex of spec.vertices) {
@@ -97,35 +148,10 @@ export async function bundleJob(spec: JobGraphSpec, base: string): Promise<JobSu
         : vertex.taskModule;
     let upload = byPath.get(path);
     if (upload === undefined) {
-      let code: string;
-      try {
-        const result = await build({
-          entryPoints: [path],
-          bundle: true,
-          format: 'esm',
-          platform: 'node',
-          target: 'node20',
-          write: false,
-          logLevel: 'silent',
-          // A bundled CommonJS dependency that require()s a Node built-in needs a require in ESM.
-          banner: {
-            js:
-              'import { createRequire as __slotwiseCreateRequire } from ' +
-              "'node:module'; const require = __slotwiseCreateRequire(import.meta.url);",
-          },
-        });
-        code = result.outputFiles[0]!.text;
-      } catch (error) {
-        const first = (error as { errors?: Array<{ text: string }> }).errors?.[0]?.text ?? (error as Error).message;
-        throw new JobGraphError(
-          'invalid-task-module',
-          `task module ${path} of vertex '${vertex.id}' could not be bundled: ${first}`,
-          { vertexId: vertex.id, taskModule: path, problem: 'not-bundled' },
-        );
-      }
+      const { code, sha256 } = await bundleTaskModule(path, vertex.id);
       const inside = relative(base, path);
       const name = inside.startsWith('..') || isAbsolute(inside) ? path : inside.split(sep).join('/');
-      upload = { name, code, sha256: sha256Hex(code) };
+      upload = { name, code, sha256 };
       byPath.set(path, upload);
     }
     vertices.push({ ...vertex, taskModule: upload.name });

@@ -29,6 +29,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
 import { prepareEsbuildForThisThread, registerEsbuildReaper } from '../rpc/esbuildReaper.js';
+import { noteSourceMap, sourceMappingURLOf } from './sourceMaps.js';
 
 /** What a module's file is, from its extension (and, for `.js`, its package's `type`). */
 type Format = 'esm' | 'commonjs' | 'json' | 'typescript' | 'addon';
@@ -45,6 +46,8 @@ interface SourceEntry {
    * module is compiled from source for every job.
    */
   readonly dynamicImport: boolean;
+  /** Where its source map is (sourceMaps.ts), or null. */
+  readonly sourceMappingURL: string | null;
 }
 
 const TYPESCRIPT = /\.[mc]?tsx?$/i;
@@ -169,6 +172,8 @@ function sourceTextModule(graph: JobGraph, url: string): vm.Module {
     if (error instanceof SyntaxError) error.message = `${error.message} (in ${url})`;
     throw error;
   }
+  // Its frames in a task's stack are mapped to the user's files (a bundle's inline map, a compiled file's .map).
+  noteSourceMap(url, entry.sourceMappingURL);
   // Node 20 has it (since 13.7); @types/node 20 leaves it out.
   if (!entry.dynamicImport)
     entry.cachedData ??= (module as unknown as { createCachedData(): Buffer }).createCachedData();
@@ -314,6 +319,7 @@ function sourceOf(path: string): SourceEntry {
     source,
     cachedData: undefined,
     dynamicImport: /\bimport\s*\(/.test(source),
+    sourceMappingURL: sourceMappingURLOf(source),
   };
   sources.set(path, entry);
   return entry;

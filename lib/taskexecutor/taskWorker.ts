@@ -22,7 +22,8 @@
  *
  * It never throws for a task's failure: outcomes ({@link TaskWorkerOutcome}) carry errors as plain
  * data (taskOutcomes.ts), so the message, stack, code and a slotwise error's tag/reason/details
- * survive the trip. The pool↔thread messages are typed in taskThreadProtocol.ts.
+ * survive the trip, the stack mapped to the user's files where a module has a source map
+ * (sourceMaps.ts). The pool↔thread messages are typed in taskThreadProtocol.ts.
  */
 import { format } from 'node:util';
 import v8 from 'node:v8';
@@ -30,6 +31,7 @@ import { BroadcastChannel, resourceLimits } from 'node:worker_threads';
 import { describeValue } from '../core/errors.js';
 import { MemoryManager, type SharedMemoryHandle } from './MemoryManager.js';
 import { RUN_QUEUED, RUN_STARTED } from './runFlags.js';
+import { mapStack } from './sourceMaps.js';
 import { forgetTasks, loadTask, type TaskContext, type TaskFunction } from './taskModule.js';
 import { badOutput, cloneable, errorInfoOf } from './taskOutcomes.js';
 import type { PartitionPart } from './ResultPartitions.js';
@@ -296,7 +298,7 @@ async function runOne(
     return {
       ok: false,
       failure: 'bad-module',
-      error: errorInfoOf(error),
+      error: thrownInfo(error),
       aborted: abort.aborted,
       leakedPagesReleased: 0,
       pagesLeft: 0,
@@ -316,7 +318,7 @@ async function runOne(
     return {
       ok: false,
       failure: 'threw',
-      error: errorInfoOf(error),
+      error: thrownInfo(error),
       aborted: abort.aborted,
       leakedPagesReleased: 0,
       pagesLeft: heldPages(memory),
@@ -332,6 +334,12 @@ async function runOne(
   }
   // A task that returned has finished with its memory.
   return { ok: true, output, leakedPagesReleased: releaseEverything(context.attachedMemory) };
+}
+
+/** What a task (or its module's load) threw, its stack in the user's files and lines (sourceMaps.ts). */
+function thrownInfo(error: unknown): WorkerErrorInfo {
+  const info = errorInfoOf(error);
+  return info.stack === undefined ? info : { ...info, stack: mapStack(info.stack) };
 }
 
 /** The inputs with those read from result partitions decoded in place (they are this run's own copy). */

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { until } from '../support/eventually.js';
-import { cliChild, startJobManagerChild, TSX_CLI } from './support.js';
+import { cliChild, FIXTURES, startJobManagerChild, TSX_CLI } from './support.js';
 
 describe('slotwise CLI against slotwise jobmanager --local-taskmanagers (child processes)', function () {
   this.timeout(120_000);
@@ -69,7 +69,16 @@ describe('slotwise CLI against slotwise jobmanager --local-taskmanagers (child p
     expect(lines[at]).to.match(
       /^root cause \(throws \(1\/1\)#0 on taskexecutor-[0-9a-f]+, slot [0-9a-f]{8}\): TaskExecutionError: .*no luck/,
     );
-    expect(lines[at + 1]).to.match(/^\s+at throws \(file:.*\.mjs:\d+:\d+\)$/);
+    // The task ran from its uploaded bundle; its stack names the user's file and line (the bundle's source map).
+    expect(lines[at + 1]).to.equal(`    at throws (${FIXTURES}throws.mjs:2:9)`);
+    expect(stdout).not.to.match(/[0-9a-f]{64}\.mjs/);
+    const jobId = /^submitted job 'failing' as ([0-9a-f]{32})$/m.exec(stdout)![1]!;
+    const { exceptionHistory } = (await (await fetch(`${jm.url}/jobs/${jobId}/exceptions`)).json()) as {
+      exceptionHistory: { entries: Array<{ stacktrace: string }> };
+    };
+    expect(exceptionHistory.entries[0]!.stacktrace)
+      .to.contain(`\n    at throws (${FIXTURES}throws.mjs:2:9)\n`)
+      .and.not.match(/[0-9a-f]{64}\.mjs/);
   });
 
   it('run --detached prints the JobID; list and overview show the job running; cancel cancels it', async () => {

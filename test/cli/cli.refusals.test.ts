@@ -5,7 +5,11 @@
  */
 import { expect } from 'chai';
 import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCli } from '../../lib/cli/runCli.js';
 import { cliInProcess, closedPort } from './support.js';
 
 /** Refused with exit 2 and exactly one stderr line that contains `text`. */
@@ -125,6 +129,47 @@ describe('slotwise: refusals (one line, exit code 2)', function () {
       );
     },
   );
+
+  it("refuses a job file with a syntax error naming file, line and column, its own or an import's", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'slotwise-job-file-'));
+    try {
+      writeFileSync(join(dir, 'broken.job.mjs'), "export default {\n  name: 'broken',\n  vertices: [1, ]],\n};\n");
+      mkdirSync(join(dir, 'parts'));
+      writeFileSync(join(dir, 'parts', 'vertices.mjs'), 'export const vertices = [\n  { id: 1 }}\n];\n');
+      writeFileSync(
+        join(dir, 'imports.job.mjs'),
+        "import { vertices } from './parts/vertices.mjs';\nexport default { name: 'x', vertices };\n",
+      );
+      // Under tsx (as this test runs), a TypeScript job file: tsx's error names no place either.
+      writeFileSync(
+        join(dir, 'typed.job.ts'),
+        "const n: number = 1;\nexport default { name: 'x', vertices: [n, ]] };\n",
+      );
+      const run = async (file: string) => {
+        const stderr: string[] = [];
+        const code = await runCli(['run', '--jobmanager', `http://127.0.0.1:${await closedPort()}`, file], {
+          stdout: (line) => expect.fail(`printed ${line}`),
+          stderr: (line) => stderr.push(line),
+          env: {},
+          cwd: dir,
+        });
+        expect(code).to.equal(2);
+        return stderr;
+      };
+      const refusal = (file: string, why: string) => `slotwise run: job file ${file} could not be loaded: ${why}`;
+      expect(await run('broken.job.mjs')).to.deep.equal([
+        refusal('broken.job.mjs', "broken.job.mjs:3:18: SyntaxError: Unexpected token ']'"),
+      ]);
+      expect(await run('imports.job.mjs')).to.deep.equal([
+        refusal('imports.job.mjs', "parts/vertices.mjs:2:12: SyntaxError: Unexpected token '}'"),
+      ]);
+      expect(await run('typed.job.ts')).to.deep.equal([
+        refusal('typed.job.ts', 'typed.job.ts:2:44: Expected "}" but found "]"'),
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('refuses bad jobmanager flags before starting anything', async () => {
     await refused(

@@ -8,6 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { startJobManager, type JobManager } from '../../lib/cluster/JobManager.js';
 import { startTaskManager } from '../../lib/cluster/TaskManager.js';
@@ -15,6 +16,7 @@ import { runCli } from '../../lib/cli/runCli.js';
 import { until } from '../support/eventually.js';
 import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
 
+const SOURCE_MAPS = fileURLToPath(new URL('../fixtures/sourceMaps/', import.meta.url));
 const configuration = { 'heartbeat.interval': 1_000, 'heartbeat.timeout': 5_000 };
 
 describe('a session cluster reports how each TaskManager runs (over NATS)', function () {
@@ -93,5 +95,55 @@ describe('a session cluster reports how each TaskManager runs (over NATS)', func
         new RegExp(`^ +${id} +${mode} +utilization \\d+ %$`),
       );
     }
+  });
+
+  it("a failing task's stack names the user's files and lines on both, not the uploaded bundle", async () => {
+    // slotwise run bundles fails.mjs with check.ts (its inline source map naming them); each TaskManager runs one
+    // subtask from its cached sha256-….mjs, and maps the stack where the error is made.
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await runCli(['run', '--jobmanager', jobManager!.restUrl!, 'fails.job.mjs'], {
+      stdout: (line) => out.push(...line.split('\n')),
+      stderr: (line) => err.push(line),
+      env: {},
+      cwd: SOURCE_MAPS,
+    });
+    const printed = out.join('\n');
+    expect(code, `${printed}\n${err.join('\n')}`).to.equal(1);
+    const rootCause = out.findIndex((line) => line.startsWith('root cause'));
+    expect(out.slice(rootCause + 1, rootCause + 3), printed).to.deep.equal([
+      `    at check (${SOURCE_MAPS}check.ts:7:9)`,
+      `    at fails (${SOURCE_MAPS}fails.mjs:5:10)`,
+    ]);
+    expect(printed).not.to.contain('sha256-');
+
+    const jobId = /^submitted job 'fails' as ([0-9a-f]{32})$/m.exec(printed)![1]!;
+    interface Entry {
+      stacktrace: string;
+      taskManagerId?: string;
+      concurrentExceptions?: Entry[];
+    }
+    const { exceptionHistory } = (await (await fetch(`${jobManager!.restUrl}/jobs/${jobId}/exceptions`)).json()) as {
+      exceptionHistory: { entries: Entry[] };
+    };
+    const failures = exceptionHistory.entries.flatMap((entry) => [entry, ...(entry.concurrentExceptions ?? [])]);
+    expect(new Set(failures.map((entry) => entry.taskManagerId)), 'a failure on each TaskManager').to.deep.equal(
+      new Set(started.keys()),
+    );
+    for (const { stacktrace, taskManagerId } of failures) {
+      const where = `the stack from the ${started.get(taskManagerId!)} TaskManager:\n${stacktrace}`;
+      expect(stacktrace, where).to.contain(`\n    at check (${SOURCE_MAPS}check.ts:7:9)\n`);
+      expect(stacktrace, where).to.contain(`\n    at fails (${SOURCE_MAPS}fails.mjs:5:10)\n`);
+      expect(stacktrace, where).not.to.contain('sha256-');
+    }
+
+    // The dashboard shows the same exception history.
+    const view = new URL('/dashboard/view', jobManager!.dashboardUrl!);
+    view.search = new URL(jobManager!.dashboardUrl!).search;
+    const body = (await (await fetch(view)).json()) as {
+      jobs: Array<{ jobId: string; exceptions: { rootCause: Entry | null } }>;
+    };
+    const shown = body.jobs.find((job) => job.jobId === jobId)?.exceptions.rootCause?.stacktrace;
+    expect(shown).to.contain(`\n    at check (${SOURCE_MAPS}check.ts:7:9)\n`).and.not.contain('sha256-');
   });
 });
