@@ -95,6 +95,9 @@ export class JobMaster implements JobMasterGateway {
   #finishedCount = 0;
   #resolveResult!: (result: JobResult) => void;
   #startedAt = 0;
+  /** Epoch ms of its first status (created) and of its final one, -1 before. */
+  #startTime = -1;
+  #endTime = -1;
   #lastError: SerializedError | null = null;
   #closed = false;
 
@@ -118,7 +121,12 @@ export class JobMaster implements JobMasterGateway {
       restartStrategy: options.jobGraph.restartStrategy,
       random: options.random ?? Math.random,
       ...(options.inspect ? { inspect: options.inspect } : {}),
-      onStatus: (status, cause) => this.#emit({ type: 'status', status, cause, timestamp: this.#clock.now() }),
+      onStatus: (status, cause) => {
+        const timestamp = this.#clock.now();
+        if (this.#startTime < 0) this.#startTime = timestamp;
+        if (TERMINAL_STATES.has(status)) this.#endTime = timestamp;
+        this.#emit({ type: 'status', status, cause, timestamp });
+      },
       restart: () => this.#restart(),
     });
     this.#declarations = new ResourceRequirementsDeclarer({
@@ -147,7 +155,7 @@ export class JobMaster implements JobMasterGateway {
       },
     }));
     this.#taskManagers = new RegisteredTaskManagers((resourceId) => this.#o.taskExecutor(resourceId) !== undefined);
-    this.#executions = new ExecutionAttempts(this.graph);
+    this.#executions = new ExecutionAttempts(this.graph, options.options['jobmanager.execution.attempts-history-size']);
     this.#failures = new JobFailures(options, this.#clock, this.#log);
     this.#deployments = new TaskDeploymentDescriptorFactory(this.jobId, this.graph, this.#executions);
     this.#partitions = new JobPartitionTracker(this.graph, this.#executions);
@@ -193,9 +201,17 @@ export class JobMaster implements JobMasterGateway {
     return this.#failures.history();
   }
 
-  /** Per subtask: its attempt, state, executor and slot (for overviews). */
+  /**
+   * Per subtask: its current attempt (state, the TaskExecutor and slot it runs or ran in, start and end) and its ended
+   * attempts (for overviews).
+   */
   executions(): ExecutionSummary[] {
     return this.#executions.summaries();
+  }
+
+  /** When the job was created and when it ended (Flink's job start-time and end-time): epoch ms, -1 before. */
+  times(): { readonly startTime: number; readonly endTime: number } {
+    return { startTime: this.#startTime, endTime: this.#endTime };
   }
 
   /** Registers at the ResourceManager and schedules the subtasks its SchedulingStrategy starts with. */
@@ -483,7 +499,9 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #emitTask(record: ExecutionRecord, error: SerializedError | null, waitingFor?: TaskWait): void {
-    this.#emit(taskEventOf(record, error, this.#clock.now(), waitingFor));
+    const now = this.#clock.now();
+    this.#executions.observe(record, now);
+    this.#emit(taskEventOf(record, error, now, waitingFor));
   }
 
   #slotAssigned(record: ExecutionRecord, requestedAt: number): void {
