@@ -463,11 +463,17 @@ async function readLogs(key) {
   let again = true;
   try {
     const response = await fetch(path);
-    const body = await response.json();
     if (!response.ok) {
-      panel.message = body.message ?? `the logs could not be read (${response.status})`;
+      // A JSON answer says why (no task logs kept, an unknown job); a refusal (403) is text.
+      const text = await response.text();
+      let message = text.trim();
+      try {
+        message = JSON.parse(text).message ?? message;
+      } catch {}
+      panel.message = `${message || 'the logs could not be read'} (${response.status})`;
       again = response.status >= 500;
     } else {
+      const body = await response.json();
       panel.records.push(...body.records);
       if (panel.records.length > LOG_LINES_SHOWN) panel.records.splice(0, panel.records.length - LOG_LINES_SHOWN);
       panel.next = body.next;
