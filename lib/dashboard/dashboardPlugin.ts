@@ -52,6 +52,9 @@ const PAGE_DIR = fileURLToPath(new URL('./page/', import.meta.url));
 /** The files a page may load: name → where it is and what it is. */
 const ASSETS: Readonly<Record<string, { readonly path: string; readonly type: string }>> = {
   'dashboard.js': { path: `${PAGE_DIR}dashboard.js`, type: 'text/javascript; charset=utf-8' },
+  'dom.js': { path: `${PAGE_DIR}dom.js`, type: 'text/javascript; charset=utf-8' },
+  'jobPage.js': { path: `${PAGE_DIR}jobPage.js`, type: 'text/javascript; charset=utf-8' },
+  'jobGraph.js': { path: `${PAGE_DIR}jobGraph.js`, type: 'text/javascript; charset=utf-8' },
   'dashboard.css': { path: `${PAGE_DIR}dashboard.css`, type: 'text/css; charset=utf-8' },
   'uPlot.iife.min.js': {
     path: require.resolve('uplot/dist/uPlot.iife.min.js'),

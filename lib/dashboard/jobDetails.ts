@@ -25,7 +25,10 @@ export interface AttemptDetail {
   readonly endTime: number;
 }
 
-/** A subtask: its current attempt, and the ended ones before it (oldest first, `jobmanager.execution.attempts-history-size`). */
+/**
+ * A subtask: its current attempt, and the ended ones before it (oldest first, at most
+ * `jobmanager.execution.attempts-history-size`).
+ */
 export interface SubtaskDetail extends AttemptDetail {
   readonly index: number;
   readonly priorAttempts: readonly AttemptDetail[];

@@ -164,9 +164,9 @@ export class ExecutionAttempts {
   }
 
   /**
-   * Notes what the record's state now means for its times and place (the JobMaster calls it with every task event it
-   * emits): deploying starts the attempt, a final state ends it, a slot it holds is where it runs — kept after the
-   * slot went back — and sent back to wait for its inputs, it holds none.
+   * Notes what the record's state now means for its times and place (with every task event the JobMaster emits):
+   * deploying starts the attempt, a final state ends it, a slot it holds is where it runs — kept after the slot went
+   * back — and sent back to wait for its inputs, it holds none.
    */
   observe(record: ExecutionRecord, timestamp: number): void {
     if (record.state === 'deploying' && record.startTime < 0) record.startTime = timestamp;
@@ -174,6 +174,17 @@ export class ExecutionAttempts {
     if (record.slot !== null)
       record.location = { resourceId: record.slot.resourceId, allocationId: record.slot.allocationId };
     else if (record.state === 'created') record.location = null;
+  }
+
+  /** The task event telling the record's state now (taskEventOf), its times and place noted first (observe). */
+  taskEvent(
+    record: ExecutionRecord,
+    error: SerializedError | null,
+    timestamp: number,
+    waitingFor?: TaskWait,
+  ): Extract<JobEvent, { readonly type: 'task' }> {
+    this.observe(record, timestamp);
+    return taskEventOf(record, error, timestamp, waitingFor);
   }
 
   /** The record of a subtask of the graph. */

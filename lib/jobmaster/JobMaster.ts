@@ -29,13 +29,7 @@ import type {
   TaskExecutionStateWire,
 } from '../rpc/protocol.js';
 import type { jobStatusMachine, JobStatus } from '../../machines/jobStatus.machine.js';
-import {
-  ExecutionAttempts,
-  taskEventOf,
-  TERMINAL_STATES,
-  type ExecutionRecord,
-  type ExecutionSummary,
-} from './ExecutionAttempts.js';
+import { ExecutionAttempts, TERMINAL_STATES, type ExecutionRecord } from './ExecutionAttempts.js';
 import { ExecutionDeployer } from './ExecutionDeployer.js';
 import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
@@ -95,9 +89,6 @@ export class JobMaster implements JobMasterGateway {
   #finishedCount = 0;
   #resolveResult!: (result: JobResult) => void;
   #startedAt = 0;
-  /** Epoch ms of its first status (created) and of its final one, -1 before. */
-  #startTime = -1;
-  #endTime = -1;
   #lastError: SerializedError | null = null;
   #closed = false;
 
@@ -121,12 +112,7 @@ export class JobMaster implements JobMasterGateway {
       restartStrategy: options.jobGraph.restartStrategy,
       random: options.random ?? Math.random,
       ...(options.inspect ? { inspect: options.inspect } : {}),
-      onStatus: (status, cause) => {
-        const timestamp = this.#clock.now();
-        if (this.#startTime < 0) this.#startTime = timestamp;
-        if (TERMINAL_STATES.has(status)) this.#endTime = timestamp;
-        this.#emit({ type: 'status', status, cause, timestamp });
-      },
+      onStatus: (status, cause) => this.#emit({ type: 'status', status, cause, timestamp: this.#clock.now() }),
       restart: () => this.#restart(),
     });
     this.#declarations = new ResourceRequirementsDeclarer({
@@ -201,17 +187,14 @@ export class JobMaster implements JobMasterGateway {
     return this.#failures.history();
   }
 
-  /**
-   * Per subtask: its current attempt (state, the TaskExecutor and slot it runs or ran in, start and end) and its ended
-   * attempts (for overviews).
-   */
-  executions(): ExecutionSummary[] {
+  /** Per subtask: its current attempt (state, where it runs or ran, start and end), its ended ones (for overviews). */
+  executions() {
     return this.#executions.summaries();
   }
 
   /** When the job was created and when it ended (Flink's job start-time and end-time): epoch ms, -1 before. */
   times(): { readonly startTime: number; readonly endTime: number } {
-    return { startTime: this.#startTime, endTime: this.#endTime };
+    return this.#status.times;
   }
 
   /** Registers at the ResourceManager and schedules the subtasks its SchedulingStrategy starts with. */
@@ -499,9 +482,7 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #emitTask(record: ExecutionRecord, error: SerializedError | null, waitingFor?: TaskWait): void {
-    const now = this.#clock.now();
-    this.#executions.observe(record, now);
-    this.#emit(taskEventOf(record, error, now, waitingFor));
+    this.#emit(this.#executions.taskEvent(record, error, this.#clock.now(), waitingFor));
   }
 
   #slotAssigned(record: ExecutionRecord, requestedAt: number): void {

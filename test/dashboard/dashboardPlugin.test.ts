@@ -63,7 +63,14 @@ describe('the dashboard plugin (fastify, no browser)', () => {
       const html = await response.text();
       expect(html).to.include(`/dashboard/assets/dashboard.js?token=${TOKEN}`);
       expect(html).to.not.match(/https?:\/\//, 'no absolute URL: nothing is loaded from elsewhere');
-      for (const asset of ['dashboard.js', 'dashboard.css', 'uPlot.iife.min.js', 'uPlot.min.css']) {
+      for (const asset of [
+        'dashboard.js',
+        'dom.js',
+        'jobPage.js',
+        'jobGraph.js',
+        'dashboard.css',
+        'uPlot.iife.min.js',
+      ]) {
         const served = await get(`/dashboard/assets/${asset}?token=${TOKEN}`);
         expect(served.status, asset).to.equal(200);
         expect((await served.text()).length, asset).to.be.greaterThan(500);
