@@ -246,6 +246,12 @@ export const OPTIONS = {
       "that restart's entry), kept while the job is listed.",
     0,
   ),
+  'jobmanager.execution.attempts-history-size': integer(
+    16,
+    'The most ended attempts of a subtask kept beside its current one (each with its TaskExecutor, slot, start ' +
+      'and end), for the dashboard and the REST API; the oldest go first.',
+    0,
+  ),
   'dispatcher.task-module-check.timeout': duration(
     10_000,
     'How long a task module may take to load in the checker worker (a short-lived thread, or a child process ' +

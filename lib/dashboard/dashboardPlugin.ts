@@ -12,6 +12,10 @@
  *   then an `actor-event` per event of it;
  * - `POST /dashboard/jobs/<jobId>/cancel` — 202 `{ status: 'canceling' | 'ended' }`, 404 for a job
  *   the cluster does not know;
+ * - `GET /dashboard/jobs/<jobId>/logs?vertex=<id>&subtask=<n>&from=<seq>` — what that subtask's tasks
+ *   logged (every attempt), from the records a session cluster's TaskManagers forward (`jobLogs`):
+ *   `{ records, next, first }`; 404 `no-task-logs` where the server keeps none (a MiniCluster: its
+ *   records go to its logger), 404 for an unknown job, 400 for a bad query;
  * - `GET /metrics` — the Prometheus text.
  */
 import { readFile } from 'node:fs/promises';
@@ -19,6 +23,8 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { isSlotwiseError } from '../core/errors.js';
+import { JobID } from '../core/ids.js';
+import type { LogPage } from '../rest/RestTarget.js';
 import { refusal, type AccessRule } from './accessToken.js';
 import type { DashboardSource } from './ClusterDashboard.js';
 import { ServerSentEvents } from './ServerSentEvents.js';
@@ -27,13 +33,28 @@ export interface DashboardPluginOptions extends AccessRule {
   readonly source: DashboardSource;
   /** How often the view is compared with the last one sent, while a page listens (default 250 ms). */
   readonly pushIntervalMs?: number;
+  /**
+   * A job's kept task log records from `from` on (at most `limit`), undefined for an unknown job: a session cluster's
+   * JobManager gives its forwarded ones. Without it the log panels say the records go to the application's logger.
+   */
+  readonly jobLogs?: (jobId: JobID, from: number, limit: number) => Promise<LogPage | undefined>;
 }
+
+/** Records a log panel asks for at once: as many as a job keeps (forwardedLogs.ts RECORDS_KEPT). */
+const LOG_PAGE_LIMIT = 1_000;
+/** What a log panel says where the server keeps no task records. */
+const NO_TASK_LOGS =
+  "this cluster keeps no task logs: a MiniCluster's records (a task's context.log lines among them) go to the " +
+  'logger given to MiniCluster.start (the console without one)';
 
 const require = createRequire(import.meta.url);
 const PAGE_DIR = fileURLToPath(new URL('./page/', import.meta.url));
 /** The files a page may load: name → where it is and what it is. */
 const ASSETS: Readonly<Record<string, { readonly path: string; readonly type: string }>> = {
   'dashboard.js': { path: `${PAGE_DIR}dashboard.js`, type: 'text/javascript; charset=utf-8' },
+  'dom.js': { path: `${PAGE_DIR}dom.js`, type: 'text/javascript; charset=utf-8' },
+  'jobPage.js': { path: `${PAGE_DIR}jobPage.js`, type: 'text/javascript; charset=utf-8' },
+  'jobGraph.js': { path: `${PAGE_DIR}jobGraph.js`, type: 'text/javascript; charset=utf-8' },
   'dashboard.css': { path: `${PAGE_DIR}dashboard.css`, type: 'text/css; charset=utf-8' },
   'uPlot.iife.min.js': {
     path: require.resolve('uplot/dist/uPlot.iife.min.js'),
@@ -124,6 +145,31 @@ export async function dashboardPlugin(fastify: FastifyInstance, options: Dashboa
       return failed(reply, error);
     }
   });
+
+  fastify.get<{ Params: { jobId: string }; Querystring: Record<string, string | undefined> }>(
+    '/dashboard/jobs/:jobId/logs',
+    async (request, reply) => {
+      const { jobId } = request.params;
+      const { vertex, subtask, from = '0' } = request.query;
+      const whole = (text: string | undefined) => (text !== undefined && /^\d{1,9}$/.test(text) ? Number(text) : null);
+      const bad = (message: string) =>
+        reply.code(400).send({ error: 'IllegalArgumentError', reason: 'invalid-value', message });
+      if (!JobID.is(jobId)) return bad(`${JSON.stringify(jobId)} is not a JobID (32 hex digits)`);
+      if (whole(from) === null) return bad(`from must be a sequence number (an integer ≥ 0), got ${from}`);
+      if ((vertex === undefined) !== (subtask === undefined) || (subtask !== undefined && whole(subtask) === null))
+        return bad('name a subtask with both vertex=<vertex id> and subtask=<index ≥ 0>, or neither');
+      if (options.jobLogs === undefined) return reply.code(404).send({ error: 'no-task-logs', message: NO_TASK_LOGS });
+      const page = await options.jobLogs(jobId, whole(from)!, LOG_PAGE_LIMIT);
+      if (page === undefined)
+        return reply.code(404).send({ error: 'unknown-job', message: `no job ${jobId} in this cluster` });
+      const index = whole(subtask);
+      const records =
+        vertex === undefined
+          ? page.records
+          : page.records.filter((r) => r.vertexId === vertex && r.subtaskIndex === index);
+      return reply.header('cache-control', 'no-store').send({ records, next: page.next, first: page.first });
+    },
+  );
 
   fastify.get('/metrics', async (_request, reply) => {
     const { contentType, text } = await source.metrics();

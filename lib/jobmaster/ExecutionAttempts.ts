@@ -12,6 +12,11 @@
  * failed and canceled subtasks. The JobMaster decides nothing here — the job's status machine
  * decides whether and when to restart — and applies what this returns (slots released and asked
  * for again).
+ *
+ * Each subtask also keeps what a person asks of it later (Flink's Execution state timestamps and
+ * ExecutionVertex's prior executions): when its attempt started and ended, the TaskExecutor and slot
+ * it ran in — kept after the slot went back — and its ended attempts, at most
+ * `jobmanager.execution.attempts-history-size` of them.
  */
 import type { AllocationID, ExecutionAttemptID, ResourceID } from '../core/ids.js';
 import type { ExecutionState, ResultPartitionWire, SerializedError } from '../rpc/protocol.js';
@@ -41,6 +46,14 @@ export interface ExecutionRecord {
   /** Where its finished attempt's output stays instead (its TaskExecutor's result partition). */
   partition: ResultPartitionWire | null;
   hasOutput: boolean;
+  /** Epoch ms (the JobMaster's clock) its attempt started deploying, -1 before. */
+  startTime: number;
+  /** Epoch ms its attempt ended, -1 while it has not. */
+  endTime: number;
+  /** The TaskExecutor and slot its attempt holds or last held (kept once it ended), or null: none yet. */
+  location: { readonly resourceId: ResourceID; readonly allocationId: AllocationID } | null;
+  /** Its ended attempts, oldest first, at most the history size. */
+  readonly priorAttempts: AttemptSummary[];
 }
 
 /** The JobEvent telling the attempt's state now, where it runs (if it has a slot) and its error. */
@@ -67,15 +80,27 @@ export function taskEventOf(
   return waitingFor === undefined ? event : { ...event, waitingFor };
 }
 
-/** A subtask's attempt as overviews show it. */
-export interface ExecutionSummary {
+/** One attempt of a subtask: its number, state, where it ran and when. */
+export interface AttemptSummary {
+  readonly attemptNumber: number;
+  readonly state: string;
+  /** The TaskExecutor it runs or ran on (kept after it ended), null when it had none. */
+  readonly resourceId: ResourceID | null;
+  /** Its slot, as `resourceId`. */
+  readonly allocationId: AllocationID | null;
+  /** Epoch ms it started deploying (Flink's start-time), -1 before. */
+  readonly startTime: number;
+  /** Epoch ms it ended, -1 while it has not. */
+  readonly endTime: number;
+}
+
+/** A subtask's current attempt as overviews show it, with its ended attempts. */
+export interface ExecutionSummary extends AttemptSummary {
   readonly key: string;
   readonly vertexId: string;
   readonly subtaskIndex: number;
-  readonly attemptNumber: number;
-  readonly state: string;
-  readonly resourceId: ResourceID | null;
-  readonly allocationId: AllocationID | null;
+  /** Its ended attempts, oldest first, at most `jobmanager.execution.attempts-history-size`. */
+  readonly priorAttempts: readonly AttemptSummary[];
 }
 
 export class ExecutionAttempts {
@@ -85,9 +110,12 @@ export class ExecutionAttempts {
 
   /** Attempt 0 of every subtask of the graph, created, in topological order. */
   readonly #graph: ExecutionGraph;
+  readonly #historySize: number;
 
-  constructor(graph: ExecutionGraph) {
+  /** `historySize`: the ended attempts kept per subtask (`jobmanager.execution.attempts-history-size`). */
+  constructor(graph: ExecutionGraph, historySize: number) {
     this.#graph = graph;
+    this.#historySize = historySize;
     for (const vertex of graph.verticesInTopologicalOrder()) {
       const record: ExecutionRecord = {
         vertex,
@@ -99,6 +127,10 @@ export class ExecutionAttempts {
         output: undefined,
         partition: null,
         hasOutput: false,
+        startTime: -1,
+        endTime: -1,
+        location: null,
+        priorAttempts: [],
       };
       this.#byKey.set(vertex.key, record);
       this.#byAttempt.set(record.executionAttemptId, record);
@@ -129,6 +161,30 @@ export class ExecutionAttempts {
       restored.push(record);
     }
     return restored;
+  }
+
+  /**
+   * Notes what the record's state now means for its times and place (with every task event the JobMaster emits):
+   * deploying starts the attempt, a final state ends it, a slot it holds is where it runs — kept after the slot went
+   * back — and sent back to wait for its inputs, it holds none.
+   */
+  observe(record: ExecutionRecord, timestamp: number): void {
+    if (record.state === 'deploying' && record.startTime < 0) record.startTime = timestamp;
+    if (TERMINAL_STATES.has(record.state) && record.endTime < 0) record.endTime = timestamp;
+    if (record.slot !== null)
+      record.location = { resourceId: record.slot.resourceId, allocationId: record.slot.allocationId };
+    else if (record.state === 'created') record.location = null;
+  }
+
+  /** The task event telling the record's state now (taskEventOf), its times and place noted first (observe). */
+  taskEvent(
+    record: ExecutionRecord,
+    error: SerializedError | null,
+    timestamp: number,
+    waitingFor?: TaskWait,
+  ): Extract<JobEvent, { readonly type: 'task' }> {
+    this.observe(record, timestamp);
+    return taskEventOf(record, error, timestamp, waitingFor);
   }
 
   /** The record of a subtask of the graph. */
@@ -174,6 +230,13 @@ export class ExecutionAttempts {
       else if (r.slotRequest === null) reslot.push(r);
     }
     for (const record of restarted) {
+      if (this.#historySize > 0) {
+        record.priorAttempts.push(attemptOf(record));
+        if (record.priorAttempts.length > this.#historySize) record.priorAttempts.shift();
+      }
+      record.startTime = -1;
+      record.endTime = -1;
+      record.location = null;
       this.#byAttempt.delete(record.executionAttemptId);
       record.attemptNumber++;
       record.executionAttemptId = attemptId(record.vertex, record.attemptNumber);
@@ -198,18 +261,28 @@ export class ExecutionAttempts {
     return outputs;
   }
 
-  /** Per subtask: its attempt, state, executor and slot. */
+  /** Per subtask: its current attempt (state, where it runs or ran, when) and its ended attempts. */
   summaries(): ExecutionSummary[] {
     return [...this.#byKey.values()].map((r) => ({
       key: r.vertex.key,
       vertexId: r.vertex.id.vertexId,
       subtaskIndex: r.vertex.id.subtaskIndex,
-      attemptNumber: r.attemptNumber,
-      state: r.state,
-      resourceId: r.slot?.resourceId ?? null,
-      allocationId: r.slot?.allocationId ?? null,
+      ...attemptOf(r),
+      priorAttempts: [...r.priorAttempts],
     }));
   }
+}
+
+function attemptOf(r: ExecutionRecord): AttemptSummary {
+  const where = r.slot ?? r.location;
+  return {
+    attemptNumber: r.attemptNumber,
+    state: r.state,
+    resourceId: where?.resourceId ?? null,
+    allocationId: where?.allocationId ?? null,
+    startTime: r.startTime,
+    endTime: r.endTime,
+  };
 }
 
 function attemptId(vertex: ExecutionVertex, attempt: number): ExecutionAttemptID {

@@ -29,13 +29,7 @@ import type {
   TaskExecutionStateWire,
 } from '../rpc/protocol.js';
 import type { jobStatusMachine, JobStatus } from '../../machines/jobStatus.machine.js';
-import {
-  ExecutionAttempts,
-  taskEventOf,
-  TERMINAL_STATES,
-  type ExecutionRecord,
-  type ExecutionSummary,
-} from './ExecutionAttempts.js';
+import { ExecutionAttempts, TERMINAL_STATES, type ExecutionRecord } from './ExecutionAttempts.js';
 import { ExecutionDeployer } from './ExecutionDeployer.js';
 import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
@@ -147,7 +141,7 @@ export class JobMaster implements JobMasterGateway {
       },
     }));
     this.#taskManagers = new RegisteredTaskManagers((resourceId) => this.#o.taskExecutor(resourceId) !== undefined);
-    this.#executions = new ExecutionAttempts(this.graph);
+    this.#executions = new ExecutionAttempts(this.graph, options.options['jobmanager.execution.attempts-history-size']);
     this.#failures = new JobFailures(options, this.#clock, this.#log);
     this.#deployments = new TaskDeploymentDescriptorFactory(this.jobId, this.graph, this.#executions);
     this.#partitions = new JobPartitionTracker(this.graph, this.#executions);
@@ -193,9 +187,14 @@ export class JobMaster implements JobMasterGateway {
     return this.#failures.history();
   }
 
-  /** Per subtask: its attempt, state, executor and slot (for overviews). */
-  executions(): ExecutionSummary[] {
+  /** Per subtask: its current attempt (state, where it runs or ran, start and end), its ended ones (for overviews). */
+  executions() {
     return this.#executions.summaries();
+  }
+
+  /** When the job was created and when it ended (Flink's job start-time and end-time): epoch ms, -1 before. */
+  times(): { readonly startTime: number; readonly endTime: number } {
+    return this.#status.times;
   }
 
   /** Registers at the ResourceManager and schedules the subtasks its SchedulingStrategy starts with. */
@@ -483,7 +482,7 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #emitTask(record: ExecutionRecord, error: SerializedError | null, waitingFor?: TaskWait): void {
-    this.#emit(taskEventOf(record, error, this.#clock.now(), waitingFor));
+    this.#emit(this.#executions.taskEvent(record, error, this.#clock.now(), waitingFor));
   }
 
   #slotAssigned(record: ExecutionRecord, requestedAt: number): void {

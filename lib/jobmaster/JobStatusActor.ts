@@ -42,6 +42,9 @@ export class JobStatusActor {
   readonly #random: () => number;
   /** Effects that read the job's status, run once the status machine's snapshot is settled. */
   #whenSettled: Array<() => void> = [];
+  /** When the job was created (its first status) and ended (its final one): epoch ms, -1 before. */
+  #startTime = -1;
+  #endTime = -1;
 
   constructor(options: JobStatusActorOptions) {
     this.#clock = options.clock;
@@ -59,6 +62,8 @@ export class JobStatusActor {
       const status = snapshot.value as JobStatus;
       if (status !== last) {
         last = status;
+        if (this.#startTime < 0) this.#startTime = this.#clock.now();
+        if (status === 'finished' || status === 'failed' || status === 'canceled') this.#endTime = this.#clock.now();
         const cause =
           status === 'created' || status === 'running' || status === 'finished' ? null : snapshot.context.failureCause;
         options.onStatus(status, cause);
@@ -70,6 +75,11 @@ export class JobStatusActor {
 
   get status(): JobStatus {
     return this.actor.getSnapshot().value as JobStatus;
+  }
+
+  /** When the job was created and ended (Flink's job start-time and end-time): epoch ms, -1 before. */
+  get times(): { readonly startTime: number; readonly endTime: number } {
+    return { startTime: this.#startTime, endTime: this.#endTime };
   }
 
   /** Restarts made so far (Flink's numberOfRestarts). */

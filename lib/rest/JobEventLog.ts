@@ -19,13 +19,6 @@ export class JobEventLog {
   #nextSeq = 0;
   readonly #id = randomUUID();
   #result: JobResult | null = null;
-  /**
-   * Where each subtask attempt last ran, by `vertex#subtask#attempt` (kept when task events are dropped: one per
-   * attempt).
-   */
-  readonly #placements = new Map<string, { readonly resourceId: string; readonly allocationId: string | null }>();
-  /** When each subtask attempt started deploying and ended (epoch ms, -1 before), by `vertex#subtask#attempt`. */
-  readonly #timings = new Map<string, { startTime: number; endTime: number }>();
   readonly #unsubscribe: () => void;
 
   /**
@@ -50,26 +43,6 @@ export class JobEventLog {
     return this.#events.filter(
       (event): event is Extract<SequencedJobEvent, { type: 'status' }> => event.type === 'status',
     );
-  }
-
-  /**
-   * Where a subtask attempt ran (its last task event that named a TaskExecutor), or undefined: a
-   * finished attempt gave its slot back, so the JobMaster no longer knows.
-   */
-  placementOf(
-    vertexId: string,
-    subtaskIndex: number,
-    attemptNumber: number,
-  ): { readonly resourceId: string; readonly allocationId: string | null } | undefined {
-    return this.#placements.get(`${vertexId}#${subtaskIndex}#${attemptNumber}`);
-  }
-
-  /**
-   * When a subtask attempt started (its `deploying`, as Flink's start-time) and ended (its final state), epoch ms,
-   * -1 for what has not happened (or happened before the log saw the job).
-   */
-  timingOf(vertexId: string, subtaskIndex: number, attemptNumber: number): { startTime: number; endTime: number } {
-    return this.#timings.get(`${vertexId}#${subtaskIndex}#${attemptNumber}`) ?? { startTime: -1, endTime: -1 };
   }
 
   /** Events with seq ≥ `from`, at most `limit` of them. */
@@ -102,19 +75,6 @@ export class JobEventLog {
   }
 
   #append(event: JobEvent): void {
-    if (event.type === 'task') {
-      const key = `${event.vertexId}#${event.subtaskIndex}#${event.attemptNumber}`;
-      let timing = this.#timings.get(key);
-      if (timing === undefined) this.#timings.set(key, (timing = { startTime: -1, endTime: -1 }));
-      if (event.state === 'deploying' && timing.startTime < 0) timing.startTime = event.timestamp;
-      if (event.state === 'finished' || event.state === 'failed' || event.state === 'canceled')
-        timing.endTime = event.timestamp;
-    }
-    if (event.type === 'task' && event.resourceId !== null)
-      this.#placements.set(`${event.vertexId}#${event.subtaskIndex}#${event.attemptNumber}`, {
-        resourceId: event.resourceId,
-        allocationId: event.allocationId,
-      });
     this.#events.push({ ...event, seq: this.#nextSeq++ });
     if (this.#events.length <= this.#capacity) return;
     let toDrop = Math.ceil(this.#capacity / 2);

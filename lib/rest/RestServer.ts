@@ -193,7 +193,16 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   refuseOtherMethods(app);
   const token = dashboard === null ? null : (configured ?? createAccessToken());
   // In a context of its own: the plugin's token hook guards its routes only, not the API's.
-  if (dashboard !== null) await app.register(dashboardPlugin, { source: dashboard, token, loopbackOnly: isLoopback });
+  if (dashboard !== null) {
+    // A session cluster's forwarded task logs feed the job page's log panels.
+    const jobLogs = target.jobLogs?.bind(target);
+    await app.register(dashboardPlugin, {
+      source: dashboard,
+      token,
+      loopbackOnly: isLoopback,
+      ...(jobLogs === undefined ? {} : { jobLogs }),
+    });
+  }
   try {
     await app.listen({ host: address, port });
   } catch (error) {

@@ -53,9 +53,10 @@ export interface TaskDetails {
    * `canceled`.
    */
   readonly state: string;
+  /** The TaskExecutor it runs or ran on (kept after it ended), null when it had none yet. */
   readonly resourceId: string | null;
   readonly allocationId: string | null;
-  /** Epoch ms it started deploying, -1 before (or when the REST API first saw the job after it). */
+  /** Epoch ms it started deploying, -1 before. */
   readonly startTime: number;
   /** Epoch ms it ended, -1 while it has not. */
   readonly endTime: number;

@@ -114,28 +114,27 @@ export function clusterTarget(
       const statuses = found.log.statusEvents();
       const status = found.job.status;
       const order = new Map(master.jobGraph.vertices.map((v, i) => [v.id, i]));
+      // The JobMaster keeps where each attempt ran after its slot went back, and when it started and ended.
       const tasks = master
         .executions()
-        .map(({ vertexId, subtaskIndex, attemptNumber, state, resourceId, allocationId }) => {
-          // A finished attempt gave its slot back: where it ran comes from its events.
-          const ran = resourceId === null ? found.log.placementOf(vertexId, subtaskIndex, attemptNumber) : undefined;
-          return {
-            ...found.log.timingOf(vertexId, subtaskIndex, attemptNumber),
-            vertexId,
-            subtaskIndex,
-            attemptNumber,
-            state,
-            resourceId: ran?.resourceId ?? resourceId,
-            allocationId: ran?.allocationId ?? allocationId,
-          };
-        })
+        .map(({ vertexId, subtaskIndex, attemptNumber, state, resourceId, allocationId, startTime, endTime }) => ({
+          vertexId,
+          subtaskIndex,
+          attemptNumber,
+          state,
+          resourceId,
+          allocationId,
+          startTime,
+          endTime,
+        }))
         .sort((a, b) => order.get(a.vertexId)! - order.get(b.vertexId)! || a.subtaskIndex - b.subtaskIndex);
+      const times = master.times();
       return {
         jobId,
         name: found.job.name,
         status,
-        startTime: statuses[0]?.timestamp ?? Date.now(),
-        endTime: ENDED.has(status) ? (statuses.at(-1)?.timestamp ?? null) : null,
+        startTime: times.startTime < 0 ? (statuses[0]?.timestamp ?? Date.now()) : times.startTime,
+        endTime: ENDED.has(status) && times.endTime >= 0 ? times.endTime : null,
         restarts: statuses.filter((event) => event.status === 'restarting').length,
         vertices: master.jobGraph.vertices.map((v) => ({
           id: v.id,

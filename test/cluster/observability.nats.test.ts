@@ -3,7 +3,8 @@
  * TaskManagers in this process, its REST port serves Prometheus text at `/metrics` whose slot
  * figures equal its overview after a job, refuses the dashboard and `/metrics` without the token
  * (the API's routes stay open), and — in headless Chromium, when installed — its dashboard lists the
- * TaskManagers with their slots and shows a submitted job turn finished.
+ * TaskManagers with their slots, shows a submitted job turn finished with each subtask's TaskManager
+ * named whole, and a subtask's log panel shows the line its task logged on a TaskManager.
  */
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -162,7 +163,7 @@ describe("a session cluster JobManager's metrics and dashboard (over NATS)", fun
 
     after(() => browser?.close());
 
-    it('lists the TaskManagers and their slots, and shows a submitted job turn finished', async () => {
+    it("lists the TaskManagers and their slots, shows a job turn finished, and a subtask's log line", async () => {
       const { page } = browser;
       const response = await page.goto(jobManager.dashboardUrl!);
       expect(response!.status()).to.equal(200);
@@ -180,14 +181,27 @@ describe("a session cluster JobManager's metrics and dashboard (over NATS)", fun
 
       const job = await jobManager.submitJob({
         name: 'watched',
-        vertices: [{ id: 'nap', taskModule: sleep, parallelism: 2, config: { ms: 1_500 } }],
+        vertices: [
+          { id: 'nap', taskModule: sleep, parallelism: 2, config: { ms: 1_500 } },
+          { id: 'tell', taskModule: ok, parallelism: 1 },
+        ],
+        edges: [{ from: 'nap', to: 'tell', pattern: 'all-to-all' }],
       });
       const box = page.locator(`[data-testid=job][data-job-id="${job.jobId}"]`);
       await box.waitFor();
       expect(await box.locator('[data-testid=job-name]').textContent()).to.equal('watched');
       expect((await job.result).status).to.equal('finished');
       await page.locator(`[data-testid=job][data-job-id="${job.jobId}"][data-status=finished]`).waitFor();
-      expect(await box.locator('[data-testid=subtask][data-state=finished]').count()).to.equal(2);
+      expect(await box.locator('[data-testid=subtask][data-state=finished]').count()).to.equal(3);
+      await box.locator('[data-testid=job-summary]').click();
+      // Each ended subtask names its TaskManager whole (not `taskmana`).
+      const executors = await box.locator('[data-testid=subtask] [data-testid=subtask-executor]').allTextContents();
+      expect(executors).to.have.length(3);
+      for (const name of executors) expect(taskManagers.map((tm) => tm.resourceId)).to.include(name);
+      // The sink's log panel shows the line its task logged on a TaskManager (forwarded to the JobManager).
+      const tell = box.locator('[data-testid=subtask][data-vertex=tell]');
+      await tell.locator('[data-testid=subtask-logs-toggle]').click();
+      await box.locator('[data-testid=subtask-logs]', { hasText: 'INFO summing 0 inputs' }).waitFor();
       const origin = new URL(jobManager.dashboardUrl!).origin;
       for (const url of browser.requested) expect(new URL(url).origin, url).to.equal(origin);
     });

@@ -78,6 +78,7 @@ describe('options', () => {
         'high-availability.leader-election.renew-deadline': 10_000,
         'high-availability.leader-election.retry-period': 1_000,
         'web.exception-history-size': 16,
+        'jobmanager.execution.attempts-history-size': 16,
         'dispatcher.task-module-check.timeout': 10_000,
       });
     });
@@ -633,6 +634,7 @@ describe('options', () => {
         'high-availability.leader-election.renew-deadline': '10 s',
         'high-availability.leader-election.retry-period': '1 s',
         'web.exception-history-size': '16',
+        'jobmanager.execution.attempts-history-size': '16',
         'dispatcher.task-module-check.timeout': '10 s',
       });
     });

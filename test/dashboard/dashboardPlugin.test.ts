@@ -8,6 +8,7 @@ import { dashboardPlugin } from '../../lib/dashboard/dashboardPlugin.js';
 import { resolveDashboardOptions } from '../../lib/dashboard/DashboardOptions.js';
 import { DashboardServer } from '../../lib/dashboard/DashboardServer.js';
 import { ConfigurationError } from '../../lib/core/errors.js';
+import type { ForwardedRecord } from '../../lib/rest/RestTarget.js';
 
 const TOKEN = 'secret-token-123456789';
 const job = JobID.generate();
@@ -62,7 +63,14 @@ describe('the dashboard plugin (fastify, no browser)', () => {
       const html = await response.text();
       expect(html).to.include(`/dashboard/assets/dashboard.js?token=${TOKEN}`);
       expect(html).to.not.match(/https?:\/\//, 'no absolute URL: nothing is loaded from elsewhere');
-      for (const asset of ['dashboard.js', 'dashboard.css', 'uPlot.iife.min.js', 'uPlot.min.css']) {
+      for (const asset of [
+        'dashboard.js',
+        'dom.js',
+        'jobPage.js',
+        'jobGraph.js',
+        'dashboard.css',
+        'uPlot.iife.min.js',
+      ]) {
         const served = await get(`/dashboard/assets/${asset}?token=${TOKEN}`);
         expect(served.status, asset).to.equal(200);
         expect((await served.text()).length, asset).to.be.greaterThan(500);
@@ -119,6 +127,14 @@ describe('the dashboard plugin (fastify, no browser)', () => {
     expect(canceled).to.deep.equal([job]);
   });
 
+  it("answers a subtask's log panel 404 saying where a MiniCluster's records go (it keeps none)", async () => {
+    const response = await get(`/dashboard/jobs/${job}/logs?vertex=v&subtask=0&token=${TOKEN}`);
+    expect(response.status).to.equal(404);
+    const body = (await response.json()) as { error: string; message: string };
+    expect(body.error).to.equal('no-task-logs');
+    expect(body.message).to.match(/go to the logger given to MiniCluster\.start/);
+  });
+
   it('streams the view as Server-Sent Events, the first at once', async () => {
     const controller = new AbortController();
     const response = await fetch(`http://127.0.0.1:${port()}/dashboard/events?token=${TOKEN}`, {
@@ -141,6 +157,83 @@ describe('the dashboard plugin (fastify, no browser)', () => {
     await reader.read();
     await server.close();
     for (;;) if ((await reader.read()).done) break;
+  });
+});
+
+describe("the dashboard plugin's log panels on a cluster that keeps its tasks' records", () => {
+  let server: FastifyInstance;
+  const asked: Array<[string, number, number]> = [];
+  const record = (seq: number, vertexId: string, subtaskIndex: number, message: string): ForwardedRecord => ({
+    seq,
+    time: 1_700_000_000_000 + seq,
+    level: 'info',
+    source: 'task',
+    jobId: job,
+    vertexId,
+    subtaskIndex,
+    attemptNumber: 0,
+    message,
+  });
+  const records = [
+    record(0, 'map', 0, 'a'),
+    record(1, 'map', 1, 'b'),
+    record(2, 'sink', 0, 'c'),
+    record(3, 'map', 0, 'd'),
+  ];
+
+  before(async () => {
+    server = Fastify();
+    await server.register(dashboardPlugin, {
+      source: {
+        view: () => view,
+        actor: () => undefined,
+        watchActor: () => () => {},
+        cancelJob: async () => 'ended',
+        metrics: async () => ({ contentType: 'text/plain', text: '' }),
+      },
+      token: TOKEN,
+      loopbackOnly: true,
+      jobLogs: async (jobId, from, limit) => {
+        asked.push([jobId, from, limit]);
+        if (jobId !== job) return undefined;
+        const page = records.filter((r) => r.seq >= from).slice(0, limit);
+        return { records: page, next: (page.at(-1)?.seq ?? from - 1) + 1, first: 0 };
+      },
+    });
+    await server.listen({ port: 0, host: '127.0.0.1' });
+  });
+  after(() => server.close());
+
+  const logs = async (id: string, query: string) => {
+    const port = (server.server.address() as { port: number }).port;
+    const response = await fetch(`http://127.0.0.1:${port}/dashboard/jobs/${id}/logs?${query}&token=${TOKEN}`);
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+
+  it("gives one subtask's lines (every attempt's), and reads on from where the last read stopped", async () => {
+    const first = await logs(job, 'vertex=map&subtask=0');
+    expect(first.status).to.equal(200);
+    expect((first.body.records as ForwardedRecord[]).map((r) => r.message)).to.deep.equal(['a', 'd']);
+    expect(first.body.next).to.equal(4);
+    const later = await logs(job, 'vertex=map&subtask=0&from=2');
+    expect((later.body.records as ForwardedRecord[]).map((r) => r.message)).to.deep.equal(['d']);
+    expect(asked.at(-1)).to.deep.equal([job, 2, 1_000]);
+  });
+
+  it('answers 404 for a job the cluster does not know, 400 for a bad JobID or query, asking nothing then', async () => {
+    expect((await logs(JobID.generate(), 'vertex=map&subtask=0')).status).to.equal(404);
+    const before = asked.length;
+    for (const [id, query] of [
+      ['not-a-job', 'vertex=map&subtask=0'],
+      [job, 'vertex=map'],
+      [job, 'vertex=map&subtask=-1'],
+      [job, 'vertex=map&subtask=0&from=x'],
+    ] as const) {
+      const answer = await logs(id, query);
+      expect(answer.status, `${id} ${query}`).to.equal(400);
+      expect(answer.body.message, `${id} ${query}`).to.be.a('string');
+    }
+    expect(asked.length, 'a refused query reads no log').to.equal(before);
   });
 });
 

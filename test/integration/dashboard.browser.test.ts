@@ -1,7 +1,8 @@
 /**
  * The dashboard in headless Chromium (Debian's chromium, driven by playwright-core), on a real
  * MiniCluster: the page loads with no request leaving localhost, lists the TaskExecutors and their
- * slots, shows a job with its subtasks and slots until it finishes, cancels a running job with its
+ * slots, shows a job page (its graph, its subtasks and slots, collapsed once it finished, still saying
+ * the TaskExecutor and slot each subtask ran in), cancels a running job with its
  * button, shows a failed job's exceptions, shows a chosen actor's state and events, and refuses a
  * request without the token. A
  * screenshot is saved under test-artifacts/. Skips, saying why, when chromium is not installed.
@@ -61,34 +62,80 @@ describe('the dashboard in a browser (headless Chromium)', function () {
     expect(await page.locator('[data-testid=overview-slots-total] .value').textContent()).to.equal('4');
   });
 
-  it('shows a submitted job with its subtasks and slots, and turns it finished', async () => {
-    const job = await cluster.submitJob({
-      name: 'shown',
-      vertices: [{ id: 'nap', taskModule: sleep, parallelism: 2, config: { ms: 4_000 } }],
-    });
-    const box = page.locator(`[data-testid=job][data-job-id="${job.jobId}"]`);
-    await box.locator('[data-testid=subtask][data-state=running]').nth(1).waitFor();
-    expect(await box.locator('[data-testid=job-name]').textContent()).to.equal('shown');
-    const subtasks = await box.locator('[data-testid=subtask]').evaluateAll((nodes) =>
-      nodes.map((n) => ({
-        te: n.getAttribute('data-resource-id'),
-        allocation: n.getAttribute('data-allocation-id'),
-      })),
-    );
-    expect(subtasks).to.have.length(2);
-    for (const { te, allocation } of subtasks) {
-      // The subtask's slot is in its TaskExecutor's table, allocated to the job.
-      const slot = page.locator(
-        `[data-testid=executor][data-resource-id="${te}"] [data-testid=slot][data-allocation-id="${allocation}"]`,
+  it(
+    'shows a job page: the graph with its edges and parallelism, each subtask where it runs, ' +
+      'and once ended, collapsed, with the TaskExecutor and slot each subtask ran in',
+    async () => {
+      const job = await cluster.submitJob({
+        name: 'shown',
+        vertices: [
+          { id: 'nap', taskModule: sleep, parallelism: 2, config: { ms: 3_000 } },
+          { id: 'gather', taskModule: sleep, parallelism: 1, config: { ms: 10 } },
+        ],
+        edges: [{ from: 'nap', to: 'gather', pattern: 'all-to-all' }],
+      });
+      const box = page.locator(`[data-testid=job][data-job-id="${job.jobId}"]`);
+      await box.locator('[data-testid=subtask][data-state=running]').nth(1).waitFor();
+      expect(await box.locator('[data-testid=job-name]').textContent()).to.equal('shown');
+      expect(await box.evaluate((n) => n.hasAttribute('open')), 'a running job is open').to.equal(true);
+      const graph = box.locator('[data-testid=job-graph]');
+      expect(
+        await graph
+          .locator('[data-testid=graph-vertex]')
+          .evaluateAll((nodes) =>
+            nodes.map((n) => `${n.getAttribute('data-vertex')}×${n.getAttribute('data-parallelism')}`),
+          ),
+      ).to.deep.equal(['nap×2', 'gather×1']);
+      const edge = graph.locator('[data-testid=graph-edge]');
+      expect(await edge.count()).to.equal(1);
+      expect(await edge.getAttribute('data-from')).to.equal('nap');
+      expect(await edge.getAttribute('data-to')).to.equal('gather');
+      expect(await edge.textContent()).to.equal('all-to-all');
+      const running = await box.locator('[data-testid=subtask][data-state=running]').evaluateAll((nodes) =>
+        nodes.map((n) => ({
+          te: n.getAttribute('data-resource-id'),
+          allocation: n.getAttribute('data-allocation-id'),
+        })),
       );
-      expect(await slot.getAttribute('data-state')).to.equal('allocated');
-      expect(await slot.locator('[data-testid=slot-tasks]').textContent()).to.match(/^nap#[01] \(running\)$/);
-    }
-    expect((await job.result).status).to.equal('finished');
-    await page.locator(`[data-testid=job][data-job-id="${job.jobId}"][data-status=finished]`).waitFor();
-    expect(await box.locator('[data-testid=subtask][data-state=finished]').count()).to.equal(2);
-    expect(await box.locator('[data-testid=cancel-job]').count(), 'no cancel button on an ended job').to.equal(0);
-  });
+      expect(running).to.have.length(2);
+      for (const { te, allocation } of running) {
+        // The subtask's slot is in its TaskExecutor's table, allocated to the job.
+        const slot = page.locator(
+          `[data-testid=executor][data-resource-id="${te}"] [data-testid=slot][data-allocation-id="${allocation}"]`,
+        );
+        expect(await slot.getAttribute('data-state')).to.equal('allocated');
+        expect(await slot.locator('[data-testid=slot-tasks]').textContent()).to.match(/^nap#[01] \(running\)$/);
+      }
+      const placed = new Map(running.map(({ te, allocation }) => [allocation, te]));
+
+      expect((await job.result).status).to.equal('finished');
+      await page.locator(`[data-testid=job][data-job-id="${job.jobId}"][data-status=finished]`).waitFor();
+      expect(await box.evaluate((n) => n.hasAttribute('open')), 'an ended job is collapsed').to.equal(false);
+      expect(await box.locator('[data-testid=cancel-job]').count(), 'no cancel button on an ended job').to.equal(0);
+      await box.locator('[data-testid=job-summary]').click();
+      const nap = box.locator('[data-testid=subtask][data-vertex=nap]');
+      await nap.nth(1).waitFor();
+      // Ended, each subtask still says where it ran: its TaskExecutor whole, its slot, when and how long.
+      for (let i = 0; i < 2; i++) {
+        const row = nap.nth(i);
+        expect(await row.getAttribute('data-state')).to.equal('finished');
+        const allocation = (await row.getAttribute('data-allocation-id'))!;
+        expect(placed.get(allocation), 'the slot it ran in').to.be.a('string');
+        expect(await row.locator('[data-testid=subtask-executor]').textContent()).to.equal(placed.get(allocation));
+        const slot = await row.locator('[data-testid=subtask-slot]').textContent();
+        expect(slot).to.match(/^slot [01] · [0-9a-f]{8}$/);
+        expect(await row.locator('[data-testid=subtask-slot]').getAttribute('title')).to.equal(
+          `AllocationID ${allocation}`,
+        );
+        expect(await row.locator('td:nth-child(8)').textContent()).to.match(/^\d+(\.\d)? s$/);
+      }
+      expect(await box.locator('[data-testid=job-times]').textContent()).to.match(/→ .* · \d+(\.\d)? s$/);
+      expect(await graph.locator('[data-testid=graph-vertex][data-state=finished]').count()).to.equal(2);
+      // A MiniCluster keeps no task records: its panel says where they go.
+      await nap.first().locator('[data-testid=subtask-logs-toggle]').click();
+      await box.locator('[data-testid=subtask-logs]', { hasText: 'MiniCluster.start' }).waitFor();
+    },
+  );
 
   it('cancels a running job with its cancel button (and shows what waits for slots, and why)', async () => {
     // Six subtasks on four slots: four run, two wait for slots no TaskExecutor has.
@@ -123,6 +170,7 @@ describe('the dashboard in a browser (headless Chromium)', function () {
     });
     expect((await job.result).status).to.equal('failed');
     const box = page.locator(`[data-testid=job][data-job-id="${job.jobId}"][data-status=failed]`);
+    await box.locator('[data-testid=job-summary]').click();
     await box.locator('[data-testid=exception]').nth(1).waitFor();
     const root = await box.locator('[data-testid=root-cause]').textContent();
     expect(root).to.contain('TaskExecutionError').and.contain('boom in boom #0');
@@ -134,6 +182,11 @@ describe('the dashboard in a browser (headless Chromium)', function () {
       'boom (1/1)#1',
       'boom (1/1)#0',
     ]);
+    // The subtask's first attempt stays listed under its second, with the TaskExecutor it ran on.
+    const prior = box.locator('[data-testid=prior-attempt]');
+    expect(await prior.count()).to.equal(1);
+    expect(await prior.locator('td:nth-child(2)').textContent()).to.equal('#0');
+    expect(await prior.locator('[data-testid=subtask-executor]').textContent()).to.match(/^taskexecutor-[0-9a-f]+$/);
     const where = await box.locator('[data-testid=exception] td:nth-child(3)').first().textContent();
     expect(where).to.match(/^taskexecutor-[0-9a-f]+ \/ [0-9a-f]{8}$/);
     mkdirSync(ARTIFACTS, { recursive: true });

@@ -2,9 +2,10 @@ import { expect } from 'chai';
 import { ExecutionAttempts } from '../../lib/jobmaster/ExecutionAttempts.js';
 import { ExecutionGraph } from '../../lib/jobmaster/ExecutionGraph.js';
 import { JobGraph } from '../../lib/jobmaster/JobGraph.js';
+import type { LogicalSlot } from '../../lib/jobmaster/slotsharing/SharedSlot.js';
 import { edge, vertex } from './support.js';
 
-function attemptsOf(): ExecutionAttempts {
+function attemptsOf(historySize = 16): ExecutionAttempts {
   return new ExecutionAttempts(
     new ExecutionGraph(
       JobGraph.create({
@@ -13,7 +14,13 @@ function attemptsOf(): ExecutionAttempts {
         edges: [edge('src', 'sink', 'all-to-all')],
       }),
     ),
+    historySize,
   );
+}
+
+/** A slot as the record holds it (only where it is matters here). */
+function slotOn(resourceId: string, allocationId: string): LogicalSlot {
+  return { resourceId, allocationId } as unknown as LogicalSlot;
 }
 
 describe('ExecutionAttempts', () => {
@@ -72,5 +79,67 @@ describe('ExecutionAttempts', () => {
     expect(restarted).to.deep.equal([src0]);
     expect([...reslot, ...slotted]).to.deep.equal([]);
     expect(sink!.state).to.equal('created');
+  });
+
+  it('keeps where an attempt ran and when, after its slot went back', () => {
+    const attempts = attemptsOf();
+    const [src0] = [...attempts.values()];
+    src0!.state = 'scheduled';
+    src0!.slot = slotOn('taskmanager-a1b2c3', 'alloc-1');
+    attempts.observe(src0!, 1_000);
+    src0!.state = 'deploying';
+    attempts.observe(src0!, 1_010);
+    src0!.state = 'finished';
+    attempts.observe(src0!, 1_500);
+    src0!.slot = null;
+    expect(attempts.summaries()[0]).to.deep.include({
+      state: 'finished',
+      resourceId: 'taskmanager-a1b2c3',
+      allocationId: 'alloc-1',
+      startTime: 1_010,
+      endTime: 1_500,
+    });
+  });
+
+  it('keeps the ended attempts of a restarted subtask, oldest first, at most the history size', () => {
+    const attempts = attemptsOf(2);
+    const [src0] = [...attempts.values()];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      src0!.slot = slotOn(`taskmanager-${attempt}`, `alloc-${attempt}`);
+      src0!.state = 'deploying';
+      attempts.observe(src0!, 100 * attempt);
+      src0!.state = 'failed';
+      attempts.observe(src0!, 100 * attempt + 50);
+      src0!.slot = null;
+      attempts.restartFailed();
+    }
+    const [summary] = attempts.summaries();
+    expect(summary).to.deep.include({ attemptNumber: 3, state: 'created', resourceId: null, startTime: -1 });
+    expect(summary!.priorAttempts).to.deep.equal([
+      {
+        attemptNumber: 1,
+        state: 'failed',
+        resourceId: 'taskmanager-1',
+        allocationId: 'alloc-1',
+        startTime: 100,
+        endTime: 150,
+      },
+      {
+        attemptNumber: 2,
+        state: 'failed',
+        resourceId: 'taskmanager-2',
+        allocationId: 'alloc-2',
+        startTime: 200,
+        endTime: 250,
+      },
+    ]);
+  });
+
+  it('keeps no ended attempt with a history size of 0', () => {
+    const attempts = attemptsOf(0);
+    const [src0] = [...attempts.values()];
+    src0!.state = 'failed';
+    attempts.restartFailed();
+    expect(attempts.summaries()[0]!.priorAttempts).to.deep.equal([]);
   });
 });

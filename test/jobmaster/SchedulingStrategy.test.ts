@@ -17,7 +17,7 @@ function join() {
     [vertex('left', 2), vertex('right', 1), vertex('join', 2)],
     [edge('left', 'join', 'all-to-all'), edge('right', 'join', 'pointwise')],
   );
-  const executions = new ExecutionAttempts(graph);
+  const executions = new ExecutionAttempts(graph, 16);
   const of = (key: string) => executions.of(graph.vertex(key));
   const finish = (key: string) => {
     const record = of(key);
@@ -39,7 +39,7 @@ describe('SchedulingStrategy', () => {
 
     it('starts a job without edges whole', () => {
       const { graph } = jobOf([vertex('a', 3), vertex('b', 2)]);
-      const executions = new ExecutionAttempts(graph);
+      const executions = new ExecutionAttempts(graph, 16);
       const start = new PipelinedRegionSchedulingStrategy(graph, executions).startScheduling();
       expect(keys(start)).to.deep.equal(['a#0', 'a#1', 'a#2', 'b#0', 'b#1']);
     });
@@ -77,7 +77,7 @@ describe('SchedulingStrategy', () => {
         [vertex('a', 2, { coLocationGroup: 'loop' }), vertex('b', 2, { coLocationGroup: 'loop' })],
         [edge('a', 'b')],
       );
-      const region = new PipelinedRegionSchedulingStrategy(graph, new ExecutionAttempts(graph));
+      const region = new PipelinedRegionSchedulingStrategy(graph, new ExecutionAttempts(graph, 16));
       expect(keys(region.startScheduling())).to.deep.equal(['a#0', 'b#0', 'a#1', 'b#1']);
     });
 
@@ -86,7 +86,7 @@ describe('SchedulingStrategy', () => {
         [vertex('a', 1, { coLocationGroup: 'loop' }), vertex('c', 1), vertex('b', 1, { coLocationGroup: 'loop' })],
         [edge('a', 'b'), edge('c', 'b')],
       );
-      const executions = new ExecutionAttempts(graph);
+      const executions = new ExecutionAttempts(graph, 16);
       const region = new PipelinedRegionSchedulingStrategy(graph, executions);
       expect(keys(region.startScheduling())).to.deep.equal(['c#0']);
       const c = executions.of(graph.vertex('c#0'));

@@ -69,14 +69,4 @@ describe('JobEventLog', () => {
     expect(log.statusEvents()).to.have.length(1);
     expect(log.page(1, 100).events.map((e) => e.seq)).to.deep.equal([3, 4]);
   });
-
-  it('remembers where each attempt ran after its events are gone', () => {
-    const f = fakeJob();
-    const log = new JobEventLog(f.job, 2);
-    f.emit(f.task(0, 'running', 'taskexecutor-b'));
-    f.emit(f.task(0, 'finished', null));
-    for (let i = 1; i < 6; i++) f.emit(f.task(i));
-    expect(log.placementOf('v', 0, 0)).to.deep.equal({ resourceId: 'taskexecutor-b', allocationId: null });
-    expect(log.placementOf('v', 9, 0)).to.equal(undefined);
-  });
 });
