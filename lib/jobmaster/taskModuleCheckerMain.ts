@@ -10,7 +10,8 @@
  * when this entry is itself `.ts` (started through tsx, with the reaper), otherwise it is registered
  * on the first `.ts` module, with the hook that ends and reaps the esbuild child it starts.
  */
-import { pathToFileURL } from 'node:url';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
 import { prepareEsbuildForThisThread, registerEsbuildReaper } from '../rpc/esbuildReaper.js';
 import {
@@ -54,6 +55,38 @@ function ensureTypeScriptLoader(): Promise<void> {
   return typeScriptLoader;
 }
 
+/**
+ * Where a module's loading failed, as ` (at file:line:column)`, or ''. A top-level throw: the first frame of its stack
+ * in a file. A syntax error in JavaScript: Node 20's `import()` says no place, `node --check` on the file does (it
+ * parses, runs nothing; a syntax error in a module the file imports is not found so, and is said without a place).
+ */
+function where(error: unknown, path: string): string {
+  if (error instanceof SyntaxError && /\.[cm]?js$/.test(path)) {
+    try {
+      execFileSync(process.execPath, ['--check', path], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 5_000 });
+    } catch (failed) {
+      const lines = String((failed as { stderr?: unknown }).stderr ?? '').split('\n');
+      const at = lines.findIndex((line) => line.startsWith(`${path}:`));
+      const line = at === -1 ? Number.NaN : Number(lines[at]!.slice(path.length + 1));
+      const caret = at === -1 ? -1 : (lines[at + 2] ?? '').indexOf('^');
+      if (Number.isSafeInteger(line)) return ` (at ${path}:${line}${caret >= 0 ? `:${caret + 1}` : ''})`;
+    }
+    return '';
+  }
+  // tsx's TransformError says where in its message; its stack is esbuild's.
+  if ((error as { name?: unknown } | null)?.name === 'TransformError') return '';
+  // The first frame in a file (a file: URL, or a path where a loader such as tsx maps it), not Node's own.
+  const stack = error instanceof Error ? (error.stack ?? '') : '';
+  const frame = /^\s+at (?:.*?\()?((?:file:\/\/|\/)[^()\s]*?):(\d+):(\d+)\)?$/m.exec(stack);
+  if (frame === null) return '';
+  try {
+    const file = frame[1]!.startsWith('file:') ? fileURLToPath(frame[1]!) : frame[1]!;
+    return ` (at ${file}:${frame[2]}:${frame[3]})`;
+  } catch {
+    return '';
+  }
+}
+
 async function check(request: TaskModuleCheckRequest): Promise<void> {
   for (const [index, path] of request.modules.entries()) {
     report({ type: 'loading', index });
@@ -62,7 +95,7 @@ async function check(request: TaskModuleCheckRequest): Promise<void> {
       if (TYPESCRIPT.test(path)) await ensureTypeScriptLoader();
       module = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
     } catch (error) {
-      report({ type: 'failed', index, message: describeError(error) });
+      report({ type: 'failed', index, message: describeError(error) + where(error, path) });
       return;
     }
     const exports = Object.keys(module).filter((name) => name !== 'default');

@@ -64,6 +64,17 @@ describe('DefaultTaskModuleChecker', function () {
     const [verdict] = await checker.check([fixture('throwsOnLoad')]);
     expect(verdict).to.deep.include({ status: 'invalid', problem: 'threw' });
     expect((verdict as { message: string }).message).to.match(/Error: refusing to load/);
+    expect((verdict as { message: string }).message).to.contain(`(at ${fixture('throwsOnLoad')}:2:`);
+  });
+
+  it('says where a module does not parse: file, line and column', async () => {
+    const module = join(dir, 'unparsable.mjs');
+    writeFileSync(module, 'export default async function task() {\n  const x = [1, 2;\n  return x;\n}\n');
+    const [verdict] = await checker.check([module]);
+    expect(verdict).to.deep.include({ status: 'invalid', problem: 'threw' });
+    expect((verdict as { message: string }).message).to.contain(
+      `threw SyntaxError: Unexpected token ';' (at ${module}:2:18)`,
+    );
   });
 
   it('reports a module without a default export, naming what it exports', async () => {
