@@ -56,6 +56,8 @@ export class ResourceManager implements ResourceManagerGateway {
   readonly #taskExecutors = new Map<ResourceID, TaskExecutorRegistration>();
   /** Every worker it knows and where it is in its life (machines/workerLifecycle), stale ones included. */
   readonly #workers = new Map<ResourceID, Worker>();
+  /** Workers that went stale, oldest first: the oldest are forgotten past STALE_KEPT (a long-lived cluster's churn). */
+  readonly #staleOrder: ResourceID[] = [];
   /** With workersOnDemand false: the workers that make up the fixed cluster, replaced when gone for good. */
   readonly #fixedWorkers: FixedWorkers;
   readonly #heartbeats: HeartbeatMonitor<ResourceID>;
@@ -465,10 +467,27 @@ export class ResourceManager implements ResourceManagerGateway {
     });
     const worker: Worker = { actor, revokedOnLoss: new Set() };
     this.#workers.set(resourceId, worker);
+    actor.subscribe({ complete: () => this.#wentStale(resourceId, worker) });
     actor.start();
     return worker;
   }
+
+  #wentStale(resourceId: ResourceID, worker: Worker): void {
+    this.#staleOrder.push(resourceId);
+    while (this.#staleOrder.length > STALE_KEPT) {
+      const oldest = this.#staleOrder.shift()!;
+      const kept = this.#workers.get(oldest);
+      if (kept !== undefined && kept !== worker && kept.actor.getSnapshot().status === 'done')
+        this.#workers.delete(oldest);
+    }
+  }
 }
+
+/**
+ * Stale workers remembered (their ResourceIDs refused if they register again); older ones are forgotten, so a session
+ * cluster whose TaskManagers come and go for months keeps a bounded list.
+ */
+export const STALE_KEPT = 1_000;
 
 /** A worker the ResourceManager knows: its lifecycle, and the allocations its jobs were told are lost with it. */
 interface Worker {

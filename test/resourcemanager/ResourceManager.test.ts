@@ -10,7 +10,7 @@ import { AllocationID, JobID, ResourceID } from '../../lib/core/ids.js';
 import { resolveOptions, type SlotwiseOptions } from '../../lib/core/options.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import type { RegistrationResponse } from '../../lib/rpc/protocol.js';
-import { ResourceManager } from '../../lib/resourcemanager/ResourceManager.js';
+import { ResourceManager, STALE_KEPT } from '../../lib/resourcemanager/ResourceManager.js';
 import { WorkerResourceSpec } from '../../lib/resourcemanager/slotmanager/WorkerResourceSpec.js';
 import { RecordingListener, WORKER_OPTIONS } from './slotmanager/doubles.js';
 import {
@@ -282,6 +282,16 @@ describe('ResourceManager endpoint', () => {
       expect(refusal(await h.call(() => h.rm.registerTaskExecutor(registrationWire(id, h.spec))))).to.match(
         /^stale: .*exit code 1/,
       );
+    });
+
+    it('remembers the last STALE_KEPT stale workers and forgets older ones: a long churn keeps a bounded list', async () => {
+      const h = await harness();
+      const ids = Array.from({ length: STALE_KEPT + 1 }, () => h.driver.startWorker());
+      for (const id of ids) h.driver.terminate(id, 'exit code 1');
+      await settle();
+      expect(refusal(await h.registerOnly(ids.at(-1)!))).to.match(/^stale: .*exit code 1/);
+      expect(refusal(await h.registerOnly(ids[1]!))).to.match(/^stale: .*exit code 1/);
+      expect(refusal(await h.registerOnly(ids[0]!))).to.not.match(/^stale/);
     });
 
     it('rejects a slot report under a wrong registrationId and changes nothing', async () => {
