@@ -284,7 +284,7 @@ describe('ResourceManager endpoint', () => {
       );
     });
 
-    it('remembers the last STALE_KEPT stale workers and forgets older ones: a long churn keeps a bounded list', async () => {
+    it('remembers the last STALE_KEPT stale workers, forgets older ones (a bounded list)', async () => {
       const h = await harness();
       const ids = Array.from({ length: STALE_KEPT + 1 }, () => h.driver.startWorker());
       for (const id of ids) h.driver.terminate(id, 'exit code 1');
