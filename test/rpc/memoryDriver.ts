@@ -180,6 +180,13 @@ export class MemoryResourceManagerDriver implements ResourceManagerDriver {
   }
 
   async close(): Promise<void> {
-    for (const worker of [...this.#workers.values()]) worker.link.close('the driver is closing');
+    const workers = [...this.#workers.values()];
+    // Each TaskExecutor stops too: left running, it would try to register for as long as its registration timeout.
+    await Promise.all(
+      workers.map(({ taskExecutor }) =>
+        taskExecutor.mailbox.callAsync(() => taskExecutor.shutdown('the driver is closing')).catch(() => {}),
+      ),
+    );
+    for (const worker of workers) worker.link.close('the driver is closing');
   }
 }
