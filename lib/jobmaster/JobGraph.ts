@@ -128,6 +128,12 @@ export interface JobEdge {
   readonly pattern: DistributionPattern;
 }
 
+/**
+ * The options to check a graph with before it reaches a cluster whose options are not known here (the CLI, the REST
+ * API): any scheduler's graph passes — a parallelism left unset too; the submit checks it against the cluster's.
+ */
+export const PRECHECK_OPTIONS: ResolvedOptions = Object.freeze({ ...DEFAULTS, 'jobmanager.scheduler': 'adaptive' });
+
 /** A validated, immutable job graph; vertices in topological order (ties in declaration order). */
 export class JobGraph {
   readonly name: string;

@@ -10,8 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RestError } from '../core/errors.js';
 import type { JobID } from '../core/ids.js';
-import { resolveOptions } from '../core/options.js';
-import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
+import { JobGraph, type JobGraphSpec, PRECHECK_OPTIONS } from '../jobmaster/JobGraph.js';
 import type { ForwardedRecord, RestTarget } from './RestTarget.js';
 import {
   cancelQuery,
@@ -39,9 +38,6 @@ import {
   taskManagerDetailsView,
   taskManagerView,
 } from './restViews.js';
-
-/** The options a submitted graph is checked with before its code is stored: any parallelism left unset passes. */
-const ADAPTIVE_PRECHECK = resolveOptions({ 'jobmanager.scheduler': 'adaptive' });
 
 /** Every route's path and methods (the server answers 405 for the others). */
 export const ROUTES: Readonly<Record<string, readonly string[]>> = {
@@ -222,8 +218,7 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
         );
       }
     }
-    // The graph's own rules first, with stand-in paths: a graph JobGraph refuses stores no code. The cluster's
-    // scheduler is not known here: a parallelism left unset passes (the submit checks it against the cluster's).
+    // The graph's own rules first, with stand-in paths: a graph JobGraph refuses stores no code.
     JobGraph.create(
       {
         ...job,
@@ -232,7 +227,7 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
           taskModule: `/slotwise-upload/${v.taskModule.replace(/[^\w.-]/g, '_')}`,
         })),
       } as unknown as JobGraphSpec,
-      ADAPTIVE_PRECHECK,
+      PRECHECK_OPTIONS,
     );
     const stored = new Map<string, string>();
     for (const code of taskCode)
