@@ -223,4 +223,52 @@ describe('JobMaster: the adaptive scheduler', () => {
     expect(scheduledSubtasks(h, 'sink')).to.equal(3);
     expect(h.master.parallelismDecisions()).to.deep.equal([]);
   });
+
+  it('runs a producer again when its partition is lost before its undecided consumer could read it', async () => {
+    const h = new Harness(
+      {
+        scheduler: 'adaptive',
+        // q in a slot sharing group of its own: it runs in a slot apart from src's.
+        vertices: [vertex('src', 1), vertex('q', 1, { slotSharingGroup: 'q' }), adaptiveVertex('b')],
+        edges: [edge('src', 'b', 'all-to-all'), edge('q', 'b', 'all-to-all')],
+      },
+      OPTIONS,
+    );
+    await h.start();
+    const lost = h.addExecutor('taskexecutor-a');
+    const kept = h.addExecutor('taskexecutor-b');
+    await h.offer(lost, 1);
+    await h.offer(kept, 1);
+    const src = h.submittedFor('src')[0]!;
+    const srcOn = h.master.executions().find((e) => e.vertexId === 'src')!.resourceId!;
+    await h.finishKept(src, srcOn, [MB]);
+    // q runs elsewhere; src's TaskExecutor goes with src's partition, which undecided b is still to read.
+    h.executors.delete(srcOn);
+    await h.master.mailbox.callAsync(() => h.master.disconnectTaskManager(srcOn, 'its process exited'));
+    await h.settle();
+    const failed = h.events.filter((e) => e.type === 'task' && e.state === 'failed');
+    expect(failed.map((e) => e.type === 'task' && [e.vertexId, e.error?.name])).to.deep.include([
+      'src',
+      'PartitionLost',
+    ]);
+    await h.advance(1_000);
+    const other = srcOn === lost ? kept : lost;
+    await h.offer(other, 1);
+    const again = h.submittedFor('src').at(-1)!;
+    expect(again.attemptNumber).to.equal(1);
+    await h.finishKept(again, other, [MB]);
+    await h.finishKept(h.submittedFor('q')[0]!, other, [MB]);
+    expect(h.master.graph.parallelismOf('b')).to.equal(1);
+    expect(h.submittedFor('b')[0]!.partitionInputs!.src![0]!.partitionId).to.equal(again.executionAttemptId);
+  });
+
+  it('schedules the subtasks a decision adds under eager scheduling too', async () => {
+    const h = new Harness(
+      { scheduler: 'adaptive', vertices: [vertex('src', 2), adaptiveVertex('sink')], edges: [edge('src', 'sink')] },
+      { ...OPTIONS, 'jobmanager.scheduler.scheduling-strategy': 'eager' },
+    );
+    await runSources(h, 'src', 2, 2 * MB);
+    expect(h.master.graph.parallelismOf('sink')).to.equal(4);
+    expect(scheduledSubtasks(h, 'sink')).to.equal(4);
+  });
 });
