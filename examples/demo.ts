@@ -135,6 +135,7 @@ const showTable = () => {
 };
 job.onEvent((event) => {
   if (event.type === 'status') return say(`job ${event.status}${event.cause ? `: ${event.cause}` : ''}`);
+  if (event.type === 'parallelism') return say(`${event.vertexId}: parallelism ${event.parallelism} (${event.reason})`);
   if (event.state === 'running' || event.state === 'finished' || event.state === 'failed') {
     const where = event.resourceId ? ` on ${event.resourceId}` : '';
     say(

@@ -92,6 +92,7 @@ export type {
   JobSummary,
   SubmitJobOptions,
   TaskStateChangedEvent,
+  VertexParallelismDecidedEvent,
 } from './dispatcher/Dispatcher.js';
 export type {
   DistributionPattern,

@@ -11,7 +11,7 @@ import { access, constants } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { IllegalArgumentError, JobGraphError } from '../core/errors.js';
-import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
+import { JobGraph, type JobGraphSpec, PRECHECK_OPTIONS } from '../jobmaster/JobGraph.js';
 import { bundleTaskModule } from '../cluster/bundleTaskModule.js';
 import type { TaskCodeUpload } from '../rest/RestTarget.js';
 
@@ -81,7 +81,7 @@ export async function loadJobFile(file: string, cwd: string): Promise<JobGraphSp
     return vertex;
   });
   const resolved = { ...job, vertices };
-  JobGraph.create(resolved);
+  JobGraph.create(resolved, PRECHECK_OPTIONS);
   checkJsonConfig(resolved);
   return resolved;
 }

@@ -260,6 +260,7 @@ export class JobGraphError extends SlotwiseError {
       | 'invalid-restart-strategy'
       | 'invalid-edge'
       | 'invalid-config'
+      | 'invalid-scheduler'
       | 'unknown-field',
     message: string,
     details: Record<string, unknown> = {},

@@ -186,6 +186,41 @@ export function oneOf<const T extends string>(values: readonly T[], defaultValue
   };
 }
 
+/** The schedulers by slotwise's names; Flink's spellings of each are accepted too, in any case. */
+export const SCHEDULER_TYPES = {
+  default: ['default'],
+  adaptive: ['adaptive', 'adaptivebatch', 'adaptive-batch'],
+} as const;
+export type SchedulerType = keyof typeof SCHEDULER_TYPES;
+
+/** `value` as a scheduler name (Flink's spellings, any case), or null when it names none. */
+export function schedulerTypeOf(value: unknown): SchedulerType | null {
+  if (typeof value !== 'string') return null;
+  const lower = value.toLowerCase();
+  for (const [name, spellings] of Object.entries(SCHEDULER_TYPES))
+    if ((spellings as readonly string[]).includes(lower)) return name as SchedulerType;
+  return null;
+}
+
+export function schedulerType(doc: string): OptionSpec<string, SchedulerType> {
+  return {
+    default: 'default',
+    doc,
+    format: (v) => v,
+    parse: (input) => {
+      const type = schedulerTypeOf(input);
+      return type !== null
+        ? { ok: true, value: type }
+        : {
+            ok: false,
+            problem:
+              `must be 'default' or 'adaptive' (Flink's 'AdaptiveBatch' and 'adaptive-batch' too), ` +
+              `got ${describeValue(input)}`,
+          };
+    },
+  };
+}
+
 export function resources(doc: string): OptionSpec<Record<string, number>, Readonly<Record<string, number>>> {
   return {
     default: Object.freeze({}),

@@ -20,6 +20,7 @@ import {
   positiveNumber,
   resources,
   restartStrategyType,
+  schedulerType,
   type OptionSpec,
 } from './optionSpecs.js';
 
@@ -77,6 +78,34 @@ export const OPTIONS = {
       'a consumer holds no slot while it waits, so a job larger than the cluster runs in waves), `eager` all at ' +
       "the job's start (a consumer holds its slot while it waits; Flink 1.12 called it `legacy`). A job without " +
       'edges starts whole either way.',
+  ),
+  'jobmanager.scheduler': schedulerType(
+    "Which scheduler runs a job: 'default' (every vertex's parallelism is the job's) or 'adaptive' (Flink's " +
+      "AdaptiveBatch scheduler; 'AdaptiveBatch' and 'adaptive-batch' are accepted too): a vertex may leave its " +
+      'parallelism unset, and it is decided when its producers have finished, from the bytes they produced. A ' +
+      "job's graph may choose its own (`scheduler`).",
+  ),
+  'execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task': memory(
+    16 * 2 ** 20,
+    'The adaptive scheduler gives a vertex one subtask per this many bytes its producers produced (within the ' +
+      'min and max parallelism).',
+    (bytes) => (bytes < 1 ? 'must be at least 1b' : undefined),
+  ),
+  'execution.batch.adaptive.auto-parallelism.min-parallelism': integer(
+    1,
+    'The least parallelism the adaptive scheduler decides for a vertex (a vertex may set its own bounds).',
+    1,
+  ),
+  'execution.batch.adaptive.auto-parallelism.max-parallelism': integer(
+    128,
+    'The most parallelism the adaptive scheduler decides for a vertex (a vertex may set its own bounds; ' +
+      'slotmanager.number-of-slots.max caps it too).',
+    1,
+  ),
+  'execution.batch.adaptive.auto-parallelism.default-source-parallelism': integer(
+    1,
+    'The parallelism the adaptive scheduler gives a source vertex (one without inputs) that leaves it unset.',
+    1,
   ),
   'taskmanager.task-threads.spare': derivedInteger(
     'number of slots',
@@ -340,6 +369,16 @@ export function resolveOptions(options: SlotwiseOptions | ResolvedOptions = {}):
       `option 'restart-strategy.exponential-delay.initial-backoff' (${formatDuration(initial)}) must not be ` +
         `longer than 'restart-strategy.exponential-delay.max-backoff' (${formatDuration(max)})`,
       { option: 'restart-strategy.exponential-delay.initial-backoff' },
+    );
+  }
+  const minParallelism = resolved['execution.batch.adaptive.auto-parallelism.min-parallelism'] as number;
+  const maxParallelism = resolved['execution.batch.adaptive.auto-parallelism.max-parallelism'] as number;
+  if (minParallelism > maxParallelism) {
+    throw new ConfigurationError(
+      'invalid-value',
+      `option 'execution.batch.adaptive.auto-parallelism.min-parallelism' (${minParallelism}) must not be above ` +
+        `'execution.batch.adaptive.auto-parallelism.max-parallelism' (${maxParallelism})`,
+      { option: 'execution.batch.adaptive.auto-parallelism.min-parallelism' },
     );
   }
   return Object.freeze(resolved) as unknown as ResolvedOptions;

@@ -36,7 +36,10 @@ export interface SubtaskDetail extends AttemptDetail {
 
 export interface VertexDetail {
   readonly id: string;
-  readonly parallelism: number;
+  /** Null while the adaptive scheduler has not decided it. */
+  readonly parallelism: number | null;
+  /** Why the adaptive scheduler decided the parallelism it did (null: the job's graph set it). */
+  readonly parallelismReason: string | null;
   readonly slotSharingGroup: string;
   /** Display form of what each subtask asks for (`'default slot'` when UNKNOWN). */
   readonly resources: string;
@@ -86,13 +89,15 @@ export function describeJobs(dispatcher: Pick<JobLookup, 'listJobs' | 'getJobMas
       list.push({ index: e.subtaskIndex, ...attemptDetail(e), priorAttempts: e.priorAttempts.map(attemptDetail) });
       byVertex.set(e.vertexId, list);
     }
+    const reasons = new Map(master.parallelismDecisions().map((d) => [d.vertexId, d.reason]));
     const vertices = master.jobGraph.vertices.map((v): VertexDetail => {
       const subtasks = (byVertex.get(v.id) ?? []).sort((a, b) => a.index - b.index);
       const starts = subtasks.map((s) => s.startTime).filter((t) => t >= 0);
       const allEnded = subtasks.length > 0 && subtasks.every((s) => ENDED.has(s.state) && s.endTime >= 0);
       return {
         id: v.id,
-        parallelism: v.parallelism,
+        parallelism: master.graph.parallelismOf(v.id),
+        parallelismReason: reasons.get(v.id) ?? null,
         slotSharingGroup: v.slotSharingGroup,
         resources: v.resourceProfile.isUnknown() ? 'default slot' : v.resourceProfile.toString(),
         startTime: starts.length > 0 ? Math.min(...starts) : -1,

@@ -93,6 +93,12 @@ export type JobStatusChangedEvent = Extract<JobEvent, { readonly type: 'status' 
  */
 export type TaskStateChangedEvent = Extract<JobEvent, { readonly type: 'task' }>;
 
+/**
+ * The adaptive scheduler decided a vertex's parallelism (a source's as the job starts, any other's once its producers
+ * finished), from `bytes` its producers produced; `reason` says how.
+ */
+export type VertexParallelismDecidedEvent = Extract<JobEvent, { readonly type: 'parallelism' }>;
+
 /** A submitted job, as its submitter sees it. */
 export interface JobClient {
   readonly jobId: JobID;
@@ -101,9 +107,9 @@ export interface JobClient {
   /** Settles when the job ends (finished, failed or canceled); never rejects. */
   readonly result: Promise<JobResult>;
   /**
-   * Status changes and task state changes; returns a function that unsubscribes. A new listener
-   * first receives, at once, the status changes so far (from `created` on), so subscribing after
-   * `submitJob` returns misses none of them; task events are delivered from subscription on.
+   * Status changes, task state changes and the adaptive scheduler's parallelism decisions; returns a function that
+   * unsubscribes. A new listener first receives, at once, the status changes and decisions so far (from `created`
+   * on), so subscribing after `submitJob` returns misses none of them; task events are delivered from subscription on.
    */
   onEvent(listener: (event: JobEvent) => void): () => void;
   cancel(): Promise<void>;
@@ -221,7 +227,8 @@ export class Dispatcher {
       taskExecutor: this.#s.taskExecutor,
       reasonFor: () => this.#s.reasonFor(jobId),
       onEvent: (event) => {
-        if (event.type === 'status') statusHistory.push(event);
+        // A listener that comes later gets these first: status changes and parallelism decisions (few), not tasks.
+        if (event.type !== 'task') statusHistory.push(event);
         if (observe !== null) deliver(observe, event);
         for (const listener of listeners) deliver(listener, event);
       },

@@ -116,7 +116,12 @@ export class ExecutionAttempts {
   constructor(graph: ExecutionGraph, historySize: number) {
     this.#graph = graph;
     this.#historySize = historySize;
-    for (const vertex of graph.verticesInTopologicalOrder()) {
+    this.add(graph.verticesInTopologicalOrder());
+  }
+
+  /** Attempt 0 of each subtask, created (the subtasks of a vertex the adaptive scheduler initialized later). */
+  add(vertices: readonly ExecutionVertex[]): ExecutionRecord[] {
+    return vertices.map((vertex) => {
       const record: ExecutionRecord = {
         vertex,
         attemptNumber: 0,
@@ -134,7 +139,8 @@ export class ExecutionAttempts {
       };
       this.#byKey.set(vertex.key, record);
       this.#byAttempt.set(record.executionAttemptId, record);
-    }
+      return record;
+    });
   }
 
   get size(): number {

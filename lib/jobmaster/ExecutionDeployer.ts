@@ -3,15 +3,18 @@
  * applies the SchedulingStrategy's decisions): slots asked for at once for the records to schedule
  * (SlotSharingExecutionSlotAllocator), each attempt deployed as soon as its slot is there, its producers have
  * finished and the job runs — moved to DEPLOYING as it is submitted, as Flink's Execution.deploy does — and, while it
- * cannot deploy yet, a task event saying what it waits for. What failing means is the JobMaster's (its host).
+ * cannot deploy yet, a task event saying what it waits for; and an attempt canceled, where it runs or before it was
+ * deployed (Flink's Execution.cancel). What failing means is the JobMaster's (its host).
  */
 import type { Clock } from '../core/clock.js';
 import type { ResourceID } from '../core/ids.js';
+import type { RuntimeLog } from '../core/Logger.js';
 import type { TaskExecutorGateway } from '../rpc/gateways.js';
 import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { SerializedError } from '../rpc/protocol.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 import { type ExecutionAttempts, type ExecutionRecord, TERMINAL_STATES } from './ExecutionAttempts.js';
+import { fieldsOf } from './JobFailures.js';
 import { jobErrorOf, type TaskWait } from './JobResult.js';
 import type { SchedulingStrategy } from './SchedulingStrategy.js';
 import type { SlotSharingExecutionSlotAllocator } from './slotsharing/SlotSharingExecutionSlotAllocator.js';
@@ -34,6 +37,7 @@ export interface DeployerHost {
   slotFailed(record: ExecutionRecord, error: unknown): void;
   failed(record: ExecutionRecord, error: SerializedError): void;
   releaseTaskManager(resourceId: ResourceID, cause: string): void;
+  readonly log: RuntimeLog;
 }
 
 export class ExecutionDeployer {
@@ -49,13 +53,17 @@ export class ExecutionDeployer {
   }
 
   /**
-   * A subtask finished: the consumers it made ready are scheduled (while the job runs or restarts). Called while it
-   * still holds its logical slot: one of its slot sharing group takes its shared slot on (and reads its partition
-   * there) instead of asking for another.
+   * A subtask finished: the consumers it made ready are scheduled (while the job runs or restarts), and of the
+   * subtasks created as it finished (`initialized`: vertices the adaptive scheduler just gave their parallelism) those
+   * the strategy schedules. Called while it still holds its logical slot: one of its slot sharing group takes its
+   * shared slot on (and reads its partition there) instead of asking for another.
    */
-  scheduleConsumersOf(finished: ExecutionRecord): void {
+  scheduleConsumersOf(finished: ExecutionRecord, initialized: readonly ExecutionRecord[] = []): void {
     const status = this.#h.status();
-    if (status === 'running' || status === 'restarting') this.schedule(this.#h.scheduling.onFinished(finished));
+    if (status !== 'running' && status !== 'restarting') return;
+    this.schedule(this.#h.scheduling.onFinished(finished));
+    // The subtasks of vertices the adaptive scheduler just initialized: those the strategy schedules now.
+    if (initialized.length > 0) this.schedule(this.#h.scheduling.restartTasks(initialized));
   }
 
   /**
@@ -155,6 +163,28 @@ export class ExecutionDeployer {
       if (error !== undefined && record.executionAttemptId === attempt && !TERMINAL_STATES.has(record.state))
         h.failed(record, jobErrorOf(error));
     });
+  }
+
+  /**
+   * Cancels the record's attempt (the job is canceled or fails): one on a TaskExecutor is told to cancel there (its
+   * `canceled` comes from there), one not deployed yet is `canceled` at once, its slot request canceled with `cause`.
+   */
+  cancel(record: ExecutionRecord, cause: string): void {
+    if (record.state === 'deploying' || record.state === 'initializing' || record.state === 'running') {
+      this.cancelOn(record);
+      this.#h.log(`canceling ${record.vertex.key}: ${cause}`, fieldsOf(record, record.slot));
+    }
+    if (record.state === 'scheduled' || record.state === 'created') {
+      if (record.state === 'scheduled') this.#h.allocator.cancel(record.vertex.id, new Error(cause));
+      record.state = 'canceled';
+      this.#h.emitTask(record, null);
+    }
+  }
+
+  /** Tells the TaskExecutor the record's attempt runs on to cancel it (nothing when it has no slot or link). */
+  cancelOn(record: ExecutionRecord): void {
+    const gateway = record.slot === null ? undefined : this.#h.taskExecutor(record.slot.resourceId);
+    if (gateway !== undefined) this.#h.mailbox.whenComplete(gateway.cancelTask(record.executionAttemptId), () => {});
   }
 
   /**

@@ -9,7 +9,12 @@
  *   [i * p_up / p_down, (i + 1) * p_up / p_down) of upstream subtasks;
  * - pointwise, p_up < p_down: upstream j feeds the contiguous block of downstream subtasks
  *   [ceil(j * p_down / p_up), ceil((j + 1) * p_down / p_up)).
- * JobGraph only admits pointwise edges whose parallelisms divide, so the blocks are equal.
+ * JobGraph only admits pointwise edges whose parallelisms divide, so the blocks are equal (the adaptive
+ * scheduler decides a parallelism that keeps it so).
+ *
+ * A vertex that leaves its parallelism to the adaptive scheduler is not initialized (Flink's
+ * ExecutionJobVertex.isInitialized): it has no subtasks, and its producers no consumers through its
+ * edges, until `initialize` gives it its decided parallelism — once, for the job's life.
  */
 import { IllegalArgumentError } from '../core/errors.js';
 import { ExecutionAttemptID } from '../core/ids.js';
@@ -48,6 +53,8 @@ export interface ExecutionVertex {
   /** `ExecutionVertexID.key(id)`. */
   readonly key: string;
   readonly jobVertex: JobVertex;
+  /** Its vertex's parallelism: the graph's, or the one the adaptive scheduler decided. */
+  readonly parallelism: number;
 }
 
 /** The producers one subtask consumes through one input edge (Flink's ConsumedPartitionGroup). */
@@ -76,52 +83,109 @@ export class ExecutionGraph {
   /** Only subtasks that have inputs, or consumers, are in these (the others have NONE). */
   readonly #inputs = new Map<string, readonly ExecutionInput[]>();
   readonly #consumers = new Map<string, ExecutionVertex[]>();
-  readonly #ordered: readonly ExecutionVertex[];
-  readonly #sinks: readonly ExecutionVertex[];
+  /** Job vertices not initialized yet (their parallelism left to the adaptive scheduler), in topological order. */
+  readonly #uninitialized: string[] = [];
+  #ordered: readonly ExecutionVertex[] = NONE;
+  #sinks: readonly ExecutionVertex[] = NONE;
 
   constructor(jobGraph: JobGraph) {
     this.jobGraph = jobGraph;
-    for (const jobVertex of jobGraph.vertices) {
-      const subtasks = Array.from({ length: jobVertex.parallelism }, (_, subtaskIndex) => {
-        const id = ExecutionVertexID.of(jobVertex.id, subtaskIndex);
-        const vertex: ExecutionVertex = Object.freeze({ id, key: ExecutionVertexID.key(id), jobVertex });
-        this.#vertices.set(vertex.key, vertex);
-        return vertex;
-      });
-      this.#byJobVertex.set(jobVertex.id, Object.freeze(subtasks));
-    }
     // Topological order of job vertices makes every producer known before its consumers.
     for (const jobVertex of jobGraph.vertices) {
-      const edges = jobGraph.inputsOf(jobVertex.id);
-      if (edges.length === 0) continue;
-      const consumers = this.#byJobVertex.get(jobVertex.id)!;
-      const inputs = consumers.map(() => [] as ExecutionInput[]);
-      for (const edge of edges) {
-        const producers = this.#byJobVertex.get(edge.from)!;
-        // One shared array per distinct producer block (all-to-all: one for the whole edge).
-        const blocks = new Map<number, readonly ExecutionVertex[]>();
-        consumers.forEach((consumer, i) => {
-          const [start, end] =
-            edge.pattern !== 'pointwise'
-              ? [0, producers.length]
-              : pointwiseProducerRange(producers.length, consumers.length, i);
-          let block = blocks.get(start);
-          if (block === undefined) blocks.set(start, (block = Object.freeze(producers.slice(start, end))));
-          inputs[i]!.push(Object.freeze({ edge, producers: block }));
-          for (const producer of block) {
-            const list = this.#consumers.get(producer.key);
-            if (list === undefined) this.#consumers.set(producer.key, [consumer]);
-            else list.push(consumer);
-          }
-        });
-      }
-      consumers.forEach((consumer, i) => this.#inputs.set(consumer.key, Object.freeze(inputs[i]!)));
+      if (jobVertex.parallelism === null) this.#uninitialized.push(jobVertex.id);
+      else this.#initialize(jobVertex, jobVertex.parallelism);
     }
-    this.#ordered = Object.freeze(jobGraph.vertices.flatMap((v) => this.#byJobVertex.get(v.id)!));
+    this.#index();
+  }
+
+  /** The vertex's parallelism: set, or decided by the adaptive scheduler; null while it is not decided. */
+  parallelismOf(vertexId: string): number | null {
+    const jobVertex = this.jobGraph.vertex(vertexId);
+    return jobVertex.parallelism ?? this.#byJobVertex.get(jobVertex.id)?.length ?? null;
+  }
+
+  /** Whether the vertex has its subtasks (its parallelism was set, or has been decided). */
+  isInitialized(vertexId: string): boolean {
+    return this.#byJobVertex.has(this.jobGraph.vertex(vertexId).id);
+  }
+
+  /** The job vertices still waiting for their parallelism, in topological order. */
+  uninitialized(): readonly string[] {
+    return this.#uninitialized;
+  }
+
+  /**
+   * Gives a vertex left to the adaptive scheduler its parallelism: its subtasks, wired to its producers' (which must
+   * all be initialized). Returns its new subtasks. Throws IllegalArgumentError, changing nothing, for a vertex
+   * initialized already, one whose producers are not, or a parallelism that is no integer from 1 to 32768 or breaks
+   * a pointwise edge's divisibility.
+   */
+  initialize(vertexId: string, parallelism: number): readonly ExecutionVertex[] {
+    const jobVertex = this.jobGraph.vertex(vertexId);
+    const refuse = (why: string): never => {
+      throw new IllegalArgumentError('invalid-value', `cannot initialize vertex '${vertexId}': ${why}`, {
+        argument: 'vertexId',
+        value: vertexId,
+      });
+    };
+    if (this.isInitialized(vertexId)) refuse(`it has its parallelism (${this.parallelismOf(vertexId)}) already`);
+    if (!Number.isSafeInteger(parallelism) || parallelism < 1 || parallelism > 32_768)
+      refuse(`parallelism must be an integer from 1 to 32768, got ${parallelism}`);
+    for (const edge of this.jobGraph.inputsOf(vertexId)) {
+      const up = this.parallelismOf(edge.from);
+      if (up === null) refuse(`its producer '${edge.from}' is not initialized`);
+      else if (edge.pattern === 'pointwise' && Math.max(up, parallelism) % Math.min(up, parallelism) !== 0)
+        refuse(`parallelism ${parallelism} does not divide, nor is divided by, ${edge.from}'s ${up} (pointwise)`);
+    }
+    const subtasks = this.#initialize(jobVertex, parallelism);
+    this.#uninitialized.splice(this.#uninitialized.indexOf(jobVertex.id), 1);
+    this.#index();
+    return subtasks;
+  }
+
+  #initialize(jobVertex: JobVertex, parallelism: number): readonly ExecutionVertex[] {
+    const consumers = Object.freeze(
+      Array.from({ length: parallelism }, (_, subtaskIndex) => {
+        const id = ExecutionVertexID.of(jobVertex.id, subtaskIndex);
+        const vertex: ExecutionVertex = Object.freeze({ id, key: ExecutionVertexID.key(id), jobVertex, parallelism });
+        this.#vertices.set(vertex.key, vertex);
+        return vertex;
+      }),
+    );
+    this.#byJobVertex.set(jobVertex.id, consumers);
+    const edges = this.jobGraph.inputsOf(jobVertex.id);
+    if (edges.length === 0) return consumers;
+    const inputs = consumers.map(() => [] as ExecutionInput[]);
+    for (const edge of edges) {
+      const producers = this.#byJobVertex.get(edge.from)!;
+      // One shared array per distinct producer block (all-to-all: one for the whole edge).
+      const blocks = new Map<number, readonly ExecutionVertex[]>();
+      consumers.forEach((consumer, i) => {
+        const [start, end] =
+          edge.pattern !== 'pointwise'
+            ? [0, producers.length]
+            : pointwiseProducerRange(producers.length, consumers.length, i);
+        let block = blocks.get(start);
+        if (block === undefined) blocks.set(start, (block = Object.freeze(producers.slice(start, end))));
+        inputs[i]!.push(Object.freeze({ edge, producers: block }));
+        for (const producer of block) {
+          const list = this.#consumers.get(producer.key);
+          if (list === undefined) this.#consumers.set(producer.key, [consumer]);
+          else list.push(consumer);
+        }
+      });
+    }
+    consumers.forEach((consumer, i) => this.#inputs.set(consumer.key, Object.freeze(inputs[i]!)));
+    return consumers;
+  }
+
+  /** The subtasks in topological order, and the sinks', over the vertices initialized. */
+  #index(): void {
+    const { jobGraph } = this;
+    const vertices = jobGraph.vertices.filter((v) => this.#byJobVertex.has(v.id));
+    this.#ordered = Object.freeze(vertices.flatMap((v) => this.#byJobVertex.get(v.id)!));
     this.#sinks = Object.freeze(
-      jobGraph.vertices
-        .filter((v) => jobGraph.outputsOf(v.id).length === 0)
-        .flatMap((v) => this.#byJobVertex.get(v.id)!),
+      vertices.filter((v) => jobGraph.outputsOf(v.id).length === 0).flatMap((v) => this.#byJobVertex.get(v.id)!),
     );
   }
 
@@ -138,7 +202,7 @@ export class ExecutionGraph {
       throw new IllegalArgumentError(
         'invalid-value',
         `no subtask ${key} in job '${this.jobGraph.name}' ` +
-          `(vertices: ${this.jobGraph.vertices.map((v) => `${v.id} x${v.parallelism}`).join(', ')})`,
+          `(vertices: ${this.jobGraph.vertices.map((v) => `${v.id} x${this.parallelismOf(v.id) ?? '?'}`).join(', ')})`,
         {
           argument: 'executionVertexId',
           value: key,
@@ -148,9 +212,9 @@ export class ExecutionGraph {
     return vertex;
   }
 
-  /** The subtasks of one job vertex, by subtask index. */
+  /** The subtasks of one job vertex, by subtask index; none while it is not initialized. */
   subtasksOf(vertexId: string): readonly ExecutionVertex[] {
-    return this.#byJobVertex.get(this.jobGraph.vertex(vertexId).id)!;
+    return this.#byJobVertex.get(this.jobGraph.vertex(vertexId).id) ?? NONE;
   }
 
   /** What `ev` consumes, one entry per input edge (declaration order). */
@@ -166,7 +230,10 @@ export class ExecutionGraph {
     return inputs.flatMap((input) => input.producers);
   }
 
-  /** Every downstream subtask that consumes `ev`: output edges in declaration order, subtasks ascending. */
+  /**
+   * Every downstream subtask that consumes `ev`: output edges in declaration order (an edge to a vertex initialized
+   * later: its subtasks come after the others'), subtasks ascending.
+   */
   consumersOf(ev: ExecutionVertex | ExecutionVertexID | string): readonly ExecutionVertex[] {
     return this.#consumers.get(this.#resolve(ev).key) ?? NONE;
   }

@@ -38,7 +38,7 @@ export class JobFailures {
     const attempt = {
       vertexId: record.vertex.id.vertexId,
       subtaskIndex: record.vertex.id.subtaskIndex,
-      parallelism: record.vertex.jobVertex.parallelism,
+      parallelism: record.vertex.parallelism,
       attemptNumber: record.attemptNumber,
       resourceId: where?.resourceId ?? null,
       allocationId: where?.allocationId ?? null,

@@ -8,6 +8,7 @@
  */
 import { describeValue } from '../core/errors.js';
 import { DEFAULTS, type ResolvedOptions } from '../core/options.js';
+import { type SchedulerType, schedulerTypeOf } from '../core/optionSpecs.js';
 import type { ResourceProfile, ResourceSpec } from '../core/ResourceProfile.js';
 import {
   checkCoLocation,
@@ -38,8 +39,17 @@ export interface JobVertexSpec {
   id: string;
   /** An absolute path or a `file:` URL, e.g. `new URL('./tasks/tokenize.ts', import.meta.url)`. */
   taskModule: string | URL;
-  /** Subtasks, an integer from 1 to 32768. */
-  parallelism: number;
+  /**
+   * Subtasks, an integer from 1 to 32768. Under the adaptive scheduler it may be left unset: it is then decided
+   * when the vertex's producers have finished, from the bytes they produced (a source: the default source
+   * parallelism), within `minParallelism` and `maxParallelism` (default: the
+   * `execution.batch.adaptive.auto-parallelism.*` options').
+   */
+  parallelism?: number;
+  /** Adaptive scheduler only, with `parallelism` unset: the least parallelism it may decide (1 to 32768). */
+  minParallelism?: number;
+  /** Adaptive scheduler only, with `parallelism` unset: the most parallelism it may decide (1 to 32768). */
+  maxParallelism?: number;
   /** Per subtask; default UNKNOWN (any slot will do). */
   resources?: ResourceSpec | ResourceProfile | 'UNKNOWN';
   /** Default `'default'`. */
@@ -90,13 +100,22 @@ export interface JobGraphSpec {
   restartStrategy?: RestartStrategySpec;
   /** The profile of one slot of each named slot sharing group; unset: the sum of what shares it. */
   slotSharingGroups?: Record<string, ResourceSpec | ResourceProfile | 'UNKNOWN'>;
+  /**
+   * This job's scheduler (default: the option jobmanager.scheduler, 'default'): 'adaptive' (Flink's
+   * 'AdaptiveBatch' and 'adaptive-batch' too) lets vertices leave their parallelism unset (docs/jobs.md).
+   */
+  scheduler?: 'default' | 'adaptive' | 'AdaptiveBatch' | 'adaptive-batch';
 }
 
 export interface JobVertex {
   readonly id: string;
   /** Absolute path of the task module. */
   readonly taskModule: string;
-  readonly parallelism: number;
+  /** Null: decided at run time by the adaptive scheduler (ExecutionGraph.parallelismOf has it then). */
+  readonly parallelism: number | null;
+  /** The bounds of a parallelism left to the adaptive scheduler; null: the option's. */
+  readonly minParallelism: number | null;
+  readonly maxParallelism: number | null;
   readonly resourceProfile: ResourceProfile;
   readonly slotSharingGroup: string;
   readonly coLocationGroup: string | null;
@@ -109,6 +128,12 @@ export interface JobEdge {
   readonly pattern: DistributionPattern;
 }
 
+/**
+ * The options to check a graph with before it reaches a cluster whose options are not known here (the CLI, the REST
+ * API): any scheduler's graph passes — a parallelism left unset too; the submit checks it against the cluster's.
+ */
+export const PRECHECK_OPTIONS: ResolvedOptions = Object.freeze({ ...DEFAULTS, 'jobmanager.scheduler': 'adaptive' });
+
 /** A validated, immutable job graph; vertices in topological order (ties in declaration order). */
 export class JobGraph {
   readonly name: string;
@@ -118,6 +143,8 @@ export class JobGraph {
   readonly restartStrategy: RestartStrategy;
   /** The configured profile of each slot sharing group that has one (UNKNOWN entries are left out). */
   readonly slotSharingGroups: ReadonlyMap<string, ResourceProfile>;
+  /** Its scheduler: `adaptive` decides the parallelism of the vertices that leave it unset. */
+  readonly scheduler: SchedulerType;
   readonly #byId: ReadonlyMap<string, JobVertex>;
   readonly #inputs = new Map<string, JobEdge[]>();
   readonly #outputs = new Map<string, JobEdge[]>();
@@ -128,8 +155,10 @@ export class JobGraph {
     edges: JobEdge[],
     restartStrategy: RestartStrategy,
     groups: Map<string, ResourceProfile>,
+    scheduler: SchedulerType,
   ) {
     this.name = name;
+    this.scheduler = scheduler;
     this.vertices = Object.freeze(vertices);
     this.edges = Object.freeze(edges);
     this.restartStrategy = restartStrategy;
@@ -160,9 +189,16 @@ export class JobGraph {
     if (!Array.isArray(spec.vertices) || spec.vertices.length === 0) {
       refuse('no-vertices', `a job needs at least one vertex in 'vertices', got ${describeValue(spec.vertices)}`);
     }
+    const scheduler = spec.scheduler === undefined ? options['jobmanager.scheduler'] : schedulerTypeOf(spec.scheduler);
+    if (scheduler === null)
+      refuse(
+        'invalid-scheduler',
+        `scheduler must be 'default' or 'adaptive' (Flink's 'AdaptiveBatch' and 'adaptive-batch' too), ` +
+          `got ${describeValue(spec.scheduler)}`,
+      );
     const byId = new Map<string, JobVertex>();
     spec.vertices.forEach((vertexSpec, index) => {
-      const vertex = resolveVertex(vertexSpec, index);
+      const vertex = resolveVertex(vertexSpec, index, scheduler === 'adaptive');
       if (byId.has(vertex.id))
         refuse(
           'duplicate-vertex',
@@ -204,6 +240,17 @@ export class JobGraph {
 
     for (const e of edges) {
       const [up, down] = [byId.get(e.from)!.parallelism, byId.get(e.to)!.parallelism];
+      // A hash edge's producer splits its output by the consumer's parallelism before the consumer could be decided.
+      if (e.pattern === 'hash' && down === null)
+        refuse(
+          'invalid-edge',
+          `vertex '${e.to}' leaves its parallelism to the adaptive scheduler but consumes ${e.from} through a hash ` +
+            `edge, whose producer returns one part per consumer subtask before the consumer's parallelism could be ` +
+            `decided; give '${e.to}' a parallelism, or use a 'pointwise' or 'all-to-all' edge`,
+          { from: e.from, to: e.to, vertex: e.to },
+        );
+      // An adaptive end is decided to keep the divisibility (AdaptiveParallelism).
+      if (up === null || down === null) continue;
       if (e.pattern === 'pointwise' && Math.max(up, down) % Math.min(up, down) !== 0) {
         refuse(
           'incompatible-parallelism',
@@ -255,6 +302,7 @@ export class JobGraph {
       edges,
       restartStrategy,
       groups,
+      scheduler,
     );
   }
 

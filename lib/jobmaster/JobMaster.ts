@@ -29,13 +29,19 @@ import type {
   TaskExecutionStateWire,
 } from '../rpc/protocol.js';
 import type { jobStatusMachine, JobStatus } from '../../machines/jobStatus.machine.js';
+import {
+  AdaptiveVertexInitializer,
+  initializeSources,
+  type ParallelismDecision,
+} from './adaptivebatch/AdaptiveVertexInitializer.js';
 import { ExecutionAttempts, TERMINAL_STATES, type ExecutionRecord } from './ExecutionAttempts.js';
 import { ExecutionDeployer } from './ExecutionDeployer.js';
 import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import type { JobMasterOptions } from './JobMasterOptions.js';
-import { jobErrorOf, type JobEvent, type JobResult, type TaskWait } from './JobResult.js';
-import { callListener, fieldsOf, JobFailures, type SlotLocation } from './JobFailures.js';
+import { JobEvents } from './JobEvents.js';
+import { jobErrorOf, type JobResult } from './JobResult.js';
+import { JobFailures, type SlotLocation } from './JobFailures.js';
 import { JobPartitionTracker } from './JobPartitionTracker.js';
 import { jobSlotServices } from './jobSlotServices.js';
 import type { JobSlotPool } from './JobSlotPool.js';
@@ -50,7 +56,6 @@ import {
 } from './RegisteredTaskManagers.js';
 import { ResourceRequirementsDeclarer } from './ResourceRequirementsDeclarer.js';
 import { schedulingStrategyOf } from './SchedulingStrategy.js';
-import { slotAssignmentOf } from './SlotAssignment.js';
 import { TaskDeploymentDescriptorFactory } from './TaskDeploymentDescriptorFactory.js';
 import { checkStateUpdate, checkStateUpdates } from './taskExecutionStateWire.js';
 
@@ -80,9 +85,12 @@ export class JobMaster implements JobMasterGateway {
   /** The TaskExecutors registered with this JobMaster: the only ones whose slots it takes. */
   readonly #taskManagers: RegisteredTaskManagers;
   readonly #failures: JobFailures;
+  readonly #events: JobEvents;
   readonly #deployer: ExecutionDeployer;
   /** Where the job's result partitions are (Flink's JobMasterPartitionTracker). */
   readonly #partitions: JobPartitionTracker;
+  /** Gives the vertices left to the adaptive scheduler their parallelism once their producers finished. */
+  readonly #adaptive: AdaptiveVertexInitializer;
   /** Failures told to the status machine so far. */
   #failuresReported = 0;
   /** Subtasks whose current attempt finished: the job is done when this reaches every subtask. */
@@ -103,6 +111,10 @@ export class JobMaster implements JobMasterGateway {
       this.#log(`uncaught in mailbox: ${describeError(error)}`, {}, 'error'),
     );
     this.graph = new ExecutionGraph(options.jobGraph);
+    // Sources left to the adaptive scheduler get their parallelism now: everything below is built with their subtasks.
+    const sources = initializeSources(this.graph, options.options);
+    this.#executions = new ExecutionAttempts(this.graph, options.options['jobmanager.execution.attempts-history-size']);
+    this.#events = new JobEvents(options, this.#clock, this.#log, this.#executions);
     this.result = new Promise<JobResult>((resolve) => (this.#resolveResult = resolve));
     // Timers fire into the mailbox, like everything else of this endpoint (the restart delay too).
     const clock = mailboxClock(this.#clock, (fn) => this.mailbox.execute(fn));
@@ -112,7 +124,7 @@ export class JobMaster implements JobMasterGateway {
       restartStrategy: options.jobGraph.restartStrategy,
       random: options.random ?? Math.random,
       ...(options.inspect ? { inspect: options.inspect } : {}),
-      onStatus: (status, cause) => this.#emit({ type: 'status', status, cause, timestamp: this.#clock.now() }),
+      onStatus: (status, cause) => this.#events.status(status, cause),
       restart: () => this.#restart(),
     });
     this.#declarations = new ResourceRequirementsDeclarer({
@@ -123,11 +135,7 @@ export class JobMaster implements JobMasterGateway {
       requirements: () => ({ jobId: this.jobId, targetAddress: this.address, requirements: this.#pool.requirements() }),
       onRefused: (error) => this.#failJob(jobErrorOf(error), 'the ResourceManager refused its requirements'),
     });
-    ({
-      pool: this.#pool,
-      bulkChecker: this.#bulkChecker,
-      allocator: this.#allocator,
-    } = jobSlotServices({
+    const services = jobSlotServices({
       jobId: this.jobId,
       graph: this.graph,
       clock,
@@ -139,12 +147,23 @@ export class JobMaster implements JobMasterGateway {
         if (gateway !== undefined)
           this.mailbox.whenComplete(gateway.freeSlot(slot.allocationId, cause.message), () => {});
       },
-    }));
+    });
+    ({ pool: this.#pool, bulkChecker: this.#bulkChecker, allocator: this.#allocator } = services);
     this.#taskManagers = new RegisteredTaskManagers((resourceId) => this.#o.taskExecutor(resourceId) !== undefined);
-    this.#executions = new ExecutionAttempts(this.graph, options.options['jobmanager.execution.attempts-history-size']);
     this.#failures = new JobFailures(options, this.#clock, this.#log);
     this.#deployments = new TaskDeploymentDescriptorFactory(this.jobId, this.graph, this.#executions);
     this.#partitions = new JobPartitionTracker(this.graph, this.#executions);
+    this.#adaptive = new AdaptiveVertexInitializer(
+      {
+        graph: this.graph,
+        options: options.options,
+        executions: this.#executions,
+        partitions: this.#partitions,
+        slotSharing: services.slotSharing,
+        decided: (decision) => this.#events.parallelism(decision),
+      },
+      sources,
+    );
     this.#deployer = new ExecutionDeployer({
       mailbox: this.mailbox,
       clock: this.#clock,
@@ -158,13 +177,12 @@ export class JobMaster implements JobMasterGateway {
       ),
       status: () => this.status,
       taskExecutor: (resourceId) => this.#o.taskExecutor(resourceId),
-      emitTask: (record, error, waitingFor) => this.#emitTask(record, error, waitingFor),
-      slotAssigned: options.onSlotAssigned
-        ? (record, requestedAt) => this.#slotAssigned(record, requestedAt)
-        : undefined,
+      emitTask: (record, error, waitingFor) => this.#events.task(record, error, waitingFor),
+      slotAssigned: this.#events.slotAssigned,
       slotFailed: (record, error) => this.#slotFailed(record, error),
       failed: (record, error) => this.#failed(record, error),
       releaseTaskManager: (resourceId, cause) => this.#releaseTaskManager(resourceId, cause),
+      log: this.#log,
     });
   }
 
@@ -204,11 +222,15 @@ export class JobMaster implements JobMasterGateway {
       this.#status.send({ type: 'START' });
       this.mailbox.whenComplete(this.#o.resourceManager.registerJobMaster(this.jobId, this.address), (_, error) => {
         if (error !== undefined) return this.#failJob(jobErrorOf(error), 'could not register at the ResourceManager');
-        // A recovered job's finished subtasks (its progress) are done: only the others run.
+        for (const decision of this.#adaptive.decisions()) this.#events.parallelism(decision);
+        // A recovered job's finished subtasks (its progress) are done: only the others run. A vertex whose producers
+        // are all restored is decided again from what they produced, and its own restored subtasks follow.
         const restored = this.#executions.restore(this.#o.restored ?? []);
+        while (this.#adaptive.initializeReady().length > 0)
+          restored.push(...this.#executions.restore(this.#o.restored ?? []));
         for (const record of restored) {
           this.#partitions.kept(record, record.partition);
-          this.#emitTask(record, null);
+          this.#events.task(record, null);
         }
         if ((this.#finishedCount += restored.length) === this.#executions.size) return this.#complete();
         this.#deployer.start();
@@ -223,7 +245,7 @@ export class JobMaster implements JobMasterGateway {
       if (TERMINAL_STATES.has(this.status) || this.status === 'canceling') return;
       // Leaving `restarting` cancels a pending restart with it.
       this.#status.send({ type: 'CANCEL' });
-      for (const record of this.#executions.values()) this.#cancelExecution(record, 'the job was canceled');
+      for (const record of this.#executions.values()) this.#deployer.cancel(record, 'the job was canceled');
       this.#checkCanceled();
     });
   }
@@ -282,7 +304,7 @@ export class JobMaster implements JobMasterGateway {
     if (update.state === 'failed')
       return this.#failed(record, update.error ?? { name: 'Error', message: 'the task failed' });
     record.state = update.state;
-    this.#emitTask(record, update.error ?? null);
+    this.#events.task(record, update.error ?? null);
     if (update.state === 'finished') this.#finished(record, update.output, update.partition ?? null);
     else if (update.state === 'canceled') this.#canceledByExecutor(record);
   }
@@ -318,9 +340,11 @@ export class JobMaster implements JobMasterGateway {
     record.partition = partition;
     record.hasOutput = true;
     this.#partitions.kept(record, partition);
+    // Vertices left to the adaptive scheduler whose producers have now all finished get their subtasks first.
+    const initialized = this.#adaptive.initializeReady(record);
     const last = ++this.#finishedCount === this.#executions.size;
     // Before it gives its logical slot back: a consumer of its slot sharing group takes the shared slot on.
-    if (!last) this.#deployer.scheduleConsumersOf(record);
+    if (!last) this.#deployer.scheduleConsumersOf(record, initialized);
     // Batch semantics: its slot is needed no more (its group's shared slot may); one cause for all (no stack each).
     this.#allocator.releaseLogicalSlot(record.vertex.id, SUBTASK_FINISHED);
     record.slot = null;
@@ -347,7 +371,7 @@ export class JobMaster implements JobMasterGateway {
   #failed(record: ExecutionRecord, error: SerializedError, where: SlotLocation = record.slot): void {
     if (!TERMINAL_STATES.has(record.state)) {
       record.state = 'failed';
-      this.#emitTask(record, error);
+      this.#events.task(record, error);
     }
     this.#lastError = error;
     if (this.status === 'canceling') return this.#checkCanceled();
@@ -398,32 +422,15 @@ export class JobMaster implements JobMasterGateway {
   readonly #onPartitionLoss = {
     failed: (record: ExecutionRecord, error: SerializedError) => {
       record.state = 'failed';
-      this.#emitTask(record, error);
+      this.#events.task(record, error);
     },
-    cancel: (record: ExecutionRecord) => this.#cancelOn(record),
+    cancel: (record: ExecutionRecord) => this.#deployer.cancelOn(record),
   };
 
   /** Tells a TaskExecutor to release the job's partitions there: those named, or all of them. */
   #releasePartitions(resourceId: ResourceID, ids?: readonly ExecutionAttemptID[]): void {
     const gateway = this.#o.taskExecutor(resourceId);
     if (gateway !== undefined) this.mailbox.whenComplete(gateway.releasePartitions(this.jobId, ids), () => {});
-  }
-
-  #cancelOn(record: ExecutionRecord): void {
-    const gateway = record.slot === null ? undefined : this.#o.taskExecutor(record.slot.resourceId);
-    if (gateway !== undefined) this.mailbox.whenComplete(gateway.cancelTask(record.executionAttemptId), () => {});
-  }
-
-  #cancelExecution(record: ExecutionRecord, cause: string): void {
-    if (record.state === 'deploying' || record.state === 'initializing' || record.state === 'running') {
-      this.#cancelOn(record);
-      this.#log(`canceling ${record.vertex.key}: ${cause}`, fieldsOf(record, record.slot));
-    }
-    if (record.state === 'scheduled' || record.state === 'created') {
-      if (record.state === 'scheduled') this.#allocator.cancel(record.vertex.id, new Error(cause));
-      record.state = 'canceled';
-      this.#emitTask(record, null);
-    }
   }
 
   #canceledByExecutor(record: ExecutionRecord): void {
@@ -448,7 +455,7 @@ export class JobMaster implements JobMasterGateway {
     // running → failing → failed, failing or restarting → failed: no restart mends this.
     if (this.status === 'running') this.#status.send({ type: 'TASK_FAILED', cause });
     this.#status.send({ type: 'FAIL', cause });
-    for (const record of this.#executions.values()) this.#cancelExecution(record, cause);
+    for (const record of this.#executions.values()) this.#deployer.cancel(record, cause);
     this.#terminate('failed', error);
   }
 
@@ -481,16 +488,8 @@ export class JobMaster implements JobMasterGateway {
     });
   }
 
-  #emitTask(record: ExecutionRecord, error: SerializedError | null, waitingFor?: TaskWait): void {
-    this.#emit(this.#executions.taskEvent(record, error, this.#clock.now(), waitingFor));
-  }
-
-  #slotAssigned(record: ExecutionRecord, requestedAt: number): void {
-    const assignment = slotAssignmentOf(record, requestedAt, this.#clock.now());
-    callListener(this.#log, 'a slot assignment listener', () => this.#o.onSlotAssigned!(assignment));
-  }
-
-  #emit(event: JobEvent): void {
-    callListener(this.#log, 'a job event listener', () => this.#o.onEvent?.(event));
+  /** The adaptive scheduler's decisions so far: each vertex it gave a parallelism, from how many bytes, and why. */
+  parallelismDecisions(): readonly ParallelismDecision[] {
+    return this.#adaptive.decisions();
   }
 }

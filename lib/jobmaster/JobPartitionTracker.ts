@@ -7,7 +7,7 @@
 import type { ExecutionAttemptID, ResourceID } from '../core/ids.js';
 import type { ResultPartitionWire, SerializedError } from '../rpc/protocol.js';
 import type { ExecutionAttempts, ExecutionRecord } from './ExecutionAttempts.js';
-import type { ExecutionGraph } from './ExecutionGraph.js';
+import type { ExecutionGraph, ExecutionVertex } from './ExecutionGraph.js';
 
 export class JobPartitionTracker {
   readonly #graph: ExecutionGraph;
@@ -21,13 +21,39 @@ export class JobPartitionTracker {
     this.#executions = executions;
   }
 
-  /** A producer finished with its output kept where it ran (or, null, sent to the JobMaster). */
+  /**
+   * A producer finished with its output kept where it ran (or, null, sent to the JobMaster). A consumer vertex the
+   * adaptive scheduler has not initialized yet holds the partition as one reader until it is (consumersAdded).
+   */
   kept(producer: ExecutionRecord, partition: ResultPartitionWire | null): void {
     if (partition === null) return;
     this.#holders.add(partition.resourceId);
-    let unread = 0;
+    let unread = this.#undecidedConsumers(producer);
     for (const c of this.#graph.consumersOf(producer.vertex)) if (this.#executions.of(c).state !== 'finished') unread++;
     this.#unread.set(partition.partitionId, unread);
+  }
+
+  /**
+   * The adaptive scheduler initialized a vertex: each partition it reads that is kept now has its new subtasks as
+   * readers instead of the one place the vertex held.
+   */
+  consumersAdded(subtasks: readonly ExecutionVertex[]): void {
+    const readers = new Map<ExecutionAttemptID, number>();
+    for (const consumer of subtasks)
+      for (const producer of this.#graph.producersOf(consumer)) {
+        const partition = this.#executions.of(producer).partition;
+        if (partition !== null && this.#unread.has(partition.partitionId))
+          readers.set(partition.partitionId, (readers.get(partition.partitionId) ?? 0) + 1);
+      }
+    for (const [id, count] of readers) this.#unread.set(id, this.#unread.get(id)! + count - 1);
+  }
+
+  /** How many of the producer's consumer vertices wait for the adaptive scheduler to decide their parallelism. */
+  #undecidedConsumers(producer: ExecutionRecord): number {
+    let count = 0;
+    for (const edge of this.#graph.jobGraph.outputsOf(producer.vertex.jobVertex.id))
+      if (!this.#graph.isInitialized(edge.to)) count++;
+    return count;
   }
 
   /**
@@ -47,7 +73,7 @@ export class JobPartitionTracker {
     for (const record of this.#executions.values()) {
       if (record.state !== 'finished' || record.partition?.resourceId !== resourceId) continue;
       const consumers = this.#graph.consumersOf(record.vertex).map((c) => this.#executions.of(c));
-      if (consumers.every((c) => c.state === 'finished')) continue;
+      if (consumers.every((c) => c.state === 'finished') && this.#undecidedConsumers(record) === 0) continue;
       producers.push(record);
       for (const c of consumers) if (c.state === 'deploying' || c.state === 'initializing') readers.add(c);
     }

@@ -16,6 +16,18 @@ export type TaskWait = 'slot' | 'inputs' | 'restart';
 
 export type JobEvent =
   | { readonly type: 'status'; readonly status: JobStatus; readonly cause: string | null; readonly timestamp: number }
+  /**
+   * The adaptive scheduler decided a vertex's parallelism (a source's as the job starts, any other's once its
+   * producers finished), from `bytes` its producers produced; `reason` says how, in words.
+   */
+  | {
+      readonly type: 'parallelism';
+      readonly vertexId: string;
+      readonly parallelism: number;
+      readonly bytes: number;
+      readonly reason: string;
+      readonly timestamp: number;
+    }
   | {
       readonly type: 'task';
       readonly vertexId: string;

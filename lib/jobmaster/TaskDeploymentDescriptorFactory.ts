@@ -60,7 +60,7 @@ export class TaskDeploymentDescriptorFactory {
       vertexId: jobVertex.id,
       vertexName: jobVertex.id,
       subtaskIndex: id.subtaskIndex,
-      parallelism: jobVertex.parallelism,
+      parallelism: record.vertex.parallelism,
       attemptNumber: record.attemptNumber,
       executionAttemptId: record.executionAttemptId,
       allocationId,
@@ -72,7 +72,7 @@ export class TaskDeploymentDescriptorFactory {
         : {
             producesPartition: {
               // A hash edge is its producer's only output edge (JobGraph's rule).
-              subpartitions: consumer.pattern === 'hash' ? this.#graph.jobGraph.vertex(consumer.to).parallelism : null,
+              subpartitions: consumer.pattern === 'hash' ? this.#graph.parallelismOf(consumer.to) : null,
             },
           }),
       config: jobVertex.config,

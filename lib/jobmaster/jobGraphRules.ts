@@ -12,8 +12,18 @@ import type { JobEdge, JobVertex } from './JobGraph.js';
 
 const VERTEX_ID = /^[A-Za-z0-9][\w.:-]{0,127}$/;
 const MAX_PARALLELISM = 32_768;
-export const GRAPH_FIELDS = ['name', 'vertices', 'edges', 'restartStrategy', 'slotSharingGroups'];
-const VERTEX_FIELDS = ['id', 'taskModule', 'parallelism', 'resources', 'slotSharingGroup', 'coLocationGroup', 'config'];
+export const GRAPH_FIELDS = ['name', 'vertices', 'edges', 'restartStrategy', 'slotSharingGroups', 'scheduler'];
+const VERTEX_FIELDS = [
+  'id',
+  'taskModule',
+  'parallelism',
+  'minParallelism',
+  'maxParallelism',
+  'resources',
+  'slotSharingGroup',
+  'coLocationGroup',
+  'config',
+];
 const EDGE_FIELDS = ['from', 'to', 'pattern'];
 
 export const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -69,11 +79,66 @@ function resolveTaskModule(where: string, value: unknown): string {
   });
 }
 
-export function resolveVertex(spec: unknown, index: number): JobVertex {
+const isParallelism = (p: unknown): p is number =>
+  typeof p === 'number' && Number.isSafeInteger(p) && p >= 1 && p <= MAX_PARALLELISM;
+
+/**
+ * The vertex's parallelism, or its bounds when it leaves it to the adaptive scheduler (`adaptive`): a fixed
+ * parallelism, or null with the bounds it may set (each null: the option's).
+ */
+function resolveParallelism(
+  where: string,
+  id: string,
+  spec: Record<string, unknown>,
+  adaptive: boolean,
+): Pick<JobVertex, 'parallelism' | 'minParallelism' | 'maxParallelism'> {
+  const p = spec.parallelism;
+  const bounds = (['minParallelism', 'maxParallelism'] as const).filter((f) => spec[f] !== undefined);
+  if (p === undefined && adaptive) {
+    for (const field of bounds)
+      if (!isParallelism(spec[field]))
+        refuse(
+          'invalid-parallelism',
+          `${where}: ${field} must be an integer from 1 to ${MAX_PARALLELISM}, got ${describeValue(spec[field])}`,
+          { vertex: id, field },
+        );
+    const min = (spec.minParallelism as number | undefined) ?? null;
+    const max = (spec.maxParallelism as number | undefined) ?? null;
+    if (min !== null && max !== null && min > max)
+      refuse('invalid-parallelism', `${where}: minParallelism (${min}) must not be above maxParallelism (${max})`, {
+        vertex: id,
+        field: 'minParallelism',
+      });
+    return { parallelism: null, minParallelism: min, maxParallelism: max };
+  }
+  if (p === undefined)
+    refuse(
+      'invalid-parallelism',
+      `${where}: parallelism must be set (an integer from 1 to ${MAX_PARALLELISM}); only the adaptive scheduler ` +
+        `(scheduler: 'adaptive', or the option jobmanager.scheduler) decides a parallelism left unset`,
+      { vertex: id },
+    );
+  if (!isParallelism(p))
+    refuse(
+      'invalid-parallelism',
+      `${where}: parallelism must be an integer from 1 to ${MAX_PARALLELISM}, got ${describeValue(p)}`,
+      { vertex: id },
+    );
+  if (bounds.length > 0)
+    refuse(
+      'invalid-parallelism',
+      `${where}: ${bounds.join(' and ')} bound a parallelism the adaptive scheduler decides; ` +
+        `this vertex sets parallelism ${p} — leave it unset (with scheduler 'adaptive') or drop the bounds`,
+      { vertex: id, field: bounds[0] },
+    );
+  return { parallelism: p, minParallelism: null, maxParallelism: null };
+}
+
+export function resolveVertex(spec: unknown, index: number, adaptive = false): JobVertex {
   if (!isRecord(spec))
     return refuse(
       'no-vertices',
-      `vertices[${index}] must be an object { id, taskModule, parallelism, ... }, got ${describeValue(spec)}`,
+      `vertices[${index}] must be an object { id, taskModule, parallelism?, ... }, got ${describeValue(spec)}`,
     );
   if (typeof spec.id !== 'string' || !VERTEX_ID.test(spec.id)) {
     refuse(
@@ -86,14 +151,7 @@ export function resolveVertex(spec: unknown, index: number): JobVertex {
   const id = spec.id;
   const where = `vertex '${id}'`;
   checkFields(where, spec, VERTEX_FIELDS);
-  const p = spec.parallelism;
-  if (typeof p !== 'number' || !Number.isSafeInteger(p) || p < 1 || p > MAX_PARALLELISM) {
-    refuse(
-      'invalid-parallelism',
-      `${where}: parallelism must be an integer from 1 to ${MAX_PARALLELISM}, got ${describeValue(p)}`,
-      { vertex: id },
-    );
-  }
+  const parallelism = resolveParallelism(where, id, spec, adaptive);
   // Kept as a clone: a caller changing its object later does not change the job.
   let config: unknown;
   if (spec.config !== undefined) {
@@ -111,7 +169,7 @@ export function resolveVertex(spec: unknown, index: number): JobVertex {
   return Object.freeze({
     id,
     taskModule: resolveTaskModule(where, spec.taskModule),
-    parallelism: p,
+    ...parallelism,
     resourceProfile:
       spec.resources === undefined ? ResourceProfile.UNKNOWN : resolveProfile(`${where}: resources`, spec.resources),
     slotSharingGroup:
@@ -167,6 +225,14 @@ export function checkCoLocation(vertices: readonly JobVertex[]): void {
         { group },
       );
     }
+    const adaptive = members.find((v) => v.parallelism === null);
+    if (adaptive !== undefined)
+      refuse(
+        'invalid-co-location',
+        `vertex '${adaptive.id}' leaves its parallelism to the adaptive scheduler but is in co-location group ` +
+          `'${group}', whose members must have equal parallelism; give it a parallelism or leave the group`,
+        { group, vertex: adaptive.id },
+      );
     if (new Set(members.map((v) => v.parallelism)).size > 1) {
       refuse(
         'invalid-co-location',

@@ -29,6 +29,7 @@ export function jobSlotServices(o: JobSlotServicesOptions): {
   pool: JobSlotPool;
   bulkChecker: PhysicalSlotRequestBulkChecker;
   allocator: SlotSharingExecutionSlotAllocator;
+  slotSharing: LocalInputPreferredSlotSharingStrategy;
 } {
   const pool = new JobSlotPool({
     onRequirementsChanged: o.onRequirementsChanged,
@@ -43,12 +44,13 @@ export function jobSlotServices(o: JobSlotServicesOptions): {
     // A bulk that slots the job holds can serve is waiting for its turn, not failing.
     heldSlotProfiles: () => pool.heldSlots.map((slot) => slot.resourceProfile),
   });
+  const slotSharing = new LocalInputPreferredSlotSharingStrategy(o.graph);
   const allocator = new SlotSharingExecutionSlotAllocator({
     jobId: o.jobId,
-    strategy: new LocalInputPreferredSlotSharingStrategy(o.graph),
+    strategy: slotSharing,
     provider: pool,
     bulkChecker,
     allocationTimeoutMs: o.options['slot.request.timeout'],
   });
-  return { pool, bulkChecker, allocator };
+  return { pool, bulkChecker, allocator, slotSharing };
 }

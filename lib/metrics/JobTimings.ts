@@ -58,6 +58,7 @@ export class JobTimings {
       if (ENDED.has(event.status)) job.attempts.clear();
       return null;
     }
+    if (event.type !== 'task') return null;
     const { executionAttemptId: id, state, timestamp, resourceId } = event;
     const times = job.attempts.get(id);
     if (state === 'scheduled') {

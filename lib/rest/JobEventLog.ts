@@ -1,8 +1,8 @@
 /**
  * JobEventLog: one job's events with sequence numbers, so a REST client can page through them
  * (`GET /jobs/:jobid/events?from=N`) and miss none while the log has them. Bounded: past `capacity`
- * events the oldest half of the task events is dropped in one pass (status events, a handful per
- * job, always stay), and `first` tells a client that came late where the log now starts.
+ * events the oldest half of the task events is dropped in one pass (status events and parallelism decisions, a
+ * handful per job, always stay), and `first` tells a client that came late where the log now starts.
  */
 import { randomUUID } from 'node:crypto';
 import type { JobClient } from '../dispatcher/Dispatcher.js';
@@ -78,6 +78,7 @@ export class JobEventLog {
     this.#events.push({ ...event, seq: this.#nextSeq++ });
     if (this.#events.length <= this.#capacity) return;
     let toDrop = Math.ceil(this.#capacity / 2);
-    this.#events = this.#events.filter((kept) => kept.type === 'status' || toDrop-- <= 0);
+    // Task events go first: a job's status changes and parallelism decisions are few and kept.
+    this.#events = this.#events.filter((kept) => kept.type !== 'task' || toDrop-- <= 0);
   }
 }

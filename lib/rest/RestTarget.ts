@@ -64,8 +64,11 @@ export interface TaskDetails {
 
 export interface VertexDetails {
   readonly id: string;
+  /** -1 while the adaptive scheduler has not decided it (Flink's PARALLELISM_DEFAULT). */
   readonly parallelism: number;
   readonly slotSharingGroup: string;
+  /** When the adaptive scheduler decided the parallelism: from how many bytes its producers produced, and why. */
+  readonly parallelismDecision?: { readonly bytes: number; readonly reason: string };
 }
 
 /** An edge of the job graph: `to` consumes what `from` produces. */

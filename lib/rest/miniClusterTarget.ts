@@ -129,6 +129,7 @@ export function clusterTarget(
         }))
         .sort((a, b) => order.get(a.vertexId)! - order.get(b.vertexId)! || a.subtaskIndex - b.subtaskIndex);
       const times = master.times();
+      const decisions = new Map(master.parallelismDecisions().map((d) => [d.vertexId, d]));
       return {
         jobId,
         name: found.job.name,
@@ -136,11 +137,17 @@ export function clusterTarget(
         startTime: times.startTime < 0 ? (statuses[0]?.timestamp ?? Date.now()) : times.startTime,
         endTime: ENDED.has(status) && times.endTime >= 0 ? times.endTime : null,
         restarts: statuses.filter((event) => event.status === 'restarting').length,
-        vertices: master.jobGraph.vertices.map((v) => ({
-          id: v.id,
-          parallelism: v.parallelism,
-          slotSharingGroup: v.slotSharingGroup,
-        })),
+        vertices: master.jobGraph.vertices.map((v) => {
+          const decision = decisions.get(v.id);
+          return {
+            id: v.id,
+            parallelism: master.graph.parallelismOf(v.id) ?? -1,
+            slotSharingGroup: v.slotSharingGroup,
+            ...(decision === undefined
+              ? {}
+              : { parallelismDecision: { bytes: decision.bytes, reason: decision.reason } }),
+          };
+        }),
         edges: master.jobGraph.edges.map(({ from, to, pattern }) => ({ from, to, pattern })),
         tasks,
       };

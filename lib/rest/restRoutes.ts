@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RestError } from '../core/errors.js';
 import type { JobID } from '../core/ids.js';
-import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
+import { JobGraph, type JobGraphSpec, PRECHECK_OPTIONS } from '../jobmaster/JobGraph.js';
 import type { ForwardedRecord, RestTarget } from './RestTarget.js';
 import {
   cancelQuery,
@@ -219,13 +219,16 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
       }
     }
     // The graph's own rules first, with stand-in paths: a graph JobGraph refuses stores no code.
-    JobGraph.create({
-      ...job,
-      vertices: job.vertices.map((v) => ({
-        ...v,
-        taskModule: `/slotwise-upload/${v.taskModule.replace(/[^\w.-]/g, '_')}`,
-      })),
-    } as unknown as JobGraphSpec);
+    JobGraph.create(
+      {
+        ...job,
+        vertices: job.vertices.map((v) => ({
+          ...v,
+          taskModule: `/slotwise-upload/${v.taskModule.replace(/[^\w.-]/g, '_')}`,
+        })),
+      } as unknown as JobGraphSpec,
+      PRECHECK_OPTIONS,
+    );
     const stored = new Map<string, string>();
     for (const code of taskCode)
       stored.set(code.name, (await ask('storeTaskCode', () => target.storeTaskCode(code))).taskModule);

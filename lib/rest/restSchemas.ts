@@ -144,11 +144,13 @@ export const submitJobBody = {
           maxItems: 10000,
           items: {
             type: 'object',
-            required: ['id', 'taskModule', 'parallelism'],
+            required: ['id', 'taskModule'],
             properties: {
               id: { type: 'string' },
               taskModule: { type: 'string', minLength: 1, description: 'the name of an entry of taskCode' },
-              parallelism: { type: 'integer' },
+              parallelism: { type: 'integer', description: 'unset: decided by the adaptive scheduler (only then)' },
+              minParallelism: { type: 'integer' },
+              maxParallelism: { type: 'integer' },
             },
           },
         },
@@ -163,7 +165,7 @@ export interface SubmitJobBody {
   readonly job: {
     readonly name: string;
     readonly vertices: ReadonlyArray<
-      { readonly id: string; readonly taskModule: string; readonly parallelism: number } & Record<string, unknown>
+      { readonly id: string; readonly taskModule: string; readonly parallelism?: number } & Record<string, unknown>
     >;
   } & Record<string, unknown>;
   readonly taskCode: ReadonlyArray<{ readonly name: string; readonly code: string; readonly sha256: string }>;

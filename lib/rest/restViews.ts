@@ -152,6 +152,7 @@ export function jobDetailsView(details: JobDetails, now: number) {
       id: v.id,
       name: v.id,
       parallelism: v.parallelism,
+      ...(v.parallelismDecision === undefined ? {} : { parallelismDecision: v.parallelismDecision }),
       slotSharingGroup: v.slotSharingGroup,
       status: vertexState(tasks),
       tasks: countStates(tasks.map((t) => t.state)),

@@ -86,4 +86,30 @@ describe('describeJobs (the job page)', () => {
       expect([job!.startTime, job!.endTime]).to.deep.equal([0, 2_300]);
     },
   );
+
+  it('shows a parallelism the adaptive scheduler has not decided as null, then the decision and why', async () => {
+    const h = new Harness(
+      {
+        scheduler: 'adaptive',
+        vertices: [vertex('src', 2), { id: 'sink', taskModule: new URL('../fixtures/tasks/ok.ts', import.meta.url) }],
+        edges: [edge('src', 'sink')],
+      },
+      { 'execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task': '1 kb' },
+    );
+    await h.start();
+    const te = h.addExecutor('taskexecutor-a');
+    await h.offer(te, 2);
+    let [job] = describeJobs(lookupOf(h));
+    expect(job!.vertices.map((v) => [v.id, v.parallelism, v.parallelismReason])).to.deep.equal([
+      ['src', 2, null],
+      ['sink', null, null],
+    ]);
+    for (const i of [0, 1]) await h.finishKept(h.submittedFor('src', i)[0]!, te, [2048]);
+    [job] = describeJobs(lookupOf(h));
+    expect(job!.vertices[1]).to.deep.include({
+      parallelism: 4,
+      parallelismReason: 'its inputs produced 4 kb; at 1 kb per subtask that is 4, within [1, 128]: 4',
+    });
+    expect(job!.vertices[1]!.subtasks).to.have.length(4);
+  });
 });

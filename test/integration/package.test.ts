@@ -107,7 +107,7 @@ const CONSUMER_TS = `
 import {
   ConfigurationError, JobGraphError, MiniCluster, ResourceProfile, type ClusterOverview, type InspectionRecord,
   type JobEvent, type JobResult, type JobStatusChangedEvent, type Logger, type MiniClusterOptions, type SerializedError,
-  type TaskContext, type TaskFunction, type TaskStateChangedEvent,
+  type TaskContext, type TaskFunction, type TaskStateChangedEvent, type VertexParallelismDecidedEvent,
 } from 'slotwise';
 import { machines } from 'slotwise/machines';
 import { LocalResourceManagerDriver, ResourceManager } from 'slotwise/internals';
@@ -133,7 +133,8 @@ export async function main(): Promise<number> {
   const job = await cluster.submitJob({ name: 'typed', vertices: [square] }, { signal: controller.signal });
   job.onEvent((event: JobEvent) => {
     if (event.type === 'status') { const status: JobStatusChangedEvent = event; void status.cause; }
-    else { const task: TaskStateChangedEvent = event; void task.resourceId; }
+    else if (event.type === 'task') { const task: TaskStateChangedEvent = event; void task.resourceId; }
+    else { const decided: VertexParallelismDecidedEvent = event; void decided.reason; }
   });
   const result: JobResult = await job.result;
   const error: SerializedError | null = result.error;

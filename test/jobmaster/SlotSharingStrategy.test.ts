@@ -199,18 +199,21 @@ describe('LocalInputPreferredSlotSharingStrategy', () => {
               expect(vertices.find((x) => x.id === m.vertexId)!.slotSharingGroup).to.equal(group.slotSharingGroup);
           }
           for (const ssg of ['a', 'b']) {
-            const widest = Math.max(0, ...vertices.filter((x) => x.slotSharingGroup === ssg).map((x) => x.parallelism));
+            const widest = Math.max(
+              0,
+              ...vertices.filter((x) => x.slotSharingGroup === ssg).map((x) => x.parallelism!),
+            );
             expect(groups.filter((g) => g.slotSharingGroup === ssg)).to.have.length(widest);
           }
           const coLocated = vertices.filter((x) => x.coLocationGroup === 'co');
           if (coLocated.length === 2) {
-            for (let i = 0; i < coLocated[0]!.parallelism; i++)
+            for (let i = 0; i < coLocated[0]!.parallelism!; i++)
               expect(groupOf(strategy, `${coLocated[0]!.id}#${i}`)).to.equal(
                 groupOf(strategy, `${coLocated[1]!.id}#${i}`),
               );
           }
           const total = groups.reduce((n, g) => n + g.members.length, 0);
-          expect(total).to.equal(vertices.reduce((n, x) => n + x.parallelism, 0));
+          expect(total).to.equal(vertices.reduce((n, x) => n + x.parallelism!, 0));
         }),
         { seed: 2002, numRuns: 300 },
       );

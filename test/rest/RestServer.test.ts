@@ -381,6 +381,20 @@ describe('REST API (startRestServer over a MiniCluster)', function () {
         'square',
       ],
       [
+        'no parallelism, the cluster running the default scheduler',
+        await api('POST', '/jobs', {
+          ...good,
+          job: {
+            ...good.job,
+            vertices: [{ id: 'square', taskModule: good.job.vertices[0]!.taskModule }, good.job.vertices[1]!],
+          },
+        }),
+        400,
+        'JobGraphError',
+        'invalid-parallelism',
+        "only the adaptive scheduler (scheduler: 'adaptive'",
+      ],
+      [
         'parallelism text',
         await api('POST', '/jobs', {
           ...good,

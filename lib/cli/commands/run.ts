@@ -189,6 +189,7 @@ async function follow(client: JobManagerClient, jobId: string, print: (line: str
 
 function describeEvent(event: SequencedJobEvent): string | null {
   if (event.type === 'status') return `job ${event.status}${event.cause ? `: ${event.cause}` : ''}`;
+  if (event.type === 'parallelism') return `${event.vertexId}: parallelism ${event.parallelism} (${event.reason})`;
   if (!['running', 'finished', 'failed', 'canceled'].includes(event.state)) return null;
   const attempt = event.attemptNumber > 0 ? ` (attempt ${event.attemptNumber})` : '';
   const where = event.resourceId && event.state === 'running' ? ` on ${event.resourceId}` : '';

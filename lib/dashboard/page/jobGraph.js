@@ -58,19 +58,22 @@ export function renderGraph(job) {
     const { x, y } = place.get(v.id);
     const state = vertexState(v.subtasks);
     const name = v.id.length > 22 ? `${v.id.slice(0, 21)}…` : v.id;
+    // Null: the adaptive scheduler decides it once the vertex's producers have finished.
+    const parallelism = v.parallelism ?? '?';
+    const why = v.parallelismReason ? ` (adaptive: ${v.parallelismReason})` : '';
     return svg(
       'g',
       {
         class: `vertex ${state}`,
         'data-testid': 'graph-vertex',
         'data-vertex': v.id,
-        'data-parallelism': v.parallelism,
+        'data-parallelism': parallelism,
         'data-state': state,
       },
-      svg('title', {}, `${v.id} · parallelism ${v.parallelism} · ${state}`),
+      svg('title', {}, `${v.id} · parallelism ${parallelism}${why} · ${state}`),
       svg('rect', { x, y, width: BOX.width, height: BOX.height, rx: 6 }),
       svg('text', { x: x + 10, y: y + 20, class: 'name' }, name),
-      svg('text', { x: x + 10, y: y + 40, class: 'info' }, `parallelism ${v.parallelism} · ${state}`),
+      svg('text', { x: x + 10, y: y + 40, class: 'info' }, `parallelism ${parallelism} · ${state}`),
     );
   });
   return h(

@@ -144,7 +144,15 @@ function renderSubtasks(job) {
         'td',
         { colspan: 5 },
         h('strong', {}, vertex.id),
-        h('span', { class: 'meta' }, ` · parallelism ${vertex.parallelism} · ${vertex.resources}`),
+        h(
+          'span',
+          { class: 'meta', ...(vertex.parallelismReason ? { title: vertex.parallelismReason } : {}) },
+          ` · parallelism ${vertex.parallelism ?? 'decided when its inputs are done'}` +
+            `${vertex.parallelismReason ? ' (adaptive)' : ''} · ${vertex.resources}`,
+        ),
+        ...(vertex.parallelismReason
+          ? [h('div', { class: 'meta', 'data-testid': 'parallelism-reason' }, vertex.parallelismReason)]
+          : []),
         ' ',
         badge(vertexState(vertex.subtasks)),
       ),

@@ -17,6 +17,7 @@
  */
 import { ResourceProfile } from '../../core/ResourceProfile.js';
 import { ExecutionVertexID, type ExecutionGraph, type ExecutionVertex } from '../ExecutionGraph.js';
+import type { JobVertex } from '../JobGraph.js';
 
 /** Subtasks that share one slot. */
 export interface ExecutionSlotSharingGroup {
@@ -55,25 +56,48 @@ interface GroupBuilder {
 }
 
 export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrategy {
+  readonly #graph: ExecutionGraph;
   readonly #byKey = new Map<string, ExecutionSlotSharingGroup>();
-  readonly #groups: readonly ExecutionSlotSharingGroup[];
+  readonly #groups: ExecutionSlotSharingGroup[] = [];
+  readonly #builder: GroupsBuilder;
+  /** Each group as the builder keeps it -> as the allocator sees it. */
+  readonly #byGroup = new Map<GroupBuilder, ExecutionSlotSharingGroup>();
 
   constructor(graph: ExecutionGraph) {
-    const built = build(graph);
-    const configured = graph.jobGraph.slotSharingGroups;
-    this.#groups = Object.freeze(
-      built.groups.map((g) => {
-        const profile = configured.get(g.slotSharingGroup) ?? sumOf(g.members);
-        const group: ExecutionSlotSharingGroup = Object.freeze({
+    this.#graph = graph;
+    this.#builder = new GroupsBuilder(graph);
+    for (const jobVertex of graph.jobGraph.vertices) if (graph.isInitialized(jobVertex.id)) this.#add(jobVertex.id);
+  }
+
+  /**
+   * Groups the subtasks of a vertex the adaptive scheduler initialized after the others were grouped. They join a
+   * group that exists only where its slot's profile stays what it was (its slot sharing group's configured profile,
+   * or UNKNOWN): a SharedSlot may have asked for it already.
+   */
+  addJobVertex(vertexId: string): void {
+    this.#add(vertexId, true);
+  }
+
+  #add(vertexId: string, late = false): void {
+    const configured = this.#graph.jobGraph.slotSharingGroups;
+    for (const [g, joined] of this.#builder.add(this.#graph.jobGraph.vertex(vertexId), late)) {
+      let group = this.#byGroup.get(g);
+      if (group === undefined) {
+        group = {
           id: g.id,
           slotSharingGroup: g.slotSharingGroup,
-          members: Object.freeze(g.members.map((member) => member.id)),
-          resourceProfile: profile,
-        });
-        for (const member of g.members) this.#byKey.set(member.key, group);
-        return group;
-      }),
-    );
+          members: [],
+          resourceProfile: configured.get(g.slotSharingGroup) ?? ResourceProfile.UNKNOWN,
+        };
+        this.#byGroup.set(g, group);
+        this.#groups.push(group);
+      }
+      (group.members as ExecutionVertexID[]).push(...joined.map((member) => member.id));
+      // A group joined late keeps its profile (see addJobVertex); a new one is the sum of its members'.
+      if (!configured.has(g.slotSharingGroup) && (!late || group.members.length === joined.length))
+        (group as { resourceProfile: ResourceProfile }).resourceProfile = sumOf(g.members);
+      for (const member of joined) this.#byKey.set(member.key, group);
+    }
   }
 
   getExecutionSlotSharingGroup(id: ExecutionVertexID): ExecutionSlotSharingGroup | undefined {
@@ -92,41 +116,58 @@ function sumOf(members: readonly ExecutionVertex[]): ResourceProfile {
   return sum;
 }
 
-function build(graph: ExecutionGraph): { groups: GroupBuilder[] } {
-  const groups: GroupBuilder[] = [];
-  const groupOf = new Map<ExecutionVertex, GroupBuilder>();
+/** Flink's build(), one job vertex at a time (topological order): the groups so far, and their candidates. */
+class GroupsBuilder {
+  readonly #graph: ExecutionGraph;
+  readonly #groupOf = new Map<ExecutionVertex, GroupBuilder>();
   /** Per slot sharing group, its groups in creation order. */
-  const bySharingGroup = new Map<string, GroupBuilder[]>();
+  readonly #bySharingGroup = new Map<string, GroupBuilder[]>();
   /** `<co-location group>#<subtask index>` -> the group the constraint chose. */
-  const byConstraint = new Map<string, GroupBuilder>();
+  readonly #byConstraint = new Map<string, GroupBuilder>();
   /** Per consumed producer block: candidate groups not yet looked at, in producer order. */
-  const candidates = new Map<readonly ExecutionVertex[], GroupBuilder[]>();
+  readonly #candidates = new Map<readonly ExecutionVertex[], GroupBuilder[]>();
 
-  const join = (ev: ExecutionVertex, group: GroupBuilder) => {
-    group.members.push(ev);
-    group.jobVertices.push(ev.jobVertex.id);
-    groupOf.set(ev, group);
-  };
-  const availableTo = (group: GroupBuilder, ev: ExecutionVertex) => !group.jobVertices.includes(ev.jobVertex.id);
+  constructor(graph: ExecutionGraph) {
+    this.#graph = graph;
+  }
 
-  const producerGroupFor = (ev: ExecutionVertex): GroupBuilder | undefined => {
-    for (const input of graph.inputsOf(ev)) {
-      let list = candidates.get(input.producers);
-      if (list === undefined) {
-        const producerVertex = graph.jobGraph.vertex(input.edge.from);
-        const same = producerVertex.slotSharingGroup === ev.jobVertex.slotSharingGroup;
-        list = same ? [...new Set(input.producers.map((p) => groupOf.get(p)!))] : [];
-        candidates.set(input.producers, list);
+  /**
+   * Puts the vertex's subtasks into groups; returns the groups they joined, each with its new members. `late`: only
+   * groups whose profile cannot change are joined (see LocalInputPreferredSlotSharingStrategy.addJobVertex).
+   */
+  add(jobVertex: JobVertex, late: boolean): Map<GroupBuilder, ExecutionVertex[]> {
+    const graph = this.#graph;
+    const joinedNow = new Map<GroupBuilder, ExecutionVertex[]>();
+    const fixedProfile = (group: GroupBuilder) =>
+      graph.jobGraph.slotSharingGroups.has(group.slotSharingGroup) || sumOf(group.members).isUnknown();
+    const join = (ev: ExecutionVertex, group: GroupBuilder) => {
+      group.members.push(ev);
+      group.jobVertices.push(ev.jobVertex.id);
+      this.#groupOf.set(ev, group);
+      const list = joinedNow.get(group);
+      if (list === undefined) joinedNow.set(group, [ev]);
+      else list.push(ev);
+    };
+    const availableTo = (group: GroupBuilder, ev: ExecutionVertex) =>
+      !group.jobVertices.includes(ev.jobVertex.id) && (!late || joinedNow.has(group) || fixedProfile(group));
+
+    const producerGroupFor = (ev: ExecutionVertex): GroupBuilder | undefined => {
+      for (const input of graph.inputsOf(ev)) {
+        let list = this.#candidates.get(input.producers);
+        if (list === undefined) {
+          const producerVertex = graph.jobGraph.vertex(input.edge.from);
+          const same = producerVertex.slotSharingGroup === ev.jobVertex.slotSharingGroup;
+          list = same ? [...new Set(input.producers.map((p) => this.#groupOf.get(p)!))] : [];
+          this.#candidates.set(input.producers, list);
+        }
+        while (list.length > 0) {
+          const group = list.shift()!;
+          if (availableTo(group, ev)) return group;
+        }
       }
-      while (list.length > 0) {
-        const group = list.shift()!;
-        if (availableTo(group, ev)) return group;
-      }
-    }
-    return undefined;
-  };
+      return undefined;
+    };
 
-  for (const jobVertex of graph.jobGraph.vertices) {
     const subtasks = graph.subtasksOf(jobVertex.id);
     const constraintKey = (ev: ExecutionVertex) => `${jobVertex.coLocationGroup}#${ev.id.subtaskIndex}`;
 
@@ -134,15 +175,16 @@ function build(graph: ExecutionGraph): { groups: GroupBuilder[] } {
     const remaining: ExecutionVertex[] = [];
     for (const ev of subtasks) {
       const group =
-        (jobVertex.coLocationGroup !== null ? byConstraint.get(constraintKey(ev)) : undefined) ?? producerGroupFor(ev);
+        (jobVertex.coLocationGroup !== null ? this.#byConstraint.get(constraintKey(ev)) : undefined) ??
+        producerGroupFor(ev);
       if (group === undefined) remaining.push(ev);
       else join(ev, group);
     }
 
     // Pass 2: the oldest group still free of this vertex, else a new one. A group passed over
     // holds this vertex already and never frees up for it again: one cursor per vertex suffices.
-    const own = bySharingGroup.get(jobVertex.slotSharingGroup) ?? [];
-    bySharingGroup.set(jobVertex.slotSharingGroup, own);
+    const own = this.#bySharingGroup.get(jobVertex.slotSharingGroup) ?? [];
+    this.#bySharingGroup.set(jobVertex.slotSharingGroup, own);
     let cursor = 0;
     for (const ev of remaining) {
       while (cursor < own.length && !availableTo(own[cursor]!, ev)) cursor++;
@@ -155,15 +197,15 @@ function build(graph: ExecutionGraph): { groups: GroupBuilder[] } {
           jobVertices: [],
         };
         own.push(group);
-        groups.push(group);
       }
       join(ev, group);
     }
 
     if (jobVertex.coLocationGroup !== null) {
       for (const ev of subtasks)
-        if (!byConstraint.has(constraintKey(ev))) byConstraint.set(constraintKey(ev), groupOf.get(ev)!);
+        if (!this.#byConstraint.has(constraintKey(ev)))
+          this.#byConstraint.set(constraintKey(ev), this.#groupOf.get(ev)!);
     }
+    return joinedNow;
   }
-  return { groups };
 }
