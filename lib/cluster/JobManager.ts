@@ -58,6 +58,7 @@ import {
   DEFAULT_NATS_URL,
   onConnectionLost,
 } from './natsConnection.js';
+import { leaderFollowingClient } from './leaderFollowingClient.js';
 import { RecoveredJobs } from './RecoveredJobs.js';
 import { TaskCodeCache } from './TaskCodeCache.js';
 
@@ -310,7 +311,17 @@ export class JobManager {
   async submitJob(spec: JobGraphSpec, options?: SubmitJobOptions): Promise<JobClient> {
     this.#requireOpen('submitJob');
     const leader = this.#requireLeader('submitJob');
-    return leader.dispatcher.submitJob(await this.#code.withStoredCode(spec), options);
+    const client = await leader.dispatcher.submitJob(await this.#code.withStoredCode(spec), options);
+    // With a job store the job outlives this leadership: so does its client.
+    const jobs = this.#jobs;
+    return jobs === null
+      ? client
+      : leaderFollowingClient(client, leader, {
+          clusterId: this.clusterId,
+          closed: () => this.#closed !== null,
+          leading: () => (this.#leader?.ready === true ? this.#leader : null),
+          storedResult: (jobId) => jobs.storedResult(jobId),
+        });
   }
 
   /** The jobs the leader runs and kept, and the ended ones of earlier leaders whose results are kept. */

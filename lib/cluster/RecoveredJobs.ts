@@ -167,6 +167,11 @@ export class RecoveredJobs {
   }
 
   /** A JobClient over an ended job of an earlier leader (its result read from the store once asked for). */
+  /** The ended job's result in the store, or null while there is none. */
+  storedResult(jobId: JobID): Promise<JobResult | null> {
+    return this.#o.store.result(jobId);
+  }
+
   client(jobId: JobID): JobClient | undefined {
     const entry = this.#ended.get(jobId);
     if (entry === undefined) return undefined;

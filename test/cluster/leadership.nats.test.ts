@@ -205,4 +205,38 @@ describe('leadership of a session cluster (over NATS)', function () {
       await connection.close();
     }
   });
+
+  it("a deposed leader's client follows its job: its result is the job's end under the next leader", async () => {
+    const leader = jobManagers.find((jobManager) => jobManager.isLeader)!;
+    const standby = await start();
+    const job = await leader.submitJob({
+      name: 'outlives its client’s leader',
+      vertices: [{ id: 'sleep', taskModule: sleep, parallelism: 1, config: { ms: 3_000 } }],
+    });
+    const statuses: string[] = [];
+    job.onEvent((event) => event.type === 'status' && statuses.push(event.status));
+    await until('the job to run', () => job.status === 'running');
+    // Someone speaks to the leader under a newer fencing token: it steps down (its jobs stop here, not for the
+    // cluster), and the standby leads and recovers the job.
+    const connection = await connectNats({ url: server!.url, name: 'a newer leader', clusterId: CLUSTER });
+    try {
+      const h = natsHeaders();
+      h.set(HEADER_FROM, 'taskmanager-someone');
+      h.set(HEADER_REPLY, clusterSubjects(CLUSTER).taskExecutor('taskmanager-someone'));
+      h.set(HEADER_SESSION, 'newer-session');
+      h.set(HEADER_FENCE, String(leader.leader!.token + 1_000_000));
+      connection.publish(clusterSubjects(CLUSTER).resourceManager, new Uint8Array([1]), { headers: h });
+      await connection.flush();
+    } finally {
+      await connection.close();
+    }
+    await until('the leader to step down', () => !leader.isLeader);
+    expect(job.status, 'not canceled: the job goes on elsewhere').to.equal('running');
+    expect(await rejection(job.cancel())).to.be.instanceOf(ClusterError);
+    const result = await job.result;
+    expect(standby.isLeader || leader.isLeader, 'someone leads').to.equal(true);
+    expect(result.status).to.equal('finished');
+    expect(result.outputs['sleep']).to.have.length(1);
+    expect(statuses, 'no cancel reached the client').to.not.include('canceled');
+  });
 });
