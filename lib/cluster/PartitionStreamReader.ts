@@ -2,7 +2,10 @@
  * The consumer's side of the data plane (Flink's PartitionRequestClient with a RemoteInputChannel per read): it asks
  * a producer's TaskExecutor for a subpartition granting `credit` chunks, copies each chunk as it comes into one
  * SharedArrayBuffer of the subpartition's size (the consumer's task thread shares it), and grants the chunks it copied
- * back in batches of half its credit — so the producer never has more than `credit` chunks in flight to it.
+ * back in batches of half its credit — so the producer never has more than `credit` chunks in flight to it. At most
+ * `maxReads` reads are in progress at once, the others wait their turn: what is in flight to this TaskExecutor is
+ * bounded (8 × 8 chunks of 512 KiB: 32 MiB, half the NATS server's default `max_pending` for a connection, past
+ * which it would drop what it sends us as to a slow consumer).
  *
  * Every wait is bounded: a read whose next chunk does not come within `timeoutMs` (of its request, or of the chunk
  * before) fails with PartitionError('timed-out') naming the partition, the subpartition and the producer; a chunk
@@ -37,7 +40,12 @@ export interface PartitionStreamReaderOptions {
   readonly clock: Clock;
   /** Chunks granted to each read (default 8, at most 64). */
   readonly credit?: number;
+  /** Reads in progress at once; the others wait their turn (default 8). */
+  readonly maxReads?: number;
 }
+
+/** Reads in progress at once by default. */
+export const DEFAULT_MAX_READS = 8;
 
 interface Read {
   readonly id: string;
@@ -58,7 +66,10 @@ interface Read {
 export class PartitionStreamReader {
   readonly #o: PartitionStreamReaderOptions;
   readonly #credit: number;
+  readonly #maxReads: number;
   readonly #reads = new Map<string, Read>();
+  /** Reads waiting for their turn, oldest first. */
+  readonly #waiting: Read[] = [];
   readonly #subscription: { unsubscribe(): void };
   #nextId = 0;
   #closed = false;
@@ -66,17 +77,24 @@ export class PartitionStreamReader {
   constructor(options: PartitionStreamReaderOptions) {
     this.#o = options;
     this.#credit = Math.max(1, Math.min(MAX_CREDIT, options.credit ?? DEFAULT_CREDIT));
+    this.#maxReads = Math.max(1, options.maxReads ?? DEFAULT_MAX_READS);
     this.#subscription = options.bus.subscribe(options.subject, (body, header) => this.#arrive(body, header));
   }
 
-  /** Reads in progress. */
+  /** Reads in progress (at most `maxReads`). */
   get reads(): number {
     return this.#reads.size;
   }
 
+  /** Reads waiting for their turn. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
   /**
    * Reads `input` from the TaskExecutor serving on `producerSubject`; rejects with PartitionError (not-found,
-   * timed-out, chunk-lost, unreachable).
+   * timed-out, chunk-lost, unreachable). Its bound starts when its turn comes (a read waiting for it waits for reads
+   * that are each bounded).
    */
   read(producerSubject: string, input: PartitionInputWire, timeoutMs: number): Promise<Uint8Array> {
     if (this.#closed) return Promise.reject(closing(input));
@@ -95,13 +113,18 @@ export class PartitionStreamReader {
         copied: 0,
         timer: undefined,
       };
-      this.#reads.set(id, read);
-      this.#wait(read);
-      this.#send(read, 'request', {
-        [HEADER_PARTITION]: input.partitionId,
-        [HEADER_SUBPARTITION]: String(input.subpartition),
-        [HEADER_CREDIT]: String(this.#credit),
-      });
+      if (this.#reads.size < this.#maxReads) this.#start(read);
+      else this.#waiting.push(read);
+    });
+  }
+
+  #start(read: Read): void {
+    this.#reads.set(read.id, read);
+    this.#wait(read);
+    this.#send(read, 'request', {
+      [HEADER_PARTITION]: read.input.partitionId,
+      [HEADER_SUBPARTITION]: String(read.input.subpartition),
+      [HEADER_CREDIT]: String(this.#credit),
     });
   }
 
@@ -110,6 +133,7 @@ export class PartitionStreamReader {
     if (this.#closed) return;
     this.#closed = true;
     this.#subscription.unsubscribe();
+    for (const read of this.#waiting.splice(0)) read.reject(closing(read.input));
     for (const read of [...this.#reads.values()]) this.#fail(read, closing(read.input));
   }
 
@@ -208,10 +232,13 @@ export class PartitionStreamReader {
     }, read.timeoutMs);
   }
 
+  /** The read is over: the next waiting one's turn. */
   #end(read: Read): void {
     if (read.timer !== undefined) this.#o.clock.clearTimeout(read.timer);
     read.timer = undefined;
-    this.#reads.delete(read.id);
+    if (!this.#reads.delete(read.id)) return;
+    const next = this.#waiting.shift();
+    if (next !== undefined && !this.#closed) this.#start(next);
   }
 
   #fail(read: Read, error: PartitionError): void {

@@ -1,8 +1,8 @@
 /**
  * The data plane's protocol (PartitionStreamServer ⇄ PartitionStreamReader) over an in-memory bus that can hold back,
  * drop or count messages: a read is exact across many chunks, chunks stay below max_payload, the producer never has
- * more chunks in flight than the reader granted, and a chunk that is lost or never comes fails the read with a
- * PartitionError naming the partition and the producer. The same over a real nats-server: dataPlane.nats.test.ts.
+ * more chunks in flight than the reader granted, a reader has at most maxReads reads in progress, and a chunk that is
+ * lost or never comes fails the read with a PartitionError naming the partition and the producer. The same over a real nats-server: dataPlane.nats.test.ts.
  */
 import { expect } from 'chai';
 import { systemClock } from '../../lib/core/clock.js';
@@ -210,6 +210,31 @@ describe('the data plane protocol (credit-based chunks over a bus)', () => {
     expect(idle.streams).to.equal(0);
     expect(await reading).to.include({ reason: 'timed-out' });
     idle.close();
+  });
+
+  it('has at most maxReads reads in progress at once; a waiting one starts as one ends', async () => {
+    const few = new PartitionStreamReader({
+      bus,
+      subject: dataInSubject(CLUSTER, 'few'),
+      clock: systemClock,
+      credit: 4,
+      maxReads: 2,
+    });
+    let requested = 0;
+    let most = 0;
+    bus.intercept = (m) => {
+      if (m.fields[HEADER_KIND] === 'request') {
+        requested++;
+        most = Math.max(most, few.reads);
+      }
+      return 'deliver';
+    };
+    const reads = Array.from({ length: 5 }, () => few.read(dataSubject(CLUSTER, producer), input(), 1_000));
+    expect([few.reads, few.waiting, requested]).to.deep.equal([2, 3, 2]);
+    for (const read of await Promise.all(reads)) expect(Buffer.from(read).equals(Buffer.from(kept))).to.equal(true);
+    expect(requested).to.equal(5);
+    expect(most).to.equal(2);
+    few.close();
   });
 
   it('reads an empty subpartition (one empty chunk)', async () => {
