@@ -2,7 +2,8 @@
  * The data plane's protocol (PartitionStreamServer ⇄ PartitionStreamReader) over an in-memory bus that can hold back,
  * drop or count messages: a read is exact across many chunks, chunks stay below max_payload, the producer never has
  * more chunks in flight than the reader granted, a reader has at most maxReads reads in progress, and a chunk that is
- * lost or never comes fails the read with a PartitionError naming the partition and the producer. The same over a real nats-server: dataPlane.nats.test.ts.
+ * lost or never comes fails the read with a PartitionError naming the partition and the producer. The same over a
+ * real nats-server: dataPlane.nats.test.ts.
  */
 import { expect } from 'chai';
 import { systemClock } from '../../lib/core/clock.js';
