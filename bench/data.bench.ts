@@ -23,6 +23,7 @@
  * Targets: ≥ 0.9× piscina's MB/s; the coordinator grows ≤ 64 MB whatever the data size; CPU per MB
  * within 1.5× piscina's. Run with `npm run bench -- data`; `DATA_ROUNDS=3`, `DATA_MODES=thread,process`,
  * `DATA_SHUFFLE_MB=256`, `DATA_SHUFFLE_P=16` narrow it. The last line is one JSON object with every figure.
+ * The session-cluster case (two TaskManagers over NATS) is bench/dataCluster.bench.ts.
  */
 import { cpus, loadavg } from 'node:os';
 import { Piscina } from 'piscina';

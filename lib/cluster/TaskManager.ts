@@ -13,13 +13,15 @@
  * fresh TaskExecutor starts under a new ResourceID — until `close()`.
  *
  * Task code named by hash (`slotwise-code:sha256-…`) is fetched from the cluster's object store,
- * verified and cached on disk (TaskCodeCache) before its first run here.
+ * verified and cached on disk (TaskCodeCache) before its first run here. Its producers' outputs stay here as result
+ * partitions, which consumers on other TaskManagers read over a NATS connection of its own (natsPartitionPeers.ts):
+ * data never waits in front of, nor behind, its control messages.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { systemClock, type Clock } from '../core/clock.js';
+import { unrefClock } from '../core/clock.js';
 import { IllegalArgumentError, TaskExecutionError } from '../core/errors.js';
 import { ResourceID } from '../core/ids.js';
 import { createDefaultLogSink, type LogSink } from '../core/Logger.js';
@@ -29,6 +31,7 @@ import { CONTROL_METHODS, GATEWAY, type JobMasterGateway, type ResourceManagerGa
 import { Link } from '../rpc/Link.js';
 import { INSPECT_CHANNEL } from '../rpc/WorkerBootstrap.js';
 import { NatsInbox } from '../rpc/natsTransport.js';
+import { ResultPartitions } from '../taskexecutor/ResultPartitions.js';
 import { SlotTaskPool } from '../taskexecutor/SlotTaskPool.js';
 import { TaskExecutor, type SlotTaskRunner } from '../taskexecutor/TaskExecutor.js';
 import type { TaskInvocation } from '../taskexecutor/TaskInvocation.js';
@@ -39,6 +42,7 @@ import { forwardingLogSink } from './forwardedLogs.js';
 import { checkResourceIdToken, clusterSubjects, JOBMANAGER_PEER_ID, type ClusterSubjects } from './clusterSubjects.js';
 import { currentLeader, watchLease, type LeaseRecord } from './LeaderElection.js';
 import { connectNats, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NATS_URL, onConnectionLost } from './natsConnection.js';
+import { natsDataBus, natsPartitionPeers } from './natsPartitionPeers.js';
 import { taskCodeHash, TaskCodeCache } from './TaskCodeCache.js';
 import { TaskManagerProcess } from './TaskManagerProcess.js';
 import { checkTaskManagerOptions, type TaskManagerOptions } from './taskManagerOptions.js';
@@ -50,19 +54,10 @@ export type { TaskManagerOptions } from './taskManagerOptions.js';
 const DRAIN_WAIT_MS = 300;
 
 /**
- * The system clock with timers that do not hold the process: while the TaskManager runs, its NATS
- * connection does; once it closed, a TaskExecutor's leftover deadline (a shutdown's bound on its
- * slots' release) must not keep the process up for tens of seconds after it said it stopped.
+ * Timers that do not hold the process: while the TaskManager runs, its NATS connection does; once it closed, a
+ * TaskExecutor's leftover deadline (a shutdown's bound on its slots' release) must not keep the process up.
  */
-const UNREF_CLOCK: Clock = {
-  now: () => systemClock.now(),
-  setTimeout: (fn, delayMs) => {
-    const handle = systemClock.setTimeout(fn, delayMs);
-    (handle as { unref?: () => void }).unref?.();
-    return handle;
-  },
-  clearTimeout: (handle) => systemClock.clearTimeout(handle),
-};
+const UNREF_CLOCK = unrefClock();
 
 /** One TaskExecutor's life in this process: its ResourceID, inbox, Link and endpoint. */
 interface Incarnation {
@@ -82,6 +77,8 @@ export class TaskManager {
   readonly clusterId: string;
   readonly options: ResolvedOptions;
   readonly #connection: NatsConnection;
+  /** The data plane's connection: result partitions served and read (natsPartitionPeers.ts). */
+  readonly #data: NatsConnection;
   readonly #subjects: ClusterSubjects;
   readonly #blobs: BlobStore;
   readonly #cache: TaskCodeCache;
@@ -105,6 +102,7 @@ export class TaskManager {
     clusterId: string,
     options: ResolvedOptions,
     connection: NatsConnection,
+    data: NatsConnection,
     blobs: BlobStore,
     o: TaskManagerOptions,
     runsIn: 'thread' | 'process',
@@ -115,6 +113,7 @@ export class TaskManager {
     this.#runsIn = runsIn;
     this.options = options;
     this.#connection = connection;
+    this.#data = data;
     this.#subjects = clusterSubjects(clusterId);
     this.#blobs = blobs;
     this.#ownCacheDir = o.cacheDir === undefined;
@@ -163,21 +162,26 @@ export class TaskManager {
       );
     }
     // Pinged at the heartbeat interval: a cut network is noticed about as fast as the ResourceManager notices us gone.
-    const connection = await connectNats({
-      url,
-      name: `slotwise taskmanager ${clusterId}`,
-      clusterId,
-      auth,
-      timeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      pingIntervalMs: configuration['heartbeat.interval'],
-    });
+    const connect = (name: string) =>
+      connectNats({
+        url,
+        name,
+        clusterId,
+        auth,
+        timeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+        pingIntervalMs: configuration['heartbeat.interval'],
+      });
+    const connection = await connect(`slotwise taskmanager ${clusterId}`);
+    let data: NatsConnection | undefined;
     try {
+      data = await connect(`slotwise taskmanager ${clusterId} data`);
       const blobs = await BlobStore.open(connection, clusterId, configuration['high-availability.nats.replicas']);
       // Messages of a JobManager older than the one leading now are not heard (none leads yet: any is).
       const leader = await currentLeader(connection, clusterId).catch(() => null);
-      return new TaskManager(clusterId, configuration, connection, blobs, options, runsIn, leader?.token ?? 0);
+      return new TaskManager(clusterId, configuration, connection, data, blobs, options, runsIn, leader?.token ?? 0);
     } catch (error) {
       await connection.close();
+      await data?.close();
       throw error;
     }
   }
@@ -239,6 +243,7 @@ export class TaskManager {
       const waited = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), DRAIN_WAIT_MS)));
       if (!(await Promise.race([drained, waited]))) await this.#connection.close().catch(() => {});
       clearTimeout(timer);
+      await this.#data.close().catch(() => {});
       if (this.#ownCacheDir) rmSync(this.#cache.dir, { recursive: true, force: true });
     })();
     return this.#closed;
@@ -280,9 +285,17 @@ export class TaskManager {
     );
     let stoppedResolve!: () => void;
     const stopped = new Promise<void>((resolve) => (stoppedResolve = resolve));
-    const inspection = new InspectionForwarder(link.channel(INSPECT_CHANNEL), (message) =>
-      this.#log({ level: 'warn', source: 'runtime', message, resourceId }),
-    );
+    const warn = (message: string) => this.#log({ level: 'warn', source: 'runtime', message, resourceId });
+    const inspection = new InspectionForwarder(link.channel(INSPECT_CHANNEL), warn);
+    // Its producers' outputs stay here; its consumers read the others' over the data connection.
+    const peers = natsPartitionPeers({
+      bus: natsDataBus(this.#data),
+      clusterId: this.clusterId,
+      resourceId,
+      clock: UNREF_CLOCK,
+      log: warn,
+    });
+    const partitions = new ResultPartitions(resourceId, peers, timeoutMs);
     const taskExecutor = new TaskExecutor({
       resourceId,
       clock: UNREF_CLOCK,
@@ -305,6 +318,7 @@ export class TaskManager {
       disconnectJobMaster: (address) => closeGatewayChannels(link, `jm:${address}`, 'its job was let go of'),
       createTaskRunner: ({ name, heapLimitMb }) => this.#taskRunner(resourceId, taskThreads, name, heapLimitMb),
       taskThreads,
+      partitions,
       onRegistered: () => this.#registrations.registered(resourceId),
       onTerminated: (code, reason) => {
         log(`TaskExecutor stopped (${code}): ${reason}`);

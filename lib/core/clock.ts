@@ -126,3 +126,16 @@ export class SimulatedClock implements Clock {
     return best;
   }
 }
+
+/** The system clock with timers that do not keep the process alive (`unref`). */
+export function unrefClock(clock: Clock = systemClock): Clock {
+  return {
+    now: () => clock.now(),
+    setTimeout: (fn, delayMs) => {
+      const handle = clock.setTimeout(fn, delayMs);
+      (handle as { unref?: () => void }).unref?.();
+      return handle;
+    },
+    clearTimeout: (handle) => clock.clearTimeout(handle),
+  };
+}

@@ -322,13 +322,15 @@ export class ClusterError extends SlotwiseError {
 /**
  * A consumer could not read a producer's result partition (Flink's PartitionNotFoundException):
  * `not-found` — the TaskExecutor that produced it no longer holds it (released, or started afresh);
- * `timed-out` — it did not answer within `rpc.ask.timeout`; `unreachable` — no way to reach it from
- * here. `details`: the `partitionId` (the producing attempt), `subpartition` and `resourceId`.
+ * `timed-out` — it did not answer (or, over NATS, a chunk did not come) within `rpc.ask.timeout`;
+ * `unreachable` — no way to reach it from here; `chunk-lost` — over NATS, a chunk never came while a
+ * later one did (lib/cluster/PartitionStreamReader.ts). `details`: the `partitionId` (the producing
+ * attempt), `subpartition` and `resourceId`.
  */
 export class PartitionError extends SlotwiseError {
   readonly _tag = 'PartitionError' as const;
   constructor(
-    reason: 'not-found' | 'timed-out' | 'unreachable',
+    reason: 'not-found' | 'timed-out' | 'unreachable' | 'chunk-lost',
     message: string,
     details: { partitionId: string; subpartition: number; resourceId: string } & Record<string, unknown>,
   ) {

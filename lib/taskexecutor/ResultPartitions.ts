@@ -15,9 +15,8 @@
  * Other TaskExecutors are reached through {@link PartitionPeers}: in a thread-mode MiniCluster every
  * TaskExecutor is a thread of one process and they talk over BroadcastChannels
  * (broadcastPartitionPeers); in a process-mode one they are processes of one host and talk over Unix
- * sockets in the cluster's directory (socketPartitionPeers). A session cluster's TaskManagers keep
- * no partitions yet (their outputs go to the JobManager, as they always did) until a transport over
- * NATS exists.
+ * sockets in the cluster's directory (socketPartitionPeers); a session cluster's TaskManagers are on
+ * any host and talk over NATS (lib/cluster/natsPartitionPeers.ts).
  */
 import { rmSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
@@ -143,7 +142,7 @@ export class ResultPartitions {
 
 /** A read of `input` refused: the PartitionError with what was asked in its details. */
 export function partitionError(
-  reason: 'not-found' | 'timed-out' | 'unreachable',
+  reason: 'not-found' | 'timed-out' | 'unreachable' | 'chunk-lost',
   input: PartitionInputWire,
   message: string,
 ): PartitionError {
