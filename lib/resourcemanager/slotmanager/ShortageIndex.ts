@@ -83,10 +83,17 @@ class ShortageSet {
   removed(taskManager: TaskManagerRegistration): void {
     this.dirty.delete(taskManager);
     this.#remove(taskManager);
-    if (this.#holds(taskManager) && ++this.#removedHolders > 64 && this.#removedHolders > this.#holders.length >> 1) {
+    // Compacted once an eighth are gone (at least 8): amortized O(8) per removal, and a departed executor's
+    // registration — its gateway, its Link, the JobMasters served on it — is not kept alive here for long.
+    if (this.#holds(taskManager) && ++this.#removedHolders > Math.max(8, this.#holders.length >> 3)) {
       this.#holders = this.#holders.filter((t) => this.isRegistered(t));
       this.#removedHolders = 0;
     }
+  }
+
+  /** Departed executors still in the holders list (not compacted yet). */
+  get departedHeld(): number {
+    return this.#removedHolders;
   }
 
   /** Re-scores the executors that changed since the last call. */
@@ -282,6 +289,13 @@ export class ShortageIndex {
   /** Requirement sets currently kept. */
   get trackedSets(): number {
     return this.#sets.size;
+  }
+
+  /** Departed executors the sets still reference, at most (each set compacts past an eighth of its executors). */
+  get departedHeld(): number {
+    let most = 0;
+    for (const set of this.#sets.values()) most = Math.max(most, set.departedHeld);
+    return most;
   }
 
   #forgetLeastRecentlyUsed(): void {

@@ -195,6 +195,11 @@ export class TaskManagerTracker implements TaskManagerResourceInfoProvider<TaskM
     return this.#shortages.explain(requirement, limit);
   }
 
+  /** Departed executors the shortage explanations still reference (bounded; for leak checks). */
+  get departedHeldByShortages(): number {
+    return this.#shortages.departedHeld;
+  }
+
   /**
    * The unblocked executors that can take `requirement` now, best first under the policy, read lazily (a plan's view).
    */

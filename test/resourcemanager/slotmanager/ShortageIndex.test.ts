@@ -85,6 +85,17 @@ describe('ShortageIndex (TaskManagerTracker.explainShortage)', () => {
     agree(tracker, 'te-1 registered again, last in registration order');
   });
 
+  it('lets go of departed executors: a long churn keeps at most max(8, an eighth) of them referenced', () => {
+    const { tracker } = trackerWith([shape(4, 400, 4)]);
+    for (let i = 2; i <= 40; i++) tracker.addTaskManager(executorInfo(i, shape(4, 400, 4)));
+    agree(tracker, '40 executors');
+    for (const tm of [...tracker.taskManagers].slice(0, 30)) {
+      tracker.removeTaskManager(tm.resourceId);
+      expect(tracker.departedHeldByShortages, `after ${tm.resourceId} left`).to.be.at.most(8);
+    }
+    agree(tracker, '30 departed');
+  });
+
   it('keeps at most 16 requirements, and rebuilds a forgotten one correctly', () => {
     const {
       tracker,
