@@ -5,7 +5,7 @@
 // stream). Its modules are imported with the page's token in their URL (dom.js has the helpers).
 
 const search = new URL(import.meta.url).search; // the page's token: every asset is asked for with it
-const { $, badge, h, query, short } = await import(`./dom.js${search}`);
+const { $, badge, h, headerRow, query, short } = await import(`./dom.js${search}`);
 const { renderJobs } = await import(`./jobPage.js${search}`);
 
 // ------------------------------------------------------------------ the stream
@@ -131,15 +131,7 @@ function renderExecutors(executors, jobNames) {
         h(
           'table',
           {},
-          h(
-            'tr',
-            {},
-            h('th', {}, 'slot'),
-            h('th', {}, 'state'),
-            h('th', {}, 'job'),
-            h('th', {}, 'profile'),
-            h('th', {}, 'subtasks'),
-          ),
+          headerRow('slot', 'state', 'job', 'profile', 'subtasks'),
           ...te.slots.map((slot) =>
             h(
               'tr',
@@ -178,15 +170,7 @@ function renderPending(requests, jobNames) {
     h(
       'table',
       {},
-      h(
-        'tr',
-        {},
-        h('th', {}, 'job'),
-        h('th', {}, 'slots'),
-        h('th', {}, 'profile'),
-        h('th', {}, 'reason'),
-        h('th', {}, 'why'),
-      ),
+      headerRow('job', 'slots', 'profile', 'reason', 'why'),
       ...requests.map((r) =>
         h(
           'tr',

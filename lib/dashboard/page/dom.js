@@ -18,6 +18,13 @@ export function h(tag, attributes = {}, ...children) {
     if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
   return node;
 }
+/** A table's header row: one `th` per name. */
+export const headerRow = (...names) =>
+  h(
+    'tr',
+    {},
+    names.map((name) => h('th', {}, name)),
+  );
 export const badge = (state, testid) => h('span', { class: `badge ${state}`, 'data-testid': testid }, state);
 /** A random hex ID (JobID, AllocationID) cut to 8 characters; readable IDs (ResourceIDs) are shown whole. */
 export const short = (id) => (id ? String(id).slice(0, 8) : '—');

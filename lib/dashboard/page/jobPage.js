@@ -4,7 +4,7 @@
 // open), its exceptions, and a Cancel button while it runs.
 
 const search = new URL(import.meta.url).search; // the page's token: every asset is asked for with it
-const { $, ENDED, badge, durationText, h, query, short, timeOf, token } = await import(`./dom.js${search}`);
+const { $, ENDED, badge, durationText, h, headerRow, query, short, timeOf, token } = await import(`./dom.js${search}`);
 const { renderGraph, vertexState } = await import(`./jobGraph.js${search}`);
 
 const canceling = new Set();
@@ -123,19 +123,7 @@ function slotText(attempt) {
 }
 
 function renderSubtasks(job) {
-  const head = h(
-    'tr',
-    {},
-    h('th', {}, 'subtask'),
-    h('th', {}, 'attempt'),
-    h('th', {}, 'state'),
-    h('th', {}, 'TaskExecutor'),
-    h('th', {}, 'slot'),
-    h('th', {}, 'start'),
-    h('th', {}, 'end'),
-    h('th', {}, 'duration'),
-    h('th', {}, 'logs'),
-  );
+  const head = headerRow('subtask', 'attempt', 'state', 'TaskExecutor', 'slot', 'start', 'end', 'duration', 'logs');
   const rows = job.vertices.flatMap((vertex) => [
     h(
       'tr',
@@ -327,14 +315,7 @@ function renderExceptions(job) {
     h(
       'table',
       {},
-      h(
-        'tr',
-        {},
-        h('th', {}, 'time'),
-        h('th', {}, 'task'),
-        h('th', {}, 'TaskExecutor / slot'),
-        h('th', {}, 'exception'),
-      ),
+      headerRow('time', 'task', 'TaskExecutor / slot', 'exception'),
       ...history.entries.flatMap((root) => [entry(root, false), ...root.concurrent.map((c) => entry(c, true))]),
     ),
     history.truncated ? h('p', { class: 'meta' }, 'older failures dropped (web.exception-history-size)') : null,
