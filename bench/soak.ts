@@ -12,8 +12,9 @@
  * SOAK_KILL_EVERY seconds and the ResourceManager replaces it. Every SOAK_SAMPLE_EVERY seconds (30)
  * it prints the main thread's heap in use after `gc()`, and the task threads' heap as their
  * TaskExecutors report it (`taskExecutorMetrics()`: each spare thread that has served an allocation,
- * its heap in use when it was last given back, measured after a full collection since the whole
- * process runs with --expose-gc; in process mode NODE_OPTIONS carries the flag to the children).
+ * its heap in use when it was last given back, measured after a full collection: the whole process
+ * runs with --expose-gc and SLOTWISE_GC_AFTER_JOBS=1; in process mode NODE_OPTIONS carries the flag
+ * to the children).
  * At the end it prints the slope of each (least squares, MB/min) from SOAK_WARMUP minutes (3) on,
  * over the whole run and over its second half, and one JSON line with every sample.
  *
@@ -59,6 +60,8 @@ const SNAPSHOT_DIR = process.env['SOAK_SNAPSHOT_DIR'] ?? tmpdir();
 // Child processes (process mode's TaskExecutors, the task module checker) collect before measuring too.
 if (!(process.env['NODE_OPTIONS'] ?? '').includes('--expose-gc'))
   process.env['NODE_OPTIONS'] = `${process.env['NODE_OPTIONS'] ?? ''} --expose-gc`.trim();
+// Task threads measure their heap after a full collection when their slot goes back (taskWorker's endJobs).
+process.env['SLOTWISE_GC_AFTER_JOBS'] = '1';
 
 const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>('lib/index.js');
 const task = (name: string) => new URL(`./support/tasks/${name}.mjs`, import.meta.url);

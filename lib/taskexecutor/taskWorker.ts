@@ -415,9 +415,17 @@ function labelOf(context: TaskInvocationContext): string {
 }
 
 /**
+ * A profiling run (bench/soak.ts) measures a thread's heap after a full collection — what the jobs
+ * left held, not their garbage — by setting SLOTWISE_GC_AFTER_JOBS=1 under --expose-gc. Never by
+ * default: a full collection per slot given back was 8 ms of CPU on every p = 1 job of any
+ * application run with --expose-gc (npm run bench -- jobs: 4.9 → 13.5 ms CPU per job).
+ */
+const GC_AFTER_JOBS = process.env['SLOTWISE_GC_AFTER_JOBS'] === '1';
+
+/**
  * The thread's slot has gone back (TaskThreadReserve may give the thread to another job): every
  * pool channel closes, every job's module instances and buffers are let go. Answers the heap in use
- * now (garbage included, unless the process runs with --expose-gc), and what the jobs left running, for the
+ * now (garbage included, unless {@link GC_AFTER_JOBS}), and what the jobs left running, for the
  * reserve's retirement rules.
  */
 export function endJobs(): ThreadAfterJobs {
@@ -425,9 +433,7 @@ export function endJobs(): ThreadAfterJobs {
   for (const { channel } of controlChannels.values()) channel.close();
   controlChannels.clear();
   forgetTasks();
-  // Under --expose-gc (a profiling run such as bench/soak.ts) the heap is measured after a full
-  // collection: what the jobs left held, not their garbage.
-  (globalThis as { gc?: () => void }).gc?.();
+  if (GC_AFTER_JOBS) (globalThis as { gc?: () => void }).gc?.();
   return {
     heapUsedBytes: v8.getHeapStatistics().used_heap_size,
     // What keeps an idle thread's event loop alive but its pool's ports: a job's timers, sockets, requests.
