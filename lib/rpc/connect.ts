@@ -11,12 +11,12 @@
  * - errors keep their class across the boundary (errorTransfer.ts);
  * - served calls run as tasks of the endpoint's mailbox (MainThreadExecutor), one at a time.
  *
- * Two carriers, one contract. A gateway's *control* methods (registration, heartbeats, slot
- * reports, slot requests and offers — the `control` option, CONTROL_METHODS in gateways.ts) travel
+ * Two carriers, one contract. A gateway's *control* methods (a TaskExecutor's registration,
+ * heartbeats, slot reports — the `control` option, CONTROL_METHODS in gateways.ts) travel
  * by comlink's `wrap`/`expose` on the gateway's control channel (ControlCaller.ts, serveControl.ts):
- * few calls, where comlink's generality costs nothing that matters. The *hot path* (submitTask,
- * task state updates, cancel: per subtask) stays on our own frames (GatewayCaller.ts): over the
- * same Link to a worker, 64 in flight, a control call costs ~25 µs of CPU over every thread
+ * few calls, where comlink's generality costs nothing that matters. The *hot path* (every call a
+ * job makes: slot requests, offers, frees, submitTask, task states, cancel) stays on our own
+ * frames (GatewayCaller.ts): over the same Link to a worker, 64 in flight, a control call costs ~25 µs of CPU over every thread
  * against ~8 µs for a frame call (bench/rpcCpu.ts), most of the difference on the calling side
  * (comlink's request id from four `Math.random().toString(16)` leads its profile; its wire objects,
  * four promises a call). Both carriers share the CallTable (CallTable.ts), so a call behaves the

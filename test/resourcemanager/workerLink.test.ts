@@ -62,10 +62,10 @@ describe('wireWorkerLink', () => {
     await Promise.all([call('a'), call('b')]);
     expect(calls.sort()).to.deep.equal(['a', 'b']);
     const jm = () => main.channelNames.filter((name) => name.startsWith('jm:')).sort();
-    expect(jm()).to.deep.equal(['jm:a', 'jm:a/control', 'jm:b', 'jm:b/control']);
+    expect(jm()).to.deep.equal(['jm:a', 'jm:b']);
     served.delete('a');
     for (const listener of withdrawn) listener('a');
-    expect(jm()).to.deep.equal(['jm:b', 'jm:b/control']);
+    expect(jm()).to.deep.equal(['jm:b']);
     // The other JobMaster is still served.
     await call('b');
     expect(calls.filter((c) => c === 'b')).to.have.length(2);
