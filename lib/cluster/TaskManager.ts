@@ -31,7 +31,7 @@ import { CONTROL_METHODS, GATEWAY, type JobMasterGateway, type ResourceManagerGa
 import { Link } from '../rpc/Link.js';
 import { INSPECT_CHANNEL } from '../rpc/WorkerBootstrap.js';
 import { NatsInbox } from '../rpc/natsTransport.js';
-import { ResultPartitions } from '../taskexecutor/ResultPartitions.js';
+import { ResultPartitions, spillOptionsOf } from '../taskexecutor/ResultPartitions.js';
 import { SlotTaskPool } from '../taskexecutor/SlotTaskPool.js';
 import { TaskExecutor, type SlotTaskRunner } from '../taskexecutor/TaskExecutor.js';
 import type { TaskInvocation } from '../taskexecutor/TaskInvocation.js';
@@ -295,7 +295,7 @@ export class TaskManager {
       clock: UNREF_CLOCK,
       log: warn,
     });
-    const partitions = new ResultPartitions(resourceId, peers, timeoutMs);
+    const partitions = new ResultPartitions(resourceId, peers, timeoutMs, spillOptionsOf(this.options));
     const taskExecutor = new TaskExecutor({
       resourceId,
       clock: UNREF_CLOCK,

@@ -330,7 +330,7 @@ export class ClusterError extends SlotwiseError {
 export class PartitionError extends SlotwiseError {
   readonly _tag = 'PartitionError' as const;
   constructor(
-    reason: 'not-found' | 'timed-out' | 'unreachable' | 'chunk-lost',
+    reason: 'not-found' | 'timed-out' | 'unreachable' | 'chunk-lost' | 'spill-limit' | 'spill-failed',
     message: string,
     details: { partitionId: string; subpartition: number; resourceId: string } & Record<string, unknown>,
   ) {

@@ -171,6 +171,30 @@ export function memory(
   };
 }
 
+/**
+ * Directories, as Flink's `io.tmp.dirs`: absolute paths separated by ',' or ':' (or an array of
+ * them); empty means the operating system's temporary directory.
+ */
+export function directories(doc: string): OptionSpec<string | readonly string[], readonly string[]> {
+  return {
+    default: [],
+    doc,
+    format: (v) => (v.length === 0 ? "the OS's temporary directory" : v.join(',')),
+    parse: (input) => {
+      const listed = Array.isArray(input) && input.every((path) => typeof path === 'string');
+      if (typeof input !== 'string' && !listed)
+        return { ok: false, problem: `must be a string of absolute paths, got ${describeValue(input)}` };
+      const paths = (listed ? (input as string[]) : (input as string).split(/[,:]/))
+        .map((path) => path.trim())
+        .filter((path) => path !== '');
+      const relative = paths.find((path) => !path.startsWith('/'));
+      return relative === undefined
+        ? { ok: true, value: Object.freeze(paths) }
+        : { ok: false, problem: `must name absolute paths, got ${describeValue(relative)}` };
+    },
+  };
+}
+
 export function oneOf<const T extends string>(values: readonly T[], defaultValue: T, doc: string): OptionSpec<T, T> {
   return {
     default: defaultValue,

@@ -11,6 +11,7 @@ import { formatMemorySize } from './MemorySize.js';
 import {
   boundedNumber,
   derivedChoice,
+  directories,
   derivedInteger,
   derivedNumber,
   duration,
@@ -54,6 +55,17 @@ export const OPTIONS = {
   'taskmanager.memory.network.size': memory(
     64 * 1024 * 1024,
     'Network memory a TaskExecutor offers (Flink derives it from network.min/max/fraction; here it is one size).',
+  ),
+  'io.tmp.dirs': directories(
+    "Directories for temporary files (Flink's): a TaskExecutor spills result partitions past its network " +
+      'memory to a directory of its own under the first; empty: the OS temporary directory.',
+  ),
+  'taskmanager.network.spill.max-size': memory(
+    16 * 2 ** 30,
+    'The most a TaskExecutor spills to disk at once: a producer whose output would go past it fails ' +
+      "with PartitionError('spill-limit') (its job may restart it elsewhere).",
+    undefined,
+    true,
   ),
   'taskmanager.extended-resources': resources(
     'Extended resources a TaskExecutor offers, e.g. { gpu: 2 } (Flink: external-resource.<name>.amount).',

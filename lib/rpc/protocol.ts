@@ -179,13 +179,18 @@ export interface TaskExecutorMetricsWire {
   /** Attempts submitted here and not ended yet. */
   readonly runningTasks: number;
   /**
-   * Result partitions kept here (ResultPartitions.ts): how many and their bytes now, and the subpartitions read so far
-   * by consumers here (`readLocally`) and by other TaskExecutors (`served`); null when it keeps none (outputs go to
-   * the JobMaster).
+   * Result partitions kept here (ResultPartitions.ts): how many and their bytes now (`spilledBytes` of them on disk),
+   * the bytes spilled, produced (kept) and consumed (read by consumers here) since it started, and the subpartitions
+   * read so far by consumers here (`readLocally`) and by other TaskExecutors (`served`); null when it keeps none
+   * (outputs go to the JobMaster).
    */
   readonly partitions: {
     readonly partitions: number;
     readonly bytes: number;
+    readonly spilledBytes: number;
+    readonly spilledTotal: number;
+    readonly producedBytes: number;
+    readonly consumedBytes: number;
     readonly readLocally: number;
     readonly served: number;
   } | null;

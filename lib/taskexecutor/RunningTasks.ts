@@ -279,9 +279,15 @@ export class RunningTasks {
       this.#partitions !== undefined &&
       this.#jobs.gateway(jobId) !== undefined
     ) {
-      // A producer's output stays here: its JobMaster hears where, and how big.
-      const partition = this.#partitions.keep(jobId, executionAttemptId, output as PartitionPart[]);
-      this.#report(task, state, undefined, undefined, partition);
+      // A producer's output stays here: its JobMaster hears where, and how big. One that cannot be
+      // kept (network memory full and the spill bound reached, or the file not written) fails.
+      let partition: ResultPartitionWire | undefined;
+      try {
+        partition = this.#partitions.keep(jobId, executionAttemptId, output as PartitionPart[]);
+      } catch (failure) {
+        this.#report(task, 'failed', undefined, serializeError(failure));
+      }
+      if (partition !== undefined) this.#report(task, state, undefined, undefined, partition);
     } else {
       this.#report(task, state, output, error);
     }

@@ -13,7 +13,7 @@ import { portTransport, processTransport, type Transport } from '../rpc/Transpor
 import { BOOTSTRAP_MESSAGE, INSPECT_CHANNEL, LOG_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
 import { atLeast, formatLogRecord, type LogRecord } from '../core/Logger.js';
 import { systemClock } from '../core/clock.js';
-import { broadcastPartitionPeers, ResultPartitions, socketPartitionPeers } from './ResultPartitions.js';
+import { broadcastPartitionPeers, ResultPartitions, spillOptionsOf, socketPartitionPeers } from './ResultPartitions.js';
 import { SlotTaskPool, type SlotTaskPoolLogEntry } from './SlotTaskPool.js';
 import { taskThreadReserve } from './TaskThreadReserve.js';
 import { TaskExecutor } from './TaskExecutor.js';
@@ -115,7 +115,10 @@ async function main(): Promise<void> {
       : config.partitions?.kind === 'sockets'
         ? socketPartitionPeers(config.partitions.directory, config.resourceId, systemClock)
         : undefined;
-  const partitions = peers === undefined ? undefined : new ResultPartitions(config.resourceId, peers, timeoutMs);
+  const partitions =
+    peers === undefined
+      ? undefined
+      : new ResultPartitions(config.resourceId, peers, timeoutMs, spillOptionsOf(config.configuration));
 
   const taskExecutor = new TaskExecutor({
     resourceId: config.resourceId,

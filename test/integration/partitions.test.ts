@@ -2,8 +2,12 @@
  * Result partitions on a MiniCluster (ResultPartitions.ts), in both modes: producers' outputs stay on their
  * TaskExecutors and consumers read them from there — on the same TaskExecutor, or from another TaskExecutor (a
  * thread over its BroadcastChannel, a process over its Unix socket) — with the whole output of each producer for
- * all-to-all edges and exactly its part for a hash edge; the partitions are gone once the job ends.
+ * all-to-all edges and exactly its part for a hash edge; the partitions are gone once the job ends. Past a
+ * TaskExecutor's network memory, partitions spill to files under io.tmp.dirs, which go with the partitions.
  */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { MiniCluster } from '../../lib/MiniCluster.js';
 
@@ -111,3 +115,67 @@ for (const mode of ['thread', 'process'] as const)
       );
     });
   });
+
+describe('result partitions past network memory (thread mode): spilled under io.tmp.dirs', function () {
+  this.timeout(60_000);
+  let dir: string;
+  let cluster: MiniCluster | undefined;
+  /** Every file under `dir` (the TaskExecutor's spill directory and what is in it). */
+  const files = (): string[] =>
+    readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.bin'));
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'slotwise-spill-test-'));
+  });
+  afterEach(async () => {
+    await cluster?.close();
+    cluster = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const start = (configuration: Record<string, string>) =>
+    MiniCluster.start({
+      taskExecutors: 1,
+      slotsPerTaskExecutor: 2,
+      mode: 'thread',
+      resources: { cpuCores: 2, taskHeapMemory: '256m', managedMemory: '128m', networkMemory: '2m' },
+      configuration: { 'io.tmp.dirs': dir, ...configuration },
+    });
+  const broadcast = {
+    name: 'spilled broadcast',
+    vertices: [
+      { id: 'src', taskModule: produce, parallelism: 4, config: { bytes: MB } },
+      { id: 'sink', taskModule: collect, parallelism: 1 },
+    ],
+    edges: [{ from: 'src', to: 'sink', pattern: 'all-to-all' as const }],
+  };
+
+  it('4 MB of outputs on 2 MB of network memory: the job reads every byte, and the files go with the job', async () => {
+    cluster = await start({});
+    const result = await (await cluster.submitJob(broadcast)).result;
+    expect(result.status).to.equal('finished');
+    const [sink] = result.outputs['sink'] as Array<{ seen: Array<{ from: number; first: number }>; bytes: number }>;
+    expect(sink!.bytes).to.equal(4 * MB);
+    expect(sink!.seen.map((s) => [s.from, s.first])).to.deep.equal([
+      [0, 0],
+      [1, 1],
+      [2, 2],
+      [3, 3],
+    ]);
+    const [metrics] = await cluster.taskExecutorMetrics();
+    expect(metrics!.partitions!.spilledTotal).to.be.at.least(2 * MB);
+    expect(metrics!.partitions!.spilledBytes).to.equal(0);
+    expect(metrics!.partitions!.producedBytes).to.be.at.least(4 * MB);
+    expect(files()).to.deep.equal([]);
+    await cluster.close();
+    cluster = undefined;
+    expect(readdirSync(dir)).to.deep.equal([]);
+  });
+
+  it('fails the producer that would spill past taskmanager.network.spill.max-size, saying so', async () => {
+    cluster = await start({ 'taskmanager.network.spill.max-size': '1 mb', 'restart-strategy.type': 'none' });
+    const result = await (await cluster.submitJob(broadcast)).result;
+    expect(result.status).to.equal('failed');
+    expect(result.error?.message).to.contain('taskmanager.network.spill.max-size');
+  });
+});

@@ -3,7 +3,7 @@
  * released by name or by job, refused with PartitionError naming what was asked — over real BroadcastChannels (two
  * TaskExecutors of one thread) and real Unix sockets, each read's deadline on a simulated clock.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:net';
@@ -143,5 +143,89 @@ describe('ResultPartitions over Unix sockets: a connection that is not a reader'
       consumer.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('ResultPartitions past their network memory: spilled to disk', () => {
+  const job = JobID.generate();
+  const attempt = (n: number) => ExecutionAttemptID.generate({ vertex: 'src', subtask: n, attempt: 0 });
+  let clock: SimulatedClock;
+  let dir: string;
+  let producer: ResultPartitions;
+  let consumer: ResultPartitions;
+  /** The spill directories under `dir` and the files in them. */
+  const spillFiles = (): string[] =>
+    readdirSync(dir)
+      .filter((name) => name.startsWith('slotwise-spill-'))
+      .flatMap((name) => [name, ...readdirSync(join(dir, name)).map((file) => `${name}/${file}`)]);
+  const big = (n: number) => part({ n, pad: 'x'.repeat(40_000) });
+
+  beforeEach(() => {
+    clock = new SimulatedClock(0);
+    dir = mkdtempSync(join(tmpdir(), 'slotwise-test-'));
+    const a = ResourceID.generate('taskexecutor');
+    const b = ResourceID.generate('taskexecutor');
+    // Room in memory for about two partitions of ~40 kB; at most ~100 kB spilled.
+    const spill = { memoryBytes: 100_000, directory: dir, maxSpilledBytes: 100_000 };
+    producer = new ResultPartitions(a, broadcastPartitionPeers(a, clock), 1_000, spill);
+    consumer = new ResultPartitions(b, broadcastPartitionPeers(b, clock), 1_000, spill);
+  });
+  afterEach(() => {
+    producer.close();
+    consumer.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps what fits in memory, spills the rest to a file, and reads it back exactly, here and to another', async () => {
+    const ids = [attempt(0), attempt(1), attempt(2)];
+    for (const [n, id] of ids.entries()) producer.keep(job, id, [big(n), part({ small: n })]);
+    const { bytes, spilledBytes, spilledTotal, producedBytes } = producer.stats;
+    expect(spilledBytes).to.be.greaterThan(40_000).and.below(bytes);
+    expect(spilledTotal).to.equal(spilledBytes);
+    expect(producedBytes).to.equal(bytes);
+    expect(spillFiles()).to.have.length(2); // its directory and the third partition's file
+    const here = await producer.read({
+      partitionId: ids[2]!,
+      resourceId: producer.resourceId,
+      subpartition: 0,
+      bytes: 0,
+    });
+    const there = await consumer.read({
+      partitionId: ids[2]!,
+      resourceId: producer.resourceId,
+      subpartition: 1,
+      bytes: 0,
+    });
+    expect((decode(here) as { n: number; pad: string }).n).to.equal(2);
+    expect((decode(here) as { n: number; pad: string }).pad).to.have.length(40_000);
+    expect(decode(there)).to.deep.equal({ small: 2 });
+    expect(consumer.stats.consumedBytes).to.equal(there instanceof Uint8Array ? there.byteLength : -1);
+    // Released: its file goes, and memory taken by the others is counted no more.
+    expect(producer.releaseJob(job, [ids[2]!])).to.equal(1);
+    expect(producer.stats.spilledBytes).to.equal(0);
+    expect(spillFiles()).to.have.length(1);
+    // Closed: its directory goes too.
+    producer.close();
+    expect(spillFiles()).to.deep.equal([]);
+  });
+
+  it("refuses a partition past the spill bound with PartitionError('spill-limit') and keeps nothing of it", () => {
+    producer.keep(job, attempt(0), [big(0)]);
+    producer.keep(job, attempt(1), [big(1)]);
+    producer.keep(job, attempt(2), [big(2)]); // spilled
+    producer.keep(job, attempt(3), [big(3)]); // spilled
+    const before = producer.stats;
+    let error: unknown;
+    try {
+      producer.keep(job, attempt(4), [big(4)]);
+    } catch (thrown) {
+      error = thrown;
+    }
+    expect(error).to.be.instanceOf(PartitionError);
+    expect((error as PartitionError).reason).to.equal('spill-limit');
+    expect((error as PartitionError).message).to.contain('taskmanager.network.spill.max-size');
+    expect((error as PartitionError).details).to.deep.include({ maxSpilledBytes: 100_000 });
+    expect(producer.stats).to.deep.equal(before);
+    expect(spillFiles()).to.have.length(3);
   });
 });
