@@ -69,6 +69,7 @@ export class MiniCluster {
       metrics: o.metrics,
       dashboard: o.dashboard !== null,
       overview: () => this.overview(),
+      taskExecutorMetrics: () => this.taskExecutorMetrics(),
     });
     this.#inspection = this.#observability.inspectionSink(o.inspect);
     this.#dashboardOptions = o.dashboard;

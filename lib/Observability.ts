@@ -9,6 +9,7 @@
  * hands it the Dispatcher once that exists; `close()` stops the dashboard and takes the metrics out
  * of their registry.
  */
+import type { TaskExecutorMetricsWire } from './rpc/protocol.js';
 import type { ClusterOverview } from './ClusterOverview.js';
 import type { ResourceID } from './core/ids.js';
 import { ActorDirectory } from './dashboard/ActorDirectory.js';
@@ -29,6 +30,8 @@ export interface ObservabilityOptions {
   readonly overview: () => ClusterOverview;
   /** Clock ms of the JobMasters' events (default Date.now). */
   readonly now?: () => number;
+  /** Each TaskExecutor's own figures (the result partition metrics); absent: none. */
+  readonly taskExecutorMetrics?: () => Promise<readonly TaskExecutorMetricsWire[]>;
 }
 
 export class Observability {
@@ -52,6 +55,7 @@ export class Observability {
     const metrics = (this.metrics = new ClusterMetrics(options.metrics, {
       overview: options.overview,
       now: options.now ?? Date.now,
+      ...(options.taskExecutorMetrics ? { taskExecutorMetrics: options.taskExecutorMetrics } : {}),
     }));
     this.actors = options.dashboard ? new ActorDirectory() : null;
     this.onTaskExecutorLost = (resourceId, cause) => metrics.onTaskExecutorLost(resourceId, cause);

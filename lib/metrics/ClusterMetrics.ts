@@ -6,7 +6,9 @@
  * scrape, however many gauges read it), the histograms and counters are fed from what the runtime
  * already tells — each job's events, its slot assignments, the ResourceManager's lost
  * TaskExecutors — on the main thread, off the SlotManager's matching path. Nothing here runs
- * unless a job event happens or somebody scrapes.
+ * unless a job event happens or somebody scrapes. The result partition figures are the
+ * TaskExecutors' own (`taskExecutorMetrics()`), asked once per scrape (each answers within
+ * rpc.ask.timeout or is left out).
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ClusterOverview } from '../ClusterOverview.js';
@@ -16,6 +18,7 @@ import type { JobObserver } from '../dispatcher/Dispatcher.js';
 import type { JobEvent } from '../jobmaster/JobMaster.js';
 import type { SlotAssignment } from '../jobmaster/SlotAssignment.js';
 import type { TaskExecutorLossCause } from '../resourcemanager/ResourceManager.js';
+import type { TaskExecutorMetricsWire } from '../rpc/protocol.js';
 import { JobTimings } from './JobTimings.js';
 import { metricNames, type MetricNames } from './metricNames.js';
 import type { ResolvedMetricsOptions } from './MetricsOptions.js';
@@ -26,7 +29,11 @@ export interface ClusterMetricsSource {
   overview(): ClusterOverview;
   /** Clock ms, for job uptimes (the clock the JobMasters stamp their events with). */
   now(): number;
+  /** Each TaskExecutor's own figures, asked now (its result partitions); absent: no partition metrics. */
+  taskExecutorMetrics?(): Promise<readonly TaskExecutorMetricsWire[]>;
 }
+
+type PartitionFigures = NonNullable<TaskExecutorMetricsWire['partitions']>;
 
 /** Latency buckets in seconds: sub-millisecond matches to a five-minute slot request timeout. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -58,6 +65,7 @@ export class ClusterMetrics implements JobObserver {
   readonly #executorSeries = new Map<ResourceID, { readonly run: Observer; readonly wait: Observer }>();
   #overview: ClusterOverview | null = null;
   #closed = false;
+  #asked: Promise<readonly TaskExecutorMetricsWire[]> | null = null;
 
   constructor(options: ResolvedMetricsOptions, source: ClusterMetricsSource) {
     this.registry = options.registry;
@@ -151,6 +159,57 @@ export class ClusterMetrics implements JobObserver {
           },
         }),
       );
+    const perExecutor = async (write: (resourceId: string, figures: PartitionFigures) => void) => {
+      for (const { resourceId, partitions } of await metrics.#partitions())
+        if (partitions !== null) write(resourceId, partitions);
+    };
+    this.#own(
+      new Gauge({
+        name: n.resultPartitions,
+        help: 'Result partitions a TaskExecutor keeps now.',
+        labelNames: ['resource_id'],
+        registers,
+        async collect() {
+          this.reset();
+          await perExecutor((id, f) => this.set({ resource_id: id }, f.partitions));
+        },
+      }),
+    );
+    this.#own(
+      new Gauge({
+        name: n.resultPartitionBytes,
+        help: 'Bytes of the result partitions a TaskExecutor keeps now, in memory and spilled to disk.',
+        labelNames: ['resource_id', 'storage'],
+        registers,
+        async collect() {
+          this.reset();
+          await perExecutor((id, f) => {
+            this.set({ resource_id: id, storage: 'memory' }, f.bytes - f.spilledBytes);
+            this.set({ resource_id: id, storage: 'disk' }, f.spilledBytes);
+          });
+        },
+      }),
+    );
+    const total = (name: string, help: string, figure: 'producedBytes' | 'consumedBytes' | 'spilledTotal') =>
+      this.#own(
+        new Counter({
+          name,
+          help,
+          labelNames: ['resource_id'],
+          registers,
+          async collect() {
+            this.reset();
+            await perExecutor((id, f) => this.inc({ resource_id: id }, f[figure]));
+          },
+        }),
+      );
+    total(
+      n.resultPartitionProduced,
+      'Bytes of result partitions a TaskExecutor kept since it started.',
+      'producedBytes',
+    );
+    total(n.resultPartitionConsumed, 'Bytes of subpartitions its consumers read since it started.', 'consumedBytes');
+    total(n.resultPartitionSpilled, 'Bytes of result partitions it spilled to disk since it started.', 'spilledTotal');
     jobGauge(n.jobNumRestarts, 'Restarts of the job so far (Flink: job numRestarts).', 'restarts');
     jobGauge(
       n.jobUptime,
@@ -286,6 +345,17 @@ export class ClusterMetrics implements JobObserver {
    * The overview, built once per scrape: every gauge of one scrape is collected in the same turn (a
    * scrape of the app's registry), or after exposition()/snapshot() asked for a fresh one.
    */
+  /** The TaskExecutors' figures, asked once for every gauge of a scrape (they collect at once); none if not asked for. */
+  #partitions(): Promise<readonly TaskExecutorMetricsWire[]> {
+    const ask = this.#source.taskExecutorMetrics;
+    if (ask === undefined || this.#closed) return Promise.resolve([]);
+    if (this.#asked === null) {
+      this.#asked = ask.call(this.#source).catch(() => []);
+      void this.#asked.then(() => (this.#asked = null));
+    }
+    return this.#asked;
+  }
+
   #read(): ClusterOverview {
     if (this.#overview === null) {
       this.#overview = this.#source.overview();

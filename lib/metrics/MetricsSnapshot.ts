@@ -39,6 +39,17 @@ export interface MetricsSnapshot {
   readonly taskWaitTime: Readonly<Record<string, HistogramSnapshot>>;
   /** Registered TaskExecutors lost, by cause. */
   readonly taskExecutorsLost: Readonly<Record<string, number>>;
+  /** Per TaskExecutor (ResourceID) that keeps result partitions: held now, bytes in memory and on disk, bytes since it started. */
+  readonly resultPartitions: Readonly<Record<string, ResultPartitionFigures>>;
+}
+
+export interface ResultPartitionFigures {
+  readonly partitions: number;
+  readonly memoryBytes: number;
+  readonly diskBytes: number;
+  readonly producedBytes: number;
+  readonly consumedBytes: number;
+  readonly spilledBytes: number;
 }
 
 type Values = MetricObjectWithValues<MetricValue<string> | MetricValueWithName<string>>;
@@ -74,7 +85,31 @@ export function toMetricsSnapshot(names: MetricNames, metrics: readonly Values[]
     taskRunTime: histograms(values(names.taskRunTime), 'resource_id'),
     taskWaitTime: histograms(values(names.taskWaitTime), 'resource_id'),
     taskExecutorsLost: byLabel(names.taskExecutorsLost, 'cause'),
+    resultPartitions: resultPartitions(names, values),
   };
+}
+
+function resultPartitions(
+  names: MetricNames,
+  values: (name: string) => ReadonlyArray<MetricValue<string> | MetricValueWithName<string>>,
+): Record<string, ResultPartitionFigures> {
+  const out: Record<string, { -readonly [K in keyof ResultPartitionFigures]: number }> = {};
+  const of = (v: MetricValue<string>) =>
+    (out[String(v.labels['resource_id'])] ??= {
+      partitions: 0,
+      memoryBytes: 0,
+      diskBytes: 0,
+      producedBytes: 0,
+      consumedBytes: 0,
+      spilledBytes: 0,
+    });
+  for (const v of values(names.resultPartitions)) of(v).partitions = v.value;
+  for (const v of values(names.resultPartitionBytes))
+    of(v)[v.labels['storage'] === 'disk' ? 'diskBytes' : 'memoryBytes'] = v.value;
+  for (const v of values(names.resultPartitionProduced)) of(v).producedBytes = v.value;
+  for (const v of values(names.resultPartitionConsumed)) of(v).consumedBytes = v.value;
+  for (const v of values(names.resultPartitionSpilled)) of(v).spilledBytes = v.value;
+  return out;
 }
 
 const EMPTY: HistogramSnapshot = { count: 0, sum: 0, buckets: [] };

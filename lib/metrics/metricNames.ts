@@ -20,6 +20,11 @@ export interface MetricNames {
   readonly taskRunTime: string;
   readonly taskWaitTime: string;
   readonly taskExecutorsLost: string;
+  readonly resultPartitions: string;
+  readonly resultPartitionBytes: string;
+  readonly resultPartitionProduced: string;
+  readonly resultPartitionConsumed: string;
+  readonly resultPartitionSpilled: string;
 }
 
 export function metricNames(prefix: string): MetricNames {
@@ -40,5 +45,10 @@ export function metricNames(prefix: string): MetricNames {
     taskRunTime: `${prefix}_task_run_time_seconds`,
     taskWaitTime: `${prefix}_task_wait_time_seconds`,
     taskExecutorsLost: `${prefix}_task_executors_lost_total`,
+    resultPartitions: `${prefix}_result_partitions`,
+    resultPartitionBytes: `${prefix}_result_partition_bytes`,
+    resultPartitionProduced: `${prefix}_result_partition_produced_bytes_total`,
+    resultPartitionConsumed: `${prefix}_result_partition_consumed_bytes_total`,
+    resultPartitionSpilled: `${prefix}_result_partition_spilled_bytes_total`,
   };
 }

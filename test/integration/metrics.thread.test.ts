@@ -32,7 +32,11 @@ describe('the metrics of a MiniCluster (worker threads)', function () {
     });
     const result = await job.result;
     expect(result.status).to.equal('finished');
-    // Slots go back to the SlotManager a moment after the job ends; compare when both are read together.
+    // Slots go back to the SlotManager a moment after the job ends, and a scrape asks the TaskExecutors
+    // for their partition figures: compare once every slot is back.
+    await until('every slot free', () =>
+      cluster.overview().taskExecutors.every((te) => te.slots.every((slot) => slot.state === 'free')),
+    );
     const text = parsePrometheusText(await registry.metrics());
     const overview = cluster.overview();
     const slots = overview.taskExecutors.flatMap((te) => te.slots);
@@ -65,6 +69,20 @@ describe('the metrics of a MiniCluster (worker threads)', function () {
         .map((s) => s.labels['resource_id'])
         .every((id) => overview.taskExecutors.some((te) => te.resourceId === id)),
     ).to.equal(true);
+    // The producers' partitions, as their TaskExecutors count them: kept and read, released at the job's end.
+    const perExecutor = (name: string) => text.samples.filter((s) => s.name === name);
+    const sum = (name: string) => perExecutor(name).reduce((n, s) => n + s.value, 0);
+    expect(perExecutor('slotwise_result_partitions').map((s) => s.labels['resource_id'])).to.have.members(
+      overview.taskExecutors.map((te) => te.resourceId),
+    );
+    expect(sum('slotwise_result_partitions'), 'released at the end').to.equal(0);
+    expect(sum('slotwise_result_partition_bytes')).to.equal(0);
+    const produced = sum('slotwise_result_partition_produced_bytes_total');
+    expect(produced, '3 producers').to.be.greaterThan(0);
+    expect(sum('slotwise_result_partition_consumed_bytes_total'), 'one consumer read every byte').to.equal(produced);
+    expect(sum('slotwise_result_partition_spilled_bytes_total')).to.equal(0);
+    const snapshot = await cluster.metrics();
+    expect(Object.values(snapshot.resultPartitions).reduce((n, te) => n + te.producedBytes, 0)).to.equal(produced);
   });
 
   it(
