@@ -25,8 +25,8 @@
  * a time, ≤ 2 ms CPU per job; p = 1,000 back to back ≥ 5,000 subtasks/s and ≤ 0.2 ms CPU per
  * subtask; p = 100,000 ≥ 15,000 subtasks/s, RSS ≤ 300 MB, no stall over 100 ms; process mode within
  * 1.5× of thread mode. Run with `npm run bench -- jobs`; `JOBS_MODES=thread`, `JOBS_ROUNDS=3`,
- * `JOBS_STREAM=200`, `JOBS_BACK_TO_BACK=10`, `JOBS_BIG=100000`, `JOBS_WARM_UP=3000` narrow it. The last line is one JSON
- * object with every figure.
+ * `JOBS_STREAM=200`, `JOBS_BACK_TO_BACK=10`, `JOBS_BIG=100000`, `JOBS_WARM_UP=3000` narrow it.
+ * The last line is one JSON object with every figure.
  */
 import { cpus, loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';

@@ -341,11 +341,7 @@ export class ClusterMetrics implements JobObserver {
     }
   }
 
-  /**
-   * The overview, built once per scrape: every gauge of one scrape is collected in the same turn (a
-   * scrape of the app's registry), or after exposition()/snapshot() asked for a fresh one.
-   */
-  /** The TaskExecutors' figures, asked once for every gauge of a scrape (they collect at once); none if not asked for. */
+  /** The TaskExecutors' figures, asked once for all the gauges of a scrape (they collect at once); none unasked. */
   #partitions(): Promise<readonly TaskExecutorMetricsWire[]> {
     const ask = this.#source.taskExecutorMetrics;
     if (ask === undefined || this.#closed) return Promise.resolve([]);
@@ -356,6 +352,10 @@ export class ClusterMetrics implements JobObserver {
     return this.#asked;
   }
 
+  /**
+   * The overview, built once per scrape: every gauge of one scrape is collected in the same turn (a
+   * scrape of the app's registry), or after exposition()/snapshot() asked for a fresh one.
+   */
   #read(): ClusterOverview {
     if (this.#overview === null) {
       this.#overview = this.#source.overview();

@@ -39,7 +39,7 @@ export interface MetricsSnapshot {
   readonly taskWaitTime: Readonly<Record<string, HistogramSnapshot>>;
   /** Registered TaskExecutors lost, by cause. */
   readonly taskExecutorsLost: Readonly<Record<string, number>>;
-  /** Per TaskExecutor (ResourceID) that keeps result partitions: held now, bytes in memory and on disk, bytes since it started. */
+  /** Per TaskExecutor (ResourceID) with partitions: held now, bytes in memory and on disk, bytes since it started. */
   readonly resultPartitions: Readonly<Record<string, ResultPartitionFigures>>;
 }
 

@@ -16,8 +16,9 @@
  * by comlink's `wrap`/`expose` on the gateway's control channel (ControlCaller.ts, serveControl.ts):
  * few calls, where comlink's generality costs nothing that matters. The *hot path* (every call a
  * job makes: slot requests, offers, frees, submitTask, task states, cancel) stays on our own
- * frames (GatewayCaller.ts): over the same Link to a worker, 64 in flight, a control call costs ~25 µs of CPU over every thread
- * against ~8 µs for a frame call (bench/rpcCpu.ts), most of the difference on the calling side
+ * frames (GatewayCaller.ts): over the same Link to a worker, 64 in flight, a control call costs
+ * ~25 µs of CPU over every thread against ~8 µs for a frame call (bench/rpcCpu.ts), most of the
+ * difference on the calling side
  * (comlink's request id from four `Math.random().toString(16)` leads its profile; its wire objects,
  * four promises a call). Both carriers share the CallTable (CallTable.ts), so a call behaves the
  * same whichever carries it.

@@ -13,7 +13,8 @@ import { portTransport, processTransport, type Transport } from '../rpc/Transpor
 import { BOOTSTRAP_MESSAGE, INSPECT_CHANNEL, LOG_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
 import { atLeast, formatLogRecord, type LogRecord } from '../core/Logger.js';
 import { systemClock } from '../core/clock.js';
-import { broadcastPartitionPeers, ResultPartitions, spillOptionsOf, socketPartitionPeers } from './ResultPartitions.js';
+import { broadcastPartitionPeers, socketPartitionPeers } from './localPartitionPeers.js';
+import { ResultPartitions, spillOptionsOf } from './ResultPartitions.js';
 import { SlotTaskPool, type SlotTaskPoolLogEntry } from './SlotTaskPool.js';
 import { taskThreadReserve } from './TaskThreadReserve.js';
 import { TaskExecutor } from './TaskExecutor.js';
