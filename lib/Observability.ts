@@ -87,6 +87,7 @@ export class Observability {
         metrics: this.metrics,
         actors: this.actors,
         ...(this.#o.now ? { now: this.#o.now } : {}),
+        ...(this.#o.taskExecutorMetrics ? { taskExecutorMetrics: this.#o.taskExecutorMetrics } : {}),
       });
       this.#dashboard.start();
     }

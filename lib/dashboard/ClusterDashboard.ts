@@ -5,7 +5,8 @@
  * series, the actors), an actor's detail and events, cancelling a job, and the metrics text.
  *
  * `start()` samples the chart series once a second (an unref'd timer: it never keeps the process
- * alive); `close()` stops it.
+ * alive), and asks the TaskExecutors for their result partition figures as often (an answer still
+ * awaited is not asked again); `close()` stops it.
  */
 import type { ClusterOverview } from '../ClusterOverview.js';
 import { IllegalArgumentError } from '../core/errors.js';
@@ -13,9 +14,12 @@ import { JobID } from '../core/ids.js';
 import type { JobLookup, JobObserver } from '../dispatcher/Dispatcher.js';
 import type { SlotAssignment } from '../jobmaster/SlotAssignment.js';
 import type { ClusterMetrics } from '../metrics/ClusterMetrics.js';
+import type { TaskExecutorMetricsWire } from '../rpc/protocol.js';
 import type { ActorDetail, ActorDirectory, ActorEvent, ActorSummary } from './ActorDirectory.js';
 import { describeJobs, type JobDetail } from './jobDetails.js';
 import { SeriesRecorder, type SeriesSnapshot } from './SeriesRecorder.js';
+
+type PartitionFigures = NonNullable<TaskExecutorMetricsWire['partitions']>;
 
 /** Everything a page shows, in one JSON object. */
 export interface DashboardView {
@@ -24,6 +28,8 @@ export interface DashboardView {
   readonly series: SeriesSnapshot;
   /** null: the cluster was started without the inspection stream. */
   readonly actors: readonly ActorSummary[] | null;
+  /** Each TaskExecutor's result partitions as it last told them (ResourceID → figures), at most a second old. */
+  readonly partitions: Readonly<Record<string, PartitionFigures>>;
 }
 
 /** What the dashboard plugin needs of a cluster. */
@@ -46,6 +52,8 @@ export interface ClusterDashboardOptions {
   readonly metrics: ClusterMetrics;
   readonly actors: ActorDirectory | null;
   readonly now?: () => number;
+  /** Each TaskExecutor's own figures (its result partitions); absent: none shown. */
+  readonly taskExecutorMetrics?: () => Promise<readonly TaskExecutorMetricsWire[]>;
 }
 
 const SAMPLE_INTERVAL_MS = 1_000;
@@ -55,6 +63,8 @@ export class ClusterDashboard implements DashboardSource, JobObserver {
   readonly #o: ClusterDashboardOptions;
   readonly #series = new SeriesRecorder();
   #timer: ReturnType<typeof setInterval> | null = null;
+  #partitions: Record<string, PartitionFigures> = {};
+  #asking = false;
 
   constructor(options: ClusterDashboardOptions) {
     this.#o = options;
@@ -87,6 +97,7 @@ export class ClusterDashboard implements DashboardSource, JobObserver {
       jobs,
       series: this.#series.snapshot(),
       actors: actors === null ? null : actors.list(),
+      partitions: this.#partitions,
     };
   }
 
@@ -123,5 +134,21 @@ export class ClusterDashboard implements DashboardSource, JobObserver {
 
   #sample(): void {
     this.#series.sample((this.#o.now ?? Date.now)(), this.#o.overview());
+    const ask = this.#o.taskExecutorMetrics;
+    if (ask === undefined || this.#asking) return;
+    this.#asking = true;
+    ask().then(
+      (answers) => {
+        this.#asking = false;
+        const partitions: Record<string, PartitionFigures> = {};
+        for (const { resourceId, partitions: figures } of answers)
+          if (figures !== null) partitions[resourceId] = figures;
+        this.#partitions = partitions;
+      },
+      () => {
+        // A cluster closing refuses: the last figures stay until the page goes.
+        this.#asking = false;
+      },
+    );
   }
 }

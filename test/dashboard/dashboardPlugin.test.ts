@@ -22,6 +22,7 @@ const view: DashboardView = {
   jobs: [],
   series: { time: [], slotsInUse: [], slotsTotal: [], allocationLatencyMean: [], allocationLatencyMax: [] },
   actors: null,
+  partitions: {},
 };
 
 describe('the dashboard plugin (fastify, no browser)', () => {

@@ -134,6 +134,13 @@ describe('the dashboard in a browser (headless Chromium)', function () {
       // A MiniCluster keeps no task records: its panel says where they go.
       await nap.first().locator('[data-testid=subtask-logs-toggle]').click();
       await box.locator('[data-testid=subtask-logs]', { hasText: 'MiniCluster.start' }).waitFor();
+      // The producers' partitions, as their TaskExecutors tell them: read and released, their bytes counted.
+      await page
+        .locator('[data-testid=executor-partitions]', {
+          hasText: /^result partitions: 0 held, 0 b in memory, 0 b on disk · produced [1-9]/,
+        })
+        .first()
+        .waitFor();
     },
   );
 

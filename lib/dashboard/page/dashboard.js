@@ -30,7 +30,7 @@ function render(view) {
   renderOverview(view.overview);
   renderCharts(view.series);
   renderJobs(view.jobs, slotsByAllocation);
-  renderExecutors(view.overview.taskExecutors, jobNames);
+  renderExecutors(view.overview.taskExecutors, jobNames, view.partitions ?? {});
   renderPending(view.overview.pendingRequests, jobNames);
   renderActorList(view.actors, view.jobs);
   document.body.dataset.rendered = String(Date.now());
@@ -113,7 +113,7 @@ function renderCharts(series) {
 
 // ------------------------------------------------------------------ TaskExecutors
 
-function renderExecutors(executors, jobNames) {
+function renderExecutors(executors, jobNames, partitions) {
   if (executors.length === 0)
     return $('executors').replaceChildren(h('p', { class: 'empty' }, 'No TaskExecutor registered.'));
   $('executors').replaceChildren(
@@ -128,6 +128,7 @@ function renderExecutors(executors, jobNames) {
           h('span', { class: 'meta' }, `${te.mode} · utilization ${Math.round(te.utilization * 100)} %`),
         ),
         h('div', { class: 'meta' }, `available: ${te.available}`),
+        partitionsLine(partitions[te.resourceId]),
         h(
           'table',
           {},
@@ -151,6 +152,24 @@ function renderExecutors(executors, jobNames) {
         ),
       ),
     ),
+  );
+}
+
+/** A TaskExecutor's result partitions: held now (in memory, on disk) and bytes since it started; nothing if it keeps none. */
+function partitionsLine(p) {
+  if (p === undefined) return null;
+  const size = (bytes) =>
+    bytes < 1024
+      ? `${bytes} b`
+      : bytes < 1048576
+        ? `${(bytes / 1024).toFixed(1)} kb`
+        : `${(bytes / 1048576).toFixed(1)} mb`;
+  return h(
+    'div',
+    { class: 'meta', 'data-testid': 'executor-partitions' },
+    `result partitions: ${p.partitions} held, ${size(p.bytes - p.spilledBytes)} in memory, ` +
+      `${size(p.spilledBytes)} on disk · produced ${size(p.producedBytes)}, consumed ${size(p.consumedBytes)}, ` +
+      `spilled ${size(p.spilledTotal)}`,
   );
 }
 
