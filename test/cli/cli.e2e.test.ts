@@ -4,6 +4,9 @@
  * task modules bundled with their imports) and prints progress and the exact result; `list`,
  * `overview` and `cancel` work against it; refusals answer one line and exit code 2.
  */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { until } from '../support/eventually.js';
 import { cliChild, FIXTURES, startJobManagerChild, TSX_CLI } from './support.js';
@@ -34,6 +37,27 @@ describe('slotwise CLI against slotwise jobmanager --local-taskmanagers (child p
     expect(stdout).to.match(/^sum#0 finished$/m);
     expect(stdout).to.match(/^job finished in \d+ ms \(0 restarts\)$/m);
     expect(stdout.trimEnd().split('\n').at(-1)).to.equal('sum: [338350]');
+  });
+
+  it('run: a 3 MB result prints as its size on the terminal; --output FILE has every byte; exit 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'slotwise-cli-output-'));
+    try {
+      const file = join(dir, 'result.json');
+      const { code, stdout, stderr } = await cli('run', '--jobmanager', jm.url, '--output', file, 'bigResult.job.mjs');
+      expect(code, stderr).to.equal(0);
+      expect(stdout.trimEnd().split('\n').at(-1)).to.equal(`bytes: ["<${3 * 1024 * 1024} bytes>"]`);
+      expect(stdout).to.contain(`result written to ${file}`);
+      const result = JSON.parse(readFileSync(file, 'utf8')) as {
+        status: string;
+        outputs: { bytes: [{ base64: string }] };
+      };
+      expect(result.status).to.equal('finished');
+      const bytes = Buffer.from(result.outputs.bytes[0].base64, 'base64');
+      expect(bytes.length).to.equal(3 * 1024 * 1024);
+      expect(bytes.every((b) => b === 7)).to.equal(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it(

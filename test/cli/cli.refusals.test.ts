@@ -55,6 +55,11 @@ describe('slotwise: refusals (one line, exit code 2)', function () {
     await refused(['run'], 'slotwise run: run takes one JOB_FILE, got none');
     await refused(['run', 'a.mjs', 'b.mjs'], 'run takes one JOB_FILE, got a.mjs b.mjs');
     await refused(['cancel'], 'cancel takes one JOB_ID, got none');
+    await refused(
+      ['run', '--detached', '--output', 'result.json', 'a.mjs'],
+      'slotwise run: --output writes the result: it cannot go with --detached',
+    );
+    await refused(['run', '--output', '', 'a.mjs'], 'slotwise run: --output takes a file name');
   });
 
   it('refuses a JobManager URL that is not one, from the flag or from SLOTWISE_JOBMANAGER', async () => {

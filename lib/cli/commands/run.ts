@@ -3,8 +3,12 @@
  * task modules, submits spec and code with POST /jobs, then follows the job's events
  * (GET /jobs/:id/events) as progress lines and prints its result (GET /jobs/:id/result). Exit code
  * 0 when the job finished, 1 when it failed or was canceled; `--detached` prints the JobID and
- * returns at once; `--json` prints the result as one JSON line on stdout (progress goes to stderr).
+ * returns at once; `--json` prints the result as one JSON line on stdout (progress goes to stderr);
+ * `--output FILE` writes that line to FILE instead. Without either, each sink's outputs are one line
+ * of at most {@link OUTPUT_LINE_CHARS} characters, bytes shown by their size: a large result never
+ * floods the terminal, and is all there with `--json` or `--output`.
  */
+import { writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { IllegalArgumentError, RestError } from '../../core/errors.js';
 import type { JobEventPage, SequencedJobEvent } from '../../rest/RestTarget.js';
@@ -14,7 +18,7 @@ import { jobManagerUrls, parseFlags, type CliIo } from '../flags.js';
 import type { JobManagerClient } from '../JobManagerClient.js';
 import { RestRefusal } from '../RestClient.js';
 
-export const RUN_USAGE = `Usage: slotwise run [--jobmanager URL] JOB_FILE [--detached] [--json]
+export const RUN_USAGE = `Usage: slotwise run [--jobmanager URL] JOB_FILE [--detached] [--json] [--output FILE]
                     [--token-file FILE] [--ca FILE]
 
 Submits the job JOB_FILE exports (a JobGraphSpec, or a function returning one), its task modules
@@ -25,6 +29,9 @@ Exit code 0: finished; 1: failed or canceled; 2: bad input or no JobManager.
                     JobManagers: URL1,URL2 (the one that answers is used)
   --detached        print the JobID and return once the job is submitted
   --json            print the result as one JSON line (progress on stderr)
+  --output FILE     write that JSON line to FILE (a result too large to read on a terminal); without
+                    --json or --output each sink's outputs print as one line of at most 1,000
+                    characters, bytes as their size
 ${CLIENT_FLAGS_USAGE}`;
 
 /** How long a submit may take: the JobManager loads and checks every task module. */
@@ -32,6 +39,8 @@ const SUBMIT_TIMEOUT_MS = 120_000;
 const POLL_MS = 200;
 /** A JobManager that stays unreachable this long while a job runs is given up on. */
 const LOST_AFTER_MS = 30_000;
+/** The most a sink's outputs take of the terminal without --json or --output. */
+const OUTPUT_LINE_CHARS = 1_000;
 
 interface ExecutionResult {
   readonly id: string;
@@ -47,7 +56,13 @@ export async function run(args: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseFlags(
     'run',
     args,
-    { jobmanager: { type: 'string' }, detached: { type: 'boolean' }, json: { type: 'boolean' }, ...CLIENT_FLAGS },
+    {
+      jobmanager: { type: 'string' },
+      detached: { type: 'boolean' },
+      json: { type: 'boolean' },
+      output: { type: 'string' },
+      ...CLIENT_FLAGS,
+    },
     true,
   );
   if (values['help']) return (io.stdout(RUN_USAGE), 0);
@@ -59,6 +74,13 @@ export async function run(args: readonly string[], io: CliIo): Promise<number> {
     );
   const urls = jobManagerUrls(values['jobmanager'] as string | undefined, io.env);
   const json = values['json'] === true;
+  const output = values['output'] as string | undefined;
+  if (output !== undefined && (output === '' || values['detached']))
+    throw new IllegalArgumentError(
+      'invalid-value',
+      output === '' ? '--output takes a file name' : '--output writes the result: it cannot go with --detached',
+      { argument: '--output' },
+    );
   const file = positionals[0]!;
   const spec = await loadJobFile(file, io.cwd);
   const client = jobManagerClient(urls, values, io);
@@ -75,27 +97,50 @@ export async function run(args: readonly string[], io: CliIo): Promise<number> {
   await follow(client, jobid, progress);
   const answer = await client.get<{ 'job-execution-result': ExecutionResult }>(`/jobs/${jobid}/result`);
   const result = answer['job-execution-result'];
-  if (json) {
-    io.stdout(
-      JSON.stringify({
-        jobId: result.id,
-        name: result.name,
-        status: result.status,
-        outputs: result.outputs,
-        error: result.error,
-        restarts: result.restarts,
-        durationMs: result['net-runtime'],
-      }),
-    );
-  } else {
+  const line = () =>
+    JSON.stringify({
+      jobId: result.id,
+      name: result.name,
+      status: result.status,
+      outputs: result.outputs,
+      error: result.error,
+      restarts: result.restarts,
+      durationMs: result['net-runtime'],
+    });
+  if (output !== undefined) {
+    const text = line();
+    const path = resolve(io.cwd, output);
+    writeFileSync(path, `${text}\n`);
+    progress(`result written to ${path} (${text.length} characters of JSON)`);
+  }
+  if (json) io.stdout(line());
+  else {
     const failure = result.error ? `: ${result.error._tag ?? result.error.name}: ${result.error.message}` : '';
     const restarts = `${result.restarts} restart${result.restarts === 1 ? '' : 's'}`;
     io.stdout(`job ${result.status} in ${result['net-runtime']} ms (${restarts})${failure}`);
-    for (const [vertex, outputs] of Object.entries(result.outputs)) io.stdout(`${vertex}: ${JSON.stringify(outputs)}`);
+    for (const [vertex, outputs] of Object.entries(result.outputs)) io.stdout(outputLine(vertex, outputs));
   }
   if (result.status === 'failed') await printRootCause(client, jobid, progress);
   return result.status === 'finished' ? 0 : 1;
 }
+
+/** A sink's outputs on one line: bytes (REST's `{ base64 }`) as their size, cut at OUTPUT_LINE_CHARS. */
+export function outputLine(vertex: string, outputs: readonly unknown[]): string {
+  const text = JSON.stringify(outputs, (_key, value: unknown) =>
+    isBytes(value) ? `<${Math.floor((value.base64.length * 3) / 4) - padding(value.base64)} bytes>` : value,
+  );
+  const line = `${vertex}: ${text}`;
+  return line.length <= OUTPUT_LINE_CHARS
+    ? line
+    : `${line.slice(0, OUTPUT_LINE_CHARS)}… (${text.length} characters; --json or --output FILE for all of it)`;
+}
+
+const isBytes = (value: unknown): value is { base64: string } =>
+  typeof value === 'object' &&
+  value !== null &&
+  Object.keys(value).length === 1 &&
+  typeof (value as { base64?: unknown }).base64 === 'string';
+const padding = (base64: string) => (base64.endsWith('==') ? 2 : base64.endsWith('=') ? 1 : 0);
 
 /** Stack frames of the root cause printed under it; the rest is one GET /jobs/:id/exceptions away. */
 const ROOT_CAUSE_FRAMES = 5;
