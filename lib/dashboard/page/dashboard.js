@@ -155,7 +155,7 @@ function renderExecutors(executors, jobNames, partitions) {
   );
 }
 
-/** A TaskExecutor's result partitions: held now (in memory, on disk) and bytes since it started; nothing if it keeps none. */
+/** A TaskExecutor's result partitions: held now (in memory, on disk) and bytes since it started; null if none. */
 function partitionsLine(p) {
   if (p === undefined) return null;
   const size = (bytes) =>
