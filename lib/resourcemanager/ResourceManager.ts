@@ -19,6 +19,7 @@ import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.j
 import { HeartbeatMonitor } from '../rpc/HeartbeatMonitor.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type {
+  BlockedTaskManagerWire,
   RegistrationResponse,
   ResourceRequirementsWire,
   SlotReportWire,
@@ -294,6 +295,17 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#log(`JobMaster of ${JobID.short(jobId)} disconnected: ${cause}`, { jobId });
     if (terminal) this.slotManager.clearResourceRequirements(jobId);
     this.#jobMasters.delete(jobId);
+  }
+
+  async notifyNewBlockedNodes(blocked: readonly BlockedTaskManagerWire[]): Promise<void> {
+    this.mailbox.assertRunningInMainThread('ResourceManager.notifyNewBlockedNodes');
+    if (!Array.isArray(blocked))
+      throw new IllegalArgumentError('invalid-value', 'notifyNewBlockedNodes: blocked must be an array', {
+        argument: 'blocked',
+      });
+    for (const { resourceId, cause } of blocked)
+      this.#log(`TaskExecutor ${resourceId} takes no new slots for a while: ${cause}`, { resourceId });
+    this.slotManager.blockTaskManagers(blocked);
   }
 
   // ------------------------------------------------------------------ for the main thread

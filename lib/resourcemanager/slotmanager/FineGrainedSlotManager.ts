@@ -17,6 +17,7 @@
  * check runs throws IllegalStateError. A listener that throws is logged and ignored.
  */
 import { systemClock, type Clock } from '../../core/clock.js';
+import { describeValue, IllegalArgumentError } from '../../core/errors.js';
 import type { AllocationID, JobID, ResourceID as ResourceIDType } from '../../core/ids.js';
 import { resolveOptions, type ResolvedOptions } from '../../core/options.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
@@ -196,6 +197,7 @@ export class FineGrainedSlotManager {
       return { kind: 'rejected', reason: admission.rejected };
     }
     const taskManager = this.tracker.addTaskManager(request);
+    this.#blocked.registered(taskManager);
     if (admission.hasAllocations) this.#applyReport(taskManager, initialSlotReport);
     if (admission.matched !== undefined) this.tracker.removePendingTaskManager(admission.matched.id);
     this.#checks.requirementsChanged();
@@ -241,6 +243,26 @@ export class FineGrainedSlotManager {
     const taskManager = checkSlotReport(resourceId, report, this.tracker.getTaskManager(resourceId));
     const unblocked = this.#blocked.reported(taskManager);
     if (this.#applyReport(taskManager, report) || unblocked) this.#checks.requirementsChanged();
+  }
+
+  /**
+   * Executors a JobMaster found slow take no new slots for `durationMs` (Flink's blocklist, BlockedNodeAction
+   * MARK_BLOCKED: the slots they hold stay; one registering anew meanwhile is blocked too). Refused with
+   * IllegalArgumentError, changing nothing, for a duration that is not a finite number >= 0.
+   */
+  blockTaskManagers(
+    blocked: ReadonlyArray<{ readonly resourceId: ResourceIDType; readonly durationMs: number }>,
+  ): void {
+    this.#checks.requireStarted('blockTaskManagers');
+    for (const { resourceId, durationMs } of blocked)
+      if (typeof durationMs !== 'number' || !Number.isFinite(durationMs) || durationMs < 0)
+        throw new IllegalArgumentError(
+          'invalid-value',
+          `blockTaskManagers: durationMs must be a finite number >= 0, got ${describeValue(durationMs)} for ${resourceId}`,
+          { argument: 'durationMs', value: describeValue(durationMs) },
+        );
+    for (const { resourceId, durationMs } of blocked)
+      if (durationMs > 0) this.#blocked.blocklist(resourceId, durationMs);
   }
 
   // ------------------------------------------------------- requirements (declarative: Flink's ResourceRequirements)
