@@ -56,6 +56,7 @@ import {
 } from './RegisteredTaskManagers.js';
 import { ResourceRequirementsDeclarer } from './ResourceRequirementsDeclarer.js';
 import { schedulingStrategyOf } from './SchedulingStrategy.js';
+import { SpeculativeExecutions } from './speculative/SpeculativeExecutions.js';
 import { TaskDeploymentDescriptorFactory } from './TaskDeploymentDescriptorFactory.js';
 import { checkStateUpdate, checkStateUpdates } from './taskExecutionStateWire.js';
 
@@ -91,6 +92,8 @@ export class JobMaster implements JobMasterGateway {
   readonly #partitions: JobPartitionTracker;
   /** Gives the vertices left to the adaptive scheduler their parallelism once their producers finished. */
   readonly #adaptive: AdaptiveVertexInitializer;
+  /** Speculative attempts of slow subtasks (execution.batch.speculative.enabled, adaptive scheduler); else null. */
+  readonly #speculation: SpeculativeExecutions | null;
   /** Failures told to the status machine so far. */
   #failuresReported = 0;
   /** Subtasks whose current attempt finished: the job is done when this reaches every subtask. */
@@ -141,6 +144,7 @@ export class JobMaster implements JobMasterGateway {
       clock,
       options: options.options,
       reasonFor: () => this.#o.reasonFor?.() ?? 'no reason known',
+      isBlocked: (resourceId) => this.#speculation?.isBlocked(resourceId) ?? false,
       onRequirementsChanged: () => this.#declarations.declareSoon(),
       freeSlot: (slot, cause) => {
         const gateway = this.#o.taskExecutor(slot.resourceId);
@@ -184,6 +188,24 @@ export class JobMaster implements JobMasterGateway {
       releaseTaskManager: (resourceId, cause) => this.#releaseTaskManager(resourceId, cause),
       log: this.#log,
     });
+    const speculative =
+      options.options['execution.batch.speculative.enabled'] && this.jobGraph.scheduler === 'adaptive';
+    this.#speculation = !speculative
+      ? null
+      : new SpeculativeExecutions({
+          ...{ mailbox: this.mailbox, clock: this.#clock, timers: clock, options: options.options, graph: this.graph },
+          ...{ executions: this.#executions, allocator: this.#allocator, deployments: this.#deployments },
+          resourceManager: options.resourceManager,
+          status: () => this.status,
+          taskExecutor: (resourceId) => this.#o.taskExecutor(resourceId),
+          releaseIdleSlotsOf: (resourceId) =>
+            this.#pool.releaseIdleSlotsOf(resourceId, new Error('its TaskExecutor is slow')),
+          emitTask: (record, error) => this.#events.task(record, error),
+          emitSpeculative: (attempt, error) => this.#events.speculativeTask(attempt, error),
+          attemptFailed: (attempt, error, where) => this.#failures.attemptFailed(attempt, error, where, false),
+          releasePartition: (resourceId, id) => this.#releasePartitions(resourceId, [id]),
+          log: this.#log,
+        });
   }
 
   get status(): JobStatus {
@@ -207,7 +229,7 @@ export class JobMaster implements JobMasterGateway {
 
   /** Per subtask: its current attempt (state, where it runs or ran, start and end), its ended ones (for overviews). */
   executions() {
-    return this.#executions.summaries();
+    return this.#executions.summaries((record) => this.#speculation?.summariesOf(record) ?? []);
   }
 
   /** When the job was created and when it ended (Flink's job start-time and end-time): epoch ms, -1 before. */
@@ -234,6 +256,7 @@ export class JobMaster implements JobMasterGateway {
         }
         if ((this.#finishedCount += restored.length) === this.#executions.size) return this.#complete();
         this.#deployer.start();
+        this.#speculation?.start();
         for (const record of restored) this.#deployer.scheduleConsumersOf(record);
       });
     });
@@ -245,6 +268,7 @@ export class JobMaster implements JobMasterGateway {
       if (TERMINAL_STATES.has(this.status) || this.status === 'canceling') return;
       // Leaving `restarting` cancels a pending restart with it.
       this.#status.send({ type: 'CANCEL' });
+      this.#speculation?.close('the job was canceled');
       for (const record of this.#executions.values()) this.#deployer.cancel(record, 'the job was canceled');
       this.#checkCanceled();
     });
@@ -295,6 +319,8 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #applyStateUpdate(update: TaskExecutionStateWire): void {
+    // A speculative attempt's own states are its; one that finished first is its subtask's current attempt from now.
+    if (this.#speculation?.stateUpdate(update) === 'handled') return;
     const record = this.#executions.current(update.executionAttemptId);
     // An older attempt, or a subtask restarted meanwhile: ignore.
     if (record === undefined || TERMINAL_STATES.has(record.state)) return;
@@ -320,6 +346,7 @@ export class JobMaster implements JobMasterGateway {
     if (slot === undefined) return;
     const inSlot = this.#executions.inSlot(allocationId);
     this.#allocator.releasePhysicalSlot(allocationId, new Error(cause));
+    this.#speculation?.slotLost(allocationId, cause);
     for (const record of inSlot) {
       record.slot = null;
       if (record.state === 'scheduled') {
@@ -336,6 +363,8 @@ export class JobMaster implements JobMasterGateway {
 
   #finished(record: ExecutionRecord, output: unknown, partition: ResultPartitionWire | null): void {
     this.#o.onSubtaskFinished?.({ ...record.vertex.id, output, partition });
+    // Its other attempts are canceled: the output and partition are this attempt's alone.
+    this.#speculation?.subtaskFinished(record);
     record.output = output;
     record.partition = partition;
     record.hasOutput = true;
@@ -373,6 +402,8 @@ export class JobMaster implements JobMasterGateway {
       record.state = 'failed';
       this.#events.task(record, error);
     }
+    // A speculative attempt of it that can still finish takes over: a failure of this attempt only.
+    if (this.#speculation?.currentFailed(record, error, where)) return;
     this.#lastError = error;
     if (this.status === 'canceling') return this.#checkCanceled();
     if (TERMINAL_STATES.has(this.status)) return;
@@ -455,6 +486,7 @@ export class JobMaster implements JobMasterGateway {
     // running → failing → failed, failing or restarting → failed: no restart mends this.
     if (this.status === 'running') this.#status.send({ type: 'TASK_FAILED', cause });
     this.#status.send({ type: 'FAIL', cause });
+    this.#speculation?.close(cause);
     for (const record of this.#executions.values()) this.#deployer.cancel(record, cause);
     this.#terminate('failed', error);
   }
@@ -467,6 +499,7 @@ export class JobMaster implements JobMasterGateway {
   #terminate(status: JobResult['status'], error: SerializedError | null): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#speculation?.close(`job ${this.jobGraph.name} ${status}`);
     this.#declarations.close();
     const cause = endCause(`job ${this.jobGraph.name} ${status}`);
     this.#allocator.releaseAll(cause);
