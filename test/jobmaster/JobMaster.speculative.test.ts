@@ -9,6 +9,7 @@ import type { ResourceID } from '../../lib/core/ids.js';
 import type { SlotwiseOptions } from '../../lib/core/options.js';
 import type { JobEvent } from '../../lib/jobmaster/JobMaster.js';
 import type { JobGraphSpec } from '../../lib/jobmaster/JobGraph.js';
+import { jobDetailsView } from '../../lib/rest/restViews.js';
 import type { TaskDeploymentDescriptor } from '../../lib/rpc/protocol.js';
 import { Harness } from './jobMasterHarness.js';
 import { edge, vertex } from './support.js';
@@ -144,6 +145,61 @@ describe('JobMaster: speculative execution', () => {
     const result = await h.master.result;
     expect(result).to.include({ status: 'finished', restarts: 0 });
     expect(result.outputs.work![3]).to.equal('rescued');
+  });
+
+  it('fails only the speculative attempt when it fails while the original runs: its slot goes back, no restart', async () => {
+    const { h, slow, b } = await straggler({ vertices: [vertex('work', 4), vertex('other', 1)] });
+    await h.advance(1_000);
+    const [slot] = await h.offer(b, 1);
+    const speculative = h.submittedFor('work', 3)[1]!;
+    await h.report(speculative, 'failed', { error: { name: 'Error', message: 'out of luck' } });
+    expect(speculativeEvents(h).at(-1)).to.include({ state: 'failed', attemptNumber: 1 });
+    expect(h.freed).to.include(slot);
+    expect(h.statuses()).to.not.include('restarting');
+    expect(h.master.exceptionHistory().entries.map((e) => [e.message, e.attemptNumber])).to.deep.equal([
+      ['out of luck', 1],
+    ]);
+    await h.finish(slow, 'slow');
+    await h.finish(h.submittedFor('other', 0)[0]!, 'other');
+    const result = await h.master.result;
+    expect(result).to.include({ status: 'finished', restarts: 0 });
+    expect(result.outputs.work![3]).to.equal('slow');
+  });
+
+  it("shows the running speculative attempt beside its subtask: executions() and GET /jobs/:id's other-concurrent-attempts", async () => {
+    const { h, a, b } = await straggler();
+    await h.advance(1_000);
+    const [slot] = await h.offer(b, 1);
+    await h.report(h.submittedFor('work', 3)[1]!, 'running');
+    const summary = h.master.executions().find((s) => s.key === 'work#3')!;
+    expect(summary).to.include({ attemptNumber: 0, state: 'running', resourceId: a });
+    expect(
+      summary.concurrentAttempts.map((c) => [c.attemptNumber, c.state, c.resourceId, c.speculative]),
+    ).to.deep.equal([[1, 'running', b, true]]);
+    const tasks = h.master.executions().map(({ vertexId, subtaskIndex, concurrentAttempts, ...attempt }) => ({
+      vertexId,
+      subtaskIndex,
+      ...attempt,
+      ...(concurrentAttempts.length === 0 ? {} : { otherConcurrentAttempts: concurrentAttempts }),
+    }));
+    const view = jobDetailsView(
+      {
+        jobId: h.master.jobId,
+        name: 'job',
+        status: 'running',
+        startTime: 0,
+        endTime: null,
+        restarts: 0,
+        vertices: [{ id: 'work', parallelism: 4, slotSharingGroup: 'default' }],
+        edges: [],
+        tasks,
+      },
+      h.clock.now(),
+    );
+    expect(view.subtasks[3]).to.deep.include({
+      'other-concurrent-attempts': [{ attempt: 1, status: 'RUNNING', 'taskmanager-id': b, 'allocation-id': slot }],
+    });
+    expect(view.subtasks[0]).to.not.have.property('other-concurrent-attempts');
   });
 
   it('launches no more than max-concurrent-executions attempts of a subtask, however long it runs', async () => {
