@@ -102,7 +102,8 @@ try {
       `(${pinned ? 'both on one TaskExecutor in every run' : 'NOT always on one TaskExecutor'}), ` +
       `ms submit → result (min / median / max of ${ROUNDS} interleaved rounds): ` +
       `without speculation ${formatSpread(withoutSpread)}, with ${formatSpread(withSpread)}; ` +
-      `with / without ${round(ratio)} (target ≤ 0.5: ${ratio <= 0.5 ? 'met' : 'not met'}); load ${round(load)} → ${round(loadavg()[0]!)}`,
+      `with / without ${round(ratio)} (target ≤ 0.5: ${ratio <= 0.5 ? 'met' : 'not met'}); ` +
+      `load ${round(load)} → ${round(loadavg()[0]!)}`,
   );
   printJson({
     rounds: ROUNDS,

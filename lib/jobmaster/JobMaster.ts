@@ -17,9 +17,9 @@
 import type { Actor } from 'xstate';
 import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
 import { describeError, endCause, isSlotwiseError } from '../core/errors.js';
-import { AllocationID, type ExecutionAttemptID, type JobID, type ResourceID } from '../core/ids.js';
+import type { AllocationID, ExecutionAttemptID, JobID, ResourceID } from '../core/ids.js';
 import type { RuntimeLog } from '../core/Logger.js';
-import type { JobMasterGateway } from '../rpc/gateways.js';
+import type { JobMasterGateway, TaskExecutorGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type {
   JobMasterRegistrationResponse,
@@ -35,7 +35,7 @@ import {
   type ParallelismDecision,
 } from './adaptivebatch/AdaptiveVertexInitializer.js';
 import { ExecutionAttempts, TERMINAL_STATES, type ExecutionRecord } from './ExecutionAttempts.js';
-import { ExecutionDeployer } from './ExecutionDeployer.js';
+import { type DeployerHost, ExecutionDeployer } from './ExecutionDeployer.js';
 import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import type { JobMasterOptions } from './JobMasterOptions.js';
@@ -62,6 +62,8 @@ import { checkStateUpdate, checkStateUpdates } from './taskExecutionStateWire.js
 
 export type { JobEvent, JobResult } from './JobResult.js';
 export type { JobMasterOptions } from './JobMasterOptions.js';
+
+const SCHEDULING = 'jobmanager.scheduler.scheduling-strategy';
 
 /** Why a finished subtask's logical slot went back. */
 const SUBTASK_FINISHED = Object.freeze(new Error('its subtask finished'));
@@ -146,11 +148,7 @@ export class JobMaster implements JobMasterGateway {
       reasonFor: () => this.#o.reasonFor?.() ?? 'no reason known',
       isBlocked: (resourceId) => this.#speculation?.isBlocked(resourceId) ?? false,
       onRequirementsChanged: () => this.#declarations.declareSoon(),
-      freeSlot: (slot, cause) => {
-        const gateway = this.#o.taskExecutor(slot.resourceId);
-        if (gateway !== undefined)
-          this.mailbox.whenComplete(gateway.freeSlot(slot.allocationId, cause.message), () => {});
-      },
+      freeSlot: (slot, cause) => this.#tell(slot.resourceId, (te) => te.freeSlot(slot.allocationId, cause.message)),
     });
     ({ pool: this.#pool, bulkChecker: this.#bulkChecker, allocator: this.#allocator } = services);
     this.#taskManagers = new RegisteredTaskManagers((resourceId) => this.#o.taskExecutor(resourceId) !== undefined);
@@ -168,44 +166,33 @@ export class JobMaster implements JobMasterGateway {
       },
       sources,
     );
-    this.#deployer = new ExecutionDeployer({
+    const deployment: DeployerHost = {
       mailbox: this.mailbox,
       clock: this.#clock,
       allocator: this.#allocator,
       executions: this.#executions,
       deployments: this.#deployments,
-      scheduling: schedulingStrategyOf(
-        options.options['jobmanager.scheduler.scheduling-strategy'],
-        this.graph,
-        this.#executions,
-      ),
+      scheduling: schedulingStrategyOf(options.options[SCHEDULING], this.graph, this.#executions),
       status: () => this.status,
       taskExecutor: (resourceId) => this.#o.taskExecutor(resourceId),
       emitTask: (record, error, waitingFor) => this.#events.task(record, error, waitingFor),
       slotAssigned: this.#events.slotAssigned,
       slotFailed: (record, error) => this.#slotFailed(record, error),
-      failed: (record, error) => this.#failed(record, error),
+      failed: (record, error, where) => this.#failed(record, error, where),
       releaseTaskManager: (resourceId, cause) => this.#releaseTaskManager(resourceId, cause),
       log: this.#log,
+    };
+    this.#deployer = new ExecutionDeployer(deployment);
+    // Speculative attempts are deployed as the deployer does, in slots of their own.
+    this.#speculation = SpeculativeExecutions.of(options, {
+      ...deployment,
+      timers: clock,
+      graph: this.graph,
+      pool: this.#pool,
+      events: this.#events,
+      failures: this.#failures,
+      releasePartition: (resourceId, id) => this.#releasePartitions(resourceId, [id]),
     });
-    const speculative =
-      options.options['execution.batch.speculative.enabled'] && this.jobGraph.scheduler === 'adaptive';
-    this.#speculation = !speculative
-      ? null
-      : new SpeculativeExecutions({
-          ...{ mailbox: this.mailbox, clock: this.#clock, timers: clock, options: options.options, graph: this.graph },
-          ...{ executions: this.#executions, allocator: this.#allocator, deployments: this.#deployments },
-          resourceManager: options.resourceManager,
-          status: () => this.status,
-          taskExecutor: (resourceId) => this.#o.taskExecutor(resourceId),
-          releaseIdleSlotsOf: (resourceId) =>
-            this.#pool.releaseIdleSlotsOf(resourceId, new Error('its TaskExecutor is slow')),
-          emitTask: (record, error) => this.#events.task(record, error),
-          emitSpeculative: (attempt, error) => this.#events.speculativeTask(attempt, error),
-          attemptFailed: (attempt, error, where) => this.#failures.attemptFailed(attempt, error, where, false),
-          releasePartition: (resourceId, id) => this.#releasePartitions(resourceId, [id]),
-          log: this.#log,
-        });
   }
 
   get status(): JobStatus {
@@ -268,7 +255,6 @@ export class JobMaster implements JobMasterGateway {
       if (TERMINAL_STATES.has(this.status) || this.status === 'canceling') return;
       // Leaving `restarting` cancels a pending restart with it.
       this.#status.send({ type: 'CANCEL' });
-      this.#speculation?.close('the job was canceled');
       for (const record of this.#executions.values()) this.#deployer.cancel(record, 'the job was canceled');
       this.#checkCanceled();
     });
@@ -319,7 +305,8 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #applyStateUpdate(update: TaskExecutionStateWire): void {
-    // A speculative attempt's own states are its; one that finished first is its subtask's current attempt from now.
+    // A speculative attempt's own states are its; one that finished first is its subtask's current attempt from now;
+    // when one attempt of a subtask finishes, the others are canceled.
     if (this.#speculation?.stateUpdate(update) === 'handled') return;
     const record = this.#executions.current(update.executionAttemptId);
     // An older attempt, or a subtask restarted meanwhile: ignore.
@@ -345,26 +332,13 @@ export class JobMaster implements JobMasterGateway {
     const slot = this.#pool.slotLost(allocationId);
     if (slot === undefined) return;
     const inSlot = this.#executions.inSlot(allocationId);
+    // Speculative attempts in it fail with it, as their slot is released.
     this.#allocator.releasePhysicalSlot(allocationId, new Error(cause));
-    this.#speculation?.slotLost(allocationId, cause);
-    for (const record of inSlot) {
-      record.slot = null;
-      if (record.state === 'scheduled') {
-        // Not deployed yet (waiting for its inputs): it simply needs another slot — now, or with
-        // the restart when this loss fails a subtask too.
-        if (this.status === 'running') this.#deployer.schedule([record]);
-        continue;
-      }
-      // Deployed there: that attempt is gone with the slot.
-      const message = `its slot ${AllocationID.short(allocationId)} on ${resourceId} was freed: ${cause}`;
-      this.#failed(record, { name: 'SlotLost', message }, { resourceId, allocationId });
-    }
+    this.#deployer.slotLost(inSlot, { resourceId, allocationId }, cause);
   }
 
   #finished(record: ExecutionRecord, output: unknown, partition: ResultPartitionWire | null): void {
     this.#o.onSubtaskFinished?.({ ...record.vertex.id, output, partition });
-    // Its other attempts are canceled: the output and partition are this attempt's alone.
-    this.#speculation?.subtaskFinished(record);
     record.output = output;
     record.partition = partition;
     record.hasOutput = true;
@@ -433,7 +407,7 @@ export class JobMaster implements JobMasterGateway {
     this.#taskManagers.release(resourceId);
     if (this.#closed) return;
     // The partitions first: a restart the slots' loss sets off must find their producers failed too.
-    const lost = this.#ended ? null : this.#partitions.lose(resourceId, cause, this.#onPartitionLoss);
+    const lost = this.#ended ? null : this.#partitions.lose(resourceId, cause, this.#deployer.partitionLoss);
     if (lost !== null) this.#finishedCount -= lost.producers.length;
     // Consumers waiting to read them wait again (region scheduling: without a slot) until they have run again.
     if (lost !== null) this.#deployer.inputsLost(lost.producers);
@@ -450,18 +424,15 @@ export class JobMaster implements JobMasterGateway {
     if (this.status === 'failed') this.#terminate('failed', lost.error);
   }
 
-  readonly #onPartitionLoss = {
-    failed: (record: ExecutionRecord, error: SerializedError) => {
-      record.state = 'failed';
-      this.#events.task(record, error);
-    },
-    cancel: (record: ExecutionRecord) => this.#deployer.cancelOn(record),
-  };
-
   /** Tells a TaskExecutor to release the job's partitions there: those named, or all of them. */
   #releasePartitions(resourceId: ResourceID, ids?: readonly ExecutionAttemptID[]): void {
+    this.#tell(resourceId, (te) => te.releasePartitions(this.jobId, ids));
+  }
+
+  /** Calls a TaskExecutor the job can reach, its answer ignored (a slot freed, partitions released). */
+  #tell(resourceId: ResourceID, call: (gateway: TaskExecutorGateway) => Promise<unknown>): void {
     const gateway = this.#o.taskExecutor(resourceId);
-    if (gateway !== undefined) this.mailbox.whenComplete(gateway.releasePartitions(this.jobId, ids), () => {});
+    if (gateway !== undefined) this.mailbox.whenComplete(call(gateway), () => {});
   }
 
   #canceledByExecutor(record: ExecutionRecord): void {
@@ -486,7 +457,6 @@ export class JobMaster implements JobMasterGateway {
     // running → failing → failed, failing or restarting → failed: no restart mends this.
     if (this.status === 'running') this.#status.send({ type: 'TASK_FAILED', cause });
     this.#status.send({ type: 'FAIL', cause });
-    this.#speculation?.close(cause);
     for (const record of this.#executions.values()) this.#deployer.cancel(record, cause);
     this.#terminate('failed', error);
   }

@@ -19,7 +19,6 @@ import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.j
 import { HeartbeatMonitor } from '../rpc/HeartbeatMonitor.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type {
-  BlockedTaskManagerWire,
   RegistrationResponse,
   ResourceRequirementsWire,
   SlotReportWire,
@@ -83,8 +82,7 @@ export class ResourceManager implements ResourceManagerGateway {
     this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) =>
       this.#log(`uncaught in mailbox: ${describeError(error)}`, {}, 'error'),
     );
-    const onDemand = options.workersOnDemand ?? true;
-    this.#onDemand = onDemand;
+    this.#onDemand = options.workersOnDemand ?? true;
     this.#fixedWorkers = new FixedWorkers(this.#driver, this.#log, () => this.#closed);
     this.#heartbeats = new HeartbeatMonitor<ResourceID>({
       mailbox: this.mailbox,
@@ -95,7 +93,7 @@ export class ResourceManager implements ResourceManagerGateway {
       log: (message) => this.#log(message),
     });
     const allocator: ResourceAllocator = {
-      isSupported: onDemand,
+      isSupported: this.#onDemand,
       allocateWorker: (id, spec) => {
         this.#worker(this.#driver.requestResource(spec, id), id);
         return true;
@@ -297,14 +295,8 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#jobMasters.delete(jobId);
   }
 
-  async notifyNewBlockedNodes(blocked: readonly BlockedTaskManagerWire[]): Promise<void> {
+  async notifyNewBlockedNodes(blocked: Parameters<ResourceManagerGateway['notifyNewBlockedNodes']>[0]): Promise<void> {
     this.mailbox.assertRunningInMainThread('ResourceManager.notifyNewBlockedNodes');
-    if (!Array.isArray(blocked))
-      throw new IllegalArgumentError('invalid-value', 'notifyNewBlockedNodes: blocked must be an array', {
-        argument: 'blocked',
-      });
-    for (const { resourceId, cause } of blocked)
-      this.#log(`TaskExecutor ${resourceId} takes no new slots for a while: ${cause}`, { resourceId });
     this.slotManager.blockTaskManagers(blocked);
   }
 

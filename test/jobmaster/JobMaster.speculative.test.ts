@@ -132,7 +132,7 @@ describe('JobMaster: speculative execution', () => {
     expect(sink.partitionInputs!.work![3]!.partitionId).to.equal(speculative.executionAttemptId);
   });
 
-  it('fails only the original when it fails while its speculative attempt runs: that one takes over, no restart', async () => {
+  it('fails only the original when it fails while its speculative attempt runs: that one takes over', async () => {
     const { h, slow, b } = await straggler();
     await h.advance(1_000);
     await h.offer(b, 1);
@@ -147,7 +147,7 @@ describe('JobMaster: speculative execution', () => {
     expect(result.outputs.work![3]).to.equal('rescued');
   });
 
-  it('fails only the speculative attempt when it fails while the original runs: its slot goes back, no restart', async () => {
+  it('fails only the speculative attempt when it fails while the original runs: its slot goes back', async () => {
     const { h, slow, b } = await straggler({ vertices: [vertex('work', 4), vertex('other', 1)] });
     await h.advance(1_000);
     const [slot] = await h.offer(b, 1);
@@ -166,7 +166,7 @@ describe('JobMaster: speculative execution', () => {
     expect(result.outputs.work![3]).to.equal('slow');
   });
 
-  it("shows the running speculative attempt beside its subtask: executions() and GET /jobs/:id's other-concurrent-attempts", async () => {
+  it("lists a running speculative attempt (executions(), Flink's other-concurrent-attempts)", async () => {
     const { h, a, b } = await straggler();
     await h.advance(1_000);
     const [slot] = await h.offer(b, 1);

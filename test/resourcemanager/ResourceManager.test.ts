@@ -721,7 +721,7 @@ describe('ResourceManager endpoint', () => {
       expect(h.listener.of('notEnoughResourcesAvailable')).to.have.length(1);
     });
 
-    it("blocks a JobMaster's slow TaskExecutor for the duration it names; a TaskExecutor may not block one", async () => {
+    it("blocks a JobMaster's slow TaskExecutor for the duration it names; a TaskExecutor may not", async () => {
       const h = await harness({ workersOnDemand: false });
       await h.connectJob();
       const slow = await h.worker();
@@ -733,7 +733,9 @@ describe('ResourceManager endpoint', () => {
       await h.advance(50);
       expect(h.driver.executor(slow).slotRequests).to.deep.equal([]);
       expect(h.driver.executor(other).slotRequests).to.have.length(1);
-      expect(h.logs.some((line) => line.includes(`${slow} takes no new slots for a while`))).to.equal(true);
+      expect(
+        h.logs.some((line) => line.includes(`${slow} takes no new slots for 5000 ms: a subtask ran slowly there`)),
+      ).to.equal(true);
       const error = await rejection(
         h.driver.gateway(other).notifyNewBlockedNodes([{ resourceId: slow, cause: 'me', durationMs: 1 }]),
       );

@@ -18,26 +18,24 @@
  */
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import type { ExecutionAttemptID, ResourceID } from '../../core/ids.js';
-import type { RuntimeLog } from '../../core/Logger.js';
 import type { ResolvedOptions } from '../../core/options.js';
-import type { ResourceManagerGateway, TaskExecutorGateway } from '../../rpc/gateways.js';
-import type { MainThreadExecutor } from '../../rpc/MainThreadExecutor.js';
+import type { ResourceManagerGateway } from '../../rpc/gateways.js';
 import type { ExecutionState, SerializedError, TaskExecutionStateWire } from '../../rpc/protocol.js';
-import type { JobStatus } from '../../../machines/jobStatus.machine.js';
 import {
   type AttemptSummary,
   attemptId,
   attemptOf,
-  type ExecutionAttempts,
   type ExecutionRecord,
   TERMINAL_STATES,
 } from '../ExecutionAttempts.js';
+import type { DeployerHost } from '../ExecutionDeployer.js';
 import type { ExecutionGraph } from '../ExecutionGraph.js';
-import { fieldsOf, type SlotLocation } from '../JobFailures.js';
+import type { JobEvents } from '../JobEvents.js';
+import { fieldsOf, type JobFailures, type SlotLocation } from '../JobFailures.js';
+import type { JobMasterOptions } from '../JobMasterOptions.js';
+import type { JobSlotPool } from '../JobSlotPool.js';
 import { jobErrorOf } from '../JobResult.js';
 import type { LogicalSlot } from '../slotsharing/SharedSlot.js';
-import type { SlotSharingExecutionSlotAllocator } from '../slotsharing/SlotSharingExecutionSlotAllocator.js';
-import type { TaskDeploymentDescriptorFactory } from '../TaskDeploymentDescriptorFactory.js';
 import {
   findSlowTasks,
   type SlowTaskDetectorOptions,
@@ -57,30 +55,25 @@ export interface SpeculativeAttempt {
   location: SlotLocation;
 }
 
-/** What speculation needs of its JobMaster. */
-export interface SpeculationHost {
-  readonly mailbox: MainThreadExecutor;
-  /** The JobMaster's clock (now) and its mailbox clock (the check's timer fires into the mailbox). */
-  readonly clock: Clock;
+/**
+ * What speculation needs of its JobMaster: what its ExecutionDeployer has (speculative attempts are deployed alike),
+ * and a few collaborators more.
+ */
+export interface SpeculationHost
+  extends Pick<
+    DeployerHost,
+    'mailbox' | 'clock' | 'allocator' | 'executions' | 'deployments' | 'status' | 'taskExecutor' | 'log'
+  > {
+  /** The JobMaster's mailbox clock: the check's timer fires into the mailbox. */
   readonly timers: Clock;
-  readonly options: ResolvedOptions;
   readonly graph: ExecutionGraph;
-  readonly executions: ExecutionAttempts;
-  readonly allocator: SlotSharingExecutionSlotAllocator;
-  readonly deployments: TaskDeploymentDescriptorFactory;
-  readonly resourceManager: Pick<ResourceManagerGateway, 'notifyNewBlockedNodes'>;
-  status(): JobStatus;
-  taskExecutor(resourceId: ResourceID): TaskExecutorGateway | undefined;
-  /** The job's idle slots on a TaskExecutor just blocked go back. */
-  releaseIdleSlotsOf(resourceId: ResourceID): void;
-  /** The task event of the record's current attempt (its state set before). */
-  emitTask(record: ExecutionRecord, error: SerializedError | null): void;
-  /** The task event of a speculative attempt. */
-  emitSpeculative(attempt: SpeculativeAttempt, error: SerializedError | null): void;
+  /** The job's slot pool: its idle slots on a TaskExecutor just blocked go back. */
+  readonly pool: Pick<JobSlotPool, 'releaseIdleSlotsOf'>;
+  /** Task events: the current attempt's (its state set before), a speculative attempt's. */
+  readonly events: Pick<JobEvents, 'task' | 'speculativeTask'>;
   /** A failure of one attempt only: the exception history and the log, no restart. */
-  attemptFailed(attempt: SpeculativeAttempt | ExecutionRecord, error: SerializedError, where: SlotLocation): void;
+  readonly failures: Pick<JobFailures, 'attemptFailed'>;
   releasePartition(resourceId: ResourceID, id: ExecutionAttemptID): void;
-  readonly log: RuntimeLog;
 }
 
 /** A speculative attempt as overviews show attempts: marked `speculative`. */
@@ -91,7 +84,17 @@ function summaryOf(attempt: SpeculativeAttempt): AttemptSummary {
 const FINISHED_FIRST = Object.freeze(new Error('another attempt of its subtask finished first'));
 
 export class SpeculativeExecutions {
+  /**
+   * The speculation of the JobMaster's job: null unless execution.batch.speculative.enabled and the job runs under
+   * the adaptive scheduler (a job whose graph chose the default scheduler never speculates).
+   */
+  static of(o: Pick<JobMasterOptions, 'options' | 'jobGraph' | 'resourceManager'>, host: SpeculationHost) {
+    const enabled = o.options['execution.batch.speculative.enabled'] && o.jobGraph.scheduler === 'adaptive';
+    return enabled ? new SpeculativeExecutions(host, o.options, o.resourceManager) : null;
+  }
+
   readonly #h: SpeculationHost;
+  readonly #resourceManager: Pick<ResourceManagerGateway, 'notifyNewBlockedNodes'>;
   readonly #detector: SlowTaskDetectorOptions;
   readonly #maxConcurrent: number;
   readonly #blockMs: number;
@@ -100,7 +103,7 @@ export class SpeculativeExecutions {
   readonly #byId = new Map<ExecutionAttemptID, SpeculativeAttempt>();
   /** Live speculative attempts by subtask key. */
   readonly #bySubtask = new Map<string, SpeculativeAttempt[]>();
-  /** Attempts canceled on their TaskExecutor (losers) whose end has not come: a late `finished` has its partition released. */
+  /** Losers canceled on their TaskExecutor whose end has not come: a late `finished` has its partition released. */
   readonly #ending = new Set<ExecutionAttemptID>();
   /** TaskExecutors found slow, each blocked until then (epoch ms). */
   readonly #blockedUntil = new Map<ResourceID, number>();
@@ -108,9 +111,13 @@ export class SpeculativeExecutions {
   /** Speculative attempts that finished first (Flink's numEffectiveSpeculativeExecutions). */
   #effective = 0;
 
-  constructor(host: SpeculationHost) {
+  constructor(
+    host: SpeculationHost,
+    o: ResolvedOptions,
+    resourceManager: Pick<ResourceManagerGateway, 'notifyNewBlockedNodes'>,
+  ) {
     this.#h = host;
-    const o = host.options;
+    this.#resourceManager = resourceManager;
     this.#detector = {
       lowerBoundMs: o['slow-task-detector.execution-time.baseline-lower-bound'],
       ratio: o['slow-task-detector.execution-time.baseline-ratio'],
@@ -201,14 +208,14 @@ export class SpeculativeExecutions {
     if (slowNodes.size === 0) return;
     for (const resourceId of slowNodes) {
       this.#blockedUntil.set(resourceId, now + this.#blockMs);
-      this.#h.releaseIdleSlotsOf(resourceId);
+      this.#h.pool.releaseIdleSlotsOf(resourceId, new Error('its TaskExecutor was found slow'));
     }
     const blocked = [...slowNodes].map((resourceId) => ({
       resourceId,
       cause: 'a subtask ran slowly there (speculative execution)',
       durationMs: this.#blockMs,
     }));
-    this.#h.mailbox.whenComplete(this.#h.resourceManager.notifyNewBlockedNodes(blocked), (_, error) => {
+    this.#h.mailbox.whenComplete(this.#resourceManager.notifyNewBlockedNodes(blocked), (_, error) => {
       if (error !== undefined)
         this.#h.log(`could not block slow TaskExecutors: ${jobErrorOf(error).message}`, {}, 'warn');
     });
@@ -232,13 +239,18 @@ export class SpeculativeExecutions {
     const siblings = this.#bySubtask.get(record.vertex.key);
     if (siblings === undefined) this.#bySubtask.set(record.vertex.key, [attempt]);
     else siblings.push(attempt);
-    this.#h.emitSpeculative(attempt, null);
+    this.#h.events.speculativeTask(attempt, null);
     const request = this.#h.allocator.allocateSpeculativeSlot(record.vertex.id, attempt.executionAttemptId);
     this.#h.mailbox.whenComplete(request, (slot, error) => {
       if (!this.#byId.has(attempt.executionAttemptId)) return; // ended meanwhile; its slot went back with it
       if (error !== undefined) return this.#failed(attempt, jobErrorOf(error));
       attempt.slot = slot!;
       attempt.location = { resourceId: slot!.resourceId, allocationId: slot!.allocationId };
+      // Its slot released while it lives (not by its own end) is a slot lost: the attempt fails with it.
+      this.#h.mailbox.whenComplete(slot!.released, (cause) => {
+        if (this.#byId.get(attempt.executionAttemptId)?.slot === slot)
+          this.#failed(attempt, { name: 'SlotLost', message: `its slot was freed: ${cause?.message}` });
+      });
       this.#deploy(attempt);
     });
   }
@@ -258,7 +270,7 @@ export class SpeculativeExecutions {
     const descriptor = this.#h.deployments.createDeploymentDescriptor(record, slot.allocationId, attempt);
     attempt.state = 'deploying';
     attempt.startTime = this.#h.clock.now();
-    this.#h.emitSpeculative(attempt, null);
+    this.#h.events.speculativeTask(attempt, null);
     this.#h.mailbox.whenComplete(gateway.submitTask(descriptor), (_, error) => {
       if (error !== undefined && this.#byId.has(attempt.executionAttemptId)) this.#failed(attempt, jobErrorOf(error));
     });
@@ -276,12 +288,18 @@ export class SpeculativeExecutions {
       return 'handled';
     }
     const attempt = this.#byId.get(id);
-    if (attempt === undefined) return 'unknown';
+    if (attempt === undefined) {
+      // The subtask's current attempt finished: its other attempts are canceled (Flink's cancelPendingExecutions).
+      const record = update.state === 'finished' ? this.#h.executions.current(id) : undefined;
+      if (record !== undefined && !TERMINAL_STATES.has(record.state)) this.subtaskFinished(record);
+      return 'unknown';
+    }
     if (update.state === attempt.state) return 'handled';
     switch (update.state) {
       case 'finished':
         // It takes over in the state it was in: the JobMaster then applies `finished` to its subtask.
         this.#takeOver(attempt, attempt.state as ExecutionState);
+        this.subtaskFinished(attempt.record);
         this.#effective++;
         return 'tookOver';
       case 'failed':
@@ -292,7 +310,7 @@ export class SpeculativeExecutions {
         return 'handled';
       default:
         attempt.state = update.state;
-        this.#h.emitSpeculative(attempt, null);
+        this.#h.events.speculativeTask(attempt, null);
         return 'handled';
     }
   }
@@ -327,16 +345,9 @@ export class SpeculativeExecutions {
       for (const attempt of [...attempts]) this.#cancel(attempt, `attempt ${record.attemptNumber} failed`);
       return false;
     }
-    this.#h.attemptFailed(record, error, where);
+    this.#h.failures.attemptFailed(record, error, where, false);
     this.#takeOver(successor, successor.state as ExecutionState);
     return true;
-  }
-
-  /** A slot of the job is gone: the speculative attempts in it failed with it. */
-  slotLost(allocationId: string, cause: string): void {
-    for (const attempt of [...this.#byId.values()])
-      if (attempt.slot?.allocationId === allocationId)
-        this.#failed(attempt, { name: 'SlotLost', message: `its slot was freed: ${cause}` });
   }
 
   /** The job ends or is canceled: every speculative attempt is canceled, no more checks. */
@@ -357,7 +368,7 @@ export class SpeculativeExecutions {
       this.#cancelOn(record.slot?.resourceId, record.executionAttemptId);
       this.#ending.add(record.executionAttemptId);
       record.state = 'canceled';
-      this.#h.emitTask(record, null);
+      this.#h.events.task(record, null);
     }
     this.#h.allocator.adoptSpeculativeSlot(record.vertex.id, attempt.executionAttemptId, FINISHED_FIRST);
     this.#h.executions.replaceAttempt(record, {
@@ -389,7 +400,7 @@ export class SpeculativeExecutions {
   }
 
   #failed(attempt: SpeculativeAttempt, error: SerializedError): void {
-    this.#h.attemptFailed(attempt, error, attempt.location);
+    this.#h.failures.attemptFailed(attempt, error, attempt.location, false);
     this.#end(attempt, 'failed', error);
   }
 
@@ -398,7 +409,7 @@ export class SpeculativeExecutions {
     this.#forget(attempt);
     attempt.state = state;
     attempt.endTime = this.#h.clock.now();
-    this.#h.emitSpeculative(attempt, error);
+    this.#h.events.speculativeTask(attempt, error);
     this.#h.allocator.releaseSpeculativeSlot(
       attempt.vertex.id,
       attempt.executionAttemptId,

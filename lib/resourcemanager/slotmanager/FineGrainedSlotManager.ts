@@ -54,6 +54,13 @@ import { TaskManagerTracker, type PlacementPreference } from './TaskManagerTrack
 import { WaitingJobs } from './WaitingJobs.js';
 import { WorkerResourceSpec } from './WorkerResourceSpec.js';
 
+/** An executor to block for new slots (what a JobMaster's BlockedTaskManagerWire asks). */
+export interface BlockedTaskManager {
+  readonly resourceId: ResourceIDType;
+  readonly durationMs: number;
+  readonly cause?: string;
+}
+
 export class FineGrainedSlotManager {
   readonly options: ResolvedOptions;
   readonly workerSpec: WorkerResourceSpec | null;
@@ -247,22 +254,27 @@ export class FineGrainedSlotManager {
 
   /**
    * Executors a JobMaster found slow take no new slots for `durationMs` (Flink's blocklist, BlockedNodeAction
-   * MARK_BLOCKED: the slots they hold stay; one registering anew meanwhile is blocked too). Refused with
-   * IllegalArgumentError, changing nothing, for a duration that is not a finite number >= 0.
+   * MARK_BLOCKED: the slots they hold stay; one registering anew meanwhile is blocked too), each logged with its
+   * `cause`. Refused with IllegalArgumentError, changing nothing, for a duration that is not a finite number >= 0.
    */
-  blockTaskManagers(
-    blocked: ReadonlyArray<{ readonly resourceId: ResourceIDType; readonly durationMs: number }>,
-  ): void {
+  blockTaskManagers(blocked: readonly BlockedTaskManager[]): void {
     this.#checks.requireStarted('blockTaskManagers');
+    if (!Array.isArray(blocked))
+      throw new IllegalArgumentError('invalid-value', 'blockTaskManagers: blocked must be an array', {
+        argument: 'blocked',
+      });
     for (const { resourceId, durationMs } of blocked)
       if (typeof durationMs !== 'number' || !Number.isFinite(durationMs) || durationMs < 0)
         throw new IllegalArgumentError(
           'invalid-value',
-          `blockTaskManagers: durationMs must be a finite number >= 0, got ${describeValue(durationMs)} for ${resourceId}`,
+          `blockTaskManagers: durationMs must be a finite number >= 0, got ${describeValue(durationMs)} ` +
+            `for ${resourceId}`,
           { argument: 'durationMs', value: describeValue(durationMs) },
         );
-    for (const { resourceId, durationMs } of blocked)
+    for (const { resourceId, durationMs, cause } of blocked) {
+      this.#log(`TaskExecutor ${resourceId} takes no new slots for ${durationMs} ms: ${cause ?? 'blocked'}`);
       if (durationMs > 0) this.#blocked.blocklist(resourceId, durationMs);
+    }
   }
 
   // ------------------------------------------------------- requirements (declarative: Flink's ResourceRequirements)
