@@ -108,8 +108,6 @@ export class SpeculativeExecutions {
   /** TaskExecutors found slow, each blocked until then (epoch ms). */
   readonly #blockedUntil = new Map<ResourceID, number>();
   #timer: TimerHandle | null = null;
-  /** Speculative attempts that finished first (Flink's numEffectiveSpeculativeExecutions). */
-  #effective = 0;
 
   constructor(
     host: SpeculationHost,
@@ -126,11 +124,6 @@ export class SpeculativeExecutions {
     this.#maxConcurrent = o['execution.batch.speculative.max-concurrent-executions'];
     this.#blockMs = o['execution.batch.speculative.block-slow-node-duration'];
     this.#intervalMs = o['slow-task-detector.check-interval'];
-  }
-
-  /** Speculative attempts that finished first so far. */
-  get effective(): number {
-    return this.#effective;
   }
 
   /** Starts looking for slow subtasks, every check interval. */
@@ -300,7 +293,6 @@ export class SpeculativeExecutions {
         // It takes over in the state it was in: the JobMaster then applies `finished` to its subtask.
         this.#takeOver(attempt, attempt.state as ExecutionState);
         this.subtaskFinished(attempt.record);
-        this.#effective++;
         return 'tookOver';
       case 'failed':
         this.#failed(attempt, update.error ?? { name: 'Error', message: 'the task failed' });
