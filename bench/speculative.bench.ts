@@ -6,8 +6,9 @@
  * Target: with ≤ 0.5× without (median).
  *
  * The detector runs with Flink's defaults (check every 1 s, ratio 0.75, multiplier 1.5) but a 1 s lower bound
- * instead of 1 min (a subtask of this job runs 1 s); a slow TaskExecutor is blocked for 2 s, and each round waits
- * until no TaskExecutor is blocked any more, so that the next job finds the whole cluster. The stragglers are
+ * instead of 1 min (a subtask of this job runs 1 s); a slow TaskExecutor is blocked for 2 s, and each run waits
+ * until no TaskExecutor is blocked any more and every task thread is back and idle (untilSettled), so that each job
+ * finds the whole cluster as the others did. The stragglers are
  * subtasks 0 and 1: first-fit placement puts their first attempts on the same TaskExecutor, which the bench checks
  * from the job events and prints. `npm run bench -- speculative`; the last line is one JSON object with every figure.
  */
@@ -44,22 +45,42 @@ const cluster = await MiniCluster.start({
   },
 });
 
-/** Until the SlotManager blocks no TaskExecutor (a speculative run's block has ended). */
-async function untilUnblocked(): Promise<void> {
-  while (cluster.resourceManager.slotManager.overview().taskManagers.some((t) => t.blocked))
+/**
+ * Until the cluster is as the previous run found it: no TaskExecutor blocked (a speculative run's block has ended)
+ * and every task thread back in its TaskExecutor's reserve, idle. A thread given back runs a full collection under
+ * --expose-gc (`npm run bench` passes it), 32 of them at once on this machine: a job submitted while they do waits
+ * for its threads, and the run right after another (without the wait for a block to end) would pay for it alone.
+ */
+async function untilSettled(): Promise<void> {
+  const slots = 16; // slotsPerTaskExecutor: the spares each TaskExecutor keeps
+  for (;;) {
+    const blocked = cluster.resourceManager.slotManager.overview().taskManagers.some((t) => t.blocked);
+    const metrics = await cluster.taskExecutorMetrics();
+    if (
+      !blocked &&
+      metrics.every((m) => m.taskThreads !== null && m.taskThreads.inUse === 0 && m.taskThreads.spare >= slots)
+    )
+      return;
     await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 interface Run {
   readonly ms: number;
   readonly speculativeAttempts: number;
+  /** Ms from submit to the first speculative attempt scheduled (the detection), and to the last one finishing. */
+  readonly detectedMs: number | null;
+  readonly speculativeDoneMs: number | null;
+  /** Ms from submit to the 48th subtask finished (when the detector may look: baseline-ratio 0.75). */
+  readonly ratioReachedMs: number | null;
   /** Where each straggler's first attempt ran. */
   readonly stragglerExecutors: ReadonlySet<string>;
 }
 
 async function run(scheduler: 'default' | 'adaptive'): Promise<Run> {
-  await untilUnblocked();
+  await untilSettled();
   const started = performance.now();
+  const startedAt = Date.now();
   const client = await cluster.submitJob(job(scheduler));
   const events: Array<Extract<JobEvent, { type: 'task' }>> = [];
   client.onEvent((event) => {
@@ -76,8 +97,18 @@ async function run(scheduler: 'default' | 'adaptive'): Promise<Run> {
       STRAGGLERS.includes(e.subtaskIndex) && e.attemptNumber === 0 && e.resourceId !== null ? [e.resourceId] : [],
     ),
   );
-  const speculativeAttempts = new Set(events.filter((e) => e.speculative).map((e) => e.executionAttemptId)).size;
-  return { ms, speculativeAttempts, stragglerExecutors };
+  const speculative = events.filter((e) => e.speculative);
+  const speculativeAttempts = new Set(speculative.map((e) => e.executionAttemptId)).size;
+  const since = (e: { timestamp: number } | undefined) => (e === undefined ? null : e.timestamp - startedAt);
+  const finished = events.filter((e) => e.state === 'finished');
+  return {
+    ms,
+    speculativeAttempts,
+    detectedMs: since(speculative.find((e) => e.state === 'scheduled')),
+    speculativeDoneMs: since(finished.filter((e) => e.attemptNumber > 0).at(-1)),
+    ratioReachedMs: since(finished[Math.round(P * 0.75) - 1]),
+    stragglerExecutors,
+  };
 }
 
 try {
@@ -88,9 +119,11 @@ try {
   for (let r = 0; r < ROUNDS; r++) {
     without.push(await run('default'));
     withSpeculation.push(await run('adaptive'));
+    const [plain, last] = [without.at(-1)!, withSpeculation.at(-1)!];
     console.log(
-      `round ${r + 1}: without ${round(without.at(-1)!.ms)} ms, with ${round(withSpeculation.at(-1)!.ms)} ms ` +
-        `(${withSpeculation.at(-1)!.speculativeAttempts} speculative attempts)`,
+      `round ${r + 1}: without ${round(plain.ms)} ms (48th subtask done at ${plain.ratioReachedMs} ms), ` +
+        `with ${round(last.ms)} ms (48th done at ${last.ratioReachedMs} ms, ${last.speculativeAttempts} speculative ` +
+        `attempts, scheduled at ${last.detectedMs} ms, the last to win finished at ${last.speculativeDoneMs} ms)`,
     );
   }
   const withoutSpread = spreadOf(without.map((r) => r.ms));
@@ -115,6 +148,8 @@ try {
     ratioMedian: round(ratio),
     targetMet: ratio <= 0.5,
     speculativeAttemptsPerRun: withSpeculation.map((r) => r.speculativeAttempts),
+    detectedMsPerRun: withSpeculation.map((r) => r.detectedMs),
+    speculativeDoneMsPerRun: withSpeculation.map((r) => r.speculativeDoneMs),
     stragglersOnOneExecutor: pinned,
     loadBefore: round(load),
     loadAfter: round(loadavg()[0]!),

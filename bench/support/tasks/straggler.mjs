@@ -6,6 +6,6 @@ import sleep from './sleep.mjs';
 export default async function straggler(context) {
   const { ms, stragglers = [], slowdown = 10 } = context.config;
   const slow = context.attemptNumber === 0 && stragglers.includes(context.subtaskIndex);
-  await sleep({ ...context, config: { ms: slow ? ms * slowdown : ms } });
+  await sleep({ config: { ms: slow ? ms * slowdown : ms }, signal: context.signal });
   return context.subtaskIndex;
 }
