@@ -97,16 +97,17 @@ export function derivedChoice<const T extends string>(
   return { default: undefined, doc, format: (v) => (v === undefined ? derivedDoc : v), parse: inner.parse };
 }
 
-/** A finite number within bounds (`above`: strictly greater than it; `atLeast`, `atMost`: inclusive). */
+/** A finite number within bounds (`above`, `below`: strictly; `atLeast`, `atMost`: inclusive). */
 export function boundedNumber(
   defaultValue: number,
   doc: string,
-  bounds: { readonly above?: number; readonly atLeast?: number; readonly atMost?: number },
+  bounds: { readonly above?: number; readonly below?: number; readonly atLeast?: number; readonly atMost?: number },
 ): OptionSpec<number, number> {
   const rule = [
     bounds.above === undefined ? '' : `> ${bounds.above}`,
     bounds.atLeast === undefined ? '' : `>= ${bounds.atLeast}`,
     bounds.atMost === undefined ? '' : `<= ${bounds.atMost}`,
+    bounds.below === undefined ? '' : `< ${bounds.below}`,
   ]
     .filter((part) => part !== '')
     .join(' and ');
@@ -119,9 +120,25 @@ export function boundedNumber(
       Number.isFinite(input) &&
       (bounds.above === undefined || input > bounds.above) &&
       (bounds.atLeast === undefined || input >= bounds.atLeast) &&
-      (bounds.atMost === undefined || input <= bounds.atMost)
+      (bounds.atMost === undefined || input <= bounds.atMost) &&
+      (bounds.below === undefined || input < bounds.below)
         ? { ok: true, value: input }
         : { ok: false, problem: `must be a finite number ${rule}, got ${describeValue(input)}` },
+  };
+}
+
+/** true or false (`'true'` and `'false'` too, as `-D key=value` passes them). */
+export function boolean(defaultValue: boolean, doc: string): OptionSpec<boolean | 'true' | 'false', boolean> {
+  return {
+    default: defaultValue,
+    doc,
+    format: String,
+    parse: (input) =>
+      input === true || input === 'true'
+        ? { ok: true, value: true }
+        : input === false || input === 'false'
+          ? { ok: true, value: false }
+          : { ok: false, problem: `must be true or false, got ${describeValue(input)}` },
   };
 }
 

@@ -9,6 +9,7 @@ import { formatDuration } from './Duration.js';
 import { ConfigurationError, describeValue } from './errors.js';
 import { formatMemorySize } from './MemorySize.js';
 import {
+  boolean,
   boundedNumber,
   derivedChoice,
   directories,
@@ -118,6 +119,41 @@ export const OPTIONS = {
     1,
     'The parallelism the adaptive scheduler gives a source vertex (one without inputs) that leaves it unset.',
     1,
+  ),
+  'execution.batch.speculative.enabled': boolean(
+    false,
+    "Speculative execution (Flink's SpeculativeScheduler): a subtask running much longer than its finished " +
+      'siblings (the slow-task-detector.* options) gets another attempt on another TaskExecutor; the first to ' +
+      'finish wins, the others are canceled. Only jobs the adaptive scheduler runs: true needs ' +
+      "jobmanager.scheduler 'adaptive'.",
+  ),
+  'execution.batch.speculative.max-concurrent-executions': integer(
+    2,
+    'The most attempts of one subtask that run at once, the original included (at least 2).',
+    2,
+  ),
+  'execution.batch.speculative.block-slow-node-duration': duration(
+    60_000,
+    'How long a TaskExecutor a slow attempt runs on takes no new slots (0: not blocked; a speculative attempt ' +
+      'may then land there too).',
+    0,
+  ),
+  'slow-task-detector.check-interval': duration(1_000, 'How often the slow task detector looks for slow subtasks.'),
+  'slow-task-detector.execution-time.baseline-lower-bound': duration(
+    60_000,
+    'An attempt is never slow before it has run this long.',
+    0,
+  ),
+  'slow-task-detector.execution-time.baseline-ratio': boundedNumber(
+    0.75,
+    "The share of a vertex's subtasks that must have finished before its others can be found slow; the median " +
+      'execution time of the first round(parallelism x ratio) finished is the baseline.',
+    { atLeast: 0, below: 1 },
+  ),
+  'slow-task-detector.execution-time.baseline-multiplier': boundedNumber(
+    1.5,
+    'An attempt is slow once it has run this many times the baseline.',
+    { above: 0 },
   ),
   'taskmanager.task-threads.spare': derivedInteger(
     'number of slots',
@@ -391,6 +427,15 @@ export function resolveOptions(options: SlotwiseOptions | ResolvedOptions = {}):
       `option 'execution.batch.adaptive.auto-parallelism.min-parallelism' (${minParallelism}) must not be above ` +
         `'execution.batch.adaptive.auto-parallelism.max-parallelism' (${maxParallelism})`,
       { option: 'execution.batch.adaptive.auto-parallelism.min-parallelism' },
+    );
+  }
+  if (resolved['execution.batch.speculative.enabled'] === true && resolved['jobmanager.scheduler'] !== 'adaptive') {
+    throw new ConfigurationError(
+      'invalid-value',
+      "option 'execution.batch.speculative.enabled' is true but 'jobmanager.scheduler' is " +
+        `'${resolved['jobmanager.scheduler']}': speculative execution needs the adaptive scheduler (as Flink's ` +
+        "SpeculativeScheduler is an AdaptiveBatchScheduler); set 'jobmanager.scheduler' to 'adaptive'",
+      { option: 'execution.batch.speculative.enabled' },
     );
   }
   return Object.freeze(resolved) as unknown as ResolvedOptions;

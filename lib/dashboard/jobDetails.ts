@@ -23,6 +23,8 @@ export interface AttemptDetail {
   readonly startTime: number;
   /** When it ended, -1 while it has not. */
   readonly endTime: number;
+  /** A speculative attempt (one run beside the subtask's current attempt); absent for the others. */
+  readonly speculative?: true;
 }
 
 /**
@@ -32,6 +34,8 @@ export interface AttemptDetail {
 export interface SubtaskDetail extends AttemptDetail {
   readonly index: number;
   readonly priorAttempts: readonly AttemptDetail[];
+  /** Its speculative attempts running beside the current one. */
+  readonly concurrentAttempts: readonly AttemptDetail[];
 }
 
 export interface VertexDetail {
@@ -86,7 +90,12 @@ export function describeJobs(dispatcher: Pick<JobLookup, 'listJobs' | 'getJobMas
     for (const e of master.executions()) {
       subtasksByState[e.state] = (subtasksByState[e.state] ?? 0) + 1;
       const list = byVertex.get(e.vertexId) ?? [];
-      list.push({ index: e.subtaskIndex, ...attemptDetail(e), priorAttempts: e.priorAttempts.map(attemptDetail) });
+      list.push({
+        index: e.subtaskIndex,
+        ...attemptDetail(e),
+        priorAttempts: e.priorAttempts.map(attemptDetail),
+        concurrentAttempts: e.concurrentAttempts.map(attemptDetail),
+      });
       byVertex.set(e.vertexId, list);
     }
     const reasons = new Map(master.parallelismDecisions().map((d) => [d.vertexId, d.reason]));
@@ -131,5 +140,6 @@ function attemptDetail(a: AttemptSummary): AttemptDetail {
     allocationId: a.allocationId,
     startTime: a.startTime,
     endTime: a.endTime,
+    ...(a.speculative === true ? { speculative: true as const } : {}),
   };
 }

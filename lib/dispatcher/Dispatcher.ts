@@ -33,7 +33,7 @@ export interface DispatcherServices {
   /** The ResourceManager as a JobMaster calls it (on the ResourceManager's mailbox). */
   readonly resourceManager: Pick<
     ResourceManagerGateway,
-    'registerJobMaster' | 'declareRequiredResources' | 'disconnectJobMaster'
+    'registerJobMaster' | 'declareRequiredResources' | 'disconnectJobMaster' | 'notifyNewBlockedNodes'
   >;
   /** Makes a JobMaster reachable for TaskExecutors at its address, and withdraws it. */
   readonly serveJobMaster: (address: string, gateway: JobMasterGateway, mailbox: MainThreadExecutor) => void;

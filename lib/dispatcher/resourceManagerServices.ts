@@ -15,6 +15,7 @@ export function resourceManagerServices(
       declareRequiredResources: (requirements) => rm.mailbox.callAsync(() => rm.declareRequiredResources(requirements)),
       disconnectJobMaster: (jobId, cause, terminal) =>
         rm.mailbox.callAsync(() => rm.disconnectJobMaster(jobId, cause, terminal)),
+      notifyNewBlockedNodes: (blocked) => rm.mailbox.callAsync(() => rm.notifyNewBlockedNodes(blocked)),
     },
     serveJobMaster: (address, gateway, mailbox) => rm.serveJobMaster(address, gateway, mailbox),
     withdrawJobMaster: (address) => rm.withdrawJobMaster(address),

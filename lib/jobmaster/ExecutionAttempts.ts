@@ -54,11 +54,13 @@ export interface ExecutionRecord {
   location: { readonly resourceId: ResourceID; readonly allocationId: AllocationID } | null;
   /** Its ended attempts, oldest first, at most the history size. */
   readonly priorAttempts: AttemptSummary[];
+  /** The number its next attempt gets (a restart's, or a speculative one's): attempt numbers are never reused. */
+  nextAttemptNumber: number;
 }
 
 /** The JobEvent telling the attempt's state now, where it runs (if it has a slot) and its error. */
 export function taskEventOf(
-  record: ExecutionRecord,
+  record: Pick<ExecutionRecord, 'vertex' | 'attemptNumber' | 'executionAttemptId' | 'state' | 'slot'>,
   error: SerializedError | null,
   timestamp: number,
   waitingFor?: TaskWait,
@@ -92,6 +94,8 @@ export interface AttemptSummary {
   readonly startTime: number;
   /** Epoch ms it ended, -1 while it has not. */
   readonly endTime: number;
+  /** A speculative attempt (execution.batch.speculative.*): one run beside the subtask's current attempt. */
+  readonly speculative?: true;
 }
 
 /** A subtask's current attempt as overviews show it, with its ended attempts. */
@@ -101,6 +105,8 @@ export interface ExecutionSummary extends AttemptSummary {
   readonly subtaskIndex: number;
   /** Its ended attempts, oldest first, at most `jobmanager.execution.attempts-history-size`. */
   readonly priorAttempts: readonly AttemptSummary[];
+  /** Its speculative attempts running beside the current one (Flink's other concurrent attempts), oldest first. */
+  readonly concurrentAttempts: readonly AttemptSummary[];
 }
 
 export class ExecutionAttempts {
@@ -136,6 +142,7 @@ export class ExecutionAttempts {
         endTime: -1,
         location: null,
         priorAttempts: [],
+        nextAttemptNumber: 1,
       };
       this.#byKey.set(vertex.key, record);
       this.#byAttempt.set(record.executionAttemptId, record);
@@ -236,22 +243,39 @@ export class ExecutionAttempts {
       else if (r.slotRequest === null) reslot.push(r);
     }
     for (const record of restarted) {
-      if (this.#historySize > 0) {
-        record.priorAttempts.push(attemptOf(record));
-        if (record.priorAttempts.length > this.#historySize) record.priorAttempts.shift();
-      }
-      record.startTime = -1;
-      record.endTime = -1;
-      record.location = null;
-      this.#byAttempt.delete(record.executionAttemptId);
-      record.attemptNumber++;
-      record.executionAttemptId = attemptId(record.vertex, record.attemptNumber);
-      this.#byAttempt.set(record.executionAttemptId, record);
-      record.state = 'created';
-      record.slot = null;
+      const attemptNumber = record.nextAttemptNumber++;
+      this.replaceAttempt(record, {
+        attemptNumber,
+        executionAttemptId: attemptId(record.vertex, attemptNumber),
+        state: 'created',
+        slot: null,
+        startTime: -1,
+        location: null,
+      });
       record.slotRequest = null;
     }
     return { restarted, reslot, slotted };
+  }
+
+  /**
+   * The subtask's current attempt ends (kept among its ended attempts) and `next` becomes its current one: a restart's
+   * new attempt, or a speculative attempt that took over (SpeculativeExecutions). The old attempt's ID is forgotten.
+   */
+  replaceAttempt(
+    record: ExecutionRecord,
+    next: Pick<ExecutionRecord, 'attemptNumber' | 'executionAttemptId' | 'state' | 'slot' | 'startTime' | 'location'>,
+  ): void {
+    this.keepEnded(record.priorAttempts, attemptOf(record));
+    this.#byAttempt.delete(record.executionAttemptId);
+    Object.assign(record, next, { endTime: -1 });
+    this.#byAttempt.set(record.executionAttemptId, record);
+  }
+
+  /** Adds an ended attempt to a subtask's, the oldest going past the history size. */
+  keepEnded(priorAttempts: AttemptSummary[], ended: AttemptSummary): void {
+    if (this.#historySize === 0) return;
+    priorAttempts.push(ended);
+    if (priorAttempts.length > this.#historySize) priorAttempts.shift();
   }
 
   /** Whether every producer of the subtask has finished (its output, or partition, is there). */
@@ -267,19 +291,25 @@ export class ExecutionAttempts {
     return outputs;
   }
 
-  /** Per subtask: its current attempt (state, where it runs or ran, when) and its ended attempts. */
-  summaries(): ExecutionSummary[] {
+  /**
+   * Per subtask: its current attempt (state, where it runs or ran, when), its ended attempts, and the attempts
+   * `concurrent` says run beside it (speculative ones).
+   */
+  summaries(concurrent: (record: ExecutionRecord) => readonly AttemptSummary[] = () => []): ExecutionSummary[] {
     return [...this.#byKey.values()].map((r) => ({
       key: r.vertex.key,
       vertexId: r.vertex.id.vertexId,
       subtaskIndex: r.vertex.id.subtaskIndex,
       ...attemptOf(r),
       priorAttempts: [...r.priorAttempts],
+      concurrentAttempts: concurrent(r),
     }));
   }
 }
 
-function attemptOf(r: ExecutionRecord): AttemptSummary {
+export function attemptOf(
+  r: Pick<ExecutionRecord, 'attemptNumber' | 'state' | 'slot' | 'location' | 'startTime' | 'endTime'>,
+): AttemptSummary {
   const where = r.slot ?? r.location;
   return {
     attemptNumber: r.attemptNumber,
@@ -291,6 +321,6 @@ function attemptOf(r: ExecutionRecord): AttemptSummary {
   };
 }
 
-function attemptId(vertex: ExecutionVertex, attempt: number): ExecutionAttemptID {
+export function attemptId(vertex: ExecutionVertex, attempt: number): ExecutionAttemptID {
   return createExecution(vertex.id, attempt).attemptId;
 }

@@ -7,14 +7,14 @@
  * deployed (Flink's Execution.cancel). What failing means is the JobMaster's (its host).
  */
 import type { Clock } from '../core/clock.js';
-import type { ResourceID } from '../core/ids.js';
+import { AllocationID, type ResourceID } from '../core/ids.js';
 import type { RuntimeLog } from '../core/Logger.js';
 import type { TaskExecutorGateway } from '../rpc/gateways.js';
 import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { SerializedError } from '../rpc/protocol.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 import { type ExecutionAttempts, type ExecutionRecord, TERMINAL_STATES } from './ExecutionAttempts.js';
-import { fieldsOf } from './JobFailures.js';
+import { fieldsOf, type SlotLocation } from './JobFailures.js';
 import { jobErrorOf, type TaskWait } from './JobResult.js';
 import type { SchedulingStrategy } from './SchedulingStrategy.js';
 import type { SlotSharingExecutionSlotAllocator } from './slotsharing/SlotSharingExecutionSlotAllocator.js';
@@ -35,7 +35,8 @@ export interface DeployerHost {
   /** A slot was assigned `requestedAt` (only when someone listens). */
   slotAssigned: ((record: ExecutionRecord, requestedAt: number) => void) | undefined;
   slotFailed(record: ExecutionRecord, error: unknown): void;
-  failed(record: ExecutionRecord, error: SerializedError): void;
+  /** The attempt failed; `where`: the slot it was in, when it has lost it already. */
+  failed(record: ExecutionRecord, error: SerializedError, where?: SlotLocation): void;
   releaseTaskManager(resourceId: ResourceID, cause: string): void;
   readonly log: RuntimeLog;
 }
@@ -180,6 +181,35 @@ export class ExecutionDeployer {
       this.#h.emitTask(record, null);
     }
   }
+
+  /**
+   * A slot of the job is gone: of the attempts that were in it (`inSlot`), one not deployed yet (waiting for its
+   * inputs) simply needs another slot — now, or with the restart when this loss fails a subtask too; one deployed
+   * there is gone with it.
+   */
+  slotLost(inSlot: readonly ExecutionRecord[], where: NonNullable<SlotLocation>, cause: string): void {
+    for (const record of inSlot) {
+      record.slot = null;
+      if (record.state === 'scheduled') {
+        if (this.#h.status() === 'running') this.schedule([record]);
+        continue;
+      }
+      const message = `its slot ${AllocationID.short(where.allocationId)} on ${where.resourceId} was freed: ${cause}`;
+      this.#h.failed(record, { name: 'SlotLost', message }, where);
+    }
+  }
+
+  /**
+   * What a lost partition does to the attempts it undoes (JobPartitionTracker.lose): a finished producer's ends
+   * `failed` with its event, a reader's is canceled where it runs.
+   */
+  readonly partitionLoss = {
+    failed: (record: ExecutionRecord, error: SerializedError) => {
+      record.state = 'failed';
+      this.#h.emitTask(record, error);
+    },
+    cancel: (record: ExecutionRecord) => this.cancelOn(record),
+  };
 
   /** Tells the TaskExecutor the record's attempt runs on to cancel it (nothing when it has no slot or link). */
   cancelOn(record: ExecutionRecord): void {

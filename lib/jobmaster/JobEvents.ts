@@ -8,11 +8,12 @@ import type { RuntimeLog } from '../core/Logger.js';
 import type { SerializedError } from '../rpc/protocol.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
 import type { ParallelismDecision } from './adaptivebatch/VertexParallelismDecider.js';
-import type { ExecutionAttempts, ExecutionRecord } from './ExecutionAttempts.js';
+import { type ExecutionAttempts, type ExecutionRecord, taskEventOf } from './ExecutionAttempts.js';
 import { callListener } from './JobFailures.js';
 import type { JobMasterOptions } from './JobMasterOptions.js';
 import type { JobEvent, TaskWait } from './JobResult.js';
 import { slotAssignmentOf } from './SlotAssignment.js';
+import type { SpeculativeAttempt } from './speculative/SpeculativeExecutions.js';
 
 export class JobEvents {
   readonly #o: Pick<JobMasterOptions, 'onEvent' | 'onSlotAssigned'>;
@@ -49,6 +50,11 @@ export class JobEvents {
   /** The attempt's state now (its times and place noted first: ExecutionAttempts.taskEvent). */
   task(record: ExecutionRecord, error: SerializedError | null, waitingFor?: TaskWait): void {
     this.#emit(this.#executions.taskEvent(record, error, this.#clock.now(), waitingFor));
+  }
+
+  /** A speculative attempt's state now (SpeculativeExecutions), marked `speculative`. */
+  speculativeTask(attempt: SpeculativeAttempt, error: SerializedError | null): void {
+    this.#emit({ ...taskEventOf(attempt, error, this.#clock.now()), speculative: true });
   }
 
   /** The adaptive scheduler gave a vertex its parallelism: an event, and a line in the log saying why. */

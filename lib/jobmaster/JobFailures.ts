@@ -12,6 +12,9 @@ import { ExceptionHistory, exceptionEntryOf, type JobExceptionHistory } from './
 import type { ExecutionRecord } from './ExecutionAttempts.js';
 import type { JobMasterOptions } from './JobMasterOptions.js';
 
+/** An attempt of a subtask: its current one, or a speculative one beside it. */
+type AttemptOf = Pick<ExecutionRecord, 'vertex' | 'attemptNumber' | 'executionAttemptId'>;
+
 export type SlotLocation = { readonly resourceId: ResourceID; readonly allocationId: AllocationID } | null;
 
 export class JobFailures {
@@ -34,7 +37,7 @@ export class JobFailures {
   }
 
   /** A failed attempt; `duringRestart`: a restart is pending, which covers it (Flink's concurrent exception). */
-  attemptFailed(record: ExecutionRecord, error: SerializedError, where: SlotLocation, duringRestart: boolean): void {
+  attemptFailed(record: AttemptOf, error: SerializedError, where: SlotLocation, duringRestart: boolean): void {
     const attempt = {
       vertexId: record.vertex.id.vertexId,
       subtaskIndex: record.vertex.id.subtaskIndex,
@@ -71,7 +74,7 @@ export class JobFailures {
 }
 
 /** The log fields of an attempt (and its TaskExecutor, when it had one). */
-export function fieldsOf(record: ExecutionRecord, where: SlotLocation): RuntimeLogFields {
+export function fieldsOf(record: AttemptOf, where: SlotLocation): RuntimeLogFields {
   return {
     vertexId: record.vertex.id.vertexId,
     subtaskIndex: record.vertex.id.subtaskIndex,

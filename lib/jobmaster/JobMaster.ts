@@ -17,9 +17,9 @@
 import type { Actor } from 'xstate';
 import { mailboxClock, systemClock, type Clock } from '../core/clock.js';
 import { describeError, endCause, isSlotwiseError } from '../core/errors.js';
-import { AllocationID, type ExecutionAttemptID, type JobID, type ResourceID } from '../core/ids.js';
+import type { AllocationID, ExecutionAttemptID, JobID, ResourceID } from '../core/ids.js';
 import type { RuntimeLog } from '../core/Logger.js';
-import type { JobMasterGateway } from '../rpc/gateways.js';
+import type { JobMasterGateway, TaskExecutorGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type {
   JobMasterRegistrationResponse,
@@ -35,7 +35,7 @@ import {
   type ParallelismDecision,
 } from './adaptivebatch/AdaptiveVertexInitializer.js';
 import { ExecutionAttempts, TERMINAL_STATES, type ExecutionRecord } from './ExecutionAttempts.js';
-import { ExecutionDeployer } from './ExecutionDeployer.js';
+import { type DeployerHost, ExecutionDeployer } from './ExecutionDeployer.js';
 import { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import type { JobMasterOptions } from './JobMasterOptions.js';
@@ -56,11 +56,14 @@ import {
 } from './RegisteredTaskManagers.js';
 import { ResourceRequirementsDeclarer } from './ResourceRequirementsDeclarer.js';
 import { schedulingStrategyOf } from './SchedulingStrategy.js';
+import { SpeculativeExecutions } from './speculative/SpeculativeExecutions.js';
 import { TaskDeploymentDescriptorFactory } from './TaskDeploymentDescriptorFactory.js';
 import { checkStateUpdate, checkStateUpdates } from './taskExecutionStateWire.js';
 
 export type { JobEvent, JobResult } from './JobResult.js';
 export type { JobMasterOptions } from './JobMasterOptions.js';
+
+const SCHEDULING = 'jobmanager.scheduler.scheduling-strategy';
 
 /** Why a finished subtask's logical slot went back. */
 const SUBTASK_FINISHED = Object.freeze(new Error('its subtask finished'));
@@ -91,6 +94,8 @@ export class JobMaster implements JobMasterGateway {
   readonly #partitions: JobPartitionTracker;
   /** Gives the vertices left to the adaptive scheduler their parallelism once their producers finished. */
   readonly #adaptive: AdaptiveVertexInitializer;
+  /** Speculative attempts of slow subtasks (execution.batch.speculative.enabled, adaptive scheduler); else null. */
+  readonly #speculation: SpeculativeExecutions | null;
   /** Failures told to the status machine so far. */
   #failuresReported = 0;
   /** Subtasks whose current attempt finished: the job is done when this reaches every subtask. */
@@ -141,12 +146,9 @@ export class JobMaster implements JobMasterGateway {
       clock,
       options: options.options,
       reasonFor: () => this.#o.reasonFor?.() ?? 'no reason known',
+      isBlocked: (resourceId) => this.#speculation?.isBlocked(resourceId) ?? false,
       onRequirementsChanged: () => this.#declarations.declareSoon(),
-      freeSlot: (slot, cause) => {
-        const gateway = this.#o.taskExecutor(slot.resourceId);
-        if (gateway !== undefined)
-          this.mailbox.whenComplete(gateway.freeSlot(slot.allocationId, cause.message), () => {});
-      },
+      freeSlot: (slot, cause) => this.#tell(slot.resourceId, (te) => te.freeSlot(slot.allocationId, cause.message)),
     });
     ({ pool: this.#pool, bulkChecker: this.#bulkChecker, allocator: this.#allocator } = services);
     this.#taskManagers = new RegisteredTaskManagers((resourceId) => this.#o.taskExecutor(resourceId) !== undefined);
@@ -164,25 +166,32 @@ export class JobMaster implements JobMasterGateway {
       },
       sources,
     );
-    this.#deployer = new ExecutionDeployer({
+    const deployment: DeployerHost = {
       mailbox: this.mailbox,
       clock: this.#clock,
       allocator: this.#allocator,
       executions: this.#executions,
       deployments: this.#deployments,
-      scheduling: schedulingStrategyOf(
-        options.options['jobmanager.scheduler.scheduling-strategy'],
-        this.graph,
-        this.#executions,
-      ),
+      scheduling: schedulingStrategyOf(options.options[SCHEDULING], this.graph, this.#executions),
       status: () => this.status,
       taskExecutor: (resourceId) => this.#o.taskExecutor(resourceId),
       emitTask: (record, error, waitingFor) => this.#events.task(record, error, waitingFor),
       slotAssigned: this.#events.slotAssigned,
       slotFailed: (record, error) => this.#slotFailed(record, error),
-      failed: (record, error) => this.#failed(record, error),
+      failed: (record, error, where) => this.#failed(record, error, where),
       releaseTaskManager: (resourceId, cause) => this.#releaseTaskManager(resourceId, cause),
       log: this.#log,
+    };
+    this.#deployer = new ExecutionDeployer(deployment);
+    // Speculative attempts are deployed as the deployer does, in slots of their own.
+    this.#speculation = SpeculativeExecutions.of(options, {
+      ...deployment,
+      timers: clock,
+      graph: this.graph,
+      pool: this.#pool,
+      events: this.#events,
+      failures: this.#failures,
+      releasePartition: (resourceId, id) => this.#releasePartitions(resourceId, [id]),
     });
   }
 
@@ -207,7 +216,7 @@ export class JobMaster implements JobMasterGateway {
 
   /** Per subtask: its current attempt (state, where it runs or ran, start and end), its ended ones (for overviews). */
   executions() {
-    return this.#executions.summaries();
+    return this.#executions.summaries((record) => this.#speculation?.summariesOf(record) ?? []);
   }
 
   /** When the job was created and when it ended (Flink's job start-time and end-time): epoch ms, -1 before. */
@@ -234,6 +243,7 @@ export class JobMaster implements JobMasterGateway {
         }
         if ((this.#finishedCount += restored.length) === this.#executions.size) return this.#complete();
         this.#deployer.start();
+        this.#speculation?.start();
         for (const record of restored) this.#deployer.scheduleConsumersOf(record);
       });
     });
@@ -295,6 +305,9 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #applyStateUpdate(update: TaskExecutionStateWire): void {
+    // A speculative attempt's own states are its; one that finished first is its subtask's current attempt from now;
+    // when one attempt of a subtask finishes, the others are canceled.
+    if (this.#speculation?.stateUpdate(update) === 'handled') return;
     const record = this.#executions.current(update.executionAttemptId);
     // An older attempt, or a subtask restarted meanwhile: ignore.
     if (record === undefined || TERMINAL_STATES.has(record.state)) return;
@@ -319,19 +332,9 @@ export class JobMaster implements JobMasterGateway {
     const slot = this.#pool.slotLost(allocationId);
     if (slot === undefined) return;
     const inSlot = this.#executions.inSlot(allocationId);
+    // Speculative attempts in it fail with it, as their slot is released.
     this.#allocator.releasePhysicalSlot(allocationId, new Error(cause));
-    for (const record of inSlot) {
-      record.slot = null;
-      if (record.state === 'scheduled') {
-        // Not deployed yet (waiting for its inputs): it simply needs another slot — now, or with
-        // the restart when this loss fails a subtask too.
-        if (this.status === 'running') this.#deployer.schedule([record]);
-        continue;
-      }
-      // Deployed there: that attempt is gone with the slot.
-      const message = `its slot ${AllocationID.short(allocationId)} on ${resourceId} was freed: ${cause}`;
-      this.#failed(record, { name: 'SlotLost', message }, { resourceId, allocationId });
-    }
+    this.#deployer.slotLost(inSlot, { resourceId, allocationId }, cause);
   }
 
   #finished(record: ExecutionRecord, output: unknown, partition: ResultPartitionWire | null): void {
@@ -373,6 +376,8 @@ export class JobMaster implements JobMasterGateway {
       record.state = 'failed';
       this.#events.task(record, error);
     }
+    // A speculative attempt of it that can still finish takes over: a failure of this attempt only.
+    if (this.#speculation?.currentFailed(record, error, where)) return;
     this.#lastError = error;
     if (this.status === 'canceling') return this.#checkCanceled();
     if (TERMINAL_STATES.has(this.status)) return;
@@ -402,7 +407,7 @@ export class JobMaster implements JobMasterGateway {
     this.#taskManagers.release(resourceId);
     if (this.#closed) return;
     // The partitions first: a restart the slots' loss sets off must find their producers failed too.
-    const lost = this.#ended ? null : this.#partitions.lose(resourceId, cause, this.#onPartitionLoss);
+    const lost = this.#ended ? null : this.#partitions.lose(resourceId, cause, this.#deployer.partitionLoss);
     if (lost !== null) this.#finishedCount -= lost.producers.length;
     // Consumers waiting to read them wait again (region scheduling: without a slot) until they have run again.
     if (lost !== null) this.#deployer.inputsLost(lost.producers);
@@ -419,18 +424,15 @@ export class JobMaster implements JobMasterGateway {
     if (this.status === 'failed') this.#terminate('failed', lost.error);
   }
 
-  readonly #onPartitionLoss = {
-    failed: (record: ExecutionRecord, error: SerializedError) => {
-      record.state = 'failed';
-      this.#events.task(record, error);
-    },
-    cancel: (record: ExecutionRecord) => this.#deployer.cancelOn(record),
-  };
-
   /** Tells a TaskExecutor to release the job's partitions there: those named, or all of them. */
   #releasePartitions(resourceId: ResourceID, ids?: readonly ExecutionAttemptID[]): void {
+    this.#tell(resourceId, (te) => te.releasePartitions(this.jobId, ids));
+  }
+
+  /** Calls a TaskExecutor the job can reach, its answer ignored (a slot freed, partitions released). */
+  #tell(resourceId: ResourceID, call: (gateway: TaskExecutorGateway) => Promise<unknown>): void {
     const gateway = this.#o.taskExecutor(resourceId);
-    if (gateway !== undefined) this.mailbox.whenComplete(gateway.releasePartitions(this.jobId, ids), () => {});
+    if (gateway !== undefined) this.mailbox.whenComplete(call(gateway), () => {});
   }
 
   #canceledByExecutor(record: ExecutionRecord): void {
@@ -467,6 +469,7 @@ export class JobMaster implements JobMasterGateway {
   #terminate(status: JobResult['status'], error: SerializedError | null): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#speculation?.close(`job ${this.jobGraph.name} ${status}`);
     this.#declarations.close();
     const cause = endCause(`job ${this.jobGraph.name} ${status}`);
     this.#allocator.releaseAll(cause);

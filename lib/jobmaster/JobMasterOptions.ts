@@ -28,7 +28,7 @@ export interface JobMasterOptions {
   /** The ResourceManager, as this JobMaster may call it. */
   readonly resourceManager: Pick<
     ResourceManagerGateway,
-    'registerJobMaster' | 'declareRequiredResources' | 'disconnectJobMaster'
+    'registerJobMaster' | 'declareRequiredResources' | 'disconnectJobMaster' | 'notifyNewBlockedNodes'
   >;
   /**
    * The gateway of a TaskExecutor the JobMaster can reach now (its link is open), else undefined: a

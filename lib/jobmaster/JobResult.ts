@@ -46,6 +46,11 @@ export type JobEvent =
        * a slot.
        */
       readonly waitingFor?: TaskWait;
+      /**
+       * True for a speculative attempt running beside the subtask's current one (execution.batch.speculative.*):
+       * the first of them to finish is the subtask's; the others end canceled.
+       */
+      readonly speculative?: true;
     };
 
 export interface JobResult {

@@ -61,6 +61,12 @@ export interface JobSlotPoolOptions {
    * `slot.idle.timeout`: how long a slot the job no longer uses is kept for its next subtasks (0: given back at once).
    */
   readonly idleSlotTimeoutMs: number;
+  /**
+   * Whether a TaskExecutor is blocked for new slots (Flink's BlocklistDeclarativeSlotPool: a slow one, under
+   * speculative execution): its offers are refused, and a slot of it the job stops using goes back instead of serving
+   * another request or waiting idle. None is blocked without it.
+   */
+  readonly isBlocked?: (resourceId: ResourceID) => boolean;
 }
 
 export class JobSlotPool implements PhysicalSlotProvider {
@@ -149,7 +155,7 @@ export class JobSlotPool implements PhysicalSlotProvider {
   releaseSlot(slot: PhysicalSlot, cause: Error): void {
     const held = this.#held.get(slot.allocationId);
     if (held === undefined || held.idleSince !== null) return;
-    if (this.#closed) return this.#giveBack(held, cause);
+    if (this.#closed || this.#o.isBlocked?.(slot.resourceId)) return this.#giveBack(held, cause);
     const request = this.#oldestPendingFor(held.slot.resourceProfile);
     if (request !== undefined) {
       this.#removePending(request);
@@ -176,6 +182,7 @@ export class JobSlotPool implements PhysicalSlotProvider {
     options: { restarting?: boolean } = {},
   ): AllocationID[] {
     const accepted: AllocationID[] = [];
+    if (this.#o.isBlocked?.(resourceId)) return accepted;
     for (const offer of offers) {
       if (this.#held.has(offer.allocationId)) {
         accepted.push(offer.allocationId); // offered again (a retried offer): still ours
@@ -203,6 +210,11 @@ export class JobSlotPool implements PhysicalSlotProvider {
       request.resolve(slot);
     }
     return accepted;
+  }
+
+  /** The TaskExecutor was blocked: the job's idle slots there go back to it now (Flink frees them too). */
+  releaseIdleSlotsOf(resourceId: ResourceID, cause: Error): void {
+    for (const held of [...this.#idle.values()]) if (held.slot.resourceId === resourceId) this.#giveBack(held, cause);
   }
 
   /** The slot is gone (its executor freed it, or was lost): forget it without freeing it again. */

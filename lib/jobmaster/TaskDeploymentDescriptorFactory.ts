@@ -23,8 +23,13 @@ export class TaskDeploymentDescriptorFactory {
    * The descriptor of the record's current attempt, in the slot of that allocation: per input edge, by producer
    * subtask, the producer's output when it came to the JobMaster (a hash edge's part for this subtask), or where to
    * read it (`partitionInputs`) when it stayed on its TaskExecutor; and, for a producer, what its output must be.
+   * `attempt`: another attempt of the subtask than its current one (a speculative one), with the same inputs.
    */
-  createDeploymentDescriptor(record: ExecutionRecord, allocationId: AllocationID): TaskDeploymentDescriptor {
+  createDeploymentDescriptor(
+    record: ExecutionRecord,
+    allocationId: AllocationID,
+    attempt: Pick<ExecutionRecord, 'attemptNumber' | 'executionAttemptId'> = record,
+  ): TaskDeploymentDescriptor {
     const { jobVertex, id } = record.vertex;
     const inputs: Record<string, unknown[]> = {};
     let partitionInputs: Record<string, (PartitionInputWire | null)[]> | undefined;
@@ -61,8 +66,8 @@ export class TaskDeploymentDescriptorFactory {
       vertexName: jobVertex.id,
       subtaskIndex: id.subtaskIndex,
       parallelism: record.vertex.parallelism,
-      attemptNumber: record.attemptNumber,
-      executionAttemptId: record.executionAttemptId,
+      attemptNumber: attempt.attemptNumber,
+      executionAttemptId: attempt.executionAttemptId,
       allocationId,
       taskModule: jobVertex.taskModule,
       inputs,

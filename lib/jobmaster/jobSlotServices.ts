@@ -23,6 +23,7 @@ export interface JobSlotServicesOptions {
   readonly reasonFor: () => string;
   readonly onRequirementsChanged: JobSlotPoolOptions['onRequirementsChanged'];
   readonly freeSlot: JobSlotPoolOptions['freeSlot'];
+  readonly isBlocked?: JobSlotPoolOptions['isBlocked'];
 }
 
 export function jobSlotServices(o: JobSlotServicesOptions): {
@@ -36,6 +37,7 @@ export function jobSlotServices(o: JobSlotServicesOptions): {
     freeSlot: o.freeSlot,
     clock: o.clock,
     idleSlotTimeoutMs: o.options['slot.idle.timeout'],
+    ...(o.isBlocked === undefined ? {} : { isBlocked: o.isBlocked }),
   });
   const bulkChecker = new PhysicalSlotRequestBulkChecker({
     clock: o.clock,

@@ -82,8 +82,7 @@ export class ResourceManager implements ResourceManagerGateway {
     this.mailbox = new MainThreadExecutor('ResourceManager', this.#clock, (error) =>
       this.#log(`uncaught in mailbox: ${describeError(error)}`, {}, 'error'),
     );
-    const onDemand = options.workersOnDemand ?? true;
-    this.#onDemand = onDemand;
+    this.#onDemand = options.workersOnDemand ?? true;
     this.#fixedWorkers = new FixedWorkers(this.#driver, this.#log, () => this.#closed);
     this.#heartbeats = new HeartbeatMonitor<ResourceID>({
       mailbox: this.mailbox,
@@ -94,7 +93,7 @@ export class ResourceManager implements ResourceManagerGateway {
       log: (message) => this.#log(message),
     });
     const allocator: ResourceAllocator = {
-      isSupported: onDemand,
+      isSupported: this.#onDemand,
       allocateWorker: (id, spec) => {
         this.#worker(this.#driver.requestResource(spec, id), id);
         return true;
@@ -294,6 +293,11 @@ export class ResourceManager implements ResourceManagerGateway {
     this.#log(`JobMaster of ${JobID.short(jobId)} disconnected: ${cause}`, { jobId });
     if (terminal) this.slotManager.clearResourceRequirements(jobId);
     this.#jobMasters.delete(jobId);
+  }
+
+  async notifyNewBlockedNodes(blocked: Parameters<ResourceManagerGateway['notifyNewBlockedNodes']>[0]): Promise<void> {
+    this.mailbox.assertRunningInMainThread('ResourceManager.notifyNewBlockedNodes');
+    this.slotManager.blockTaskManagers(blocked);
   }
 
   // ------------------------------------------------------------------ for the main thread

@@ -57,6 +57,12 @@ export function workerGateway(
           argument: 'caller',
         }),
       ),
+    notifyNewBlockedNodes: () =>
+      Promise.reject(
+        new IllegalArgumentError('invalid-value', 'a TaskExecutor may not block TaskExecutors', {
+          argument: 'caller',
+        }),
+      ),
   };
 }
 

@@ -60,6 +60,13 @@ export interface TaskDetails {
   readonly startTime: number;
   /** Epoch ms it ended, -1 while it has not. */
   readonly endTime: number;
+  /**
+   * Speculative attempts running beside it (execution.batch.speculative.*; Flink's other-concurrent-attempts);
+   * absent when none runs.
+   */
+  readonly otherConcurrentAttempts?: ReadonlyArray<
+    Omit<TaskDetails, 'vertexId' | 'subtaskIndex' | 'otherConcurrentAttempts'>
+  >;
 }
 
 export interface VertexDetails {

@@ -12,9 +12,10 @@ import type { JobID } from '../core/ids.js';
 import type { ClusterOverview } from '../ClusterOverview.js';
 import type { Dispatcher, JobClient, JobSummary } from '../dispatcher/Dispatcher.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
+import type { AttemptSummary } from '../jobmaster/ExecutionAttempts.js';
 import type { MiniCluster } from '../MiniCluster.js';
 import { DEFAULT_EVENT_LOG_CAPACITY, JobEventLog } from './JobEventLog.js';
-import type { JobDetails, LogPage, RestTarget, StoredTaskCode, TaskCodeUpload } from './RestTarget.js';
+import type { JobDetails, LogPage, RestTarget, StoredTaskCode, TaskCodeUpload, TaskDetails } from './RestTarget.js';
 import { TaskCodeCache } from './TaskCodeCache.js';
 
 export interface MiniClusterTargetOptions {
@@ -117,15 +118,11 @@ export function clusterTarget(
       // The JobMaster keeps where each attempt ran after its slot went back, and when it started and ended.
       const tasks = master
         .executions()
-        .map(({ vertexId, subtaskIndex, attemptNumber, state, resourceId, allocationId, startTime, endTime }) => ({
+        .map(({ vertexId, subtaskIndex, concurrentAttempts, ...attempt }) => ({
           vertexId,
           subtaskIndex,
-          attemptNumber,
-          state,
-          resourceId,
-          allocationId,
-          startTime,
-          endTime,
+          ...taskAttempt(attempt),
+          ...(concurrentAttempts.length === 0 ? {} : { otherConcurrentAttempts: concurrentAttempts.map(taskAttempt) }),
         }))
         .sort((a, b) => order.get(a.vertexId)! - order.get(b.vertexId)! || a.subtaskIndex - b.subtaskIndex);
       const times = master.times();
@@ -188,4 +185,10 @@ export function clusterTarget(
           taskManagerLogs: async (id: string, from: number, limit: number) => cluster.taskManagerLogs!(id, from, limit),
         }),
   };
+}
+
+/** An attempt as TaskDetails shows it. */
+function taskAttempt(a: AttemptSummary): Omit<TaskDetails, 'vertexId' | 'subtaskIndex' | 'otherConcurrentAttempts'> {
+  const { attemptNumber, state, resourceId, allocationId, startTime, endTime } = a;
+  return { attemptNumber, state, resourceId, allocationId, startTime, endTime };
 }

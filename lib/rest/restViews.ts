@@ -179,6 +179,17 @@ export function jobDetailsView(details: JobDetails, now: number) {
       status: flinkExecutionState(t.state),
       'taskmanager-id': t.resourceId,
       'allocation-id': t.allocationId,
+      // Flink's SubtaskExecutionAttemptDetailsInfo names the speculative attempts beside the current one so.
+      ...(t.otherConcurrentAttempts === undefined
+        ? {}
+        : {
+            'other-concurrent-attempts': t.otherConcurrentAttempts.map((a) => ({
+              attempt: a.attemptNumber,
+              status: flinkExecutionState(a.state),
+              'taskmanager-id': a.resourceId,
+              'allocation-id': a.allocationId,
+            })),
+          }),
     })),
   };
 }

@@ -6,6 +6,7 @@
  */
 import type { AllocationID, ExecutionAttemptID, JobID, ResourceID } from '../core/ids.js';
 import type {
+  BlockedTaskManagerWire,
   JobMasterRegistrationResponse,
   RegistrationResponse,
   ResourceRequirementsWire,
@@ -59,6 +60,11 @@ export interface ResourceManagerGateway {
   registerJobMaster(jobId: JobID, address: string): Promise<void>;
   declareRequiredResources(requirements: ResourceRequirementsWire): Promise<void>;
   disconnectJobMaster(jobId: JobID, cause: string, terminal: boolean): Promise<void>;
+  /**
+   * TaskExecutors a JobMaster found slow take no new slots for a while (Flink's notifyNewBlockedNodes, from the
+   * SpeculativeScheduler's blocklist): a later block of one extends it, never shortens it.
+   */
+  notifyNewBlockedNodes(blocked: readonly BlockedTaskManagerWire[]): Promise<void>;
 }
 
 /** Served by each JobMaster (main thread); called by TaskExecutors. */
@@ -136,6 +142,7 @@ export const HOT_PATH_METHODS = {
     'registerJobMaster',
     'declareRequiredResources',
     'disconnectJobMaster',
+    'notifyNewBlockedNodes',
   ] as const satisfies readonly (keyof ResourceManagerGateway)[],
   jobMaster: [
     'registerTaskManager',

@@ -163,6 +163,16 @@ export interface ResourceRequirementsWire {
   }>;
 }
 
+/**
+ * A TaskExecutor a JobMaster found slow (Flink's BlockedNode, per TaskExecutor here): it takes no new slots for
+ * `durationMs` from when the ResourceManager hears of it.
+ */
+export interface BlockedTaskManagerWire {
+  readonly resourceId: ResourceID;
+  readonly cause: string;
+  readonly durationMs: number;
+}
+
 /** Figures of one TaskExecutor (TaskExecutorGateway.requestMetrics). */
 export interface TaskExecutorMetricsWire {
   readonly resourceId: ResourceID;

@@ -46,6 +46,13 @@ describe('options', () => {
         'execution.batch.adaptive.auto-parallelism.min-parallelism': 1,
         'execution.batch.adaptive.auto-parallelism.max-parallelism': 128,
         'execution.batch.adaptive.auto-parallelism.default-source-parallelism': 1,
+        'execution.batch.speculative.enabled': false,
+        'execution.batch.speculative.max-concurrent-executions': 2,
+        'execution.batch.speculative.block-slow-node-duration': 60_000,
+        'slow-task-detector.check-interval': 1_000,
+        'slow-task-detector.execution-time.baseline-lower-bound': 60_000,
+        'slow-task-detector.execution-time.baseline-ratio': 0.75,
+        'slow-task-detector.execution-time.baseline-multiplier': 1.5,
         'taskmanager.task-threads.spare': undefined,
         'taskmanager.task-threads.max-jobs': 1000,
         'taskmanager.task-threads.max-heap-after-job': 64 * 2 ** 20,
@@ -449,6 +456,36 @@ describe('options', () => {
         options: { 'resourcemanager.start-worker.max-failure-rate': Infinity },
         rule: /must be a finite number > 0, got Infinity$/,
       },
+      {
+        what: 'speculation enabled as a word other than true or false',
+        options: { 'execution.batch.speculative.enabled': 'yes' },
+        rule: /must be true or false, got "yes"$/,
+      },
+      {
+        what: 'one concurrent execution (no room for a speculative attempt)',
+        options: { 'execution.batch.speculative.max-concurrent-executions': 1 },
+        rule: /must be an integer >= 2, got 1$/,
+      },
+      {
+        what: 'a negative block duration',
+        options: { 'execution.batch.speculative.block-slow-node-duration': '-1 s' },
+        rule: /got "-1 s"$/,
+      },
+      {
+        what: 'a zero check interval',
+        options: { 'slow-task-detector.check-interval': 0 },
+        rule: /must be at least 1 ms, got 0 ms$/,
+      },
+      {
+        what: 'a baseline ratio of 1 (Flink: in [0, 1))',
+        options: { 'slow-task-detector.execution-time.baseline-ratio': 1 },
+        rule: /must be a finite number >= 0 and < 1, got 1$/,
+      },
+      {
+        what: 'a zero baseline multiplier',
+        options: { 'slow-task-detector.execution-time.baseline-multiplier': 0 },
+        rule: /must be a finite number > 0, got 0$/,
+      },
     ];
 
     for (const { what, options, rule } of cases) {
@@ -461,6 +498,19 @@ describe('options', () => {
         expect(error.message).to.match(rule);
       });
     }
+
+    it("refuses speculative execution unless 'jobmanager.scheduler' is adaptive, and accepts it with it", () => {
+      const error = refusal({ 'execution.batch.speculative.enabled': true });
+      expect(error.reason).to.equal('invalid-value');
+      expect(error.details['option']).to.equal('execution.batch.speculative.enabled');
+      expect(error.message).to.contain("'jobmanager.scheduler' is 'default'");
+      expect(error.message).to.contain("set 'jobmanager.scheduler' to 'adaptive'");
+      const resolved = resolveOptions({
+        'jobmanager.scheduler': 'AdaptiveBatch',
+        'execution.batch.speculative.enabled': 'true',
+      });
+      expect(resolved['execution.batch.speculative.enabled']).to.equal(true);
+    });
 
     it('rejects a bad value even when it comes after valid ones, and returns nothing half-applied', () => {
       const input = {
@@ -619,6 +669,13 @@ describe('options', () => {
         'execution.batch.adaptive.auto-parallelism.min-parallelism': '1',
         'execution.batch.adaptive.auto-parallelism.max-parallelism': '128',
         'execution.batch.adaptive.auto-parallelism.default-source-parallelism': '1',
+        'execution.batch.speculative.enabled': 'false',
+        'execution.batch.speculative.max-concurrent-executions': '2',
+        'execution.batch.speculative.block-slow-node-duration': '1 min',
+        'slow-task-detector.check-interval': '1 s',
+        'slow-task-detector.execution-time.baseline-lower-bound': '1 min',
+        'slow-task-detector.execution-time.baseline-ratio': '0.75',
+        'slow-task-detector.execution-time.baseline-multiplier': '1.5',
         'taskmanager.task-threads.spare': 'number of slots',
         'taskmanager.task-threads.max-jobs': '1000',
         'taskmanager.task-threads.max-heap-after-job': '64 mb',

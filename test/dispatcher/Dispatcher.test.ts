@@ -18,6 +18,7 @@ function harness(options: SlotwiseOptions = {}) {
       registerJobMaster: async () => {},
       declareRequiredResources: async () => {},
       disconnectJobMaster: async () => {},
+      notifyNewBlockedNodes: async () => {},
     },
     serveJobMaster: (address) => void served.push(address),
     withdrawJobMaster: (address) => void withdrawn.push(address),

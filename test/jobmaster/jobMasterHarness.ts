@@ -12,6 +12,7 @@ import { JobMaster, type JobEvent } from '../../lib/jobmaster/JobMaster.js';
 import type { JobMasterOptions } from '../../lib/jobmaster/JobMasterOptions.js';
 import type { TaskExecutorGateway } from '../../lib/rpc/gateways.js';
 import type {
+  BlockedTaskManagerWire,
   ExecutionState,
   JobMasterRegistrationResponse,
   ResourceRequirementsWire,
@@ -25,6 +26,8 @@ export class Harness {
   readonly clock = new SimulatedClock(0);
   readonly declared: ResourceRequirementsWire[] = [];
   readonly disconnected: Array<{ cause: string; terminal: boolean }> = [];
+  /** The TaskExecutors the JobMaster asked the ResourceManager to block (speculative execution), in order. */
+  readonly blocked: BlockedTaskManagerWire[] = [];
   readonly submitted: TaskDeploymentDescriptor[] = [];
   readonly canceled: ExecutionAttemptID[] = [];
   readonly freed: AllocationID[] = [];
@@ -70,6 +73,7 @@ export class Harness {
           this.declared.push(requirements);
         },
         disconnectJobMaster: async (_jobId, cause, terminal) => void this.disconnected.push({ cause, terminal }),
+        notifyNewBlockedNodes: async (blocked) => void this.blocked.push(...blocked),
       },
       taskExecutor: (resourceId) => this.executors.get(resourceId),
       reasonFor: () => 'no TaskExecutor has 4 cores',

@@ -721,6 +721,27 @@ describe('ResourceManager endpoint', () => {
       expect(h.listener.of('notEnoughResourcesAvailable')).to.have.length(1);
     });
 
+    it("blocks a JobMaster's slow TaskExecutor for the duration it names; a TaskExecutor may not", async () => {
+      const h = await harness({ workersOnDemand: false });
+      await h.connectJob();
+      const slow = await h.worker();
+      const other = await h.worker();
+      await h.call(() =>
+        h.rm.notifyNewBlockedNodes([{ resourceId: slow, cause: 'a subtask ran slowly there', durationMs: 5_000 }]),
+      );
+      await h.declare(1);
+      await h.advance(50);
+      expect(h.driver.executor(slow).slotRequests).to.deep.equal([]);
+      expect(h.driver.executor(other).slotRequests).to.have.length(1);
+      expect(
+        h.logs.some((line) => line.includes(`${slow} takes no new slots for 5000 ms: a subtask ran slowly there`)),
+      ).to.equal(true);
+      const error = await rejection(
+        h.driver.gateway(other).notifyNewBlockedNodes([{ resourceId: slow, cause: 'me', durationMs: 1 }]),
+      );
+      expect(error).to.be.instanceOf(IllegalArgumentError);
+    });
+
     it('asks the driver for workers from inside its mailbox', async () => {
       const h = await harness();
       await h.declare(1);

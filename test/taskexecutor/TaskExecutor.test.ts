@@ -82,6 +82,7 @@ function harness(
     registerJobMaster: async () => {},
     declareRequiredResources: async () => {},
     disconnectJobMaster: async () => {},
+    notifyNewBlockedNodes: async () => {},
   };
   const states: TaskExecutionStateWire[] = [];
   /** The size of each updateTaskExecutionStates call. */

@@ -171,10 +171,16 @@ function renderSubtasks(job) {
             panel ? 'hide' : 'logs',
           ),
         }),
-        // Its ended attempts, newest first, under it.
-        ...[...subtask.priorAttempts]
-          .reverse()
-          .map((attempt) => attemptRow(attempt, '', { class: 'prior', 'data-testid': 'prior-attempt' })),
+        // Its speculative attempts running beside it, then its ended attempts, newest first, under it.
+        ...subtask.concurrentAttempts.map((attempt) =>
+          attemptRow(attempt, '', { class: 'speculative', 'data-testid': 'speculative-attempt' }),
+        ),
+        ...[...subtask.priorAttempts].reverse().map((attempt) =>
+          attemptRow(attempt, '', {
+            class: attempt.speculative ? 'prior speculative-prior' : 'prior',
+            'data-testid': 'prior-attempt',
+          }),
+        ),
         panel ? logRow(key, panel) : null,
       ];
     }),

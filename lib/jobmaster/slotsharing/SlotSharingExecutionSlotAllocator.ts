@@ -37,6 +37,10 @@ export class SlotSharingExecutionSlotAllocator {
   readonly #timeoutMs: number;
   /** Group id -> its live SharedSlot. */
   readonly #sharedSlots = new Map<string, SharedSlot>();
+  /** A speculative attempt's own SharedSlot, by its ExecutionAttemptID: never the group's current one. */
+  readonly #speculative = new Map<string, SharedSlot>();
+  /** A speculative attempt's SharedSlot that became its subtask's (it took over), by ExecutionVertexID key. */
+  readonly #adopted = new Map<string, SharedSlot>();
   #nextPhysical = 1;
   #nextLogical = 1;
 
@@ -95,8 +99,54 @@ export class SlotSharingExecutionSlotAllocator {
    * second time. Returns whether the subtask had a logical slot or request.
    */
   releaseLogicalSlot(id: ExecutionVertexID, cause?: Error): boolean {
+    const key = ExecutionVertexID.key(id);
+    const adopted = this.#adopted.get(key);
+    if (adopted !== undefined) {
+      this.#adopted.delete(key);
+      return adopted.returnLogicalSlot(id, cause ?? this.#released(id));
+    }
     const slot = this.#sharedSlots.get(this.#groupOf(id).id);
     return slot?.returnLogicalSlot(id, cause ?? this.#released(id)) ?? false;
+  }
+
+  /**
+   * A slot of its own for a speculative attempt of the subtask (Flink's SpeculativeScheduler asks one per new
+   * attempt): a SharedSlot of the subtask's group profile that nothing else shares — never the one the subtask's
+   * current attempt is in. Not handed to the bulk checker: a speculative attempt waiting for a slot fails nothing.
+   */
+  allocateSpeculativeSlot(id: ExecutionVertexID, attempt: string): Promise<LogicalSlot> {
+    const group = this.#groupOf(id);
+    const slot = new SharedSlot({
+      requestId: `${group.id}/s${this.#nextPhysical++}`,
+      group,
+      provider: this.#provider,
+      nextLogicalId: () => `l${this.#nextLogical++}`,
+      onReleased: () => {
+        if (this.#speculative.get(attempt) === slot) this.#speculative.delete(attempt);
+      },
+    });
+    this.#speculative.set(attempt, slot);
+    return slot.allocateLogicalSlot(id);
+  }
+
+  /** The speculative attempt's slot goes back (or its request is canceled). Returns whether it had one. */
+  releaseSpeculativeSlot(id: ExecutionVertexID, attempt: string, cause: Error): boolean {
+    const slot = this.#speculative.get(attempt);
+    if (slot === undefined) return false;
+    this.#speculative.delete(attempt);
+    return slot.returnLogicalSlot(id, cause);
+  }
+
+  /**
+   * The speculative attempt took over its subtask: the share of the subtask's former attempt goes back, and the
+   * speculative attempt's slot is from now on the one `releaseLogicalSlot(id)` gives back.
+   */
+  adoptSpeculativeSlot(id: ExecutionVertexID, attempt: string, cause: Error): void {
+    const slot = this.#speculative.get(attempt);
+    this.releaseLogicalSlot(id, cause);
+    if (slot === undefined) return;
+    this.#speculative.delete(attempt);
+    this.#adopted.set(ExecutionVertexID.key(id), slot);
   }
 
   /**
@@ -105,18 +155,29 @@ export class SlotSharingExecutionSlotAllocator {
    * forgotten. Returns whether a SharedSlot held it.
    */
   releasePhysicalSlot(allocationId: AllocationID, cause: Error): boolean {
-    for (const slot of this.#sharedSlots.values()) {
+    let held = false;
+    for (const [map, slot] of this.#allSharedSlots()) {
       if (slot.state.kind === 'allocated' && slot.state.slot.allocationId === allocationId) {
         slot.release(cause);
-        return true;
+        for (const [key, value] of map) if (value === slot) map.delete(key);
+        held = true;
       }
     }
-    return false;
+    return held;
   }
 
   /** Releases every SharedSlot (waiting requests fail with `cause`): the job is over. */
   releaseAll(cause: Error): void {
-    for (const slot of [...this.#sharedSlots.values()]) slot.release(cause);
+    for (const [, slot] of this.#allSharedSlots()) slot.release(cause);
+    this.#speculative.clear();
+    this.#adopted.clear();
+  }
+
+  /** Every SharedSlot (the groups', the speculative attempts', those adopted) with the map it is in; a copy. */
+  #allSharedSlots(): Array<[Map<string, SharedSlot>, SharedSlot]> {
+    return [this.#sharedSlots, this.#speculative, this.#adopted].flatMap((map) =>
+      [...map.values()].map((slot): [Map<string, SharedSlot>, SharedSlot] => [map, slot]),
+    );
   }
 
   #cancel(id: ExecutionVertexID, cause: Error): boolean {

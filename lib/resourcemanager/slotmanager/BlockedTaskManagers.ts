@@ -4,6 +4,9 @@
  * blocked until its next slot report, or heartbeat.interval at the latest, so the retry goes
  * elsewhere; one being released (idle) stays blocked until it unregisters. Unblock deadlines keyed
  * by ResourceID.
+ *
+ * And Flink's blocklist: an executor a JobMaster found slow (speculative execution) is blocked until its deadline,
+ * whatever it reports meanwhile, and again should it register anew before then.
  */
 import type { Clock } from '../../core/clock.js';
 import { DeadlineScheduler } from '../../core/DeadlineScheduler.js';
@@ -24,15 +27,48 @@ export class BlockedTaskManagers {
   readonly #o: BlockedTaskManagersOptions;
   readonly #releasing = new Set<ResourceID>();
   readonly #unblock: DeadlineScheduler<ResourceID>;
+  /** The blocklist: executors found slow, each until its deadline (epoch ms of the clock). */
+  readonly #blocklist = new Map<ResourceID, number>();
+  readonly #blocklistEnds: DeadlineScheduler<ResourceID>;
 
   constructor(options: BlockedTaskManagersOptions) {
     this.#o = options;
-    this.#unblock = new DeadlineScheduler(options.clock, (resourceId) => {
-      const taskManager = options.tracker.getTaskManager(resourceId);
-      if (taskManager === undefined || this.#releasing.has(resourceId)) return;
-      options.tracker.setBlocked(taskManager, false);
-      options.onUnblocked();
+    this.#unblock = new DeadlineScheduler(options.clock, (resourceId) => this.#tryUnblock(resourceId));
+    this.#blocklistEnds = new DeadlineScheduler(options.clock, (resourceId) => {
+      this.#blocklist.delete(resourceId);
+      this.#tryUnblock(resourceId);
     });
+  }
+
+  #tryUnblock(resourceId: ResourceID): void {
+    const taskManager = this.#o.tracker.getTaskManager(resourceId);
+    if (taskManager === undefined || this.#releasing.has(resourceId) || this.#blocklist.has(resourceId)) return;
+    this.#o.tracker.setBlocked(taskManager, false);
+    this.#o.onUnblocked();
+  }
+
+  /**
+   * The executor takes no new slots for `durationMs` (a later deadline than one it has replaces it, an earlier one is
+   * ignored); it need not be registered yet.
+   */
+  blocklist(resourceId: ResourceID, durationMs: number): void {
+    const until = this.#o.clock.now() + durationMs;
+    if ((this.#blocklist.get(resourceId) ?? -Infinity) >= until) return;
+    this.#blocklist.set(resourceId, until);
+    this.#blocklistEnds.schedule(resourceId, until);
+    this.#unblock.cancel(resourceId);
+    const taskManager = this.#o.tracker.getTaskManager(resourceId);
+    if (taskManager !== undefined) this.#o.tracker.setBlocked(taskManager, true);
+  }
+
+  /** Whether the executor is on the blocklist now. */
+  isBlocklisted(resourceId: ResourceID): boolean {
+    return this.#blocklist.has(resourceId);
+  }
+
+  /** It registered: on the blocklist, it is blocked from the start. */
+  registered(taskManager: TaskManagerRegistration): void {
+    if (this.#blocklist.has(taskManager.resourceId)) this.#o.tracker.setBlocked(taskManager, true);
   }
 
   isReleasing(resourceId: ResourceID): boolean {
@@ -44,14 +80,15 @@ export class BlockedTaskManagers {
    * answer).
    */
   requestFailed(taskManager: TaskManagerRegistration): void {
-    if (taskManager.blocked) return;
+    if (taskManager.blocked || this.#blocklist.has(taskManager.resourceId)) return;
     this.#o.tracker.setBlocked(taskManager, true);
     this.#unblock.schedule(taskManager.resourceId, this.#o.clock.now() + this.#o.doubtMs);
   }
 
   /** Its slot report is the fresh view a block in doubt waited for; whether that unblocked it. */
   reported(taskManager: TaskManagerRegistration): boolean {
-    if (!taskManager.blocked || this.#releasing.has(taskManager.resourceId)) return false;
+    const { resourceId } = taskManager;
+    if (!taskManager.blocked || this.#releasing.has(resourceId) || this.#blocklist.has(resourceId)) return false;
     this.#o.tracker.setBlocked(taskManager, false);
     this.#unblock.cancel(taskManager.resourceId);
     return true;
@@ -72,5 +109,7 @@ export class BlockedTaskManagers {
   clear(): void {
     this.#releasing.clear();
     this.#unblock.clear();
+    this.#blocklist.clear();
+    this.#blocklistEnds.clear();
   }
 }

@@ -17,6 +17,7 @@
  * check runs throws IllegalStateError. A listener that throws is logged and ignored.
  */
 import { systemClock, type Clock } from '../../core/clock.js';
+import { describeValue, IllegalArgumentError } from '../../core/errors.js';
 import type { AllocationID, JobID, ResourceID as ResourceIDType } from '../../core/ids.js';
 import { resolveOptions, type ResolvedOptions } from '../../core/options.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
@@ -52,6 +53,13 @@ import type { TaskManagerRegistration } from './TaskManagerRegistration.js';
 import { TaskManagerTracker, type PlacementPreference } from './TaskManagerTracker.js';
 import { WaitingJobs } from './WaitingJobs.js';
 import { WorkerResourceSpec } from './WorkerResourceSpec.js';
+
+/** An executor to block for new slots (what a JobMaster's BlockedTaskManagerWire asks). */
+export interface BlockedTaskManager {
+  readonly resourceId: ResourceIDType;
+  readonly durationMs: number;
+  readonly cause?: string;
+}
 
 export class FineGrainedSlotManager {
   readonly options: ResolvedOptions;
@@ -196,6 +204,7 @@ export class FineGrainedSlotManager {
       return { kind: 'rejected', reason: admission.rejected };
     }
     const taskManager = this.tracker.addTaskManager(request);
+    this.#blocked.registered(taskManager);
     if (admission.hasAllocations) this.#applyReport(taskManager, initialSlotReport);
     if (admission.matched !== undefined) this.tracker.removePendingTaskManager(admission.matched.id);
     this.#checks.requirementsChanged();
@@ -241,6 +250,31 @@ export class FineGrainedSlotManager {
     const taskManager = checkSlotReport(resourceId, report, this.tracker.getTaskManager(resourceId));
     const unblocked = this.#blocked.reported(taskManager);
     if (this.#applyReport(taskManager, report) || unblocked) this.#checks.requirementsChanged();
+  }
+
+  /**
+   * Executors a JobMaster found slow take no new slots for `durationMs` (Flink's blocklist, BlockedNodeAction
+   * MARK_BLOCKED: the slots they hold stay; one registering anew meanwhile is blocked too), each logged with its
+   * `cause`. Refused with IllegalArgumentError, changing nothing, for a duration that is not a finite number >= 0.
+   */
+  blockTaskManagers(blocked: readonly BlockedTaskManager[]): void {
+    this.#checks.requireStarted('blockTaskManagers');
+    if (!Array.isArray(blocked))
+      throw new IllegalArgumentError('invalid-value', 'blockTaskManagers: blocked must be an array', {
+        argument: 'blocked',
+      });
+    for (const { resourceId, durationMs } of blocked)
+      if (typeof durationMs !== 'number' || !Number.isFinite(durationMs) || durationMs < 0)
+        throw new IllegalArgumentError(
+          'invalid-value',
+          `blockTaskManagers: durationMs must be a finite number >= 0, got ${describeValue(durationMs)} ` +
+            `for ${resourceId}`,
+          { argument: 'durationMs', value: describeValue(durationMs) },
+        );
+    for (const { resourceId, durationMs, cause } of blocked) {
+      this.#log(`TaskExecutor ${resourceId} takes no new slots for ${durationMs} ms: ${cause ?? 'blocked'}`);
+      if (durationMs > 0) this.#blocked.blocklist(resourceId, durationMs);
+    }
   }
 
   // ------------------------------------------------------- requirements (declarative: Flink's ResourceRequirements)

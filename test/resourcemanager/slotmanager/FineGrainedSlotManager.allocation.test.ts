@@ -157,6 +157,42 @@ describe('FineGrainedSlotManager: placing slots', () => {
       expect(h.acquired(job)).to.equal(4);
     });
 
+    it('places no slot on an executor a JobMaster found slow until its block ends, whatever it reports', async () => {
+      const h = createSlotManager({ allocator: false });
+      const te1 = h.register();
+      const te2 = h.register();
+      const job = JobID.generate();
+      h.sm.blockTaskManagers([{ resourceId: te1.resourceId, durationMs: 60_000 }]);
+      h.declare(job, [UNKNOWN, 2]);
+      await h.check();
+      expect(te1.gateway.requestSlotCalls).to.deep.equal([]);
+      expect(te2.gateway.requestSlotCalls).to.have.length(2);
+      // A slot report does not lift it (it lifts only a block in doubt).
+      h.sm.reportSlotStatus(te1.resourceId, te1.report());
+      h.declare(job, [UNKNOWN, 3]);
+      await h.check();
+      expect(te1.gateway.requestSlotCalls).to.deep.equal([]);
+      expect(h.sm.overview().taskManagers.map((t) => t.blocked)).to.deep.equal([true, false]);
+      await h.advance(60_000);
+      expect(te1.gateway.requestSlotCalls, 'unblocked, it takes the slot still missing').to.have.length(1);
+      expect(h.sm.overview().taskManagers.map((t) => t.blocked)).to.deep.equal([false, false]);
+    });
+
+    it('refuses a block whose duration is no finite number >= 0, blocking nothing', () => {
+      const h = createSlotManager({ allocator: false });
+      const te1 = h.register();
+      const te2 = h.register();
+      expect(() =>
+        h.sm.blockTaskManagers([
+          { resourceId: te1.resourceId, durationMs: 1_000 },
+          { resourceId: te2.resourceId, durationMs: -1 },
+        ]),
+      )
+        .to.throw(IllegalArgumentError, /durationMs must be a finite number >= 0, got -1/)
+        .with.property('reason', 'invalid-value');
+      expect(h.sm.overview().taskManagers.map((t) => t.blocked)).to.deep.equal([false, false]);
+    });
+
     // The only executor that could take the slot refused; its next slot report unblocks it and
     // must schedule a check by itself (the report changes nothing else).
     it('retries a refused requirement on the same executor once its slot report unblocks it', async () => {
