@@ -18,6 +18,8 @@
  *   is idle again. The coordinator's growth: the main thread's heap in use, sampled every 10 ms
  *   during the job, its peak less the heap before (thread mode); the main process's RSS peak less
  *   before (process mode, whose TaskExecutors are other processes).
+ * - Each TaskExecutor has network memory for a whole job's partitions (2 × DATA_SHUFFLE_MB): the in-memory path
+ *   is measured; past its network memory a TaskExecutor would spill them to disk (io.tmp.dirs).
  * - ROUNDS interleaved rounds (each series once per round, same order); min / median / max.
  *
  * Targets: ≥ 0.9× piscina's MB/s; the coordinator grows ≤ 64 MB whatever the data size; CPU per MB
@@ -137,8 +139,26 @@ const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>(
 const clusters = new Map<string, MiniClusterType>();
 const wide = new Map<string, MiniClusterType>();
 for (const mode of MODES) {
-  clusters.set(mode, await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, mode }));
-  wide.set(mode, await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: SHUFFLE_P, mode }));
+  // Network memory for a whole job's partitions: the in-memory path is measured, not spilling to disk.
+  const resources = (slots: number) => ({
+    cpuCores: slots,
+    taskHeapMemory: '256m',
+    managedMemory: '128m',
+    networkMemory: `${Math.max(64, 2 * SHUFFLE_MB)}m`,
+  });
+  clusters.set(
+    mode,
+    await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: 2, mode, resources: resources(2) }),
+  );
+  wide.set(
+    mode,
+    await MiniCluster.start({
+      taskExecutors: 1,
+      slotsPerTaskExecutor: SHUFFLE_P,
+      mode,
+      resources: resources(SHUFFLE_P),
+    }),
+  );
 }
 // As many threads as the cluster has slots, kept (minThreads): its default idleTimeout of 0 would end every thread
 // above the minimum as soon as it is idle, and a round would pay their boots.
