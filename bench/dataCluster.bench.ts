@@ -85,7 +85,15 @@ try {
     configuration: { 'heartbeat.interval': 1_000, 'heartbeat.timeout': 5_000 },
   });
   cleanups.push(() => jobManager.close());
-  const shape = { nats: server.url, clusterId: 'benchdata', slots: P, cpuCores: P, taskHeap: '2g' };
+  // Network memory for a whole job's partitions: the in-memory path is measured, not spilling to disk.
+  const shape = {
+    nats: server.url,
+    clusterId: 'benchdata',
+    slots: P,
+    cpuCores: P,
+    taskHeap: '2g',
+    networkMemory: '1g',
+  };
   const taskManagers = ['left', 'right'].map((resource) =>
     start<TaskManagerControl>('taskmanager', { ...shape, resources: { [resource]: P } }),
   );
