@@ -114,7 +114,13 @@ export class ResultPartitions {
     this.#timeoutMs = timeoutMs;
     this.#spillOptions = spill;
     peers.serve((partitionId, subpartition) => {
-      const part = this.#part(partitionId, subpartition);
+      let part: PartitionPart | undefined;
+      try {
+        part = this.#part(partitionId, subpartition);
+      } catch {
+        // A spill file that cannot be read back: the reader is told the partition is not here.
+        return undefined;
+      }
       if (part !== undefined) this.#served++;
       return part;
     });

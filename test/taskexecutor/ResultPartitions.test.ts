@@ -207,6 +207,18 @@ describe('ResultPartitions past their network memory: spilled to disk', () => {
     expect(spillFiles()).to.deep.equal([]);
   });
 
+  it("a spill file gone from under it: a read here fails with 'spill-failed', a peer's with 'not-found'", async () => {
+    const ids = [attempt(0), attempt(1), attempt(2)];
+    for (const [n, id] of ids.entries()) producer.keep(job, id, [big(n)]);
+    const file = spillFiles().find((name) => name.endsWith('.bin'))!;
+    rmSync(join(dir, file));
+    const input = { partitionId: ids[2]!, resourceId: producer.resourceId, subpartition: 0, bytes: 0 };
+    const here = await rejection(producer.read(input));
+    expect((here as PartitionError).reason).to.equal('spill-failed');
+    const there = await rejection(consumer.read(input));
+    expect((there as PartitionError).reason).to.equal('not-found');
+  });
+
   it("refuses a partition past the spill bound with PartitionError('spill-limit') and keeps nothing of it", () => {
     producer.keep(job, attempt(0), [big(0)]);
     producer.keep(job, attempt(1), [big(1)]);
