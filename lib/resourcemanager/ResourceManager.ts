@@ -54,10 +54,14 @@ export class ResourceManager implements ResourceManagerGateway {
   readonly #clock: Clock;
   readonly #log: RuntimeLog;
   readonly #taskExecutors = new Map<ResourceID, TaskExecutorRegistration>();
-  /** Every worker it knows and where it is in its life (machines/workerLifecycle), stale ones included. */
+  /** Every live worker and where it is in its life (machines/workerLifecycle); a stale one leaves for #stale. */
   readonly #workers = new Map<ResourceID, Worker>();
-  /** Workers that went stale, oldest first: the oldest are forgotten past STALE_KEPT (a long-lived cluster's churn). */
-  readonly #staleOrder: ResourceID[] = [];
+  /**
+   * Workers that went stale and why, oldest first: the reason alone is kept (a lifecycle actor, with the machine it
+   * was provided, held ~90 KB: a soak that killed a TaskExecutor every 45 s grew 0.15 MB/min), and the oldest are
+   * forgotten past STALE_KEPT (a long-lived cluster's churn).
+   */
+  readonly #stale = new Map<ResourceID, string>();
   /** With workersOnDemand false: the workers that make up the fixed cluster, replaced when gone for good. */
   readonly #fixedWorkers: FixedWorkers;
   readonly #heartbeats: HeartbeatMonitor<ResourceID>;
@@ -449,8 +453,7 @@ export class ResourceManager implements ResourceManagerGateway {
 
   /** Why `resourceId` may not register again, or null. */
   #staleReason(resourceId: ResourceID): string | null {
-    const snapshot = this.#workers.get(resourceId)?.actor.getSnapshot();
-    return snapshot?.status === 'done' ? snapshot.context.staleReason : null;
+    return this.#stale.get(resourceId) ?? null;
   }
 
   /** A worker's lifecycle, begun: `starting` when started for a pending worker, else `registered`. */
@@ -477,12 +480,13 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 
   #wentStale(resourceId: ResourceID, worker: Worker): void {
-    this.#staleOrder.push(resourceId);
-    while (this.#staleOrder.length > STALE_KEPT) {
-      const oldest = this.#staleOrder.shift()!;
-      const kept = this.#workers.get(oldest);
-      if (kept !== undefined && kept !== worker && kept.actor.getSnapshot().status === 'done')
-        this.#workers.delete(oldest);
+    const { staleReason } = worker.actor.getSnapshot().context;
+    if (this.#workers.get(resourceId) === worker) this.#workers.delete(resourceId);
+    this.#stale.delete(resourceId);
+    this.#stale.set(resourceId, staleReason ?? 'it went stale');
+    for (const oldest of this.#stale.keys()) {
+      if (this.#stale.size <= STALE_KEPT) break;
+      this.#stale.delete(oldest);
     }
   }
 }
