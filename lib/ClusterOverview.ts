@@ -3,6 +3,7 @@
  * (cores, bytes, the slot's index) with the display string beside it, so a dashboard or a test reads
  * the numbers and a terminal prints the strings.
  */
+import type { PartitionFiguresWire } from './rpc/protocol.js';
 import { IllegalStateError } from './core/errors.js';
 import type { AllocationID, JobID, ResourceID } from './core/ids.js';
 import { ResourceProfile } from './core/ResourceProfile.js';
@@ -51,6 +52,11 @@ export interface TaskExecutorOverview {
   /** Display form of `availableResources`. */
   readonly available: string;
   readonly slots: readonly SlotOverview[];
+  /**
+   * Its result partitions as its last heartbeat told (heartbeat.interval): held now, bytes in memory and spilled,
+   * bytes produced, consumed and spilled since it started; null when it keeps none or has not answered one yet.
+   */
+  readonly partitions: PartitionFiguresWire | null;
 }
 
 /** A slot request of a job that waits, and why. */
@@ -86,6 +92,8 @@ export function describeCluster(
   dispatcher: Pick<JobLookup, 'listJobs' | 'getJobMaster'>,
   /** How each TaskExecutor runs, as its registration told. */
   modeOf: (resourceId: ResourceID) => 'thread' | 'process',
+  /** Each TaskExecutor's result partitions, as its last heartbeat told. */
+  partitionsOf: (resourceId: ResourceID) => PartitionFiguresWire | null = () => null,
 ): ClusterOverview {
   const seen = slotManager.overview();
   const tasksBySlot = new Map<string, string[]>();
@@ -126,6 +134,7 @@ export function describeCluster(
       availableResources: amounts(available),
       available: available.toString(),
       slots,
+      partitions: partitionsOf(tm.resourceId),
     };
   });
   const pendingRequests = slotManager.getPendingRequests().map(

@@ -210,7 +210,12 @@ export class MiniCluster {
   /** The cluster now: executors and their slots (which subtask runs where), waiting requests with reasons, jobs. */
   overview(): ClusterOverview {
     const rm = this.resourceManager;
-    return describeCluster(rm.slotManager, this.dispatcher, (id) => rm.taskExecutorMode(id) ?? this.mode);
+    return describeCluster(
+      rm.slotManager,
+      this.dispatcher,
+      (id) => rm.taskExecutorMode(id) ?? this.mode,
+      (id) => rm.taskExecutorPartitions(id),
+    );
   }
 
   /**

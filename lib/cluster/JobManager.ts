@@ -362,7 +362,12 @@ export class JobManager {
     if (leader === null) return { taskExecutors: [], pendingWorkers: 0, pendingRequests: [], jobs: this.listJobs() };
     const rm = leader.resourceManager;
     // Each TaskManager says how its TaskExecutor runs when it registers (one in the SlotManager is registered).
-    return describeCluster(rm.slotManager, this.dispatcher, (id) => rm.taskExecutorMode(id) ?? 'thread');
+    return describeCluster(
+      rm.slotManager,
+      this.dispatcher,
+      (id) => rm.taskExecutorMode(id) ?? 'thread',
+      (id) => rm.taskExecutorPartitions(id),
+    );
   }
 
   /**

@@ -23,6 +23,7 @@ import type {
   ResourceRequirementsWire,
   SlotReportWire,
   TaskExecutorRegistrationWire,
+  PartitionFiguresWire,
 } from '../rpc/protocol.js';
 import { slotReportFromWire } from '../rpc/slotReportWire.js';
 import { requirementsFromWire } from './requirementsWire.js';
@@ -163,6 +164,11 @@ export class ResourceManager implements ResourceManagerGateway {
     return this.#taskExecutors.get(resourceId)?.info.mode;
   }
 
+  /** A registered TaskExecutor's result partitions as its last heartbeat told: for the overview. */
+  taskExecutorPartitions(resourceId: ResourceID): PartitionFiguresWire | null {
+    return this.#taskExecutors.get(resourceId)?.partitions ?? null;
+  }
+
   /** Tells `listener`, in the mailbox, each TaskExecutorRegistrationEvent (one that throws is logged); unsubscribes. */
   onTaskExecutorRegistration(listener: (event: TaskExecutorRegistrationEvent) => void): () => void {
     this.#registrationListeners.add(listener);
@@ -206,6 +212,7 @@ export class ResourceManager implements ResourceManagerGateway {
       gateway,
       info: registration,
       inSlotManager: previous?.inSlotManager ?? false,
+      partitions: previous?.partitions ?? null,
       revoked,
     });
     this.#heartbeats.monitorTarget(resourceId);
@@ -345,6 +352,7 @@ export class ResourceManager implements ResourceManagerGateway {
         if (this.#taskExecutors.get(resourceId) !== registration) return;
         if (error !== undefined) return; // silence counts against heartbeat.timeout
         this.#heartbeats.reportHeartbeat(resourceId);
+        registration.partitions = report?.partitions ?? null;
         if (registration.inSlotManager && report !== undefined)
           this.slotManager.reportSlotStatus(
             resourceId,

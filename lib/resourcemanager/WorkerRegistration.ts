@@ -6,7 +6,7 @@ import { type AllocationID, ResourceID } from '../core/ids.js';
 import { describeError, IllegalArgumentError } from '../core/errors.js';
 import type { TaskExecutorGateway } from '../rpc/gateways.js';
 import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
-import type { SlotReportWire, TaskExecutorRegistrationWire } from '../rpc/protocol.js';
+import type { SlotReportWire, TaskExecutorRegistrationWire, PartitionFiguresWire } from '../rpc/protocol.js';
 
 export interface TaskExecutorRegistration {
   readonly resourceId: ResourceID;
@@ -14,6 +14,8 @@ export interface TaskExecutorRegistration {
   readonly gateway: TaskExecutorGateway;
   readonly info: TaskExecutorRegistrationWire;
   inSlotManager: boolean;
+  /** Its result partitions as its last heartbeat told (null: none kept, or no heartbeat yet). */
+  partitions: PartitionFiguresWire | null;
   /**
    * Allocations its jobs were told are lost (when it was declared lost): freed on it, and kept out
    * of the SlotManager while its reports still show them.

@@ -17,6 +17,7 @@ import type {
   TaskExecutionStateWire,
   TaskExecutorMetricsWire,
   TaskExecutorRegistrationWire,
+  HeartbeatPayloadWire,
 } from './protocol.js';
 
 /** Served by each TaskExecutor (in its worker); called by the ResourceManager and JobMasters. */
@@ -36,8 +37,8 @@ export interface TaskExecutorGateway {
   submitTask(descriptor: TaskDeploymentDescriptor): Promise<void>;
   /** Cancels an attempt: the task is asked to stop (its context.signal), then stopped by force after a deadline. */
   cancelTask(executionAttemptId: ExecutionAttemptID): Promise<void>;
-  /** The ResourceManager's heartbeat; answered with the current slot report. */
-  heartbeatFromResourceManager(): Promise<SlotReportWire>;
+  /** The ResourceManager's heartbeat; answered with the current slot report and result partition figures. */
+  heartbeatFromResourceManager(): Promise<HeartbeatPayloadWire>;
   /** A JobMaster's heartbeat for a job; answered with the job's attempts still running here. */
   heartbeatFromJobManager(jobId: JobID): Promise<ExecutionAttemptID[]>;
   /** The ResourceManager lets go of this TaskExecutor (it should re-register or stop). */

@@ -20,6 +20,26 @@ export interface SlotReportWire {
   readonly slots: readonly SlotStatusWire[];
 }
 
+/**
+ * A TaskExecutor's answer to the ResourceManager's heartbeat (Flink's TaskExecutorHeartbeatPayload): its slot report
+ * and its result partitions (Flink's ClusterPartitionReport; here their figures), null when it keeps none.
+ */
+export interface HeartbeatPayloadWire extends SlotReportWire {
+  readonly partitions?: PartitionFiguresWire | null;
+}
+
+/** A TaskExecutor's result partitions (ResultPartitions.ts' stats). */
+export interface PartitionFiguresWire {
+  readonly partitions: number;
+  readonly bytes: number;
+  readonly spilledBytes: number;
+  readonly spilledTotal: number;
+  readonly producedBytes: number;
+  readonly consumedBytes: number;
+  readonly readLocally: number;
+  readonly served: number;
+}
+
 /** What a TaskExecutor says of itself when it registers (Flink's TaskExecutorRegistration). */
 export interface TaskExecutorRegistrationWire {
   readonly resourceId: ResourceID;
@@ -194,16 +214,7 @@ export interface TaskExecutorMetricsWire {
    * read so far by consumers here (`readLocally`) and by other TaskExecutors (`served`); null when it keeps none
    * (outputs go to the JobMaster).
    */
-  readonly partitions: {
-    readonly partitions: number;
-    readonly bytes: number;
-    readonly spilledBytes: number;
-    readonly spilledTotal: number;
-    readonly producedBytes: number;
-    readonly consumedBytes: number;
-    readonly readLocally: number;
-    readonly served: number;
-  } | null;
+  readonly partitions: PartitionFiguresWire | null;
   /** Task threads (TaskThreadReserve): null when this TaskExecutor's runners keep no reserve. */
   readonly taskThreads: {
     /** Threads booted since it started, spares and on-demand ones. */

@@ -33,10 +33,10 @@ import { serializeError } from '../rpc/errorTransfer.js';
 import type { JobMasterGateway, ResourceManagerGateway } from '../rpc/gateways.js';
 import { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type {
-  SlotReportWire,
   SlotRequestWire,
   TaskDeploymentDescriptor,
   TaskExecutorMetricsWire,
+  HeartbeatPayloadWire,
 } from '../rpc/protocol.js';
 import { slotReportToWire } from '../rpc/slotReportWire.js';
 import { heapLimitMbOf } from './heapLimitProbe.js';
@@ -285,9 +285,12 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.#tasks.cancel(executionAttemptId, 'canceled by the JobMaster');
   }
 
-  async heartbeatFromResourceManager(): Promise<SlotReportWire> {
+  async heartbeatFromResourceManager(): Promise<HeartbeatPayloadWire> {
     this.#resourceManager.heartbeatReceived();
-    return slotReportToWire(this.table.createSlotReport(this.resourceId));
+    return {
+      ...slotReportToWire(this.table.createSlotReport(this.resourceId)),
+      partitions: this.#o.partitions?.stats ?? null,
+    };
   }
 
   async heartbeatFromJobManager(jobId: JobID): Promise<ExecutionAttemptID[]> {

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { MiniCluster } from '../../lib/MiniCluster.js';
+import { until } from '../support/eventually.js';
 
 const produce = new URL('../fixtures/partitions/produce.mjs', import.meta.url);
 const collect = new URL('../fixtures/partitions/collect.mjs', import.meta.url);
@@ -139,7 +140,7 @@ describe('result partitions past network memory (thread mode): spilled under io.
       slotsPerTaskExecutor: 2,
       mode: 'thread',
       resources: { cpuCores: 2, taskHeapMemory: '256m', managedMemory: '128m', networkMemory: '2m' },
-      configuration: { 'io.tmp.dirs': dir, ...configuration },
+      configuration: { 'io.tmp.dirs': dir, 'heartbeat.interval': 200, 'heartbeat.timeout': 5_000, ...configuration },
     });
   const broadcast = {
     name: 'spilled broadcast',
@@ -164,6 +165,13 @@ describe('result partitions past network memory (thread mode): spilled under io.
     ]);
     const [metrics] = await cluster.taskExecutorMetrics();
     expect(metrics!.partitions!.spilledTotal).to.be.at.least(2 * MB);
+    // overview() has the same figures as of the TaskExecutor's last heartbeat (heartbeat.interval: 200 ms here).
+    const c = cluster;
+    const seen = await until('a heartbeat with the spilled bytes', () => {
+      const figures = c.overview().taskExecutors[0]?.partitions;
+      return figures !== null && figures !== undefined && figures.spilledTotal >= 2 * MB && figures;
+    });
+    expect(seen).to.deep.include({ partitions: 0, spilledBytes: 0 });
     expect(metrics!.partitions!.spilledBytes).to.equal(0);
     expect(metrics!.partitions!.producedBytes).to.be.at.least(4 * MB);
     expect(files()).to.deep.equal([]);

@@ -33,6 +33,7 @@ const executor = (resourceId: string, slots: SlotOverview[]): TaskExecutorOvervi
   availableResources: amounts,
   available: 'a',
   slots,
+  partitions: null,
 });
 
 describe('ClusterMetrics', () => {
