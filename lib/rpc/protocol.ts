@@ -31,11 +31,15 @@ export interface HeartbeatPayloadWire extends SlotReportWire {
 /** A TaskExecutor's result partitions (ResultPartitions.ts' stats). */
 export interface PartitionFiguresWire {
   readonly partitions: number;
+  /** Bytes of the partitions kept, in memory and spilled. */
   readonly bytes: number;
+  /** Of them, spilled to disk now; and every byte ever spilled there. */
   readonly spilledBytes: number;
   readonly spilledTotal: number;
+  /** Bytes of every partition kept there so far (produced), and of every subpartition read by consumers there. */
   readonly producedBytes: number;
   readonly consumedBytes: number;
+  /** Subpartitions read by consumers: there (the same TaskExecutor), and by other TaskExecutors. */
   readonly readLocally: number;
   readonly served: number;
 }

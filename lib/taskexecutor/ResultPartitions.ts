@@ -34,7 +34,7 @@ import { PartitionError } from '../core/errors.js';
 import type { ResolvedOptions } from '../core/options.js';
 import { totalResourceProfile } from '../core/TaskExecutorResourceUtils.js';
 import { ExecutionAttemptID, type JobID, type ResourceID } from '../core/ids.js';
-import type { PartitionInputWire, ResultPartitionWire } from '../rpc/protocol.js';
+import type { PartitionFiguresWire, PartitionInputWire, ResultPartitionWire } from '../rpc/protocol.js';
 
 /** One subpartition as it is kept and passed along: serialized bytes, or a value v8 could not serialize. */
 export type PartitionPart = Uint8Array | { readonly raw: unknown };
@@ -74,20 +74,8 @@ export interface SpillOptions {
   readonly maxSpilledBytes: number;
 }
 
-export interface ResultPartitionsStats {
-  readonly partitions: number;
-  /** Bytes of the partitions kept, in memory and spilled. */
-  readonly bytes: number;
-  /** Of them, spilled to disk now; and every byte ever spilled here. */
-  readonly spilledBytes: number;
-  readonly spilledTotal: number;
-  /** Bytes of every partition kept here so far (produced), and of every subpartition read by consumers here. */
-  readonly producedBytes: number;
-  readonly consumedBytes: number;
-  /** Subpartitions read by consumers: here (the same TaskExecutor), and by other TaskExecutors. */
-  readonly readLocally: number;
-  readonly served: number;
-}
+/** What it holds and has moved: the figures its TaskExecutor reports (metrics, heartbeats). */
+export type ResultPartitionsStats = PartitionFiguresWire;
 
 export class ResultPartitions {
   readonly resourceId: ResourceID;
