@@ -37,6 +37,7 @@ import { WorkerResourceSpec } from './slotmanager/WorkerResourceSpec.js';
 import { jobMasterInMailbox, slotGateway, workerGateway } from './workerGateways.js';
 import { checkRegistration, reportWithoutRevoked, type TaskExecutorRegistration } from './WorkerRegistration.js';
 
+import { StaleWorkers } from './StaleWorkers.js';
 import type {
   ResourceManagerOptions,
   TaskExecutorLossCause,
@@ -57,12 +58,8 @@ export class ResourceManager implements ResourceManagerGateway {
   readonly #taskExecutors = new Map<ResourceID, TaskExecutorRegistration>();
   /** Every live worker and where it is in its life (machines/workerLifecycle); a stale one leaves for #stale. */
   readonly #workers = new Map<ResourceID, Worker>();
-  /**
-   * Workers that went stale and why, oldest first: the reason alone is kept (a lifecycle actor, with the machine it
-   * was provided, held ~90 KB: a soak that killed a TaskExecutor every 45 s grew 0.15 MB/min), and the oldest are
-   * forgotten past STALE_KEPT (a long-lived cluster's churn).
-   */
-  readonly #stale = new Map<ResourceID, string>();
+  /** Why workers that went stale may not register again (the last STALE_KEPT). */
+  readonly #stale = new StaleWorkers();
   /** With workersOnDemand false: the workers that make up the fixed cluster, replaced when gone for good. */
   readonly #fixedWorkers: FixedWorkers;
   readonly #heartbeats: HeartbeatMonitor<ResourceID>;
@@ -185,7 +182,7 @@ export class ResourceManager implements ResourceManagerGateway {
       this.#log(`refused the registration of ${resourceId}: ${reason}`, { resourceId }, 'warn');
       return { kind: 'refused', reason };
     };
-    const stale = this.#staleReason(resourceId);
+    const stale = this.#stale.reasonOf(resourceId);
     if (stale !== null) return refuse(`stale: TaskExecutor ${resourceId} may not register again: ${stale}`);
     const gateway = this.#driver.taskExecutorGateway(resourceId);
     if (gateway === undefined)
@@ -459,11 +456,6 @@ export class ResourceManager implements ResourceManagerGateway {
     return held;
   }
 
-  /** Why `resourceId` may not register again, or null. */
-  #staleReason(resourceId: ResourceID): string | null {
-    return this.#stale.get(resourceId) ?? null;
-  }
-
   /** A worker's lifecycle, begun: `starting` when started for a pending worker, else `registered`. */
   #worker(resourceId: ResourceID, pendingWorkerId: PendingTaskManagerID | null): Worker {
     const machine = workerLifecycleMachine.provide({
@@ -490,20 +482,11 @@ export class ResourceManager implements ResourceManagerGateway {
   #wentStale(resourceId: ResourceID, worker: Worker): void {
     const { staleReason } = worker.actor.getSnapshot().context;
     if (this.#workers.get(resourceId) === worker) this.#workers.delete(resourceId);
-    this.#stale.delete(resourceId);
-    this.#stale.set(resourceId, staleReason ?? 'it went stale');
-    for (const oldest of this.#stale.keys()) {
-      if (this.#stale.size <= STALE_KEPT) break;
-      this.#stale.delete(oldest);
-    }
+    this.#stale.add(resourceId, staleReason ?? 'it went stale');
   }
 }
 
-/**
- * Stale workers remembered (their ResourceIDs refused if they register again); older ones are forgotten, so a session
- * cluster whose TaskManagers come and go for months keeps a bounded list.
- */
-export const STALE_KEPT = 1_000;
+export { STALE_KEPT } from './StaleWorkers.js';
 
 /** A worker the ResourceManager knows: its lifecycle, and the allocations its jobs were told are lost with it. */
 interface Worker {
