@@ -45,6 +45,8 @@ const LOSS_CAUSES: readonly TaskExecutorLossCause[] = [
 ];
 const SLOT_STATES = ['free', 'unavailable', 'pending', 'allocated'] as const;
 const ENDED = ['finished', 'failed', 'canceled'];
+/** Jobs that end before the metrics read the overview of their own accord (see onJobEvent). */
+export const ENDED_BEFORE_RETAIN = 256;
 
 export class ClusterMetrics implements JobObserver {
   readonly registry: Registry;
@@ -66,6 +68,8 @@ export class ClusterMetrics implements JobObserver {
   #overview: ClusterOverview | null = null;
   #closed = false;
   #asked: Promise<readonly TaskExecutorMetricsWire[]> | null = null;
+  /** Jobs ended since the overview was last read (which drops the figures of the jobs no longer listed). */
+  #endedSinceRead = 0;
 
   constructor(options: ResolvedMetricsOptions, source: ClusterMetricsSource) {
     this.registry = options.registry;
@@ -279,6 +283,12 @@ export class ClusterMetrics implements JobObserver {
   onJobEvent(jobId: JobID, jobName: string, event: JobEvent): void {
     if (this.#closed) return;
     const measured = this.#timings.record(jobId, jobName, event);
+    // Ended jobs' figures are dropped once the Dispatcher no longer lists them, at a scrape — and, should nobody
+    // scrape, every ENDED_BEFORE_RETAIN job ends (an hour's soak without a scrape kept every job's record).
+    if (event.type === 'status' && ENDED.includes(event.status) && ++this.#endedSinceRead >= ENDED_BEFORE_RETAIN) {
+      this.#endedSinceRead = 0;
+      this.#read();
+    }
     if (measured === null) return;
     if (measured.deployLatencyMs !== undefined) this.#deployLatency.observe(measured.deployLatencyMs / 1000);
     if (measured.ended !== undefined) this.#subtasksEnded.inc({ state: measured.ended });
@@ -358,6 +368,7 @@ export class ClusterMetrics implements JobObserver {
    */
   #read(): ClusterOverview {
     if (this.#overview === null) {
+      this.#endedSinceRead = 0;
       this.#overview = this.#source.overview();
       this.#timings.retain(new Set(this.#overview.jobs.map((job) => job.jobId)));
       setImmediate(() => (this.#overview = null));

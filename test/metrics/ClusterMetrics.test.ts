@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import type { ClusterOverview, SlotOverview, TaskExecutorOverview } from '../../lib/ClusterOverview.js';
 import { ConfigurationError } from '../../lib/core/errors.js';
 import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../../lib/core/ids.js';
-import { ClusterMetrics } from '../../lib/metrics/ClusterMetrics.js';
+import { ClusterMetrics, ENDED_BEFORE_RETAIN } from '../../lib/metrics/ClusterMetrics.js';
 import { resolveMetricsOptions } from '../../lib/metrics/MetricsOptions.js';
 import { parsePrometheusText } from '../support/prometheusText.js';
 
@@ -227,6 +227,24 @@ describe('ClusterMetrics', () => {
 });
 
 describe('resolveMetricsOptions', () => {
+  it('lets go of ended jobs no longer listed though nobody scrapes: it reads the listing every few hundred job ends', async () => {
+    let reads = 0;
+    const metrics = new ClusterMetrics(resolveMetricsOptions({ registry: new Registry() }), {
+      overview: () => (reads++, { taskExecutors: [], pendingWorkers: 0, pendingRequests: [], jobs: [] }),
+      now: () => 0,
+    });
+    const end = () => {
+      const id = JobID.generate();
+      metrics.onJobEvent(id, 'short', { type: 'status', status: 'running', cause: null, timestamp: 0 });
+      metrics.onJobEvent(id, 'short', { type: 'status', status: 'finished', cause: null, timestamp: 0 });
+    };
+    for (let i = 0; i < ENDED_BEFORE_RETAIN - 1; i++) end();
+    expect(reads, 'not before').to.equal(0);
+    end();
+    expect(reads, 'the listing read once: the ended jobs not listed are forgotten').to.equal(1);
+    await metrics.close();
+  });
+
   it('makes a registry of its own by default, prefix slotwise', () => {
     const resolved = resolveMetricsOptions(undefined);
     expect(resolved.prefix).to.equal('slotwise');
