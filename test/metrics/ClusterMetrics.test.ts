@@ -227,7 +227,7 @@ describe('ClusterMetrics', () => {
 });
 
 describe('resolveMetricsOptions', () => {
-  it('lets go of ended jobs no longer listed though nobody scrapes: it reads the listing every few hundred job ends', async () => {
+  it('lets go of ended jobs not listed though nobody scrapes: it reads the listing every 256 job ends', async () => {
     let reads = 0;
     const metrics = new ClusterMetrics(resolveMetricsOptions({ registry: new Registry() }), {
       overview: () => (reads++, { taskExecutors: [], pendingWorkers: 0, pendingRequests: [], jobs: [] }),
