@@ -57,11 +57,39 @@ export interface ExecutionVertex {
   readonly parallelism: number;
 }
 
+/** Subpartitions [start, end) a consumer subtask reads of each producer (Flink's IndexRange, end exclusive here). */
+export type SubpartitionRange = readonly [start: number, end: number];
+
 /** The producers one subtask consumes through one input edge (Flink's ConsumedPartitionGroup). */
 export interface ExecutionInput {
   readonly edge: JobEdge;
   /** Upstream subtasks in subtask order. Consumers that read the same producers share this array. */
   readonly producers: readonly ExecutionVertex[];
+  /**
+   * Which subpartitions of each producer it reads (Flink's ExecutionVertexInputInfo): a hash edge's contiguous range;
+   * [0, 1) — the one output a producer writes — for the others.
+   */
+  readonly subpartitions: SubpartitionRange;
+}
+
+/** Subpartitions split evenly by count: subtask i of `parallelism` reads [floor(i·S/p), floor((i+1)·S/p)). */
+export function evenSubpartitionRanges(subpartitions: number, parallelism: number): SubpartitionRange[] {
+  return Array.from({ length: parallelism }, (_, i) => [
+    Math.floor((i * subpartitions) / parallelism),
+    Math.floor(((i + 1) * subpartitions) / parallelism),
+  ]);
+}
+
+/** What a producer of a pointwise or all-to-all edge writes: one output every consumer reads whole. */
+const WHOLE: SubpartitionRange = Object.freeze([0, 1] as const);
+
+export interface ExecutionGraphOptions {
+  /**
+   * The most subtasks the adaptive scheduler may give a vertex that left its parallelism unset: the subpartitions a
+   * hash edge's producers write for it (Flink: the consumer's max parallelism). Needed when a hash edge has such a
+   * consumer.
+   */
+  readonly maxParallelismOf?: (vertexId: string) => number;
 }
 
 /** Upstream subtask range [start, end) consumed by downstream subtask `down` of a pointwise edge. */
@@ -85,11 +113,29 @@ export class ExecutionGraph {
   readonly #consumers = new Map<string, ExecutionVertex[]>();
   /** Job vertices not initialized yet (their parallelism left to the adaptive scheduler), in topological order. */
   readonly #uninitialized: string[] = [];
+  /** By producer vertex: the subpartitions its hash edge's producers write (fixed for the job's life). */
+  readonly #subpartitions = new Map<string, number>();
   #ordered: readonly ExecutionVertex[] = NONE;
   #sinks: readonly ExecutionVertex[] = NONE;
 
-  constructor(jobGraph: JobGraph) {
+  constructor(jobGraph: JobGraph, options: ExecutionGraphOptions = {}) {
     this.jobGraph = jobGraph;
+    for (const edge of jobGraph.edges) {
+      if (edge.pattern !== 'hash') continue;
+      const consumer = jobGraph.vertex(edge.to);
+      let subpartitions = consumer.parallelism;
+      if (subpartitions === null) {
+        if (options.maxParallelismOf === undefined)
+          throw new IllegalArgumentError(
+            'invalid-value',
+            `the hash edge ${edge.from} -> ${edge.to} has a consumer left to the adaptive scheduler, and no ` +
+              `maxParallelismOf was given to tell how many subpartitions its producers write`,
+            { argument: 'options.maxParallelismOf', value: undefined },
+          );
+        subpartitions = options.maxParallelismOf(edge.to);
+      }
+      this.#subpartitions.set(edge.from, subpartitions);
+    }
     // Topological order of job vertices makes every producer known before its consumers.
     for (const jobVertex of jobGraph.vertices) {
       if (jobVertex.parallelism === null) this.#uninitialized.push(jobVertex.id);
@@ -104,6 +150,14 @@ export class ExecutionGraph {
     return jobVertex.parallelism ?? this.#byJobVertex.get(jobVertex.id)?.length ?? null;
   }
 
+  /**
+   * How many subpartitions each subtask of a hash edge's producer writes: its consumer's parallelism, or — the consumer
+   * left to the adaptive scheduler — the most it may be given. Null for a vertex that feeds no hash edge.
+   */
+  subpartitionsOf(vertexId: string): number | null {
+    return this.#subpartitions.get(this.jobGraph.vertex(vertexId).id) ?? null;
+  }
+
   /** Whether the vertex has its subtasks (its parallelism was set, or has been decided). */
   isInitialized(vertexId: string): boolean {
     return this.#byJobVertex.has(this.jobGraph.vertex(vertexId).id);
@@ -116,11 +170,16 @@ export class ExecutionGraph {
 
   /**
    * Gives a vertex left to the adaptive scheduler its parallelism: its subtasks, wired to its producers' (which must
-   * all be initialized). Returns its new subtasks. Throws IllegalArgumentError, changing nothing, for a vertex
-   * initialized already, one whose producers are not, or a parallelism that is no integer from 1 to 32768 or breaks
-   * a pointwise edge's divisibility.
+   * all be initialized), each reading of its hash edges' producers the subpartitions `subpartitionRanges` gives by
+   * subtask index (default: split evenly by count). Returns its new subtasks. Throws IllegalArgumentError, changing
+   * nothing, for a vertex initialized already, one whose producers are not, a parallelism that is no integer from 1
+   * to 32768 or breaks a pointwise edge's divisibility, or ranges that do not cover the subpartitions in order.
    */
-  initialize(vertexId: string, parallelism: number): readonly ExecutionVertex[] {
+  initialize(
+    vertexId: string,
+    parallelism: number,
+    subpartitionRanges?: readonly SubpartitionRange[],
+  ): readonly ExecutionVertex[] {
     const jobVertex = this.jobGraph.vertex(vertexId);
     const refuse = (why: string): never => {
       throw new IllegalArgumentError('invalid-value', `cannot initialize vertex '${vertexId}': ${why}`, {
@@ -137,13 +196,29 @@ export class ExecutionGraph {
       else if (edge.pattern === 'pointwise' && Math.max(up, parallelism) % Math.min(up, parallelism) !== 0)
         refuse(`parallelism ${parallelism} does not divide, nor is divided by, ${edge.from}'s ${up} (pointwise)`);
     }
-    const subtasks = this.#initialize(jobVertex, parallelism);
+    const hashFrom = this.jobGraph.inputsOf(vertexId).find((edge) => edge.pattern === 'hash')?.from;
+    const subpartitions = hashFrom === undefined ? null : this.#subpartitions.get(hashFrom)!;
+    if (subpartitions !== null && parallelism > subpartitions)
+      refuse(`parallelism ${parallelism} is above the ${subpartitions} subpartitions its hash edges' producers write`);
+    if (subpartitionRanges !== undefined) {
+      if (subpartitions === null) refuse('it reads no hash edge, so it takes no subpartition ranges');
+      else if (!coversInOrder(subpartitionRanges, subpartitions, parallelism))
+        refuse(
+          `its subpartition ranges must be ${parallelism} non-empty contiguous ranges covering [0, ${subpartitions}) ` +
+            `in order, got ${JSON.stringify(subpartitionRanges)}`,
+        );
+    }
+    const subtasks = this.#initialize(jobVertex, parallelism, subpartitionRanges);
     this.#uninitialized.splice(this.#uninitialized.indexOf(jobVertex.id), 1);
     this.#index();
     return subtasks;
   }
 
-  #initialize(jobVertex: JobVertex, parallelism: number): readonly ExecutionVertex[] {
+  #initialize(
+    jobVertex: JobVertex,
+    parallelism: number,
+    subpartitionRanges?: readonly SubpartitionRange[],
+  ): readonly ExecutionVertex[] {
     const consumers = Object.freeze(
       Array.from({ length: parallelism }, (_, subtaskIndex) => {
         const id = ExecutionVertexID.of(jobVertex.id, subtaskIndex);
@@ -156,8 +231,13 @@ export class ExecutionGraph {
     const edges = this.jobGraph.inputsOf(jobVertex.id);
     if (edges.length === 0) return consumers;
     const inputs = consumers.map(() => [] as ExecutionInput[]);
+    let ranges: readonly SubpartitionRange[] | undefined;
     for (const edge of edges) {
       const producers = this.#byJobVertex.get(edge.from)!;
+      if (edge.pattern === 'hash')
+        ranges ??= (subpartitionRanges ?? evenSubpartitionRanges(this.#subpartitions.get(edge.from)!, parallelism)).map(
+          (range) => Object.freeze([range[0], range[1]] as const),
+        );
       // One shared array per distinct producer block (all-to-all: one for the whole edge).
       const blocks = new Map<number, readonly ExecutionVertex[]>();
       consumers.forEach((consumer, i) => {
@@ -167,7 +247,8 @@ export class ExecutionGraph {
             : pointwiseProducerRange(producers.length, consumers.length, i);
         let block = blocks.get(start);
         if (block === undefined) blocks.set(start, (block = Object.freeze(producers.slice(start, end))));
-        inputs[i]!.push(Object.freeze({ edge, producers: block }));
+        const subpartitions = edge.pattern === 'hash' ? ranges![i]! : WHOLE;
+        inputs[i]!.push(Object.freeze({ edge, producers: block, subpartitions }));
         for (const producer of block) {
           const list = this.#consumers.get(producer.key);
           if (list === undefined) this.#consumers.set(producer.key, [consumer]);
@@ -282,4 +363,15 @@ export function createExecution(vertexId: ExecutionVertexID, attemptNumber: numb
     attempt: attemptNumber,
   });
   return Object.freeze({ vertexId, attemptNumber, attemptId, state: 'created' });
+}
+
+/** Whether `ranges` are `count` non-empty ranges, each starting where the one before ended, from 0 to `subpartitions`. */
+function coversInOrder(ranges: readonly SubpartitionRange[], subpartitions: number, count: number): boolean {
+  if (ranges.length !== count) return false;
+  let next = 0;
+  for (const range of ranges) {
+    if (!Array.isArray(range) || range[0] !== next || !Number.isSafeInteger(range[1]) || range[1] <= next) return false;
+    next = range[1];
+  }
+  return next === subpartitions;
 }

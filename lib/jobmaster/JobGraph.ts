@@ -29,8 +29,10 @@ import type { RestartBackoffTimeStrategy } from '../../machines/jobStatus.machin
  * How a producer's subtasks feed a consumer's (Flink's DistributionPattern and its partitioners):
  * `pointwise` — each consumer subtask reads the whole output of its block of producers;
  * `all-to-all` — each reads the whole output of every producer (a broadcast);
- * `hash` — each producer returns one part per consumer subtask (an array as long as the consumer's
- * parallelism) and consumer subtask i reads part i of every producer (a keyed shuffle).
+ * `hash` — each producer returns its output split in `context.subpartitions` parts (an array that long: the
+ * consumer's parallelism, or, when the adaptive scheduler decides the consumer's, the most it may decide), and each
+ * consumer subtask reads a contiguous range of parts of every producer — part i alone when the consumer's parallelism
+ * is set — listed producer by producer (a keyed shuffle; Flink's subpartitions and their consumed ranges).
  */
 export type DistributionPattern = 'pointwise' | 'all-to-all' | 'hash';
 
@@ -240,15 +242,6 @@ export class JobGraph {
 
     for (const e of edges) {
       const [up, down] = [byId.get(e.from)!.parallelism, byId.get(e.to)!.parallelism];
-      // A hash edge's producer splits its output by the consumer's parallelism before the consumer could be decided.
-      if (e.pattern === 'hash' && down === null)
-        refuse(
-          'invalid-edge',
-          `vertex '${e.to}' leaves its parallelism to the adaptive scheduler but consumes ${e.from} through a hash ` +
-            `edge, whose producer returns one part per consumer subtask before the consumer's parallelism could be ` +
-            `decided; give '${e.to}' a parallelism, or use a 'pointwise' or 'all-to-all' edge`,
-          { from: e.from, to: e.to, vertex: e.to },
-        );
       // An adaptive end is decided to keep the divisibility (AdaptiveParallelism).
       if (up === null || down === null) continue;
       if (e.pattern === 'pointwise' && Math.max(up, down) % Math.min(up, down) !== 0) {

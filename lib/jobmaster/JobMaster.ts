@@ -32,6 +32,7 @@ import type { jobStatusMachine, JobStatus } from '../../machines/jobStatus.machi
 import {
   AdaptiveVertexInitializer,
   initializeSources,
+  maxParallelismFor,
   type ParallelismDecision,
 } from './adaptivebatch/AdaptiveVertexInitializer.js';
 import { ExecutionAttempts, TERMINAL_STATES, type ExecutionRecord } from './ExecutionAttempts.js';
@@ -115,7 +116,9 @@ export class JobMaster implements JobMasterGateway {
     this.mailbox = new MainThreadExecutor(`JobMaster ${options.jobGraph.name}`, this.#clock, (error) =>
       this.#log(`uncaught in mailbox: ${describeError(error)}`, {}, 'error'),
     );
-    this.graph = new ExecutionGraph(options.jobGraph);
+    this.graph = new ExecutionGraph(options.jobGraph, {
+      maxParallelismOf: maxParallelismFor(options.jobGraph, options.options),
+    });
     // Sources left to the adaptive scheduler get their parallelism now: everything below is built with their subtasks.
     const sources = initializeSources(this.graph, options.options);
     this.#executions = new ExecutionAttempts(this.graph, options.options['jobmanager.execution.attempts-history-size']);

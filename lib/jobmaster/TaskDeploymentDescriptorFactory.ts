@@ -21,8 +21,9 @@ export class TaskDeploymentDescriptorFactory {
 
   /**
    * The descriptor of the record's current attempt, in the slot of that allocation: per input edge, by producer
-   * subtask, the producer's output when it came to the JobMaster (a hash edge's part for this subtask), or where to
-   * read it (`partitionInputs`) when it stayed on its TaskExecutor; and, for a producer, what its output must be.
+   * subtask, the producer's output when it came to the JobMaster, or where to read it (`partitionInputs`) when it
+   * stayed on its TaskExecutor — of a hash edge, the parts of this subtask's range of subpartitions, producer by
+   * producer —; and, for a producer, what its output must be.
    * `attempt`: another attempt of the subtask than its current one (a speculative one), with the same inputs.
    */
   createDeploymentDescriptor(
@@ -34,31 +35,35 @@ export class TaskDeploymentDescriptorFactory {
     const inputs: Record<string, unknown[]> = {};
     let partitionInputs: Record<string, (PartitionInputWire | null)[]> | undefined;
     for (const input of this.#graph.inputsOf(record.vertex)) {
+      // A hash edge's subpartitions [start, end) of every producer, producer by producer; the others' one output each.
       const hash = input.edge.pattern === 'hash';
-      const subpartition = hash ? id.subtaskIndex : 0;
+      const [start, end] = input.subpartitions;
+      const span = end - start;
       const producers = input.producers;
-      const values: unknown[] = new Array(producers.length);
+      const values: unknown[] = new Array(producers.length * span);
       let refs: (PartitionInputWire | null)[] | undefined;
       for (let i = 0; i < producers.length; i++) {
         const producer = this.#executions.of(producers[i]!);
         const partition = producer.partition;
-        if (partition === null) {
-          values[i] = hash ? (producer.output as unknown[] | undefined)?.[subpartition] : producer.output;
-          continue;
+        for (let subpartition = start; subpartition < end; subpartition++) {
+          const at = i * span + subpartition - start;
+          if (partition === null) {
+            values[at] = hash ? (producer.output as unknown[] | undefined)?.[subpartition] : producer.output;
+            continue;
+          }
+          refs ??= new Array<PartitionInputWire | null>(values.length).fill(null);
+          refs[at] = {
+            partitionId: partition.partitionId,
+            resourceId: partition.resourceId,
+            subpartition,
+            bytes: partition.bytes[subpartition] ?? 0,
+          };
         }
-        refs ??= new Array<PartitionInputWire | null>(producers.length).fill(null);
-        refs[i] = {
-          partitionId: partition.partitionId,
-          resourceId: partition.resourceId,
-          subpartition,
-          bytes: partition.bytes[subpartition] ?? 0,
-        };
       }
       inputs[input.edge.from] = values;
       if (refs !== undefined) (partitionInputs ??= {})[input.edge.from] = refs;
     }
-    const outputs = this.#graph.jobGraph.outputsOf(jobVertex.id);
-    const consumer = outputs[0];
+    const consumer = this.#graph.jobGraph.outputsOf(jobVertex.id)[0];
     return {
       jobId: this.#jobId,
       jobName: this.#graph.jobGraph.name,
@@ -75,10 +80,8 @@ export class TaskDeploymentDescriptorFactory {
       ...(consumer === undefined
         ? {}
         : {
-            producesPartition: {
-              // A hash edge is its producer's only output edge (JobGraph's rule).
-              subpartitions: consumer.pattern === 'hash' ? this.#graph.parallelismOf(consumer.to) : null,
-            },
+            // A hash edge is its producer's only output edge (JobGraph's rule).
+            producesPartition: { subpartitions: this.#graph.subpartitionsOf(jobVertex.id) },
           }),
       config: jobVertex.config,
     };

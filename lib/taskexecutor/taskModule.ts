@@ -18,6 +18,13 @@ export interface TaskContext extends TaskInvocationContext {
   /** The vertex's free-form parameters (the deployment descriptor's `config`). */
   readonly config: unknown;
   /**
+   * A hash edge's producer: how many parts its output must have (return an array that long, part k holding the keys
+   * of subpartition k, e.g. `hash(key) % subpartitions`) — the consumer's parallelism, or, when the adaptive scheduler
+   * decides the consumer's, the most it may decide (consumers then read contiguous ranges of parts). Null for any
+   * other subtask.
+   */
+  readonly subpartitions: number | null;
+  /**
    * A view over the slot's managed memory, or null when the slot has none. Allocate under
    * `executionAttemptId` by convention; whatever this view still holds when the task returns is
    * released (and counted), whatever it holds when the task throws leaks into the slot's report.

@@ -125,6 +125,7 @@ class RunContext implements TaskContext {
   readonly executionAttemptId: string;
   readonly allocationId: string;
   readonly config: unknown;
+  readonly subpartitions: number | null;
   readonly #abort: RunAbort;
   readonly #memory: SharedMemoryHandle | null;
   readonly #sink: LogSink;
@@ -136,6 +137,7 @@ class RunContext implements TaskContext {
     memory: SharedMemoryHandle | null,
     abort: RunAbort,
     sink: LogSink,
+    partition: TaskPartitionSpec | undefined,
   ) {
     this.jobId = context.jobId;
     this.jobName = context.jobName;
@@ -147,6 +149,7 @@ class RunContext implements TaskContext {
     this.executionAttemptId = context.executionAttemptId;
     this.allocationId = context.allocationId;
     this.config = config;
+    this.subpartitions = partition?.subpartitions ?? null;
     this.#abort = abort;
     this.#memory = memory;
     this.#sink = sink;
@@ -175,7 +178,13 @@ class RunContext implements TaskContext {
 
   /** What the task sees of itself when it prints its context (the lazy parts by their state). */
   toJSON(): Record<string, unknown> {
-    return { ...this.#plain(), config: this.config, hasMemory: this.#memory !== null, aborted: this.#abort.aborted };
+    return {
+      ...this.#plain(),
+      config: this.config,
+      subpartitions: this.subpartitions,
+      hasMemory: this.#memory !== null,
+      aborted: this.#abort.aborted,
+    };
   }
 
   #plain(): TaskInvocationContext {
@@ -211,7 +220,7 @@ export default async function runTask(payload: TaskWorkerPayload): Promise<TaskW
   return cloneable(
     await runOne(
       payload.taskModule,
-      new RunContext(payload.context, payload.config, payload.memory, abort, sink),
+      new RunContext(payload.context, payload.config, payload.memory, abort, sink, payload.partition),
       payload.inputs,
       abort,
       payload.encoded,
@@ -246,7 +255,7 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
       const sink: LogSink = { pool, run: item.run, label: '' };
       const outcome = await runOne(
         item.taskModule,
-        new RunContext(item.context, item.config, memory, abort, sink),
+        new RunContext(item.context, item.config, memory, abort, sink, item.partition),
         item.inputs,
         abort,
         item.encoded,
@@ -357,7 +366,7 @@ function decodeInputs(inputs: unknown, encoded: EncodedInputs): unknown {
 }
 
 /**
- * A producer's output as its TaskExecutor keeps it: a hash edge's producer must return one part per consumer subtask;
+ * A producer's output as its TaskExecutor keeps it: a hash edge's producer must return one part per subpartition;
  * with `encode`, each part is serialized here into a SharedArrayBuffer (the TaskExecutor and the consumers' only pass
  * it on), or kept as the value if v8 cannot serialize it but it can cross threads (a view of managed memory).
  */
@@ -372,8 +381,8 @@ function partitionOf(
       error: {
         name: 'TypeError',
         message:
-          `a producer of a hash edge returns an array of ${subpartitions} parts, one per consumer subtask ` +
-          `(part i goes to subtask i); got ${got}`,
+          `a producer of a hash edge returns an array of ${subpartitions} parts, one per subpartition ` +
+          `(context.subpartitions); got ${got}`,
       },
     };
   }

@@ -11,6 +11,7 @@ import { miniClusterTarget } from '../../lib/rest/miniClusterTarget.js';
 import { jobDetailsView } from '../../lib/rest/restViews.js';
 
 const volume = new URL('../fixtures/tasks/volume.ts', import.meta.url);
+const keyed = new URL('../fixtures/tasks/keyed.ts', import.meta.url);
 
 describe('the adaptive scheduler (thread mode)', function () {
   this.timeout(60_000);
@@ -66,5 +67,45 @@ describe('the adaptive scheduler (thread mode)', function () {
       ['src', 8, null],
       ['sink', 8, decisions[0]!.reason],
     ]);
+  });
+
+  it('shuffles through a hash edge to a consumer it decides: each reads a contiguous range of subpartitions', async () => {
+    // 4 producers × 64 keys of ~8 KB, in 16 subpartitions (the max parallelism): ~126 KB a subpartition over them, so
+    // ranges of 2 at 256 kb a subtask — 8 consumers, each with 8 keys of every producer.
+    const job = await cluster.submitJob({
+      name: 'adaptive-hash',
+      vertices: [
+        { id: 'map', taskModule: keyed, parallelism: 4, config: { keys: 64, bytesPerRecord: 8_000 } },
+        { id: 'reduce', taskModule: keyed },
+      ],
+      edges: [{ from: 'map', to: 'reduce', pattern: 'hash' }],
+    });
+    const decisions: Array<Extract<JobEvent, { type: 'parallelism' }>> = [];
+    job.onEvent((event) => {
+      if (event.type === 'parallelism') decisions.push(event);
+    });
+    const result = await job.result;
+    expect(result.status, result.error?.message).to.equal('finished');
+    const reducers = result.outputs['reduce'] as Array<{
+      subtask: number;
+      parallelism: number;
+      parts: number;
+      keys: number[];
+      records: number;
+    }>;
+    expect(decisions.map((d) => [d.vertexId, d.parallelism])).to.deep.equal([['reduce', 8]]);
+    expect(decisions[0]!.reason).to.contain(
+      "its producers' 16 subpartitions in contiguous ranges of about 256 kb make 8",
+    );
+    // Reducer i reads subpartitions 2i and 2i + 1 of each of the 4 producers: the keys k with k % 16 in them.
+    reducers.forEach((r, i) => {
+      expect(r).to.deep.include({ subtask: i, parallelism: 8, parts: 8, records: 32 });
+      expect(r.keys).to.deep.equal(
+        Array.from({ length: 64 }, (_, k) => k).filter((k) => k % 16 === 2 * i || k % 16 === 2 * i + 1),
+      );
+    });
+    // Every key of every producer once, and no key at two reducers.
+    expect(reducers.reduce((sum, r) => sum + r.records, 0)).to.equal(4 * 64);
+    expect(new Set(reducers.flatMap((r) => r.keys)).size).to.equal(64);
   });
 });

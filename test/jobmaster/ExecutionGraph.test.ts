@@ -52,6 +52,20 @@ describe('ExecutionGraph', () => {
     expect(graph.inputsOf('down#0')[0]!.producers).to.equal(graph.inputsOf('down#1')[0]!.producers);
   });
 
+  it('gives each consumer of a hash edge with a set parallelism its own subpartition of every producer', () => {
+    const graph = graphOf([v('up', 3), v('down', 2)], [{ from: 'up', to: 'down', pattern: 'hash' }]);
+    expect(graph.subpartitionsOf('up')).to.equal(2);
+    expect(graph.subpartitionsOf('down')).to.equal(null);
+    expect(graph.subtasksOf('down').map((d) => graph.inputsOf(d)[0]!.subpartitions)).to.deep.equal([
+      [0, 1],
+      [1, 2],
+    ]);
+    expect(keys(graph.producersOf('down#1'))).to.deep.equal(['up#0', 'up#1', 'up#2']);
+    // Other edges read the one output a producer writes.
+    const broadcast = graphOf([v('up', 3), v('down', 2)], [{ from: 'up', to: 'down', pattern: 'all-to-all' }]);
+    expect(broadcast.inputsOf('down#1')[0]!.subpartitions).to.deep.equal([0, 1]);
+  });
+
   it('connects pointwise with p_up > p_down: downstream i consumes a contiguous block of p_up / p_down', () => {
     const graph = graphOf([v('up', 6), v('down', 2)], [{ from: 'up', to: 'down', pattern: 'pointwise' }]);
     expect(keys(graph.producersOf('down#0'))).to.deep.equal(['up#0', 'up#1', 'up#2']);

@@ -4,7 +4,7 @@
  * Flink's spellings too.
  */
 import { expect } from 'chai';
-import { ConfigurationError, JobGraphError } from '../../lib/core/errors.js';
+import { ConfigurationError, IllegalArgumentError, JobGraphError } from '../../lib/core/errors.js';
 import { resolveOptions, type SlotwiseOptions } from '../../lib/core/options.js';
 import { JobGraph, type JobGraphSpec, type JobVertexSpec } from '../../lib/jobmaster/JobGraph.js';
 import { ExecutionGraph } from '../../lib/jobmaster/ExecutionGraph.js';
@@ -79,24 +79,60 @@ describe('JobGraph under the adaptive scheduler', () => {
     );
   });
 
-  it('refuses an adaptive consumer of a hash edge, naming the vertex and why', () => {
-    const error = refusal(
+  it("takes an adaptive consumer of a hash edge: its producers write its max parallelism's subpartitions", () => {
+    const graph = JobGraph.create(
       adaptive({
-        vertices: [v('src', { parallelism: 4 }), v('sink')],
+        vertices: [v('src', { parallelism: 4 }), v('sink', { maxParallelism: 12 })],
         edges: [{ from: 'src', to: 'sink', pattern: 'hash' }],
       }),
     );
-    expect(error.reason).to.equal('invalid-edge');
-    expect(error.details).to.deep.include({ vertex: 'sink', from: 'src', to: 'sink' });
-    expect(error.message).to.contain("vertex 'sink' leaves its parallelism to the adaptive scheduler");
-    expect(error.message).to.contain("give 'sink' a parallelism, or use a 'pointwise' or 'all-to-all' edge");
-    // An adaptive producer of a hash edge is fine: its consumer's parallelism is fixed.
-    JobGraph.create(
-      adaptive({
-        vertices: [v('src'), v('sink', { parallelism: 2 })],
-        edges: [{ from: 'src', to: 'sink', pattern: 'hash' }],
-      }),
-    );
+    expect(() => new ExecutionGraph(graph)).to.throw(IllegalArgumentError, 'no maxParallelismOf was given');
+    const execution = new ExecutionGraph(graph, { maxParallelismOf: (id) => graph.vertex(id).maxParallelism ?? 128 });
+    expect(execution.subpartitionsOf('src')).to.equal(12);
+    expect(execution.subpartitionsOf('sink')).to.equal(null);
+    // A parallelism above the subpartitions, or ranges that do not cover them in order, change nothing.
+    expect(() => execution.initialize('sink', 13)).to.throw('above the 12 subpartitions');
+    for (const ranges of [
+      [
+        [0, 6],
+        [7, 12],
+      ],
+      [
+        [0, 6],
+        [6, 11],
+      ],
+      [[0, 12]],
+      [
+        [0, 0],
+        [0, 12],
+      ],
+    ] as const)
+      expect(() => execution.initialize('sink', 2, ranges), JSON.stringify(ranges)).to.throw(
+        'must be 2 non-empty contiguous ranges covering [0, 12) in order',
+      );
+    expect(execution.isInitialized('sink')).to.equal(false);
+    execution.initialize('sink', 3, [
+      [0, 2],
+      [2, 9],
+      [9, 12],
+    ]);
+    expect(execution.inputsOf('sink#1')[0]!.subpartitions).to.deep.equal([2, 9]);
+    expect(execution.inputsOf('sink#2')[0]!.producers.map((p) => p.key)).to.deep.equal([
+      'src#0',
+      'src#1',
+      'src#2',
+      'src#3',
+    ]);
+    // Without ranges: split evenly by count.
+    const evenly = new ExecutionGraph(graph, { maxParallelismOf: () => 12 });
+    evenly.initialize('sink', 5);
+    expect(evenly.subtasksOf('sink').map((s) => evenly.inputsOf(s)[0]!.subpartitions)).to.deep.equal([
+      [0, 2],
+      [2, 4],
+      [4, 7],
+      [7, 9],
+      [9, 12],
+    ]);
   });
 
   it('refuses an adaptive vertex in a co-location group', () => {

@@ -164,6 +164,65 @@ describe('JobMaster: the adaptive scheduler', () => {
     expect(await h.master.result).to.deep.include({ status: 'finished', outputs: { sink: [0, 1, 2] } });
   });
 
+  it('has hash producers write the max parallelism in subpartitions; each consumer reads a range of ~1 MB', async () => {
+    const h = new Harness(
+      {
+        scheduler: 'adaptive',
+        vertices: [vertex('src', 4), adaptiveVertex('reduce')],
+        edges: [edge('src', 'reduce', 'hash')],
+      },
+      OPTIONS,
+    );
+    await h.start();
+    const te = h.addExecutor('taskexecutor-a');
+    await h.offer(te, 4);
+    const producers = [0, 1, 2, 3].map((i) => h.submittedFor('src', i)[0]!);
+    expect(producers.map((d) => d.producesPartition)).to.deep.equal(new Array(4).fill({ subpartitions: 32 }));
+    // 4 producers × 31 subpartitions of 64 KB (256 KB a subpartition over them) and a heavy one (31) of 2 MB.
+    const bytes = [...new Array<number>(31).fill(MB / 16), 2 * MB];
+    for (const d of producers) await h.finishKept(d, te, bytes);
+    const [decision] = decisions(h);
+    // Ranges of 4 subpartitions (1 MB), and the heavy one alone: 0-3, 4-7, …, 24-27, 28-30, 31.
+    expect(decision!.parallelism).to.equal(9);
+    expect(decision!.reason).to.contain("its producers' 32 subpartitions in contiguous ranges of about 1 mb make 9");
+    // Subtasks 0-3 share the producers' slots; the other five get slots of their own.
+    await h.offer(te, 5);
+    const reduce7 = h.submittedFor('reduce', 7)[0]!;
+    // Producer by producer, subpartitions 28, 29 and 30 of each.
+    expect(reduce7.partitionInputs!.src!.map((p) => [p!.partitionId, p!.subpartition, p!.bytes])).to.deep.equal(
+      producers.flatMap((d) => [28, 29, 30].map((k) => [d.executionAttemptId, k, MB / 16])),
+    );
+    expect(reduce7.inputs).to.deep.equal({ src: new Array(12).fill(undefined) });
+    expect(h.submittedFor('reduce', 8)[0]!.partitionInputs!.src!.map((p) => p!.subpartition)).to.deep.equal([
+      31, 31, 31, 31,
+    ]);
+    for (let i = 0; i < 9; i++) await h.finish(h.submittedFor('reduce', i)[0]!, i);
+    expect(await h.master.result).to.deep.include({ status: 'finished' });
+  });
+
+  it('hands a consumer of a hash edge its range of the parts a producer sent the JobMaster, producer by producer', async () => {
+    const h = new Harness(
+      {
+        scheduler: 'adaptive',
+        vertices: [vertex('src', 2), adaptiveVertex('reduce', { maxParallelism: 4 })],
+        edges: [edge('src', 'reduce', 'hash')],
+      },
+      { ...OPTIONS, 'execution.batch.adaptive.auto-parallelism.min-parallelism': 2 },
+    );
+    await h.start();
+    const te = h.addExecutor('taskexecutor-a');
+    await h.offer(te, 4);
+    expect(h.submittedFor('src', 0)[0]!.producesPartition).to.deep.equal({ subpartitions: 4 });
+    for (const i of [0, 1])
+      await h.finish(
+        h.submittedFor('src', i)[0]!,
+        ['a', 'b', 'c', 'd'].map((k) => `${k}${i}`),
+      );
+    expect(h.master.graph.parallelismOf('reduce')).to.equal(2);
+    expect(h.submittedFor('reduce', 0)[0]!.inputs).to.deep.equal({ src: ['a0', 'b0', 'a1', 'b1'] });
+    expect(h.submittedFor('reduce', 1)[0]!.inputs).to.deep.equal({ src: ['c0', 'd0', 'c1', 'd1'] });
+  });
+
   it('keeps a partition an undecided consumer will read, though every decided consumer has read it', async () => {
     const h = new Harness(
       {

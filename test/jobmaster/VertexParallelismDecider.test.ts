@@ -96,4 +96,93 @@ describe('VertexParallelismDecider', () => {
     expect(decideParallelism('src', [], { ...BOUNDS, defaultSourceParallelism: 64 }).parallelism).to.equal(32);
     expect(decideParallelism('src', [], BOUNDS).reason).to.contain('a source: the default source parallelism 1');
   });
+
+  describe('a hash edge: contiguous ranges of the subpartitions its producers wrote', () => {
+    /** A hash input of `parallelism` producers whose subpartitions hold `bytes[k]` bytes, summed over them. */
+    const hash = (parallelism: number, bytes: readonly number[], from = 'map'): ProducedInput => ({
+      from,
+      pattern: 'hash',
+      parallelism,
+      bytes: bytes.reduce((a, b) => a + b, 0),
+      subpartitions: bytes.length,
+      subpartitionBytes: bytes,
+    });
+    const even = (count: number, each: number) => new Array<number>(count).fill(each);
+    /** `count` ranges of `size` subpartitions each, from 0. */
+    const blocks = (count: number, size: number) =>
+      Array.from({ length: count }, (_, i) => [size * i, size * i + size]);
+
+    it('splits 8 MB in 32 subpartitions into 8 ranges of 1 MB at 1 MB per subtask, saying why', () => {
+      const decision = decideParallelism('reduce', [hash(8, even(32, MB / 4))], BOUNDS);
+      expect(decision).to.deep.include({ parallelism: 8, bytes: 8 * MB });
+      expect(decision.subpartitionRanges).to.deep.equal(blocks(8, 4));
+      expect(decision.reason).to.equal(
+        "its inputs produced 8 mb; its producers' 32 subpartitions in contiguous ranges of about 1 mb make 8, " +
+          'within [1, 32]: 8',
+      );
+    });
+
+    it('gives a heavy subpartition a subtask of its own and packs the light ones together', () => {
+      const bytes = [MB / 4, MB / 4, 3 * MB, MB / 4, MB / 4, MB / 4, MB / 4, 0];
+      const decision = decideParallelism('reduce', [hash(4, bytes)], { ...BOUNDS, maxParallelism: 8 });
+      expect(decision.subpartitionRanges).to.deep.equal([
+        [0, 2],
+        [2, 3],
+        [3, 8],
+      ]);
+      expect(decision.parallelism).to.equal(3);
+    });
+
+    it('searches the volume per range that gives the maximum when the data asks for more (64 MB, max 8)', () => {
+      const decision = decideParallelism('reduce', [hash(8, even(32, 2 * MB))], { ...BOUNDS, maxParallelism: 8 });
+      expect(decision.parallelism).to.equal(8);
+      expect(decision.subpartitionRanges).to.deep.equal(blocks(8, 4));
+      expect(decision.reason).to.contain('make 8 (32 at 1 mb a range), within [1, 8]: 8');
+    });
+
+    it('searches the smallest even ranges that give the minimum for little data (1 KB, min 4)', () => {
+      const decision = decideParallelism('reduce', [hash(2, even(32, 32))], { ...BOUNDS, minParallelism: 4 });
+      expect(decision.parallelism).to.equal(4);
+      expect(decision.subpartitionRanges).to.deep.equal(blocks(4, 8));
+    });
+
+    it('splits by count when no split by bytes reaches the bounds (nothing produced, min 4)', () => {
+      const decision = decideParallelism('reduce', [hash(2, even(32, 0))], { ...BOUNDS, minParallelism: 4 });
+      expect(decision.parallelism).to.equal(4);
+      expect(decision.subpartitionRanges).to.deep.equal(blocks(4, 8));
+      expect(decision.reason).to.contain('so they are split by count');
+    });
+
+    it('never gives more subtasks than subpartitions, saying what capped it', () => {
+      const decision = decideParallelism('reduce', [hash(2, even(4, 8 * MB))], BOUNDS);
+      expect(decision.parallelism).to.equal(4);
+      expect(decision.reason).to.contain('within [1, 4] (max capped at 4 by the subpartitions its producers wrote)');
+      expect(decision.subpartitionRanges).to.deep.equal(blocks(4, 1));
+    });
+
+    it('with a pointwise input beside: decided as for pointwise, the subpartitions split evenly by count', () => {
+      const decision = decideParallelism('join', [pointwise(4, 2 * MB, 'left'), hash(3, even(32, MB / 8))], BOUNDS);
+      // 2 MB + 4 MB at 1 MB: 6, which does not divide 4; 4 and 8 are as near: 8.
+      expect(decision.parallelism).to.equal(8);
+      expect(decision.subpartitionRanges).to.deep.equal(blocks(8, 4));
+      // 3 subtasks over 32 subpartitions: 10, 11, 11.
+      const three = decideParallelism('join', [pointwise(3, 0, 'left'), hash(3, even(32, 0))], {
+        ...BOUNDS,
+        minParallelism: 3,
+      });
+      expect(three.subpartitionRanges).to.deep.equal([
+        [0, 10],
+        [10, 21],
+        [21, 32],
+      ]);
+    });
+
+    it('reads a broadcast beside a hash edge whole, its bytes taking from each range', () => {
+      const broadcast: ProducedInput = { from: 'dim', pattern: 'all-to-all', parallelism: 1, bytes: MB / 2 };
+      // Half of each subtask's 1 MB is the broadcast's: 8 MB of hash data make ranges of 0.5 MB, 16 of them.
+      const decision = decideParallelism('join', [hash(8, even(32, MB / 4)), broadcast], BOUNDS);
+      expect(decision.parallelism).to.equal(16);
+      expect(decision.subpartitionRanges![0]).to.deep.equal([0, 2]);
+    });
+  });
 });

@@ -10,10 +10,12 @@ import { serialize } from 'node:v8';
 import type { ResolvedOptions } from '../../core/options.js';
 import type { ExecutionAttempts, ExecutionRecord } from '../ExecutionAttempts.js';
 import type { ExecutionGraph } from '../ExecutionGraph.js';
+import type { JobGraph } from '../JobGraph.js';
 import type { JobPartitionTracker } from '../JobPartitionTracker.js';
 import type { LocalInputPreferredSlotSharingStrategy } from '../slotsharing/SlotSharingStrategy.js';
 import {
   decideParallelism,
+  maxParallelismOf,
   type ParallelismBounds,
   type ParallelismDecision,
   type ProducedInput,
@@ -33,6 +35,15 @@ export function parallelismBoundsOf(options: ResolvedOptions): ParallelismBounds
 }
 
 /**
+ * The most subtasks the scheduler may give each vertex of `jobGraph` that left its parallelism unset — what a hash
+ * edge's producers write as many subpartitions as (ExecutionGraph's maxParallelismOf).
+ */
+export function maxParallelismFor(jobGraph: JobGraph, options: ResolvedOptions): (vertexId: string) => number {
+  const bounds = parallelismBoundsOf(options);
+  return (vertexId) => maxParallelismOf(boundsFor(jobGraph, vertexId, bounds));
+}
+
+/**
  * Initializes the sources that left their parallelism unset, before anything else is built on the graph (the
  * ExecutionAttempts and slot sharing groups are then made with their subtasks). Returns the decisions.
  */
@@ -40,7 +51,7 @@ export function initializeSources(graph: ExecutionGraph, options: ResolvedOption
   const decisions: ParallelismDecision[] = [];
   for (const vertexId of [...graph.uninitialized()]) {
     if (graph.jobGraph.inputsOf(vertexId).length > 0) continue;
-    const decision = decideParallelism(vertexId, [], boundsFor(graph, vertexId, parallelismBoundsOf(options)));
+    const decision = decideParallelism(vertexId, [], boundsFor(graph.jobGraph, vertexId, parallelismBoundsOf(options)));
     graph.initialize(vertexId, decision.parallelism);
     decisions.push(decision);
   }
@@ -88,8 +99,8 @@ export class AdaptiveVertexInitializer {
       if (from !== undefined && !graph.jobGraph.inputsOf(vertexId).some((edge) => edge.from === from)) continue;
       const inputs = this.#producedInputs(vertexId);
       if (inputs === null) continue;
-      const decision = decideParallelism(vertexId, inputs, boundsFor(graph, vertexId, this.#bounds));
-      const subtasks = graph.initialize(vertexId, decision.parallelism);
+      const decision = decideParallelism(vertexId, inputs, boundsFor(graph.jobGraph, vertexId, this.#bounds));
+      const subtasks = graph.initialize(vertexId, decision.parallelism, decision.subpartitionRanges);
       created.push(...executions.add(subtasks));
       this.#o.slotSharing.addJobVertex(vertexId);
       this.#o.partitions.consumersAdded(subtasks);
@@ -109,17 +120,36 @@ export class AdaptiveVertexInitializer {
       // Producers finish roughly in index order: the last is the likeliest still to run, so a check usually stops at
       // once instead of walking every producer at every finish.
       for (let i = producers.length - 1; i >= 0; i--) if (!executions.of(producers[i]!).hasOutput) return null;
-      let bytes = 0;
-      for (const producer of producers) bytes += bytesOf(executions.of(producer));
-      inputs.push({ from: edge.from, pattern: edge.pattern, parallelism: producers.length, bytes });
+      if (edge.pattern !== 'hash') {
+        let bytes = 0;
+        for (const producer of producers) bytes += bytesOf(executions.of(producer));
+        inputs.push({ from: edge.from, pattern: edge.pattern, parallelism: producers.length, bytes });
+        continue;
+      }
+      // A hash edge's bytes by subpartition, summed over its producers: what the even split of data cuts.
+      const subpartitions = graph.subpartitionsOf(edge.from)!;
+      const subpartitionBytes = new Array<number>(subpartitions).fill(0);
+      for (const producer of producers) {
+        const produced = subpartitionBytesOf(executions.of(producer), subpartitions);
+        for (let i = 0; i < subpartitions; i++) subpartitionBytes[i]! += produced[i] ?? 0;
+      }
+      const bytes = subpartitionBytes.reduce((sum, b) => sum + b, 0);
+      inputs.push({
+        from: edge.from,
+        pattern: edge.pattern,
+        parallelism: producers.length,
+        bytes,
+        subpartitions,
+        subpartitionBytes,
+      });
     }
     return inputs;
   }
 }
 
 /** The options' bounds, narrowed by the vertex's own. */
-function boundsFor(graph: ExecutionGraph, vertexId: string, bounds: ParallelismBounds): ParallelismBounds {
-  const vertex = graph.jobGraph.vertex(vertexId);
+function boundsFor(jobGraph: JobGraph, vertexId: string, bounds: ParallelismBounds): ParallelismBounds {
+  const vertex = jobGraph.vertex(vertexId);
   const maxParallelism = vertex.maxParallelism ?? bounds.maxParallelism;
   // A vertex's own bound wins over the option's: its min may be above the option's max, and its max below its min.
   const minParallelism = vertex.minParallelism ?? Math.min(bounds.minParallelism, maxParallelism);
@@ -138,4 +168,17 @@ function bytesOf(record: ExecutionRecord): number {
   } catch {
     return 0;
   }
+}
+
+/** A finished hash producer's bytes by subpartition: its result partition's, or each part of its output serialized. */
+function subpartitionBytesOf(record: ExecutionRecord, subpartitions: number): readonly number[] {
+  if (record.partition !== null) return record.partition.bytes;
+  const parts = Array.isArray(record.output) ? record.output : [];
+  return Array.from({ length: subpartitions }, (_, i) => {
+    try {
+      return parts[i] === undefined ? 0 : serialize(parts[i]).byteLength;
+    } catch {
+      return 0;
+    }
+  });
 }
