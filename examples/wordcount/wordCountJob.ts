@@ -1,5 +1,6 @@
 /**
- * The word count job: source → tokenize (pointwise) → count (all-to-all) → sink (all-to-all).
+ * The word count job: source → tokenize (pointwise) → count (hash: each counter reads only its words) → sink
+ * (all-to-all).
  *
  * source, tokenize and sink share slots in the `default` group (UNKNOWN resources: any default slot
  * does); the counters run in their own `counting` group and ask for more heap than a default slot
@@ -42,7 +43,7 @@ export function wordCountJob(options: WordCountOptions): JobGraphSpec {
     name: options.name ?? 'word count',
     vertices: [
       { id: 'source', taskModule: task('source'), parallelism, config: options.input },
-      { id: 'tokenize', taskModule: task('tokenize'), parallelism, config: { counters } },
+      { id: 'tokenize', taskModule: task('tokenize'), parallelism },
       {
         id: 'count',
         taskModule: task('count'),
@@ -54,7 +55,7 @@ export function wordCountJob(options: WordCountOptions): JobGraphSpec {
     ],
     edges: [
       { from: 'source', to: 'tokenize', pattern: 'pointwise' },
-      { from: 'tokenize', to: 'count', pattern: 'all-to-all' },
+      { from: 'tokenize', to: 'count', pattern: 'hash' },
       { from: 'count', to: 'sink', pattern: 'all-to-all' },
     ],
     ...(options.restartStrategy ? { restartStrategy: options.restartStrategy } : {}),

@@ -1,13 +1,11 @@
-/** Count: counts the words of its partition, from every tokenizer. */
+/** Count: counts the words of its subpartitions, from every tokenizer (a hash edge hands it only those). */
 import type { TaskContext } from '../../../lib/taskexecutor/taskWorker.js';
 
 export default async function count(
-  context: TaskContext,
-  inputs: { tokenize: string[][][] },
+  _context: TaskContext,
+  inputs: { tokenize: string[][] },
 ): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
-  for (const partitions of inputs.tokenize) {
-    for (const word of partitions[context.subtaskIndex] ?? []) counts[word] = (counts[word] ?? 0) + 1;
-  }
+  for (const words of inputs.tokenize) for (const word of words) counts[word] = (counts[word] ?? 0) + 1;
   return counts;
 }
