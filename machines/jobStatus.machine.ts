@@ -11,6 +11,8 @@
  *                       └────FAIL (not recoverable)─────────────────────────────▶ failed
  *   restarting ──HANDLE_FAILURE [otherwise]: recordNoRestartLeft──▶ failed
  *   restarting ──FAIL──▶ failed
+ *   running | restarting ──LOCAL_FAILURE [canRestart]: handleLocal (stays)
+ *                        └─LOCAL_FAILURE [otherwise]: recordCause, recordNoRestartLeft──▶ failed
  *   created | running | failing | restarting ──CANCEL──▶ canceling ──ALL_CANCELED──▶ canceled
  *
  * The JobMaster reports a failed attempt (TASK_FAILED: the job is `failing`, which inspectors and
@@ -23,7 +25,10 @@
  * exponential-delay merges into the pending restart changes nothing), after which `restartTasks`
  * (provided by the JobMaster) runs the failed subtasks again. `restarts` counts the failures that
  * were new restart attempts (Flink's numberOfRestarts). FAIL is a failure no restart can mend (the
- * job's slots never came, the ResourceManager refused it). Terminal states are final.
+ * job's slots never came, the ResourceManager refused it). LOCAL_FAILURE is the failure of one attempt of a subtask
+ * another attempt of which can still finish (speculative execution): as Flink's handleLocalExecutionAttemptFailure,
+ * the strategy counts it and nothing restarts — but when the strategy allows no more restarts, the job fails.
+ * Terminal states are final.
  *
  * Pure: the only effect is the named `restartTasks`, a no-op here; time comes in with the events and
  * the delay runs on the actor's clock (the JobMaster's, so a simulated clock crosses it in tests).
@@ -79,6 +84,8 @@ export type JobStatusEvent =
    * exponential delay's jitter (default 0.5: no jitter).
    */
   | { type: 'HANDLE_FAILURE'; at: number; random?: number }
+  /** One attempt failed while another of its subtask can still finish: counted, no restart (fields as above). */
+  | { type: 'LOCAL_FAILURE'; cause: string; at: number; random?: number }
   /** A failure no restart can mend. */
   | { type: 'FAIL'; cause: string }
   | { type: 'ALL_FINISHED' }
@@ -107,7 +114,7 @@ export function decideFailure(context: JobStatusContext, at: number, random = 0.
   };
 }
 
-type HandleFailure = Extract<JobStatusEvent, { type: 'HANDLE_FAILURE' }>;
+type HandleFailure = Extract<JobStatusEvent, { type: 'HANDLE_FAILURE' | 'LOCAL_FAILURE' }>;
 const decisionOf = (context: JobStatusContext, event: JobStatusEvent): FailureDecision =>
   decideFailure(context, (event as HandleFailure).at, (event as HandleFailure).random);
 
@@ -142,6 +149,8 @@ export const jobStatusMachine = setup({
         restartDelayMs: Math.max(0, decision.restartAt - (event as HandleFailure).at),
       };
     }),
+    /** The strategy counted a failure of one attempt: no restart is pending for it. */
+    handleLocal: assign({ backoff: ({ context, event }) => decisionOf(context, event).backoff }),
     recordNoRestartLeft: assign(({ context, event }) => {
       const { backoff } = decisionOf(context, event);
       const reason = noRestartReason(context.restartStrategy, backoff, context.restarts);
@@ -167,6 +176,10 @@ export const jobStatusMachine = setup({
     running: {
       on: {
         TASK_FAILED: { target: 'failing', actions: 'recordCause' },
+        LOCAL_FAILURE: [
+          { guard: 'canRestart', actions: 'handleLocal' },
+          { target: 'failed', actions: ['recordCause', 'recordNoRestartLeft'] },
+        ],
         ALL_FINISHED: 'finished',
         CANCEL: 'canceling',
       },
@@ -191,6 +204,10 @@ export const jobStatusMachine = setup({
           { guard: 'postpones', target: 'restarting', reenter: true, actions: 'handle' },
           { guard: 'canRestart', actions: 'handle' },
           { target: 'failed', actions: 'recordNoRestartLeft' },
+        ],
+        LOCAL_FAILURE: [
+          { guard: 'canRestart', actions: 'handleLocal' },
+          { target: 'failed', actions: ['recordCause', 'recordNoRestartLeft'] },
         ],
         FAIL: { target: 'failed', actions: 'recordCause' },
         CANCEL: 'canceling',

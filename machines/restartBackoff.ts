@@ -133,8 +133,12 @@ export function noRestartReason(
   switch (strategy.type) {
     case 'none':
       return null;
-    case 'fixed-delay':
-      return `no restart left (${restarts} of ${strategy.attempts} made)`;
+    case 'fixed-delay': {
+      // Failures of one attempt only (speculative execution's) count too, without a restart.
+      const local = state.attempts - 1 - restarts;
+      const counted = local > 0 ? `; ${local} failure${local > 1 ? 's' : ''} of one attempt only counted too` : '';
+      return `no restart left (${restarts} of ${strategy.attempts} made${counted})`;
+    }
     case 'exponential-delay':
       return (
         `no restart left (${state.attempts - 1} of ${strategy.attemptsBeforeResetBackoff} made ` +

@@ -195,6 +195,12 @@ export class JobMaster implements JobMasterGateway {
       events: this.#events,
       failures: this.#failures,
       releasePartition: (resourceId, id) => this.#releasePartitions(resourceId, [id]),
+      countFailure: (cause, error) => {
+        this.#status.reportLocalFailure(cause);
+        if (this.status !== 'failed') return;
+        this.#lastError = error;
+        this.#terminate('failed', error);
+      },
     });
   }
 

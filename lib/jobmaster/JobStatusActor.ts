@@ -108,4 +108,13 @@ export class JobStatusActor {
     this.actor.send({ type: 'TASK_FAILED', cause });
     this.actor.send({ type: 'HANDLE_FAILURE', at: this.#clock.now(), random: this.#random() });
   }
+
+  /**
+   * One attempt failed while another of its subtask can still finish (speculative execution): the strategy counts it
+   * and nothing restarts — unless no restart is left, and then the job is `failed` (Flink's
+   * handleLocalExecutionAttemptFailure).
+   */
+  reportLocalFailure(cause: string): void {
+    this.actor.send({ type: 'LOCAL_FAILURE', cause, at: this.#clock.now(), random: this.#random() });
+  }
 }

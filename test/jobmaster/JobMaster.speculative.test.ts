@@ -166,6 +166,33 @@ describe('JobMaster: speculative execution', () => {
     expect(result.outputs.work![3]).to.equal('slow');
   });
 
+  it("counts a failed speculative attempt toward the restart strategy, as Flink's local failure", async () => {
+    // fixed-delay, one attempt: the speculative attempt's failure takes it, so the original's failure fails the job.
+    const { h, slow, b } = await straggler({
+      vertices: [vertex('work', 4)],
+      restartStrategy: { type: 'fixed-delay', attempts: 1, delay: '1 s' },
+    });
+    await h.advance(1_000);
+    await h.offer(b, 1);
+    await h.report(h.submittedFor('work', 3)[1]!, 'failed', { error: { name: 'Error', message: 'out of luck' } });
+    expect(h.master.status).to.equal('running');
+    await h.report(slow, 'failed', { error: { name: 'Error', message: 'disk on fire' } });
+    const result = await h.master.result;
+    expect(result).to.include({ status: 'failed', restarts: 0 });
+    expect(h.statuses()).to.not.include('restarting');
+    const failed = h.events.find((e) => e.type === 'status' && e.status === 'failed') as { cause: string };
+    expect(failed.cause).to.contain('no restart left (0 of 1 made; 1 failure of one attempt only counted too)');
+
+    // No restart strategy: a failed speculative attempt fails the job at once (Flink: no restart allowed).
+    const none = await straggler({ vertices: [vertex('work', 4)], restartStrategy: { type: 'none' } });
+    await none.h.advance(1_000);
+    await none.h.offer(none.b, 1);
+    const speculative = none.h.submittedFor('work', 3)[1]!;
+    await none.h.report(speculative, 'failed', { error: { name: 'Error', message: 'out of luck' } });
+    expect(await none.h.master.result).to.deep.include({ status: 'failed' });
+    expect((await none.h.master.result).error?.message).to.equal('out of luck');
+  });
+
   it("lists a running speculative attempt (executions(), Flink's other-concurrent-attempts)", async () => {
     const { h, a, b } = await straggler();
     await h.advance(1_000);

@@ -111,6 +111,36 @@ describe('jobStatus machine', () => {
     expect(restarts).to.deep.equal([]);
   });
 
+  it('counts a failure of one attempt only (LOCAL_FAILURE) without a restart, and fails once none is left', () => {
+    const { actor, clock, restarts, fail, value, context } = startJob({
+      type: 'fixed-delay',
+      attempts: 2,
+      delayMs: 100,
+    });
+    const local = (cause: string) => actor.send({ type: 'LOCAL_FAILURE', cause, at: clock.now() });
+    local('map#3 (speculative attempt 1) failed: slow disk');
+    expect(value()).to.equal('running');
+    expect(context()).to.deep.include({ restarts: 0, restartAt: null, failureCause: null });
+    expect(clock.pendingTimers).to.equal(0);
+    fail('map#1 failed');
+    clock.increment(100);
+    expect(restarts).to.deep.equal([1]);
+    // Two failures counted of two allowed: the next, of one attempt only, fails the job.
+    local('map#3 (attempt 2) failed: slow disk');
+    expect(value()).to.equal('failed');
+    expect(context().failureCause).to.equal(
+      'map#3 (attempt 2) failed: slow disk; no restart left (1 of 2 made; 1 failure of one attempt only counted too)',
+    );
+    expect(restarts).to.deep.equal([1]);
+  });
+
+  it("with strategy 'none' a failure of one attempt only fails the job, as Flink's", () => {
+    const { actor, clock, value, context } = startJob({ type: 'none' });
+    actor.send({ type: 'LOCAL_FAILURE', cause: 'a#0 (speculative attempt 1) failed', at: clock.now() });
+    expect(value()).to.equal('failed');
+    expect(context().failureCause).to.equal('a#0 (speculative attempt 1) failed');
+  });
+
   it('CANCEL while restarting drops the pending restart', () => {
     const { actor, clock, restarts, fail, value } = startJob();
     fail('boom');

@@ -11,7 +11,8 @@
  * from exactly one attempt. The others are canceled and give their slots back; one that finishes all the same has its
  * partition released and ends `canceled` (as Flink's execution finishing while it is canceled). An attempt that fails
  * while another of its subtask can still finish is a failure of that attempt only (Flink's local failure: kept in the
- * exception history, no restart) — except a partition failure, which its siblings would meet too.
+ * exception history and counted by the restart strategy, no restart — the job fails when the strategy allows no more
+ * restarts) — except a partition failure, which its siblings would meet too.
  *
  * What the JobMaster keeps doing as before: a subtask's current attempt is its record (ExecutionAttempts), and every
  * state of it flows through the JobMaster's usual paths; this class owns only the attempts beside it.
@@ -73,6 +74,11 @@ export interface SpeculationHost
   readonly events: Pick<JobEvents, 'task' | 'speculativeTask'>;
   /** A failure of one attempt only: the exception history and the log, no restart. */
   readonly failures: Pick<JobFailures, 'attemptFailed'>;
+  /**
+   * A failure of one attempt only, for the restart strategy to count (Flink's handleLocalExecutionAttemptFailure):
+   * no restart follows, but the job fails when the strategy allows none any more.
+   */
+  countFailure(cause: string, error: SerializedError): void;
   releasePartition(resourceId: ResourceID, id: ExecutionAttemptID): void;
 }
 
@@ -339,6 +345,7 @@ export class SpeculativeExecutions {
     }
     this.#h.failures.attemptFailed(record, error, where, false);
     this.#takeOver(successor, successor.state as ExecutionState);
+    this.#h.countFailure(`${record.vertex.key} (attempt ${record.attemptNumber}) failed: ${error.message}`, error);
     return true;
   }
 
@@ -394,6 +401,8 @@ export class SpeculativeExecutions {
   #failed(attempt: SpeculativeAttempt, error: SerializedError): void {
     this.#h.failures.attemptFailed(attempt, error, attempt.location, false);
     this.#end(attempt, 'failed', error);
+    const name = `${attempt.vertex.key} (speculative attempt ${attempt.attemptNumber})`;
+    this.#h.countFailure(`${name} failed: ${error.message}`, error);
   }
 
   /** The attempt ends in `state`: its event, its slot back, kept among its subtask's ended attempts. */
