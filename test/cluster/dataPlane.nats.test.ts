@@ -94,10 +94,11 @@ describe('the data plane of a session cluster (partitions read between TaskManag
     name: string,
     edge: 'hash' | 'all-to-all',
     src: { parallelism: number; config: unknown },
-    sinks = 2,
+    sinks: number | { minParallelism: number; maxParallelism: number } = 2,
   ) {
     const job = await jobManager.submitJob({
       name,
+      ...(typeof sinks === 'number' ? {} : { scheduler: 'adaptive' }),
       vertices: [
         {
           id: 'src',
@@ -110,7 +111,7 @@ describe('the data plane of a session cluster (partitions read between TaskManag
         {
           id: 'sink',
           taskModule: collect,
-          parallelism: sinks,
+          ...(typeof sinks === 'number' ? { parallelism: sinks } : sinks),
           resources: { cpuCores: 0.5, extendedResources: { right: 1 } },
           slotSharingGroup: 'consumers',
         },
@@ -165,6 +166,27 @@ describe('the data plane of a session cluster (partitions read between TaskManag
     expect((await held()).served - servedBefore).to.equal(6);
     await until('the tap to see the data', () => tapped.data - before.data >= 6 * 700 * 1024);
     expect(tapped.other - before.other).to.be.below(512 * 1024);
+    await until('the partitions to be released', async () => (await held()).partitions === 0);
+  });
+
+  it('a hash edge to a consumer the adaptive scheduler decides: each reads its range of every producer', async () => {
+    // 3 producers write the consumer's max parallelism (4) in parts of 700 KB: 8.2 MB, under the average volume
+    // (16 mb) — so its min, 2, each reading subpartitions [0, 2) or [2, 4) of every producer from the other side.
+    const sinks = await run(
+      'keyed-adaptive',
+      'hash',
+      { parallelism: 3, config: { parts: 'context', partBytes: 700 * 1024 } },
+      {
+        minParallelism: 2,
+        maxParallelism: 4,
+      },
+    );
+    expect(sinks.map((s) => s.seen.map((x) => [x.from, x.to, x.first, x.uniform]))).to.deep.equal(
+      [0, 1].map((sink) =>
+        [0, 1, 2].flatMap((from) => [2 * sink, 2 * sink + 1].map((to) => [from, to, from * 16 + to, true])),
+      ),
+    );
+    expect(sinks.map((s) => s.bytes)).to.deep.equal([6 * 700 * 1024, 6 * 700 * 1024]);
     await until('the partitions to be released', async () => (await held()).partitions === 0);
   });
 
