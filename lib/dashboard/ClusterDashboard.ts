@@ -57,6 +57,8 @@ export interface ClusterDashboardOptions {
 }
 
 const SAMPLE_INTERVAL_MS = 1_000;
+/** Partition figures older than this (nobody viewed the dashboard meanwhile) are dropped at the next view. */
+const STALE_AFTER_MS = 5_000;
 const ENDED = ['finished', 'failed', 'canceled'];
 
 export class ClusterDashboard implements DashboardSource, JobObserver {
@@ -65,6 +67,8 @@ export class ClusterDashboard implements DashboardSource, JobObserver {
   #timer: ReturnType<typeof setInterval> | null = null;
   #partitions: Record<string, PartitionFigures> = {};
   #asking = false;
+  /** When the TaskExecutors were last asked for their figures (-Infinity: never). */
+  #askedAt = -Infinity;
 
   constructor(options: ClusterDashboardOptions) {
     this.#o = options;
@@ -86,7 +90,13 @@ export class ClusterDashboard implements DashboardSource, JobObserver {
     this.#series.recordAllocation(assignment.timestamp - assignment.requestedAt);
   }
 
+  /**
+   * What a page shows. The TaskExecutors' partition figures are asked for here, at most once a SAMPLE_INTERVAL_MS,
+   * so they are asked only while a page views the dashboard (a control call each; over NATS on a session cluster):
+   * the view has the last answer, at most about a second old while a page polls or follows it.
+   */
   view(): DashboardView {
+    this.#askPartitions();
     const actors = this.#o.actors;
     const jobs = describeJobs(this.#o.dispatcher).map((job) => ({
       ...job,
@@ -133,10 +143,21 @@ export class ClusterDashboard implements DashboardSource, JobObserver {
   }
 
   #sample(): void {
-    this.#series.sample((this.#o.now ?? Date.now)(), this.#o.overview());
+    this.#series.sample(this.#now(), this.#o.overview());
+  }
+
+  #now(): number {
+    return (this.#o.now ?? Date.now)();
+  }
+
+  #askPartitions(): void {
     const ask = this.#o.taskExecutorMetrics;
-    if (ask === undefined || this.#asking) return;
+    const now = this.#now();
+    if (ask === undefined || this.#asking || now - this.#askedAt < SAMPLE_INTERVAL_MS) return;
+    // Figures from before a pause in viewing are not shown as current: none until the answer.
+    if (now - this.#askedAt > STALE_AFTER_MS) this.#partitions = {};
     this.#asking = true;
+    this.#askedAt = now;
     ask().then(
       (answers) => {
         this.#asking = false;
