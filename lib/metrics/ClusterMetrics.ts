@@ -7,8 +7,9 @@
  * already tells — each job's events, its slot assignments, the ResourceManager's lost
  * TaskExecutors — on the main thread, off the SlotManager's matching path. Nothing here runs
  * unless a job event happens or somebody scrapes. The result partition figures are the
- * TaskExecutors' own (`taskExecutorMetrics()`), asked once per scrape (each answers within
- * rpc.ask.timeout or is left out).
+ * TaskExecutors' own (`taskExecutorMetrics()`), asked once per scrape; when they have not all answered
+ * within a second, the scrape takes what their last heartbeats told (the overview's) instead, so a
+ * stuck TaskExecutor never holds a scrape for rpc.ask.timeout.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ClusterOverview } from '../ClusterOverview.js';
@@ -31,7 +32,12 @@ export interface ClusterMetricsSource {
   now(): number;
   /** Each TaskExecutor's own figures, asked now (its result partitions); absent: no partition metrics. */
   taskExecutorMetrics?(): Promise<readonly TaskExecutorMetricsWire[]>;
+  /** How long a scrape waits for those before it takes the figures of the last heartbeats (default 1 s). */
+  readonly taskExecutorMetricsTimeoutMs?: number;
 }
+
+/** A scrape's wait for the TaskExecutors' own figures, past which their last heartbeats' are taken. */
+const ASK_TIMEOUT_MS = 1_000;
 
 type PartitionFigures = NonNullable<TaskExecutorMetricsWire['partitions']>;
 
@@ -67,7 +73,7 @@ export class ClusterMetrics implements JobObserver {
   readonly #executorSeries = new Map<ResourceID, { readonly run: Observer; readonly wait: Observer }>();
   #overview: ClusterOverview | null = null;
   #closed = false;
-  #asked: Promise<readonly TaskExecutorMetricsWire[]> | null = null;
+  #asked: Promise<readonly Pick<TaskExecutorMetricsWire, 'resourceId' | 'partitions'>[]> | null = null;
   /** Jobs ended since the overview was last read (which drops the figures of the jobs no longer listed). */
   #endedSinceRead = 0;
 
@@ -352,12 +358,26 @@ export class ClusterMetrics implements JobObserver {
   }
 
   /** The TaskExecutors' figures, asked once for all the gauges of a scrape (they collect at once); none unasked. */
-  #partitions(): Promise<readonly TaskExecutorMetricsWire[]> {
+  #partitions(): Promise<readonly Pick<TaskExecutorMetricsWire, 'resourceId' | 'partitions'>[]> {
     const ask = this.#source.taskExecutorMetrics;
     if (ask === undefined || this.#closed) return Promise.resolve([]);
     if (this.#asked === null) {
-      this.#asked = ask.call(this.#source).catch(() => []);
-      void this.#asked.then(() => (this.#asked = null));
+      const asked = ask.call(this.#source).catch(() => []);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const heartbeats = new Promise<readonly Pick<TaskExecutorMetricsWire, 'resourceId' | 'partitions'>[]>(
+        (resolve) => {
+          timer = setTimeout(
+            () => resolve(this.#read().taskExecutors.map(({ resourceId, partitions }) => ({ resourceId, partitions }))),
+            this.#source.taskExecutorMetricsTimeoutMs ?? ASK_TIMEOUT_MS,
+          );
+          timer.unref?.();
+        },
+      );
+      this.#asked = Promise.race([asked, heartbeats]);
+      void this.#asked.then(() => {
+        clearTimeout(timer);
+        this.#asked = null;
+      });
     }
     return this.#asked;
   }

@@ -245,6 +245,37 @@ describe('resolveMetricsOptions', () => {
     await metrics.close();
   });
 
+  it("takes the last heartbeats' partition figures when the TaskExecutors do not answer a scrape in time", async () => {
+    const figures = {
+      partitions: 3,
+      bytes: 300,
+      spilledBytes: 100,
+      producedBytes: 900,
+      consumedBytes: 600,
+      spilledTotal: 100,
+    };
+    const overview: ClusterOverview = {
+      taskExecutors: [{ ...executor('te-1', []), partitions: figures }],
+      pendingWorkers: 0,
+      pendingRequests: [],
+      jobs: [],
+    };
+    let answer: ((value: []) => void) | undefined;
+    const metrics = new ClusterMetrics(resolveMetricsOptions({ registry: new Registry() }), {
+      overview: () => overview,
+      now: () => 0,
+      // A TaskExecutor stuck: its answer comes only after the scrape.
+      taskExecutorMetrics: () => new Promise((resolve) => (answer = resolve)),
+      taskExecutorMetricsTimeoutMs: 20,
+    });
+    const text = parsePrometheusText(await metrics.exposition());
+    expect(text.value('slotwise_result_partitions', { resource_id: 'te-1' })).to.equal(3);
+    expect(text.value('slotwise_result_partition_bytes', { resource_id: 'te-1', storage: 'disk' })).to.equal(100);
+    expect(text.value('slotwise_result_partition_consumed_bytes_total', { resource_id: 'te-1' })).to.equal(600);
+    answer?.([]);
+    await metrics.close();
+  });
+
   it('makes a registry of its own by default, prefix slotwise', () => {
     const resolved = resolveMetricsOptions(undefined);
     expect(resolved.prefix).to.equal('slotwise');
