@@ -26,6 +26,11 @@ export class JobManagerClient {
     return this.#call((client) => client.get<T>(path, timeoutMs), true);
   }
 
+  /** A GET whose answer may be large: `timeoutMs` bounds its start and each pause of its body (RestClient.getLarge). */
+  getLarge<T>(path: string, timeoutMs = DEFAULT_CALL_TIMEOUT_MS): Promise<T> {
+    return this.#call((client) => client.getLarge<T>(path, timeoutMs), true);
+  }
+
   post<T>(path: string, body: unknown, timeoutMs = DEFAULT_CALL_TIMEOUT_MS): Promise<T> {
     return this.#call((client) => client.post<T>(path, body, timeoutMs), false);
   }

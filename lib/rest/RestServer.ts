@@ -47,7 +47,7 @@ export interface RestServerOptions {
   readonly bodyLimit?: number;
   /**
    * How long one request may wait for the cluster before it is answered 504 (default 60 s: a submit checks every task
-   * module).
+   * module); also how long a streamed job result waits for its client to take the next chunk before it is cut off.
    */
   readonly requestTimeoutMs?: number;
   /** What the dashboard at `/` (and `/metrics`) shows; without it the server has the API only. */

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { RestError } from '../core/errors.js';
 import type { JobID } from '../core/ids.js';
 import { JobGraph, type JobGraphSpec, PRECHECK_OPTIONS } from '../jobmaster/JobGraph.js';
+import { jsonBody } from './jsonStream.js';
 import type { ForwardedRecord, RestTarget } from './RestTarget.js';
 import {
   cancelQuery,
@@ -33,7 +34,7 @@ import {
   jobVertexView,
   jobDetailsView,
   jobExceptionsView,
-  jobResultView,
+  jobResultBody,
   jobsView,
   taskManagerDetailsView,
   taskManagerView,
@@ -269,12 +270,15 @@ export function registerRoutes(app: FastifyInstance, target: RestTarget, request
   });
 
   // `/result` is ours from before; `/execution-result` is Flink's path for the same JobExecutionResultResponseBody.
+  // The body is written as the client takes it (jsonStream.ts): a result of 100 MB of bytes is never one string of
+  // JSON here, and other requests are answered while it goes out. One that fits in a chunk goes in one write.
   for (const path of ['/jobs/:jobid/result', '/jobs/:jobid/execution-result'])
-    app.get(path, { schema: { params: jobParams, querystring: noQuery } }, async (request) => {
+    app.get(path, { schema: { params: jobParams, querystring: noQuery } }, async (request, reply) => {
       const jobId = jobIdOf(request);
       const result = await ask('jobResult', () => target.jobResult(jobId));
       if (result === undefined) throw unknownJob(jobId);
-      return jobResultView(result);
+      const body = jsonBody(jobResultBody(result), { stallTimeoutMs: requestTimeoutMs });
+      return reply.type('application/json; charset=utf-8').send(body);
     });
 
   app.get('/jobs/:jobid/plan', { schema: { params: jobParams, querystring: noQuery } }, async (request) => {

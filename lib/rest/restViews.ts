@@ -204,7 +204,31 @@ const APPLICATION_STATUS: Readonly<Record<JobResult['status'], string>> = {
  * GET /jobs/:jobid/result: Flink's JobExecutionResultResponseBody, with the sinks' outputs (as JSON, see jsonValue.ts).
  */
 export function jobResultView(result: JobResult | null) {
-  if (result === null) return { status: { id: 'IN_PROGRESS' } };
+  if (result === null) return IN_PROGRESS;
+  const body = endedResultBody(result);
+  const ended = body['job-execution-result'];
+  // Spread first: outputs and error keep their places among the keys.
+  return {
+    ...body,
+    'job-execution-result': {
+      ...ended,
+      outputs: toJsonValue(ended.outputs),
+      error: ended.error === null ? null : toJsonValue(ended.error),
+    },
+  };
+}
+
+/**
+ * The same document with the outputs and the error as the job left them: what the REST server writes piecewise
+ * (jsonStream.ts, under jsonValue.ts' rules), so that a large result is never one string of JSON.
+ */
+export function jobResultBody(result: JobResult | null) {
+  return result === null ? IN_PROGRESS : endedResultBody(result);
+}
+
+const IN_PROGRESS = { status: { id: 'IN_PROGRESS' } } as const;
+
+function endedResultBody(result: JobResult) {
   return {
     status: { id: 'COMPLETED' },
     'job-execution-result': {
@@ -222,8 +246,8 @@ export function jobResultView(result: JobResult | null) {
           }),
       name: result.jobName,
       status: result.status,
-      outputs: toJsonValue(result.outputs),
-      error: result.error === null ? null : toJsonValue(result.error),
+      outputs: result.outputs as unknown,
+      error: result.error as unknown,
       restarts: result.restarts,
     },
   };

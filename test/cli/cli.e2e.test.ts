@@ -46,8 +46,11 @@ describe('slotwise CLI against slotwise jobmanager --local-taskmanagers (child p
       const { code, stdout, stderr } = await cli('run', '--jobmanager', jm.url, '--output', file, 'bigResult.job.mjs');
       expect(code, stderr).to.equal(0);
       expect(stdout.trimEnd().split('\n').at(-1)).to.equal(`bytes: ["<${3 * 1024 * 1024} bytes>"]`);
-      expect(stdout).to.contain(`result written to ${file}`);
-      const result = JSON.parse(readFileSync(file, 'utf8')) as {
+      // Streamed from the JobManager, and written to the file as one line, chunk by chunk.
+      const text = readFileSync(file, 'utf8');
+      expect(stdout).to.contain(`result written to ${file} (${Buffer.byteLength(text)} bytes of JSON)`);
+      expect(text.indexOf('\n')).to.equal(text.length - 1);
+      const result = JSON.parse(text) as {
         status: string;
         outputs: { bytes: [{ base64: string }] };
       };

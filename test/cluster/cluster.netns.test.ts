@@ -6,15 +6,12 @@
  * registers again by itself. Needs root and iproute2 (skipped visibly otherwise).
  */
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { JobEvent } from '../../lib/jobmaster/JobMaster.js';
-import { resolveTsx } from '../../lib/rpc/startWorker.js';
 import type { JobManagerControl, TaskManagerControl } from '../fixtures/clusterProcess.js';
 import { until } from '../support/eventually.js';
 import { createTestNetwork, netnsOrSkip, type TestNetwork } from '../support/netns.js';
 import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
-import { control, ENTRY, start, stop, type Started } from './support/clusterProcesses.js';
+import { start, startTaskManagerIn, stop, type Started } from './support/clusterProcesses.js';
 
 const configuration = {
   'heartbeat.interval': 500,
@@ -50,26 +47,7 @@ describe('a session cluster with each TaskManager in a network namespace of its 
         networkMemory: '32m',
         configuration,
       };
-      // `ip netns exec` execs node in the namespace; the IPC channel's descriptor goes with it.
-      const child = spawn(
-        'ip',
-        [
-          'netns',
-          'exec',
-          network.namespace(i),
-          process.execPath,
-          '--import',
-          resolveTsx('.', ENTRY),
-          fileURLToPath(ENTRY),
-          'taskmanager',
-          JSON.stringify(options),
-        ],
-        {
-          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-          serialization: 'advanced',
-        },
-      );
-      taskManagers.push(control<TaskManagerControl>(`taskmanager in ${network.namespace(i)}`, child));
+      taskManagers.push(startTaskManagerIn(network.namespace(i), options));
     }
     await until(
       'both TaskManagers registered',

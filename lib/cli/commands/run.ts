@@ -8,9 +8,11 @@
  * of at most {@link OUTPUT_LINE_CHARS} characters, bytes shown by their size: a large result never
  * floods the terminal, and is all there with `--json` or `--output`.
  */
-import { writeFileSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { IllegalArgumentError, RestError } from '../../core/errors.js';
+import { JsonStream, jsonChunks } from '../../rest/jsonStream.js';
 import type { JobEventPage, SequencedJobEvent } from '../../rest/RestTarget.js';
 import { bundleJob, loadJobFile } from '../jobFile.js';
 import { CLIENT_FLAGS, CLIENT_FLAGS_USAGE, jobManagerClient } from '../accessFlags.js';
@@ -41,6 +43,11 @@ const POLL_MS = 200;
 const LOST_AFTER_MS = 30_000;
 /** The most a sink's outputs take of the terminal without --json or --output. */
 const OUTPUT_LINE_CHARS = 1_000;
+/**
+ * How long the result may take to start coming, and then each pause of it (it is streamed: a large one takes as long
+ * as the link needs): a JobManager reads a result a leader before it stored from its job store first.
+ */
+const RESULT_TIMEOUT_MS = 60_000;
 
 interface ExecutionResult {
   readonly id: string;
@@ -95,25 +102,26 @@ export async function run(args: readonly string[], io: CliIo): Promise<number> {
   const progress = json ? io.stderr : io.stdout;
   progress(`submitted job '${spec.name}' as ${jobid}`);
   await follow(client, jobid, progress);
-  const answer = await client.get<{ 'job-execution-result': ExecutionResult }>(`/jobs/${jobid}/result`);
+  const answer = await client.getLarge<{ 'job-execution-result': ExecutionResult }>(
+    `/jobs/${jobid}/result`,
+    RESULT_TIMEOUT_MS,
+  );
   const result = answer['job-execution-result'];
-  const line = () =>
-    JSON.stringify({
-      jobId: result.id,
-      name: result.name,
-      status: result.status,
-      outputs: result.outputs,
-      error: result.error,
-      restarts: result.restarts,
-      durationMs: result['net-runtime'],
-    });
+  const line = {
+    jobId: result.id,
+    name: result.name,
+    status: result.status,
+    outputs: result.outputs,
+    error: result.error,
+    restarts: result.restarts,
+    durationMs: result['net-runtime'],
+  };
   if (output !== undefined) {
-    const text = line();
     const path = resolve(io.cwd, output);
-    writeFileSync(path, `${text}\n`);
-    progress(`result written to ${path} (${text.length} characters of JSON)`);
+    const bytes = await writeJsonLine(path, line);
+    progress(`result written to ${path} (${bytes} bytes of JSON)`);
   }
-  if (json) io.stdout(line());
+  if (json) io.stdout(JSON.stringify(line));
   else {
     const failure = result.error ? `: ${result.error._tag ?? result.error.name}: ${result.error.message}` : '';
     const restarts = `${result.restarts} restart${result.restarts === 1 ? '' : 's'}`;
@@ -122,6 +130,21 @@ export async function run(args: readonly string[], io: CliIo): Promise<number> {
   }
   if (result.status === 'failed') await printRootCause(client, jobid, progress);
   return result.status === 'finished' ? 0 : 1;
+}
+
+/**
+ * Writes `value` to `path` as one line of JSON, chunk by chunk as the file takes them (jsonStream.ts): a large result
+ * is never a second string of it all beside the one parsed. Resolves with the bytes written.
+ */
+async function writeJsonLine(path: string, value: unknown): Promise<number> {
+  const file = createWriteStream(path);
+  await pipeline(new JsonStream(withNewline(value)), file);
+  return file.bytesWritten;
+}
+
+function* withNewline(value: unknown): Generator<string, void, undefined> {
+  yield* jsonChunks(value);
+  yield '\n';
 }
 
 /** A sink's outputs on one line: bytes (REST's `{ base64 }`) as their size, cut at OUTPUT_LINE_CHARS. */

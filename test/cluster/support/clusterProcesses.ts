@@ -2,15 +2,18 @@
  * The cluster roles as child processes for the tests (test/fixtures/clusterProcess.ts), each driven
  * by its control gateway over the IPC Link to it.
  */
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { JobGraphSpec } from '../../../lib/jobmaster/JobGraph.js';
 import { connectGateway, type Gateway } from '../../../lib/rpc/connect.js';
 import { forkProcess } from '../../../lib/rpc/forkProcess.js';
 import { Link } from '../../../lib/rpc/Link.js';
+import { resolveTsx } from '../../../lib/rpc/startWorker.js';
 import { processTransport } from '../../../lib/rpc/Transport.js';
+import type { TaskManagerControl } from '../../fixtures/clusterProcess.js';
 
 export const ENTRY = new URL('../../fixtures/clusterProcess.ts', import.meta.url);
 
@@ -39,6 +42,29 @@ export function start<T>(role: 'jobmanager' | 'taskmanager', options: Record<str
   });
   child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   return control<T>(role, child);
+}
+
+/**
+ * A TaskManager child run in network namespace `namespace` (test/support/netns.ts): `ip netns exec` execs node there,
+ * and the IPC channel's descriptor goes with it.
+ */
+export function startTaskManagerIn(namespace: string, options: Record<string, unknown>): Started<TaskManagerControl> {
+  const child = spawn(
+    'ip',
+    [
+      'netns',
+      'exec',
+      namespace,
+      process.execPath,
+      '--import',
+      resolveTsx('.', ENTRY),
+      fileURLToPath(ENTRY),
+      'taskmanager',
+      JSON.stringify(options),
+    ],
+    { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' },
+  );
+  return control<TaskManagerControl>(`taskmanager in ${namespace}`, child);
 }
 
 export function control<T>(role: string, child: ChildProcess): Started<T> {
