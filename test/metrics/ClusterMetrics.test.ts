@@ -253,6 +253,8 @@ describe('resolveMetricsOptions', () => {
       producedBytes: 900,
       consumedBytes: 600,
       spilledTotal: 100,
+      readLocally: 0,
+      served: 0,
     };
     const overview: ClusterOverview = {
       taskExecutors: [{ ...executor('te-1', []), partitions: figures }],
