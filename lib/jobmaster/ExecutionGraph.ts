@@ -365,7 +365,7 @@ export function createExecution(vertexId: ExecutionVertexID, attemptNumber: numb
   return Object.freeze({ vertexId, attemptNumber, attemptId, state: 'created' });
 }
 
-/** Whether `ranges` are `count` non-empty ranges, each starting where the one before ended, from 0 to `subpartitions`. */
+/** Whether `ranges` are `count` non-empty ranges, each starting where the one before ended, 0 to `subpartitions`. */
 function coversInOrder(ranges: readonly SubpartitionRange[], subpartitions: number, count: number): boolean {
   if (ranges.length !== count) return false;
   let next = 0;

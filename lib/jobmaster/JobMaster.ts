@@ -1,13 +1,11 @@
 /**
- * JobMaster endpoint (Flink's JobMaster): runs one job. It registers at the ResourceManager,
- * declares what the job needs (declarative: Flink's ResourceRequirements), accepts the slots
- * offered by the TaskExecutors registered with it (RegisteredTaskManagers, Flink's
- * registerTaskManager) into its slot pool, packs subtasks into shared slots
- * (SlotSharingExecutionSlotAllocator), deploys a subtask once its slot is there and its inputs are
- * ready (the outputs of its producers), tracks execution states, restarts failed subtasks and what
- * depends on them under the restart strategy, releases its slots at the end and completes the job's
- * result with the sink outputs. When a subtask gets its slot is its SchedulingStrategy's call (by
- * default once its producers have finished): what the job declares is what is scheduled.
+ * JobMaster endpoint (Flink's JobMaster): runs one job. It registers at the ResourceManager, declares what the job
+ * needs (declarative: Flink's ResourceRequirements), accepts the slots offered by the TaskExecutors registered with it
+ * (RegisteredTaskManagers, Flink's registerTaskManager) into its slot pool, packs subtasks into shared slots
+ * (SlotSharingExecutionSlotAllocator), deploys a subtask once its slot is there and its inputs are ready, tracks
+ * execution states, restarts failed subtasks and what depends on them under the restart strategy, releases its slots
+ * at the end and completes the job's result with the sink outputs. When a subtask gets its slot is its
+ * SchedulingStrategy's call (by default once its producers have finished): what the job declares is what is scheduled.
  *
  * Whether and when a failed job restarts is jobStatus.machine's decision (JobStatusActor); the attempts and the
  * failover step are ExecutionAttempts', deployment TaskDeploymentDescriptorFactory's, requirements
@@ -31,13 +29,13 @@ import type {
 import type { jobStatusMachine, JobStatus } from '../../machines/jobStatus.machine.js';
 import {
   AdaptiveVertexInitializer,
+  executionGraphOf,
   initializeSources,
-  maxParallelismFor,
   type ParallelismDecision,
 } from './adaptivebatch/AdaptiveVertexInitializer.js';
 import { ExecutionAttempts, TERMINAL_STATES, type ExecutionRecord } from './ExecutionAttempts.js';
 import { type DeployerHost, ExecutionDeployer } from './ExecutionDeployer.js';
-import { ExecutionGraph } from './ExecutionGraph.js';
+import type { ExecutionGraph } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import type { JobMasterOptions } from './JobMasterOptions.js';
 import { JobEvents } from './JobEvents.js';
@@ -65,7 +63,6 @@ export type { JobEvent, JobResult } from './JobResult.js';
 export type { JobMasterOptions } from './JobMasterOptions.js';
 
 const SCHEDULING = 'jobmanager.scheduler.scheduling-strategy';
-
 /** Why a finished subtask's logical slot went back. */
 const SUBTASK_FINISHED = Object.freeze(new Error('its subtask finished'));
 
@@ -116,9 +113,7 @@ export class JobMaster implements JobMasterGateway {
     this.mailbox = new MainThreadExecutor(`JobMaster ${options.jobGraph.name}`, this.#clock, (error) =>
       this.#log(`uncaught in mailbox: ${describeError(error)}`, {}, 'error'),
     );
-    this.graph = new ExecutionGraph(options.jobGraph, {
-      maxParallelismOf: maxParallelismFor(options.jobGraph, options.options),
-    });
+    this.graph = executionGraphOf(options.jobGraph, options.options);
     // Sources left to the adaptive scheduler get their parallelism now: everything below is built with their subtasks.
     const sources = initializeSources(this.graph, options.options);
     this.#executions = new ExecutionAttempts(this.graph, options.options['jobmanager.execution.attempts-history-size']);
@@ -197,9 +192,7 @@ export class JobMaster implements JobMasterGateway {
       releasePartition: (resourceId, id) => this.#releasePartitions(resourceId, [id]),
       countFailure: (cause, error) => {
         this.#status.reportLocalFailure(cause);
-        if (this.status !== 'failed') return;
-        this.#lastError = error;
-        this.#terminate('failed', error);
+        if (this.status === 'failed') this.#terminate('failed', (this.#lastError = error));
       },
     });
   }

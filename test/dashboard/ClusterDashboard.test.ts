@@ -13,7 +13,7 @@ import type { TaskExecutorMetricsWire } from '../../lib/rpc/protocol.js';
 const OVERVIEW: ClusterOverview = { taskExecutors: [], pendingWorkers: 0, pendingRequests: [], jobs: [] };
 
 describe('ClusterDashboard', () => {
-  it('asks the TaskExecutors for their figures only while viewed, at most once a second, and drops stale ones', async () => {
+  it('asks the TaskExecutors for figures only while viewed, at most once a second; drops stale ones', async () => {
     let now = 0;
     let asked = 0;
     const figures = (partitions: number) =>

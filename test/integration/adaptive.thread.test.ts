@@ -69,7 +69,7 @@ describe('the adaptive scheduler (thread mode)', function () {
     ]);
   });
 
-  it('shuffles through a hash edge to a consumer it decides: each reads a contiguous range of subpartitions', async () => {
+  it('shuffles through a hash edge to a consumer it decides: each reads a contiguous range of them', async () => {
     // 4 producers × 64 keys of ~8 KB, in 16 subpartitions (the max parallelism): ~126 KB a subpartition over them, so
     // ranges of 2 at 256 kb a subtask — 8 consumers, each with 8 keys of every producer.
     const job = await cluster.submitJob({

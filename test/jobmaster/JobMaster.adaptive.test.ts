@@ -164,7 +164,7 @@ describe('JobMaster: the adaptive scheduler', () => {
     expect(await h.master.result).to.deep.include({ status: 'finished', outputs: { sink: [0, 1, 2] } });
   });
 
-  it('has hash producers write the max parallelism in subpartitions; each consumer reads a range of ~1 MB', async () => {
+  it('has hash producers write max parallelism subpartitions; each consumer reads a range of ~1 MB', async () => {
     const h = new Harness(
       {
         scheduler: 'adaptive',
@@ -200,7 +200,7 @@ describe('JobMaster: the adaptive scheduler', () => {
     expect(await h.master.result).to.deep.include({ status: 'finished' });
   });
 
-  it('hands a consumer of a hash edge its range of the parts a producer sent the JobMaster, producer by producer', async () => {
+  it('hands a hash consumer its range of the parts producers sent the JobMaster, producer by producer', async () => {
     const h = new Harness(
       {
         scheduler: 'adaptive',

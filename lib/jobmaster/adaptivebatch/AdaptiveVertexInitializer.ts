@@ -9,7 +9,7 @@
 import { serialize } from 'node:v8';
 import type { ResolvedOptions } from '../../core/options.js';
 import type { ExecutionAttempts, ExecutionRecord } from '../ExecutionAttempts.js';
-import type { ExecutionGraph } from '../ExecutionGraph.js';
+import { ExecutionGraph } from '../ExecutionGraph.js';
 import type { JobGraph } from '../JobGraph.js';
 import type { JobPartitionTracker } from '../JobPartitionTracker.js';
 import type { LocalInputPreferredSlotSharingStrategy } from '../slotsharing/SlotSharingStrategy.js';
@@ -35,12 +35,14 @@ export function parallelismBoundsOf(options: ResolvedOptions): ParallelismBounds
 }
 
 /**
- * The most subtasks the scheduler may give each vertex of `jobGraph` that left its parallelism unset — what a hash
- * edge's producers write as many subpartitions as (ExecutionGraph's maxParallelismOf).
+ * The job's ExecutionGraph, told the most subtasks the scheduler may give each vertex that left its parallelism unset:
+ * a hash edge's producers write that many subpartitions for it.
  */
-export function maxParallelismFor(jobGraph: JobGraph, options: ResolvedOptions): (vertexId: string) => number {
+export function executionGraphOf(jobGraph: JobGraph, options: ResolvedOptions): ExecutionGraph {
   const bounds = parallelismBoundsOf(options);
-  return (vertexId) => maxParallelismOf(boundsFor(jobGraph, vertexId, bounds));
+  return new ExecutionGraph(jobGraph, {
+    maxParallelismOf: (vertexId) => maxParallelismOf(boundsFor(jobGraph, vertexId, bounds)),
+  });
 }
 
 /**
