@@ -10,6 +10,9 @@
  * - large: one producer returns LARGE_MB (100) MB, one consumer reads it. Target: it finishes with no heartbeat lost
  *   (both TaskManagers keep their ResourceIDs and the job restarts 0 times).
  * - MB/s: the bytes consumers received over the job's wall time (submit → result). ROUNDS rounds, min / median / max.
+ * - Where the CPU goes (the shuffle rounds together): ms per MB in this process (the JobManager), each TaskManager and
+ *   nats-server, and the TaskManagers' busiest threads by name (/proc's task/<tid>/comm) — the profile the issue asks
+ *   for before anything is optimized.
  *
  * Runs the TypeScript sources under tsx. Needs nats-server; without it the bench says so and exits 0. Run with
  * `npm run bench -- dataCluster`; `DATA_CLUSTER_ROUNDS=3`, `DATA_CLUSTER_SHUFFLE_MB=256`, `DATA_CLUSTER_P=8`,
@@ -22,7 +25,41 @@ import type { TaskManagerControl } from '../test/fixtures/clusterProcess.js';
 import { start, stop } from '../test/cluster/support/clusterProcesses.js';
 import { until } from '../test/support/eventually.js';
 import { natsServerBinary, startNatsServer } from '../test/support/natsServer.js';
+import { readdirSync, readFileSync } from 'node:fs';
+import { cpuTicks, USER_HZ } from './support/procStat.js';
 import { exposedGc, formatSpread, printJson, roundedSpread, spreadOf } from './support/report.js';
+
+/** CPU ms of each thread of process `pid`, by thread id, with its name. */
+function threadCpu(pid: number): Map<string, { name: string; ms: number }> {
+  const threads = new Map<string, { name: string; ms: number }>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return threads;
+  }
+  for (const tid of tids) {
+    const ticks = cpuTicks(`/proc/${pid}/task/${tid}/stat`);
+    if (ticks === undefined) continue;
+    let name = '?';
+    try {
+      name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    } catch {}
+    // Node names no thread of its own: the main thread is the one whose id is the process's.
+    if (tid === String(pid)) name = 'main';
+    else if (name === 'node') name = 'other node threads';
+    threads.set(tid, { name, ms: (ticks * 1000) / USER_HZ });
+  }
+  return threads;
+}
+
+/** What each thread of `pid` used since `before`, summed by thread name (a pool's threads together). */
+function usedByName(pid: number, before: Map<string, { name: string; ms: number }>): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const [tid, { name, ms }] of threadCpu(pid))
+    byName.set(name, (byName.get(name) ?? 0) + ms - (before.get(tid)?.ms ?? 0));
+  return byName;
+}
 
 const ROUNDS = Number(process.env['DATA_CLUSTER_ROUNDS'] ?? 3);
 const SHUFFLE_MB = Number(process.env['DATA_CLUSTER_SHUFFLE_MB'] ?? 256);
@@ -75,7 +112,12 @@ const large = (): JobGraphSpec => ({
 
 const server = await startNatsServer(binary);
 const cleanups: Array<() => Promise<unknown>> = [() => server.stop()];
-const figures = { shuffleMbPerSec: [] as number[], shuffleGrowthMb: [] as number[], largeMbPerSec: [] as number[] };
+const figures = {
+  shuffleMbPerSec: [] as number[],
+  shuffleGrowthMb: [] as number[],
+  largeMbPerSec: [] as number[],
+  cpuMsPerMb: {} as Record<string, number>,
+};
 const verdicts: string[] = [];
 try {
   const jobManager = await startJobManager({
@@ -122,8 +164,25 @@ try {
   const shuffleBytes = Math.floor((SHUFFLE_MB * MB) / P / P) * P * P;
   console.log(`dataCluster: ${ROUNDS} rounds, ${cpus().length} cores, load ${loadavg()[0]!.toFixed(2)} at the start`);
   await run(shuffle(), shuffleBytes); // warm-up: code fetched, task threads booted
+  const pids = {
+    jobManager: process.pid,
+    left: taskManagers[0]!.child.pid!,
+    right: taskManagers[1]!.child.pid!,
+    'nats-server': server.process.pid!,
+  };
+  const spent = Object.fromEntries(Object.keys(pids).map((k) => [k, 0])) as Record<keyof typeof pids, number>;
+  const threadsSpent = { left: new Map<string, number>(), right: new Map<string, number>() };
   for (let round = 0; round < ROUNDS; round++) {
+    const threadsBefore = { left: threadCpu(pids.left), right: threadCpu(pids.right) };
+    const cpuBefore = Object.fromEntries(
+      Object.entries(pids).map(([k, pid]) => [k, ((cpuTicks(`/proc/${pid}/stat`) ?? 0) * 1000) / USER_HZ]),
+    );
     const s = await run(shuffle(), shuffleBytes);
+    for (const [k, pid] of Object.entries(pids))
+      spent[k as keyof typeof pids] += ((cpuTicks(`/proc/${pid}/stat`) ?? 0) * 1000) / USER_HZ - cpuBefore[k]!;
+    for (const side of ['left', 'right'] as const)
+      for (const [name, ms] of usedByName(pids[side], threadsBefore[side]))
+        threadsSpent[side].set(name, (threadsSpent[side].get(name) ?? 0) + ms);
     const l = await run(large(), LARGE_MB * MB);
     figures.shuffleMbPerSec.push(s.mbPerSec);
     figures.shuffleGrowthMb.push(s.growthMb);
@@ -140,6 +199,22 @@ try {
     `\nshuffle ${SHUFFLE_MB} MB, p=${P}: ${formatSpread(rate, 1)} MB/s; JobManager ${formatSpread(growth, 1)} MB`,
   );
   console.log(`large ${LARGE_MB} MB: ${formatSpread(spreadOf(figures.largeMbPerSec), 1)} MB/s`);
+  const shuffledMb = (ROUNDS * shuffleBytes) / MB;
+  const perMb = (ms: number) => (ms / shuffledMb).toFixed(2);
+  console.log(
+    `\nCPU ms per MB shuffled: ${Object.entries(spent)
+      .map(([k, ms]) => `${k} ${perMb(ms)}`)
+      .join(', ')}`,
+  );
+  for (const side of ['left', 'right'] as const) {
+    const busiest = [...threadsSpent[side]].sort((a, b) => b[1] - a[1]).slice(0, 5);
+    console.log(
+      `  ${side} (${side === 'left' ? 'producers' : 'consumers'}) by thread: ` +
+        busiest.map(([name, ms]) => `${name} ${perMb(ms)}`).join(', '),
+    );
+  }
+  if (process.platform === 'linux')
+    figures.cpuMsPerMb = Object.fromEntries(Object.entries(spent).map(([k, ms]) => [k, Number(perMb(ms))]));
   const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
   const kept = JSON.stringify(before) === JSON.stringify(after);
   verdicts.push(
@@ -161,5 +236,6 @@ printJson({
     shuffleMbPerSec: roundedSpread(spreadOf(figures.shuffleMbPerSec)),
     shuffleGrowthMb: roundedSpread(spreadOf(figures.shuffleGrowthMb)),
     largeMbPerSec: roundedSpread(spreadOf(figures.largeMbPerSec)),
+    cpuMsPerMb: figures.cpuMsPerMb,
   },
 });

@@ -6,9 +6,15 @@
  * thousands of trivial tasks; a job pays its own module instances instead (jobModules.ts: each job
  * imports its task modules afresh, so no job sees another's module state).
  *
- * - Per task-heap limit (a thread's heap limit is fixed when it boots): `spare` threads of the
- *   default slot's limit always; of another limit, only while a slot of that limit is allocated
- *   (a job using such slots probably asks for more of them), and dropped with the last one.
+ * - Spares follow demand, per task-heap limit (a thread's heap limit is fixed when it boots): at most
+ *   `spare` in all, and never more than slots could still be allocated. Only the default slot's limit
+ *   boots spares ahead of need, and only while no thread of another limit is around (spare or in
+ *   use); a slot of another limit boots its thread on demand. A thread given back stays a spare
+ *   whatever its limit — jobs back to back ask for the same slots again (a thread booted for each
+ *   slot was most of a job's CPU on a session cluster whose jobs ask for fine-grained resources; spares
+ *   booted ahead for such a job were retired when its own threads came back) — and when the spares
+ *   are at their bound, it takes the place of the spare given back longest ago of another limit no
+ *   slot uses.
  * - A thread given back (idle, its jobs let go: SlotTaskPool's `returnThreads`) becomes a spare
  *   again, taken first by the next allocation (the warmest), unless it must retire: it has served
  *   `maxJobs` allocations (`taskmanager.task-threads.max-jobs`; 1: a thread never serves a second
@@ -261,9 +267,11 @@ export class TaskThreadReserve {
     if (returned !== undefined) {
       const { threads } = returned;
       this.#taken.delete(threads);
-      const wanted = !this.#closed && (left > 0 || key === this.#defaultKey);
       const spares = this.#spares.get(key) ?? [];
-      if (wanted && spares.length < this.#o.spare && this.#mayServeAgain(returned)) {
+      // At most `spare` in all, no more than free slots (this one's slot is free already): at the bound it takes the
+      // place of an idle limit's spare, if there is one.
+      const room = () => this.#spareCount() < Math.min(this.#o.spare, this.#freeSlots()) || this.#retireIdleSpare(key);
+      if (!this.#closed && spares.length < this.#o.spare && this.#mayServeAgain(returned) && room()) {
         this.#heapAfterJobs.set(threads, returned.after.heapUsedBytes);
         spares.push(threads);
         this.#spares.set(key, spares);
@@ -272,12 +280,27 @@ export class TaskThreadReserve {
         this.#destroy(threads);
       }
     }
-    if (left === 0 && key !== this.#defaultKey) {
-      // No slot of this size any more: its spares go too.
-      for (const pool of this.#spares.get(key) ?? []) this.#destroy(pool);
-      this.#spares.delete(key);
-    }
     this.#refill();
+  }
+
+  /** Spares of every heap limit, and threads on their way back (their slots are free already). */
+  #spareCount(): number {
+    let total = 0;
+    for (const list of this.#spares.values()) total += list.length;
+    for (const count of this.#returning.values()) total += count;
+    return total;
+  }
+
+  /** Retires the spare given back longest ago of a heap limit other than `keep` that no slot uses; false if none. */
+  #retireIdleSpare(keep: string): boolean {
+    for (const [key, list] of this.#spares) {
+      if (key === keep || this.#inUse.has(key) || list.length === 0) continue;
+      this.#destroy(list.shift()!);
+      if (list.length === 0) this.#spares.delete(key);
+      this.#retired++;
+      return true;
+    }
+    return false;
   }
 
   /** Destroys a pool; close() waits for it. */
@@ -340,18 +363,19 @@ export class TaskThreadReserve {
    * free.
    */
   #mostNeeded(): number | undefined | null {
-    // Threads on their way back count as spares: their slots are free already.
-    let total = 0;
-    for (const list of this.#spares.values()) total += list.length;
-    for (const count of this.#returning.values()) total += count;
-    if (total >= this.#freeSlots()) return null;
+    if (this.#spareCount() >= Math.min(this.#o.spare, this.#freeSlots())) return null;
     let best: { key: string; have: number } | null = null;
     const consider = (key: string) => {
       const have = (this.#spares.get(key)?.length ?? 0) + (this.#returning.get(key) ?? 0);
       if (have < this.#o.spare && (best === null || have < best.have)) best = { key, have };
     };
-    if (this.#defaultKey !== null) consider(this.#defaultKey);
-    for (const key of this.#inUse.keys()) consider(key);
+    // The default limit's only while no thread of another limit is around: spares follow what jobs use.
+    const othersAround = [...this.#spares.keys(), ...this.#inUse.keys(), ...this.#returning.keys()].some(
+      (key) =>
+        key !== this.#defaultKey &&
+        ((this.#spares.get(key)?.length ?? 0) > 0 || this.#inUse.has(key) || this.#returning.has(key)),
+    );
+    if (this.#defaultKey !== null && !othersAround) consider(this.#defaultKey);
     if (best === null) return null;
     const { key } = best as { key: string };
     return key === 'none' ? undefined : Number(key);

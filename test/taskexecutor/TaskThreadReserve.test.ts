@@ -152,19 +152,24 @@ describe('TaskThreadReserve', () => {
     expect(reserve.stats).to.include({ spare: 1, inUse: 1 });
   });
 
-  it('keeps spares of another heap limit only while a slot of that limit is allocated', async () => {
+  it('keeps a thread of another heap limit given back in place of the idle default spare, for that limit’s next job', async () => {
     const { reserve, pools, bootAll } = setup(1);
-    reserve.start(128);
+    reserve.start(128, slotsOf(reserve, 4));
     await bootAll();
-    reserve.take(512);
+    const big = (await reserve.take(512)) as Piscina;
     await bootAll();
-    const spares512 = pools.filter((p) => p.heapLimitMb === 512);
-    expect(spares512).to.have.length(2); // the one taken and a spare
-    reserve.released(512);
+    // At most `spare` (1) in all: the default spare stays while the 512 slot runs, nothing else boots.
+    expect(pools.map((p) => p.heapLimitMb)).to.deep.equal([128, 512]);
+    // Its slot ends: jobs back to back ask for the same slots again, so it stays, in the default spare's place.
+    reserve.released(512, { threads: big, after: IDLE });
     await bootAll();
-    expect(spares512[1]!.destroyed).to.equal(true);
-    expect(pools.filter((p) => p.heapLimitMb === 512)).to.have.length(2);
-    expect(reserve.stats).to.include({ spare: 1, inUse: 0 });
+    expect(pools.map((p) => p.destroyed)).to.deep.equal([true, false]);
+    expect(reserve.stats).to.include({ spare: 1, inUse: 0, retired: 1 });
+    expect(pools).to.have.length(2); // no default spare boots while a thread of another limit is around
+    // The next job of that limit takes it: nothing boots on demand.
+    const before = reserve.stats.bootedOnDemand;
+    expect(await reserve.take(512)).to.equal(big);
+    expect(reserve.stats.bootedOnDemand).to.equal(before);
   });
 
   it('reports errors of spares, and leaves those of a taken pool to its owner', async () => {
@@ -266,14 +271,23 @@ describe('TaskThreadReserve', () => {
     expect(reserve.take(128)).to.equal(fine);
   });
 
-  it('retires a thread of another heap limit given back by the last slot of that limit', async () => {
-    const { reserve, bootAll } = setup(1);
-    reserve.start(128, slotsOf(reserve, 4));
+  it('follows what jobs use: a thread given back takes the place of the idle spare of another limit', async () => {
+    const { reserve, pools, bootAll } = setup(1);
+    reserve.start(128, slotsOf(reserve, 2));
     await bootAll();
     const big = (await reserve.take(512)) as Piscina;
     reserve.released(512, { threads: big, after: IDLE });
+    // A job of default slots: its thread boots on demand (the spare is of 512), and given back takes the 512's place.
+    const small = (await reserve.take(128)) as Piscina;
+    await bootAll();
+    reserve.released(128, { threads: small, after: IDLE });
+    await bootAll();
     expect((big as unknown as TestingPool).destroyed).to.equal(true);
-    expect(reserve.stats).to.include({ retired: 1 });
+    expect(reserve.stats).to.include({ spare: 1, retired: 2 });
+    expect(await reserve.take(128)).to.equal(small);
+    await bootAll();
+    // No thread of another limit around any more: a default spare boots ahead of need again.
+    expect(pools.map((p) => p.heapLimitMb)).to.deep.equal([128, 512, 128, 128]);
   });
 
   it('a thread given back reports its errors as a spare’s again', async () => {
