@@ -132,6 +132,27 @@ describe('jobs on warm threads (worker threads)', function () {
       const metrics = await spares(cluster, 2);
       expect(metrics.reusedAcrossAllocations).to.be.greaterThan(0);
     });
+
+    it('runs jobs of fine-grained subtasks (not the default heap limit) back to back on the same threads', async () => {
+      // { cpuCores: 1 } and no heap: dynamic slots whose threads have no heap limit, unlike the default slot's.
+      const fineGrained = async (name: string) => {
+        const job = await cluster.submitJob({
+          name,
+          vertices: [{ id: 'ts', taskModule: tsFixture('threadState'), parallelism: 2, resources: { cpuCores: 1 } }],
+        });
+        const result = await job.result;
+        expect(result.status, result.error?.message).to.equal('finished');
+        return new Set((result.outputs['ts'] as ThreadState[]).map((o) => o.threadId));
+      };
+      const first = await fineGrained('fine 1');
+      const before = await spares(cluster, 2);
+      const second = await fineGrained('fine 2');
+      const after = await spares(cluster, 2);
+      // Given back, the first job's threads stayed (in the idle default spares' places) and ran the second job.
+      expect([...second]).to.have.members([...first]);
+      expect(after.started - before.started).to.equal(0);
+      expect(after.bootedOnDemand - before.bootedOnDemand).to.equal(0);
+    });
   });
 
   describe('with taskmanager.task-threads.max-jobs: 1', () => {

@@ -152,7 +152,7 @@ describe('TaskThreadReserve', () => {
     expect(reserve.stats).to.include({ spare: 1, inUse: 1 });
   });
 
-  it('keeps a thread of another heap limit given back in place of the idle default spare, for that limit’s next job', async () => {
+  it('keeps a thread of another heap limit given back, in the idle default spare’s place', async () => {
     const { reserve, pools, bootAll } = setup(1);
     reserve.start(128, slotsOf(reserve, 4));
     await bootAll();
