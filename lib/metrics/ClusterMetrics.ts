@@ -20,7 +20,7 @@ import type { JobEvent } from '../jobmaster/JobMaster.js';
 import type { SlotAssignment } from '../jobmaster/SlotAssignment.js';
 import type { TaskExecutorLossCause } from '../resourcemanager/ResourceManager.js';
 import type { TaskExecutorMetricsWire } from '../rpc/protocol.js';
-import { JobTimings } from './JobTimings.js';
+import { JobTimings, type JobFigures } from './JobTimings.js';
 import { metricNames, type MetricNames } from './metricNames.js';
 import type { ResolvedMetricsOptions } from './MetricsOptions.js';
 import { toMetricsSnapshot, type MetricsSnapshot } from './MetricsSnapshot.js';
@@ -152,7 +152,7 @@ export class ClusterMetrics implements JobObserver {
         },
       }),
     );
-    const jobGauge = (name: string, help: string, figure: 'restarts' | 'uptimeMs') =>
+    const jobGauge = (name: string, help: string, figure: keyof JobFigures) =>
       this.#own(
         new Gauge({
           name,
@@ -221,6 +221,16 @@ export class ClusterMetrics implements JobObserver {
     total(n.resultPartitionConsumed, 'Bytes of subpartitions its consumers read since it started.', 'consumedBytes');
     total(n.resultPartitionSpilled, 'Bytes of result partitions it spilled to disk since it started.', 'spilledTotal');
     jobGauge(n.jobNumRestarts, 'Restarts of the job so far (Flink: job numRestarts).', 'restarts');
+    jobGauge(
+      n.jobNumSlowExecutionVertices,
+      'Subtasks found slow that a speculative attempt runs for now (Flink: numSlowExecutionVertices).',
+      'slowSubtasks',
+    );
+    jobGauge(
+      n.jobNumEffectiveSpeculativeExecutions,
+      'Speculative attempts that finished before their subtask’s original (Flink: numEffectiveSpeculativeExecutions).',
+      'effectiveSpeculations',
+    );
     jobGauge(
       n.jobUptime,
       'ms the job has been running without interruption; 0 while not running, -1 once ended (Flink: job uptime).',

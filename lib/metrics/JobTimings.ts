@@ -26,6 +26,19 @@ interface JobRecord {
   /** The last switch to running, or null while not running. */
   runningSince: number | null;
   readonly attempts: Map<ExecutionAttemptID, AttemptTimes>;
+  /** Speculative attempts not ended yet, and their subtask (`vertexId#subtaskIndex`); none until one is scheduled. */
+  speculating: Map<ExecutionAttemptID, string> | null;
+  /** Speculative attempts that finished first (Flink's numEffectiveSpeculativeExecutions). */
+  effectiveSpeculations: number;
+}
+
+/** What the metrics show of a job. */
+export interface JobFigures {
+  readonly restarts: number;
+  readonly uptimeMs: number;
+  /** Subtasks a speculative attempt runs for now: found slow (Flink's numSlowExecutionVertices, as it speculates). */
+  readonly slowSubtasks: number;
+  readonly effectiveSpeculations: number;
 }
 
 /** What a task event measured (ms), for the histograms. */
@@ -48,18 +61,34 @@ export class JobTimings {
   record(jobId: JobID, jobName: string, event: JobEvent): TaskDurations | null {
     let job = this.#jobs.get(jobId);
     if (job === undefined) {
-      job = { name: jobName, status: 'created', restarts: 0, runningSince: null, attempts: new Map() };
+      job = {
+        name: jobName,
+        status: 'created',
+        restarts: 0,
+        runningSince: null,
+        attempts: new Map(),
+        speculating: null,
+        effectiveSpeculations: 0,
+      };
       this.#jobs.set(jobId, job);
     }
     if (event.type === 'status') {
       if (event.status === 'restarting') job.restarts++;
       job.status = event.status;
       job.runningSince = event.status === 'running' ? event.timestamp : null;
-      if (ENDED.has(event.status)) job.attempts.clear();
+      if (ENDED.has(event.status)) {
+        job.attempts.clear();
+        job.speculating = null;
+      }
       return null;
     }
     if (event.type !== 'task') return null;
     const { executionAttemptId: id, state, timestamp, resourceId } = event;
+    if (event.speculative === true && state === 'scheduled')
+      (job.speculating ??= new Map()).set(id, `${event.vertexId}#${event.subtaskIndex}`);
+    // The first to finish of a speculative attempt and its subtask's: its end is the subtask's (no speculative mark).
+    else if (ENDED.has(state) && job.speculating?.delete(id) === true && state === 'finished')
+      job.effectiveSpeculations++;
     const times = job.attempts.get(id);
     if (state === 'scheduled') {
       // A subtask scheduled again for another slot keeps its first time: the wait its user sees.
@@ -92,7 +121,7 @@ export class JobTimings {
   }
 
   /** Restarts so far, and Flink's uptime: ms running without interruption, 0 while not running, -1 once ended. */
-  figures(jobId: JobID, now: number): { restarts: number; uptimeMs: number } | undefined {
+  figures(jobId: JobID, now: number): JobFigures | undefined {
     const job = this.#jobs.get(jobId);
     if (job === undefined) return undefined;
     const uptimeMs = ENDED.has(job.status)
@@ -100,7 +129,8 @@ export class JobTimings {
       : job.runningSince === null
         ? 0
         : Math.max(0, now - job.runningSince);
-    return { restarts: job.restarts, uptimeMs };
+    const slowSubtasks = job.speculating === null ? 0 : new Set(job.speculating.values()).size;
+    return { restarts: job.restarts, uptimeMs, slowSubtasks, effectiveSpeculations: job.effectiveSpeculations };
   }
 
   /** Forgets the jobs not in `listed` (the Dispatcher let them go). */

@@ -13,6 +13,15 @@ export interface HistogramSnapshot {
   readonly buckets: ReadonlyArray<{ readonly le: number; readonly count: number }>;
 }
 
+export interface JobMetrics {
+  readonly jobId: string;
+  readonly jobName: string;
+  readonly numRestarts: number;
+  readonly uptime: number;
+  readonly numSlowExecutionVertices: number;
+  readonly numEffectiveSpeculativeExecutions: number;
+}
+
 export interface MetricsSnapshot {
   readonly taskSlotsTotal: number;
   readonly taskSlotsAvailable: number;
@@ -21,13 +30,11 @@ export interface MetricsSnapshot {
   readonly numRunningJobs: number;
   /** Slots by state (free, unavailable, pending, allocated). */
   readonly taskSlots: Readonly<Record<string, number>>;
-  /** Per listed job: its restarts and Flink's uptime (ms; 0 while not running, -1 once ended). */
-  readonly jobs: ReadonlyArray<{
-    readonly jobId: string;
-    readonly jobName: string;
-    readonly numRestarts: number;
-    readonly uptime: number;
-  }>;
+  /**
+   * Per listed job: its restarts, Flink's uptime (ms; 0 while not running, -1 once ended), and its speculative
+   * execution's figures (subtasks a speculative attempt runs for now, speculative attempts that won).
+   */
+  readonly jobs: ReadonlyArray<JobMetrics>;
   /** Slots requests wait for, by the kind of reason. */
   readonly slotRequestsPending: Readonly<Record<string, number>>;
   readonly slotAllocationLatency: HistogramSnapshot;
@@ -60,16 +67,29 @@ export function toMetricsSnapshot(names: MetricNames, metrics: readonly Values[]
   const single = (name: string) => values(name)[0]?.value ?? 0;
   const byLabel = (name: string, label: string) =>
     Object.fromEntries(values(name).map((v) => [String(v.labels[label]), v.value]));
-  const jobs = new Map<string, { jobId: string; jobName: string; numRestarts: number; uptime: number }>();
+  const jobs = new Map<string, { -readonly [K in keyof JobMetrics]: JobMetrics[K] }>();
   const job = (v: MetricValue<string>) => {
     const jobId = String(v.labels['job_id']);
     let entry = jobs.get(jobId);
     if (entry === undefined)
-      jobs.set(jobId, (entry = { jobId, jobName: String(v.labels['job_name']), numRestarts: 0, uptime: 0 }));
+      jobs.set(
+        jobId,
+        (entry = {
+          jobId,
+          jobName: String(v.labels['job_name']),
+          numRestarts: 0,
+          uptime: 0,
+          numSlowExecutionVertices: 0,
+          numEffectiveSpeculativeExecutions: 0,
+        }),
+      );
     return entry;
   };
   for (const v of values(names.jobNumRestarts)) job(v).numRestarts = v.value;
   for (const v of values(names.jobUptime)) job(v).uptime = v.value;
+  for (const v of values(names.jobNumSlowExecutionVertices)) job(v).numSlowExecutionVertices = v.value;
+  for (const v of values(names.jobNumEffectiveSpeculativeExecutions))
+    job(v).numEffectiveSpeculativeExecutions = v.value;
   return {
     taskSlotsTotal: single(names.taskSlotsTotal),
     taskSlotsAvailable: single(names.taskSlotsAvailable),

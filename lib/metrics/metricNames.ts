@@ -11,6 +11,8 @@ export interface MetricNames {
   readonly numPendingTaskManagers: string;
   readonly numRunningJobs: string;
   readonly jobNumRestarts: string;
+  readonly jobNumSlowExecutionVertices: string;
+  readonly jobNumEffectiveSpeculativeExecutions: string;
   readonly jobUptime: string;
   readonly taskSlots: string;
   readonly slotRequestsPending: string;
@@ -36,6 +38,8 @@ export function metricNames(prefix: string): MetricNames {
     numPendingTaskManagers: `${jm}_numPendingTaskManagers`,
     numRunningJobs: `${jm}_numRunningJobs`,
     jobNumRestarts: `${jm}_job_numRestarts`,
+    jobNumSlowExecutionVertices: `${jm}_job_numSlowExecutionVertices`,
+    jobNumEffectiveSpeculativeExecutions: `${jm}_job_numEffectiveSpeculativeExecutions`,
     jobUptime: `${jm}_job_uptime`,
     taskSlots: `${prefix}_task_slots`,
     slotRequestsPending: `${prefix}_slot_requests_pending`,

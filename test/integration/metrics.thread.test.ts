@@ -110,6 +110,8 @@ describe('the metrics of a MiniCluster (worker threads)', function () {
         jobName: 'fails',
         numRestarts: 2,
         uptime: -1,
+        numSlowExecutionVertices: 0,
+        numEffectiveSpeculativeExecutions: 0,
       });
       expect(snapshot.jobs.find((j) => j.jobId === running.jobId)!.uptime).to.be.greaterThan(0);
       expect(snapshot.subtasksEnded['failed'], 'three attempts failed').to.equal(3);

@@ -82,6 +82,13 @@ describe('speculative execution (thread mode)', function () {
     expect(subtask3.priorAttempts.map((a) => [a.attempt, a.state, a.resourceId])).to.deep.equal([
       [0, 'canceled', slowExecutor],
     ]);
+    // Flink's metrics of it: one speculative attempt that won, no subtask speculating any more.
+    const jobs = (await cluster.metrics()).jobs;
+    expect(jobs.find((j) => j.jobId === speculative.jobId)).to.include({
+      numEffectiveSpeculativeExecutions: 1,
+      numSlowExecutionVertices: 0,
+    });
+    expect(jobs.find((j) => j.jobId === plain.jobId)).to.include({ numEffectiveSpeculativeExecutions: 0 });
 
     // The canceled attempt stops and nothing of the job is left on the TaskExecutors.
     for (;;) {

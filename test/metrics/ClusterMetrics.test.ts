@@ -156,7 +156,16 @@ describe('ClusterMetrics', () => {
       disconnected: 0,
       rejected: 0,
     });
-    expect(snapshot.jobs).to.deep.equal([{ jobId: job, jobName: 'wordcount', numRestarts: 1, uptime: 0 }]);
+    expect(snapshot.jobs).to.deep.equal([
+      {
+        jobId: job,
+        jobName: 'wordcount',
+        numRestarts: 1,
+        uptime: 0,
+        numSlowExecutionVertices: 0,
+        numEffectiveSpeculativeExecutions: 0,
+      },
+    ]);
     // The exposition says the same.
     const text = parsePrometheusText(await metrics.exposition());
     expect(text.value('slotwise_task_run_time_seconds_count', { resource_id: te })).to.equal(1);
@@ -275,6 +284,57 @@ describe('resolveMetricsOptions', () => {
     expect(text.value('slotwise_result_partition_bytes', { resource_id: 'te-1', storage: 'disk' })).to.equal(100);
     expect(text.value('slotwise_result_partition_consumed_bytes_total', { resource_id: 'te-1' })).to.equal(600);
     answer?.([]);
+    await metrics.close();
+  });
+
+  it("counts a job's speculation as Flink does: subtasks speculated for, speculative attempts that won", async () => {
+    const job = JobID.generate();
+    const overview: ClusterOverview = {
+      taskExecutors: [],
+      pendingWorkers: 0,
+      pendingRequests: [],
+      jobs: [{ jobId: job, name: 'speculates', status: 'running' }],
+    };
+    const metrics = new ClusterMetrics(resolveMetricsOptions({ registry: new Registry() }), {
+      overview: () => overview,
+      now: () => 0,
+    });
+    const event = (
+      id: ExecutionAttemptID,
+      subtaskIndex: number,
+      state: 'scheduled' | 'finished' | 'canceled',
+      speculative: boolean,
+    ) =>
+      metrics.onJobEvent(job, 'speculates', {
+        type: 'task',
+        vertexId: 'work',
+        subtaskIndex,
+        attemptNumber: speculative ? 1 : 0,
+        executionAttemptId: id,
+        state,
+        resourceId: null,
+        allocationId: null,
+        error: null,
+        timestamp: 0,
+        ...(speculative ? { speculative: true as const } : {}),
+      });
+    const figures = async () => {
+      const text = parsePrometheusText(await metrics.exposition());
+      return [
+        text.value('slotwise_jobmanager_job_numSlowExecutionVertices', { job_id: job }),
+        text.value('slotwise_jobmanager_job_numEffectiveSpeculativeExecutions', { job_id: job }),
+      ];
+    };
+    const [a, b, c] = [ExecutionAttemptID.generate(), ExecutionAttemptID.generate(), ExecutionAttemptID.generate()];
+    event(a, 3, 'scheduled', true);
+    event(b, 5, 'scheduled', true);
+    event(c, 5, 'scheduled', true); // a second speculative attempt of subtask 5: still one subtask
+    expect(await figures()).to.deep.equal([2, 0]);
+    // Subtask 3's speculative attempt finished first (its end is the subtask's: no speculative mark); 5's lost.
+    event(a, 3, 'finished', false);
+    event(b, 5, 'canceled', true);
+    event(c, 5, 'canceled', true);
+    expect(await figures()).to.deep.equal([0, 1]);
     await metrics.close();
   });
 
