@@ -9,6 +9,7 @@
  *                releasing.terminatingTasks ──(no tasks left)──▶ releasing.shuttingDownMemory ──▶ done
  *                  (entry: fail every task;                         (MemoryManager.shutdown(),
  *                   after releaseTimeout: report stuck tasks)        leak report → output)
+ *   (CLOSE of a slot without tasks enters releasing.shuttingDownMemory at once: no release timeout armed.)
  *
  * Flink's TaskSlot has no FREE state: a freed slot leaves the TaskSlotTable; here the actor ends in
  * `done` with its leak report as output. Tasks are added only while `active`, only with the slot's
@@ -265,7 +266,11 @@ export const taskSlotMachine = setup({
         MARK_ACTIVE: { target: 'active' },
         // Flink re-registers the timeout when an allocated slot is marked inactive again.
         MARK_INACTIVE: { target: 'allocated', reenter: true, actions: 'updateSlotTimeout' },
-        CLOSE: { target: 'releasing', actions: 'recordCloseCause' },
+        // An empty slot goes straight to its memory: no release timeout to arm and cancel (most slots close empty).
+        CLOSE: [
+          { guard: 'isEmpty', target: 'releasing.shuttingDownMemory', actions: 'recordCloseCause' },
+          { target: 'releasing', actions: 'recordCloseCause' },
+        ],
       },
     },
     active: {
@@ -275,7 +280,11 @@ export const taskSlotMachine = setup({
         MARK_INACTIVE: { target: 'allocated', actions: 'updateSlotTimeout' },
         ADD_TASK: { guard: 'canAddTask', actions: 'addTask' },
         ADD_TASKS: { guard: 'canAddTasks', actions: 'addTasks' },
-        CLOSE: { target: 'releasing', actions: 'recordCloseCause' },
+        // An empty slot goes straight to its memory: no release timeout to arm and cancel (most slots close empty).
+        CLOSE: [
+          { guard: 'isEmpty', target: 'releasing.shuttingDownMemory', actions: 'recordCloseCause' },
+          { target: 'releasing', actions: 'recordCloseCause' },
+        ],
       },
     },
     releasing: {
