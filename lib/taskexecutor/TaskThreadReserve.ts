@@ -370,15 +370,19 @@ export class TaskThreadReserve {
       if (have < this.#o.spare && (best === null || have < best.have)) best = { key, have };
     };
     // The default limit's only while no thread of another limit is around: spares follow what jobs use.
-    const othersAround = [...this.#spares.keys(), ...this.#inUse.keys(), ...this.#returning.keys()].some(
-      (key) =>
-        key !== this.#defaultKey &&
-        ((this.#spares.get(key)?.length ?? 0) > 0 || this.#inUse.has(key) || this.#returning.has(key)),
-    );
+    const othersAround =
+      this.#anyOtherThan(this.#spares) || this.#anyOtherThan(this.#inUse) || this.#anyOtherThan(this.#returning);
     if (this.#defaultKey !== null && !othersAround) consider(this.#defaultKey);
     if (best === null) return null;
     const { key } = best as { key: string };
     return key === 'none' ? undefined : Number(key);
+  }
+
+  /** Whether `byKey` holds anything of a heap limit other than the default slot's. */
+  #anyOtherThan(byKey: ReadonlyMap<string, number | readonly unknown[]>): boolean {
+    for (const [key, value] of byKey)
+      if (key !== this.#defaultKey && (typeof value === 'number' ? value > 0 : value.length > 0)) return true;
+    return false;
   }
 
   /** Boots the next spare once the one booting is up: one at a time, while any limit is short. */
