@@ -7,7 +7,7 @@
  * imports its task modules afresh, so no job sees another's module state).
  *
  * - Spares follow demand, per task-heap limit (a thread's heap limit is fixed when it boots): at most
- *   `spare` in all, and never more than slots could still be allocated. Only the default slot's limit
+ *   `spare` in all, and none booted ahead beyond the slots that could still be allocated. Only the default slot's limit
  *   boots spares ahead of need, and only while no thread of another limit is around (spare or in
  *   use); a slot of another limit boots its thread on demand. A thread given back stays a spare
  *   whatever its limit — jobs back to back ask for the same slots again (a thread booted for each
@@ -268,9 +268,9 @@ export class TaskThreadReserve {
       const { threads } = returned;
       this.#taken.delete(threads);
       const spares = this.#spares.get(key) ?? [];
-      // At most `spare` in all, no more than free slots (this one's slot is free already): at the bound it takes the
-      // place of an idle limit's spare, if there is one.
-      const room = () => this.#spareCount() < Math.min(this.#o.spare, this.#freeSlots()) || this.#retireIdleSpare(key);
+      // At most `spare` in all: at the bound it takes the place of an idle limit's spare, if there is one. (Not bounded
+      // by free slots here, unlike a boot: this thread's slot may not count as free yet, and keeping it costs nothing.)
+      const room = () => this.#spareCount() < this.#o.spare || this.#retireIdleSpare(key);
       if (!this.#closed && spares.length < this.#o.spare && this.#mayServeAgain(returned) && room()) {
         this.#heapAfterJobs.set(threads, returned.after.heapUsedBytes);
         spares.push(threads);

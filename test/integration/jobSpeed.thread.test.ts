@@ -133,6 +133,20 @@ describe('jobs on warm threads (worker threads)', function () {
       expect(metrics.reusedAcrossAllocations).to.be.greaterThan(0);
     });
 
+    it('runs a stream of jobs of one subtask on its spare threads: none boots, none retires', async () => {
+      const before = await spares(cluster, 2);
+      for (let i = 0; i < 5; i++) {
+        const job = await cluster.submitJob({
+          name: `p1 #${i}`,
+          vertices: [{ id: 'ts', taskModule: tsFixture('threadState'), parallelism: 1 }],
+        });
+        expect((await job.result).status).to.equal('finished');
+      }
+      const after = await spares(cluster, 2);
+      expect(after.servedFromSpare - before.servedFromSpare).to.equal(5);
+      expect([after.started - before.started, after.retired - before.retired]).to.deep.equal([0, 0]);
+    });
+
     it('runs jobs of fine-grained subtasks (not the default heap limit) back to back on the same threads', async () => {
       // { cpuCores: 1 } and no heap: dynamic slots whose threads have no heap limit, unlike the default slot's.
       const fineGrained = async (name: string) => {
