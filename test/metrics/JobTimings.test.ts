@@ -69,15 +69,15 @@ describe('JobTimings (what the metrics keep of a job)', () => {
     () => {
       const t = new JobTimings();
       t.record(job, 'j', status('created', 0));
-      expect(t.figures(job, 10)).to.deep.equal({ restarts: 0, uptimeMs: 0 });
+      expect(t.figures(job, 10)).to.deep.include({ restarts: 0, uptimeMs: 0 });
       t.record(job, 'j', status('running', 100));
-      expect(t.figures(job, 350)).to.deep.equal({ restarts: 0, uptimeMs: 250 });
+      expect(t.figures(job, 350)).to.deep.include({ restarts: 0, uptimeMs: 250 });
       t.record(job, 'j', status('restarting', 400));
-      expect(t.figures(job, 450)).to.deep.equal({ restarts: 1, uptimeMs: 0 });
+      expect(t.figures(job, 450)).to.deep.include({ restarts: 1, uptimeMs: 0 });
       t.record(job, 'j', status('running', 500));
-      expect(t.figures(job, 600)).to.deep.equal({ restarts: 1, uptimeMs: 100 });
+      expect(t.figures(job, 600)).to.deep.include({ restarts: 1, uptimeMs: 100 });
       t.record(job, 'j', status('finished', 700));
-      expect(t.figures(job, 800)).to.deep.equal({ restarts: 1, uptimeMs: NO_LONGER_RUNNING });
+      expect(t.figures(job, 800)).to.deep.include({ restarts: 1, uptimeMs: NO_LONGER_RUNNING });
     },
   );
 
