@@ -40,6 +40,8 @@ export interface ClusterMetricsSource {
 const ASK_TIMEOUT_MS = 1_000;
 
 type PartitionFigures = NonNullable<TaskExecutorMetricsWire['partitions']>;
+/** A TaskExecutor's partition figures, as it answered or as its last heartbeat told. */
+type PartitionsOf = Pick<TaskExecutorMetricsWire, 'resourceId' | 'partitions'>;
 
 /** Latency buckets in seconds: sub-millisecond matches to a five-minute slot request timeout. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -73,7 +75,7 @@ export class ClusterMetrics implements JobObserver {
   readonly #executorSeries = new Map<ResourceID, { readonly run: Observer; readonly wait: Observer }>();
   #overview: ClusterOverview | null = null;
   #closed = false;
-  #asked: Promise<readonly Pick<TaskExecutorMetricsWire, 'resourceId' | 'partitions'>[]> | null = null;
+  #asked: Promise<readonly PartitionsOf[]> | null = null;
   /** Jobs ended since the overview was last read (which drops the figures of the jobs no longer listed). */
   #endedSinceRead = 0;
 
@@ -368,22 +370,19 @@ export class ClusterMetrics implements JobObserver {
   }
 
   /** The TaskExecutors' figures, asked once for all the gauges of a scrape (they collect at once); none unasked. */
-  #partitions(): Promise<readonly Pick<TaskExecutorMetricsWire, 'resourceId' | 'partitions'>[]> {
+  #partitions(): Promise<readonly PartitionsOf[]> {
     const ask = this.#source.taskExecutorMetrics;
     if (ask === undefined || this.#closed) return Promise.resolve([]);
     if (this.#asked === null) {
-      const asked = ask.call(this.#source).catch(() => []);
+      // What the TaskExecutors' last heartbeats told: taken when they do not answer in time, or fail to.
+      const heartbeats = () =>
+        this.#read().taskExecutors.map(({ resourceId, partitions }) => ({ resourceId, partitions }));
       let timer: ReturnType<typeof setTimeout> | undefined;
-      const heartbeats = new Promise<readonly Pick<TaskExecutorMetricsWire, 'resourceId' | 'partitions'>[]>(
-        (resolve) => {
-          timer = setTimeout(
-            () => resolve(this.#read().taskExecutors.map(({ resourceId, partitions }) => ({ resourceId, partitions }))),
-            this.#source.taskExecutorMetricsTimeoutMs ?? ASK_TIMEOUT_MS,
-          );
-          timer.unref?.();
-        },
-      );
-      this.#asked = Promise.race([asked, heartbeats]);
+      const late = new Promise<readonly PartitionsOf[]>((resolve) => {
+        timer = setTimeout(() => resolve(heartbeats()), this.#source.taskExecutorMetricsTimeoutMs ?? ASK_TIMEOUT_MS);
+        timer.unref?.();
+      });
+      this.#asked = Promise.race([ask.call(this.#source).catch(heartbeats), late]);
       void this.#asked.then(() => {
         clearTimeout(timer);
         this.#asked = null;

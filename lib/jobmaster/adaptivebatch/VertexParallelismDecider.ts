@@ -123,7 +123,9 @@ export function decideParallelism(
       : `its inputs produced ${size(bytes)} plus ${size(broadcast)} every subtask reads whole ` +
         `(all-to-all, counted as ${size(broadcastCounted)} of each subtask's volume)`;
   const perSubtask = size(bounds.avgDataVolumePerTask);
-  if (hash.length > 0 && hash.length + inputs.filter((i) => i.pattern === 'all-to-all').length === inputs.length) {
+  // Flink splits the data itself evenly only when every input is hash or all-to-all (no pointwise one).
+  const noPointwise = hash.length > 0 && inputs.every((i) => i.pattern !== 'pointwise');
+  if (noPointwise) {
     const even = splitDataEvenly(hash, limit, min, max);
     if (even !== null) {
       const { ranges, wanted } = even;
@@ -155,7 +157,7 @@ export function decideParallelism(
     reason += `; ${parallelism} keeps ${edges} divisible${kept}`;
   }
   if (hash.length === 0) return { vertexId, parallelism, bytes: bytes + broadcast, reason };
-  if (hash.length > 0 && inputs.length === hash.length + inputs.filter((i) => i.pattern === 'all-to-all').length)
+  if (noPointwise)
     reason += `; no split of the subpartitions by bytes gives a parallelism ${within}, so they are split by count`;
   return {
     vertexId,
