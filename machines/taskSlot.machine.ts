@@ -6,10 +6,12 @@
  *       │  └─ after slotTimeout: report SLOT_TIMED_OUT (ticket) ─┘        │
  *       └──────────────CLOSE──────────────┐   ┌──────────CLOSE───────────┘
  *                                         ▼   ▼
- *                releasing.terminatingTasks ──(no tasks left)──▶ releasing.shuttingDownMemory ──▶ done
- *                  (entry: fail every task;                         (MemoryManager.shutdown(),
- *                   after releaseTimeout: report stuck tasks)        leak report → output)
- *   (CLOSE of a slot without tasks enters releasing.shuttingDownMemory at once: no release timeout armed.)
+ *                                     releasing ──(no tasks left)──▶ done
+ *                   (entry: fail every task;          (MemoryManager.shutdown() on the way,
+ *                    after releaseTimeout: report      its leak report → output)
+ *                    stuck tasks)
+ *   (CLOSE of a slot without tasks goes to done at once, shutting the memory down on the way — as Flink's
+ *   TaskSlot.closeAsync completes at once when it holds no task: no release timeout armed.)
  *
  * Flink's TaskSlot has no FREE state: a freed slot leaves the TaskSlotTable; here the actor ends in
  * `done` with its leak report as output. Tasks are added only while `active`, only with the slot's
@@ -21,7 +23,7 @@
  * manager's shutdown) and the two notifications, which default to sendParent and are replaced with
  * `provide()` when the slot runs without a TaskSlotTable.
  */
-import { assign, fromPromise, sendParent, setup, type DoneActorEvent, type ErrorActorEvent } from 'xstate';
+import { assign, sendParent, setup } from 'xstate';
 import type { AllocationID, ExecutionAttemptID, JobID } from '../lib/core/ids.js';
 import type { ResourceProfile } from '../lib/core/ResourceProfile.js';
 import { TaskSet } from './taskSet.js';
@@ -144,8 +146,7 @@ export function addTasksRefusal(
 
 /** The top-level state of a TaskSlot snapshot value. */
 export function taskSlotStateName(value: unknown): TaskSlotStateName {
-  if (typeof value === 'string') return value as TaskSlotStateName;
-  return 'releasing';
+  return value as TaskSlotStateName;
 }
 
 export function currentTicket(context: TaskSlotContext): string {
@@ -213,14 +214,16 @@ export const taskSlotMachine = setup({
         }
       }
     },
-    /** The memory manager's leak report, once its shutdown finished. */
-    recordLeaks: assign({ leaks: ({ event }) => (event as unknown as DoneActorEvent<SlotMemoryLeakReport>).output }),
-    /** Why the shutdown threw: the slot still ends, and says it could not verify. */
-    recordShutdownError: assign({
-      shutdownError: ({ event }) => {
-        const { error } = event as unknown as ErrorActorEvent;
-        return String((error as Error)?.message ?? error);
-      },
+    /**
+     * Flink's TaskSlot.closeAsync once no task is left: the memory manager shut down, its leak report kept (the
+     * slot's output); a shutdown that throws still ends the slot, which says why it could not verify.
+     */
+    shutDownMemory: assign(({ context }) => {
+      try {
+        return { leaks: context.memoryManager.shutdown() };
+      } catch (error) {
+        return { shutdownError: String((error as Error)?.message ?? error) };
+      }
     }),
     notifySlotTimedOut: sendParent(({ context }) => ({
       type: 'SLOT_TIMED_OUT' as const,
@@ -232,9 +235,6 @@ export const taskSlotMachine = setup({
       allocationId: context.allocationId,
       executionAttemptIds: context.tasks.ids(),
     })),
-  },
-  actors: {
-    shutdownMemory: fromPromise<SlotMemoryLeakReport, SlotMemoryManager>(async ({ input }) => input.shutdown()),
   },
 }).createMachine({
   id: 'taskSlot',
@@ -266,9 +266,8 @@ export const taskSlotMachine = setup({
         MARK_ACTIVE: { target: 'active' },
         // Flink re-registers the timeout when an allocated slot is marked inactive again.
         MARK_INACTIVE: { target: 'allocated', reenter: true, actions: 'updateSlotTimeout' },
-        // An empty slot goes straight to its memory: no release timeout to arm and cancel (most slots close empty).
         CLOSE: [
-          { guard: 'isEmpty', target: 'releasing.shuttingDownMemory', actions: 'recordCloseCause' },
+          { guard: 'isEmpty', target: 'done', actions: ['recordCloseCause', 'shutDownMemory'] },
           { target: 'releasing', actions: 'recordCloseCause' },
         ],
       },
@@ -280,34 +279,19 @@ export const taskSlotMachine = setup({
         MARK_INACTIVE: { target: 'allocated', actions: 'updateSlotTimeout' },
         ADD_TASK: { guard: 'canAddTask', actions: 'addTask' },
         ADD_TASKS: { guard: 'canAddTasks', actions: 'addTasks' },
-        // An empty slot goes straight to its memory: no release timeout to arm and cancel (most slots close empty).
         CLOSE: [
-          { guard: 'isEmpty', target: 'releasing.shuttingDownMemory', actions: 'recordCloseCause' },
+          { guard: 'isEmpty', target: 'done', actions: ['recordCloseCause', 'shutDownMemory'] },
           { target: 'releasing', actions: 'recordCloseCause' },
         ],
       },
     },
     releasing: {
       entry: 'failTasks',
-      initial: 'terminatingTasks',
+      always: { guard: 'isEmpty', target: 'done', actions: 'shutDownMemory' },
+      after: { releaseTimeout: { actions: 'notifyReleaseTimedOut' } },
       on: {
         // Closing twice is closing once.
         CLOSE: {},
-      },
-      states: {
-        terminatingTasks: {
-          always: { guard: 'isEmpty', target: 'shuttingDownMemory' },
-          after: { releaseTimeout: { actions: 'notifyReleaseTimedOut' } },
-        },
-        shuttingDownMemory: {
-          invoke: {
-            id: 'shutdownMemory',
-            src: 'shutdownMemory',
-            input: ({ context }) => context.memoryManager,
-            onDone: { target: '#taskSlot.done', actions: 'recordLeaks' },
-            onError: { target: '#taskSlot.done', actions: 'recordShutdownError' },
-          },
-        },
       },
     },
     done: { type: 'final' },

@@ -22,8 +22,8 @@
  * in their TaskSlot actors only (Flink's ExecutionAttemptID → TaskSlot map is `slotOfTask`, a look
  * through the few live slots): adding or removing a task changes one slot's context, never a
  * table-wide record. A slot leaves the ledger (its budget returns) when it is freed empty, or
- * when a releasing slot loses its last task; its actor then finishes closing (memory shutdown) on
- * its own and the table counts it until it is done.
+ * when a releasing slot loses its last task; its actor shuts its memory down and ends in the same
+ * step, and the table counts it as closing until its done event (the next event it processes).
  *
  * Every refusal is a guard over pure functions exported here (`decideAllocation`,
  * `addTaskRefusalIn`), so the TaskSlotTable class turns the very same verdict into a typed error.

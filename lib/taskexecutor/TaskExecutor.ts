@@ -19,6 +19,7 @@ import type { InspectionEvent } from 'xstate';
 import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
 import {
   describeError,
+  endCause,
   IllegalArgumentError,
   IllegalStateError,
   SlotNotFoundError,
@@ -422,7 +423,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   #freeSlotInternal(allocationId: AllocationID, cause: string): void {
     if (this.table.getTaskSlot(allocationId) === undefined || this.table.state === 'closed') return;
-    this.table.freeSlot(allocationId, new Error(cause));
+    this.table.freeSlot(allocationId, endCause(cause));
   }
 
   #slotFreed(allocationId: AllocationID, jobId: JobID): void {
@@ -458,9 +459,9 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   /**
    * How many allocations could still take a spare thread of the default slot: the static slots
-   * nobody holds, less those freed whose runner has not begun to close (the slot closes a turn or
-   * two after it is freed): their thread comes back as a spare, and one booted meanwhile would be
-   * one too many.
+   * nobody holds, less those freed whose runner has not begun to close (the TaskExecutor hears of
+   * the slot's close after the turn that freed it): their thread comes back as a spare, and one
+   * booted meanwhile would be one too many.
    */
   #freeSlotsForSpares(): number {
     let free = 0;

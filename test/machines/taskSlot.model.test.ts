@@ -1,26 +1,20 @@
 /**
  * Model-based test of the TaskSlot statechart: @xstate/graph walks the machine's paths, and every
- * path is replayed on a real, running TaskSlot actor — timers on a SimulatedClock, the memory
- * shutdown as a real promise — checking after each step that the actor is where the statechart says.
+ * path is replayed on a real, running TaskSlot actor — timers on a SimulatedClock — checking after
+ * each step that the actor is where the statechart says.
  *
- * `createTestModel` refuses machines with `after` or `invoke` (pure traversal cannot fire them), so
- * the model is a thin ActorLogic over xstate's pure `transition()`. Besides the machine snapshot it
- * keeps what the statechart has *scheduled* — delayed events raised and not yet cancelled, actors
- * invoked and not yet stopped — read from the actions `transition()` returns. Those events are
- * offered to the traversal beside the ordinary ones, each only while it can really happen (a slot
- * timeout fires once per registration; a shutdown finishes once), so the graph is finite and every
- * edge of it is something the implementation can be made to do.
+ * `createTestModel` refuses machines with `after` (pure traversal cannot fire them), so the model is
+ * a thin ActorLogic over xstate's pure `transition()`. Besides the machine snapshot it keeps what the
+ * statechart has *scheduled* — delayed events raised and not yet cancelled — read from the actions
+ * `transition()` returns. Those events are offered to the traversal beside the ordinary ones, each
+ * only while it can really happen (a slot timeout fires once per registration), so the graph is
+ * finite and every edge of it is something the implementation can be made to do. Whether the memory
+ * manager's shutdown throws is part of the world the model walks: an event (`WORLD.SHUTDOWN_FAILS`)
+ * makes every later shutdown throw, in the model and on the real slot alike.
  */
 import { getAdjacencyMap, getShortestPaths, getSimplePaths, type AdjacencyMap, type StatePath } from '@xstate/graph';
 import { expect } from 'chai';
-import {
-  createActor,
-  initialTransition,
-  transition,
-  type ActorLogic,
-  type AnyActorRef,
-  type SnapshotFrom,
-} from 'xstate';
+import { createActor, initialTransition, transition, type ActorLogic, type SnapshotFrom } from 'xstate';
 import { SimulatedClock } from '../../lib/core/clock.js';
 import { AllocationID, JobID } from '../../lib/core/ids.js';
 import {
@@ -33,7 +27,7 @@ import {
   type TaskSlotPayload,
   type TaskSet,
 } from '../../machines/taskSlot.machine.js';
-import { fakeTask, flushMicrotasks, profile, type FakeTask } from '../support/fixtures.js';
+import { fakeTask, profile, type FakeTask } from '../support/fixtures.js';
 
 // ------------------------------------------------------------------------------ the fixed world
 
@@ -46,11 +40,11 @@ const RELEASE_TIMEOUT = 180_000;
 const LEAKS: SlotMemoryLeakReport = { leakedPages: 2, leakedBytes: 2 * 4096, owners: [{ owner: 'first', pages: 2 }] };
 const SHUTDOWN_FAILURE = new Error('pages still mapped');
 
-/** The event types the statechart raises or receives on its own; checked against the machine below. */
+/** The event types the statechart raises on its own; checked against the machine below. */
 const AFTER_SLOT_TIMEOUT = 'xstate.after.slotTimeout.taskSlot.allocated';
-const AFTER_RELEASE_TIMEOUT = 'xstate.after.releaseTimeout.taskSlot.releasing.terminatingTasks';
-const SHUTDOWN_DONE = 'xstate.done.actor.shutdownMemory';
-const SHUTDOWN_ERROR = 'xstate.error.actor.shutdownMemory';
+const AFTER_RELEASE_TIMEOUT = 'xstate.after.releaseTimeout.taskSlot.releasing';
+/** Not the statechart's: from now on the memory manager's shutdown throws. */
+const SHUTDOWN_FAILS = 'WORLD.SHUTDOWN_FAILS';
 
 const first = fakeTask(jobId, allocationId);
 const second = fakeTask(jobId, allocationId);
@@ -71,8 +65,7 @@ const idNames = new Map<string, string>([
 type ModelEvent =
   | TaskSlotEvent
   | { type: typeof AFTER_SLOT_TIMEOUT | typeof AFTER_RELEASE_TIMEOUT }
-  | { type: typeof SHUTDOWN_DONE; output: SlotMemoryLeakReport }
-  | { type: typeof SHUTDOWN_ERROR; error: Error };
+  | { type: typeof SHUTDOWN_FAILS };
 
 const ORDINARY_EVENTS: readonly ModelEvent[] = [
   { type: 'MARK_ACTIVE' },
@@ -130,24 +123,21 @@ interface SlotModelSnapshot {
   readonly machine: MachineSnapshot;
   /** Delayed events raised and not yet cancelled or delivered, by send id. */
   readonly timers: Readonly<Record<string, ScheduledTimer>>;
-  /** Invoked actors not yet finished or stopped. */
-  readonly invoked: readonly string[];
+  /** Whether the memory manager's shutdown throws from now on. */
+  readonly shutdownFails: boolean;
   /** The named actions and scheduling the last transition asked for (in order). */
   readonly actions: readonly { type: string; id?: string }[];
 }
 
 function schedule(
-  previous: Pick<SlotModelSnapshot, 'timers' | 'invoked'>,
+  previous: Pick<SlotModelSnapshot, 'timers'>,
   event: ModelEvent | undefined,
   actions: ReadonlyArray<{ type: string; params?: unknown }>,
 ) {
   const timers = { ...previous.timers };
-  const invoked = new Set(previous.invoked);
-  // The event itself consumes what produced it: a fired timer, a finished actor.
+  // The event itself consumes what produced it: a fired timer.
   if (event !== undefined) {
     for (const [id, timer] of Object.entries(timers)) if (timer.event.type === event.type) delete timers[id];
-    const finished = /^xstate\.(done|error)\.actor\.(.+)$/.exec(event.type);
-    if (finished) invoked.delete(finished[2]!);
   }
   const seen: { type: string; id?: string }[] = [];
   for (const action of actions) {
@@ -158,29 +148,37 @@ function schedule(
     } else if (action.type === 'xstate.cancel') {
       delete timers[params!.sendId as string];
       seen.push({ type: 'cancel', id: params!.sendId as string });
-    } else if (action.type === 'xstate.spawnChild') {
-      invoked.add(params!.id as string);
-    } else if (action.type === 'xstate.stopChild') {
-      invoked.delete((params as unknown as AnyActorRef).id);
     } else if (!action.type.startsWith('xstate.')) {
       seen.push({ type: action.type });
     }
   }
-  return { timers, invoked: [...invoked].sort(), actions: seen };
+  return { timers, actions: seen };
 }
+
+/** What the model's memory manager does on shutdown: set from the model state before each pure transition. */
+let modelShutdownFails = false;
+const modelMemoryManager = {
+  shutdown: (): SlotMemoryLeakReport => {
+    if (modelShutdownFails) throw SHUTDOWN_FAILURE;
+    return LEAKS;
+  },
+};
 
 const slotModel: ActorLogic<SlotModelSnapshot, ModelEvent, undefined> = {
   getInitialSnapshot: () => {
-    const [machine, actions] = initialTransition(modelMachine, input({ shutdown: () => LEAKS }));
+    const [machine, actions] = initialTransition(modelMachine, input(modelMemoryManager));
     return {
       status: 'active',
       output: undefined,
       error: undefined,
       machine,
-      ...schedule({ timers: {}, invoked: [] }, undefined, actions),
+      shutdownFails: false,
+      ...schedule({ timers: {} }, undefined, actions),
     };
   },
   transition: (snapshot, event) => {
+    if (event.type === SHUTDOWN_FAILS) return { ...snapshot, shutdownFails: true, actions: [] };
+    modelShutdownFails = snapshot.shutdownFails;
     const [machine, actions] = transition(modelMachine, snapshot.machine, event as TaskSlotEvent);
     return { ...snapshot, machine, ...schedule(snapshot, event, actions) };
   },
@@ -193,14 +191,7 @@ function eventsFor(snapshot: SlotModelSnapshot): ModelEvent[] {
   return [
     ...ORDINARY_EVENTS,
     ...Object.values(snapshot.timers).map((timer) => timer.event),
-    ...snapshot.invoked.flatMap((id): ModelEvent[] =>
-      id === 'shutdownMemory'
-        ? [
-            { type: SHUTDOWN_DONE, output: LEAKS },
-            { type: SHUTDOWN_ERROR, error: SHUTDOWN_FAILURE },
-          ]
-        : [],
-    ),
+    ...(snapshot.shutdownFails ? [] : [{ type: SHUTDOWN_FAILS } as const]),
   ];
 }
 
@@ -218,7 +209,7 @@ function serializeModel(snapshot: SlotModelSnapshot): string {
     tasks: sortedTaskNames(context.tasks),
     slotTimeout: context.slotTimeout,
     timers: Object.keys(snapshot.timers).sort(),
-    invoked: snapshot.invoked,
+    shutdownFails: snapshot.shutdownFails,
     ending: status === 'done' ? (context.shutdownError === null ? 'leaks-reported' : 'shutdown-failed') : undefined,
   });
 }
@@ -232,8 +223,9 @@ const traversal = {
 /**
  * Simple paths use a smaller alphabet: with every event the loop-free paths run into the millions,
  * nearly all reorderings of refused events (which the transition walk covers one by one). These
- * five, plus the scheduled events, give ~600 paths to 20 states: every loop-free way through
- * activation, a changed timeout, one task, its removal and closing.
+ * five, plus the scheduled events, give ~300 paths: every loop-free way through activation, a
+ * changed timeout, one task, its removal and closing — each walked once with a memory manager whose
+ * shutdown works and once with one whose shutdown throws (the world is chosen before the first event).
  */
 const SIMPLE_PATH_EVENTS = new Set([
   'MARK_ACTIVE',
@@ -244,20 +236,25 @@ const SIMPLE_PATH_EVENTS = new Set([
 ]);
 
 function reducedEventsFor(snapshot: SlotModelSnapshot): ModelEvent[] {
-  return eventsFor(snapshot).filter(
-    (event) => !ORDINARY_EVENTS.includes(event) || SIMPLE_PATH_EVENTS.has(describeEvent(event)),
+  const { value, context } = snapshot.machine;
+  const initial = value === 'allocated' && context.timeoutRegistrations === 1 && context.slotTimeout === SLOT_TIMEOUT;
+  return eventsFor(snapshot).filter((event) =>
+    event.type === SHUTDOWN_FAILS
+      ? initial && Object.keys(snapshot.timers).length === 1
+      : !ORDINARY_EVENTS.includes(event) || SIMPLE_PATH_EVENTS.has(describeEvent(event)),
   );
 }
 
 // ------------------------------------------------------------------------------ the implementation
 
-/** A real TaskSlot actor on a simulated clock, its notifications recorded, its memory shutdown a real promise. */
-function startRealSlot(shutdownFails: boolean) {
+/** A real TaskSlot actor on a simulated clock, its notifications recorded, its memory manager told when to fail. */
+function startRealSlot() {
   const clock = new SimulatedClock();
   const notifications: TaskSlotNotification[] = [];
   const memoryManager = {
-    shutdown: (): SlotMemoryLeakReport => {
-      if (shutdownFails) throw SHUTDOWN_FAILURE;
+    fails: false,
+    shutdown(): SlotMemoryLeakReport {
+      if (this.fails) throw SHUTDOWN_FAILURE;
       return LEAKS;
     },
   };
@@ -282,21 +279,18 @@ function startRealSlot(shutdownFails: boolean) {
   const payloads = new Map<TaskSlotPayload, FakeTask>(
     [...taskNames.keys()].map((task) => [task, fakeTask(task.jobId, task.allocationId, task.executionAttemptId)]),
   );
-  return { actor, clock, notifications, payloads };
+  return { actor, clock, notifications, payloads, memoryManager };
 }
 
 type RealSlot = ReturnType<typeof startRealSlot>;
 
-/**
- * Makes the real slot do what the model's event stands for. Synchronous except for the shutdown's
- * events: awaiting anything else would let the shutdown promise settle before the model says so.
- */
+/** Makes the real slot do what the model's event stands for. */
 function apply(
   real: RealSlot,
   before: SlotModelSnapshot,
   event: ModelEvent,
   armedAt: ReadonlyMap<string, number>,
-): Promise<void> | undefined {
+): void {
   switch (event.type) {
     case AFTER_SLOT_TIMEOUT:
     case AFTER_RELEASE_TIMEOUT: {
@@ -304,10 +298,9 @@ function apply(
       real.clock.advanceTo(armedAt.get(id)! + timer.delay);
       return;
     }
-    case SHUTDOWN_DONE:
-    case SHUTDOWN_ERROR:
-      // The shutdown promise settles on its own; only its continuation has to be let run.
-      return flushMicrotasks();
+    case SHUTDOWN_FAILS:
+      real.memoryManager.fails = true;
+      return;
     case 'ADD_TASK':
       real.actor.send({ type: 'ADD_TASK', task: real.payloads.get(event.task)! });
       return;
@@ -335,9 +328,9 @@ const failures = (real: RealSlot) => [...real.payloads.values()].reduce((n, task
  * Replays a model path on a fresh real slot. The model side is recomputed step by step (the graph's
  * step states are representatives of their serialized class), and must serialize as the path says.
  */
-async function walk(path: StatePath<SlotModelSnapshot, ModelEvent>): Promise<void> {
+function walk(path: StatePath<SlotModelSnapshot, ModelEvent>): void {
   const [init, ...steps] = path.steps; // the first step is xstate.init, ending in the initial state
-  const real = startRealSlot(steps.some((step) => step.event.type === SHUTDOWN_ERROR));
+  const real = startRealSlot();
   let model = slotModel.getInitialSnapshot(null as never, undefined);
   expect(serializeModel(model)).to.equal(serializeModel(init!.state));
   expect(real.actor.getSnapshot().value).to.deep.equal(model.machine.value);
@@ -351,8 +344,7 @@ async function walk(path: StatePath<SlotModelSnapshot, ModelEvent>): Promise<voi
     expect(serializeModel(next), `the path is a chain of the model, ${where}`).to.equal(serializeModel(step.state));
 
     const reported = real.notifications.length;
-    const settling = apply(real, model, step.event, armedAt);
-    if (settling !== undefined) await settling;
+    apply(real, model, step.event, armedAt);
     for (const action of next.actions) if (action.type === 'schedule') armedAt.set(action.id!, real.clock.now());
     if (next.actions.some((action) => action.type === 'failTasks')) expectedFailures += next.machine.context.tasks.size;
     model = next;
@@ -382,10 +374,10 @@ const describePath = (path: StatePath<SlotModelSnapshot, ModelEvent>) =>
     .map((s) => describeEvent(s.event))
     .join(' → ') || '(initial)';
 
-async function walkAll(paths: ReadonlyArray<StatePath<SlotModelSnapshot, ModelEvent>>): Promise<void> {
+function walkAll(paths: ReadonlyArray<StatePath<SlotModelSnapshot, ModelEvent>>): void {
   for (const path of paths) {
     try {
-      await walk(path);
+      walk(path);
     } catch (error) {
       // Mocha prints only the text before ": expected" when it shows a diff: show the whole message.
       Object.assign(error as Error, {
@@ -412,38 +404,31 @@ describe('taskSlot machine, model-based', () => {
     simplePaths = getSimplePaths(slotModel, { ...traversal, events: reducedEventsFor });
   });
 
-  it('uses the delayed and invoke event types the statechart really declares', () => {
+  it('uses the delayed event types the statechart really declares', () => {
     const declared = new Set<string>();
     const collect = (node: typeof taskSlotMachine.root) => {
       for (const type of node.transitions.keys()) declared.add(type);
       for (const child of Object.values(node.states)) collect(child);
     };
     collect(taskSlotMachine.root);
-    for (const type of [AFTER_SLOT_TIMEOUT, AFTER_RELEASE_TIMEOUT, SHUTDOWN_DONE, SHUTDOWN_ERROR])
-      expect([...declared]).to.include(type);
+    for (const type of [AFTER_SLOT_TIMEOUT, AFTER_RELEASE_TIMEOUT]) expect([...declared]).to.include(type);
   });
 
   it('reaches every state of the statechart, with and without tasks, timers armed and spent', () => {
     const values = new Set(states.map((s) => JSON.stringify(s.machine.value)));
-    expect([...values]).to.have.members([
-      '"allocated"',
-      '"active"',
-      '{"releasing":"terminatingTasks"}',
-      '{"releasing":"shuttingDownMemory"}',
-      '"done"',
-    ]);
+    expect([...values]).to.have.members(['"allocated"', '"active"', '"releasing"', '"done"']);
     // allocated × {0,1,2 tasks} × {timeout 10 s, 5 s} × {armed, spent} and so on: a collapsed model has far fewer.
     expect(states.length).to.be.at.least(40);
     expect(states.some((s) => s.machine.value === 'allocated' && Object.keys(s.timers).length === 0)).to.equal(true);
     expect(states.some((s) => s.machine.status === 'done' && s.machine.context.shutdownError !== null)).to.equal(true);
   });
 
-  it('walks the shortest path to every state on a real slot actor', async () => {
+  it('walks the shortest path to every state on a real slot actor', () => {
     expect(shortestPaths.length).to.equal(states.length);
-    await walkAll(shortestPaths);
+    walkAll(shortestPaths);
   });
 
-  it('walks every transition (including ignored events) on a real slot actor', async () => {
+  it('walks every transition (including ignored events) on a real slot actor', () => {
     const byState = new Map(shortestPaths.map((path) => [serializeModel(path.state), path]));
     const edges: StatePath<SlotModelSnapshot, ModelEvent>[] = [];
     for (const [key, entry] of Object.entries(adjacency)) {
@@ -456,11 +441,11 @@ describe('taskSlot machine, model-based', () => {
       }
     }
     expect(edges.length).to.be.at.least(states.length * ORDINARY_EVENTS.length * 0.8);
-    await walkAll(edges);
+    walkAll(edges);
   });
 
-  it('walks every simple path of the smaller alphabet on a real slot actor', async () => {
+  it('walks every simple path of the smaller alphabet on a real slot actor', () => {
     expect(simplePaths.length).to.be.within(500, 5_000);
-    await walkAll(simplePaths);
+    walkAll(simplePaths);
   });
 });

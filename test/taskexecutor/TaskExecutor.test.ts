@@ -453,11 +453,13 @@ describe('TaskExecutor endpoint', () => {
       await settle();
       h.runs.get(tdd.executionAttemptId)!.result.resolve({ output: 1 });
       await settle();
-      // Freed and out of the table at once (its task ended), but its runner closes with the slot a
-      // turn later: until then a spare booted for it would be one too many.
+      // Freed and out of the table at once (its task ended), but its runner closes as the slot's close
+      // is reported, after this turn: until then a spare booted for it would be one too many.
       const during = await h.call(async () => {
-        await h.te.freeSlot(allocationId, 'idle');
-        return h.freeSlotsForSpares();
+        const freed = h.te.freeSlot(allocationId, 'idle');
+        const count = h.freeSlotsForSpares();
+        await freed;
+        return count;
       });
       expect(during).to.equal(1);
       await settle();

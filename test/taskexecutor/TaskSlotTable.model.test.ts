@@ -5,7 +5,7 @@
  * pure transition never delivers anything to children. So the model EXECUTES the machine: a small
  * ActorLogic whose snapshot is the list of events applied so far plus a projected view, and whose
  * transition replays them, and the new one, on a fresh live actor. @xstate/graph explores that
- * logic (every state reachable with the alphabet below: ~800 states, ~16.5 k transitions), and every
+ * logic (every state reachable with the alphabet below: ~400 states, ~8 k transitions), and every
  * transition it finds is then walked on the TaskSlotTable class. After each call:
  *
  *   - the view changed            → the method succeeded, and returned what it should;
@@ -17,14 +17,12 @@
  * ADD_TASK is no table event (a task changes no table-wide record): the model adds a task as the
  * class does, through the table's rule `addTaskRefusalIn` and then the TaskSlot actor's ADD_TASK.
  *
- * Memory shutdowns finish asynchronously (a promise per slot), and a replay has to be synchronous.
- * In the model a slot's shutdown therefore finishes only on the SETTLE event (a manually completed
- * stand-in for the promise actor, `provide`d into the slot machine); on the class, SETTLE is
- * "let the microtasks run". Every other step runs synchronously on both sides.
+ * A slot's memory is shut down within the call that lets the slot go (as Flink's TaskSlot.closeAsync
+ * when no task is left), so every step runs synchronously on both sides.
  */
 import { getAdjacencyMap, getShortestPaths, type AdjacencyMap, type StatePath } from '@xstate/graph';
 import { AssertionError, expect } from 'chai';
-import { createActor, type ActorLogic, type PromiseActorLogic, type PromiseSnapshot } from 'xstate';
+import { createActor, type ActorLogic } from 'xstate';
 import { SimulatedClock } from '../../lib/core/clock.js';
 import { SlotwiseError } from '../../lib/core/errors.js';
 import { AllocationID, ExecutionAttemptID, JobID } from '../../lib/core/ids.js';
@@ -32,7 +30,6 @@ import { ResourceBudgetManager } from '../../lib/core/ResourceBudgetManager.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import { MemoryManager } from '../../lib/taskexecutor/MemoryManager.js';
 import { TaskSlotTable, type FreeSlotResult, type TaskSlotPayload } from '../../lib/taskexecutor/TaskSlotTable.js';
-import { taskSlotMachine, type SlotMemoryLeakReport, type SlotMemoryManager } from '../../machines/taskSlot.machine.js';
 import {
   addTaskRefusalIn,
   slotOf,
@@ -75,7 +72,6 @@ const RELEASE_TIMEOUT = 180_000;
 type ModelEvent =
   | { type: 'START' }
   | { type: 'CLOSE' }
-  | { type: 'SETTLE' }
   | { type: 'ALLOCATE_SLOT'; allocation: AllocationLabel; index: number; job: JobLabel; oversized?: true }
   | { type: 'MARK_SLOT_ACTIVE' | 'MARK_SLOT_INACTIVE' | 'FREE_SLOT'; allocation: AllocationLabel }
   | { type: 'ADD_TASK'; task: TaskLabel }
@@ -84,7 +80,6 @@ type ModelEvent =
 const EVENTS: readonly ModelEvent[] = [
   { type: 'START' },
   { type: 'CLOSE' },
-  { type: 'SETTLE' },
   ...(['A1', 'A2'] as const).flatMap((allocation) =>
     [0, 1, -1].map((index) => ({ type: 'ALLOCATE_SLOT' as const, allocation, index, job: 'J1' as const })),
   ),
@@ -138,30 +133,16 @@ interface SlotView {
 interface TableView {
   readonly state: string;
   readonly slots: readonly SlotView[];
-  /** Slots that left the ledger and have not finished shutting their memory down (model only). */
-  readonly closing?: boolean;
 }
 
-const serializeView = ({ state, slots, closing }: TableView) => JSON.stringify({ state, slots, closing });
+const serializeView = ({ state, slots }: TableView) => JSON.stringify({ state, slots });
 
 // ------------------------------------------------------------------------------ the model: the machine, executed
 
-/** A memory shutdown that finishes when told (FINISH), so a replay can decide when, synchronously. */
-const manualShutdown: PromiseActorLogic<SlotMemoryLeakReport, SlotMemoryManager> = {
-  getInitialSnapshot: (_scope, input) => ({ status: 'active', output: undefined, error: undefined, input }),
-  transition: (snapshot, event): PromiseSnapshot<SlotMemoryLeakReport, SlotMemoryManager> =>
-    snapshot.status === 'active' && event.type === 'FINISH'
-      ? { status: 'done', output: snapshot.input!.shutdown(), error: undefined, input: snapshot.input }
-      : snapshot,
-  getPersistedSnapshot: (snapshot) => snapshot,
-};
-
-const modelMachine = taskSlotTableMachine.provide({
-  actors: { taskSlot: taskSlotMachine.provide({ actors: { shutdownMemory: manualShutdown } }) },
-});
+const modelMachine = taskSlotTableMachine;
 
 /** The model's events that are the table machine's own (ADD_TASK is a TaskSlot event: see addTaskToSlot). */
-type TableModelEvent = Exclude<ModelEvent, { type: 'SETTLE' | 'ADD_TASK' }>;
+type TableModelEvent = Exclude<ModelEvent, { type: 'ADD_TASK' }>;
 
 function toMachineEvent(event: TableModelEvent): TaskSlotTableEvent {
   switch (event.type) {
@@ -208,18 +189,8 @@ function startModelTable() {
 }
 
 function deliver(actor: TableActor, event: ModelEvent): void {
-  if (event.type === 'ADD_TASK') {
-    addTaskToSlot(actor, event.task, true);
-    return;
-  }
-  if (event.type !== 'SETTLE') {
-    actor.send(toMachineEvent(event));
-    return;
-  }
-  // Every slot still shutting down (in the ledger or not) finishes now, as a microtask flush would.
-  for (const slot of Object.values(actor.getSnapshot().children) as TaskSlotRef[]) {
-    slot.getSnapshot().children.shutdownMemory?.send({ type: 'FINISH' });
-  }
+  if (event.type === 'ADD_TASK') addTaskToSlot(actor, event.task, true);
+  else actor.send(toMachineEvent(event));
 }
 
 function project(actor: TableActor): TableView {
@@ -238,20 +209,13 @@ function project(actor: TableActor): TableView {
         };
       })
       .sort((a, b) => a.index - b.index),
-    closing: context.closingSlots > 0,
   };
 }
 
 /** Every snapshot in the actor tree: if none is a new object, the last event did nothing at all. */
 function snapshotsOf(actor: TableActor): unknown[] {
   const table = actor.getSnapshot();
-  return [
-    table,
-    ...(Object.values(table.children) as TaskSlotRef[]).flatMap((slot) => [
-      slot.getSnapshot(),
-      ...Object.values(slot.getSnapshot().children).map((c) => c?.getSnapshot()),
-    ]),
-  ];
+  return [table, ...(Object.values(table.children) as TaskSlotRef[]).map((slot) => slot.getSnapshot())];
 }
 
 const sameSnapshots = (a: unknown[], b: unknown[]) => a.length === b.length && a.every((x, i) => x === b[i]);
@@ -263,8 +227,8 @@ interface TableModelSnapshot {
   /** The events applied so far: the state is whatever the machine makes of them. */
   readonly events: readonly ModelEvent[];
   readonly view: TableView;
-  /** Whether the machine's guards let the last event through (a transition was enabled); SETTLE is no machine event. */
-  readonly accepted: boolean | 'not-an-event';
+  /** Whether the machine's guards let the last event through (a transition was enabled). */
+  readonly accepted: boolean;
 }
 
 const historyKey = (events: readonly ModelEvent[]) => events.map(describeEvent).join(' ');
@@ -298,11 +262,9 @@ function createTableModel(): ActorLogic<TableModelSnapshot, ModelEvent, undefine
         live = { key, actor };
       }
       const accepted =
-        event.type === 'SETTLE'
-          ? 'not-an-event'
-          : event.type === 'ADD_TASK'
-            ? addTaskToSlot(live.actor, event.task, false)
-            : modelMachine.getTransitionData(live.actor.getSnapshot(), toMachineEvent(event)).length > 0;
+        event.type === 'ADD_TASK'
+          ? addTaskToSlot(live.actor, event.task, false)
+          : modelMachine.getTransitionData(live.actor.getSnapshot(), toMachineEvent(event)).length > 0;
       const before = snapshotsOf(live.actor);
       deliver(live.actor, event);
       const next: TableModelSnapshot = { ...snapshot, events, view: project(live.actor), accepted };
@@ -325,7 +287,7 @@ const traversal = {
   events: EVENTS,
   serializeState: (snapshot: TableModelSnapshot) => serializeView(snapshot.view),
   serializeEvent: describeEvent,
-  // A safety net, not a cap: the whole graph is ~800 states × 21 events; an explosion fails loudly.
+  // A safety net, not a cap: the whole graph is ~400 states × 20 events; an explosion fails loudly.
   limit: 50_000,
 };
 
@@ -352,9 +314,8 @@ interface WalkMemory {
   readonly releasing: Map<AllocationLabel, FreeSlotResult>;
 }
 
-/** Calls the class method the event stands for. Synchronous except SETTLE, which lets microtasks run. */
-function call(table: TaskSlotTable, event: ModelEvent): Outcome | Promise<Outcome> {
-  if (event.type === 'SETTLE') return flushMicrotasks().then(() => ({ kind: 'done', value: undefined }));
+/** Calls the class method the event stands for. */
+function call(table: TaskSlotTable, event: ModelEvent): Outcome {
   try {
     return { kind: 'done', value: invoke(table, event) };
   } catch (error) {
@@ -363,7 +324,7 @@ function call(table: TaskSlotTable, event: ModelEvent): Outcome | Promise<Outcom
   }
 }
 
-function invoke(table: TaskSlotTable, event: Exclude<ModelEvent, { type: 'SETTLE' }>): unknown {
+function invoke(table: TaskSlotTable, event: ModelEvent): unknown {
   switch (event.type) {
     case 'START':
       return table.start();
@@ -399,8 +360,6 @@ const slotIn = (view: TableView, allocation: AllocationLabel) => view.slots.find
 function acceptedNoOp(event: ModelEvent, before: TableView, value: unknown, memory: WalkMemory): string | undefined {
   const slot = 'allocation' in event ? slotIn(before, event.allocation) : undefined;
   switch (event.type) {
-    case 'SETTLE':
-      return 'nothing was shutting down';
     case 'ALLOCATE_SLOT':
       return value === false ? 'an identical repeat of an allocation returns false' : undefined;
     case 'MARK_SLOT_ACTIVE':
@@ -493,23 +452,13 @@ class Walk {
     this.#view = initial;
     const described = this.table.describe();
     this.#described = JSON.stringify(described);
-    expect(serializeView(viewOf(described)), 'a new table').to.equal(serializeView({ ...initial, closing: undefined }));
+    expect(serializeView(viewOf(described)), 'a new table').to.equal(serializeView(initial));
   }
 
-  /**
-   * Calls the method `event` stands for; the model says the table is then in `after`. Synchronous
-   * except for SETTLE: awaiting anything else would let the slots' memory shutdowns finish early,
-   * so a promise is returned only when there is one to wait for.
-   */
-  step(
-    event: ModelEvent,
-    { view: after, accepted }: Pick<TableModelSnapshot, 'view' | 'accepted'>,
-  ): Promise<void> | undefined {
+  /** Calls the method `event` stands for; the model says the table is then in `after`. */
+  step(event: ModelEvent, { view: after, accepted }: Pick<TableModelSnapshot, 'view' | 'accepted'>): void {
     this.#trail.push(describeEvent(event));
-    const pending = call(this.table, event);
-    if (pending instanceof Promise) return pending.then((outcome) => this.#check(event, after, accepted, outcome));
-    this.#check(event, after, accepted, pending);
-    return undefined;
+    this.#check(event, after, accepted, call(this.table, event));
   }
 
   #check(event: ModelEvent, after: TableView, accepted: TableModelSnapshot['accepted'], outcome: Outcome): void {
@@ -541,11 +490,7 @@ class Walk {
           fail(`${what} is not an accepted no-op here; it returned ${String(outcome.value)}`);
       }
       this.#remember(event, outcome, after);
-      same(
-        `describe() after ${what}`,
-        serializeView(viewOf(description)),
-        serializeView({ ...after, closing: undefined }),
-      );
+      same(`describe() after ${what}`, serializeView(viewOf(description)), serializeView(after));
       this.#view = after;
       this.#described = described;
     } catch (error) {
@@ -590,7 +535,7 @@ interface Edge {
  * none left here, the walk goes by known edges to the nearest state with untried events, or, from a
  * dead end (closed), a new walk starts on a fresh table along the shortest path to one.
  */
-async function coverEveryEdge(
+function coverEveryEdge(
   adjacency: AdjacencyMap<TableModelSnapshot, ModelEvent>,
   shortestPaths: ReadonlyArray<StatePath<TableModelSnapshot, ModelEvent>>,
 ) {
@@ -653,26 +598,18 @@ async function coverEveryEdge(
     const [init, ...toStart] = start.steps; // the first step is xstate.init, ending in the initial state
     const walker = new Walk(init!.state.view);
     let here = serializeView(init!.state.view);
-    /** One step; a promise only for SETTLE (awaiting anything else would let the shutdowns finish early). */
-    const go = (event: ModelEvent, to: Pick<TableModelSnapshot, 'view' | 'accepted'>): Promise<void> | undefined => {
-      const moved = () => {
-        steps++;
-        if (take(here, event)) edges++;
-        here = serializeView(to.view);
-      };
-      const settling = walker.step(event, to);
-      if (settling === undefined) return void moved();
-      return settling.then(moved);
+    const go = (event: ModelEvent, to: Pick<TableModelSnapshot, 'view' | 'accepted'>): void => {
+      walker.step(event, to);
+      steps++;
+      if (take(here, event)) edges++;
+      here = serializeView(to.view);
     };
     const route: Array<Pick<Edge, 'event' | 'view' | 'accepted'>> = toStart.map(({ event, state }) => ({
       event,
       ...state,
     }));
     for (;;) {
-      for (const step of route) {
-        const settling = go(step.event, step);
-        if (settling !== undefined) await settling;
-      }
+      for (const step of route) go(step.event, step);
       route.length = 0;
       if (loopsLeft.delete(here)) {
         route.push(...loops.get(here)!);
@@ -703,11 +640,11 @@ describe('TaskSlotTable, model-based against the taskSlotTable machine', () => {
     tableModel.dispose();
   });
 
-  it('explores the table: every table state, every slot state, dynamic slots and slots still closing', () => {
+  it('explores the table: every table state, every slot state, dynamic slots', () => {
     const views = shortestPaths.map((p) => p.state.view);
     expect(shortestPaths.length).to.equal(Object.keys(adjacency).length);
-    // 789 today (2 slots × 2 allocations × tasks × closing): a collapsed model has far fewer.
-    expect(views.length).to.be.at.least(700);
+    // 395 today (2 slots × 2 allocations × jobs × tasks × slot states): a collapsed model has far fewer.
+    expect(views.length).to.be.at.least(350);
     expect(new Set(views.map((v) => v.state))).to.have.all.keys('created', 'running', 'closing', 'closed');
     expect(new Set(views.flatMap((v) => v.slots.map((s) => s.state)))).to.have.all.keys(
       'allocated',
@@ -715,16 +652,15 @@ describe('TaskSlotTable, model-based against the taskSlotTable machine', () => {
       'releasing',
     );
     expect(views.some((v) => v.slots.some((s) => s.index >= NUMBER_SLOTS))).to.equal(true);
-    expect(views.some((v) => v.state === 'running' && v.closing)).to.equal(true);
     expect(views.some((v) => v.slots.length === 2 && v.slots.every((s) => s.state === 'releasing'))).to.equal(true);
     expect(views.some((v) => v.slots.some((s) => s.job === 'J2'))).to.equal(true);
   });
 
   it(
     'walks every transition of the model, accepted or refused, ' + 'on TaskSlotTables: their answers are the machine’s',
-    async function () {
+    function () {
       this.timeout(30_000);
-      const { edges } = await coverEveryEdge(adjacency, shortestPaths);
+      const { edges } = coverEveryEdge(adjacency, shortestPaths);
       expect(edges).to.equal(
         Object.values(adjacency).reduce((n, entry) => n + Object.keys(entry.transitions).length, 0),
       );
