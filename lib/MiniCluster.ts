@@ -69,6 +69,7 @@ export class MiniCluster {
       metrics: o.metrics,
       dashboard: o.dashboard !== null,
       overview: () => this.overview(),
+      listJobs: () => this.dispatcher.listJobs(),
       taskExecutorMetrics: () => this.taskExecutorMetrics(),
     });
     this.#inspection = this.#observability.inspectionSink(o.inspect);

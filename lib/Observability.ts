@@ -11,7 +11,7 @@
  */
 import type { TaskExecutorMetricsWire } from './rpc/protocol.js';
 import type { ClusterOverview } from './ClusterOverview.js';
-import type { ResourceID } from './core/ids.js';
+import type { JobID, ResourceID } from './core/ids.js';
 import { ActorDirectory } from './dashboard/ActorDirectory.js';
 import { ClusterDashboard } from './dashboard/ClusterDashboard.js';
 import type { ResolvedDashboardOptions } from './dashboard/DashboardOptions.js';
@@ -28,6 +28,8 @@ export interface ObservabilityOptions {
   /** Whether a dashboard will show this cluster: it turns the inspection stream on, for the actors view. */
   readonly dashboard: boolean;
   readonly overview: () => ClusterOverview;
+  /** The jobs the cluster lists (cheaper than the overview when only they are needed). */
+  readonly listJobs?: () => readonly { readonly jobId: JobID }[];
   /** Clock ms of the JobMasters' events (default Date.now). */
   readonly now?: () => number;
   /** Each TaskExecutor's own figures (the result partition metrics); absent: none. */
@@ -54,6 +56,7 @@ export class Observability {
     this.#o = options;
     const metrics = (this.metrics = new ClusterMetrics(options.metrics, {
       overview: options.overview,
+      ...(options.listJobs ? { listJobs: options.listJobs } : {}),
       now: options.now ?? Date.now,
       ...(options.taskExecutorMetrics ? { taskExecutorMetrics: options.taskExecutorMetrics } : {}),
     }));

@@ -181,6 +181,7 @@ export class JobManager {
         metrics,
         dashboard: rest !== null,
         overview: () => jobManager!.overview(),
+        listJobs: () => jobManager!.listJobs(),
         taskExecutorMetrics: () => jobManager!.taskExecutorMetrics(),
       });
       jobManager = new JobManager(

@@ -28,6 +28,11 @@ import { toMetricsSnapshot, type MetricsSnapshot } from './MetricsSnapshot.js';
 /** Where the gauges read the cluster: a MiniCluster's overview(), or a JobManager's. */
 export interface ClusterMetricsSource {
   overview(): ClusterOverview;
+  /**
+   * The jobs the cluster lists, without the rest of the overview: what ended jobs' figures are kept for between
+   * scrapes (absent: read from the overview, which walks every listed job's subtasks).
+   */
+  listJobs?(): readonly { readonly jobId: JobID }[];
   /** Clock ms, for job uptimes (the clock the JobMasters stamp their events with). */
   now(): number;
   /** Each TaskExecutor's own figures, asked now (its result partitions); absent: no partition metrics. */
@@ -305,7 +310,8 @@ export class ClusterMetrics implements JobObserver {
     // scrape, every ENDED_BEFORE_RETAIN job ends (an hour's soak without a scrape kept every job's record).
     if (event.type === 'status' && ENDED.includes(event.status) && ++this.#endedSinceRead >= ENDED_BEFORE_RETAIN) {
       this.#endedSinceRead = 0;
-      this.#read();
+      if (this.#source.listJobs === undefined) this.#read();
+      else this.#timings.retain(new Set(this.#source.listJobs().map((job) => job.jobId)));
     }
     if (measured === null) return;
     if (measured.deployLatencyMs !== undefined) this.#deployLatency.observe(measured.deployLatencyMs / 1000);

@@ -254,6 +254,23 @@ describe('resolveMetricsOptions', () => {
     await metrics.close();
   });
 
+  it('reads only the job listing for that when the cluster offers one, not the whole overview', async () => {
+    let overviews = 0;
+    let listings = 0;
+    const metrics = new ClusterMetrics(resolveMetricsOptions({ registry: new Registry() }), {
+      overview: () => (overviews++, { taskExecutors: [], pendingWorkers: 0, pendingRequests: [], jobs: [] }),
+      listJobs: () => (listings++, []),
+      now: () => 0,
+    });
+    for (let i = 0; i < ENDED_BEFORE_RETAIN; i++) {
+      const id = JobID.generate();
+      metrics.onJobEvent(id, 'short', { type: 'status', status: 'running', cause: null, timestamp: 0 });
+      metrics.onJobEvent(id, 'short', { type: 'status', status: 'finished', cause: null, timestamp: 0 });
+    }
+    expect({ overviews, listings }).to.deep.equal({ overviews: 0, listings: 1 });
+    await metrics.close();
+  });
+
   it("takes the last heartbeats' partition figures when the TaskExecutors do not answer a scrape in time", async () => {
     const figures = {
       partitions: 3,
