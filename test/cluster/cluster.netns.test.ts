@@ -7,11 +7,10 @@
  */
 import { expect } from 'chai';
 import type { JobEvent } from '../../lib/jobmaster/JobMaster.js';
-import type { JobManagerControl, TaskManagerControl } from '../fixtures/clusterProcess.js';
 import { until } from '../support/eventually.js';
 import { createTestNetwork, netnsOrSkip, type TestNetwork } from '../support/netns.js';
-import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
-import { start, startTaskManagerIn, stop, type Started } from './support/clusterProcesses.js';
+import { natsServerOrSkip } from '../support/natsServer.js';
+import { ClusterProcesses } from './support/clusterProcesses.js';
 
 const configuration = {
   'heartbeat.interval': 500,
@@ -25,48 +24,31 @@ type TaskEvent = Extract<JobEvent, { type: 'task' }>;
 describe('a session cluster with each TaskManager in a network namespace of its own', function () {
   this.timeout(180_000);
   let network: TestNetwork | undefined;
-  let server: NatsServer | undefined;
-  let jobManager: Started<JobManagerControl> | undefined;
-  const taskManagers: Array<Started<TaskManagerControl>> = [];
+  const cluster = new ClusterProcesses();
 
   before(async function () {
-    const binary = natsServerOrSkip(this, 'cluster in network namespaces');
+    const natsServer = natsServerOrSkip(this, 'cluster in network namespaces');
     netnsOrSkip(this, 'cluster in network namespaces');
     network = createTestNetwork(2);
-    server = await startNatsServer(binary, { address: network.serverAddress });
-    jobManager = start<JobManagerControl>('jobmanager', { nats: server.url, clusterId: 'netns', configuration });
-    await jobManager.control.overview();
-    for (let i = 1; i <= 2; i++) {
-      const options = {
-        nats: server.url,
-        clusterId: 'netns',
-        slots: 2,
-        cpuCores: 2,
-        taskHeap: '1g',
-        managedMemory: '64m',
-        networkMemory: '32m',
-        configuration,
-      };
-      taskManagers.push(startTaskManagerIn(network.namespace(i), options));
-    }
-    await until(
-      'both TaskManagers registered',
-      async () => (await jobManager!.control.overview()).taskExecutors.length === 2,
-      60_000,
-    );
+    await cluster.start({
+      natsServer,
+      clusterId: 'netns',
+      configuration,
+      network,
+      taskManagers: 2,
+      taskManager: { slots: 2, cpuCores: 2, taskHeap: '1g', managedMemory: '64m', networkMemory: '32m' },
+    });
   });
 
   after(async () => {
-    for (const taskManager of taskManagers) await stop(taskManager);
-    await stop(jobManager);
-    await server?.stop();
+    await cluster.stop();
     network?.remove();
   });
 
   it(
     'loses the TaskExecutor whose link goes down, re-places ' + 'its subtasks, and takes it back once the link is up',
     async () => {
-      const jm = jobManager!.control;
+      const jm = cluster.jm;
       const jobId = await jm.submit({
         name: 'survives a partition',
         vertices: [{ id: 'wait', taskModule: sleep, parallelism: 2, config: { ms: 8_000 } }],
@@ -75,7 +57,7 @@ describe('a session cluster with each TaskManager in a network namespace of its 
       const running = (events: JobEvent[]) =>
         events.filter((e): e is TaskEvent => e.type === 'task' && e.state === 'running');
       const first = await until('a subtask running', async () => running(await jm.events(jobId))[0]);
-      const statuses = await Promise.all(taskManagers.map((tm) => tm.control.status()));
+      const statuses = await Promise.all(cluster.taskManagers.map((tm) => tm.control.status()));
       const victim = statuses.findIndex((s) => s.resourceId === first.resourceId);
       expect(victim, `subtask ran on ${first.resourceId}`).to.be.at.least(0);
       const survivor = statuses[1 - victim]!.resourceId;
@@ -106,7 +88,7 @@ describe('a session cluster with each TaskManager in a network namespace of its 
       const back = await until(
         'the TaskManager to register again',
         async () => {
-          const status = await taskManagers[victim]!.control.status();
+          const status = await cluster.taskManagers[victim]!.control.status();
           const listed = (await jm.overview()).taskExecutors.map((te) => te.resourceId);
           return status.registered && listed.includes(status.resourceId as never) && listed.length === 2
             ? status

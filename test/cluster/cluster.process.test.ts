@@ -9,10 +9,9 @@ import { expect } from 'chai';
 import type { JobEvent } from '../../lib/jobmaster/JobMaster.js';
 import { countWords, generatedText } from '../../examples/wordcount/text.js';
 import { wordCountJob, type WordCountResult } from '../../examples/wordcount/wordCountJob.js';
-import type { JobManagerControl, TaskManagerControl } from '../fixtures/clusterProcess.js';
 import { until } from '../support/eventually.js';
-import { crossable, start, stop, type Started } from './support/clusterProcesses.js';
-import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
+import { ClusterProcesses, crossable } from './support/clusterProcesses.js';
+import { natsServerOrSkip } from '../support/natsServer.js';
 
 const HEARTBEAT_TIMEOUT_MS = 3_000;
 const configuration = {
@@ -24,51 +23,29 @@ const sleep = new URL('../fixtures/tasks/sleep.ts', import.meta.url).href;
 
 describe('a session cluster over NATS: JobManager and two TaskManagers as child processes', function () {
   this.timeout(120_000);
-  let server: NatsServer;
-  let jobManager: Started<JobManagerControl> | undefined;
-  const taskManagers: Array<Started<TaskManagerControl>> = [];
+  const cluster = new ClusterProcesses();
 
   before(async function () {
-    const binary = natsServerOrSkip(this, 'cluster as child processes');
-    server = await startNatsServer(binary);
-    jobManager = start<JobManagerControl>('jobmanager', { nats: server.url, clusterId: 'procs', configuration });
-    await jobManager.control.overview();
-    for (let i = 0; i < 2; i++) {
-      taskManagers.push(
-        start<TaskManagerControl>('taskmanager', {
-          nats: server.url,
-          clusterId: 'procs',
-          slots: 2,
-          cpuCores: 2,
-          taskHeap: '1g',
-          managedMemory: '64m',
-          networkMemory: '32m',
-          configuration,
-        }),
-      );
-    }
-    await until(
-      'both TaskManagers registered',
-      async () => (await jobManager!.control.overview()).taskExecutors.length === 2,
-      60_000,
-    );
+    await cluster.start({
+      natsServer: natsServerOrSkip(this, 'cluster as child processes'),
+      clusterId: 'procs',
+      configuration,
+      taskManagers: 2,
+      taskManager: { slots: 2, cpuCores: 2, taskHeap: '1g', managedMemory: '64m', networkMemory: '32m' },
+    });
   });
 
-  after(async () => {
-    for (const taskManager of taskManagers) await stop(taskManager);
-    await stop(jobManager);
-    await server?.stop();
-  });
+  after(() => cluster.stop());
 
   it('registers each TaskManager under the ResourceID it reports, with its 2 slots', async () => {
-    const overview = await jobManager!.control.overview();
-    const ids = await Promise.all(taskManagers.map(async (tm) => (await tm.control.status()).resourceId));
+    const overview = await cluster.jm.overview();
+    const ids = await Promise.all(cluster.taskManagers.map(async (tm) => (await tm.control.status()).resourceId));
     expect(overview.taskExecutors.map((te) => te.resourceId).sort()).to.deep.equal(ids.sort());
     expect(overview.taskExecutors.map((te) => te.slots.length)).to.deep.equal([2, 2]);
   });
 
   it('runs the word count of 2,000 generated lines and the counts are exactly those of a single loop', async () => {
-    const jobManagerControl = jobManager!.control;
+    const jobManagerControl = cluster.jm;
     const jobId = await jobManagerControl.submit(
       crossable(wordCountJob({ input: { lines: 2000, seed: 11 }, parallelism: 2, counters: 2 })),
     );
@@ -80,7 +57,7 @@ describe('a session cluster over NATS: JobManager and two TaskManagers as child 
   it(
     'loses a TaskManager killed with SIGKILL by heartbeat ' + 'timeout and runs its subtasks again on the other',
     async () => {
-      const control = jobManager!.control;
+      const control = cluster.jm;
       const spec = {
         name: 'survives a lost host',
         vertices: [{ id: 'wait', taskModule: sleep, parallelism: 2, config: { ms: 8_000 } }],
@@ -90,12 +67,12 @@ describe('a session cluster over NATS: JobManager and two TaskManagers as child 
       const running = (events: JobEvent[]) =>
         events.filter((e): e is Extract<JobEvent, { type: 'task' }> => e.type === 'task' && e.state === 'running');
       const first = await until('a subtask running', async () => running(await control.events(jobId))[0]);
-      const ids = await Promise.all(taskManagers.map(async (tm) => (await tm.control.status()).resourceId));
+      const ids = await Promise.all(cluster.taskManagers.map(async (tm) => (await tm.control.status()).resourceId));
       const victim = ids.indexOf(first.resourceId!);
       expect(victim, `subtask ran on ${first.resourceId}, not one of ${ids.join(', ')}`).to.be.at.least(0);
       const survivor = ids[1 - victim]!;
-      taskManagers[victim]!.child.kill('SIGKILL');
-      await taskManagers[victim]!.exited;
+      cluster.taskManagers[victim]!.child.kill('SIGKILL');
+      await cluster.taskManagers[victim]!.exited;
 
       await until(
         'the killed TaskExecutor to leave the cluster',

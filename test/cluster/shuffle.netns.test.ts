@@ -11,11 +11,10 @@ import { execFileSync } from 'node:child_process';
 import { expect } from 'chai';
 import type { PartitionFiguresWire } from '../../lib/rpc/protocol.js';
 import type { JobEvent } from '../../lib/jobmaster/JobMaster.js';
-import type { JobManagerControl, TaskManagerControl } from '../fixtures/clusterProcess.js';
 import { until } from '../support/eventually.js';
 import { createTestNetwork, netnsOrSkip, type TestNetwork } from '../support/netns.js';
-import { natsServerOrSkip, startNatsServer, type NatsServer } from '../support/natsServer.js';
-import { start, startTaskManagerIn, stop, type Started } from './support/clusterProcesses.js';
+import { natsServerOrSkip } from '../support/natsServer.js';
+import { ClusterProcesses } from './support/clusterProcesses.js';
 
 const CLUSTER = 'shuffle';
 const configuration = {
@@ -38,41 +37,24 @@ type TaskEvent = Extract<JobEvent, { type: 'task' }>;
 describe('a hash shuffle between TaskManagers in network namespaces of their own', function () {
   this.timeout(120_000);
   let network: TestNetwork | undefined;
-  let server: NatsServer | undefined;
-  let jobManager: Started<JobManagerControl> | undefined;
-  const taskManagers: Array<Started<TaskManagerControl>> = [];
+  const cluster = new ClusterProcesses();
 
   before(async function () {
-    const binary = natsServerOrSkip(this, 'shuffle in network namespaces');
+    const natsServer = natsServerOrSkip(this, 'shuffle in network namespaces');
     netnsOrSkip(this, 'shuffle in network namespaces');
     network = createTestNetwork(2);
-    server = await startNatsServer(binary, { address: network.serverAddress });
-    jobManager = start<JobManagerControl>('jobmanager', { nats: server.url, clusterId: CLUSTER, configuration });
-    await jobManager.control.overview();
-    for (let i = 1; i <= 2; i++)
-      taskManagers.push(
-        startTaskManagerIn(network.namespace(i), {
-          nats: server.url,
-          clusterId: CLUSTER,
-          slots: 1,
-          cpuCores: 1,
-          taskHeap: '512m',
-          managedMemory: '64m',
-          networkMemory: '32m',
-          configuration,
-        }),
-      );
-    await until(
-      'both TaskManagers registered',
-      async () => (await jobManager!.control.overview()).taskExecutors.length === 2,
-      60_000,
-    );
+    await cluster.start({
+      natsServer,
+      clusterId: CLUSTER,
+      configuration,
+      network,
+      taskManagers: 2,
+      taskManager: { slots: 1, cpuCores: 1, taskHeap: '512m', managedMemory: '64m', networkMemory: '32m' },
+    });
   });
 
   after(async () => {
-    for (const taskManager of taskManagers) await stop(taskManager);
-    await stop(jobManager);
-    await server?.stop();
+    await cluster.stop();
     if (network === undefined) return;
     const namespaces = [network.namespace(1), network.namespace(2)];
     network.remove();
@@ -84,8 +66,10 @@ describe('a hash shuffle between TaskManagers in network namespaces of their own
   });
 
   it('gives each consumer exactly its part of every producer, each host reading the other’s over NATS', async () => {
-    const jm = jobManager!.control;
-    const ids = (await Promise.all(taskManagers.map((tm) => tm.control.status()))).map((s) => s.resourceId).sort();
+    const jm = cluster.jm;
+    const ids = (await Promise.all(cluster.taskManagers.map((tm) => tm.control.status())))
+      .map((s) => s.resourceId)
+      .sort();
     const jobId = await jm.submit({
       name: 'shuffle across hosts',
       vertices: [

@@ -13,7 +13,10 @@ import { forkProcess } from '../../../lib/rpc/forkProcess.js';
 import { Link } from '../../../lib/rpc/Link.js';
 import { resolveTsx } from '../../../lib/rpc/startWorker.js';
 import { processTransport } from '../../../lib/rpc/Transport.js';
-import type { TaskManagerControl } from '../../fixtures/clusterProcess.js';
+import type { JobManagerControl, TaskManagerControl } from '../../fixtures/clusterProcess.js';
+import { until } from '../../support/eventually.js';
+import { startNatsServer, type NatsServer } from '../../support/natsServer.js';
+import type { TestNetwork } from '../../support/netns.js';
 
 export const ENTRY = new URL('../../fixtures/clusterProcess.ts', import.meta.url);
 
@@ -93,4 +96,67 @@ export async function stop(
     clearTimeout(forced);
   }
   started.link.close();
+}
+
+export interface ClusterProcessesOptions {
+  /** The nats-server binary (natsServerOrSkip). */
+  readonly natsServer: string;
+  readonly clusterId: string;
+  /** Every process's configuration. */
+  readonly configuration: Record<string, unknown>;
+  readonly taskManagers: number;
+  /** Each TaskManager's options besides `nats`, `clusterId` and `configuration`. */
+  readonly taskManager: Record<string, unknown>;
+  /** TaskManager i (1-based) in namespace i of this network, nats-server on its server address; else loopback. */
+  readonly network?: TestNetwork;
+}
+
+/**
+ * A nats-server, a JobManager and TaskManagers, each role in a child process of its own, for a suite's before and
+ * after hooks: `start` resolves once every TaskManager registered; `stop` stops whatever had started, also after a
+ * start that failed half-way.
+ */
+export class ClusterProcesses {
+  server: NatsServer | undefined;
+  jobManager: Started<JobManagerControl> | undefined;
+  readonly taskManagers: Array<Started<TaskManagerControl>> = [];
+
+  async start(options: ClusterProcessesOptions): Promise<void> {
+    const { clusterId, configuration, network } = options;
+    const server = (this.server = await startNatsServer(
+      options.natsServer,
+      network === undefined ? {} : { address: network.serverAddress },
+    ));
+    const jobManager = (this.jobManager = start<JobManagerControl>('jobmanager', {
+      nats: server.url,
+      clusterId,
+      configuration,
+    }));
+    await jobManager.control.overview();
+    for (let i = 1; i <= options.taskManagers; i++) {
+      const taskManager = { ...options.taskManager, nats: server.url, clusterId, configuration };
+      this.taskManagers.push(
+        network === undefined
+          ? start<TaskManagerControl>('taskmanager', taskManager)
+          : startTaskManagerIn(network.namespace(i), taskManager),
+      );
+    }
+    await until(
+      `${options.taskManagers} TaskManagers registered`,
+      async () => (await jobManager.control.overview()).taskExecutors.length === options.taskManagers,
+      60_000,
+    );
+  }
+
+  /** The JobManager's control gateway (after `start`). */
+  get jm(): Gateway<JobManagerControl> {
+    if (this.jobManager === undefined) throw new Error('the cluster processes were not started');
+    return this.jobManager.control;
+  }
+
+  async stop(): Promise<void> {
+    for (const taskManager of this.taskManagers) await stop(taskManager);
+    await stop(this.jobManager);
+    await this.server?.stop();
+  }
 }
