@@ -14,7 +14,9 @@
  *   slot was most of a job's CPU on a session cluster whose jobs ask for fine-grained resources; spares
  *   booted ahead for such a job were retired when its own threads came back) — and when the spares
  *   are at their bound, it takes the place of the spare given back longest ago of another limit no
- *   slot uses.
+ *   slot uses, else of a spare of its own limit booted ahead that never ran a job (a warm isolate is
+ *   worth more than a cold one: see #retireUnusedSpare). Spares booted ahead wait beneath those given
+ *   back, which are taken first.
  * - A thread given back (idle, its jobs let go: SlotTaskPool's `returnThreads`) becomes a spare
  *   again, taken first by the next allocation (the warmest), unless it must retire: it has served
  *   `maxJobs` allocations (`taskmanager.task-threads.max-jobs`; 1: a thread never serves a second
@@ -268,10 +270,12 @@ export class TaskThreadReserve {
       const { threads } = returned;
       this.#taken.delete(threads);
       const spares = this.#spares.get(key) ?? [];
-      // At most `spare` in all: at the bound it takes the place of an idle limit's spare, if there is one. (Not bounded
-      // by free slots here, unlike a boot: this thread's slot may not count as free yet, and keeping it costs nothing.)
-      const room = () => this.#spareCount() < this.#o.spare || this.#retireIdleSpare(key);
-      if (!this.#closed && spares.length < this.#o.spare && this.#mayServeAgain(returned) && room()) {
+      // At most `spare` in all: at the bound it takes the place of an idle limit's spare, if there is one, else of one
+      // of its own limit that never ran a job. (Not bounded by free slots here, unlike a boot: this thread's slot may
+      // not count as free yet, and keeping it costs nothing.)
+      const room = () =>
+        this.#spareCount() < this.#o.spare || this.#retireIdleSpare(key) || this.#retireUnusedSpare(spares);
+      if (!this.#closed && this.#mayServeAgain(returned) && room()) {
         this.#heapAfterJobs.set(threads, returned.after.heapUsedBytes);
         spares.push(threads);
         this.#spares.set(key, spares);
@@ -301,6 +305,21 @@ export class TaskThreadReserve {
       return true;
     }
     return false;
+  }
+
+  /**
+   * Retires a spare of `spares` that was booted ahead and never ran a job (at the bottom: refill puts them there),
+   * so that a thread given back — its isolate warm, its code compiled and optimized — stays instead; false if none.
+   * A fresh isolate runs its first few hundred jobs with the runtime's code interpreted and optimizes it on V8's
+   * threads as it goes: more CPU than its boot.
+   */
+  #retireUnusedSpare(spares: Piscina[]): boolean {
+    const coldest = spares[0];
+    if (coldest === undefined || this.#jobsServed.has(coldest)) return false;
+    spares.shift();
+    this.#destroy(coldest);
+    this.#retired++;
+    return true;
   }
 
   /** Destroys a pool; close() waits for it. */
@@ -395,7 +414,9 @@ export class TaskThreadReserve {
     const pool = this.#boot(heapLimitMb, false) as Piscina;
     let list = this.#spares.get(key);
     if (list === undefined) this.#spares.set(key, (list = []));
-    list.push(pool);
+    // Beneath the threads given back: a take pops the one given back last, whose isolate has run jobs (its code
+    // compiled, optimized) — not one booted ahead, cold and maybe still booting.
+    list.unshift(pool);
     this.#booting = true;
     // Up (its worker file loaded) once a first call went through it; then the next one.
     const ready = () => {

@@ -213,18 +213,42 @@ describe('TaskThreadReserve', () => {
     expect(pools.some((p) => p.destroyed)).to.equal(false);
   });
 
-  it('keeps no more spares than `spare`: a thread given back to a full reserve retires', async () => {
-    const { reserve, pools, bootAll } = setup(1);
-    reserve.start(128);
-    await bootAll();
-    const taken = reserve.take(128) as Piscina;
-    await bootAll();
-    expect(reserve.stats.spare).to.equal(1); // booted in its place meanwhile
-    reserve.released(128, { threads: taken, after: IDLE });
-    expect((taken as unknown as TestingPool).destroyed).to.equal(true);
-    expect(reserve.stats).to.include({ spare: 1, retired: 1 });
-    expect(pools).to.have.length(2);
-  });
+  it(
+    'keeps no more spares than `spare`: a thread given back to a full reserve ' +
+      'takes the place of one that never ran a job, else retires',
+    async () => {
+      const { reserve, pools, bootAll } = setup(1);
+      reserve.start(128);
+      await bootAll();
+      const taken = reserve.take(128) as Piscina;
+      await bootAll();
+      expect(reserve.stats.spare).to.equal(1); // booted in its place meanwhile
+      const booted = pools[1]!;
+      reserve.released(128, { threads: taken, after: IDLE });
+      // The warm thread stays, the one booted ahead (cold, never used) retires.
+      expect((taken as unknown as TestingPool).destroyed).to.equal(false);
+      expect(booted.destroyed).to.equal(true);
+      expect(reserve.stats).to.include({ spare: 1, retired: 1 });
+      // Taken again and given back while the spare booted in its place never ran a job either: the same again.
+      expect(reserve.take(128)).to.equal(taken);
+      await bootAll();
+      expect(pools).to.have.length(3);
+      reserve.released(128, { threads: taken, after: IDLE });
+      expect(pools[2]!.destroyed).to.equal(true);
+      // A full reserve of threads that all ran jobs: the one given back retires.
+      const other = reserve.take(128) as Piscina;
+      expect(other).to.equal(taken);
+      await bootAll();
+      const third = pools[3]!;
+      expect(reserve.take(128)).to.equal(third as unknown as Piscina);
+      await bootAll();
+      reserve.released(128, { threads: third as unknown as Piscina, after: IDLE });
+      reserve.released(128, { threads: taken, after: IDLE });
+      expect((taken as unknown as TestingPool).destroyed).to.equal(true);
+      expect((third as unknown as TestingPool).destroyed).to.equal(false);
+      expect(reserve.stats).to.include({ spare: 1 });
+    },
+  );
 
   it('retires a thread after max-jobs allocations; with 1, a thread never serves a second job', async () => {
     const { reserve, pools, bootAll } = setup(1, { maxJobs: 1 });
