@@ -13,9 +13,9 @@
  * - (c) one job of 100,000 subtasks (4 vertices × 25,000; BIG=0 skips it): subtasks/s, the
  *   process's RSS peak and the main thread's heap peak (sampled every 20 ms), and the longest
  *   main-thread stall (`perf_hooks.monitorEventLoopDelay`). Each mode's cluster closes after its
- *   large job and piscina's pool before them, so in process mode the RSS is the coordinator's
- *   process alone (with this benchmark's own few MB); in thread mode it holds the TaskExecutors and
- *   their task threads too.
+ *   large job (its garbage collected before the next) and piscina's pool before them, so in process
+ *   mode the RSS is the coordinator's process alone (with this benchmark's own few MB); in thread
+ *   mode it holds the TaskExecutors and their task threads too.
  * - CPU: every thread of this process and every child process (/proc), from the first submit of a
  *   series until the machine is idle again after its last result (less than 3 ms of CPU in 150 ms),
  *   so what the jobs leave behind (threads refilled, slots freed, memory released) is counted.
@@ -38,7 +38,7 @@ import type { JobGraphSpec } from '../lib/jobmaster/JobGraph.js';
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
 import { compiled } from './support/compiled.js';
 import { processTreeCpuMs, untilIdle } from './support/procStat.js';
-import { printJson, round } from './support/report.js';
+import { exposedGc, printJson, round } from './support/report.js';
 
 const ROUNDS = Number(process.env['JOBS_ROUNDS'] ?? 3);
 const MODES = (process.env['JOBS_MODES'] ?? 'thread,process').split(',') as Array<'thread' | 'process'>;
@@ -245,9 +245,11 @@ if (BIG > 0) {
       }
     });
     clearInterval(sampler);
-    // The next mode's figures are its own: this cluster's threads leave the process now.
+    // The next mode's figures are its own: this cluster's threads leave the process now, and what its coordinator
+    // held is collected before the next job starts (npm run bench passes --expose-gc), not in that job's pauses.
     await cluster.close();
     clusters.delete(mode);
+    exposedGc()?.();
     big.set(mode, {
       wallMs,
       cpuMs,
