@@ -1,5 +1,5 @@
 /**
- * Speculative execution on a real MiniCluster (thread mode): a subtask whose first attempt sleeps 10× longer than
+ * Speculative execution on a real MiniCluster (thread mode): a subtask whose first attempt sleeps 25× longer than
  * its siblings is overtaken by a speculative attempt on the other TaskExecutor; the job's result is the one it has
  * without speculation, every output counted once, and the attempt that lost stops and gives its slot back.
  */
@@ -13,12 +13,15 @@ type TaskEvent = Extract<JobEvent, { type: 'task' }>;
 
 const straggler = new URL('../fixtures/tasks/straggler.ts', import.meta.url);
 
-/** `work` (8 subtasks of 200 ms, subtask 3's first attempt 2 s) read whole by one `sink`. */
+/**
+ * `work` (8 subtasks of 200 ms, subtask 3's first attempt 5 s: room for the speculative attempt to be detected,
+ * placed and run on a loaded machine) read whole by one `sink`.
+ */
 const job = (scheduler: 'default' | 'adaptive'): JobGraphSpec => ({
   name: `stragglers (${scheduler})`,
   scheduler,
   vertices: [
-    { id: 'work', taskModule: straggler, parallelism: 8, config: { ms: 200, stragglers: [3], slowdown: 10 } },
+    { id: 'work', taskModule: straggler, parallelism: 8, config: { ms: 200, stragglers: [3], slowdown: 25 } },
     { id: 'sink', taskModule: straggler, parallelism: 1, config: { ms: 0 } },
   ],
   edges: [{ from: 'work', to: 'sink', pattern: 'all-to-all' }],
@@ -47,7 +50,7 @@ describe('speculative execution (thread mode)', function () {
   });
 
   it('overtakes the straggler on the other TaskExecutor; the result is the one without speculation', async () => {
-    // Without speculation (a job of the default scheduler): the straggler runs its 2 s.
+    // Without speculation (a job of the default scheduler): the straggler runs its 5 s.
     const plain = await cluster.submitJob(job('default'));
     const plainEvents: TaskEvent[] = [];
     plain.onEvent((e) => e.type === 'task' && plainEvents.push(e));
