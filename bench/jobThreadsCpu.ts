@@ -1,0 +1,79 @@
+/**
+ * Not a benchmark but a profiling aid (issue 23, item 2; docs/profiling.md): the CPU each thread of this process
+ * spends per job in a stream of jobs on a warm MiniCluster (4 TaskExecutors × 8 slots, thread mode, the compiled
+ * build), read from /proc/self/task/<tid>/stat before and after: the main thread, each TaskExecutor thread, task
+ * threads and V8's own threads (compiling, collecting), one row per thread busy for more than 20 ms. Tick-grained
+ * (10 ms), so run thousands of jobs; compare two builds or settings by alternating runs.
+ *
+ *   node --import tsx bench/jobThreadsCpu.ts [jobs] [warm-up jobs] [parallelism]     # default 3000 3000 1
+ *   JOB_THREADS_CONFIGURATION='{"taskmanager.task-threads.max-jobs": 1000}' node --import tsx bench/jobThreadsCpu.ts
+ *
+ * Prints µs of CPU per job per thread, then wall time and CPU over the whole process (`process.cpuUsage`) per job,
+ * the idle second after the last job included.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
+import { compiled } from './support/compiled.js';
+
+const JOBS = Number(process.argv[2] ?? 3000);
+const WARM_UP = Number(process.argv[3] ?? 3000);
+const PARALLELISM = Number(process.argv[4] ?? 1);
+const configuration = JSON.parse(process.env['JOB_THREADS_CONFIGURATION'] ?? '{}') as Record<string, unknown>;
+const TICKS_PER_SECOND = 100;
+
+const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>('lib/index.js');
+const task = new URL('./support/tasks/subtaskIndex.mjs', import.meta.url);
+const spec = { name: 'stream', vertices: [{ id: 'v', taskModule: task, parallelism: PARALLELISM }] };
+const cluster = await MiniCluster.start({ mode: 'thread', taskExecutors: 4, slotsPerTaskExecutor: 8, configuration });
+
+/** Each thread's CPU so far, ms, by thread id. */
+function threadCpu(): Map<string, number> {
+  const cpu = new Map<string, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      cpu.set(tid, ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return cpu;
+}
+
+async function runJobs(count: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const job = await cluster.submitJob(spec);
+    const result = await job.result;
+    if (result.status !== 'finished') throw new Error(`job ${i} ${result.status}: ${result.error?.message}`);
+  }
+}
+
+const idle = () => new Promise((resolve) => setTimeout(resolve, 1000));
+try {
+  await runJobs(WARM_UP);
+  await idle();
+  const before = threadCpu();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await runJobs(JOBS);
+  const wallMs = performance.now() - t0;
+  await idle();
+  const after = threadCpu();
+  const cpu = process.cpuUsage(cpu0);
+  const rows = [...after]
+    .map(([tid, ms]) => ({ tid, ms: ms - (before.get(tid) ?? 0) }))
+    .filter((row) => row.ms > 20)
+    .sort((a, b) => b.ms - a.ms)
+    .map(({ tid, ms }) => ({
+      thread: tid === String(process.pid) ? 'main' : tid,
+      'µs CPU per job': Math.round((ms * 1000) / JOBS),
+    }));
+  console.table(rows);
+  console.log(
+    `${JOBS} jobs of p = ${PARALLELISM} after ${WARM_UP} of warm-up: ${(wallMs / JOBS).toFixed(2)} ms wall per job, ` +
+      `${((cpu.user + cpu.system) / 1000 / JOBS).toFixed(2)} ms CPU per job over every thread`,
+  );
+} finally {
+  await cluster.close();
+}
