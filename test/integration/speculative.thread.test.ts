@@ -41,6 +41,9 @@ describe('speculative execution (thread mode)', function () {
         'execution.batch.speculative.enabled': true,
         'slow-task-detector.check-interval': '50 ms',
         'slow-task-detector.execution-time.baseline-lower-bound': 0,
+        // Slow is 5× the median (1 s for these 200 ms subtasks), not Flink's 1.5×: on a loaded machine a sibling
+        // delayed by 100 ms (a cold thread, a collection) was speculated on too.
+        'slow-task-detector.execution-time.baseline-multiplier': 5,
         'execution.batch.speculative.block-slow-node-duration': '1 s',
       },
     });
