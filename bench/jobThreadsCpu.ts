@@ -11,15 +11,15 @@
  * Prints µs of CPU per job per thread, then wall time and CPU over the whole process (`process.cpuUsage`) per job,
  * the idle second after the last job included.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
 import { compiled } from './support/compiled.js';
+import { cpuTicks, USER_HZ } from './support/procStat.js';
 
 const JOBS = Number(process.argv[2] ?? 3000);
 const WARM_UP = Number(process.argv[3] ?? 3000);
 const PARALLELISM = Number(process.argv[4] ?? 1);
 const configuration = JSON.parse(process.env['JOB_THREADS_CONFIGURATION'] ?? '{}') as Record<string, unknown>;
-const TICKS_PER_SECOND = 100;
 
 const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>('lib/index.js');
 const task = new URL('./support/tasks/subtaskIndex.mjs', import.meta.url);
@@ -30,13 +30,8 @@ const cluster = await MiniCluster.start({ mode: 'thread', taskExecutors: 4, slot
 function threadCpu(): Map<string, number> {
   const cpu = new Map<string, number>();
   for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      cpu.set(tid, ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND);
-    } catch {
-      // The thread ended between the listing and the read.
-    }
+    const ticks = cpuTicks(`/proc/self/task/${tid}/stat`);
+    if (ticks !== undefined) cpu.set(tid, (ticks * 1000) / USER_HZ);
   }
   return cpu;
 }

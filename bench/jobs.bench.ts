@@ -212,6 +212,7 @@ interface BigSample {
   readonly failed: string | null;
 }
 const big = new Map<string, BigSample>();
+// The peer's threads are done: gone before the large jobs, whose RSS is the clusters' own.
 await piscina.destroy();
 if (BIG > 0) {
   const perVertex = Math.ceil(BIG / BIG_VERTICES);
@@ -385,7 +386,6 @@ for (const name of [P1, P1000]) {
 if (lines.length > 0) console.log(`\ntargets (thread mode unless named):\n  ${lines.join('\n  ')}`);
 
 await Promise.all([...clusters.values()].map((cluster) => cluster.close()));
-if (BIG <= 0) await piscina.destroy();
 
 const json = (s: Spread, digits = 3) => ({
   min: round(s.min, digits),

@@ -144,11 +144,6 @@ export function addTasksRefusal(
   return undefined;
 }
 
-/** The top-level state of a TaskSlot snapshot value. */
-export function taskSlotStateName(value: unknown): TaskSlotStateName {
-  return value as TaskSlotStateName;
-}
-
 export function currentTicket(context: TaskSlotContext): string {
   return `${context.ticketPrefix}${context.timeoutRegistrations}`;
 }

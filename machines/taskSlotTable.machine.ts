@@ -36,7 +36,6 @@ import type { ResourceProfile } from '../lib/core/ResourceProfile.js';
 import {
   addTaskRefusal,
   taskSlotMachine,
-  taskSlotStateName,
   type AddTaskRefusal,
   type SlotMemoryManager,
   type TaskSlotNotification,
@@ -184,7 +183,8 @@ export function slotOfTask(
 }
 
 export function slotState(slot: TaskSlotRef): TaskSlotStateName {
-  return taskSlotStateName(slot.getSnapshot().value);
+  // A TaskSlot's states are all top-level: its snapshot value is the state's name.
+  return slot.getSnapshot().value as TaskSlotStateName;
 }
 
 export type TableAddTaskRefusal = AddTaskRefusal | { reason: 'slot-not-found' };

@@ -295,7 +295,10 @@ export class TaskThreadReserve {
     return total;
   }
 
-  /** Retires the spare given back longest ago of a heap limit other than `keep` that no slot uses; false if none. */
+  /**
+   * Retires the bottom spare (booted ahead, or given back longest ago) of a heap limit other than `keep` that no slot
+   * uses; false if none.
+   */
   #retireIdleSpare(keep: string): boolean {
     for (const [key, list] of this.#spares) {
       if (key === keep || this.#inUse.has(key) || list.length === 0) continue;

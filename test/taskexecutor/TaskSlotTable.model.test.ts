@@ -139,8 +139,6 @@ const serializeView = ({ state, slots }: TableView) => JSON.stringify({ state, s
 
 // ------------------------------------------------------------------------------ the model: the machine, executed
 
-const modelMachine = taskSlotTableMachine;
-
 /** The model's events that are the table machine's own (ADD_TASK is a TaskSlot event: see addTaskToSlot). */
 type TableModelEvent = Exclude<ModelEvent, { type: 'ADD_TASK' }>;
 
@@ -175,7 +173,7 @@ function addTaskToSlot(actor: TableActor, label: TaskLabel, deliver: boolean): b
 type TableActor = ReturnType<typeof startModelTable>;
 
 function startModelTable() {
-  return createActor(modelMachine, {
+  return createActor(taskSlotTableMachine, {
     clock: new SimulatedClock(),
     input: {
       numberSlots: NUMBER_SLOTS,
@@ -264,7 +262,7 @@ function createTableModel(): ActorLogic<TableModelSnapshot, ModelEvent, undefine
       const accepted =
         event.type === 'ADD_TASK'
           ? addTaskToSlot(live.actor, event.task, false)
-          : modelMachine.getTransitionData(live.actor.getSnapshot(), toMachineEvent(event)).length > 0;
+          : taskSlotTableMachine.getTransitionData(live.actor.getSnapshot(), toMachineEvent(event)).length > 0;
       const before = snapshotsOf(live.actor);
       deliver(live.actor, event);
       const next: TableModelSnapshot = { ...snapshot, events, view: project(live.actor), accepted };
