@@ -89,7 +89,7 @@ const ENDED = ['finished', 'failed', 'canceled'];
 /** The overview of a MiniCluster's SlotManager (read through its overview()) and Dispatcher. */
 export function describeCluster(
   slotManager: FineGrainedSlotManager,
-  dispatcher: Pick<JobLookup, 'listJobs' | 'getJobMaster'>,
+  dispatcher: Pick<JobLookup, 'listJobs' | 'getJobView'>,
   /** How each TaskExecutor runs, as its registration told. */
   modeOf: (resourceId: ResourceID) => 'thread' | 'process',
   /** Each TaskExecutor's result partitions, as its last heartbeat told. */
@@ -98,7 +98,7 @@ export function describeCluster(
   const seen = slotManager.overview();
   const tasksBySlot = new Map<string, string[]>();
   for (const job of dispatcher.listJobs()) {
-    for (const e of dispatcher.getJobMaster(job.jobId)?.executions() ?? []) {
+    for (const e of dispatcher.getJobView(job.jobId)?.executions() ?? []) {
       if (e.allocationId !== null && !ENDED.includes(e.state))
         tasksBySlot.set(e.allocationId, [...(tasksBySlot.get(e.allocationId) ?? []), `${e.key} (${e.state})`]);
     }

@@ -131,7 +131,7 @@ export class JobManager {
           });
     this.dispatcher = {
       getJob: (jobId) => this.#leader?.dispatcher.getJob(jobId) ?? this.#jobs?.client(jobId),
-      getJobMaster: (jobId) => this.#leader?.dispatcher.getJobMaster(jobId),
+      getJobView: (jobId) => this.#leader?.dispatcher.getJobView(jobId),
       listJobs: () => this.listJobs(),
       cancelJob: (jobId) => this.cancelJob(jobId),
     };

@@ -100,7 +100,7 @@ export class ClusterDashboard implements DashboardSource, JobObserver {
     const actors = this.#o.actors;
     const jobs = describeJobs(this.#o.dispatcher).map((job) => ({
       ...job,
-      actorId: this.#o.dispatcher.getJobMaster(job.jobId)?.statusActor.sessionId ?? null,
+      actorId: this.#o.dispatcher.getJobView(job.jobId)?.statusActorId ?? null,
     }));
     return {
       overview: this.#o.overview(),

@@ -81,9 +81,9 @@ export interface JobDetail {
 
 const ENDED: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
 
-export function describeJobs(dispatcher: Pick<JobLookup, 'listJobs' | 'getJobMaster'>): JobDetail[] {
+export function describeJobs(dispatcher: Pick<JobLookup, 'listJobs' | 'getJobView'>): JobDetail[] {
   return dispatcher.listJobs().flatMap((summary): JobDetail[] => {
-    const master = dispatcher.getJobMaster(summary.jobId);
+    const master = dispatcher.getJobView(summary.jobId);
     if (master === undefined) return [];
     const byVertex = new Map<string, SubtaskDetail[]>();
     const subtasksByState: Record<string, number> = {};
@@ -105,7 +105,7 @@ export function describeJobs(dispatcher: Pick<JobLookup, 'listJobs' | 'getJobMas
       const allEnded = subtasks.length > 0 && subtasks.every((s) => ENDED.has(s.state) && s.endTime >= 0);
       return {
         id: v.id,
-        parallelism: master.graph.parallelismOf(v.id),
+        parallelism: master.parallelismOf(v.id),
         parallelismReason: reasons.get(v.id) ?? null,
         slotSharingGroup: v.slotSharingGroup,
         resources: v.resourceProfile.isUnknown() ? 'default slot' : v.resourceProfile.toString(),
@@ -122,7 +122,7 @@ export function describeJobs(dispatcher: Pick<JobLookup, 'listJobs' | 'getJobMas
         status: summary.status,
         startTime: times.startTime,
         endTime: ENDED.has(summary.status) ? times.endTime : -1,
-        restarts: master.statusActor.getSnapshot().context.restarts,
+        restarts: master.restarts,
         subtasksByState,
         vertices,
         edges: master.jobGraph.edges.map(({ from, to, pattern }) => ({ from, to, pattern })),

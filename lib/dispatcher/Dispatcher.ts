@@ -5,7 +5,8 @@
  *
  * Ended jobs stay listed, with their status and result, for `jobstore.expiration-time` after they
  * ended and up to `jobstore.max-capacity` of them (the oldest go first), like Flink's job store;
- * expired ones are dropped when a job ends or the registry is read.
+ * expired ones are dropped when a job ends or the registry is read. What stays of an ended job is its
+ * archive (ArchivedJob, Flink's ArchivedExecutionGraph), not its JobMaster.
  */
 import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
 import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
@@ -16,6 +17,7 @@ import type { JobMasterGateway, ResourceManagerGateway, TaskExecutorGateway } fr
 import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { ResourceID } from '../core/ids.js';
 import { JobGraph, type JobGraphSpec } from '../jobmaster/JobGraph.js';
+import { ArchivedJob, liveJobView, type JobView } from '../jobmaster/ArchivedJob.js';
 import { JobMaster, type JobEvent, type JobResult } from '../jobmaster/JobMaster.js';
 import type { FinishedSubtask } from '../jobmaster/JobMasterOptions.js';
 import type { SlotAssignment } from '../jobmaster/SlotAssignment.js';
@@ -125,15 +127,22 @@ export interface JobSummary {
  * A cluster's jobs as its overview, dashboard and REST server look them up: a Dispatcher, or a session cluster's
  * JobManager (its leader's jobs and the ended ones of earlier leaders).
  */
-export type JobLookup = Pick<Dispatcher, 'getJob' | 'getJobMaster' | 'listJobs' | 'cancelJob'>;
+export type JobLookup = Pick<Dispatcher, 'getJob' | 'getJobView' | 'listJobs' | 'cancelJob'>;
+
+/** A job the Dispatcher knows: its JobMaster until it ended, what overviews read of it, its submitter's handle. */
+interface JobEntry {
+  master: JobMaster | null;
+  view: JobView;
+  readonly client: JobClient;
+}
 
 export class Dispatcher {
   readonly #s: DispatcherServices;
-  readonly #jobs = new Map<JobID, { master: JobMaster; client: JobClient }>();
+  readonly #jobs = new Map<JobID, JobEntry>();
   /** Ended jobs and when they ended, oldest first. */
   readonly #ended = new Map<JobID, number>();
-  /** JobMaster addresses to withdraw once late messages had their moment, by address. */
-  readonly #withdrawals = new Map<string, TimerHandle>();
+  /** JobMaster addresses to withdraw once late messages had their moment, by address; and what to do then. */
+  readonly #withdrawals = new Map<string, { readonly timer: TimerHandle; readonly then: () => void }>();
   readonly #checker: TaskModuleChecker;
   #closed = false;
 
@@ -248,11 +257,14 @@ export class Dispatcher {
         : {}),
     });
     this.#s.serveJobMaster(address, master, master.mailbox);
+    // Once archived, neither the entry nor the client holds the JobMaster: no closure made here may name `master` (it
+    // would keep it in this call's context, which every closure made here shares), only `entry.master`.
+    let ended: JobStatus | null = null;
     const client: JobClient = {
       jobId,
       name: graph.name,
       get status() {
-        return master.status;
+        return ended ?? entry.master!.status;
       },
       result: master.result,
       onEvent: (listener) => {
@@ -268,17 +280,23 @@ export class Dispatcher {
           listeners.delete(listener);
         };
       },
-      cancel: () => master.cancel(),
+      cancel: () => entry.master?.cancel() ?? Promise.resolve(),
     };
-    this.#jobs.set(jobId, { master, client });
+    const entry: JobEntry = { master, view: liveJobView(master), client };
+    this.#jobs.set(jobId, entry);
     if (signal !== undefined) {
-      const onAbort = () => void master.cancel();
+      const onAbort = () => void entry.master?.cancel();
       signal.addEventListener('abort', onAbort, { once: true });
       void master.result.then(() => signal.removeEventListener('abort', onAbort));
     }
     void master.result.then((result) => {
+      ended = result.status;
       this.#s.jobEnded?.(result);
-      this.#scheduleWithdrawal(address);
+      this.#scheduleWithdrawal(address, () => {
+        // Late messages had their moment (a canceled task's final state comes after the job's result): archived now.
+        entry.view = new ArchivedJob(entry.view);
+        entry.master = null;
+      });
       this.#ended.set(jobId, this.#clock.now());
       this.#expire();
     });
@@ -291,9 +309,16 @@ export class Dispatcher {
     return this.#jobs.get(jobId)?.client;
   }
 
+  /** A job's JobMaster while it runs and for late messages after; undefined once withdrawn and archived. */
   getJobMaster(jobId: JobID): JobMaster | undefined {
     this.#expire();
-    return this.#jobs.get(jobId)?.master;
+    return this.#jobs.get(jobId)?.master ?? undefined;
+  }
+
+  /** What overviews read of a job: its JobMaster's figures while it runs, its archive once it ended. */
+  getJobView(jobId: JobID): JobView | undefined {
+    this.#expire();
+    return this.#jobs.get(jobId)?.view;
   }
 
   listJobs(): JobSummary[] {
@@ -321,17 +346,19 @@ export class Dispatcher {
 
   /**
    * Late messages for an ended job (final states, freed slots) may still come: its JobMaster's
-   * address is withdrawn JOBMASTER_WITHDRAW_DELAY_MS later on the clock, or at once on close.
+   * address is withdrawn JOBMASTER_WITHDRAW_DELAY_MS later on the clock, or at once on close; `then` runs after.
    */
-  #scheduleWithdrawal(address: string): void {
-    if (this.#closed) return this.#s.withdrawJobMaster(address);
-    const handle = this.#clock.setTimeout(() => {
+  #scheduleWithdrawal(address: string, then: () => void): void {
+    const withdraw = () => {
       this.#withdrawals.delete(address);
       this.#s.withdrawJobMaster(address);
-    }, JOBMASTER_WITHDRAW_DELAY_MS);
+      then();
+    };
+    if (this.#closed) return withdraw();
+    const timer = this.#clock.setTimeout(withdraw, JOBMASTER_WITHDRAW_DELAY_MS);
     // A system-clock timer must not keep the process alive for this.
-    (handle as { unref?: () => void }).unref?.();
-    this.#withdrawals.set(address, handle);
+    (timer as { unref?: () => void }).unref?.();
+    this.#withdrawals.set(address, { timer, then });
   }
 
   /** Drops the ended jobs past jobstore.expiration-time, then the oldest beyond jobstore.max-capacity. */
@@ -373,9 +400,10 @@ export class Dispatcher {
       new Promise((resolve) => (deadline = setTimeout(resolve, timeoutMs).unref())),
     ]);
     clearTimeout(deadline);
-    for (const [address, handle] of this.#withdrawals) {
-      this.#clock.clearTimeout(handle);
+    for (const [address, { timer, then }] of this.#withdrawals) {
+      this.#clock.clearTimeout(timer);
       this.#s.withdrawJobMaster(address);
+      then();
     }
     this.#withdrawals.clear();
     await checkerClosed;

@@ -232,6 +232,7 @@ export class JobMaster implements JobMasterGateway {
       this.#startedAt = this.#clock.now();
       this.#status.send({ type: 'START' });
       this.mailbox.whenComplete(this.#o.resourceManager.registerJobMaster(this.jobId, this.address), (_, error) => {
+        if (this.#closed) return; // canceled while it registered: nothing to schedule
         if (error !== undefined) return this.#failJob(jobErrorOf(error), 'could not register at the ResourceManager');
         for (const decision of this.#adaptive.decisions()) this.#events.parallelism(decision);
         // A recovered job's finished subtasks (its progress) are done: only the others run. A vertex whose producers
@@ -392,10 +393,7 @@ export class JobMaster implements JobMasterGateway {
     if (this.status === 'failed') this.#terminate('failed', error);
   }
 
-  /**
-   * The status machine's restartTasks: the failed subtasks' next attempts (ExecutionAttempts.restartFailed), each with
-   * a slot again.
-   */
+  /** The status machine's restartTasks: the failed subtasks' next attempts (ExecutionAttempts.restartFailed). */
   #restart(): void {
     if (!this.#closed) this.#deployer.restart(this.#executions.restartFailed());
   }

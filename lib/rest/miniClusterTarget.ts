@@ -35,7 +35,7 @@ export interface TargetCluster {
   listJobs(): readonly JobSummary[] | Promise<readonly JobSummary[]>;
   cancelJob(jobId: JobID): Promise<void>;
   overview(): ClusterOverview | Promise<ClusterOverview>;
-  readonly dispatcher: Pick<Dispatcher, 'getJob' | 'getJobMaster'>;
+  readonly dispatcher: Pick<Dispatcher, 'getJob' | 'getJobView'>;
   /** A session cluster's forwarded task logs (a JobManager's); a MiniCluster has none. */
   jobLogs?(jobId: JobID, from: number, limit: number): LogPage | undefined;
   taskManagerLogs?(resourceId: string, from: number, limit: number): LogPage | undefined;
@@ -110,7 +110,7 @@ export function clusterTarget(
 
     async jobDetails(jobId): Promise<JobDetails | undefined> {
       const found = lookup(jobId);
-      const master = cluster.dispatcher.getJobMaster(jobId);
+      const master = cluster.dispatcher.getJobView(jobId);
       if (found === undefined || master === undefined) return undefined;
       const statuses = found.log.statusEvents();
       const status = found.job.status;
@@ -138,7 +138,7 @@ export function clusterTarget(
           const decision = decisions.get(v.id);
           return {
             id: v.id,
-            parallelism: master.graph.parallelismOf(v.id) ?? -1,
+            parallelism: master.parallelismOf(v.id) ?? -1,
             slotSharingGroup: v.slotSharingGroup,
             ...(decision === undefined
               ? {}
@@ -166,7 +166,7 @@ export function clusterTarget(
 
     async jobExceptions(jobId) {
       if (cluster.dispatcher.getJob(jobId) === undefined) return undefined;
-      return cluster.dispatcher.getJobMaster(jobId)?.exceptionHistory();
+      return cluster.dispatcher.getJobView(jobId)?.exceptionHistory();
     },
 
     async jobEvents(jobId, from, limit) {

@@ -132,7 +132,7 @@ describe('leadership of a session cluster (over NATS)', function () {
     const again = second.getJob(recovered);
     expect(again, 'the recovered job').to.not.equal(undefined);
     // Its slot was offered back to the recovered job and taken: the same allocation, not a second one.
-    const master = second.dispatcher.getJobMaster(recovered)!;
+    const master = second.dispatcher.getJobView(recovered)!;
     const rerun = await until('the recovered subtask to run', () =>
       master.executions().find((e) => e.state === 'running'),
     );

@@ -25,7 +25,7 @@ describe('ClusterDashboard', () => {
       overview: () => OVERVIEW,
       dispatcher: {
         listJobs: () => [],
-        getJobMaster: () => undefined,
+        getJobView: () => undefined,
         getJob: () => undefined,
         cancelJob: async () => {},
       },

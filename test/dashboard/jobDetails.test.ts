@@ -5,13 +5,16 @@
  */
 import { expect } from 'chai';
 import { describeJobs } from '../../lib/dashboard/jobDetails.js';
+import { ArchivedJob, liveJobView } from '../../lib/jobmaster/ArchivedJob.js';
 import { Harness } from '../jobmaster/jobMasterHarness.js';
 import { edge, vertex } from '../jobmaster/support.js';
 
-function lookupOf(h: Harness) {
+/** The Dispatcher's lookup of the harness's job: its JobMaster, or (`archived`) what it keeps once the job ended. */
+function lookupOf(h: Harness, archived = false) {
+  const view = archived ? new ArchivedJob(liveJobView(h.master)) : liveJobView(h.master);
   return {
     listJobs: () => [{ jobId: h.master.jobId, name: 'job', status: h.master.status }],
-    getJobMaster: () => h.master,
+    getJobView: () => view,
   };
 }
 
@@ -59,7 +62,8 @@ describe('describeJobs (the job page)', () => {
       await h.finish(h.submittedFor('sink', 0)[0]!, 'ab');
       expect((await h.master.result).status).to.equal('finished');
 
-      [job] = describeJobs(lookupOf(h));
+      // What the Dispatcher keeps of the ended job (its archive, not its JobMaster) says the same.
+      [job] = describeJobs(lookupOf(h, true));
       const [, again] = job!.vertices[0]!.subtasks;
       expect(again).to.deep.include({
         attempt: 1,

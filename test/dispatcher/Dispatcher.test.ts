@@ -5,6 +5,8 @@ import { expect } from 'chai';
 import { SimulatedClock } from '../../lib/core/clock.js';
 import { resolveOptions, type SlotwiseOptions } from '../../lib/core/options.js';
 import { Dispatcher, JOBMASTER_WITHDRAW_DELAY_MS } from '../../lib/dispatcher/Dispatcher.js';
+import { ArchivedJob } from '../../lib/jobmaster/ArchivedJob.js';
+import { JobMaster } from '../../lib/jobmaster/JobMaster.js';
 import { vertex } from '../jobmaster/support.js';
 
 function harness(options: SlotwiseOptions = {}) {
@@ -44,6 +46,32 @@ describe('Dispatcher', () => {
     expect(withdrawn).to.deep.equal([]);
     clock.increment(1);
     expect(withdrawn).to.deep.equal(served);
+  });
+
+  it('keeps what an ended job was (its archive), not its JobMaster, once it withdrew the JobMaster', async () => {
+    const { clock, dispatcher } = harness();
+    const client = await dispatcher.submitJob({ name: 'waits', vertices: [vertex('only', 2)] });
+    const running = dispatcher.getJobView(client.jobId)!;
+    expect(dispatcher.getJobMaster(client.jobId)).to.be.instanceOf(JobMaster);
+    expect(running.executions().map((e) => e.key)).to.deep.equal(['only#0', 'only#1']);
+    await client.cancel();
+    expect((await client.result).status).to.equal('canceled');
+    expect(dispatcher.getJobView(client.jobId), 'before the withdrawal').to.equal(running);
+    clock.increment(JOBMASTER_WITHDRAW_DELAY_MS);
+
+    expect(dispatcher.getJobMaster(client.jobId), 'the JobMaster, once withdrawn').to.equal(undefined);
+    const archived = dispatcher.getJobView(client.jobId)!;
+    expect(archived).to.be.instanceOf(ArchivedJob);
+    expect(archived.executions().map((e) => [e.key, e.state])).to.deep.equal([
+      ['only#0', 'canceled'],
+      ['only#1', 'canceled'],
+    ]);
+    expect(archived.statusActorId).to.equal(running.statusActorId);
+    expect(archived.parallelismOf('only')).to.equal(2);
+    expect(archived.times().endTime).to.be.at.least(archived.times().startTime);
+    expect(client.status).to.equal('canceled');
+    await client.cancel(); // nothing to cancel any more: resolves, changes nothing
+    expect(dispatcher.listJobs()).to.deep.equal([{ jobId: client.jobId, name: 'waits', status: 'canceled' }]);
   });
 
   it('withdraws at once, on close, what was still waiting to be withdrawn', async () => {
