@@ -287,7 +287,12 @@ export const OPTIONS = {
     3_600_000,
     'How long the Dispatcher keeps an ended job (its status and result) after it ended.',
   ),
-  'jobstore.max-capacity': integer(Infinity, 'The most ended jobs the Dispatcher keeps; the oldest go first.', 0, true),
+  'jobstore.max-capacity': integer(
+    1_000,
+    'The most ended jobs the Dispatcher keeps (in memory: Flink keeps them on disk by default); the oldest go first.',
+    0,
+    true,
+  ),
   'high-availability.type': oneOf(
     ['nats', 'none'],
     'nats',
