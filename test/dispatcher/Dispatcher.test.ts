@@ -1,6 +1,8 @@
 /**
  * The Dispatcher on fakes and a simulated clock: what happens around a job's end.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { expect } from 'chai';
 import { SimulatedClock } from '../../lib/core/clock.js';
 import { resolveOptions, type SlotwiseOptions } from '../../lib/core/options.js';
@@ -72,6 +74,23 @@ describe('Dispatcher', () => {
     expect(client.status).to.equal('canceled');
     await client.cancel(); // nothing to cancel any more: resolves, changes nothing
     expect(dispatcher.listJobs()).to.deep.equal([{ jobId: client.jobId, name: 'waits', status: 'canceled' }]);
+  });
+
+  it('lets the JobMaster of an ended job go: nothing the Dispatcher keeps holds it once withdrawn', async () => {
+    // V8's gc for this test alone (the suite runs without --expose-gc): the JobMaster must be collectable.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const { clock, dispatcher } = harness();
+    const client = await dispatcher.submitJob({ name: 'waits', vertices: [vertex('only', 1)] });
+    const master = new WeakRef(dispatcher.getJobMaster(client.jobId)!);
+    await client.cancel();
+    await client.result;
+    clock.increment(JOBMASTER_WITHDRAW_DELAY_MS);
+    // A WeakRef holds its target until the current turn ends.
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    expect(master.deref(), 'the JobMaster after a full collection').to.equal(undefined);
+    expect(dispatcher.getJobView(client.jobId)!.executions()).to.have.length(1);
   });
 
   it('withdraws at once, on close, what was still waiting to be withdrawn', async () => {
