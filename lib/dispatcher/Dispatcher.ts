@@ -129,7 +129,7 @@ export interface JobSummary {
  */
 export type JobLookup = Pick<Dispatcher, 'getJob' | 'getJobView' | 'listJobs' | 'cancelJob'>;
 
-/** A job the Dispatcher knows: its JobMaster until it ended, what overviews read of it, its submitter's handle. */
+/** A job the Dispatcher knows: its JobMaster until withdrawn after the end, what overviews read, the client. */
 interface JobEntry {
   master: JobMaster | null;
   view: JobView;
@@ -141,8 +141,8 @@ export class Dispatcher {
   readonly #jobs = new Map<JobID, JobEntry>();
   /** Ended jobs and when they ended, oldest first. */
   readonly #ended = new Map<JobID, number>();
-  /** JobMaster addresses to withdraw once late messages had their moment, by address; and what to do then. */
-  readonly #withdrawals = new Map<string, { readonly timer: TimerHandle; readonly then: () => void }>();
+  /** JobMaster addresses to withdraw once late messages had their moment, by address, with their job's archiving. */
+  readonly #withdrawals = new Map<string, { readonly timer: TimerHandle; readonly archive: () => void }>();
   readonly #checker: TaskModuleChecker;
   #closed = false;
 
@@ -346,19 +346,19 @@ export class Dispatcher {
 
   /**
    * Late messages for an ended job (final states, freed slots) may still come: its JobMaster's
-   * address is withdrawn JOBMASTER_WITHDRAW_DELAY_MS later on the clock, or at once on close; `then` runs after.
+   * address is withdrawn JOBMASTER_WITHDRAW_DELAY_MS later on the clock, or at once on close; `archive` runs after.
    */
-  #scheduleWithdrawal(address: string, then: () => void): void {
+  #scheduleWithdrawal(address: string, archive: () => void): void {
     const withdraw = () => {
       this.#withdrawals.delete(address);
       this.#s.withdrawJobMaster(address);
-      then();
+      archive();
     };
     if (this.#closed) return withdraw();
     const timer = this.#clock.setTimeout(withdraw, JOBMASTER_WITHDRAW_DELAY_MS);
     // A system-clock timer must not keep the process alive for this.
     (timer as { unref?: () => void }).unref?.();
-    this.#withdrawals.set(address, { timer, then });
+    this.#withdrawals.set(address, { timer, archive });
   }
 
   /** Drops the ended jobs past jobstore.expiration-time, then the oldest beyond jobstore.max-capacity. */
@@ -400,10 +400,10 @@ export class Dispatcher {
       new Promise((resolve) => (deadline = setTimeout(resolve, timeoutMs).unref())),
     ]);
     clearTimeout(deadline);
-    for (const [address, { timer, then }] of this.#withdrawals) {
+    for (const [address, { timer, archive }] of this.#withdrawals) {
       this.#clock.clearTimeout(timer);
       this.#s.withdrawJobMaster(address);
-      then();
+      archive();
     }
     this.#withdrawals.clear();
     await checkerClosed;
