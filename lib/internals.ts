@@ -13,6 +13,7 @@ export { TaskExecutor } from './taskexecutor/TaskExecutor.js';
 export { SlotTaskPool } from './taskexecutor/SlotTaskPool.js';
 export { Dispatcher } from './dispatcher/Dispatcher.js';
 export { JobMaster } from './jobmaster/JobMaster.js';
+export { ArchivedJob } from './jobmaster/ArchivedJob.js';
 export { DefaultTaskModuleChecker } from './jobmaster/TaskModuleChecker.js';
 export { DeadlineScheduler } from './core/DeadlineScheduler.js';
 export { MainThreadExecutor } from './rpc/MainThreadExecutor.js';
@@ -41,6 +42,7 @@ export type { SlotTaskRunner, TaskExecutorOptions } from './taskexecutor/TaskExe
 export type { SlotTaskPoolLogEntry, SlotTaskPoolOptions } from './taskexecutor/SlotTaskPool.js';
 export type { DispatcherServices } from './dispatcher/Dispatcher.js';
 export type { JobMasterOptions } from './jobmaster/JobMaster.js';
+export type { JobView } from './jobmaster/ArchivedJob.js';
 export type {
   TaskModuleChecker,
   TaskModuleCheckerOptions,
