@@ -4,7 +4,7 @@
  * they settle, and the failures reported to it. The machine decides whether and when a failed job
  * restarts; restartTasks, its effect, runs the JobMaster's restart.
  */
-import { createActor, type Actor, type InspectionEvent } from 'xstate';
+import { createActor, type Actor, type InspectionEvent, type Snapshot } from 'xstate';
 import type { Clock } from '../core/clock.js';
 import {
   jobStatusMachine,
@@ -22,6 +22,18 @@ const restartsOf = new WeakMap<object, () => void>();
 const JOB_STATUS = jobStatusMachine.provide({
   actions: { restartTasks: ({ self }) => restartsOf.get(self)?.() },
 });
+
+/**
+ * Every job's status actor starts in `created` with the same context but its restart strategy: that first snapshot is
+ * computed once and each actor starts from a copy of it with its own strategy (XState working out an initial snapshot
+ * was ~10 KB of allocation and ~4 µs per job; `created` has no entry action or timer, so nothing is skipped).
+ */
+let createdSnapshot: Snapshot<unknown> | undefined;
+function startingSnapshot(restartStrategy: RestartBackoffTimeStrategy): Snapshot<unknown> {
+  createdSnapshot ??= createActor(JOB_STATUS, { input: { restartStrategy } }).getPersistedSnapshot();
+  const first = createdSnapshot as unknown as { readonly context: object };
+  return { ...first, context: { ...first.context, restartStrategy } } as unknown as Snapshot<unknown>;
+}
 
 export interface JobStatusActorOptions {
   /** The JobMaster's mailbox clock: the machine's delays fire into its mailbox. */
@@ -51,6 +63,8 @@ export class JobStatusActor {
     this.#random = options.random;
     this.actor = createActor(JOB_STATUS, {
       clock: options.clock,
+      // The snapshot is what it starts from; the input only satisfies the type (XState reads it when there is none).
+      snapshot: startingSnapshot(options.restartStrategy),
       input: { restartStrategy: options.restartStrategy },
       ...(options.inspect ? { inspect: options.inspect } : {}),
     });
