@@ -14,10 +14,9 @@
  * slows the jobs, so that run's CPU figures are not comparable with others).
  */
 import { Session } from 'node:inspector/promises';
-import { readdirSync } from 'node:fs';
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
 import { compiled } from './support/compiled.js';
-import { cpuTicks, USER_HZ } from './support/procStat.js';
+import { threadCpuMs } from './support/procStat.js';
 
 const JOBS = Number(process.argv[2] ?? 3000);
 const WARM_UP = Number(process.argv[3] ?? 3000);
@@ -28,16 +27,6 @@ const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>(
 const task = new URL('./support/tasks/subtaskIndex.mjs', import.meta.url);
 const spec = { name: 'stream', vertices: [{ id: 'v', taskModule: task, parallelism: PARALLELISM }] };
 const cluster = await MiniCluster.start({ mode: 'thread', taskExecutors: 4, slotsPerTaskExecutor: 8, configuration });
-
-/** Each thread's CPU so far, ms, by thread id. */
-function threadCpu(): Map<string, number> {
-  const cpu = new Map<string, number>();
-  for (const tid of readdirSync('/proc/self/task')) {
-    const ticks = cpuTicks(`/proc/self/task/${tid}/stat`);
-    if (ticks !== undefined) cpu.set(tid, (ticks * 1000) / USER_HZ);
-  }
-  return cpu;
-}
 
 async function runJobs(count: number): Promise<void> {
   for (let i = 0; i < count; i++) {
@@ -61,7 +50,7 @@ try {
       includeObjectsCollectedByMinorGC: true,
     });
   }
-  const before = threadCpu();
+  const before = threadCpuMs();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await runJobs(JOBS);
@@ -80,7 +69,7 @@ try {
     );
   }
   await idle();
-  const after = threadCpu();
+  const after = threadCpuMs();
   const cpu = process.cpuUsage(cpu0);
   const rows = [...after]
     .map(([tid, ms]) => ({ tid, ms: ms - (before.get(tid) ?? 0) }))

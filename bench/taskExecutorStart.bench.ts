@@ -15,11 +15,10 @@
  * Targets: ≤ 50 ms CPU per TaskExecutor, 32 up in ≤ 2 s. Run with `npm run bench -- taskExecutorStart`.
  * The last line is one JSON object with every figure.
  */
-import { readdirSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
 import { compiled } from './support/compiled.js';
-import { childPids, cpuTicks, USER_HZ } from './support/procStat.js';
+import { childPids, cpuTicks, threadCpuMs, USER_HZ } from './support/procStat.js';
 import { printJson, round } from './support/report.js';
 
 const ROUNDS = Number(process.env['START_ROUNDS'] ?? 3);
@@ -30,16 +29,6 @@ const TARGET = { cpuMsPerTaskExecutor: 50, wallMsFor32: 2000 };
 
 const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>('lib/index.js');
 
-/** CPU ms of every thread of this process, by thread id. */
-function threadCpu(): Map<string, number> {
-  const cpu = new Map<string, number>();
-  for (const tid of readdirSync('/proc/self/task')) {
-    const ticks = cpuTicks(`/proc/self/task/${tid}/stat`);
-    if (ticks !== undefined) cpu.set(tid, (ticks * 1000) / USER_HZ);
-  }
-  return cpu;
-}
-
 function childrenCpu(): number {
   let ticks = 0;
   for (const pid of childPids()) ticks += cpuTicks(`/proc/${pid}/stat`) ?? 0;
@@ -49,7 +38,7 @@ function childrenCpu(): number {
 /** CPU of the threads not in `before` (new ones), and of the children. */
 function newCpu(before: Map<string, number>): number {
   let ms = 0;
-  for (const [tid, cpu] of threadCpu()) if (!before.has(tid)) ms += cpu;
+  for (const [tid, cpu] of threadCpuMs()) if (!before.has(tid)) ms += cpu;
   return ms + childrenCpu();
 }
 
@@ -77,7 +66,7 @@ for (let r = 0; r < ROUNDS; r++) {
   for (const mode of MODES) {
     for (const n of COUNTS) {
       await quiet();
-      const before = threadCpu();
+      const before = threadCpuMs();
       const started = performance.now();
       const cluster = await MiniCluster.start({
         mode,
@@ -96,7 +85,7 @@ for (let r = 0; r < ROUNDS; r++) {
   // A spare task thread's boot, on one thread-mode TaskExecutor after its registration.
   await quiet();
   const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: SLOTS });
-  const before = threadCpu();
+  const before = threadCpuMs();
   for (let i = 0; i < 200; i++) {
     const threads = (await cluster.taskExecutorMetrics())[0]?.taskThreads;
     if (threads !== null && threads !== undefined && threads.spare === SLOTS) break;

@@ -19,6 +19,22 @@ export function cpuTicks(statFile: string): number | undefined {
   }
 }
 
+/** CPU ms each thread of this process has used so far, by thread id (/proc/self/task); empty where there is no /proc. */
+export function threadCpuMs(): Map<string, number> {
+  const cpu = new Map<string, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync('/proc/self/task');
+  } catch {
+    return cpu;
+  }
+  for (const tid of tids) {
+    const ticks = cpuTicks(`/proc/self/task/${tid}/stat`);
+    if (ticks !== undefined) cpu.set(tid, (ticks * 1000) / USER_HZ);
+  }
+  return cpu;
+}
+
 /** The pids of this process's child processes. */
 export function childPids(): string[] {
   let entries: string[];
