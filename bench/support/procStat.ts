@@ -19,7 +19,7 @@ export function cpuTicks(statFile: string): number | undefined {
   }
 }
 
-/** CPU ms each thread of this process has used so far, by thread id (/proc/self/task); empty where there is no /proc. */
+/** CPU ms each thread of this process has used so far, by thread id (/proc/self/task); none where there is no /proc. */
 export function threadCpuMs(): Map<string, number> {
   const cpu = new Map<string, number>();
   let tids: string[];
