@@ -83,11 +83,11 @@ const ENDED: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
 
 export function describeJobs(dispatcher: Pick<JobLookup, 'listJobs' | 'getJobView'>): JobDetail[] {
   return dispatcher.listJobs().flatMap((summary): JobDetail[] => {
-    const master = dispatcher.getJobView(summary.jobId);
-    if (master === undefined) return [];
+    const view = dispatcher.getJobView(summary.jobId);
+    if (view === undefined) return [];
     const byVertex = new Map<string, SubtaskDetail[]>();
     const subtasksByState: Record<string, number> = {};
-    for (const e of master.executions()) {
+    for (const e of view.executions()) {
       subtasksByState[e.state] = (subtasksByState[e.state] ?? 0) + 1;
       const list = byVertex.get(e.vertexId) ?? [];
       list.push({
@@ -98,14 +98,14 @@ export function describeJobs(dispatcher: Pick<JobLookup, 'listJobs' | 'getJobVie
       });
       byVertex.set(e.vertexId, list);
     }
-    const reasons = new Map(master.parallelismDecisions().map((d) => [d.vertexId, d.reason]));
-    const vertices = master.jobGraph.vertices.map((v): VertexDetail => {
+    const reasons = new Map(view.parallelismDecisions().map((d) => [d.vertexId, d.reason]));
+    const vertices = view.jobGraph.vertices.map((v): VertexDetail => {
       const subtasks = (byVertex.get(v.id) ?? []).sort((a, b) => a.index - b.index);
       const starts = subtasks.map((s) => s.startTime).filter((t) => t >= 0);
       const allEnded = subtasks.length > 0 && subtasks.every((s) => ENDED.has(s.state) && s.endTime >= 0);
       return {
         id: v.id,
-        parallelism: master.parallelismOf(v.id),
+        parallelism: view.parallelismOf(v.id),
         parallelismReason: reasons.get(v.id) ?? null,
         slotSharingGroup: v.slotSharingGroup,
         resources: v.resourceProfile.isUnknown() ? 'default slot' : v.resourceProfile.toString(),
@@ -114,7 +114,7 @@ export function describeJobs(dispatcher: Pick<JobLookup, 'listJobs' | 'getJobVie
         subtasks,
       };
     });
-    const times = master.times();
+    const times = view.times();
     return [
       {
         jobId: summary.jobId,
@@ -122,11 +122,11 @@ export function describeJobs(dispatcher: Pick<JobLookup, 'listJobs' | 'getJobVie
         status: summary.status,
         startTime: times.startTime,
         endTime: ENDED.has(summary.status) ? times.endTime : -1,
-        restarts: master.restarts,
+        restarts: view.restarts,
         subtasksByState,
         vertices,
-        edges: master.jobGraph.edges.map(({ from, to, pattern }) => ({ from, to, pattern })),
-        exceptions: master.exceptionHistory(),
+        edges: view.jobGraph.edges.map(({ from, to, pattern }) => ({ from, to, pattern })),
+        exceptions: view.exceptionHistory(),
       },
     ];
   });

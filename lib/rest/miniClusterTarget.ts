@@ -110,13 +110,13 @@ export function clusterTarget(
 
     async jobDetails(jobId): Promise<JobDetails | undefined> {
       const found = lookup(jobId);
-      const master = cluster.dispatcher.getJobView(jobId);
-      if (found === undefined || master === undefined) return undefined;
+      const view = cluster.dispatcher.getJobView(jobId);
+      if (found === undefined || view === undefined) return undefined;
       const statuses = found.log.statusEvents();
       const status = found.job.status;
-      const order = new Map(master.jobGraph.vertices.map((v, i) => [v.id, i]));
-      // The JobMaster keeps where each attempt ran after its slot went back, and when it started and ended.
-      const tasks = master
+      const order = new Map(view.jobGraph.vertices.map((v, i) => [v.id, i]));
+      // The JobMaster (its archive once the job ended) keeps where each attempt ran after its slot went back, and when.
+      const tasks = view
         .executions()
         .map(({ vertexId, subtaskIndex, concurrentAttempts, ...attempt }) => ({
           vertexId,
@@ -125,8 +125,8 @@ export function clusterTarget(
           ...(concurrentAttempts.length === 0 ? {} : { otherConcurrentAttempts: concurrentAttempts.map(taskAttempt) }),
         }))
         .sort((a, b) => order.get(a.vertexId)! - order.get(b.vertexId)! || a.subtaskIndex - b.subtaskIndex);
-      const times = master.times();
-      const decisions = new Map(master.parallelismDecisions().map((d) => [d.vertexId, d]));
+      const times = view.times();
+      const decisions = new Map(view.parallelismDecisions().map((d) => [d.vertexId, d]));
       return {
         jobId,
         name: found.job.name,
@@ -134,18 +134,18 @@ export function clusterTarget(
         startTime: times.startTime < 0 ? (statuses[0]?.timestamp ?? Date.now()) : times.startTime,
         endTime: ENDED.has(status) && times.endTime >= 0 ? times.endTime : null,
         restarts: statuses.filter((event) => event.status === 'restarting').length,
-        vertices: master.jobGraph.vertices.map((v) => {
+        vertices: view.jobGraph.vertices.map((v) => {
           const decision = decisions.get(v.id);
           return {
             id: v.id,
-            parallelism: master.parallelismOf(v.id) ?? -1,
+            parallelism: view.parallelismOf(v.id) ?? -1,
             slotSharingGroup: v.slotSharingGroup,
             ...(decision === undefined
               ? {}
               : { parallelismDecision: { bytes: decision.bytes, reason: decision.reason } }),
           };
         }),
-        edges: master.jobGraph.edges.map(({ from, to, pattern }) => ({ from, to, pattern })),
+        edges: view.jobGraph.edges.map(({ from, to, pattern }) => ({ from, to, pattern })),
         tasks,
       };
     },
