@@ -181,10 +181,7 @@ export const taskSlotMachine = setup({
       tasks: ({ context, event }) => (event.type === 'ADD_TASK' ? context.tasks.with(event.task) : context.tasks),
     }),
     addTasks: assign({
-      tasks: ({ context, event }) =>
-        event.type === 'ADD_TASKS'
-          ? event.tasks.reduce((tasks, task) => tasks.with(task), context.tasks)
-          : context.tasks,
+      tasks: ({ context, event }) => (event.type === 'ADD_TASKS' ? context.tasks.withAll(event.tasks) : context.tasks),
     }),
     removeTask: assign({
       tasks: ({ context, event }) =>
@@ -192,9 +189,7 @@ export const taskSlotMachine = setup({
     }),
     removeTasks: assign({
       tasks: ({ context, event }) =>
-        event.type === 'REMOVE_TASKS'
-          ? event.executionAttemptIds.reduce((tasks, id) => tasks.without(id), context.tasks)
-          : context.tasks,
+        event.type === 'REMOVE_TASKS' ? context.tasks.withoutAll(event.executionAttemptIds) : context.tasks,
     }),
     recordCloseCause: assign({ closeCause: ({ event }) => (event.type === 'CLOSE' ? event.cause : undefined) }),
     /**

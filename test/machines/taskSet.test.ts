@@ -34,6 +34,42 @@ function expectSame(set: TaskSet<Payload>, model: ReadonlyMap<string, Payload>, 
   expect(set.toJSON(), `toJSON ${where}`).to.deep.equal(Object.fromEntries(model));
 }
 
+/** Few distinct short IDs (many share a bucket) and real ones (spread over the buckets). */
+function someIds(): string[] {
+  return [
+    ...Array.from({ length: 40 }, (_, i) => `t${i}`),
+    ...Array.from({ length: 200 }, () => ExecutionAttemptID.generate()),
+  ];
+}
+
+interface ModelStep {
+  readonly set: TaskSet<Payload>;
+  readonly model: ReadonlyMap<string, Payload>;
+}
+
+/**
+ * `steps` random changes (`change`, drawing from the PRNG `random(seed)`) to a set and to a Map beside it: the same
+ * tasks after every step, and every `keepEvery`-th set still the same at the end (a set never changes once built).
+ */
+function againstModel(
+  seed: number,
+  steps: number,
+  keepEvery: number,
+  change: (at: ModelStep & { ids: readonly string[]; next: () => number; step: number }) => ModelStep,
+): void {
+  const next = random(seed);
+  const ids = someIds();
+  let now: ModelStep = { set: TaskSet.empty<Payload>(), model: new Map() };
+  const history: ModelStep[] = [];
+  for (let step = 0; step < steps; step++) {
+    now = change({ ...now, ids, next, step });
+    if (step % keepEvery === 0) history.push(now);
+    expect(now.set.size, `size at step ${step}`).to.equal(now.model.size);
+  }
+  expectSame(now.set, now.model, 'at the end');
+  history.forEach((old, i) => expectSame(old.set, old.model, `of snapshot ${i}, after later changes`));
+}
+
 describe("TaskSet (a TaskSlot's tasks)", () => {
   it('starts empty: size 0, no ids, {} as JSON', () => {
     const set = TaskSet.empty<Payload>();
@@ -61,31 +97,36 @@ describe("TaskSet (a TaskSlot's tasks)", () => {
   });
 
   it('matches a Map over random adds and removes, and never changes a set once built', () => {
-    const next = random(42);
-    // Few distinct short IDs (many share a bucket) and real ones (spread over the buckets).
-    const ids = [
-      ...Array.from({ length: 40 }, (_, i) => `t${i}`),
-      ...Array.from({ length: 200 }, () => ExecutionAttemptID.generate()),
-    ];
-    let set = TaskSet.empty<Payload>();
-    let model = new Map<string, Payload>();
-    const history: Array<[TaskSet<Payload>, Map<string, Payload>]> = [];
-    for (let step = 0; step < 3_000; step++) {
+    againstModel(42, 3_000, 97, ({ set, model, ids, next, step }) => {
       const id = ids[Math.floor(next() * ids.length)]!;
       if (next() < 0.55) {
         const task = payload(id, step);
-        set = set.with(task);
-        model = new Map(model).set(id, task);
-      } else {
-        set = set.without(id as ExecutionAttemptID);
-        model = new Map(model);
-        model.delete(id);
+        return { set: set.with(task), model: new Map(model).set(id, task) };
       }
-      if (step % 97 === 0) history.push([set, model]);
-      expect(set.size, `size at step ${step}`).to.equal(model.size);
-    }
-    expectSame(set, model, 'at the end');
-    history.forEach(([old, oldModel], i) => expectSame(old, oldModel, `of snapshot ${i}, after later changes`));
+      const without = new Map(model);
+      without.delete(id);
+      return { set: set.without(id as ExecutionAttemptID), model: without };
+    });
+  });
+
+  it('adds and removes many at once as one by one would, and never changes a set once built', () => {
+    againstModel(7, 1_500, 53, ({ set, model, ids, next, step }) => {
+      // 0 to 6 at a time, drawn with repeats: the same ID twice in one call, and IDs the set does not hold.
+      const batch = Array.from({ length: Math.floor(next() * 7) }, () => ids[Math.floor(next() * ids.length)]!);
+      const changed = new Map(model);
+      if (next() < 0.55) {
+        const tasks = batch.map((id, i) => payload(id, step * 10 + i));
+        for (const task of tasks) changed.set(task.executionAttemptId, task);
+        const added = set.withAll(tasks);
+        if (tasks.length === 0) expect(added, 'adding nothing').to.equal(set);
+        return { set: added, model: changed };
+      }
+      for (const id of batch) changed.delete(id);
+      const removed = set.withoutAll(batch as ExecutionAttemptID[]);
+      if (!batch.some((id) => set.has(id as ExecutionAttemptID)))
+        expect(removed, 'removing only IDs it does not hold').to.equal(set);
+      return { set: removed, model: changed };
+    });
   });
 
   it("keeps a TaskSlot snapshot's tasks visible in inspection JSON, keyed by ExecutionAttemptID", () => {
