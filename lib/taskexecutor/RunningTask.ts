@@ -48,6 +48,8 @@ export class RunningTask implements TaskSlotPayload, RunStartListener {
   runner: SlotTaskRunner | null = null;
   state: ExecutionState = 'deploying';
   cancelCause: string | null = null;
+  /** Its slot is closing under it (failExternally): once it ended, the slot waits for it to leave. */
+  slotClosing = false;
 
   constructor(
     readonly descriptor: TaskDeploymentDescriptor,
@@ -60,6 +62,7 @@ export class RunningTask implements TaskSlotPayload, RunStartListener {
 
   /** The slot closes under it (Flink's failExternally): cancel it. */
   failExternally(cause: unknown): void {
+    this.slotClosing = true;
     this.callbacks.cancel(this.executionAttemptId, `the slot was freed: ${describeError(cause)}`);
   }
 

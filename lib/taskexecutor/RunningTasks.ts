@@ -4,12 +4,15 @@
  * and added to the TaskSlotTable, run on its slot's SlotTaskRunner (one per slot, made with the
  * slot's first task and closed with the slot), canceled on request or when its slot is freed, and
  * its states reported to its job's JobMaster through the JobTable (initializing, running once it
- * starts on its thread, then finished, failed or canceled). An ended attempt leaves its slot with
- * the others that ended in the same turn (one TaskSlot event per slot).
+ * starts on its thread, then finished, failed or canceled). Ended attempts leave their slots in
+ * batches: those that ended within ENDED_REMOVAL_DELAY_MS of each other together, one TaskSlot event
+ * per slot (the slot's statechart is told of ends in batches, as its JobMaster is of states), and
+ * all of a slot's at once before the slot is freed ({@link RunningTasks.removeEnded}).
  *
  * #run, #report and #finish run for every attempt (bench/tasks.bench.ts): keep them free of further
  * allocations and indirections. It runs on the TaskExecutor's mailbox.
  */
+import type { Clock, TimerHandle } from '../core/clock.js';
 import { isSlotwiseError, SlotNotActiveError, SlotNotFoundError, SlotOwnerMismatchError } from '../core/errors.js';
 import { AllocationID, ExecutionAttemptID, JobID, type ResourceID } from '../core/ids.js';
 import { serializeError } from '../rpc/errorTransfer.js';
@@ -28,9 +31,19 @@ import { type PartitionPart, partitionError, type ResultPartitions } from './Res
 import { invocationFor } from './TaskInvocation.js';
 import type { TaskSlotTable } from './TaskSlotTable.js';
 
+/**
+ * How long an ended attempt may stay in its slot before it leaves with the others that ended meanwhile. A TaskSlot
+ * event per slot per turn was the TaskExecutor's dearest step per task in a large job (~1.5 KB allocated each, one
+ * per task when a slot's tasks end one per turn); batched over this window, a slot's endings share one event.
+ * Nobody waits for it: the JobMaster heard the state already, and a slot being freed takes its ended tasks out first.
+ */
+export const ENDED_REMOVAL_DELAY_MS = 25;
+
 export interface RunningTasksOptions {
   readonly resourceId: ResourceID;
   readonly mailbox: MainThreadExecutor;
+  /** Times the removal of ended attempts from their slots (ENDED_REMOVAL_DELAY_MS). */
+  readonly clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   readonly table: TaskSlotTable;
   /** The jobs' JobMasters: where the states go. */
   readonly jobs: JobTable;
@@ -43,6 +56,7 @@ export interface RunningTasksOptions {
 export class RunningTasks {
   readonly #resourceId: ResourceID;
   readonly #mailbox: MainThreadExecutor;
+  readonly #clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   readonly #table: TaskSlotTable;
   readonly #jobs: JobTable;
   readonly #createTaskRunner: RunningTasksOptions['createTaskRunner'];
@@ -53,13 +67,18 @@ export class RunningTasks {
     cancel: (executionAttemptId, cause) => this.cancel(executionAttemptId, cause),
     started: (task) => this.#mailbox.execute(() => this.#started(task)),
   };
-  /** Tasks that ended in this turn, still in their slots: removed together (one TaskSlot event per slot). */
+  /** Tasks that ended and are still in their slots: removed together (one TaskSlot event per slot). */
   #ended: ExecutionAttemptID[] = [];
+  /** Takes #ended out of their slots, ENDED_REMOVAL_DELAY_MS after the first of them ended; null when none waits. */
+  #removal: TimerHandle | null = null;
+  /** A removal is queued for this poll phase's end (a closing slot waits for its ended tasks). */
+  #removingNow = false;
   readonly #runners = new Map<AllocationID, SlotTaskRunner>();
 
   constructor(options: RunningTasksOptions) {
     this.#resourceId = options.resourceId;
     this.#mailbox = options.mailbox;
+    this.#clock = options.clock;
     this.#table = options.table;
     this.#jobs = options.jobs;
     this.#createTaskRunner = options.createTaskRunner;
@@ -291,15 +310,38 @@ export class RunningTasks {
     } else {
       this.#report(task, state, output, error);
     }
-    // Out of its slot once this poll phase's other endings are in too, and after their states have
-    // gone out (JobTable flushes in a setImmediate queued before this one): the TaskSlot event is
-    // the dearest part of an ending and no JobMaster waits for it.
-    if (this.#ended.push(executionAttemptId) === 1) setImmediate(this.#removeEndedSoon);
+    // Out of its slot with the others that end meanwhile, after their states have gone out (JobTable flushes in a
+    // setImmediate): the TaskSlot event is the dearest part of an ending and no JobMaster waits for it — but a slot
+    // closing under its tasks does (its release, the TaskExecutor's shutdown): out in this poll phase then.
+    const first = this.#ended.push(executionAttemptId) === 1;
+    if (task.slotClosing && !this.#removingNow) {
+      this.#removingNow = true;
+      setImmediate(this.#removeEndedNow);
+    } else if (first) {
+      this.#removal = this.#clock.setTimeout(this.#removeEndedSoon, ENDED_REMOVAL_DELAY_MS);
+    }
   }
 
-  readonly #removeEndedSoon = (): void => this.#mailbox.execute(() => this.#removeEnded());
+  readonly #removeEndedSoon = (): void => {
+    this.#removal = null;
+    this.#mailbox.execute(() => this.removeEnded());
+  };
 
-  #removeEnded(): void {
+  readonly #removeEndedNow = (): void => {
+    this.#removingNow = false;
+    this.#mailbox.execute(() => this.removeEnded());
+  };
+
+  /**
+   * Takes the attempts that ended out of their slots now, not at the end of ENDED_REMOVAL_DELAY_MS: before a slot is
+   * freed (its ended tasks would hold it releasing until then) or the table closes.
+   */
+  removeEnded(): void {
+    if (this.#removal !== null) {
+      this.#clock.clearTimeout(this.#removal);
+      this.#removal = null;
+    }
+    if (this.#ended.length === 0) return;
     const ended = this.#ended;
     this.#ended = [];
     this.#table.removeTasksIfPresent(ended);

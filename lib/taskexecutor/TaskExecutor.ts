@@ -173,6 +173,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.#tasks = new RunningTasks({
       resourceId: this.resourceId,
       mailbox: this.mailbox,
+      clock: this.#clock,
       table: this.table,
       jobs: this.#jobs,
       createTaskRunner: options.createTaskRunner,
@@ -347,6 +348,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.#resourceManager.close();
     this.#log(`shutting down: ${cause}`);
     const deadline = this.options['task.cancellation.grace-period'] + this.options['rpc.ask.timeout'];
+    this.#tasks.removeEnded();
     const closed = this.table.closeAsync(new Error(`the TaskExecutor is shutting down: ${cause}`));
     let bound: TimerHandle | undefined;
     await Promise.race([closed, new Promise<void>((resolve) => (bound = this.#clock.setTimeout(resolve, deadline)))]);
@@ -423,6 +425,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   #freeSlotInternal(allocationId: AllocationID, cause: string): void {
     if (this.table.getTaskSlot(allocationId) === undefined || this.table.state === 'closed') return;
+    this.#tasks.removeEnded();
     this.table.freeSlot(allocationId, endCause(cause));
   }
 

@@ -29,6 +29,7 @@ import type {
   TaskExecutionStateWire,
 } from '../../lib/rpc/protocol.js';
 import type { TaskInvocation } from '../../lib/taskexecutor/SlotTaskPool.js';
+import { ENDED_REMOVAL_DELAY_MS } from '../../lib/taskexecutor/RunningTasks.js';
 import { TaskExecutor, type SlotTaskRunner } from '../../lib/taskexecutor/TaskExecutor.js';
 
 const settle = async () => {
@@ -153,10 +154,15 @@ function harness(
   let registrations = 0;
   /** What the TaskExecutor tells its task threads' reserve: how many allocations could still take a spare. */
   let freeSlotsForSpares: (() => number) | null = null;
+  /** The events its TaskSlotTable and TaskSlots received, by type (XState inspection). */
+  const slotEvents: string[] = [];
   const te = new TaskExecutor({
     resourceId: ResourceID.parse('te-test'),
     mode: 'thread',
     clock,
+    inspect: (event) => {
+      if (event.type === '@xstate.event') slotEvents.push(event.event.type);
+    },
     configuration: {
       'taskmanager.numberOfTaskSlots': 2,
       'taskmanager.cpu.cores': 2,
@@ -182,6 +188,7 @@ function harness(
     states,
     batches,
     statesAtSlotFreed,
+    slotEvents,
     offers,
     runs,
     terminated,
@@ -597,6 +604,13 @@ describe('TaskExecutor endpoint', () => {
         // deploying is the JobMaster's own
         expect(h.states.map((s) => s.state)).to.deep.equal(['initializing', 'running', 'finished']);
         expect(h.states[2]!.output).to.deep.equal({ to: 1, be: 1 });
+        // It leaves its slot with the others that end within ENDED_REMOVAL_DELAY_MS (one TaskSlot event), not at once.
+        expect(h.te.table.getTask(tdd.executionAttemptId)).to.not.equal(undefined);
+        h.clock.increment(ENDED_REMOVAL_DELAY_MS - 1);
+        await settle();
+        expect(h.te.table.getTask(tdd.executionAttemptId)).to.not.equal(undefined);
+        h.clock.increment(1);
+        await settle();
         expect(h.te.table.getTask(tdd.executionAttemptId)).to.equal(undefined);
         expect(h.te.table.getTaskSlot(allocationId)!.state).to.equal('active');
       },
@@ -691,6 +705,42 @@ describe('TaskExecutor endpoint', () => {
         expect(h.statesAtSlotFreed).to.deep.equal([before + 1]);
       },
     );
+
+    it('takes the tasks of a slot that end within ENDED_REMOVAL_DELAY_MS out of it in one TaskSlot event', async () => {
+      const h = harness();
+      await h.started();
+      const allocationId = await slotFor(h);
+      const tasks = [0, 1, 2].map((subtaskIndex) =>
+        descriptor(allocationId, {
+          executionAttemptId: ExecutionAttemptID.generate({ vertex: 'tokenize', subtask: subtaskIndex, attempt: 0 }),
+          subtaskIndex,
+        }),
+      );
+      await h.call(() => h.te.submitTasks(tasks));
+      await settle();
+      h.slotEvents.length = 0;
+      // They end in three turns, 10 ms apart: all three still in the slot until the first one's window is over.
+      for (const [i, tdd] of tasks.entries()) {
+        h.runs.get(tdd.executionAttemptId)!.result.resolve({ output: i });
+        await settle();
+        if (i < tasks.length - 1) h.clock.increment(10);
+      }
+      expect(h.states.filter((s) => s.state === 'finished')).to.have.length(3);
+      expect(tasks.map((tdd) => h.te.table.getTask(tdd.executionAttemptId) !== undefined)).to.deep.equal([
+        true,
+        true,
+        true,
+      ]);
+      h.clock.increment(ENDED_REMOVAL_DELAY_MS - 20);
+      await settle();
+      expect(tasks.map((tdd) => h.te.table.getTask(tdd.executionAttemptId))).to.deep.equal([
+        undefined,
+        undefined,
+        undefined,
+      ]);
+      expect(h.slotEvents).to.deep.equal(['REMOVE_TASKS']);
+      expect(h.te.table.getTaskSlot(allocationId)!.state).to.equal('active');
+    });
 
     it('reports a task that fails with its serialized error, and keeps the slot', async () => {
       const h = harness();
