@@ -9,12 +9,13 @@
  *   JOB_THREADS_CONFIGURATION='{"taskmanager.task-threads.max-jobs": 1000}' node --import tsx bench/jobThreadsCpu.ts
  *
  * Prints µs of CPU per job per thread, then wall time and CPU over the whole process (`process.cpuUsage`) per job,
- * the idle second after the last job included. With JOB_THREADS_ALLOCATION=1 it also prints what the main thread
- * allocates per job (V8's sampling heap profiler over the measured jobs, collected objects included; its sampling
- * slows the jobs, so that run's CPU figures are not comparable with others).
+ * the idle second after the last job included. With JOB_THREADS_ALLOCATION=1 it also prints what the main thread, the
+ * TaskExecutor threads and the task threads allocate per job (bench/support/allocationSampler.ts: V8's sampling heap
+ * profiler over the measured jobs, collected objects included; its sampling slows the jobs, so that run's CPU figures
+ * are not comparable with others).
  */
-import { Session } from 'node:inspector/promises';
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
+import { sampleAllocations } from './support/allocationSampler.js';
 import { compiled } from './support/compiled.js';
 import { threadCpuMs } from './support/procStat.js';
 
@@ -40,32 +41,19 @@ const idle = () => new Promise((resolve) => setTimeout(resolve, 1000));
 try {
   await runJobs(WARM_UP);
   await idle();
-  const allocation = process.env['JOB_THREADS_ALLOCATION'] === '1' ? new Session() : null;
-  if (allocation !== null) {
-    allocation.connect();
-    await allocation.post('HeapProfiler.enable');
-    await allocation.post('HeapProfiler.startSampling', {
-      samplingInterval: 512,
-      includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
-    });
-  }
+  const allocation = process.env['JOB_THREADS_ALLOCATION'] === '1' ? await sampleAllocations() : null;
   const before = threadCpuMs();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await runJobs(JOBS);
   const wallMs = performance.now() - t0;
   if (allocation !== null) {
-    const { profile } = await allocation.post('HeapProfiler.stopSampling');
-    let bytes = 0;
-    const sum = (node: typeof profile.head): void => {
-      bytes += node.selfSize;
-      for (const child of node.children) sum(child);
-    };
-    sum(profile.head);
-    allocation.disconnect();
+    const kb = new Map<string, number>();
+    for (const { kind, bytes } of await allocation.stop()) kb.set(kind, (kb.get(kind) ?? 0) + bytes / 1024);
     console.log(
-      `the main thread allocated ${(bytes / JOBS / 1024).toFixed(1)} KB per job (collected objects included)`,
+      `allocated per job (collected objects included): ${[...kb]
+        .map(([kind, total]) => `${kind} ${(total / JOBS).toFixed(1)} KB`)
+        .join(', ')}`,
     );
   }
   await idle();
