@@ -136,7 +136,9 @@ export class TaskSlotTable {
   /**
    * allocated → active (Flink's markSlotActive): cancels the slot timeout. False if the slot is
    * releasing. A slot already active stays so and no event is sent (a TaskExecutor marks the slot
-   * active for every task it is given).
+   * active for every task it is given). The slot hears MARK_ACTIVE straight, as the table's own
+   * MARK_SLOT_ACTIVE would only forward it there once the table holds the slot (checked here): one
+   * statechart step per job fewer on the TaskExecutor's thread.
    */
   markSlotActive(allocationId: AllocationID): boolean {
     this.#requireState('markSlotActive', ['running']);
@@ -144,7 +146,7 @@ export class TaskSlotTable {
     const state = slotState(slot);
     if (state === 'active') return true;
     if (state !== 'allocated') return false;
-    this.#actor.send({ type: 'MARK_SLOT_ACTIVE', allocationId });
+    slot.send({ type: 'MARK_ACTIVE' });
     return slotState(slot) === 'active';
   }
 
