@@ -40,7 +40,7 @@ export interface ExecutionRecord {
   state: ExecutionState | 'created' | 'scheduled';
   slot: LogicalSlot | null;
   /** The slot asked for that has not come (nor failed) yet; null when none is out. */
-  slotRequest: Promise<LogicalSlot> | null;
+  slotRequest: SlotRequest | null;
   /** Its finished attempt's output, when it came to the JobMaster (a sink's, or where no partitions are kept). */
   output: unknown;
   /** Where its finished attempt's output stays instead (its TaskExecutor's result partition). */
@@ -59,6 +59,15 @@ export interface ExecutionRecord {
 }
 
 /** The JobEvent telling the attempt's state now, where it runs (if it has a slot) and its error. */
+/** A record's slot request while it is out (ExecutionDeployer): the token its slot comes back with. */
+export interface SlotRequest {
+  readonly record: ExecutionRecord;
+  /** The attempt it was asked for: a slot that comes for an older attempt is not this one's. */
+  readonly attempt: ExecutionAttemptID;
+  /** When it was asked for (the JobMaster's clock), for the slot assignment's latency. */
+  readonly requestedAt: number;
+}
+
 export function taskEventOf(
   record: Pick<ExecutionRecord, 'vertex' | 'attemptNumber' | 'executionAttemptId' | 'state' | 'slot'>,
   error: SerializedError | null,

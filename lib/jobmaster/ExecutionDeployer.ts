@@ -13,10 +13,16 @@ import type { TaskExecutorGateway } from '../rpc/gateways.js';
 import type { MainThreadExecutor } from '../rpc/MainThreadExecutor.js';
 import type { SerializedError } from '../rpc/protocol.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
-import { type ExecutionAttempts, type ExecutionRecord, TERMINAL_STATES } from './ExecutionAttempts.js';
+import {
+  type ExecutionAttempts,
+  type ExecutionRecord,
+  type SlotRequest,
+  TERMINAL_STATES,
+} from './ExecutionAttempts.js';
 import { fieldsOf, type SlotLocation } from './JobFailures.js';
 import { jobErrorOf, type TaskWait } from './JobResult.js';
 import type { SchedulingStrategy } from './SchedulingStrategy.js';
+import type { LogicalSlot, LogicalSlotListener } from './slotsharing/SharedSlot.js';
 import type { SlotSharingExecutionSlotAllocator } from './slotsharing/SlotSharingExecutionSlotAllocator.js';
 import type { TaskDeploymentDescriptorFactory } from './TaskDeploymentDescriptorFactory.js';
 
@@ -97,32 +103,45 @@ export class ExecutionDeployer {
       if (record.slotRequest === null && record.state !== 'finished') toSchedule.push(record);
     if (toSchedule.length === 0) return;
     const requestedAt = h.clock.now();
-    const slots = h.allocator.allocateSlotsFor(toSchedule.map((r) => r.vertex.id));
-    for (const record of toSchedule) {
-      const attempt = record.executionAttemptId;
-      const request = slots.get(record.vertex.key)!;
+    const requests = toSchedule.map((record) => ({
+      id: record.vertex.id,
+      token: { record, attempt: record.executionAttemptId, requestedAt } satisfies SlotRequest,
+    }));
+    // Slots that are there already are told during the call; they come back through the mailbox (#slots), after this.
+    h.allocator.requestSlotsFor(requests, this.#slots);
+    for (const { token } of requests) {
+      const { record } = token;
       record.state = 'scheduled';
-      record.slotRequest = request;
+      record.slotRequest = token;
       h.emitTask(record, null, 'slot');
-      h.mailbox.whenComplete(request, (slot, error) => {
-        // Another attempt now, or this request given up (the record sent back to wait: unschedule).
-        const current = record.slotRequest === request;
-        if (current) record.slotRequest = null;
-        if (!current || record.executionAttemptId !== attempt || TERMINAL_STATES.has(h.status())) {
-          // A logical slot still alive that the record does not hold is nobody's: it goes back.
-          if (slot?.isAlive() && record.slot !== slot) h.allocator.releaseLogicalSlot(record.vertex.id);
-          return;
-        }
-        if (error !== undefined) return h.slotFailed(record, error);
-        record.slot = slot!;
-        h.slotAssigned?.(record, requestedAt);
-        this.tryDeploy(record);
-        // Its slot is here but it cannot deploy yet: it says what it waits for now.
-        if (record.state === 'scheduled' && record.executionAttemptId === attempt) {
-          const waitingFor = this.#waitOf(record);
-          if (waitingFor !== null) h.emitTask(record, null, waitingFor);
-        }
-      });
+    }
+  }
+
+  /** Where the records' slots come back: into the mailbox, one task per slot (or failure), as a promise would. */
+  readonly #slots: LogicalSlotListener<SlotRequest> = {
+    slotReady: (request, slot) => this.#h.mailbox.execute(() => this.#slotCame(request, slot, undefined)),
+    slotFailed: (request, cause) => this.#h.mailbox.execute(() => this.#slotCame(request, undefined, cause)),
+  };
+
+  #slotCame(request: SlotRequest, slot: LogicalSlot | undefined, error: Error | undefined): void {
+    const h = this.#h;
+    const { record, attempt } = request;
+    // Another attempt now, or this request given up (the record sent back to wait: unschedule).
+    const current = record.slotRequest === request;
+    if (current) record.slotRequest = null;
+    if (!current || record.executionAttemptId !== attempt || TERMINAL_STATES.has(h.status())) {
+      // A logical slot still alive that the record does not hold is nobody's: it goes back.
+      if (slot?.isAlive() && record.slot !== slot) h.allocator.releaseLogicalSlot(record.vertex.id);
+      return;
+    }
+    if (error !== undefined) return h.slotFailed(record, error);
+    record.slot = slot!;
+    h.slotAssigned?.(record, request.requestedAt);
+    this.tryDeploy(record);
+    // Its slot is here but it cannot deploy yet: it says what it waits for now.
+    if (record.state === 'scheduled' && record.executionAttemptId === attempt) {
+      const waitingFor = this.#waitOf(record);
+      if (waitingFor !== null) h.emitTask(record, null, waitingFor);
     }
   }
 

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { IllegalStateError } from '../../lib/core/errors.js';
 import { JobID } from '../../lib/core/ids.js';
 import { ExecutionVertexID } from '../../lib/jobmaster/ExecutionGraph.js';
-import { SharedSlot } from '../../lib/jobmaster/slotsharing/SharedSlot.js';
+import { type LogicalSlot, type LogicalSlotListener, SharedSlot } from '../../lib/jobmaster/slotsharing/SharedSlot.js';
 // biome-ignore format: the module's path leaves no room on one line for the name it imports
 import {
   SlotSharingExecutionSlotAllocator,
@@ -131,6 +131,78 @@ describe('SharedSlot', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
+  });
+
+  describe('requests told to a listener (no promise per subtask)', () => {
+    /** A listener recording what each token heard, in order. */
+    function recorder() {
+      const heard: Array<[string, string, LogicalSlot | Error]> = [];
+      const listener: LogicalSlotListener<string> = {
+        slotReady: (token, slot) => void heard.push([token, 'ready', slot]),
+        slotFailed: (token, cause) => void heard.push([token, 'failed', cause]),
+      };
+      return { heard, listener };
+    }
+
+    it('tells each waiting subtask its slot with its token when the physical slot comes, at once after', async () => {
+      const { slot, provider } = sharedSlot();
+      const { heard, listener } = recorder();
+      slot.requestLogicalSlot(id('source#0'), listener, 'a');
+      expect(heard).to.deep.equal([]);
+      const physical = provider.fulfil('r1');
+      await settle();
+      expect(heard.map(([token, what]) => `${token}:${what}`)).to.deep.equal(['a:ready']);
+      expect((heard[0]![2] as LogicalSlot).physicalSlot).to.equal(physical);
+      expect((heard[0]![2] as LogicalSlot).executionVertexId).to.deep.equal(id('source#0'));
+      // Allocated: a new subtask hears during the call; one that holds its slot already hears the same slot.
+      slot.requestLogicalSlot(id('sink#0'), listener, 'b');
+      slot.requestLogicalSlot(id('source#0'), listener, 'c');
+      expect(heard.map(([token, what]) => `${token}:${what}`)).to.deep.equal(['a:ready', 'b:ready', 'c:ready']);
+      expect(heard[2]![2]).to.equal(heard[0]![2]);
+      expect(slot.logicalSlotCount).to.equal(2);
+    });
+
+    it('tells a second request for a waiting subtask with the first, and a promise asked for it too', async () => {
+      const { slot, provider } = sharedSlot();
+      const { heard, listener } = recorder();
+      slot.requestLogicalSlot(id('sink#0'), listener, 'first');
+      slot.requestLogicalSlot(id('sink#0'), listener, 'second');
+      const promised = slot.allocateLogicalSlot(id('sink#0'));
+      expect(slot.logicalSlotCount).to.equal(1);
+      provider.fulfil('r1');
+      await settle();
+      expect(heard.map(([token]) => token)).to.deep.equal(['first', 'second']);
+      expect(await promised).to.equal(heard[0]![2]);
+      expect(slot.allocateLogicalSlot(id('sink#0'))).to.equal(promised);
+    });
+
+    it('tells the failure with the token: a failed request, a cancel, a release', async () => {
+      const failed = sharedSlot();
+      const one = recorder();
+      failed.slot.requestLogicalSlot(id('source#0'), one.listener, 'x');
+      const noSlot = new Error('no slot');
+      failed.provider.fail('r1', noSlot);
+      await settle();
+      expect(one.heard).to.deep.equal([['x', 'failed', noSlot]]);
+
+      const canceled = sharedSlot();
+      const two = recorder();
+      canceled.slot.requestLogicalSlot(id('source#0'), two.listener, 'y');
+      canceled.slot.requestLogicalSlot(id('sink#0'), two.listener, 'z');
+      const cause = new Error('not needed');
+      expect(canceled.slot.cancelLogicalSlotRequest(id('source#0'), cause)).to.equal(true);
+      expect(two.heard).to.deep.equal([['y', 'failed', cause]]);
+      const lost = new Error('lost');
+      canceled.slot.release(lost);
+      expect(two.heard).to.deep.equal([
+        ['y', 'failed', cause],
+        ['z', 'failed', lost],
+      ]);
+      expect(() => canceled.slot.requestLogicalSlot(id('sink#0'), two.listener, 'late')).to.throw(
+        IllegalStateError,
+        /is released/,
+      );
+    });
   });
 
   it('lets a provider that re-enters the allocator from releaseSlot find a fresh SharedSlot', async () => {

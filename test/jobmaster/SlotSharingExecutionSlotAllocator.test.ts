@@ -5,6 +5,7 @@ import { JobID } from '../../lib/core/ids.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import { ExecutionVertexID } from '../../lib/jobmaster/ExecutionGraph.js';
 import { PhysicalSlotRequestBulkChecker } from '../../lib/jobmaster/slotsharing/PhysicalSlotRequestBulkChecker.js';
+import type { LogicalSlotListener } from '../../lib/jobmaster/slotsharing/SharedSlot.js';
 // biome-ignore format: the module's path leaves no room on one line for the name it imports
 import {
   SlotSharingExecutionSlotAllocator,
@@ -283,6 +284,33 @@ describe('SlotSharingExecutionSlotAllocator', () => {
       /subtask map#0 is in no ExecutionSlotSharingGroup/,
     );
     expect(provider.requests).to.deep.equal([]);
+  });
+
+  it('requestSlotsFor: one physical request per group and one bulk, each slot told with its token', async () => {
+    const { allocator, provider, bulkChecker, all } = setup();
+    const heard: string[] = [];
+    const listener: LogicalSlotListener<string> = {
+      slotReady: (token, slot) => void heard.push(`${token} ${slot.allocationId}`),
+      slotFailed: (token, cause) => void heard.push(`${token} failed: ${cause.message}`),
+    };
+    allocator.requestSlotsFor(
+      all.map((subtask) => ({ id: subtask, token: ExecutionVertexID.key(subtask) })),
+      listener,
+    );
+    expect(provider.requests.map((r) => r.requestId)).to.deep.equal(['default[0]/p1', 'default[1]/p2']);
+    expect(bulkChecker.pendingBulks).to.equal(1);
+    const physical = provider.fulfil('default[0]/p1');
+    await settle();
+    expect(heard).to.deep.equal([`source#0 ${physical.allocationId}`, `sink#0 ${physical.allocationId}`]);
+    provider.fail('default[1]/p2', new Error('no room'));
+    await settle();
+    expect(heard.slice(2)).to.deep.equal(['source#1 failed: no room', 'sink#1 failed: no room']);
+    // An unknown subtask is refused before anything is asked for.
+    expect(() => allocator.requestSlotsFor([{ id: id('map#0'), token: 'map' }], listener)).to.throw(
+      IllegalArgumentError,
+      /subtask map#0 is in no ExecutionSlotSharingGroup/,
+    );
+    expect(provider.requests).to.have.length(2);
   });
 
   it('releaseAll fails waiting slots, releases held ones, and cancels each physical request once', async () => {

@@ -51,20 +51,64 @@ export interface LogicalSlot {
   readonly released: Promise<Error>;
 }
 
+/**
+ * Told once how a subtask's logical slot request ended ({@link SharedSlot.requestLogicalSlot}): its slot, or why not,
+ * with the token the request was made with. One listener serves every request of its owner: a request holds no
+ * promise, resolvers or reactions of its own (a job of 100,000 subtasks holds as many requests while they wait).
+ */
+export interface LogicalSlotListener<T> {
+  slotReady(token: T, slot: LogicalSlot): void;
+  slotFailed(token: T, cause: Error): void;
+}
+
+/** A later request for a subtask whose request waits: told with the first. */
+interface Waiter {
+  readonly listener: LogicalSlotListener<unknown>;
+  readonly token: unknown;
+}
+
 type LogicalRequest =
   | {
       readonly kind: 'pending';
       readonly id: string;
-      readonly promise: Promise<LogicalSlot>;
-      readonly resolve: (slot: LogicalSlot) => void;
-      readonly reject: (cause: Error) => void;
+      /** Who asked (one listener and token, inline: a request per subtask waits in a large job). */
+      readonly listener: LogicalSlotListener<unknown>;
+      readonly token: unknown;
+      /** Later requests for the same subtask, rarely any. */
+      more: Waiter[] | null;
+      /** The promise allocateLogicalSlot handed out for it, if it was asked for one. */
+      promise: Promise<LogicalSlot> | null;
     }
   | {
       readonly kind: 'fulfilled';
       readonly id: string;
-      readonly promise: Promise<LogicalSlot>;
+      readonly slot: LogicalSlot;
+      promise: Promise<LogicalSlot> | null;
       readonly release: (cause: Error) => void;
     };
+
+interface Deferred {
+  readonly resolve: (slot: LogicalSlot) => void;
+  readonly reject: (cause: Error) => void;
+}
+
+/** allocateLogicalSlot's requests: the token is the promise's resolvers. */
+const SETTLE_PROMISE: LogicalSlotListener<Deferred> = {
+  slotReady: (deferred, slot) => deferred.resolve(slot),
+  slotFailed: (deferred, cause) => deferred.reject(cause),
+};
+
+type PendingRequest = Extract<LogicalRequest, { kind: 'pending' }>;
+
+function notifyReady(request: PendingRequest, slot: LogicalSlot): void {
+  request.listener.slotReady(request.token, slot);
+  if (request.more !== null) for (const { listener, token } of request.more) listener.slotReady(token, slot);
+}
+
+function notifyFailed(request: PendingRequest, cause: Error): void {
+  request.listener.slotFailed(request.token, cause);
+  if (request.more !== null) for (const { listener, token } of request.more) listener.slotFailed(token, cause);
+}
 
 /**
  * `requestFailed`: released because the physical request failed (the provider rejected it), not given back or given up.
@@ -139,28 +183,38 @@ export class SharedSlot {
 
   /** The subtask's logical slot; the same promise while its request lives (Flink de-duplicates too). */
   allocateLogicalSlot(id: ExecutionVertexID): Promise<LogicalSlot> {
-    if (this.#state.kind === 'released') {
-      throw new IllegalStateError(
-        `SharedSlot ${this.requestId} of group ${this.group.id} is released; allocate from a new one`,
-        {
-          component: 'SharedSlot',
-          operation: 'allocateLogicalSlot',
-          state: 'released',
-          allowed: ['requested', 'allocated'],
-        },
-      );
-    }
+    this.#requireUnreleased('allocateLogicalSlot');
+    const existing = this.#requests.get(ExecutionVertexID.key(id));
+    if (existing?.promise) return existing.promise;
+    let deferred!: Deferred;
+    const promise = new Promise<LogicalSlot>((resolve, reject) => (deferred = { resolve, reject }));
+    promise.catch(ignore); // the caller may drop it; a failed slot must not be an unhandled rejection
+    this.requestLogicalSlot(id, SETTLE_PROMISE, deferred);
+    const request = this.#requests.get(ExecutionVertexID.key(id));
+    if (request !== undefined) request.promise = promise;
+    return promise;
+  }
+
+  /**
+   * Asks for the subtask's logical slot: `listener` hears with `token` once, when the physical slot is there (at once
+   * when it is, or when the subtask holds its logical slot already) or when the request fails, is canceled or the
+   * slot released first. A second request for a subtask whose request waits is told with the first.
+   */
+  requestLogicalSlot<T>(id: ExecutionVertexID, listener: LogicalSlotListener<T>, token: T): void {
+    this.#requireUnreleased('requestLogicalSlot');
     const key = ExecutionVertexID.key(id);
     const existing = this.#requests.get(key);
-    if (existing !== undefined) return existing.promise;
-    const requestId = this.#nextLogicalId();
-    if (this.#state.kind === 'allocated') return this.#fulfilled(id, requestId, this.#state.slot).promise;
-    let resolve!: (slot: LogicalSlot) => void;
-    let reject!: (cause: Error) => void;
-    const promise = new Promise<LogicalSlot>((res, rej) => ((resolve = res), (reject = rej)));
-    promise.catch(ignore); // the caller may drop it; a failed slot must not be an unhandled rejection
-    this.#requests.set(key, { kind: 'pending', id: requestId, promise, resolve, reject });
-    return promise;
+    const asked = listener as LogicalSlotListener<unknown>;
+    if (existing?.kind === 'pending') {
+      (existing.more ??= []).push({ listener: asked, token });
+    } else if (existing?.kind === 'fulfilled') {
+      listener.slotReady(token, existing.slot);
+    } else if (this.#state.kind === 'allocated') {
+      listener.slotReady(token, this.#fulfilled(id, this.#nextLogicalId(), this.#state.slot, null));
+    } else {
+      const requestId = this.#nextLogicalId();
+      this.#requests.set(key, { kind: 'pending', id: requestId, listener: asked, token, more: null, promise: null });
+    }
   }
 
   /**
@@ -173,7 +227,7 @@ export class SharedSlot {
     const request = this.#requests.get(key);
     if (request?.kind !== 'pending') return false;
     this.#requests.delete(key);
-    request.reject(cause);
+    notifyFailed(request, cause);
     this.#releaseIfEmpty(cause);
     return true;
   }
@@ -184,7 +238,7 @@ export class SharedSlot {
     const request = this.#requests.get(key);
     if (request === undefined) return false;
     this.#requests.delete(key);
-    if (request.kind === 'pending') request.reject(cause);
+    if (request.kind === 'pending') notifyFailed(request, cause);
     else request.release(cause);
     this.#releaseIfEmpty(cause);
     return true;
@@ -197,7 +251,7 @@ export class SharedSlot {
     this.#requests.clear();
     this.#releaseOnce(cause);
     for (const request of requests) {
-      if (request.kind === 'pending') request.reject(cause);
+      if (request.kind === 'pending') notifyFailed(request, cause);
       else request.release(cause);
     }
   }
@@ -212,7 +266,7 @@ export class SharedSlot {
     this.#settle.resolve(slot);
     for (const [key, request] of this.#requests) {
       if (request.kind !== 'pending') continue;
-      request.resolve(this.#fulfilled(ExecutionVertexID.parse(key), request.id, slot, request.promise).slot);
+      notifyReady(request, this.#fulfilled(ExecutionVertexID.parse(key), request.id, slot, request.promise));
     }
   }
 
@@ -224,16 +278,16 @@ export class SharedSlot {
     const requests = [...this.#requests.values()];
     this.#requests.clear();
     this.#onReleased(this);
-    for (const request of requests) if (request.kind === 'pending') request.reject(cause);
+    for (const request of requests) if (request.kind === 'pending') notifyFailed(request, cause);
   }
 
-  /** Records a handed-out logical slot; `promise` is the request's own when it waited. */
+  /** Records a handed-out logical slot; `promise`: the one allocateLogicalSlot gave for its request, if any. */
   #fulfilled(
     id: ExecutionVertexID,
     requestId: string,
     slot: PhysicalSlot,
-    waited?: Promise<LogicalSlot>,
-  ): { slot: LogicalSlot; promise: Promise<LogicalSlot> } {
+    promise: Promise<LogicalSlot> | null,
+  ): LogicalSlot {
     let alive = true;
     let markReleased!: (cause: Error) => void;
     const released = new Promise<Error>((resolve) => (markReleased = resolve));
@@ -247,13 +301,26 @@ export class SharedSlot {
       isAlive: () => alive,
       released,
     });
-    const promise = waited ?? Promise.resolve(logical);
     const release = (cause: Error) => {
       alive = false;
       markReleased(cause);
     };
-    this.#requests.set(ExecutionVertexID.key(id), { kind: 'fulfilled', id: requestId, promise, release });
-    return { slot: logical, promise };
+    this.#requests.set(ExecutionVertexID.key(id), {
+      kind: 'fulfilled',
+      id: requestId,
+      slot: logical,
+      promise,
+      release,
+    });
+    return logical;
+  }
+
+  #requireUnreleased(operation: string): void {
+    if (this.#state.kind !== 'released') return;
+    throw new IllegalStateError(
+      `SharedSlot ${this.requestId} of group ${this.group.id} is released; allocate from a new one`,
+      { component: 'SharedSlot', operation, state: 'released', allowed: ['requested', 'allocated'] },
+    );
   }
 
   #releaseIfEmpty(cause: Error): void {

@@ -14,7 +14,7 @@ import { IllegalArgumentError, SlotRequestError } from '../../core/errors.js';
 import type { AllocationID, JobID } from '../../core/ids.js';
 import { ExecutionVertexID } from '../ExecutionGraph.js';
 import type { PhysicalSlotRequestBulkChecker } from './PhysicalSlotRequestBulkChecker.js';
-import { SharedSlot, type LogicalSlot, type PhysicalSlotProvider } from './SharedSlot.js';
+import { SharedSlot, type LogicalSlot, type LogicalSlotListener, type PhysicalSlotProvider } from './SharedSlot.js';
 import { SharingPhysicalSlotRequestBulk } from './SharingPhysicalSlotRequestBulk.js';
 import type { ExecutionSlotSharingGroup, SlotSharingStrategy } from './SlotSharingStrategy.js';
 
@@ -63,16 +63,48 @@ export class SlotSharingExecutionSlotAllocator {
    * requests nothing) if a subtask belongs to no group.
    */
   allocateSlotsFor(ids: Iterable<ExecutionVertexID>): Map<string, Promise<LogicalSlot>> {
-    // Every subtask is looked up before anything is requested: an unknown one changes nothing.
-    const wanted = new Map<string, { id: ExecutionVertexID; group: ExecutionSlotSharingGroup }>();
-    for (const id of ids) wanted.set(ExecutionVertexID.key(id), { id, group: this.#groupOf(id) });
+    const result = new Map<string, Promise<LogicalSlot>>();
+    this.#request(
+      [...ids].map((id) => ({ id })),
+      (slot, { id }) => result.set(ExecutionVertexID.key(id), slot.allocateLogicalSlot(id)),
+    );
+    return result;
+  }
+
+  /**
+   * As {@link allocateSlotsFor}, but each subtask's slot (or why it has none) is told to `listener` with the token
+   * given for it (SharedSlot.requestLogicalSlot), not through a promise: what a JobMaster uses, so that a subtask
+   * waiting for its slot holds no promise, resolvers and reactions. The listener may hear of a slot already there
+   * during this call.
+   */
+  requestSlotsFor<T>(
+    requests: ReadonlyArray<{ readonly id: ExecutionVertexID; readonly token: T }>,
+    listener: LogicalSlotListener<T>,
+  ): void {
+    this.#request(requests, (slot, { id, token }) => slot.requestLogicalSlot(id, listener, token));
+  }
+
+  /**
+   * Flink's allocateSlotsFor: every subtask's group looked up before anything is requested (an unknown one changes
+   * nothing), each group's SharedSlot got or requested, `take` a logical slot of it per subtask in the order given,
+   * then the physical requests of the call handed to the bulk checker as one bulk.
+   */
+  #request<I extends { readonly id: ExecutionVertexID }>(
+    items: readonly I[],
+    take: (slot: SharedSlot, item: I) => void,
+  ): void {
+    // A subtask named twice is asked for once, with its last item.
+    const wanted = new Map<string, { item: I; group: ExecutionSlotSharingGroup }>();
+    for (const item of items) wanted.set(ExecutionVertexID.key(item.id), { item, group: this.#groupOf(item.id) });
     const byGroup = new Map<ExecutionSlotSharingGroup, ExecutionVertexID[]>();
-    for (const { id, group } of wanted.values()) byGroup.set(group, [...(byGroup.get(group) ?? []), id]);
+    for (const { item, group } of wanted.values()) {
+      const members = byGroup.get(group);
+      if (members === undefined) byGroup.set(group, [item.id]);
+      else members.push(item.id);
+    }
     const slots = new Map<ExecutionSlotSharingGroup, SharedSlot>();
     for (const group of byGroup.keys()) slots.set(group, this.#getOrAllocateSharedSlot(group));
-
-    const result = new Map<string, Promise<LogicalSlot>>();
-    for (const [key, { id, group }] of wanted) result.set(key, slots.get(group)!.allocateLogicalSlot(id));
+    for (const { item, group } of wanted.values()) take(slots.get(group)!, item);
     // The bulk is built from `slots`, not #sharedSlots: a physical request that failed at once has
     // already left #sharedSlots (Flink's comment on createBulk says the same).
     const bulk = new SharingPhysicalSlotRequestBulk(
@@ -80,7 +112,6 @@ export class SlotSharingExecutionSlotAllocator {
       (id, cause) => this.#cancel(id, cause),
     );
     this.#bulkChecker?.schedulePendingRequestBulkTimeoutCheck(bulk, this.#timeoutMs);
-    return result;
   }
 
   /**
