@@ -46,13 +46,13 @@ export interface SlotSharingStrategy {
 interface GroupBuilder {
   readonly id: string;
   readonly slotSharingGroup: string;
-  readonly members: ExecutionVertex[];
+  members: ExecutionVertex[];
   /**
    * Job vertices with a subtask in the group: the group is no longer available to them. An array:
    * a group holds a few (one subtask per job vertex of its slot sharing group), and a job of
    * 100,000 subtasks makes tens of thousands of groups, where a Set each cost more than the rest.
    */
-  readonly jobVertices: string[];
+  jobVertices: string[];
 }
 
 export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrategy {
@@ -92,7 +92,10 @@ export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrate
         this.#byGroup.set(g, group);
         this.#groups.push(group);
       }
-      (group.members as ExecutionVertexID[]).push(...joined.map((member) => member.id));
+      // A new array of just its members (GroupsBuilder.add says why).
+      (group as { members: readonly ExecutionVertexID[] }).members = group.members.concat(
+        joined.map((member) => member.id),
+      );
       // A group joined late keeps its profile (see addJobVertex); a new one is the sum of its members'.
       if (!configured.has(g.slotSharingGroup) && (!late || group.members.length === joined.length))
         (group as { resourceProfile: ResourceProfile }).resourceProfile = sumOf(g.members);
@@ -205,6 +208,12 @@ class GroupsBuilder {
       for (const ev of subtasks)
         if (!this.#byConstraint.has(constraintKey(ev)))
           this.#byConstraint.set(constraintKey(ev), this.#groupOf.get(ev)!);
+    }
+    // An array grown by push keeps room for ~17 elements, a group holds a few (one subtask per job vertex): in a job
+    // of 100,000 subtasks, tens of thousands of groups and their lists. Each list the call grew, copied to its size.
+    for (const group of joinedNow.keys()) {
+      group.members = group.members.slice();
+      group.jobVertices = group.jobVertices.slice();
     }
     return joinedNow;
   }
