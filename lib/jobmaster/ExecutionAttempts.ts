@@ -58,7 +58,6 @@ export interface ExecutionRecord {
   nextAttemptNumber: number;
 }
 
-/** The JobEvent telling the attempt's state now, where it runs (if it has a slot) and its error. */
 /** A record's slot request while it is out (ExecutionDeployer): the token its slot comes back with. */
 export interface SlotRequest {
   readonly record: ExecutionRecord;
@@ -68,6 +67,7 @@ export interface SlotRequest {
   readonly requestedAt: number;
 }
 
+/** The JobEvent telling the attempt's state now, where it runs (if it has a slot) and its error. */
 export function taskEventOf(
   record: Pick<ExecutionRecord, 'vertex' | 'attemptNumber' | 'executionAttemptId' | 'state' | 'slot'>,
   error: SerializedError | null,

@@ -218,7 +218,7 @@ export class SharedSlot {
   }
 
   /**
-   * Cancels a logical slot request still waiting: its promise rejects with `cause`. A logical slot
+   * Cancels a logical slot request still waiting: its promise rejects (its listener hears) with `cause`. A slot
    * already handed out is left alone (Flink: the subtask owns it and must return it). Returns
    * whether a request was canceled.
    */

@@ -115,7 +115,7 @@ export class SlotSharingExecutionSlotAllocator {
   }
 
   /**
-   * Cancels a subtask's logical slot request still waiting (its promise rejects with `cause`,
+   * Cancels a subtask's logical slot request still waiting (its promise rejects, its listener hears, with `cause`,
    * default SlotRequestError 'canceled'); when no member of the group waits or holds a slot any
    * more, the physical request is canceled too. A logical slot already handed out is left alone
    * (Flink): return it with `releaseLogicalSlot`. Returns whether a request was canceled.
