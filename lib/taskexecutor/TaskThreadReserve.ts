@@ -25,15 +25,19 @@
  *   leftovers), its job left something running (a timer, a socket: code of a job that ended must
  *   not run beside the next one), or spares of its limit are not wanted. A retired thread is
  *   destroyed, and a spare boots in its place in the background.
+ * - An allocation that finds no spare while a thread of its limit is on its way back waits for it (threadWaits.ts)
+ *   rather than booting one that the returning thread would make surplus.
  * - Refilling boots one thread at a time, in the background, and never more spares than slots
  *   could still be allocated (`freeSlots`): while a job holds every slot, nothing boots to compete
  *   with its tasks for the CPU.
  */
 import type { Piscina } from 'piscina';
+import { systemClock, type Clock } from '../core/clock.js';
 import type { ResolvedOptions } from '../core/options.js';
 import type { TaskExecutorMetricsWire } from '../rpc/protocol.js';
 import type { ThreadAfterJobs } from './taskThreadProtocol.js';
 import { createTaskThreads, loadTaskThreads, threadsReady, type TaskThreadsOptions } from './taskThreads.js';
+import { ThreadWaits } from './threadWaits.js';
 
 export interface TaskThreadReserveOptions {
   /** Spare threads per heap limit (0: none kept; every allocation boots its own). */
@@ -50,6 +54,12 @@ export interface TaskThreadReserveOptions {
   readonly load?: () => Promise<void>;
   /** Where errors of spare threads go (a spare has no task that could receive them). */
   readonly log: (message: string) => void;
+  /**
+   * How long an allocation that found no spare waits for a thread of its heap limit on its way back before it boots one
+   * (threadWaits.ts; default RETURN_WAIT_MS), on `clock` (default the system clock).
+   */
+  readonly returnWaitMs?: number;
+  readonly clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
 }
 
 export interface TaskThreadReserveStats {
@@ -121,6 +131,8 @@ export class TaskThreadReserve {
   readonly #taken = new WeakSet<Piscina>();
   /** Leased threads whose pools are closing, by heap limit: on their way back. */
   readonly #returning = new Map<string, number>();
+  /** Allocations waiting for one of those (no spare when they came). */
+  readonly #waiting: ThreadWaits<Piscina>;
   /** Pools being destroyed (retired, unwanted, or at close). */
   readonly #destroying = new Set<Promise<unknown>>();
   /** Allocations each pool has served. */
@@ -150,6 +162,7 @@ export class TaskThreadReserve {
   constructor(options: TaskThreadReserveOptions) {
     this.#o = options;
     this.#create = options.create ?? createTaskThreads;
+    this.#waiting = new ThreadWaits(options.clock ?? systemClock, options.returnWaitMs);
     this.#load = options.load ?? (options.create === undefined ? loadTaskThreads : () => Promise.resolve());
   }
 
@@ -214,18 +227,31 @@ export class TaskThreadReserve {
     this.#inUse.set(key, (this.#inUse.get(key) ?? 0) + 1);
     const spare = this.#spares.get(key)?.pop();
     if (spare !== undefined) {
-      this.#served++;
-      const served = this.#jobsServed.get(spare) ?? 0;
-      if (served > 0) this.#reused++;
-      this.#jobsServed.set(spare, served + 1);
-      this.#taken.add(spare);
+      this.#serve(spare);
       this.#refill();
       return spare;
     }
-    this.#bootedOnDemand++;
-    const booting = this.#boot(heapLimitMb, true);
+    // None spare, but one of this limit on its way back, not yet promised: waiting for it (a round trip) costs far less
+    // than booting one (~20–50 ms of CPU), which the thread coming back would then make one too many of, retired.
+    if (!this.#closed && (this.#returning.get(key) ?? 0) > this.#waiting.count(key))
+      return this.#waiting.wait(key, () => this.#bootOnDemand(heapLimitMb));
+    const booting = this.#bootOnDemand(heapLimitMb);
     this.#refill();
     return booting;
+  }
+
+  /** A spare or a thread given back goes to an allocation. */
+  #serve(pool: Piscina): void {
+    this.#served++;
+    const served = this.#jobsServed.get(pool) ?? 0;
+    if (served > 0) this.#reused++;
+    this.#jobsServed.set(pool, served + 1);
+    this.#taken.add(pool);
+  }
+
+  #bootOnDemand(heapLimitMb: number | undefined): Piscina | Promise<Piscina> {
+    this.#bootedOnDemand++;
+    return this.#boot(heapLimitMb, true);
   }
 
   /**
@@ -266,7 +292,22 @@ export class TaskThreadReserve {
     const left = (this.#inUse.get(key) ?? 1) - 1;
     if (left > 0) this.#inUse.set(key, left);
     else this.#inUse.delete(key);
-    if (returned !== undefined) {
+    const waiter = this.#waiting.next(key);
+    if (waiter !== undefined) {
+      // An allocation waits for this thread: it goes there, or, retiring or destroyed, the allocation boots its own.
+      if (returned !== undefined) this.#taken.delete(returned.threads);
+      if (returned !== undefined && !this.#closed && this.#mayServeAgain(returned)) {
+        this.#heapAfterJobs.set(returned.threads, returned.after.heapUsedBytes);
+        this.#serve(returned.threads);
+        waiter(returned.threads);
+      } else {
+        if (returned !== undefined) {
+          this.#retired++;
+          this.#destroy(returned.threads);
+        }
+        waiter(this.#bootOnDemand(heapLimitMb));
+      }
+    } else if (returned !== undefined) {
       const { threads } = returned;
       this.#taken.delete(threads);
       const spares = this.#spares.get(key) ?? [];
@@ -291,7 +332,7 @@ export class TaskThreadReserve {
   #spareCount(): number {
     let total = 0;
     for (const list of this.#spares.values()) total += list.length;
-    for (const count of this.#returning.values()) total += count;
+    for (const [key, count] of this.#returning) total += count - this.#waiting.count(key);
     return total;
   }
 
@@ -388,7 +429,7 @@ export class TaskThreadReserve {
     if (this.#spareCount() >= Math.min(this.#o.spare, this.#freeSlots())) return null;
     let best: { key: string; have: number } | null = null;
     const consider = (key: string) => {
-      const have = (this.#spares.get(key)?.length ?? 0) + (this.#returning.get(key) ?? 0);
+      const have = (this.#spares.get(key)?.length ?? 0) + (this.#returning.get(key) ?? 0) - this.#waiting.count(key);
       if (have < this.#o.spare && (best === null || have < best.have)) best = { key, have };
     };
     // The default limit's only while no thread of another limit is around: spares follow what jobs use.

@@ -4,6 +4,7 @@
  */
 import { expect } from 'chai';
 import type { Piscina } from 'piscina';
+import { SimulatedClock } from '../../lib/core/clock.js';
 import type { TaskThreadsOptions } from '../../lib/taskexecutor/taskThreads.js';
 import { TaskThreadReserve } from '../../lib/taskexecutor/TaskThreadReserve.js';
 
@@ -35,7 +36,10 @@ class TestingPool {
 /** What a thread answers when its slot has gone back: a small heap, nothing left running. */
 const IDLE = { heapUsedBytes: 5 * 2 ** 20, leftRunning: [] };
 
-function setup(spare = 2, limits: { maxJobs?: number; maxHeapAfterJobBytes?: number } = {}) {
+function setup(
+  spare = 2,
+  limits: { maxJobs?: number; maxHeapAfterJobBytes?: number; clock?: SimulatedClock; returnWaitMs?: number } = {},
+) {
   const pools: TestingPool[] = [];
   const logs: string[] = [];
   const loads: string[] = [];
@@ -350,6 +354,71 @@ describe('TaskThreadReserve', () => {
     await releasedA;
     expect(reserve.stats).to.include({ spare: 1, retired: 0 });
     void releasedB;
+  });
+
+  describe('an allocation that finds no spare while a thread is on its way back', () => {
+    /** A 2-slot TaskExecutor with 2 spares: both slots taken, then both freed; their pools close when the test says. */
+    async function bothOnTheirWayBack(limits: Parameters<typeof setup>[1] = {}) {
+      const s = setup(2, limits);
+      s.reserve.start(128, slotsOf(s.reserve, 2));
+      await s.bootAll();
+      const [a, b] = [s.reserve.lease(128), s.reserve.lease(128)];
+      let closeA!: () => void;
+      const releasedA = a.release(new Promise<void>((resolve) => (closeA = resolve)));
+      void b.release(new Promise<void>(() => {}));
+      return { ...s, a, closeA, releasedA };
+    }
+
+    it('waits for it and takes it: nothing booted, nothing retired', async () => {
+      const { reserve, pools, bootAll, a, closeA, releasedA } = await bothOnTheirWayBack();
+      const next = reserve.take(128);
+      expect(next).to.be.instanceOf(Promise);
+      await bootAll();
+      expect(pools).to.have.length(2);
+      a.returnThreads(a.threads as Piscina, IDLE);
+      closeA();
+      await releasedA;
+      expect(await next).to.equal(a.threads);
+      await bootAll();
+      expect(pools).to.have.length(2);
+      expect(reserve.stats).to.include({ bootedOnDemand: 0, retired: 0, inUse: 2, served: 3, reused: 1 });
+    });
+
+    it('boots its own when the thread it waited for retires, or was destroyed by its pool', async () => {
+      const retiring = await bothOnTheirWayBack({ maxJobs: 1 });
+      const next = retiring.reserve.take(128);
+      retiring.a.returnThreads(retiring.a.threads as Piscina, IDLE);
+      retiring.closeA();
+      await retiring.releasedA;
+      await retiring.bootAll();
+      expect(await next).to.equal(retiring.pools[2]);
+      expect(retiring.pools[0]!.destroyed).to.equal(true);
+      expect(retiring.reserve.stats).to.include({ bootedOnDemand: 1, retired: 1 });
+
+      const destroyed = await bothOnTheirWayBack();
+      const other = destroyed.reserve.take(128);
+      destroyed.closeA(); // nothing given back
+      await destroyed.releasedA;
+      await destroyed.bootAll();
+      expect(await other).to.equal(destroyed.pools[2]);
+      expect(destroyed.reserve.stats).to.include({ bootedOnDemand: 1, retired: 0 });
+    });
+
+    it('boots its own after returnWaitMs when the thread does not come; the thread is spare when it does', async () => {
+      const clock = new SimulatedClock();
+      const { reserve, pools, bootAll, a, closeA, releasedA } = await bothOnTheirWayBack({ clock, returnWaitMs: 500 });
+      const next = reserve.take(128);
+      clock.increment(499);
+      await bootAll();
+      expect(pools).to.have.length(2);
+      clock.increment(1);
+      await bootAll();
+      expect(await next).to.equal(pools[2]);
+      a.returnThreads(a.threads as Piscina, IDLE);
+      closeA();
+      await releasedA;
+      expect(reserve.stats).to.include({ bootedOnDemand: 1, retired: 0, spare: 1 });
+    });
   });
 
   it('after close, destroys a thread given back, and close waits for every destroy', async () => {
