@@ -354,6 +354,8 @@ export class JobMaster implements JobMasterGateway {
     // Batch semantics: its slot is needed no more (its group's shared slot may); one cause for all (no stack each).
     this.#allocator.releaseLogicalSlot(record.vertex.id, SUBTASK_FINISHED);
     record.slot = null;
+    // Finished before its cancel landed: canceled once nothing runs (Flink's CANCELLING → CANCELED, FINISHED too).
+    if (this.status === 'canceling') return this.#checkCanceled();
     if (last) return this.#complete();
     // The partitions every consumer has read go now, not at the job's end.
     for (const [resourceId, ids] of this.#partitions.consumed(record)) this.#releasePartitions(resourceId, ids);

@@ -290,6 +290,38 @@ describe('JobMaster', () => {
     await h.master.cancel();
   });
 
+  it('cancel: an attempt that finishes before its cancel lands ends the job canceled all the same', async () => {
+    // Flink: from CANCELLING the job is CANCELED once every attempt is in a terminal state, FINISHED included.
+    const h = new Harness({ vertices: [vertex('a', 2)] });
+    await h.start();
+    await h.offer(h.addExecutor('taskexecutor-a'), 2);
+    const [a0, a1] = [h.submittedFor('a', 0)[0], h.submittedFor('a', 1)[0]];
+    await h.report(a0!, 'running');
+    await h.report(a1!, 'running');
+    const canceled = h.master.cancel();
+    await h.settle();
+    expect(h.master.status).to.equal('canceling');
+    await h.report(a0!, 'canceled');
+    expect(h.master.status).to.equal('canceling');
+    await h.finish(a1!, 'done anyway');
+    await canceled;
+    expect(h.master.status).to.equal('canceled'); // it had stayed canceling for good
+    expect(await h.master.result).to.deep.include({ status: 'canceled', error: null });
+    expect(h.statuses()).to.deep.equal(['created', 'running', 'canceling', 'canceled']);
+
+    // Every attempt finishing after the cancel: canceled too, not finished behind the statechart's back.
+    const all = new Harness({ vertices: [vertex('a', 2)] });
+    await all.start();
+    await all.offer(all.addExecutor('taskexecutor-a'), 2);
+    const attempts = [0, 1].map((subtask) => all.submittedFor('a', subtask)[0]!);
+    void all.master.cancel();
+    await all.settle();
+    for (const attempt of attempts) await all.finish(attempt, 'done anyway');
+    expect(all.master.status).to.equal('canceled');
+    expect(await all.master.result).to.deep.include({ status: 'canceled', error: null });
+    expect(all.statuses()).to.deep.equal(['created', 'running', 'canceling', 'canceled']);
+  });
+
   it('fails the job when it cannot register at the ResourceManager', async () => {
     const h = new Harness({ vertices: [vertex('a', 1)] });
     h.registerFails = new Error('the ResourceManager is gone');
