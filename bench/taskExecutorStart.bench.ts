@@ -18,7 +18,7 @@
 import { cpus, loadavg } from 'node:os';
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
 import { compiled } from './support/compiled.js';
-import { childPids, cpuTicks, threadCpuMs, USER_HZ } from './support/procStat.js';
+import { childrenCpuMs, threadCpuMs } from './support/procStat.js';
 import { printJson, round } from './support/report.js';
 
 const ROUNDS = Number(process.env['START_ROUNDS'] ?? 3);
@@ -29,17 +29,11 @@ const TARGET = { cpuMsPerTaskExecutor: 50, wallMsFor32: 2000 };
 
 const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>('lib/index.js');
 
-function childrenCpu(): number {
-  let ticks = 0;
-  for (const pid of childPids()) ticks += cpuTicks(`/proc/${pid}/stat`) ?? 0;
-  return (ticks * 1000) / USER_HZ;
-}
-
 /** CPU of the threads not in `before` (new ones), and of the children. */
 function newCpu(before: Map<string, number>): number {
   let ms = 0;
   for (const [tid, cpu] of threadCpuMs()) if (!before.has(tid)) ms += cpu;
-  return ms + childrenCpu();
+  return ms + childrenCpuMs();
 }
 
 async function quiet(): Promise<void> {

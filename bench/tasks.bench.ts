@@ -33,7 +33,7 @@ import { Piscina } from 'piscina';
 import { Bench } from 'tinybench';
 import { SlotTaskPool } from '../lib/taskexecutor/SlotTaskPool.js';
 import type { TaskWorkerPayload } from '../lib/taskexecutor/taskWorker.js';
-import { childPids, cpuTicks, USER_HZ } from './support/procStat.js';
+import { processTreeCpuMs } from './support/procStat.js';
 import { printJson, round, runBench, type BenchRow } from './support/report.js';
 import { startTaskCluster, type TaskCluster } from './support/taskCluster.js';
 
@@ -143,21 +143,6 @@ function drive(run: RunOne, count: number, inFlight: number, latencies?: Latenci
   });
 }
 
-// ------------------------------------------------------------------------------ CPU time
-
-/** CPU ms of this process's child processes (the process-mode TaskExecutor), from /proc; 0 where there is no /proc. */
-function childrenCpuMs(): number {
-  let ticks = 0;
-  for (const pid of childPids()) ticks += cpuTicks(`/proc/${pid}/stat`) ?? 0;
-  return (ticks * 1000) / USER_HZ;
-}
-
-/** CPU ms used so far by every thread of this process and by its child processes. */
-function cpuMs(): number {
-  const usage = process.cpuUsage();
-  return (usage.user + usage.system) / 1000 + childrenCpuMs();
-}
-
 // ------------------------------------------------------------------------------ setup
 
 const setupStarted = performance.now();
@@ -219,12 +204,12 @@ for (let r = 0; r < ROUNDS; r++) {
         beforeAll(mode) {
           recording = mode === 'run';
           if (mode === 'run') {
-            cpuStart = cpuMs();
+            cpuStart = processTreeCpuMs();
             tasks = 0;
           }
         },
         afterAll(mode) {
-          if (mode === 'run' && tasks > 0) cpuPerTask[key].push(((cpuMs() - cpuStart) * 1000) / tasks);
+          if (mode === 'run' && tasks > 0) cpuPerTask[key].push(((processTreeCpuMs() - cpuStart) * 1000) / tasks);
         },
       },
     );

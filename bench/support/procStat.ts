@@ -68,12 +68,17 @@ export function cpuMicros(): number {
   return usage.user + usage.system;
 }
 
+/** CPU ms of this process's child processes (process-mode TaskExecutors), from /proc; 0 where there is no /proc. */
+export function childrenCpuMs(): number {
+  let ticks = 0;
+  for (const pid of childPids()) ticks += cpuTicks(`/proc/${pid}/stat`) ?? 0;
+  return (ticks * 1000) / USER_HZ;
+}
+
 /** CPU time of this process (every thread) and of its child processes, in ms. */
 export function processTreeCpuMs(): number {
   const usage = process.cpuUsage();
-  let ticks = 0;
-  for (const pid of childPids()) ticks += cpuTicks(`/proc/${pid}/stat`) ?? 0;
-  return (usage.user + usage.system) / 1000 + (ticks * 1000) / USER_HZ;
+  return (usage.user + usage.system) / 1000 + childrenCpuMs();
 }
 
 /**
