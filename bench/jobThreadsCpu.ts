@@ -7,12 +7,14 @@
  *
  *   node --import tsx bench/jobThreadsCpu.ts [jobs] [warm-up jobs] [parallelism]     # default 3000 3000 1
  *   JOB_THREADS_CONFIGURATION='{"taskmanager.task-threads.max-jobs": 1000}' node --import tsx bench/jobThreadsCpu.ts
+ *   JOB_THREADS_IN_FLIGHT=16 node --import tsx bench/jobThreadsCpu.ts 3000 1500      # 16 jobs at a time
  *
  * Prints µs of CPU per job per thread, then wall time and CPU over the whole process (`process.cpuUsage`) per job,
- * the idle second after the last job included. With JOB_THREADS_ALLOCATION=1 it also prints what the main thread, the
- * TaskExecutor threads and the task threads allocate per job (bench/support/allocationSampler.ts: V8's sampling heap
- * profiler over the measured jobs, collected objects included; its sampling slows the jobs, so that run's CPU figures
- * are not comparable with others).
+ * the idle second after the last job included, and the task threads the TaskExecutors booted and retired (over the
+ * measured jobs, and since the cluster started: cluster.taskExecutorMetrics()). With JOB_THREADS_ALLOCATION=1 it
+ * also prints what the main thread, the TaskExecutor threads and the task threads allocate per job
+ * (bench/support/allocationSampler.ts: V8's sampling heap profiler over the measured jobs, collected objects included;
+ * its sampling slows the jobs, so that run's CPU figures are not comparable with others).
  */
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
 import { sampleAllocations } from './support/allocationSampler.js';
@@ -22,6 +24,8 @@ import { threadCpuMs } from './support/procStat.js';
 const JOBS = Number(process.argv[2] ?? 3000);
 const WARM_UP = Number(process.argv[3] ?? 3000);
 const PARALLELISM = Number(process.argv[4] ?? 1);
+/** Jobs in flight at once (JOB_THREADS_IN_FLIGHT, default 1: one after another). */
+const IN_FLIGHT = Number(process.env['JOB_THREADS_IN_FLIGHT'] ?? 1);
 const configuration = JSON.parse(process.env['JOB_THREADS_CONFIGURATION'] ?? '{}') as Record<string, unknown>;
 
 const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>('lib/index.js');
@@ -29,12 +33,29 @@ const task = new URL('./support/tasks/subtaskIndex.mjs', import.meta.url);
 const spec = { name: 'stream', vertices: [{ id: 'v', taskModule: task, parallelism: PARALLELISM }] };
 const cluster = await MiniCluster.start({ mode: 'thread', taskExecutors: 4, slotsPerTaskExecutor: 8, configuration });
 
+/** `count` jobs, IN_FLIGHT at a time (each lane submits its next job when its last one ended). */
 async function runJobs(count: number): Promise<void> {
-  for (let i = 0; i < count; i++) {
-    const job = await cluster.submitJob(spec);
-    const result = await job.result;
-    if (result.status !== 'finished') throw new Error(`job ${i} ${result.status}: ${result.error?.message}`);
+  let next = 0;
+  const lane = async () => {
+    while (next < count) {
+      const i = next++;
+      const job = await cluster.submitJob(spec);
+      const result = await job.result;
+      if (result.status !== 'finished') throw new Error(`job ${i} ${result.status}: ${result.error?.message}`);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, count) }, lane));
+}
+
+/** The TaskExecutors' task threads so far, summed: booted, booted because no spare was there, retired. */
+async function taskThreads(): Promise<{ started: number; bootedOnDemand: number; retired: number }> {
+  const sum = { started: 0, bootedOnDemand: 0, retired: 0 };
+  for (const { taskThreads } of await cluster.taskExecutorMetrics()) {
+    sum.started += taskThreads?.started ?? 0;
+    sum.bootedOnDemand += taskThreads?.bootedOnDemand ?? 0;
+    sum.retired += taskThreads?.retired ?? 0;
   }
+  return sum;
 }
 
 const idle = () => new Promise((resolve) => setTimeout(resolve, 1000));
@@ -42,6 +63,7 @@ try {
   await runJobs(WARM_UP);
   await idle();
   const allocation = process.env['JOB_THREADS_ALLOCATION'] === '1' ? await sampleAllocations() : null;
+  const threadsBefore = await taskThreads();
   const before = threadCpuMs();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -69,8 +91,16 @@ try {
     }));
   console.table(rows);
   console.log(
-    `${JOBS} jobs of p = ${PARALLELISM} after ${WARM_UP} of warm-up: ${(wallMs / JOBS).toFixed(2)} ms wall per job, ` +
+    `${JOBS} jobs of p = ${PARALLELISM}, ${IN_FLIGHT} in flight, after ${WARM_UP} of warm-up: ` +
+      `${(wallMs / JOBS).toFixed(2)} ms wall per job, ` +
       `${((cpu.user + cpu.system) / 1000 / JOBS).toFixed(2)} ms CPU per job over every thread`,
+  );
+  const threads = await taskThreads();
+  console.log(
+    `task threads over the measured jobs: ${threads.started - threadsBefore.started} booted ` +
+      `(${threads.bootedOnDemand - threadsBefore.bootedOnDemand} for an allocation that found no spare), ` +
+      `${threads.retired - threadsBefore.retired} retired; since the cluster started: ${threads.started} booted, ` +
+      `${threads.bootedOnDemand} on demand, ${threads.retired} retired`,
   );
 } finally {
   await cluster.close();
