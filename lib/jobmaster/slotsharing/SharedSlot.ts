@@ -184,14 +184,15 @@ export class SharedSlot {
   /** The subtask's logical slot; the same promise while its request lives (Flink de-duplicates too). */
   allocateLogicalSlot(id: ExecutionVertexID): Promise<LogicalSlot> {
     this.#requireUnreleased('allocateLogicalSlot');
-    const existing = this.#requests.get(ExecutionVertexID.key(id));
+    const key = ExecutionVertexID.key(id);
+    const existing = this.#requests.get(key);
     if (existing?.promise) return existing.promise;
     let deferred!: Deferred;
     const promise = new Promise<LogicalSlot>((resolve, reject) => (deferred = { resolve, reject }));
     promise.catch(ignore); // the caller may drop it; a failed slot must not be an unhandled rejection
     this.requestLogicalSlot(id, SETTLE_PROMISE, deferred);
-    const request = this.#requests.get(ExecutionVertexID.key(id));
-    if (request !== undefined) request.promise = promise;
+    // A request of an unreleased SharedSlot leaves its entry, pending or fulfilled: the promise is the subtask's now.
+    this.#requests.get(key)!.promise = promise;
     return promise;
   }
 
