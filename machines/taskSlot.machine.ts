@@ -16,8 +16,9 @@
  * Flink's TaskSlot has no FREE state: a freed slot leaves the TaskSlotTable; here the actor ends in
  * `done` with its leak report as output. Tasks are added only while `active`, only with the slot's
  * JobID and AllocationID, never the same ExecutionAttemptID twice (`addTaskRefusal`). ADD_TASKS and
- * REMOVE_TASKS do the same for the tasks a TaskExecutor started or ended in one turn: one event
- * (one snapshot for the inspector) instead of one per task, all added or none.
+ * REMOVE_TASKS do the same for the tasks a TaskExecutor started or ended in a short while (its
+ * RunningTasks batches them): one event (one snapshot for the inspector) instead of one per task,
+ * all added or none.
  *
  * Pure: the only effects are calls on the objects handed in (a task's failExternally, the memory
  * manager's shutdown) and the two notifications, which default to sendParent and are replaced with
@@ -84,10 +85,10 @@ export type TaskSlotEvent =
   | { type: 'MARK_ACTIVE' }
   | { type: 'MARK_INACTIVE'; slotTimeout?: number }
   | { type: 'ADD_TASK'; task: TaskSlotPayload }
-  /** Several tasks at once (a TaskExecutor's submissions of one turn): all are added, or none when any is refused. */
+  /** Several tasks at once (a TaskExecutor's submissions of a while): all are added, or none when any is refused. */
   | { type: 'ADD_TASKS'; tasks: readonly TaskSlotPayload[] }
   | { type: 'REMOVE_TASK'; executionAttemptId: ExecutionAttemptID }
-  /** Several removals at once (the tasks that ended in one turn); IDs the slot does not hold are skipped. */
+  /** Several removals at once (the tasks that ended in a short while); IDs the slot does not hold are skipped. */
   | { type: 'REMOVE_TASKS'; executionAttemptIds: readonly ExecutionAttemptID[] }
   | { type: 'CLOSE'; cause?: unknown };
 

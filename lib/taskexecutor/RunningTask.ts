@@ -50,6 +50,8 @@ export class RunningTask implements TaskSlotPayload, RunStartListener {
   cancelCause: string | null = null;
   /** Its slot is closing under it (failExternally): once it ended, the slot waits for it to leave. */
   slotClosing = false;
+  /** In its slot's statechart (it enters some time after it was accepted: RunningTasks.syncSlots). */
+  inSlot = false;
 
   constructor(
     readonly descriptor: TaskDeploymentDescriptor,

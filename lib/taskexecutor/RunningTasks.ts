@@ -4,10 +4,12 @@
  * and added to the TaskSlotTable, run on its slot's SlotTaskRunner (one per slot, made with the
  * slot's first task and closed with the slot), canceled on request or when its slot is freed, and
  * its states reported to its job's JobMaster through the JobTable (initializing, running once it
- * starts on its thread, then finished, failed or canceled). Ended attempts leave their slots in
- * batches: those that ended within ENDED_REMOVAL_DELAY_MS of each other together, one TaskSlot event
- * per slot (the slot's statechart is told of ends in batches, as its JobMaster is of states), and
- * all of a slot's at once before the slot is freed ({@link RunningTasks.removeEnded}).
+ * starts on its thread, then finished, failed or canceled). The slots' statecharts are told of
+ * starts and ends in batches, as the JobMasters are of states: a submission is checked against its
+ * slot at once (the table's refusals, as Flink's addTask) but enters it with the others of
+ * SLOT_TASKS_DELAY_MS, and ended attempts leave together likewise — one TaskSlot event per slot, and
+ * none for an attempt that ended within that time. Before anything changes a slot (a free, a
+ * shutdown, a new leader) the slots are brought up to date at once ({@link RunningTasks.syncSlots}).
  *
  * #run, #report and #finish run for every attempt (bench/tasks.bench.ts): keep them free of further
  * allocations and indirections. It runs on the TaskExecutor's mailbox.
@@ -25,6 +27,7 @@ import type {
   TaskDeploymentDescriptor,
 } from '../rpc/protocol.js';
 import { heapLimitMbOf } from './heapLimitProbe.js';
+import { addTaskError } from './taskSlotTableRefusals.js';
 import type { JobTable } from './JobTable.js';
 import { checkDescriptor, RunningTask, type SlotTaskRunner, type TaskCallbacks } from './RunningTask.js';
 import { type PartitionPart, partitionError, type ResultPartitions } from './ResultPartitions.js';
@@ -32,17 +35,20 @@ import { invocationFor } from './TaskInvocation.js';
 import type { TaskSlotTable } from './TaskSlotTable.js';
 
 /**
- * How long an ended attempt may stay in its slot before it leaves with the others that ended meanwhile. A TaskSlot
- * event per slot per turn was the TaskExecutor's dearest step per task in a large job (~1.5 KB allocated each, one
- * per task when a slot's tasks end one per turn); batched over this window, a slot's endings share one event.
- * Nobody waits for it: the JobMaster heard the state already, and a slot being freed takes its ended tasks out first.
+ * How long a slot's statechart may lag behind the attempts: a submitted one enters its slot, and an ended one leaves
+ * it, with the others of this window. A TaskSlot event per task was the TaskExecutor's dearest step per task (~8 KB
+ * allocated for an ADD_TASK, a macrostep each, one per task when a job's subtasks reach a slot one by one); batched,
+ * a slot's starts share one event, its endings another, and an attempt that ends within the window costs none.
+ * Nobody waits for it: the submission was checked against the slot when it came, the JobMaster hears the states
+ * directly, and anything that changes a slot brings it up to date first. An inspector sees a task in its slot up to
+ * this much later, and not at all when it ran for less.
  */
-export const ENDED_REMOVAL_DELAY_MS = 25;
+export const SLOT_TASKS_DELAY_MS = 25;
 
 export interface RunningTasksOptions {
   readonly resourceId: ResourceID;
   readonly mailbox: MainThreadExecutor;
-  /** Times the removal of ended attempts from their slots (ENDED_REMOVAL_DELAY_MS). */
+  /** Times when the slots are brought up to date with the attempts (SLOT_TASKS_DELAY_MS). */
   readonly clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   readonly table: TaskSlotTable;
   /** The jobs' JobMasters: where the states go. */
@@ -67,12 +73,14 @@ export class RunningTasks {
     cancel: (executionAttemptId, cause) => this.cancel(executionAttemptId, cause),
     started: (task) => this.#mailbox.execute(() => this.#started(task)),
   };
+  /** Tasks accepted and not in their slots yet: they enter together (one TaskSlot event per slot), if still running. */
+  #entering: RunningTask[] = [];
   /** Tasks that ended and are still in their slots: removed together (one TaskSlot event per slot). */
   #ended: ExecutionAttemptID[] = [];
-  /** Takes #ended out of their slots, ENDED_REMOVAL_DELAY_MS after the first of them ended; null when none waits. */
-  #removal: TimerHandle | null = null;
-  /** A removal is queued for this poll phase's end (a closing slot waits for its ended tasks). */
-  #removingNow = false;
+  /** Brings the slots up to date, SLOT_TASKS_DELAY_MS after the first change waiting; null when none waits. */
+  #sync: TimerHandle | null = null;
+  /** A sync is queued for this poll phase's end (a closing slot waits for its ended tasks). */
+  #syncingNow = false;
   readonly #runners = new Map<AllocationID, SlotTaskRunner>();
 
   constructor(options: RunningTasksOptions) {
@@ -118,18 +126,26 @@ export class RunningTasks {
         errors.push(error as Error);
       }
     }
-    const refusals = this.#table.addTasks(candidates);
+    // What the table would refuse now; the accepted enter their slots later (#syncSoon), so one that has not
+    // entered yet is a duplicate here.
+    const refusals = this.#table.checkTasks(candidates);
     const accepted: RunningTask[] = [];
     for (let i = 0; i < candidates.length; i++) {
       const task = candidates[i]!;
-      const refusal = refusals[i];
+      const refusal =
+        refusals[i] ??
+        (this.#tasks.has(task.executionAttemptId)
+          ? addTaskError(task, { reason: 'duplicate-execution-attempt' })
+          : undefined);
       if (refusal !== undefined) {
         errors[candidateAt[i]!] = refusal;
         continue;
       }
       this.#tasks.set(task.executionAttemptId, task);
       accepted.push(task);
+      this.#entering.push(task);
     }
+    if (accepted.length > 0) this.#syncSoon();
     // Deploying, where the JobMaster put them when it submitted (Flink's Task does not report it):
     // the reports start with initializing, once the call has been answered.
     if (accepted.length > 0) this.#mailbox.execute(() => this.#runAll(accepted));
@@ -145,6 +161,12 @@ export class RunningTasks {
     if (task.runner === null && task.state === 'initializing')
       return this.#finish(task, 'canceled', undefined, { name: 'TaskCanceled', message: cause });
     task.runner?.cancel(executionAttemptId, cause);
+  }
+
+  /** Cancels every attempt of the job here, its slots brought up to date for what the caller does to them next. */
+  cancelJob(jobId: JobID, cause: string): void {
+    for (const attempt of this.attemptsOf(jobId)) this.cancel(attempt, cause);
+    this.syncSlots();
   }
 
   /** Runners whose slot is no longer held (`held` says which are): freed, their close not begun yet. */
@@ -310,41 +332,64 @@ export class RunningTasks {
     } else {
       this.#report(task, state, output, error);
     }
+    // One that never entered its slot leaves nothing there.
+    if (!task.inSlot) return;
     // Out of its slot with the others that end meanwhile, after their states have gone out (JobTable flushes in a
-    // setImmediate): the TaskSlot event is the dearest part of an ending and no JobMaster waits for it — but a slot
-    // closing under its tasks does (its release, the TaskExecutor's shutdown): out in this poll phase then.
-    const first = this.#ended.push(executionAttemptId) === 1;
-    if (task.slotClosing && !this.#removingNow) {
-      this.#removingNow = true;
-      setImmediate(this.#removeEndedNow);
-    } else if (first) {
-      this.#removal = this.#clock.setTimeout(this.#removeEndedSoon, ENDED_REMOVAL_DELAY_MS);
+    // setImmediate): no JobMaster waits for it — but a slot closing under its tasks does (its release, the
+    // TaskExecutor's shutdown): out in this poll phase then.
+    this.#ended.push(executionAttemptId);
+    if (task.slotClosing && !this.#syncingNow) {
+      this.#syncingNow = true;
+      setImmediate(this.#syncNow);
+    } else {
+      this.#syncSoon();
     }
   }
 
-  readonly #removeEndedSoon = (): void => {
-    this.#removal = null;
-    this.#mailbox.execute(() => this.removeEnded());
+  #syncSoon(): void {
+    if (this.#sync === null) this.#sync = this.#clock.setTimeout(this.#syncLater, SLOT_TASKS_DELAY_MS);
+  }
+
+  readonly #syncLater = (): void => {
+    this.#sync = null;
+    this.#mailbox.execute(() => this.syncSlots());
   };
 
-  readonly #removeEndedNow = (): void => {
-    this.#removingNow = false;
-    this.#mailbox.execute(() => this.removeEnded());
+  readonly #syncNow = (): void => {
+    this.#syncingNow = false;
+    this.#mailbox.execute(() => this.syncSlots());
   };
 
   /**
-   * Takes the attempts that ended out of their slots now, not at the end of ENDED_REMOVAL_DELAY_MS: before a slot is
-   * freed (its ended tasks would hold it releasing until then) or the table closes.
+   * Brings the slots up to date now, not at the end of SLOT_TASKS_DELAY_MS: the attempts still running that have not
+   * entered their slots enter them, those that ended leave. Before anything changes a slot (a free: its tasks are
+   * canceled with it, and its ended ones would hold it releasing) or the table closes.
    */
-  removeEnded(): void {
-    if (this.#removal !== null) {
-      this.#clock.clearTimeout(this.#removal);
-      this.#removal = null;
+  syncSlots(): void {
+    if (this.#sync !== null) {
+      this.#clock.clearTimeout(this.#sync);
+      this.#sync = null;
     }
+    if (this.#entering.length > 0) this.#enter();
     if (this.#ended.length === 0) return;
     const ended = this.#ended;
     this.#ended = [];
     this.#table.removeTasksIfPresent(ended);
+  }
+
+  /** The accepted attempts still running enter their slots (the ended ones never do). */
+  #enter(): void {
+    const entering = this.#entering.filter((task) => this.#tasks.get(task.executionAttemptId) === task);
+    this.#entering = [];
+    if (entering.length === 0) return;
+    const refusals = this.#table.addTasks(entering);
+    for (let i = 0; i < entering.length; i++) {
+      const task = entering[i]!;
+      const refusal = refusals[i];
+      if (refusal === undefined) task.inSlot = true;
+      // Its slot changed since it was accepted without being brought up to date first: it cannot run there.
+      else this.cancel(task.executionAttemptId, `its slot no longer takes it: ${refusal.message}`);
+    }
   }
 
   /** The task is now in `state`; its JobMaster hears it in the next batch of updates (JobTable). */

@@ -312,7 +312,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
   async jobManagerLeaderChanged(cause: string): Promise<void> {
     if (this.#phase !== 'started') return;
     for (const [jobId, address] of this.#jobs.forgetAll()) {
-      for (const attempt of this.#tasks.attemptsOf(jobId)) this.#tasks.cancel(attempt, cause);
+      this.#tasks.cancelJob(jobId, cause);
       for (const allocationId of this.table.getAllocationIdsPerJob(jobId))
         if (this.table.getTaskSlot(allocationId)?.state === 'active') this.table.markSlotInactive(allocationId);
       this.#reoffer.set(jobId, address);
@@ -348,7 +348,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
     this.#resourceManager.close();
     this.#log(`shutting down: ${cause}`);
     const deadline = this.options['task.cancellation.grace-period'] + this.options['rpc.ask.timeout'];
-    this.#tasks.removeEnded();
+    this.#tasks.syncSlots();
     const closed = this.table.closeAsync(new Error(`the TaskExecutor is shutting down: ${cause}`));
     let bound: TimerHandle | undefined;
     await Promise.race([closed, new Promise<void>((resolve) => (bound = this.#clock.setTimeout(resolve, deadline)))]);
@@ -425,7 +425,7 @@ export class TaskExecutor implements BatchingTaskExecutorGateway {
 
   #freeSlotInternal(allocationId: AllocationID, cause: string): void {
     if (this.table.getTaskSlot(allocationId) === undefined || this.table.state === 'closed') return;
-    this.#tasks.removeEnded();
+    this.#tasks.syncSlots();
     this.table.freeSlot(allocationId, endCause(cause));
   }
 

@@ -39,7 +39,7 @@ import { slotReportOf, taskSlotInfo, type TaskSlotInfo } from './TaskSlotInfo.js
 import { resolveTaskSlotTableOptions, type FreeSlotResult, type TaskSlotTableOptions } from './TaskSlotTableOptions.js';
 import { checkAllocationRequest, describeId, duration, illegal } from './taskSlotTableChecks.js';
 import { allocationRefusalError } from './taskSlotTableRefusals.js';
-import { addTasksToSlots, removeTasksFromSlots } from './taskSlotTableTasks.js';
+import { addTasksToSlots, refusalsOfTasks, removeTasksFromSlots } from './taskSlotTableTasks.js';
 
 export type { SlotAllocationRequest, TaskSlotInfo, TaskSlotOutput, TaskSlotPayload };
 export type { FreeSlotResult, SlotActions, TaskSlotTableOptions } from './TaskSlotTableOptions.js';
@@ -205,6 +205,16 @@ export class TaskSlotTable {
     this.#requireState('addTasks', ['running']);
     if (!Array.isArray(tasks)) throw illegal('tasks', 'invalid-type', 'must be an array of tasks');
     return addTasksToSlots(this.#context, tasks);
+  }
+
+  /**
+   * What {@link addTasks} would answer for these tasks, with nothing added: a TaskExecutor accepts a
+   * submission at once and puts its task in the slot later (RunningTasks).
+   */
+  checkTasks(tasks: readonly TaskSlotPayload[]): Array<Error | undefined> {
+    this.#requireState('checkTasks', ['running']);
+    if (!Array.isArray(tasks)) throw illegal('tasks', 'invalid-type', 'must be an array of tasks');
+    return refusalsOfTasks(this.#context, tasks);
   }
 
   /**

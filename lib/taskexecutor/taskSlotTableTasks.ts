@@ -34,6 +34,25 @@ export function addTasksToSlots(
   context: TaskSlotTableContext,
   tasks: readonly TaskSlotPayload[],
 ): Array<Error | undefined> {
+  const { errors, perSlot } = placeTasks(context, tasks);
+  for (const [slot, batch] of perSlot)
+    slot.send(batch.length === 1 ? { type: 'ADD_TASK', task: batch[0]! } : { type: 'ADD_TASKS', tasks: batch });
+  return errors;
+}
+
+/** What {@link addTasksToSlots} would refuse, with nothing sent: per task in order, the error or undefined. */
+export function refusalsOfTasks(
+  context: TaskSlotTableContext,
+  tasks: readonly TaskSlotPayload[],
+): Array<Error | undefined> {
+  return placeTasks(context, tasks).errors;
+}
+
+/** Each task's refusal (the table as it will be once the tasks before it are in), and the accepted ones by slot. */
+function placeTasks(
+  context: TaskSlotTableContext,
+  tasks: readonly TaskSlotPayload[],
+): { errors: Array<Error | undefined>; perSlot: Map<TaskSlotRef, TaskSlotPayload[]> } {
   const errors: Array<Error | undefined> = [];
   const accepted = new Set<ExecutionAttemptID>();
   const perSlot = new Map<TaskSlotRef, TaskSlotPayload[]>();
@@ -44,7 +63,7 @@ export function addTasksToSlots(
       errors.push(error as Error);
       continue;
     }
-    // The table as it will be once the tasks before this one are in: only they can refuse it anew.
+    // Only the tasks before this one can refuse it anew.
     const refusal = accepted.has(task.executionAttemptId)
       ? ({ reason: 'duplicate-execution-attempt' } as const)
       : addTaskRefusalIn(context, task);
@@ -59,9 +78,7 @@ export function addTasksToSlots(
     else batch.push(task);
     errors.push(undefined);
   }
-  for (const [slot, batch] of perSlot)
-    slot.send(batch.length === 1 ? { type: 'ADD_TASK', task: batch[0]! } : { type: 'ADD_TASKS', tasks: batch });
-  return errors;
+  return { errors, perSlot };
 }
 
 /**

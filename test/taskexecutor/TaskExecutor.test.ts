@@ -29,7 +29,7 @@ import type {
   TaskExecutionStateWire,
 } from '../../lib/rpc/protocol.js';
 import type { TaskInvocation } from '../../lib/taskexecutor/SlotTaskPool.js';
-import { ENDED_REMOVAL_DELAY_MS } from '../../lib/taskexecutor/RunningTasks.js';
+import { SLOT_TASKS_DELAY_MS } from '../../lib/taskexecutor/RunningTasks.js';
 import { TaskExecutor, type SlotTaskRunner } from '../../lib/taskexecutor/TaskExecutor.js';
 
 const settle = async () => {
@@ -604,12 +604,8 @@ describe('TaskExecutor endpoint', () => {
         // deploying is the JobMaster's own
         expect(h.states.map((s) => s.state)).to.deep.equal(['initializing', 'running', 'finished']);
         expect(h.states[2]!.output).to.deep.equal({ to: 1, be: 1 });
-        // It leaves its slot with the others that end within ENDED_REMOVAL_DELAY_MS (one TaskSlot event), not at once.
-        expect(h.te.table.getTask(tdd.executionAttemptId)).to.not.equal(undefined);
-        h.clock.increment(ENDED_REMOVAL_DELAY_MS - 1);
-        await settle();
-        expect(h.te.table.getTask(tdd.executionAttemptId)).to.not.equal(undefined);
-        h.clock.increment(1);
+        // It would have entered its slot with the others of SLOT_TASKS_DELAY_MS: ended before, it never did.
+        h.clock.increment(SLOT_TASKS_DELAY_MS);
         await settle();
         expect(h.te.table.getTask(tdd.executionAttemptId)).to.equal(undefined);
         expect(h.te.table.getTaskSlot(allocationId)!.state).to.equal('active');
@@ -706,7 +702,7 @@ describe('TaskExecutor endpoint', () => {
       },
     );
 
-    it('takes the tasks of a slot that end within ENDED_REMOVAL_DELAY_MS out of it in one TaskSlot event', async () => {
+    it('puts the tasks of a slot in, and takes them out, in one TaskSlot event per SLOT_TASKS_DELAY_MS', async () => {
       const h = harness();
       await h.started();
       const allocationId = await slotFor(h);
@@ -716,30 +712,51 @@ describe('TaskExecutor endpoint', () => {
           subtaskIndex,
         }),
       );
-      await h.call(() => h.te.submitTasks(tasks));
-      await settle();
+      const inSlot = () => tasks.map((tdd) => h.te.table.getTask(tdd.executionAttemptId) !== undefined);
       h.slotEvents.length = 0;
-      // They end in three turns, 10 ms apart: all three still in the slot until the first one's window is over.
+      // Two come in one call, the third 10 ms later: none is in the slot until the first one's window is over.
+      await h.call(() => h.te.submitTasks(tasks.slice(0, 2)));
+      h.clock.increment(10);
+      await h.call(() => h.te.submitTasks(tasks.slice(2)));
+      await settle();
+      expect(h.states.filter((s) => s.state === 'running')).to.have.length(3);
+      expect(inSlot()).to.deep.equal([false, false, false]);
+      h.clock.increment(SLOT_TASKS_DELAY_MS - 10);
+      await settle();
+      expect(inSlot()).to.deep.equal([true, true, true]);
+      expect(h.slotEvents.filter((type) => type.includes('TASK'))).to.deep.equal(['ADD_TASKS']);
+      // They end in three turns, 10 ms apart: all three stay until the first one's window is over.
       for (const [i, tdd] of tasks.entries()) {
         h.runs.get(tdd.executionAttemptId)!.result.resolve({ output: i });
         await settle();
         if (i < tasks.length - 1) h.clock.increment(10);
       }
       expect(h.states.filter((s) => s.state === 'finished')).to.have.length(3);
-      expect(tasks.map((tdd) => h.te.table.getTask(tdd.executionAttemptId) !== undefined)).to.deep.equal([
-        true,
-        true,
-        true,
-      ]);
-      h.clock.increment(ENDED_REMOVAL_DELAY_MS - 20);
+      expect(inSlot()).to.deep.equal([true, true, true]);
+      h.clock.increment(SLOT_TASKS_DELAY_MS - 20);
       await settle();
-      expect(tasks.map((tdd) => h.te.table.getTask(tdd.executionAttemptId))).to.deep.equal([
-        undefined,
-        undefined,
-        undefined,
-      ]);
-      expect(h.slotEvents).to.deep.equal(['REMOVE_TASKS']);
+      expect(inSlot()).to.deep.equal([false, false, false]);
+      expect(h.slotEvents.filter((type) => type.includes('TASK'))).to.deep.equal(['ADD_TASKS', 'REMOVE_TASKS']);
       expect(h.te.table.getTaskSlot(allocationId)!.state).to.equal('active');
+    });
+
+    it('costs its slot no event for a task that ends within SLOT_TASKS_DELAY_MS, and refuses it twice', async () => {
+      const h = harness();
+      await h.started();
+      const allocationId = await slotFor(h);
+      const tdd = descriptor(allocationId);
+      h.slotEvents.length = 0;
+      await h.call(() => h.te.submitTask(tdd));
+      // Not in its slot yet, and still a duplicate: the table's own error.
+      const again = await h.call(() => h.te.submitTasks([tdd]));
+      expect(again[0]).to.include({ _tag: 'DuplicateTaskError' });
+      h.runs.get(tdd.executionAttemptId)!.result.resolve({ output: 1 });
+      await settle();
+      h.clock.increment(SLOT_TASKS_DELAY_MS);
+      await settle();
+      expect(h.states.map((s) => s.state)).to.deep.equal(['initializing', 'running', 'finished']);
+      expect(h.slotEvents.filter((type) => type.includes('TASK'))).to.deep.equal([]);
+      expect(h.te.table.getTask(tdd.executionAttemptId)).to.equal(undefined);
     });
 
     it('reports a task that fails with its serialized error, and keeps the slot', async () => {
@@ -799,6 +816,8 @@ describe('TaskExecutor endpoint', () => {
         const tdd = descriptor(allocationId);
         await h.call(() => h.te.submitTask(tdd));
         await settle();
+        // Not in its slot yet (SLOT_TASKS_DELAY_MS): the free puts it there first, so the slot's close cancels it.
+        expect(h.te.table.getTask(tdd.executionAttemptId)).to.equal(undefined);
         await h.call(() => h.te.freeSlot(allocationId, 'job canceled'));
         await settle();
         expect(h.states.at(-1)!.state).to.equal('canceled');

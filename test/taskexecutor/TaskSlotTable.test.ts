@@ -580,7 +580,7 @@ describe('TaskSlotTable', () => {
         table.addTask(earlier);
         events.length = 0;
         const [a, b, c] = [fakeTask(jobId, s0), fakeTask(jobId, s0), fakeTask(jobId, s1)];
-        const errors = table.addTasks([
+        const tasks = [
           a,
           fakeTask(jobId, inactive),
           b,
@@ -588,7 +588,13 @@ describe('TaskSlotTable', () => {
           fakeTask(jobId, s0, earlier.executionAttemptId), // already in another slot
           { ...fakeTask(jobId, s0), executionAttemptId: 'x' as ExecutionAttemptID },
           c,
-        ]);
+        ];
+        // checkTasks answers as addTasks will, and adds nothing.
+        const checked = table.checkTasks(tasks).map((e) => e?.constructor.name);
+        expect(events).to.deep.equal([]);
+        expect(table.getTasks(jobId)).to.deep.equal([earlier]);
+        const errors = table.addTasks(tasks);
+        expect(errors.map((e) => e?.constructor.name)).to.deep.equal(checked);
         expect(errors.map((e) => e?.constructor.name)).to.deep.equal([
           undefined,
           'SlotNotActiveError',
@@ -620,6 +626,7 @@ describe('TaskSlotTable', () => {
         ]);
         expect(table.getTasks(jobId)).to.deep.equal([earlier]);
         expect(() => table.addTasks('nope' as never)).to.throw(IllegalArgumentError, /tasks must be an array/);
+        expect(() => table.checkTasks('nope' as never)).to.throw(IllegalArgumentError, /tasks must be an array/);
       },
     );
 
