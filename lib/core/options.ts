@@ -186,7 +186,8 @@ export const OPTIONS = {
     '0: every requirement change is checked at once (a check here is incremental, microseconds; ' +
       "Flink's default of 50 ms made every job wait for it). Above 0: a change after a quiet period " +
       'is checked at once (next turn), later ones within this window coalesced into one trailing check; ' +
-      'a JobMaster declares its requirements at most once per this window too.',
+      'a JobMaster declares its requirements at most once per this window too (and that it needs fewer while it ' +
+      'still waits for slots at most once per 50 ms, whatever this is).',
     0,
   ),
   'slotmanager.number-of-slots.max': integer(Infinity, 'The most slots the cluster may hold.', 1, true),

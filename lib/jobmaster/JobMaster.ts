@@ -145,7 +145,7 @@ export class JobMaster implements JobMasterGateway {
       options: options.options,
       reasonFor: () => this.#o.reasonFor?.() ?? 'no reason known',
       isBlocked: (resourceId) => this.#speculation?.isBlocked(resourceId) ?? false,
-      onRequirementsChanged: () => this.#declarations.declareSoon(),
+      onRequirementsChanged: (urgent) => this.#declarations.declareSoon(urgent),
       freeSlot: (slot, cause) => this.#tell(slot.resourceId, (te) => te.freeSlot(slot.allocationId, cause.message)),
     });
     ({ pool: this.#pool, bulkChecker: this.#bulkChecker, allocator: this.#allocator } = services);

@@ -51,8 +51,12 @@ interface HeldSlot {
 }
 
 export interface JobSlotPoolOptions {
-  /** The total requirement changed: the JobMaster declares it again. */
-  readonly onRequirementsChanged: () => void;
+  /**
+   * The total requirement changed: the JobMaster declares it again — at once when `urgent` (the job needs more, let a
+   * slot go, or waits for none any more), else it may wait a little: a pending request went away while the job still
+   * waits for others (served by a slot it holds, or canceled), which no ResourceManager can act on.
+   */
+  readonly onRequirementsChanged: (urgent: boolean) => void;
   /** Gives a slot back to its TaskExecutor (it frees it and tells the ResourceManager). */
   readonly freeSlot: (slot: PhysicalSlot, cause: Error) => void;
   /** Where idle slots' timeouts run (the JobMaster's mailbox clock). */
@@ -311,7 +315,7 @@ export class JobSlotPool implements PhysicalSlotProvider {
   #forget(held: HeldSlot): void {
     if (held.idleSince !== null) this.#leaveIdle(held);
     this.#held.delete(held.slot.allocationId);
-    if (held.requested !== null) this.#count(held.requested, -1);
+    if (held.requested !== null) this.#count(held.requested, -1, true);
   }
 
   #giveBack(held: HeldSlot, cause: Error): void {
@@ -319,14 +323,14 @@ export class JobSlotPool implements PhysicalSlotProvider {
     this.#o.freeSlot(held.slot, cause);
   }
 
-  #count(profile: ResourceProfile, delta: 1 | -1): void {
+  #count(profile: ResourceProfile, delta: 1 | -1, letGo = false): void {
     const entry = this.#required.get(profile.key);
     if (entry !== undefined) {
       if ((entry.count += delta) === 0) this.#required.delete(profile.key);
     } else if (delta === 1) {
       this.#required.set(profile.key, { profile, count: 1 });
     }
-    this.#o.onRequirementsChanged();
+    this.#o.onRequirementsChanged(delta === 1 || letGo || this.#pending.size === 0);
   }
 
   /** One timer, due when the longest idle slot has been idle for slot.idle.timeout. */

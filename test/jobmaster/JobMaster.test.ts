@@ -9,6 +9,17 @@ import type { JobEvent } from '../../lib/jobmaster/JobMaster.js';
 import type { ExecutionState, TaskDeploymentDescriptor } from '../../lib/rpc/protocol.js';
 import { Harness } from './jobMasterHarness.js';
 import { edge, vertex } from './support.js';
+import { DECREASE_WINDOW_MS } from '../../lib/jobmaster/ResourceRequirementsDeclarer.js';
+
+/** The attempts submitted and not reported finished yet. */
+function unfinished(h: Harness): TaskDeploymentDescriptor[] {
+  return h.submitted.filter(
+    (d) =>
+      !h.events.some(
+        (e) => e.type === 'task' && e.executionAttemptId === d.executionAttemptId && e.state === 'finished',
+      ),
+  );
+}
 
 describe('JobMaster', () => {
   it(
@@ -342,12 +353,7 @@ describe('JobMaster', () => {
       const te = h.addExecutor('taskexecutor-a');
       const allocations = await h.offer(te, 2);
       for (let done = 0; done < 100; done++) {
-        const running = h.submitted.filter(
-          (d) =>
-            !h.events.some(
-              (e) => e.type === 'task' && e.executionAttemptId === d.executionAttemptId && e.state === 'finished',
-            ),
-        );
+        const running = unfinished(h);
         expect(running.length, `after ${done} finished`).to.equal(Math.min(2, 100 - done));
         await h.finish(running[0]!, running[0]!.subtaskIndex);
         if (done === 49) {
@@ -364,6 +370,35 @@ describe('JobMaster', () => {
       expect(result.outputs['many']).to.deep.equal(Array.from({ length: 100 }, (_, i) => i));
       expect(new Set(h.submitted.map((d) => d.allocationId))).to.deep.equal(new Set(allocations));
       expect(h.freed.sort()).to.deep.equal([...allocations].sort());
+    },
+  );
+
+  it(
+    'declares what a job reusing its slots needs less at most once per DECREASE_WINDOW_MS, ' +
+      'and at once when it waits for no slot any more',
+    async () => {
+      // The default requirement-check delay (0): every other change goes out on the mailbox's next turn.
+      const h = new Harness({ vertices: [vertex('many', 10)] });
+      await h.start();
+      expect(h.lastDeclaration()).to.deep.equal({ UNKNOWN: 10 });
+      const te = h.addExecutor('taskexecutor-a');
+      await h.offer(te, 2);
+      const running = () => unfinished(h);
+      const declarations = h.declared.length;
+      // Three finish and their slots take the next subtasks: the job needs less, and still waits for slots.
+      for (let i = 0; i < 3; i++) await h.finish(running()[0]!, i);
+      expect(h.declared.length).to.equal(declarations);
+      await h.advance(DECREASE_WINDOW_MS - 1);
+      expect(h.declared.length).to.equal(declarations);
+      await h.advance(1);
+      expect(h.declared.length).to.equal(declarations + 1);
+      expect(h.lastDeclaration()).to.deep.equal({ UNKNOWN: 7 }); // 5 waiting + 2 held
+      // Five more: the last request served, the job waits for no slot and says so at once (its two slots).
+      for (let i = 3; i < 8; i++) await h.finish(running()[0]!, i);
+      expect(h.declared.length).to.equal(declarations + 2);
+      expect(h.lastDeclaration()).to.deep.equal({ UNKNOWN: 2 });
+      for (let i = 8; i < 10; i++) await h.finish(running()[0]!, i);
+      expect(await h.master.result).to.deep.include({ status: 'finished' });
     },
   );
 

@@ -21,10 +21,12 @@ function setup(idleSlotTimeoutMs = IDLE_MS) {
   const clock = new SimulatedClock(0);
   const freed: Array<{ slot: PhysicalSlot; cause: Error }> = [];
   let changes = 0;
+  /** Whether each change was urgent (declared at once) or may wait (DECREASE_WINDOW_MS). */
+  const urgency: boolean[] = [];
   const pool = new JobSlotPool({
     clock,
     idleSlotTimeoutMs,
-    onRequirementsChanged: () => changes++,
+    onRequirementsChanged: (urgent) => (changes++, urgency.push(urgent)),
     freeSlot: (slot, cause) => freed.push({ slot, cause }),
   });
   let next = 0;
@@ -52,7 +54,7 @@ function setup(idleSlotTimeoutMs = IDLE_MS) {
           r.numberOfRequiredSlots,
         ]),
     );
-  return { clock, pool, freed, request, offer, declared, changes: () => changes };
+  return { clock, pool, freed, request, offer, declared, changes: () => changes, urgency };
 }
 
 describe('JobSlotPool', () => {
@@ -211,6 +213,29 @@ describe('JobSlotPool', () => {
       pool.cancelSlotRequest('r2', new Error('again'));
       await settle();
       expect(declared()).to.deep.equal({ UNKNOWN: 1 });
+    },
+  );
+
+  it(
+    'says a change is urgent when the job needs more, lets a slot go or waits for none any more; ' +
+      'not when a request goes while others wait',
+    async () => {
+      const { pool, request, offer, urgency } = setup();
+      const [first, second, third] = [request(), request(), request()];
+      expect(urgency.splice(0)).to.deep.equal([true, true, true]); // more
+      offer(1);
+      const slot = await first;
+      expect(urgency.splice(0)).to.deep.equal([]); // pending → held: the same declaration
+      pool.releaseSlot(slot, new Error('done'));
+      expect(await second).to.equal(slot);
+      expect(urgency.splice(0)).to.deep.equal([false]); // served by a slot it holds; one still waits
+      pool.cancelSlotRequest('r3', new Error('not needed'));
+      await third.catch(() => {});
+      expect(urgency.splice(0)).to.deep.equal([true]); // the last one gone: the job waits for no slot
+      void request();
+      urgency.length = 0;
+      pool.slotLost(slot.allocationId);
+      expect(urgency.splice(0)).to.deep.equal([true]); // a slot it held is gone
     },
   );
 
