@@ -222,9 +222,14 @@ const stallWatch = setInterval(() => {
   );
 }, STALL_MS);
 
+/** Ends the killer's wait for its next round at once (the soak is stopping). */
+let wakeKiller = (): void => {};
 async function killer(): Promise<void> {
   while (!stopping) {
-    await new Promise((resolve) => setTimeout(resolve, KILL_EVERY_S * 1000));
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, KILL_EVERY_S * 1000);
+      wakeKiller = () => (clearTimeout(timer), resolve());
+    });
     if (stopping) return;
     const executors = cluster.overview().taskExecutors;
     if (executors.length < 2) continue;
@@ -305,6 +310,7 @@ await new Promise((resolve) => setTimeout(resolve, minutes * 60_000));
 clearInterval(sampler);
 await sample();
 stopping = true;
+wakeKiller();
 await Promise.all(work);
 clearInterval(stallWatch);
 await cluster.close();
