@@ -794,6 +794,27 @@ describe('TaskExecutor endpoint', () => {
       ).to.be.instanceOf(SlotOwnerMismatchError);
     });
 
+    it('cancels the tasks when another JobManager leads, and offers their slots there once registered', async () => {
+      const h = harness();
+      await h.started();
+      const allocationId = await slotFor(h);
+      const tdd = descriptor(allocationId);
+      h.runner.startsAtOnce = false;
+      await h.call(() => h.te.submitTask(tdd));
+      await settle();
+      expect(h.offers).to.have.length(1);
+      await h.call(() => h.te.jobManagerLeaderChanged('a new leader'));
+      await settle();
+      expect(h.runs.get(tdd.executionAttemptId)!.canceled).to.equal('a new leader');
+      // Marked inactive with its task in it, then offered again at the job's address and taken back.
+      expect(h.offers).to.deep.equal([[allocationId], [allocationId]]);
+      expect(h.te.table.getTaskSlot(allocationId)!.state).to.equal('active');
+      expect(h.te.table.getTask(tdd.executionAttemptId)).to.not.equal(undefined);
+      h.clock.increment(SLOT_TASKS_DELAY_MS);
+      await settle();
+      expect(h.te.table.getTask(tdd.executionAttemptId)).to.equal(undefined);
+    });
+
     it('cancels a task through its slot runner and reports it canceled', async () => {
       const h = harness();
       await h.started();
