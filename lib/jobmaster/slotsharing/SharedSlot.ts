@@ -23,12 +23,25 @@ export interface PhysicalSlotRequest {
   readonly resourceProfile: ResourceProfile;
 }
 
+/**
+ * Told once how a physical slot request ended ({@link PhysicalSlotProvider.requestPhysicalSlot}), with the token it was
+ * made with: a listener and token instead of a promise, its resolvers and reactions, because every SharedSlot of a job
+ * of 25,000 slot sharing groups waits at once.
+ */
+export interface PhysicalSlotListener<T> {
+  physicalSlotReady(token: T, slot: PhysicalSlot): void;
+  physicalSlotFailed(token: T, cause: Error): void;
+}
+
 /** Where physical slots come from (the JobMaster's slot pool); the allocator's only effect. */
 export interface PhysicalSlotProvider {
-  /** Resolves with the slot, or rejects when it cannot be had. */
-  allocatePhysicalSlot(request: PhysicalSlotRequest): Promise<PhysicalSlot>;
   /**
-   * Gives up a request still waiting. Should reject its promise; a slot it delivers anyway is given back with
+   * Asks for a slot: `listener` hears with `token` once, the slot or why it cannot be had — never during the call, but
+   * in a microtask after it at the earliest, as a promise's reaction would.
+   */
+  requestPhysicalSlot<T>(request: PhysicalSlotRequest, listener: PhysicalSlotListener<T>, token: T): void;
+  /**
+   * Gives up a request still waiting. Should tell its listener it failed; a slot it delivers anyway is given back with
    * releaseSlot.
    */
   cancelSlotRequest(requestId: string, cause: Error): void;
@@ -120,22 +133,32 @@ export type SharedSlotState =
 
 const ignore = () => {};
 
-interface Settle {
-  readonly resolve: (slot: PhysicalSlot) => void;
-  readonly reject: (cause: Error) => void;
+/**
+ * Told once when a SharedSlot's physical request settles: its slot came, or the SharedSlot was released without one
+ * (its state tells which, and why). What the bulks of the calls that asked for it hear
+ * (SharingPhysicalSlotRequestBulk), where a reaction on a promise of the SharedSlot's would cost a promise, a reaction
+ * and two closures per group.
+ */
+export interface PhysicalRequestObserver {
+  physicalRequestSettled(slot: SharedSlot): void;
 }
 
 export class SharedSlot {
+  /** Where the provider tells every SharedSlot's physical request, the SharedSlot its token. */
+  static readonly #physical: PhysicalSlotListener<SharedSlot> = {
+    physicalSlotReady: (shared, slot) => shared.#fulfil(slot),
+    physicalSlotFailed: (shared, cause) => shared.#fail(cause),
+  };
+
   readonly requestId: string;
   readonly group: ExecutionSlotSharingGroup;
-  /** Resolves with the physical slot; rejects if the request fails or is given up first. Always handled. */
-  readonly allocated: Promise<PhysicalSlot>;
   #state: SharedSlotState = { kind: 'requested' };
   readonly #requests = new Map<string, LogicalRequest>();
   readonly #provider: PhysicalSlotProvider;
   readonly #onReleased: (slot: SharedSlot) => void;
   readonly #nextLogicalId: () => string;
-  readonly #settle: Settle;
+  /** Who hears when the physical request settles: usually one bulk, so no array for it. */
+  #observers: PhysicalRequestObserver | PhysicalRequestObserver[] | null = null;
 
   /**
    * Requests the physical slot at once. `onReleased` runs once, when the SharedSlot is released by
@@ -153,27 +176,30 @@ export class SharedSlot {
     this.#provider = options.provider;
     this.#onReleased = options.onReleased;
     this.#nextLogicalId = options.nextLogicalId;
-    let settle!: Settle;
-    this.allocated = new Promise<PhysicalSlot>((resolve, reject) => (settle = { resolve, reject }));
-    this.allocated.catch(ignore);
-    this.#settle = settle;
-    let physical: Promise<PhysicalSlot>;
+    const request = { requestId: this.requestId, resourceProfile: this.group.resourceProfile };
     try {
-      physical = this.#provider.allocatePhysicalSlot({
-        requestId: this.requestId,
-        resourceProfile: this.group.resourceProfile,
-      });
+      this.#provider.requestPhysicalSlot(request, SharedSlot.#physical, this);
     } catch (error) {
-      physical = Promise.reject(error); // a provider that throws fails the request like one that rejects
+      // A provider that throws fails the request like one that tells it failed: in a microtask, not during the call.
+      const cause = error instanceof Error ? error : new Error(String(error));
+      queueMicrotask(() => this.#fail(cause));
     }
-    physical.then(
-      (slot) => this.#fulfil(slot),
-      (cause: unknown) => this.#fail(cause instanceof Error ? cause : new Error(String(cause))),
-    );
   }
 
   get state(): SharedSlotState {
     return this.#state;
+  }
+
+  /**
+   * Tells `observer` once when the physical request settles (the slot came, or the SharedSlot was released without
+   * one). Only while it waits (`requested`): afterwards there is nothing to wait for and nothing is told.
+   */
+  observePhysicalRequest(observer: PhysicalRequestObserver): void {
+    if (this.#state.kind !== 'requested') return;
+    const observers = this.#observers;
+    if (observers === null) this.#observers = observer;
+    else if (Array.isArray(observers)) observers.push(observer);
+    else this.#observers = [observers, observer];
   }
 
   /** The subtasks holding or waiting for a logical slot here. */
@@ -264,22 +290,31 @@ export class SharedSlot {
       return;
     }
     this.#state = { kind: 'allocated', slot };
-    this.#settle.resolve(slot);
     for (const [key, request] of this.#requests) {
       if (request.kind !== 'pending') continue;
       notifyReady(request, this.#fulfilled(ExecutionVertexID.parse(key), request.id, slot, request.promise));
     }
+    this.#physicalRequestSettled();
   }
 
   #fail(cause: Error): void {
     if (this.#state.kind === 'released') return; // our own cancel coming back
     // The request failed: there is no slot to give back, only waiting subtasks to fail.
     this.#state = { kind: 'released', cause, requestFailed: true };
-    this.#settle.reject(cause);
     const requests = [...this.#requests.values()];
     this.#requests.clear();
     this.#onReleased(this);
     for (const request of requests) if (request.kind === 'pending') notifyFailed(request, cause);
+    // Last, as the promise reactions the observers replace ran after all this: a bulk's own cancels come after.
+    this.#physicalRequestSettled();
+  }
+
+  #physicalRequestSettled(): void {
+    const observers = this.#observers;
+    if (observers === null) return;
+    this.#observers = null;
+    if (!Array.isArray(observers)) return observers.physicalRequestSettled(this);
+    for (const observer of observers) observer.physicalRequestSettled(this);
   }
 
   /** Records a handed-out logical slot; `promise`: the one allocateLogicalSlot gave for its request, if any. */
@@ -337,8 +372,8 @@ export class SharedSlot {
     // on synchronously (and so re-enters the allocator) must find a fresh SharedSlot, not this one.
     this.#onReleased(this);
     if (previous.kind === 'requested') {
-      this.#settle.reject(cause);
       this.#provider.cancelSlotRequest(this.requestId, cause);
+      this.#physicalRequestSettled();
     } else {
       this.#provider.releaseSlot(previous.slot, cause);
     }
