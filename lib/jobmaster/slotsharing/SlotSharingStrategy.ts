@@ -15,6 +15,7 @@
  * candidate is dropped once looked at — taken, or already holding this vertex — so an all-to-all
  * edge costs O(p), not O(p²). Everything is in declaration / creation order: deterministic.
  */
+import { IllegalStateError } from '../../core/errors.js';
 import { ResourceProfile } from '../../core/ResourceProfile.js';
 import { ExecutionVertexID, type ExecutionGraph, type ExecutionVertex } from '../ExecutionGraph.js';
 import type { JobVertex } from '../JobGraph.js';
@@ -59,14 +60,22 @@ export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrate
   readonly #graph: ExecutionGraph;
   readonly #byKey = new Map<string, ExecutionSlotSharingGroup>();
   readonly #groups: ExecutionSlotSharingGroup[] = [];
-  readonly #builder: GroupsBuilder;
-  /** Each group as the builder keeps it -> as the allocator sees it. */
-  readonly #byGroup = new Map<GroupBuilder, ExecutionSlotSharingGroup>();
+  /**
+   * What grouping needs, kept while a vertex waits for its subtasks (the adaptive scheduler's) and let go once every
+   * vertex is grouped: a job of 100,000 subtasks would otherwise keep a map entry per subtask and a GroupBuilder per
+   * group for nothing.
+   */
+  #building: {
+    readonly builder: GroupsBuilder;
+    /** Each group as the builder keeps it -> as the allocator sees it. */
+    readonly byGroup: Map<GroupBuilder, ExecutionSlotSharingGroup>;
+  } | null;
 
   constructor(graph: ExecutionGraph) {
     this.#graph = graph;
-    this.#builder = new GroupsBuilder(graph);
+    this.#building = { builder: new GroupsBuilder(graph), byGroup: new Map() };
     for (const jobVertex of graph.jobGraph.vertices) if (graph.isInitialized(jobVertex.id)) this.#add(jobVertex.id);
+    this.#doneBuilding();
   }
 
   /**
@@ -76,12 +85,25 @@ export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrate
    */
   addJobVertex(vertexId: string): void {
     this.#add(vertexId, true);
+    this.#doneBuilding();
+  }
+
+  #doneBuilding(): void {
+    if (this.#graph.uninitialized().length === 0) this.#building = null;
   }
 
   #add(vertexId: string, late = false): void {
     const configured = this.#graph.jobGraph.slotSharingGroups;
-    for (const [g, joined] of this.#builder.add(this.#graph.jobGraph.vertex(vertexId), late)) {
-      let group = this.#byGroup.get(g);
+    const building = this.#building;
+    if (building === null)
+      throw new IllegalStateError(`every vertex of the job is grouped already, '${vertexId}' too`, {
+        component: 'LocalInputPreferredSlotSharingStrategy',
+        operation: 'addJobVertex',
+        state: 'grouped',
+        allowed: ['grouping'],
+      });
+    for (const [g, joined] of building.builder.add(this.#graph.jobGraph.vertex(vertexId), late)) {
+      let group = building.byGroup.get(g);
       if (group === undefined) {
         group = {
           id: g.id,
@@ -89,7 +111,7 @@ export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrate
           members: [],
           resourceProfile: configured.get(g.slotSharingGroup) ?? ResourceProfile.UNKNOWN,
         };
-        this.#byGroup.set(g, group);
+        building.byGroup.set(g, group);
         this.#groups.push(group);
       }
       // A new array of just its members (GroupsBuilder.add says why).
