@@ -25,6 +25,9 @@ import type { JobEvent, TaskWait } from './JobResult.js';
 import { createExecution, type ExecutionGraph, type ExecutionVertex } from './ExecutionGraph.js';
 import type { LogicalSlot } from './slotsharing/SharedSlot.js';
 
+/** What a subtask without ended attempts has of them: one shared empty list, not one each (100,000 in a large job). */
+const NO_ATTEMPTS: readonly AttemptSummary[] = Object.freeze([]);
+
 /** Terminal states, of an attempt as of a job. */
 export const TERMINAL_STATES: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
 
@@ -52,8 +55,8 @@ export interface ExecutionRecord {
   endTime: number;
   /** The TaskExecutor and slot its attempt holds or last held (kept once it ended), or null: none yet. */
   location: { readonly resourceId: ResourceID; readonly allocationId: AllocationID } | null;
-  /** Its ended attempts, oldest first, at most the history size. */
-  readonly priorAttempts: AttemptSummary[];
+  /** Its ended attempts, oldest first, at most the history size (replaced, not changed: keepEnded). */
+  priorAttempts: readonly AttemptSummary[];
   /** The number its next attempt gets (a restart's, or a speculative one's): attempt numbers are never reused. */
   nextAttemptNumber: number;
 }
@@ -150,7 +153,7 @@ export class ExecutionAttempts {
         startTime: -1,
         endTime: -1,
         location: null,
-        priorAttempts: [],
+        priorAttempts: NO_ATTEMPTS,
         nextAttemptNumber: 1,
       };
       this.#byKey.set(vertex.key, record);
@@ -274,17 +277,17 @@ export class ExecutionAttempts {
     record: ExecutionRecord,
     next: Pick<ExecutionRecord, 'attemptNumber' | 'executionAttemptId' | 'state' | 'slot' | 'startTime' | 'location'>,
   ): void {
-    this.keepEnded(record.priorAttempts, attemptOf(record));
+    this.keepEnded(record, attemptOf(record));
     this.#byAttempt.delete(record.executionAttemptId);
     Object.assign(record, next, { endTime: -1 });
     this.#byAttempt.set(record.executionAttemptId, record);
   }
 
   /** Adds an ended attempt to a subtask's, the oldest going past the history size. */
-  keepEnded(priorAttempts: AttemptSummary[], ended: AttemptSummary): void {
+  keepEnded(record: Pick<ExecutionRecord, 'priorAttempts'>, ended: AttemptSummary): void {
     if (this.#historySize === 0) return;
-    priorAttempts.push(ended);
-    if (priorAttempts.length > this.#historySize) priorAttempts.shift();
+    const kept = [...record.priorAttempts, ended];
+    record.priorAttempts = kept.length > this.#historySize ? kept.slice(1) : kept;
   }
 
   /** Whether every producer of the subtask has finished (its output, or partition, is there). */

@@ -417,7 +417,7 @@ export class SpeculativeExecutions {
       new Error(`speculative attempt ${state}`),
     );
     attempt.slot = null;
-    this.#h.executions.keepEnded(attempt.record.priorAttempts, summaryOf(attempt));
+    this.#h.executions.keepEnded(attempt.record, summaryOf(attempt));
   }
 
   #forget(attempt: SpeculativeAttempt): void {
