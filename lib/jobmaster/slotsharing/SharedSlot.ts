@@ -133,6 +133,9 @@ export type SharedSlotState =
 
 const ignore = () => {};
 
+/** Every SharedSlot's first state, shared: 25,000 groups of a large job wait in it at once. */
+const REQUESTED: SharedSlotState = Object.freeze({ kind: 'requested' });
+
 /**
  * Told once when a SharedSlot's physical request settles: its slot came, or the SharedSlot was released without one
  * (its state tells which, and why). What the bulks of the calls that asked for it hear
@@ -152,7 +155,7 @@ export class SharedSlot {
 
   readonly requestId: string;
   readonly group: ExecutionSlotSharingGroup;
-  #state: SharedSlotState = { kind: 'requested' };
+  #state: SharedSlotState = REQUESTED;
   readonly #requests = new Map<string, LogicalRequest>();
   readonly #provider: PhysicalSlotProvider;
   readonly #onReleased: (slot: SharedSlot) => void;
