@@ -52,7 +52,10 @@ export interface PhysicalSlotProvider {
 /** A subtask's share of a physical slot. */
 export interface LogicalSlot {
   readonly executionVertexId: ExecutionVertexID;
-  /** Unique within the allocator, like Flink's logical SlotRequestId. */
+  /**
+   * Unique within the allocator, like Flink's logical SlotRequestId; given as the slot is handed out (a request that
+   * waits holds no string of its own).
+   */
   readonly slotRequestId: string;
   readonly groupId: string;
   readonly physicalSlot: PhysicalSlot;
@@ -83,7 +86,8 @@ interface Waiter {
 type LogicalRequest =
   | {
       readonly kind: 'pending';
-      readonly id: string;
+      /** The subtask as it was asked for (what its LogicalSlot tells). */
+      readonly executionVertexId: ExecutionVertexID;
       /** Who asked (one listener and token, inline: a request per subtask waits in a large job). */
       readonly listener: LogicalSlotListener<unknown>;
       readonly token: unknown;
@@ -94,7 +98,6 @@ type LogicalRequest =
     }
   | {
       readonly kind: 'fulfilled';
-      readonly id: string;
       readonly slot: LogicalSlot;
       promise: Promise<LogicalSlot> | null;
       readonly release: (cause: Error) => void;
@@ -242,8 +245,15 @@ export class SharedSlot {
     } else if (this.#state.kind === 'allocated') {
       listener.slotReady(token, this.#fulfilled(id, this.#nextLogicalId(), this.#state.slot, null));
     } else {
-      const requestId = this.#nextLogicalId();
-      this.#requests.set(key, { kind: 'pending', id: requestId, listener: asked, token, more: null, promise: null });
+      const request: PendingRequest = {
+        kind: 'pending',
+        executionVertexId: id,
+        listener: asked,
+        token,
+        more: null,
+        promise: null,
+      };
+      this.#requests.set(key, request);
     }
   }
 
@@ -293,9 +303,10 @@ export class SharedSlot {
       return;
     }
     this.#state = { kind: 'allocated', slot };
-    for (const [key, request] of this.#requests) {
+    for (const request of this.#requests.values()) {
       if (request.kind !== 'pending') continue;
-      notifyReady(request, this.#fulfilled(ExecutionVertexID.parse(key), request.id, slot, request.promise));
+      const logical = this.#fulfilled(request.executionVertexId, this.#nextLogicalId(), slot, request.promise);
+      notifyReady(request, logical);
     }
     this.#physicalRequestSettled();
   }
@@ -346,7 +357,6 @@ export class SharedSlot {
     };
     this.#requests.set(ExecutionVertexID.key(id), {
       kind: 'fulfilled',
-      id: requestId,
       slot: logical,
       promise,
       release,
