@@ -8,7 +8,7 @@
 import { IllegalStateError } from '../../core/errors.js';
 import type { AllocationID, ResourceID } from '../../core/ids.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
-import { ExecutionVertexID } from '../ExecutionGraph.js';
+import type { ExecutionVertexID } from '../ExecutionGraph.js';
 import type { ExecutionSlotSharingGroup } from './SlotSharingStrategy.js';
 
 /** A slot leased to the job on a TaskExecutor. */
@@ -98,6 +98,7 @@ type LogicalRequest =
     }
   | {
       readonly kind: 'fulfilled';
+      readonly executionVertexId: ExecutionVertexID;
       readonly slot: LogicalSlot;
       promise: Promise<LogicalSlot> | null;
       readonly release: (cause: Error) => void;
@@ -159,7 +160,12 @@ export class SharedSlot {
   readonly requestId: string;
   readonly group: ExecutionSlotSharingGroup;
   #state: SharedSlotState = REQUESTED;
-  readonly #requests = new Map<string, LogicalRequest>();
+  /**
+   * The subtasks' requests, pending or fulfilled, in request order, one per subtask: a list, not a Map by subtask key
+   * — a group holds a few subtasks (one per job vertex), and a Map and a key string each cost a job of 25,000 groups
+   * more than the requests themselves.
+   */
+  #requests: LogicalRequest[] = [];
   readonly #provider: PhysicalSlotProvider;
   readonly #onReleased: (slot: SharedSlot) => void;
   readonly #nextLogicalId: () => string;
@@ -210,21 +216,20 @@ export class SharedSlot {
 
   /** The subtasks holding or waiting for a logical slot here. */
   get logicalSlotCount(): number {
-    return this.#requests.size;
+    return this.#requests.length;
   }
 
   /** The subtask's logical slot; the same promise while its request lives (Flink de-duplicates too). */
   allocateLogicalSlot(id: ExecutionVertexID): Promise<LogicalSlot> {
     this.#requireUnreleased('allocateLogicalSlot');
-    const key = ExecutionVertexID.key(id);
-    const existing = this.#requests.get(key);
+    const existing = this.#requestOf(id);
     if (existing?.promise) return existing.promise;
     let deferred!: Deferred;
     const promise = new Promise<LogicalSlot>((resolve, reject) => (deferred = { resolve, reject }));
     promise.catch(ignore); // the caller may drop it; a failed slot must not be an unhandled rejection
     this.requestLogicalSlot(id, SETTLE_PROMISE, deferred);
     // A request of an unreleased SharedSlot leaves its entry, pending or fulfilled: the promise is the subtask's now.
-    this.#requests.get(key)!.promise = promise;
+    this.#requestOf(id)!.promise = promise;
     return promise;
   }
 
@@ -235,8 +240,7 @@ export class SharedSlot {
    */
   requestLogicalSlot<T>(id: ExecutionVertexID, listener: LogicalSlotListener<T>, token: T): void {
     this.#requireUnreleased('requestLogicalSlot');
-    const key = ExecutionVertexID.key(id);
-    const existing = this.#requests.get(key);
+    const existing = this.#requestOf(id);
     const asked = listener as LogicalSlotListener<unknown>;
     if (existing?.kind === 'pending') {
       (existing.more ??= []).push({ listener: asked, token });
@@ -253,7 +257,7 @@ export class SharedSlot {
         more: null,
         promise: null,
       };
-      this.#requests.set(key, request);
+      this.#add(request);
     }
   }
 
@@ -263,10 +267,9 @@ export class SharedSlot {
    * whether a request was canceled.
    */
   cancelLogicalSlotRequest(id: ExecutionVertexID, cause: Error): boolean {
-    const key = ExecutionVertexID.key(id);
-    const request = this.#requests.get(key);
+    const request = this.#requestOf(id);
     if (request?.kind !== 'pending') return false;
-    this.#requests.delete(key);
+    this.#forget(request);
     notifyFailed(request, cause);
     this.#releaseIfEmpty(cause);
     return true;
@@ -274,10 +277,9 @@ export class SharedSlot {
 
   /** Returns a subtask's logical slot (or cancels its waiting request). Returns whether it had one. */
   returnLogicalSlot(id: ExecutionVertexID, cause: Error): boolean {
-    const key = ExecutionVertexID.key(id);
-    const request = this.#requests.get(key);
+    const request = this.#requestOf(id);
     if (request === undefined) return false;
-    this.#requests.delete(key);
+    this.#forget(request);
     if (request.kind === 'pending') notifyFailed(request, cause);
     else request.release(cause);
     this.#releaseIfEmpty(cause);
@@ -287,8 +289,8 @@ export class SharedSlot {
   /** The physical slot is gone or the job is done with it: every logical slot fails or is released. */
   release(cause: Error): void {
     if (this.#state.kind === 'released') return;
-    const requests = [...this.#requests.values()];
-    this.#requests.clear();
+    const requests = this.#requests;
+    this.#requests = [];
     this.#releaseOnce(cause);
     for (const request of requests) {
       if (request.kind === 'pending') notifyFailed(request, cause);
@@ -303,8 +305,10 @@ export class SharedSlot {
       return;
     }
     this.#state = { kind: 'allocated', slot };
-    for (const request of this.#requests.values()) {
-      if (request.kind !== 'pending') continue;
+    // A copy: a listener told may return its slot (or release them all) at once; a request gone by then is not handed
+    // a slot, as iterating a Map of them would skip it.
+    for (const request of [...this.#requests]) {
+      if (request.kind !== 'pending' || !this.#requests.includes(request)) continue;
       const logical = this.#fulfilled(request.executionVertexId, this.#nextLogicalId(), slot, request.promise);
       notifyReady(request, logical);
     }
@@ -315,8 +319,8 @@ export class SharedSlot {
     if (this.#state.kind === 'released') return; // our own cancel coming back
     // The request failed: there is no slot to give back, only waiting subtasks to fail.
     this.#state = { kind: 'released', cause, requestFailed: true };
-    const requests = [...this.#requests.values()];
-    this.#requests.clear();
+    const requests = this.#requests;
+    this.#requests = [];
     this.#onReleased(this);
     for (const request of requests) if (request.kind === 'pending') notifyFailed(request, cause);
     // Last, as the promise reactions the observers replace ran after all this: a bulk's own cancels come after.
@@ -355,13 +359,34 @@ export class SharedSlot {
       alive = false;
       markReleased(cause);
     };
-    this.#requests.set(ExecutionVertexID.key(id), {
-      kind: 'fulfilled',
-      slot: logical,
-      promise,
-      release,
-    });
+    const fulfilled: LogicalRequest = { kind: 'fulfilled', executionVertexId: id, slot: logical, promise, release };
+    // In the place of its pending request, if it had one: request order stays.
+    const at = this.#indexOf(id);
+    if (at < 0) this.#add(fulfilled);
+    else this.#requests[at] = fulfilled;
     return logical;
+  }
+
+  #indexOf(id: ExecutionVertexID): number {
+    const requests = this.#requests;
+    for (let i = 0; i < requests.length; i++) {
+      const other = requests[i]!.executionVertexId;
+      if (other.subtaskIndex === id.subtaskIndex && other.vertexId === id.vertexId) return i;
+    }
+    return -1;
+  }
+
+  #requestOf(id: ExecutionVertexID): LogicalRequest | undefined {
+    return this.#requests[this.#indexOf(id)];
+  }
+
+  /** A copy one longer, not push: an array grown by push keeps room for ~17 requests, a group has a few. */
+  #add(request: LogicalRequest): void {
+    this.#requests = this.#requests.concat([request]);
+  }
+
+  #forget(request: LogicalRequest): void {
+    this.#requests.splice(this.#requests.indexOf(request), 1);
   }
 
   #requireUnreleased(operation: string): void {
@@ -373,7 +398,7 @@ export class SharedSlot {
   }
 
   #releaseIfEmpty(cause: Error): void {
-    if (this.#requests.size === 0) this.#releaseOnce(cause);
+    if (this.#requests.length === 0) this.#releaseOnce(cause);
   }
 
   /** The one place the physical slot goes back. */
