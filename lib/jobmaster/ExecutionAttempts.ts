@@ -196,8 +196,8 @@ export class ExecutionAttempts {
   observe(record: ExecutionRecord, timestamp: number): void {
     if (record.state === 'deploying' && record.startTime < 0) record.startTime = timestamp;
     if (TERMINAL_STATES.has(record.state) && record.endTime < 0) record.endTime = timestamp;
-    if (record.slot !== null)
-      record.location = { resourceId: record.slot.resourceId, allocationId: record.slot.allocationId };
+    // The physical slot itself: one object per slot the job held, not one per subtask that ran in it.
+    if (record.slot !== null) record.location = record.slot.physicalSlot;
     else if (record.state === 'created') record.location = null;
   }
 

@@ -20,7 +20,7 @@ function attemptsOf(historySize = 16): ExecutionAttempts {
 
 /** A slot as the record holds it (only where it is matters here). */
 function slotOn(resourceId: string, allocationId: string): LogicalSlot {
-  return { resourceId, allocationId } as unknown as LogicalSlot;
+  return { resourceId, allocationId, physicalSlot: { resourceId, allocationId } } as unknown as LogicalSlot;
 }
 
 describe('ExecutionAttempts', () => {
