@@ -66,8 +66,11 @@ export interface SlotRequest {
   readonly record: ExecutionRecord;
   /** The attempt it was asked for: a slot that comes for an older attempt is not this one's. */
   readonly attempt: ExecutionAttemptID;
-  /** When it was asked for (the JobMaster's clock), for the slot assignment's latency. */
-  readonly requestedAt: number;
+  /**
+   * When it was asked for, for the slot assignment's latency: ms after the deployer started (on the JobMaster's clock),
+   * a small integer kept in the token itself, where a timestamp would be a heap number per request.
+   */
+  readonly requestedAfter: number;
 }
 
 /** The JobEvent telling the attempt's state now, where it runs (if it has a slot) and its error. */

@@ -63,7 +63,7 @@ describe('ExecutionAttempts', () => {
     const [src0, src1, sink] = [...attempts.values()];
     src0!.state = 'failed';
     src1!.state = 'scheduled';
-    src1!.slotRequest = { record: src1!, attempt: src1!.executionAttemptId, requestedAt: 0 }; // still out
+    src1!.slotRequest = { record: src1!, attempt: src1!.executionAttemptId, requestedAfter: 0 }; // still out
     sink!.state = 'scheduled';
     const { restarted, reslot } = attempts.restartFailed();
     expect(restarted).to.deep.equal([src0]);
