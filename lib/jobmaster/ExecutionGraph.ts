@@ -106,7 +106,8 @@ const NONE: readonly never[] = Object.freeze([]);
 
 export class ExecutionGraph {
   readonly jobGraph: JobGraph;
-  readonly #vertices = new Map<string, ExecutionVertex>();
+  /** Subtasks in all (each found through its job vertex's list: no Map entry per subtask, 100,000 in a large job). */
+  #size = 0;
   readonly #byJobVertex = new Map<string, readonly ExecutionVertex[]>();
   /** Only subtasks that have inputs, or consumers, are in these (the others have NONE). */
   readonly #inputs = new Map<string, readonly ExecutionInput[]>();
@@ -223,11 +224,11 @@ export class ExecutionGraph {
       Array.from({ length: parallelism }, (_, subtaskIndex) => {
         const id = ExecutionVertexID.of(jobVertex.id, subtaskIndex);
         const vertex: ExecutionVertex = Object.freeze({ id, key: ExecutionVertexID.key(id), jobVertex, parallelism });
-        this.#vertices.set(vertex.key, vertex);
         return vertex;
       }),
     );
     this.#byJobVertex.set(jobVertex.id, consumers);
+    this.#size += parallelism;
     const edges = this.jobGraph.inputsOf(jobVertex.id);
     if (edges.length === 0) return consumers;
     const inputs = consumers.map(() => [] as ExecutionInput[]);
@@ -272,14 +273,14 @@ export class ExecutionGraph {
 
   /** Number of subtasks. */
   get size(): number {
-    return this.#vertices.size;
+    return this.#size;
   }
 
   /** The subtask with this id or key; throws IllegalArgumentError if the graph has none. */
   vertex(id: ExecutionVertexID | string): ExecutionVertex {
-    const key = typeof id === 'string' ? id : ExecutionVertexID.key(id);
-    const vertex = this.#vertices.get(key);
+    const vertex = this.#find(id);
     if (vertex === undefined) {
+      const key = typeof id === 'string' ? id : ExecutionVertexID.key(id);
       throw new IllegalArgumentError(
         'invalid-value',
         `no subtask ${key} in job '${this.jobGraph.name}' ` +
@@ -327,6 +328,24 @@ export class ExecutionGraph {
   /** The subtasks of the vertices without outputs: their outputs are the job's result. */
   sinks(): readonly ExecutionVertex[] {
     return this.#sinks;
+  }
+
+  /** The subtask with this id or key (a look-up by its key's exact text, as a Map by key did), or undefined. */
+  #find(id: ExecutionVertexID | string): ExecutionVertex | undefined {
+    if (typeof id === 'string') return this.#byKey(id);
+    const { vertexId, subtaskIndex } = id;
+    if (typeof vertexId === 'string' && typeof subtaskIndex === 'number')
+      return this.#byJobVertex.get(vertexId)?.[subtaskIndex];
+    return this.#byKey(ExecutionVertexID.key(id));
+  }
+
+  /** The subtask whose key is exactly `key` (`<vertexId>#<subtaskIndex>`, the index as String(index) writes it). */
+  #byKey(key: string): ExecutionVertex | undefined {
+    const at = key.lastIndexOf('#');
+    if (at < 0) return undefined;
+    const index = Number(key.slice(at + 1));
+    if (String(index) !== key.slice(at + 1)) return undefined;
+    return this.#byJobVertex.get(key.slice(0, at))?.[index];
   }
 
   #resolve(ev: ExecutionVertex | ExecutionVertexID | string): ExecutionVertex {
