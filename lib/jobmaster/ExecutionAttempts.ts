@@ -125,7 +125,10 @@ export interface ExecutionSummary extends AttemptSummary {
 }
 
 export class ExecutionAttempts {
-  readonly #byKey = new Map<string, ExecutionRecord>();
+  /** Every record, in the order added: topological, each vertex's subtasks by index. */
+  readonly #all: ExecutionRecord[] = [];
+  /** Per job vertex, its records by subtask index: no Map entry per subtask (100,000 in a large job). */
+  readonly #byVertex = new Map<string, ExecutionRecord[]>();
   /** Current attempts only: an older attempt's ID is not found. */
   readonly #byAttempt = new Map<ExecutionAttemptID, ExecutionRecord>();
 
@@ -159,18 +162,25 @@ export class ExecutionAttempts {
         priorAttempts: NO_ATTEMPTS,
         nextAttemptNumber: 1,
       };
-      this.#byKey.set(vertex.key, record);
+      const { vertexId, subtaskIndex } = vertex.id;
+      let records = this.#byVertex.get(vertexId);
+      if (records === undefined) this.#byVertex.set(vertexId, (records = []));
+      // A subtask added again takes its own place back (as a Map by key would keep it).
+      const earlier = records[subtaskIndex];
+      if (earlier === undefined) this.#all.push(record);
+      else this.#all[this.#all.indexOf(earlier)] = record;
+      records[subtaskIndex] = record;
       this.#byAttempt.set(record.executionAttemptId, record);
       return record;
     });
   }
 
   get size(): number {
-    return this.#byKey.size;
+    return this.#all.length;
   }
 
   values(): IterableIterator<ExecutionRecord> {
-    return this.#byKey.values();
+    return this.#all.values();
   }
 
   /**
@@ -183,7 +193,7 @@ export class ExecutionAttempts {
       const vertex = this.#graph.jobGraph.vertices.some((v) => v.id === vertexId)
         ? this.#graph.subtasksOf(vertexId)[subtaskIndex]
         : undefined;
-      const record = vertex === undefined ? undefined : this.#byKey.get(vertex.key);
+      const record = vertex === undefined ? undefined : this.#recordOf(vertex);
       if (record === undefined || record.state === 'finished') continue;
       Object.assign(record, { state: 'finished', output, partition, hasOutput: true });
       restored.push(record);
@@ -217,7 +227,11 @@ export class ExecutionAttempts {
 
   /** The record of a subtask of the graph. */
   of(vertex: ExecutionVertex): ExecutionRecord {
-    return this.#byKey.get(vertex.key)!;
+    return this.#recordOf(vertex)!;
+  }
+
+  #recordOf(vertex: ExecutionVertex): ExecutionRecord | undefined {
+    return this.#byVertex.get(vertex.id.vertexId)?.[vertex.id.subtaskIndex];
   }
 
   /** The subtask whose current attempt this is, or undefined (an older attempt, or none of this job). */
@@ -227,16 +241,12 @@ export class ExecutionAttempts {
 
   /** The subtasks whose current attempt holds that slot and has not ended. */
   inSlot(allocationId: AllocationID): ExecutionRecord[] {
-    return [...this.#byKey.values()].filter(
-      (r) => r.slot?.allocationId === allocationId && !TERMINAL_STATES.has(r.state),
-    );
+    return this.#all.filter((r) => r.slot?.allocationId === allocationId && !TERMINAL_STATES.has(r.state));
   }
 
   /** Whether an attempt is on a TaskExecutor (deploying, initializing or running). */
   anyDeployed(): boolean {
-    return [...this.#byKey.values()].some(
-      (r) => r.state === 'deploying' || r.state === 'initializing' || r.state === 'running',
-    );
+    return this.#all.some((r) => r.state === 'deploying' || r.state === 'initializing' || r.state === 'running');
   }
 
   /**
@@ -251,7 +261,7 @@ export class ExecutionAttempts {
     const restarted: ExecutionRecord[] = [];
     const reslot: ExecutionRecord[] = [];
     const slotted: ExecutionRecord[] = [];
-    for (const r of this.#byKey.values()) {
+    for (const r of this.#all) {
       if (r.state === 'failed' || r.state === 'canceled') restarted.push(r);
       else if (r.state !== 'scheduled') continue;
       else if (r.slot !== null) slotted.push(r);
@@ -311,7 +321,7 @@ export class ExecutionAttempts {
    * `concurrent` says run beside it (speculative ones).
    */
   summaries(concurrent: (record: ExecutionRecord) => readonly AttemptSummary[] = () => []): ExecutionSummary[] {
-    return [...this.#byKey.values()].map((r) => ({
+    return this.#all.map((r) => ({
       key: r.vertex.key,
       vertexId: r.vertex.id.vertexId,
       subtaskIndex: r.vertex.id.subtaskIndex,
