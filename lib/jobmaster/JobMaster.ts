@@ -57,7 +57,7 @@ import { ResourceRequirementsDeclarer } from './ResourceRequirementsDeclarer.js'
 import { schedulingStrategyOf } from './SchedulingStrategy.js';
 import { SpeculativeExecutions } from './speculative/SpeculativeExecutions.js';
 import { TaskDeploymentDescriptorFactory } from './TaskDeploymentDescriptorFactory.js';
-import { checkStateUpdate, checkStateUpdates } from './taskExecutionStateWire.js';
+import { canonicalState, checkStateUpdate, checkStateUpdates } from './taskExecutionStateWire.js';
 
 export type { JobEvent, JobResult } from './JobResult.js';
 export type { JobMasterOptions } from './JobMasterOptions.js';
@@ -319,7 +319,7 @@ export class JobMaster implements JobMasterGateway {
     // A failed attempt's event comes from #failed, as every failed attempt's does.
     if (update.state === 'failed')
       return this.#failed(record, update.error ?? { name: 'Error', message: 'the task failed' });
-    record.state = update.state;
+    record.state = canonicalState(update.state);
     this.#events.task(record, update.error ?? null);
     if (update.state === 'finished') this.#finished(record, update.output, update.partition ?? null);
     else if (update.state === 'canceled') this.#canceledByExecutor(record);
