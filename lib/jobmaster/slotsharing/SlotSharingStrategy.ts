@@ -153,7 +153,8 @@ function sumOf(members: readonly ExecutionVertex[]): ResourceProfile {
 /** Flink's build(), one job vertex at a time (topological order): the groups so far, and their candidates. */
 class GroupsBuilder {
   readonly #graph: ExecutionGraph;
-  readonly #groupOf = new Map<ExecutionVertex, GroupBuilder>();
+  /** Per job vertex, each subtask's group by subtask index (no Map entry per subtask: 100,000 in a large job). */
+  readonly #groupsOf = new Map<string, Array<GroupBuilder | undefined>>();
   /** Per slot sharing group, its groups in creation order. */
   readonly #bySharingGroup = new Map<string, GroupBuilder[]>();
   /** `<co-location group>#<subtask index>` -> the group the constraint chose. */
@@ -171,13 +172,17 @@ class GroupsBuilder {
    */
   add(jobVertex: JobVertex, late: boolean): Map<GroupBuilder, ExecutionVertex[]> {
     const graph = this.#graph;
+    const subtasks = graph.subtasksOf(jobVertex.id);
+    // A place per subtask from the start: the passes below fill it out of subtask order.
+    const placed = Array.from({ length: subtasks.length }, (): GroupBuilder | undefined => undefined);
+    this.#groupsOf.set(jobVertex.id, placed);
     const joinedNow = new Map<GroupBuilder, ExecutionVertex[]>();
     const fixedProfile = (group: GroupBuilder) =>
       graph.jobGraph.slotSharingGroups.has(group.slotSharingGroup) || sumOf(group.members).isUnknown();
     const join = (ev: ExecutionVertex, group: GroupBuilder) => {
       group.members.push(ev);
       group.jobVertices.push(ev.jobVertex.id);
-      this.#groupOf.set(ev, group);
+      placed[ev.id.subtaskIndex] = group;
       const list = joinedNow.get(group);
       if (list === undefined) joinedNow.set(group, [ev]);
       else list.push(ev);
@@ -191,7 +196,7 @@ class GroupsBuilder {
         if (list === undefined) {
           const producerVertex = graph.jobGraph.vertex(input.edge.from);
           const same = producerVertex.slotSharingGroup === ev.jobVertex.slotSharingGroup;
-          list = same ? [...new Set(input.producers.map((p) => this.#groupOf.get(p)!))] : [];
+          list = same ? [...new Set(input.producers.map((p) => this.#groupOf(p)))] : [];
           this.#candidates.set(input.producers, list);
         }
         while (list.length > 0) {
@@ -202,7 +207,6 @@ class GroupsBuilder {
       return undefined;
     };
 
-    const subtasks = graph.subtasksOf(jobVertex.id);
     const constraintKey = (ev: ExecutionVertex) => `${jobVertex.coLocationGroup}#${ev.id.subtaskIndex}`;
 
     // Pass 1: co-location, then a producer's group.
@@ -238,7 +242,7 @@ class GroupsBuilder {
     if (jobVertex.coLocationGroup !== null) {
       for (const ev of subtasks)
         if (!this.#byConstraint.has(constraintKey(ev)))
-          this.#byConstraint.set(constraintKey(ev), this.#groupOf.get(ev)!);
+          this.#byConstraint.set(constraintKey(ev), placed[ev.id.subtaskIndex]!);
     }
     // An array grown by push keeps room for ~17 elements, a group holds a few (one subtask per job vertex): in a job
     // of 100,000 subtasks, tens of thousands of groups and their lists. Each list the call grew, copied to its size.
@@ -247,5 +251,10 @@ class GroupsBuilder {
       group.jobVertices = group.jobVertices.slice();
     }
     return joinedNow;
+  }
+
+  /** The group of a subtask grouped already (a producer's: its vertex comes earlier in topological order). */
+  #groupOf(ev: ExecutionVertex): GroupBuilder {
+    return this.#groupsOf.get(ev.jobVertex.id)![ev.id.subtaskIndex]!;
   }
 }
