@@ -129,8 +129,6 @@ export class ExecutionAttempts {
   readonly #all: ExecutionRecord[] = [];
   /** Per job vertex, its records by subtask index: no Map entry per subtask (100,000 in a large job). */
   readonly #byVertex = new Map<string, ExecutionRecord[]>();
-  /** Current attempts only: an older attempt's ID is not found. */
-  readonly #byAttempt = new Map<ExecutionAttemptID, ExecutionRecord>();
 
   /** Attempt 0 of every subtask of the graph, created, in topological order. */
   readonly #graph: ExecutionGraph;
@@ -170,7 +168,6 @@ export class ExecutionAttempts {
       if (earlier === undefined) this.#all.push(record);
       else this.#all[this.#all.indexOf(earlier)] = record;
       records[subtaskIndex] = record;
-      this.#byAttempt.set(record.executionAttemptId, record);
       return record;
     });
   }
@@ -234,9 +231,18 @@ export class ExecutionAttempts {
     return this.#byVertex.get(vertex.id.vertexId)?.[vertex.id.subtaskIndex];
   }
 
-  /** The subtask whose current attempt this is, or undefined (an older attempt, or none of this job). */
+  /**
+   * The subtask whose current attempt this is, or undefined (an older attempt, or none of this job). Found through the
+   * ID's label — every attempt of a subtask is labelled `<32 hex>_<vertex>_<subtask>_<attempt>` (attemptId) — and
+   * checked against the subtask's current attempt: no Map of every attempt ID (100,000 in a large job).
+   */
   current(executionAttemptId: ExecutionAttemptID): ExecutionRecord | undefined {
-    return this.#byAttempt.get(executionAttemptId);
+    const id = executionAttemptId;
+    const last = id.lastIndexOf('_');
+    const before = last > 33 ? id.lastIndexOf('_', last - 1) : -1;
+    if (before < 33) return undefined;
+    const record = this.#byVertex.get(id.slice(33, before))?.[Number(id.slice(before + 1, last))];
+    return record?.executionAttemptId === id ? record : undefined;
   }
 
   /** The subtasks whose current attempt holds that slot and has not ended. */
@@ -291,9 +297,7 @@ export class ExecutionAttempts {
     next: Pick<ExecutionRecord, 'attemptNumber' | 'executionAttemptId' | 'state' | 'slot' | 'startTime' | 'location'>,
   ): void {
     this.keepEnded(record, attemptOf(record));
-    this.#byAttempt.delete(record.executionAttemptId);
     Object.assign(record, next, { endTime: -1 });
-    this.#byAttempt.set(record.executionAttemptId, record);
   }
 
   /** Adds an ended attempt to a subtask's, the oldest going past the history size. */

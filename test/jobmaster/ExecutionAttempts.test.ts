@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { ExecutionAttemptID } from '../../lib/core/ids.js';
 import { ExecutionAttempts } from '../../lib/jobmaster/ExecutionAttempts.js';
 import { ExecutionGraph } from '../../lib/jobmaster/ExecutionGraph.js';
 import { JobGraph } from '../../lib/jobmaster/JobGraph.js';
@@ -32,6 +33,18 @@ describe('ExecutionAttempts', () => {
       ['sink#0', 0, 'created'],
     ]);
     for (const record of attempts.values()) expect(attempts.current(record.executionAttemptId)).to.equal(record);
+  });
+
+  it('finds by ExecutionAttemptID only a current attempt of its own: no look-alike, no ID without a label', () => {
+    const attempts = attemptsOf();
+    const [src0] = [...attempts.values()];
+    const id = src0!.executionAttemptId;
+    const other = `${'0'.repeat(32)}${id.slice(32)}` as ExecutionAttemptID;
+    for (const wrong of [other, id.slice(0, 32), `${id.slice(0, 33)}_0_0`, `${id}_0`, `${id.slice(0, 33)}src_x_0`])
+      expect(attempts.current(wrong as ExecutionAttemptID), wrong).to.equal(undefined);
+    expect(attempts.current(ExecutionAttemptID.generate({ vertex: 'src', subtask: 0, attempt: 0 }))).to.equal(
+      undefined,
+    );
   });
 
   it(
