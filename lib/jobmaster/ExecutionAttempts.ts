@@ -49,10 +49,13 @@ export interface ExecutionRecord {
   /** Where its finished attempt's output stays instead (its TaskExecutor's result partition). */
   partition: ResultPartitionWire | null;
   hasOutput: boolean;
-  /** Epoch ms (the JobMaster's clock) its attempt started deploying, -1 before. */
-  startTime: number;
-  /** Epoch ms its attempt ended, -1 while it has not. */
-  endTime: number;
+  /**
+   * Epoch ms (the JobMaster's clock) its attempt started deploying, null before (-1 in its AttemptSummary). Null, not
+   * -1: once a timestamp was stored, V8 would box a -1 in a heap number for every new record (100,000 in a large job).
+   */
+  startTime: number | null;
+  /** Epoch ms its attempt ended, null while it has not (as startTime). */
+  endTime: number | null;
   /** The TaskExecutor and slot its attempt holds or last held (kept once it ended), or null: none yet. */
   location: { readonly resourceId: ResourceID; readonly allocationId: AllocationID } | null;
   /** Its ended attempts, oldest first, at most the history size (replaced, not changed: keepEnded). */
@@ -154,8 +157,8 @@ export class ExecutionAttempts {
         output: undefined,
         partition: null,
         hasOutput: false,
-        startTime: -1,
-        endTime: -1,
+        startTime: null,
+        endTime: null,
         location: null,
         priorAttempts: NO_ATTEMPTS,
         nextAttemptNumber: 1,
@@ -204,8 +207,8 @@ export class ExecutionAttempts {
    * back — and sent back to wait for its inputs, it holds none.
    */
   observe(record: ExecutionRecord, timestamp: number): void {
-    if (record.state === 'deploying' && record.startTime < 0) record.startTime = timestamp;
-    if (TERMINAL_STATES.has(record.state) && record.endTime < 0) record.endTime = timestamp;
+    if (record.state === 'deploying' && record.startTime === null) record.startTime = timestamp;
+    if (TERMINAL_STATES.has(record.state) && record.endTime === null) record.endTime = timestamp;
     // The physical slot itself: one object per slot the job held, not one per subtask that ran in it.
     if (record.slot !== null) record.location = record.slot.physicalSlot;
     else if (record.state === 'created') record.location = null;
@@ -280,7 +283,7 @@ export class ExecutionAttempts {
         executionAttemptId: attemptId(record.vertex, attemptNumber),
         state: 'created',
         slot: null,
-        startTime: -1,
+        startTime: null,
         location: null,
       });
       record.slotRequest = null;
@@ -297,7 +300,7 @@ export class ExecutionAttempts {
     next: Pick<ExecutionRecord, 'attemptNumber' | 'executionAttemptId' | 'state' | 'slot' | 'startTime' | 'location'>,
   ): void {
     this.keepEnded(record, attemptOf(record));
-    Object.assign(record, next, { endTime: -1 });
+    Object.assign(record, next, { endTime: null });
   }
 
   /** Adds an ended attempt to a subtask's, the oldest going past the history size. */
@@ -345,8 +348,8 @@ export function attemptOf(
     state: r.state,
     resourceId: where?.resourceId ?? null,
     allocationId: where?.allocationId ?? null,
-    startTime: r.startTime,
-    endTime: r.endTime,
+    startTime: r.startTime ?? -1,
+    endTime: r.endTime ?? -1,
   };
 }
 

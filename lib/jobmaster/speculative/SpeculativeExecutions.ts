@@ -375,7 +375,7 @@ export class SpeculativeExecutions {
       executionAttemptId: attempt.executionAttemptId,
       state,
       slot: attempt.slot,
-      startTime: attempt.startTime,
+      startTime: attempt.startTime < 0 ? null : attempt.startTime,
       location: attempt.location,
     });
     this.#h.log(
