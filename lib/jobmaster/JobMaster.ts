@@ -35,7 +35,7 @@ import {
 } from './adaptivebatch/AdaptiveVertexInitializer.js';
 import { ExecutionAttempts, TERMINAL_STATES, type ExecutionRecord } from './ExecutionAttempts.js';
 import { type DeployerHost, ExecutionDeployer } from './ExecutionDeployer.js';
-import type { ExecutionGraph } from './ExecutionGraph.js';
+import { type ExecutionGraph, ExecutionVertexID } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import type { JobMasterOptions } from './JobMasterOptions.js';
 import { JobEvents } from './JobEvents.js';
@@ -341,7 +341,7 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #finished(record: ExecutionRecord, output: unknown, partition: ResultPartitionWire | null): void {
-    this.#o.onSubtaskFinished?.({ ...record.vertex.id, output, partition });
+    this.#o.onSubtaskFinished?.({ ...ExecutionVertexID.fieldsOf(record.vertex.id), output, partition });
     record.output = output;
     record.partition = partition;
     record.hasOutput = true;

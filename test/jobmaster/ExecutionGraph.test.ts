@@ -47,6 +47,11 @@ describe('ExecutionGraph', () => {
     const graph = graphOf([v('a', 2)]);
     expect(graph.size).to.equal(2);
     expect(graph.vertex('a#1')).to.equal(graph.vertex(ExecutionVertexID.of('a', 1)));
+    // A subtask is its own ID; its fields alone are a plain one.
+    const a1 = graph.vertex('a#1');
+    expect(a1.id).to.equal(a1);
+    expect(ExecutionVertexID.fieldsOf(a1.id)).to.deep.equal(ExecutionVertexID.of('a', 1));
+    expect(ExecutionVertexID.key(a1.id)).to.equal('a#1');
     for (const key of ['a#01', 'a#1.0', 'a#-0', 'a#', 'a#length', 'a#__proto__', 'a#constructor', 'a', '#1'])
       expect(() => graph.vertex(key), key).to.throw(IllegalArgumentError, `no subtask ${key} in job`);
     for (const subtaskIndex of [2, -1, 0.5, Number.NaN])
