@@ -146,8 +146,6 @@ export class ExecutionGraph {
   readonly #uninitialized: string[] = [];
   /** By producer vertex: the subpartitions its hash edge's producers write (fixed for the job's life). */
   readonly #subpartitions = new Map<string, number>();
-  #ordered: readonly ExecutionVertex[] = NONE;
-  #sinks: readonly ExecutionVertex[] = NONE;
 
   constructor(jobGraph: JobGraph, options: ExecutionGraphOptions = {}) {
     this.jobGraph = jobGraph;
@@ -172,7 +170,6 @@ export class ExecutionGraph {
       if (jobVertex.parallelism === null) this.#uninitialized.push(jobVertex.id);
       else this.#initialize(jobVertex, jobVertex.parallelism);
     }
-    this.#index();
   }
 
   /** The vertex's parallelism: set, or decided by the adaptive scheduler; null while it is not decided. */
@@ -241,7 +238,6 @@ export class ExecutionGraph {
     }
     const subtasks = this.#initialize(jobVertex, parallelism, subpartitionRanges);
     this.#uninitialized.splice(this.#uninitialized.indexOf(jobVertex.id), 1);
-    this.#index();
     return subtasks;
   }
 
@@ -290,14 +286,10 @@ export class ExecutionGraph {
     return consumers;
   }
 
-  /** The subtasks in topological order, and the sinks', over the vertices initialized. */
-  #index(): void {
-    const { jobGraph } = this;
-    const vertices = jobGraph.vertices.filter((v) => this.#byJobVertex.has(v.id));
-    this.#ordered = Object.freeze(vertices.flatMap((v) => this.#byJobVertex.get(v.id)!));
-    this.#sinks = Object.freeze(
-      vertices.filter((v) => jobGraph.outputsOf(v.id).length === 0).flatMap((v) => this.#byJobVertex.get(v.id)!),
-    );
+  /** The subtasks of the job vertices initialized that `keep` keeps, job vertices in topological order. */
+  #subtasksOf(keep: (vertex: JobVertex) => boolean): readonly ExecutionVertex[] {
+    const vertices = this.jobGraph.vertices.filter((v) => this.#byJobVertex.has(v.id) && keep(v));
+    return Object.freeze(vertices.flatMap((v) => this.#byJobVertex.get(v.id)!));
   }
 
   /** Number of subtasks. */
@@ -349,14 +341,17 @@ export class ExecutionGraph {
     return this.#consumers.get(this.#resolve(ev).key) ?? NONE;
   }
 
-  /** Every subtask: job vertices in topological order, each one's subtasks by index. */
+  /**
+   * Every subtask: job vertices in topological order, each one's subtasks by index. A new list each call (asked for
+   * once, by the ExecutionAttempts), not one kept for the job's life beside the job vertices' own.
+   */
   verticesInTopologicalOrder(): readonly ExecutionVertex[] {
-    return this.#ordered;
+    return this.#subtasksOf(() => true);
   }
 
-  /** The subtasks of the vertices without outputs: their outputs are the job's result. */
+  /** The subtasks of the vertices without outputs: their outputs are the job's result. A new list each call, too. */
   sinks(): readonly ExecutionVertex[] {
-    return this.#sinks;
+    return this.#subtasksOf((v) => this.jobGraph.outputsOf(v.id).length === 0);
   }
 
   /** The subtask with this id or key (a look-up by its key's exact text, as a Map by key did), or undefined. */
