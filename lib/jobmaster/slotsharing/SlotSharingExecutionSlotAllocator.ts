@@ -229,7 +229,8 @@ export class SlotSharingExecutionSlotAllocator {
     const existing = this.#sharedSlots.get(group.id);
     if (existing !== undefined) return existing;
     const slot = new SharedSlot({
-      requestId: `${group.id}/p${this.#nextPhysical++}`,
+      // Joined, not a template: one flat string, not a rope of ~4 (a SharedSlot per group keeps it).
+      requestId: [group.id, '/p', this.#nextPhysical++].join(''),
       group,
       provider: this.#provider,
       nextLogicalId: this.#nextLogicalId,

@@ -229,7 +229,8 @@ class GroupsBuilder {
       let group = own[cursor];
       if (group === undefined) {
         group = {
-          id: `${jobVertex.slotSharingGroup}[${own.length}]`,
+          // Joined, not a template: in V8 a template of 13 characters or more is a rope of ~4 strings.
+          id: [jobVertex.slotSharingGroup, '[', own.length, ']'].join(''),
           slotSharingGroup: jobVertex.slotSharingGroup,
           members: [],
           jobVertices: [],
