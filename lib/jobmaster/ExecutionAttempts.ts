@@ -25,6 +25,9 @@ import type { JobEvent, TaskWait } from './JobResult.js';
 import { createExecution, type ExecutionGraph, type ExecutionVertex } from './ExecutionGraph.js';
 import type { LogicalSlot } from './slotsharing/SharedSlot.js';
 
+/** What a subtask without ended attempts has of them: one shared empty list, not one each (100,000 in a large job). */
+const NO_ATTEMPTS: readonly AttemptSummary[] = Object.freeze([]);
+
 /** Terminal states, of an attempt as of a job. */
 export const TERMINAL_STATES: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
 
@@ -46,14 +49,17 @@ export interface ExecutionRecord {
   /** Where its finished attempt's output stays instead (its TaskExecutor's result partition). */
   partition: ResultPartitionWire | null;
   hasOutput: boolean;
-  /** Epoch ms (the JobMaster's clock) its attempt started deploying, -1 before. */
-  startTime: number;
-  /** Epoch ms its attempt ended, -1 while it has not. */
-  endTime: number;
+  /**
+   * Epoch ms (the JobMaster's clock) its attempt started deploying, null before (-1 in its AttemptSummary). Null, not
+   * -1: once a timestamp was stored, V8 would box a -1 in a heap number for every new record (100,000 in a large job).
+   */
+  startTime: number | null;
+  /** Epoch ms its attempt ended, null while it has not (as startTime). */
+  endTime: number | null;
   /** The TaskExecutor and slot its attempt holds or last held (kept once it ended), or null: none yet. */
   location: { readonly resourceId: ResourceID; readonly allocationId: AllocationID } | null;
-  /** Its ended attempts, oldest first, at most the history size. */
-  readonly priorAttempts: AttemptSummary[];
+  /** Its ended attempts, oldest first, at most the history size (replaced, not changed: keepEnded). */
+  priorAttempts: readonly AttemptSummary[];
   /** The number its next attempt gets (a restart's, or a speculative one's): attempt numbers are never reused. */
   nextAttemptNumber: number;
 }
@@ -63,8 +69,11 @@ export interface SlotRequest {
   readonly record: ExecutionRecord;
   /** The attempt it was asked for: a slot that comes for an older attempt is not this one's. */
   readonly attempt: ExecutionAttemptID;
-  /** When it was asked for (the JobMaster's clock), for the slot assignment's latency. */
-  readonly requestedAt: number;
+  /**
+   * When it was asked for, for the slot assignment's latency: ms after the deployer started (on the JobMaster's clock),
+   * a small integer kept in the token itself, where a timestamp would be a heap number per request.
+   */
+  readonly requestedAfter: number;
 }
 
 /** The JobEvent telling the attempt's state now, where it runs (if it has a slot) and its error. */
@@ -119,9 +128,10 @@ export interface ExecutionSummary extends AttemptSummary {
 }
 
 export class ExecutionAttempts {
-  readonly #byKey = new Map<string, ExecutionRecord>();
-  /** Current attempts only: an older attempt's ID is not found. */
-  readonly #byAttempt = new Map<ExecutionAttemptID, ExecutionRecord>();
+  /** Every record, in the order added: topological, each vertex's subtasks by index. */
+  readonly #all: ExecutionRecord[] = [];
+  /** Per job vertex, its records by subtask index: no Map entry per subtask (100,000 in a large job). */
+  readonly #byVertex = new Map<string, ExecutionRecord[]>();
 
   /** Attempt 0 of every subtask of the graph, created, in topological order. */
   readonly #graph: ExecutionGraph;
@@ -147,24 +157,30 @@ export class ExecutionAttempts {
         output: undefined,
         partition: null,
         hasOutput: false,
-        startTime: -1,
-        endTime: -1,
+        startTime: null,
+        endTime: null,
         location: null,
-        priorAttempts: [],
+        priorAttempts: NO_ATTEMPTS,
         nextAttemptNumber: 1,
       };
-      this.#byKey.set(vertex.key, record);
-      this.#byAttempt.set(record.executionAttemptId, record);
+      const { vertexId, subtaskIndex } = vertex.id;
+      let records = this.#byVertex.get(vertexId);
+      if (records === undefined) this.#byVertex.set(vertexId, (records = []));
+      // A subtask added again takes its own place back (as a Map by key would keep it).
+      const earlier = records[subtaskIndex];
+      if (earlier === undefined) this.#all.push(record);
+      else this.#all[this.#all.indexOf(earlier)] = record;
+      records[subtaskIndex] = record;
       return record;
     });
   }
 
   get size(): number {
-    return this.#byKey.size;
+    return this.#all.length;
   }
 
   values(): IterableIterator<ExecutionRecord> {
-    return this.#byKey.values();
+    return this.#all.values();
   }
 
   /**
@@ -177,7 +193,7 @@ export class ExecutionAttempts {
       const vertex = this.#graph.jobGraph.vertices.some((v) => v.id === vertexId)
         ? this.#graph.subtasksOf(vertexId)[subtaskIndex]
         : undefined;
-      const record = vertex === undefined ? undefined : this.#byKey.get(vertex.key);
+      const record = vertex === undefined ? undefined : this.#recordOf(vertex);
       if (record === undefined || record.state === 'finished') continue;
       Object.assign(record, { state: 'finished', output, partition, hasOutput: true });
       restored.push(record);
@@ -191,10 +207,10 @@ export class ExecutionAttempts {
    * back — and sent back to wait for its inputs, it holds none.
    */
   observe(record: ExecutionRecord, timestamp: number): void {
-    if (record.state === 'deploying' && record.startTime < 0) record.startTime = timestamp;
-    if (TERMINAL_STATES.has(record.state) && record.endTime < 0) record.endTime = timestamp;
-    if (record.slot !== null)
-      record.location = { resourceId: record.slot.resourceId, allocationId: record.slot.allocationId };
+    if (record.state === 'deploying' && record.startTime === null) record.startTime = timestamp;
+    if (TERMINAL_STATES.has(record.state) && record.endTime === null) record.endTime = timestamp;
+    // The physical slot itself: one object per slot the job held, not one per subtask that ran in it.
+    if (record.slot !== null) record.location = record.slot.physicalSlot;
     else if (record.state === 'created') record.location = null;
   }
 
@@ -211,26 +227,35 @@ export class ExecutionAttempts {
 
   /** The record of a subtask of the graph. */
   of(vertex: ExecutionVertex): ExecutionRecord {
-    return this.#byKey.get(vertex.key)!;
+    return this.#recordOf(vertex)!;
   }
 
-  /** The subtask whose current attempt this is, or undefined (an older attempt, or none of this job). */
+  #recordOf(vertex: ExecutionVertex): ExecutionRecord | undefined {
+    return this.#byVertex.get(vertex.id.vertexId)?.[vertex.id.subtaskIndex];
+  }
+
+  /**
+   * The subtask whose current attempt this is, or undefined (an older attempt, or none of this job). Found through the
+   * ID's label — every attempt of a subtask is labelled `<32 hex>_<vertex>_<subtask>_<attempt>` (attemptId) — and
+   * checked against the subtask's current attempt: no Map of every attempt ID (100,000 in a large job).
+   */
   current(executionAttemptId: ExecutionAttemptID): ExecutionRecord | undefined {
-    return this.#byAttempt.get(executionAttemptId);
+    const id = executionAttemptId;
+    const last = id.lastIndexOf('_');
+    const before = last > 33 ? id.lastIndexOf('_', last - 1) : -1;
+    if (before < 33) return undefined;
+    const record = this.#byVertex.get(id.slice(33, before))?.[Number(id.slice(before + 1, last))];
+    return record?.executionAttemptId === id ? record : undefined;
   }
 
   /** The subtasks whose current attempt holds that slot and has not ended. */
   inSlot(allocationId: AllocationID): ExecutionRecord[] {
-    return [...this.#byKey.values()].filter(
-      (r) => r.slot?.allocationId === allocationId && !TERMINAL_STATES.has(r.state),
-    );
+    return this.#all.filter((r) => r.slot?.allocationId === allocationId && !TERMINAL_STATES.has(r.state));
   }
 
   /** Whether an attempt is on a TaskExecutor (deploying, initializing or running). */
   anyDeployed(): boolean {
-    return [...this.#byKey.values()].some(
-      (r) => r.state === 'deploying' || r.state === 'initializing' || r.state === 'running',
-    );
+    return this.#all.some((r) => r.state === 'deploying' || r.state === 'initializing' || r.state === 'running');
   }
 
   /**
@@ -245,7 +270,7 @@ export class ExecutionAttempts {
     const restarted: ExecutionRecord[] = [];
     const reslot: ExecutionRecord[] = [];
     const slotted: ExecutionRecord[] = [];
-    for (const r of this.#byKey.values()) {
+    for (const r of this.#all) {
       if (r.state === 'failed' || r.state === 'canceled') restarted.push(r);
       else if (r.state !== 'scheduled') continue;
       else if (r.slot !== null) slotted.push(r);
@@ -258,7 +283,7 @@ export class ExecutionAttempts {
         executionAttemptId: attemptId(record.vertex, attemptNumber),
         state: 'created',
         slot: null,
-        startTime: -1,
+        startTime: null,
         location: null,
       });
       record.slotRequest = null;
@@ -274,17 +299,15 @@ export class ExecutionAttempts {
     record: ExecutionRecord,
     next: Pick<ExecutionRecord, 'attemptNumber' | 'executionAttemptId' | 'state' | 'slot' | 'startTime' | 'location'>,
   ): void {
-    this.keepEnded(record.priorAttempts, attemptOf(record));
-    this.#byAttempt.delete(record.executionAttemptId);
-    Object.assign(record, next, { endTime: -1 });
-    this.#byAttempt.set(record.executionAttemptId, record);
+    this.keepEnded(record, attemptOf(record));
+    Object.assign(record, next, { endTime: null });
   }
 
   /** Adds an ended attempt to a subtask's, the oldest going past the history size. */
-  keepEnded(priorAttempts: AttemptSummary[], ended: AttemptSummary): void {
+  keepEnded(record: Pick<ExecutionRecord, 'priorAttempts'>, ended: AttemptSummary): void {
     if (this.#historySize === 0) return;
-    priorAttempts.push(ended);
-    if (priorAttempts.length > this.#historySize) priorAttempts.shift();
+    const kept = [...record.priorAttempts, ended];
+    record.priorAttempts = kept.length > this.#historySize ? kept.slice(1) : kept;
   }
 
   /** Whether every producer of the subtask has finished (its output, or partition, is there). */
@@ -305,7 +328,7 @@ export class ExecutionAttempts {
    * `concurrent` says run beside it (speculative ones).
    */
   summaries(concurrent: (record: ExecutionRecord) => readonly AttemptSummary[] = () => []): ExecutionSummary[] {
-    return [...this.#byKey.values()].map((r) => ({
+    return this.#all.map((r) => ({
       key: r.vertex.key,
       vertexId: r.vertex.id.vertexId,
       subtaskIndex: r.vertex.id.subtaskIndex,
@@ -325,8 +348,8 @@ export function attemptOf(
     state: r.state,
     resourceId: where?.resourceId ?? null,
     allocationId: where?.allocationId ?? null,
-    startTime: r.startTime,
-    endTime: r.endTime,
+    startTime: r.startTime ?? -1,
+    endTime: r.endTime ?? -1,
   };
 }
 

@@ -49,9 +49,12 @@ export interface DeployerHost {
 
 export class ExecutionDeployer {
   readonly #h: DeployerHost;
+  /** When it was made (the JobMaster's clock): what its slot requests' times count from (SlotRequest). */
+  readonly #since: number;
 
   constructor(host: DeployerHost) {
     this.#h = host;
+    this.#since = host.clock.now();
   }
 
   /** Schedules the subtasks the SchedulingStrategy starts the job with. */
@@ -102,10 +105,12 @@ export class ExecutionDeployer {
     for (const record of records)
       if (record.slotRequest === null && record.state !== 'finished') toSchedule.push(record);
     if (toSchedule.length === 0) return;
-    const requestedAt = h.clock.now();
+    // An int32 while it fits (24 days): a difference of two timestamps is a double V8 would box in every token.
+    const after = h.clock.now() - this.#since;
+    const requestedAfter = after === (after | 0) ? after | 0 : after;
     const requests = toSchedule.map((record) => ({
       id: record.vertex.id,
-      token: { record, attempt: record.executionAttemptId, requestedAt } satisfies SlotRequest,
+      token: { record, attempt: record.executionAttemptId, requestedAfter } satisfies SlotRequest,
     }));
     // Slots that are there already are told during the call; they come back through the mailbox (#slots), after this.
     h.allocator.requestSlotsFor(requests, this.#slots);
@@ -136,7 +141,7 @@ export class ExecutionDeployer {
     }
     if (error !== undefined) return h.slotFailed(record, error);
     record.slot = slot!;
-    h.slotAssigned?.(record, request.requestedAt);
+    h.slotAssigned?.(record, this.#since + request.requestedAfter);
     this.tryDeploy(record);
     // Its slot is here but it cannot deploy yet: it says what it waits for now.
     if (record.state === 'scheduled' && record.executionAttemptId === attempt) {

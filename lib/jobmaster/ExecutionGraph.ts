@@ -32,7 +32,12 @@ export const ExecutionVertexID = {
   },
   /** `tokenize#3`: a Map key and a readable name. Vertex ids cannot contain `#`, so it parses back. */
   key(id: ExecutionVertexID): string {
-    return `${id.vertexId}#${id.subtaskIndex}`;
+    // A subtask of a graph is its own ID and has its key made already.
+    return id instanceof Subtask ? id.key : `${id.vertexId}#${id.subtaskIndex}`;
+  },
+  /** Its fields alone, a plain object (a subtask of a graph is its own ID, with more fields). */
+  fieldsOf(id: ExecutionVertexID): ExecutionVertexID {
+    return { vertexId: id.vertexId, subtaskIndex: id.subtaskIndex };
   },
   parse(key: string): ExecutionVertexID {
     const at = key.lastIndexOf('#');
@@ -55,6 +60,31 @@ export interface ExecutionVertex {
   readonly jobVertex: JobVertex;
   /** Its vertex's parallelism: the graph's, or the one the adaptive scheduler decided. */
   readonly parallelism: number;
+}
+
+/**
+ * A subtask of a graph, its own ExecutionVertexID (`id` is itself, on the prototype: JSON and deep equality see the
+ * fields alone): no ID object beside each subtask, 100,000 in a large job.
+ */
+class Subtask implements ExecutionVertex, ExecutionVertexID {
+  readonly vertexId: string;
+  readonly subtaskIndex: number;
+  readonly key: string;
+  readonly jobVertex: JobVertex;
+  readonly parallelism: number;
+
+  constructor(jobVertex: JobVertex, subtaskIndex: number, parallelism: number) {
+    this.vertexId = jobVertex.id;
+    this.subtaskIndex = subtaskIndex;
+    this.key = `${jobVertex.id}#${subtaskIndex}`;
+    this.jobVertex = jobVertex;
+    this.parallelism = parallelism;
+    Object.freeze(this);
+  }
+
+  get id(): ExecutionVertexID {
+    return this;
+  }
 }
 
 /** Subpartitions [start, end) a consumer subtask reads of each producer (Flink's IndexRange, end exclusive here). */
@@ -106,7 +136,8 @@ const NONE: readonly never[] = Object.freeze([]);
 
 export class ExecutionGraph {
   readonly jobGraph: JobGraph;
-  readonly #vertices = new Map<string, ExecutionVertex>();
+  /** Subtasks in all (each found through its job vertex's list: no Map entry per subtask, 100,000 in a large job). */
+  #size = 0;
   readonly #byJobVertex = new Map<string, readonly ExecutionVertex[]>();
   /** Only subtasks that have inputs, or consumers, are in these (the others have NONE). */
   readonly #inputs = new Map<string, readonly ExecutionInput[]>();
@@ -115,8 +146,6 @@ export class ExecutionGraph {
   readonly #uninitialized: string[] = [];
   /** By producer vertex: the subpartitions its hash edge's producers write (fixed for the job's life). */
   readonly #subpartitions = new Map<string, number>();
-  #ordered: readonly ExecutionVertex[] = NONE;
-  #sinks: readonly ExecutionVertex[] = NONE;
 
   constructor(jobGraph: JobGraph, options: ExecutionGraphOptions = {}) {
     this.jobGraph = jobGraph;
@@ -141,7 +170,6 @@ export class ExecutionGraph {
       if (jobVertex.parallelism === null) this.#uninitialized.push(jobVertex.id);
       else this.#initialize(jobVertex, jobVertex.parallelism);
     }
-    this.#index();
   }
 
   /** The vertex's parallelism: set, or decided by the adaptive scheduler; null while it is not decided. */
@@ -210,7 +238,6 @@ export class ExecutionGraph {
     }
     const subtasks = this.#initialize(jobVertex, parallelism, subpartitionRanges);
     this.#uninitialized.splice(this.#uninitialized.indexOf(jobVertex.id), 1);
-    this.#index();
     return subtasks;
   }
 
@@ -220,14 +247,13 @@ export class ExecutionGraph {
     subpartitionRanges?: readonly SubpartitionRange[],
   ): readonly ExecutionVertex[] {
     const consumers = Object.freeze(
-      Array.from({ length: parallelism }, (_, subtaskIndex) => {
-        const id = ExecutionVertexID.of(jobVertex.id, subtaskIndex);
-        const vertex: ExecutionVertex = Object.freeze({ id, key: ExecutionVertexID.key(id), jobVertex, parallelism });
-        this.#vertices.set(vertex.key, vertex);
-        return vertex;
-      }),
+      Array.from(
+        { length: parallelism },
+        (_, subtaskIndex): ExecutionVertex => new Subtask(jobVertex, subtaskIndex, parallelism),
+      ),
     );
     this.#byJobVertex.set(jobVertex.id, consumers);
+    this.#size += parallelism;
     const edges = this.jobGraph.inputsOf(jobVertex.id);
     if (edges.length === 0) return consumers;
     const inputs = consumers.map(() => [] as ExecutionInput[]);
@@ -260,26 +286,22 @@ export class ExecutionGraph {
     return consumers;
   }
 
-  /** The subtasks in topological order, and the sinks', over the vertices initialized. */
-  #index(): void {
-    const { jobGraph } = this;
-    const vertices = jobGraph.vertices.filter((v) => this.#byJobVertex.has(v.id));
-    this.#ordered = Object.freeze(vertices.flatMap((v) => this.#byJobVertex.get(v.id)!));
-    this.#sinks = Object.freeze(
-      vertices.filter((v) => jobGraph.outputsOf(v.id).length === 0).flatMap((v) => this.#byJobVertex.get(v.id)!),
-    );
+  /** The subtasks of the job vertices initialized that `keep` keeps, job vertices in topological order. */
+  #subtasksOf(keep: (vertex: JobVertex) => boolean): readonly ExecutionVertex[] {
+    const vertices = this.jobGraph.vertices.filter((v) => this.#byJobVertex.has(v.id) && keep(v));
+    return Object.freeze(vertices.flatMap((v) => this.#byJobVertex.get(v.id)!));
   }
 
   /** Number of subtasks. */
   get size(): number {
-    return this.#vertices.size;
+    return this.#size;
   }
 
   /** The subtask with this id or key; throws IllegalArgumentError if the graph has none. */
   vertex(id: ExecutionVertexID | string): ExecutionVertex {
-    const key = typeof id === 'string' ? id : ExecutionVertexID.key(id);
-    const vertex = this.#vertices.get(key);
+    const vertex = this.#find(id);
     if (vertex === undefined) {
+      const key = typeof id === 'string' ? id : ExecutionVertexID.key(id);
       throw new IllegalArgumentError(
         'invalid-value',
         `no subtask ${key} in job '${this.jobGraph.name}' ` +
@@ -319,14 +341,35 @@ export class ExecutionGraph {
     return this.#consumers.get(this.#resolve(ev).key) ?? NONE;
   }
 
-  /** Every subtask: job vertices in topological order, each one's subtasks by index. */
+  /**
+   * Every subtask: job vertices in topological order, each one's subtasks by index. A new list each call (asked for
+   * once, by the ExecutionAttempts), not one kept for the job's life beside the job vertices' own.
+   */
   verticesInTopologicalOrder(): readonly ExecutionVertex[] {
-    return this.#ordered;
+    return this.#subtasksOf(() => true);
   }
 
-  /** The subtasks of the vertices without outputs: their outputs are the job's result. */
+  /** The subtasks of the vertices without outputs: their outputs are the job's result. A new list each call, too. */
   sinks(): readonly ExecutionVertex[] {
-    return this.#sinks;
+    return this.#subtasksOf((v) => this.jobGraph.outputsOf(v.id).length === 0);
+  }
+
+  /** The subtask with this id or key (a look-up by its key's exact text, as a Map by key did), or undefined. */
+  #find(id: ExecutionVertexID | string): ExecutionVertex | undefined {
+    if (typeof id === 'string') return this.#byKey(id);
+    const { vertexId, subtaskIndex } = id;
+    if (typeof vertexId === 'string' && typeof subtaskIndex === 'number')
+      return this.#byJobVertex.get(vertexId)?.[subtaskIndex];
+    return this.#byKey(ExecutionVertexID.key(id));
+  }
+
+  /** The subtask whose key is exactly `key` (`<vertexId>#<subtaskIndex>`, the index as String(index) writes it). */
+  #byKey(key: string): ExecutionVertex | undefined {
+    const at = key.lastIndexOf('#');
+    if (at < 0) return undefined;
+    const index = Number(key.slice(at + 1));
+    if (String(index) !== key.slice(at + 1)) return undefined;
+    return this.#byJobVertex.get(key.slice(0, at))?.[index];
   }
 
   #resolve(ev: ExecutionVertex | ExecutionVertexID | string): ExecutionVertex {

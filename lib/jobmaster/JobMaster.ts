@@ -35,7 +35,7 @@ import {
 } from './adaptivebatch/AdaptiveVertexInitializer.js';
 import { ExecutionAttempts, TERMINAL_STATES, type ExecutionRecord } from './ExecutionAttempts.js';
 import { type DeployerHost, ExecutionDeployer } from './ExecutionDeployer.js';
-import type { ExecutionGraph } from './ExecutionGraph.js';
+import { type ExecutionGraph, ExecutionVertexID } from './ExecutionGraph.js';
 import type { JobGraph } from './JobGraph.js';
 import type { JobMasterOptions } from './JobMasterOptions.js';
 import { JobEvents } from './JobEvents.js';
@@ -57,7 +57,7 @@ import { ResourceRequirementsDeclarer } from './ResourceRequirementsDeclarer.js'
 import { schedulingStrategyOf } from './SchedulingStrategy.js';
 import { SpeculativeExecutions } from './speculative/SpeculativeExecutions.js';
 import { TaskDeploymentDescriptorFactory } from './TaskDeploymentDescriptorFactory.js';
-import { checkStateUpdate, checkStateUpdates } from './taskExecutionStateWire.js';
+import { canonicalState, checkStateUpdate, checkStateUpdates } from './taskExecutionStateWire.js';
 
 export type { JobEvent, JobResult } from './JobResult.js';
 export type { JobMasterOptions } from './JobMasterOptions.js';
@@ -319,7 +319,7 @@ export class JobMaster implements JobMasterGateway {
     // A failed attempt's event comes from #failed, as every failed attempt's does.
     if (update.state === 'failed')
       return this.#failed(record, update.error ?? { name: 'Error', message: 'the task failed' });
-    record.state = update.state;
+    record.state = canonicalState(update.state);
     this.#events.task(record, update.error ?? null);
     if (update.state === 'finished') this.#finished(record, update.output, update.partition ?? null);
     else if (update.state === 'canceled') this.#canceledByExecutor(record);
@@ -341,7 +341,7 @@ export class JobMaster implements JobMasterGateway {
   }
 
   #finished(record: ExecutionRecord, output: unknown, partition: ResultPartitionWire | null): void {
-    this.#o.onSubtaskFinished?.({ ...record.vertex.id, output, partition });
+    this.#o.onSubtaskFinished?.({ ...ExecutionVertexID.fieldsOf(record.vertex.id), output, partition });
     record.output = output;
     record.partition = partition;
     record.hasOutput = true;

@@ -22,15 +22,33 @@ import type { Clock, TimerHandle } from '../core/clock.js';
 import { IllegalStateError } from '../core/errors.js';
 import type { AllocationID, ResourceID } from '../core/ids.js';
 import { ResourceProfile, type ResourceProfileJSON } from '../core/ResourceProfile.js';
-import type { PhysicalSlot, PhysicalSlotProvider, PhysicalSlotRequest } from './slotsharing/SharedSlot.js';
+import type {
+  PhysicalSlot,
+  PhysicalSlotListener,
+  PhysicalSlotProvider,
+  PhysicalSlotRequest,
+} from './slotsharing/SharedSlot.js';
 
 interface PendingRequest {
   readonly requestId: string;
   readonly profile: ResourceProfile;
   /** Its place in request order: a slot goes to the oldest request it matches. */
   readonly seq: number;
-  readonly resolve: (slot: PhysicalSlot) => void;
-  readonly reject: (cause: Error) => void;
+  /** Who asked, told how it ended (one listener for every SharedSlot of a job, each its own token). */
+  readonly listener: PhysicalSlotListener<unknown>;
+  readonly token: unknown;
+}
+
+type Asker = Pick<PendingRequest, 'listener' | 'token'>;
+
+/** Tells a request its slot in a microtask, as the promise the listener replaces did: never inside the pool's call. */
+function tellReady({ listener, token }: Asker, slot: PhysicalSlot): void {
+  queueMicrotask(() => listener.physicalSlotReady(token, slot));
+}
+
+/** Tells a request why it has no slot, as tellReady does. */
+function tellFailed({ listener, token }: Asker, cause: Error): void {
+  queueMicrotask(() => listener.physicalSlotFailed(token, cause));
 }
 
 /** A slot a TaskExecutor offers, its profile read (Flink's SlotOffer). */
@@ -114,12 +132,14 @@ export class JobSlotPool implements PhysicalSlotProvider {
     return this.#reused;
   }
 
-  allocatePhysicalSlot(request: PhysicalSlotRequest): Promise<PhysicalSlot> {
+  requestPhysicalSlot<T>(request: PhysicalSlotRequest, listener: PhysicalSlotListener<T>, token: T): void {
+    const asked: Asker = { listener: listener as PhysicalSlotListener<unknown>, token };
     if (this.#closed)
-      return Promise.reject(
+      return tellFailed(
+        asked,
         new IllegalStateError("the job's slot pool is closed", {
           component: 'JobSlotPool',
-          operation: 'allocatePhysicalSlot',
+          operation: 'requestPhysicalSlot',
           state: 'closed',
           allowed: ['open'],
         }),
@@ -128,20 +148,18 @@ export class JobSlotPool implements PhysicalSlotProvider {
     if (idle !== undefined) {
       this.#reserve(idle, request.resourceProfile);
       this.#reused++;
-      return Promise.resolve(idle.slot);
+      return tellReady(asked, idle.slot);
     }
-    return new Promise<PhysicalSlot>((resolve, reject) => {
-      const pending: PendingRequest = {
-        requestId: request.requestId,
-        profile: request.resourceProfile,
-        seq: this.#nextSeq++,
-        resolve,
-        reject,
-      };
-      this.#pending.set(pending.requestId, pending);
-      bucket(this.#pendingByProfile, pending.profile.key).set(pending.requestId, pending);
-      this.#count(pending.profile, 1);
-    });
+    const pending: PendingRequest = {
+      requestId: request.requestId,
+      profile: request.resourceProfile,
+      seq: this.#nextSeq++,
+      listener: asked.listener,
+      token,
+    };
+    this.#pending.set(pending.requestId, pending);
+    bucket(this.#pendingByProfile, pending.profile.key).set(pending.requestId, pending);
+    this.#count(pending.profile, 1);
   }
 
   cancelSlotRequest(requestId: string, cause: Error): void {
@@ -149,7 +167,7 @@ export class JobSlotPool implements PhysicalSlotProvider {
     if (pending === undefined) return;
     this.#removePending(pending);
     this.#count(pending.profile, -1);
-    pending.reject(cause);
+    tellFailed(pending, cause);
   }
 
   /**
@@ -166,7 +184,7 @@ export class JobSlotPool implements PhysicalSlotProvider {
       this.#count(request.profile, -1);
       this.#reserve(held, request.profile);
       this.#reused++;
-      request.resolve(held.slot);
+      tellReady(request, held.slot);
       return;
     }
     if (this.#o.idleSlotTimeoutMs === 0) return this.#giveBack(held, cause);
@@ -211,7 +229,7 @@ export class JobSlotPool implements PhysicalSlotProvider {
       const slot: PhysicalSlot = { allocationId: offer.allocationId, resourceId, resourceProfile: profile };
       this.#held.set(offer.allocationId, { slot, requested: request.profile, idleSince: null });
       accepted.push(offer.allocationId);
-      request.resolve(slot);
+      tellReady(request, slot);
     }
     return accepted;
   }
@@ -245,7 +263,7 @@ export class JobSlotPool implements PhysicalSlotProvider {
     const pending = [...this.#pending.values()];
     this.#pending.clear();
     this.#pendingByProfile.clear();
-    for (const request of pending) request.reject(cause);
+    for (const request of pending) tellFailed(request, cause);
     const held = [...this.#held.values()];
     this.#held.clear();
     this.#idle.clear();

@@ -15,6 +15,19 @@ const EXECUTION_STATES: ReadonlySet<string> = new Set<ExecutionState>([
   'canceled',
 ]);
 
+/**
+ * Each state as this module's own string. A state read off the wire is a new string per update, and a subtask keeps
+ * its last (a job of 100,000 subtasks kept as many strings 'finished').
+ */
+const CANONICAL = new Map<string, ExecutionState>(
+  [...EXECUTION_STATES].map((state) => [state, state as ExecutionState]),
+);
+
+/** The state as this module's own string (one per state, however many updates carried it); a checked update's. */
+export function canonicalState(state: ExecutionState): ExecutionState {
+  return CANONICAL.get(state) ?? state;
+}
+
 /** A TaskExecutor's state update, as far as the JobMaster reads it. */
 export function checkStateUpdate(update: TaskExecutionStateWire, argument: string): void {
   if (typeof update !== 'object' || update === null)

@@ -25,7 +25,14 @@ interface JobRecord {
   restarts: number;
   /** The last switch to running, or null while not running. */
   runningSince: number | null;
-  readonly attempts: Map<ExecutionAttemptID, AttemptTimes>;
+  /**
+   * Per attempt not ended: while it only waits for its slot, when it was scheduled as ms after `epoch` — a small
+   * integer V8 keeps in the map entry itself, where a timestamp would be a heap number and an object beside it for
+   * each of a large job's 100,000 waiting subtasks —; its times once it deploys.
+   */
+  readonly attempts: Map<ExecutionAttemptID, number | AttemptTimes>;
+  /** The job's first event's timestamp: what the waiting attempts' times count from. */
+  readonly epoch: number;
   /** Speculative attempts not ended yet, and their subtask (`vertexId#subtaskIndex`); none until one is scheduled. */
   speculating: Map<ExecutionAttemptID, string> | null;
   /** Speculative attempts that finished first (Flink's numEffectiveSpeculativeExecutions). */
@@ -67,6 +74,7 @@ export class JobTimings {
         restarts: 0,
         runningSince: null,
         attempts: new Map(),
+        epoch: event.timestamp,
         speculating: null,
         effectiveSpeculations: 0,
       };
@@ -89,35 +97,38 @@ export class JobTimings {
     // The first to finish of a speculative attempt and its subtask's: its end is the subtask's (no speculative mark).
     else if (ENDED.has(state) && job.speculating?.delete(id) === true && state === 'finished')
       job.effectiveSpeculations++;
-    const times = job.attempts.get(id);
+    const entry = job.attempts.get(id);
     if (state === 'scheduled') {
       // A subtask scheduled again for another slot keeps its first time: the wait its user sees.
-      if (times === undefined) job.attempts.set(id, { scheduledAt: timestamp, deployingAt: null, runningAt: null });
+      if (entry === undefined) job.attempts.set(id, timestamp - job.epoch);
       return null;
     }
-    if (times === undefined)
+    if (entry === undefined)
       return ENDED.has(state) ? { resourceId, ended: state as TaskDurations['ended'] & string } : null;
+    if (ENDED.has(state)) {
+      job.attempts.delete(id);
+      const runningAt = typeof entry === 'number' ? null : entry.runningAt;
+      return {
+        resourceId,
+        ended: state as 'finished' | 'failed' | 'canceled',
+        ...(runningAt === null ? {} : { runTimeMs: timestamp - runningAt }),
+      };
+    }
+    if (state !== 'deploying' && state !== 'running') return null;
+    // Its times become an object once it deploys: few attempts deploy or run at a time.
+    let times = entry;
+    if (typeof times === 'number')
+      job.attempts.set(id, (times = { scheduledAt: job.epoch + times, deployingAt: null, runningAt: null }));
     if (state === 'deploying') {
       times.deployingAt = timestamp;
       return null;
     }
-    if (state === 'running') {
-      times.runningAt = timestamp;
-      return {
-        resourceId,
-        deployLatencyMs: timestamp - times.scheduledAt,
-        ...(times.deployingAt === null ? {} : { waitTimeMs: timestamp - times.deployingAt }),
-      };
-    }
-    if (ENDED.has(state)) {
-      job.attempts.delete(id);
-      return {
-        resourceId,
-        ended: state as 'finished' | 'failed' | 'canceled',
-        ...(times.runningAt === null ? {} : { runTimeMs: timestamp - times.runningAt }),
-      };
-    }
-    return null;
+    times.runningAt = timestamp;
+    return {
+      resourceId,
+      deployLatencyMs: timestamp - times.scheduledAt,
+      ...(times.deployingAt === null ? {} : { waitTimeMs: timestamp - times.deployingAt }),
+    };
   }
 
   /** Restarts so far, and Flink's uptime: ms running without interruption, 0 while not running, -1 once ended. */

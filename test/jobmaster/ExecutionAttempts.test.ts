@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { ExecutionAttemptID } from '../../lib/core/ids.js';
 import { ExecutionAttempts } from '../../lib/jobmaster/ExecutionAttempts.js';
 import { ExecutionGraph } from '../../lib/jobmaster/ExecutionGraph.js';
 import { JobGraph } from '../../lib/jobmaster/JobGraph.js';
@@ -20,7 +21,7 @@ function attemptsOf(historySize = 16): ExecutionAttempts {
 
 /** A slot as the record holds it (only where it is matters here). */
 function slotOn(resourceId: string, allocationId: string): LogicalSlot {
-  return { resourceId, allocationId } as unknown as LogicalSlot;
+  return { resourceId, allocationId, physicalSlot: { resourceId, allocationId } } as unknown as LogicalSlot;
 }
 
 describe('ExecutionAttempts', () => {
@@ -32,6 +33,18 @@ describe('ExecutionAttempts', () => {
       ['sink#0', 0, 'created'],
     ]);
     for (const record of attempts.values()) expect(attempts.current(record.executionAttemptId)).to.equal(record);
+  });
+
+  it('finds by ExecutionAttemptID only a current attempt of its own: no look-alike, no ID without a label', () => {
+    const attempts = attemptsOf();
+    const [src0] = [...attempts.values()];
+    const id = src0!.executionAttemptId;
+    const other = `${'0'.repeat(32)}${id.slice(32)}` as ExecutionAttemptID;
+    for (const wrong of [other, id.slice(0, 32), `${id.slice(0, 33)}_0_0`, `${id}_0`, `${id.slice(0, 33)}src_x_0`])
+      expect(attempts.current(wrong as ExecutionAttemptID), wrong).to.equal(undefined);
+    expect(attempts.current(ExecutionAttemptID.generate({ vertex: 'src', subtask: 0, attempt: 0 }))).to.equal(
+      undefined,
+    );
   });
 
   it(
@@ -63,7 +76,7 @@ describe('ExecutionAttempts', () => {
     const [src0, src1, sink] = [...attempts.values()];
     src0!.state = 'failed';
     src1!.state = 'scheduled';
-    src1!.slotRequest = { record: src1!, attempt: src1!.executionAttemptId, requestedAt: 0 }; // still out
+    src1!.slotRequest = { record: src1!, attempt: src1!.executionAttemptId, requestedAfter: 0 }; // still out
     sink!.state = 'scheduled';
     const { restarted, reslot } = attempts.restartFailed();
     expect(restarted).to.deep.equal([src0]);

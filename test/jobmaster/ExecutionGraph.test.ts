@@ -43,6 +43,25 @@ describe('ExecutionGraph', () => {
     expect(() => graph.vertex('a#2')).to.throw(IllegalArgumentError, /no subtask a#2 in job 'test' \(vertices: a x2\)/);
   });
 
+  it('finds a subtask by the exact text of its key only, as a Map by key would', () => {
+    const graph = graphOf([v('a', 2)]);
+    expect(graph.size).to.equal(2);
+    expect(graph.vertex('a#1')).to.equal(graph.vertex(ExecutionVertexID.of('a', 1)));
+    // A subtask is its own ID; its fields alone are a plain one.
+    const a1 = graph.vertex('a#1');
+    expect(a1.id).to.equal(a1);
+    expect(ExecutionVertexID.fieldsOf(a1.id)).to.deep.equal(ExecutionVertexID.of('a', 1));
+    expect(ExecutionVertexID.key(a1.id)).to.equal('a#1');
+    for (const key of ['a#01', 'a#1.0', 'a#-0', 'a#', 'a#length', 'a#__proto__', 'a#constructor', 'a', '#1'])
+      expect(() => graph.vertex(key), key).to.throw(IllegalArgumentError, `no subtask ${key} in job`);
+    for (const subtaskIndex of [2, -1, 0.5, Number.NaN])
+      expect(() => graph.vertex({ vertexId: 'a', subtaskIndex })).to.throw(IllegalArgumentError);
+    const textual = { vertexId: 'a', subtaskIndex: '1' } as unknown as ExecutionVertexID;
+    expect(graph.vertex(textual).key).to.equal('a#1');
+    const named = { vertexId: 'a', subtaskIndex: 'length' } as unknown as ExecutionVertexID;
+    expect(() => graph.vertex(named)).to.throw(IllegalArgumentError, 'no subtask a#length');
+  });
+
   it('connects all-to-all: every downstream subtask consumes every upstream subtask', () => {
     const graph = graphOf([v('up', 3), v('down', 2)], [{ from: 'up', to: 'down', pattern: 'all-to-all' }]);
     for (const down of graph.subtasksOf('down'))

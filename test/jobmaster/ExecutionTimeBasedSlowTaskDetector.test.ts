@@ -60,6 +60,11 @@ describe('ExecutionTimeBasedSlowTaskDetector', () => {
     };
     const vertex = [subtask('v#0', 0, 100), subtask('v#1', 0, 100), subtask('v#2', 0, 100), waiting];
     expect(findSlowTasks([vertex], 10_000, FLINK).size).to.equal(0);
+    // An ExecutionRecord's times are null until they are (the detector reads records as they are).
+    const record = { executionAttemptId: id('v#3/0'), state: 'scheduled', startTime: null, endTime: null };
+    expect(findSlowTasks([[...vertex.slice(0, 3), { ...waiting, attempts: [record] }]], 10_000, FLINK).size).to.equal(
+      0,
+    );
   });
 
   it('names every slow attempt of a subtask, and none that ended', () => {

@@ -9,8 +9,8 @@ import { IllegalStateError } from '../../lib/core/errors.js';
 import { AllocationID, ResourceID } from '../../lib/core/ids.js';
 import { ResourceProfile, type ResourceSpec } from '../../lib/core/ResourceProfile.js';
 import { JobSlotPool, type SlotOffer } from '../../lib/jobmaster/JobSlotPool.js';
-import type { PhysicalSlot } from '../../lib/jobmaster/slotsharing/SharedSlot.js';
-import { isSettled, outcome, settle } from './support.js';
+import type { PhysicalSlot, PhysicalSlotListener } from '../../lib/jobmaster/slotsharing/SharedSlot.js';
+import { isSettled, outcome, physicalSlotOf, settle } from './support.js';
 
 const IDLE_MS = 50_000;
 const DEFAULT: ResourceSpec = { cpuCores: 1, taskHeapMemory: '128m' };
@@ -31,7 +31,7 @@ function setup(idleSlotTimeoutMs = IDLE_MS) {
   });
   let next = 0;
   const request = (spec?: ResourceSpec) =>
-    pool.allocatePhysicalSlot({
+    physicalSlotOf(pool, {
       requestId: `r${++next}`,
       resourceProfile: spec === undefined ? ResourceProfile.UNKNOWN : ResourceProfile.fromSpec(spec),
     });
@@ -58,6 +58,29 @@ function setup(idleSlotTimeoutMs = IDLE_MS) {
 }
 
 describe('JobSlotPool', () => {
+  it('tells a request how it ended in a microtask after the call, never during it, as a promise would', async () => {
+    const { pool, offer } = setup();
+    const heard: string[] = [];
+    const listener: PhysicalSlotListener<string> = {
+      physicalSlotReady: (token, slot) => heard.push(`${token}: ${slot.resourceId}`),
+      physicalSlotFailed: (token, cause) => heard.push(`${token}: ${cause.message}`),
+    };
+    const ask = (requestId: string) =>
+      pool.requestPhysicalSlot({ requestId, resourceProfile: ResourceProfile.UNKNOWN }, listener, requestId);
+    ask('a');
+    ask('b');
+    offer(1);
+    pool.cancelSlotRequest('b', new Error('not needed'));
+    expect(heard).to.deep.equal([]);
+    await Promise.resolve();
+    expect(heard).to.deep.equal([`a: ${executor}`, 'b: not needed']);
+    pool.close(new Error('the job ended'));
+    ask('c');
+    expect(heard).to.have.length(2);
+    await Promise.resolve();
+    expect(heard[2]).to.equal("c: the job's slot pool is closed");
+  });
+
   it(
     'gives an offered slot to the oldest pending request ' + 'it matches, and accepts only what a request wants',
     async () => {

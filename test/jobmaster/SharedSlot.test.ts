@@ -28,6 +28,27 @@ function sharedSlot() {
 }
 
 describe('SharedSlot', () => {
+  it('tells its physical request observers once, after its waiting subtasks heard; none once it settled', async () => {
+    const { slot, provider } = sharedSlot();
+    const heard: string[] = [];
+    const observer = { physicalRequestSettled: (s: SharedSlot) => heard.push(`settled ${s.state.kind}`) };
+    slot.observePhysicalRequest(observer);
+    slot.observePhysicalRequest(observer);
+    slot.requestLogicalSlot(id('source#0'), { slotReady: () => heard.push('ready'), slotFailed: () => {} }, null);
+    provider.fulfil('r1');
+    await settle();
+    expect(heard).to.deep.equal(['ready', 'settled allocated', 'settled allocated']);
+    slot.observePhysicalRequest(observer);
+    slot.release(new Error('gone'));
+    expect(heard).to.have.length(3);
+
+    const failing = sharedSlot();
+    failing.slot.observePhysicalRequest(observer);
+    failing.provider.fail('r1', new Error('no slot'));
+    await settle();
+    expect(heard.slice(3)).to.deep.equal(['settled released']);
+  });
+
   it(
     'requests its physical slot at once with the group ' + 'profile, and moves requested -> allocated -> released',
     async () => {
@@ -38,7 +59,6 @@ describe('SharedSlot', () => {
       const physical = provider.fulfil('r1');
       expect((await logical).physicalSlot).to.equal(physical);
       expect(slot.state).to.deep.equal({ kind: 'allocated', slot: physical });
-      expect(await slot.allocated).to.equal(physical);
       slot.returnLogicalSlot(id('source#0'), new Error('done'));
       expect(slot.state.kind).to.equal('released');
       expect(releasedCalls).to.deep.equal([slot]);
@@ -74,7 +94,7 @@ describe('SharedSlot', () => {
     expect(slot.cancelLogicalSlotRequest(id('source#0'), cause)).to.equal(true);
     await settle();
     expect(await rejection(logical)).to.equal(cause);
-    expect(await rejection(slot.allocated)).to.equal(cause);
+    expect(slot.state).to.deep.equal({ kind: 'released', cause, requestFailed: false });
     expect(provider.canceled.map((c) => c.requestId)).to.deep.equal(['r1']);
     expect(provider.released).to.deep.equal([]);
     expect(releasedCalls).to.have.length(1);
@@ -94,7 +114,7 @@ describe('SharedSlot', () => {
     const { strategy } = jobOf([vertex('source', 1)]);
     const boom = new Error('pool closed');
     const provider = Object.assign(new TestingPhysicalSlotProvider(), {
-      allocatePhysicalSlot: () => {
+      requestPhysicalSlot: () => {
         throw boom;
       },
     });

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
+import { IllegalStateError } from '../../lib/core/errors.js';
 import { ResourceProfile } from '../../lib/core/ResourceProfile.js';
 import { ExecutionGraph, ExecutionVertexID } from '../../lib/jobmaster/ExecutionGraph.js';
 import { JobGraph, type JobEdgeSpec, type JobGraphSpec, type JobVertexSpec } from '../../lib/jobmaster/JobGraph.js';
@@ -147,6 +148,18 @@ describe('LocalInputPreferredSlotSharingStrategy', () => {
         [e('s', 't', 'all-to-all'), e('t', 'u', 'all-to-all'), e('t', 'w')],
       );
     expect(layout(spec())).to.deep.equal(layout(spec()));
+  });
+
+  it('groups a vertex the adaptive scheduler initialized later; once every vertex is grouped, refuses more', () => {
+    const vertices = [v('a', 2), { id: 'b', taskModule: OK }];
+    const graph = new ExecutionGraph(
+      JobGraph.create({ name: 'test', scheduler: 'adaptive', vertices, edges: [e('a', 'b')] }),
+    );
+    const strategy = new LocalInputPreferredSlotSharingStrategy(graph);
+    graph.initialize('b', 2);
+    strategy.addJobVertex('b');
+    expect(layout(strategy)).to.deep.equal(['default[0]: a#0, b#0', 'default[1]: a#1, b#1']);
+    expect(() => strategy.addJobVertex('b')).to.throw(IllegalStateError, /every vertex of the job is grouped already/);
   });
 
   it('answers undefined for a subtask the graph does not have', () => {

@@ -5,6 +5,7 @@ import { ExecutionGraph } from '../../lib/jobmaster/ExecutionGraph.js';
 import { JobGraph, type JobEdgeSpec, type JobGraphSpec, type JobVertexSpec } from '../../lib/jobmaster/JobGraph.js';
 import type {
   PhysicalSlot,
+  PhysicalSlotListener,
   PhysicalSlotProvider,
   PhysicalSlotRequest,
 } from '../../lib/jobmaster/slotsharing/SharedSlot.js';
@@ -36,9 +37,23 @@ interface Pending {
   readonly reject: (cause: Error) => void;
 }
 
+/** A physical slot request's outcome as a promise (for tests that await one). */
+export function physicalSlotOf(
+  provider: Pick<PhysicalSlotProvider, 'requestPhysicalSlot'>,
+  request: PhysicalSlotRequest,
+): Promise<PhysicalSlot> {
+  return new Promise((resolve, reject) => provider.requestPhysicalSlot(request, SETTLE, { resolve, reject }));
+}
+
+const SETTLE: PhysicalSlotListener<Omit<Pending, 'request'>> = {
+  physicalSlotReady: ({ resolve }, slot) => resolve(slot),
+  physicalSlotFailed: ({ reject }, cause) => reject(cause),
+};
+
 /**
  * A PhysicalSlotProvider whose requests wait until the test fulfils or fails them; it records
- * every call. `rejectOnCancel` (default true) rejects a canceled request's promise, as a slot pool does.
+ * every call. `rejectOnCancel` (default true) fails a canceled request, as a slot pool does. Its listeners hear
+ * in a microtask, as the contract says.
  */
 export class TestingPhysicalSlotProvider implements PhysicalSlotProvider {
   readonly requests: PhysicalSlotRequest[] = [];
@@ -49,9 +64,13 @@ export class TestingPhysicalSlotProvider implements PhysicalSlotProvider {
   /** Runs inside releaseSlot, e.g. to re-enter the allocator as a pool handing the slot on would. */
   onRelease: ((slot: PhysicalSlot) => void) | undefined;
 
-  allocatePhysicalSlot(request: PhysicalSlotRequest): Promise<PhysicalSlot> {
+  requestPhysicalSlot<T>(request: PhysicalSlotRequest, listener: PhysicalSlotListener<T>, token: T): void {
     this.requests.push(request);
-    return new Promise((resolve, reject) => this.#pending.set(request.requestId, { request, resolve, reject }));
+    this.#pending.set(request.requestId, {
+      request,
+      resolve: (slot) => queueMicrotask(() => listener.physicalSlotReady(token, slot)),
+      reject: (cause) => queueMicrotask(() => listener.physicalSlotFailed(token, cause)),
+    });
   }
 
   cancelSlotRequest(requestId: string, cause: Error): void {

@@ -57,6 +57,19 @@ describe('JobTimings (what the metrics keep of a job)', () => {
     },
   );
 
+  it('measures from timestamps of the epoch, and ends an attempt canceled while it waited without a run time', () => {
+    const t = new JobTimings();
+    const t0 = 1_765_000_000_000;
+    t.record(job, 'j', status('running', t0));
+    t.record(job, 'j', task('a', 'scheduled', t0 + 5, null));
+    t.record(job, 'j', task('b', 'scheduled', t0 + 7, null));
+    expect(t.record(job, 'j', task('a', 'running', t0 + 12))).to.deep.equal({ resourceId: te, deployLatencyMs: 7 });
+    expect(t.record(job, 'j', task('b', 'canceled', t0 + 20, null))).to.deep.equal({
+      resourceId: null,
+      ended: 'canceled',
+    });
+  });
+
   it('keeps the first scheduling of an attempt that is scheduled again for another slot', () => {
     const t = new JobTimings();
     t.record(job, 'j', task('a', 'scheduled', 100, null));

@@ -8,7 +8,7 @@
 import { IllegalStateError } from '../../core/errors.js';
 import type { AllocationID, ResourceID } from '../../core/ids.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
-import { ExecutionVertexID } from '../ExecutionGraph.js';
+import type { ExecutionVertexID } from '../ExecutionGraph.js';
 import type { ExecutionSlotSharingGroup } from './SlotSharingStrategy.js';
 
 /** A slot leased to the job on a TaskExecutor. */
@@ -23,12 +23,25 @@ export interface PhysicalSlotRequest {
   readonly resourceProfile: ResourceProfile;
 }
 
+/**
+ * Told once how a physical slot request ended ({@link PhysicalSlotProvider.requestPhysicalSlot}), with the token it was
+ * made with: a listener and token instead of a promise, its resolvers and reactions, because every SharedSlot of a job
+ * of 25,000 slot sharing groups waits at once.
+ */
+export interface PhysicalSlotListener<T> {
+  physicalSlotReady(token: T, slot: PhysicalSlot): void;
+  physicalSlotFailed(token: T, cause: Error): void;
+}
+
 /** Where physical slots come from (the JobMaster's slot pool); the allocator's only effect. */
 export interface PhysicalSlotProvider {
-  /** Resolves with the slot, or rejects when it cannot be had. */
-  allocatePhysicalSlot(request: PhysicalSlotRequest): Promise<PhysicalSlot>;
   /**
-   * Gives up a request still waiting. Should reject its promise; a slot it delivers anyway is given back with
+   * Asks for a slot: `listener` hears with `token` once, the slot or why it cannot be had — never during the call, but
+   * in a microtask after it at the earliest, as a promise's reaction would.
+   */
+  requestPhysicalSlot<T>(request: PhysicalSlotRequest, listener: PhysicalSlotListener<T>, token: T): void;
+  /**
+   * Gives up a request still waiting. Should tell its listener it failed; a slot it delivers anyway is given back with
    * releaseSlot.
    */
   cancelSlotRequest(requestId: string, cause: Error): void;
@@ -39,7 +52,10 @@ export interface PhysicalSlotProvider {
 /** A subtask's share of a physical slot. */
 export interface LogicalSlot {
   readonly executionVertexId: ExecutionVertexID;
-  /** Unique within the allocator, like Flink's logical SlotRequestId. */
+  /**
+   * Unique within the allocator, like Flink's logical SlotRequestId; given as the slot is handed out (a request that
+   * waits holds no string of its own).
+   */
   readonly slotRequestId: string;
   readonly groupId: string;
   readonly physicalSlot: PhysicalSlot;
@@ -70,7 +86,8 @@ interface Waiter {
 type LogicalRequest =
   | {
       readonly kind: 'pending';
-      readonly id: string;
+      /** The subtask as it was asked for (what its LogicalSlot tells). */
+      readonly executionVertexId: ExecutionVertexID;
       /** Who asked (one listener and token, inline: a request per subtask waits in a large job). */
       readonly listener: LogicalSlotListener<unknown>;
       readonly token: unknown;
@@ -81,7 +98,7 @@ type LogicalRequest =
     }
   | {
       readonly kind: 'fulfilled';
-      readonly id: string;
+      readonly executionVertexId: ExecutionVertexID;
       readonly slot: LogicalSlot;
       promise: Promise<LogicalSlot> | null;
       readonly release: (cause: Error) => void;
@@ -120,22 +137,40 @@ export type SharedSlotState =
 
 const ignore = () => {};
 
-interface Settle {
-  readonly resolve: (slot: PhysicalSlot) => void;
-  readonly reject: (cause: Error) => void;
+/** Every SharedSlot's first state, shared: 25,000 groups of a large job wait in it at once. */
+const REQUESTED: SharedSlotState = Object.freeze({ kind: 'requested' });
+
+/**
+ * Told once when a SharedSlot's physical request settles: its slot came, or the SharedSlot was released without one
+ * (its state tells which, and why). What the bulks of the calls that asked for it hear
+ * (SharingPhysicalSlotRequestBulk), where a reaction on a promise of the SharedSlot's would cost a promise, a reaction
+ * and two closures per group.
+ */
+export interface PhysicalRequestObserver {
+  physicalRequestSettled(slot: SharedSlot): void;
 }
 
 export class SharedSlot {
+  /** Where the provider tells every SharedSlot's physical request, the SharedSlot its token. */
+  static readonly #physical: PhysicalSlotListener<SharedSlot> = {
+    physicalSlotReady: (shared, slot) => shared.#fulfil(slot),
+    physicalSlotFailed: (shared, cause) => shared.#fail(cause),
+  };
+
   readonly requestId: string;
   readonly group: ExecutionSlotSharingGroup;
-  /** Resolves with the physical slot; rejects if the request fails or is given up first. Always handled. */
-  readonly allocated: Promise<PhysicalSlot>;
-  #state: SharedSlotState = { kind: 'requested' };
-  readonly #requests = new Map<string, LogicalRequest>();
+  #state: SharedSlotState = REQUESTED;
+  /**
+   * The subtasks' requests, pending or fulfilled, in request order, one per subtask: a list, not a Map by subtask key
+   * — a group holds a few subtasks (one per job vertex), and a Map and a key string each cost a job of 25,000 groups
+   * more than the requests themselves.
+   */
+  #requests: LogicalRequest[] = [];
   readonly #provider: PhysicalSlotProvider;
   readonly #onReleased: (slot: SharedSlot) => void;
   readonly #nextLogicalId: () => string;
-  readonly #settle: Settle;
+  /** Who hears when the physical request settles: usually one bulk, so no array for it. */
+  #observers: PhysicalRequestObserver | PhysicalRequestObserver[] | null = null;
 
   /**
    * Requests the physical slot at once. `onReleased` runs once, when the SharedSlot is released by
@@ -153,46 +188,48 @@ export class SharedSlot {
     this.#provider = options.provider;
     this.#onReleased = options.onReleased;
     this.#nextLogicalId = options.nextLogicalId;
-    let settle!: Settle;
-    this.allocated = new Promise<PhysicalSlot>((resolve, reject) => (settle = { resolve, reject }));
-    this.allocated.catch(ignore);
-    this.#settle = settle;
-    let physical: Promise<PhysicalSlot>;
+    const request = { requestId: this.requestId, resourceProfile: this.group.resourceProfile };
     try {
-      physical = this.#provider.allocatePhysicalSlot({
-        requestId: this.requestId,
-        resourceProfile: this.group.resourceProfile,
-      });
+      this.#provider.requestPhysicalSlot(request, SharedSlot.#physical, this);
     } catch (error) {
-      physical = Promise.reject(error); // a provider that throws fails the request like one that rejects
+      // A provider that throws fails the request like one that tells it failed: in a microtask, not during the call.
+      const cause = error instanceof Error ? error : new Error(String(error));
+      queueMicrotask(() => this.#fail(cause));
     }
-    physical.then(
-      (slot) => this.#fulfil(slot),
-      (cause: unknown) => this.#fail(cause instanceof Error ? cause : new Error(String(cause))),
-    );
   }
 
   get state(): SharedSlotState {
     return this.#state;
   }
 
+  /**
+   * Tells `observer` once when the physical request settles (the slot came, or the SharedSlot was released without
+   * one). Only while it waits (`requested`): afterwards there is nothing to wait for and nothing is told.
+   */
+  observePhysicalRequest(observer: PhysicalRequestObserver): void {
+    if (this.#state.kind !== 'requested') return;
+    const observers = this.#observers;
+    if (observers === null) this.#observers = observer;
+    else if (Array.isArray(observers)) observers.push(observer);
+    else this.#observers = [observers, observer];
+  }
+
   /** The subtasks holding or waiting for a logical slot here. */
   get logicalSlotCount(): number {
-    return this.#requests.size;
+    return this.#requests.length;
   }
 
   /** The subtask's logical slot; the same promise while its request lives (Flink de-duplicates too). */
   allocateLogicalSlot(id: ExecutionVertexID): Promise<LogicalSlot> {
     this.#requireUnreleased('allocateLogicalSlot');
-    const key = ExecutionVertexID.key(id);
-    const existing = this.#requests.get(key);
+    const existing = this.#requestOf(id);
     if (existing?.promise) return existing.promise;
     let deferred!: Deferred;
     const promise = new Promise<LogicalSlot>((resolve, reject) => (deferred = { resolve, reject }));
     promise.catch(ignore); // the caller may drop it; a failed slot must not be an unhandled rejection
     this.requestLogicalSlot(id, SETTLE_PROMISE, deferred);
     // A request of an unreleased SharedSlot leaves its entry, pending or fulfilled: the promise is the subtask's now.
-    this.#requests.get(key)!.promise = promise;
+    this.#requestOf(id)!.promise = promise;
     return promise;
   }
 
@@ -203,8 +240,7 @@ export class SharedSlot {
    */
   requestLogicalSlot<T>(id: ExecutionVertexID, listener: LogicalSlotListener<T>, token: T): void {
     this.#requireUnreleased('requestLogicalSlot');
-    const key = ExecutionVertexID.key(id);
-    const existing = this.#requests.get(key);
+    const existing = this.#requestOf(id);
     const asked = listener as LogicalSlotListener<unknown>;
     if (existing?.kind === 'pending') {
       (existing.more ??= []).push({ listener: asked, token });
@@ -213,8 +249,15 @@ export class SharedSlot {
     } else if (this.#state.kind === 'allocated') {
       listener.slotReady(token, this.#fulfilled(id, this.#nextLogicalId(), this.#state.slot, null));
     } else {
-      const requestId = this.#nextLogicalId();
-      this.#requests.set(key, { kind: 'pending', id: requestId, listener: asked, token, more: null, promise: null });
+      const request: PendingRequest = {
+        kind: 'pending',
+        executionVertexId: id,
+        listener: asked,
+        token,
+        more: null,
+        promise: null,
+      };
+      this.#add(request);
     }
   }
 
@@ -224,10 +267,9 @@ export class SharedSlot {
    * whether a request was canceled.
    */
   cancelLogicalSlotRequest(id: ExecutionVertexID, cause: Error): boolean {
-    const key = ExecutionVertexID.key(id);
-    const request = this.#requests.get(key);
+    const request = this.#requestOf(id);
     if (request?.kind !== 'pending') return false;
-    this.#requests.delete(key);
+    this.#forget(request);
     notifyFailed(request, cause);
     this.#releaseIfEmpty(cause);
     return true;
@@ -235,10 +277,9 @@ export class SharedSlot {
 
   /** Returns a subtask's logical slot (or cancels its waiting request). Returns whether it had one. */
   returnLogicalSlot(id: ExecutionVertexID, cause: Error): boolean {
-    const key = ExecutionVertexID.key(id);
-    const request = this.#requests.get(key);
+    const request = this.#requestOf(id);
     if (request === undefined) return false;
-    this.#requests.delete(key);
+    this.#forget(request);
     if (request.kind === 'pending') notifyFailed(request, cause);
     else request.release(cause);
     this.#releaseIfEmpty(cause);
@@ -248,8 +289,8 @@ export class SharedSlot {
   /** The physical slot is gone or the job is done with it: every logical slot fails or is released. */
   release(cause: Error): void {
     if (this.#state.kind === 'released') return;
-    const requests = [...this.#requests.values()];
-    this.#requests.clear();
+    const requests = this.#requests;
+    this.#requests = [];
     this.#releaseOnce(cause);
     for (const request of requests) {
       if (request.kind === 'pending') notifyFailed(request, cause);
@@ -264,22 +305,34 @@ export class SharedSlot {
       return;
     }
     this.#state = { kind: 'allocated', slot };
-    this.#settle.resolve(slot);
-    for (const [key, request] of this.#requests) {
-      if (request.kind !== 'pending') continue;
-      notifyReady(request, this.#fulfilled(ExecutionVertexID.parse(key), request.id, slot, request.promise));
+    // A copy: a listener told may return its slot (or release them all) at once; a request gone by then is not handed
+    // a slot, as iterating a Map of them would skip it.
+    for (const request of [...this.#requests]) {
+      if (request.kind !== 'pending' || !this.#requests.includes(request)) continue;
+      const logical = this.#fulfilled(request.executionVertexId, this.#nextLogicalId(), slot, request.promise);
+      notifyReady(request, logical);
     }
+    this.#physicalRequestSettled();
   }
 
   #fail(cause: Error): void {
     if (this.#state.kind === 'released') return; // our own cancel coming back
     // The request failed: there is no slot to give back, only waiting subtasks to fail.
     this.#state = { kind: 'released', cause, requestFailed: true };
-    this.#settle.reject(cause);
-    const requests = [...this.#requests.values()];
-    this.#requests.clear();
+    const requests = this.#requests;
+    this.#requests = [];
     this.#onReleased(this);
     for (const request of requests) if (request.kind === 'pending') notifyFailed(request, cause);
+    // Last, as the promise reactions the observers replace ran after all this: a bulk's own cancels come after.
+    this.#physicalRequestSettled();
+  }
+
+  #physicalRequestSettled(): void {
+    const observers = this.#observers;
+    if (observers === null) return;
+    this.#observers = null;
+    if (!Array.isArray(observers)) return observers.physicalRequestSettled(this);
+    for (const observer of observers) observer.physicalRequestSettled(this);
   }
 
   /** Records a handed-out logical slot; `promise`: the one allocateLogicalSlot gave for its request, if any. */
@@ -306,14 +359,34 @@ export class SharedSlot {
       alive = false;
       markReleased(cause);
     };
-    this.#requests.set(ExecutionVertexID.key(id), {
-      kind: 'fulfilled',
-      id: requestId,
-      slot: logical,
-      promise,
-      release,
-    });
+    const fulfilled: LogicalRequest = { kind: 'fulfilled', executionVertexId: id, slot: logical, promise, release };
+    // In the place of its pending request, if it had one: request order stays.
+    const at = this.#indexOf(id);
+    if (at < 0) this.#add(fulfilled);
+    else this.#requests[at] = fulfilled;
     return logical;
+  }
+
+  #indexOf(id: ExecutionVertexID): number {
+    const requests = this.#requests;
+    for (let i = 0; i < requests.length; i++) {
+      const other = requests[i]!.executionVertexId;
+      if (other.subtaskIndex === id.subtaskIndex && other.vertexId === id.vertexId) return i;
+    }
+    return -1;
+  }
+
+  #requestOf(id: ExecutionVertexID): LogicalRequest | undefined {
+    return this.#requests[this.#indexOf(id)];
+  }
+
+  /** A copy one longer, not push: an array grown by push keeps room for ~17 requests, a group has a few. */
+  #add(request: LogicalRequest): void {
+    this.#requests = this.#requests.concat([request]);
+  }
+
+  #forget(request: LogicalRequest): void {
+    this.#requests.splice(this.#requests.indexOf(request), 1);
   }
 
   #requireUnreleased(operation: string): void {
@@ -325,7 +398,7 @@ export class SharedSlot {
   }
 
   #releaseIfEmpty(cause: Error): void {
-    if (this.#requests.size === 0) this.#releaseOnce(cause);
+    if (this.#requests.length === 0) this.#releaseOnce(cause);
   }
 
   /** The one place the physical slot goes back. */
@@ -337,8 +410,8 @@ export class SharedSlot {
     // on synchronously (and so re-enters the allocator) must find a fresh SharedSlot, not this one.
     this.#onReleased(this);
     if (previous.kind === 'requested') {
-      this.#settle.reject(cause);
       this.#provider.cancelSlotRequest(this.requestId, cause);
+      this.#physicalRequestSettled();
     } else {
       this.#provider.releaseSlot(previous.slot, cause);
     }

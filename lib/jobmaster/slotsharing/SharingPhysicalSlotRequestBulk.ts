@@ -11,7 +11,7 @@
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { ExecutionVertexID } from '../ExecutionGraph.js';
 import type { PhysicalSlotRequestBulk } from './PhysicalSlotRequestBulkChecker.js';
-import type { SharedSlot } from './SharedSlot.js';
+import type { PhysicalRequestObserver, SharedSlot } from './SharedSlot.js';
 
 export interface BulkEntry {
   readonly sharedSlot: SharedSlot;
@@ -19,7 +19,7 @@ export interface BulkEntry {
   readonly executions: readonly ExecutionVertexID[];
 }
 
-export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk {
+export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk, PhysicalRequestObserver {
   readonly size: number;
   /** Physical request id -> the subtasks of this bulk waiting on it; insertion order is request order. */
   readonly #pending = new Map<string, readonly ExecutionVertexID[]>();
@@ -37,11 +37,15 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk {
       if (sharedSlot.state.kind !== 'requested') continue;
       this.#pending.set(sharedSlot.requestId, executions);
       this.#profiles.set(sharedSlot.requestId, sharedSlot.group.resourceProfile);
-      sharedSlot.allocated.then(
-        () => this.#settle(sharedSlot.requestId),
-        (cause: Error) => this.#ended(sharedSlot, cause),
-      );
+      sharedSlot.observePhysicalRequest(this);
     }
+  }
+
+  /** A SharedSlot of the bulk has its physical slot, or ended without one (SharedSlot.observePhysicalRequest). */
+  physicalRequestSettled(sharedSlot: SharedSlot): void {
+    const state = sharedSlot.state;
+    if (state.kind === 'released') this.#ended(sharedSlot, state.cause);
+    else this.#settle(sharedSlot.requestId);
   }
 
   pendingRequestIds(): readonly string[] {

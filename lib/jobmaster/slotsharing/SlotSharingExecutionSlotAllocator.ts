@@ -15,7 +15,7 @@ import type { AllocationID, JobID } from '../../core/ids.js';
 import { ExecutionVertexID } from '../ExecutionGraph.js';
 import type { PhysicalSlotRequestBulkChecker } from './PhysicalSlotRequestBulkChecker.js';
 import { SharedSlot, type LogicalSlot, type LogicalSlotListener, type PhysicalSlotProvider } from './SharedSlot.js';
-import { SharingPhysicalSlotRequestBulk } from './SharingPhysicalSlotRequestBulk.js';
+import { type BulkEntry, SharingPhysicalSlotRequestBulk } from './SharingPhysicalSlotRequestBulk.js';
 import type { ExecutionSlotSharingGroup, SlotSharingStrategy } from './SlotSharingStrategy.js';
 
 export interface SlotSharingExecutionSlotAllocatorOptions {
@@ -41,8 +41,16 @@ export class SlotSharingExecutionSlotAllocator {
   readonly #speculative = new Map<string, SharedSlot>();
   /** A speculative attempt's SharedSlot that became its subtask's (it took over), by ExecutionVertexID key. */
   readonly #adopted = new Map<string, SharedSlot>();
+  /** What a bulk cancels its waiting subtasks with: one for every bulk. */
+  readonly #cancelInBulk = (id: ExecutionVertexID, cause: Error): boolean => this.#cancel(id, cause);
   #nextPhysical = 1;
   #nextLogical = 1;
+  /** Shared by every SharedSlot (a closure each would be 25,000 of them for a job of 25,000 groups). */
+  readonly #nextLogicalId = (): string => `l${this.#nextLogical++}`;
+  /** A group's SharedSlot was released: only the group's current one may remove the group's entry. */
+  readonly #groupSlotReleased = (released: SharedSlot): void => {
+    if (this.#sharedSlots.get(released.group.id) === released) this.#sharedSlots.delete(released.group.id);
+  };
 
   constructor(options: SlotSharingExecutionSlotAllocatorOptions) {
     this.#jobId = options.jobId;
@@ -106,11 +114,12 @@ export class SlotSharingExecutionSlotAllocator {
     for (const group of byGroup.keys()) slots.set(group, this.#getOrAllocateSharedSlot(group));
     for (const { item, group } of wanted.values()) take(slots.get(group)!, item);
     // The bulk is built from `slots`, not #sharedSlots: a physical request that failed at once has
-    // already left #sharedSlots (Flink's comment on createBulk says the same).
-    const bulk = new SharingPhysicalSlotRequestBulk(
-      [...byGroup].map(([group, executions]) => ({ sharedSlot: slots.get(group)!, executions })),
-      (id, cause) => this.#cancel(id, cause),
-    );
+    // already left #sharedSlots (Flink's comment on createBulk says the same). No closure here: the bulk keeps its
+    // cancel as long as a request of it waits, and a closure made here would keep `slots` — every SharedSlot of the
+    // call, released or not — with it.
+    const entries: BulkEntry[] = [];
+    for (const [group, executions] of byGroup) entries.push({ sharedSlot: slots.get(group)!, executions });
+    const bulk = new SharingPhysicalSlotRequestBulk(entries, this.#cancelInBulk);
     this.#bulkChecker?.schedulePendingRequestBulkTimeoutCheck(bulk, this.#timeoutMs);
   }
 
@@ -151,7 +160,7 @@ export class SlotSharingExecutionSlotAllocator {
       requestId: `${group.id}/s${this.#nextPhysical++}`,
       group,
       provider: this.#provider,
-      nextLogicalId: () => `l${this.#nextLogical++}`,
+      nextLogicalId: this.#nextLogicalId,
       onReleased: () => {
         if (this.#speculative.get(attempt) === slot) this.#speculative.delete(attempt);
       },
@@ -220,14 +229,12 @@ export class SlotSharingExecutionSlotAllocator {
     const existing = this.#sharedSlots.get(group.id);
     if (existing !== undefined) return existing;
     const slot = new SharedSlot({
-      requestId: `${group.id}/p${this.#nextPhysical++}`,
+      // Joined, not a template: one flat string, not a rope of ~4 (a SharedSlot per group keeps it).
+      requestId: [group.id, '/p', this.#nextPhysical++].join(''),
       group,
       provider: this.#provider,
-      nextLogicalId: () => `l${this.#nextLogical++}`,
-      // Only the current SharedSlot of a group may remove the group's entry.
-      onReleased: (released) => {
-        if (this.#sharedSlots.get(group.id) === released) this.#sharedSlots.delete(group.id);
-      },
+      nextLogicalId: this.#nextLogicalId,
+      onReleased: this.#groupSlotReleased,
     });
     this.#sharedSlots.set(group.id, slot);
     return slot;

@@ -15,8 +15,9 @@
  * candidate is dropped once looked at — taken, or already holding this vertex — so an all-to-all
  * edge costs O(p), not O(p²). Everything is in declaration / creation order: deterministic.
  */
+import { IllegalStateError } from '../../core/errors.js';
 import { ResourceProfile } from '../../core/ResourceProfile.js';
-import { ExecutionVertexID, type ExecutionGraph, type ExecutionVertex } from '../ExecutionGraph.js';
+import type { ExecutionVertexID, ExecutionGraph, ExecutionVertex } from '../ExecutionGraph.js';
 import type { JobVertex } from '../JobGraph.js';
 
 /** Subtasks that share one slot. */
@@ -57,16 +58,28 @@ interface GroupBuilder {
 
 export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrategy {
   readonly #graph: ExecutionGraph;
-  readonly #byKey = new Map<string, ExecutionSlotSharingGroup>();
+  /**
+   * Per job vertex, each subtask's group by subtask index: no Map entry and key string per subtask (100,000 in a large
+   * job), and no key made per look-up.
+   */
+  readonly #byVertex = new Map<string, Array<ExecutionSlotSharingGroup | undefined>>();
   readonly #groups: ExecutionSlotSharingGroup[] = [];
-  readonly #builder: GroupsBuilder;
-  /** Each group as the builder keeps it -> as the allocator sees it. */
-  readonly #byGroup = new Map<GroupBuilder, ExecutionSlotSharingGroup>();
+  /**
+   * What grouping needs, kept while a vertex waits for its subtasks (the adaptive scheduler's) and let go once every
+   * vertex is grouped: a job of 100,000 subtasks would otherwise keep a map entry per subtask and a GroupBuilder per
+   * group for nothing.
+   */
+  #building: {
+    readonly builder: GroupsBuilder;
+    /** Each group as the builder keeps it -> as the allocator sees it. */
+    readonly byGroup: Map<GroupBuilder, ExecutionSlotSharingGroup>;
+  } | null;
 
   constructor(graph: ExecutionGraph) {
     this.#graph = graph;
-    this.#builder = new GroupsBuilder(graph);
+    this.#building = { builder: new GroupsBuilder(graph), byGroup: new Map() };
     for (const jobVertex of graph.jobGraph.vertices) if (graph.isInitialized(jobVertex.id)) this.#add(jobVertex.id);
+    this.#doneBuilding();
   }
 
   /**
@@ -76,12 +89,30 @@ export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrate
    */
   addJobVertex(vertexId: string): void {
     this.#add(vertexId, true);
+    this.#doneBuilding();
+  }
+
+  #doneBuilding(): void {
+    if (this.#graph.uninitialized().length === 0) this.#building = null;
   }
 
   #add(vertexId: string, late = false): void {
     const configured = this.#graph.jobGraph.slotSharingGroups;
-    for (const [g, joined] of this.#builder.add(this.#graph.jobGraph.vertex(vertexId), late)) {
-      let group = this.#byGroup.get(g);
+    const building = this.#building;
+    if (building === null)
+      throw new IllegalStateError(`every vertex of the job is grouped already, '${vertexId}' too`, {
+        component: 'LocalInputPreferredSlotSharingStrategy',
+        operation: 'addJobVertex',
+        state: 'grouped',
+        allowed: ['grouping'],
+      });
+    const jobVertex = this.#graph.jobGraph.vertex(vertexId);
+    // A place per subtask from the start: the groups fill it out of subtask order.
+    const subtasks = this.#graph.subtasksOf(jobVertex.id).length;
+    const byIndex = Array.from({ length: subtasks }, (): ExecutionSlotSharingGroup | undefined => undefined);
+    this.#byVertex.set(jobVertex.id, byIndex);
+    for (const [g, joined] of building.builder.add(jobVertex, late)) {
+      let group = building.byGroup.get(g);
       if (group === undefined) {
         group = {
           id: g.id,
@@ -89,7 +120,7 @@ export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrate
           members: [],
           resourceProfile: configured.get(g.slotSharingGroup) ?? ResourceProfile.UNKNOWN,
         };
-        this.#byGroup.set(g, group);
+        building.byGroup.set(g, group);
         this.#groups.push(group);
       }
       // A new array of just its members (GroupsBuilder.add says why).
@@ -99,12 +130,12 @@ export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrate
       // A group joined late keeps its profile (see addJobVertex); a new one is the sum of its members'.
       if (!configured.has(g.slotSharingGroup) && (!late || group.members.length === joined.length))
         (group as { resourceProfile: ResourceProfile }).resourceProfile = sumOf(g.members);
-      for (const member of joined) this.#byKey.set(member.key, group);
+      for (const member of joined) byIndex[member.id.subtaskIndex] = group;
     }
   }
 
   getExecutionSlotSharingGroup(id: ExecutionVertexID): ExecutionSlotSharingGroup | undefined {
-    return this.#byKey.get(ExecutionVertexID.key(id));
+    return this.#byVertex.get(id.vertexId)?.[id.subtaskIndex];
   }
 
   getExecutionSlotSharingGroups(): readonly ExecutionSlotSharingGroup[] {
@@ -122,7 +153,8 @@ function sumOf(members: readonly ExecutionVertex[]): ResourceProfile {
 /** Flink's build(), one job vertex at a time (topological order): the groups so far, and their candidates. */
 class GroupsBuilder {
   readonly #graph: ExecutionGraph;
-  readonly #groupOf = new Map<ExecutionVertex, GroupBuilder>();
+  /** Per job vertex, each subtask's group by subtask index (no Map entry per subtask: 100,000 in a large job). */
+  readonly #groupsOf = new Map<string, Array<GroupBuilder | undefined>>();
   /** Per slot sharing group, its groups in creation order. */
   readonly #bySharingGroup = new Map<string, GroupBuilder[]>();
   /** `<co-location group>#<subtask index>` -> the group the constraint chose. */
@@ -140,13 +172,17 @@ class GroupsBuilder {
    */
   add(jobVertex: JobVertex, late: boolean): Map<GroupBuilder, ExecutionVertex[]> {
     const graph = this.#graph;
+    const subtasks = graph.subtasksOf(jobVertex.id);
+    // A place per subtask from the start: the passes below fill it out of subtask order.
+    const placed = Array.from({ length: subtasks.length }, (): GroupBuilder | undefined => undefined);
+    this.#groupsOf.set(jobVertex.id, placed);
     const joinedNow = new Map<GroupBuilder, ExecutionVertex[]>();
     const fixedProfile = (group: GroupBuilder) =>
       graph.jobGraph.slotSharingGroups.has(group.slotSharingGroup) || sumOf(group.members).isUnknown();
     const join = (ev: ExecutionVertex, group: GroupBuilder) => {
       group.members.push(ev);
       group.jobVertices.push(ev.jobVertex.id);
-      this.#groupOf.set(ev, group);
+      placed[ev.id.subtaskIndex] = group;
       const list = joinedNow.get(group);
       if (list === undefined) joinedNow.set(group, [ev]);
       else list.push(ev);
@@ -160,7 +196,7 @@ class GroupsBuilder {
         if (list === undefined) {
           const producerVertex = graph.jobGraph.vertex(input.edge.from);
           const same = producerVertex.slotSharingGroup === ev.jobVertex.slotSharingGroup;
-          list = same ? [...new Set(input.producers.map((p) => this.#groupOf.get(p)!))] : [];
+          list = same ? [...new Set(input.producers.map((p) => this.#groupOf(p)))] : [];
           this.#candidates.set(input.producers, list);
         }
         while (list.length > 0) {
@@ -171,7 +207,6 @@ class GroupsBuilder {
       return undefined;
     };
 
-    const subtasks = graph.subtasksOf(jobVertex.id);
     const constraintKey = (ev: ExecutionVertex) => `${jobVertex.coLocationGroup}#${ev.id.subtaskIndex}`;
 
     // Pass 1: co-location, then a producer's group.
@@ -194,7 +229,8 @@ class GroupsBuilder {
       let group = own[cursor];
       if (group === undefined) {
         group = {
-          id: `${jobVertex.slotSharingGroup}[${own.length}]`,
+          // Joined, not a template: in V8 a template of 13 characters or more is a rope of ~4 strings.
+          id: [jobVertex.slotSharingGroup, '[', own.length, ']'].join(''),
           slotSharingGroup: jobVertex.slotSharingGroup,
           members: [],
           jobVertices: [],
@@ -207,7 +243,7 @@ class GroupsBuilder {
     if (jobVertex.coLocationGroup !== null) {
       for (const ev of subtasks)
         if (!this.#byConstraint.has(constraintKey(ev)))
-          this.#byConstraint.set(constraintKey(ev), this.#groupOf.get(ev)!);
+          this.#byConstraint.set(constraintKey(ev), placed[ev.id.subtaskIndex]!);
     }
     // An array grown by push keeps room for ~17 elements, a group holds a few (one subtask per job vertex): in a job
     // of 100,000 subtasks, tens of thousands of groups and their lists. Each list the call grew, copied to its size.
@@ -216,5 +252,10 @@ class GroupsBuilder {
       group.jobVertices = group.jobVertices.slice();
     }
     return joinedNow;
+  }
+
+  /** The group of a subtask grouped already (a producer's: its vertex comes earlier in topological order). */
+  #groupOf(ev: ExecutionVertex): GroupBuilder {
+    return this.#groupsOf.get(ev.jobVertex.id)![ev.id.subtaskIndex]!;
   }
 }

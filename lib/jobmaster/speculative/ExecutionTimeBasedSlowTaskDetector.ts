@@ -17,10 +17,10 @@ export interface AttemptTimes {
   readonly executionAttemptId: ExecutionAttemptID;
   /** ExecutionState, or `created` / `scheduled` before it deployed. */
   readonly state: string;
-  /** Epoch ms it started deploying, -1 before. */
-  readonly startTime: number;
-  /** Epoch ms it ended, -1 while it has not. */
-  readonly endTime: number;
+  /** Epoch ms it started deploying, -1 (or null: an ExecutionRecord's) before. */
+  readonly startTime: number | null;
+  /** Epoch ms it ended, -1 (or null) while it has not. */
+  readonly endTime: number | null;
 }
 
 /** One subtask: whether it finished (one of its attempts did), and its attempts (a finished one among them). */
@@ -43,8 +43,10 @@ const ENDED: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);
 
 /** How long the attempt has run (or ran), from DEPLOYING; 0 before it deployed. */
 export function executionTime(attempt: AttemptTimes, now: number): number {
-  if (attempt.startTime < 0) return 0;
-  return (attempt.endTime >= 0 ? attempt.endTime : now) - attempt.startTime;
+  const start = attempt.startTime ?? -1;
+  const end = attempt.endTime ?? -1;
+  if (start < 0) return 0;
+  return (end >= 0 ? end : now) - start;
 }
 
 /**

@@ -375,7 +375,7 @@ export class SpeculativeExecutions {
       executionAttemptId: attempt.executionAttemptId,
       state,
       slot: attempt.slot,
-      startTime: attempt.startTime,
+      startTime: attempt.startTime < 0 ? null : attempt.startTime,
       location: attempt.location,
     });
     this.#h.log(
@@ -417,7 +417,7 @@ export class SpeculativeExecutions {
       new Error(`speculative attempt ${state}`),
     );
     attempt.slot = null;
-    this.#h.executions.keepEnded(attempt.record.priorAttempts, summaryOf(attempt));
+    this.#h.executions.keepEnded(attempt.record, summaryOf(attempt));
   }
 
   #forget(attempt: SpeculativeAttempt): void {
