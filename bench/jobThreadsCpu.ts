@@ -14,12 +14,17 @@
  * measured jobs, and since the cluster started: cluster.taskExecutorMetrics()). With JOB_THREADS_ALLOCATION=1 it
  * also prints what the main thread, the TaskExecutor threads and the task threads allocate per job
  * (bench/support/allocationSampler.ts: V8's sampling heap profiler over the measured jobs, collected objects included;
- * its sampling slows the jobs, so that run's CPU figures are not comparable with others).
+ * its sampling slows the jobs, so that run's CPU figures are not comparable with others). With JOB_THREADS_POSTS=1, and
+ * bench/support/countPosts.mjs preloaded in every thread, it prints the messages each thread posted to another per job,
+ * by kind (its threads' numbers are `worker_threads.threadId`s, 0 the main thread):
+ *
+ *   NODE_OPTIONS="--import ./bench/support/countPosts.mjs" JOB_THREADS_POSTS=1 node --import tsx bench/jobThreadsCpu.ts
  */
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
 import { sampleAllocations } from './support/allocationSampler.js';
 import { compiled } from './support/compiled.js';
 import { threadCpuMs } from './support/procStat.js';
+import { BroadcastChannel } from 'node:worker_threads';
 
 const JOBS = Number(process.argv[2] ?? 3000);
 const WARM_UP = Number(process.argv[3] ?? 3000);
@@ -59,10 +64,47 @@ async function taskThreads(): Promise<{ started: number; bootedOnDemand: number;
 }
 
 const idle = () => new Promise((resolve) => setTimeout(resolve, 1000));
+
+type PostCounts = Map<number, Record<string, number>>;
+/** Every thread's posts so far, by kind (countPosts.mjs answers on its channel); null when it is not preloaded. */
+async function postCounts(): Promise<PostCounts | null> {
+  if (process.env['JOB_THREADS_POSTS'] !== '1') return null;
+  const channel = new BroadcastChannel('slotwise.count-posts');
+  const answers: PostCounts = new Map();
+  const ask = Math.random();
+  channel.onmessage = (event) => {
+    const { answer, threadId, counts } = (event as MessageEvent).data ?? {};
+    if (answer === ask) answers.set(threadId as number, counts as Record<string, number>);
+  };
+  channel.postMessage({ ask });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  channel.close();
+  if (answers.size === 0)
+    throw new Error('JOB_THREADS_POSTS=1 needs NODE_OPTIONS="--import ./bench/support/countPosts.mjs"');
+  return answers;
+}
+
+/** Per thread, the kinds it posted at least once every 20 jobs, per job. */
+function printPosts(before: PostCounts, after: PostCounts): void {
+  let total = 0;
+  for (const [threadId, counts] of [...after].sort((a, b) => a[0] - b[0])) {
+    const rows = Object.entries(counts)
+      .map(([kind, n]) => [kind, (n - (before.get(threadId)?.[kind] ?? 0)) / JOBS] as const)
+      .filter(([, perJob]) => perJob >= 0.05)
+      .sort((a, b) => b[1] - a[1]);
+    if (rows.length === 0) continue;
+    const sum = rows.reduce((n, [, perJob]) => n + perJob, 0);
+    total += sum;
+    console.log(`thread ${threadId}: ${sum.toFixed(2)} posts per job`);
+    for (const [kind, perJob] of rows) console.log(`  ${perJob.toFixed(2)}  ${kind}`);
+  }
+  console.log(`${total.toFixed(2)} cross-thread posts per job over every thread`);
+}
 try {
   await runJobs(WARM_UP);
   await idle();
   const allocation = process.env['JOB_THREADS_ALLOCATION'] === '1' ? await sampleAllocations() : null;
+  const postsBefore = await postCounts();
   const threadsBefore = await taskThreads();
   const before = threadCpuMs();
   const cpu0 = process.cpuUsage();
@@ -79,6 +121,8 @@ try {
     );
   }
   await idle();
+  const postsAfter = await postCounts();
+  if (postsBefore !== null && postsAfter !== null) printPosts(postsBefore, postsAfter);
   const after = threadCpuMs();
   const cpu = process.cpuUsage(cpu0);
   const rows = [...after]
