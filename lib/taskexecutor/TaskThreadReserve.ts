@@ -33,6 +33,7 @@
  */
 import type { Piscina } from 'piscina';
 import { systemClock, type Clock } from '../core/clock.js';
+import { IllegalStateError } from '../core/errors.js';
 import type { ResolvedOptions } from '../core/options.js';
 import type { TaskExecutorMetricsWire } from '../rpc/protocol.js';
 import type { ThreadAfterJobs } from './taskThreadProtocol.js';
@@ -390,6 +391,15 @@ export class TaskThreadReserve {
    */
   async close(): Promise<void> {
     this.#closed = true;
+    // An allocation still waiting for a returning thread gets none: its slot is closing with the TaskExecutor.
+    this.#waiting.failAll(
+      new IllegalStateError('the TaskExecutor is closing: no task thread for this slot', {
+        component: 'TaskThreadReserve',
+        operation: 'take',
+        state: 'closed',
+        allowed: ['open'],
+      }),
+    );
     for (const pool of [...this.#spares.values()].flat()) this.#destroy(pool);
     this.#spares.clear();
     await Promise.allSettled([...this.#destroying]);

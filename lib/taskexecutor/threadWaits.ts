@@ -50,6 +50,16 @@ export class ThreadWaits<T> {
     });
   }
 
+  /** Every allocation still waiting is told `cause` at once (its deadline canceled): nothing boots for it any more. */
+  failAll(cause: Error): void {
+    const waiters = [...this.#byKey.values()].flat();
+    this.#byKey.clear();
+    for (const waiter of waiters) {
+      this.#clock.clearTimeout(waiter.deadline);
+      waiter.take(Promise.reject(cause));
+    }
+  }
+
   /** The oldest allocation waiting for this limit, taken off its queue (its deadline canceled): hand it its threads. */
   next(key: string): ((threads: T | Promise<T>) => void) | undefined {
     const waiting = this.#byKey.get(key);

@@ -5,6 +5,7 @@
 import { expect } from 'chai';
 import type { Piscina } from 'piscina';
 import { SimulatedClock } from '../../lib/core/clock.js';
+import { IllegalStateError } from '../../lib/core/errors.js';
 import type { TaskThreadsOptions } from '../../lib/taskexecutor/taskThreads.js';
 import { TaskThreadReserve } from '../../lib/taskexecutor/TaskThreadReserve.js';
 
@@ -418,6 +419,25 @@ describe('TaskThreadReserve', () => {
       closeA();
       await releasedA;
       expect(reserve.stats).to.include({ bootedOnDemand: 1, retired: 0, spare: 1 });
+    });
+
+    it('fails at once when the reserve closes, booting nothing for it and arming no boot for later', async () => {
+      const clock = new SimulatedClock();
+      const { reserve, pools, bootAll } = await bothOnTheirWayBack({ clock, returnWaitMs: 500 });
+      const next = reserve.take(128);
+      await reserve.close();
+      const failure = await Promise.resolve(next).then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(failure)
+        .to.be.instanceOf(IllegalStateError)
+        .with.property('message')
+        .that.matches(/closing: no task/);
+      clock.increment(500);
+      await bootAll();
+      expect(pools).to.have.length(2);
+      expect(reserve.stats).to.include({ bootedOnDemand: 0 });
     });
   });
 
