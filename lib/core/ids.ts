@@ -167,6 +167,16 @@ export const ExecutionAttemptID = {
   short(id: ExecutionAttemptID): string {
     return id.length > 32 ? `${id.slice(0, 8)}${id.slice(32)}` : id.slice(0, 8);
   },
+  /**
+   * The subtask a labelled ID names (its `generate` label's vertex and subtask), or undefined for an ID without a
+   * label. Read from the end: a vertex may hold `_` itself.
+   */
+  subtaskOf(id: ExecutionAttemptID): { readonly vertex: string; readonly subtask: number } | undefined {
+    const last = id.lastIndexOf('_');
+    const before = last > 33 ? id.lastIndexOf('_', last - 1) : -1;
+    if (before <= 33) return undefined;
+    return { vertex: id.slice(33, before), subtask: Number(id.slice(before + 1, last)) };
+  },
 };
 
 const RESOURCE_ID = /^[A-Za-z0-9][\w.:-]{0,127}$/;

@@ -18,7 +18,7 @@
  * it ran in — kept after the slot went back — and its ended attempts, at most
  * `jobmanager.execution.attempts-history-size` of them.
  */
-import type { AllocationID, ExecutionAttemptID, ResourceID } from '../core/ids.js';
+import { type AllocationID, ExecutionAttemptID, type ResourceID } from '../core/ids.js';
 import type { ExecutionState, ResultPartitionWire, SerializedError } from '../rpc/protocol.js';
 import type { FinishedSubtask } from './JobMasterOptions.js';
 import type { JobEvent, TaskWait } from './JobResult.js';
@@ -236,16 +236,13 @@ export class ExecutionAttempts {
 
   /**
    * The subtask whose current attempt this is, or undefined (an older attempt, or none of this job). Found through the
-   * ID's label — every attempt of a subtask is labelled `<32 hex>_<vertex>_<subtask>_<attempt>` (attemptId) — and
-   * checked against the subtask's current attempt: no Map of every attempt ID (100,000 in a large job).
+   * subtask the ID's label names — every attempt of a subtask is labelled (attemptId) — and checked against the
+   * subtask's current attempt: no Map of every attempt ID (100,000 in a large job).
    */
   current(executionAttemptId: ExecutionAttemptID): ExecutionRecord | undefined {
-    const id = executionAttemptId;
-    const last = id.lastIndexOf('_');
-    const before = last > 33 ? id.lastIndexOf('_', last - 1) : -1;
-    if (before < 33) return undefined;
-    const record = this.#byVertex.get(id.slice(33, before))?.[Number(id.slice(before + 1, last))];
-    return record?.executionAttemptId === id ? record : undefined;
+    const label = ExecutionAttemptID.subtaskOf(executionAttemptId);
+    const record = label === undefined ? undefined : this.#byVertex.get(label.vertex)?.[label.subtask];
+    return record?.executionAttemptId === executionAttemptId ? record : undefined;
   }
 
   /** The subtasks whose current attempt holds that slot and has not ended. */

@@ -22,6 +22,10 @@ describe('ids', () => {
     expect(id).to.match(/^[0-9a-f]{32}_tokenize_3_1$/);
     expect(ExecutionAttemptID.parse(id)).to.equal(id);
     expect(ExecutionAttemptID.short(id)).to.match(/^[0-9a-f]{8}_tokenize_3_1$/);
+    expect(ExecutionAttemptID.subtaskOf(id)).to.deep.equal({ vertex: 'tokenize', subtask: 3 });
+    const underscored = ExecutionAttemptID.generate({ vertex: 'a_b_1', subtask: 12, attempt: 0 });
+    expect(ExecutionAttemptID.subtaskOf(underscored)).to.deep.equal({ vertex: 'a_b_1', subtask: 12 });
+    expect(ExecutionAttemptID.subtaskOf(ExecutionAttemptID.generate())).to.equal(undefined);
     expect(() => ExecutionAttemptID.generate({ vertex: 'x', subtask: -1, attempt: 0 })).to.throw(
       IllegalArgumentError,
       /subtask/,
