@@ -145,10 +145,11 @@ export class RunningTasks {
       accepted.push(task);
       this.#entering.push(task);
     }
-    if (accepted.length > 0) this.#syncSoon();
+    if (accepted.length === 0) return errors;
+    this.#syncSoon();
     // Deploying, where the JobMaster put them when it submitted (Flink's Task does not report it):
     // the reports start with initializing, once the call has been answered.
-    if (accepted.length > 0) this.#mailbox.execute(() => this.#runAll(accepted));
+    this.#mailbox.execute(() => this.#runAll(accepted));
     return errors;
   }
 

@@ -34,7 +34,8 @@ export function addTasksToSlots(
   context: TaskSlotTableContext,
   tasks: readonly TaskSlotPayload[],
 ): Array<Error | undefined> {
-  const { errors, perSlot } = placeTasks(context, tasks);
+  const perSlot = new Map<TaskSlotRef, TaskSlotPayload[]>();
+  const errors = placeTasks(context, tasks, perSlot);
   for (const [slot, batch] of perSlot)
     slot.send(batch.length === 1 ? { type: 'ADD_TASK', task: batch[0]! } : { type: 'ADD_TASKS', tasks: batch });
   return errors;
@@ -45,17 +46,20 @@ export function refusalsOfTasks(
   context: TaskSlotTableContext,
   tasks: readonly TaskSlotPayload[],
 ): Array<Error | undefined> {
-  return placeTasks(context, tasks).errors;
+  return placeTasks(context, tasks, null);
 }
 
-/** Each task's refusal (the table as it will be once the tasks before it are in), and the accepted ones by slot. */
+/**
+ * Each task's refusal (the table as it will be once the tasks before it are in); the accepted ones go into `perSlot`
+ * by slot, when one is given (a check alone needs none: it runs for every submission).
+ */
 function placeTasks(
   context: TaskSlotTableContext,
   tasks: readonly TaskSlotPayload[],
-): { errors: Array<Error | undefined>; perSlot: Map<TaskSlotRef, TaskSlotPayload[]> } {
+  perSlot: Map<TaskSlotRef, TaskSlotPayload[]> | null,
+): Array<Error | undefined> {
   const errors: Array<Error | undefined> = [];
   const accepted = new Set<ExecutionAttemptID>();
-  const perSlot = new Map<TaskSlotRef, TaskSlotPayload[]>();
   for (const task of tasks) {
     try {
       checkPayload(task);
@@ -72,13 +76,14 @@ function placeTasks(
       continue;
     }
     accepted.add(task.executionAttemptId);
+    errors.push(undefined);
+    if (perSlot === null) continue;
     const slot = slotOf(context, task.allocationId)!;
     const batch = perSlot.get(slot);
     if (batch === undefined) perSlot.set(slot, [task]);
     else batch.push(task);
-    errors.push(undefined);
   }
-  return { errors, perSlot };
+  return errors;
 }
 
 /**
