@@ -6,7 +6,7 @@
  * cannot deploy yet, a task event saying what it waits for; and an attempt canceled, where it runs or before it was
  * deployed (Flink's Execution.cancel). What failing means is the JobMaster's (its host).
  */
-import type { Clock } from '../core/clock.js';
+import { type Clock, msSince } from '../core/clock.js';
 import { AllocationID, type ResourceID } from '../core/ids.js';
 import type { RuntimeLog } from '../core/Logger.js';
 import type { TaskExecutorGateway } from '../rpc/gateways.js';
@@ -105,9 +105,7 @@ export class ExecutionDeployer {
     for (const record of records)
       if (record.slotRequest === null && record.state !== 'finished') toSchedule.push(record);
     if (toSchedule.length === 0) return;
-    // An int32 while it fits (24 days): a difference of two timestamps is a double V8 would box in every token.
-    const after = h.clock.now() - this.#since;
-    const requestedAfter = after === (after | 0) ? after | 0 : after;
+    const requestedAfter = msSince(this.#since, h.clock.now());
     const requests = toSchedule.map((record) => ({
       id: record.vertex.id,
       token: { record, attempt: record.executionAttemptId, requestedAfter } satisfies SlotRequest,

@@ -4,6 +4,7 @@
  * started. Turns task events into the durations the histograms take; holds nothing of an attempt
  * once it ended, nor of a job once it ended (beyond its restarts and end).
  */
+import { msSince } from '../core/clock.js';
 import type { ExecutionAttemptID, JobID, ResourceID } from '../core/ids.js';
 import type { JobEvent } from '../jobmaster/JobMaster.js';
 import type { JobStatus } from '../../machines/jobStatus.machine.js';
@@ -100,7 +101,7 @@ export class JobTimings {
     const entry = job.attempts.get(id);
     if (state === 'scheduled') {
       // A subtask scheduled again for another slot keeps its first time: the wait its user sees.
-      if (entry === undefined) job.attempts.set(id, timestamp - job.epoch);
+      if (entry === undefined) job.attempts.set(id, msSince(job.epoch, timestamp));
       return null;
     }
     if (entry === undefined)

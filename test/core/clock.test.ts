@@ -1,8 +1,16 @@
 import { expect } from 'chai';
 import { createActor, setup } from 'xstate';
-import { mailboxClock, SimulatedClock, systemClock } from '../../lib/core/clock.js';
+import { mailboxClock, msSince, SimulatedClock, systemClock } from '../../lib/core/clock.js';
 
 describe('clock', () => {
+  it('msSince: the ms between two timestamps, whole or not, however far apart', () => {
+    const t0 = 1_765_000_000_000;
+    expect(msSince(t0, t0 + 5)).to.equal(5);
+    expect(msSince(t0, t0 - 5)).to.equal(-5);
+    expect(msSince(t0, t0 + 0.5)).to.equal(0.5);
+    expect(msSince(t0, t0 + 2 ** 33)).to.equal(2 ** 33);
+  });
+
   describe('SimulatedClock', () => {
     it('starts at the given time (0 by default) and moves only when told', () => {
       expect(new SimulatedClock().now()).to.equal(0);
