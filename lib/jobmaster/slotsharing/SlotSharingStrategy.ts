@@ -44,16 +44,22 @@ export interface SlotSharingStrategy {
   getExecutionSlotSharingGroups(): readonly ExecutionSlotSharingGroup[];
 }
 
+/**
+ * A group as the builder keeps it while it groups: no member lists (a job of 100,000 subtasks makes tens of thousands
+ * of groups, and lists grown one member per job vertex were most of what grouping allocated). What it asks of a group
+ * is whether a subtask of the job vertex being grouped joined it, and whether its profile can still change.
+ */
 interface GroupBuilder {
   readonly id: string;
   readonly slotSharingGroup: string;
-  members: ExecutionVertex[];
-  /**
-   * Job vertices with a subtask in the group: the group is no longer available to them. An array:
-   * a group holds a few (one subtask per job vertex of its slot sharing group), and a job of
-   * 100,000 subtasks makes tens of thousands of groups, where a Set each cost more than the rest.
-   */
-  jobVertices: string[];
+  /** The last job vertex a subtask of which joined it: the vertex grouped now, or one before (they come in order). */
+  lastVertex: string | null;
+  /** Its members' profiles merged so far (Flink's getPhysicalSlotResourceProfile without a configured one). */
+  sum: ResourceProfile;
+  /** The group as the allocator sees it, once the strategy made it. */
+  group: ExecutionSlotSharingGroup | null;
+  /** Members placed but not yet in `group.members` (the strategy adds them in one copy). */
+  joined: number;
 }
 
 export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrategy {
@@ -66,19 +72,17 @@ export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrate
   readonly #groups: ExecutionSlotSharingGroup[] = [];
   /**
    * What grouping needs, kept while a vertex waits for its subtasks (the adaptive scheduler's) and let go once every
-   * vertex is grouped: a job of 100,000 subtasks would otherwise keep a map entry per subtask and a GroupBuilder per
-   * group for nothing.
+   * vertex is grouped: a job of 100,000 subtasks would otherwise keep a GroupBuilder per group for nothing.
    */
-  #building: {
-    readonly builder: GroupsBuilder;
-    /** Each group as the builder keeps it -> as the allocator sees it. */
-    readonly byGroup: Map<GroupBuilder, ExecutionSlotSharingGroup>;
-  } | null;
+  #builder: GroupsBuilder | null;
 
   constructor(graph: ExecutionGraph) {
     this.#graph = graph;
-    this.#building = { builder: new GroupsBuilder(graph), byGroup: new Map() };
-    for (const jobVertex of graph.jobGraph.vertices) if (graph.isInitialized(jobVertex.id)) this.#add(jobVertex.id);
+    this.#builder = new GroupsBuilder(graph);
+    this.#add(
+      graph.jobGraph.vertices.filter((v) => graph.isInitialized(v.id)).map((v) => v.id),
+      false,
+    );
     this.#doneBuilding();
   }
 
@@ -88,49 +92,71 @@ export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrate
    * or UNKNOWN): a SharedSlot may have asked for it already.
    */
   addJobVertex(vertexId: string): void {
-    this.#add(vertexId, true);
+    this.#add([vertexId], true);
     this.#doneBuilding();
   }
 
   #doneBuilding(): void {
-    if (this.#graph.uninitialized().length === 0) this.#building = null;
+    if (this.#graph.uninitialized().length === 0) this.#builder = null;
   }
 
-  #add(vertexId: string, late = false): void {
-    const configured = this.#graph.jobGraph.slotSharingGroups;
-    const building = this.#building;
-    if (building === null)
-      throw new IllegalStateError(`every vertex of the job is grouped already, '${vertexId}' too`, {
+  /**
+   * Groups the vertices' subtasks (topological order), then gives each group it touched one members list of its new
+   * size: a list copied per vertex, or grown by push (room for ~17), was most of what a large job's grouping allocated.
+   */
+  #add(vertexIds: readonly string[], late: boolean): void {
+    const builder = this.#builder;
+    if (builder === null)
+      throw new IllegalStateError(`every vertex of the job is grouped already, '${vertexIds[0]}' too`, {
         component: 'LocalInputPreferredSlotSharingStrategy',
         operation: 'addJobVertex',
         state: 'grouped',
         allowed: ['grouping'],
       });
-    const jobVertex = this.#graph.jobGraph.vertex(vertexId);
-    // A place per subtask from the start: the groups fill it out of subtask order.
-    const subtasks = this.#graph.subtasksOf(jobVertex.id).length;
-    const byIndex = Array.from({ length: subtasks }, (): ExecutionSlotSharingGroup | undefined => undefined);
-    this.#byVertex.set(jobVertex.id, byIndex);
-    for (const [g, joined] of building.builder.add(jobVertex, late)) {
-      let group = building.byGroup.get(g);
-      if (group === undefined) {
-        group = {
-          id: g.id,
-          slotSharingGroup: g.slotSharingGroup,
-          members: [],
-          resourceProfile: configured.get(g.slotSharingGroup) ?? ResourceProfile.UNKNOWN,
-        };
-        building.byGroup.set(g, group);
-        this.#groups.push(group);
+    const configured = this.#graph.jobGraph.slotSharingGroups;
+    const placements: (readonly GroupBuilder[])[] = [];
+    const touched: GroupBuilder[] = [];
+    for (const vertexId of vertexIds) {
+      const placed = builder.add(this.#graph.jobGraph.vertex(vertexId), late);
+      placements.push(placed);
+      const byIndex = new Array<ExecutionSlotSharingGroup | undefined>(placed.length);
+      this.#byVertex.set(vertexId, byIndex);
+      for (let i = 0; i < placed.length; i++) {
+        const g = placed[i]!;
+        let group = g.group;
+        const created = group === null;
+        if (group === null) {
+          group = {
+            id: g.id,
+            slotSharingGroup: g.slotSharingGroup,
+            members: NO_MEMBERS,
+            resourceProfile: configured.get(g.slotSharingGroup) ?? ResourceProfile.UNKNOWN,
+          };
+          g.group = group;
+          this.#groups.push(group);
+        }
+        // A group joined late keeps its profile (see addJobVertex); one made now is the sum of its members'.
+        if (!configured.has(g.slotSharingGroup) && (!late || created))
+          (group as { resourceProfile: ResourceProfile }).resourceProfile = g.sum;
+        if (g.joined++ === 0) touched.push(g);
+        byIndex[i] = group;
       }
-      // A new array of just its members (GroupsBuilder.add says why).
-      (group as { members: readonly ExecutionVertexID[] }).members = group.members.concat(
-        joined.map((member) => member.id),
-      );
-      // A group joined late keeps its profile (see addJobVertex); a new one is the sum of its members'.
-      if (!configured.has(g.slotSharingGroup) && (!late || group.members.length === joined.length))
-        (group as { resourceProfile: ResourceProfile }).resourceProfile = sumOf(g.members);
-      for (const member of joined) byIndex[member.id.subtaskIndex] = group;
+    }
+    for (const g of touched) {
+      const members = g.group!.members;
+      const grown = new Array<ExecutionVertexID>(members.length + g.joined);
+      for (let i = 0; i < members.length; i++) grown[i] = members[i]!;
+      (g.group as { members: readonly ExecutionVertexID[] }).members = grown;
+    }
+    // Filled vertex by vertex: a group's members in the order they joined.
+    for (let v = 0; v < placements.length; v++) {
+      const placed = placements[v]!;
+      const subtasks = this.#graph.subtasksOf(vertexIds[v]!);
+      for (let i = 0; i < placed.length; i++) {
+        const g = placed[i]!;
+        const members = g.group!.members as ExecutionVertexID[];
+        members[members.length - g.joined--] = subtasks[i]!.id;
+      }
     }
   }
 
@@ -143,18 +169,14 @@ export class LocalInputPreferredSlotSharingStrategy implements SlotSharingStrate
   }
 }
 
-/** The members' profiles merged (Flink's getPhysicalSlotResourceProfile). */
-function sumOf(members: readonly ExecutionVertex[]): ResourceProfile {
-  let sum = ResourceProfile.ZERO;
-  for (const member of members) sum = sum.merge(member.jobVertex.resourceProfile);
-  return sum;
-}
+/** A group's members before any joined (replaced as they do). */
+const NO_MEMBERS: readonly ExecutionVertexID[] = Object.freeze([]);
 
 /** Flink's build(), one job vertex at a time (topological order): the groups so far, and their candidates. */
 class GroupsBuilder {
   readonly #graph: ExecutionGraph;
   /** Per job vertex, each subtask's group by subtask index (no Map entry per subtask: 100,000 in a large job). */
-  readonly #groupsOf = new Map<string, Array<GroupBuilder | undefined>>();
+  readonly #groupsOf = new Map<string, GroupBuilder[]>();
   /** Per slot sharing group, its groups in creation order. */
   readonly #bySharingGroup = new Map<string, GroupBuilder[]>();
   /** `<co-location group>#<subtask index>` -> the group the constraint chose. */
@@ -167,28 +189,26 @@ class GroupsBuilder {
   }
 
   /**
-   * Puts the vertex's subtasks into groups; returns the groups they joined, each with its new members. `late`: only
-   * groups whose profile cannot change are joined (see LocalInputPreferredSlotSharingStrategy.addJobVertex).
+   * Puts the vertex's subtasks into groups; returns each subtask's group by subtask index. `late`: only groups whose
+   * profile cannot change are joined (see LocalInputPreferredSlotSharingStrategy.addJobVertex).
    */
-  add(jobVertex: JobVertex, late: boolean): Map<GroupBuilder, ExecutionVertex[]> {
+  add(jobVertex: JobVertex, late: boolean): readonly GroupBuilder[] {
     const graph = this.#graph;
-    const subtasks = graph.subtasksOf(jobVertex.id);
+    const vertexId = jobVertex.id;
+    const subtasks = graph.subtasksOf(vertexId);
     // A place per subtask from the start: the passes below fill it out of subtask order.
-    const placed = Array.from({ length: subtasks.length }, (): GroupBuilder | undefined => undefined);
-    this.#groupsOf.set(jobVertex.id, placed);
-    const joinedNow = new Map<GroupBuilder, ExecutionVertex[]>();
-    const fixedProfile = (group: GroupBuilder) =>
-      graph.jobGraph.slotSharingGroups.has(group.slotSharingGroup) || sumOf(group.members).isUnknown();
+    const placed = new Array<GroupBuilder>(subtasks.length);
+    this.#groupsOf.set(vertexId, placed);
+    const profile = jobVertex.resourceProfile;
     const join = (ev: ExecutionVertex, group: GroupBuilder) => {
-      group.members.push(ev);
-      group.jobVertices.push(ev.jobVertex.id);
+      group.lastVertex = vertexId;
+      group.sum = group.sum.merge(profile);
       placed[ev.id.subtaskIndex] = group;
-      const list = joinedNow.get(group);
-      if (list === undefined) joinedNow.set(group, [ev]);
-      else list.push(ev);
     };
-    const availableTo = (group: GroupBuilder, ev: ExecutionVertex) =>
-      !group.jobVertices.includes(ev.jobVertex.id) && (!late || joinedNow.has(group) || fixedProfile(group));
+    // A group holds one subtask per job vertex; late, it takes one only where its profile cannot change.
+    const availableTo = (group: GroupBuilder) =>
+      group.lastVertex !== vertexId &&
+      (!late || graph.jobGraph.slotSharingGroups.has(group.slotSharingGroup) || group.sum.isUnknown());
 
     const producerGroupFor = (ev: ExecutionVertex): GroupBuilder | undefined => {
       for (const input of graph.inputsOf(ev)) {
@@ -201,7 +221,7 @@ class GroupsBuilder {
         }
         while (list.length > 0) {
           const group = list.shift()!;
-          if (availableTo(group, ev)) return group;
+          if (availableTo(group)) return group;
         }
       }
       return undefined;
@@ -225,15 +245,17 @@ class GroupsBuilder {
     this.#bySharingGroup.set(jobVertex.slotSharingGroup, own);
     let cursor = 0;
     for (const ev of remaining) {
-      while (cursor < own.length && !availableTo(own[cursor]!, ev)) cursor++;
+      while (cursor < own.length && !availableTo(own[cursor]!)) cursor++;
       let group = own[cursor];
       if (group === undefined) {
         group = {
           // Joined, not a template: in V8 a template of 13 characters or more is a rope of ~4 strings.
           id: [jobVertex.slotSharingGroup, '[', own.length, ']'].join(''),
           slotSharingGroup: jobVertex.slotSharingGroup,
-          members: [],
-          jobVertices: [],
+          lastVertex: null,
+          sum: ResourceProfile.ZERO,
+          group: null,
+          joined: 0,
         };
         own.push(group);
       }
@@ -245,13 +267,7 @@ class GroupsBuilder {
         if (!this.#byConstraint.has(constraintKey(ev)))
           this.#byConstraint.set(constraintKey(ev), placed[ev.id.subtaskIndex]!);
     }
-    // An array grown by push keeps room for ~17 elements, a group holds a few (one subtask per job vertex): in a job
-    // of 100,000 subtasks, tens of thousands of groups and their lists. Each list the call grew, copied to its size.
-    for (const group of joinedNow.keys()) {
-      group.members = group.members.slice();
-      group.jobVertices = group.jobVertices.slice();
-    }
-    return joinedNow;
+    return placed;
   }
 
   /** The group of a subtask grouped already (a producer's: its vertex comes earlier in topological order). */
