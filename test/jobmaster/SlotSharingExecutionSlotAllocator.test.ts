@@ -313,6 +313,27 @@ describe('SlotSharingExecutionSlotAllocator', () => {
     expect(provider.requests).to.have.length(2);
   });
 
+  it('asks once for a subtask named twice in one call, with its last token, where it was first named', async () => {
+    const { allocator, provider } = setup();
+    const heard: string[] = [];
+    const listener: LogicalSlotListener<string> = {
+      slotReady: (token) => void heard.push(token),
+      slotFailed: (token) => void heard.push(`${token} failed`),
+    };
+    allocator.requestSlotsFor(
+      [
+        { id: id('source#0'), token: 'source#0 first' },
+        { id: id('sink#0'), token: 'sink#0' },
+        { id: id('source#0'), token: 'source#0 last' },
+      ],
+      listener,
+    );
+    expect(allocator.sharedSlots.get('default[0]')!.logicalSlotCount).to.equal(2);
+    provider.fulfil('default[0]/p1');
+    await settle();
+    expect(heard).to.deep.equal(['source#0 last', 'sink#0']);
+  });
+
   it('releaseAll fails waiting slots, releases held ones, and cancels each physical request once', async () => {
     const { allocator, provider, all } = setup();
     const slots = allocator.allocateSlotsFor(all);

@@ -21,10 +21,11 @@ export interface BulkEntry {
 
 export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk, PhysicalRequestObserver {
   readonly size: number;
-  /** Physical request id -> the subtasks of this bulk waiting on it; insertion order is request order. */
-  readonly #pending = new Map<string, readonly ExecutionVertexID[]>();
-  /** Physical request id -> the profile it asks for. */
-  readonly #profiles = new Map<string, ResourceProfile>();
+  /**
+   * Physical request id -> its SharedSlot and the subtasks of this bulk waiting on it; insertion order is request
+   * order.
+   */
+  readonly #pending = new Map<string, BulkEntry>();
   readonly #cancelLogicalSlotRequest: (id: ExecutionVertexID, cause: Error) => void;
   #listeners: Array<() => void> = [];
 
@@ -32,11 +33,11 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk, 
   constructor(entries: readonly BulkEntry[], cancelLogicalSlotRequest: (id: ExecutionVertexID, cause: Error) => void) {
     this.size = entries.length;
     this.#cancelLogicalSlotRequest = cancelLogicalSlotRequest;
-    for (const { sharedSlot, executions } of entries) {
+    for (const entry of entries) {
+      const { sharedSlot } = entry;
       // A SharedSlot that holds its physical slot already is fulfilled for this bulk from the start.
       if (sharedSlot.state.kind !== 'requested') continue;
-      this.#pending.set(sharedSlot.requestId, executions);
-      this.#profiles.set(sharedSlot.requestId, sharedSlot.group.resourceProfile);
+      this.#pending.set(sharedSlot.requestId, entry);
       sharedSlot.observePhysicalRequest(this);
     }
   }
@@ -55,8 +56,8 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk, 
   /** The distinct profiles the pending requests ask for. */
   pendingRequestProfiles(): readonly ResourceProfile[] {
     const distinct = new Map<string, ResourceProfile>();
-    for (const requestId of this.#pending.keys()) {
-      const profile = this.#profiles.get(requestId)!;
+    for (const { sharedSlot } of this.#pending.values()) {
+      const profile = sharedSlot.group.resourceProfile;
       distinct.set(profile.key, profile);
     }
     return [...distinct.values()];
@@ -64,7 +65,7 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk, 
 
   /** The subtasks of this bulk that still wait for a physical slot. */
   pendingExecutions(): readonly ExecutionVertexID[] {
-    return [...this.#pending.values()].flat();
+    return [...this.#pending.values()].flatMap((entry) => entry.executions);
   }
 
   /**
@@ -72,7 +73,7 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk, 
    * canceling a completed logical slot request does nothing; the scheduler returns those).
    */
   cancel(cause: Error): void {
-    for (const executions of [...this.#pending.values()]) {
+    for (const { executions } of [...this.#pending.values()]) {
       for (const id of executions) this.#cancelLogicalSlotRequest(id, cause);
     }
   }
@@ -92,13 +93,11 @@ export class SharingPhysicalSlotRequestBulk implements PhysicalSlotRequestBulk, 
     // Cleared first: the cancels below settle their own requests, which must find nothing left here.
     const rest = [...this.#pending.values()];
     this.#pending.clear();
-    this.#profiles.clear();
-    for (const executions of rest) for (const id of executions) this.#cancelLogicalSlotRequest(id, cause);
+    for (const { executions } of rest) for (const id of executions) this.#cancelLogicalSlotRequest(id, cause);
     this.#notifySettled();
   }
 
   #settle(requestId: string): void {
-    this.#profiles.delete(requestId);
     if (!this.#pending.delete(requestId) || this.#pending.size > 0) return;
     this.#notifySettled();
   }

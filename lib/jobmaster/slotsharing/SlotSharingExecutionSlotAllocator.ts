@@ -101,24 +101,47 @@ export class SlotSharingExecutionSlotAllocator {
     items: readonly I[],
     take: (slot: SharedSlot, item: I) => void,
   ): void {
-    // A subtask named twice is asked for once, with its last item.
-    const wanted = new Map<string, { item: I; group: ExecutionSlotSharingGroup }>();
-    for (const item of items) wanted.set(ExecutionVertexID.key(item.id), { item, group: this.#groupOf(item.id) });
-    const byGroup = new Map<ExecutionSlotSharingGroup, ExecutionVertexID[]>();
-    for (const { item, group } of wanted.values()) {
-      const members = byGroup.get(group);
-      if (members === undefined) byGroup.set(group, [item.id]);
-      else members.push(item.id);
+    // Per group, the call's subtasks in it: no Map entry, key string or object per subtask (100,000 in a large job),
+    // and lists at most the group's size (a list grown by push keeps room for ~17).
+    const calls = new Map<ExecutionSlotSharingGroup, GroupCall<I>>();
+    for (const item of items) {
+      const group = this.#groupOf(item.id);
+      let call = calls.get(group);
+      if (call === undefined) {
+        const size = group.members.length;
+        call = { slot: null, items: new Array<I | null>(size), ids: new Array<ExecutionVertexID>(size), count: 0 };
+        calls.set(group, call);
+      }
+      // A subtask named twice is asked for once, with its last item, where it was first named.
+      const at = indexOfSubtask(call.ids, call.count, item.id);
+      if (at >= 0) call.items[at] = item;
+      else if (call.count < call.ids.length) {
+        call.ids[call.count] = item.id;
+        call.items[call.count++] = item;
+      } else {
+        call.ids.push(item.id);
+        call.items.push(item);
+        call.count++;
+      }
     }
-    const slots = new Map<ExecutionSlotSharingGroup, SharedSlot>();
-    for (const group of byGroup.keys()) slots.set(group, this.#getOrAllocateSharedSlot(group));
-    for (const { item, group } of wanted.values()) take(slots.get(group)!, item);
-    // The bulk is built from `slots`, not #sharedSlots: a physical request that failed at once has
+    for (const [group, call] of calls) call.slot = this.#getOrAllocateSharedSlot(group);
+    for (const item of items) {
+      const call = calls.get(this.#groupOf(item.id))!;
+      const at = indexOfSubtask(call.ids, call.count, item.id);
+      const taken = call.items[at]!;
+      if (taken === null) continue;
+      call.items[at] = null;
+      take(call.slot!, taken);
+    }
+    // The bulk is built from the call's SharedSlots, not #sharedSlots: a physical request that failed at once has
     // already left #sharedSlots (Flink's comment on createBulk says the same). No closure here: the bulk keeps its
-    // cancel as long as a request of it waits, and a closure made here would keep `slots` — every SharedSlot of the
-    // call, released or not — with it.
+    // cancel as long as a request of it waits, and a closure made here would keep every SharedSlot of the call with it.
     const entries: BulkEntry[] = [];
-    for (const [group, executions] of byGroup) entries.push({ sharedSlot: slots.get(group)!, executions });
+    for (const [group, { slot, ids, count }] of calls) {
+      ids.length = count;
+      // The group's own list when the call asks for all of it (the usual case): nothing more kept per group.
+      entries.push({ sharedSlot: slot!, executions: sameSubtasks(ids, group.members) ? group.members : ids });
+    }
     const bulk = new SharingPhysicalSlotRequestBulk(entries, this.#cancelInBulk);
     this.#bulkChecker?.schedulePendingRequestBulkTimeoutCheck(bulk, this.#timeoutMs);
   }
@@ -269,4 +292,26 @@ export class SlotSharingExecutionSlotAllocator {
       executionVertexId: key,
     });
   }
+}
+
+/** One allocation call's subtasks of one group: the first `count` of `ids`, each with its item until it is taken. */
+interface GroupCall<I> {
+  slot: SharedSlot | null;
+  readonly items: (I | null)[];
+  readonly ids: ExecutionVertexID[];
+  count: number;
+}
+
+function indexOfSubtask(ids: readonly ExecutionVertexID[], count: number, id: ExecutionVertexID): number {
+  for (let i = 0; i < count; i++) {
+    const other = ids[i]!;
+    if (other === id || (other.subtaskIndex === id.subtaskIndex && other.vertexId === id.vertexId)) return i;
+  }
+  return -1;
+}
+
+function sameSubtasks(ids: readonly ExecutionVertexID[], members: readonly ExecutionVertexID[]): boolean {
+  if (ids.length !== members.length) return false;
+  for (let i = 0; i < ids.length; i++) if (ids[i] !== members[i]) return false;
+  return true;
 }
