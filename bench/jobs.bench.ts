@@ -10,12 +10,13 @@
  * - (a) a stream of p = 1 jobs: STREAM jobs one at a time (the next submitted as the previous
  *   result arrives): median and p99 submit → result, jobs/s; then STREAM jobs with 16 in flight.
  * - (b) BACK_TO_BACK jobs of p = 1,000 back to back: subtasks/s.
- * - (c) one job of 100,000 subtasks (4 vertices × 25,000; BIG=0 skips it): subtasks/s, the
- *   process's RSS peak and the main thread's heap peak (sampled every 20 ms), and the longest
- *   main-thread stall (`perf_hooks.monitorEventLoopDelay`). Each mode's cluster closes after its
- *   large job (its garbage collected before the next) and piscina's pool before them, so in process
- *   mode the RSS is the coordinator's process alone (with this benchmark's own few MB); in thread
- *   mode it holds the TaskExecutors and their task threads too.
+ * - (c) one job of 100,000 subtasks (4 vertices × 25,000; BIG=0 skips it), after the rounds, per
+ *   mode in a process of its own (bench/support/bigJob.ts: a cluster warmed as these are, then the
+ *   job), as an application runs one cluster in one mode: subtasks/s, the process's RSS peak and the
+ *   main thread's heap peak (sampled every 20 ms), and the longest main-thread stall
+ *   (`perf_hooks.monitorEventLoopDelay`). In process mode the RSS is the coordinator's process
+ *   (with the benchmark's own few MB); in thread mode it holds the TaskExecutors and their task
+ *   threads too.
  * - CPU: every thread of this process and every child process (/proc), from the first submit of a
  *   series until the machine is idle again after its last result (less than 3 ms of CPU in 150 ms),
  *   so what the jobs leave behind (threads refilled, slots freed, memory released) is counted.
@@ -31,14 +32,16 @@
  * `JOBS_STREAM=200`, `JOBS_BACK_TO_BACK=10`, `JOBS_BIG=100000`, `JOBS_WARM_UP=3000` narrow it.
  * The last line is one JSON object with every figure.
  */
+import { execFile } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { Piscina } from 'piscina';
-import type { JobGraphSpec } from '../lib/jobmaster/JobGraph.js';
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
+import type { BigJobSample } from './support/bigJob.js';
 import { compiled } from './support/compiled.js';
-import { processTreeCpuMs, untilIdle } from './support/procStat.js';
-import { exposedGc, printJson, round } from './support/report.js';
+import { checkOneVertex, measured, oneVertex, runJob, warmUp } from './support/jobRuns.js';
+import { printJson, round } from './support/report.js';
 
 const ROUNDS = Number(process.env['JOBS_ROUNDS'] ?? 3);
 const MODES = (process.env['JOBS_MODES'] ?? 'thread,process').split(',') as Array<'thread' | 'process'>;
@@ -62,31 +65,6 @@ const TARGETS = {
   processOverThread: 1.5,
 } as const;
 
-const task = (name: string) => new URL(`./support/tasks/${name}.mjs`, import.meta.url);
-
-const oneVertex = (name: string, p: number): JobGraphSpec => ({
-  name,
-  vertices: [{ id: 'v', taskModule: task('subtaskIndex'), parallelism: p }],
-});
-
-function checkOneVertex(p: number, outputs: Readonly<Record<string, unknown[]>>): void {
-  const got = outputs['v'] ?? [];
-  if (got.length !== p || got.some((value, i) => value !== i)) throw new Error(`p=${p}: wrong outputs`);
-}
-
-// ------------------------------------------------------------------------------ CPU time and idleness
-
-/** Runs `series` from an idle machine; its wall time to the last result, and its CPU until idle again. */
-async function measured<T>(series: () => Promise<T>): Promise<{ value: T; wallMs: number; cpuMs: number }> {
-  await untilIdle();
-  const cpuStart = processTreeCpuMs();
-  const started = performance.now();
-  const value = await series();
-  const wallMs = performance.now() - started;
-  await untilIdle();
-  return { value, wallMs, cpuMs: processTreeCpuMs() - cpuStart };
-}
-
 // ------------------------------------------------------------------------------ the series
 
 /** `count` runs of `one`, `inFlight` at a time; each run's latency in ms. */
@@ -103,13 +81,6 @@ async function pipeline(count: number, inFlight: number, one: (i: number) => Pro
   };
   await Promise.all(Array.from({ length: Math.min(inFlight, count) }, lane));
   return latencies;
-}
-
-async function runJob(cluster: MiniClusterType, spec: JobGraphSpec): Promise<Readonly<Record<string, unknown[]>>> {
-  const job = await cluster.submitJob(spec);
-  const result = await job.result;
-  if (result.status !== 'finished') throw new Error(`${spec.name} ${result.status}: ${result.error?.message ?? ''}`);
-  return result.outputs;
 }
 
 interface SeriesSample {
@@ -137,15 +108,8 @@ for (const mode of MODES)
 const piscina = new Piscina({ filename: new URL('./support/tasks/identity.mjs', import.meta.url).href });
 piscina.on('error', (error: unknown) => console.error('piscina pool error:', error));
 await Promise.all(Array.from({ length: 1000 }, (_, i) => piscina.run(i)));
-// A warm cluster is one an application has run jobs on for a while: task modules are checked (and
-// remembered) at a job's first submit, and V8 optimizes the job path's functions — most of them
-// called once per job — only after thousands of jobs. Until then TurboFan's compiles on V8's
-// background threads cost ~1 ms of CPU per p = 1 job (node --trace-opt: ~600 compiles per 2,000
-// jobs between the 500th and the 2,500th), a cost an application pays once, not per job.
-for (const cluster of clusters.values()) {
-  for (let i = 0; i < WARM_UP; i++) checkOneVertex(1, await runJob(cluster, oneVertex('warm-up p=1', 1)));
-  for (let i = 0; i < 3; i++) checkOneVertex(1000, await runJob(cluster, oneVertex('warm-up p=1000', 1000)));
-}
+// Warm clusters (jobRuns.ts warmUp says why).
+for (const cluster of clusters.values()) await warmUp(cluster, WARM_UP);
 const setupMs = performance.now() - setupStarted;
 
 const series: Series[] = [];
@@ -201,64 +165,22 @@ for (let r = 0; r < ROUNDS; r++) {
   console.log(`round ${r + 1} of ${ROUNDS} done (load ${loadavg()[0]?.toFixed(1)})`);
 }
 
-// (c) one large job per mode, after the rounds (it takes a while; its figures are one run each).
-interface BigSample {
-  readonly wallMs: number;
-  readonly cpuMs: number;
-  readonly rssPeakMb: number;
-  /** The main thread's heap: the coordinator's (Dispatcher, JobMasters, ResourceManager) in both modes. */
-  readonly heapPeakMb: number;
-  readonly stallMs: number;
-  readonly failed: string | null;
-}
-const big = new Map<string, BigSample>();
-// The peer's threads are done: gone before the large jobs, whose RSS is the clusters' own.
+// (c) one large job per mode, after the rounds, each in a process of its own (bigJob.ts says why);
+// this process's clusters and piscina's threads are gone first, so the machine is quiet.
 await piscina.destroy();
+await Promise.all([...clusters.values()].map((cluster) => cluster.close()));
+const big = new Map<string, BigJobSample>();
 if (BIG > 0) {
-  const perVertex = Math.ceil(BIG / BIG_VERTICES);
-  for (const [mode, cluster] of clusters) {
-    let rssPeak = process.memoryUsage.rss();
-    let heapPeak = process.memoryUsage().heapUsed;
-    const sampler = setInterval(() => {
-      const { rss, heapUsed } = process.memoryUsage();
-      rssPeak = Math.max(rssPeak, rss);
-      heapPeak = Math.max(heapPeak, heapUsed);
-    }, 20);
-    const delay = monitorEventLoopDelay({ resolution: 10 });
-    let failed: string | null = null;
-    const { wallMs, cpuMs } = await measured(async () => {
-      delay.enable();
-      try {
-        const outputs = await runJob(cluster, {
-          name: `${BIG} subtasks`,
-          vertices: Array.from({ length: BIG_VERTICES }, (_, v) => ({
-            id: `v${v}`,
-            taskModule: task('subtaskIndex'),
-            parallelism: perVertex,
-          })),
-        });
-        for (let v = 0; v < BIG_VERTICES; v++)
-          if ((outputs[`v${v}`] ?? []).length !== perVertex) throw new Error(`v${v}: wrong number of outputs`);
-      } catch (error) {
-        failed = error instanceof Error ? error.message : String(error);
-      } finally {
-        delay.disable();
-      }
-    });
-    clearInterval(sampler);
-    // The next mode's figures are its own: this cluster's threads leave the process now, and what its coordinator
-    // held is collected before the next job starts (npm run bench passes --expose-gc), not in that job's pauses.
-    await cluster.close();
-    clusters.delete(mode);
-    exposedGc()?.();
-    big.set(mode, {
-      wallMs,
-      cpuMs,
-      rssPeakMb: rssPeak / 2 ** 20,
-      heapPeakMb: heapPeak / 2 ** 20,
-      stallMs: delay.max / 1e6,
-      failed,
-    });
+  const script = fileURLToPath(new URL('./support/bigJob.ts', import.meta.url));
+  for (const mode of MODES) {
+    const args = [...process.execArgv, script, mode, String(BIG), String(BIG_VERTICES), String(WARM_UP)];
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 16 * 2 ** 20 });
+      big.set(mode, JSON.parse(stdout.trim().split('\n').at(-1)!) as BigJobSample);
+    } catch (error) {
+      const failed = error instanceof Error ? error.message.slice(0, 300) : String(error);
+      big.set(mode, { mode, wallMs: NaN, cpuMs: NaN, rssPeakMb: NaN, heapPeakMb: NaN, stallMs: NaN, failed });
+    }
   }
 }
 
@@ -384,8 +306,6 @@ for (const name of [P1, P1000]) {
   target(`process mode, ${name}:`, `${ratio.toFixed(2)}× thread mode's time`, `≤ ${bound}`, ratio <= bound);
 }
 if (lines.length > 0) console.log(`\ntargets (thread mode unless named):\n  ${lines.join('\n  ')}`);
-
-await Promise.all([...clusters.values()].map((cluster) => cluster.close()));
 
 const json = (s: Spread, digits = 3) => ({
   min: round(s.min, digits),
