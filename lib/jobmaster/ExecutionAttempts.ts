@@ -82,10 +82,10 @@ export function taskEventOf(
   error: SerializedError | null,
   timestamp: number,
   waitingFor?: TaskWait,
-): Extract<JobEvent, { readonly type: 'task' }> {
+): TaskEvent {
   const { vertex, attemptNumber, executionAttemptId, state, slot } = record;
   const { vertexId, subtaskIndex } = vertex.id;
-  const event = {
+  const event: { -readonly [K in keyof TaskEvent]: TaskEvent[K] } = {
     type: 'task',
     vertexId,
     subtaskIndex,
@@ -96,9 +96,14 @@ export function taskEventOf(
     allocationId: slot?.allocationId ?? null,
     error,
     timestamp,
-  } as const;
-  return waitingFor === undefined ? event : { ...event, waitingFor };
+  };
+  // Added, not a copy of the event with it: every subtask of a large job is told scheduled, waiting for its slot, as
+  // the job starts.
+  if (waitingFor !== undefined) event.waitingFor = waitingFor;
+  return event;
 }
+
+type TaskEvent = Extract<JobEvent, { readonly type: 'task' }>;
 
 /** One attempt of a subtask: its number, state, where it ran and when. */
 export interface AttemptSummary {

@@ -39,7 +39,7 @@ export class JobEvents {
         ? undefined
         : (record, requestedAt) => {
             const assignment = slotAssignmentOf(record, requestedAt, this.#clock.now());
-            callListener(this.#log, 'a slot assignment listener', () => onSlotAssigned(assignment));
+            callListener(this.#log, 'a slot assignment listener', onSlotAssigned, assignment);
           };
   }
 
@@ -64,6 +64,7 @@ export class JobEvents {
   }
 
   #emit(event: JobEvent): void {
-    callListener(this.#log, 'a job event listener', () => this.#o.onEvent?.(event));
+    const onEvent = this.#o.onEvent;
+    if (onEvent !== undefined) callListener(this.#log, 'a job event listener', onEvent, event);
   }
 }

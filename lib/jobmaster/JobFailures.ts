@@ -84,10 +84,13 @@ export function fieldsOf(record: AttemptOf, where: SlotLocation): RuntimeLogFiel
   };
 }
 
-/** Runs a listener's call; one that throws is logged as a warning and disturbs nothing. */
-export function callListener(log: RuntimeLog, what: string, call: () => void): void {
+/**
+ * Calls a listener with its argument; one that throws is logged as a warning and disturbs nothing. The argument is
+ * passed, not closed over: a closure per call is ~80 bytes more for each of a large job's 100,000 subtasks' events.
+ */
+export function callListener<T>(log: RuntimeLog, what: string, listener: (value: T) => void, value: T): void {
   try {
-    call();
+    listener(value);
   } catch (error) {
     log(`${what} threw: ${describeError(error)}`, {}, 'warn');
   }
