@@ -5,8 +5,9 @@
  *
  * - The compiled build (dist/, built first if the sources are newer), as an application runs it;
  *   trivial subtasks from plain .mjs task files; every job's result is checked.
- * - A warm cluster: JOBS_WARM_UP p = 1 jobs (3,000) and 3 of p = 1,000 on each before anything is
- *   timed (an application's cluster has run jobs for a while: see the warm-up below).
+ * - A warm cluster: JOBS_WARM_UP p = 1 jobs (3,000) and JOBS_WARM_UP_1000 of p = 1,000 (40) on each
+ *   before anything is timed (an application's cluster has run jobs for a while: support/jobRuns.ts's
+ *   warmUp says what the first jobs cost); piscina runs as many tasks, the same way, first.
  * - (a) a stream of p = 1 jobs: STREAM jobs one at a time (the next submitted as the previous
  *   result arrives): median and p99 submit → result, jobs/s; then STREAM jobs with 16 in flight.
  * - (b) BACK_TO_BACK jobs of p = 1,000 back to back: subtasks/s.
@@ -29,7 +30,8 @@
  * a time, ≤ 2 ms CPU per job; p = 1,000 back to back ≥ 5,000 subtasks/s and ≤ 0.2 ms CPU per
  * subtask; p = 100,000 ≥ 15,000 subtasks/s, RSS ≤ 300 MB, no stall over 100 ms; process mode within
  * 1.5× of thread mode. Run with `npm run bench -- jobs`; `JOBS_MODES=thread`, `JOBS_ROUNDS=3`,
- * `JOBS_STREAM=200`, `JOBS_BACK_TO_BACK=10`, `JOBS_BIG=100000`, `JOBS_WARM_UP=3000` narrow it.
+ * `JOBS_STREAM=200`, `JOBS_BACK_TO_BACK=10`, `JOBS_BIG=100000`, `JOBS_WARM_UP=3000`,
+ * `JOBS_WARM_UP_1000=40` narrow it.
  * The last line is one JSON object with every figure.
  */
 import { execFile } from 'node:child_process';
@@ -49,6 +51,7 @@ const STREAM = Number(process.env['JOBS_STREAM'] ?? 200);
 const BACK_TO_BACK = Number(process.env['JOBS_BACK_TO_BACK'] ?? 10);
 const BIG = Number(process.env['JOBS_BIG'] ?? 100_000);
 const WARM_UP = Number(process.env['JOBS_WARM_UP'] ?? 3000);
+const WARM_UP_1000 = Number(process.env['JOBS_WARM_UP_1000'] ?? 40);
 const IN_FLIGHT = 16;
 const BIG_VERTICES = 4;
 
@@ -107,9 +110,10 @@ for (const mode of MODES)
   );
 const piscina = new Piscina({ filename: new URL('./support/tasks/identity.mjs', import.meta.url).href });
 piscina.on('error', (error: unknown) => console.error('piscina pool error:', error));
-await Promise.all(Array.from({ length: 1000 }, (_, i) => piscina.run(i)));
-// Warm clusters (jobRuns.ts warmUp says why).
-for (const cluster of clusters.values()) await warmUp(cluster, WARM_UP);
+// Warm clusters (jobRuns.ts warmUp says why), and piscina as warm: as many tasks, the same way.
+for (const cluster of clusters.values()) await warmUp(cluster, WARM_UP, WARM_UP_1000);
+for (let i = 0; i < WARM_UP; i++) await piscina.run(i);
+for (let i = 0; i < WARM_UP_1000; i++) await Promise.all(Array.from({ length: 1000 }, (_, t) => piscina.run(t)));
 const setupMs = performance.now() - setupStarted;
 
 const series: Series[] = [];
@@ -173,7 +177,15 @@ const big = new Map<string, BigJobSample>();
 if (BIG > 0) {
   const script = fileURLToPath(new URL('./support/bigJob.ts', import.meta.url));
   for (const mode of MODES) {
-    const args = [...process.execArgv, script, mode, String(BIG), String(BIG_VERTICES), String(WARM_UP)];
+    const args = [
+      ...process.execArgv,
+      script,
+      mode,
+      String(BIG),
+      String(BIG_VERTICES),
+      String(WARM_UP),
+      String(WARM_UP_1000),
+    ];
     try {
       const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 16 * 2 ** 20 });
       big.set(mode, JSON.parse(stdout.trim().split('\n').at(-1)!) as BigJobSample);
@@ -343,6 +355,7 @@ printJson({
   verdicts: lines,
   setupMs: Math.round(setupMs),
   warmUpJobs: WARM_UP,
+  warmUpJobsOf1000: WARM_UP_1000,
   node: process.version,
   cpus: cpus().length,
   loadavg1: round(loadavg()[0] ?? NaN),

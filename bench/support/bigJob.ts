@@ -1,13 +1,14 @@
 /**
  * The jobs benchmark's large job (bench/jobs.bench.ts, series c), in a process of its own per mode:
- * `node --expose-gc --import tsx bench/support/bigJob.ts <thread|process> <subtasks> <vertices> <warm-up jobs>`.
+ * `node --expose-gc --import tsx bench/support/bigJob.ts <thread|process> <subtasks> <vertices> <p=1 warm-up jobs>
+ * <p=1000 warm-up jobs>`.
  *
  * An application runs one cluster in one mode; its process's RSS is that cluster's. Run in the
  * benchmark's own process, after both modes' series, the process-mode coordinator's RSS held what the
  * thread-mode cluster had left in the process (its threads' freed memory stays with the process).
  *
- * The cluster (4 TaskExecutors × 8 slots) is warmed as the benchmark's are (warm-up p = 1 jobs, three
- * p = 1,000 jobs), then runs the one job: its wall time, CPU over the process tree until idle
+ * The cluster (4 TaskExecutors × 8 slots) is warmed as the benchmark's are (p = 1 and p = 1,000
+ * jobs), then runs the one job: its wall time, CPU over the process tree until idle
  * again, the process's RSS peak and the main thread's heap peak (sampled every 20 ms), and the longest
  * main-thread stall (`perf_hooks.monitorEventLoopDelay`). Prints one JSON line: BigJobSample.
  */
@@ -27,15 +28,16 @@ export interface BigJobSample {
   readonly failed: string | null;
 }
 
-const [mode, subtasksArg, verticesArg, warmUpArg] = process.argv.slice(2);
-if ((mode !== 'thread' && mode !== 'process') || [subtasksArg, verticesArg, warmUpArg].some((a) => !(Number(a) >= 0)))
-  throw new Error('usage: bigJob.ts <thread|process> <subtasks> <vertices> <warm-up p=1 jobs>');
-const vertices = Number(verticesArg);
-const perVertex = Math.ceil(Number(subtasksArg) / vertices);
+const [mode, ...counts] = process.argv.slice(2);
+if ((mode !== 'thread' && mode !== 'process') || counts.length !== 4 || counts.some((a) => !(Number(a) >= 0)))
+  throw new Error('usage: bigJob.ts <thread|process> <subtasks> <vertices> <p=1 warm-up jobs> <p=1000 warm-up jobs>');
+const [subtasksArg, verticesArg, warmUp1, warmUp1000] = counts.map(Number) as [number, number, number, number];
+const vertices = verticesArg;
+const perVertex = Math.ceil(subtasksArg / vertices);
 
 const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>('lib/index.js');
 const cluster = await MiniCluster.start({ mode, taskExecutors: 4, slotsPerTaskExecutor: 8, startTimeoutMs: 120_000 });
-await warmUp(cluster, Number(warmUpArg));
+await warmUp(cluster, warmUp1, warmUp1000);
 
 let rssPeak = process.memoryUsage.rss();
 let heapPeak = process.memoryUsage().heapUsed;

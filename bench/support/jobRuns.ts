@@ -31,11 +31,14 @@ export async function runJob(cluster: MiniCluster, spec: JobGraphSpec): Promise<
  * remembered) at a job's first submit, and V8 optimizes the job path's functions — most of them
  * called once per job — only after thousands of jobs. Until then TurboFan's compiles on V8's
  * background threads cost ~1 ms of CPU per p = 1 job (node --trace-opt: ~600 compiles per 2,000
- * jobs between the 500th and the 2,500th), a cost an application pays once, not per job.
+ * jobs between the 500th and the 2,500th), a cost an application pays once, not per job. The same
+ * holds for jobs of 1,000 subtasks, whose paths (batches of runs, slot reuse) p = 1 jobs do not take:
+ * after 3 of them a p = 1,000 job cost ~0.27 ms of CPU per subtask, after 40 ~0.17 (npm run bench --
+ * jobs with JOBS_WARM_UP_1000=3 and 40, one after the other).
  */
-export async function warmUp(cluster: MiniCluster, p1Jobs: number): Promise<void> {
+export async function warmUp(cluster: MiniCluster, p1Jobs: number, p1000Jobs: number): Promise<void> {
   for (let i = 0; i < p1Jobs; i++) checkOneVertex(1, await runJob(cluster, oneVertex('warm-up p=1', 1)));
-  for (let i = 0; i < 3; i++) checkOneVertex(1000, await runJob(cluster, oneVertex('warm-up p=1000', 1000)));
+  for (let i = 0; i < p1000Jobs; i++) checkOneVertex(1000, await runJob(cluster, oneVertex('warm-up p=1000', 1000)));
 }
 
 /** Runs `series` from an idle machine; its wall time to the last result, and its CPU until idle again. */
