@@ -22,8 +22,9 @@
  *   series until the machine is idle again after its last result (less than 3 ms of CPU in 150 ms),
  *   so what the jobs leave behind (threads refilled, slots freed, memory released) is counted.
  * - The peer, as its users run it: piscina with its default options and a plain task file
- *   (`export default (x) => x`), warm, running the same number of tasks the same way (one at a
- *   time; 16 in flight; 1,000 in flight per "job").
+ *   (`export default (x) => x`), its threads started as by `node app.js` (not with this benchmark's tsx), warm,
+ *   running the same number of tasks the same way (one at a time; 16 in flight; 1,000 in flight
+ *   per "job").
  * - ROUNDS interleaved rounds (every series once per round, in the same order); min / median / max.
  *
  * Targets (thread mode, this 2-core machine): p = 1 median ≤ 2 ms, p99 ≤ 10 ms, ≥ 500 jobs/s one at
@@ -108,7 +109,11 @@ for (const mode of MODES)
     mode,
     await MiniCluster.start({ mode, taskExecutors: 4, slotsPerTaskExecutor: 8, startTimeoutMs: 120_000 }),
   );
-const piscina = new Piscina({ filename: new URL('./support/tasks/identity.mjs', import.meta.url).href });
+// Its defaults, its threads started as under `node app.js`: this benchmark runs under tsx (`--import tsx`), which a
+// piscina thread inherits by default and loads at every start (idleTimeout 0: threads beyond one come and go with each
+// batch), each start also leaving an esbuild child behind. (--expose-gc is the process's: no thread can be given it.)
+const identity = new URL('./support/tasks/identity.mjs', import.meta.url).href;
+const piscina = new Piscina({ filename: identity, execArgv: [] });
 piscina.on('error', (error: unknown) => console.error('piscina pool error:', error));
 // Warm clusters (jobRuns.ts warmUp says why), and piscina as warm: as many tasks, the same way.
 for (const cluster of clusters.values()) await warmUp(cluster, WARM_UP, WARM_UP_1000);
