@@ -8,6 +8,7 @@ import { IllegalStateError } from './core/errors.js';
 import type { AllocationID, JobID, ResourceID } from './core/ids.js';
 import { ResourceProfile } from './core/ResourceProfile.js';
 import type { JobLookup, JobSummary } from './dispatcher/Dispatcher.js';
+import { ArchivedJob } from './jobmaster/ArchivedJob.js';
 import type { FineGrainedSlotManager } from './resourcemanager/slotmanager/FineGrainedSlotManager.js';
 import type { WaitReason } from './resourcemanager/slotmanager/WaitReason.js';
 
@@ -98,7 +99,10 @@ export function describeCluster(
   const seen = slotManager.overview();
   const tasksBySlot = new Map<string, string[]>();
   for (const job of dispatcher.listJobs()) {
-    for (const e of dispatcher.getJobView(job.jobId)?.executions() ?? []) {
+    const view = dispatcher.getJobView(job.jobId);
+    // An archived job runs nothing (and its archive makes its summaries anew when asked).
+    if (view === undefined || view instanceof ArchivedJob) continue;
+    for (const e of view.executions()) {
       if (e.allocationId !== null && !ENDED.includes(e.state))
         tasksBySlot.set(e.allocationId, [...(tasksBySlot.get(e.allocationId) ?? []), `${e.key} (${e.state})`]);
     }
