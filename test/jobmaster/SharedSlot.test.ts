@@ -87,6 +87,24 @@ describe('SharedSlot', () => {
     expect((await sourceSlot.released).message).to.equal('finished');
   });
 
+  it("tells a logical slot's release to who waited for it before, and the first cause to who asks after", async () => {
+    const { slot, provider } = sharedSlot();
+    const held = slot.allocateLogicalSlot(id('source#0'));
+    provider.fulfil('r1');
+    const logical = await held;
+    expect(logical.isAlive()).to.equal(true);
+    const waited = logical.released;
+    expect(await isSettled(waited)).to.equal(false);
+    expect(logical.released, 'the same promise while it waits').to.equal(waited);
+    const finished = new Error('finished');
+    slot.returnLogicalSlot(id('source#0'), finished);
+    slot.release(new Error('lost later'));
+    expect(logical.isAlive()).to.equal(false);
+    expect(await waited).to.equal(finished);
+    expect(await logical.released).to.equal(finished);
+    expect(Object.isFrozen(logical)).to.equal(true);
+  });
+
   it('ignores its own cancel coming back as a failed request: canceled once, not failed twice', async () => {
     const { slot, provider, releasedCalls } = sharedSlot();
     const logical = slot.allocateLogicalSlot(id('source#0'));
