@@ -64,7 +64,9 @@ export class TaskDeploymentDescriptorFactory {
       if (refs !== undefined) (partitionInputs ??= {})[input.edge.from] = refs;
     }
     const consumer = this.#graph.jobGraph.outputsOf(jobVertex.id)[0];
-    return {
+    // One literal, the optional fields added when there are any: spreads made temporary objects and a descriptor of
+    // another shape per subtask, and every subtask of a large job has one made as its slot comes.
+    const descriptor: { -readonly [K in keyof TaskDeploymentDescriptor]: TaskDeploymentDescriptor[K] } = {
       jobId: this.#jobId,
       jobName: this.#graph.jobGraph.name,
       vertexId: jobVertex.id,
@@ -76,14 +78,12 @@ export class TaskDeploymentDescriptorFactory {
       allocationId,
       taskModule: jobVertex.taskModule,
       inputs,
-      ...(partitionInputs === undefined ? {} : { partitionInputs }),
-      ...(consumer === undefined
-        ? {}
-        : {
-            // A hash edge is its producer's only output edge (JobGraph's rule).
-            producesPartition: { subpartitions: this.#graph.subpartitionsOf(jobVertex.id) },
-          }),
       config: jobVertex.config,
     };
+    if (partitionInputs !== undefined) descriptor.partitionInputs = partitionInputs;
+    // A hash edge is its producer's only output edge (JobGraph's rule).
+    if (consumer !== undefined)
+      descriptor.producesPartition = { subpartitions: this.#graph.subpartitionsOf(jobVertex.id) };
+    return descriptor;
   }
 }
