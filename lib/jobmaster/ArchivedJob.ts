@@ -15,7 +15,7 @@
  */
 import type { AllocationID, ResourceID } from '../core/ids.js';
 import type { JobExceptionHistory } from './ExceptionHistory.js';
-import type { AttemptSummary, ExecutionSummary } from './ExecutionAttempts.js';
+import { type ExecutionSummary, NO_ATTEMPTS } from './ExecutionAttempts.js';
 import type { JobGraph } from './JobGraph.js';
 import type { JobMaster } from './JobMaster.js';
 import type { ParallelismDecision } from './adaptivebatch/VertexParallelismDecider.js';
@@ -104,9 +104,6 @@ interface Place {
   readonly allocationId: AllocationID | null;
 }
 
-/** What no attempt list of an archived subtask holds but a few: one shared empty list, copied when handed out. */
-const NONE: readonly AttemptSummary[] = Object.freeze([]);
-
 /**
  * Ended subtasks' attempts in columns: per subtask its job vertex, index, attempt number, state and place (the first
  * and the last two as indices into the few distinct ones) and its two times; the rare ended or speculative attempts
@@ -188,8 +185,8 @@ export class ArchivedExecutions {
         allocationId,
         startTime: times[i * 2]!,
         endTime: times[i * 2 + 1]!,
-        priorAttempts: [...(attempts?.priorAttempts ?? NONE)],
-        concurrentAttempts: [...(attempts?.concurrentAttempts ?? NONE)],
+        priorAttempts: [...(attempts?.priorAttempts ?? NO_ATTEMPTS)],
+        concurrentAttempts: [...(attempts?.concurrentAttempts ?? NO_ATTEMPTS)],
       };
     }
     return out;

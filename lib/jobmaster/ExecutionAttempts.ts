@@ -26,7 +26,7 @@ import { createExecution, type ExecutionGraph, type ExecutionVertex } from './Ex
 import type { LogicalSlot } from './slotsharing/SharedSlot.js';
 
 /** What a subtask without ended attempts has of them: one shared empty list, not one each (100,000 in a large job). */
-const NO_ATTEMPTS: readonly AttemptSummary[] = Object.freeze([]);
+export const NO_ATTEMPTS: readonly AttemptSummary[] = Object.freeze([]);
 
 /** Terminal states, of an attempt as of a job. */
 export const TERMINAL_STATES: ReadonlySet<string> = new Set(['finished', 'failed', 'canceled']);

@@ -35,6 +35,10 @@ export const ExecutionVertexID = {
     // A subtask of a graph is its own ID and has its key made already.
     return id instanceof Subtask ? id.key : `${id.vertexId}#${id.subtaskIndex}`;
   },
+  /** Whether two IDs name the same subtask (a subtask of a graph, or a plain ID of the same fields). */
+  equals(a: ExecutionVertexID, b: ExecutionVertexID): boolean {
+    return a === b || (a.subtaskIndex === b.subtaskIndex && a.vertexId === b.vertexId);
+  },
   /** Its fields alone, a plain object (a subtask of a graph is its own ID, with more fields). */
   fieldsOf(id: ExecutionVertexID): ExecutionVertexID {
     return { vertexId: id.vertexId, subtaskIndex: id.subtaskIndex };

@@ -8,7 +8,7 @@
 import { IllegalStateError } from '../../core/errors.js';
 import type { AllocationID, ResourceID } from '../../core/ids.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
-import type { ExecutionVertexID } from '../ExecutionGraph.js';
+import { ExecutionVertexID } from '../ExecutionGraph.js';
 import type { ExecutionSlotSharingGroup } from './SlotSharingStrategy.js';
 
 /** A slot leased to the job on a TaskExecutor. */
@@ -407,10 +407,8 @@ export class SharedSlot {
 
   #indexOf(id: ExecutionVertexID): number {
     const requests = this.#requests;
-    for (let i = 0; i < requests.length; i++) {
-      const other = requests[i]!.executionVertexId;
-      if (other.subtaskIndex === id.subtaskIndex && other.vertexId === id.vertexId) return i;
-    }
+    for (let i = 0; i < requests.length; i++)
+      if (ExecutionVertexID.equals(requests[i]!.executionVertexId, id)) return i;
     return -1;
   }
 

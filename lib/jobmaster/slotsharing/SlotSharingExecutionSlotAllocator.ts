@@ -303,10 +303,7 @@ interface GroupCall<I> {
 }
 
 function indexOfSubtask(ids: readonly ExecutionVertexID[], count: number, id: ExecutionVertexID): number {
-  for (let i = 0; i < count; i++) {
-    const other = ids[i]!;
-    if (other === id || (other.subtaskIndex === id.subtaskIndex && other.vertexId === id.vertexId)) return i;
-  }
+  for (let i = 0; i < count; i++) if (ExecutionVertexID.equals(ids[i]!, id)) return i;
   return -1;
 }
 
