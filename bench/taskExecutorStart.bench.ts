@@ -10,15 +10,22 @@
  *   until registered, divided by n; from /proc. The ResourceManager's side, on the main thread, is
  *   not in it. Spare task threads boot only after registration: started with
  *   `taskmanager.task-threads.spare` 0, they are measured apart, per thread, after the start.
+ * - The floor under a process-mode TaskExecutor: a bare Node child forked with an IPC channel, in
+ *   this environment and, when NODE_EXTRA_CA_CERTS is set, without it — Node 20 parses every
+ *   certificate it names as each process starts (~38 ms on a machine that points it at the whole
+ *   system bundle), before any of our code runs.
  * - ROUNDS interleaved rounds, min / median / max.
  *
  * Targets: ≤ 50 ms CPU per TaskExecutor, 32 up in ≤ 2 s. Run with `npm run bench -- taskExecutorStart`.
  * The last line is one JSON object with every figure.
  */
-import { cpus, loadavg } from 'node:os';
+import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
 import { compiled } from './support/compiled.js';
-import { childrenCpuMs, threadCpuMs } from './support/procStat.js';
+import { childrenCpuMs, cpuTicks, threadCpuMs, USER_HZ } from './support/procStat.js';
 import { printJson, round } from './support/report.js';
 
 const ROUNDS = Number(process.env['START_ROUNDS'] ?? 3);
@@ -46,12 +53,47 @@ async function quiet(): Promise<void> {
   }
 }
 
+/**
+ * The floor under a process-mode TaskExecutor: a bare Node child forked with an IPC channel, as a
+ * TaskExecutor's is, in this process's environment (or `env`), until it can answer on that channel;
+ * CPU from /proc while it is still alive, so 10 ms ticks: the mean of `n` children.
+ */
+async function bareChildCpuMs(n: number, env: NodeJS.ProcessEnv): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'slotwise-bare-child-'));
+  const file = join(dir, 'child.cjs');
+  writeFileSync(file, 'process.send(0); process.on("disconnect", () => process.exit(0));\n');
+  let ms = 0;
+  try {
+    for (let i = 0; i < n; i++) {
+      const child = fork(file, [], { env, execArgv: [], stdio: 'ignore' });
+      await new Promise((resolve, reject) => {
+        child.once('message', resolve);
+        child.once('error', reject);
+      });
+      ms += ((cpuTicks(`/proc/${child.pid}/stat`) ?? 0) * 1000) / USER_HZ;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.disconnect();
+      await exited;
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return ms / n;
+}
+
 interface Sample {
   readonly wallMs: number;
   readonly cpuMsEach: number;
 }
 const samples = new Map<string, Sample[]>();
 const spareBoots: number[] = [];
+const bareChild: number[] = [];
+// Node 20 reads and parses every certificate in NODE_EXTRA_CA_CERTS as each process starts (some
+// machines point it at the whole system bundle): a process-mode TaskExecutor pays that too.
+const extraCaCerts = process.env['NODE_EXTRA_CA_CERTS'];
+const bareChildWithout: number[] = [];
+const withoutExtraCaCerts = { ...process.env };
+delete withoutExtraCaCerts['NODE_EXTRA_CA_CERTS'];
 
 // The main side warmed once (modules, the ResourceManager's first start).
 await (await MiniCluster.start({ taskExecutors: 0 })).close();
@@ -76,6 +118,11 @@ for (let r = 0; r < ROUNDS; r++) {
       samples.set(name, [...(samples.get(name) ?? []), { wallMs, cpuMsEach }]);
     }
   }
+  if (MODES.includes('process')) {
+    await quiet();
+    bareChild.push(await bareChildCpuMs(8, process.env));
+    if (extraCaCerts !== undefined) bareChildWithout.push(await bareChildCpuMs(8, withoutExtraCaCerts));
+  }
   // A spare task thread's boot, on one thread-mode TaskExecutor after its registration.
   await quiet();
   const cluster = await MiniCluster.start({ taskExecutors: 1, slotsPerTaskExecutor: SLOTS });
@@ -99,6 +146,11 @@ const stats = (values: number[]) => {
     max: sorted.at(-1) ?? NaN,
   };
 };
+const rounded = (s: { min: number; median: number; max: number }) => ({
+  min: round(s.min),
+  median: round(s.median),
+  max: round(s.max),
+});
 const mmm = (s: { min: number; median: number; max: number }) =>
   `${Math.round(s.min)} / ${Math.round(s.median)} / ${Math.round(s.max)}`;
 const figures = [...samples].map(([name, list]) => ({
@@ -113,15 +165,30 @@ console.table(
 );
 const spare = stats(spareBoots);
 console.log(`a spare task thread's boot, after registration: ${mmm(spare)} ms CPU each`);
+const floor = bareChild.length === 0 ? undefined : stats(bareChild);
+const floorWithout = bareChildWithout.length === 0 ? undefined : stats(bareChildWithout);
+if (floor !== undefined) {
+  console.log(`a bare Node child forked with IPC (the floor under a process-mode TaskExecutor): ${mmm(floor)} ms CPU`);
+}
+if (floorWithout !== undefined) {
+  console.log(
+    `  NODE_EXTRA_CA_CERTS is set (${extraCaCerts}); the same child without it: ${mmm(floorWithout)} ms CPU — ` +
+      'every process of this environment pays the difference as it starts',
+  );
+}
 for (const f of figures) {
   const verdict = f.cpuMsEach.median <= TARGET.cpuMsPerTaskExecutor ? 'met' : 'NOT MET';
   const wallVerdict = f.wallMs.median <= TARGET.wallMsFor32 ? 'met' : 'NOT MET';
   const wall = f.name.endsWith('32 TaskExecutors')
     ? `, up in ${Math.round(f.wallMs.median)} ms (target ≤ ${TARGET.wallMsFor32}: ${wallVerdict})`
     : '';
+  const aboveFloor =
+    floor !== undefined && f.name.startsWith('process')
+      ? `; ${Math.round(f.cpuMsEach.median - floor.median)} ms above a bare Node child's start`
+      : '';
   console.log(
     `${f.name}: ${Math.round(f.cpuMsEach.median)} ms CPU each ` +
-      `(target ≤ ${TARGET.cpuMsPerTaskExecutor}: ${verdict})${wall}`,
+      `(target ≤ ${TARGET.cpuMsPerTaskExecutor}: ${verdict}${aboveFloor})${wall}`,
   );
 }
 
@@ -134,7 +201,9 @@ printJson({
     wallMs: { min: round(f.wallMs.min), median: round(f.wallMs.median), max: round(f.wallMs.max) },
     cpuMsEach: { min: round(f.cpuMsEach.min), median: round(f.cpuMsEach.median), max: round(f.cpuMsEach.max) },
   })),
-  spareThreadBootCpuMs: { min: round(spare.min), median: round(spare.median), max: round(spare.max) },
+  spareThreadBootCpuMs: rounded(spare),
+  bareChildCpuMs: floor === undefined ? null : rounded(floor),
+  bareChildWithoutExtraCaCertsCpuMs: floorWithout === undefined ? null : rounded(floorWithout),
   target: TARGET,
   node: process.version,
   cpus: cpus().length,
