@@ -1,5 +1,5 @@
 /**
- * One piscina pool per slot: the threads a slot runs its task attempts on.
+ * One piscina pool per slot: the thread a slot runs its task attempts on.
  *
  * What a thread's heap limit (`heapLimitMb` → worker `resourceLimits.maxOldGenerationSizeMb`) does
  * and does not contain (tried on Node 20):
@@ -18,22 +18,25 @@
  * Cancel: aborting a run's `signal` (or {@link SlotTaskPool.cancel} naming its attempt) first fires
  * the task's own `context.signal` (an 'abort' for that run on the pool's BroadcastChannel), so a
  * cooperative task can stop cleanly; if the attempt has not ended after `cancelGraceMs` (default
- * 5 s), piscina's abort terminates its thread (the pool starts another). Either way the run
- * rejects with TaskExecutionError `canceled`.
+ * 5 s), its thread is terminated (piscina starts another). Either way the run rejects with
+ * TaskExecutionError `canceled`.
  *
  * No channel per run: a run marks itself started in the pool's shared flags (runFlags.ts) and its
  * logs come on the pool's BroadcastChannel (a MessageChannel created, transferred and closed per
  * run cost about as much as piscina's own work for a trivial task).
  *
- * The parts: this module is the piscina adapter (the threads, their errors and exits, the control
- * channel, the public API); RunBatcher.ts keeps the runs (queue, batches of up to 16 per piscina
- * call, re-queueing after a lost thread, cancels, start notices) and drives piscina only through
- * the `send` given here; taskFailure.ts turns what failed into the error a run rejects with;
- * taskThreadProtocol.ts types what the pool and its threads say to each other.
+ * The parts: this module is the adapter (its one thread, made by piscina, its errors and exits,
+ * the control channel, the public API); RunBatcher.ts keeps the runs (queue, batches of up to 16,
+ * re-queueing after a lost thread, cancels, start notices) and sends a batch only through the
+ * `send` given here, which posts it on the thread's own port (TaskThreadPort.ts: piscina's `run`
+ * is left for the thread's lifecycle); taskFailure.ts turns what failed into the error a run
+ * rejects with; taskThreadProtocol.ts types what the pool and its threads say to each other.
  *
  * The pool uses `atomics: 'disabled'` (an error a task leaves behind arrives as a pool `'error'`
  * instead of inside the next task) and always listens for `'error'` (unhandled, it would crash the
- * TaskExecutor): such errors are logged and counted in {@link SlotTaskPool.stats}.
+ * TaskExecutor): one that comes while a batch is out on the thread fails that batch (piscina saw
+ * no call of its own there), one that comes while the thread is idle is logged and counted in
+ * {@link SlotTaskPool.stats}.
  */
 import { BroadcastChannel, receiveMessageOnPort, threadId, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
@@ -52,6 +55,7 @@ import type {
   ThreadAfterJobs,
 } from './taskThreadProtocol.js';
 import { createTaskThreads, endJobs, ThreadExits } from './taskThreads.js';
+import { attachThread, threadPortOf, type TaskThreadPort } from './TaskThreadPort.js';
 
 export type { TaskContext, TaskFunction } from './taskModule.js';
 export type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
@@ -79,10 +83,6 @@ export interface SlotTaskPoolOptions {
   readonly name: string;
   /** The slot profile's task heap in MB → each thread's `maxOldGenerationSizeMb`; undefined = no limit. */
   readonly heapLimitMb?: number;
-  /** Default 1: a slot runs one task at a time (more are queued). */
-  readonly maxThreads?: number;
-  /** When set, threads idle this long end (the pool keeps none warm); unset, `maxThreads` threads stay warm. */
-  readonly idleTimeoutMs?: number;
   /** The worker file; default taskWorker next to this module, `.ts` or `.js` like this module. */
   readonly workerFile?: string | URL;
   /** The threads' execArgv; default `['--import', 'tsx']` when running from `.ts`, `[]` from `.js`. */
@@ -129,8 +129,6 @@ export interface SlotTaskPoolStats {
 const DEFAULT_CANCEL_GRACE_MS = 5_000;
 /** Control channels made in this thread so far (their names' count). */
 let controlChannels = 0;
-/** piscina's options for a batch call without a signal. */
-const RUN_BATCH = { name: 'runBatch' } as const;
 
 export class SlotTaskPool {
   readonly name: string;
@@ -147,6 +145,14 @@ export class SlotTaskPool {
   // Not a random UUID: node:crypto would cost every TaskExecutor ~5 ms to load before it registers.
   readonly #controlName = `slotwise-slot-task-pool:${threadId}:${++controlChannels}`;
   readonly #runs: RunBatcher;
+  /** The port to the pool's thread (TaskThreadPort.ts), once attached; null until then and after it was lost. */
+  #thread: TaskThreadPort | null = null;
+  /** Batches waiting for a thread to be attached (the first, or one that replaced a lost one), in order. */
+  readonly #waitingForThread: Array<{
+    readonly batch: TaskWorkerBatch;
+    readonly resolve: (result: TaskWorkerBatchResult) => void;
+    readonly reject: (error: unknown) => void;
+  }> = [];
   /** The exit codes of the threads, for the failure of the call a lost thread held. */
   readonly #exits = new ThreadExits();
   #closing: Promise<void> | null = null;
@@ -156,7 +162,7 @@ export class SlotTaskPool {
   readonly #onError: (error: unknown) => void;
 
   constructor(options: SlotTaskPoolOptions) {
-    const { name, heapLimitMb, maxThreads = 1, idleTimeoutMs, cancelGraceMs = DEFAULT_CANCEL_GRACE_MS } = options;
+    const { name, heapLimitMb, cancelGraceMs = DEFAULT_CANCEL_GRACE_MS } = options;
     if (typeof name !== 'string' || name.length === 0) {
       throw new IllegalArgumentError('invalid-value', `name must be a non-empty string, got ${String(name)}`, {
         argument: 'name',
@@ -168,19 +174,6 @@ export class SlotTaskPool {
         'out-of-range',
         `heapLimitMb must be a positive integer (MB) or undefined, got ${heapLimitMb}`,
         { argument: 'heapLimitMb', value: heapLimitMb },
-      );
-    }
-    if (!Number.isInteger(maxThreads) || maxThreads < 1) {
-      throw new IllegalArgumentError('out-of-range', `maxThreads must be an integer >= 1, got ${maxThreads}`, {
-        argument: 'maxThreads',
-        value: maxThreads,
-      });
-    }
-    if (idleTimeoutMs !== undefined && (!Number.isFinite(idleTimeoutMs) || idleTimeoutMs < 0)) {
-      throw new IllegalArgumentError(
-        'out-of-range',
-        `idleTimeoutMs must be a finite number >= 0 or undefined, got ${idleTimeoutMs}`,
-        { argument: 'idleTimeoutMs', value: idleTimeoutMs },
       );
     }
     if (!Number.isFinite(cancelGraceMs) || cancelGraceMs < 0) {
@@ -198,19 +191,24 @@ export class SlotTaskPool {
     this.#returnThreads = options.threads === undefined ? undefined : options.returnThreads;
     this.#runs = new RunBatcher({
       scope: { pool: name, heapLimitMb, cancelGraceMs },
-      threads: maxThreads,
+      threads: 1,
       channel: this.#controlName,
       flags: new RunFlags(),
-      send: (batch, signal) => this.#send(batch, signal),
+      send: (batch) => this.#send(batch),
       readPosted: () => this.#drainControl(),
       postAbort: (run, reason) => this.#control.postMessage({ type: 'abort', run, reason } satisfies ControlToTask),
-      // piscina sees the thread exit, fails its call and starts another thread.
-      terminateThread: () => void this.#pool?.threads[0]?.terminate(),
+      // Its port fails the batch as the thread exits; piscina starts another thread.
+      terminateThread: () => void (this.#thread?.worker ?? this.#pool?.threads[0])?.terminate(),
       threadExitCode: () => this.#exits.lastCode,
       log: (level, message, ctx) => this.#emit({ source: 'pool', level, pool: this.name, message, ...attemptOf(ctx) }),
     });
 
     const onError = (error: unknown) => {
+      // piscina saw no call of its own on the thread, but a batch of ours is out on it: the error is that batch's.
+      if (this.#thread?.busy === true) {
+        this.#thread.fail(error);
+        return;
+      }
       this.#poolErrors++;
       // piscina replaces a thread that died this way: the next batch brings the buffers again.
       this.#runs.threadLost();
@@ -229,8 +227,6 @@ export class SlotTaskPool {
       options.threads ??
       createTaskThreads({
         ...(heapLimitMb === undefined ? {} : { heapLimitMb }),
-        maxThreads,
-        ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
         ...(options.workerFile === undefined ? {} : { workerFile: options.workerFile }),
         ...(options.execArgv === undefined ? {} : { execArgv: options.execArgv }),
         onError,
@@ -239,6 +235,7 @@ export class SlotTaskPool {
       if (options.threads !== undefined) pool.on('error', onError);
       this.#exits.watch(pool);
       this.#pool = pool;
+      this.#thread = threadPortOf(pool) ?? null;
       this.#runs.open();
       return pool;
     };
@@ -335,6 +332,8 @@ export class SlotTaskPool {
     if (this.#closing === null) {
       const busy = this.#runs.busy;
       this.#runs.close();
+      // Destroyed under its batches: they fail as the pool closing, not as a thread that exited.
+      if (busy) this.#thread?.fail(new Error('Terminating worker thread'));
       this.#closing = this.#poolReady
         .then(
           (pool) => (busy ? pool.destroy() : this.#giveBack(pool)),
@@ -361,12 +360,32 @@ export class SlotTaskPool {
     give(pool, after);
   }
 
-  /** One pool call: the batch to a thread. */
-  #send(batch: TaskWorkerBatch, signal: AbortSignal | undefined): Promise<TaskWorkerBatchResult> {
-    return this.#pool!.run(
-      batch,
-      signal === undefined ? RUN_BATCH : { name: 'runBatch', signal },
-    ) as Promise<TaskWorkerBatchResult>;
+  /** A batch to the thread, on its port; attached first when the thread is new. */
+  #send(batch: TaskWorkerBatch): Promise<TaskWorkerBatchResult> {
+    const thread = this.#thread;
+    if (thread !== null && !thread.lost) return thread.post(batch);
+    this.#thread = null;
+    return new Promise((resolve, reject) => {
+      this.#waitingForThread.push({ batch, resolve, reject });
+      if (this.#waitingForThread.length === 1) this.#attach();
+    });
+  }
+
+  /** Attaches the pool's thread (piscina boots a new one after a loss), then posts the batches waiting, in order. */
+  #attach(): void {
+    const pool = this.#pool!;
+    const attached = threadPortOf(pool);
+    (attached === undefined ? attachThread(pool) : Promise.resolve(attached)).then(
+      (thread) => {
+        this.#thread = thread;
+        for (const { batch, resolve, reject } of this.#waitingForThread.splice(0)) {
+          thread.post(batch).then(resolve, reject);
+        }
+      },
+      (error: unknown) => {
+        for (const { reject } of this.#waitingForThread.splice(0)) reject(error);
+      },
+    );
   }
 
   /** A message from a run: its log lines, or its outcome (a run of a batch that goes on). */

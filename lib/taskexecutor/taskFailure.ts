@@ -6,14 +6,13 @@
  * Two sources:
  * - the run's own outcome from its thread (taskThreadProtocol.ts): the task threw, its module did
  *   not load, its output cannot cross threads — {@link outcomeFailure};
- * - a pool call (piscina `run`) that rejected — {@link classifyPoolFailure}. It reads what piscina 5
- *   and Node put on the error by name or code, never its message text: piscina's `AbortError`
- *   (the name of its own class: a call whose signal aborted, or the pool closed under it),
- *   Node's `ERR_WORKER_OUT_OF_MEMORY` code (the thread's 'error' before its exit), the
- *   `DataCloneError` name (the invocation could not be posted). What piscina says only in text —
- *   a thread that exited (`worker exited with code: N`) or was terminated as the pool was
- *   destroyed (`Terminating worker thread`) — comes as facts instead: the exit code the pool saw
- *   on the thread's own 'exit' event, and whether the pool is closing.
+ * - a batch that failed on its thread's port (TaskThreadPort.ts) — {@link classifyPoolFailure}. It
+ *   reads what piscina 5 and Node put on the error by name or code, never its message text:
+ *   `AbortError` (a signal's abort), Node's `ERR_WORKER_OUT_OF_MEMORY` code (the thread's 'error'
+ *   before its exit, which piscina emits as a pool 'error'), the `DataCloneError` name (the
+ *   invocation could not be posted). A thread that exited or was terminated as the pool was
+ *   destroyed comes as facts instead: the exit code the pool saw on the thread's own 'exit'
+ *   event, and whether the pool is closing.
  */
 import { IllegalArgumentError, TaskExecutionError } from '../core/errors.js';
 import type { TaskInvocationContext, TaskWorkerOutcome } from './taskThreadProtocol.js';

@@ -2,13 +2,17 @@
  * What a slot's pool (SlotTaskPool, on the TaskExecutor's thread) and its task threads
  * (taskWorker.ts) say to each other. Types only: the two sides share nothing else.
  *
- * - A pool call (piscina `run`, name 'runBatch') carries a {@link TaskWorkerBatch}: runs to make
- *   one after another. Each run claims its started flag (an Int32 of the batch's `started`
- *   buffer, queued → started: runFlags.ts) before it runs, so the pool can cancel a queued run by
- *   claiming it first; no message says a run started.
+ * - Once per thread, a piscina call ('attach') hands it the far end of a MessageChannel
+ *   (TaskThreadPort.ts); from then on each {@link TaskWorkerBatch} (runs to make one after another)
+ *   is posted on that port, the thread makes the batches one at a time in the order they came, and
+ *   each one's {@link TaskWorkerBatchEnd} comes back on it. piscina's own calls are left for the
+ *   thread's lifecycle ('heapLimit', 'endJobs').
+ * - Each run claims its started flag (an Int32 of the batch's `started` buffer, queued → started:
+ *   runFlags.ts) before it runs, so the pool can cancel a queued run by claiming it first; no
+ *   message says a run started.
  * - Each run's {@link TaskWorkerOutcome} is posted on the pool's BroadcastChannel as the run ends
  *   (before the next run starts), so a run settles when it ends, not when its batch does; the
- *   last run's comes back as the call's result ({@link TaskWorkerBatchResult}) instead.
+ *   last run's comes back in the batch's end ({@link TaskWorkerBatchResult}) instead.
  * - The channel also carries 'abort' to a run (its context.signal fires) and a run's 'log' lines.
  */
 import type { SharedMemoryHandle } from './MemoryManager.js';
@@ -80,10 +84,18 @@ export interface TaskWorkerBatchItem {
 }
 
 /**
- * What a runBatch call resolves with: the outcome of its last run, or null when that one did not run (canceled while
+ * What a batch ends with: the outcome of its last run, or null when that one did not run (canceled while
  * queued).
  */
 export type TaskWorkerBatchResult = { readonly run: number; readonly outcome: TaskWorkerOutcome } | null;
+
+/**
+ * How a batch ended, on the thread's port: what its last run returned ({@link TaskWorkerBatchResult}), or the error the
+ * batch failed with before its runs could be made (the thread had not been sent the pool's started flags).
+ */
+export type TaskWorkerBatchEnd =
+  | { readonly result: TaskWorkerBatchResult; readonly error?: undefined }
+  | { readonly error: Error };
 
 /** Messages on a pool's control channel. */
 export type ControlToTask = { readonly type: 'abort'; readonly run: number; readonly reason: string };

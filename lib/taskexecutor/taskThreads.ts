@@ -5,9 +5,10 @@
  *
  * Options that matter (found by trying): `atomics: 'disabled'` — an error a task leaves behind (a
  * stray timer, a late rejection) arrives as a pool 'error' instead of inside the next task — and
- * an 'error' listener from the first moment (unhandled, it crashes the TaskExecutor). The pool
- * keeps its threads warm (`minThreads` = `maxThreads`): piscina boots them at once and loads the
- * worker file in each before it reports ready, so the first task skips the ~50 ms boot.
+ * an 'error' listener from the first moment (unhandled, it crashes the TaskExecutor). A pool has
+ * one thread, kept warm (`minThreads` = `maxThreads` = 1): piscina boots it at once, and
+ * {@link threadsReady} waits until it has loaded the worker file and taken its port
+ * (TaskThreadPort.ts), so the first task skips the ~50 ms boot and the attach call.
  *
  * piscina itself is loaded on first need (`loadTaskThreads`), not when a TaskExecutor's worker
  * starts: a TaskExecutor registers first and loads it after, in the background.
@@ -19,14 +20,11 @@ import type { Worker } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import { ESBUILD_REAPER_IMPORT, ESBUILD_SYNC_ENV } from '../rpc/esbuildReaper.js';
 import type { ThreadAfterJobs } from './taskThreadProtocol.js';
+import { attachThread } from './TaskThreadPort.js';
 
 export interface TaskThreadsOptions {
   /** The slot profile's task heap in MB → each thread's `maxOldGenerationSizeMb`; undefined = no limit. */
   readonly heapLimitMb?: number;
-  /** Threads of the pool; default 1 (a slot runs one task at a time). */
-  readonly maxThreads?: number;
-  /** When set, threads idle this long end (none kept warm); unset, `maxThreads` threads stay warm. */
-  readonly idleTimeoutMs?: number;
   /** The worker file; default taskWorker next to this module, `.ts` or `.js` like this module. */
   readonly workerFile?: string | URL;
   /** The threads' execArgv; default `--import tsx` and the esbuild reaper when running from `.ts`, `[]` from `.js`. */
@@ -75,7 +73,7 @@ export function createTaskThreads(options: TaskThreadsOptions): Piscina | Promis
 }
 
 function createLoaded(options: TaskThreadsOptions): Piscina {
-  const { heapLimitMb, maxThreads = 1, idleTimeoutMs, workerFile } = options;
+  const { heapLimitMb, workerFile } = options;
   const filename =
     workerFile === undefined
       ? DEFAULT_WORKER_FILE
@@ -91,9 +89,10 @@ function createLoaded(options: TaskThreadsOptions): Piscina {
     ...(underTsx ? { env: { ...process.env, ...ESBUILD_SYNC_ENV } } : {}),
     execArgv: [...execArgv, ...JOB_MODULE_FLAGS.filter((flag) => !execArgv.includes(flag))],
     atomics: 'disabled',
-    maxThreads,
-    minThreads: idleTimeoutMs === undefined ? maxThreads : 0,
-    ...(idleTimeoutMs === undefined ? {} : { idleTimeout: idleTimeoutMs }),
+    // One thread, kept: a slot runs one task at a time, its runs go to that thread on its own port
+    // (TaskThreadPort.ts), so piscina must neither start a second thread nor end an idle one.
+    maxThreads: 1,
+    minThreads: 1,
     concurrentTasksPerWorker: 1,
     // Its run/wait histograms cost a sample per call; nothing reads them.
     recordTiming: false,
@@ -104,12 +103,12 @@ function createLoaded(options: TaskThreadsOptions): Piscina {
 }
 
 /**
- * Resolves once the pool's threads have booted and loaded the worker file (a no-op call went
- * through; piscina marks threads it starts with the pool ready at once, so no event says it).
- * Rejects if the thread could not boot.
+ * Resolves once the pool's thread has booted, loaded the worker file and taken its port
+ * (TaskThreadPort.ts: the call that hands it over is the first to go through). Rejects if the
+ * thread could not boot.
  */
 export async function threadsReady(pool: Piscina): Promise<void> {
-  await pool.run(null, { name: 'heapLimit' });
+  await attachThread(pool);
 }
 
 /**

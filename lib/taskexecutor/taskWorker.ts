@@ -1,12 +1,13 @@
 /**
- * The worker file of a slot's piscina pool (see SlotTaskPool.ts): it runs one task attempt per call.
+ * The worker file of a slot's piscina pool (see SlotTaskPool.ts): it runs the batches of task
+ * attempts its pool posts on the port it was handed (`attach`).
  *
  * Self-contained on purpose: it imports only Node built-ins, the MemoryManager (a view over the
  * slot's shared pages), the errors of lib/core (which the MemoryManager loads anyway) and its own
  * parts, and nothing of the TaskExecutor, so a task thread loads little. piscina `require()`s this
  * file before the first task, so it must not use top-level await.
  *
- * Per run (an item of a `runBatch` call, or the default export for one alone):
+ * Per run (an item of a batch, or the default export for one alone):
  * 1. loads the task module (taskModule.ts: an absolute path or a `file:` URL, a `.ts` one through
  *    tsx's loader, cached per thread);
  * 2. builds the task's {@link TaskContext}: the plain context, `config`, `memoryManager` (a view
@@ -27,13 +28,14 @@
  */
 import { format } from 'node:util';
 import v8 from 'node:v8';
-import { BroadcastChannel, resourceLimits } from 'node:worker_threads';
+import { BroadcastChannel, resourceLimits, threadId, type MessagePort } from 'node:worker_threads';
 import { describeValue } from '../core/errors.js';
 import { MemoryManager, type SharedMemoryHandle } from './MemoryManager.js';
 import { RUN_QUEUED, RUN_STARTED } from './runFlags.js';
 import { mapStack } from './sourceMaps.js';
 import { forgetTasks, loadTask, type TaskContext, type TaskFunction } from './taskModule.js';
 import { badOutput, cloneable, errorInfoOf } from './taskOutcomes.js';
+import { serveBatches } from './batchPort.js';
 import type { PartitionPart } from './ResultPartitions.js';
 import type {
   ControlFromTask,
@@ -265,14 +267,23 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
         postOutcome(pool.channel, item.run, outcome);
         continue;
       }
-      // The last one comes back as the call's result (one message fewer, and a batch is often a
-      // single run): it must be cloneable there, or piscina's post of it would end the thread.
+      // The last one comes back in the batch's end (one message fewer, and a batch is often a
+      // single run): made cloneable here, so that the end always reaches the pool.
       last = { run: item.run, outcome: cloneable(outcome) };
     } finally {
       pool.running.delete(item.run);
     }
   }
   return last;
+}
+
+/**
+ * The piscina call that hands this thread its pool's port (TaskThreadPort.ts): batches come on it from now on
+ * (batchPort.ts). Answers this thread's id, by which the pool finds the thread it attached.
+ */
+export function attach(message: { readonly port: MessagePort }): number {
+  serveBatches(message.port, runBatch);
+  return threadId;
 }
 
 /** Posts a run's outcome; one the channel cannot clone goes as a bad-output failure instead. */
