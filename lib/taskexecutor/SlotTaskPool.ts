@@ -350,7 +350,9 @@ export class SlotTaskPool {
     if (give === undefined) return pool.destroy();
     let after: ThreadAfterJobs;
     try {
-      after = await endJobs(pool);
+      // On the thread's port when it has one (piscina's call otherwise: a thread never sent a batch).
+      const thread = this.#thread;
+      after = await (thread !== null && !thread.lost ? thread.endJobs() : endJobs(pool));
     } catch {
       // The thread could not answer (it died meanwhile): nothing to give back.
       return pool.destroy();

@@ -2,10 +2,12 @@
  * A slot's own way to its task thread: a MessageChannel whose far end the thread took in one
  * piscina call (`attach`, taskWorker.ts). From then on each batch of runs is posted on the port and
  * its end comes back on it, in the order the batches went (the thread makes them one at a time).
- * piscina keeps the thread's lifecycle: its boot, its replacement after a loss, the heap probe,
- * `endJobs`, `destroy`. Its `run` cost the TaskExecutor's thread ~12 µs of CPU per call on a quiet
- * thread and ~29 in a TaskExecutor (a TaskInfo and AsyncResource per call, its queue, the worker's
- * interface), before the task thread's own share; a port post costs ~2 µs.
+ * The slot's give-back (`endJobs`) goes on it too. piscina keeps the thread's lifecycle: its boot,
+ * its replacement after a loss, the heap probe, `destroy`. Its `run` costs more than a post on
+ * both threads (a TaskInfo and an AsyncResource per call, its queue, the worker's interface, its
+ * handler lookup in the thread): trivial tasks through a TaskExecutor cost 23.8–25.5 µs of CPU
+ * each through it, 19.8–20.0 on the port (`npm run bench -- tasks`). What neither avoids is the
+ * post's wake-up of a sleeping thread, ~15 µs of the poster's time here (the kernel's).
  *
  * A thread keeps its port for life: given back to a TaskThreadReserve, it serves the next slot on the
  * same port ({@link threadPortOf} finds it by the piscina pool).
@@ -18,12 +20,15 @@
  */
 import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
-import type { TaskWorkerBatch, TaskWorkerBatchEnd, TaskWorkerBatchResult } from './taskThreadProtocol.js';
+import type { TaskThreadAnswer as Answer, TaskThreadRequest, TaskWorkerBatch } from './taskThreadProtocol.js';
+import type { TaskWorkerBatchResult, ThreadAfterJobs } from './taskThreadProtocol.js';
 
 interface Waiting {
-  readonly resolve: (result: TaskWorkerBatchResult) => void;
+  readonly resolve: (value: never) => void;
   readonly reject: (error: unknown) => void;
 }
+
+const END_JOBS: TaskThreadRequest = { endJobs: true };
 
 export class TaskThreadPort {
   /** The thread on the far end. */
@@ -36,7 +41,7 @@ export class TaskThreadPort {
   constructor(worker: Worker, port: MessagePort) {
     this.worker = worker;
     this.#port = port;
-    port.on('message', (end: TaskWorkerBatchEnd) => this.#ended(end));
+    port.on('message', (answer: Answer) => this.#ended(answer));
     port.unref();
     worker.once('exit', (code: number) => this.fail(new Error(`worker exited with code: ${code}`)));
   }
@@ -56,14 +61,28 @@ export class TaskThreadPort {
    * that lost the thread. A batch that cannot be cloned rejects with its DataCloneError, posting nothing.
    */
   post(batch: TaskWorkerBatch): Promise<TaskWorkerBatchResult> {
-    if (this.#lost) return Promise.reject(new Error('the task thread was lost before the batch was sent'));
+    return this.#ask(batch);
+  }
+
+  /**
+   * Tells the thread its slot has gone back (taskWorker's `endJobs`: the jobs' modules, channels and buffers let go),
+   * after any batch out; resolves with what it answers.
+   */
+  endJobs(): Promise<ThreadAfterJobs> {
+    return this.#ask(END_JOBS);
+  }
+
+  #ask<T>(message: TaskThreadRequest): Promise<T> {
+    if (this.#lost) return Promise.reject(new Error('the task thread was lost before the message was sent'));
     try {
-      this.#port.postMessage(batch);
+      this.#port.postMessage(message);
     } catch (error) {
       return Promise.reject(error);
     }
     if (this.#waiting.length === 0) this.#port.ref();
-    return new Promise((resolve, reject) => this.#waiting.push({ resolve, reject }));
+    return new Promise<T>((resolve, reject) =>
+      this.#waiting.push({ resolve: resolve as (value: never) => void, reject }),
+    );
   }
 
   /** The thread is lost (or being destroyed): what it posted is read, the batches still out fail with `error`. */
@@ -71,19 +90,19 @@ export class TaskThreadPort {
     if (this.#lost) return;
     this.#lost = true;
     for (let entry = receiveMessageOnPort(this.#port); entry !== undefined; entry = receiveMessageOnPort(this.#port)) {
-      this.#ended(entry.message as TaskWorkerBatchEnd);
+      this.#ended(entry.message as Answer);
     }
     const waiting = this.#waiting.splice(0);
     this.#port.close();
     for (const { reject } of waiting) reject(error);
   }
 
-  #ended(end: TaskWorkerBatchEnd): void {
+  #ended(answer: Answer): void {
     const waiting = this.#waiting.shift();
     if (this.#waiting.length === 0) this.#port.unref();
     if (waiting === undefined) return;
-    if (end.error === undefined) waiting.resolve(end.result);
-    else waiting.reject(end.error);
+    if (answer.error !== undefined) waiting.reject(answer.error);
+    else waiting.resolve(('afterJobs' in answer ? answer.afterJobs : answer.result) as never);
   }
 }
 

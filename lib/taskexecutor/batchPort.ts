@@ -1,23 +1,34 @@
 /**
- * A task thread's side of its pool's port (TaskThreadPort.ts): the batches that come on it are made
- * one at a time, in the order they came, and each one's end goes back on it. Kept apart from
- * taskWorker.ts, which makes a batch's runs.
+ * A task thread's side of its pool's port (TaskThreadPort.ts): what comes on it is done one at a
+ * time, in the order it came — a batch is made and its end goes back, the slot's give-back
+ * (`endJobs`) is done and answered. Kept apart from taskWorker.ts, which makes a batch's runs.
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { TaskWorkerBatch, TaskWorkerBatchEnd, TaskWorkerBatchResult } from './taskThreadProtocol.js';
+import type { TaskThreadAnswer, TaskThreadRequest, TaskWorkerBatch } from './taskThreadProtocol.js';
+import type { TaskWorkerBatchEnd, TaskWorkerBatchResult, ThreadAfterJobs } from './taskThreadProtocol.js';
+
+/** What a thread does for its port: make a batch, end its slot's jobs. */
+export interface BatchWork {
+  readonly run: (batch: TaskWorkerBatch) => Promise<TaskWorkerBatchResult>;
+  readonly endJobs: () => ThreadAfterJobs;
+}
 
 /** The port batches come on, once one was handed over; a later one replaces it. */
 let served: MessagePort | null = null;
 
-/** Serves `port`: each batch is made by `run` once the one before it has ended. */
-export function serveBatches(port: MessagePort, run: (batch: TaskWorkerBatch) => Promise<TaskWorkerBatchResult>): void {
+/** Serves `port`: each message is done once the batch before it has ended. */
+export function serveBatches(port: MessagePort, work: BatchWork): void {
   served?.close();
   served = port;
-  const waiting: TaskWorkerBatch[] = [];
+  const waiting: Array<TaskThreadRequest> = [];
   let running = false;
-  const start = (batch: TaskWorkerBatch): void => {
+  const start = (message: TaskThreadRequest): void => {
+    if ('endJobs' in message) {
+      answer(port, () => work.endJobs());
+      return;
+    }
     running = true;
-    run(batch).then(
+    work.run(message).then(
       (result) => end({ result }),
       (error: unknown) => end({ error: error instanceof Error ? error : new Error(String(error)) }),
     );
@@ -25,19 +36,33 @@ export function serveBatches(port: MessagePort, run: (batch: TaskWorkerBatch) =>
   const end = (batchEnd: TaskWorkerBatchEnd): void => {
     postBatchEnd(port, batchEnd);
     running = false;
-    const next = waiting.shift();
-    if (next !== undefined) start(next);
+    while (!running) {
+      const next = waiting.shift();
+      if (next === undefined) return;
+      start(next);
+    }
   };
-  port.on('message', (batch: TaskWorkerBatch) => {
-    if (running) waiting.push(batch);
-    else start(batch);
+  port.on('message', (message: TaskThreadRequest) => {
+    if (running) waiting.push(message);
+    else start(message);
   });
   // The thread lives as long as its pool wants it (piscina's own port), not as long as this one.
   port.unref();
 }
 
+/** Posts what `endJobs` answers, or the error it threw. */
+function answer(port: MessagePort, endJobs: () => ThreadAfterJobs): void {
+  let batchEnd: TaskThreadAnswer;
+  try {
+    batchEnd = { afterJobs: endJobs() };
+  } catch (error) {
+    batchEnd = { error: error instanceof Error ? error : new Error(String(error)) };
+  }
+  postBatchEnd(port, batchEnd);
+}
+
 /** Posts a batch's end; one that cannot be cloned (the last outcome was made cloneable: defensive) as an error. */
-function postBatchEnd(port: MessagePort, batchEnd: TaskWorkerBatchEnd): void {
+function postBatchEnd(port: MessagePort, batchEnd: TaskThreadAnswer): void {
   try {
     port.postMessage(batchEnd);
   } catch (error) {

@@ -5,8 +5,9 @@
  * - Once per thread, a piscina call ('attach') hands it the far end of a MessageChannel
  *   (TaskThreadPort.ts); from then on each {@link TaskWorkerBatch} (runs to make one after another)
  *   is posted on that port, the thread makes the batches one at a time in the order they came, and
- *   each one's {@link TaskWorkerBatchEnd} comes back on it. piscina's own calls are left for the
- *   thread's lifecycle ('heapLimit', 'endJobs').
+ *   each one's {@link TaskWorkerBatchEnd} comes back on it. The slot's give-back goes on it too
+ *   ({@link TaskThreadEndJobs}, answered with {@link ThreadAfterJobs}), after the batches before it.
+ *   piscina's own calls are left for the thread's lifecycle ('heapLimit').
  * - Each run claims its started flag (an Int32 of the batch's `started` buffer, queued → started:
  *   runFlags.ts) before it runs, so the pool can cancel a queued run by claiming it first; no
  *   message says a run started.
@@ -96,6 +97,17 @@ export type TaskWorkerBatchResult = { readonly run: number; readonly outcome: Ta
 export type TaskWorkerBatchEnd =
   | { readonly result: TaskWorkerBatchResult; readonly error?: undefined }
   | { readonly error: Error };
+
+/** On the thread's port: its slot has gone back (taskWorker's `endJobs`); answered with {@link ThreadAfterJobs}. */
+export interface TaskThreadEndJobs {
+  readonly endJobs: true;
+}
+
+/** What goes to a thread on its port. */
+export type TaskThreadRequest = TaskWorkerBatch | TaskThreadEndJobs;
+
+/** What comes back on the port, in the order of the requests: a batch's end, or what the thread answered to endJobs. */
+export type TaskThreadAnswer = TaskWorkerBatchEnd | { readonly afterJobs: ThreadAfterJobs; readonly error?: undefined };
 
 /** Messages on a pool's control channel. */
 export type ControlToTask = { readonly type: 'abort'; readonly run: number; readonly reason: string };

@@ -282,7 +282,7 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
  * (batchPort.ts). Answers this thread's id, by which the pool finds the thread it attached.
  */
 export function attach(message: { readonly port: MessagePort }): number {
-  serveBatches(message.port, runBatch);
+  serveBatches(message.port, { run: runBatch, endJobs });
   return threadId;
 }
 

@@ -109,9 +109,13 @@ describe('TaskThreadPort (real threads)', function () {
       returnThreads: (back, after) => (given = { threads: back, after }),
     });
     expect((await first.run(invocation('ok'))).output).to.have.property('sum', 1);
+    expect((await first.run(invocation('leavesTimer'))).output).to.equal('left a timer');
     const [thread] = first.threadIds();
     await first.close();
+    // What the thread answered, on its port, as its slot went back.
     expect(given?.threads).to.equal(threads);
+    expect(given?.after.leftRunning).to.deep.equal(['Timeout']);
+    expect(given?.after.heapUsedBytes).to.be.greaterThan(0);
     const second = new SlotTaskPool({ name: 'slot-second', log: () => {}, threads });
     try {
       expect((await second.run(invocation('ok'))).output).to.have.property('sum', 1);
