@@ -1,9 +1,10 @@
 /**
  * The runs of a slot's pool between their submit and their end: the queue, the batches sent to the
  * threads, re-queueing after a lost thread, cancels, and the start notices inferred from the order
- * things happen in. It makes no thread and knows no piscina: a pool call is the injected `send`,
- * the control channel the injected `postAbort` / `readPosted`, a thread's termination the injected
- * `terminateThread` (SlotTaskPool wires them to piscina and a BroadcastChannel; tests to a fake).
+ * things happen in. It makes no thread and knows no piscina: a batch goes out by the injected
+ * `send`, aborts and the runs' messages by the injected `postAbort` / `readPosted`, a thread's
+ * termination by the injected `terminateThread` (SlotTaskPool wires them to its thread's port and
+ * piscina; tests to a fake).
  * How each run ends (its outcome or error, its start told once, the counts) is PendingRuns'
  * (PendingRun.ts); how the waiting runs are cut into batches is RunQueue's.
  *
@@ -46,7 +47,7 @@ export interface RunBatcherOptions {
   readonly scope: FailureScope;
   /** The pool's threads; two batches are kept out per thread, so a thread that ends one finds the next. */
   readonly threads: number;
-  /** The control channel's name, which every batch carries. */
+  /** The pool's name, which every batch carries (its runs' messages name it). */
   readonly channel: string;
   readonly flags: RunFlags;
   /**
@@ -266,7 +267,7 @@ export class RunBatcher {
     const first = runs[0]!;
     const started = first.flags.buffer as SharedArrayBuffer;
     const { memory } = first.invocation;
-    // The buffers go only when the thread may not have them: it keeps the last ones per channel.
+    // The buffers go only when the thread may not have them: it keeps the last ones per pool.
     const fresh = threads > 1 || this.#sent === null || this.#sent.started !== started || this.#sent.memory !== memory;
     const payload: TaskWorkerBatch = fresh ? { channel, started, memory, items } : { channel, items };
     if (threads === 1) this.#sent = { started, memory };
@@ -280,7 +281,7 @@ export class RunBatcher {
     const at = this.#inFlight.indexOf(batch);
     if (at < 0) return;
     this.#inFlight.splice(at, 1);
-    // The outcomes and logs its runs posted before it ended are on the channel already.
+    // The outcomes and logs its runs posted before it ended came before its end: read any still waiting.
     this.#o.readPosted();
     if (last !== null) {
       const run = this.#runs.get(last.run);

@@ -16,17 +16,18 @@
  * TaskExecutor, whose exit the ResourceManager sees at once.
  *
  * Cancel: aborting a run's `signal` (or {@link SlotTaskPool.cancel} naming its attempt) first fires
- * the task's own `context.signal` (an 'abort' for that run on the pool's BroadcastChannel), so a
+ * the task's own `context.signal` (an 'abort' for that run on its thread's port), so a
  * cooperative task can stop cleanly; if the attempt has not ended after `cancelGraceMs` (default
  * 5 s), its thread is terminated (piscina starts another). Either way the run rejects with
  * TaskExecutionError `canceled`.
  *
- * No channel per run: a run marks itself started in the pool's shared flags (runFlags.ts) and its
- * logs come on the pool's BroadcastChannel (a MessageChannel created, transferred and closed per
- * run cost about as much as piscina's own work for a trivial task).
+ * No channel per run, nor per pool: a run marks itself started in the pool's shared flags
+ * (runFlags.ts) and its outcome and logs come on its thread's port, named by the pool (a
+ * MessageChannel created, transferred and closed per run cost about as much as piscina's own work
+ * for a trivial task).
  *
  * The parts: this module is the adapter (its one thread, made by piscina, its errors and exits,
- * the control channel, the public API); RunBatcher.ts keeps the runs (queue, batches of up to 16,
+ * the public API); RunBatcher.ts keeps the runs (queue, batches of up to 16,
  * re-queueing after a lost thread, cancels, start notices) and sends a batch only through the
  * `send` given here, which posts it on the thread's own port (TaskThreadPort.ts: piscina's `run`
  * is left for the thread's lifecycle); taskFailure.ts turns what failed into the error a run
@@ -38,7 +39,7 @@
  * no call of its own there), one that comes while the thread is idle is logged and counted in
  * {@link SlotTaskPool.stats}.
  */
-import { BroadcastChannel, receiveMessageOnPort, threadId, type MessagePort } from 'node:worker_threads';
+import { threadId } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
 import type { TaskResult } from './PendingRun.js';
@@ -48,7 +49,6 @@ import type { RunStartListener, TaskInvocation } from './TaskInvocation.js';
 import { probeHeapLimit, type HeapLimitCheck } from './heapLimitProbe.js';
 import type {
   ControlFromTask,
-  ControlToTask,
   TaskInvocationContext,
   TaskWorkerBatch,
   TaskWorkerBatchResult,
@@ -127,8 +127,8 @@ export interface SlotTaskPoolStats {
 }
 
 const DEFAULT_CANCEL_GRACE_MS = 5_000;
-/** Control channels made in this thread so far (their names' count). */
-let controlChannels = 0;
+/** Pools made in this thread so far (their names' count). */
+let poolsMade = 0;
 
 export class SlotTaskPool {
   readonly name: string;
@@ -139,11 +139,11 @@ export class SlotTaskPool {
   #pool: Piscina | null = null;
   readonly #poolReady: Promise<Piscina>;
   readonly #log: (entry: SlotTaskPoolLogEntry) => void;
-  /** 'abort' to the runs, 'log' and 'outcome' from them. */
-  readonly #control: BroadcastChannel;
-  // Unique in this process (BroadcastChannel names are process-wide): the thread's id and a count.
-  // Not a random UUID: node:crypto would cost every TaskExecutor ~5 ms to load before it registers.
-  readonly #controlName = `slotwise-slot-task-pool:${threadId}:${++controlChannels}`;
+  // Names this pool's runs' messages on its thread's port (a thread serves the pools of one TaskExecutor, one at a
+  // time). Not a random UUID: node:crypto would cost every TaskExecutor ~5 ms to load before it registers.
+  readonly #controlName = `slotwise-slot-task-pool:${threadId}:${++poolsMade}`;
+  /** The runs' outcomes and log lines, from the thread's port while this pool listens there. */
+  readonly #onControlMessage = (message: ControlFromTask): void => this.#onControl(message);
   readonly #runs: RunBatcher;
   /** The port to the pool's thread (TaskThreadPort.ts), once attached; null until then and after it was lost. */
   #thread: TaskThreadPort | null = null;
@@ -195,8 +195,8 @@ export class SlotTaskPool {
       channel: this.#controlName,
       flags: new RunFlags(),
       send: (batch) => this.#send(batch),
-      readPosted: () => this.#drainControl(),
-      postAbort: (run, reason) => this.#control.postMessage({ type: 'abort', run, reason } satisfies ControlToTask),
+      readPosted: () => this.#thread?.drain(),
+      postAbort: (run, reason) => this.#thread?.abort(this.#controlName, run, reason),
       // Its port fails the batch as the thread exits; piscina starts another thread.
       terminateThread: () => void (this.#thread?.worker ?? this.#pool?.threads[0])?.terminate(),
       threadExitCode: () => this.#exits.lastCode,
@@ -235,21 +235,13 @@ export class SlotTaskPool {
       if (options.threads !== undefined) pool.on('error', onError);
       this.#exits.watch(pool);
       this.#pool = pool;
-      this.#thread = threadPortOf(pool) ?? null;
+      this.#useThread(threadPortOf(pool) ?? null);
       this.#runs.open();
       return pool;
     };
     this.#poolReady = threads instanceof Promise ? threads.then(adopt) : Promise.resolve(adopt(threads));
     // A pool that could not be made fails the runs waiting for it (and close() still resolves).
     this.#poolReady.catch((error: unknown) => this.#runs.failQueued(error));
-    this.#control = new BroadcastChannel(this.#controlName);
-    this.#control.onmessage = (event) => {
-      this.#onControl((event as { data: ControlFromTask }).data);
-      // A batch's outcomes come close together: read the ones already here without an event each.
-      this.#drainControl();
-    };
-    // Logs are welcome while the pool lives; the channel alone must not keep a process alive.
-    this.#control.unref();
   }
 
   get stats(): SlotTaskPoolStats {
@@ -339,7 +331,7 @@ export class SlotTaskPool {
           (pool) => (busy ? pool.destroy() : this.#giveBack(pool)),
           () => {},
         )
-        .finally(() => this.#control.close());
+        .finally(() => this.#thread?.unlisten(this.#controlName));
     }
     return this.#closing;
   }
@@ -379,7 +371,7 @@ export class SlotTaskPool {
     const attached = threadPortOf(pool);
     (attached === undefined ? attachThread(pool) : Promise.resolve(attached)).then(
       (thread) => {
-        this.#thread = thread;
+        this.#useThread(thread);
         for (const { batch, resolve, reject } of this.#waitingForThread.splice(0)) {
           thread.post(batch).then(resolve, reject);
         }
@@ -388,6 +380,12 @@ export class SlotTaskPool {
         for (const { reject } of this.#waitingForThread.splice(0)) reject(error);
       },
     );
+  }
+
+  /** The pool's thread from now on, which tells this pool its runs' messages. */
+  #useThread(thread: TaskThreadPort | null): void {
+    this.#thread = thread;
+    thread?.listen(this.#controlName, this.#onControlMessage);
   }
 
   /** A message from a run: its log lines, or its outcome (a run of a batch that goes on). */
@@ -406,15 +404,6 @@ export class SlotTaskPool {
       message: message.message,
       ...(ctx === undefined ? {} : attemptOf(ctx)),
     });
-  }
-
-  /** Reads what the runs posted and is still queued on our end, in order. */
-  #drainControl(): void {
-    // Node takes a BroadcastChannel here as well as a MessagePort; @types/node 20 names only the port.
-    const port = this.#control as unknown as MessagePort;
-    for (let entry = receiveMessageOnPort(port); entry !== undefined; entry = receiveMessageOnPort(port)) {
-      this.#onControl(entry.message as ControlFromTask);
-    }
   }
 
   #emit(entry: SlotTaskPoolLogEntry): void {

@@ -2,7 +2,11 @@
  * A slot's own way to its task thread: a MessageChannel whose far end the thread took in one
  * piscina call (`attach`, taskWorker.ts). From then on each batch of runs is posted on the port and
  * its end comes back on it, in the order the batches went (the thread makes them one at a time).
- * The slot's give-back (`endJobs`) goes on it too. piscina keeps the thread's lifecycle: its boot,
+ * The slot's give-back (`endJobs`) goes on it too, and so do the runs' aborts, outcomes and log
+ * lines, named by their pool: the pool the thread serves now listens ({@link TaskThreadPort.listen}).
+ * One ordered way each direction per thread, made once; before, each slot's pool also made a
+ * BroadcastChannel of its own on both threads, and a batch's end could overtake what its runs
+ * posted there. piscina keeps the thread's lifecycle: its boot,
  * its replacement after a loss, the heap probe, `destroy`. Its `run` costs more than a post on
  * both threads (a TaskInfo and an AsyncResource per call, its queue, the worker's interface, its
  * handler lookup in the thread): trivial tasks through a TaskExecutor cost 23.8–25.5 µs of CPU
@@ -20,8 +24,13 @@
  */
 import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
-import type { TaskThreadAnswer as Answer, TaskThreadRequest, TaskWorkerBatch } from './taskThreadProtocol.js';
-import type { TaskWorkerBatchResult, ThreadAfterJobs } from './taskThreadProtocol.js';
+import type { ControlFromTask, ControlToTask, TaskThreadAnswer as Answer } from './taskThreadProtocol.js';
+import type {
+  TaskThreadRequest,
+  TaskWorkerBatch,
+  TaskWorkerBatchResult,
+  ThreadAfterJobs,
+} from './taskThreadProtocol.js';
 
 interface Waiting {
   readonly resolve: (value: never) => void;
@@ -37,11 +46,13 @@ export class TaskThreadPort {
   /** The batches out, in the order they were posted (the thread ends them in that order). */
   readonly #waiting: Waiting[] = [];
   #lost = false;
+  /** The pool the thread serves now, and where its runs' messages go; messages of another pool are dropped. */
+  #listener: { readonly pool: string; readonly onControl: (message: ControlFromTask) => void } | null = null;
 
   constructor(worker: Worker, port: MessagePort) {
     this.worker = worker;
     this.#port = port;
-    port.on('message', (answer: Answer) => this.#ended(answer));
+    port.on('message', (message: Answer | ControlFromTask) => this.#received(message));
     port.unref();
     worker.once('exit', (code: number) => this.fail(new Error(`worker exited with code: ${code}`)));
   }
@@ -72,6 +83,29 @@ export class TaskThreadPort {
     return this.#ask(END_JOBS);
   }
 
+  /** The runs' messages of `pool` (its outcomes and log lines) go to `onControl` from now on. */
+  listen(pool: string, onControl: (message: ControlFromTask) => void): void {
+    this.#listener = { pool, onControl };
+  }
+
+  /** `pool` no longer hears its runs' messages (its slot has gone back). */
+  unlisten(pool: string): void {
+    if (this.#listener?.pool === pool) this.#listener = null;
+  }
+
+  /** Fires a running run's context.signal (the thread acts on it as it comes, even while its batch runs). */
+  abort(pool: string, run: number, reason: string): void {
+    if (this.#lost) return;
+    this.#port.postMessage({ type: 'abort', pool, run, reason } satisfies ControlToTask);
+  }
+
+  /** Handles what the thread posted and is still waiting on this end, in order, without waiting for its events. */
+  drain(): void {
+    for (let entry = receiveMessageOnPort(this.#port); entry !== undefined; entry = receiveMessageOnPort(this.#port)) {
+      this.#received(entry.message as Answer | ControlFromTask);
+    }
+  }
+
   #ask<T>(message: TaskThreadRequest): Promise<T> {
     if (this.#lost) return Promise.reject(new Error('the task thread was lost before the message was sent'));
     try {
@@ -88,13 +122,20 @@ export class TaskThreadPort {
   /** The thread is lost (or being destroyed): what it posted is read, the batches still out fail with `error`. */
   fail(error: unknown): void {
     if (this.#lost) return;
+    this.drain();
     this.#lost = true;
-    for (let entry = receiveMessageOnPort(this.#port); entry !== undefined; entry = receiveMessageOnPort(this.#port)) {
-      this.#ended(entry.message as Answer);
-    }
     const waiting = this.#waiting.splice(0);
     this.#port.close();
     for (const { reject } of waiting) reject(error);
+  }
+
+  #received(message: Answer | ControlFromTask): void {
+    if ('type' in message) {
+      const listener = this.#listener;
+      if (listener !== null && message.pool === listener.pool) listener.onControl(message);
+      return;
+    }
+    this.#ended(message);
   }
 
   #ended(answer: Answer): void {

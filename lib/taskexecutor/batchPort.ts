@@ -4,13 +4,14 @@
  * (`endJobs`) is done and answered. Kept apart from taskWorker.ts, which makes a batch's runs.
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { TaskThreadAnswer, TaskThreadRequest, TaskWorkerBatch } from './taskThreadProtocol.js';
+import type { ControlToTask, TaskThreadAnswer, TaskThreadRequest, TaskWorkerBatch } from './taskThreadProtocol.js';
 import type { TaskWorkerBatchEnd, TaskWorkerBatchResult, ThreadAfterJobs } from './taskThreadProtocol.js';
 
-/** What a thread does for its port: make a batch, end its slot's jobs. */
+/** What a thread does for its port: make a batch, end its slot's jobs, abort a run (at once, not in turn). */
 export interface BatchWork {
   readonly run: (batch: TaskWorkerBatch) => Promise<TaskWorkerBatchResult>;
   readonly endJobs: () => ThreadAfterJobs;
+  readonly abort: (message: ControlToTask) => void;
 }
 
 /** The port batches come on, once one was handed over; a later one replaces it. */
@@ -42,8 +43,9 @@ export function serveBatches(port: MessagePort, work: BatchWork): void {
       start(next);
     }
   };
-  port.on('message', (message: TaskThreadRequest) => {
-    if (running) waiting.push(message);
+  port.on('message', (message: TaskThreadRequest | ControlToTask) => {
+    if ('type' in message) work.abort(message);
+    else if (running) waiting.push(message);
     else start(message);
   });
   // The thread lives as long as its pool wants it (piscina's own port), not as long as this one.

@@ -11,10 +11,12 @@
  * - Each run claims its started flag (an Int32 of the batch's `started` buffer, queued → started:
  *   runFlags.ts) before it runs, so the pool can cancel a queued run by claiming it first; no
  *   message says a run started.
- * - Each run's {@link TaskWorkerOutcome} is posted on the pool's BroadcastChannel as the run ends
- *   (before the next run starts), so a run settles when it ends, not when its batch does; the
- *   last run's comes back in the batch's end ({@link TaskWorkerBatchResult}) instead.
- * - The channel also carries 'abort' to a run (its context.signal fires) and a run's 'log' lines.
+ * - Each run's {@link TaskWorkerOutcome} is posted on the port as the run ends (before the next
+ *   run starts), so a run settles when it ends, not when its batch does; the last run's comes back
+ *   in the batch's end ({@link TaskWorkerBatchResult}) instead.
+ * - The port also carries 'abort' to a run (its context.signal fires) and a run's 'log' lines
+ *   ({@link ControlToTask}, {@link ControlFromTask}): one ordered way each direction, so a batch's
+ *   end comes after every outcome and line its runs posted.
  */
 import type { SharedMemoryHandle } from './MemoryManager.js';
 import type { PartitionPart } from './ResultPartitions.js';
@@ -58,7 +60,7 @@ export interface TaskWorkerPayload {
 
 /** Runs of one pool call, made one after another, each with its own signal, started flag and outcome. */
 export interface TaskWorkerBatch {
-  /** The name of the pool's BroadcastChannel. */
+  /** The pool's name, unique in its TaskExecutor: the thread keeps the pool's buffers by it, its messages carry it. */
   readonly channel: string;
   /**
    * An Int32Array's buffer: the pool's started flags (runFlags.ts). Sent when it changes (the
@@ -103,18 +105,28 @@ export interface TaskThreadEndJobs {
   readonly endJobs: true;
 }
 
-/** What goes to a thread on its port. */
+/** What goes to a thread on its port, answered in order (an abort is not a request: it has no answer). */
 export type TaskThreadRequest = TaskWorkerBatch | TaskThreadEndJobs;
 
 /** What comes back on the port, in the order of the requests: a batch's end, or what the thread answered to endJobs. */
 export type TaskThreadAnswer = TaskWorkerBatchEnd | { readonly afterJobs: ThreadAfterJobs; readonly error?: undefined };
 
-/** Messages on a pool's control channel. */
-export type ControlToTask = { readonly type: 'abort'; readonly run: number; readonly reason: string };
+/**
+ * A pool's messages about its runs, on the thread's port beside the requests and answers, each naming the pool (the
+ * batch's `channel`): a thread serves one slot's pool at a time, and a late log line of a run of the pool before must
+ * not be taken for one of the next pool's runs (run numbers are per pool). An abort is acted on as it comes, not after
+ * the batch that runs the run.
+ */
+export type ControlToTask = {
+  readonly type: 'abort';
+  readonly pool: string;
+  readonly run: number;
+  readonly reason: string;
+};
 export type ControlFromTask =
-  | { readonly type: 'log'; readonly run: number; readonly message: string }
+  | { readonly type: 'log'; readonly pool: string; readonly run: number; readonly message: string }
   /** A run has ended (posted at once, so the pool settles it while the batch goes on). */
-  | { readonly type: 'outcome'; readonly run: number; readonly outcome: TaskWorkerOutcome };
+  | { readonly type: 'outcome'; readonly pool: string; readonly run: number; readonly outcome: TaskWorkerOutcome };
 
 /** An error as plain data. */
 export interface WorkerErrorInfo {

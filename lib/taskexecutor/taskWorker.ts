@@ -28,7 +28,7 @@
  */
 import { format } from 'node:util';
 import v8 from 'node:v8';
-import { BroadcastChannel, resourceLimits, threadId, type MessagePort } from 'node:worker_threads';
+import { resourceLimits, threadId, type MessagePort } from 'node:worker_threads';
 import { describeValue } from '../core/errors.js';
 import { MemoryManager, type SharedMemoryHandle } from './MemoryManager.js';
 import { RUN_QUEUED, RUN_STARTED } from './runFlags.js';
@@ -39,7 +39,6 @@ import { serveBatches } from './batchPort.js';
 import type { PartitionPart } from './ResultPartitions.js';
 import type {
   ControlFromTask,
-  ControlToTask,
   EncodedInputs,
   HeapLimitProbe,
   TaskInvocationContext,
@@ -81,36 +80,31 @@ class RunAbort {
   }
 }
 
-/** This thread's end of a pool's control channel, the runs it may abort, and the buffers it was last sent. */
-interface PoolChannel {
-  readonly channel: BroadcastChannel;
+/** A pool this thread serves (or served, until its slot goes back): the runs it may abort, the buffers last sent. */
+interface PoolState {
+  readonly name: string;
   readonly running: Map<number, RunAbort>;
   flags: Int32Array | null;
   memory: SharedMemoryHandle | null;
 }
 
-const controlChannels = new Map<string, PoolChannel>();
+const pools = new Map<string, PoolState>();
 
-function controlChannel(name: string): PoolChannel {
-  let entry = controlChannels.get(name);
+function poolState(name: string): PoolState {
+  let entry = pools.get(name);
   if (entry === undefined) {
-    const channel = new BroadcastChannel(name);
-    const running = new Map<number, RunAbort>();
-    channel.onmessage = (event) => {
-      const message = (event as { data: ControlToTask }).data;
-      if (message?.type === 'abort') running.get(message.run)?.abort(message.reason);
-    };
-    // The thread lives as long as its pool wants it, not as long as this channel.
-    channel.unref();
-    entry = { channel, running, flags: null, memory: null };
-    controlChannels.set(name, entry);
+    entry = { name, running: new Map(), flags: null, memory: null };
+    pools.set(name, entry);
   }
   return entry;
 }
 
-/** Where a run's log lines go: the pool's channel, or the console for a run alone. */
+/** The port the pool's messages go on (TaskThreadPort.ts), once attached. */
+let controlPort: MessagePort | null = null;
+
+/** Where a run's log lines go: its pool, or the console for a run alone. */
 interface LogSink {
-  readonly pool: PoolChannel | undefined;
+  readonly pool: PoolState | undefined;
   readonly run: number;
   readonly label: string;
 }
@@ -175,7 +169,7 @@ class RunContext implements TaskContext {
     const message = format(...args);
     const { pool, run, label } = this.#sink;
     if (pool === undefined) console.log(`${label}: ${message}`);
-    else postControl(pool.channel, { type: 'log', run, message });
+    else postControl({ type: 'log', pool: pool.name, run, message });
   }
 
   /** What the task sees of itself when it prints its context (the lazy parts by their state). */
@@ -215,7 +209,7 @@ class RunContext implements TaskContext {
   }
 }
 
-/** Runs one task attempt alone (no pool channel: its signal never fires, its logs go to the console). */
+/** Runs one task attempt alone (no pool: its signal never fires, its logs go to the console). */
 export default async function runTask(payload: TaskWorkerPayload): Promise<TaskWorkerOutcome> {
   const abort = new RunAbort();
   const sink: LogSink = { pool: undefined, run: 0, label: labelOf(payload.context) };
@@ -234,16 +228,16 @@ export default async function runTask(payload: TaskWorkerPayload): Promise<TaskW
 /**
  * Runs the items of a batch one after another. Each claims its started flag (queued → started)
  * before it runs, so the pool can cancel a queued item by claiming it first; each ended item's
- * outcome is posted at once on the pool's channel, before the next item starts.
+ * outcome is posted at once on the port, before the next item starts.
  */
 export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchResult> {
-  const pool = controlChannel(batch.channel);
+  const pool = poolState(batch.channel);
   if (batch.started !== undefined) pool.flags = new Int32Array(batch.started);
   if (batch.memory !== undefined) pool.memory = batch.memory;
   const { flags, memory } = pool;
   // The pool sends its buffers again after any lost thread; a thread that has none fails the call, and the pool
   // re-sends.
-  if (flags === null) throw new Error(`no started flags for channel ${batch.channel} on this thread`);
+  if (flags === null) throw new Error(`no started flags for pool ${batch.channel} on this thread`);
   const { items } = batch;
   let last: TaskWorkerBatchResult = null;
   for (let i = 0; i < items.length; i++) {
@@ -264,7 +258,7 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
         item.partition,
       );
       if (i < items.length - 1) {
-        postOutcome(pool.channel, item.run, outcome);
+        postOutcome(pool.name, item.run, outcome);
         continue;
       }
       // The last one comes back in the batch's end (one message fewer, and a batch is often a
@@ -282,22 +276,27 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
  * (batchPort.ts). Answers this thread's id, by which the pool finds the thread it attached.
  */
 export function attach(message: { readonly port: MessagePort }): number {
-  serveBatches(message.port, { run: runBatch, endJobs });
+  controlPort = message.port;
+  serveBatches(message.port, {
+    run: runBatch,
+    endJobs,
+    abort: ({ pool, run, reason }) => pools.get(pool)?.running.get(run)?.abort(reason),
+  });
   return threadId;
 }
 
-/** Posts a run's outcome; one the channel cannot clone goes as a bad-output failure instead. */
-function postOutcome(channel: BroadcastChannel, run: number, outcome: TaskWorkerOutcome): void {
+/** Posts a run's outcome; one the port cannot clone goes as a bad-output failure instead. */
+function postOutcome(pool: string, run: number, outcome: TaskWorkerOutcome): void {
   try {
-    channel.postMessage({ type: 'outcome', run, outcome } satisfies ControlFromTask);
+    controlPort?.postMessage({ type: 'outcome', pool, run, outcome } satisfies ControlFromTask);
   } catch (error) {
-    postControl(channel, { type: 'outcome', run, outcome: badOutput(outcome, error) });
+    postControl({ type: 'outcome', pool, run, outcome: badOutput(outcome, error) });
   }
 }
 
-function postControl(channel: BroadcastChannel, message: ControlFromTask): void {
+function postControl(message: ControlFromTask): void {
   try {
-    channel.postMessage(message);
+    controlPort?.postMessage(message);
   } catch {
     // The channel is closed (the thread is ending): nothing to tell.
   }
@@ -450,8 +449,7 @@ const GC_AFTER_JOBS = process.env['SLOTWISE_GC_AFTER_JOBS'] === '1';
  */
 export function endJobs(): ThreadAfterJobs {
   // Sent only to an idle thread: no run is left to abort.
-  for (const { channel } of controlChannels.values()) channel.close();
-  controlChannels.clear();
+  pools.clear();
   forgetTasks();
   if (GC_AFTER_JOBS) (globalThis as { gc?: () => void }).gc?.();
   return {

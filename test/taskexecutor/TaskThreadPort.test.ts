@@ -85,6 +85,30 @@ describe('TaskThreadPort (real threads)', function () {
     }
   });
 
+  it('gives the next pool on a thread none of the log lines a run of the pool before left behind', async () => {
+    const threads = createTaskThreads({ onError: () => {} }) as Piscina;
+    await threadsReady(threads);
+    const firstLogs: SlotTaskPoolLogEntry[] = [];
+    const first = new SlotTaskPool({
+      name: 'slot-late-first',
+      log: (entry) => firstLogs.push(entry),
+      threads,
+      returnThreads: () => {},
+    });
+    expect((await first.run(invocation('logsLate', { afterMs: 100 }))).output).to.equal('returned');
+    await first.close();
+    const logs: SlotTaskPoolLogEntry[] = [];
+    const second = new SlotTaskPool({ name: 'slot-late-second', log: (entry) => logs.push(entry), threads });
+    try {
+      // Its first run has the number the late line names (run numbers are per pool), and runs while it comes.
+      expect((await second.run(invocation('sleep', { ms: 300 }))).output).to.have.property('subtask', 0);
+      expect(logs.map((entry) => entry.message)).to.deep.equal([]);
+      expect(firstLogs.map((entry) => entry.message)).to.deep.equal([]);
+    } finally {
+      await second.close();
+    }
+  });
+
   it('cancels a run whose pool is closed under it (pool-closed), not as a thread that exited', async () => {
     const pool = new SlotTaskPool({ name: 'slot-closed' });
     const running = rejection(pool.run(invocation('sleep', { ms: 5_000 })));
