@@ -100,7 +100,7 @@ export interface SlotTaskPoolOptions {
   /**
    * Where the threads go at {@link SlotTaskPool.close} when they can serve another job: idle (no
    * batch out), each the one it was given or its replacement, and told that the slot has gone back
-   * (taskWorker's `endJobs`: the jobs' modules, channels and buffers let go). The callee owns them
+   * (taskWorker's `endJobs`: the jobs' modules and the pool's buffers let go). The callee owns them
    * from then on; `after` is what the thread answered. Unset, when `threads` is unset, or when they
    * cannot, they are destroyed.
    */

@@ -76,7 +76,7 @@ export class TaskThreadPort {
   }
 
   /**
-   * Tells the thread its slot has gone back (taskWorker's `endJobs`: the jobs' modules, channels and buffers let go),
+   * Tells the thread its slot has gone back (taskWorker's `endJobs`: the jobs' modules and pools' buffers let go),
    * after any batch out; resolves with what it answers.
    */
   endJobs(): Promise<ThreadAfterJobs> {

@@ -47,7 +47,7 @@ export interface TaskInvocationContext {
   readonly allocationId: string;
 }
 
-/** One attempt to run: alone through the worker's default export (no channel), or as an item of a batch. */
+/** One attempt to run: alone through the worker's default export (no pool), or as an item of a batch. */
 export interface TaskWorkerPayload {
   readonly taskModule: string;
   readonly context: TaskInvocationContext;
@@ -65,7 +65,7 @@ export interface TaskWorkerBatch {
   /**
    * An Int32Array's buffer: the pool's started flags (runFlags.ts). Sent when it changes (the
    * first call on a thread, a grown buffer, after a lost thread); omitted, the thread uses the
-   * last one it was sent on this channel (a SharedArrayBuffer costs every message it rides in).
+   * last one it was sent for this pool (a SharedArrayBuffer costs every message it rides in).
    */
   readonly started?: SharedArrayBuffer;
   /** The slot's managed memory for every run of the batch, or null; omitted like `started`. */

@@ -112,8 +112,9 @@ export async function threadsReady(pool: Piscina): Promise<void> {
 }
 
 /**
- * Tells the pool's thread that its slot has gone back: it lets go of every job's modules, channels
- * and buffers (taskWorker's `endJobs`) and answers its heap in use. Only for an idle pool.
+ * Tells the pool's thread that its slot has gone back: it lets go of every job's modules and its
+ * pools' buffers (taskWorker's `endJobs`) and answers its heap in use. Only for an idle pool, and
+ * only one that never took a port (TaskThreadPort.endJobs is the same on the port).
  */
 export async function endJobs(pool: Piscina): Promise<ThreadAfterJobs> {
   return (await pool.run(null, { name: 'endJobs' })) as ThreadAfterJobs;

@@ -14,7 +14,7 @@
  *    over the slot's managed memory, or null), `signal` (fired by the pool's cancel) and `log()`.
  *    The view and the signal are made when the task first reads them: most tasks never do, and an
  *    AbortController per run cost more than a trivial task;
- * 3. calls `default(context, inputs)`; the outcome is posted on the pool's channel (or, for the
+ * 3. calls `default(context, inputs)`; the outcome is posted on the thread's port (or, for the
  *    batch's last run, returned as the call's result), and one that cannot be cloned is reported
  *    as a `bad-output` failure instead;
  * 4. when the task returned, releases every page it still holds in its view and reports how many
@@ -298,7 +298,7 @@ function postControl(message: ControlFromTask): void {
   try {
     controlPort?.postMessage(message);
   } catch {
-    // The channel is closed (the thread is ending): nothing to tell.
+    // The port is closed (the thread is ending): nothing to tell.
   }
 }
 
@@ -442,8 +442,8 @@ function labelOf(context: TaskInvocationContext): string {
 const GC_AFTER_JOBS = process.env['SLOTWISE_GC_AFTER_JOBS'] === '1';
 
 /**
- * The thread's slot has gone back (TaskThreadReserve may give the thread to another job): every
- * pool channel closes, every job's module instances and buffers are let go. Answers the heap in use
+ * The thread's slot has gone back (TaskThreadReserve may give the thread to another job): what it
+ * kept of its pools (their buffers) and every job's module instances are let go. Answers the heap in use
  * now (garbage included, unless {@link GC_AFTER_JOBS}), and what the jobs left running, for the
  * reserve's retirement rules.
  */
