@@ -156,11 +156,26 @@ export function threadPortOf(pool: Piscina): TaskThreadPort | undefined {
   return port === undefined || port.lost ? undefined : port;
 }
 
+/** Attaches in progress, by pool: a spare taken while its thread still boots is not attached twice. */
+const attaching = new WeakMap<Piscina, Promise<TaskThreadPort>>();
+
 /**
- * Hands the pool's thread (a new one is booted if it has none) a port: one piscina call. Rejects when the call fails
- * or the thread that answered is no longer the pool's (it exited meanwhile).
+ * Hands the pool's thread (a new one is booted if it has none) a port: one piscina call, shared by whoever asks while
+ * it is on its way. Rejects when the call fails or the thread that answered is no longer the pool's (it exited
+ * meanwhile).
  */
-export async function attachThread(pool: Piscina): Promise<TaskThreadPort> {
+export function attachThread(pool: Piscina): Promise<TaskThreadPort> {
+  let made = attaching.get(pool);
+  if (made === undefined) {
+    made = attach(pool);
+    attaching.set(pool, made);
+    const done = () => void (attaching.get(pool) === made && attaching.delete(pool));
+    made.then(done, done);
+  }
+  return made;
+}
+
+async function attach(pool: Piscina): Promise<TaskThreadPort> {
   const { port1, port2 } = new MessageChannel();
   let worker: Worker | undefined;
   try {

@@ -11,7 +11,7 @@ import { TaskExecutionError } from '../../lib/core/errors.js';
 import { AllocationID, ExecutionAttemptID, JobID } from '../../lib/core/ids.js';
 import { SlotTaskPool, type SlotTaskPoolLogEntry, type TaskInvocation } from '../../lib/taskexecutor/SlotTaskPool.js';
 import { createTaskThreads, threadsReady } from '../../lib/taskexecutor/taskThreads.js';
-import { threadPortOf } from '../../lib/taskexecutor/TaskThreadPort.js';
+import { attachThread, threadPortOf } from '../../lib/taskexecutor/TaskThreadPort.js';
 import type { ThreadAfterJobs } from '../../lib/taskexecutor/taskThreadProtocol.js';
 import { eventually } from '../support/eventually.js';
 
@@ -117,6 +117,20 @@ describe('TaskThreadPort (real threads)', function () {
     const error = await running;
     expect(error.reason).to.equal('canceled');
     expect(error.details).to.include({ stoppedBy: 'pool-closed' });
+  });
+
+  it('attaches a booting thread once for everyone who asks meanwhile (a spare taken before it was ready)', async () => {
+    const threads = createTaskThreads({ onError: () => {} }) as Piscina;
+    const pool = new SlotTaskPool({ name: 'slot-booting', log: () => {}, threads });
+    try {
+      // The reserve's readiness call and the pool's first run both need the thread's port.
+      const [ready, run] = await Promise.all([attachThread(threads), pool.run(invocation('ok'))]);
+      expect(run.output).to.have.property('sum', 1);
+      // One port: a second attach would have closed the first on the thread's side.
+      expect(threadPortOf(threads)).to.equal(ready);
+    } finally {
+      await pool.close();
+    }
   });
 
   it('keeps a thread’s port from one slot to the next: given back, it serves the next pool on that port', async () => {
