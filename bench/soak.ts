@@ -12,7 +12,8 @@
  * SOAK_KILL_EVERY seconds and the ResourceManager replaces it. Every SOAK_SAMPLE_EVERY seconds (30)
  * it prints the main thread's heap in use after `gc()`, and the task threads' heap as their
  * TaskExecutors report it (`taskExecutorMetrics()`: each spare thread that has served an allocation,
- * its heap in use when it was last given back, measured after a full collection: the whole process
+ * its heap in use when it was last given back — the lanes are held for the sample until every
+ * thread is back in its reserve — measured after a full collection: the whole process
  * runs with --expose-gc and SLOTWISE_GC_AFTER_JOBS=1; in process mode NODE_OPTIONS carries the flag
  * to the children).
  * At the end it prints the slope of each (least squares, MB/min) from SOAK_WARMUP minutes (3) on,
@@ -195,11 +196,41 @@ const jobLine = (job: { name: string; jobId: string; status: string }) =>
 /** Per running job, each subtask's last task event (state@attempt, TaskExecutor, error). */
 const taskStates = new Map<string, Map<string, string>>();
 let lastEnded = performance.now();
+/** While a sample is taken, the lanes submit nothing (see {@link quiesce}); their jobs in flight, counted. */
+let hold: Promise<void> | null = null;
+let inFlight = 0;
 async function lane(): Promise<void> {
   while (!stopping) {
-    await runOne(pick());
+    if (hold !== null) await hold;
+    inFlight++;
+    try {
+      await runOne(pick());
+    } finally {
+      inFlight--;
+    }
     lastEnded = performance.now();
   }
+}
+
+/**
+ * Holds the lanes until their jobs have ended and every task thread is back in its reserve: only an idle spare has a
+ * heap to report (what it answered as its last slot went back), and under four lanes on six slots there is hardly
+ * ever one. Returns what lets the lanes go on. Waits at most 30 s for each.
+ */
+async function quiesce(): Promise<() => void> {
+  let release = (): void => {};
+  hold = new Promise<void>((resolve) => (release = resolve));
+  const until = async (done: () => boolean | Promise<boolean>) => {
+    for (const deadline = performance.now() + 30_000; !(await done()) && performance.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  await until(() => inFlight === 0);
+  await until(async () => (await cluster.taskExecutorMetrics()).every((m) => (m.taskThreads?.inUse ?? 0) === 0));
+  return () => {
+    hold = null;
+    release();
+  };
 }
 
 /** Every 15 s without a job ending: what the cluster looks like (jobs, waiting requests, slots). */
@@ -255,7 +286,9 @@ const median = (values: number[]) => {
 };
 
 async function sample(): Promise<void> {
+  const resume = await quiesce();
   const metrics = await cluster.taskExecutorMetrics();
+  resume();
   const heaps = metrics.flatMap((m) => m.taskThreads?.servedSpares ?? []);
   gc!();
   gc!();
