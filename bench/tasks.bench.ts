@@ -32,7 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { Bench } from 'tinybench';
 import { SlotTaskPool } from '../lib/taskexecutor/SlotTaskPool.js';
-import type { TaskWorkerPayload } from '../lib/taskexecutor/taskWorker.js';
+import type { TaskInvocationContext } from '../lib/taskexecutor/taskWorker.js';
 import { processTreeCpuMs } from './support/procStat.js';
 import { printJson, round, runBench, type BenchRow } from './support/report.js';
 import { startTaskCluster, type TaskCluster } from './support/taskCluster.js';
@@ -57,7 +57,7 @@ type RunOne = (slot: number, i: number) => Promise<unknown>;
 
 // ------------------------------------------------------------------------------ the variants
 
-function context(slot: number, i: number): TaskWorkerPayload['context'] {
+function context(slot: number, i: number): TaskInvocationContext {
   return {
     jobId: '00000000000000000000000000000000',
     jobName: 'tasks-bench',

@@ -54,7 +54,7 @@ import type {
   TaskWorkerBatchResult,
   ThreadAfterJobs,
 } from './taskThreadProtocol.js';
-import { createTaskThreads, endJobs, ThreadExits } from './taskThreads.js';
+import { createTaskThreads, ThreadExits } from './taskThreads.js';
 import { attachThread, threadPortOf, type TaskThreadPort } from './TaskThreadPort.js';
 
 export type { TaskContext, TaskFunction } from './taskModule.js';
@@ -342,9 +342,8 @@ export class SlotTaskPool {
     if (give === undefined) return pool.destroy();
     let after: ThreadAfterJobs;
     try {
-      // On the thread's port when it has one (piscina's call otherwise: a thread never sent a batch).
-      const thread = this.#thread;
-      after = await (thread !== null && !thread.lost ? thread.endJobs() : endJobs(pool));
+      // On the thread's port (attached now if it never was: a thread taken while it booted, never sent a batch).
+      after = await (await attachThread(pool)).endJobs();
     } catch {
       // The thread could not answer (it died meanwhile): nothing to give back.
       return pool.destroy();
@@ -367,9 +366,7 @@ export class SlotTaskPool {
 
   /** Attaches the pool's thread (piscina boots a new one after a loss), then posts the batches waiting, in order. */
   #attach(): void {
-    const pool = this.#pool!;
-    const attached = threadPortOf(pool);
-    (attached === undefined ? attachThread(pool) : Promise.resolve(attached)).then(
+    attachThread(this.#pool!).then(
       (thread) => {
         this.#useThread(thread);
         for (const { batch, resolve, reject } of this.#waitingForThread.splice(0)) {

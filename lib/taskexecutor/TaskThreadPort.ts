@@ -160,11 +160,13 @@ export function threadPortOf(pool: Piscina): TaskThreadPort | undefined {
 const attaching = new WeakMap<Piscina, Promise<TaskThreadPort>>();
 
 /**
- * Hands the pool's thread (a new one is booted if it has none) a port: one piscina call, shared by whoever asks while
- * it is on its way. Rejects when the call fails or the thread that answered is no longer the pool's (it exited
- * meanwhile).
+ * The port of the pool's thread: the one it has, or a new one handed over (a new thread is booted if it has none) in
+ * one piscina call, shared by whoever asks while it is on its way. Rejects when the call fails or the thread that
+ * answered is no longer the pool's (it exited meanwhile).
  */
 export function attachThread(pool: Piscina): Promise<TaskThreadPort> {
+  const attached = threadPortOf(pool);
+  if (attached !== undefined) return Promise.resolve(attached);
   let made = attaching.get(pool);
   if (made === undefined) {
     made = attach(pool);

@@ -4,8 +4,13 @@
  * (`endJobs`) is done and answered. Kept apart from taskWorker.ts, which makes a batch's runs.
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { ControlToTask, TaskThreadAnswer, TaskThreadRequest, TaskWorkerBatch } from './taskThreadProtocol.js';
-import type { TaskWorkerBatchEnd, TaskWorkerBatchResult, ThreadAfterJobs } from './taskThreadProtocol.js';
+import type { ControlFromTask, ControlToTask, TaskThreadAnswer, TaskThreadRequest } from './taskThreadProtocol.js';
+import type {
+  TaskWorkerBatch,
+  TaskWorkerBatchEnd,
+  TaskWorkerBatchResult,
+  ThreadAfterJobs,
+} from './taskThreadProtocol.js';
 
 /** What a thread does for its port: make a batch, end its slot's jobs, abort a run (at once, not in turn). */
 export interface BatchWork {
@@ -16,6 +21,11 @@ export interface BatchWork {
 
 /** The port batches come on, once one was handed over; a later one replaces it. */
 let served: MessagePort | null = null;
+
+/** Posts a run's message (its outcome, a log line) to its pool; nothing before a port was handed over. */
+export function postToPool(message: ControlFromTask): void {
+  served?.postMessage(message);
+}
 
 /** Serves `port`: each message is done once the batch before it has ended. */
 export function serveBatches(port: MessagePort, work: BatchWork): void {

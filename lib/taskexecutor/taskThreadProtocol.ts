@@ -47,17 +47,6 @@ export interface TaskInvocationContext {
   readonly allocationId: string;
 }
 
-/** One attempt to run: alone through the worker's default export (no pool), or as an item of a batch. */
-export interface TaskWorkerPayload {
-  readonly taskModule: string;
-  readonly context: TaskInvocationContext;
-  readonly inputs: unknown;
-  readonly encoded?: EncodedInputs | undefined;
-  readonly partition?: TaskPartitionSpec | undefined;
-  readonly config?: unknown;
-  readonly memory: SharedMemoryHandle | null;
-}
-
 /** Runs of one pool call, made one after another, each with its own signal, started flag and outcome. */
 export interface TaskWorkerBatch {
   /** The pool's name, unique in its TaskExecutor: the thread keeps the pool's buffers by it, its messages carry it. */

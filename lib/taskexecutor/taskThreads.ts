@@ -19,7 +19,6 @@ import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import { ESBUILD_REAPER_IMPORT, ESBUILD_SYNC_ENV } from '../rpc/esbuildReaper.js';
-import type { ThreadAfterJobs } from './taskThreadProtocol.js';
 import { attachThread } from './TaskThreadPort.js';
 
 export interface TaskThreadsOptions {
@@ -85,7 +84,8 @@ function createLoaded(options: TaskThreadsOptions): Piscina {
   const execArgv = options.execArgv ?? (underTsx ? ['--import', 'tsx', ...ESBUILD_REAPER_IMPORT] : []);
   const pool = new PiscinaClass!({
     filename,
-    name: 'default',
+    // The handler piscina loads as a thread boots: the first call any thread gets (TaskThreadPort.ts).
+    name: 'attach',
     ...(underTsx ? { env: { ...process.env, ...ESBUILD_SYNC_ENV } } : {}),
     execArgv: [...execArgv, ...JOB_MODULE_FLAGS.filter((flag) => !execArgv.includes(flag))],
     atomics: 'disabled',
@@ -109,15 +109,6 @@ function createLoaded(options: TaskThreadsOptions): Piscina {
  */
 export async function threadsReady(pool: Piscina): Promise<void> {
   await attachThread(pool);
-}
-
-/**
- * Tells the pool's thread that its slot has gone back: it lets go of every job's modules and its
- * pools' buffers (taskWorker's `endJobs`) and answers its heap in use. Only for an idle pool, and
- * only one that never took a port (TaskThreadPort.endJobs is the same on the port).
- */
-export async function endJobs(pool: Piscina): Promise<ThreadAfterJobs> {
-  return (await pool.run(null, { name: 'endJobs' })) as ThreadAfterJobs;
 }
 
 /**

@@ -7,7 +7,7 @@
  * parts, and nothing of the TaskExecutor, so a task thread loads little. piscina `require()`s this
  * file before the first task, so it must not use top-level await.
  *
- * Per run (an item of a batch, or the default export for one alone):
+ * Per run (an item of a batch):
  * 1. loads the task module (taskModule.ts: an absolute path or a `file:` URL, a `.ts` one through
  *    tsx's loader, cached per thread);
  * 2. builds the task's {@link TaskContext}: the plain context, `config`, `memoryManager` (a view
@@ -35,7 +35,7 @@ import { RUN_QUEUED, RUN_STARTED } from './runFlags.js';
 import { mapStack } from './sourceMaps.js';
 import { forgetTasks, loadTask, type TaskContext, type TaskFunction } from './taskModule.js';
 import { badOutput, cloneable, errorInfoOf } from './taskOutcomes.js';
-import { serveBatches } from './batchPort.js';
+import { postToPool, serveBatches } from './batchPort.js';
 import type { PartitionPart } from './ResultPartitions.js';
 import type {
   ControlFromTask,
@@ -46,13 +46,12 @@ import type {
   TaskWorkerBatch,
   TaskWorkerBatchResult,
   TaskWorkerOutcome,
-  TaskWorkerPayload,
   ThreadAfterJobs,
   WorkerErrorInfo,
 } from './taskThreadProtocol.js';
 
 export type { TaskContext, TaskFunction } from './taskModule.js';
-export type { TaskInvocationContext, TaskWorkerPayload } from './taskThreadProtocol.js';
+export type { TaskInvocationContext } from './taskThreadProtocol.js';
 
 /** A run's cancel: its controller once the task asked for its signal, or the reason an abort came before that. */
 class RunAbort {
@@ -99,14 +98,10 @@ function poolState(name: string): PoolState {
   return entry;
 }
 
-/** The port the pool's messages go on (TaskThreadPort.ts), once attached. */
-let controlPort: MessagePort | null = null;
-
-/** Where a run's log lines go: its pool, or the console for a run alone. */
+/** Where a run's log lines go: its pool, as the run's. */
 interface LogSink {
-  readonly pool: PoolState | undefined;
+  readonly pool: PoolState;
   readonly run: number;
-  readonly label: string;
 }
 
 /** The context a task sees: the plain context and config as fields; memory, signal and log made when asked for. */
@@ -167,9 +162,8 @@ class RunContext implements TaskContext {
 
   log(...args: unknown[]): void {
     const message = format(...args);
-    const { pool, run, label } = this.#sink;
-    if (pool === undefined) console.log(`${label}: ${message}`);
-    else postControl({ type: 'log', pool: pool.name, run, message });
+    const { pool, run } = this.#sink;
+    postControl({ type: 'log', pool: pool.name, run, message });
   }
 
   /** What the task sees of itself when it prints its context (the lazy parts by their state). */
@@ -209,28 +203,12 @@ class RunContext implements TaskContext {
   }
 }
 
-/** Runs one task attempt alone (no pool: its signal never fires, its logs go to the console). */
-export default async function runTask(payload: TaskWorkerPayload): Promise<TaskWorkerOutcome> {
-  const abort = new RunAbort();
-  const sink: LogSink = { pool: undefined, run: 0, label: labelOf(payload.context) };
-  return cloneable(
-    await runOne(
-      payload.taskModule,
-      new RunContext(payload.context, payload.config, payload.memory, abort, sink, payload.partition),
-      payload.inputs,
-      abort,
-      payload.encoded,
-      payload.partition,
-    ),
-  );
-}
-
 /**
  * Runs the items of a batch one after another. Each claims its started flag (queued → started)
  * before it runs, so the pool can cancel a queued item by claiming it first; each ended item's
  * outcome is posted at once on the port, before the next item starts.
  */
-export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchResult> {
+async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchResult> {
   const pool = poolState(batch.channel);
   if (batch.started !== undefined) pool.flags = new Int32Array(batch.started);
   if (batch.memory !== undefined) pool.memory = batch.memory;
@@ -248,7 +226,7 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
     try {
       // canceled while queued
       if (Atomics.compareExchange(flags, item.index, RUN_QUEUED, RUN_STARTED) !== RUN_QUEUED) continue;
-      const sink: LogSink = { pool, run: item.run, label: '' };
+      const sink: LogSink = { pool, run: item.run };
       const outcome = await runOne(
         item.taskModule,
         new RunContext(item.context, item.config, memory, abort, sink, item.partition),
@@ -276,7 +254,6 @@ export async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchR
  * (batchPort.ts). Answers this thread's id, by which the pool finds the thread it attached.
  */
 export function attach(message: { readonly port: MessagePort }): number {
-  controlPort = message.port;
   serveBatches(message.port, {
     run: runBatch,
     endJobs,
@@ -288,7 +265,7 @@ export function attach(message: { readonly port: MessagePort }): number {
 /** Posts a run's outcome; one the port cannot clone goes as a bad-output failure instead. */
 function postOutcome(pool: string, run: number, outcome: TaskWorkerOutcome): void {
   try {
-    controlPort?.postMessage({ type: 'outcome', pool, run, outcome } satisfies ControlFromTask);
+    postToPool({ type: 'outcome', pool, run, outcome });
   } catch (error) {
     postControl({ type: 'outcome', pool, run, outcome: badOutput(outcome, error) });
   }
@@ -296,7 +273,7 @@ function postOutcome(pool: string, run: number, outcome: TaskWorkerOutcome): voi
 
 function postControl(message: ControlFromTask): void {
   try {
-    controlPort?.postMessage(message);
+    postToPool(message);
   } catch {
     // The port is closed (the thread is ending): nothing to tell.
   }
@@ -427,10 +404,6 @@ function encodePart(value: unknown): Uint8Array {
   const shared = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
   shared.set(bytes);
   return shared;
-}
-
-function labelOf(context: TaskInvocationContext): string {
-  return `${context.vertexName} (${context.subtaskIndex + 1}/${context.parallelism})`;
 }
 
 /**
