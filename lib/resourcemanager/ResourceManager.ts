@@ -346,7 +346,8 @@ export class ResourceManager implements ResourceManagerGateway {
       const registration = this.#taskExecutors.get(resourceId);
       if (registration === undefined) continue;
       this.mailbox.whenComplete(registration.gateway.heartbeatFromResourceManager(), (report, error) => {
-        if (this.#taskExecutors.get(resourceId) !== registration) return;
+        // Closing: its SlotManager is suspended and takes no report (the answer may come after).
+        if (this.#closed || this.#taskExecutors.get(resourceId) !== registration) return;
         if (error !== undefined) return; // silence counts against heartbeat.timeout
         this.#heartbeats.reportHeartbeat(resourceId);
         registration.partitions = report?.partitions ?? null;

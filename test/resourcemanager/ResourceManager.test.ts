@@ -792,5 +792,17 @@ describe('ResourceManager endpoint', () => {
       expect(h.rm.mailbox.isClosed).to.equal(true);
       expect(h.clock.pendingTimers).to.equal(0);
     });
+
+    it('drops a heartbeat answer that arrives as it closes (its SlotManager is already suspended)', async () => {
+      const h = await harness();
+      const executor = h.driver.executor(await h.worker());
+      executor.heartbeat = 'held';
+      await h.advance(1_000);
+      const closing = h.rm.close();
+      expect(executor.answerHeld()).to.equal(1);
+      await closing;
+      expect(h.rm.slotManager.state).to.equal('suspended');
+      expect(h.logs.filter((m) => /uncaught|not allowed/.test(m))).to.deep.equal([]);
+    });
   });
 });
