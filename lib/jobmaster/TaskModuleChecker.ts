@@ -21,7 +21,7 @@
  * ended; the modules it did not get to are left unchecked, and a submit that still needs them
  * checks them in a new worker of its own.
  */
-import { stat } from 'node:fs/promises';
+import { type BigIntStats, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
 import { formatDuration } from '../core/Duration.js';
@@ -136,14 +136,12 @@ export class DefaultTaskModuleChecker implements TaskModuleChecker {
     const unique = [...new Set(modules)];
     const verdicts = new Map<string, TaskModuleVerdict>();
     const identities = new Map<string, string>();
-    await Promise.all(
-      unique.map(async (path) => {
-        const identity = await identify(path);
-        if (identity === null) verdicts.set(path, invalid('not-found', 'does not exist or is not a file'));
-        else if (this.#valid.has(identity)) verdicts.set(path, VALID);
-        else identities.set(path, identity);
-      }),
-    );
+    for (const path of unique) {
+      const identity = identify(path);
+      if (identity === null) verdicts.set(path, invalid('not-found', 'does not exist or is not a file'));
+      else if (this.#valid.has(identity)) verdicts.set(path, VALID);
+      else identities.set(path, identity);
+    }
     // Join checks under way first; what they leave unchecked (they stopped at another module) is
     // checked by this call's own worker, so that it never waits on strangers twice.
     let join = true;
@@ -219,9 +217,17 @@ export class DefaultTaskModuleChecker implements TaskModuleChecker {
   }
 }
 
-/** Path and file identity of a module, or null when there is no file. */
-async function identify(path: string): Promise<string | null> {
-  const file = await stat(path, { bigint: true }).catch(() => undefined);
+/**
+ * Path and file identity of a module, or null when there is no file. A synchronous stat: every submit makes one per
+ * module, and fs/promises' stat is two cross-thread wake-ups (to libuv's pool and back) on the path of every job.
+ */
+function identify(path: string): string | null {
+  let file: BigIntStats | undefined;
+  try {
+    file = statSync(path, { bigint: true, throwIfNoEntry: false });
+  } catch {
+    return null;
+  }
   if (file === undefined || !file.isFile()) return null;
   return `${path}\u0000${file.dev}:${file.ino}:${file.size}:${file.mtimeNs}`;
 }
