@@ -29,6 +29,7 @@ import type {
   TaskExecutionStateWire,
 } from '../../lib/rpc/protocol.js';
 import type { TaskInvocation } from '../../lib/taskexecutor/SlotTaskPool.js';
+import { INTERMEDIATE_STATES_DELAY_MS } from '../../lib/taskexecutor/JobTable.js';
 import { SLOT_TASKS_DELAY_MS } from '../../lib/taskexecutor/RunningTasks.js';
 import { TaskExecutor, type SlotTaskRunner } from '../../lib/taskexecutor/TaskExecutor.js';
 
@@ -586,12 +587,14 @@ describe('TaskExecutor endpoint', () => {
 
   describe('tasks', () => {
     it(
-      "runs a submitted task on its slot's runner and reports " + 'initializing → running → finished with the output',
+      "runs a submitted task on its slot's runner and reports " +
+        'initializing → running → finished with the output, a short task in one call',
       async () => {
         const h = harness();
         await h.started();
         const allocationId = await slotFor(h);
         const tdd = descriptor(allocationId);
+        h.batches.length = 0;
         await h.call(() => h.te.submitTask(tdd));
         await settle();
         const run = h.runs.get(tdd.executionAttemptId)!;
@@ -604,6 +607,8 @@ describe('TaskExecutor endpoint', () => {
         // deploying is the JobMaster's own
         expect(h.states.map((s) => s.state)).to.deep.equal(['initializing', 'running', 'finished']);
         expect(h.states[2]!.output).to.deep.equal({ to: 1, be: 1 });
+        // Initializing and running waited (INTERMEDIATE_STATES_DELAY_MS) for its end, which did not: one call.
+        expect(h.batches).to.deep.equal([3]);
         // It would have entered its slot with the others of SLOT_TASKS_DELAY_MS: ended before, it never did.
         h.clock.increment(SLOT_TASKS_DELAY_MS);
         await settle();
@@ -631,14 +636,20 @@ describe('TaskExecutor endpoint', () => {
         await settle();
         const states = () =>
           h.states.map((s) => `${s.executionAttemptId === a.executionAttemptId ? 'a' : 'b'}:${s.state}`);
+        h.clock.increment(INTERMEDIATE_STATES_DELAY_MS);
+        await settle();
         expect(states()).to.deep.equal(['a:initializing', 'b:initializing']);
         h.runs.get(a.executionAttemptId)!.start();
+        await settle();
+        h.clock.increment(INTERMEDIATE_STATES_DELAY_MS);
         await settle();
         expect(states()).to.deep.equal(['a:initializing', 'b:initializing', 'a:running']);
         h.runs.get(a.executionAttemptId)!.result.resolve({ output: 1 });
         await settle();
         h.runs.get(b.executionAttemptId)!.start();
         h.runs.get(a.executionAttemptId)!.start(); // a late, repeated notice changes nothing
+        await settle();
+        h.clock.increment(INTERMEDIATE_STATES_DELAY_MS);
         await settle();
         expect(states()).to.deep.equal(['a:initializing', 'b:initializing', 'a:running', 'a:finished', 'b:running']);
       },
@@ -682,6 +693,10 @@ describe('TaskExecutor endpoint', () => {
         h.batches.length = 0;
         await Promise.all([h.call(() => h.te.submitTask(a)), h.call(() => h.te.submitTask(b))]);
         await settle();
+        // States that end no attempt wait INTERMEDIATE_STATES_DELAY_MS for one that does, then go together.
+        expect(h.batches).to.deep.equal([]);
+        h.clock.increment(INTERMEDIATE_STATES_DELAY_MS);
+        await settle();
         expect(h.batches).to.deep.equal([4]);
         // Each task's own states in order (its start notice comes from its runner, after both were handed over).
         expect(
@@ -718,6 +733,8 @@ describe('TaskExecutor endpoint', () => {
       await h.call(() => h.te.submitTasks(tasks.slice(0, 2)));
       h.clock.increment(10);
       await h.call(() => h.te.submitTasks(tasks.slice(2)));
+      await settle();
+      h.clock.increment(INTERMEDIATE_STATES_DELAY_MS);
       await settle();
       expect(h.states.filter((s) => s.state === 'running')).to.have.length(3);
       expect(inSlot()).to.deep.equal([false, false, false]);
