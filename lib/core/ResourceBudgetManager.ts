@@ -6,6 +6,7 @@
  */
 import { ResourceBudgetError, ResourceProfileError } from './errors.js';
 import { formatShortfall, ResourceProfile, type ResourceProfileJSON } from './ResourceProfile.js';
+import type { Mutable } from './Mutable.js';
 
 /** Reservations against a total budget; immutable. */
 export class ResourceBudgetManager {
@@ -86,9 +87,7 @@ function derive(
   available: ResourceProfile,
   reserved: ResourceProfile,
 ): ResourceBudgetManager {
-  const next = Object.create(ResourceBudgetManager.prototype) as {
-    -readonly [K in keyof ResourceBudgetManager]: ResourceBudgetManager[K];
-  };
+  const next = Object.create(ResourceBudgetManager.prototype) as Mutable<ResourceBudgetManager>;
   next.total = from.total;
   next.available = available;
   next.reserved = reserved;

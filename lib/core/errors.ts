@@ -6,6 +6,8 @@
  * never on the message text. `details` holds the plain data the message was built from, so an
  * error can be rebuilt on the far side of a thread boundary (see `toJSON` / `reviveError`).
  */
+import type { Mutable } from './Mutable.js';
+
 export abstract class SlotwiseError extends Error {
   abstract readonly _tag: string;
   readonly reason: string;
@@ -427,9 +429,7 @@ export function reviveError(serialized: SerializedSlotwiseError): Error {
     return error;
   }
   // Rebuild without running the constructor's argument checks: the fields were valid when sent.
-  const error = Object.create(cls.prototype) as SlotwiseError & {
-    -readonly [K in keyof SlotwiseError]: SlotwiseError[K];
-  };
+  const error = Object.create(cls.prototype) as Mutable<SlotwiseError>;
   Object.defineProperties(error, {
     message: { value: serialized.message, writable: true, configurable: true },
     reason: { value: serialized.reason, enumerable: true },

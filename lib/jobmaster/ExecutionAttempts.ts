@@ -24,6 +24,7 @@ import type { FinishedSubtask } from './JobMasterOptions.js';
 import type { JobEvent, TaskWait } from './JobResult.js';
 import { createExecution, type ExecutionGraph, type ExecutionVertex } from './ExecutionGraph.js';
 import type { LogicalSlot } from './slotsharing/SharedSlot.js';
+import type { Mutable } from '../core/Mutable.js';
 
 /** What a subtask without ended attempts has of them: one shared empty list, not one each (100,000 in a large job). */
 export const NO_ATTEMPTS: readonly AttemptSummary[] = Object.freeze([]);
@@ -85,7 +86,7 @@ export function taskEventOf(
 ): TaskEvent {
   const { vertex, attemptNumber, executionAttemptId, state, slot } = record;
   const { vertexId, subtaskIndex } = vertex.id;
-  const event: { -readonly [K in keyof TaskEvent]: TaskEvent[K] } = {
+  const event: Mutable<TaskEvent> = {
     type: 'task',
     vertexId,
     subtaskIndex,

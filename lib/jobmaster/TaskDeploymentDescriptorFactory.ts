@@ -7,6 +7,7 @@ import type { AllocationID, JobID } from '../core/ids.js';
 import type { PartitionInputWire, TaskDeploymentDescriptor } from '../rpc/protocol.js';
 import type { ExecutionAttempts, ExecutionRecord } from './ExecutionAttempts.js';
 import type { ExecutionGraph } from './ExecutionGraph.js';
+import type { Mutable } from '../core/Mutable.js';
 
 export class TaskDeploymentDescriptorFactory {
   readonly #jobId: JobID;
@@ -66,7 +67,7 @@ export class TaskDeploymentDescriptorFactory {
     const consumer = this.#graph.jobGraph.outputsOf(jobVertex.id)[0];
     // One literal, the optional fields added when there are any: spreads made temporary objects and a descriptor of
     // another shape per subtask, and every subtask of a large job has one made as its slot comes.
-    const descriptor: { -readonly [K in keyof TaskDeploymentDescriptor]: TaskDeploymentDescriptor[K] } = {
+    const descriptor: Mutable<TaskDeploymentDescriptor> = {
       jobId: this.#jobId,
       jobName: this.#graph.jobGraph.name,
       vertexId: jobVertex.id,

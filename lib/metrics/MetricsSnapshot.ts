@@ -4,6 +4,7 @@
  */
 import type { MetricObjectWithValues, MetricValue, MetricValueWithName } from 'prom-client';
 import type { MetricNames } from './metricNames.js';
+import type { Mutable } from '../core/Mutable.js';
 
 export interface HistogramSnapshot {
   readonly count: number;
@@ -67,7 +68,7 @@ export function toMetricsSnapshot(names: MetricNames, metrics: readonly Values[]
   const single = (name: string) => values(name)[0]?.value ?? 0;
   const byLabel = (name: string, label: string) =>
     Object.fromEntries(values(name).map((v) => [String(v.labels[label]), v.value]));
-  const jobs = new Map<string, { -readonly [K in keyof JobMetrics]: JobMetrics[K] }>();
+  const jobs = new Map<string, Mutable<JobMetrics>>();
   const job = (v: MetricValue<string>) => {
     const jobId = String(v.labels['job_id']);
     let entry = jobs.get(jobId);
@@ -113,7 +114,7 @@ function resultPartitions(
   names: MetricNames,
   values: (name: string) => ReadonlyArray<MetricValue<string> | MetricValueWithName<string>>,
 ): Record<string, ResultPartitionFigures> {
-  const out: Record<string, { -readonly [K in keyof ResultPartitionFigures]: number }> = {};
+  const out: Record<string, Mutable<ResultPartitionFigures>> = {};
   const of = (v: MetricValue<string>) =>
     (out[String(v.labels['resource_id'])] ??= {
       partitions: 0,

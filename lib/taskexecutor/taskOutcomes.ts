@@ -6,6 +6,7 @@
  */
 import { describeValue } from '../core/errors.js';
 import type { TaskWorkerOutcome, WorkerErrorInfo } from './taskThreadProtocol.js';
+import type { Mutable } from '../core/Mutable.js';
 
 /** The outcome, or its bad-output failure when it cannot be cloned (an output of a primitive always can). */
 export function cloneable(outcome: TaskWorkerOutcome): TaskWorkerOutcome {
@@ -64,7 +65,7 @@ export function errorInfoOf(error: unknown): WorkerErrorInfo {
     reason?: unknown;
     details?: unknown;
   };
-  const info: { -readonly [K in keyof WorkerErrorInfo]: WorkerErrorInfo[K] } = {
+  const info: Mutable<WorkerErrorInfo> = {
     name: typeof e.name === 'string' ? e.name : 'Error',
     message: typeof e.message === 'string' ? e.message : String(error),
   };
