@@ -27,7 +27,13 @@ import { ResourceID } from '../core/ids.js';
 import { createDefaultLogSink, type LogSink } from '../core/Logger.js';
 import type { ResolvedOptions } from '../core/options.js';
 import { closeGatewayChannels, connectGateway, serveGateway } from '../rpc/connect.js';
-import { CONTROL_METHODS, GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
+import {
+  CONTROL_METHODS,
+  GATEWAY,
+  type JobMasterGateway,
+  type ResourceManagerGateway,
+  TASK_EXECUTOR_SERVING,
+} from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
 import { INSPECT_CHANNEL } from '../rpc/WorkerBootstrap.js';
 import { NatsInbox } from '../rpc/natsTransport.js';
@@ -339,7 +345,7 @@ export class TaskManager {
       inspect: inspection.inspect,
     });
     inspection.attach(() => taskExecutor.table.actor);
-    serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox, control: CONTROL_METHODS.taskExecutor });
+    serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox, ...TASK_EXECUTOR_SERVING });
     // The JobManager let us go, or went away: nothing left to work for under this ResourceID.
     link.onClosed((reason, kind) => {
       if (kind === 'lost')

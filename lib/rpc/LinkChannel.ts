@@ -29,6 +29,11 @@ export interface Channel {
    * only.
    */
   postMessage(message: unknown, transfer?: readonly unknown[]): void;
+  /**
+   * Queues `message` without sending a batch for it: it goes with the next batch the link sends (anything posted on any
+   * channel), or alone after WITH_NEXT_MAX_WAIT_MS (Link.ts). Dropped once closed.
+   */
+  postWithNext(message: unknown): void;
   addEventListener(type: string, listener: ChannelListener): void;
   removeEventListener(type: string, listener: ChannelListener): void;
   /** `handler` is told once when the channel closes (with the link, or by `close()`); returns an unsubscribe. */
@@ -42,6 +47,7 @@ export interface Channel {
 /** What a channel needs from its link. */
 export interface LinkSide {
   post(name: string, message: unknown): void;
+  postWithNext(name: string, message: unknown): void;
   detach(channel: LinkChannel): void;
   /** Reserves room for one buffered message; false when the link's buffer is full. */
   reserveBuffer(): boolean;
@@ -91,6 +97,11 @@ export class LinkChannel implements Channel {
     }
     if (this.#closed) return;
     this.link.post(this.name, message);
+  }
+
+  postWithNext(message: unknown): void {
+    if (this.#closed) return;
+    this.link.postWithNext(this.name, message);
   }
 
   addEventListener(type: string, listener: ChannelListener): void {

@@ -129,6 +129,20 @@ export const CONTROL_METHODS = {
   jobMaster: [] as const satisfies readonly (keyof JobMasterGateway)[],
 } as const;
 
+/**
+ * Of a TaskExecutor's methods, those whose answers go with the next batch its link sends, or within 2 ms
+ * (serveGateway's `answerWithNext`), not in one of their own: a JobMaster acts only on a refused deployment, and a
+ * short task's states follow its acceptance within microseconds. One post to the JobMaster's thread per task instead
+ * of two (a post that wakes a thread costs both sides ~25 µs here: docs/profiling.md).
+ */
+export const ANSWERED_WITH_NEXT = { taskExecutor: ['submitTask', 'submitTasks'] } as const;
+
+/** How a TaskExecutor is served (serveGateway's options but its mailbox): its control methods, answers that wait. */
+export const TASK_EXECUTOR_SERVING = {
+  control: CONTROL_METHODS.taskExecutor,
+  answerWithNext: ANSWERED_WITH_NEXT.taskExecutor,
+} as const;
+
 /** The hot path: every method not in CONTROL_METHODS (the type check below keeps the two lists whole). */
 export const HOT_PATH_METHODS = {
   taskExecutor: [

@@ -30,6 +30,12 @@ export interface ServeOptions<T = object> {
    * list (CONTROL_METHODS in gateways.ts). They stay callable on the gateway's channel too. Default: none.
    */
   readonly control?: readonly string[];
+  /**
+   * Of the methods, those whose results go with the next batch the link sends, or within WITH_NEXT_MAX_WAIT_MS
+   * (`Channel.postWithNext`), not in a batch of their own: an acknowledgement its caller does not wait on, where what
+   * the call sets off follows soon (a TaskExecutor's submitTask, its task's states). Their errors go at once.
+   */
+  readonly answerWithNext?: ReadonlyArray<keyof T & string>;
 }
 
 export interface ServedGateway {
@@ -68,19 +74,20 @@ export function serveGateway<T extends object>(
   const available = methodNames(implementation);
   const methods = options.methods === undefined ? available : [...options.methods].sort();
   const control = options.control ?? [];
-  for (const name of [...methods, ...control]) {
-    if (!available.includes(name)) {
-      throw new IllegalArgumentError(
-        'unknown-key',
-        `serveGateway(${gateway}): options.${methods.includes(name) ? 'methods' : 'control'} ` +
-          `names "${name}", which is ` +
-          `not a method of the implementation (it has ${available.join(', ')})`,
-        {
-          argument: methods.includes(name) ? 'options.methods' : 'options.control',
-          value: name,
-        },
-      );
-    }
+  const withNext: readonly string[] = options.answerWithNext ?? [];
+  for (const [option, names] of [
+    ['methods', methods],
+    ['control', control],
+    ['answerWithNext', withNext],
+  ] as const) {
+    const unknown = names.find((name) => !available.includes(name));
+    if (unknown === undefined) continue;
+    throw new IllegalArgumentError(
+      'unknown-key',
+      `serveGateway(${gateway}): options.${option} names "${unknown}", which is ` +
+        `not a method of the implementation (it has ${available.join(', ')})`,
+      { argument: `options.${option}`, value: unknown },
+    );
   }
   if (methods.length === 0) {
     throw new IllegalArgumentError('invalid-value', `serveGateway(${gateway}): the implementation has no methods`, {
@@ -108,6 +115,8 @@ export function serveGateway<T extends object>(
   const endpoint = link.channel(channel);
   const answer = (id: number, value: unknown) =>
     endpoint.postMessage({ kind: 'result', id, value } satisfies ResultFrame);
+  const answerWithNext = (id: number, value: unknown) =>
+    endpoint.postWithNext({ kind: 'result', id, value } satisfies ResultFrame);
   const fail = (id: number, thrown: unknown) =>
     endpoint.postMessage({ kind: 'error', id, thrown: serializeThrown(thrown) } satisfies ErrorFrame);
 
@@ -132,13 +141,14 @@ export function serveGateway<T extends object>(
     } catch (error) {
       return fail(id, error);
     }
+    const ok = withNext.includes(method) ? answerWithNext : answer;
     if (isThenable(result)) {
       result.then(
-        (value) => answer(id, value),
+        (value) => ok(id, value),
         (error: unknown) => fail(id, error),
       );
     } else {
-      answer(id, result);
+      ok(id, result);
     }
   };
   endpoint.addEventListener('message', listener);

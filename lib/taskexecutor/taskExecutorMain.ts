@@ -7,7 +7,13 @@
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { closeGatewayChannels, connectGateway, serveGateway } from '../rpc/connect.js';
-import { CONTROL_METHODS, GATEWAY, type JobMasterGateway, type ResourceManagerGateway } from '../rpc/gateways.js';
+import {
+  CONTROL_METHODS,
+  GATEWAY,
+  type JobMasterGateway,
+  type ResourceManagerGateway,
+  TASK_EXECUTOR_SERVING,
+} from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
 import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
 import { BOOTSTRAP_MESSAGE, INSPECT_CHANNEL, LOG_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
@@ -165,7 +171,7 @@ async function main(): Promise<void> {
     ...(debug || config.log ? { log } : {}),
     ...(inspect === undefined ? {} : { inspect }),
   });
-  serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox, control: CONTROL_METHODS.taskExecutor });
+  serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox, ...TASK_EXECUTOR_SERVING });
   // The ResourceManager gone (the link closed under us): nothing left to work for.
   link.onClosed(() => setTimeout(() => process.exit(0), 50).unref());
   taskExecutor.start();

@@ -31,6 +31,7 @@ function channelStandIn() {
       expect(isInspectionBatch(message), 'a batch').to.equal(true);
       posted.push(message as InspectionBatch);
     },
+    postWithNext: () => expect.fail('inspection batches go out at once'),
     addEventListener: (_type: string, listener: ChannelListener) => listeners.push(listener),
     removeEventListener: () => {},
     onClose: () => () => {},

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { MessageChannel } from 'node:worker_threads';
+import { SimulatedClock } from '../../lib/core/clock.js';
 import { IllegalArgumentError } from '../../lib/core/errors.js';
-import { Link, type ChannelMessageEvent, type CloseKind } from '../../lib/rpc/Link.js';
+import { Link, WITH_NEXT_MAX_WAIT_MS, type ChannelMessageEvent, type CloseKind } from '../../lib/rpc/Link.js';
 import { portTransport, type Transport } from '../../lib/rpc/Transport.js';
 import { eventually } from '../support/eventually.js';
 import { watched } from './support/transports.js';
@@ -20,10 +21,10 @@ const collect = (into: unknown[]) => (event: ChannelMessageEvent) => into.push(e
 describe('Link', () => {
   let links: Link[] = [];
   /** Two linked ends over a fresh MessageChannel; `a` records what it sends. */
-  function pair() {
+  function pair(clock?: SimulatedClock) {
     const { port1, port2 } = new MessageChannel();
     const transport = spy(portTransport(port1));
-    const a = new Link('a', transport);
+    const a = new Link('a', transport, clock === undefined ? {} : { clock });
     const b = new Link('b', portTransport(port2));
     links.push(a, b);
     return { a, b, sent: transport.sent };
@@ -197,6 +198,38 @@ describe('Link', () => {
       a.whenSent(() => told.push(-1));
       await new Promise((resolve) => setImmediate(resolve));
       expect(told).to.deep.equal([1, 2]);
+    },
+  );
+
+  it(
+    'sends a message posted with the next batch in the next one, in order, ' +
+      'or alone once it waited WITH_NEXT_MAX_WAIT_MS; closing sends it',
+    async () => {
+      const clock = new SimulatedClock();
+      const { a, b, sent } = pair(clock);
+      const received: unknown[] = [];
+      b.channel('x').addEventListener('message', collect(received));
+      b.channel('y').addEventListener('message', collect(received));
+      a.channel('x').postWithNext('ack 1');
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(sent, 'no batch of its own').to.deep.equal([]);
+      a.channel('y').postMessage('states');
+      await eventually(() => received.length === 2, 'the next batch');
+      expect(sent).to.deep.equal([['x', 'ack 1', 'y', 'states']]);
+      expect(clock.pendingTimers, 'its wait ended with the batch').to.equal(0);
+
+      a.channel('x').postWithNext('ack 2');
+      clock.increment(WITH_NEXT_MAX_WAIT_MS - 1);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(sent).to.have.length(1);
+      clock.increment(1);
+      await eventually(() => received.length === 3, 'the message alone');
+      expect(sent.at(-1)).to.deep.equal(['x', 'ack 2']);
+
+      a.channel('x').postWithNext('ack 3');
+      a.close('closing');
+      expect(sent.at(-1)).to.deep.include('ack 3');
+      expect(clock.pendingTimers).to.equal(0);
     },
   );
 

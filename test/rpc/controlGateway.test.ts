@@ -16,7 +16,7 @@ import {
 } from '../../lib/core/errors.js';
 import { connectGateway, gatewayStatus, serveGateway, type Gateway } from '../../lib/rpc/connect.js';
 import { controlChannel } from '../../lib/rpc/gatewayMethods.js';
-import { Link } from '../../lib/rpc/Link.js';
+import { Link, WITH_NEXT_MAX_WAIT_MS } from '../../lib/rpc/Link.js';
 import { MainThreadExecutor } from '../../lib/rpc/MainThreadExecutor.js';
 import { memoryTransportPair } from '../../lib/rpc/memoryTransport.js';
 import { eventually } from '../support/eventually.js';
@@ -253,5 +253,45 @@ describe('control gateway methods over comlink', () => {
     expect(() =>
       connectGateway<Probe>(caller, 'x', { gateway: 'ProbeGateway', timeoutMs: 10, control: ['toString'] }),
     ).to.throw(IllegalArgumentError, /options.control/);
+  });
+});
+
+describe('answers sent with the next batch (serveGateway answerWithNext)', () => {
+  it('holds a result until the next batch or WITH_NEXT_MAX_WAIT_MS, an error not; checks the names', async () => {
+    const [a, b] = memoryTransportPair();
+    const clock = new SimulatedClock();
+    const caller = new Link('caller', a);
+    const server = new Link('server', b, { clock });
+    const mailbox = new MainThreadExecutor('ProbeEndpoint');
+    const probe = new ProbeEndpoint(mailbox);
+    serveGateway(server, 'probe', probe, { mailbox, gateway: 'ProbeGateway', answerWithNext: ['record', 'refuse'] });
+    const gateway = connectGateway<Probe>(caller, 'probe', { gateway: 'ProbeGateway', timeoutMs: 5_000, clock });
+    const turns = async () => {
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    try {
+      const answered: string[] = [];
+      void gateway.record(1).then(() => answered.push('record 1'));
+      await turns();
+      expect(answered, 'held').to.deep.equal([]);
+      clock.increment(WITH_NEXT_MAX_WAIT_MS);
+      await eventually(() => answered.length === 1, 'the held answer, alone');
+
+      // With another answer, in one batch and in order.
+      void gateway.record(2).then(() => answered.push('record 2'));
+      await turns();
+      void gateway.echo('e').then(() => answered.push('echo'));
+      await eventually(() => answered.length === 3, 'both answers');
+      expect(answered).to.deep.equal(['record 1', 'record 2', 'echo']);
+
+      // An error is not held.
+      expect(await rejection(gateway.refuse())).to.be.instanceOf(SlotAllocationError);
+      expect(() =>
+        serveGateway(server, 'other', probe, { answerWithNext: ['nope' as keyof ProbeEndpoint & string] }),
+      ).to.throw(IllegalArgumentError, /options.answerWithNext names "nope"/);
+    } finally {
+      caller.close('test over');
+      server.close('test over');
+    }
   });
 });
