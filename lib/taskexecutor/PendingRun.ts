@@ -75,13 +75,7 @@ export class PendingRun implements RunFlag {
 /** Runs sent to a thread in one pool call. */
 export interface Batch {
   readonly runs: readonly PendingRun[];
-  /**
-   * Aborting it terminates the thread running the batch (piscina's abort), when the pool has more
-   * than one thread (which one runs the batch is piscina's to know); with one thread, null: that
-   * thread is terminated directly, and no signal (and its listeners) is paid for every call.
-   */
-  readonly forced: AbortController | null;
-  /** The run whose cancel forced that stop. */
+  /** The run whose cancel terminated the batch's thread. */
   forcedRun: PendingRun | null;
 }
 

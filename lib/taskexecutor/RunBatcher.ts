@@ -8,9 +8,9 @@
  * How each run ends (its outcome or error, its start told once, the counts) is PendingRuns'
  * (PendingRun.ts); how the waiting runs are cut into batches is RunQueue's.
  *
- * Batches: runs waiting for a thread go to it several per call (up to 16; two calls are kept out
- * per thread and the waiting runs split over the free places, so every thread gets work and a run
- * submitted to an idle pool goes alone at once: RunQueue.ts cuts them). A call costs the
+ * Batches: runs waiting for the pool's thread go to it several per call (up to 16; two calls are kept
+ * out, so the thread finds the next as it ends one, and the waiting runs are split over the free places,
+ * so a run submitted to an idle pool goes alone at once: RunQueue.ts cuts them). A call costs the
  * TaskExecutor's thread more than a trivial task: a batch pays it once. The thread runs a batch's
  * runs one after another and posts
  * each outcome as it ends (the last comes back as the call's result), so a run settles when it
@@ -19,12 +19,11 @@
  * heap or exiting), the run that was running gets the error and the batch's other unsettled runs
  * are re-queued (each at most 3 times; after that it fails with the error that lost the thread). A
  * batch that cannot be cloned is re-sent one run per call, so only the run whose invocation cannot
- * be sent is refused. With more than one thread, a run queued in a batch waits for the runs before
- * it in that batch even if another thread is free (a slot's pool has one thread by default).
+ * be sent is refused. A slot's pool has one thread (SlotTaskPool).
  *
  * Cancel: the run's task is asked to stop first (`postAbort`: its context.signal); if it has not
- * ended after the grace period, its thread is terminated (its batch's `forced` signal, or
- * `terminateThread` with one thread). Either way the run rejects `canceled`.
+ * ended after the grace period, its thread is terminated (`terminateThread`). Either way the run
+ * rejects `canceled`.
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import { PendingRun, PendingRuns, type Batch, type PendingRunsCounts, type TaskResult } from './PendingRun.js';
@@ -42,11 +41,11 @@ import type {
 
 /** A run is re-queued at most this often after its batch's thread was lost (then it fails with that error). */
 const MAX_REQUEUES = 3;
+/** Batches out on the thread at once: as it ends one, the next is there. */
+const MAX_BATCHES_IN_FLIGHT = 2;
 
 export interface RunBatcherOptions {
   readonly scope: FailureScope;
-  /** The pool's threads; two batches are kept out per thread, so a thread that ends one finds the next. */
-  readonly threads: number;
   /** The pool's name, which every batch carries (its runs' messages name it). */
   readonly channel: string;
   readonly flags: RunFlags;
@@ -54,12 +53,12 @@ export interface RunBatcherOptions {
    * The pool call: resolves with the batch's last outcome; rejects when the call failed (its thread lost, the batch not
    * sendable).
    */
-  readonly send: (batch: TaskWorkerBatch, signal: AbortSignal | undefined) => Promise<TaskWorkerBatchResult>;
+  readonly send: (batch: TaskWorkerBatch) => Promise<TaskWorkerBatchResult>;
   /** Reads what the runs posted and is still waiting: their outcomes come to {@link RunBatcher.outcome} first. */
   readonly readPosted: () => void;
   /** Fires a running run's context.signal. */
   readonly postAbort: (run: number, reason: string) => void;
-  /** Terminates the pool's only thread (a forced stop with one thread). */
+  /** Terminates the pool's thread (a forced stop). */
   readonly terminateThread: () => void;
   /** The exit code of a thread that ended just now (its 'exit' event), or null. */
   readonly threadExitCode: () => number | null;
@@ -83,7 +82,6 @@ export class RunBatcher {
   readonly #queue = new RunQueue();
   /** The batches sent and not returned, in the order they were sent. */
   readonly #inFlight: Batch[] = [];
-  readonly #maxBatchesInFlight: number;
   /** The buffers the pool's thread was last sent (null: it may have none, send them with the next batch). */
   #sent: { readonly started: SharedArrayBuffer; readonly memory: TaskInvocation['memory'] } | null = null;
   #dispatchScheduled = false;
@@ -96,7 +94,6 @@ export class RunBatcher {
     this.#o = options;
     this.#clock = options.clock ?? systemClock;
     this.#runs = new PendingRuns(options.scope, options.flags, this.#clock, options.log);
-    this.#maxBatchesInFlight = options.threads * 2;
   }
 
   get counts(): RunBatcherCounts {
@@ -223,9 +220,8 @@ export class RunBatcher {
   #force(run: PendingRun, batch: Batch): void {
     run.stoppedBy = 'forced';
     batch.forcedRun = run;
-    if (batch.forced !== null) batch.forced.abort(run.cancelReason ?? 'canceled');
     // The pool sees the thread exit, fails its call and starts another thread.
-    else this.#o.terminateThread();
+    this.#o.terminateThread();
   }
 
   #scheduleDispatch(): void {
@@ -235,23 +231,22 @@ export class RunBatcher {
     queueMicrotask(() => this.#dispatch());
   }
 
-  /** Sends queued runs in batches (RunQueue) while fewer than two per thread are out. */
+  /** Sends queued runs in batches (RunQueue) while fewer than MAX_BATCHES_IN_FLIGHT are out. */
   #dispatch(): void {
     this.#dispatchScheduled = false;
     // No threads yet (piscina still loading): the runs wait; open() dispatches them.
     if (this.#closing || !this.#open) return;
-    while (this.#inFlight.length < this.#maxBatchesInFlight) {
-      const runs = this.#queue.takeBatch(this.#maxBatchesInFlight - this.#inFlight.length);
+    while (this.#inFlight.length < MAX_BATCHES_IN_FLIGHT) {
+      const runs = this.#queue.takeBatch(MAX_BATCHES_IN_FLIGHT - this.#inFlight.length);
       if (runs === null) return;
       this.#startBatch(runs);
     }
   }
 
   #startBatch(runs: PendingRun[]): void {
-    const { threads, channel } = this.#o;
-    const batch: Batch = { runs, forced: threads === 1 ? null : new AbortController(), forcedRun: null };
-    // A thread is free for it (fewer batches out than threads): its first run starts now.
-    const startsNow = this.#inFlight.length < threads;
+    const batch: Batch = { runs, forcedRun: null };
+    // The thread is free for it (no batch out): its first run starts now.
+    const startsNow = this.#inFlight.length === 0;
     this.#inFlight.push(batch);
     this.#batches++;
     const items: TaskWorkerBatchItem[] = [];
@@ -268,10 +263,11 @@ export class RunBatcher {
     const started = first.flags.buffer as SharedArrayBuffer;
     const { memory } = first.invocation;
     // The buffers go only when the thread may not have them: it keeps the last ones per pool.
-    const fresh = threads > 1 || this.#sent === null || this.#sent.started !== started || this.#sent.memory !== memory;
+    const { channel } = this.#o;
+    const fresh = this.#sent === null || this.#sent.started !== started || this.#sent.memory !== memory;
     const payload: TaskWorkerBatch = fresh ? { channel, started, memory, items } : { channel, items };
-    if (threads === 1) this.#sent = { started, memory };
-    this.#o.send(payload, batch.forced?.signal).then(
+    this.#sent = { started, memory };
+    this.#o.send(payload).then(
       (result) => this.#batchEnded(batch, true, undefined, result),
       (error: unknown) => this.#batchEnded(batch, false, error, null),
     );
@@ -307,8 +303,8 @@ export class RunBatcher {
       // After a lost thread its flags are not reused (RunFlags.release).
       if (run.settled && returned) this.#o.flags.release(run);
     }
-    // Its thread takes the oldest batch still waiting for one (told after this batch's last run was heard to end).
-    const next = this.#inFlight[this.#o.threads - 1];
+    // The thread takes the next batch out (told after this batch's last run was heard to end).
+    const next = this.#inFlight[0];
     if (next !== undefined) queueMicrotask(() => this.#runs.noticeNextStart(next, 0));
     this.#scheduleDispatch();
   }

@@ -1,9 +1,9 @@
 /**
  * The runs of a slot's pool waiting for a thread, in submit order, and how they are cut into
  * batches: a run re-queued after its thread was lost goes back ahead of the runs submitted after
- * it; the waiting runs are split over the free places (so every thread gets work), 16 at most per
- * batch; one batch shares one flags buffer and one managed memory, so a run whose differ starts the
- * next; a run marked `solo` (its batch could not be cloned) goes alone.
+ * it; the waiting runs are split over the free places (of the two batches the thread keeps out), 16
+ * at most per batch; one batch shares one flags buffer and one managed memory, so a run whose differ
+ * starts the next; a run marked `solo` (its batch could not be cloned) goes alone.
  */
 import type { PendingRun } from './PendingRun.js';
 

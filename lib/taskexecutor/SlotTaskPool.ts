@@ -191,7 +191,6 @@ export class SlotTaskPool {
     this.#returnThreads = options.threads === undefined ? undefined : options.returnThreads;
     this.#runs = new RunBatcher({
       scope: { pool: name, heapLimitMb, cancelGraceMs },
-      threads: 1,
       channel: this.#controlName,
       flags: new RunFlags(),
       send: (batch) => this.#send(batch),

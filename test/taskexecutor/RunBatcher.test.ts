@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { IllegalArgumentError, TaskExecutionError } from '../../lib/core/errors.js';
 import { SimulatedClock } from '../../lib/core/clock.js';
-import { RunBatcher, type RunBatcherOptions } from '../../lib/taskexecutor/RunBatcher.js';
+import { RunBatcher } from '../../lib/taskexecutor/RunBatcher.js';
 import { RUN_QUEUED, RUN_STARTED, RunFlags } from '../../lib/taskexecutor/runFlags.js';
 import type { TaskInvocation } from '../../lib/taskexecutor/TaskInvocation.js';
 import type {
@@ -19,7 +19,6 @@ import type {
 /** One pool call the fake pool holds until the test ends it. */
 interface Call {
   readonly batch: TaskWorkerBatch;
-  readonly signal: AbortSignal | undefined;
   readonly resolve: (result: TaskWorkerBatchResult) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -49,7 +48,7 @@ function invocation(name: string, memory: TaskInvocation['memory'] = null): Task
 /** Lets the batcher's microtasks (dispatch, start notices) run. */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-function harness(options: Partial<Pick<RunBatcherOptions, 'threads'>> & { graceMs?: number } = {}) {
+function harness(options: { graceMs?: number } = {}) {
   const clock = new SimulatedClock();
   const calls: Call[] = [];
   const posted: Array<{ run: number; outcome: TaskWorkerOutcome }> = [];
@@ -61,13 +60,12 @@ function harness(options: Partial<Pick<RunBatcherOptions, 'threads'>> & { graceM
   let threadFlags: Int32Array | null = null;
   const batcher: RunBatcher = new RunBatcher({
     scope: { pool: 'te/0', heapLimitMb: 64, cancelGraceMs: options.graceMs ?? 300 },
-    threads: options.threads ?? 1,
     channel: 'test-channel',
     flags: new RunFlags(),
-    send: (batch, signal) =>
+    send: (batch) =>
       new Promise<TaskWorkerBatchResult>((resolve, reject) => {
         if (batch.started !== undefined) threadFlags = new Int32Array(batch.started);
-        calls.push({ batch, signal, resolve, reject });
+        calls.push({ batch, resolve, reject });
       }),
     readPosted: () => {
       for (const message of posted.splice(0)) batcher.outcome(message.run, message.outcome);
@@ -141,7 +139,7 @@ describe('RunBatcher (no threads)', () => {
     },
   );
 
-  it('splits a queue over the free places, 16 runs at most per call, and keeps two calls out per thread', async () => {
+  it('splits a queue over the free places, 16 runs at most per call, and keeps two calls out', async () => {
     const h = harness();
     h.batcher.open();
     const runs = Array.from({ length: 40 }, (_, i) => h.batcher.submit(invocation(`r${i}`), undefined, undefined));
