@@ -61,7 +61,7 @@ const SNAPSHOT_DIR = process.env['SOAK_SNAPSHOT_DIR'] ?? tmpdir();
 // Child processes (process mode's TaskExecutors, the task module checker) collect before measuring too.
 if (!(process.env['NODE_OPTIONS'] ?? '').includes('--expose-gc'))
   process.env['NODE_OPTIONS'] = `${process.env['NODE_OPTIONS'] ?? ''} --expose-gc`.trim();
-// Task threads measure their heap after a full collection when their slot goes back (taskWorker's endJobs).
+// Task threads measure their heap after a full collection as they go idle after a batch (taskWorker's afterBatch).
 process.env['SLOTWISE_GC_AFTER_JOBS'] = '1';
 
 const { MiniCluster } = await compiled<{ MiniCluster: typeof MiniClusterType }>('lib/index.js');

@@ -99,12 +99,12 @@ export interface SlotTaskPoolOptions {
   readonly threads?: Piscina | Promise<Piscina>;
   /**
    * Where the threads go at {@link SlotTaskPool.close} when they can serve another job: idle (no
-   * batch out), each the one it was given or its replacement, and told that the slot has gone back
-   * (taskWorker's `endJobs`: the jobs' modules and the pool's buffers let go). The callee owns them
-   * from then on; `after` is what the thread answered. Unset, when `threads` is unset, or when they
-   * cannot, they are destroyed.
+   * batch out), each the one it was given or its replacement, at once (a thread lets go of the
+   * jobs' modules and the pool's buffers as it takes another pool's batch). The callee owns them from
+   * then on; `after` is what the thread held when it last went idle (null: it never ran a batch).
+   * Unset, when `threads` is unset, or when they cannot, they are destroyed.
    */
-  readonly returnThreads?: (threads: Piscina, after: ThreadAfterJobs) => void;
+  readonly returnThreads?: (threads: Piscina, after: ThreadAfterJobs | null) => void;
 }
 
 export interface SlotTaskPoolStats {
@@ -157,7 +157,7 @@ export class SlotTaskPool {
   readonly #exits = new ThreadExits();
   #closing: Promise<void> | null = null;
   #poolErrors = 0;
-  readonly #returnThreads: ((threads: Piscina, after: ThreadAfterJobs) => void) | undefined;
+  readonly #returnThreads: ((threads: Piscina, after: ThreadAfterJobs | null) => void) | undefined;
   /** The pool's 'error' listener, taken off threads that go back to a reserve. */
   readonly #onError: (error: unknown) => void;
 
@@ -335,21 +335,18 @@ export class SlotTaskPool {
     return this.#closing;
   }
 
-  /** The idle threads to `returnThreads` once they have let go of this pool's jobs; else destroyed. */
+  /**
+   * The idle thread to `returnThreads`, with what it held when it last went idle; else destroyed. No message: the
+   * thread lets go of this pool's jobs as it takes the next pool's first batch.
+   */
   async #giveBack(pool: Piscina): Promise<void> {
     const give = this.#returnThreads;
     if (give === undefined) return pool.destroy();
-    let after: ThreadAfterJobs;
-    try {
-      // On the thread's port (attached now if it never was: a thread taken while it booted, never sent a batch).
-      after = await (await attachThread(pool)).endJobs();
-    } catch {
-      // The thread could not answer (it died meanwhile): nothing to give back.
-      return pool.destroy();
-    }
     pool.off('error', this.#onError);
     this.#exits.unwatch();
-    give(pool, after);
+    // A thread without a port (taken while it booted, or lost and being replaced) ran nothing: it is attached when next
+    // given a batch.
+    give(pool, threadPortOf(pool)?.afterLastBatch ?? null);
   }
 
   /** A batch to the thread, on its port; attached first when the thread is new. */

@@ -1,9 +1,11 @@
 /**
  * A slot's own way to its task thread: a MessageChannel whose far end the thread took in one
  * piscina call (`attach`, taskWorker.ts). From then on each batch of runs is posted on the port and
- * its end comes back on it, in the order the batches went (the thread makes them one at a time).
- * The slot's give-back (`endJobs`) goes on it too, and so do the runs' aborts, outcomes and log
- * lines, named by their pool: the pool the thread serves now listens ({@link TaskThreadPort.listen}).
+ * its end comes back on it, in the order the batches went (the thread makes them one at a time); the
+ * end of a batch after which the thread went idle says what it holds ({@link TaskThreadPort.afterLastBatch}),
+ * what its reserve judges when the slot goes back, without a message of its own. The runs' aborts,
+ * outcomes and log lines go on it too, named by their pool: the pool the thread serves now listens
+ * ({@link TaskThreadPort.listen}).
  * One ordered way each direction per thread, made once; before, each slot's pool also made a
  * BroadcastChannel of its own on both threads, and a batch's end could overtake what its runs
  * posted there. piscina keeps the thread's lifecycle: its boot,
@@ -24,20 +26,13 @@
  */
 import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
-import type { ControlFromTask, ControlToTask, TaskThreadAnswer as Answer } from './taskThreadProtocol.js';
-import type {
-  TaskThreadRequest,
-  TaskWorkerBatch,
-  TaskWorkerBatchResult,
-  ThreadAfterJobs,
-} from './taskThreadProtocol.js';
+import type { ControlFromTask, ControlToTask, TaskWorkerBatchEnd as Answer } from './taskThreadProtocol.js';
+import type { TaskWorkerBatch, TaskWorkerBatchResult, ThreadAfterJobs } from './taskThreadProtocol.js';
 
 interface Waiting {
-  readonly resolve: (value: never) => void;
+  readonly resolve: (result: TaskWorkerBatchResult) => void;
   readonly reject: (error: unknown) => void;
 }
-
-const END_JOBS: TaskThreadRequest = { endJobs: true };
 
 export class TaskThreadPort {
   /** The thread on the far end. */
@@ -46,6 +41,7 @@ export class TaskThreadPort {
   /** The batches out, in the order they were posted (the thread ends them in that order). */
   readonly #waiting: Waiting[] = [];
   #lost = false;
+  #afterLastBatch: ThreadAfterJobs | null = null;
   /** The pool the thread serves now, and where its runs' messages go; messages of another pool are dropped. */
   #listener: { readonly pool: string; readonly onControl: (message: ControlFromTask) => void } | null = null;
 
@@ -68,19 +64,26 @@ export class TaskThreadPort {
   }
 
   /**
+   * What the thread held when it last went idle after a batch (taskWorker's `afterBatch`), or null before it did: what
+   * its reserve judges as the slot goes back. Read with no batch out, it is what the thread holds now.
+   */
+  get afterLastBatch(): ThreadAfterJobs | null {
+    return this.#afterLastBatch;
+  }
+
+  /**
    * Posts a batch; resolves with its end's result, rejects with the error it ended with or the one
    * that lost the thread. A batch that cannot be cloned rejects with its DataCloneError, posting nothing.
    */
   post(batch: TaskWorkerBatch): Promise<TaskWorkerBatchResult> {
-    return this.#ask(batch);
-  }
-
-  /**
-   * Tells the thread its slot has gone back (taskWorker's `endJobs`: the jobs' modules and pools' buffers let go),
-   * after any batch out; resolves with what it answers.
-   */
-  endJobs(): Promise<ThreadAfterJobs> {
-    return this.#ask(END_JOBS);
+    if (this.#lost) return Promise.reject(new Error('the task thread was lost before the message was sent'));
+    try {
+      this.#port.postMessage(batch);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.#waiting.length === 0) this.#port.ref();
+    return new Promise<TaskWorkerBatchResult>((resolve, reject) => this.#waiting.push({ resolve, reject }));
   }
 
   /** The runs' messages of `pool` (its outcomes and log lines) go to `onControl` from now on. */
@@ -106,19 +109,6 @@ export class TaskThreadPort {
     }
   }
 
-  #ask<T>(message: TaskThreadRequest): Promise<T> {
-    if (this.#lost) return Promise.reject(new Error('the task thread was lost before the message was sent'));
-    try {
-      this.#port.postMessage(message);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    if (this.#waiting.length === 0) this.#port.ref();
-    return new Promise<T>((resolve, reject) =>
-      this.#waiting.push({ resolve: resolve as (value: never) => void, reject }),
-    );
-  }
-
   /** The thread is lost (or being destroyed): what it posted is read, the batches still out fail with `error`. */
   fail(error: unknown): void {
     if (this.#lost) return;
@@ -139,11 +129,12 @@ export class TaskThreadPort {
   }
 
   #ended(answer: Answer): void {
+    if (answer.after !== undefined) this.#afterLastBatch = answer.after;
     const waiting = this.#waiting.shift();
     if (this.#waiting.length === 0) this.#port.unref();
     if (waiting === undefined) return;
     if (answer.error !== undefined) waiting.reject(answer.error);
-    else waiting.resolve(('afterJobs' in answer ? answer.afterJobs : answer.result) as never);
+    else waiting.resolve(answer.result);
   }
 }
 

@@ -82,22 +82,22 @@ export interface TaskThreadReserveStats {
   readonly servedSpares: readonly SpareThreadHeap[];
 }
 
-/** A spare thread's allocations so far and its heap in use (bytes) when the last one ended (taskWorker's `endJobs`). */
+/** A spare thread's allocations so far and its heap in use (bytes) when it last went idle (taskWorker's afterBatch). */
 export interface SpareThreadHeap {
   readonly allocations: number;
   readonly heapUsedBytes: number;
 }
 
-/** A thread given back at the end of an allocation: its pool, and what it answered (SlotTaskPool's `returnThreads`). */
+/** A thread given back at the end of an allocation, and what it held when it last went idle (null: it ran nothing). */
 export interface ReturnedThreads {
   readonly threads: Piscina;
-  readonly after: ThreadAfterJobs;
+  readonly after: ThreadAfterJobs | null;
 }
 
 /** See {@link TaskThreadReserve.lease}. */
 export interface ThreadLease {
   readonly threads: Piscina | Promise<Piscina>;
-  readonly returnThreads: (threads: Piscina, after: ThreadAfterJobs) => void;
+  readonly returnThreads: (threads: Piscina, after: ThreadAfterJobs | null) => void;
   readonly release: (closed: Promise<void>) => Promise<void>;
 }
 
@@ -298,7 +298,7 @@ export class TaskThreadReserve {
       // An allocation waits for this thread: it goes there, or, retiring or destroyed, the allocation boots its own.
       if (returned !== undefined) this.#taken.delete(returned.threads);
       if (returned !== undefined && !this.#closed && this.#mayServeAgain(returned)) {
-        this.#heapAfterJobs.set(returned.threads, returned.after.heapUsedBytes);
+        if (returned.after !== null) this.#heapAfterJobs.set(returned.threads, returned.after.heapUsedBytes);
         this.#serve(returned.threads);
         waiter(returned.threads);
       } else {
@@ -318,7 +318,8 @@ export class TaskThreadReserve {
       const room = () =>
         this.#spareCount() < this.#o.spare || this.#retireIdleSpare(key) || this.#retireUnusedSpare(spares);
       if (!this.#closed && this.#mayServeAgain(returned) && room()) {
-        this.#heapAfterJobs.set(threads, returned.after.heapUsedBytes);
+        // One that ran nothing keeps the figure it had.
+        if (returned.after !== null) this.#heapAfterJobs.set(threads, returned.after.heapUsedBytes);
         spares.push(threads);
         this.#spares.set(key, spares);
       } else {
@@ -380,8 +381,8 @@ export class TaskThreadReserve {
   #mayServeAgain({ threads, after }: ReturnedThreads): boolean {
     return (
       (this.#jobsServed.get(threads) ?? 1) < (this.#o.maxJobs ?? Infinity) &&
-      after.heapUsedBytes <= (this.#o.maxHeapAfterJobBytes ?? Infinity) &&
-      after.leftRunning.length === 0
+      (after === null ||
+        (after.heapUsedBytes <= (this.#o.maxHeapAfterJobBytes ?? Infinity) && after.leftRunning.length === 0))
     );
   }
 

@@ -1,10 +1,11 @@
 /**
- * A task thread's side of its pool's port (TaskThreadPort.ts): what comes on it is done one at a
- * time, in the order it came — a batch is made and its end goes back, the slot's give-back
- * (`endJobs`) is done and answered. Kept apart from taskWorker.ts, which makes a batch's runs.
+ * A task thread's side of its pool's port (TaskThreadPort.ts): the batches that come on it are made
+ * one at a time, in the order they came, and each one's end goes back; the end of one after which
+ * nothing waits carries what the thread holds as it goes idle (its reserve judges it when the slot
+ * goes back). Kept apart from taskWorker.ts, which makes a batch's runs.
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { ControlFromTask, ControlToTask, TaskThreadAnswer, TaskThreadRequest } from './taskThreadProtocol.js';
+import type { ControlFromTask, ControlToTask } from './taskThreadProtocol.js';
 import type {
   TaskWorkerBatch,
   TaskWorkerBatchEnd,
@@ -12,10 +13,10 @@ import type {
   ThreadAfterJobs,
 } from './taskThreadProtocol.js';
 
-/** What a thread does for its port: make a batch, end its slot's jobs, abort a run (at once, not in turn). */
+/** What a thread does for its port: make a batch, say what it holds as it goes idle, abort a run (at once). */
 export interface BatchWork {
   readonly run: (batch: TaskWorkerBatch) => Promise<TaskWorkerBatchResult>;
-  readonly endJobs: () => ThreadAfterJobs;
+  readonly afterBatch: () => ThreadAfterJobs;
   readonly abort: (message: ControlToTask) => void;
 }
 
@@ -27,33 +28,27 @@ export function postToPool(message: ControlFromTask): void {
   served?.postMessage(message);
 }
 
-/** Serves `port`: each message is done once the batch before it has ended. */
+/** Serves `port`: each batch is made once the batch before it has ended. */
 export function serveBatches(port: MessagePort, work: BatchWork): void {
   served?.close();
   served = port;
-  const waiting: Array<TaskThreadRequest> = [];
+  const waiting: TaskWorkerBatch[] = [];
   let running = false;
-  const start = (message: TaskThreadRequest): void => {
-    if ('endJobs' in message) {
-      answer(port, () => work.endJobs());
-      return;
-    }
+  const start = (batch: TaskWorkerBatch): void => {
     running = true;
-    work.run(message).then(
+    work.run(batch).then(
       (result) => end({ result }),
       (error: unknown) => end({ error: error instanceof Error ? error : new Error(String(error)) }),
     );
   };
   const end = (batchEnd: TaskWorkerBatchEnd): void => {
-    postBatchEnd(port, batchEnd);
     running = false;
-    while (!running) {
-      const next = waiting.shift();
-      if (next === undefined) return;
-      start(next);
-    }
+    // Nothing waits: the thread goes idle, and this may be its slot's last batch.
+    postBatchEnd(port, waiting.length === 0 ? withAfter(batchEnd, work) : batchEnd);
+    const next = waiting.shift();
+    if (next !== undefined) start(next);
   };
-  port.on('message', (message: TaskThreadRequest | ControlToTask) => {
+  port.on('message', (message: TaskWorkerBatch | ControlToTask) => {
     if ('type' in message) work.abort(message);
     else if (running) waiting.push(message);
     else start(message);
@@ -62,19 +57,17 @@ export function serveBatches(port: MessagePort, work: BatchWork): void {
   port.unref();
 }
 
-/** Posts what `endJobs` answers, or the error it threw. */
-function answer(port: MessagePort, endJobs: () => ThreadAfterJobs): void {
-  let batchEnd: TaskThreadAnswer;
+/** The batch's end with what the thread holds now; without it when that cannot be read (the end still goes). */
+function withAfter(batchEnd: TaskWorkerBatchEnd, work: BatchWork): TaskWorkerBatchEnd {
   try {
-    batchEnd = { afterJobs: endJobs() };
-  } catch (error) {
-    batchEnd = { error: error instanceof Error ? error : new Error(String(error)) };
+    return { ...batchEnd, after: work.afterBatch() };
+  } catch {
+    return batchEnd;
   }
-  postBatchEnd(port, batchEnd);
 }
 
 /** Posts a batch's end; one that cannot be cloned (the last outcome was made cloneable: defensive) as an error. */
-function postBatchEnd(port: MessagePort, batchEnd: TaskThreadAnswer): void {
+function postBatchEnd(port: MessagePort, batchEnd: TaskWorkerBatchEnd): void {
   try {
     port.postMessage(batchEnd);
   } catch (error) {

@@ -5,9 +5,11 @@
  * - Once per thread, a piscina call ('attach') hands it the far end of a MessageChannel
  *   (TaskThreadPort.ts); from then on each {@link TaskWorkerBatch} (runs to make one after another)
  *   is posted on that port, the thread makes the batches one at a time in the order they came, and
- *   each one's {@link TaskWorkerBatchEnd} comes back on it. The slot's give-back goes on it too
- *   ({@link TaskThreadEndJobs}, answered with {@link ThreadAfterJobs}), after the batches before it.
- *   piscina's own calls are left for the thread's lifecycle ('heapLimit').
+ *   each one's {@link TaskWorkerBatchEnd} comes back on it; the end of a batch after which the thread
+ *   has nothing waiting carries what the thread holds then ({@link ThreadAfterJobs}), which is what its
+ *   reserve judges when the slot goes back (no message for the give-back). The first batch of another
+ *   pool lets go of the pools and jobs before it. piscina's own calls are left for the thread's
+ *   lifecycle ('heapLimit').
  * - Each run claims its started flag (an Int32 of the batch's `started` buffer, queued → started:
  *   runFlags.ts) before it runs, so the pool can cancel a queued run by claiming it first; no
  *   message says a run started.
@@ -85,20 +87,13 @@ export type TaskWorkerBatchResult = { readonly run: number; readonly outcome: Ta
  * How a batch ended, on the thread's port: what its last run returned ({@link TaskWorkerBatchResult}), or the error the
  * batch failed with before its runs could be made (the thread had not been sent the pool's started flags).
  */
-export type TaskWorkerBatchEnd =
+export type TaskWorkerBatchEnd = (
   | { readonly result: TaskWorkerBatchResult; readonly error?: undefined }
-  | { readonly error: Error };
-
-/** On the thread's port: its slot has gone back (taskWorker's `endJobs`); answered with {@link ThreadAfterJobs}. */
-export interface TaskThreadEndJobs {
-  readonly endJobs: true;
-}
-
-/** What goes to a thread on its port, answered in order (an abort is not a request: it has no answer). */
-export type TaskThreadRequest = TaskWorkerBatch | TaskThreadEndJobs;
-
-/** What comes back on the port, in the order of the requests: a batch's end, or what the thread answered to endJobs. */
-export type TaskThreadAnswer = TaskWorkerBatchEnd | { readonly afterJobs: ThreadAfterJobs; readonly error?: undefined };
+  | { readonly error: Error }
+) & {
+  /** What the thread holds as it goes idle: set when no other batch waited for it as this one ended. */
+  readonly after?: ThreadAfterJobs;
+};
 
 /**
  * A pool's messages about its runs, on the thread's port beside the requests and answers, each naming the pool (the
@@ -154,11 +149,15 @@ export interface HeapLimitProbe {
   readonly resourceLimits: { readonly maxYoungGenerationSizeMb?: number; readonly maxOldGenerationSizeMb?: number };
 }
 
-/** What a thread answers when its slot has gone back (taskWorker's `endJobs`). */
+/**
+ * What a thread holds as it goes idle after a batch (taskWorker's `afterBatch`): what its reserve judges when the
+ * thread's slot goes back (TaskThreadReserve's retirement rules).
+ */
 export interface ThreadAfterJobs {
   /**
-   * `v8.getHeapStatistics().used_heap_size` once the jobs' modules were let go (uncollected garbage included; after a
-   * full collection when the process runs with --expose-gc).
+   * `v8.getHeapStatistics().used_heap_size` (uncollected garbage included, and the module instances of the jobs it
+   * served, let go only as it takes another pool's batch; after a full collection when SLOTWISE_GC_AFTER_JOBS=1 and the
+   * process runs with --expose-gc).
    */
   readonly heapUsedBytes: number;
   /**

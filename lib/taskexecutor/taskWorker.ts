@@ -89,9 +89,15 @@ interface PoolState {
 
 const pools = new Map<string, PoolState>();
 
+/**
+ * The pool's state. A batch of a pool this thread has not served is the first of the next slot it serves: the slot
+ * before has gone back (its pool is never heard from again), so what the thread kept of the pools before (their
+ * buffers) and every job's module instances are let go first (letGoOfJobs).
+ */
 function poolState(name: string): PoolState {
   let entry = pools.get(name);
   if (entry === undefined) {
+    if (pools.size > 0) letGoOfJobs();
     entry = { name, running: new Map(), flags: null, memory: null };
     pools.set(name, entry);
   }
@@ -256,7 +262,7 @@ async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchResult> 
 export function attach(message: { readonly port: MessagePort }): number {
   serveBatches(message.port, {
     run: runBatch,
-    endJobs,
+    afterBatch,
     abort: ({ pool, run, reason }) => pools.get(pool)?.running.get(run)?.abort(reason),
   });
   return threadId;
@@ -409,21 +415,30 @@ function encodePart(value: unknown): Uint8Array {
 /**
  * A profiling run (bench/soak.ts) measures a thread's heap after a full collection — what the jobs
  * left held, not their garbage — by setting SLOTWISE_GC_AFTER_JOBS=1 under --expose-gc. Never by
- * default: a full collection per slot given back was 8 ms of CPU on every p = 1 job of any
- * application run with --expose-gc (npm run bench -- jobs: 4.9 → 13.5 ms CPU per job).
+ * default: a full collection each time a thread goes idle (then each time a slot went back) was 8 ms
+ * of CPU on every p = 1 job of any application run with --expose-gc (npm run bench -- jobs: 4.9 →
+ * 13.5 ms CPU per job).
  */
 const GC_AFTER_JOBS = process.env['SLOTWISE_GC_AFTER_JOBS'] === '1';
 
 /**
- * The thread's slot has gone back (TaskThreadReserve may give the thread to another job): what it
- * kept of its pools (their buffers) and every job's module instances are let go. Answers the heap in use
- * now (garbage included, unless {@link GC_AFTER_JOBS}), and what the jobs left running, for the
- * reserve's retirement rules.
+ * The thread serves another slot now (TaskThreadReserve gave it to another job, which may be another job's): what it
+ * kept of its pools before (their buffers) and every job's module instances are let go. Each job imports its modules
+ * afresh whatever is kept (jobModules.ts): this gives back their memory.
  */
-export function endJobs(): ThreadAfterJobs {
-  // Sent only to an idle thread: no run is left to abort.
+function letGoOfJobs(): void {
+  // Only between a slot's last batch and the next slot's first: no run is left to abort.
   pools.clear();
   forgetTasks();
+}
+
+/**
+ * What the thread holds as it goes idle after a batch, for its reserve's retirement rules when its slot goes back:
+ * the heap in use (garbage included, unless {@link GC_AFTER_JOBS}; the job's module instances too, let go only as the
+ * thread takes another slot's batch) and what the jobs left running. No message says the slot has gone back: this
+ * rides on the end of every batch after which nothing waits, so giving the thread back costs no round trip.
+ */
+export function afterBatch(): ThreadAfterJobs {
   if (GC_AFTER_JOBS) (globalThis as { gc?: () => void }).gc?.();
   return {
     heapUsedBytes: v8.getHeapStatistics().used_heap_size,
