@@ -47,7 +47,7 @@ const MAX_BATCHES_IN_FLIGHT = 2;
 export interface RunBatcherOptions {
   readonly scope: FailureScope;
   /** The pool's name, which every batch carries (its runs' messages name it). */
-  readonly channel: string;
+  readonly pool: string;
   readonly flags: RunFlags;
   /**
    * The pool call: resolves with the batch's last outcome; rejects when the call failed (its thread lost, the batch not
@@ -263,10 +263,10 @@ export class RunBatcher {
     const started = first.flags.buffer as SharedArrayBuffer;
     const { memory } = first.invocation;
     // The buffers go only when the thread may not have them: it keeps the last ones per pool.
-    const { channel } = this.#o;
+    const { pool } = this.#o;
     const fresh = this.#sent === null || this.#sent.started !== started || this.#sent.memory !== memory;
-    const payload: TaskWorkerBatch = fresh ? { channel, started, memory, items } : { channel, items };
-    this.#sent = { started, memory };
+    if (fresh) this.#sent = { started, memory };
+    const payload: TaskWorkerBatch = fresh ? { pool, started, memory, items } : { pool, items };
     this.#o.send(payload).then(
       (result) => this.#batchEnded(batch, true, undefined, result),
       (error: unknown) => this.#batchEnded(batch, false, error, null),

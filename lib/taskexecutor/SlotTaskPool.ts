@@ -141,18 +141,12 @@ export class SlotTaskPool {
   readonly #log: (entry: SlotTaskPoolLogEntry) => void;
   // Names this pool's runs' messages on its thread's port (a thread serves the pools of one TaskExecutor, one at a
   // time). Not a random UUID: node:crypto would cost every TaskExecutor ~5 ms to load before it registers.
-  readonly #controlName = `slotwise-slot-task-pool:${threadId}:${++poolsMade}`;
+  readonly #poolName = `slotwise-slot-task-pool:${threadId}:${++poolsMade}`;
   /** The runs' outcomes and log lines, from the thread's port while this pool listens there. */
   readonly #onControlMessage = (message: ControlFromTask): void => this.#onControl(message);
   readonly #runs: RunBatcher;
   /** The port to the pool's thread (TaskThreadPort.ts), once attached; null until then and after it was lost. */
   #thread: TaskThreadPort | null = null;
-  /** Batches waiting for a thread to be attached (the first, or one that replaced a lost one), in order. */
-  readonly #waitingForThread: Array<{
-    readonly batch: TaskWorkerBatch;
-    readonly resolve: (result: TaskWorkerBatchResult) => void;
-    readonly reject: (error: unknown) => void;
-  }> = [];
   /** The exit codes of the threads, for the failure of the call a lost thread held. */
   readonly #exits = new ThreadExits();
   #closing: Promise<void> | null = null;
@@ -191,11 +185,11 @@ export class SlotTaskPool {
     this.#returnThreads = options.threads === undefined ? undefined : options.returnThreads;
     this.#runs = new RunBatcher({
       scope: { pool: name, heapLimitMb, cancelGraceMs },
-      channel: this.#controlName,
+      pool: this.#poolName,
       flags: new RunFlags(),
       send: (batch) => this.#send(batch),
       readPosted: () => this.#thread?.drain(),
-      postAbort: (run, reason) => this.#thread?.abort(this.#controlName, run, reason),
+      postAbort: (run, reason) => this.#thread?.abort(this.#poolName, run, reason),
       // Its port fails the batch as the thread exits; piscina starts another thread.
       terminateThread: () => void (this.#thread?.worker ?? this.#pool?.threads[0])?.terminate(),
       threadExitCode: () => this.#exits.lastCode,
@@ -330,7 +324,7 @@ export class SlotTaskPool {
           (pool) => (busy ? pool.destroy() : this.#giveBack(pool)),
           () => {},
         )
-        .finally(() => this.#thread?.unlisten(this.#controlName));
+        .finally(() => this.#thread?.unlisten(this.#poolName));
     }
     return this.#closing;
   }
@@ -339,7 +333,7 @@ export class SlotTaskPool {
    * The idle thread to `returnThreads`, with what it held when it last went idle; else destroyed. No message: the
    * thread lets go of this pool's jobs as it takes the next pool's first batch.
    */
-  async #giveBack(pool: Piscina): Promise<void> {
+  #giveBack(pool: Piscina): Promise<void> | void {
     const give = this.#returnThreads;
     if (give === undefined) return pool.destroy();
     pool.off('error', this.#onError);
@@ -349,36 +343,24 @@ export class SlotTaskPool {
     give(pool, threadPortOf(pool)?.afterLastBatch ?? null);
   }
 
-  /** A batch to the thread, on its port; attached first when the thread is new. */
+  /**
+   * A batch to the thread, on its port; attached first when the thread is new (piscina boots one after a loss). The
+   * batches sent meanwhile wait on the same attach (attachThread shares it), and are posted in the order they came.
+   */
   #send(batch: TaskWorkerBatch): Promise<TaskWorkerBatchResult> {
     const thread = this.#thread;
     if (thread !== null && !thread.lost) return thread.post(batch);
     this.#thread = null;
-    return new Promise((resolve, reject) => {
-      this.#waitingForThread.push({ batch, resolve, reject });
-      if (this.#waitingForThread.length === 1) this.#attach();
+    return attachThread(this.#pool!).then((attached) => {
+      if (this.#thread !== attached) this.#useThread(attached);
+      return attached.post(batch);
     });
-  }
-
-  /** Attaches the pool's thread (piscina boots a new one after a loss), then posts the batches waiting, in order. */
-  #attach(): void {
-    attachThread(this.#pool!).then(
-      (thread) => {
-        this.#useThread(thread);
-        for (const { batch, resolve, reject } of this.#waitingForThread.splice(0)) {
-          thread.post(batch).then(resolve, reject);
-        }
-      },
-      (error: unknown) => {
-        for (const { reject } of this.#waitingForThread.splice(0)) reject(error);
-      },
-    );
   }
 
   /** The pool's thread from now on, which tells this pool its runs' messages. */
   #useThread(thread: TaskThreadPort | null): void {
     this.#thread = thread;
-    thread?.listen(this.#controlName, this.#onControlMessage);
+    thread?.listen(this.#poolName, this.#onControlMessage);
   }
 
   /** A message from a run: its log lines, or its outcome (a run of a batch that goes on). */

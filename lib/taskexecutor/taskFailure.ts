@@ -8,7 +8,7 @@
  *   not load, its output cannot cross threads — {@link outcomeFailure};
  * - a batch that failed on its thread's port (TaskThreadPort.ts) — {@link classifyPoolFailure}. It
  *   reads what piscina 5 and Node put on the error by name or code, never its message text:
- *   `AbortError` (a signal's abort), Node's `ERR_WORKER_OUT_OF_MEMORY` code (the thread's 'error'
+ *   `AbortError`, Node's `ERR_WORKER_OUT_OF_MEMORY` code (the thread's 'error'
  *   before its exit, which piscina emits as a pool 'error'), the `DataCloneError` name (the
  *   invocation could not be posted). A thread that exited or was terminated as the pool was
  *   destroyed comes as facts instead: the exit code the pool saw on the thread's own 'exit'
@@ -125,7 +125,8 @@ export function classifyPoolFailure(scope: FailureScope, ctx: TaskInvocationCont
     );
   }
   const { cancelReason, stoppedBy } = failure;
-  // Forced: piscina's abort (AbortError), or its only thread terminated under it (it exited).
+  // Forced: its thread terminated under it (it exited), or an AbortError (no batch carries a signal since batches go on
+  // the thread's port; one can still come as a pool 'error' a task left behind).
   if (cancelReason !== null && (name === 'AbortError' || stoppedBy === 'forced')) {
     const grace = stoppedBy === 'forced' && scope.cancelGraceMs > 0 ? `a ${scope.cancelGraceMs} ms grace` : 'no grace';
     const how = stoppedBy === 'before-start' ? 'it had not started' : `its thread was terminated after ${grace}`;

@@ -52,7 +52,7 @@ export interface TaskInvocationContext {
 /** Runs of one pool call, made one after another, each with its own signal, started flag and outcome. */
 export interface TaskWorkerBatch {
   /** The pool's name, unique in its TaskExecutor: the thread keeps the pool's buffers by it, its messages carry it. */
-  readonly channel: string;
+  readonly pool: string;
   /**
    * An Int32Array's buffer: the pool's started flags (runFlags.ts). Sent when it changes (the
    * first call on a thread, a grown buffer, after a lost thread); omitted, the thread uses the
@@ -97,7 +97,7 @@ export type TaskWorkerBatchEnd = (
 
 /**
  * A pool's messages about its runs, on the thread's port beside the requests and answers, each naming the pool (the
- * batch's `channel`): a thread serves one slot's pool at a time, and a late log line of a run of the pool before must
+ * batch's `pool`): a thread serves one slot's pool at a time, and a late log line of a run of the pool before must
  * not be taken for one of the next pool's runs (run numbers are per pool). An abort is acted on as it comes, not after
  * the batch that runs the run.
  */

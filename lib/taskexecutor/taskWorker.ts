@@ -215,13 +215,13 @@ class RunContext implements TaskContext {
  * outcome is posted at once on the port, before the next item starts.
  */
 async function runBatch(batch: TaskWorkerBatch): Promise<TaskWorkerBatchResult> {
-  const pool = poolState(batch.channel);
+  const pool = poolState(batch.pool);
   if (batch.started !== undefined) pool.flags = new Int32Array(batch.started);
   if (batch.memory !== undefined) pool.memory = batch.memory;
   const { flags, memory } = pool;
   // The pool sends its buffers again after any lost thread; a thread that has none fails the call, and the pool
   // re-sends.
-  if (flags === null) throw new Error(`no started flags for pool ${batch.channel} on this thread`);
+  if (flags === null) throw new Error(`no started flags for pool ${batch.pool} on this thread`);
   const { items } = batch;
   let last: TaskWorkerBatchResult = null;
   for (let i = 0; i < items.length; i++) {
@@ -415,9 +415,9 @@ function encodePart(value: unknown): Uint8Array {
 /**
  * A profiling run (bench/soak.ts) measures a thread's heap after a full collection — what the jobs
  * left held, not their garbage — by setting SLOTWISE_GC_AFTER_JOBS=1 under --expose-gc. Never by
- * default: a full collection each time a thread goes idle (then each time a slot went back) was 8 ms
- * of CPU on every p = 1 job of any application run with --expose-gc (npm run bench -- jobs: 4.9 →
- * 13.5 ms CPU per job).
+ * default: a full collection per slot given back (when the thread was asked for its heap then) was
+ * 8 ms of CPU on every p = 1 job of any application run with --expose-gc (npm run bench -- jobs:
+ * 4.9 → 13.5 ms CPU per job).
  */
 const GC_AFTER_JOBS = process.env['SLOTWISE_GC_AFTER_JOBS'] === '1';
 

@@ -60,7 +60,7 @@ function harness(options: { graceMs?: number } = {}) {
   let threadFlags: Int32Array | null = null;
   const batcher: RunBatcher = new RunBatcher({
     scope: { pool: 'te/0', heapLimitMb: 64, cancelGraceMs: options.graceMs ?? 300 },
-    channel: 'test-channel',
+    pool: 'test-pool',
     flags: new RunFlags(),
     send: (batch) =>
       new Promise<TaskWorkerBatchResult>((resolve, reject) => {
