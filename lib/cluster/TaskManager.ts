@@ -26,15 +26,8 @@ import { IllegalArgumentError, TaskExecutionError } from '../core/errors.js';
 import { ResourceID } from '../core/ids.js';
 import { createDefaultLogSink, type LogSink } from '../core/Logger.js';
 import type { ResolvedOptions } from '../core/options.js';
-import { closeGatewayChannels, connectGateway, serveGateway } from '../rpc/connect.js';
-import {
-  CONTROL_METHODS,
-  GATEWAY,
-  type JobMasterGateway,
-  type ResourceManagerGateway,
-  TASK_EXECUTOR_SERVING,
-} from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
+import { serveTaskExecutor, taskExecutorGateways } from '../taskexecutor/taskExecutorGateways.js';
 import { INSPECT_CHANNEL } from '../rpc/WorkerBootstrap.js';
 import { NatsInbox } from '../rpc/natsTransport.js';
 import { ResultPartitions, spillOptionsOf } from '../taskexecutor/ResultPartitions.js';
@@ -308,20 +301,7 @@ export class TaskManager {
       host: this.#host,
       mode: this.#runsIn,
       configuration: this.options,
-      resourceManager: connectGateway<ResourceManagerGateway>(link, 'rm', {
-        gateway: GATEWAY.resourceManager,
-        timeoutMs,
-        endpoint: 'ResourceManager',
-        control: CONTROL_METHODS.resourceManager,
-      }),
-      connectJobMaster: (address) =>
-        connectGateway<JobMasterGateway>(link, `jm:${address}`, {
-          gateway: GATEWAY.jobMaster,
-          timeoutMs,
-          endpoint: address,
-          control: CONTROL_METHODS.jobMaster,
-        }),
-      disconnectJobMaster: (address) => closeGatewayChannels(link, `jm:${address}`, 'its job was let go of'),
+      ...taskExecutorGateways(link, timeoutMs),
       createTaskRunner: ({ name, heapLimitMb }) => this.#taskRunner(resourceId, taskThreads, name, heapLimitMb),
       taskThreads,
       partitions,
@@ -345,7 +325,7 @@ export class TaskManager {
       inspect: inspection.inspect,
     });
     inspection.attach(() => taskExecutor.table.actor);
-    serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox, ...TASK_EXECUTOR_SERVING });
+    serveTaskExecutor(link, taskExecutor);
     // The JobManager let us go, or went away: nothing left to work for under this ResourceID.
     link.onClosed((reason, kind) => {
       if (kind === 'lost')

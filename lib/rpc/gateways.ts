@@ -137,12 +137,6 @@ export const CONTROL_METHODS = {
  */
 export const ANSWERED_WITH_NEXT = { taskExecutor: ['submitTask', 'submitTasks'] } as const;
 
-/** How a TaskExecutor is served (serveGateway's options but its mailbox): its control methods, answers that wait. */
-export const TASK_EXECUTOR_SERVING = {
-  control: CONTROL_METHODS.taskExecutor,
-  answerWithNext: ANSWERED_WITH_NEXT.taskExecutor,
-} as const;
-
 /** The hot path: every method not in CONTROL_METHODS (the type check below keeps the two lists whole). */
 export const HOT_PATH_METHODS = {
   taskExecutor: [

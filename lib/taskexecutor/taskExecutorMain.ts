@@ -6,15 +6,8 @@
  * the worker ends with its exit code.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { closeGatewayChannels, connectGateway, serveGateway } from '../rpc/connect.js';
-import {
-  CONTROL_METHODS,
-  GATEWAY,
-  type JobMasterGateway,
-  type ResourceManagerGateway,
-  TASK_EXECUTOR_SERVING,
-} from '../rpc/gateways.js';
 import { Link } from '../rpc/Link.js';
+import { serveTaskExecutor, taskExecutorGateways } from './taskExecutorGateways.js';
 import { portTransport, processTransport, type Transport } from '../rpc/Transport.js';
 import { BOOTSTRAP_MESSAGE, INSPECT_CHANNEL, LOG_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
 import { atLeast, formatLogRecord, type LogRecord } from '../core/Logger.js';
@@ -73,12 +66,6 @@ function importWorkerInspector(): Promise<typeof import('../workerInspector.js')
 async function main(): Promise<void> {
   const { bootstrap: config, link } = await connect();
   const timeoutMs = config.configuration['rpc.ask.timeout'];
-  const resourceManager = connectGateway<ResourceManagerGateway>(link, 'rm', {
-    gateway: GATEWAY.resourceManager,
-    timeoutMs,
-    endpoint: 'ResourceManager',
-    control: CONTROL_METHODS.resourceManager,
-  });
   const debug = process.env['SLOTWISE_DEBUG'] !== undefined;
   const logChannel = link.channel(LOG_CHANNEL);
   const logLevel = config.logLevel ?? 'debug';
@@ -132,15 +119,7 @@ async function main(): Promise<void> {
     mode: config.mode,
     configuration: config.configuration,
     ...(config.pendingWorkerId === null ? {} : { pendingWorkerId: config.pendingWorkerId }),
-    resourceManager,
-    connectJobMaster: (address) =>
-      connectGateway<JobMasterGateway>(link, `jm:${address}`, {
-        gateway: GATEWAY.jobMaster,
-        timeoutMs,
-        endpoint: address,
-        control: CONTROL_METHODS.jobMaster,
-      }),
-    disconnectJobMaster: (address) => closeGatewayChannels(link, `jm:${address}`, 'its job was let go of'),
+    ...taskExecutorGateways(link, timeoutMs),
     createTaskRunner: ({ name, heapLimitMb }) => {
       const lease = taskThreads.lease(heapLimitMb);
       const pool = new SlotTaskPool({
@@ -171,7 +150,7 @@ async function main(): Promise<void> {
     ...(debug || config.log ? { log } : {}),
     ...(inspect === undefined ? {} : { inspect }),
   });
-  serveGateway(link, 'te', taskExecutor, { mailbox: taskExecutor.mailbox, ...TASK_EXECUTOR_SERVING });
+  serveTaskExecutor(link, taskExecutor);
   // The ResourceManager gone (the link closed under us): nothing left to work for.
   link.onClosed(() => setTimeout(() => process.exit(0), 50).unref());
   taskExecutor.start();
