@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import type { MiniCluster as MiniClusterType } from '../lib/MiniCluster.js';
 import { compiled } from './support/compiled.js';
 import { childrenCpuMs, cpuTicks, threadCpuMs, USER_HZ } from './support/procStat.js';
-import { printJson, round } from './support/report.js';
+import { formatSpread, printJson, round, roundedSpread, type Spread, spreadOf } from './support/report.js';
 
 const ROUNDS = Number(process.env['START_ROUNDS'] ?? 3);
 const COUNTS = (process.env['START_COUNTS'] ?? '1,8,32').split(',').map(Number);
@@ -138,35 +138,21 @@ for (let r = 0; r < ROUNDS; r++) {
   console.log(`round ${r + 1} of ${ROUNDS} done`);
 }
 
-const stats = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return {
-    min: sorted[0] ?? NaN,
-    median: sorted[Math.floor((sorted.length - 1) / 2)] ?? NaN,
-    max: sorted.at(-1) ?? NaN,
-  };
-};
-const rounded = (s: { min: number; median: number; max: number }) => ({
-  min: round(s.min),
-  median: round(s.median),
-  max: round(s.max),
-});
-const mmm = (s: { min: number; median: number; max: number }) =>
-  `${Math.round(s.min)} / ${Math.round(s.median)} / ${Math.round(s.max)}`;
+const mmm = (s: Spread) => formatSpread(s, 0);
 const figures = [...samples].map(([name, list]) => ({
   name,
-  wallMs: stats(list.map((s) => s.wallMs)),
-  cpuMsEach: stats(list.map((s) => s.cpuMsEach)),
+  wallMs: spreadOf(list.map((s) => s.wallMs)),
+  cpuMsEach: spreadOf(list.map((s) => s.cpuMsEach)),
 }));
 
 console.log(`\nTaskExecutors of ${SLOTS} slots from dist/; ${ROUNDS} interleaved rounds; min / median / max`);
 console.table(
   figures.map((f) => ({ start: f.name, 'up in ms': mmm(f.wallMs), 'CPU ms per TaskExecutor': mmm(f.cpuMsEach) })),
 );
-const spare = stats(spareBoots);
+const spare = spreadOf(spareBoots);
 console.log(`a spare task thread's boot, after registration: ${mmm(spare)} ms CPU each`);
-const floor = bareChild.length === 0 ? undefined : stats(bareChild);
-const floorWithout = bareChildWithout.length === 0 ? undefined : stats(bareChildWithout);
+const floor = bareChild.length === 0 ? undefined : spreadOf(bareChild);
+const floorWithout = bareChildWithout.length === 0 ? undefined : spreadOf(bareChildWithout);
 if (floor !== undefined) {
   console.log(`a bare Node child forked with IPC (the floor under a process-mode TaskExecutor): ${mmm(floor)} ms CPU`);
 }
@@ -198,12 +184,12 @@ printJson({
   slots: SLOTS,
   starts: figures.map((f) => ({
     name: f.name,
-    wallMs: { min: round(f.wallMs.min), median: round(f.wallMs.median), max: round(f.wallMs.max) },
-    cpuMsEach: { min: round(f.cpuMsEach.min), median: round(f.cpuMsEach.median), max: round(f.cpuMsEach.max) },
+    wallMs: roundedSpread(f.wallMs),
+    cpuMsEach: roundedSpread(f.cpuMsEach),
   })),
-  spareThreadBootCpuMs: rounded(spare),
-  bareChildCpuMs: floor === undefined ? null : rounded(floor),
-  bareChildWithoutExtraCaCertsCpuMs: floorWithout === undefined ? null : rounded(floorWithout),
+  spareThreadBootCpuMs: roundedSpread(spare),
+  bareChildCpuMs: floor === undefined ? null : roundedSpread(floor),
+  bareChildWithoutExtraCaCertsCpuMs: floorWithout === undefined ? null : roundedSpread(floorWithout),
   target: TARGET,
   node: process.version,
   cpus: cpus().length,
