@@ -32,12 +32,19 @@ export function matchRequirement(
   return undefined;
 }
 
+const NOTHING_MISSING: readonly ResourceRequirement[] = Object.freeze([]);
+
 /** Tracks required, assigned and excess resources for a single job. */
 export class JobScopedResourceTracker {
   readonly jobId: JobID;
   readonly #mapping = new ResourceToRequirementMapping();
   #requirements = ResourceCounter.empty();
   #excess = ResourceCounter.empty();
+  /**
+   * getMissingResources' answer until something changes (every requirement check asks every job, and a job waiting
+   * for its slots changes only when one comes): null when it must be worked out again.
+   */
+  #missing: readonly ResourceRequirement[] | null = null;
 
   constructor(jobId: JobID) {
     if (!JobID.is(jobId)) {
@@ -56,6 +63,7 @@ export class JobScopedResourceTracker {
    */
   notifyResourceRequirements(requirements: readonly ResourceRequirement[]): void {
     checkResourceRequirementList(requirements, 'requirements', 0);
+    this.#missing = null;
     this.#requirements = ResourceCounter.fromEntries(
       requirements.map((r) => [r.resourceProfile, r.numberOfRequiredSlots] as const),
     );
@@ -66,6 +74,7 @@ export class JobScopedResourceTracker {
   /** Assigns a newly acquired resource (a concrete profile) to a matching requirement, else to excess. */
   notifyAcquiredResource(resource: ResourceProfile): void {
     checkResourceProfile(resource, 'resourceProfile', { known: true });
+    this.#missing = null;
     const requirement = this.#match(resource);
     if (requirement !== undefined) this.#mapping.incrementCount(requirement, resource, 1);
     else this.#excess = this.#excess.add(resource, 1);
@@ -78,6 +87,7 @@ export class JobScopedResourceTracker {
    */
   notifyAcquiredResources(resource: ResourceProfile, count: number): void {
     checkResourceProfile(resource, 'resourceProfile', { known: true });
+    this.#missing = null;
     let left = count;
     while (left > 0) {
       const requirement = this.#match(resource);
@@ -101,6 +111,7 @@ export class JobScopedResourceTracker {
    */
   notifyLostResource(resource: ResourceProfile): void {
     checkResourceProfile(resource, 'resourceProfile', { known: true });
+    this.#missing = null;
     if (this.#excess.containsResource(resource)) {
       this.#excess = this.#excess.subtract(resource, 1);
       return;
@@ -124,14 +135,16 @@ export class JobScopedResourceTracker {
   }
 
   /** Every requirement not fully fulfilled, with the number missing, in declaration order. */
-  getMissingResources(): ResourceRequirement[] {
-    if (this.#requirements.isEmpty()) return []; // a job holding slots it no longer declares: asked on every check
+  getMissingResources(): readonly ResourceRequirement[] {
+    if (this.#missing !== null) return this.#missing;
+    if (this.#requirements.isEmpty()) return (this.#missing = NOTHING_MISSING); // holding slots it no longer declares
     const missing: ResourceRequirement[] = [];
     for (const [requirement, required] of this.#requirements.entries()) {
       const fulfilled = this.#mapping.getNumFulfillingResources(requirement);
       if (fulfilled < required) missing.push(ResourceRequirement.create(requirement, required - fulfilled));
     }
-    return missing;
+    this.#missing = missing.length === 0 ? NOTHING_MISSING : missing;
+    return this.#missing;
   }
 
   /** Every acquired profile with its count (assigned + excess): assigned profiles first, then excess-only ones. */

@@ -161,6 +161,7 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
   readonly #claimed = new Map<ResourceProfile, number>();
   #lastClaimed: ResourceProfile | undefined;
   #lastClaims = 0;
+  #claims = 0;
 
   constructor(view: TaskManagerResourceInfoProvider<T>) {
     this.#view = view;
@@ -243,7 +244,13 @@ export class RegisteredResourcePlan<T extends RegisteredTaskManagerInfo = Regist
     return effective;
   }
 
+  /** Slots claimed so far in this plan: what a claim changes moves it (an explanation made before may be stale). */
+  get claims(): number {
+    return this.#claims;
+  }
+
   #claimedOne(effective: ResourceProfile): void {
+    this.#claims++;
     if (effective !== this.#lastClaimed) {
       this.#countClaims();
       this.#lastClaimed = effective;

@@ -18,7 +18,11 @@ import { ResourceCounter } from '../../core/ResourceCounter.js';
 import { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { PendingTaskManagerID } from './PendingTaskManager.js';
 import { RegisteredResourcePlan, type PlannedTaskManager } from './RegisteredResourcePlan.js';
-import type { RegisteredTaskManagerInfo, TaskManagerResourceInfoProvider } from './TaskManagerResourceInfoProvider.js';
+import type {
+  InsufficientResources,
+  RegisteredTaskManagerInfo,
+  TaskManagerResourceInfoProvider,
+} from './TaskManagerResourceInfoProvider.js';
 import type { PlacementPreference } from './TaskManagerTracker.js';
 import type { WaitReason } from './WaitReason.js';
 import type { WorkerResourceSpec } from './WorkerResourceSpec.js';
@@ -129,6 +133,34 @@ class PlannedTotals {
   }
 }
 
+/**
+ * The profiles no registered executor took in this plan, and why. A plan only sets resources aside, so a profile
+ * that found no executor finds none for the rest of the plan (whatever a later demand prefers: find looks everywhere
+ * after the preferred places), and its explanation stands until the next claim. A check with many jobs waiting for
+ * the same profile then costs a lookup and an explanation, not one per job; and each waiting job holds the very same
+ * reason, which WaitingJobs compares in one step.
+ */
+class UntakenProfiles {
+  readonly #keys = new Set<string>();
+  readonly #explained = new Map<string, { readonly claims: number; readonly reason: InsufficientResources }>();
+
+  has(profile: ResourceProfile): boolean {
+    return this.#keys.size > 0 && this.#keys.has(profile.key);
+  }
+
+  add(profile: ResourceProfile): void {
+    this.#keys.add(profile.key);
+  }
+
+  explain(profile: ResourceProfile, registered: RegisteredResourcePlan): InsufficientResources {
+    const known = this.#explained.get(profile.key);
+    if (known !== undefined && known.claims === registered.claims) return known.reason;
+    const reason = registered.explainShortage(profile);
+    this.#explained.set(profile.key, { claims: registered.claims, reason });
+    return reason;
+  }
+}
+
 /** A worker (pending or planned) as the plan fills it. */
 interface WorkerPlan {
   readonly id: PendingTaskManagerID | null;
@@ -175,17 +207,21 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
     const fresh: Array<WorkerPlan & { purpose: PlannedWorker['purpose'] }> = [];
     const planned = new PlannedTotals(view);
     let registered: RegisteredResourcePlan<T> | undefined; // made for the first demand (a check may have none)
+    const untaken = new UntakenProfiles();
 
     for (const demand of demands) {
       let left = demand.count;
       registered ??= new RegisteredResourcePlan<T>(view);
-      // 1. Free resources on registered executors, best first under the policy.
+      // 1. Free resources on registered executors, best first under the policy (none, for a profile no executor took).
       let taskManager: PlannedTaskManager<T> | undefined;
-      while (left > 0) {
+      while (left > 0 && !untaken.has(demand.profile)) {
         let profile = taskManager === undefined ? undefined : registered.claimAgain(taskManager, demand.profile);
         if (profile === undefined) {
           taskManager = registered.find(demand.profile, demand.preference);
-          if (taskManager === undefined) break;
+          if (taskManager === undefined) {
+            untaken.add(demand.profile);
+            break;
+          }
           profile = registered.claim(taskManager, demand.profile);
         }
         slotsOnRegistered.push({ demand, taskManager: taskManager!.info, profile });
@@ -203,11 +239,11 @@ export class DefaultResourceAllocationStrategy implements ResourceAllocationStra
       let refusal: WaitReason | undefined;
       if (left > 0) {
         if (this.workerSpec === null) {
-          refusal = registered.explainShortage(demand.profile);
+          refusal = untaken.explain(demand.profile, registered);
         } else if (
           !this.workerSpec.totalResourceProfile.allFieldsNoLessThan(effectiveOn(this.workerSpec, demand.profile))
         ) {
-          const shortage = registered.explainShortage(demand.profile);
+          const shortage = untaken.explain(demand.profile, registered);
           refusal =
             shortage.couldFitWhenFree.length > 0
               ? shortage

@@ -16,7 +16,7 @@ import { checkResourceProfile, checkResourceRequirementList, type ResourceRequir
 /** The read side of a {@link ResourceTracker}: what a strategy or an inspector may look at. */
 export interface ReadonlyResourceTracker {
   /** Per job with something missing, the missing requirements in declaration order; jobs in tracking order. */
-  getMissingResources(): Map<JobID, ResourceRequirement[]>;
+  getMissingResources(): Map<JobID, readonly ResourceRequirement[]>;
   /** The job's acquired resources by profile (assigned + excess); empty for an untracked job. */
   getAcquiredResources(jobId: JobID): ResourceRequirement[];
   /** The job's current requirements as declared (summed per profile); empty for an untracked job. */
@@ -118,8 +118,8 @@ export class DefaultResourceTracker implements ResourceTracker {
     this.#trackers.clear();
   }
 
-  getMissingResources(): Map<JobID, ResourceRequirement[]> {
-    const missing = new Map<JobID, ResourceRequirement[]>();
+  getMissingResources(): Map<JobID, readonly ResourceRequirement[]> {
+    const missing = new Map<JobID, readonly ResourceRequirement[]>();
     for (const [jobId, tracker] of this.#trackers) {
       const list = tracker.getMissingResources();
       if (list.length > 0) missing.set(jobId, list);

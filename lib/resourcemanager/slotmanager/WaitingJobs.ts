@@ -9,7 +9,7 @@ import { DeadlineScheduler } from '../../core/DeadlineScheduler.js';
 import type { JobID } from '../../core/ids.js';
 import type { DemandOutcome } from './ResourceAllocationStrategy.js';
 import type { WaitingRequirement } from './ResourceEventListener.js';
-import { describeWaitReason, sameWaitReason } from './WaitReason.js';
+import { describeWaitReason, sameWaitReason, type WaitReason } from './WaitReason.js';
 
 interface JobWait {
   readonly since: number;
@@ -34,10 +34,15 @@ export interface WaitingJobsOptions {
   readonly timedOut: (jobId: JobID, requirements: readonly WaitingRequirement[]) => void;
 }
 
+/** How many distinct reasons a check keeps to give the next check's equal ones (ReasonsSeen). */
+const REASONS_KEPT = 16;
+
 export class WaitingJobs {
   readonly #o: WaitingJobsOptions;
   readonly #waits = new Map<JobID, JobWait>();
   readonly #deadlines: DeadlineScheduler<JobID>;
+  /** The last check's distinct reasons. */
+  #reasons: readonly WaitReason[] = [];
 
   constructor(options: WaitingJobsOptions) {
     this.#o = options;
@@ -53,26 +58,39 @@ export class WaitingJobs {
   record(outcomes: readonly DemandOutcome[]): void {
     const now = this.#o.clock.now();
     const byJob = new Map<JobID, WaitingRequirement[]>();
+    const seen = new ReasonsSeen(this.#reasons);
     for (const outcome of outcomes) {
       const { demand } = outcome;
       const waiting = outcome.onWorkers + outcome.unfulfilled;
       if (waiting === 0 || outcome.reason === undefined) continue;
-      const since = this.#waits.get(demand.jobId)?.since ?? now;
-      byJob.set(demand.jobId, [
-        ...(byJob.get(demand.jobId) ?? []),
-        {
-          resourceProfile: demand.profile,
-          missing: waiting,
-          onWorkers: outcome.onWorkers,
-          reason: outcome.reason,
-          since,
-        },
-      ]);
+      const requirements = byJob.get(demand.jobId);
+      const previous = this.#waits.get(demand.jobId);
+      const reason = seen.canonical(outcome.reason);
+      // What the job waited for at the last check, when it is the same: kept as it was (a check of many waiting jobs
+      // then makes no new object for those that wait as before).
+      const before = previous?.requirements[requirements?.length ?? 0];
+      const requirement =
+        before !== undefined &&
+        before.resourceProfile.key === demand.profile.key &&
+        before.missing === waiting &&
+        before.onWorkers === outcome.onWorkers &&
+        before.reason === reason
+          ? before
+          : {
+              resourceProfile: demand.profile,
+              missing: waiting,
+              onWorkers: outcome.onWorkers,
+              reason,
+              since: previous?.since ?? now,
+            };
+      if (requirements === undefined) byJob.set(demand.jobId, [requirement]);
+      else requirements.push(requirement);
     }
-    for (const jobId of this.#waits.size === 0 ? [] : [...this.#waits.keys()])
-      if (!byJob.has(jobId)) this.forget(jobId);
+    this.#reasons = seen.kept;
+    if (this.#waits.size > 0) for (const jobId of [...this.#waits.keys()]) if (!byJob.has(jobId)) this.forget(jobId);
     for (const [jobId, requirements] of byJob) {
       const previous = this.#waits.get(jobId);
+      if (previous !== undefined && sameRequirements(requirements, previous.requirements)) continue;
       if (previous === undefined) this.#deadlines.schedule(jobId, now + this.#o.timeoutMs);
       this.#waits.set(jobId, { since: previous?.since ?? now, requirements, timedOut: previous?.timedOut ?? false });
       const unfulfilled = requirements.some((r) => r.missing > r.onWorkers);
@@ -99,7 +117,39 @@ export class WaitingJobs {
   clear(): void {
     this.#waits.clear();
     this.#deadlines.clear();
+    this.#reasons = [];
   }
+}
+
+/**
+ * A check's reasons, each replaced by an equal one of the last check's (or of this check's) when there is one: jobs
+ * that wait for the same thing then hold one reason object, and comparing a job's reasons with the last check's is
+ * `===` (sameWaitReason's first step) instead of a walk through both. A check of a thousand waiting jobs compares a few
+ * reasons, not a thousand. The strategy gives the jobs of one profile the same object already (UntakenProfiles); the
+ * distinct ones are few, and past REASONS_KEPT a reason is kept as it came.
+ */
+class ReasonsSeen {
+  readonly kept: WaitReason[] = [];
+  readonly #canonical = new Map<WaitReason, WaitReason>();
+
+  constructor(private readonly before: readonly WaitReason[]) {}
+
+  canonical(reason: WaitReason): WaitReason {
+    let known = this.#canonical.get(reason);
+    if (known !== undefined) return known;
+    known =
+      this.kept.find((r) => sameWaitReason(r, reason)) ?? this.before.find((r) => sameWaitReason(r, reason)) ?? reason;
+    this.#canonical.set(reason, known);
+    if (this.kept.length < REASONS_KEPT && !this.kept.includes(known)) this.kept.push(known);
+    return known;
+  }
+}
+
+/** Whether the two lists hold the very same requirement objects (record keeps those that did not change). */
+function sameRequirements(now: readonly WaitingRequirement[], before: readonly WaitingRequirement[]): boolean {
+  if (now.length !== before.length) return false;
+  for (let i = 0; i < now.length; i++) if (now[i] !== before[i]) return false;
+  return true;
 }
 
 /** Whether a job waits for the same slots for the same reasons as at the last check (its start aside). */
