@@ -61,6 +61,13 @@ export interface BlockedTaskManager {
   readonly cause?: string;
 }
 
+/**
+ * Demands a requirement check may weigh before the changes that follow are checked together, behind the tasks
+ * already in the mailbox, rather than one by one (RequirementCheckScheduler): about what a check of one slot costs
+ * against one that weighs this many.
+ */
+const CROWDED_CHECK = 64;
+
 export class FineGrainedSlotManager {
   readonly options: ResolvedOptions;
   readonly workerSpec: WorkerResourceSpec | null;
@@ -156,6 +163,10 @@ export class FineGrainedSlotManager {
       summarize: summarizeCheck,
       afterChecks: () => this.#syncer.endAllocations(), // after a throw too: never leave acquisitions uncounted
       clearState: () => this.#clear(),
+      // Checked together behind the mailbox's queued tasks while many jobs wait (their owner's mailbox only).
+      ...(options.execute === undefined
+        ? {}
+        : { coalesce: { execute: options.execute, demands: (check) => check.outcomes.length, above: CROWDED_CHECK } }),
     });
   }
 

@@ -3,14 +3,20 @@
  * A change is REQUIREMENTS_CHANGED to the statechart; with requirement-check.delay > 0 a change
  * after a quiet period is checked on the clock's next turn (leading edge), and the changes within
  * the delay after that check are coalesced into one trailing check; with a delay of 0
- * (`isImmediate`) it runs the check at once, inside the change's own call. The statechart is asked
- * once which of the two it does for this delay (a probe actor, at construction); then, unless an
+ * (`isImmediate`) it runs the check at once, inside the change's own call (unless many jobs wait:
+ * `coalesce`, below). The statechart is asked once which of the two it does for this delay (a probe
+ * actor, at construction); then, unless an
  * inspector watches, a delay-0 change runs its check without an XState event (~5–15 µs each, more
  * than a check that places one slot): the live statechart would only pass through checkSoon back
  * to idle, where it stays.
  *
  * Checks never nest: a change during a check, or while `defer` holds checks back (a slot report
- * being applied), runs one more check once that is over. Each check is reported to the statechart
+ * being applied), runs one more check once that is over. A check costs in proportion to the demands
+ * it weighs (every job waiting for slots): while the last one weighed more than `coalesce.above`, a
+ * delay-0 change queues one check behind the tasks already in the mailbox (`coalesce.execute`)
+ * instead, so the changes that arrive together (a thousand jobs submitted at once, the frees of a
+ * TaskExecutor's batch) are checked together — without that, n waiting jobs cost n checks of n
+ * demands each. Each check is reported to the statechart
  * (CHECKED, with a summary); for delay-0 checks that nobody inspects, counted and reported in one
  * CHECKED when the statechart is read (`actor`) or suspended.
  */
@@ -31,6 +37,15 @@ export interface RequirementCheckSchedulerOptions<T> {
   readonly afterChecks: () => void;
   /** The statechart's clearState (SUSPEND). */
   readonly clearState: () => void;
+  /**
+   * Delay-0 checks while many demands wait: queued with `execute` (the owner's mailbox) when the last check weighed
+   * more than `above` demands (`demands` reads how many a check weighed). Without it every change is checked at once.
+   */
+  readonly coalesce?: {
+    readonly execute: (task: () => void) => void;
+    readonly demands: (check: T) => number;
+    readonly above: number;
+  };
 }
 
 const immediateByDelay = new Map<number, boolean>();
@@ -74,6 +89,10 @@ export class RequirementCheckScheduler<T> {
   /** Checks run and not reported to the statechart yet, and the last one. */
   #unreported = 0;
   #last: T | undefined;
+  /** The last check weighed more than coalesce.above demands: changes are checked together (coalesce.execute). */
+  #crowded = false;
+  /** A coalesced check is queued. */
+  #queued = false;
 
   constructor(options: RequirementCheckSchedulerOptions<T>) {
     this.#o = options;
@@ -160,10 +179,22 @@ export class RequirementCheckScheduler<T> {
       this.#recheck = true;
     } else if (this.#inspected) {
       this.#actor.send({ type: 'REQUIREMENTS_CHANGED' }); // the statechart runs checkResourceRequirements in this step
+    } else if (this.#crowded) {
+      if (this.#queued) return;
+      this.#queued = true;
+      this.#o.coalesce!.execute(this.#runQueued);
     } else {
       this.#runChecks();
     }
   }
+
+  /** The check the changes since it was queued wait for (none when the SlotManager was suspended meanwhile). */
+  readonly #runQueued = (): void => {
+    this.#queued = false;
+    if (!this.#started) return;
+    if (this.#checking || this.#deferring > 0) this.#recheck = true;
+    else this.#runChecks();
+  };
 
   /**
    * Runs `change` with immediate checks held back until it is complete (never a check halfway through a slot report).
@@ -201,6 +232,8 @@ export class RequirementCheckScheduler<T> {
   }
 
   #checked(check: T): void {
+    const { coalesce } = this.#o;
+    this.#crowded = coalesce !== undefined && coalesce.demands(check) > coalesce.above;
     if (this.#inspected || !this.#immediate) {
       this.#actor.send({ type: 'CHECKED', summary: this.#o.summarize(check) });
       return;

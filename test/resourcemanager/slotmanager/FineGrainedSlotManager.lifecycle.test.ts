@@ -525,6 +525,65 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
     });
   });
 
+  describe('many jobs waiting at once (requirement-check.delay 0)', () => {
+    /** A delay-0 SlotManager whose mailbox is a queue the test runs; one TaskExecutor of 2 slots. */
+    function crowded() {
+      const mailbox: Array<() => void> = [];
+      const h = createSlotManager({
+        allocator: false,
+        configuration: { 'slotmanager.requirement-check.delay': 0 },
+        execute: (task) => mailbox.push(task),
+      });
+      const turn = () => {
+        while (mailbox.length > 0) mailbox.shift()!();
+      };
+      h.register();
+      turn();
+      return { h, turn };
+    }
+
+    it(
+      'checks each change at once while few wait; past 64 waiting demands, the changes of one mailbox turn in one ' +
+        'check behind them: the first jobs declared hold the slots, each waiting job is told why once',
+      () => {
+        const { h, turn } = crowded();
+        const jobs = Array.from({ length: 80 }, () => JobID.generate());
+        const checksAt: number[] = [];
+        for (const job of jobs) {
+          h.declare(job, [UNKNOWN, 1]);
+          checksAt.push(h.checks());
+        }
+        // One check per declaration until a check weighs more than 64 demands (2 jobs hold the slots: the 67th).
+        expect(checksAt.slice(0, 67)).to.deep.equal(checksAt.slice(0, 67).map((_, i) => checksAt[0]! + i));
+        const queued = checksAt[66]!;
+        expect(checksAt.slice(67), 'the rest wait for the queued check').to.deep.equal(new Array(13).fill(queued));
+        turn();
+        expect(h.checks(), 'one check for the 13 declarations of the turn').to.equal(queued + 1);
+        expect(jobs.map((job) => h.acquired(job))).to.deep.equal([1, 1, ...new Array(78).fill(0)]);
+        const told = h.listener.of('notEnoughResourcesAvailable');
+        expect(told.map((call) => call.jobId)).to.have.members(jobs.slice(2));
+        expect(new Set(told.map((call) => call.waiting[0]!.reason.kind))).to.deep.equal(
+          new Set(['insufficient-resources']),
+        );
+      },
+    );
+
+    it('checks each change at once again once a check weighs 64 demands or fewer', () => {
+      const { h, turn } = crowded();
+      const jobs = Array.from({ length: 80 }, () => JobID.generate());
+      for (const job of jobs) h.declare(job, [UNKNOWN, 1]);
+      turn();
+      // 20 jobs give up waiting in one turn: one check, which weighs 58 demands.
+      const before = h.checks();
+      for (const job of jobs.slice(60)) h.sm.clearResourceRequirements(job);
+      expect(h.checks()).to.equal(before);
+      turn();
+      expect(h.checks()).to.equal(before + 1);
+      h.declare(JobID.generate(), [UNKNOWN, 1]);
+      expect(h.checks(), 'checked inside the declaration').to.equal(before + 2);
+    });
+  });
+
   describe('a requirement no TaskExecutor can ever hold', () => {
     it("is refused with SlotRequestError 'never-satisfiable' and changes nothing", async () => {
       const h = createSlotManager();

@@ -309,6 +309,8 @@ export interface HarnessOptions {
   readonly allocator?: TestingResourceAllocator | false;
   /** Default true. */
   readonly start?: boolean;
+  /** Where listener calls (and coalesced checks) run; default at once, `(f) => f()`. */
+  readonly execute?: (task: () => void) => void;
 }
 
 export function createSlotManager(options: HarnessOptions = {}) {
@@ -324,7 +326,7 @@ export function createSlotManager(options: HarnessOptions = {}) {
     allocator,
     listener,
     clock,
-    execute: (f) => f(),
+    execute: options.execute ?? ((f) => f()),
     log: (message) => logs.push(message),
   });
   if (options.start !== false) sm.start();
