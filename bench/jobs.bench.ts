@@ -11,6 +11,10 @@
  * - (a) a stream of p = 1 jobs: STREAM jobs one at a time (the next submitted as the previous
  *   result arrives): median and p99 submit → result, jobs/s; then STREAM jobs with 16 in flight.
  * - (b) BACK_TO_BACK jobs of p = 1,000 back to back: subtasks/s.
+ * - (d) BURST jobs of p = 1 submitted at once (1,000; an application handing over a day's batch):
+ *   jobs/s to the last result and CPU per job, against (a)'s one at a time. Not one of the issue's
+ *   targets; a job's cost must not grow with the number of jobs waiting (it did: the SlotManager
+ *   weighed every waiting job once per change, 1,000 jobs at once ran 81 jobs/s at 17 ms of CPU each).
  * - (c) one job of 100,000 subtasks (4 vertices × 25,000; BIG=0 skips it), after the rounds, per
  *   mode in a process of its own (bench/support/bigJob.ts: a cluster warmed as these are, then the
  *   job), as an application runs one cluster in one mode: subtasks/s, the process's RSS peak and the
@@ -32,7 +36,7 @@
  * subtask; p = 100,000 ≥ 15,000 subtasks/s, RSS ≤ 300 MB, no stall over 100 ms; process mode within
  * 1.5× of thread mode. Run with `npm run bench -- jobs`; `JOBS_MODES=thread`, `JOBS_ROUNDS=3`,
  * `JOBS_STREAM=200`, `JOBS_BACK_TO_BACK=10`, `JOBS_BIG=100000`, `JOBS_WARM_UP=3000`,
- * `JOBS_WARM_UP_1000=40` narrow it.
+ * `JOBS_WARM_UP_1000=40`, `JOBS_BURST=1000` narrow it.
  * The last line is one JSON object with every figure.
  */
 import { execFile } from 'node:child_process';
@@ -51,6 +55,7 @@ const MODES = (process.env['JOBS_MODES'] ?? 'thread,process').split(',') as Arra
 const STREAM = Number(process.env['JOBS_STREAM'] ?? 200);
 const BACK_TO_BACK = Number(process.env['JOBS_BACK_TO_BACK'] ?? 10);
 const BIG = Number(process.env['JOBS_BIG'] ?? 100_000);
+const BURST = Number(process.env['JOBS_BURST'] ?? 1000);
 const WARM_UP = Number(process.env['JOBS_WARM_UP'] ?? 3000);
 const WARM_UP_1000 = Number(process.env['JOBS_WARM_UP_1000'] ?? 40);
 const IN_FLIGHT = 16;
@@ -156,6 +161,8 @@ if (STREAM > 0) {
   jobSeries(P1_16, STREAM, 1, IN_FLIGHT);
 }
 if (BACK_TO_BACK > 0) jobSeries(P1000, BACK_TO_BACK, 1000, 1);
+const AT_ONCE = `${BURST} p=1 jobs at once`;
+if (BURST > 0) jobSeries(AT_ONCE, BURST, 1, BURST);
 
 // ------------------------------------------------------------------------------ rounds
 
@@ -239,7 +246,7 @@ const figures = series.map((s) => {
 
 console.log(
   `\n4 TaskExecutors × 8 slots; ${ROUNDS} interleaved rounds; min / median / max; ` +
-    `${STREAM} p=1 jobs, ${BACK_TO_BACK} p=1000 jobs per round`,
+    `${STREAM} p=1 jobs, ${BACK_TO_BACK} p=1000 jobs, ${BURST} p=1 jobs at once per round`,
 );
 console.table(
   figures.map((f) => ({
@@ -323,6 +330,11 @@ for (const name of [P1, P1000]) {
   target(`process mode, ${name}:`, `${ratio.toFixed(2)}× thread mode's time`, `≤ ${bound}`, ratio <= bound);
 }
 if (lines.length > 0) console.log(`\ntargets (thread mode unless named):\n  ${lines.join('\n  ')}`);
+const atOnce = figure(`thread: ${AT_ONCE}`);
+if (p1 !== undefined && atOnce !== undefined) {
+  const ratio = atOnce.cpuMsPerJob.median / p1.cpuMsPerJob.median;
+  console.log(`${AT_ONCE}: ${ratio.toFixed(2)}× the CPU per job of one at a time (no target)`);
+}
 
 const json = (s: Spread, digits = 3) => ({
   min: round(s.min, digits),
