@@ -62,9 +62,8 @@ export interface BlockedTaskManager {
 }
 
 /**
- * Demands a requirement check may weigh before the changes that follow are checked together, behind the tasks
- * already in the mailbox, rather than one by one (RequirementCheckScheduler): about what a check of one slot costs
- * against one that weighs this many.
+ * Demands a requirement check may weigh before the changes that follow are checked together, on the clock's next
+ * turn, rather than one by one inside each change (RequirementCheckScheduler's coalesce).
  */
 const CROWDED_CHECK = 64;
 
@@ -163,10 +162,12 @@ export class FineGrainedSlotManager {
       summarize: summarizeCheck,
       afterChecks: () => this.#syncer.endAllocations(), // after a throw too: never leave acquisitions uncounted
       clearState: () => this.#clear(),
-      // Checked together behind the mailbox's queued tasks while many jobs wait (their owner's mailbox only).
-      ...(options.execute === undefined
-        ? {}
-        : { coalesce: { execute: options.execute, demands: (check) => check.outcomes.length, above: CROWDED_CHECK } }),
+      // While many jobs wait, the changes of one event-loop turn are checked together on the clock's next turn.
+      coalesce: {
+        execute: (task) => void clock.setTimeout(task, 0),
+        demands: (check) => check.outcomes.length,
+        above: CROWDED_CHECK,
+      },
     });
   }
 

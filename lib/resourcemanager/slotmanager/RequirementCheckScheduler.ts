@@ -13,10 +13,10 @@
  * Checks never nest: a change during a check, or while `defer` holds checks back (a slot report
  * being applied), runs one more check once that is over. A check costs in proportion to the demands
  * it weighs (every job waiting for slots): while the last one weighed more than `coalesce.above`, a
- * delay-0 change queues one check behind the tasks already in the mailbox (`coalesce.execute`)
- * instead, so the changes that arrive together (a thousand jobs submitted at once, the frees of a
- * TaskExecutor's batch) are checked together — without that, n waiting jobs cost n checks of n
- * demands each. Each check is reported to the statechart
+ * delay-0 change queues one check for later (`coalesce.execute`: the clock's next turn) instead, so
+ * the changes of one event-loop turn (a thousand jobs submitted at once, the frees the TaskExecutors'
+ * batches bring) are checked together — without that, n waiting jobs cost n checks of n demands
+ * each. Each check is reported to the statechart
  * (CHECKED, with a summary); for delay-0 checks that nobody inspects, counted and reported in one
  * CHECKED when the statechart is read (`actor`) or suspended.
  */
@@ -38,8 +38,9 @@ export interface RequirementCheckSchedulerOptions<T> {
   /** The statechart's clearState (SUSPEND). */
   readonly clearState: () => void;
   /**
-   * Delay-0 checks while many demands wait: queued with `execute` (the owner's mailbox) when the last check weighed
-   * more than `above` demands (`demands` reads how many a check weighed). Without it every change is checked at once.
+   * Delay-0 checks while many demands wait: queued with `execute` (later, into the owner's mailbox) when the last check
+   * weighed more than `above` demands (`demands` reads how many a check weighed). Without it every change is checked
+   * at once.
    */
   readonly coalesce?: {
     readonly execute: (task: () => void) => void;

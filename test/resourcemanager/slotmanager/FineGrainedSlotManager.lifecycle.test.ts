@@ -526,7 +526,7 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
   });
 
   describe('many jobs waiting at once (requirement-check.delay 0)', () => {
-    /** A delay-0 SlotManager whose mailbox is a queue the test runs; one TaskExecutor of 2 slots. */
+    /** A delay-0 SlotManager whose mailbox is a queue; `turn` ends the event-loop turn; one TaskExecutor, 2 slots. */
     function crowded() {
       const mailbox: Array<() => void> = [];
       const h = createSlotManager({
@@ -536,6 +536,8 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       });
       const turn = () => {
         while (mailbox.length > 0) mailbox.shift()!();
+        h.clock.increment(0);
+        while (mailbox.length > 0) mailbox.shift()!();
       };
       h.register();
       turn();
@@ -543,8 +545,8 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
     }
 
     it(
-      'checks each change at once while few wait; past 64 waiting demands, the changes of one mailbox turn in one ' +
-        'check behind them: the first jobs declared hold the slots, each waiting job is told why once',
+      'checks each change at once while few wait; past 64 waiting demands, the changes of one event-loop turn in ' +
+        "one check on the clock's next turn: the first jobs declared hold the slots, each waiting job is told why once",
       () => {
         const { h, turn } = crowded();
         const jobs = Array.from({ length: 80 }, () => JobID.generate());

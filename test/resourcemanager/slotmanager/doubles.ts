@@ -309,7 +309,7 @@ export interface HarnessOptions {
   readonly allocator?: TestingResourceAllocator | false;
   /** Default true. */
   readonly start?: boolean;
-  /** Where listener calls (and coalesced checks) run; default at once, `(f) => f()`. */
+  /** Where listener calls run; default at once, `(f) => f()`. */
   readonly execute?: (task: () => void) => void;
 }
 
