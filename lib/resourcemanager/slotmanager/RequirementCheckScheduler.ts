@@ -178,15 +178,19 @@ export class RequirementCheckScheduler<T> {
       if (this.#inspected || !this.#scheduled()) this.#actor.send({ type: 'REQUIREMENTS_CHANGED' });
     } else if (this.#checking || this.#deferring > 0) {
       this.#recheck = true;
-    } else if (this.#inspected) {
-      this.#actor.send({ type: 'REQUIREMENTS_CHANGED' }); // the statechart runs checkResourceRequirements in this step
     } else if (this.#crowded) {
       if (this.#queued) return;
       this.#queued = true;
       this.#o.coalesce!.execute(this.#runQueued);
     } else {
-      this.#runChecks();
+      this.#checkNow();
     }
+  }
+
+  /** A delay-0 check now: through the statechart when an inspector watches (it runs the check in that step). */
+  #checkNow(): void {
+    if (this.#inspected) this.#actor.send({ type: 'REQUIREMENTS_CHANGED' });
+    else this.#runChecks();
   }
 
   /** The check the changes since it was queued wait for (none when the SlotManager was suspended meanwhile). */
@@ -194,7 +198,7 @@ export class RequirementCheckScheduler<T> {
     this.#queued = false;
     if (!this.#started) return;
     if (this.#checking || this.#deferring > 0) this.#recheck = true;
-    else this.#runChecks();
+    else this.#checkNow();
   };
 
   /**

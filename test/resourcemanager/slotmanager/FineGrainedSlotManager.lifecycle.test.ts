@@ -5,6 +5,7 @@
  * In-process doubles and a SimulatedClock; `execute: (f) => f()`.
  */
 import { expect } from 'chai';
+import type { InspectionEvent } from 'xstate';
 import {
   IllegalArgumentError,
   IllegalStateError,
@@ -527,12 +528,13 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
 
   describe('many jobs waiting at once (requirement-check.delay 0)', () => {
     /** A delay-0 SlotManager whose mailbox is a queue; `turn` ends the event-loop turn; one TaskExecutor, 2 slots. */
-    function crowded() {
+    function crowded(inspect?: (event: InspectionEvent) => void) {
       const mailbox: Array<() => void> = [];
       const h = createSlotManager({
         allocator: false,
         configuration: { 'slotmanager.requirement-check.delay': 0 },
         execute: (task) => mailbox.push(task),
+        ...(inspect === undefined ? {} : { inspect }),
       });
       const turn = () => {
         while (mailbox.length > 0) mailbox.shift()!();
@@ -569,6 +571,22 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
         );
       },
     );
+
+    it('does the same with an inspector watching: it sees one REQUIREMENTS_CHANGED for the changes of a turn', () => {
+      let changes = 0;
+      const { h, turn } = crowded((event) => {
+        if (event.type === '@xstate.event' && event.event.type === 'REQUIREMENTS_CHANGED') changes++;
+      });
+      const jobs = Array.from({ length: 80 }, () => JobID.generate());
+      for (const job of jobs.slice(0, 67)) h.declare(job, [UNKNOWN, 1]);
+      const before = changes;
+      for (const job of jobs.slice(67)) h.declare(job, [UNKNOWN, 1]);
+      expect(changes, 'none while the turn lasts').to.equal(before);
+      turn();
+      expect(changes).to.equal(before + 1);
+      expect(jobs.map((job) => h.acquired(job))).to.deep.equal([1, 1, ...new Array(78).fill(0)]);
+      expect(h.sm.getPendingRequests()).to.have.length(78);
+    });
 
     it('checks each change at once again once a check weighs 64 demands or fewer', () => {
       const { h, turn } = crowded();

@@ -5,6 +5,7 @@
  * and RPC completions run as soon as their promise settles. No timer is real: timeouts are crossed
  * with `clock.increment`, promise continuations are drained with `settle()`.
  */
+import type { InspectionEvent } from 'xstate';
 import { SimulatedClock } from '../../../lib/core/clock.js';
 import { SlotAllocationError, type SlotRequestError } from '../../../lib/core/errors.js';
 import { AllocationID, JobID, ResourceID, SlotID } from '../../../lib/core/ids.js';
@@ -311,6 +312,8 @@ export interface HarnessOptions {
   readonly start?: boolean;
   /** Where listener calls run; default at once, `(f) => f()`. */
   readonly execute?: (task: () => void) => void;
+  /** An inspector of the SlotManager's statechart. */
+  readonly inspect?: (event: InspectionEvent) => void;
 }
 
 export function createSlotManager(options: HarnessOptions = {}) {
@@ -328,6 +331,7 @@ export function createSlotManager(options: HarnessOptions = {}) {
     clock,
     execute: options.execute ?? ((f) => f()),
     log: (message) => logs.push(message),
+    ...(options.inspect === undefined ? {} : { inspect: options.inspect }),
   });
   if (options.start !== false) sm.start();
   const spec = WorkerResourceSpec.fromOptions(sm.options);
