@@ -163,6 +163,8 @@ export class RequirementCheckScheduler<T> {
     this.#report();
     this.#actor.send({ type: 'SUSPEND' });
     this.#started = this.#actor.getSnapshot().matches('started');
+    // Its state is cleared: nobody waits any more, and a start's first check runs at once.
+    this.#crowded = false;
   }
 
   stop(): void {

@@ -588,6 +588,16 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       expect(h.sm.getPendingRequests()).to.have.length(78);
     });
 
+    it('checks at once again after a suspend: the first check of the next start runs inside start()', () => {
+      const { h, turn } = crowded();
+      for (let i = 0; i < 80; i++) h.declare(JobID.generate(), [UNKNOWN, 1]);
+      turn();
+      h.sm.suspend();
+      const before = h.checks();
+      h.sm.start();
+      expect(h.checks()).to.equal(before + 1);
+    });
+
     it('checks each change at once again once a check weighs 64 demands or fewer', () => {
       const { h, turn } = crowded();
       const jobs = Array.from({ length: 80 }, () => JobID.generate());
