@@ -34,6 +34,8 @@ export class TaskCodeCache {
   readonly dir: string;
   /** Per hash, the file once verified (one fetch and one check per process, however many tasks ask). */
   readonly #ready = new Map<string, Promise<string>>();
+  /** The hashes whose file this process wrote or verified on disk. */
+  readonly #onDisk = new Set<string>();
 
   constructor(dir: string) {
     this.dir = dir;
@@ -44,13 +46,19 @@ export class TaskCodeCache {
     return join(this.dir, `sha256-${checkSha256(sha256, 'sha256')}.mjs`);
   }
 
-  /** Writes code we hold (its hash checked) and returns its path. */
+  /**
+   * Writes code we hold (its hash checked) and returns its path. Code this process wrote or verified before is not
+   * written again: the same hash is the same text, and a file written anew is another file to whoever keys on it (the
+   * JobManager's task module checker checks it again, booting a thread).
+   */
   write(sha256: string, bytes: Uint8Array): string {
     const path = this.pathFor(sha256);
     if (sha256Hex(bytes) !== sha256) throw new Error(`task code does not hash to sha256-${sha256}`);
+    if (this.#onDisk.has(sha256)) return path;
     const temporary = `${path}.${process.pid}.${Math.random().toString(16).slice(2)}.tmp`;
     writeFileSync(temporary, bytes);
     renameSync(temporary, path);
+    this.#onDisk.add(sha256);
     this.#ready.set(sha256, Promise.resolve(path));
     return path;
   }
@@ -70,7 +78,10 @@ export class TaskCodeCache {
   async #load(sha256: string, fetch: (sha256: string) => Promise<Uint8Array>): Promise<string> {
     const path = this.pathFor(sha256);
     const onDisk = await readFile(path).catch(() => undefined);
-    if (onDisk !== undefined && sha256Hex(onDisk) === sha256) return path;
+    if (onDisk !== undefined && sha256Hex(onDisk) === sha256) {
+      this.#onDisk.add(sha256);
+      return path;
+    }
     return this.write(sha256, await fetch(sha256));
   }
 }

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sha256Hex } from '../../lib/cluster/BlobStore.js';
@@ -42,6 +42,19 @@ describe('TaskCodeCache', () => {
     writeFileSync(join(dir, `sha256-${hash}.mjs`), 'tampered');
     const path = await new TaskCodeCache(dir).resolve(hash, async () => code);
     expect(readFileSync(path).equals(code)).to.equal(true);
+  });
+
+  it('writes code it holds once: the same code stored again leaves the file as it is', async () => {
+    const cache = new TaskCodeCache(dir);
+    const path = cache.write(hash, code);
+    const first = statSync(path, { bigint: true });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(cache.write(hash, code)).to.equal(path);
+    const second = statSync(path, { bigint: true });
+    // The JobManager's task module checker knows a module by its inode and modification time: a file written anew
+    // would be checked again, on a thread booted for it, at every submit of the same code.
+    expect([second.ino, second.mtimeNs]).to.deep.equal([first.ino, first.mtimeNs]);
+    expect(await cache.resolve(hash, () => Promise.reject(new Error('no fetch expected')))).to.equal(path);
   });
 
   it('names code by hash on the wire and tells those names from paths', () => {
