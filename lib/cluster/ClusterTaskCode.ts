@@ -4,24 +4,43 @@
  * JobManager's own cache on disk (for its task module checker); a task module given as a local path
  * bundled and stored first; and what a TaskExecutor is told to run — code in the cache by its hash.
  */
+import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { IllegalArgumentError } from '../core/errors.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
 import { checkSha256, sha256Hex, type BlobStore } from './BlobStore.js';
 import type { StoredTaskCode, TaskCodeUpload } from '../rest/RestTarget.js';
-import { bundleTaskModule } from './bundleTaskModule.js';
+import { bundleTaskModule, type BundledTaskModule } from './bundleTaskModule.js';
 import { cachedHash, localPath, taskCodeRef, type TaskCodeCache } from './TaskCodeCache.js';
 
 export type { StoredTaskCode, TaskCodeUpload } from '../rest/RestTarget.js';
 
+/** How many task modules given by path the JobManager remembers the bundle of (the oldest go first). */
+const BUNDLES_KEPT = 256;
+
+/** A module bundled before: what it was stored as, and each of the files it was made of as it was then. */
+interface KnownBundle {
+  readonly taskModule: string;
+  readonly files: ReadonlyArray<readonly [path: string, stamp: string]>;
+}
+
 export class ClusterTaskCode {
   readonly #cache: TaskCodeCache;
   readonly #blobs: BlobStore;
+  readonly #bundle: (path: string) => Promise<BundledTaskModule>;
+  /** By the module's path, in the order they were bundled. */
+  readonly #bundles = new Map<string, KnownBundle>();
 
-  constructor(cache: TaskCodeCache, blobs: BlobStore) {
+  /** `bundle`: how a module given by path is bundled (bundleTaskModule; a test counts the calls). */
+  constructor(
+    cache: TaskCodeCache,
+    blobs: BlobStore,
+    bundle: (path: string) => Promise<BundledTaskModule> = bundleTaskModule,
+  ) {
     this.#cache = cache;
     this.#blobs = blobs;
+    this.#bundle = bundle;
   }
 
   /** Validates and stores one uploaded task module (content-addressed; the same code again is a no-op). */
@@ -74,12 +93,49 @@ export class ClusterTaskCode {
       }
       let taskModule = stored.get(path);
       if (taskModule === undefined) {
-        const bundle = await bundleTaskModule(path);
-        taskModule = (await this.store(bundle)).taskModule;
+        taskModule = await this.#bundled(path);
         stored.set(path, taskModule);
       }
       mapped.push({ ...vertex, taskModule });
     }
     return { ...spec, vertices: mapped };
+  }
+
+  /**
+   * The stored bundle of the module at `path`: the one made before while none of the files it was made of changed
+   * (size, modification time, inode), else a new one. A job submitted again and again costs a stat per file, not a
+   * bundling (esbuild, ~10 ms). A bundle is remembered only when none of its files was modified within
+   * RECENT_EDIT_NS before the bundling began: one edited while esbuild read it (or on a file system with coarse
+   * times) is bundled again at the next submit.
+   */
+  async #bundled(path: string): Promise<string> {
+    const known = this.#bundles.get(path);
+    if (known?.files.every(([file, stamp]) => stampOf(file)?.stamp === stamp)) return known.taskModule;
+    const began = BigInt(Date.now()) * 1_000_000n;
+    const bundle = await this.#bundle(path);
+    const { taskModule } = await this.store(bundle);
+    this.#bundles.delete(path);
+    const files: Array<readonly [string, string]> = [];
+    for (const file of bundle.inputs) {
+      const stamp = stampOf(file);
+      if (stamp === null || stamp.mtimeNs > began - RECENT_EDIT_NS) return taskModule;
+      files.push([file, stamp.stamp]);
+    }
+    this.#bundles.set(path, { taskModule, files });
+    if (this.#bundles.size > BUNDLES_KEPT) this.#bundles.delete(this.#bundles.keys().next().value!);
+    return taskModule;
+  }
+}
+
+/** How recent an edit keeps a bundle from being remembered (file systems that keep whole seconds included). */
+const RECENT_EDIT_NS = 2_000_000_000n;
+
+/** A file's size, modification time and inode; null when it cannot be read (an input that is no file). */
+function stampOf(path: string): { readonly stamp: string; readonly mtimeNs: bigint } | null {
+  try {
+    const stat = statSync(path, { bigint: true, throwIfNoEntry: false });
+    return stat === undefined ? null : { stamp: `${stat.size}:${stat.mtimeNs}:${stat.ino}`, mtimeNs: stat.mtimeNs };
+  } catch {
+    return null;
   }
 }

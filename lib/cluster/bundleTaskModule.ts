@@ -22,6 +22,8 @@ export interface BundledTaskModule {
   readonly code: string;
   /** Lowercase hex SHA-256 of the UTF-8 bytes of `code`. */
   readonly sha256: string;
+  /** The absolute paths of the files the bundle was made of (the module and everything it imports). */
+  readonly inputs: readonly string[];
 }
 
 /** A bundled CommonJS dependency that require()s a Node built-in needs a require in an ES module. */
@@ -39,8 +41,10 @@ export async function bundleTaskModule(taskModule: string | URL, vertexId?: stri
   const dir = dirname(path);
   const { build } = await import('esbuild');
   let code: string;
+  let inputs: string[];
   try {
     const result = await build({
+      metafile: true,
       entryPoints: [path],
       absWorkingDir: dir,
       bundle: true,
@@ -56,6 +60,8 @@ export async function bundleTaskModule(taskModule: string | URL, vertexId?: stri
       sourceRoot: pathToFileURL(dir).href.replace(/\/?$/, '/'),
     });
     code = result.outputFiles[0]!.text;
+    // The metafile names its inputs relative to absWorkingDir.
+    inputs = Object.keys(result.metafile.inputs).map((input) => resolve(dir, input));
   } catch (error) {
     const first = (error as { errors?: EsbuildMessage[] }).errors?.[0];
     const location = first?.location;
@@ -79,7 +85,7 @@ export async function bundleTaskModule(taskModule: string | URL, vertexId?: stri
       ...at,
     });
   }
-  return { name: basename(path), code, sha256: sha256Hex(code) };
+  return { name: basename(path), code, sha256: sha256Hex(code), inputs };
 }
 
 /** The part of esbuild's message this file reads. */
