@@ -48,6 +48,12 @@ export interface ServedGateway {
 
 type Invoke = (args: readonly unknown[]) => unknown;
 
+/** A served method: how it is called, and how its result is answered (at once, or with the next batch). */
+interface Served {
+  readonly invoke: Invoke;
+  readonly answer: (id: number, value: unknown) => void;
+}
+
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
   typeof (value as { then?: unknown } | null)?.then === 'function';
 
@@ -102,21 +108,25 @@ export function serveGateway<T extends object>(
       allowed: ['open'],
     });
   }
-  const { mailbox } = options;
-  const table = Object.create(null) as Record<string, Invoke>;
-  for (const name of methods) {
-    const method = (implementation as Record<string, (...args: unknown[]) => unknown>)[name]!;
-    table[name] =
-      mailbox === undefined
-        ? (args) => method.apply(implementation, args as unknown[])
-        : (args) => mailbox.callAsync(() => method.apply(implementation, args as unknown[]));
-  }
-
   const endpoint = link.channel(channel);
   const answer = (id: number, value: unknown) =>
     endpoint.postMessage({ kind: 'result', id, value } satisfies ResultFrame);
   const answerWithNext = (id: number, value: unknown) =>
     endpoint.postWithNext({ kind: 'result', id, value } satisfies ResultFrame);
+
+  const { mailbox } = options;
+  const table = Object.create(null) as Record<string, Served>;
+  for (const name of methods) {
+    const method = (implementation as Record<string, (...args: unknown[]) => unknown>)[name]!;
+    table[name] = {
+      invoke:
+        mailbox === undefined
+          ? (args) => method.apply(implementation, args as unknown[])
+          : (args) => mailbox.callAsync(() => method.apply(implementation, args as unknown[])),
+      answer: withNext.includes(name) ? answerWithNext : answer,
+    };
+  }
+
   const fail = (id: number, thrown: unknown) =>
     endpoint.postMessage({ kind: 'error', id, thrown: serializeThrown(thrown) } satisfies ErrorFrame);
 
@@ -124,8 +134,8 @@ export function serveGateway<T extends object>(
     const frame = event.data as GatewayFrame | null;
     if (frame?.kind !== 'call') return;
     const { id, method, args } = frame;
-    const invoke = typeof method === 'string' && Object.hasOwn(table, method) ? table[method]! : undefined;
-    if (invoke === undefined) return fail(id, unknownMethod(gateway, String(method), methods));
+    const served = typeof method === 'string' && Object.hasOwn(table, method) ? table[method]! : undefined;
+    if (served === undefined) return fail(id, unknownMethod(gateway, String(method), methods));
     if (!Array.isArray(args))
       return fail(
         id,
@@ -137,11 +147,11 @@ export function serveGateway<T extends object>(
       );
     let result: unknown;
     try {
-      result = invoke(args);
+      result = served.invoke(args);
     } catch (error) {
       return fail(id, error);
     }
-    const ok = withNext.includes(method) ? answerWithNext : answer;
+    const ok = served.answer;
     if (isThenable(result)) {
       result.then(
         (value) => ok(id, value),
