@@ -22,12 +22,14 @@
  * (`cooling`). So a burst of changes costs at most two checks: the leading one and the trailing one.
  * With a delay of 0 (`isImmediate`) checkSoon is left at once, the check running inside the
  * change's own step. After each check the coordinator reports a summary (CHECKED) that an inspector
- * can show: how many slots were placed, how many wait and why; it may report a run of checks in one
- * CHECKED (`checks`: how many; the summary is the last one's).
+ * can show: how many demands it weighed, slots placed, how many wait and why; it may report a run
+ * of checks in one CHECKED (`checks`: how many; the summary is the last one's).
  */
 import { assign, setup } from 'xstate';
 
 export interface RequirementCheckSummary {
+  /** Demands this check weighed: a job's missing slots of one profile, or a slot request, each waiting for slots. */
+  readonly demands: number;
   /** Slots placed on registered executors by this check. */
   readonly placed: number;
   /** Slots waiting for pending or new workers. */

@@ -10,6 +10,7 @@ import { machines } from '../../machines/index.js';
 import { slotManagerMachine, type RequirementCheckSummary } from '../../machines/slotManager.machine.js';
 
 const SUMMARY: RequirementCheckSummary = {
+  demands: 1,
   placed: 2,
   onWorkers: 1,
   unfulfilled: 0,

@@ -23,7 +23,7 @@ import { resolveOptions, type ResolvedOptions } from '../../core/options.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { SlotReport } from '../../core/SlotReport.js';
 import { BlockedTaskManagers } from './BlockedTaskManagers.js';
-import { summarizeCheck, type CheckResult } from './CheckResult.js';
+import { summarizeCheck, weighedDemands, type CheckResult } from './CheckResult.js';
 import { IdleTaskManagerTimeouts } from './IdleTaskManagerTimeouts.js';
 import type { PendingTaskManagerID } from './PendingTaskManager.js';
 import { DefaultResourceAllocationStrategy } from './ResourceAllocationStrategy.js';
@@ -165,7 +165,7 @@ export class FineGrainedSlotManager {
       // While many jobs wait, the changes of one event-loop turn are checked together on the clock's next turn.
       coalesce: {
         execute: (task) => void clock.setTimeout(task, 0),
-        demands: (check) => check.outcomes.length,
+        demands: weighedDemands,
         above: CROWDED_CHECK,
       },
     });
