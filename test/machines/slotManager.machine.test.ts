@@ -1,7 +1,7 @@
 /**
  * The SlotManager statechart alone: its lifecycle (suspended ⇄ started) and the coalescing of
- * requirement checks over `requirementCheckDelay`, on a SimulatedClock, with the coordinator's
- * effects replaced by actions that record.
+ * requirement checks over `requirementCheckDelay` (and, with a delay of 0, while crowded), on a
+ * SimulatedClock, with the coordinator's effects replaced by actions that record.
  */
 import { expect } from 'chai';
 import { createActor, type InspectionEvent } from 'xstate';
@@ -10,6 +10,7 @@ import { machines } from '../../machines/index.js';
 import { slotManagerMachine, type RequirementCheckSummary } from '../../machines/slotManager.machine.js';
 
 const SUMMARY: RequirementCheckSummary = {
+  demands: 1,
   placed: 2,
   onWorkers: 1,
   unfulfilled: 0,
@@ -18,7 +19,7 @@ const SUMMARY: RequirementCheckSummary = {
 };
 
 /** The machine on a simulated clock; `effects` lists the provided actions in the order they ran. */
-function startMachine(requirementCheckDelay = 50) {
+function startMachine(requirementCheckDelay = 50, crowdedAbove = 64) {
   const clock = new SimulatedClock();
   const effects: string[] = [];
   const trace: string[] = [];
@@ -31,7 +32,7 @@ function startMachine(requirementCheckDelay = 50) {
     }),
     {
       clock,
-      input: { requirementCheckDelay },
+      input: { requirementCheckDelay, crowdedAbove },
       // A simplified trace: the events the machine received, by type (it has no child actors).
       inspect: (e: InspectionEvent) => {
         if (e.type === '@xstate.event') trace.push(e.event.type);
@@ -56,7 +57,13 @@ describe('slotManager machine', () => {
   it('starts suspended with no checks and no summary, and goes to started.idle on START', () => {
     const { actor, value, context, effects } = startMachine();
     expect(value()).to.equal('suspended');
-    expect(context()).to.deep.equal({ requirementCheckDelay: 50, checks: 0, lastCheck: null });
+    expect(context()).to.deep.equal({
+      requirementCheckDelay: 50,
+      crowdedAbove: 64,
+      checks: 0,
+      lastCheck: null,
+      crowded: false,
+    });
     expect(actor.getSnapshot().can({ type: 'START' })).to.equal(true);
     expect(actor.getSnapshot().can({ type: 'REQUIREMENTS_CHANGED' })).to.equal(false);
     actor.send({ type: 'START' });
@@ -180,6 +187,85 @@ describe('slotManager machine', () => {
       ['check@0', 'check@0'],
       ['xstate.init', 'START', 'REQUIREMENTS_CHANGED', 'REQUIREMENTS_CHANGED'],
     ]);
+  });
+
+  describe('crowded (a delay of 0, the last check weighed more than crowdedAbove demands)', () => {
+    /** A summary of a check that weighed `demands`. */
+    const weighing = (demands: number): RequirementCheckSummary => ({ ...SUMMARY, demands });
+
+    it('says so in its context, and then checks a change on the next turn, not in its own step', () => {
+      const { actor, clock, context, effects, value } = startMachine(0, 64);
+      actor.send({ type: 'START' });
+      actor.send({ type: 'CHECKED', summary: weighing(65) });
+      expect(context()).to.deep.include({ crowded: true, crowdedAbove: 64, lastCheck: weighing(65) });
+      actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      expect(effects, 'not inside the change’s own step').to.deep.equal([]);
+      expect(value()).to.deep.equal({ started: 'checkSoon' });
+      expect(clock.pendingTimers).to.equal(1);
+      clock.increment(0);
+      expect(effects).to.deep.equal(['check@0']);
+      expect(value(), 'nothing to cool down with no delay').to.deep.equal({ started: 'idle' });
+      expect(clock.pendingTimers).to.equal(0);
+    });
+
+    it('checks the changes of one turn once, and each later turn’s once again while crowded', () => {
+      const { actor, clock, effects, trace } = startMachine(0, 64);
+      actor.send({ type: 'START' });
+      actor.send({ type: 'CHECKED', summary: weighing(1000) });
+      for (let i = 0; i < 50; i++) actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      expect(effects).to.deep.equal([]);
+      clock.increment(0);
+      expect(effects).to.deep.equal(['check@0']);
+      actor.send({ type: 'CHECKED', summary: weighing(999) });
+      clock.flush();
+      expect(effects, 'no check without a change').to.deep.equal(['check@0']);
+      clock.increment(5);
+      actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      clock.increment(0);
+      expect(effects).to.deep.equal(['check@0', 'check@5']);
+      expect(trace.filter((t) => t !== 'xstate.init' && t !== 'REQUIREMENTS_CHANGED')).to.deep.equal([
+        'START',
+        'CHECKED',
+        'xstate.after.nextTurn.slotManager.started.checkSoon',
+        'CHECKED',
+        'xstate.after.nextTurn.slotManager.started.checkSoon',
+      ]);
+    });
+
+    it('checks each change at once again after a check that weighed crowdedAbove demands or fewer', () => {
+      const { actor, clock, context, effects, value } = startMachine(0, 64);
+      actor.send({ type: 'START' });
+      actor.send({ type: 'CHECKED', summary: weighing(65) });
+      actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      clock.increment(0);
+      actor.send({ type: 'CHECKED', summary: weighing(64) });
+      expect(context().crowded).to.equal(false);
+      actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      expect(effects).to.deep.equal(['check@0', 'check@0']);
+      expect(value()).to.deep.equal({ started: 'idle' });
+      expect(clock.pendingTimers).to.equal(0);
+    });
+
+    it('is forgotten on SUSPEND, with the check it waited for: a start’s first change is checked at once', () => {
+      const { actor, clock, context, effects } = startMachine(0, 64);
+      actor.send({ type: 'START' });
+      actor.send({ type: 'CHECKED', summary: weighing(80) });
+      actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      actor.send({ type: 'SUSPEND' });
+      expect(context()).to.deep.include({ crowded: false, checks: 1, lastCheck: weighing(80) });
+      expect(clock.pendingTimers).to.equal(0);
+      actor.send({ type: 'START' });
+      actor.send({ type: 'REQUIREMENTS_CHANGED' });
+      expect(effects).to.deep.equal(['clear@0', 'check@0']);
+    });
+
+    it('never happens with a delay above 0: its changes are coalesced anyway', () => {
+      const { actor, context } = startMachine(50, 64);
+      actor.send({ type: 'START' });
+      actor.send({ type: 'CHECKED', summary: weighing(1000) });
+      expect(context()).to.deep.include({ crowded: false, lastCheck: weighing(1000) });
+    });
   });
 
   it('on SUSPEND from checkScheduled cancels the pending check and runs clearState', () => {

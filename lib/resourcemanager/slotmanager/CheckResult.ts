@@ -12,10 +12,17 @@ export interface CheckResult {
   readonly workersRequested: number;
 }
 
+/** The demands a check weighed: one outcome each (what makes the SlotManager crowded). */
+export function weighedDemands(check: CheckResult): number {
+  return check.outcomes.length;
+}
+
 /**
- * A check as the statechart's CHECKED shows it: slots placed, on workers, unfulfilled, and why each waiting job waits.
+ * A check as the statechart's CHECKED shows it: the demands it weighed, slots placed, on workers, unfulfilled, and
+ * why each waiting job waits.
  */
-export function summarizeCheck({ outcomes, workersRequested }: CheckResult): RequirementCheckSummary {
+export function summarizeCheck(check: CheckResult): RequirementCheckSummary {
+  const { outcomes, workersRequested } = check;
   const waiting: Record<string, string> = {};
   let placed = 0;
   let onWorkers = 0;
@@ -29,5 +36,5 @@ export function summarizeCheck({ outcomes, workersRequested }: CheckResult): Req
         `${JobID.short(o.demand.jobId)} ${o.demand.profile.isUnknown() ? 'default' : o.demand.profile.toString()}`
       ] = describeWaitReason(o.reason);
   }
-  return { placed, onWorkers, unfulfilled, workersRequested, waiting };
+  return { demands: weighedDemands(check), placed, onWorkers, unfulfilled, workersRequested, waiting };
 }

@@ -23,7 +23,7 @@ import { resolveOptions, type ResolvedOptions } from '../../core/options.js';
 import type { ResourceProfile } from '../../core/ResourceProfile.js';
 import type { SlotReport } from '../../core/SlotReport.js';
 import { BlockedTaskManagers } from './BlockedTaskManagers.js';
-import { summarizeCheck, type CheckResult } from './CheckResult.js';
+import { summarizeCheck, weighedDemands, type CheckResult } from './CheckResult.js';
 import { IdleTaskManagerTimeouts } from './IdleTaskManagerTimeouts.js';
 import type { PendingTaskManagerID } from './PendingTaskManager.js';
 import { DefaultResourceAllocationStrategy } from './ResourceAllocationStrategy.js';
@@ -62,8 +62,8 @@ export interface BlockedTaskManager {
 }
 
 /**
- * Demands a requirement check may weigh before the changes that follow are checked together, on the clock's next
- * turn, rather than one by one inside each change (RequirementCheckScheduler's coalesce).
+ * Demands a requirement check may weigh before the delay-0 changes that follow are checked together, on the clock's
+ * next turn, rather than one by one inside each change (slotManager.machine's crowdedAbove).
  */
 const CROWDED_CHECK = 64;
 
@@ -158,16 +158,13 @@ export class FineGrainedSlotManager {
       requirementCheckDelay: o['slotmanager.requirement-check.delay'],
       clock,
       ...(options.inspect ? { inspect: options.inspect } : {}),
+      // While many jobs wait, the changes of one event-loop turn are checked together on the clock's next turn.
+      crowdedAbove: CROWDED_CHECK,
       runCheck: () => this.#check.run(),
+      demands: weighedDemands,
       summarize: summarizeCheck,
       afterChecks: () => this.#syncer.endAllocations(), // after a throw too: never leave acquisitions uncounted
       clearState: () => this.#clear(),
-      // While many jobs wait, the changes of one event-loop turn are checked together on the clock's next turn.
-      coalesce: {
-        execute: (task) => void clock.setTimeout(task, 0),
-        demands: (check) => check.outcomes.length,
-        above: CROWDED_CHECK,
-      },
     });
   }
 

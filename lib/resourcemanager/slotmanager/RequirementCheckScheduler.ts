@@ -3,57 +3,59 @@
  * A change is REQUIREMENTS_CHANGED to the statechart; with requirement-check.delay > 0 a change
  * after a quiet period is checked on the clock's next turn (leading edge), and the changes within
  * the delay after that check are coalesced into one trailing check; with a delay of 0
- * (`isImmediate`) it runs the check at once, inside the change's own call (unless many jobs wait:
- * `coalesce`, below). The statechart is asked once which of the two it does for this delay (a probe
- * actor, at construction); then, unless an
- * inspector watches, a delay-0 change runs its check without an XState event (~5–15 µs each, more
- * than a check that places one slot): the live statechart would only pass through checkSoon back
- * to idle, where it stays.
+ * (`isImmediate`) it runs the check at once, inside the change's own call — unless the statechart
+ * is `crowded` (the last check weighed more than `crowdedAbove` demands): then the change waits
+ * in checkSoon for the clock's next turn, a 0 ms timer that the ResourceManager's clock runs in its
+ * mailbox, and the changes of one event-loop turn (a thousand jobs submitted at once, the frees the
+ * TaskExecutors' batches bring) are checked together — without that, n waiting jobs cost n checks of
+ * n demands each.
  *
- * Checks never nest: a change during a check, or while `defer` holds checks back (a slot report
- * being applied), runs one more check once that is over. A check costs in proportion to the demands
- * it weighs (every job waiting for slots): while the last one weighed more than `coalesce.above`, a
- * delay-0 change queues one check for later (`coalesce.execute`: the clock's next turn) instead, so
- * the changes of one event-loop turn (a thousand jobs submitted at once, the frees the TaskExecutors'
- * batches bring) are checked together — without that, n waiting jobs cost n checks of n demands
- * each. Each check is reported to the statechart
- * (CHECKED, with a summary); for delay-0 checks that nobody inspects, counted and reported in one
- * CHECKED when the statechart is read (`actor`) or suspended.
+ * The statechart is asked once which it does for this delay when not crowded (a probe actor, at
+ * construction); then, unless an inspector watches or the statechart is crowded, a delay-0 change
+ * runs its check without an XState event (~5–15 µs each, more than a check that places one slot):
+ * the live statechart would only pass through checkSoon back to idle, where it stays. Those checks
+ * are counted and reported in one CHECKED when the statechart is read (`actor`) or suspended — or at
+ * once when a check makes the statechart crowded or not (`weighsCrowded`), so that it knows before
+ * the next change. Every other check (the statechart ran it, or an inspector watches) is reported in
+ * its own CHECKED, with a summary.
+ *
+ * Checks never nest: a change during a check runs one more check right after it; a change while
+ * `defer` holds checks back (a slot report being applied) is made once that is over (so, crowded, it
+ * waits for the next turn like any other).
  */
 import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import { SimulatedClock, type Clock } from '../../core/clock.js';
 import { IllegalStateError } from '../../core/errors.js';
-import { slotManagerMachine, type RequirementCheckSummary } from '../../../machines/slotManager.machine.js';
+import {
+  slotManagerMachine,
+  weighsCrowded,
+  type RequirementCheckSummary,
+} from '../../../machines/slotManager.machine.js';
 
 export interface RequirementCheckSchedulerOptions<T> {
   /** slotmanager.requirement-check.delay (ms). */
   readonly requirementCheckDelay: number;
+  /** The statechart's crowdedAbove: demands a check may weigh before delay-0 changes wait for the next turn. */
+  readonly crowdedAbove: number;
+  /** Runs the statechart's timers: the owner's clock, whose callbacks run in its mailbox. */
   readonly clock: Clock;
   readonly inspect?: (event: InspectionEvent) => void;
   /** Runs one check; what it returns is summarised only when reported. */
   readonly runCheck: () => T;
+  /** How many demands a check weighed (read after every check, so cheap: no summary). */
+  readonly demands: (check: T) => number;
   readonly summarize: (check: T) => RequirementCheckSummary;
   /** After every run of checks, a throw included. */
   readonly afterChecks: () => void;
   /** The statechart's clearState (SUSPEND). */
   readonly clearState: () => void;
-  /**
-   * Delay-0 checks while many demands wait: queued with `execute` (later, into the owner's mailbox) when the last check
-   * weighed more than `above` demands (`demands` reads how many a check weighed). Without it every change is checked
-   * at once.
-   */
-  readonly coalesce?: {
-    readonly execute: (task: () => void) => void;
-    readonly demands: (check: T) => number;
-    readonly above: number;
-  };
 }
 
 const immediateByDelay = new Map<number, boolean>();
 
 /**
- * Whether slotManager.machine runs a check inside the REQUIREMENTS_CHANGED step itself for this delay (asked once per
- * delay).
+ * Whether slotManager.machine, not crowded, runs a check inside the REQUIREMENTS_CHANGED step itself for this delay
+ * (asked once per delay).
  */
 export function checksAtOnce(requirementCheckDelay: number): boolean {
   let known = immediateByDelay.get(requirementCheckDelay);
@@ -65,7 +67,7 @@ export function checksAtOnce(requirementCheckDelay: number): boolean {
       }),
       {
         clock: new SimulatedClock(),
-        input: { requirementCheckDelay },
+        input: { requirementCheckDelay, crowdedAbove: Number.POSITIVE_INFINITY },
       },
     ).start();
     probe.send({ type: 'START' });
@@ -87,13 +89,9 @@ export class RequirementCheckScheduler<T> {
   #checking = false;
   #recheck = false;
   #deferring = 0;
-  /** Checks run and not reported to the statechart yet, and the last one. */
+  /** Checks run and not reported to the statechart yet (none changed whether it is crowded), and the last one. */
   #unreported = 0;
   #last: T | undefined;
-  /** The last check weighed more than coalesce.above demands: changes are checked together (coalesce.execute). */
-  #crowded = false;
-  /** A coalesced check is queued. */
-  #queued = false;
 
   constructor(options: RequirementCheckSchedulerOptions<T>) {
     this.#o = options;
@@ -102,13 +100,13 @@ export class RequirementCheckScheduler<T> {
     this.#actor = createActor(
       slotManagerMachine.provide({
         actions: {
-          checkResourceRequirements: () => this.#runChecks(),
+          checkResourceRequirements: () => this.#statechartCheck(),
           clearState: () => options.clearState(),
         },
       }),
       {
         clock: options.clock,
-        input: { requirementCheckDelay: options.requirementCheckDelay },
+        input: { requirementCheckDelay: options.requirementCheckDelay, crowdedAbove: options.crowdedAbove },
         ...(options.inspect ? { inspect: options.inspect } : {}),
       },
     ).start();
@@ -159,12 +157,11 @@ export class RequirementCheckScheduler<T> {
     this.#started = this.#actor.getSnapshot().matches('started');
   }
 
+  /** Suspends the statechart (clearState), which forgets that it was crowded. */
   suspend(): void {
     this.#report();
     this.#actor.send({ type: 'SUSPEND' });
     this.#started = this.#actor.getSnapshot().matches('started');
-    // Its state is cleared: nobody waits any more, and a start's first check runs at once.
-    this.#crowded = false;
   }
 
   stop(): void {
@@ -174,34 +171,16 @@ export class RequirementCheckScheduler<T> {
   /** Something changed: a check as the statechart schedules it (coalesced with any other change). */
   requirementsChanged(): void {
     if (!this.#started) return;
-    if (!this.#immediate) {
-      // While a check is scheduled (leading or trailing) the statechart absorbs the event (~5–15 µs
-      // of XState for nothing): only an inspector would see it.
-      if (this.#inspected || !this.#scheduled()) this.#actor.send({ type: 'REQUIREMENTS_CHANGED' });
-    } else if (this.#checking || this.#deferring > 0) {
+    if (this.#immediate && (this.#checking || this.#deferring > 0)) {
       this.#recheck = true;
-    } else if (this.#crowded) {
-      if (this.#queued) return;
-      this.#queued = true;
-      this.#o.coalesce!.execute(this.#runQueued);
+    } else if (!this.#immediate || this.#inspected || this.#statechartCrowded()) {
+      // The statechart schedules the check: on a later turn (delay above 0, or crowded), else (inspected) in this
+      // step. While one is scheduled it absorbs the event (~5–15 µs of XState for nothing): only an inspector sees it.
+      if (this.#inspected || !this.#scheduled()) this.#actor.send({ type: 'REQUIREMENTS_CHANGED' });
     } else {
-      this.#checkNow();
+      this.#runChecks(false);
     }
   }
-
-  /** A delay-0 check now: through the statechart when an inspector watches (it runs the check in that step). */
-  #checkNow(): void {
-    if (this.#inspected) this.#actor.send({ type: 'REQUIREMENTS_CHANGED' });
-    else this.#runChecks();
-  }
-
-  /** The check the changes since it was queued wait for (none when the SlotManager was suspended meanwhile). */
-  readonly #runQueued = (): void => {
-    this.#queued = false;
-    if (!this.#started) return;
-    if (this.#checking || this.#deferring > 0) this.#recheck = true;
-    else this.#checkNow();
-  };
 
   /**
    * Runs `change` with immediate checks held back until it is complete (never a check halfway through a slot report).
@@ -224,13 +203,25 @@ export class RequirementCheckScheduler<T> {
     return snapshot.matches({ started: 'checkScheduled' }) || snapshot.matches({ started: 'checkSoon' });
   }
 
-  #runChecks(): void {
+  /** Whether the statechart holds that the last check weighed too many demands for delay-0 checks at once. */
+  #statechartCrowded(): boolean {
+    return this.#actor.getSnapshot().context.crowded;
+  }
+
+  /** The statechart's checkResourceRequirements; never inside another check or a deferred change. */
+  #statechartCheck(): void {
+    if (this.#checking || this.#deferring > 0) this.#recheck = true;
+    else this.#runChecks(true);
+  }
+
+  /** `byStatechart`: the statechart runs these checks in a step of its own, so it hears of each one. */
+  #runChecks(byStatechart: boolean): void {
     if (!this.#started) return;
     this.#checking = true;
     try {
       do {
         this.#recheck = false;
-        this.#checked(this.#o.runCheck());
+        this.#checked(this.#o.runCheck(), byStatechart);
       } while (this.#recheck);
     } finally {
       this.#checking = false;
@@ -238,15 +229,14 @@ export class RequirementCheckScheduler<T> {
     }
   }
 
-  #checked(check: T): void {
-    const { coalesce } = this.#o;
-    this.#crowded = coalesce !== undefined && coalesce.demands(check) > coalesce.above;
-    if (this.#inspected || !this.#immediate) {
-      this.#actor.send({ type: 'CHECKED', summary: this.#o.summarize(check) });
-      return;
-    }
+  #checked(check: T, byStatechart: boolean): void {
     this.#unreported++;
     this.#last = check;
+    // A check run without the statechart waits to be reported, unless it makes the statechart crowded or no longer
+    // crowded: the next change must find that out.
+    if (byStatechart || weighsCrowded(this.#o.demands(check), this.#o.crowdedAbove) !== this.#statechartCrowded()) {
+      this.#report();
+    }
   }
 
   #report(): void {
@@ -255,6 +245,7 @@ export class RequirementCheckScheduler<T> {
     const last = this.#last!;
     this.#unreported = 0;
     this.#last = undefined;
-    this.#actor.send({ type: 'CHECKED', summary: this.#o.summarize(last), checks });
+    const summary = this.#o.summarize(last);
+    this.#actor.send(checks === 1 ? { type: 'CHECKED', summary } : { type: 'CHECKED', summary, checks });
   }
 }

@@ -572,21 +572,30 @@ describe('FineGrainedSlotManager: lifecycle and limits', () => {
       },
     );
 
-    it('does the same with an inspector watching: it sees one REQUIREMENTS_CHANGED for the changes of a turn', () => {
-      let changes = 0;
-      const { h, turn } = crowded((event) => {
-        if (event.type === '@xstate.event' && event.event.type === 'REQUIREMENTS_CHANGED') changes++;
-      });
-      const jobs = Array.from({ length: 80 }, () => JobID.generate());
-      for (const job of jobs.slice(0, 67)) h.declare(job, [UNKNOWN, 1]);
-      const before = changes;
-      for (const job of jobs.slice(67)) h.declare(job, [UNKNOWN, 1]);
-      expect(changes, 'none while the turn lasts').to.equal(before);
-      turn();
-      expect(changes).to.equal(before + 1);
-      expect(jobs.map((job) => h.acquired(job))).to.deep.equal([1, 1, ...new Array(78).fill(0)]);
-      expect(h.sm.getPendingRequests()).to.have.length(78);
-    });
+    it(
+      'does the same with an inspector watching: it sees the statechart crowded, the changes of the turn wait in ' +
+        "checkSoon, and one check on the clock's next turn",
+      () => {
+        let checked = 0;
+        const { h, turn } = crowded((event) => {
+          if (event.type === '@xstate.event' && event.event.type === 'CHECKED') checked++;
+        });
+        const jobs = Array.from({ length: 80 }, () => JobID.generate());
+        for (const job of jobs.slice(0, 67)) h.declare(job, [UNKNOWN, 1]);
+        const { context } = h.sm.actor.getSnapshot();
+        expect(context).to.deep.include({ crowded: true, crowdedAbove: 64 });
+        expect(context.lastCheck!.demands).to.be.above(64);
+        const before = checked;
+        for (const job of jobs.slice(67)) h.declare(job, [UNKNOWN, 1]);
+        expect(checked, 'none while the turn lasts').to.equal(before);
+        expect(h.sm.actor.getSnapshot().value).to.deep.equal({ started: 'checkSoon' });
+        turn();
+        expect(checked).to.equal(before + 1);
+        expect(h.sm.actor.getSnapshot().value).to.deep.equal({ started: 'idle' });
+        expect(jobs.map((job) => h.acquired(job))).to.deep.equal([1, 1, ...new Array(78).fill(0)]);
+        expect(h.sm.getPendingRequests()).to.have.length(78);
+      },
+    );
 
     it('checks at once again after a suspend: the first check of the next start runs inside start()', () => {
       const { h, turn } = crowded();
