@@ -12,7 +12,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import { IllegalArgumentError } from '../core/errors.js';
 import type { LargeMessageStore } from '../rpc/natsTransport.js';
-import { retriedWhileElecting } from './jetStreamErrors.js';
+import { openedDespiteRace, retriedWhileElecting } from './jetStreamErrors.js';
 
 const SHA256 = /^[0-9a-f]{64}$/;
 
@@ -52,8 +52,8 @@ export class BlobStore {
     const objm = new Objm(connection);
     try {
       const [code, messages] = await Promise.all([
-        objm.create(`slotwise-${clusterId}-code`, { replicas }),
-        objm.create(`slotwise-${clusterId}-messages`, { replicas }),
+        openedDespiteRace(() => objm.create(`slotwise-${clusterId}-code`, { replicas })),
+        openedDespiteRace(() => objm.create(`slotwise-${clusterId}-messages`, { replicas })),
       ]);
       return new BlobStore(code, messages);
     } catch (error) {

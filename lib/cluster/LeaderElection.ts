@@ -33,7 +33,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import { describeError, IllegalArgumentError } from '../core/errors.js';
 import type { ResolvedOptions } from '../core/options.js';
 import { checkClusterId } from './clusterSubjects.js';
-import { isApiError, unlessStreamNotFound } from './jetStreamErrors.js';
+import { isApiError, openedDespiteRace, unlessStreamNotFound } from './jetStreamErrors.js';
 
 /** A JobManager as its lease names it: its own id, host and pid, when it started (ISO 8601), its REST URL. */
 export interface LeaseHolder {
@@ -395,8 +395,10 @@ async function ensureStream(
     duplicate_window: Math.min(leaseDurationMs, MAX_DUPLICATE_WINDOW_MS) * 1_000_000,
     max_msgs_per_subject: 1,
   };
-  const info = await unlessStreamNotFound(jsm.streams.info(leaseStream(clusterId)));
-  if (info === null) return (await jsm.streams.add({ name: leaseStream(clusterId), ...config })).config.max_age;
+  const info = await openedDespiteRace(async () => {
+    const found = await unlessStreamNotFound(jsm.streams.info(leaseStream(clusterId)));
+    return found ?? (await jsm.streams.add({ name: leaseStream(clusterId), ...config }));
+  });
   if (update && (info.config.max_age !== config.max_age || info.config.num_replicas !== replicas))
     return (await jsm.streams.update(leaseStream(clusterId), config)).config.max_age;
   return info.config.max_age;

@@ -38,3 +38,23 @@ export async function retriedWhileElecting<T>(operation: () => Promise<T>): Prom
     }
   }
 }
+
+/**
+ * JetStream's answers to adding a stream that another process added meanwhile with the same subjects: "subjects
+ * overlap with an existing stream" (10065) and "stream name already in use" (10058).
+ */
+const ADDED_MEANWHILE = new Set([10065, 10058]);
+
+/**
+ * `open()` (a create-or-open of a stream, KV bucket or object store), once more when it lost a race: JobManagers and
+ * TaskManagers that start together each find a cluster's stream missing and each add it, and every add but the first
+ * is refused; the second try finds the stream the first one made.
+ */
+export async function openedDespiteRace<T>(open: () => Promise<T>): Promise<T> {
+  try {
+    return await open();
+  } catch (error) {
+    if (!(error instanceof JetStreamApiError && ADDED_MEANWHILE.has(error.code))) throw error;
+    return await open();
+  }
+}
