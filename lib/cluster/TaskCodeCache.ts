@@ -7,7 +7,7 @@
  *
  * On the wire to a TaskExecutor a module in the BlobStore is named `slotwise-code:sha256-<hex>`.
  */
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,8 +34,11 @@ export class TaskCodeCache {
   readonly dir: string;
   /** Per hash, the file once verified (one fetch and one check per process, however many tasks ask). */
   readonly #ready = new Map<string, Promise<string>>();
-  /** The hashes whose file this process wrote or verified on disk. */
-  readonly #onDisk = new Set<string>();
+  /**
+   * Per hash whose file this process wrote or verified, that file as it was then (size, inode, modification time): one
+   * that still is needs no writing.
+   */
+  readonly #onDisk = new Map<string, string>();
 
   constructor(dir: string) {
     this.dir = dir;
@@ -48,19 +51,27 @@ export class TaskCodeCache {
 
   /**
    * Writes code we hold (its hash checked) and returns its path. Code this process wrote or verified before is not
-   * written again: the same hash is the same text, and a file written anew is another file to whoever keys on it (the
-   * JobManager's task module checker checks it again, booting a thread).
+   * written again while its file is as it left it (one stat): the same hash is the same text, and a file written anew
+   * is another file to whoever keys on it (the JobManager's task module checker checks it again, booting a thread).
+   * A file removed or replaced meanwhile is written again.
    */
   write(sha256: string, bytes: Uint8Array): string {
     const path = this.pathFor(sha256);
     if (sha256Hex(bytes) !== sha256) throw new Error(`task code does not hash to sha256-${sha256}`);
-    if (this.#onDisk.has(sha256)) return path;
+    const known = this.#onDisk.get(sha256);
+    if (known !== undefined && known === fileStamp(path)) return path;
     const temporary = `${path}.${process.pid}.${Math.random().toString(16).slice(2)}.tmp`;
     writeFileSync(temporary, bytes);
     renameSync(temporary, path);
-    this.#onDisk.add(sha256);
+    this.#remember(sha256, path);
     this.#ready.set(sha256, Promise.resolve(path));
     return path;
+  }
+
+  #remember(sha256: string, path: string): void {
+    const stamp = fileStamp(path);
+    if (stamp === undefined) this.#onDisk.delete(sha256);
+    else this.#onDisk.set(sha256, stamp);
   }
 
   /** The path of the code `sha256`: cached on disk (verified), or fetched with `fetch` and cached. */
@@ -79,11 +90,17 @@ export class TaskCodeCache {
     const path = this.pathFor(sha256);
     const onDisk = await readFile(path).catch(() => undefined);
     if (onDisk !== undefined && sha256Hex(onDisk) === sha256) {
-      this.#onDisk.add(sha256);
+      this.#remember(sha256, path);
       return path;
     }
     return this.write(sha256, await fetch(sha256));
   }
+}
+
+/** A file's size, inode and modification time as one string, or undefined when there is none. */
+function fileStamp(path: string): string | undefined {
+  const stat = statSync(path, { bigint: true, throwIfNoEntry: false });
+  return stat === undefined ? undefined : `${stat.size}:${stat.ino}:${stat.mtimeNs}`;
 }
 
 /** The absolute path a task module names, or undefined when it names none (JobGraph refuses it then). */

@@ -57,6 +57,17 @@ describe('TaskCodeCache', () => {
     expect(await cache.resolve(hash, () => Promise.reject(new Error('no fetch expected')))).to.equal(path);
   });
 
+  it('writes code it holds again once its file was removed or replaced', () => {
+    const cache = new TaskCodeCache(dir);
+    const path = cache.write(hash, code);
+    rmSync(path);
+    expect(cache.write(hash, code)).to.equal(path);
+    expect(readFileSync(path).equals(code)).to.equal(true);
+    writeFileSync(path, 'tampered');
+    cache.write(hash, code);
+    expect(readFileSync(path).equals(code)).to.equal(true);
+  });
+
   it('names code by hash on the wire and tells those names from paths', () => {
     expect(taskCodeRef(hash)).to.equal(`slotwise-code:sha256-${hash}`);
     expect(taskCodeHash(taskCodeRef(hash))).to.equal(hash);
