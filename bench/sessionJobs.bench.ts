@@ -10,7 +10,8 @@
  * the nats-server) from the first submit until the machine is idle again after the last result, and split by
  * who spent it. The task module is a plain file given by path, as a user gives it (bundled at the first submit
  * and remembered). Needs nats-server; without it the bench says so and exits 0. `npm run bench -- sessionJobs`;
- * SESSION_JOBS, SESSION_BURST, SESSION_ROUNDS change it. The last line is one JSON object with every figure.
+ * SESSION_JOBS, SESSION_BURST, SESSION_ROUNDS, SESSION_WARM_UP change it. The last line is one JSON object with
+ * every figure.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -27,7 +28,8 @@ import { printJson, round } from './support/report.js';
 const JOBS = Number(process.env['SESSION_JOBS'] ?? 300);
 const BURST = Number(process.env['SESSION_BURST'] ?? 300);
 const ROUNDS = Number(process.env['SESSION_ROUNDS'] ?? 3);
-const WARM_UP = 300;
+/** p = 1 jobs on each cluster before the first round: V8 optimizes a job path only after thousands (jobRuns.ts). */
+const WARM_UP = Number(process.env['SESSION_WARM_UP'] ?? 2000);
 const SLOTS = 4;
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 
