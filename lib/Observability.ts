@@ -17,7 +17,7 @@ import { ClusterDashboard } from './dashboard/ClusterDashboard.js';
 import type { ResolvedDashboardOptions } from './dashboard/DashboardOptions.js';
 import { DashboardServer } from './dashboard/DashboardServer.js';
 import type { JobLookup, JobObserver } from './dispatcher/Dispatcher.js';
-import { combineInspectionSinks, createInspectionSink, type InspectionSink } from './inspect.js';
+import { combineInspectionSinks, createInspectionSink, observerSink, type InspectionSink } from './inspect.js';
 import type { InspectOption } from './InspectionRecord.js';
 import { ClusterMetrics } from './metrics/ClusterMetrics.js';
 import type { ResolvedMetricsOptions } from './metrics/MetricsOptions.js';
@@ -75,7 +75,7 @@ export class Observability {
   inspectionSink(inspect: InspectOption | undefined): InspectionSink | null {
     const actors = this.actors;
     const own = inspect === undefined ? null : createInspectionSink(inspect);
-    const dashboard = actors === null ? null : createInspectionSink((record) => actors.record(record));
+    const dashboard = actors === null ? null : observerSink(actors.observer(), (record) => actors.record(record));
     return own !== null && dashboard !== null ? combineInspectionSinks(own, dashboard) : (own ?? dashboard);
   }
 

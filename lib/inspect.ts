@@ -157,6 +157,29 @@ function fromWorker(origin: string, raw: unknown): StatelyInspectionEvent {
   return event as unknown as StatelyInspectionEvent;
 }
 
+/**
+ * A sink for an observer of this thread's raw XState events (`inspect`, called as they happen, no conversion) that
+ * takes the workers' records (`forward`, plain Stately events with their origin) apart: the dashboard's actor view.
+ */
+export function observerSink(
+  inspect: (event: InspectionEvent) => void,
+  forward: (record: InspectionRecord) => void,
+): InspectionSink {
+  return {
+    inspect: (event) => {
+      try {
+        inspect(event);
+      } catch {
+        // A failing observer must not break the runtime it watches.
+      }
+    },
+    forward: (origin, event) => forward({ ...fromWorker(origin, event), origin } as InspectionRecord),
+    ready: Promise.resolve(),
+    url: null,
+    close: async () => {},
+  };
+}
+
 /** One sink feeding two: every event to both, ready when both are, the first one's URL. */
 export function combineInspectionSinks(a: InspectionSink, b: InspectionSink): InspectionSink {
   return {

@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { assign, createActor, createMachine, setup, type InspectionEvent } from 'xstate';
+import { createInspectionSink } from '../../lib/inspect.js';
 import { ActorDirectory, ENDED_KEPT, RECENT_EVENTS } from '../../lib/dashboard/ActorDirectory.js';
 import type { InspectionRecord } from '../../lib/InspectionRecord.js';
 import type { ClusterOverview } from '../../lib/ClusterOverview.js';
@@ -74,6 +76,58 @@ describe('ActorDirectory (the actors the dashboard shows)', () => {
     expect(directory.get('s0'), 'the oldest stopped actor is gone').to.equal(undefined);
     expect(directory.get('s1')!.status).to.equal('stopped');
     expect(directory.get('a'), 'live actors stay').to.not.equal(undefined);
+  });
+});
+
+describe("ActorDirectory.observer (this thread's actors, straight off XState's events)", () => {
+  /** A parent with nested states and a context, and a child it invokes that ends: what the SlotManager and jobs are. */
+  const child = createMachine({
+    id: 'child',
+    initial: 'working',
+    states: { working: { on: { DONE: 'done' } }, done: { type: 'final' } },
+  });
+  const parent = setup({ actors: { child } }).createMachine({
+    id: 'parent',
+    context: { n: 0 },
+    initial: 'idle',
+    invoke: { src: 'child', id: 'worker' },
+    states: {
+      idle: { on: { GO: { target: 'busy.one', actions: assign({ n: ({ context }) => context.n + 1 }) } } },
+      busy: { initial: 'one', states: { one: { on: { NEXT: 'two' } }, two: {} } },
+    },
+  });
+
+  /** Runs the same actors with `inspect`, then stops them. */
+  function run(inspect: (event: InspectionEvent) => void) {
+    const actor = createActor(parent, { inspect }).start();
+    actor.send({ type: 'GO' });
+    actor.send({ type: 'NEXT' });
+    actor.getSnapshot().children['worker']!.send({ type: 'DONE' });
+    actor.stop();
+  }
+
+  it('keeps what the Stately inspection records would: names, parents, values, statuses, events', async () => {
+    const viaRecords = new ActorDirectory();
+    const sink = createInspectionSink((record) => viaRecords.record({ ...record, origin: 'main' }));
+    run(sink.inspect);
+    const direct = new ActorDirectory();
+    run(direct.observer('main'));
+    // The Stately inspector converts on a timer per event.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const shape = (directory: ActorDirectory) =>
+      directory.list().map(({ id: _id, parentId, ...actor }) => ({
+        ...actor,
+        hasParent: parentId !== null,
+        recent: directory.get(_id)!.recent.map(({ at: _at, ...event }) => event),
+      }));
+    expect(shape(direct)).to.deep.equal(shape(viaRecords));
+    expect(shape(direct)[0]!.recent.map((event) => event.type)).to.include.members(['GO', 'NEXT']);
+    expect(shape(direct).map(({ name, value, status, hasParent }) => [name, value, status, hasParent])).to.deep.equal([
+      ['parent', { busy: 'two' }, 'stopped', false],
+      ['worker', 'done', 'done', true],
+    ]);
+    const [root, worker] = direct.list();
+    expect(worker!.parentId).to.equal(root!.id);
   });
 });
 
