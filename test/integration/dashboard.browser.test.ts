@@ -197,7 +197,16 @@ describe('the dashboard in a browser (headless Chromium)', function () {
     const where = await box.locator('[data-testid=exception] td:nth-child(3)').first().textContent();
     expect(where).to.match(/^taskexecutor-[0-9a-f]+ \/ [0-9a-f]{8}$/);
     mkdirSync(ARTIFACTS, { recursive: true });
-    await box.screenshot({ path: new URL('dashboard-exceptions.png', ARTIFACTS).pathname });
+    // The page renders the jobs anew with every view the server pushes: a box replaced while it was being captured
+    // ("not attached to the DOM") is captured again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await box.screenshot({ path: new URL('dashboard-exceptions.png', ARTIFACTS).pathname });
+        break;
+      } catch (error) {
+        if (attempt === 3) throw error;
+      }
+    }
   });
 
   it("shows a chosen actor's state and recent events, from the inspection stream", async () => {
