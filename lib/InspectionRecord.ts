@@ -64,3 +64,10 @@ export type InspectOption =
         readonly open?: boolean;
       };
     };
+
+/**
+ * How much of each event a worker or TaskManager sends its coordinator: `full` Stately records (for an application's
+ * `inspect` callback or the Stately inspector: snapshots with their context, machine definitions), or only what the
+ * dashboard's actor view reads (`actors`: names, parents, state values, statuses and event types).
+ */
+export type InspectionDetail = 'full' | 'actors';

@@ -79,7 +79,7 @@ export class MiniCluster {
       configuration: this.options,
       logger: this.#log,
       logLevel: o.logLevel,
-      ...(this.#inspection ? { inspect: this.#inspection.forward } : {}),
+      ...(this.#inspection ? { inspect: this.#inspection.forward, inspectDetail: this.#inspection.detail } : {}),
     });
     this.resourceManager = new ResourceManager({
       configuration: this.options,

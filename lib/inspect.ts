@@ -18,7 +18,7 @@ import { createInspector, type StatelyInspectionEvent } from '@statelyai/inspect
 import type { InspectionEvent } from 'xstate';
 import { ConfigurationError } from './core/errors.js';
 import { StatelyRelay } from './inspectRelay.js';
-import type { InspectionRecord, InspectOption } from './InspectionRecord.js';
+import type { InspectionDetail, InspectionRecord, InspectOption } from './InspectionRecord.js';
 import { toPlainInspectionEvent } from './workerInspector.js';
 
 export type { InspectionRecord, InspectOption } from './InspectionRecord.js';
@@ -32,6 +32,8 @@ export interface InspectionSink {
   readonly ready: Promise<void>;
   /** The relay's page for the Stately inspector, with its token, once `ready`; null for a callback. */
   readonly url: string | null;
+  /** What of each event the workers must send (`actors`: only what the dashboard's actor view reads). */
+  readonly detail: InspectionDetail;
   close(): Promise<void>;
 }
 
@@ -91,6 +93,7 @@ export function createInspectionSink(option: InspectOption): InspectionSink {
       forward: (origin, event) => deliver(origin, fromWorker(origin, event)),
       ready: Promise.resolve(),
       url: null,
+      detail: 'full',
       close: async () => {},
     };
   }
@@ -121,6 +124,7 @@ function statelySink(port: number, open: boolean): InspectionSink {
     get url() {
       return relay?.url ?? null;
     },
+    detail: 'full',
     close: async () => {
       if (
         !(await ready.then(
@@ -176,6 +180,7 @@ export function observerSink(
     forward: (origin, event) => forward({ ...fromWorker(origin, event), origin } as InspectionRecord),
     ready: Promise.resolve(),
     url: null,
+    detail: 'actors',
     close: async () => {},
   };
 }
@@ -192,6 +197,7 @@ export function combineInspectionSinks(a: InspectionSink, b: InspectionSink): In
       b.forward(origin, event);
     },
     ready: Promise.all([a.ready, b.ready]).then(() => {}),
+    detail: a.detail === 'full' || b.detail === 'full' ? 'full' : 'actors',
     get url() {
       return a.url ?? b.url;
     },

@@ -12,7 +12,8 @@
  */
 import type { StatelyInspectionEvent } from '@statelyai/inspect';
 import { configure } from 'safe-stable-stringify';
-import type { InspectionEvent } from 'xstate';
+import type { AnyActorRef, InspectionEvent } from 'xstate';
+import type { InspectionDetail, InspectionRecord } from './InspectionRecord.js';
 
 const SERIALIZE_DEPTH = 8;
 const stringify = configure({ maximumDepth: SERIALIZE_DEPTH, bigint: true });
@@ -27,10 +28,68 @@ export function toPlainInspectionEvent(event: StatelyInspectionEvent): StatelyIn
   return text === undefined ? event : (JSON.parse(text) as StatelyInspectionEvent);
 }
 
-/** The worker side: an XState `inspect` observer that posts plain events with `send` (loads the inspector first). */
+/** An inspection record without the thread it came from (the coordinator adds that). */
+export type UnplacedRecord = InspectionRecord extends infer R ? (R extends unknown ? Omit<R, 'origin'> : never) : never;
+
+/**
+ * What the dashboard's actor view reads of an XState inspection event, as a plain record of the Stately shape: an
+ * actor's name, parent, state value and status as it starts, and each new snapshot's value, status and event type;
+ * undefined for the events it does not read. No conversion by the Stately inspector (a timer per event, every
+ * snapshot serialized twice): the value and status are the snapshot's own (plain strings and objects).
+ */
+export function actorsRecord(event: InspectionEvent): UnplacedRecord | undefined {
+  if (event.type === '@xstate.actor') {
+    const actor = event.actorRef as AnyActorRef & { _parent?: AnyActorRef };
+    // A child's first snapshot is not there yet as its parent starts it.
+    const snapshot = actor.getSnapshot() as { value?: unknown; status?: string } | undefined;
+    return {
+      type: '@xstate.actor',
+      sessionId: actor.sessionId,
+      rootId: event.rootId,
+      parentId: actor._parent?.sessionId,
+      name: actorName(actor),
+      definition: undefined,
+      snapshot: snapshot === undefined ? {} : { value: snapshot.value, status: snapshot.status },
+      createdAt: String(Date.now()),
+      id: '',
+      _version: '',
+    };
+  }
+  if (event.type === '@xstate.snapshot') {
+    const snapshot = event.snapshot as { value?: unknown; status?: string };
+    return {
+      type: '@xstate.snapshot',
+      sessionId: event.actorRef.sessionId,
+      rootId: event.rootId,
+      event: { type: event.event.type },
+      snapshot: { value: snapshot.value, status: snapshot.status },
+      createdAt: String(Date.now()),
+      id: '',
+      _version: '',
+    };
+  }
+  return undefined;
+}
+
+/** An actor's name as the Stately inspector gives it: its id, or its machine's when the id is only its session's. */
+function actorName(actor: AnyActorRef): string {
+  const config = (actor as { logic?: { config?: { id?: unknown } } }).logic?.config;
+  return actor.id === actor.sessionId && typeof config?.id === 'string' ? config.id : actor.id;
+}
+
+/**
+ * The worker side: an XState `inspect` observer that posts plain events with `send`: `full` Stately records (loads the
+ * inspector first), or only what the dashboard reads (`actors`: {@link actorsRecord}, at once).
+ */
 export async function loadWorkerInspector(
-  send: (event: StatelyInspectionEvent) => void,
+  send: (event: StatelyInspectionEvent | UnplacedRecord) => void,
+  detail: InspectionDetail = 'full',
 ): Promise<(event: InspectionEvent) => void> {
+  if (detail === 'actors')
+    return (event) => {
+      const record = actorsRecord(event);
+      if (record !== undefined) send(record);
+    };
   const { createInspector } = await import('@statelyai/inspect');
   const inspector = createInspector({ send }, { serialize: toPlainInspectionEvent, autoStart: false });
   return (event) => inspector.inspect.next?.(event);

@@ -39,6 +39,16 @@ describe('Observability (what a coordinator wires for metrics and the dashboard)
     },
   );
 
+  it('asks the workers for full records only when the application inspects: the dashboard reads less', async () => {
+    const o = new Observability({ metrics: resolveMetricsOptions(undefined), dashboard: true, overview });
+    expect(o.inspectionSink(undefined)!.detail).to.equal('actors');
+    expect(o.inspectionSink(() => {})!.detail).to.equal('full');
+    const alone = new Observability({ metrics: resolveMetricsOptions(undefined), dashboard: false, overview });
+    expect(alone.inspectionSink(() => {})!.detail).to.equal('full');
+    await o.close();
+    await alone.close();
+  });
+
   it('counts what the Dispatcher and the ResourceManager tell it, and leaves the registry on close', async () => {
     const metrics = resolveMetricsOptions(undefined);
     const o = new Observability({ metrics, dashboard: false, overview });

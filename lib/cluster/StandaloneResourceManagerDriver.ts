@@ -25,6 +25,7 @@ import type { ResourceManagerDriver, ResourceManagerDriverContext } from '../res
 import { WorkerResourceSpec } from '../resourcemanager/slotmanager/WorkerResourceSpec.js';
 import type { ResolvedOptions } from '../core/options.js';
 import type { Clock } from '../core/clock.js';
+import type { InspectionDetail } from '../InspectionRecord.js';
 import { checkResourceIdToken } from './clusterSubjects.js';
 import { isInspectionBatch, type InspectionRequest } from './forwardedInspection.js';
 
@@ -38,6 +39,8 @@ export interface StandaloneDriverOptions {
   readonly taskModuleFor?: (taskModule: string) => string;
   /** Where the TaskExecutors' statecharts go (their inspection events, by ResourceID); none asked for when absent. */
   readonly inspect?: (origin: string, event: unknown) => void;
+  /** How much of each event the TaskExecutors are asked to send (default 'full'). */
+  readonly inspectDetail?: InspectionDetail;
 }
 
 type RemoteWorker = LinkedWorker;
@@ -133,7 +136,8 @@ export class StandaloneResourceManagerDriver
       if (inspect !== undefined && isInspectionBatch(event.data))
         for (const record of event.data.events) inspect(resourceId, record);
     });
-    if (inspect !== undefined) inspection.postMessage({ type: 'inspect' } satisfies InspectionRequest);
+    if (inspect !== undefined)
+      inspection.postMessage({ type: 'inspect', detail: this.#o.inspectDetail ?? 'full' } satisfies InspectionRequest);
     const rewrite = this.#o.taskModuleFor;
     const gateway: TaskExecutorGateway =
       rewrite === undefined

@@ -13,6 +13,7 @@
  * until that leader asks; a JobManager that did not ask drops what still arrives.
  */
 import type { AnyActorRef, InspectionEvent } from 'xstate';
+import type { InspectionDetail } from '../InspectionRecord.js';
 import type { Channel } from '../rpc/Link.js';
 
 /** How often a TaskManager sends what its statecharts did. */
@@ -20,9 +21,10 @@ const FLUSH_MS = 100;
 /** The most events in one batch; older ones of a burst are dropped (and counted). */
 const MAX_BATCH = 2_000;
 
-/** The JobManager to a TaskExecutor: send me your statecharts. */
+/** The JobManager to a TaskExecutor: send me your statecharts, with this much of each event (default 'full'). */
 export interface InspectionRequest {
   readonly type: 'inspect';
+  readonly detail?: InspectionDetail;
 }
 
 /** A TaskExecutor to its JobManager: plain Stately inspection events, oldest first. */
@@ -61,7 +63,8 @@ export class InspectionForwarder {
     this.#channel = channel;
     this.#onError = onError;
     channel.addEventListener('message', (event) => {
-      if ((event.data as InspectionRequest | null)?.type === 'inspect') void this.#start();
+      const request = event.data as InspectionRequest | null;
+      if (request?.type === 'inspect') void this.#start(request.detail === 'actors' ? 'actors' : 'full');
     });
   }
 
@@ -87,12 +90,15 @@ export class InspectionForwarder {
     this.#flush();
   }
 
-  async #start(): Promise<void> {
+  async #start(detail: InspectionDetail): Promise<void> {
     const generation = ++this.#generation;
     try {
       const { loadWorkerInspector } = await import('../workerInspector.js');
       // The inspector converts each event on a later turn: one converted after a stop is not sent.
-      const observer = await loadWorkerInspector((event) => generation === this.#generation && this.#push(event));
+      const observer = await loadWorkerInspector(
+        (event) => generation === this.#generation && this.#push(event),
+        detail,
+      );
       if (generation !== this.#generation) return;
       this.#observer = observer;
       const root = this.#root?.();

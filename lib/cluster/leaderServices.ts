@@ -100,7 +100,7 @@ export function startLeaderServices(c: LeaderServicesContext): LeaderServices {
     clock: systemClock,
     logger: log,
     taskModuleFor: c.taskModuleFor,
-    ...(c.inspection ? { inspect: c.inspection.forward } : {}),
+    ...(c.inspection ? { inspect: c.inspection.forward, inspectDetail: c.inspection.detail } : {}),
   });
   const resourceManager = new ResourceManager({
     configuration: options,

@@ -6,8 +6,9 @@
  * inspector. Bounded: RECENT_EVENTS events per actor, and actors that stopped are forgotten after
  * ENDED_KEPT newer ones stopped.
  */
-import type { AnyActorRef, InspectionEvent } from 'xstate';
+import type { InspectionEvent } from 'xstate';
 import type { InspectionRecord } from '../InspectionRecord.js';
+import { actorsRecord } from '../workerInspector.js';
 
 /** Events kept per actor. */
 export const RECENT_EVENTS = 50;
@@ -70,12 +71,8 @@ export class ActorDirectory {
    */
   observer(origin = 'main'): (event: InspectionEvent) => void {
     return (event) => {
-      if (event.type === '@xstate.actor') {
-        const actor = event.actorRef as AnyActorRef & { _parent?: AnyActorRef };
-        this.#started(actor.sessionId, actorName(actor), origin, actor._parent?.sessionId ?? null, actor.getSnapshot());
-      } else if (event.type === '@xstate.snapshot') {
-        this.#changed(event.actorRef.sessionId, event.snapshot, event.event.type, new Date().toISOString());
-      }
+      const record = actorsRecord(event);
+      if (record !== undefined) this.record({ ...record, origin } as InspectionRecord);
     };
   }
 
@@ -137,12 +134,6 @@ export class ActorDirectory {
 interface SnapshotLike {
   readonly value?: unknown;
   readonly status?: string;
-}
-
-/** An actor's name as the Stately inspector gives it: its id, or its machine's when the id is only its session's. */
-function actorName(actor: AnyActorRef): string {
-  const config = (actor as { logic?: { config?: { id?: unknown } } }).logic?.config;
-  return actor.id === actor.sessionId && typeof config?.id === 'string' ? config.id : actor.id;
 }
 
 /** The inspector stamps events with `Date.now().toString()`; a page reads ISO 8601. */

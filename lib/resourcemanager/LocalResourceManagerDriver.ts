@@ -23,6 +23,7 @@ import type { ResourceManagerDriver, ResourceManagerDriverContext } from './Reso
 import type { PendingTaskManagerID } from './slotmanager/PendingTaskManager.js';
 import type { WorkerResourceSpec } from './slotmanager/WorkerResourceSpec.js';
 import { INSPECT_CHANNEL, type WorkerBootstrap } from '../rpc/WorkerBootstrap.js';
+import type { InspectionDetail } from '../InspectionRecord.js';
 import { wireWorkerLink } from './workerLink.js';
 import { LinkedWorkersDriver, type LinkedWorker } from './LinkedWorkers.js';
 import { spawnWorker, type SpawnedWorker } from './spawnWorker.js';
@@ -55,6 +56,8 @@ export interface LocalDriverOptions {
    * to plain Stately inspection events by the worker). Without it, workers do not inspect at all.
    */
   readonly inspect?: (origin: ResourceID, event: unknown) => void;
+  /** How much of each event the workers send (default 'full'). */
+  readonly inspectDetail?: InspectionDetail;
 }
 
 interface Worker extends LinkedWorker {
@@ -201,6 +204,7 @@ export class LocalResourceManagerDriver extends LinkedWorkersDriver<Worker> impl
       partitions:
         this.mode === 'thread' ? { kind: 'in-process' } : { kind: 'sockets', directory: this.#socketDirectory() },
       inspect: this.#o.inspect !== undefined,
+      ...(this.#o.inspectDetail === undefined ? {} : { inspectDetail: this.#o.inspectDetail }),
       log: this.#logRecord !== null,
       ...(this.#o.logLevel === undefined ? {} : { logLevel: this.#o.logLevel }),
       configuration: {

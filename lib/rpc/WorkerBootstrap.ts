@@ -3,6 +3,7 @@
  * the worker entry (worker side), which otherwise share nothing. On a thread it is the workerData;
  * in a child process it is the first IPC message, under BOOTSTRAP_MESSAGE, before any Link frame.
  */
+import type { InspectionDetail } from '../InspectionRecord.js';
 import type { ResourceID } from '../core/ids.js';
 import type { LogLevel } from '../core/Logger.js';
 import type { ResolvedOptions } from '../core/options.js';
@@ -13,6 +14,8 @@ export interface WorkerBootstrap {
   readonly mode: 'thread' | 'process';
   /** Whether the worker sends its statecharts' inspection events on {@link INSPECT_CHANNEL}. */
   readonly inspect: boolean;
+  /** How much of each (default 'full'). */
+  readonly inspectDetail?: InspectionDetail;
   /**
    * Whether the worker sends its log records (runtime messages, task pool warnings, task logs) on {@link LOG_CHANNEL}.
    */

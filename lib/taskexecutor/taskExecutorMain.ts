@@ -93,7 +93,10 @@ async function main(): Promise<void> {
   // Loaded only when asked for: the inspector and its serializer cost a worker more to load than the rest of it
   // (the worker side alone: the relay and the browser opener stay on the main thread, inspect.ts).
   const inspect = config.inspect
-    ? await (await importWorkerInspector()).loadWorkerInspector((event) => inspectChannel.postMessage(event))
+    ? await (await importWorkerInspector()).loadWorkerInspector(
+        (event) => inspectChannel.postMessage(event),
+        config.inspectDetail,
+      )
     : undefined;
 
   // Task threads booted ahead of need, one lent to each slot allocation and given back when it ends.

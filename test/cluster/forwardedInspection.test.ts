@@ -15,7 +15,8 @@ interface Sent {
   readonly type: string;
   readonly name?: string;
   readonly sessionId: string;
-  readonly snapshot?: { readonly value?: unknown };
+  readonly definition?: string;
+  readonly snapshot?: { readonly value?: unknown; readonly context?: unknown };
   readonly event?: { readonly type: string };
 }
 
@@ -38,8 +39,9 @@ function channelStandIn() {
     onUndeliverable: () => () => {},
     close: () => {},
   } satisfies Channel;
-  const ask = () => {
-    for (const l of listeners) (typeof l === 'function' ? l : l.handleEvent.bind(l))({ data: { type: 'inspect' } });
+  const ask = (detail?: 'full' | 'actors') => {
+    const data = detail === undefined ? { type: 'inspect' } : { type: 'inspect', detail };
+    for (const l of listeners) (typeof l === 'function' ? l : l.handleEvent.bind(l))({ data });
   };
   const events = () => posted.flatMap((b) => b.events as Sent[]);
   return { channel, posted, ask, events };
@@ -130,5 +132,38 @@ describe('InspectionForwarder (a TaskManager’s statecharts to its JobManager)'
     await new Promise((resolve) => setTimeout(resolve, 250));
     expect(forwarder.forwarding).to.equal(false);
     expect(posted).to.deep.equal([]);
+  });
+
+  it('asked for the actors only (a dashboard is all that watches), sends what the dashboard reads', async () => {
+    const { channel, ask, events } = channelStandIn();
+    const forwarder = new InspectionForwarder(channel, () => {});
+    const table = tableWith(forwarder);
+    allocate(table, 1);
+    ask('actors');
+    await until('forwarding', () => (forwarder.forwarding ? true : undefined));
+    allocate(table, 0);
+    await until('the new slot and its snapshot', () =>
+      events().some((e) => e.type === '@xstate.snapshot' && e.event?.type === 'ALLOCATE_SLOT') ? true : undefined,
+    );
+    const announced = events().filter((e) => e.type === '@xstate.actor');
+    expect(announced.map((e) => e.name)).to.have.members(['taskSlotTable', 'slot-1', 'slot-0']);
+    expect(announced.find((e) => e.name === 'slot-1')!.snapshot).to.deep.equal({
+      value: 'allocated',
+      status: 'active',
+    });
+    // No machine definitions, no contexts, no events apart from the snapshots': the full records carry all three.
+    expect(events().some((e) => e.definition !== undefined || e.snapshot?.context !== undefined)).to.equal(false);
+    expect(events().some((e) => e.type === '@xstate.event')).to.equal(false);
+  });
+
+  it('asked for full records, sends the machines and their contexts', async () => {
+    const { channel, ask, events } = channelStandIn();
+    const forwarder = new InspectionForwarder(channel, () => {});
+    tableWith(forwarder);
+    ask('full');
+    await until('the table announced', () => (events().length >= 1 ? true : undefined));
+    const [table] = events();
+    expect(table!.definition).to.be.a('string');
+    expect(table!.snapshot?.context).to.be.an('object');
   });
 });
