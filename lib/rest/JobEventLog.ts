@@ -19,15 +19,14 @@ export class JobEventLog {
   #nextSeq = 0;
   readonly #id = randomUUID();
   #result: JobResult | null = null;
-  readonly #unsubscribe: () => void;
 
   /**
    * Subscribes to the job: it first gets the status changes so far (JobClient.onEvent replays them),
-   * then everything as it happens.
+   * then everything as it happens. It stays subscribed: a log lives as long as its job is kept.
    */
   constructor(job: JobClient, capacity = DEFAULT_EVENT_LOG_CAPACITY) {
     this.#capacity = capacity;
-    this.#unsubscribe = job.onEvent((event) => this.#append(event));
+    job.onEvent((event) => this.#append(event));
     void job.result.then((result) => {
       this.#result = result;
     });
@@ -52,10 +51,6 @@ export class JobEventLog {
     const next = events.length > 0 ? events[events.length - 1]!.seq + 1 : Math.max(from, this.#firstSeq());
     const complete = this.#result !== null && next >= this.#nextSeq;
     return { events, next, first: this.#firstSeq(), complete, log: this.#id };
-  }
-
-  close(): void {
-    this.#unsubscribe();
   }
 
   #firstSeq(): number {
