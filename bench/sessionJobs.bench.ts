@@ -13,17 +13,16 @@
  * SESSION_JOBS, SESSION_BURST, SESSION_ROUNDS, SESSION_WARM_UP change it. The last line is one JSON object with
  * every figure.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { JobGraphSpec } from '../lib/jobmaster/JobGraph.js';
 import { until } from '../test/support/eventually.js';
 import { natsServerBinary, startNatsServer } from '../test/support/natsServer.js';
 import { compiled, ensureCompiled } from './support/compiled.js';
-import { childPids, cpuTicks, USER_HZ, untilIdle } from './support/procStat.js';
-import { printJson, round } from './support/report.js';
+import { childPids, untilIdle } from './support/procStat.js';
+import { cpuByPart, startCliTaskManager } from './support/sessionCluster.js';
+import { formatSpread, printJson, quantile, round, spreadOf } from './support/report.js';
 
 const JOBS = Number(process.env['SESSION_JOBS'] ?? 300);
 const BURST = Number(process.env['SESSION_BURST'] ?? 300);
@@ -61,16 +60,6 @@ async function runJob(cluster: Submits): Promise<void> {
     throw new Error(`wrong result: ${result.status}, ${JSON.stringify(outputs)}`);
 }
 
-/** CPU ms per part: this process (every thread), and each group of child pids. */
-function cpuByPart(children: Record<string, () => readonly number[]>): Record<string, number> {
-  const usage = process.cpuUsage();
-  const parts: Record<string, number> = { 'this process': (usage.user + usage.system) / 1000 };
-  for (const [name, pids] of Object.entries(children)) {
-    parts[name] = pids().reduce((ms, pid) => ms + ((cpuTicks(`/proc/${pid}/stat`) ?? 0) * 1000) / USER_HZ, 0);
-  }
-  return parts;
-}
-
 interface Run {
   readonly latencies: number[];
   readonly wallMs: number;
@@ -103,17 +92,6 @@ async function series(
   return { latencies, wallMs, cpu };
 }
 
-function startTaskManager(url: string): { child: ChildProcess; dir: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'slotwise-bench-taskmanager-'));
-  const args = ['--nats', url, '--cluster-id', 'bench', '--slots', String(SLOTS), '--cpu-cores', String(SLOTS)];
-  args.push('--task-heap', '1g', '--managed-memory', '64m', '--network-memory', '32m');
-  const child = spawn(process.execPath, [join(root, 'dist/lib/cli/main.js'), 'taskmanager', ...args], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, TMPDIR: dir },
-  });
-  return { child, dir };
-}
-
 const server = await startNatsServer(binary);
 /** Run last first at the end, whatever happened: no server or child left behind. */
 const cleanups: Array<() => Promise<unknown>> = [() => server.stop()];
@@ -128,14 +106,9 @@ const partsOf: Record<'session' | 'mini', Record<string, () => readonly number[]
 try {
   const jobManager = await startJobManager({ nats: server.url, clusterId: 'bench', logger: () => {} });
   cleanups.push(() => jobManager.close());
-  const taskManagers = [startTaskManager(server.url), startTaskManager(server.url)];
+  const taskManagers = [0, 1].map(() => startCliTaskManager(server.url, 'bench', SLOTS));
   cleanups.push(async () => {
-    for (const { child, dir } of taskManagers) {
-      const exited = new Promise((resolve) => (child.exitCode !== null ? resolve(0) : child.once('exit', resolve)));
-      child.kill('SIGTERM');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
-    }
+    for (const taskManager of taskManagers) await taskManager.stop();
   });
   await until('both TaskManagers registered', () => jobManager.overview().taskExecutors.length === 2, 60_000);
   const mini = await MiniCluster.start({
@@ -167,11 +140,8 @@ try {
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
 }
 
-const sorted = (values: readonly number[]) => [...values].sort((x, y) => x - y);
-const at = (values: readonly number[], q: number) =>
-  sorted(values)[Math.min(values.length - 1, Math.floor(q * values.length))]!;
-const spread = (values: readonly number[], digits = 0) =>
-  [at(values, 0), at(values, 0.5), at(values, 1)].map((v) => v.toFixed(digits)).join(' / ');
+const at = quantile;
+const spread = (values: readonly number[], digits = 0) => formatSpread(spreadOf(values), digits);
 const total = (run: Run) => Object.values(run.cpu).reduce((a, b) => a + b, 0);
 const jobsOf = (how: 'one' | 'burst') => (how === 'one' ? JOBS : BURST);
 

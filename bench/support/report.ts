@@ -144,6 +144,12 @@ export function spreadOf(values: readonly number[]): Spread {
   return { min: sorted[0]!, median, max: sorted[sorted.length - 1]! };
 }
 
+/** The `q` quantile of `values` by nearest rank (0.5: the median, 0.99: the p99). */
+export function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+}
+
 /** `1.2 / 1.5 / 2.1` (min / median / max), rounded for printing. */
 export function formatSpread(s: Spread, digits = 3): string {
   return `${round(s.min, digits)} / ${round(s.median, digits)} / ${round(s.max, digits)}`;
