@@ -4,10 +4,10 @@
  * JobManager's own cache on disk (for its task module checker); a task module given as a local path
  * bundled and stored first; and what a TaskExecutor is told to run — code in the cache by its hash.
  */
-import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { IllegalArgumentError } from '../core/errors.js';
+import { fileStamp } from '../fileStamp.js';
 import type { JobGraphSpec } from '../jobmaster/JobGraph.js';
 import { checkSha256, sha256Hex, type BlobStore } from './BlobStore.js';
 import type { StoredTaskCode, TaskCodeUpload } from '../rest/RestTarget.js';
@@ -103,21 +103,21 @@ export class ClusterTaskCode {
 
   /**
    * The stored bundle of the module at `path`: the one made before while none of the files it was made of changed
-   * (size, modification time, inode), else a new one. A job submitted again and again costs a stat per file, not a
-   * bundling (esbuild, ~10 ms). A bundle is remembered only when none of its files was modified within
+   * (fileStamp.ts), else a new one. A job submitted again and again costs a stat per file, not a bundling (esbuild,
+   * ~10 ms). A bundle is remembered only when none of its files was modified within
    * RECENT_EDIT_NS before the bundling began: one edited while esbuild read it (or on a file system with coarse
    * times) is bundled again at the next submit.
    */
   async #bundled(path: string): Promise<string> {
     const known = this.#bundles.get(path);
-    if (known?.files.every(([file, stamp]) => stampOf(file)?.stamp === stamp)) return known.taskModule;
+    if (known?.files.every(([file, stamp]) => fileStamp(file)?.stamp === stamp)) return known.taskModule;
     const began = BigInt(Date.now()) * 1_000_000n;
     const bundle = await this.#bundle(path);
     const { taskModule } = await this.store(bundle);
     this.#bundles.delete(path);
     const files: Array<readonly [string, string]> = [];
     for (const file of bundle.inputs) {
-      const stamp = stampOf(file);
+      const stamp = fileStamp(file);
       if (stamp === null || stamp.mtimeNs > began - RECENT_EDIT_NS) return taskModule;
       files.push([file, stamp.stamp]);
     }
@@ -129,13 +129,3 @@ export class ClusterTaskCode {
 
 /** How recent an edit keeps a bundle from being remembered (file systems that keep whole seconds included). */
 const RECENT_EDIT_NS = 2_000_000_000n;
-
-/** A file's size, modification time and inode; null when it cannot be read (an input that is no file). */
-function stampOf(path: string): { readonly stamp: string; readonly mtimeNs: bigint } | null {
-  try {
-    const stat = statSync(path, { bigint: true, throwIfNoEntry: false });
-    return stat === undefined ? null : { stamp: `${stat.size}:${stat.mtimeNs}:${stat.ino}`, mtimeNs: stat.mtimeNs };
-  } catch {
-    return null;
-  }
-}

@@ -7,10 +7,11 @@
  *
  * On the wire to a TaskExecutor a module in the BlobStore is named `slotwise-code:sha256-<hex>`.
  */
-import { mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fileStamp } from '../fileStamp.js';
 import { checkSha256, sha256Hex } from './BlobStore.js';
 
 export const TASK_CODE_SCHEME = 'slotwise-code:sha256-';
@@ -35,8 +36,8 @@ export class TaskCodeCache {
   /** Per hash, the file once verified (one fetch and one check per process, however many tasks ask). */
   readonly #ready = new Map<string, Promise<string>>();
   /**
-   * Per hash whose file this process wrote or verified, that file as it was then (size, inode, modification time): one
-   * that still is needs no writing.
+   * Per hash whose file this process wrote or verified, that file's stamp then (fileStamp.ts): one that still has it
+   * needs no writing.
    */
   readonly #onDisk = new Map<string, string>();
 
@@ -59,7 +60,7 @@ export class TaskCodeCache {
     const path = this.pathFor(sha256);
     if (sha256Hex(bytes) !== sha256) throw new Error(`task code does not hash to sha256-${sha256}`);
     const known = this.#onDisk.get(sha256);
-    if (known !== undefined && known === fileStamp(path)) return path;
+    if (known !== undefined && known === fileStamp(path)?.stamp) return path;
     const temporary = `${path}.${process.pid}.${Math.random().toString(16).slice(2)}.tmp`;
     writeFileSync(temporary, bytes);
     renameSync(temporary, path);
@@ -69,9 +70,9 @@ export class TaskCodeCache {
   }
 
   #remember(sha256: string, path: string): void {
-    const stamp = fileStamp(path);
-    if (stamp === undefined) this.#onDisk.delete(sha256);
-    else this.#onDisk.set(sha256, stamp);
+    const file = fileStamp(path);
+    if (file === null) this.#onDisk.delete(sha256);
+    else this.#onDisk.set(sha256, file.stamp);
   }
 
   /** The path of the code `sha256`: cached on disk (verified), or fetched with `fetch` and cached. */
@@ -95,12 +96,6 @@ export class TaskCodeCache {
     }
     return this.write(sha256, await fetch(sha256));
   }
-}
-
-/** A file's size, inode and modification time as one string, or undefined when there is none. */
-function fileStamp(path: string): string | undefined {
-  const stat = statSync(path, { bigint: true, throwIfNoEntry: false });
-  return stat === undefined ? undefined : `${stat.size}:${stat.ino}:${stat.mtimeNs}`;
 }
 
 /** The absolute path a task module names, or undefined when it names none (JobGraph refuses it then). */

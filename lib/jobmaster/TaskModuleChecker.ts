@@ -21,12 +21,12 @@
  * ended; the modules it did not get to are left unchecked, and a submit that still needs them
  * checks them in a new worker of its own.
  */
-import { type BigIntStats, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
 import { formatDuration } from '../core/Duration.js';
 import { IllegalArgumentError, IllegalStateError } from '../core/errors.js';
 import { DEFAULTS } from '../core/options.js';
+import { fileStamp } from '../fileStamp.js';
 import { forkProcess } from '../rpc/forkProcess.js';
 import { startWorker } from '../rpc/startWorker.js';
 import {
@@ -217,19 +217,10 @@ export class DefaultTaskModuleChecker implements TaskModuleChecker {
   }
 }
 
-/**
- * Path and file identity of a module, or null when there is no file. A synchronous stat: every submit makes one per
- * module, and fs/promises' stat is two cross-thread wake-ups (to libuv's pool and back) on the path of every job.
- */
+/** Path and file identity of a module (fileStamp.ts), or null when there is no file. */
 function identify(path: string): string | null {
-  let file: BigIntStats | undefined;
-  try {
-    file = statSync(path, { bigint: true, throwIfNoEntry: false });
-  } catch {
-    return null;
-  }
-  if (file === undefined || !file.isFile()) return null;
-  return `${path}\u0000${file.dev}:${file.ino}:${file.size}:${file.mtimeNs}`;
+  const file = fileStamp(path);
+  return file === null ? null : `${path}\u0000${file.stamp}`;
 }
 
 /**
