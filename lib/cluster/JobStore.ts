@@ -15,8 +15,8 @@
  * fits one NATS message — nearly every job's graph and result — is one KV entry, stored with one acknowledged
  * publish and forgotten with one purge; one that does not goes to the object store, whose put and delete are three
  * requests each (its metadata read, its chunks, its metadata written). A job on a session cluster costs its
- * JobManager these writes whatever its size: with the object store alone, ten requests and ~3.5 ms of CPU per job
- * of one subtask, half of what the JobManager spent on it (bench/sessionJobs.bench.ts).
+ * JobManager these writes whatever its size: with the object store alone ten JetStream requests per job, 16.9 NATS
+ * messages per job of one subtask against 9.8 now (docs/benchmarks.md, sessionJobs).
  */
 import { deserialize, serialize } from 'node:v8';
 import {
@@ -57,8 +57,9 @@ interface StoredResult {
   readonly endedAt: number;
 }
 
-/** Bytes of a NATS message left to an entry's subject and headers. */
-const HEADROOM = 4096;
+/** The largest payload one NATS message to `connection` takes less `headroom` (its subject and headers). */
+const payloadLimit = (connection: NatsConnection, headroom: number) =>
+  (connection.info?.max_payload ?? 1024 * 1024) - headroom;
 
 export class JobStore {
   readonly #jobs: JobBucket;
@@ -69,6 +70,8 @@ export class JobStore {
   readonly #connection: NatsConnection;
   /** Jobs whose progress this store appended or read: only theirs is purged at their end. */
   readonly #progressed = new Set<JobID>();
+  /** Jobs whose graph is in the jobs' object store (stored there, or found there): only theirs cost its delete. */
+  readonly #largeJobs = new Set<string>();
 
   private constructor(
     jobs: JobBucket,
@@ -101,7 +104,8 @@ export class JobStore {
     const ttlMs = Number.isFinite(resultTtlMs) ? resultTtlMs : 0;
     const jsm = await jetstreamManager(connection);
     const js = jetstream(connection);
-    const limit = () => (connection.info?.max_payload ?? 1024 * 1024) - HEADROOM;
+    // Room for an entry's subject and headers.
+    const limit = () => payloadLimit(connection, 4096);
     const [jobs, results] = await Promise.all(
       [
         { name: `slotwise-${clusterId}-jobs`, ttlMs: 0 },
@@ -133,7 +137,7 @@ export class JobStore {
   async appendProgress(jobId: JobID, finished: readonly FinishedSubtask[]): Promise<void> {
     this.#progressed.add(jobId);
     const bytes = serialize(finished);
-    const limit = (this.#connection.info?.max_payload ?? 1024 * 1024) - 1024;
+    const limit = payloadLimit(this.#connection, 1024);
     if (bytes.length <= limit) {
       await this.#js.publish(progressSubject(this.#clusterId, jobId), bytes);
       return;
@@ -174,7 +178,7 @@ export class JobStore {
   }
 
   async putJob(job: StoredJob): Promise<void> {
-    await this.#jobs.put(job.jobId, serialize(job));
+    if (await this.#jobs.put(job.jobId, serialize(job))) this.#largeJobs.add(job.jobId);
   }
 
   /**
@@ -184,7 +188,8 @@ export class JobStore {
   async jobs(skipped: (jobId: string, why: string) => void): Promise<StoredJob[]> {
     const found: StoredJob[] = [];
     for (const entry of await this.#jobs.entries()) {
-      const bytes = entry.bytes ?? (await this.#jobs.get(entry.key));
+      if (entry.bytes === undefined) this.#largeJobs.add(entry.key);
+      const bytes = entry.bytes ?? (await this.#jobs.getObject(entry.key));
       if (bytes === null) continue;
       try {
         found.push(deserialize(bytes) as StoredJob);
@@ -196,7 +201,7 @@ export class JobStore {
   }
 
   async removeJob(jobId: JobID): Promise<void> {
-    await this.#jobs.remove(jobId);
+    await this.#jobs.remove(jobId, this.#largeJobs.delete(jobId));
   }
 
   /** Stores an ended job's result, then forgets its graph. */
@@ -212,7 +217,7 @@ export class JobStore {
       bytes: serialize(result),
       description: JSON.stringify(summary),
     }));
-    await this.#jobs.remove(result.jobId).catch(() => {});
+    await this.removeJob(result.jobId).catch(() => {});
   }
 
   /** The ended jobs whose results are kept. */
@@ -236,7 +241,7 @@ export class JobStore {
 
   /** An ended job's result, or null when it is not (or no longer) kept. */
   async result(jobId: JobID): Promise<JobResult | null> {
-    const { bytes, inKv } = await this.#results.getWhere(jobId);
+    const { bytes, inKv } = await this.#results.get(jobId);
     if (bytes === null) return null;
     return inKv ? (deserialize(bytes) as StoredResult).result : (deserialize(bytes) as JobResult);
   }
@@ -261,8 +266,6 @@ class JobBucket {
   readonly #objects: ObjectStore;
   readonly #jsm: JetStreamManager;
   readonly #limit: () => number;
-  /** Keys whose entry is (or was found) in the object store: only those cost its delete. */
-  readonly #large = new Set<string>();
 
   constructor(name: string, kv: KV, objects: ObjectStore, jsm: JetStreamManager, limit: () => number) {
     this.#name = name;
@@ -274,40 +277,45 @@ class JobBucket {
 
   /**
    * Stores `bytes` under `key`: in the KV bucket if they fit, else what `large()` makes of the entry (default: the same
-   * bytes) in the object store.
+   * bytes) in the object store. Resolves with whether it went to the object store.
    */
   async put(
     key: string,
     bytes: Uint8Array,
     large: () => { bytes: Uint8Array; description?: string } = () => ({ bytes }),
-  ): Promise<void> {
+  ): Promise<boolean> {
     if (bytes.length <= this.#limit()) {
       await retriedWhileElecting(() => this.#kv.put(key, bytes));
-      return;
+      return false;
     }
     const object = large();
     const meta = object.description === undefined ? { name: key } : { name: key, description: object.description };
     await retriedWhileElecting(() => this.#objects.putBlob(meta, object.bytes));
-    this.#large.add(key);
-  }
-
-  async get(key: string): Promise<Uint8Array | null> {
-    return (await this.getWhere(key)).bytes;
+    return true;
   }
 
   /** The entry's bytes, and whether they came from the KV bucket. */
-  async getWhere(key: string): Promise<{ bytes: Uint8Array | null; inKv: boolean }> {
+  async get(key: string): Promise<{ bytes: Uint8Array | null; inKv: boolean }> {
     const entry = await this.#kv.get(key);
     if (entry !== null && entry.operation === 'PUT') return { bytes: entry.value, inKv: true };
-    return { bytes: await this.#objects.getBlob(key), inKv: false };
+    return { bytes: await this.getObject(key), inKv: false };
   }
 
-  async remove(key: string): Promise<void> {
+  /** An entry the object store holds (one `entries` listed without its bytes). */
+  getObject(key: string): Promise<Uint8Array | null> {
+    return this.#objects.getBlob(key);
+  }
+
+  /** Forgets `key`'s entry: its KV entry, and its object too when `inObjects` (what put or entries said). */
+  async remove(key: string, inObjects: boolean): Promise<void> {
     await this.#jsm.streams.purge(`KV_${this.#name}`, { filter: `$KV.${this.#name}.${key}` });
-    if (this.#large.delete(key)) await this.#objects.delete(key);
+    if (inObjects) await this.#objects.delete(key);
   }
 
-  /** Every entry: the KV bucket's with their bytes (one ordered consumer), the object store's with a description. */
+  /**
+   * Every entry: the KV bucket's with their bytes (one ordered consumer), the object store's without (`getObject`
+   * reads them), with their description.
+   */
   async entries(): Promise<BucketEntry[]> {
     const found: BucketEntry[] = [];
     const stream = `KV_${this.#name}`;
@@ -335,7 +343,6 @@ class JobBucket {
       }
     }
     for (const info of await this.#objects.list()) {
-      this.#large.add(info.name);
       found.push({ key: info.name, ...(info.description === undefined ? {} : { description: info.description }) });
     }
     return found;
