@@ -58,55 +58,46 @@ export class ActorDirectory {
   /** Takes one inspection record (any thread's). */
   record(record: InspectionRecord): void {
     if (record.type === '@xstate.actor') {
-      this.#started(record.sessionId, record.name, record.origin, record.parentId ?? null, record.snapshot);
-    } else if (record.type === '@xstate.snapshot') {
-      this.#changed(record.sessionId, record.snapshot, record.event?.type, isoTime(record.createdAt));
+      this.#actors.set(record.sessionId, {
+        id: record.sessionId,
+        name: record.name,
+        origin: record.origin,
+        parentId: record.parentId ?? null,
+        value: record.snapshot?.value ?? null,
+        status: record.snapshot?.status ?? 'active',
+        events: 0,
+        recent: [],
+      });
+      return;
     }
-  }
-
-  /**
-   * An XState `inspect` observer for this thread's actors (`origin`): what the directory keeps, read straight off the
-   * events. Converting them to Stately inspection records first (as `record` takes them) serialized every snapshot
-   * twice and ran a timer per event: most of what a JobManager with a dashboard spent on inspection per job.
-   */
-  observer(origin = 'main'): (event: InspectionEvent) => void {
-    return (event) => {
-      const record = actorsRecord(event);
-      if (record !== undefined) this.record({ ...record, origin } as InspectionRecord);
-    };
-  }
-
-  #started(
-    id: string,
-    name: string,
-    origin: string,
-    parentId: string | null,
-    snapshot: SnapshotLike | undefined,
-  ): void {
-    this.#actors.set(id, {
-      id,
-      name,
-      origin,
-      parentId,
-      value: snapshot?.value ?? null,
-      status: snapshot?.status ?? 'active',
-      events: 0,
-      recent: [],
-    });
-  }
-
-  #changed(id: string, snapshot: SnapshotLike, type: string | undefined, at: string): void {
-    const actor = this.#actors.get(id);
+    if (record.type !== '@xstate.snapshot') return;
+    const actor = this.#actors.get(record.sessionId);
     if (actor === undefined) return;
-    actor.value = snapshot.value ?? actor.value;
-    const status = snapshot.status ?? actor.status;
-    const event: ActorEvent = { at, type: type ?? '(unknown)', value: actor.value };
+    actor.value = record.snapshot.value ?? actor.value;
+    const status = record.snapshot.status ?? actor.status;
+    const event: ActorEvent = {
+      at: isoTime(record.createdAt),
+      type: record.event?.type ?? '(unknown)',
+      value: actor.value,
+    };
     actor.events++;
     actor.recent.push(event);
     if (actor.recent.length > RECENT_EVENTS) actor.recent.shift();
     if (status !== 'active' && actor.status === 'active') this.#stopped(actor.id);
     actor.status = status;
     for (const listener of this.#listeners) listener(actor.id, event);
+  }
+
+  /**
+   * An XState `inspect` observer for this thread's actors (`origin`): what the directory keeps, read straight off the
+   * events (actorsRecord). Converting them to Stately inspection records first serialized every snapshot twice and ran
+   * a timer per event: most of what a JobManager with a dashboard spent on inspection per job.
+   */
+  observer(origin = 'main'): (event: InspectionEvent) => void {
+    return (event) => {
+      const record = actorsRecord(event);
+      if (record !== undefined) this.record({ ...record, origin } as InspectionRecord);
+    };
   }
 
   list(): ActorSummary[] {
@@ -128,12 +119,6 @@ export class ActorDirectory {
     this.#ended.push(id);
     if (this.#ended.length > ENDED_KEPT) this.#actors.delete(this.#ended.shift()!);
   }
-}
-
-/** What the directory reads of a snapshot: an inspection record's plain one or an actor's own. */
-interface SnapshotLike {
-  readonly value?: unknown;
-  readonly status?: string;
 }
 
 /** The inspector stamps events with `Date.now().toString()`; a page reads ISO 8601. */
