@@ -19,11 +19,12 @@ import { start, stop } from '../test/cluster/support/clusterProcesses.js';
 import { until } from '../test/support/eventually.js';
 import { natsServerBinary, startNatsServer } from '../test/support/natsServer.js';
 import { printJson, round } from './support/report.js';
+import { sameShapeMiniCluster, taskManagerShape } from './support/sessionCluster.js';
 
 const P = Number(process.env['CLUSTER_JOB_PARALLELISM'] ?? 1000);
 const ROUNDS = Number(process.env['CLUSTER_JOB_ROUNDS'] ?? 3);
 const SLOTS = 4;
-const shape = { slots: SLOTS, cpuCores: SLOTS, taskHeap: '1g', managedMemory: '64m', networkMemory: '32m' };
+const shape = taskManagerShape(SLOTS);
 
 const binary = natsServerBinary();
 if (binary === undefined) {
@@ -63,12 +64,7 @@ try {
   );
   cleanups.push(() => Promise.all(taskManagers.map((tm) => stop(tm))));
   await until('both TaskManagers registered', () => jobManager.overview().taskExecutors.length === 2, 120_000);
-  const mini = await MiniCluster.start({
-    mode: 'process',
-    taskExecutors: 2,
-    slotsPerTaskExecutor: SLOTS,
-    resources: { cpuCores: SLOTS, taskHeapMemory: '1g', managedMemory: '64m', networkMemory: '32m' },
-  });
+  const mini = await MiniCluster.start(sameShapeMiniCluster(2, SLOTS));
   cleanups.push(() => mini.close());
   // One job each to warm up (code bundled and fetched, task threads booted), not counted.
   await runOnce((spec) => jobManager.submitJob(spec));

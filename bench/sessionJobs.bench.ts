@@ -21,7 +21,7 @@ import { until } from '../test/support/eventually.js';
 import { natsServerBinary, startNatsServer } from '../test/support/natsServer.js';
 import { compiled, ensureCompiled } from './support/compiled.js';
 import { childPids, untilIdle } from './support/procStat.js';
-import { cpuByPart, startCliTaskManager } from './support/sessionCluster.js';
+import { cpuByPart, sameShapeMiniCluster, startCliTaskManager } from './support/sessionCluster.js';
 import { formatSpread, printJson, quantile, round, spreadOf } from './support/report.js';
 
 const JOBS = Number(process.env['SESSION_JOBS'] ?? 300);
@@ -111,12 +111,7 @@ try {
     for (const taskManager of taskManagers) await taskManager.stop();
   });
   await until('both TaskManagers registered', () => jobManager.overview().taskExecutors.length === 2, 60_000);
-  const mini = await MiniCluster.start({
-    mode: 'process',
-    taskExecutors: 2,
-    slotsPerTaskExecutor: SLOTS,
-    resources: { cpuCores: SLOTS, taskHeapMemory: '1g', managedMemory: '64m', networkMemory: '32m' },
-  });
+  const mini = await MiniCluster.start(sameShapeMiniCluster(2, SLOTS));
   cleanups.push(() => mini.close());
   const natsPid = server.process.pid!;
   const taskManagerPids = taskManagers.map(({ child }) => child.pid!);

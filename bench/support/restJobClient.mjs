@@ -15,14 +15,21 @@ const body = JSON.stringify({
 });
 
 let gets = 0;
+/** Every request is bounded: a JobManager that stops answering fails the benchmark instead of hanging it. */
+const REQUEST_TIMEOUT_MS = 30_000;
 
 async function runJob() {
-  const posted = await fetch(`${url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const posted = await fetch(`${url}/jobs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
   if (posted.status !== 202) throw new Error(`POST /jobs: ${posted.status} ${await posted.text()}`);
   const { jobid } = await posted.json();
   for (let wait = 10; ; wait = Math.min(wait * 2, 2_000)) {
     gets++;
-    const answer = await fetch(`${url}/jobs/${jobid}/result`);
+    const answer = await fetch(`${url}/jobs/${jobid}/result`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     const result = await answer.json();
     if (answer.status !== 200) throw new Error(`GET /jobs/${jobid}/result: ${answer.status}`);
     if (result.status?.id === 'IN_PROGRESS') {
